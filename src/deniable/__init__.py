@@ -1,0 +1,80 @@
+"""deniable: randomized response and local differential privacy, with exact epsilon.
+
+Each respondent's device randomizes the answer; the collector stores only randomized
+reports and de-biases their tally into a population estimate with honest error bars.
+
+>>> import deniable
+>>> design = deniable.TwoCoin()                     # Dwork & Roth's two fair coins
+>>> round(design.epsilon, 4)                        # ln 3
+1.0986
+>>> reports = design.randomize([1, 0, 1, 1] * 2500, rng=7)
+>>> est = design.estimate(reports)
+>>> abs(est.value - 0.75) < 4 * est.se
+True
+"""
+
+from __future__ import annotations
+
+from deniable._estimate import Estimate
+from deniable.designs import (
+    DESIGNS,
+    BiasedCoin,
+    Binary,
+    BinaryDesign,
+    Categorical,
+    CategoricalEstimate,
+    Crosswise,
+    Custom,
+    Design,
+    ForcedResponse,
+    Kuk,
+    Mangat,
+    Mirrored,
+    Tally,
+    Triangular,
+    TwoCoin,
+    UnrelatedQuestion,
+    Warner,
+    channel_epsilon,
+    make_design,
+)
+from deniable.exceptions import (
+    DataError,
+    DeniableError,
+    ParameterError,
+    ParameterTypeError,
+    PrivacyError,
+)
+from deniable.randomness import SystemRandom
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DESIGNS",
+    "BiasedCoin",
+    "Binary",
+    "BinaryDesign",
+    "Categorical",
+    "CategoricalEstimate",
+    "Crosswise",
+    "Custom",
+    "DataError",
+    "DeniableError",
+    "Design",
+    "Estimate",
+    "ForcedResponse",
+    "Kuk",
+    "Mangat",
+    "Mirrored",
+    "ParameterError",
+    "ParameterTypeError",
+    "PrivacyError",
+    "SystemRandom",
+    "Tally",
+    "Triangular",
+    "TwoCoin",
+    "UnrelatedQuestion",
+    "Warner",
+    "channel_epsilon",
+    "make_design",
+]

@@ -1,0 +1,152 @@
+"""Result objects and binomial intervals (a leaf: imports only numpy/scipy and the leaves).
+
+An :class:`Estimate` carries the unbiased moment estimate, the bounded maximum-likelihood
+estimate, standard errors in both conventions and the intervals the design supports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy import stats
+
+from deniable import _validation as v
+from deniable.exceptions import ParameterError
+
+__all__ = ["Estimate", "binomial_interval", "map_interval", "normal_quantile"]
+
+Interval = tuple[float, float]
+IntervalFn = Callable[[float], Interval]
+
+SE_PLUG_IN = "plug-in: divides by n"
+SE_UNBIASED = "unbiased: divides by n - 1"
+
+
+def normal_quantile(level: float) -> float:
+    """Two-sided standard normal quantile ``z`` with ``P(|Z| <= z) = level``."""
+    return float(stats.norm.ppf(0.5 + v.level(level) / 2))
+
+
+def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:
+    """Two-sided interval for a binomial proportion ``lambda`` from ``yes`` of ``n``.
+
+    ``exact``: Clopper & Pearson (1934), from beta quantiles; never below nominal coverage.
+    ``wilson``: Wilson (1927) score interval.
+    """
+    alpha = 1 - v.level(level)
+    if method == "exact":
+        lo = 0.0 if yes == 0 else float(stats.beta.ppf(alpha / 2, yes, n - yes + 1))
+        hi = 1.0 if yes == n else float(stats.beta.ppf(1 - alpha / 2, yes + 1, n - yes))
+        return lo, hi
+    if method == "wilson":
+        z = normal_quantile(level)
+        phat = yes / n
+        denom = 1 + z * z / n
+        centre = (phat + z * z / (2 * n)) / denom
+        half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
+        return max(0.0, centre - half), min(1.0, centre + half)
+    raise ParameterError(f"`method` must be one of 'exact', 'wilson', got {method!r}.")
+
+
+def map_interval(interval: Interval, offset: float, slope: float) -> Interval:
+    """Map an interval for ``lambda`` to one for ``(lambda - offset) / slope``, clipped to [0, 1]."""
+    a = (interval[0] - offset) / slope
+    b = (interval[1] - offset) / slope
+    lo, hi = (a, b) if a <= b else (b, a)
+    return min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else ("-inf" if x < 0 else "nan"))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimate of one prevalence (or other parameter) with its errors and intervals.
+
+    Attributes
+    ----------
+    value : the unbiased moment estimate (may leave [0, 1]).
+    bounded : the maximum-likelihood estimate restricted to [0, 1].
+    se : standard error, plug-in convention (divides by ``n``); printed by default.
+    se_unbiased : standard error, unbiased convention (divides by ``n - 1``).
+    n : number of reports.
+    method : how ``value`` was computed (``moment``, ``mle``).
+    parameter : what is estimated (``prevalence`` unless stated).
+    lambda_hat : observed share of "yes" reports, where that applies.
+    """
+
+    value: float
+    bounded: float
+    se: float
+    se_unbiased: float
+    n: int
+    method: str = "moment"
+    parameter: str = "prevalence"
+    lambda_hat: float | None = None
+    se_convention: str = SE_PLUG_IN
+    intervals: Mapping[str, Callable[[float], Interval]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+
+    @property
+    def interval_methods(self) -> tuple[str, ...]:
+        """Interval methods this estimate supports (``wald`` always)."""
+        return ("wald", *self.intervals)
+
+    def ci(self, level: float = 0.95, method: str = "wald") -> Interval:
+        """Two-sided confidence interval at ``level``.
+
+        ``wald``: ``value +- z * se`` (plug-in SE), not clipped. Others (``exact``,
+        ``wilson``, ``likelihood``, where offered) respect [0, 1].
+        """
+        lvl = v.level(level)
+        if method == "wald":
+            z = normal_quantile(lvl)
+            return self.value - z * self.se, self.value + z * self.se
+        if method not in self.intervals:
+            v.choice("method", method, self.interval_methods)
+        return self.intervals[method](lvl)
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        """Plain-JSON dict: numbers stay numbers, infinities become strings."""
+        out: dict[str, Any] = {
+            "parameter": self.parameter,
+            "method": self.method,
+            "n": self.n,
+            "estimate": _num(self.value),
+            "estimate_bounded": _num(self.bounded),
+            "se": _num(self.se),
+            "se_unbiased": _num(self.se_unbiased),
+            "se_convention": self.se_convention,
+            "level": level,
+        }
+        if self.lambda_hat is not None:
+            out["lambda_hat"] = self.lambda_hat
+        for m in self.interval_methods:
+            out[f"ci_{m}"] = [_num(x) for x in self.ci(level, m)]
+        return out
+
+    def table(self, level: float = 0.95) -> str:
+        """A readable plain-text table."""
+        rows = [
+            ("parameter", self.parameter),
+            ("n", str(self.n)),
+            (f"estimate ({self.method}, unbiased)", f"{self.value:.6f}"),
+            ("estimate (bounded MLE)", f"{self.bounded:.6f}"),
+            ("SE (plug-in, n)", f"{self.se:.6f}"),
+            ("SE (unbiased, n - 1)", f"{self.se_unbiased:.6f}"),
+        ]
+        if self.lambda_hat is not None:
+            rows.insert(2, ("share of yes reports", f"{self.lambda_hat:.6f}"))
+        for m in self.interval_methods:
+            lo, hi = self.ci(level, m)
+            rows.append((f"{level:.0%} CI ({m})", f"[{lo:.6f}, {hi:.6f}]"))
+        width = max(len(r[0]) for r in rows)
+        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
+
+    def __str__(self) -> str:
+        return self.table()

@@ -1,0 +1,130 @@
+"""Parameter checks shared by every module: one message format everywhere."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return repr(value)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def real(name: str, value: Any) -> float:
+    """Return ``value`` as a finite-or-infinite float; reject non-reals and NaN."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterTypeError(
+            f"`{name}` must be a real number, got {type(value).__name__} {value!r}."
+        )
+    out = float(value)
+    if math.isnan(out):
+        raise ParameterError(f"`{name}` must be a number, got nan.")
+    return out
+
+
+def probability(
+    name: str,
+    value: Any,
+    *,
+    low_open: bool = False,
+    high_open: bool = False,
+    exclude: Iterable[float] = (),
+) -> float:
+    """Check ``value`` is a probability in the stated interval, excluding listed points."""
+    p = real(name, value)
+    excluded = tuple(exclude)
+    lo_ok = p > 0 if low_open else p >= 0
+    hi_ok = p < 1 if high_open else p <= 1
+    if not (lo_ok and hi_ok) or p in excluded:
+        interval = ("(" if low_open else "[") + "0, 1" + (")" if high_open else "]")
+        extra = "".join(f" and not {_fmt(x)}" for x in excluded)
+        raise ParameterError(f"`{name}` must be in {interval}{extra}, got {_fmt(value)}.")
+    return p
+
+
+def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
+    """Check ``value`` is a real > 0 (or >= 0), finite unless ``allow_inf``."""
+    x = real(name, value)
+    ok = (x >= 0 if allow_zero else x > 0) and (allow_inf or math.isfinite(x))
+    if not ok:
+        bound = "[0, " if allow_zero else "(0, "
+        bound += "inf]" if allow_inf else "inf)"
+        raise ParameterError(f"`{name}` must be in {bound}, got {_fmt(value)}.")
+    return x
+
+
+def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Check ``value`` is an integer within ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ParameterTypeError(
+                f"`{name}` must be an integer, got {type(value).__name__} {value!r}."
+            )
+    out = int(value)
+    if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
+        lo = "-inf" if minimum is None else str(minimum)
+        hi = "inf" if maximum is None else str(maximum)
+        raise ParameterError(f"`{name}` must be an integer in [{lo}, {hi}], got {out}.")
+    return out
+
+
+def choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    """Check ``value`` is one of the allowed strings."""
+    allowed = tuple(choices)
+    if not isinstance(value, str) or value not in allowed:
+        listed = ", ".join(repr(c) for c in allowed)
+        raise ParameterError(f"`{name}` must be one of {listed}, got {value!r}.")
+    return value
+
+
+def level(value: Any) -> float:
+    """Check a confidence level in (0, 1)."""
+    return probability("level", value, low_open=True, high_open=True)
+
+
+def reports_array(
+    name: str, values: Any, *, categories: int = 2
+) -> npt.NDArray[np.integer[Any]]:
+    """Return ``values`` as a 1-D integer array whose entries are in ``0..categories-1``.
+
+    Booleans are accepted for two categories. Floats must hold integral values.
+    """
+    arr = np.asarray(values)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise DataError(f"`{name}` must be a 1-D array, got an array of shape {arr.shape}.")
+    if arr.dtype == np.bool_:
+        if categories < 2:
+            raise DataError(f"`{name}`: booleans need at least 2 categories.")
+        return arr.view(np.uint8)
+    if arr.dtype.kind == "f":
+        if arr.size and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
+            bad = arr[~(np.isfinite(arr) & (arr == np.floor(arr)))][0]
+            raise DataError(
+                f"`{name}` must hold integers in 0..{categories - 1}, got {bad!r}."
+            )
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind not in "iu":
+        raise DataError(
+            f"`{name}` must hold integers in 0..{categories - 1}, got dtype {arr.dtype}."
+        )
+    if arr.size:
+        lo, hi = arr.min(), arr.max()
+        if lo < 0 or hi > categories - 1:
+            bad = lo if lo < 0 else hi
+            raise DataError(
+                f"`{name}` must hold integers in 0..{categories - 1}, got {int(bad)}."
+            )
+    return arr

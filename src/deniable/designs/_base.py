@@ -1,0 +1,307 @@
+"""The design contract: an exact channel, its epsilon, a randomizer, a tally, an estimator.
+
+Every design is a frozen dataclass whose channel ``P[report | truth]`` (columns sum to 1)
+determines everything else.  Binary designs need only ``p_yes_given_1`` and
+``p_yes_given_0``; this module derives the randomizer, the tally, the estimator with
+both standard-error conventions and its intervals, and the exact variance from them.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable import _validation as v
+from deniable._estimate import Estimate, binomial_interval, map_interval
+from deniable.exceptions import DataError, ParameterError
+from deniable.randomness import CHUNK, probability_threshold, random_words, resolve_rng
+
+__all__ = ["BinaryDesign", "Design", "Tally", "channel_epsilon"]
+
+_TOP53 = np.uint64(11)
+
+
+def channel_epsilon(channel: npt.ArrayLike) -> float:
+    """Exact epsilon of a channel ``P[report, truth]`` under replace-one neighbouring.
+
+    ``max over reports r and truths x, x' of ln(P[r | x] / P[r | x'])``; ``math.inf`` when a
+    report has probability 0 under one truth and not under another (it reveals the answer).
+    """
+    p = np.asarray(channel, dtype=float)
+    eps = 0.0
+    for row in p:
+        hi, lo = float(row.max()), float(row.min())
+        if hi == 0.0:
+            continue
+        if lo == 0.0:
+            return math.inf
+        eps = max(eps, math.log(hi / lo))
+    return eps
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Counts of each report value: the sufficient statistic; tallies add across shards.
+
+    ``counts[r]`` is the number of reports equal to ``r``.
+    """
+
+    counts: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        counts = tuple(v.integer(f"counts[{i}]", c, minimum=0) for i, c in enumerate(self.counts))
+        if len(counts) < 2:
+            raise DataError(f"`counts` needs at least 2 report values, got {len(counts)}.")
+        object.__setattr__(self, "counts", counts)
+
+    @classmethod
+    def binary(cls, yes: int, n: int) -> Tally:
+        """The tally of ``yes`` "yes" reports among ``n``."""
+        n = v.integer("n", n, minimum=1)
+        yes = v.integer("yes", yes, minimum=0)
+        if yes > n:
+            raise DataError(f"`yes` must be in [0, n] = [0, {n}], got {yes}.")
+        return cls((n - yes, yes))
+
+    @classmethod
+    def from_reports(cls, reports: npt.ArrayLike, size: int = 2) -> Tally:
+        """Count ``reports`` (integers in ``0..size-1``)."""
+        arr = v.reports_array("reports", reports, categories=size)
+        if arr.dtype == np.uint8 and size == 2:
+            yes = int(np.count_nonzero(arr))
+            return cls((arr.size - yes, yes))
+        return cls(tuple(int(c) for c in np.bincount(arr, minlength=size)))
+
+    @property
+    def n(self) -> int:
+        """Number of reports."""
+        return sum(self.counts)
+
+    @property
+    def yes(self) -> int:
+        """Number of reports equal to 1 (binary tallies only)."""
+        if len(self.counts) != 2:
+            raise DataError(f"`yes` is defined for binary tallies, this one has {len(self.counts)} values.")
+        return self.counts[1]
+
+    def __add__(self, other: object) -> Tally:
+        if not isinstance(other, Tally):
+            return NotImplemented
+        if len(other.counts) != len(self.counts):
+            raise DataError(
+                f"cannot add tallies of {len(self.counts)} and {len(other.counts)} report values."
+            )
+        return Tally(tuple(a + b for a, b in zip(self.counts, other.counts, strict=True)))
+
+
+class Design(ABC):
+    """Base of every design: a channel, its exact epsilon, randomize, tally, estimate."""
+
+    #: Name used by the CLI and the registry.
+    name: ClassVar[str]
+
+    @property
+    @abstractmethod
+    def channel(self) -> npt.NDArray[np.float64]:
+        """``P[report, truth]``: rows are reports, columns truths; columns sum to 1."""
+
+    @property
+    @abstractmethod
+    def epsilon(self) -> float:
+        """Exact epsilon (``math.inf`` when some report reveals the answer)."""
+
+    @property
+    def n_reports(self) -> int:
+        """Number of distinct report values."""
+        return int(self.channel.shape[0])
+
+    @property
+    def n_truths(self) -> int:
+        """Number of distinct true answers."""
+        return int(self.channel.shape[1])
+
+    @abstractmethod
+    def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.integer[Any]]:
+        """Randomize true answers into reports (CSPRNG unless ``rng`` is given)."""
+
+    def tally(self, reports: npt.ArrayLike) -> Tally:
+        """Count reports into a mergeable :class:`Tally`."""
+        return Tally.from_reports(reports, self.n_reports)
+
+    def parameters(self) -> dict[str, Any]:
+        """The design's parameters by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+    def _as_tally(self, data: Any, yes: Any, n: Any) -> Tally:
+        if data is None:
+            if yes is None or n is None:
+                raise DataError("give either reports / a Tally, or both `yes` and `n`.")
+            return Tally.binary(yes, n)
+        if yes is not None or n is not None:
+            raise DataError("give either reports / a Tally, or `yes` and `n`, not both.")
+        if isinstance(data, Tally):
+            if len(data.counts) != self.n_reports:
+                raise DataError(
+                    f"the tally has {len(data.counts)} report values, the design "
+                    f"{self.name!r} has {self.n_reports}."
+                )
+            tally = data
+        else:
+            tally = self.tally(data)
+        if tally.n == 0:
+            raise DataError("`n` must be at least 1, got 0 reports.")
+        return tally
+
+
+class BinaryDesign(Design):
+    """A design with a binary true answer and a binary report ("yes" = 1).
+
+    Subclasses define ``p_yes_given_1`` and ``p_yes_given_0``; everything else follows:
+
+    * report probability ``lambda(pi) = P0 + pi (P1 - P0)``;
+    * moment estimator ``pi_hat = (lambda_hat - P0) / (P1 - P0)`` (unbiased);
+    * plug-in variance ``lambda_hat (1 - lambda_hat) / (n (P1 - P0)^2)``, unbiased with ``n - 1``;
+    * bounded MLE ``clip(pi_hat, 0, 1)`` (the binomial likelihood is monotone in ``lambda``);
+    * intervals for ``lambda`` (exact Clopper-Pearson, Wilson) mapped through the design.
+    """
+
+    @property
+    @abstractmethod
+    def p_yes_given_1(self) -> float:
+        """P(report "yes" | true answer 1)."""
+
+    @property
+    @abstractmethod
+    def p_yes_given_0(self) -> float:
+        """P(report "yes" | true answer 0)."""
+
+    def _check_informative(self) -> None:
+        if self.p_yes_given_1 == self.p_yes_given_0:
+            raise ParameterError(
+                f"design {self.name!r}: P(yes | 1) = P(yes | 0) = {self.p_yes_given_1}; "
+                "the reports carry no information about the answer."
+            )
+
+    @property
+    def channel(self) -> npt.NDArray[np.float64]:
+        p1, p0 = self.p_yes_given_1, self.p_yes_given_0
+        return np.array([[1 - p0, 1 - p1], [p0, p1]])
+
+    @property
+    def epsilon(self) -> float:
+        # eps = max(|ln(P1/P0)|, |ln((1-P1)/(1-P0))|): worst-case likelihood ratio of one report
+        return channel_epsilon(self.channel)
+
+    def report_probability(self, prevalence: float) -> float:
+        """``lambda = P0 + prevalence (P1 - P0)``: the probability of a "yes" report."""
+        pi = v.probability("prevalence", prevalence)
+        return self.p_yes_given_0 + pi * (self.p_yes_given_1 - self.p_yes_given_0)
+
+    def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint8]:
+        """Randomize 0/1 answers into 0/1 reports, one 64-bit word per report.
+
+        No branch on the answer: each report compares one fresh word with the threshold of
+        its column of the channel, so the randomness consumed is the same for every answer.
+        """
+        x = v.reports_array("truth", truth, categories=2)
+        gen = resolve_rng(rng)
+        table = np.array(
+            [probability_threshold(self.p_yes_given_0), probability_threshold(self.p_yes_given_1)],
+            dtype=np.uint64,
+        )
+        out = np.empty(x.size, dtype=np.uint8)
+        for start in range(0, x.size, CHUNK):
+            stop = min(start + CHUNK, x.size)
+            words = random_words(gen, stop - start)
+            np.less(words >> _TOP53, table[x[start:stop]], out=out[start:stop].view(np.bool_))
+        return out
+
+    def estimate(
+        self, data: Any = None, *, yes: int | None = None, n: int | None = None
+    ) -> Estimate:
+        """Estimate the prevalence from reports, a :class:`Tally`, or ``yes`` and ``n``.
+
+        Returns the unbiased moment estimate ``(lambda_hat - P0) / (P1 - P0)``, the bounded
+        MLE, both SE conventions, and ``wald``, ``exact`` and ``wilson`` intervals.
+
+        >>> from deniable import TwoCoin
+        >>> est = TwoCoin().estimate(yes=400, n=1000)
+        >>> round(est.value, 4), round(est.se, 4)
+        (0.3, 0.031)
+        """
+        tally = self._as_tally(data, yes, n)
+        return binary_estimate(self.p_yes_given_1, self.p_yes_given_0, tally.yes, tally.n)
+
+    def variance(self, prevalence: float, n: int, *, population: str = "iid") -> float:
+        """Exact variance of the moment estimator at a true ``prevalence``.
+
+        ``iid``: respondents sampled independently, ``lambda (1 - lambda) / (n (P1 - P0)^2)``.
+        ``fixed``: a fixed population of ``n`` with ``K = prevalence * n`` carriers (K must be
+        an integer), only the randomization random:
+        ``(K P1 (1 - P1) + (n - K) P0 (1 - P0)) / (n^2 (P1 - P0)^2)``.
+        """
+        pi = v.probability("prevalence", prevalence)
+        n = v.integer("n", n, minimum=1)
+        v.choice("population", population, ("iid", "fixed"))
+        p1, p0 = self.p_yes_given_1, self.p_yes_given_0
+        slope2 = (p1 - p0) ** 2
+        if population == "iid":
+            lam = p0 + pi * (p1 - p0)
+            return lam * (1 - lam) / (n * slope2)
+        k = pi * n
+        if abs(k - round(k)) > 1e-9 * n:
+            raise ParameterError(
+                f"`prevalence` * `n` must be a whole number of carriers for population='fixed', "
+                f"got {pi} * {n} = {k}."
+            )
+        k = round(k)
+        return (k * p1 * (1 - p1) + (n - k) * p0 * (1 - p0)) / (n * n * slope2)
+
+    def relative_efficiency(self, prevalence: float) -> float:
+        """``Var(direct) / Var(this design)`` for iid sampling: 1 for direct questioning, < 1 here.
+
+        ``pi (1 - pi) (P1 - P0)^2 / (lambda (1 - lambda))``; 0 at ``pi`` in {0, 1}.
+        """
+        pi = v.probability("prevalence", prevalence)
+        lam = self.report_probability(pi)
+        return pi * (1 - pi) * (self.p_yes_given_1 - self.p_yes_given_0) ** 2 / (lam * (1 - lam))
+
+
+def binary_estimate(p1: float, p0: float, yes: int, n: int, parameter: str = "prevalence") -> Estimate:
+    """The moment estimate and its intervals for a binary channel (see :class:`BinaryDesign`)."""
+    slope = p1 - p0
+    lam = yes / n
+    value = (lam - p0) / slope
+    var_core = lam * (1 - lam) / (slope * slope)
+    se = math.sqrt(var_core / n)
+    se_unbiased = math.sqrt(var_core / (n - 1)) if n > 1 else math.nan
+    bounded = min(max(value, 0.0), 1.0)
+
+    def exact(level: float) -> tuple[float, float]:
+        return map_interval(binomial_interval(yes, n, level, "exact"), p0, slope)
+
+    def wilson(level: float) -> tuple[float, float]:
+        return map_interval(binomial_interval(yes, n, level, "wilson"), p0, slope)
+
+    return Estimate(
+        value=value,
+        bounded=bounded,
+        se=se,
+        se_unbiased=se_unbiased,
+        n=n,
+        method="moment",
+        parameter=parameter,
+        lambda_hat=lam,
+        intervals={"exact": exact, "wilson": wilson},
+    )
+
+
+def as_float_tuple(name: str, values: Sequence[Any]) -> tuple[float, ...]:
+    """Validate a sequence of probabilities."""
+    return tuple(v.probability(f"{name}[{i}]", x) for i, x in enumerate(values))

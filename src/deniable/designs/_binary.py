@@ -1,0 +1,256 @@
+"""Binary randomized-response designs with a random path only (finite epsilon).
+
+Each class maps its literature parameters onto the channel ``(p_yes_given_1,
+p_yes_given_0)``; see ``docs/designs.md`` for the conventions of the R packages rr, RRreg
+and GLMMRR.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from deniable import _validation as v
+from deniable.designs._base import BinaryDesign
+from deniable.exceptions import ParameterError
+
+__all__ = ["Binary", "BiasedCoin", "Crosswise", "Custom", "Mirrored", "TwoCoin", "Warner"]
+
+
+@dataclass(frozen=True)
+class Warner(BinaryDesign):
+    """Warner (1965): with probability ``p`` answer "I have A", otherwise "I do not have A".
+
+    ``P(yes | 1) = p``, ``P(yes | 0) = 1 - p``; ``epsilon = |ln(p / (1 - p))|``.
+    ``p = 1/2`` is uninformative and rejected.
+
+    >>> Warner(0.75).epsilon == math.log(3)
+    True
+    """
+
+    p: float
+    name: ClassVar[str] = "warner"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "p", v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
+        )
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return self.p
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return 1 - self.p
+
+    @property
+    def epsilon(self) -> float:
+        # eps = |ln(p / (1 - p))|: a "yes" is p/(1-p) times likelier from a carrier
+        return abs(math.log(self.p / (1 - self.p)))
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float) -> Warner:
+        """The Warner design with ``p = e^eps / (1 + e^eps)`` (> 1/2)."""
+        eps = v.positive("epsilon", epsilon)
+        return cls(1 / (1 + math.exp(-eps)))
+
+
+@dataclass(frozen=True)
+class Mirrored(Warner):
+    """Mirrored question design: with probability ``p`` answer the sensitive question, else its
+    mirror ("Do you *not* have A?").  Same channel as :class:`Warner` (rr's ``mirrored``).
+    """
+
+    name: ClassVar[str] = "mirrored"
+
+
+@dataclass(frozen=True)
+class TwoCoin(BinaryDesign):
+    """Two coins (Dwork & Roth 2014, sec. 3.2): the first coin says "answer truthfully" with
+    probability ``truth``; otherwise a second coin says "yes" with probability ``yes``.
+
+    ``P(yes | 1) = truth + (1 - truth) yes``, ``P(yes | 0) = (1 - truth) yes``.  With fair
+    coins: 3/4 and 1/4, ``epsilon = ln 3``.
+    """
+
+    truth: float = 0.5
+    yes: float = 0.5
+    name: ClassVar[str] = "two-coin"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "truth", v.probability("truth", self.truth, low_open=True))
+        object.__setattr__(self, "yes", v.probability("yes", self.yes))
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return self.truth + (1 - self.truth) * self.yes
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return (1 - self.truth) * self.yes
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float) -> TwoCoin:
+        """Fair second coin, first coin biased so that ``epsilon`` is exact:
+        ``truth = (e^eps - 1) / (e^eps + 1)``."""
+        eps = v.positive("epsilon", epsilon)
+        return cls(truth=math.tanh(eps / 2), yes=0.5)
+
+
+@dataclass(frozen=True)
+class BiasedCoin(BinaryDesign):
+    """Report the flipped answer with probability ``q`` (the lying probability).
+
+    ``P(yes | 1) = 1 - q``, ``P(yes | 0) = q``; estimator ``(lambda_hat - q) / (1 - 2q)``;
+    ``epsilon = |ln((1 - q) / q)|``.
+    """
+
+    q: float
+    name: ClassVar[str] = "biased-coin"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "q", v.probability("q", self.q, low_open=True, high_open=True, exclude=(0.5,))
+        )
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return 1 - self.q
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return self.q
+
+    @property
+    def epsilon(self) -> float:
+        # eps = |ln((1 - q) / q)|: truth-telling odds of one report
+        return abs(math.log((1 - self.q) / self.q))
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float) -> BiasedCoin:
+        """``q = 1 / (1 + e^eps)``."""
+        eps = v.positive("epsilon", epsilon)
+        return cls(1 / (1 + math.exp(eps)))
+
+
+@dataclass(frozen=True, init=False)
+class Binary(BinaryDesign):
+    """The binary mechanism calibrated to a privacy parameter ``epsilon``.
+
+    ``calibration="exact"`` (default): report the truth with probability
+    ``e^eps / (1 + e^eps)``; this is exactly ``eps``-LDP for one bit.
+
+    ``calibration="half"``: truth with probability ``e^(eps/2) / (1 + e^(eps/2))``, the
+    calibration needed when one answer changes *two* reported coordinates (one-hot /
+    unary encoding).  Used for a single bit it is only ``eps/2``-LDP, and
+    :attr:`epsilon` reports that true value, not the parameter.
+
+    >>> Binary(1.0, calibration="half").epsilon
+    0.5
+    """
+
+    nominal_epsilon: float
+    calibration: str
+    name: ClassVar[str] = "binary"
+
+    def __init__(self, epsilon: float, calibration: str = "exact") -> None:
+        object.__setattr__(self, "nominal_epsilon", v.positive("epsilon", epsilon))
+        object.__setattr__(
+            self, "calibration", v.choice("calibration", calibration, ("exact", "half"))
+        )
+
+    def __repr__(self) -> str:
+        return f"Binary(epsilon={self.nominal_epsilon!r}, calibration={self.calibration!r})"
+
+    def parameters(self) -> dict[str, object]:
+        return {"epsilon": self.nominal_epsilon, "calibration": self.calibration}
+
+    @property
+    def truth_probability(self) -> float:
+        """Probability of reporting the true answer."""
+        e = self.nominal_epsilon if self.calibration == "exact" else self.nominal_epsilon / 2
+        return 1 / (1 + math.exp(-e))
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return self.truth_probability
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return 1 - self.truth_probability
+
+    @property
+    def epsilon(self) -> float:
+        # eps = ln(t / (1 - t)) with t the truth probability: eps, or eps/2 for "half"
+        return self.nominal_epsilon if self.calibration == "exact" else self.nominal_epsilon / 2
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float, calibration: str = "exact") -> Binary:
+        """Same as the constructor."""
+        return cls(epsilon, calibration)
+
+
+@dataclass(frozen=True)
+class Crosswise(BinaryDesign):
+    """Crosswise model (Yu, Tian & Tang 2008): the respondent says whether their answers to the
+    sensitive question and to an innocuous one with known prevalence ``p`` are equal
+    (report 1 = "both yes or both no").
+
+    ``P(1 | 1) = p``, ``P(1 | 0) = 1 - p``: Warner's algebra, ``p != 1/2``.
+    """
+
+    p: float
+    name: ClassVar[str] = "crosswise"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(
+            self, "p", v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
+        )
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return self.p
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return 1 - self.p
+
+
+@dataclass(frozen=True, init=False)
+class Custom(BinaryDesign):
+    """Any binary channel given by ``p_yes_given_1`` and ``p_yes_given_0`` (must differ).
+
+    ``epsilon = max(|ln(P1 / P0)|, |ln((1 - P1) / (1 - P0))|)``, infinite if a report has
+    probability 0 under exactly one answer.
+    """
+
+    yes_given_1: float
+    yes_given_0: float
+    name: ClassVar[str] = "custom"
+
+    def __init__(self, p_yes_given_1: float, p_yes_given_0: float) -> None:
+        p1 = v.probability("p_yes_given_1", p_yes_given_1)
+        p0 = v.probability("p_yes_given_0", p_yes_given_0)
+        if p1 == p0:
+            raise ParameterError(
+                f"`p_yes_given_1` and `p_yes_given_0` must differ (equal values make the reports "
+                f"independent of the answer), got {p1} and {p0}."
+            )
+        object.__setattr__(self, "yes_given_1", p1)
+        object.__setattr__(self, "yes_given_0", p0)
+
+    def __repr__(self) -> str:
+        return f"Custom(p_yes_given_1={self.yes_given_1!r}, p_yes_given_0={self.yes_given_0!r})"
+
+    def parameters(self) -> dict[str, object]:
+        return {"p_yes_given_1": self.yes_given_1, "p_yes_given_0": self.yes_given_0}
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return self.yes_given_1
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return self.yes_given_0

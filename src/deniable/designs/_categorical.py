@@ -1,0 +1,224 @@
+"""k-category forced response / generalized randomized response (k-ary RR)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable import _validation as v
+from deniable._estimate import Estimate
+from deniable.designs._base import Design, Tally, binary_estimate
+from deniable.exceptions import DataError, ParameterError
+from deniable.randomness import (
+    CHUNK,
+    probability_threshold,
+    random_words,
+    resolve_rng,
+    uniform_below,
+)
+
+__all__ = ["Categorical", "CategoricalEstimate"]
+
+_TOP53 = np.uint64(11)
+
+
+@dataclass(frozen=True)
+class Categorical(Design):
+    """k-category forced response: with probability ``truth`` report the true category,
+    otherwise a category drawn from ``forced`` (uniform over all ``k`` when omitted).
+
+    Channel ``P = truth * I + (1 - truth) * forced 1^T``.  For report ``r``:
+    ``P(r | r) / P(r | x != r) = (truth + (1 - truth) f_r) / ((1 - truth) f_r)``, so
+    ``epsilon = ln(1 + truth / ((1 - truth) min_r f_r))``, infinite if some ``f_r = 0``.
+
+    With uniform forcing this is k-ary randomized response / generalized RR
+    (Warner 1971; Kairouz, Oh & Viswanath 2016): :meth:`from_epsilon` picks
+    ``truth = (e^eps - 1) / (e^eps + k - 1)`` so that
+    ``P(report = truth) = e^eps / (e^eps + k - 1)``.
+
+    The estimator inverts the channel: ``pi_hat = (lambda_hat - (1 - truth) f) / truth``
+    with covariance ``(diag(lambda) - lambda lambda^T) / (n truth^2)``; each category is also
+    the binary design "report j or not" and gets exact intervals from it.
+
+    >>> d = Categorical.from_epsilon(1.0, k=4)
+    >>> round(d.epsilon, 12)
+    1.0
+    """
+
+    k: int
+    truth: float
+    forced: tuple[float, ...] | None = field(default=None)
+    name: ClassVar[str] = "categorical"
+
+    def __post_init__(self) -> None:
+        k = v.integer("k", self.k, minimum=2, maximum=1 << 24)
+        object.__setattr__(self, "k", k)
+        object.__setattr__(self, "truth", v.probability("truth", self.truth, low_open=True))
+        if self.forced is not None:
+            f = tuple(v.probability(f"forced[{i}]", x) for i, x in enumerate(self.forced))
+            if len(f) != k:
+                raise ParameterError(f"`forced` must have k = {k} entries, got {len(f)}.")
+            if abs(math.fsum(f) - 1) > 1e-9:
+                raise ParameterError(f"`forced` must sum to 1, got {math.fsum(f)}.")
+            object.__setattr__(self, "forced", f)
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float, k: int) -> Categorical:
+        """k-ary RR at exactly ``epsilon``: truth with ``(e^eps - 1) / (e^eps + k - 1)``."""
+        eps = v.positive("epsilon", epsilon)
+        k = v.integer("k", k, minimum=2)
+        return cls(k=k, truth=math.expm1(eps) / (math.exp(eps) + k - 1))
+
+    @property
+    def forced_distribution(self) -> npt.NDArray[np.float64]:
+        """The forced distribution ``f`` (uniform when not given)."""
+        if self.forced is None:
+            return np.full(self.k, 1 / self.k)
+        return np.asarray(self.forced, dtype=float)
+
+    @property
+    def channel(self) -> npt.NDArray[np.float64]:
+        f = self.forced_distribution
+        return self.truth * np.eye(self.k) + (1 - self.truth) * f[:, None]
+
+    @property
+    def epsilon(self) -> float:
+        # eps = ln(1 + truth / ((1 - truth) min f)): report r is likeliest from truth r
+        fmin = 1 / self.k if self.forced is None else min(self.forced)
+        if self.truth == 1 or fmin == 0:
+            return math.inf
+        return math.log1p(self.truth / ((1 - self.truth) * fmin))
+
+    def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.integer[Any]]:
+        """Randomize categories ``0..k-1``; two 64-bit words per report whatever the answer."""
+        x = v.reports_array("truth", truth, categories=self.k)
+        gen = resolve_rng(rng)
+        keep_t = np.uint64(probability_threshold(self.truth))
+        dtype = np.uint16 if self.k <= 1 << 16 else np.uint32
+        cum = None
+        if self.forced is not None:
+            cum = np.array(
+                [probability_threshold(min(c, 1.0)) for c in np.cumsum(self.forced)[:-1]],
+                dtype=np.uint64,
+            )
+        out = np.empty(x.size, dtype=dtype)
+        for start in range(0, x.size, CHUNK):
+            stop = min(start + CHUNK, x.size)
+            m = stop - start
+            keep = (random_words(gen, m) >> _TOP53) < keep_t
+            words = random_words(gen, m)
+            if cum is None:
+                other = uniform_below(words, self.k)
+            else:
+                other = np.searchsorted(cum, words >> _TOP53, side="right")
+            np.copyto(out[start:stop], np.where(keep, x[start:stop], other), casting="unsafe")
+        return out
+
+    def estimate(self, data: Any = None) -> CategoricalEstimate:
+        """Estimate the share of each category from reports or a :class:`Tally`."""
+        if data is None:
+            raise DataError("give reports or a Tally of the k report counts.")
+        tally = self._as_tally(data, None, None)
+        return CategoricalEstimate.from_tally(self, tally)
+
+
+@dataclass(frozen=True)
+class CategoricalEstimate:
+    """Per-category estimates from a :class:`Categorical` design.
+
+    ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
+    simplex, by EM), ``covariance`` (plug-in, divides by n), ``covariance_unbiased``
+    (divides by n - 1), and :meth:`category` for one category's :class:`Estimate` with exact
+    intervals.
+    """
+
+    design: Categorical
+    tally: Tally
+    values: npt.NDArray[np.float64] = field(repr=False)
+    bounded: npt.NDArray[np.float64] = field(repr=False)
+    covariance: npt.NDArray[np.float64] = field(repr=False)
+    covariance_unbiased: npt.NDArray[np.float64] = field(repr=False)
+
+    @classmethod
+    def from_tally(cls, design: Categorical, tally: Tally) -> CategoricalEstimate:
+        n = tally.n
+        lam = np.asarray(tally.counts, dtype=float) / n
+        f = design.forced_distribution
+        t = design.truth
+        values = (lam - (1 - t) * f) / t
+        cov = (np.diag(lam) - np.outer(lam, lam)) / (n * t * t) if design.k <= 4096 else np.diag(
+            lam * (1 - lam) / (n * t * t)
+        )
+        cov_unb = cov * n / (n - 1) if n > 1 else np.full_like(cov, math.nan)
+        return cls(design, tally, values, _simplex_mle(design, lam), cov, cov_unb)
+
+    @property
+    def n(self) -> int:
+        return self.tally.n
+
+    @property
+    def se(self) -> npt.NDArray[np.float64]:
+        """Plug-in standard errors per category."""
+        return np.sqrt(np.diag(self.covariance))
+
+    def category(self, j: int) -> Estimate:
+        """Category ``j`` as the binary design "report j or not", with exact intervals."""
+        j = v.integer("j", j, minimum=0, maximum=self.design.k - 1)
+        t, fj = self.design.truth, float(self.design.forced_distribution[j])
+        return binary_estimate(
+            t + (1 - t) * fj, (1 - t) * fj, self.tally.counts[j], self.n, parameter=f"share of {j}"
+        )
+
+    def ci(self, level: float = 0.95, method: str = "exact") -> npt.NDArray[np.float64]:
+        """``(k, 2)`` array of per-category intervals."""
+        return np.array([self.category(j).ci(level, method) for j in range(self.design.k)])
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "estimate": self.values.tolist(),
+            "estimate_bounded": self.bounded.tolist(),
+            "se": self.se.tolist(),
+            "ci_exact": self.ci(level, "exact").tolist(),
+            "level": level,
+        }
+
+    def table(self, level: float = 0.95) -> str:
+        ci = self.ci(level, "exact")
+        lines = [f"{'category':>8}  {'estimate':>10}  {'bounded':>10}  {'SE':>10}  "
+                 f"{level:.0%} exact CI"]
+        for j in range(self.design.k):
+            lines.append(
+                f"{j:>8}  {self.values[j]:>10.6f}  {self.bounded[j]:>10.6f}  {self.se[j]:>10.6f}  "
+                f"[{ci[j, 0]:.6f}, {ci[j, 1]:.6f}]"
+            )
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _simplex_mle(
+    design: Categorical, lam: npt.NDArray[np.float64], iterations: int = 5000, tol: float = 1e-12
+) -> npt.NDArray[np.float64]:
+    """MLE of the category shares on the simplex by EM (Dempster, Laird & Rubin 1977).
+
+    With the channel ``P = t I + (1 - t) f 1^T`` one EM step is ``O(k)``:
+    ``pi_j <- sum_r lam_r P[r, j] pi_j / (P pi)_r``.
+    """
+    t = design.truth
+    f = design.forced_distribution
+    pi = np.full(design.k, 1 / design.k)
+    for _ in range(iterations):
+        mix = t * pi + (1 - t) * f  # (P pi)_r
+        ratio = np.divide(lam, mix, out=np.zeros_like(lam), where=mix > 0)
+        new = pi * (t * ratio + (1 - t) * float(f @ ratio))
+        new /= new.sum()
+        if np.abs(new - pi).max() < tol:
+            return new
+        pi = new
+    return pi

@@ -1,0 +1,192 @@
+"""Kuk's card design (Kuk 1990), with one or several draws."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from scipy import optimize, stats
+
+from deniable import _validation as v
+from deniable._estimate import Estimate
+from deniable.designs._base import BinaryDesign, Tally, channel_epsilon
+from deniable.exceptions import ParameterError
+from deniable.randomness import CHUNK, probability_threshold, random_words, resolve_rng
+
+__all__ = ["Kuk"]
+
+_TOP53 = np.uint64(11)
+
+@dataclass(frozen=True)
+class Kuk(BinaryDesign):
+    """Kuk (1990): carriers draw from a deck whose red share is ``theta1``, non-carriers from
+    one with red share ``theta2``; they draw ``draws`` cards with replacement and report the
+    number of red cards (with one draw: "red" = 1).
+
+    Channel: ``P(r | 1) = Binom(r; k, theta1)``, ``P(r | 0) = Binom(r; k, theta2)``.
+    ``epsilon = k * max(|ln(theta1 / theta2)|, |ln((1 - theta1) / (1 - theta2))|)``: the
+    likelihood ratio of ``r`` red cards is ``(theta1/theta2)^r ((1-theta1)/(1-theta2))^(k-r)``,
+    extreme at ``r = 0`` or ``r = k``, so ``k`` draws compose exactly.
+
+    With ``k > 1`` the moment estimator uses the mean red share and its empirical variance;
+    ``estimate(..., method="mle")`` maximises the binomial-mixture likelihood of the full
+    count distribution, with the observed-information SE.
+    """
+
+    theta1: float
+    theta2: float
+    draws: int = 1
+    name: ClassVar[str] = "kuk"
+
+    def __post_init__(self) -> None:
+        t1 = v.probability("theta1", self.theta1)
+        t2 = v.probability("theta2", self.theta2)
+        if t1 == t2:
+            raise ParameterError(
+                f"`theta1` and `theta2` must differ (equal decks carry no information), got {t1}."
+            )
+        object.__setattr__(self, "theta1", t1)
+        object.__setattr__(self, "theta2", t2)
+        object.__setattr__(self, "draws", v.integer("draws", self.draws, minimum=1, maximum=1000))
+
+    @property
+    def p_yes_given_1(self) -> float:
+        """P(a drawn card is red | carrier) (one draw)."""
+        return self.theta1
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return self.theta2
+
+    @property
+    def channel(self) -> npt.NDArray[np.float64]:
+        r = np.arange(self.draws + 1)
+        return np.column_stack(
+            [stats.binom.pmf(r, self.draws, self.theta2), stats.binom.pmf(r, self.draws, self.theta1)]
+        )
+
+    @property
+    def epsilon(self) -> float:
+        # eps = k * max(|ln(t1/t2)|, |ln((1-t1)/(1-t2))|): extreme reports are all-red / no red
+        one = channel_epsilon([[1 - self.theta2, 1 - self.theta1], [self.theta2, self.theta1]])
+        return self.draws * one if math.isfinite(one) else math.inf
+
+    def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint8]:
+        """Report the number of red cards in ``draws`` draws (``draws`` words per report)."""
+        x = v.reports_array("truth", truth, categories=2)
+        gen = resolve_rng(rng)
+        table = np.array(
+            [probability_threshold(self.theta2), probability_threshold(self.theta1)], dtype=np.uint64
+        )
+        dtype = np.uint8 if self.draws < 256 else np.uint16
+        out = np.zeros(x.size, dtype=dtype)
+        for start in range(0, x.size, CHUNK):
+            stop = min(start + CHUNK, x.size)
+            thr = table[x[start:stop]]
+            block = out[start:stop]
+            for _ in range(self.draws):
+                block += (random_words(gen, stop - start) >> _TOP53) < thr
+        return out  # type: ignore[return-value]
+
+    def estimate(
+        self,
+        data: Any = None,
+        *,
+        yes: int | None = None,
+        n: int | None = None,
+        method: str = "moment",
+    ) -> Estimate:
+        """Estimate the prevalence.
+
+        One draw: as every binary design.  ``k > 1`` draws: ``data`` is reports (red counts)
+        or a :class:`Tally` of counts ``c_0..c_k``; ``method="moment"`` gives
+        ``(mean(R)/k - theta2) / (theta1 - theta2)`` with SE from the empirical variance of
+        ``R``; ``method="mle"`` the bounded MLE of the binomial mixture with observed
+        information SE and a likelihood-ratio interval.
+        """
+        v.choice("method", method, ("moment", "mle"))
+        if self.draws == 1:
+            if method == "mle":
+                base = super().estimate(data, yes=yes, n=n)
+                return _mle_from_counts(self, self._as_tally(data, yes, n), base)
+            return super().estimate(data, yes=yes, n=n)
+        if yes is not None or n is not None:
+            raise ParameterError(
+                f"Kuk with draws = {self.draws} needs the counts of red cards (a Tally or "
+                "reports), not `yes` and `n`."
+            )
+        tally = self._as_tally(data, None, None)
+        moment = _moment_from_counts(self, tally)
+        return moment if method == "moment" else _mle_from_counts(self, tally, moment)
+
+def _moment_from_counts(design: Kuk, tally: Tally) -> Estimate:
+    k = design.draws
+    c = np.asarray(tally.counts, dtype=float)
+    n = int(c.sum())
+    r = np.arange(k + 1)
+    mean = float((c * r).sum() / n)
+    ss = float((c * (r - mean) ** 2).sum())
+    slope = design.theta1 - design.theta2
+    lam = mean / k
+    value = (lam - design.theta2) / slope
+    se = math.sqrt(ss / n / n) / (k * abs(slope))
+    se_unb = math.sqrt(ss / (n - 1) / n) / (k * abs(slope)) if n > 1 else math.nan
+    return Estimate(
+        value=value,
+        bounded=min(max(value, 0.0), 1.0),
+        se=se,
+        se_unbiased=se_unb,
+        n=n,
+        method="moment",
+        lambda_hat=lam,
+        se_convention="plug-in: empirical variance of the red count, divides by n",
+    )
+
+def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
+    ch = design.channel
+    b1, b0 = ch[:, 1], ch[:, 0]
+    c = np.asarray(tally.counts, dtype=float)
+    used = c > 0
+    c, b1, b0 = c[used], b1[used], b0[used]
+    n = int(c.sum())
+
+    def loglik(pi: float) -> float:
+        return float((c * np.log(pi * b1 + (1 - pi) * b0)).sum())
+
+    res = optimize.minimize_scalar(lambda p: -loglik(p), bounds=(0.0, 1.0), method="bounded",
+                                   options={"xatol": 1e-12})
+    pi_hat = float(res.x)
+    # endpoints: the bounded optimiser stops just inside; compare with the boundary values
+    for edge in (0.0, 1.0):
+        if loglik(edge) >= loglik(pi_hat):
+            pi_hat = edge
+    mix = pi_hat * b1 + (1 - pi_hat) * b0
+    info = float((c * (b1 - b0) ** 2 / mix**2).sum())
+    se = 1 / math.sqrt(info) if info > 0 else math.inf
+    se_unb = se * math.sqrt(n / (n - 1)) if n > 1 else math.nan
+    top = loglik(pi_hat)
+
+    def likelihood(level: float) -> tuple[float, float]:
+        cut = top - stats.chi2.ppf(level, 1) / 2
+
+        def f(p: float) -> float:
+            return loglik(p) - cut
+
+        lo = 0.0 if f(0.0) >= 0 else float(optimize.brentq(f, 0.0, pi_hat, xtol=1e-12))
+        hi = 1.0 if f(1.0) >= 0 else float(optimize.brentq(f, pi_hat, 1.0, xtol=1e-12))
+        return lo, hi
+
+    return Estimate(
+        value=pi_hat,
+        bounded=pi_hat,
+        se=se,
+        se_unbiased=se_unb,
+        n=n,
+        method="mle",
+        lambda_hat=moment.lambda_hat,
+        se_convention="observed information at the MLE",
+        intervals={"likelihood": likelihood},
+    )

@@ -1,0 +1,125 @@
+"""Random sources: a vectorized CSPRNG for real respondents, seeded generators for simulation.
+
+Every randomizer in ``deniable`` consumes randomness in 64-bit *words*, a fixed number of
+words per report, whatever the true answer is.  A Bernoulli(p) draw compares the top 53
+bits of one word with ``round(p * 2**53)``: exact whenever ``p`` is dyadic with denominator
+at most ``2**53`` (3/4, 5/8, ...), and within ``2**-54`` of ``p`` otherwise.
+
+Sources accepted wherever a function takes ``rng``:
+
+* ``None`` -- a fresh :class:`SystemRandom` (the operating system's CSPRNG); the default for
+  real respondents;
+* a :class:`SystemRandom`;
+* a ``numpy.random.Generator`` -- for reproducible simulation (its bit generator's raw
+  64-bit output is used, so results depend only on the seed);
+* an ``int`` seed -- shorthand for ``numpy.random.Generator(numpy.random.PCG64(seed))``.
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from typing import Any, TypeAlias
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.exceptions import ParameterError, ParameterTypeError
+
+__all__ = [
+    "CHUNK",
+    "RandomSource",
+    "SystemRandom",
+    "bernoulli",
+    "probability_threshold",
+    "random_words",
+    "resolve_rng",
+    "uniform_below",
+]
+
+#: Reports are randomized in blocks of this many so that temporaries stay in cache.
+CHUNK = 1 << 16
+
+_TOP53 = np.uint64(11)
+_TWO53 = 1 << 53
+
+
+class SystemRandom:
+    """The operating system's CSPRNG (``os.urandom``), vectorized.
+
+    ``random_raw(size)`` returns ``size`` independent uniform 64-bit words.  There is no seed
+    and no state to save: use it for real respondents, never for reproducible simulation.
+    """
+
+    __slots__ = ()
+
+    def random_raw(self, size: int) -> npt.NDArray[np.uint64]:
+        """Return ``size`` uniform 64-bit words from ``os.urandom``."""
+        return np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
+
+    def __repr__(self) -> str:
+        return "SystemRandom()"
+
+
+RandomSource: TypeAlias = "np.random.Generator | SystemRandom"
+
+
+def resolve_rng(rng: Any = None) -> np.random.Generator | SystemRandom:
+    """Normalise ``rng`` (``None``, an ``int`` seed, a ``Generator`` or ``SystemRandom``)."""
+    if rng is None:
+        return SystemRandom()
+    if isinstance(rng, SystemRandom | np.random.Generator):
+        return rng
+    if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
+        if rng < 0:
+            raise ParameterError(f"`seed` must be a non-negative integer, got {rng}.")
+        return np.random.Generator(np.random.PCG64(int(rng)))
+    raise ParameterTypeError(
+        "`rng` must be None, an int seed, a numpy.random.Generator or "
+        f"deniable.SystemRandom, got {type(rng).__name__}."
+    )
+
+
+def random_words(rng: np.random.Generator | SystemRandom, size: int) -> npt.NDArray[np.uint64]:
+    """Return ``size`` uniform 64-bit words from ``rng``."""
+    if isinstance(rng, SystemRandom):
+        return rng.random_raw(size)
+    out = rng.bit_generator.random_raw(size)
+    return np.asarray(out, dtype=np.uint64)
+
+
+def probability_threshold(p: float | Fraction) -> int:
+    """Integer ``t`` with ``P(word >> 11 < t) = t / 2**53`` as close to ``p`` as possible.
+
+    Exact for dyadic ``p = a / 2**m`` with ``m <= 53``; otherwise within ``2**-54``.
+    """
+    q = Fraction(p)
+    if not 0 <= q <= 1:
+        raise ParameterError(f"`p` must be in [0, 1], got {p}.")
+    return round(q * _TWO53)
+
+
+def bernoulli(
+    rng: np.random.Generator | SystemRandom, p: float | Fraction, size: int
+) -> npt.NDArray[np.bool_]:
+    """``size`` independent Bernoulli(``p``) draws, one 64-bit word each (see module doc)."""
+    t = np.uint64(probability_threshold(p))
+    return (random_words(rng, size) >> _TOP53) < t
+
+
+def uniform_below(words: npt.NDArray[np.uint64], m: int) -> npt.NDArray[np.uint64]:
+    """Map uniform 64-bit words to uniform integers in ``0..m-1`` (multiply-shift).
+
+    With ``b = 64 - bit_length(m)`` bits of each word, category ``j`` has probability
+    ``floor or ceil(2**b / m) / 2**b``: exact when ``m`` is a power of two, and within
+    ``2**-b`` of ``1/m`` otherwise (``b >= 53`` for ``m < 2**11``).
+    """
+    if m < 1:
+        raise ParameterError(f"`m` must be an integer >= 1, got {m}.")
+    if m & (m - 1) == 0:
+        shift = 64 - (m.bit_length() - 1)
+        if shift == 64:
+            return np.zeros(words.shape, dtype=np.uint64)
+        return words >> np.uint64(shift)
+    b = 64 - m.bit_length()
+    return ((words >> np.uint64(64 - b)) * np.uint64(m)) >> np.uint64(b)
