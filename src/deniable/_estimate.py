@@ -135,7 +135,10 @@ class Estimate:
         rows = [
             ("parameter", self.parameter),
             ("n", str(self.n)),
-            (f"estimate ({self.method}, unbiased)", f"{self.value:.6f}"),
+            (
+                "estimate (moment, unbiased)" if self.method == "moment" else f"estimate ({self.method})",
+                f"{self.value:.6f}",
+            ),
             ("estimate (bounded MLE)", f"{self.bounded:.6f}"),
             ("SE (plug-in, n)", f"{self.se:.6f}"),
             ("SE (unbiased, n - 1)", f"{self.se_unbiased:.6f}"),

@@ -217,6 +217,12 @@ class Crosswise(BinaryDesign):
     def p_yes_given_0(self) -> float:
         return 1 - self.p
 
+    @classmethod
+    def from_epsilon(cls, epsilon: float) -> Crosswise:
+        """Innocuous prevalence ``p = e^eps / (1 + e^eps)``: ``epsilon = |ln(p / (1 - p))|``."""
+        eps = v.positive("epsilon", epsilon)
+        return cls(1 / (1 + math.exp(-eps)))
+
 
 @dataclass(frozen=True, init=False)
 class Custom(BinaryDesign):

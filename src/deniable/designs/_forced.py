@@ -92,6 +92,29 @@ class UnrelatedQuestion(BinaryDesign):
     def p_yes_given_0(self) -> float:
         return (1 - self.p) * self.q
 
+    @classmethod
+    def from_epsilon(cls, epsilon: float, q: float = 0.5) -> UnrelatedQuestion:
+        """The largest ``p`` whose exact epsilon is ``epsilon``, for a known ``q`` in (0, 1).
+
+        epsilon grows with ``p`` (from 0 at ``p = 0`` to infinity at ``p = 1``), so the root
+        is unique; with ``q = 1/2``, ``p = tanh(eps / 2)``.  Found by bisection and then
+        nudged down so that the returned design's epsilon never exceeds the request.
+        """
+        eps = v.positive("epsilon", epsilon)
+        qq = v.probability("q", q, low_open=True, high_open=True)
+        lo, hi = 0.0, 1.0
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if mid == lo or mid == hi:
+                break
+            if mid > 0 and cls(mid, qq).epsilon <= eps:
+                lo = mid
+            else:
+                hi = mid
+        if lo == 0.0:
+            raise ParameterError(f"`epsilon` = {eps} is too small to represent with q = {qq}.")
+        return cls(lo, qq)
+
 
 @dataclass(frozen=True)
 class Mangat(BinaryDesign):

@@ -52,6 +52,15 @@ class Kuk(BinaryDesign):
         object.__setattr__(self, "theta2", t2)
         object.__setattr__(self, "draws", v.integer("draws", self.draws, minimum=1, maximum=1000))
 
+    @classmethod
+    def from_epsilon(cls, epsilon: float, draws: int = 1) -> Kuk:
+        """Symmetric decks ``theta1 = 1 - theta2 = e^(eps/k) / (1 + e^(eps/k))``: exactly
+        ``epsilon`` over ``k = draws`` draws."""
+        eps = v.positive("epsilon", epsilon)
+        k = v.integer("draws", draws, minimum=1, maximum=1000)
+        t = 1 / (1 + math.exp(-eps / k))
+        return cls(t, 1 - t, k)
+
     @property
     def p_yes_given_1(self) -> float:
         """P(a drawn card is red | carrier) (one draw)."""
