@@ -1,0 +1,460 @@
+"""Is the majority affected? A threshold decision on the count of randomized "yes" reports.
+
+Reports come from a binary design with ``P1 = P(yes | 1)`` and ``P0 = P(yes | 0)``.  With a
+share ``pi`` of carriers the expected share of "yes" reports is ``lambda = P0 + pi (P1 - P0)``,
+so "``pi > 1/2``" is "``lambda > lambda_b``" with the *boundary* report probability
+``lambda_b = (P0 + P1) / 2``.  The decision compares the number of "yes" reports with
+``n lambda_b`` (not with ``n / 2``: that is right only for symmetric designs, ``P0 + P1 = 1``),
+optionally moved by ``c`` standard deviations of the count at the boundary to make a
+"majority" verdict stricter.
+
+Direction.  When ``P1 > P0`` a "yes" points to a carrier and the rule is
+``#yes > threshold``.  When ``P1 < P0`` (Warner or crosswise with ``p < 1/2``) a "no" points
+to a carrier; the rule becomes ``#yes < threshold`` with the offset subtracted.  Internally
+every computation works on ``M``, the number of *majority-indicating* reports ("yes" when
+``P1 > P0``, "no" otherwise), whose per-report probabilities ``Q1 > Q0`` always increase
+with the truth; the rule is always ``M > t_M``.
+
+Error probabilities are exact: ``M ~ Binomial(n, lambda_M)`` for iid sampling, and
+``M = Binomial(K, Q1) + Binomial(n - K, Q0)`` (independent) for a fixed population of ``n``
+with ``K`` carriers, where only the randomization is random.
+
+References
+----------
+S. L. Warner (1965), Randomized response: a survey technique for eliminating evasive answer
+bias, JASA 60(309), 63-69 (the channel and ``lambda``).
+C. Dwork & A. Roth (2014), The Algorithmic Foundations of Differential Privacy, sec. 3.2
+(randomized response as an epsilon-DP mechanism).
+W. Hoeffding (1963), Probability inequalities for sums of bounded random variables, JASA
+58(301), 13-30 (the bound ``exp(-2 n (lambda - lambda_b)^2)`` on the error at ``c = 0``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from deniable import _validation as v
+from deniable.designs._base import BinaryDesign, Tally
+from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.randomness import resolve_rng
+
+__all__ = [
+    "MajorityDecision",
+    "decide_majority",
+    "majority_decision",
+    "majority_threshold",
+    "simulate_majority",
+]
+
+#: Thresholds within this relative distance of an integer are taken to be that integer, so
+#: that float rounding in ``P0 + P1`` (``0.7 + 0.3 = 1.0000000000000002``) cannot move the
+#: boundary past a whole count.
+_SNAP = 1e-12
+
+
+def _check_design(design: Any) -> BinaryDesign:
+    if not isinstance(design, BinaryDesign):
+        raise ParameterTypeError(
+            "`design` must be a BinaryDesign (a design with binary reports, e.g. TwoCoin(), "
+            f"Warner(0.75)), got {type(design).__name__} {design!r}."
+        )
+    draws = getattr(design, "draws", 1)
+    if design.n_reports != 2 or draws != 1:
+        raise ParameterError(
+            f"`draws` must be 1 for a majority decision (one binary report per respondent); "
+            f"design {design.name!r} has draws = {draws}."
+        )
+    if design.p_yes_given_1 == design.p_yes_given_0:
+        raise ParameterError(
+            f"`design` must have P(yes | 1) != P(yes | 0), got {design.p_yes_given_1} for both."
+        )
+    return design
+
+
+def _check_offset(offset: Any) -> float:
+    c = v.real("offset", offset)
+    if not math.isfinite(c):
+        raise ParameterError(f"`offset` must be a finite real number, got {c}.")
+    return c
+
+
+def _indicating(design: BinaryDesign) -> tuple[float, float, bool]:
+    """``(Q1, Q0, yes_indicates)``: probabilities of the majority-indicating report."""
+    p1, p0 = design.p_yes_given_1, design.p_yes_given_0
+    if p1 > p0:
+        return p1, p0, True
+    return 1.0 - p1, 1.0 - p0, False
+
+
+def _snap(t: float) -> float:
+    r = round(t)
+    return float(r) if abs(t - r) <= _SNAP * max(1.0, abs(t)) else t
+
+
+def _indicating_threshold(design: BinaryDesign, n: int, offset: float) -> float:
+    """``t_M = n (Q0 + Q1) / 2 + c sqrt(n lambda_b (1 - lambda_b))``, snapped (see ``_SNAP``)."""
+    q1, q0, _ = _indicating(design)
+    lam_b = (design.p_yes_given_0 + design.p_yes_given_1) / 2
+    sd = math.sqrt(n * lam_b * (1 - lam_b))
+    return _snap(n * (q0 + q1) / 2 + offset * sd)
+
+
+def _last_silent(t_m: float, n: int) -> int:
+    """Largest count ``m`` in ``[-1, n]`` with ``m <= t_m`` (no decision at ``M <= m``)."""
+    return min(max(math.floor(t_m), -1), n)
+
+
+def majority_threshold(design: BinaryDesign, n: int, offset: float = 0.0) -> float:
+    """The threshold on the number of "yes" reports for the decision "the majority carries A".
+
+    ``lambda_b = (P0 + P1) / 2`` is the report probability at prevalence exactly 1/2 and
+    ``sd = sqrt(n lambda_b (1 - lambda_b))`` the standard deviation of the "yes" count there
+    (iid sampling).  The threshold is
+
+    * ``n lambda_b + c sd`` when ``P1 > P0``: decide "majority" iff ``#yes > threshold``;
+    * ``n lambda_b - c sd`` when ``P1 < P0``: decide "majority" iff ``#yes < threshold``
+
+    (see :func:`decide_majority`).  ``c = offset > 0`` makes a "majority" verdict stricter
+    (fewer false positives, more false negatives); ``c < 0`` makes it more liberal.  Values
+    within a relative ``1e-12`` of an integer are returned as that integer.
+
+    Parameters
+    ----------
+    design : BinaryDesign
+    n : int, number of reports (>= 1).
+    offset : float, ``c``, finite.
+
+    Examples
+    --------
+    >>> from deniable.designs import ForcedResponse, TwoCoin, Warner
+    >>> majority_threshold(TwoCoin(), 100)         # symmetric: n / 2
+    50.0
+    >>> majority_threshold(ForcedResponse(0.2, 0.1), 100)   # n (0.2 + 0.9) / 2
+    55.0
+    >>> majority_threshold(TwoCoin(), 100, offset=2.0)      # 50 + 2 sqrt(100 / 4)
+    60.0
+    >>> majority_threshold(Warner(0.25), 100, offset=2.0)   # "no" points to carriers
+    40.0
+    """
+    design = _check_design(design)
+    n = v.integer("n", n, minimum=1)
+    c = _check_offset(offset)
+    t_m = _indicating_threshold(design, n, c)
+    return t_m if _indicating(design)[2] else _snap(n - t_m)
+
+
+def decide_majority(design: BinaryDesign, yes: int, n: int, offset: float = 0.0) -> bool:
+    """Decide "the majority carries A" from ``yes`` "yes" reports among ``n``.
+
+    ``True`` iff ``yes > majority_threshold(design, n, offset)`` when ``P1 > P0``, and iff
+    ``yes < majority_threshold(design, n, offset)`` when ``P1 < P0``.  Ties (a count equal
+    to the threshold) are never a "majority".
+
+    >>> from deniable.designs import TwoCoin
+    >>> decide_majority(TwoCoin(), 51, 100), decide_majority(TwoCoin(), 50, 100)
+    (True, False)
+    """
+    design = _check_design(design)
+    tally = Tally.binary(yes, n)
+    c = _check_offset(offset)
+    _, _, yes_indicates = _indicating(design)
+    m = tally.yes if yes_indicates else tally.n - tally.yes
+    return m > _indicating_threshold(design, tally.n, c)
+
+
+def _tails_iid(n: int, lam_m: float, last: int) -> tuple[float, float]:
+    """``(P(M > last), P(M <= last))`` for ``M ~ Binomial(n, lam_m)``."""
+    return float(stats.binom.sf(last, n, lam_m)), float(stats.binom.cdf(last, n, lam_m))
+
+
+def _tails_fixed(n: int, k: int, q1: float, q0: float, last: int) -> tuple[float, float]:
+    """``(P(M > last), P(M <= last))`` for ``M = Bin(k, q1) + Bin(n - k, q0)``.
+
+    The convolution is evaluated at the one point that matters:
+    ``P(M > m) = sum_j P(A = j) P(B > m - j)`` over the support of the smaller binomial
+    ``A`` (``min(k, n - k) + 1`` terms), and likewise ``P(M <= m)`` with ``P(B <= m - j)``.
+    All terms are non-negative and scipy computes each to near machine precision, so both
+    tails keep their *relative* accuracy (about 1e-12 or better) even when tiny; neither is
+    obtained as ``1 - other``.  Cost: O(min(k, n - k)), ~0.15 s at ``n = 10**6``.
+    """
+    if k <= n - k:
+        size_a, p_a, size_b, p_b = k, q1, n - k, q0
+    else:
+        size_a, p_a, size_b, p_b = n - k, q0, k, q1
+    j = np.arange(size_a + 1)
+    pmf = stats.binom.pmf(j, size_a, p_a)
+    upper = float(np.dot(pmf, stats.binom.sf(last - j, size_b, p_b)))
+    lower = float(np.dot(pmf, stats.binom.cdf(last - j, size_b, p_b)))
+    return min(upper, 1.0), min(lower, 1.0)
+
+
+@dataclass(frozen=True)
+class MajorityDecision:
+    """The decision "the majority carries A" and its exact error probabilities.
+
+    Attributes
+    ----------
+    design : the binary design that produced the reports.
+    n : number of reports.
+    offset : ``c``, in standard deviations of the "yes" count at the boundary
+        (``sqrt(n lambda_b (1 - lambda_b))``, ``lambda_b = (P0 + P1) / 2``).
+    threshold : decide "majority" iff ``#yes > threshold`` (``P1 > P0``) or
+        ``#yes < threshold`` (``P1 < P0``); see :attr:`decision_rule`.
+    population : ``"iid"`` (respondents sampled independently, ``#yes ~ Bin(n, lambda)``)
+        or ``"fixed"`` (a fixed population with ``K`` carriers,
+        ``#yes = Bin(K, P1) + Bin(n - K, P0)``).
+    prevalence : true share of carriers (``K / n`` for a fixed population).
+    true_yes : ``K`` for a fixed population, else ``None``.
+    report_probability : ``lambda = P0 + prevalence (P1 - P0)``, the mean share of "yes".
+    p_decide_majority : exact probability of deciding "majority".
+    is_majority : ``prevalence > 1/2`` (strict).
+    error_probability : ``p_decide_majority`` if not a majority, else ``1 - p_decide_majority``
+        (computed directly from the lower tail, not by subtraction).
+    false_positive_rate : worst case over every non-majority truth.  The decision
+        probability increases with the prevalence, so the worst case is the largest
+        non-majority truth: prevalence exactly 1/2 for iid sampling, ``K = floor(n / 2)``
+        for a fixed population.  It does not depend on the stated prevalence.
+    false_negative_rate : probability of *not* deciding "majority".  If the stated truth is
+        a majority, at that truth (then it equals ``error_probability``).  Otherwise at the
+        smallest majority: ``K = floor(n / 2) + 1`` for a fixed population, and for iid
+        sampling the prevalence ``(floor(n / 2) + 1) / n``, the smallest share a population
+        of ``n`` can hold above 1/2 (the supremum over all prevalences just above 1/2 would
+        be ``1 - false_positive_rate``, uninformative).  See
+        :attr:`false_negative_prevalence`.
+
+    Examples
+    --------
+    >>> from deniable.designs import TwoCoin
+    >>> d = majority_decision(TwoCoin(), 3, true_yes=2)   # 21/32 by enumeration
+    >>> d.p_decide_majority, d.error_probability           # 21/32, 11/32
+    (0.65625, 0.34375)
+    """
+
+    design: BinaryDesign
+    n: int
+    offset: float
+    threshold: float
+    population: str
+    prevalence: float
+    true_yes: int | None
+    report_probability: float
+    p_decide_majority: float
+    is_majority: bool
+    error_probability: float
+    false_positive_rate: float
+    false_negative_rate: float
+
+    @property
+    def decision_rule(self) -> str:
+        """The rule in words, e.g. ``"majority iff #yes > 55"``."""
+        op = ">" if self.design.p_yes_given_1 > self.design.p_yes_given_0 else "<"
+        return f"majority iff #yes {op} {self.threshold:.6g}"
+
+    @property
+    def false_positive_prevalence(self) -> float:
+        """The truth at which :attr:`false_positive_rate` is evaluated."""
+        return 0.5 if self.population == "iid" else (self.n // 2) / self.n
+
+    @property
+    def false_negative_prevalence(self) -> float:
+        """The truth at which :attr:`false_negative_rate` is evaluated."""
+        return self.prevalence if self.is_majority else (self.n // 2 + 1) / self.n
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain-JSON dict (the CLI's ``--json`` output)."""
+        return {
+            "design": self.design.name,
+            "parameters": dict(self.design.parameters()),
+            "n": self.n,
+            "offset": self.offset,
+            "threshold": self.threshold,
+            "decision_rule": self.decision_rule,
+            "population": self.population,
+            "prevalence": self.prevalence,
+            "true_yes": self.true_yes,
+            "lambda": self.report_probability,
+            "p_decide_majority": self.p_decide_majority,
+            "is_majority": self.is_majority,
+            "error_probability": self.error_probability,
+            "false_positive_rate": self.false_positive_rate,
+            "false_negative_rate": self.false_negative_rate,
+        }
+
+    def table(self) -> str:
+        """A readable plain-text table."""
+        if self.population == "fixed":
+            truth = f"K = {self.true_yes} of {self.n} carriers ({self.prevalence:.6g})"
+            fp_at = f"K = {self.n // 2}"
+            fn_at = f"K = {self.true_yes if self.is_majority else self.n // 2 + 1}"
+        else:
+            truth = f"prevalence {self.prevalence:.6g} (iid sampling)"
+            fp_at = "prevalence 1/2"
+            fn_at = f"prevalence {self.false_negative_prevalence:.6g}"
+        rows = [
+            ("design", repr(self.design)),
+            ("n", str(self.n)),
+            ("truth", truth + (", a majority" if self.is_majority else ", not a majority")),
+            ("lambda (mean share of yes)", f"{self.report_probability:.6g}"),
+            ("offset c (SDs)", f"{self.offset:.6g}"),
+            ("decision", self.decision_rule),
+            ("P(decide majority)", f"{self.p_decide_majority:.6g}"),
+            ("error probability", f"{self.error_probability:.6g}"),
+            (f"false positive rate (at {fp_at})", f"{self.false_positive_rate:.6g}"),
+            (f"false negative rate (at {fn_at})", f"{self.false_negative_rate:.6g}"),
+        ]
+        width = max(len(r[0]) for r in rows)
+        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+def _tails(
+    design: BinaryDesign, n: int, last: int, *, prevalence: float | None, k: int | None
+) -> tuple[float, float]:
+    q1, q0, _ = _indicating(design)
+    if k is not None:
+        return _tails_fixed(n, k, q1, q0, last)
+    assert prevalence is not None
+    return _tails_iid(n, q0 + prevalence * (q1 - q0), last)
+
+
+def _check_truth(n: int, prevalence: Any, true_yes: Any) -> tuple[float | None, int | None]:
+    if (prevalence is None) == (true_yes is None):
+        got = "both" if prevalence is not None else "neither"
+        raise ParameterError(
+            "give exactly one of `prevalence` (iid sampling) and `true_yes` (a fixed "
+            f"population with that many carriers), got {got}."
+        )
+    if true_yes is not None:
+        return None, v.integer("true_yes", true_yes, minimum=0, maximum=n)
+    return v.probability("prevalence", prevalence), None
+
+
+def majority_decision(
+    design: BinaryDesign,
+    n: int,
+    *,
+    prevalence: float | None = None,
+    true_yes: int | None = None,
+    offset: float = 0.0,
+) -> MajorityDecision:
+    """Exact error probabilities of the majority decision from ``n`` randomized reports.
+
+    Give exactly one of
+
+    * ``prevalence`` -- iid sampling: each respondent carries A with probability ``pi``,
+      so ``#yes ~ Binomial(n, lambda)``, ``lambda = P0 + pi (P1 - P0)``;
+    * ``true_yes`` -- a fixed population of ``n`` with ``K`` carriers, only the
+      randomization random: ``#yes = Bin(K, P1) + Bin(n - K, P0)``, whose tail is the
+      convolution of the two binomials evaluated exactly (see :class:`MajorityDecision`).
+
+    The rule is ``#yes > n (P0 + P1)/2 + c sqrt(n lambda_b (1 - lambda_b))`` for
+    ``P1 > P0`` (mirrored for ``P1 < P0``, see :func:`majority_threshold`).  At ``c = 0``
+    and iid sampling Hoeffding's inequality bounds the error by
+    ``exp(-2 n (lambda - lambda_b)^2)``.
+
+    Parameters
+    ----------
+    design : BinaryDesign (Kuk only with ``draws = 1``).
+    n : int >= 1, number of reports.
+    prevalence : float in [0, 1], or ``None``.
+    true_yes : int in [0, n], or ``None``.
+    offset : float, ``c`` (finite).
+
+    Examples
+    --------
+    >>> from deniable.designs import ForcedResponse
+    >>> d = majority_decision(ForcedResponse(0.2, 0.1), 400, prevalence=0.6)
+    >>> d.threshold, round(d.report_probability, 4)
+    (220.0, 0.62)
+    >>> round(d.error_probability, 4), round(d.false_positive_rate, 4)
+    (0.0025, 0.4806)
+    """
+    design = _check_design(design)
+    n = v.integer("n", n, minimum=1)
+    pi, k = _check_truth(n, prevalence, true_yes)
+    c = _check_offset(offset)
+    last = _last_silent(_indicating_threshold(design, n, c), n)
+    population = "fixed" if k is not None else "iid"
+    if k is not None:
+        pi = k / n
+    assert pi is not None
+    is_majority = pi > 0.5 if k is None else 2 * k > n
+    p_yes, p_no = _tails(design, n, last, prevalence=pi, k=k)
+
+    half = n // 2
+    if k is not None:
+        fp = _tails(design, n, last, prevalence=None, k=half)[0]
+        fn = p_no if is_majority else _tails(design, n, last, prevalence=None, k=half + 1)[1]
+    else:
+        fp = _tails(design, n, last, prevalence=0.5, k=None)[0]
+        fn = p_no if is_majority else _tails(design, n, last, prevalence=(half + 1) / n, k=None)[1]
+    return MajorityDecision(
+        design=design,
+        n=n,
+        offset=c,
+        threshold=majority_threshold(design, n, c),
+        population=population,
+        prevalence=pi,
+        true_yes=k,
+        report_probability=design.report_probability(pi),
+        p_decide_majority=p_yes,
+        is_majority=is_majority,
+        error_probability=p_no if is_majority else p_yes,
+        false_positive_rate=fp,
+        false_negative_rate=fn,
+    )
+
+
+def simulate_majority(
+    design: BinaryDesign,
+    n: int,
+    *,
+    prevalence: float | None = None,
+    true_yes: int | None = None,
+    offset: float = 0.0,
+    trials: int = 10_000,
+    seed: int | None = None,
+) -> float:
+    """Empirical probability of deciding "majority" over ``trials`` seeded surveys.
+
+    Each trial draws the *counts* of a survey rather than individual reports (same
+    distribution, O(trials) work whatever ``n``): the number of carriers
+    ``K ~ Binomial(n, prevalence)`` for iid sampling (or the given ``true_yes``), then
+    ``#yes = Binomial(K, P1) + Binomial(n - K, P0)``, then the rule of
+    :func:`decide_majority`.  The two-stage draw checks the exact formulas independently
+    of ``lambda``.  ``seed=None`` draws fresh entropy (not reproducible).
+
+    >>> from deniable.designs import TwoCoin
+    >>> exact = majority_decision(TwoCoin(), 101, prevalence=0.6).p_decide_majority
+    >>> sim = simulate_majority(TwoCoin(), 101, prevalence=0.6, trials=20_000, seed=3)
+    >>> abs(sim - exact) < 4 * (exact * (1 - exact) / 20_000) ** 0.5
+    True
+    """
+    design = _check_design(design)
+    n = v.integer("n", n, minimum=1)
+    pi, k = _check_truth(n, prevalence, true_yes)
+    c = _check_offset(offset)
+    trials = v.integer("trials", trials, minimum=1)
+    if seed is not None:
+        seed = v.integer("seed", seed, minimum=0)
+    gen = resolve_rng(np.random.SeedSequence().entropy if seed is None else seed)
+    assert isinstance(gen, np.random.Generator)
+    if k is not None:
+        carriers = np.full(trials, k, dtype=np.int64)
+    else:
+        assert pi is not None
+        carriers = gen.binomial(n, pi, size=trials)
+    yes = gen.binomial(carriers, design.p_yes_given_1) + gen.binomial(
+        n - carriers, design.p_yes_given_0
+    )
+    _, _, yes_indicates = _indicating(design)
+    m = yes if yes_indicates else n - yes
+    decided = m > _indicating_threshold(design, n, c)
+    return float(np.count_nonzero(decided)) / trials
