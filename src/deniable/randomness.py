@@ -4,6 +4,8 @@ Every randomizer in ``deniable`` consumes randomness in 64-bit *words*, a fixed 
 words per report, whatever the true answer is.  A Bernoulli(p) draw compares the top 53
 bits of one word with ``round(p * 2**53)``: exact whenever ``p`` is dyadic with denominator
 at most ``2**53`` (3/4, 5/8, ...), and within ``2**-54`` of ``p`` otherwise.
+(:func:`words_below` evaluates ``word >> 11 < t`` as ``word < t << 11``, the same test
+without the shift; see ``docs/performance.md``.)
 
 Sources accepted wherever a function takes ``rng``:
 
@@ -35,9 +37,13 @@ __all__ = [
     "random_words",
     "resolve_rng",
     "uniform_below",
+    "uniform_below_into",
+    "words_below",
 ]
 
-#: Reports are randomized in blocks of this many so that temporaries stay in cache.
+#: Reports are randomized in blocks of this many so that temporaries stay in cache (and the
+#: memory a randomizer needs beyond its output is a few MB whatever ``n``).  Changing it
+#: changes which word goes to which report for designs with several words per report.
 CHUNK = 1 << 16
 
 _TOP53 = np.uint64(11)
@@ -103,8 +109,33 @@ def bernoulli(
     rng: np.random.Generator | SystemRandom, p: float | Fraction, size: int
 ) -> npt.NDArray[np.bool_]:
     """``size`` independent Bernoulli(``p``) draws, one 64-bit word each (see module doc)."""
-    t = np.uint64(probability_threshold(p))
-    return (random_words(rng, size) >> _TOP53) < t
+    return words_below(random_words(rng, size), probability_threshold(p))
+
+
+def words_below(
+    words: npt.NDArray[np.uint64],
+    threshold: int,
+    *,
+    out: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.bool_]:
+    """``(words >> 11) < threshold`` for a threshold from :func:`probability_threshold`.
+
+    For ``0 < threshold < 2**53`` this is ``words < threshold << 11`` (the low 11 bits of a
+    word cannot lift it past a multiple of ``2**11``), which saves the shift.  The two ends
+    are constants: ``threshold = 0`` gives all ``False``, ``threshold = 2**53`` all ``True``
+    (``2**53 << 11`` does not fit in 64 bits).  Writes into ``out`` when given.
+    """
+    if not 0 <= threshold <= _TWO53:
+        raise ParameterError(f"`threshold` must be in [0, 2**53], got {threshold}.")
+    if out is None:
+        out = np.empty(words.shape, dtype=np.bool_)
+    if threshold == 0:
+        out.fill(False)
+    elif threshold == _TWO53:
+        out.fill(True)
+    else:
+        np.less(words, np.uint64(threshold << 11), out=out)
+    return out
 
 
 def uniform_below(words: npt.NDArray[np.uint64], m: int) -> npt.NDArray[np.uint64]:
@@ -123,3 +154,26 @@ def uniform_below(words: npt.NDArray[np.uint64], m: int) -> npt.NDArray[np.uint6
         return words >> np.uint64(shift)
     b = 64 - m.bit_length()
     return ((words >> np.uint64(64 - b)) * np.uint64(m)) >> np.uint64(b)
+
+
+def uniform_below_into(
+    words: npt.NDArray[np.uint64], m: int, out: npt.NDArray[np.uint64]
+) -> npt.NDArray[np.uint64]:
+    """:func:`uniform_below` written into ``out`` (same shape, ``uint64``) with no temporary.
+
+    ``out`` may be ``words`` itself when ``words`` is writeable.
+    """
+    if m < 1:
+        raise ParameterError(f"`m` must be an integer >= 1, got {m}.")
+    if m & (m - 1) == 0:
+        shift = 64 - (m.bit_length() - 1)
+        if shift == 64:
+            out.fill(0)
+        else:
+            np.right_shift(words, np.uint64(shift), out=out)
+        return out
+    b = 64 - m.bit_length()
+    np.right_shift(words, np.uint64(64 - b), out=out)
+    np.multiply(out, np.uint64(m), out=out)
+    np.right_shift(out, np.uint64(b), out=out)
+    return out

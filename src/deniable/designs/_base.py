@@ -20,11 +20,15 @@ import numpy.typing as npt
 from deniable import _validation as v
 from deniable._estimate import Estimate, binomial_interval, map_interval
 from deniable.exceptions import DataError, ParameterError
-from deniable.randomness import CHUNK, probability_threshold, random_words, resolve_rng
+from deniable.randomness import (
+    CHUNK,
+    probability_threshold,
+    random_words,
+    resolve_rng,
+    words_below,
+)
 
 __all__ = ["BinaryDesign", "Design", "Tally", "channel_epsilon"]
-
-_TOP53 = np.uint64(11)
 
 
 def channel_epsilon(channel: npt.ArrayLike) -> float:
@@ -76,7 +80,10 @@ class Tally:
         if arr.dtype == np.uint8 and size == 2:
             yes = int(np.count_nonzero(arr))
             return cls((arr.size - yes, yes))
-        return cls(tuple(int(c) for c in np.bincount(arr, minlength=size)))
+        counts = np.zeros(size, dtype=np.int64)
+        for start in range(0, arr.size, CHUNK):  # blockwise: bincount copies to intp
+            counts += np.bincount(arr[start : start + CHUNK], minlength=size)
+        return cls(tuple(int(c) for c in counts))
 
     @property
     def n(self) -> int:
@@ -181,6 +188,14 @@ class BinaryDesign(Design):
     def p_yes_given_0(self) -> float:
         """P(report "yes" | true answer 0)."""
 
+    @property
+    def n_reports(self) -> int:
+        return 2
+
+    @property
+    def n_truths(self) -> int:
+        return 2
+
     def _check_informative(self) -> None:
         if self.p_yes_given_1 == self.p_yes_given_0:
             raise ParameterError(
@@ -206,20 +221,40 @@ class BinaryDesign(Design):
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint8]:
         """Randomize 0/1 answers into 0/1 reports, one 64-bit word per report.
 
-        No branch on the answer: each report compares one fresh word with the threshold of
-        its column of the channel, so the randomness consumed is the same for every answer.
+        No branch on the answer: report ``i`` is ``(w_i >> 11) < t[x_i]`` with ``w_i`` a fresh
+        word and ``t[x]`` the threshold of column ``x`` of the channel, so the randomness
+        consumed is the same for every answer.  It is computed without indexing by the answer:
+        with ``t_lo <= t_hi`` the two thresholds, a report is "yes" when ``w_i`` is below
+        ``t_lo``, or below ``t_hi`` and ``x_i`` is the answer whose threshold is ``t_hi``.
         """
         x = v.reports_array("truth", truth, categories=2)
         gen = resolve_rng(rng)
-        table = np.array(
-            [probability_threshold(self.p_yes_given_0), probability_threshold(self.p_yes_given_1)],
-            dtype=np.uint64,
-        )
+        t0 = probability_threshold(self.p_yes_given_0)
+        t1 = probability_threshold(self.p_yes_given_1)
+        t_lo, t_hi = min(t0, t1), max(t0, t1)
         out = np.empty(x.size, dtype=np.uint8)
+        size = min(CHUNK, x.size)
+        lo = np.empty(size, dtype=np.bool_)
+        # reports_array returns 0/1 uint8 as given (or a view of bools): readable as bools
+        as_bool = x.dtype == np.uint8
+        xb = np.empty(0 if as_bool else size, dtype=np.bool_)
         for start in range(0, x.size, CHUNK):
             stop = min(start + CHUNK, x.size)
-            words = random_words(gen, stop - start)
-            np.less(words >> _TOP53, table[x[start:stop]], out=out[start:stop].view(np.bool_))
+            m = stop - start
+            words = random_words(gen, m)
+            rep = out[start:stop].view(np.bool_)
+            if as_bool:
+                xs = x[start:stop].view(np.bool_)
+            else:
+                xs = xb[:m]
+                np.not_equal(x[start:stop], 0, out=xs)
+            words_below(words, t_hi, out=rep)
+            if t1 >= t0:
+                np.logical_and(rep, xs, out=rep)  # below t_hi and the answer is 1
+            else:
+                np.greater(rep, xs, out=rep)  # below t_hi and the answer is 0
+            np.logical_or(rep, words_below(words, t_lo, out=lo[:m]), out=rep)
+            del words  # free this block's words before drawing the next
         return out
 
     def estimate(

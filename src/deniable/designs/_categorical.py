@@ -18,7 +18,8 @@ from deniable.randomness import (
     probability_threshold,
     random_words,
     resolve_rng,
-    uniform_below,
+    uniform_below_into,
+    words_below,
 )
 
 __all__ = ["Categorical", "CategoricalEstimate"]
@@ -57,9 +58,13 @@ class Categorical(Design):
     def __post_init__(self) -> None:
         k = v.integer("k", self.k, minimum=2, maximum=1 << 24)
         object.__setattr__(self, "k", k)
-        object.__setattr__(self, "truth", v.probability("truth", self.truth, low_open=True))
+        t = v.probability("truth", self.truth, low_open=True)
+        object.__setattr__(self, "truth", v.realizable("truth", t))
         if self.forced is not None:
-            f = tuple(v.probability(f"forced[{i}]", x) for i, x in enumerate(self.forced))
+            f = tuple(
+                v.realizable(f"forced[{i}]", v.probability(f"forced[{i}]", x))
+                for i, x in enumerate(self.forced)
+            )
             if len(f) != k:
                 raise ParameterError(f"`forced` must have k = {k} entries, got {len(f)}.")
             if abs(math.fsum(f) - 1) > 1e-9:
@@ -72,6 +77,14 @@ class Categorical(Design):
         eps = v.positive("epsilon", epsilon)
         k = v.integer("k", k, minimum=2)
         return cls(k=k, truth=math.expm1(eps) / (math.exp(eps) + k - 1))
+
+    @property
+    def n_reports(self) -> int:
+        return self.k
+
+    @property
+    def n_truths(self) -> int:
+        return self.k
 
     @property
     def forced_distribution(self) -> npt.NDArray[np.float64]:
@@ -94,10 +107,17 @@ class Categorical(Design):
         return math.log1p(self.truth / ((1 - self.truth) * fmin))
 
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.integer[Any]]:
-        """Randomize categories ``0..k-1``; two 64-bit words per report whatever the answer."""
+        """Randomize categories ``0..k-1``; two 64-bit words per report whatever the answer.
+
+        In each block of ``m`` reports the first ``m`` words decide "keep the answer"
+        (``(w >> 11) < round(truth * 2**53)``) and the next ``m`` draw the forced category
+        (:func:`~deniable.randomness.uniform_below`, or the cumulative thresholds of
+        ``forced``).  The report is selected arithmetically, ``other + keep * (x - other)``
+        in wrapping unsigned arithmetic, so no step depends on the answer.
+        """
         x = v.reports_array("truth", truth, categories=self.k)
         gen = resolve_rng(rng)
-        keep_t = np.uint64(probability_threshold(self.truth))
+        keep_t = probability_threshold(self.truth)
         dtype = np.uint16 if self.k <= 1 << 16 else np.uint32
         cum = None
         if self.forced is not None:
@@ -105,17 +125,31 @@ class Categorical(Design):
                 [probability_threshold(min(c, 1.0)) for c in np.cumsum(self.forced)[:-1]],
                 dtype=np.uint64,
             )
-        out = np.empty(x.size, dtype=dtype)
+        out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(x.size, dtype=dtype)
+        size = min(CHUNK, x.size)
+        keep = np.empty(size, dtype=np.bool_)
+        scratch = np.empty(size, dtype=np.uint64)
+        other = np.empty(size, dtype=dtype)
         for start in range(0, x.size, CHUNK):
             stop = min(start + CHUNK, x.size)
             m = stop - start
-            keep = (random_words(gen, m) >> _TOP53) < keep_t
-            words = random_words(gen, m)
+            words = random_words(gen, 2 * m)  # = m keep words, then m category words
+            words_below(words[:m], keep_t, out=keep[:m])
             if cum is None:
-                other = uniform_below(words, self.k)
+                np.copyto(
+                    other[:m], uniform_below_into(words[m:], self.k, scratch[:m]), casting="unsafe"
+                )
             else:
-                other = np.searchsorted(cum, words >> _TOP53, side="right")
-            np.copyto(out[start:stop], np.where(keep, x[start:stop], other), casting="unsafe")
+                np.right_shift(words[m:], _TOP53, out=scratch[:m])
+                np.copyto(
+                    other[:m], np.searchsorted(cum, scratch[:m], side="right"), casting="unsafe"
+                )
+            rep = out[start:stop]
+            # rep = other + keep * (x - other), modulo 2**16 (or 2**32): x where keep, else other
+            np.subtract(x[start:stop], other[:m], out=rep, dtype=dtype, casting="unsafe")
+            np.multiply(rep, keep[:m], out=rep)
+            np.add(rep, other[:m], out=rep)
+            del words  # free this block's words before drawing the next
         return out
 
     def estimate(self, data: Any = None) -> CategoricalEstimate:
@@ -202,23 +236,24 @@ class CategoricalEstimate:
         return self.table()
 
 
-def _simplex_mle(
-    design: Categorical, lam: npt.NDArray[np.float64], iterations: int = 5000, tol: float = 1e-12
-) -> npt.NDArray[np.float64]:
-    """MLE of the category shares on the simplex by EM (Dempster, Laird & Rubin 1977).
+def _simplex_mle(design: Categorical, lam: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """MLE of the category shares on the probability simplex, in closed form.
 
-    With the channel ``P = t I + (1 - t) f 1^T`` one EM step is ``O(k)``:
-    ``pi_j <- sum_r lam_r P[r, j] pi_j / (P pi)_r``.
+    With ``b = (1 - t) f`` the log-likelihood ``sum_r lam_r ln(t pi_r + b_r)`` is concave and
+    separable, so its KKT conditions give ``pi_r = max(0, lam_r / mu - b_r / t)`` with ``mu``
+    fixed by ``sum pi = 1`` ("water-filling", as in projecting onto the simplex).  Category
+    ``r`` is active iff ``mu < tau_r = t lam_r / b_r``; adding categories in decreasing order
+    of ``tau``, ``mu_A = t sum_A lam / (t + sum_A b)`` is a weighted mediant of the previous
+    ``mu`` and the new ``tau``, so the active set is the longest prefix with ``tau > mu_A``.
+    Inside the simplex every category is active, ``mu = t``, and this is the unbiased estimate.
     """
     t = design.truth
-    f = design.forced_distribution
-    pi = np.full(design.k, 1 / design.k)
-    for _ in range(iterations):
-        mix = t * pi + (1 - t) * f  # (P pi)_r
-        ratio = np.divide(lam, mix, out=np.zeros_like(lam), where=mix > 0)
-        new = pi * (t * ratio + (1 - t) * float(f @ ratio))
-        new /= new.sum()
-        if np.abs(new - pi).max() < tol:
-            return new
-        pi = new
-    return pi
+    b = (1 - t) * design.forced_distribution
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = np.where(b > 0, t * lam / b, np.where(lam > 0, np.inf, 0.0))
+    order = np.argsort(-tau, kind="stable")
+    mu_prefix = t * np.cumsum(lam[order]) / (t + np.cumsum(b[order]))
+    active = int(np.count_nonzero(tau[order] > mu_prefix))
+    mu = float(mu_prefix[active - 1])
+    pi = np.maximum(lam / mu - b / t, 0.0)
+    return np.asarray(pi / pi.sum(), dtype=np.float64)

@@ -48,8 +48,8 @@ class Kuk(BinaryDesign):
             raise ParameterError(
                 f"`theta1` and `theta2` must differ (equal decks carry no information), got {t1}."
             )
-        object.__setattr__(self, "theta1", t1)
-        object.__setattr__(self, "theta2", t2)
+        object.__setattr__(self, "theta1", v.realizable("theta1", t1))
+        object.__setattr__(self, "theta2", v.realizable("theta2", t2))
         object.__setattr__(self, "draws", v.integer("draws", self.draws, minimum=1, maximum=1000))
 
     @classmethod
@@ -71,6 +71,10 @@ class Kuk(BinaryDesign):
         return self.theta2
 
     @property
+    def n_reports(self) -> int:
+        return self.draws + 1
+
+    @property
     def channel(self) -> npt.NDArray[np.float64]:
         r = np.arange(self.draws + 1)
         return np.column_stack(
@@ -82,6 +86,31 @@ class Kuk(BinaryDesign):
         # eps = k * max(|ln(t1/t2)|, |ln((1-t1)/(1-t2))|): extreme reports are all-red / no red
         one = channel_epsilon([[1 - self.theta2, 1 - self.theta1], [self.theta2, self.theta1]])
         return self.draws * one if math.isfinite(one) else math.inf
+
+    def variance(self, prevalence: float, n: int, *, population: str = "iid") -> float:
+        """Exact variance of the moment estimator (mean red share) at a true ``prevalence``.
+
+        With ``R`` the red count of one respondent, ``Var(pi_hat) = Var(R) / (n k^2 d^2)``,
+        ``d = theta1 - theta2``.  ``iid``: ``Var(R) = k E[theta (1 - theta)] + k^2 pi (1 - pi)
+        d^2`` (binomial within a deck, plus the mixing over decks).  ``fixed`` (``K = pi n``
+        carriers): ``(K theta1 (1 - theta1) + (n - K) theta2 (1 - theta2)) / (n^2 k d^2)``.
+        One draw gives the :class:`BinaryDesign` formulas.
+        """
+        base = super().variance(prevalence, n, population=population)  # validates the inputs
+        k = self.draws
+        if k == 1:
+            return base
+        if population == "fixed":
+            return base / k
+        pi, t1, t2 = float(prevalence), self.theta1, self.theta2
+        d2 = (t1 - t2) ** 2
+        within = pi * t1 * (1 - t1) + (1 - pi) * t2 * (1 - t2)
+        return (k * within + k * k * pi * (1 - pi) * d2) / (int(n) * k * k * d2)
+
+    def relative_efficiency(self, prevalence: float) -> float:
+        """``Var(direct) / Var(this design)`` for iid sampling: ``pi (1 - pi) / (n Var(pi_hat))``."""
+        pi = v.probability("prevalence", prevalence)
+        return pi * (1 - pi) / self.variance(pi, 1)
 
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint8]:
         """Report the number of red cards in ``draws`` draws (``draws`` words per report)."""
@@ -163,7 +192,8 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
     n = int(c.sum())
 
     def loglik(pi: float) -> float:
-        return float((c * np.log(pi * b1 + (1 - pi) * b0)).sum())
+        with np.errstate(divide="ignore"):  # a report impossible at this pi: log 0 = -inf
+            return float((c * np.log(pi * b1 + (1 - pi) * b0)).sum())
 
     res = optimize.minimize_scalar(lambda p: -loglik(p), bounds=(0.0, 1.0), method="bounded",
                                    options={"xatol": 1e-12})

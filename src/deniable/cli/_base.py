@@ -1,0 +1,266 @@
+"""The Typer application, its one-line error handling, and helpers shared by the commands.
+
+Exit codes: 0 on success; 2 for every kind of bad input (a usage error found by the parser,
+a bad ``--param``, a value ``deniable`` rejects, an unreadable file); anything else is a
+bug and shows its traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from fractions import Fraction
+from typing import Any, NoReturn
+
+import numpy as np
+import numpy.typing as npt
+import typer
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from typer.core import TyperGroup
+
+from deniable.designs import Design, make_design
+from deniable.exceptions import DeniableError
+
+__all__ = [
+    "USAGE_EXIT",
+    "CliError",
+    "app",
+    "build_design",
+    "console",
+    "emit_json",
+    "fail",
+    "fmt_epsilon",
+    "fmt_num",
+    "guard_io",
+    "jsonable",
+    "kv_table",
+    "parse_number",
+    "parse_params",
+]
+
+#: Exit status for every kind of bad input (the parser's own usage errors use it too).
+USAGE_EXIT = 2
+
+# The parser's exception base (click's, vendored by recent Typer): found through the
+# public ``typer.BadParameter`` so that no private module path is imported.
+_PARSER_ERROR: type[Exception] = next(
+    c for c in typer.BadParameter.__mro__ if c.__name__ == "ClickException"
+)
+
+
+class CliError(Exception):
+    """Bad input found by the CLI itself; printed as one ``error: ...`` line, exit 2."""
+
+
+def fail(message: str) -> NoReturn:
+    """Stop the command with one error line on stderr."""
+    raise CliError(message)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _report(message: str) -> None:
+    sys.stderr.write(f"error: {_one_line(message)}\n")
+    sys.stderr.flush()
+
+
+class _Group(TyperGroup):
+    """Typer's command group, but every anticipated error is ONE ``error: ...`` stderr line.
+
+    Typer prints parser errors as a multi-line panel; here they, ``deniable``'s own
+    exceptions (:class:`~deniable.exceptions.DeniableError`) and :class:`CliError` become a
+    single line and exit status 2.  Other exceptions are bugs and propagate with their
+    traceback.
+    """
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except (CliError, DeniableError) as exc:
+            _report(str(exc))
+            sys.exit(USAGE_EXIT)
+        except _PARSER_ERROR as exc:
+            message = exc.format_message()  # type: ignore[attr-defined]
+            if type(exc).__name__ == "NoArgsIsHelpError":  # no arguments: the help is shown
+                if message.strip():  # plain (non-rich) help comes back as the message
+                    sys.stdout.write(message.rstrip("\n") + "\n")
+                sys.exit(USAGE_EXIT)
+            ctx = getattr(exc, "ctx", None)
+            if ctx is not None:
+                message = f"{message.rstrip('.')}. (see `{ctx.command_path} --help`)"
+            _report(message)
+            sys.exit(USAGE_EXIT)
+        except typer.Abort:
+            _report("aborted.")
+            sys.exit(1)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="deniable",
+    help=(
+        "Randomized response with exact epsilon: designs, estimates with exact intervals, "
+        "majority decisions, coin protocols, and a guided tour (`deniable tour`)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+
+def console() -> Console:
+    """A console on the current stdout (made per call so test runners can capture it)."""
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+@contextmanager
+def guard_io(what: str) -> Iterator[None]:
+    """Turn an ``OSError`` while doing ``what`` into one error line."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        fail(f"cannot {what}: {reason}.")
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def parse_params(items: Sequence[str] | None) -> dict[str, str]:
+    """``["p=0.7", "q=1/4"]`` -> ``{"p": "0.7", "q": "1/4"}``; values stay strings."""
+    out: dict[str, str] = {}
+    for item in items or ():
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            fail(f"`--param` must look like NAME=VALUE (e.g. --param p=0.75), got {item!r}.")
+        if name in out:
+            fail(f"`--param` {name!r} given twice ({out[name]!r} and {value!r}).")
+        out[name] = value
+    return out
+
+
+def build_design(name: str, params: Sequence[str] | None) -> Design:
+    """The design ``name`` from ``--param NAME=VALUE`` strings (see ``make_design``)."""
+    return make_design(name, parse_params(params))
+
+
+def parse_number(option: str, text: str) -> float:
+    """A real number from ``text``; ``3/4`` is allowed."""
+    try:
+        return float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError):
+        fail(f"`{option}` must be a number (e.g. 0.3 or 3/10), got {text!r}.")
+
+
+def parse_numbers(option: str, text: str) -> list[float]:
+    """A comma-separated list of numbers."""
+    return [parse_number(option, part) for part in text.split(",")]
+
+
+def parse_counts(text: str) -> tuple[int, ...]:
+    """``"c0,c1,...,ck"`` -> non-negative integer counts."""
+    out = []
+    for part in text.split(","):
+        try:
+            c = int(part.strip())
+        except ValueError:
+            fail(f"`--counts` must be comma-separated whole numbers, got {part.strip()!r}.")
+        if c < 0:
+            fail(f"`--counts` must be >= 0, got {c}.")
+        out.append(c)
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def jsonable(value: Any) -> Any:
+    """Plain JSON values: infinities become ``"inf"`` / ``"-inf"``, NaN ``"nan"``,
+    numpy values Python values, fractions ``"p/q"`` strings, tuples lists."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(x) for k, x in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(x) for x in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return jsonable(value.item())
+    if isinstance(value, bool) or value is None or isinstance(value, str | int):
+        return value
+    if isinstance(value, Fraction):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    return str(value)
+
+
+def emit_json(payload: Mapping[str, Any]) -> None:
+    """Write ``payload`` as JSON (never NaN or Infinity) to stdout."""
+    sys.stdout.write(json.dumps(jsonable(payload), indent=2, allow_nan=False) + "\n")
+
+
+def fmt_epsilon(eps: float) -> str:
+    """``∞`` for an infinite epsilon, else 4 decimals; never a finite stand-in for ∞."""
+    return "∞" if math.isinf(eps) else f"{eps:.4f}"
+
+
+def fmt_num(x: float | None, digits: int = 4) -> str:
+    """A probability or estimate for people: fixed decimals, scientific when tiny."""
+    if x is None:
+        return "-"
+    if math.isnan(x):
+        return "n/a"
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    if x != 0 and abs(x) < 10 ** (-digits):
+        return f"{x:.2e}"
+    return f"{x:.{digits}f}"
+
+
+def fmt_interval(ci: Sequence[float] | npt.NDArray[np.float64], digits: int = 4) -> str:
+    return f"[{fmt_num(ci[0], digits)}, {fmt_num(ci[1], digits)}]"
+
+
+def fmt_params(params: Mapping[str, Any]) -> str:
+    """``p=0.75, q=0.166667``: floats to 6 significant digits."""
+
+    def show(x: Any) -> str:
+        if isinstance(x, float):
+            return f"{x:.6g}"
+        if isinstance(x, tuple | list):
+            return ",".join(show(y) for y in x)
+        return str(x)
+
+    return ", ".join(f"{k}={show(x)}" for k, x in params.items()) or "(defaults)"
+
+
+def kv_table(rows: Sequence[tuple[str, str]], title: str | None = None) -> Table:
+    """A two-column rich table of labelled values (values are plain text, not markup)."""
+    table = Table(title=title, show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    for key, value in rows:
+        table.add_row(Text(key), Text(value))
+    return table

@@ -1,0 +1,338 @@
+"""`deniable designs` and `deniable estimate`: the catalogue and estimation from counts."""
+
+from __future__ import annotations
+
+import inspect
+import math
+from typing import Annotated, Any
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from deniable import _validation as v
+from deniable._estimate import Estimate
+from deniable.cli._base import (
+    app,
+    build_design,
+    console,
+    emit_json,
+    fail,
+    fmt_epsilon,
+    fmt_interval,
+    fmt_num,
+    fmt_params,
+    kv_table,
+)
+from deniable.cli._data import gather_tally
+from deniable.designs import (
+    DESIGNS,
+    BinaryDesign,
+    Categorical,
+    CategoricalEstimate,
+    Design,
+    Kuk,
+    Tally,
+    design_parameters,
+    make_design,
+)
+
+#: An example parameterisation per design for `deniable designs` (defaults fill the rest).
+EXAMPLES: dict[str, dict[str, str]] = {
+    "warner": {"p": "0.75"},
+    "mirrored": {"p": "0.75"},
+    "two-coin": {},
+    "biased-coin": {"q": "0.25"},
+    "binary": {"epsilon": "1"},
+    "forced": {"forced_yes": "0.25", "forced_no": "0.25"},
+    "unrelated": {"p": "0.7", "q": "0.5"},
+    "kuk": {"theta1": "0.7", "theta2": "0.3"},
+    "mangat": {"p": "0.7"},
+    "crosswise": {"p": "0.25"},
+    "triangular": {"p": "0.25"},
+    "custom": {"p_yes_given_1": "0.8", "p_yes_given_0": "0.3"},
+    "categorical": {"k": "4", "truth": "0.5"},
+}
+
+DesignArg = Annotated[
+    str, typer.Argument(help="Design name (see `deniable designs`).", show_default=False)
+]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--param",
+        "-p",
+        metavar="NAME=VALUE",
+        help="A design parameter, repeatable (e.g. --param p=0.75; 3/4 and a,b,c lists work).",
+    ),
+]
+LevelOpt = Annotated[float, typer.Option("--level", help="Confidence level of the intervals.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of a table.")]
+
+
+def design_channel_fields(design: Design) -> dict[str, Any]:
+    """``p_yes_given_1``, ``p_yes_given_0`` (per report or per draw) and ``epsilon``."""
+    out: dict[str, Any] = {"design": design.name, "parameters": design.parameters()}
+    if isinstance(design, BinaryDesign):
+        out["p_yes_given_1"] = design.p_yes_given_1
+        out["p_yes_given_0"] = design.p_yes_given_0
+    elif isinstance(design, Categorical):
+        ch = design.channel
+        out["p_report_true"] = [float(ch[j, j]) for j in range(design.k)]
+    out["epsilon"] = design.epsilon
+    return out
+
+
+def epsilon_note(eps: float) -> str:
+    """ε for people: ``∞ (some report reveals the answer)`` or the value with its ratio."""
+    if math.isinf(eps):
+        return "∞ (some report reveals the true answer: no finite privacy guarantee)"
+    return (
+        f"{fmt_epsilon(eps)} (one report changes the odds of any answer by at most "
+        f"{math.exp(eps):.4g}x)"
+    )
+
+
+# --------------------------------------------------------------------------- designs
+
+
+def _param_lines(name: str) -> str:
+    """One parameter a line: ``p=0.75`` (example value) or ``draws=1*`` (default)."""
+    example = EXAMPLES.get(name, {})
+    parts = []
+    for pname, p in design_parameters(name).items():
+        if pname in example:
+            parts.append(f"{pname}={example[pname]}")
+        elif p.default is inspect.Parameter.empty:
+            parts.append(pname)
+        else:
+            parts.append(f"{pname}={p.default}*")
+    return "\n".join(parts) or "(none)"
+
+
+def _example(name: str) -> tuple[dict[str, str], Design | None]:
+    params = EXAMPLES.get(name, {})
+    try:
+        return params, make_design(name, params)
+    except (ValueError, TypeError):  # a design added without an example here
+        return params, None
+
+
+@app.command("designs")
+def designs_command(as_json: JsonOpt = False) -> None:
+    """List every design: parameters, its channel at an example setting, and ε."""
+    rows = []
+    for name, cls in DESIGNS.items():
+        params, d = _example(name)
+        row: dict[str, Any] = {
+            "name": name,
+            "summary": (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " "),
+            "parameters": {
+                k: (None if p.default is inspect.Parameter.empty else p.default)
+                for k, p in design_parameters(name).items()
+            },
+            "required": [
+                k
+                for k, p in design_parameters(name).items()
+                if p.default is inspect.Parameter.empty
+            ],
+            "example": params,
+        }
+        if d is not None:
+            channel = design_channel_fields(d)
+            row["example_parameters"] = channel.pop("parameters")
+            channel.pop("design")
+            row.update(channel)
+        rows.append((row, d))
+    if as_json:
+        emit_json({"designs": [row for row, _ in rows]})
+        return
+    table = Table(
+        title="Designs: channel and ε at the example setting",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+    )
+    for col in ("design", "parameters (example)", "P(yes|1)", "P(yes|0)", "ε"):
+        right = col.startswith(("P(", "ε"))
+        table.add_column(col, justify="right" if right else "left", no_wrap=True)
+    for row, d in rows:
+        p1 = p0 = "-"
+        if isinstance(d, BinaryDesign):
+            p1, p0 = fmt_num(d.p_yes_given_1), fmt_num(d.p_yes_given_0)
+        elif isinstance(d, Categorical):
+            ch = d.channel
+            p1, p0 = f"{fmt_num(float(ch[0, 0]))}†", f"{fmt_num(float(ch[1, 0]))}†"
+        eps = "-" if d is None else fmt_epsilon(d.epsilon)
+        table.add_row(Text(row["name"]), Text(_param_lines(row["name"])), p1, p0, eps)
+    out = console()
+    out.print(table)
+    out.print(
+        Text(
+            "* a default value.  † categorical: P(report = the true category), P(report = one "
+            "given other category).\n∞: some report can only come from one answer (no finite "
+            "guarantee).  kuk: per card drawn; with d draws ε is d times larger."
+        )
+    )
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+def estimate_payload(design: Design, tally: Tally, est: Estimate, level: float) -> dict[str, Any]:
+    """The JSON fields of `deniable estimate` for a binary (or Kuk) design."""
+    out = design_channel_fields(design)
+    out["n"] = tally.n
+    if len(tally.counts) == 2:
+        out["yes"] = tally.yes
+    else:
+        out["counts"] = list(tally.counts)
+    out.update(est.to_dict(level))
+    out["n"] = tally.n
+    return out
+
+
+def categorical_payload(
+    design: Categorical, est: CategoricalEstimate, level: float
+) -> dict[str, Any]:
+    """The JSON fields of `deniable estimate` for the categorical design."""
+    out = design_channel_fields(design)
+    out.update(est.to_dict(level))
+    out["counts"] = list(est.tally.counts)
+    out["lambda_hat"] = [c / est.n for c in est.tally.counts]
+    out["se_unbiased"] = [float(x) for x in est.covariance_unbiased.diagonal() ** 0.5]
+    out["categories"] = []
+    for j in range(design.k):
+        cat = est.category(j)
+        row = cat.to_dict(level)
+        p1 = design.truth + (1 - design.truth) * float(design.forced_distribution[j])
+        row["p_yes_given_1"], row["p_yes_given_0"] = p1, p1 - design.truth
+        out["categories"].append(row)
+    return out
+
+
+def estimate_rows(
+    design: Design, tally: Tally, est: Estimate, level: float
+) -> list[tuple[str, str]]:
+    """Labelled rows for the human-readable estimate table."""
+    rows = [("design", f"{design.name} ({fmt_params(design.parameters())})")]
+    if isinstance(design, BinaryDesign):
+        per = " per card" if design.n_reports > 2 else ""
+        rows.append(
+            (
+                f"P(yes | 1), P(yes | 0){per}",
+                f"{design.p_yes_given_1:.6g}, {design.p_yes_given_0:.6g}",
+            )
+        )
+    rows.append(("ε", epsilon_note(design.epsilon)))
+    if len(tally.counts) == 2:
+        rows.append(("yes / n", f"{tally.yes} / {tally.n}"))
+    else:
+        rows.append(("counts / n", f"{','.join(map(str, tally.counts))} / {tally.n}"))
+    if est.lambda_hat is not None:
+        label = "share of yes reports" if len(tally.counts) == 2 else "red share of cards"
+        rows.append((label, fmt_num(est.lambda_hat, 6)))
+    if est.method == "moment":
+        rows.append(("estimate (unbiased moment)", fmt_num(est.value, 6)))
+        rows.append(("estimate (bounded MLE, in [0, 1])", fmt_num(est.bounded, 6)))
+    else:
+        rows.append((f"estimate ({est.method})", fmt_num(est.value, 6)))
+    rows.append((f"SE ({est.se_convention})", fmt_num(est.se, 6)))
+    rows.append(("SE (unbiased: divides by n - 1)", fmt_num(est.se_unbiased, 6)))
+    for m in est.interval_methods:
+        rows.append((f"{level:.0%} CI ({m})", fmt_interval(est.ci(level, m), 6)))
+    return rows
+
+
+def categorical_table(design: Categorical, est: CategoricalEstimate, level: float) -> Table:
+    table = Table(
+        caption="estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)",
+        caption_justify="left",
+    )
+    for col in ("category", "reports", "estimate", "MLE", "SE", f"{level:.0%} CI (exact)"):
+        table.add_column(col, justify="right")
+    ci = est.ci(level, "exact")
+    for j in range(design.k):
+        table.add_row(
+            str(j),
+            str(est.tally.counts[j]),
+            fmt_num(float(est.values[j]), 6),
+            fmt_num(float(est.bounded[j]), 6),
+            fmt_num(float(est.se[j]), 6),
+            Text(fmt_interval(ci[j], 6)),
+        )
+    return table
+
+
+def run_estimate(
+    design: Design, tally: Tally, method: str | None
+) -> Estimate | CategoricalEstimate:
+    """Estimate with the right call for the design (``method`` for Kuk only)."""
+    if isinstance(design, Kuk):
+        return design.estimate(tally, method=method or "moment")
+    if method is not None:
+        fail(
+            f"`--method` applies to the kuk design only (design {design.name!r} has one "
+            f"estimator), got {method!r}."
+        )
+    if isinstance(design, Categorical):
+        return design.estimate(tally)
+    assert isinstance(design, BinaryDesign)
+    return design.estimate(tally)
+
+
+@app.command("estimate")
+def estimate_command(
+    design: DesignArg,
+    param: ParamOpt = None,
+    yes: Annotated[int | None, typer.Option("--yes", help="Number of yes reports.")] = None,
+    n: Annotated[int | None, typer.Option("--n", "-n", help="Number of reports.")] = None,
+    reports: Annotated[
+        str | None,
+        typer.Option(
+            "--reports",
+            metavar="FILE",
+            help="Reports, one per line, or a CSV with a header (see --column).",
+        ),
+    ] = None,
+    column: Annotated[
+        str | None, typer.Option("--column", help="CSV column of --reports (default: first).")
+    ] = None,
+    counts: Annotated[
+        str | None,
+        typer.Option(
+            "--counts",
+            metavar="C0,C1,...",
+            help="Count of each report value (kuk with draws > 1, categorical; or no,yes).",
+        ),
+    ] = None,
+    method: Annotated[
+        str | None, typer.Option("--method", help="kuk only: moment (default) or mle.")
+    ] = None,
+    level: LevelOpt = 0.95,
+    as_json: JsonOpt = False,
+) -> None:
+    """Estimate the prevalence from randomized reports: estimate, both SEs, intervals."""
+    d = build_design(design, param)
+    lvl = v.level(level)
+    tally = gather_tally(d, yes=yes, n=n, reports=reports, column=column, counts=counts)
+    est = run_estimate(d, tally, method)
+    out = console()
+    if isinstance(est, CategoricalEstimate):
+        assert isinstance(d, Categorical)
+        if as_json:
+            emit_json(categorical_payload(d, est, lvl))
+            return
+        rows = [
+            ("design", f"{d.name} ({fmt_params(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
+            ("n", str(est.n)),
+        ]
+        out.print(kv_table(rows))
+        out.print(categorical_table(d, est, lvl))
+        return
+    if as_json:
+        emit_json(estimate_payload(d, tally, est, lvl))
+        return
+    out.print(kv_table(estimate_rows(d, tally, est, lvl), title="Prevalence estimate"))

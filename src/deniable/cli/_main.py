@@ -1,0 +1,33 @@
+"""Assemble the application: importing the command modules registers their commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+import deniable
+from deniable.cli import _decisions, _designs, _tour
+from deniable.cli._base import app
+
+__all__ = ["app"]
+
+_COMMAND_MODULES = (_designs, _decisions, _tour)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"deniable {deniable.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=_version, is_eager=True, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Randomized response with exact epsilon (exit status 2 on any bad input)."""

@@ -1,0 +1,564 @@
+"""The `deniable` command line: every command's JSON against closed forms computed here,
+the human output's key numbers, one-line errors for bad input, and the guided tour.
+
+Closed forms used (binary design with P1 = P(yes | 1), P0 = P(yes | 0), l = yes / n):
+estimate (l - P0) / (P1 - P0); plug-in SE sqrt(l (1 - l) / n) / |P1 - P0|, unbiased with
+n - 1; Wald estimate +- z SE; exact = Clopper-Pearson beta quantiles for l mapped through
+the channel; Wilson score interval for l mapped likewise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import time
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pytest.importorskip("typer")
+pytest.importorskip("rich")
+
+from typer.testing import CliRunner
+
+import deniable
+from deniable.cli import app
+from deniable.designs import DESIGNS
+
+Z95 = 1.959963984540054  # standard normal 97.5% quantile
+Z90 = 1.6448536269514722  # 95% quantile
+
+# Fixed terminal: 80 columns, no colour, so outputs compare byte for byte.
+ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
+
+
+@pytest.fixture(scope="module")
+def runner() -> CliRunner:
+    return CliRunner(env=ENV)
+
+
+def run(runner: CliRunner, *args: str) -> Any:
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def _no_constant(name: str) -> Any:
+    raise AssertionError(f"JSON output contains the non-standard constant {name}")
+
+
+def run_json(runner: CliRunner, *args: str) -> Any:
+    result = run(runner, *args, "--json")
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    return json.loads(result.stdout, parse_constant=_no_constant)
+
+
+def assert_one_line_error(result: Any, *needles: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert result.stdout == ""
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+# ------------------------------------------------------------------ closed forms
+
+
+def closed_form(p1: float, p0: float, yes: int, n: int, z: float = Z95) -> dict[str, Any]:
+    """Everything `deniable estimate` reports for a binary channel, from the formulas."""
+    slope = p1 - p0
+    lam = yes / n
+    est = (lam - p0) / slope
+    se = math.sqrt(lam * (1 - lam) / n) / abs(slope)
+    se_unb = math.sqrt(lam * (1 - lam) / (n - 1)) / abs(slope)
+    level = {Z95: 0.95, Z90: 0.90}[z]
+    a = 1 - level
+    lo = 0.0 if yes == 0 else stats.beta.ppf(a / 2, yes, n - yes + 1)
+    hi = 1.0 if yes == n else stats.beta.ppf(1 - a / 2, yes + 1, n - yes)
+    centre = (lam + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(lam * (1 - lam) / n + z * z / (4 * n * n))
+
+    def mapped(a_: float, b_: float) -> list[float]:
+        u, w = sorted(((a_ - p0) / slope, (b_ - p0) / slope))
+        return [min(max(u, 0.0), 1.0), min(max(w, 0.0), 1.0)]
+
+    return {
+        "lambda_hat": lam,
+        "estimate": est,
+        "estimate_bounded": min(max(est, 0.0), 1.0),
+        "se": se,
+        "se_unbiased": se_unb,
+        "ci_wald": [est - z * se, est + z * se],
+        "ci_exact": mapped(lo, hi),
+        "ci_wilson": mapped(max(0.0, centre - half), min(1.0, centre + half)),
+    }
+
+
+def check_against(payload: dict[str, Any], expected: dict[str, Any]) -> None:
+    for key, value in expected.items():
+        assert payload[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+# ------------------------------------------------------------------ estimate
+
+
+def test_estimate_two_coin_json_matches_closed_form(runner: CliRunner) -> None:
+    out = run_json(runner, "estimate", "two-coin", "--yes", "400", "--n", "1000")
+    # (0.4 - 0.25) / 0.5 = 0.3
+    assert out["estimate"] == pytest.approx(0.3)
+    check_against(out, closed_form(0.75, 0.25, 400, 1000))
+    assert out["p_yes_given_1"] == 0.75 and out["p_yes_given_0"] == 0.25
+    assert out["epsilon"] == pytest.approx(math.log(3))
+    assert (out["design"], out["n"], out["yes"], out["level"]) == ("two-coin", 1000, 400, 0.95)
+    assert out["parameters"] == {"truth": 0.5, "yes": 0.5}
+
+
+def test_estimate_level_changes_the_intervals(runner: CliRunner) -> None:
+    out = run_json(
+        runner, "estimate", "warner", "--param", "p=0.7", "--yes", "330", "--n", "600",
+        "--level", "0.9",
+    )  # fmt: skip
+    check_against(out, closed_form(0.7, 0.3, 330, 600, z=Z90))
+    assert out["level"] == 0.9
+    assert out["epsilon"] == pytest.approx(math.log(0.7 / 0.3))
+
+
+def test_estimate_warner_below_half_reverses_the_channel(runner: CliRunner) -> None:
+    out = run_json(runner, "estimate", "warner", "-p", "p=1/4", "--yes", "620", "--n", "1000")
+    # P1 = 1/4 < P0 = 3/4: estimate (0.62 - 0.75) / (-0.5) = 0.26
+    assert out["estimate"] == pytest.approx(0.26)
+    check_against(out, closed_form(0.25, 0.75, 620, 1000))
+    assert out["ci_exact"][0] < out["estimate"] < out["ci_exact"][1]
+
+
+def test_estimate_outside_unit_interval_keeps_unbiased_and_bounds_mle(runner: CliRunner) -> None:
+    out = run_json(runner, "estimate", "two-coin", "--yes", "230", "--n", "1000")
+    assert out["estimate"] == pytest.approx(-0.04)  # (0.23 - 0.25) / 0.5
+    assert out["estimate_bounded"] == 0.0
+    assert out["ci_exact"][0] == 0.0
+
+
+def test_estimate_human_output_has_the_key_numbers(runner: CliRunner) -> None:
+    result = run(runner, "estimate", "two-coin", "--yes", "400", "--n", "1000")
+    assert result.exit_code == 0 and result.stderr == ""
+    text = result.stdout
+    se = math.sqrt(0.4 * 0.6 / 1000) / 0.5
+    se_unb = math.sqrt(0.4 * 0.6 / 999) / 0.5
+    for needle in ("0.300000", f"{se:.6f}", f"{se_unb:.6f}", "1.0986", "400 / 1000", "wilson"):
+        assert needle in text, needle
+    lo, hi = 0.3 - Z95 * se, 0.3 + Z95 * se
+    assert f"[{lo:.6f}, {hi:.6f}]" in text
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("mangat", "-p", "p=0.7"),
+        ("triangular", "-p", "p=0.25"),
+        ("forced", "-p", "forced_yes=0.2", "-p", "forced_no=0"),
+        ("forced", "-p", "forced_yes=0", "-p", "forced_no=0.3"),
+    ],
+)
+def test_infinite_epsilon_is_never_finite(runner: CliRunner, args: tuple[str, ...]) -> None:
+    out = run_json(runner, "estimate", *args, "--yes", "700", "--n", "1000")
+    assert out["epsilon"] == "inf"
+    text = run(runner, "estimate", *args, "--yes", "700", "--n", "1000").stdout
+    eps_lines = [line for line in text.splitlines() if "ε" in line]
+    assert eps_lines and all("∞" in line for line in eps_lines)
+    assert not any(ch.isdigit() for line in eps_lines for ch in line.split("ε", 1)[1])
+
+
+def test_estimate_mangat_closed_form(runner: CliRunner) -> None:
+    out = run_json(runner, "estimate", "mangat", "-p", "p=0.7", "--yes", "700", "--n", "1000")
+    check_against(out, closed_form(1.0, 0.3, 700, 1000))  # (0.7 - 0.3) / 0.7
+
+
+def test_estimate_from_counts_for_a_binary_design(runner: CliRunner) -> None:
+    out = run_json(runner, "estimate", "two-coin", "--counts", "600,400")
+    check_against(out, closed_form(0.75, 0.25, 400, 1000))
+
+
+def test_estimate_kuk_several_draws_moment(runner: CliRunner) -> None:
+    counts = [120, 260, 380, 240]  # red cards 0..3 in three draws
+    out = run_json(
+        runner, "estimate", "kuk", "-p", "theta1=0.8", "-p", "theta2=0.4", "-p", "draws=3",
+        "--counts", ",".join(map(str, counts)),
+    )  # fmt: skip
+    n = sum(counts)
+    r = np.arange(4)
+    mean = float(np.dot(counts, r)) / n
+    var = float(np.dot(counts, (r - mean) ** 2)) / n
+    expected = (mean / 3 - 0.4) / 0.4
+    assert out["estimate"] == pytest.approx(expected, rel=1e-12)
+    assert out["se"] == pytest.approx(math.sqrt(var / n) / (3 * 0.4), rel=1e-12)
+    assert out["counts"] == counts and out["n"] == n
+    # eps = draws * max(|ln(0.8/0.4)|, |ln(0.2/0.6)|) = 3 ln 3
+    assert out["epsilon"] == pytest.approx(3 * math.log(3))
+    lo, hi = out["ci_wald"]
+    assert (lo + hi) / 2 == pytest.approx(expected)
+
+
+def test_estimate_kuk_mle_maximises_the_mixture_likelihood(runner: CliRunner) -> None:
+    counts = np.array([120, 260, 380, 240])
+    out = run_json(
+        runner, "estimate", "kuk", "-p", "theta1=0.8", "-p", "theta2=0.4", "-p", "draws=3",
+        "--counts", "120,260,380,240", "--method", "mle",
+    )  # fmt: skip
+    grid = np.linspace(0, 1, 100_001)
+    b1 = stats.binom.pmf(np.arange(4), 3, 0.8)
+    b0 = stats.binom.pmf(np.arange(4), 3, 0.4)
+    loglik = np.log(np.outer(grid, b1) + np.outer(1 - grid, b0)) @ counts
+    assert out["estimate"] == pytest.approx(grid[np.argmax(loglik)], abs=2e-5)
+    assert out["method"] == "mle"
+    assert "ci_likelihood" in out
+
+
+def test_estimate_categorical_counts(runner: CliRunner) -> None:
+    out = run_json(
+        runner, "estimate", "categorical", "-p", "k=3", "-p", "truth=0.6",
+        "--counts", "500,300,200",
+    )  # fmt: skip
+    lam = np.array([0.5, 0.3, 0.2])
+    # pi_hat = (lambda - (1 - t) / k) / t with uniform forcing
+    assert out["estimate"] == pytest.approx(list((lam - 0.4 / 3) / 0.6), rel=1e-12)
+    assert out["se"] == pytest.approx(list(np.sqrt(lam * (1 - lam) / 1000) / 0.6), rel=1e-12)
+    assert out["epsilon"] == pytest.approx(math.log(1 + 0.6 / (0.4 / 3)))
+    assert out["counts"] == [500, 300, 200] and len(out["categories"]) == 3
+    human = run(
+        runner, "estimate", "categorical", "-p", "k=3", "-p", "truth=0.6",
+        "--counts", "500,300,200",
+    ).stdout  # fmt: skip
+    assert f"{(0.5 - 0.4 / 3) / 0.6:.6f}" in human
+
+
+def test_estimate_reports_file_plain_and_csv(runner: CliRunner, tmp_path: Path) -> None:
+    plain = tmp_path / "r.txt"
+    plain.write_text("1\n0\n1\n1\n\n0\n1\n0\n1\n")
+    out = run_json(runner, "estimate", "two-coin", "--reports", str(plain))
+    check_against(out, closed_form(0.75, 0.25, 5, 8))
+    table = tmp_path / "r.csv"
+    table.write_text("id,answer\n1,0\n2,1\n3,1\n4,1\n")
+    out = run_json(runner, "estimate", "two-coin", "--reports", str(table), "--column", "answer")
+    check_against(out, closed_form(0.75, 0.25, 3, 4))
+    first = tmp_path / "first.csv"
+    first.write_text("answer,note\n1,a\n0,b\n0,c\n")
+    out = run_json(runner, "estimate", "two-coin", "--reports", str(first))  # first column
+    assert out["yes"] == 1 and out["n"] == 3
+    assert_one_line_error(run(runner, "estimate", "two-coin", "--reports", str(table)), "line 3")
+
+
+def test_estimate_with_n_one_gives_no_bare_nan(runner: CliRunner, tmp_path: Path) -> None:
+    one = tmp_path / "one.txt"
+    one.write_text("1\n")
+    out = run_json(runner, "estimate", "two-coin", "--reports", str(one))
+    assert out["se_unbiased"] == "nan"  # undefined with n - 1 = 0: a string, never bare NaN
+
+
+# ------------------------------------------------------------------ designs
+
+
+def test_designs_json_lists_every_design(runner: CliRunner) -> None:
+    out = run_json(runner, "designs")
+    rows = {row["name"]: row for row in out["designs"]}
+    assert list(rows) == list(DESIGNS)
+    assert rows["warner"]["p_yes_given_1"] == 0.75 and rows["warner"]["required"] == ["p"]
+    assert rows["two-coin"]["parameters"] == {"truth": 0.5, "yes": 0.5}
+    assert rows["two-coin"]["epsilon"] == pytest.approx(math.log(3))
+    assert rows["kuk"]["parameters"]["draws"] == 1
+    for name in ("mangat", "triangular"):
+        assert rows[name]["epsilon"] == "inf"
+    assert rows["unrelated"]["epsilon"] == pytest.approx(math.log(0.85 / 0.15))
+    assert rows["categorical"]["epsilon"] == pytest.approx(math.log(1 + 0.5 / (0.5 / 4)))
+
+
+def test_designs_table_shows_infinity(runner: CliRunner) -> None:
+    result = run(runner, "designs")
+    assert result.exit_code == 0
+    for name in DESIGNS:
+        assert name in result.stdout
+    for name in ("mangat", "triangular"):
+        line = next(x for x in result.stdout.splitlines() if x.split()[:1] == [name])
+        assert line.rstrip().endswith("∞")
+    warner = next(x for x in result.stdout.splitlines() if x.split()[:1] == ["warner"])
+    assert warner.split()[-3:] == ["0.7500", "0.2500", "1.0986"]
+
+
+# ------------------------------------------------------------------ majority
+
+
+def binom_sf_exact(m: int, n: int, p: Fraction) -> Fraction:
+    """P(Bin(n, p) > m), exactly."""
+    return sum(
+        (math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(m + 1, n + 1)), Fraction(0)
+    )
+
+
+def test_majority_iid_exact(runner: CliRunner) -> None:
+    out = run_json(runner, "majority", "two-coin", "--n", "101", "--prevalence", "0.6")
+    # threshold n (P0 + P1) / 2 = 50.5; lambda = 1/4 + 0.6 / 2 = 0.55
+    assert out["threshold"] == pytest.approx(50.5)
+    assert out["lambda"] == pytest.approx(0.55)
+    p = float(binom_sf_exact(50, 101, Fraction(55, 100)))
+    assert out["p_decide_majority"] == pytest.approx(p, rel=1e-10)
+    assert out["error_probability"] == pytest.approx(1 - p, rel=1e-10)
+    assert out["epsilon"] == pytest.approx(math.log(3))
+
+
+def test_majority_fixed_population_exact(runner: CliRunner) -> None:
+    out = run_json(runner, "majority", "forced", "-p", "forced_yes=0.2", "-p", "forced_no=0.1",
+                   "--n", "20", "--true-yes", "8")  # fmt: skip
+    # threshold 20 (0.2 + 0.9) / 2 = 11; #yes = Bin(8, 0.9) + Bin(12, 0.2)
+    assert out["threshold"] == pytest.approx(11.0)
+    p1, p0 = Fraction(9, 10), Fraction(1, 5)
+    pmf_a = [math.comb(8, j) * p1**j * (1 - p1) ** (8 - j) for j in range(9)]
+    p = sum(pmf_a[j] * binom_sf_exact(11 - j, 12, p0) for j in range(9))
+    assert out["p_decide_majority"] == pytest.approx(float(p), rel=1e-10)
+    assert out["error_probability"] == pytest.approx(float(p), rel=1e-10)  # 8/20: no majority
+
+
+def test_majority_offset_and_simulation(runner: CliRunner) -> None:
+    args = ("majority", "two-coin", "--n", "400", "--prevalence", "0.58", "--offset", "1")
+    out = run_json(runner, *args, "--simulate", "20000", "--seed", "5")
+    # threshold 200 + 1 * sqrt(400 / 4) = 210
+    assert out["threshold"] == pytest.approx(210.0)
+    exact = float(binom_sf_exact(210, 400, Fraction(25, 100) + Fraction(58, 200)))
+    assert out["p_decide_majority"] == pytest.approx(exact, rel=1e-9)
+    # 4.5-sigma band for a binomial proportion from 20000 trials: false alarm ~7e-6
+    band = 4.5 * math.sqrt(exact * (1 - exact) / 20000)
+    assert abs(out["simulated_p_decide_majority"] - exact) < band
+    assert out["seed"] == 5 and out["trials"] == 20000
+    human = run(runner, *args).stdout
+    assert "210" in human and f"{exact:.6f}" in human
+
+
+# ------------------------------------------------------------------ coins
+
+
+def test_coins_truth_probability_half_is_two_coins(runner: CliRunner) -> None:
+    out = run_json(runner, "coins", "--truth-probability", "1/2")
+    assert out["device"] == "2 coins"
+    assert (out["p_yes_given_1"], out["p_yes_given_0"]) == ("3/4", "1/4")
+    assert out["epsilon"] == pytest.approx(math.log(3))
+    human = run(runner, "coins", "--truth-probability", "1/2").stdout
+    assert "ln(3)" in human and "3/4" in human and "Flip two coins" in human
+
+
+def test_coins_epsilon_one_never_exceeds_the_target(runner: CliRunner) -> None:
+    out = run_json(runner, "coins", "--epsilon", "1")
+    p1, p0 = Fraction(out["p_yes_given_1"]), Fraction(out["p_yes_given_0"])
+    eps = max(math.log(p1 / p0), math.log((1 - p0) / (1 - p1)))
+    assert out["epsilon"] == pytest.approx(eps) and eps <= 1
+    assert Fraction(out["truth_probability"]) == p1 - p0
+    dice = run_json(runner, "coins", "--epsilon", "1", "--device", "d6")
+    assert (dice["device"], dice["forced_yes"]) == ("d6", 2)  # ln(4/2) = 0.69 <= 1 < ln 5
+    human = run(runner, "coins", "--epsilon", "1").stdout
+    assert out["instructions"][:30] in " ".join(human.split())
+    assert f"{eps:.6f}" in human
+
+
+# ------------------------------------------------------------------ simulate
+
+
+def test_simulate_binary_truth_beside_estimate(runner: CliRunner) -> None:
+    args = ("simulate", "two-coin", "--n", "5000", "--prevalence", "0.3", "--seed", "11")
+    out = run_json(runner, *args)
+    assert out["seed"] == 11
+    assert out["true_share"] == pytest.approx(out["true_carriers"] / 5000)
+    check_against(out, closed_form(0.75, 0.25, out["yes"], 5000))
+    # 4.5 SE band around the realised share: false alarm ~7e-6
+    assert abs(out["estimate"] - out["true_share"]) < 4.5 * out["se"]
+    assert out == run_json(runner, *args)  # same seed, same survey
+    human = run(runner, *args).stdout
+    assert f"{out['true_share']:.6f}" in human and f"{out['estimate']:.6f}" in human
+    assert "simulation only" in human
+
+
+def test_simulate_categorical_takes_a_prevalence_list(runner: CliRunner) -> None:
+    out = run_json(runner, "simulate", "categorical", "-p", "k=3", "-p", "truth=0.7",
+                   "--n", "3000", "--prevalence", "0.5,0.3,0.2", "--seed", "3")  # fmt: skip
+    assert len(out["true_share"]) == 3 and sum(out["true_share"]) == pytest.approx(1)
+    lam = np.array(out["counts"]) / 3000
+    assert out["estimate"] == pytest.approx(list((lam - 0.3 / 3) / 0.7), rel=1e-12)
+    se = np.array(out["se"])
+    # 4.5 SE per category: false alarm ~2e-5 for the three checks together
+    assert np.all(np.abs(np.array(out["estimate"]) - out["true_share"]) < 4.5 * se)
+
+
+# ------------------------------------------------------------------ bad input
+
+
+BAD_INPUTS = [
+    (("estimate", "nope", "--yes", "1", "--n", "2"), "`design` must be one of"),
+    (("estimate", "warner", "--yes", "1", "--n", "2"), "needs parameter p"),
+    (("estimate", "warner", "-p", "p=0.5", "--yes", "1", "--n", "2"),
+     "`p` must be in (0, 1) and not 0.5, got 0.5."),
+    (("estimate", "warner", "-p", "p=1.5", "--yes", "1", "--n", "2"), "`p` must be in (0, 1)"),
+    (("estimate", "warner", "-p", "p0.7", "--yes", "1", "--n", "2"), "NAME=VALUE"),
+    (("estimate", "warner", "-p", "p=0.7", "-p", "p=0.8", "--yes", "1", "--n", "2"), "twice"),
+    (("estimate", "warner", "-p", "p=0.7", "-p", "z=1", "--yes", "1", "--n", "2"), "'z'"),
+    (("estimate", "warner", "-p", "p=0.7", "--yes", "5", "--n", "2"), "`yes` must be in [0, n]"),
+    (("estimate", "warner", "-p", "p=0.7", "--yes", "-1", "--n", "2"), "`yes`"),
+    (("estimate", "warner", "-p", "p=0.7", "--n", "2"), "--yes"),
+    (("estimate", "warner", "-p", "p=0.7"), "give exactly one of"),
+    (("estimate", "warner", "-p", "p=0.7", "--yes", "1", "--n", "2", "--level", "1.5"),
+     "`level`"),
+    (("estimate", "warner", "-p", "p=0.7", "--yes", "one", "--n", "2"), "--yes"),
+    (("estimate", "warner", "-p", "p=0.7", "--reports", "/nonexistent/r.csv"),
+     "cannot read reports file"),
+    (("estimate", "warner", "-p", "p=0.7", "--counts", "3,x"), "`--counts`"),
+    (("estimate", "warner", "-p", "p=0.7", "--counts", "3,4,5"), "must have 2 entries"),
+    (("estimate", "warner", "-p", "p=0.7", "--yes", "1", "--n", "2", "--method", "mle"),
+     "`--method`"),
+    (("estimate", "kuk", "-p", "theta1=0.7", "-p", "theta2=0.3", "-p", "draws=3",
+      "--yes", "3", "--n", "10"), "--counts"),
+    (("estimate", "kuk", "-p", "theta1=0.7", "-p", "theta2=0.3", "--yes", "3", "--n", "10",
+      "--method", "best"), "`method`"),
+    (("estimate", "categorical", "-p", "k=3", "-p", "truth=0.5", "--yes", "1", "--n", "2"),
+     "--counts"),
+    (("majority", "two-coin", "--n", "10"), "neither"),
+    (("majority", "two-coin", "--n", "10", "--prevalence", "0.3", "--true-yes", "3"), "both"),
+    (("majority", "two-coin", "--n", "10", "--true-yes", "11"), "`true_yes`"),
+    (("majority", "two-coin", "--n", "10", "--prevalence", "1.2"), "`prevalence`"),
+    (("majority", "two-coin", "--prevalence", "0.3"), "--n"),
+    (("majority", "two-coin", "--n", "10", "--prevalence", "0.3", "--seed", "1"), "--simulate"),
+    (("coins",), "neither"),
+    (("coins", "--epsilon", "1", "--truth-probability", "0.5"), "both"),
+    (("coins", "--epsilon", "0.01"), "no protocol"),
+    (("coins", "--epsilon", "1", "--device", "d7"), "'d7'"),
+    (("coins", "--epsilon", "abc"), "`--epsilon` must be a number"),
+    (("simulate", "two-coin", "--n", "10", "--prevalence", "0.3,0.7"), "one number"),
+    (("simulate", "two-coin", "--n", "10", "--prevalence", "2"), "`prevalence`"),
+    (("simulate", "categorical", "-p", "k=3", "-p", "truth=0.5", "--n", "10",
+      "--prevalence", "0.5,0.5"), "length k = 3"),
+    (("simulate", "two-coin", "--n", "0", "--prevalence", "0.3"), "`n`"),
+    (("tour", "--n", "3"), "--n"),
+    (("frobnicate",), "frobnicate"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("args", "needle"), BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
+def test_bad_input_is_one_error_line(runner: CliRunner, args: tuple[str, ...], needle: str) -> None:
+    assert_one_line_error(run(runner, *args), needle)
+
+
+@pytest.mark.parametrize(
+    ("content", "extra", "needle"),
+    [
+        ("1\n0\n2\n", (), "line 3"),
+        ("1\n0\nyes\n", (), "'yes'"),
+        ("a,b\n1,0\n", ("--column", "c"), "`--column`"),
+        ("1\n0\n", ("--column", "a"), "header"),
+        ("", (), "no reports"),
+        ("answer\n", (), "no reports"),
+    ],
+)
+def test_bad_reports_file(
+    runner: CliRunner, tmp_path: Path, content: str, extra: tuple[str, ...], needle: str
+) -> None:
+    path = tmp_path / "reports.csv"
+    path.write_text(content)
+    result = run(runner, "estimate", "two-coin", "--reports", str(path), *extra)
+    assert_one_line_error(result, needle)
+
+
+def test_binary_reports_file(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "reports.bin"
+    path.write_bytes(b"\x00\xff\xfe1\n0\n")
+    assert_one_line_error(run(runner, "estimate", "two-coin", "--reports", str(path)), "UTF-8")
+
+
+def test_unreadable_reports_file(runner: CliRunner, tmp_path: Path) -> None:
+    assert_one_line_error(run(runner, "estimate", "two-coin", "--reports", str(tmp_path)),
+                          "cannot read")  # fmt: skip
+
+
+# ------------------------------------------------------------------ tour, version, entry point
+
+
+def test_tour_runs_prints_its_sections_and_is_deterministic(runner: CliRunner) -> None:
+    start = time.perf_counter()
+    first = run(runner, "tour")
+    elapsed = time.perf_counter() - start
+    assert first.exit_code == 0 and first.stderr == ""
+    text = first.stdout
+    for section in ("1. The population", "2. Each", "3. The first", "4. The collector",
+                    "5. A majority", "6. ", "7. The reveal"):  # fmt: skip
+        assert section in text, section
+    assert "simulation only" in text and "ln 3" in text and "3 times as likely" in text
+    assert len(text.splitlines()) <= 62
+    assert elapsed < 2.0
+    assert run(runner, "tour").stdout == text
+    assert run(runner, "tour", "--seed", "2024", "--n", "2000").stdout == text
+    assert run(runner, "tour", "--seed", "1").stdout != text
+
+
+def test_tour_numbers_follow_the_formulas(runner: CliRunner) -> None:
+    text = " ".join(run(runner, "tour", "--seed", "9", "--n", "1500").stdout.split())
+    yes = int(text.split(" 'yes' of 1500 reports")[0].rsplit(" ", 1)[1])
+    est = (yes / 1500 - 0.25) / 0.5
+    assert f"π̂ = (λ̂ − 1/4) / (1/2) = {est:.4f}" in text
+    se = math.sqrt(yes / 1500 * (1 - yes / 1500) / 1500) / 0.5
+    assert f"[{est - Z95 * se:.4f}, {est + Z95 * se:.4f}]" in text
+    assert f"#yes > {1500 * (0.25 + 0.75) / 2:g}" in text
+
+
+def test_version(runner: CliRunner) -> None:
+    result = run(runner, "--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"deniable {deniable.__version__}"
+
+
+def test_help_lists_every_command(runner: CliRunner) -> None:
+    result = run(runner, "--help")
+    assert result.exit_code == 0
+    for command in ("designs", "estimate", "majority", "coins", "simulate", "tour"):
+        assert command in result.stdout
+
+
+def test_installed_entry_point() -> None:
+    exe = Path(sys.executable).parent / "deniable"
+    if not exe.exists():
+        pytest.skip("the deniable entry point is not installed next to this Python")
+    done = subprocess.run(
+        [str(exe), "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert "estimate" in done.stdout and "tour" in done.stdout
+    bad = subprocess.run(
+        [str(exe), "estimate", "warner", "-p", "p=0.5", "--yes", "1", "--n", "2"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2
+    assert bad.stderr == "error: `p` must be in (0, 1) and not 0.5, got 0.5.\n"
+
+
+def test_main_function_and_module_entry(capsys: pytest.CaptureFixture[str]) -> None:
+    from deniable.cli import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"deniable {deniable.__version__}"
+    done = subprocess.run(
+        [sys.executable, "-m", "deniable.cli", "coins", "--epsilon", "abc"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr == "error: `--epsilon` must be a number (e.g. 0.3 or 3/10), got 'abc'.\n"
+
+
+def test_core_package_does_not_import_the_cli() -> None:
+    code = (
+        "import sys, deniable\n"
+        "sys.exit(any(m.startswith(('deniable.cli', 'typer', 'rich')) for m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
+    assert done.returncode == 0
