@@ -38,6 +38,14 @@ from deniable.designs import (
     channel_epsilon,
     make_design,
 )
+from deniable.coins import CoinProtocol, design_protocol
+from deniable.estimation import (
+    MajorityDecision,
+    decide_majority,
+    majority_decision,
+    majority_threshold,
+    simulate_majority,
+)
 from deniable.exceptions import (
     DataError,
     DeniableError,
@@ -45,7 +53,9 @@ from deniable.exceptions import (
     ParameterTypeError,
     PrivacyError,
 )
+from deniable.memoization import MemoizedRandomizer
 from deniable.randomness import SystemRandom
+from deniable.simulation import Simulation, simulate
 
 __version__ = "0.1.0"
 
@@ -56,6 +66,7 @@ __all__ = [
     "BinaryDesign",
     "Categorical",
     "CategoricalEstimate",
+    "CoinProtocol",
     "Crosswise",
     "Custom",
     "DataError",
@@ -64,11 +75,14 @@ __all__ = [
     "Estimate",
     "ForcedResponse",
     "Kuk",
+    "MajorityDecision",
     "Mangat",
+    "MemoizedRandomizer",
     "Mirrored",
     "ParameterError",
     "ParameterTypeError",
     "PrivacyError",
+    "Simulation",
     "SystemRandom",
     "Tally",
     "Triangular",
@@ -76,5 +90,11 @@ __all__ = [
     "UnrelatedQuestion",
     "Warner",
     "channel_epsilon",
+    "decide_majority",
+    "design_protocol",
+    "majority_decision",
+    "majority_threshold",
     "make_design",
+    "simulate",
+    "simulate_majority",
 ]

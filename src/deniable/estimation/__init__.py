@@ -1,5 +1,19 @@
-"""Estimation beyond one design's estimator: majority decisions, power, regression."""
+"""Estimation beyond one design's estimator: majority decisions (power and regression later)."""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from deniable.estimation._majority import (
+    MajorityDecision,
+    decide_majority,
+    majority_decision,
+    majority_threshold,
+    simulate_majority,
+)
+
+__all__ = [
+    "MajorityDecision",
+    "decide_majority",
+    "majority_decision",
+    "majority_threshold",
+    "simulate_majority",
+]

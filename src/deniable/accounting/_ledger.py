@@ -1,0 +1,423 @@
+"""Per-respondent privacy budgets: a ledger of pure epsilon spent question by question.
+
+Each respondent ``i`` has a cap ``C``; a questionnaire is one mechanism on the respondent's
+whole record, and by basic composition (Dwork, McSherry, Nissim & Smith 2006; Dwork & Roth
+2014, Thm 3.14) its epsilon is at most the sum of the epsilons of the questions actually
+asked, *whatever the dependence between the answers* ("age < 40?" and "age < 30?" included).
+The ledger keeps that sum per respondent and refuses a question that would take it past the
+cap.  Skipped questions cost nothing; a memoized question (permanent randomized response,
+Erlingsson, Pihur & Korolova 2014) costs its epsilon once and nothing when replayed.
+
+Why a mutable object
+--------------------
+A ledger *is* a record of spending over time, shared by the code that asks questions (the
+survey service's budget filter, a memoizing randomizer).  An immutable ledger would copy an
+``n``-respondent array on every question and make it easy to keep spending from a stale
+copy, which would under-count.  So :class:`BudgetLedger` is an explicit mutable object (no
+global state): every operation is **all-or-nothing** (inputs are validated and the whole
+spend checked before anything is written), so a refused or malformed request leaves the
+ledger exactly as it was.  :meth:`BudgetLedger.copy` takes a snapshot.
+
+Floating point
+--------------
+Decimal budgets are not exact in binary (three doubles 0.1 sum to more than the double
+0.3), so admission allows a relative slack ``tolerance`` (default ``1e-9``: at most
+``1e-9 * cap`` beyond the cap, named and documented, never silent).  ``tolerance=0`` is strict.
+
+This module is pure accounting: it never imports a mechanism.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable import _validation as v
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
+
+__all__ = ["BudgetFilter", "BudgetLedger", "QuestionRecord"]
+
+IdArray = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class QuestionRecord:
+    """What the ledger knows about one question: its epsilon, whether it is memoized, and
+    how many respondents have been charged for it (``charges``; repeats of a
+    non-memoized question count again)."""
+
+    question: str
+    epsilon: float
+    memoized: bool
+    charges: int
+
+
+def _fmt(x: float) -> str:
+    return "inf" if math.isinf(x) else f"{x:.12g}"
+
+
+class BudgetLedger:
+    """Per-respondent epsilon budgets with a common ``cap``; respondents are ids ``0..n-1``.
+
+    Parameters
+    ----------
+    cap : float
+        The most epsilon any one respondent may spend, in ``(0, inf)``.
+    n_respondents : int
+        Number of respondents (ids ``0 .. n_respondents - 1``); :meth:`grow` adds more.
+    tolerance : float
+        Relative slack for floating-point sums: a spend is admitted while
+        ``spent + epsilon <= cap * (1 + tolerance)``.  Default ``1e-9``; ``0`` is strict.
+
+    Notes
+    -----
+    Accounting is basic composition of pure epsilon: respondent ``i``'s total is
+    ``sum over questions asked of eps_q`` (memoized repeats add 0).  Questions are named;
+    a name stands for one mechanism, so its epsilon and memoization are fixed at its first
+    spend.  A question with ``epsilon = inf`` (a report can reveal the answer) is refused
+    under every cap.
+
+    Examples
+    --------
+    >>> ledger = BudgetLedger(cap=1.0, n_respondents=3)
+    >>> ledger.spend([0, 1, 2], "smokes", 0.5)
+    >>> ledger.spend([0], "drinks", 0.25)                  # respondents 1, 2 skip it
+    >>> ledger.remaining([0, 1, 2]).tolist()
+    [0.25, 0.5, 0.5]
+    >>> ledger.spend([0], "drugs", 0.5)
+    Traceback (most recent call last):
+    ...
+    deniable.exceptions.PrivacyError: question 'drugs' costs epsilon 0.5 but respondent 0 has
+    only 0.25 left of the cap 1 (1 of 1 respondents would exceed it); nothing was spent.
+    """
+
+    __slots__ = ("_cap", "_charged", "_log", "_questions", "_spent", "_tolerance")
+
+    def __init__(self, cap: float, n_respondents: int = 0, *, tolerance: float = 1e-9) -> None:
+        c = v.real("cap", cap)
+        if not (0 < c < math.inf):
+            raise ParameterError(
+                f"`cap` must be in (0, inf) (a budget with no cap is not a budget), got {cap}."
+            )
+        n = v.integer("n_respondents", n_respondents, minimum=0)
+        tol = v.real("tolerance", tolerance)
+        if not 0 <= tol <= 1e-6:
+            raise ParameterError(f"`tolerance` must be in [0, 1e-06], got {tolerance}.")
+        self._cap = c
+        self._tolerance = tol
+        self._spent: npt.NDArray[np.float64] = np.zeros(n, dtype=np.float64)
+        self._questions: dict[str, tuple[float, bool]] = {}
+        self._charged: dict[str, npt.NDArray[np.bool_]] = {}
+        self._log: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def cap(self) -> float:
+        """The per-respondent cap."""
+        return self._cap
+
+    @property
+    def tolerance(self) -> float:
+        """Relative slack allowed for floating-point sums."""
+        return self._tolerance
+
+    @property
+    def n_respondents(self) -> int:
+        """Number of respondents."""
+        return int(self._spent.size)
+
+    @property
+    def questions(self) -> Mapping[str, QuestionRecord]:
+        """Every question charged so far, by name."""
+        return {
+            q: QuestionRecord(q, eps, memo, self._log[q])
+            for q, (eps, memo) in self._questions.items()
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"BudgetLedger(cap={self._cap!r}, n_respondents={self.n_respondents}, "
+            f"questions={len(self._questions)})"
+        )
+
+    def __len__(self) -> int:
+        return self.n_respondents
+
+    # ------------------------------------------------------------------ validation
+
+    def _ids(self, respondents: Any, *, unique: bool = True) -> IdArray:
+        arr = np.asarray(respondents)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        if arr.ndim != 1:
+            raise DataError(
+                f"`respondents` must be a 1-D array of ids, got an array of shape {arr.shape}."
+            )
+        if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+            if arr.size == 0:
+                return np.zeros(0, dtype=np.int64)
+            raise ParameterTypeError(
+                f"`respondents` must hold integer ids in 0..{self.n_respondents - 1}, "
+                f"got dtype {arr.dtype}."
+            )
+        if arr.size:
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi >= self.n_respondents:
+                bad = lo if lo < 0 else hi
+                raise DataError(
+                    f"`respondents` must hold ids in 0..{self.n_respondents - 1}, got {bad}."
+                )
+        out = arr.astype(np.int64, copy=False)
+        if unique and out.size > 1:
+            s = np.sort(out)
+            dup = s[1:][s[1:] == s[:-1]]
+            if dup.size:
+                raise DataError(
+                    f"`respondents` must not repeat an id within one spend, got {int(dup[0])} "
+                    "twice (ask again in a separate call)."
+                )
+        return out
+
+    @staticmethod
+    def _question(question: Any) -> str:
+        if not isinstance(question, str) or not question:
+            raise ParameterTypeError(
+                f"`question` must be a non-empty string naming the question, got {question!r}."
+            )
+        return question
+
+    def _check_question(self, question: str, eps: float, memoized: bool) -> None:
+        if question in self._questions:
+            old_eps, old_memo = self._questions[question]
+            if old_eps != eps or old_memo != memoized:
+                raise ParameterError(
+                    f"question {question!r} was first charged with epsilon {_fmt(old_eps)}, "
+                    f"memoized={old_memo}; a question name stands for one mechanism, got "
+                    f"epsilon {_fmt(eps)}, memoized={memoized} (use a new name)."
+                )
+
+    # ------------------------------------------------------------------ queries
+
+    def spent(self, respondents: Any) -> npt.NDArray[np.float64] | float:
+        """Epsilon spent so far (a float for one id, an array for an array of ids)."""
+        ids = self._ids(respondents, unique=False)
+        out = self._spent[ids].copy()
+        return float(out[0]) if np.ndim(respondents) == 0 else out
+
+    def remaining(self, respondents: Any) -> npt.NDArray[np.float64] | float:
+        """The largest epsilon the next question may use: ``cap - spent``, never below 0."""
+        ids = self._ids(respondents, unique=False)
+        out = np.maximum(self._cap - self._spent[ids], 0.0)
+        return float(out[0]) if np.ndim(respondents) == 0 else out
+
+    def costs(
+        self, respondents: Any, question: str, epsilon: float, *, memoized: bool = False
+    ) -> npt.NDArray[np.float64]:
+        """What asking ``question`` would cost each respondent (0 for memoized repeats)."""
+        ids = self._ids(respondents, unique=False)
+        q = self._question(question)
+        eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
+        memo = _flag("memoized", memoized)
+        self._check_question(q, eps, memo)
+        return self._costs(ids, q, eps, memo)
+
+    def _costs(self, ids: IdArray, q: str, eps: float, memo: bool) -> npt.NDArray[np.float64]:
+        cost = np.full(ids.size, eps, dtype=np.float64)
+        if memo and q in self._charged:
+            cost[self._charged[q][ids]] = 0.0
+        return cost
+
+    def _admitted(self, ids: IdArray, cost: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+        limit = self._cap * (1 + self._tolerance)
+        # an infinite cost is refused under every (finite) cap: inf <= limit is False
+        ok: npt.NDArray[np.bool_] = (cost == 0) | (self._spent[ids] + cost <= limit)
+        return ok
+
+    def can_afford(
+        self, respondents: Any, question: str, epsilon: float, *, memoized: bool = False
+    ) -> npt.NDArray[np.bool_]:
+        """Boolean mask: which respondents could be asked ``question`` now."""
+        ids = self._ids(respondents, unique=False)
+        q = self._question(question)
+        eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
+        memo = _flag("memoized", memoized)
+        self._check_question(q, eps, memo)
+        return self._admitted(ids, self._costs(ids, q, eps, memo))
+
+    # ------------------------------------------------------------------ changes
+
+    def spend(
+        self, respondents: Any, question: str, epsilon: float, *, memoized: bool = False
+    ) -> None:
+        """Charge ``question`` (epsilon ``epsilon``) to every respondent in ``respondents``.
+
+        All or nothing: if any respondent would exceed the cap, raise
+        :class:`~deniable.exceptions.PrivacyError` naming the first such respondent, the
+        question, its cost and what is left, and change nothing.  With ``memoized=True``
+        respondents already charged for ``question`` pay 0 (their answer is replayed).
+        """
+        ids = self._ids(respondents)
+        q = self._question(question)
+        eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
+        memo = _flag("memoized", memoized)
+        self._check_question(q, eps, memo)
+        cost = self._costs(ids, q, eps, memo)
+        ok = self._admitted(ids, cost)
+        if not ok.all():
+            bad = np.flatnonzero(~ok)
+            i = int(ids[bad[0]])
+            left = max(self._cap - float(self._spent[i]), 0.0)
+            why = (
+                " (an infinite epsilon: a report can reveal the answer, and no finite cap "
+                "admits it)"
+                if math.isinf(eps)
+                else ""
+            )
+            raise PrivacyError(
+                f"question {q!r} costs epsilon {_fmt(eps)}{why} but respondent {i} has only "
+                f"{_fmt(left)} left of the cap {_fmt(self._cap)} ({bad.size} of {ids.size} "
+                "respondents would exceed it); nothing was spent."
+            )
+        # validated and admitted: now write (nothing below can fail)
+        self._spent[ids] += cost
+        if q not in self._questions:
+            self._questions[q] = (eps, memo)
+            self._charged[q] = np.zeros(self.n_respondents, dtype=np.bool_)
+            self._log[q] = 0
+        self._charged[q][ids] = True
+        self._log[q] += int(np.count_nonzero(cost > 0)) if eps > 0 else int(ids.size)
+
+    def grow(self, n_respondents: int) -> range:
+        """Add respondents so that there are ``n_respondents``; returns the new ids."""
+        n = v.integer("n_respondents", n_respondents, minimum=self.n_respondents)
+        old = self.n_respondents
+        if n > old:
+            self._spent = np.concatenate([self._spent, np.zeros(n - old)])
+            for q, mask in self._charged.items():
+                self._charged[q] = np.concatenate([mask, np.zeros(n - old, dtype=np.bool_)])
+        return range(old, n)
+
+    def copy(self) -> BudgetLedger:
+        """An independent snapshot."""
+        new = BudgetLedger(self._cap, self.n_respondents, tolerance=self._tolerance)
+        new._spent = self._spent.copy()
+        new._questions = dict(self._questions)
+        new._charged = {q: m.copy() for q, m in self._charged.items()}
+        new._log = dict(self._log)
+        return new
+
+    def charged(self, question: str) -> npt.NDArray[np.bool_]:
+        """Mask of respondents charged for ``question`` so far (all False if never asked)."""
+        q = self._question(question)
+        if q not in self._charged:
+            return np.zeros(self.n_respondents, dtype=np.bool_)
+        return self._charged[q].copy()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain summary: cap, respondents, spent (min / mean / max), questions."""
+        s = self._spent
+        return {
+            "cap": self._cap,
+            "n_respondents": self.n_respondents,
+            "spent_min": float(s.min()) if s.size else 0.0,
+            "spent_mean": float(s.mean()) if s.size else 0.0,
+            "spent_max": float(s.max()) if s.size else 0.0,
+            "exhausted": int(np.count_nonzero(s >= self._cap)),
+            "questions": {
+                q: {"epsilon": e, "memoized": m, "charges": self._log[q]}
+                for q, (e, m) in self._questions.items()
+            },
+        }
+
+    def __iter__(self) -> Iterator[float]:
+        return iter(self._spent.tolist())
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ParameterTypeError(f"`{name}` must be True or False, got {value!r}.")
+    return bool(value)
+
+
+class BudgetFilter:
+    """The budget gate a survey service puts in front of a question.
+
+    ``admit`` answers "who may be asked?" without spending; ``commit`` charges those who
+    were asked (all or nothing, re-checked, so a race between ``admit`` and ``commit``
+    raises rather than over-spends).  Call them under one lock per ledger in a concurrent
+    service.
+
+    >>> ledger = BudgetLedger(cap=1.0, n_respondents=4)
+    >>> ledger.spend([3], "warm-up", 0.8)
+    >>> gate = BudgetFilter(ledger)
+    >>> mask = gate.admit([0, 1, 2, 3], 0.5)
+    >>> mask.tolist()
+    [True, True, True, False]
+    >>> gate.commit([0, 1, 2, 3], 0.5, question="q1", mask=mask)
+    [0, 1, 2]
+    >>> ledger.remaining(3)
+    0.2
+    """
+
+    __slots__ = ("_ledger",)
+
+    def __init__(self, ledger: BudgetLedger) -> None:
+        if not isinstance(ledger, BudgetLedger):
+            raise ParameterTypeError(
+                f"`ledger` must be a BudgetLedger, got {type(ledger).__name__}."
+            )
+        self._ledger = ledger
+
+    @property
+    def ledger(self) -> BudgetLedger:
+        """The ledger this filter spends from."""
+        return self._ledger
+
+    def admit(
+        self,
+        respondent_ids: Any,
+        question_epsilon: float,
+        *,
+        question: str | None = None,
+        memoized: bool = False,
+    ) -> npt.NDArray[np.bool_]:
+        """Boolean mask of the respondents whose remaining budget covers the question.
+
+        Nothing is spent.  Without ``question`` every respondent is charged the full
+        ``question_epsilon``; with a memoized ``question``, earlier askees replay for free.
+        """
+        ids = self._ledger._ids(respondent_ids, unique=False)
+        eps = v.positive("question_epsilon", question_epsilon, allow_zero=True, allow_inf=True)
+        if question is None:
+            return self._ledger._admitted(ids, np.full(ids.size, eps))
+        return self._ledger.can_afford(ids, question, eps, memoized=memoized)
+
+    def commit(
+        self,
+        respondent_ids: Any,
+        question_epsilon: float,
+        *,
+        question: str,
+        mask: Any = None,
+        memoized: bool = False,
+    ) -> list[int]:
+        """Charge the question to ``respondent_ids`` (to those where ``mask`` is True, if
+        given); return the ids charged.  Raises :class:`PrivacyError` and charges nobody if
+        any of them cannot afford it."""
+        ids = self._ledger._ids(respondent_ids)
+        if mask is not None:
+            m = np.asarray(mask)
+            if m.dtype != np.bool_ or m.shape != ids.shape:
+                raise DataError(
+                    f"`mask` must be a boolean array of shape {ids.shape} (one per respondent), "
+                    f"got dtype {m.dtype} and shape {m.shape}."
+                )
+            ids = ids[m]
+        self._ledger.spend(ids, question, question_epsilon, memoized=memoized)
+        return [int(i) for i in ids]

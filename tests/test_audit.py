@@ -1,0 +1,341 @@
+"""Empirical audits (every registered design, a deliberately broken mechanism) and the
+leave-one-out "parallel databases" view."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conftest import DESIGN_CASES
+from deniable.audit import (
+    AuditResult,
+    UnaryEncoding,
+    audit,
+    audit_design,
+    clopper_pearson_bounds,
+    leave_one_out,
+)
+from deniable.designs import DESIGNS, Categorical, Design, Kuk, TwoCoin, Warner
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
+
+# --------------------------------------------------------------------------- Clopper-Pearson
+
+
+def test_clopper_pearson_closed_forms() -> None:
+    n, a = 50, 0.01
+    lo, hi = clopper_pearson_bounds([0, 50, 20], n, a)
+    # c = 0: upper bound solves (1 - p)^n = a;  c = n: lower bound solves p^n = a
+    assert lo[0] == 0.0 and hi[0] == pytest.approx(1 - a ** (1 / n), rel=1e-10)
+    assert hi[1] == 1.0 and lo[1] == pytest.approx(a ** (1 / n), rel=1e-10)
+    # inner count: the bounds are where the binomial tails equal a
+    from scipy import stats
+
+    assert stats.binom.sf(19, n, lo[2]) == pytest.approx(a, rel=1e-8)  # P(X >= 20 | lo) = a
+    assert stats.binom.cdf(20, n, hi[2]) == pytest.approx(a, rel=1e-8)  # P(X <= 20 | hi) = a
+    with pytest.raises(DataError, match="`counts`"):
+        clopper_pearson_bounds([51], n, a)
+    with pytest.raises(ParameterError, match="`alpha`"):
+        clopper_pearson_bounds([1], n, 1.0)
+
+
+# --------------------------------------------------------------------------- every design
+
+FINITE = [(i, f) for i, f in DESIGN_CASES if math.isfinite(f().epsilon)]
+INFINITE = [(i, f) for i, f in DESIGN_CASES if math.isinf(f().epsilon)]
+
+
+def test_every_registered_design_is_audited() -> None:
+    names = {i.rsplit("-", 1)[0] for i, _ in DESIGN_CASES}
+    assert names == set(DESIGNS)
+    assert INFINITE and FINITE
+
+
+@pytest.mark.parametrize("factory", [f for _, f in FINITE], ids=[i for i, _ in FINITE])
+def test_audit_passes_every_finite_design(factory: Any) -> None:
+    """Audited over every pair of answers at the design's own epsilon.  At level 0.999 a
+    correct claim fails with probability <= 1e-3 per design (Bonferroni-corrected CP)."""
+    design: Design = factory()
+    res = audit_design(design, trials=60_000, seed=7, level=0.999)
+    assert res.passed, str(res)
+    assert res.lower_bound <= design.epsilon
+    res.raise_if_failed()
+
+
+@pytest.mark.parametrize(
+    "design",
+    [
+        Warner(0.75),
+        TwoCoin(),
+        Kuk(0.8, 0.4, draws=3),
+        Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
+    ],
+    ids=repr,
+)
+def test_audit_is_tight_enough_to_refute_a_smaller_claim(design: Design) -> None:
+    """Power: with 200k trials the bound is within 15% of the true epsilon, so a claim of
+    0.85 eps is refuted (the bound's error is ~4 standard errors of ln p_hat, ~2-4%)."""
+    res = audit_design(design, trials=200_000, seed=3, level=0.999)
+    assert 0.85 * design.epsilon < res.lower_bound <= design.epsilon
+    low = audit_design(
+        design, claimed_epsilon=0.85 * design.epsilon, trials=200_000, seed=3, level=0.999
+    )
+    assert not low.passed
+    with pytest.raises(PrivacyError, match="audit FAILED"):
+        low.raise_if_failed()
+
+
+@pytest.mark.parametrize("factory", [f for _, f in INFINITE], ids=[i for i, _ in INFINITE])
+def test_infinite_designs_give_a_large_lower_bound(factory: Any) -> None:
+    """A report with probability 0 under one answer: the plug-in ratio is infinite and the
+    confident bound is large (about ln(p n / ln(1/a)) for n trials)."""
+    design: Design = factory()
+    res = audit_design(design, trials=100_000, seed=11, level=0.999)
+    assert res.passed  # the claim is inf
+    assert res.empirical_epsilon == math.inf
+    assert res.lower_bound > 5.0
+    assert not audit_design(design, claimed_epsilon=5.0, trials=100_000, seed=11).passed
+    assert res.to_dict()["claimed_epsilon"] == "inf"
+
+
+# --------------------------------------------------------------------------- broken mechanism
+
+
+def test_broken_unary_encoding_is_caught() -> None:
+    eps = 1.0
+    broken = UnaryEncoding(eps, k=4, calibration="exact")
+    assert broken.epsilon == pytest.approx(2 * eps)  # 2 ln(t/(1-t)) with t = e/(1+e)
+    res = audit(broken, 0, 1, claimed_epsilon=eps, trials=100_000, seed=1, level=0.99)
+    assert not res.passed
+    assert res.lower_bound > 1.7 * eps
+    with pytest.raises(PrivacyError, match=r"claimed epsilon is 1\.0"):
+        res.raise_if_failed()
+    # the worst event has the two changed bits pointing in opposite directions
+    assert res.worst_event in (
+        "report = [1, 0, 0, 0]",
+        "report = [0, 1, 0, 0]",
+        "report = [1, 0, 1, 1]",
+        "report = [0, 1, 1, 1]",
+        "report = [1, 0, 0, 1]",
+        "report = [0, 1, 1, 0]",
+        "report = [1, 0, 1, 0]",
+        "report = [0, 1, 0, 1]",
+    )
+    # its true epsilon passes; the correct "half" calibration passes at eps
+    assert audit(broken, 0, 1, claimed_epsilon=2 * eps, trials=100_000, seed=1).passed
+    fixed = UnaryEncoding(eps, k=4, calibration="half")
+    assert fixed.epsilon == pytest.approx(eps)
+    assert audit(fixed, 0, 1, claimed_epsilon=eps, trials=100_000, seed=1, level=0.99).passed
+
+
+def test_per_sample_callable_and_user_events() -> None:
+    def warner(x: int, rng: np.random.Generator) -> int:
+        return int(rng.random() < (0.75 if x else 0.25))
+
+    res = audit(warner, 1, 0, claimed_epsilon=math.log(3), trials=4000, seed=2)
+    assert res.passed and res.trials == 4000 and res.seed == 2
+    assert res.lower_bound > 0.5  # ln 3 = 1.1; 4000 trials detect most of it
+    # explicit events: a set of values and a predicate
+    res2 = audit(
+        Warner(0.75),
+        0,
+        1,
+        claimed_epsilon=math.log(3),
+        trials=20_000,
+        seed=2,
+        event=[{1}, lambda r: r == 0],
+    )
+    assert res2.passed
+    assert res2.events.column("event") == ["report in [1]", "event[1]"]
+    # same seed, same result: an audit is reproducible
+    again = audit(
+        Warner(0.75),
+        0,
+        1,
+        claimed_epsilon=math.log(3),
+        trials=20_000,
+        seed=2,
+        event=[{1}, lambda r: r == 0],
+    )
+    assert again.lower_bound == res2.lower_bound
+    # seed None: one is drawn and recorded so that the audit can be repeated
+    drawn = audit(Warner(0.75), 0, 1, claimed_epsilon=2.0, trials=1000)
+    redo = audit(Warner(0.75), 0, 1, claimed_epsilon=2.0, trials=1000, seed=drawn.seed)
+    assert redo.lower_bound == drawn.lower_bound
+
+
+def test_audit_result_reporting() -> None:
+    res = audit(Warner(0.75), 0, 1, claimed_epsilon=1.0, trials=10_000, seed=5)
+    assert isinstance(res, AuditResult)
+    d = res.to_dict()
+    assert d["passed"] == res.passed and d["trials"] == 10_000 and len(d["events"]) == 2
+    assert str(res).startswith("audit passed") or str(res).startswith("audit FAILED")
+    assert "lower bound" in str(res)
+
+
+def test_false_alarm_rate_is_at_most_one_minus_level() -> None:
+    """20 independent audits of a correct claim at level 0.9: failures ~ Bin(20, <= 0.1);
+    P(more than 6) < 3e-3 even at the worst case."""
+    fails = sum(
+        not audit(
+            Warner(0.75), 0, 1, claimed_epsilon=math.log(3), trials=3000, seed=s, level=0.9
+        ).passed
+        for s in range(20)
+    )
+    assert fails <= 6
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"claimed_epsilon": -1.0}, ParameterError, "`claimed_epsilon`"),
+        ({"claimed_epsilon": 1.0, "trials": 0}, ParameterError, "`trials`"),
+        ({"claimed_epsilon": 1.0, "level": 1.0}, ParameterError, "`level`"),
+        ({"claimed_epsilon": 1.0, "seed": -3}, ParameterError, "`seed`"),
+        ({"claimed_epsilon": 1.0, "event": 3}, ParameterTypeError, "`event`"),
+        ({"claimed_epsilon": 1.0, "event": []}, ParameterError, "`event`"),
+        ({"claimed_epsilon": 1.0, "event": [[1]]}, ParameterTypeError, r"`event\[0\]`"),
+        ({"claimed_epsilon": 1.0, "event": lambda r: r}, DataError, "boolean mask"),
+        ({"claimed_epsilon": 1.0, "vectorized": "yes"}, ParameterTypeError, "`vectorized`"),
+    ],
+)
+def test_audit_bad_input(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        audit(
+            Warner(0.75),
+            0,
+            1,
+            trials=kwargs.pop("trials", 100),
+            seed=kwargs.pop("seed", 1),
+            **kwargs,
+        )
+
+
+def test_audit_bad_mechanism() -> None:
+    with pytest.raises(ParameterTypeError, match="`mechanism`"):
+        audit(3, 0, 1, claimed_epsilon=1.0, trials=10, seed=1)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="`input1`"):
+        audit(Warner(0.75), 0, 2, claimed_epsilon=1.0, trials=10, seed=1)
+    with pytest.raises(DataError, match="one report per trial"):
+        audit(
+            lambda x, rng, n: np.zeros(n + 1),
+            0,
+            1,
+            claimed_epsilon=1.0,
+            trials=10,
+            seed=1,
+            vectorized=True,
+        )
+    with pytest.raises(ParameterError, match="set of values needs scalar reports"):
+        audit(UnaryEncoding(1.0, 3), 0, 1, claimed_epsilon=1.0, trials=10, seed=1, event={0})
+    with pytest.raises(ParameterTypeError, match="`design`"):
+        audit_design("warner", trials=10, seed=1)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="`calibration`"):
+        UnaryEncoding(1.0, 3, calibration="double")
+    with pytest.raises(ParameterError, match="`x`"):
+        UnaryEncoding(1.0, 3)(3, 1, 5)
+
+
+# --------------------------------------------------------------------------- parallel databases
+
+
+def test_leave_one_out_identities_match_the_loop() -> None:
+    gen = np.random.default_rng(0)
+    table = gen.integers(0, 5, size=(30, 3)).astype(float)
+    for name, fn in (
+        ("sum", np.sum),
+        ("mean", np.mean),
+        ("count", lambda t, axis: np.count_nonzero(t, axis=axis)),
+    ):
+        fast = leave_one_out(table, name)
+        slow = leave_one_out(table, lambda t, fn=fn: fn(t, axis=0))
+        assert fast.vectorized and not slow.vectorized
+        np.testing.assert_allclose(fast.without, slow.without, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(fast.value, slow.value, rtol=1e-12)
+        np.testing.assert_allclose(fast.differences, slow.differences, rtol=1e-10, atol=1e-12)
+
+
+def test_leave_one_out_closed_forms() -> None:
+    x = np.array([1.0, 0.0, 4.0, 1.0, 2.0])
+    count = leave_one_out(x, "count")
+    assert count.sensitivity == 1.0 and count.n == 5
+    total = leave_one_out(x, "sum")
+    assert total.sensitivity == 4.0 and total.row == 2
+    mean = leave_one_out(x, "mean")
+    # mean(D - i) - mean(D) = (mean(D) - x_i) / (n - 1)
+    assert mean.sensitivity == pytest.approx(max(abs(x - x.mean())) / 4)
+    # a Laplace-noised count with scale 1/eps hides every row up to eps
+    assert np.all(count.privacy_loss(1 / 0.7) <= 0.7 + 1e-15)
+    assert total.privacy_loss(2.0).tolist() == pytest.approx((x / 2).tolist())
+    assert "empirical sensitivity 4" in str(total.table())
+    assert len(total.table(limit=2)) == 2
+
+
+def test_noised_query_hides_the_row_audit() -> None:
+    """The exact count tells whether row i is a carrier; a Laplace(1/eps)-noised count on D
+    vs D - i passes an audit at eps, with the worst event {output >= f(D)} (whose ratio is
+    exactly e^eps), and fails at eps / 2."""
+    eps = 1.0
+    table = np.array([1, 0, 1, 1, 0, 1])
+    row = 0
+    smaller = np.delete(table, row)
+
+    def noised_count(t: np.ndarray, rng: np.random.Generator, n: int) -> np.ndarray:
+        return t.sum() + rng.laplace(0.0, 1 / eps, size=n)
+
+    events = [lambda r, c=c: r >= c for c in (3.0, 4.0, 5.0, 6.0)]
+    res = audit(
+        noised_count,
+        table,
+        smaller,
+        claimed_epsilon=eps,
+        trials=200_000,
+        seed=4,
+        level=0.999,
+        event=events,
+        vectorized=True,
+    )
+    assert res.passed and res.lower_bound > 0.85 * eps
+    assert not audit(
+        noised_count,
+        table,
+        smaller,
+        claimed_epsilon=eps / 2,
+        trials=200_000,
+        seed=4,
+        event=events,
+        vectorized=True,
+    ).passed
+    # without noise the two outputs never overlap: the row is revealed
+    exact = audit(
+        lambda t, rng, n: np.full(n, t.sum()),
+        table,
+        smaller,
+        claimed_epsilon=1.0,
+        trials=10_000,
+        seed=1,
+        vectorized=True,
+    )
+    assert exact.empirical_epsilon == math.inf and not exact.passed
+
+
+@pytest.mark.parametrize(
+    ("table", "query", "error", "match"),
+    [
+        ([], "sum", DataError, "at least one row"),
+        (5.0, "sum", DataError, "at least one row"),
+        (["a", "b"], "sum", DataError, "numeric"),
+        ([1.0], "mean", DataError, "at least 2 rows"),
+        ([1.0, 2.0], "median", ParameterError, "`query` must be one of"),
+        ([1.0, 2.0], 3, ParameterTypeError, "`query`"),
+    ],
+)
+def test_leave_one_out_bad_input(
+    table: Any, query: Any, error: type[Exception], match: str
+) -> None:
+    with pytest.raises(error, match=match):
+        leave_one_out(table, query)
+    with pytest.raises(ParameterError, match="`scale`"):
+        leave_one_out([1.0, 2.0], "sum").privacy_loss(0.0)

@@ -1,0 +1,273 @@
+"""Per-respondent budget ledger and the survey service's budget filter."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from deniable.accounting._ledger import BudgetFilter, BudgetLedger, QuestionRecord
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
+
+
+def state(ledger: BudgetLedger) -> tuple[Any, ...]:
+    """Everything observable about a ledger, to check that refusals change nothing."""
+    n = ledger.n_respondents
+    ids = np.arange(n)
+    return (
+        n,
+        ledger.spent(ids).tolist() if n else [],
+        dict(ledger.questions),
+        {q: ledger.charged(q).tolist() for q in ledger.questions},
+    )
+
+
+def test_spend_and_remaining_closed_form() -> None:
+    ledger = BudgetLedger(cap=2.0, n_respondents=4)
+    ledger.spend([0, 1, 2, 3], "q1", 0.5)
+    ledger.spend([0, 2], "q2", 0.75)  # 1 and 3 skip q2: cost nothing
+    ledger.spend([3], "q3", 1.5)
+    assert ledger.spent([0, 1, 2, 3]).tolist() == [1.25, 0.5, 1.25, 2.0]
+    assert ledger.remaining([0, 1, 2, 3]).tolist() == [0.75, 1.5, 0.75, 0.0]
+    assert ledger.remaining(1) == 1.5 and isinstance(ledger.remaining(1), float)
+    assert ledger.questions["q2"] == QuestionRecord("q2", 0.75, False, 2)
+    assert ledger.to_dict()["exhausted"] == 1
+
+
+def test_remaining_is_the_largest_admissible_epsilon() -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=2, tolerance=0.0)
+    ledger.spend([0, 1], "a", 0.3)
+    left = ledger.remaining(0)
+    assert left == pytest.approx(0.7, abs=1e-15)
+    with pytest.raises(PrivacyError):
+        ledger.spend([0], "b", left + 1e-9)
+    ledger.spend([0], "b", left)  # exactly the remaining budget is admitted
+    assert ledger.remaining(0) == 0.0
+    with pytest.raises(PrivacyError):
+        ledger.spend([0], "c", 1e-12)
+    ledger.spend([0], "free", 0.0)  # an epsilon-0 question costs nothing and is always admitted
+
+
+def test_refusal_names_everything_and_changes_nothing() -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=5)
+    ledger.spend([0, 1, 2, 3, 4], "warm-up", 0.25)
+    ledger.spend([3, 4], "extra", 0.5)
+    before = state(ledger)
+    with pytest.raises(PrivacyError) as err:
+        ledger.spend([0, 1, 2, 3, 4], "sensitive", 0.5)
+    msg = str(err.value)
+    assert "'sensitive'" in msg and "0.5" in msg and "respondent 3" in msg
+    assert "0.25 left" in msg and "2 of 5" in msg and "nothing was spent" in msg
+    assert state(ledger) == before
+
+
+def test_infinite_epsilon_is_refused_under_any_finite_cap() -> None:
+    ledger = BudgetLedger(cap=1e300, n_respondents=3)
+    before = state(ledger)
+    with pytest.raises(PrivacyError, match="infinite epsilon"):
+        ledger.spend([0, 1, 2], "mangat", math.inf)
+    assert state(ledger) == before
+    assert not BudgetFilter(ledger).admit([0, 1, 2], math.inf).any()
+    with pytest.raises(ParameterError, match="cap"):
+        BudgetLedger(cap=math.inf)
+
+
+def test_memoized_repeats_cost_nothing_non_memoized_repeats_cost_again() -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=3)
+    ledger.spend([0, 1], "memo", 0.4, memoized=True)
+    ledger.spend([0, 1, 2], "memo", 0.4, memoized=True)  # 0 and 1 replay for free
+    assert ledger.spent([0, 1, 2]).tolist() == [0.4, 0.4, 0.4]
+    assert ledger.costs([0, 1, 2], "memo", 0.4, memoized=True).tolist() == [0.0, 0.0, 0.0]
+    ledger.spend([0], "fresh", 0.3)
+    ledger.spend([0], "fresh", 0.3)  # asked again without memoization: pays again
+    assert ledger.spent(0) == pytest.approx(1.0)
+    assert ledger.questions["fresh"].charges == 2
+    assert ledger.questions["memo"].charges == 3
+    # a fully spent respondent can still replay a memoized answer
+    ledger.spend([0], "memo", 0.4, memoized=True)
+
+
+def test_question_name_fixes_its_mechanism() -> None:
+    ledger = BudgetLedger(cap=5.0, n_respondents=2)
+    ledger.spend([0], "q", 0.5, memoized=True)
+    before = state(ledger)
+    with pytest.raises(ParameterError, match=r"first charged with epsilon 0\.5"):
+        ledger.spend([1], "q", 0.7, memoized=True)
+    with pytest.raises(ParameterError, match="memoized=True"):
+        ledger.spend([1], "q", 0.5)
+    assert state(ledger) == before
+
+
+def test_decimal_budgets_use_the_documented_tolerance() -> None:
+    assert 0.1 + 0.1 + 0.1 > 0.3  # binary floating point: the reason for the tolerance
+    loose = BudgetLedger(cap=0.3, n_respondents=1)
+    strict = BudgetLedger(cap=0.3, n_respondents=1, tolerance=0.0)
+    for name in "abc":
+        loose.spend([0], name, 0.1)
+    strict.spend([0], "a", 0.1)
+    strict.spend([0], "b", 0.1)
+    with pytest.raises(PrivacyError):
+        strict.spend([0], "c", 0.1)
+    # the slack is relative and tiny: 1e-9 * cap, never more
+    with pytest.raises(PrivacyError):
+        BudgetLedger(cap=1.0, n_respondents=1).spend([0], "big", 1.0 + 2e-9)
+
+
+def test_bulk_spend_is_vectorized() -> None:
+    n = 1_000_000
+    ledger = BudgetLedger(cap=3.0, n_respondents=n)
+    ids = np.arange(n)
+    start = time.perf_counter()
+    for j in range(5):
+        ledger.spend(ids[j % 2 :: 2], f"q{j}", 0.5)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5.0  # a per-respondent Python loop would take far longer
+    spent = ledger.spent(ids)
+    assert spent[0] == 1.5 and spent[1] == 1.0
+    mask = BudgetFilter(ledger).admit(ids, 1.75)
+    assert mask.sum() == n // 2 and not mask[0] and mask[1]
+
+
+def test_filter_admit_then_commit() -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=4)
+    ledger.spend([2], "a", 0.9)
+    gate = BudgetFilter(ledger)
+    assert gate.ledger is ledger
+    mask = gate.admit([0, 1, 2, 3], 0.5)
+    assert mask.tolist() == [True, True, False, True]
+    assert ledger.spent([0, 1, 2, 3]).tolist() == [0.0, 0.0, 0.9, 0.0]  # admit spends nothing
+    assert gate.commit([0, 1, 2, 3], 0.5, question="b", mask=mask) == [0, 1, 3]
+    assert ledger.spent([0, 1, 2, 3]).tolist() == [0.5, 0.5, 0.9, 0.5]
+    before = state(ledger)
+    with pytest.raises(PrivacyError, match="respondent 2"):
+        gate.commit([0, 2], 0.2, question="c")  # 2 was not admitted: nobody is charged
+    assert state(ledger) == before
+    # a memoized question replays for free, so it is admitted even when the budget is short
+    gate.commit([0], 0.5, question="m", memoized=True)
+    assert gate.admit([0, 1], 0.5, question="m", memoized=True).tolist() == [True, True]
+    assert gate.admit([0, 1], 0.6, question="new").tolist() == [False, False]
+
+
+def test_grow_and_copy() -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=2)
+    ledger.spend([0, 1], "q", 0.5, memoized=True)
+    assert list(ledger.grow(4)) == [2, 3]
+    assert ledger.remaining([0, 1, 2, 3]).tolist() == [0.5, 0.5, 1.0, 1.0]
+    assert ledger.charged("q").tolist() == [True, True, False, False]
+    assert ledger.charged("never").tolist() == [False] * 4
+    snap = ledger.copy()
+    ledger.spend([2], "q", 0.5, memoized=True)
+    assert snap.spent(2) == 0.0 and ledger.spent(2) == 0.5
+    assert len(ledger) == 4 and list(ledger) == [0.5, 0.5, 0.5, 0.0]
+    with pytest.raises(ParameterError, match="n_respondents"):
+        ledger.grow(3)
+    assert "BudgetLedger(cap=1.0, n_respondents=4" in repr(ledger)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"cap": 0}, ParameterError, r"`cap` must be in \(0, inf\)"),
+        ({"cap": -1.0}, ParameterError, "`cap`"),
+        ({"cap": float("nan")}, ParameterError, "`cap` must be a number"),
+        ({"cap": "1"}, ParameterTypeError, "`cap` must be a real number"),
+        ({"cap": 1.0, "n_respondents": -1}, ParameterError, "`n_respondents`"),
+        ({"cap": 1.0, "n_respondents": 1.5}, ParameterTypeError, "`n_respondents`"),
+        ({"cap": 1.0, "tolerance": 0.1}, ParameterError, "`tolerance`"),
+        ({"cap": 1.0, "tolerance": -1e-9}, ParameterError, "`tolerance`"),
+    ],
+)
+def test_bad_construction(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match):
+        BudgetLedger(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("respondents", "question", "epsilon", "memoized", "error", "match"),
+    [
+        ([0, 5], "q", 0.1, False, DataError, "ids in 0..3, got 5"),
+        ([-1], "q", 0.1, False, DataError, "got -1"),
+        ([0.0, 1.0], "q", 0.1, False, ParameterTypeError, "integer ids"),
+        ([True, False], "q", 0.1, False, ParameterTypeError, "integer ids"),
+        ([[0, 1]], "q", 0.1, False, DataError, "1-D"),
+        ([1, 1], "q", 0.1, False, DataError, "got 1 twice"),
+        ([0], "", 0.1, False, ParameterTypeError, "`question`"),
+        ([0], 3, 0.1, False, ParameterTypeError, "`question`"),
+        ([0], "q", -0.1, False, ParameterError, r"`epsilon` must be in \[0, inf\]"),
+        ([0], "q", float("nan"), False, ParameterError, "`epsilon`"),
+        ([0], "q", "0.1", False, ParameterTypeError, "`epsilon`"),
+        ([0], "q", 0.1, "yes", ParameterTypeError, "`memoized` must be True or False"),
+    ],
+)
+def test_bad_spend_raises_and_changes_nothing(
+    respondents: Any,
+    question: Any,
+    epsilon: Any,
+    memoized: Any,
+    error: type[Exception],
+    match: str,
+) -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=4)
+    ledger.spend([0, 1], "warm-up", 0.2)
+    before = state(ledger)
+    with pytest.raises(error, match=match):
+        ledger.spend(respondents, question, epsilon, memoized=memoized)
+    assert state(ledger) == before
+
+
+def test_filter_bad_input() -> None:
+    with pytest.raises(ParameterTypeError, match="`ledger` must be a BudgetLedger"):
+        BudgetFilter("ledger")  # type: ignore[arg-type]
+    ledger = BudgetLedger(cap=1.0, n_respondents=3)
+    gate = BudgetFilter(ledger)
+    with pytest.raises(ParameterError, match="`question_epsilon`"):
+        gate.admit([0], -1.0)
+    with pytest.raises(DataError, match="`mask` must be a boolean array of shape"):
+        gate.commit([0, 1], 0.1, question="q", mask=[1, 0])
+    with pytest.raises(DataError, match="`mask`"):
+        gate.commit([0, 1], 0.1, question="q", mask=np.array([True]))
+    assert ledger.spent([0, 1, 2]).tolist() == [0.0, 0.0, 0.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.integers(0, 5), min_size=1, max_size=6, unique=True),
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from([0.0, 0.1, 0.25, 0.5, 1.0, math.inf]),
+        ),
+        max_size=25,
+    )
+)
+def test_property_never_exceeds_cap_and_counts_exactly(
+    ops: list[tuple[list[int], str, float]],
+) -> None:
+    """Any sequence of spends (some refused): the ledger equals the sum of admitted costs."""
+    cap = 1.0
+    ledger = BudgetLedger(cap=cap, n_respondents=6, tolerance=0.0)
+    expected = np.zeros(6)
+    eps_of: dict[str, float] = {}
+    for ids, q, eps in ops:
+        # memoized questions "a", "b"; fresh "c", "d"; a name keeps its first epsilon
+        memo = q in "ab"
+        eps = eps_of.setdefault(q, eps)
+        charged = ledger.charged(q)
+        cost = np.array([0.0 if memo and charged[i] else eps for i in ids])
+        would = expected[ids] + cost
+        ok = bool(np.all((cost == 0) | (would <= cap)))
+        if ok:
+            ledger.spend(ids, q, eps, memoized=memo)
+            expected[ids] = would
+        else:
+            before = state(ledger)
+            with pytest.raises(PrivacyError):
+                ledger.spend(ids, q, eps, memoized=memo)
+            assert state(ledger) == before
+        assert np.array_equal(ledger.spent(np.arange(6)), expected)
+        assert np.all(ledger.spent(np.arange(6)) <= cap)
