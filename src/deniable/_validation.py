@@ -51,6 +51,26 @@ def probability(
     return p
 
 
+#: The smallest positive probability the 53-bit randomizers realize (``deniable.randomness``).
+RESOLUTION = 2.0**-53
+
+
+def realizable(name: str, value: float) -> float:
+    """Check a probability a randomizer draws is 0 or at least ``2**-53``.
+
+    A Bernoulli draw compares 53 random bits with ``round(p * 2**53)``, so a positive ``p``
+    below ``2**-53`` may be drawn as 0: a report meant to be merely unlikely becomes
+    impossible and reveals the answer (epsilon infinite while the design states it finite).
+    """
+    p = float(value)
+    if 0 < p < RESOLUTION:
+        raise ParameterError(
+            f"`{name}` must be 0 or at least 2**-53 (the randomizer draws 53-bit "
+            f"probabilities; a smaller one would become 0 and reveal the answer), got {value!r}."
+        )
+    return p
+
+
 def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool = False) -> float:
     """Check ``value`` is a real > 0 (or >= 0), finite unless ``allow_inf``."""
     x = real(name, value)
@@ -62,7 +82,9 @@ def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool
     return x
 
 
-def integer(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def integer(
+    name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """Check ``value`` is an integer within ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
@@ -93,9 +115,7 @@ def level(value: Any) -> float:
     return probability("level", value, low_open=True, high_open=True)
 
 
-def reports_array(
-    name: str, values: Any, *, categories: int = 2
-) -> npt.NDArray[np.integer[Any]]:
+def reports_array(name: str, values: Any, *, categories: int = 2) -> npt.NDArray[np.integer[Any]]:
     """Return ``values`` as a 1-D integer array whose entries are in ``0..categories-1``.
 
     Booleans are accepted for two categories. Floats must hold integral values.
@@ -112,9 +132,7 @@ def reports_array(
     if arr.dtype.kind == "f":
         if arr.size and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
             bad = arr[~(np.isfinite(arr) & (arr == np.floor(arr)))][0]
-            raise DataError(
-                f"`{name}` must hold integers in 0..{categories - 1}, got {bad!r}."
-            )
+            raise DataError(f"`{name}` must hold integers in 0..{categories - 1}, got {bad!r}.")
         arr = arr.astype(np.int64)
     elif arr.dtype.kind not in "iu":
         raise DataError(
@@ -124,7 +142,5 @@ def reports_array(
         lo, hi = arr.min(), arr.max()
         if lo < 0 or hi > categories - 1:
             bad = lo if lo < 0 else hi
-            raise DataError(
-                f"`{name}` must hold integers in 0..{categories - 1}, got {int(bad)}."
-            )
+            raise DataError(f"`{name}` must hold integers in 0..{categories - 1}, got {int(bad)}.")
     return arr

@@ -15,7 +15,7 @@ from deniable import _validation as v
 from deniable.designs._base import BinaryDesign
 from deniable.exceptions import ParameterError
 
-__all__ = ["Binary", "BiasedCoin", "Crosswise", "Custom", "Mirrored", "TwoCoin", "Warner"]
+__all__ = ["BiasedCoin", "Binary", "Crosswise", "Custom", "Mirrored", "TwoCoin", "Warner"]
 
 
 @dataclass(frozen=True)
@@ -33,9 +33,8 @@ class Warner(BinaryDesign):
     name: ClassVar[str] = "warner"
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "p", v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
-        )
+        p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
+        object.__setattr__(self, "p", v.realizable("p", p))
 
     @property
     def p_yes_given_1(self) -> float:
@@ -82,6 +81,8 @@ class TwoCoin(BinaryDesign):
     def __post_init__(self) -> None:
         object.__setattr__(self, "truth", v.probability("truth", self.truth, low_open=True))
         object.__setattr__(self, "yes", v.probability("yes", self.yes))
+        v.realizable("truth + (1 - truth) * yes", self.p_yes_given_1)
+        v.realizable("(1 - truth) * yes", self.p_yes_given_0)
 
     @property
     def p_yes_given_1(self) -> float:
@@ -111,9 +112,8 @@ class BiasedCoin(BinaryDesign):
     name: ClassVar[str] = "biased-coin"
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "q", v.probability("q", self.q, low_open=True, high_open=True, exclude=(0.5,))
-        )
+        q = v.probability("q", self.q, low_open=True, high_open=True, exclude=(0.5,))
+        object.__setattr__(self, "q", v.realizable("q", q))
 
     @property
     def p_yes_given_1(self) -> float:
@@ -160,6 +160,15 @@ class Binary(BinaryDesign):
         object.__setattr__(
             self, "calibration", v.choice("calibration", calibration, ("exact", "half"))
         )
+        p0 = self.p_yes_given_0
+        if not p0 >= v.RESOLUTION:
+            # 1 - e^eps/(1+e^eps) below 2**-53: the randomizer would always tell the truth
+            top = 53 * math.log(2) * (1 if self.calibration == "exact" else 2)
+            raise ParameterError(
+                f"`epsilon` must be in (0, {top:.4f}] for calibration {self.calibration!r} "
+                "(a larger one needs a lie probability below 2**-53, which the randomizer "
+                f"would draw as 0: epsilon would be infinite), got {epsilon!r}."
+            )
 
     def __repr__(self) -> str:
         return f"Binary(epsilon={self.nominal_epsilon!r}, calibration={self.calibration!r})"
@@ -205,9 +214,8 @@ class Crosswise(BinaryDesign):
     name: ClassVar[str] = "crosswise"
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "p", v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
-        )
+        p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
+        object.__setattr__(self, "p", v.realizable("p", p))
 
     @property
     def p_yes_given_1(self) -> float:
@@ -244,8 +252,8 @@ class Custom(BinaryDesign):
                 f"`p_yes_given_1` and `p_yes_given_0` must differ (equal values make the reports "
                 f"independent of the answer), got {p1} and {p0}."
             )
-        object.__setattr__(self, "yes_given_1", p1)
-        object.__setattr__(self, "yes_given_0", p0)
+        object.__setattr__(self, "yes_given_1", v.realizable("p_yes_given_1", p1))
+        object.__setattr__(self, "yes_given_0", v.realizable("p_yes_given_0", p0))
 
     def __repr__(self) -> str:
         return f"Custom(p_yes_given_1={self.yes_given_1!r}, p_yes_given_0={self.yes_given_0!r})"

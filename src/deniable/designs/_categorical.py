@@ -12,7 +12,7 @@ import numpy.typing as npt
 from deniable import _validation as v
 from deniable._estimate import Estimate
 from deniable.designs._base import Design, Tally, binary_estimate
-from deniable.exceptions import DataError, ParameterError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,
     probability_threshold,
@@ -61,6 +61,11 @@ class Categorical(Design):
         t = v.probability("truth", self.truth, low_open=True)
         object.__setattr__(self, "truth", v.realizable("truth", t))
         if self.forced is not None:
+            if isinstance(self.forced, str | bytes) or not hasattr(self.forced, "__iter__"):
+                raise ParameterTypeError(
+                    f"`forced` must be a sequence of k = {k} probabilities, got "
+                    f"{type(self.forced).__name__} {self.forced!r}."
+                )
             f = tuple(
                 v.realizable(f"forced[{i}]", v.probability(f"forced[{i}]", x))
                 for i, x in enumerate(self.forced)
@@ -184,8 +189,10 @@ class CategoricalEstimate:
         f = design.forced_distribution
         t = design.truth
         values = (lam - (1 - t) * f) / t
-        cov = (np.diag(lam) - np.outer(lam, lam)) / (n * t * t) if design.k <= 4096 else np.diag(
-            lam * (1 - lam) / (n * t * t)
+        cov = (
+            (np.diag(lam) - np.outer(lam, lam)) / (n * t * t)
+            if design.k <= 4096
+            else np.diag(lam * (1 - lam) / (n * t * t))
         )
         cov_unb = cov * n / (n - 1) if n > 1 else np.full_like(cov, math.nan)
         return cls(design, tally, values, _simplex_mle(design, lam), cov, cov_unb)
@@ -223,8 +230,9 @@ class CategoricalEstimate:
 
     def table(self, level: float = 0.95) -> str:
         ci = self.ci(level, "exact")
-        lines = [f"{'category':>8}  {'estimate':>10}  {'bounded':>10}  {'SE':>10}  "
-                 f"{level:.0%} exact CI"]
+        lines = [
+            f"{'category':>8}  {'estimate':>10}  {'bounded':>10}  {'SE':>10}  {level:.0%} exact CI"
+        ]
         for j in range(self.design.k):
             lines.append(
                 f"{j:>8}  {self.values[j]:>10.6f}  {self.bounded[j]:>10.6f}  {self.se[j]:>10.6f}  "

@@ -39,8 +39,8 @@ class ForcedResponse(BinaryDesign):
                 "`forced_yes` + `forced_no` must be < 1 (someone must answer truthfully), "
                 f"got {fy} + {fn} = {fy + fn}."
             )
-        object.__setattr__(self, "forced_yes", fy)
-        object.__setattr__(self, "forced_no", fn)
+        object.__setattr__(self, "forced_yes", v.realizable("forced_yes", fy))
+        object.__setattr__(self, "forced_no", v.realizable("forced_no", fn))
 
     @property
     def p_yes_given_1(self) -> float:
@@ -83,6 +83,7 @@ class UnrelatedQuestion(BinaryDesign):
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", v.probability("p", self.p, low_open=True))
         object.__setattr__(self, "q", v.probability("q", self.q))
+        v.realizable("(1 - p) * q", self.p_yes_given_0)
 
     @property
     def p_yes_given_1(self) -> float:
@@ -105,7 +106,7 @@ class UnrelatedQuestion(BinaryDesign):
         lo, hi = 0.0, 1.0
         for _ in range(200):
             mid = (lo + hi) / 2
-            if mid == lo or mid == hi:
+            if mid in (lo, hi):
                 break
             if mid > 0 and cls(mid, qq).epsilon <= eps:
                 lo = mid

@@ -20,6 +20,7 @@ __all__ = ["Kuk"]
 
 _TOP53 = np.uint64(11)
 
+
 @dataclass(frozen=True)
 class Kuk(BinaryDesign):
     """Kuk (1990): carriers draw from a deck whose red share is ``theta1``, non-carriers from
@@ -78,7 +79,10 @@ class Kuk(BinaryDesign):
     def channel(self) -> npt.NDArray[np.float64]:
         r = np.arange(self.draws + 1)
         return np.column_stack(
-            [stats.binom.pmf(r, self.draws, self.theta2), stats.binom.pmf(r, self.draws, self.theta1)]
+            [
+                stats.binom.pmf(r, self.draws, self.theta2),
+                stats.binom.pmf(r, self.draws, self.theta1),
+            ]
         )
 
     @property
@@ -108,7 +112,7 @@ class Kuk(BinaryDesign):
         return (k * within + k * k * pi * (1 - pi) * d2) / (int(n) * k * k * d2)
 
     def relative_efficiency(self, prevalence: float) -> float:
-        """``Var(direct) / Var(this design)`` for iid sampling: ``pi (1 - pi) / (n Var(pi_hat))``."""
+        """``Var(direct) / Var(this design)``, iid sampling: ``pi (1 - pi) / (n Var(pi_hat))``."""
         pi = v.probability("prevalence", prevalence)
         return pi * (1 - pi) / self.variance(pi, 1)
 
@@ -117,7 +121,8 @@ class Kuk(BinaryDesign):
         x = v.reports_array("truth", truth, categories=2)
         gen = resolve_rng(rng)
         table = np.array(
-            [probability_threshold(self.theta2), probability_threshold(self.theta1)], dtype=np.uint64
+            [probability_threshold(self.theta2), probability_threshold(self.theta1)],
+            dtype=np.uint64,
         )
         dtype = np.uint8 if self.draws < 256 else np.uint16
         out = np.zeros(x.size, dtype=dtype)
@@ -126,7 +131,7 @@ class Kuk(BinaryDesign):
             thr = table[x[start:stop]]
             block = out[start:stop]
             for _ in range(self.draws):
-                block += (random_words(gen, stop - start) >> _TOP53) < thr
+                np.add(block, (random_words(gen, stop - start) >> _TOP53) < thr, out=block)
         return out  # type: ignore[return-value]
 
     def estimate(
@@ -160,6 +165,7 @@ class Kuk(BinaryDesign):
         moment = _moment_from_counts(self, tally)
         return moment if method == "moment" else _mle_from_counts(self, tally, moment)
 
+
 def _moment_from_counts(design: Kuk, tally: Tally) -> Estimate:
     k = design.draws
     c = np.asarray(tally.counts, dtype=float)
@@ -183,6 +189,7 @@ def _moment_from_counts(design: Kuk, tally: Tally) -> Estimate:
         se_convention="plug-in: empirical variance of the red count, divides by n",
     )
 
+
 def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
     ch = design.channel
     b1, b0 = ch[:, 1], ch[:, 0]
@@ -195,8 +202,9 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
         with np.errstate(divide="ignore"):  # a report impossible at this pi: log 0 = -inf
             return float((c * np.log(pi * b1 + (1 - pi) * b0)).sum())
 
-    res = optimize.minimize_scalar(lambda p: -loglik(p), bounds=(0.0, 1.0), method="bounded",
-                                   options={"xatol": 1e-12})
+    res = optimize.minimize_scalar(
+        lambda p: -loglik(p), bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12}
+    )
     pi_hat = float(res.x)
     # endpoints: the bounded optimiser stops just inside; compare with the boundary values
     for edge in (0.0, 1.0):
@@ -209,7 +217,7 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
     top = loglik(pi_hat)
 
     def likelihood(level: float) -> tuple[float, float]:
-        cut = top - stats.chi2.ppf(level, 1) / 2
+        cut = top - float(stats.chi2.ppf(level, 1)) / 2
 
         def f(p: float) -> float:
             return loglik(p) - cut

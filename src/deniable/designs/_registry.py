@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from deniable.designs._base import Design
-from deniable.designs._binary import Binary, BiasedCoin, Crosswise, Custom, Mirrored, TwoCoin, Warner
+from deniable.designs._binary import (
+    BiasedCoin,
+    Binary,
+    Crosswise,
+    Custom,
+    Mirrored,
+    TwoCoin,
+    Warner,
+)
 from deniable.designs._categorical import Categorical
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._kuk import Kuk
@@ -44,9 +52,7 @@ def design_parameters(name: str) -> dict[str, inspect.Parameter]:
 
 def _lookup(name: str) -> type[Design]:
     if name not in DESIGNS:
-        raise ParameterError(
-            f"`design` must be one of {', '.join(DESIGNS)}, got {name!r}."
-        )
+        raise ParameterError(f"`design` must be one of {', '.join(DESIGNS)}, got {name!r}.")
     return DESIGNS[name]
 
 

@@ -1,0 +1,118 @@
+"""Shared fixtures: example parameterisations of every design in ``deniable.designs.DESIGNS``.
+
+A new design gets the whole conformance suite (tests/test_conformance.py) by adding its
+parameterisations to ``EXAMPLES`` below; a design with a one-argument ``from_epsilon`` gets
+two by default and needs nothing at all.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+
+import pytest
+from hypothesis import settings
+
+from deniable.designs import (
+    DESIGNS,
+    BiasedCoin,
+    Binary,
+    Categorical,
+    Crosswise,
+    Custom,
+    Design,
+    ForcedResponse,
+    Kuk,
+    Mangat,
+    Mirrored,
+    Triangular,
+    TwoCoin,
+    UnrelatedQuestion,
+    Warner,
+)
+
+# Property tests: reproducible (derandomized), no example database written to the tree, no
+# deadline (timings on a shared 2-core machine vary).
+settings.register_profile("deniable", derandomize=True, database=None, deadline=None)
+settings.load_profile("deniable")
+
+#: 2-3 parameterisations per design, including edge ones (p < 1/2, infinite epsilon,
+#: a deterministic path, several draws, a given forced vector).
+EXAMPLES: dict[str, list[Callable[[], Design]]] = {
+    "warner": [lambda: Warner(0.75), lambda: Warner(0.2), lambda: Warner(0.999)],
+    "mirrored": [lambda: Mirrored(0.7), lambda: Mirrored(0.35)],
+    "two-coin": [
+        lambda: TwoCoin(),
+        lambda: TwoCoin(truth=0.3, yes=0.8),
+        lambda: TwoCoin(truth=0.5, yes=1.0),  # a "no" reveals a non-carrier: eps = inf
+    ],
+    "biased-coin": [lambda: BiasedCoin(0.25), lambda: BiasedCoin(0.9)],
+    "binary": [
+        lambda: Binary(1.0),
+        lambda: Binary(2.0, calibration="half"),
+        lambda: Binary(0.01),
+    ],
+    "forced": [
+        lambda: ForcedResponse(0.25, 0.25),
+        lambda: ForcedResponse(1 / 6, 1 / 3),
+        lambda: ForcedResponse(0.2, 0.0),  # a forced "no" does not exist: eps = inf
+    ],
+    "unrelated": [
+        lambda: UnrelatedQuestion(0.7, 0.3),
+        lambda: UnrelatedQuestion(0.4, 0.9),
+        lambda: UnrelatedQuestion(0.5, 0.0),  # eps = inf
+    ],
+    "kuk": [
+        lambda: Kuk(0.7, 0.3),
+        lambda: Kuk(0.8, 0.4, draws=3),
+        lambda: Kuk(0.25, 0.6, draws=3),
+    ],
+    "mangat": [lambda: Mangat(0.7), lambda: Mangat(1.0)],
+    "crosswise": [lambda: Crosswise(0.2), lambda: Crosswise(0.85)],
+    "triangular": [lambda: Triangular(0.3), lambda: Triangular(0.0)],
+    "custom": [
+        lambda: Custom(0.6, 0.1),
+        lambda: Custom(0.2, 0.9),
+        lambda: Custom(1.0, 0.3),  # eps = inf
+    ],
+    "categorical": [
+        lambda: Categorical(k=4, truth=0.5),
+        lambda: Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
+        lambda: Categorical(k=3, truth=0.5, forced=(0.5, 0.5, 0.0)),  # eps = inf
+    ],
+}
+
+
+def _default_examples(cls: type[Design]) -> list[Callable[[], Design]]:
+    """Two parameterisations from ``from_epsilon`` for a design not listed in ``EXAMPLES``."""
+    make = getattr(cls, "from_epsilon", None)
+    if make is None:
+        return []
+    required = [
+        p
+        for p in inspect.signature(make).parameters.values()
+        if p.default is inspect.Parameter.empty and p.name != "epsilon"
+    ]
+    if required:
+        return []
+    return [lambda: make(0.5), lambda: make(math.log(3))]
+
+
+def design_cases() -> list[tuple[str, Callable[[], Design]]]:
+    """``(id, factory)`` for every example of every registered design."""
+    cases = []
+    for name, cls in DESIGNS.items():
+        for i, factory in enumerate(EXAMPLES.get(name) or _default_examples(cls)):
+            cases.append((f"{name}-{i}", factory))
+    return cases
+
+
+DESIGN_CASES = design_cases()
+
+
+@pytest.fixture(params=[f for _, f in DESIGN_CASES], ids=[i for i, _ in DESIGN_CASES])
+def design(request: pytest.FixtureRequest) -> Design:
+    """Every example parameterisation of every registered design."""
+    factory: Callable[[], Design] = request.param
+    return factory()
