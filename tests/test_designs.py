@@ -229,9 +229,9 @@ def test_kuk_moment_estimator_for_several_draws() -> None:
 
 @pytest.mark.parametrize(("t1", "t2", "draws"), [(0.7, 0.3, 3), (0.25, 0.6, 5)])
 def test_kuk_realized_channel_has_the_stated_epsilon(t1: float, t2: float, draws: int) -> None:
-    # the randomizer draws each card with the 53-bit threshold of theta
-    r1 = probability_threshold(t1) / 2**53
-    r2 = probability_threshold(t2) / 2**53
+    # the randomizer draws each card with the 53-bit thresholds (theta2, theta1)
+    thr2, thr1 = Kuk(t1, t2, draws=draws).thresholds()
+    r1, r2 = thr1 / 2**53, thr2 / 2**53
     r = np.arange(draws + 1)
     realized = np.column_stack([stats.binom.pmf(r, draws, r2), stats.binom.pmf(r, draws, r1)])
     assert channel_epsilon(realized) == pytest.approx(Kuk(t1, t2, draws=draws).epsilon, rel=1e-9)
@@ -335,7 +335,9 @@ def test_categorical_estimator_closed_form() -> None:
 )
 def test_categorical_realized_channel_has_the_stated_epsilon(design: Categorical) -> None:
     """Rebuild the channel the randomizer implements from its 53-bit thresholds."""
-    keep = probability_threshold(design.truth) / 2**53
+    keep_t, cum_t = design.thresholds()
+    keep = keep_t / 2**53
+    assert keep <= design.truth  # rounded toward privacy
     k = design.k
     if design.forced is None:
         # uniform_below keeps b = 64 - bit_length(k) bits u and returns floor(u k / 2**b)
@@ -348,7 +350,9 @@ def test_categorical_realized_channel_has_the_stated_epsilon(design: Categorical
         freq = np.bincount(uniform_below(words, k).astype(np.int64), minlength=k) / words.size
         assert np.abs(freq - f).max() < 5 * math.sqrt(0.25 / words.size)  # 5-sigma
     else:
+        assert cum_t is not None
         cum = [probability_threshold(min(c, 1.0)) for c in np.cumsum(design.forced)[:-1]]
+        assert cum == cum_t
         f = np.diff(np.array([0, *cum, 2**53], dtype=float)) / 2**53
     realized = keep * np.eye(k) + (1 - keep) * f[:, None]
     assert channel_epsilon(realized) == pytest.approx(design.epsilon, rel=1e-9)
@@ -566,7 +570,7 @@ def test_errors_are_standard_exceptions_too() -> None:
 def test_binary_accepts_the_largest_representable_epsilon(eps: float) -> None:
     d = Binary(eps, calibration="exact" if eps < 37 else "half")
     assert d.p_yes_given_0 >= 2**-53
-    assert probability_threshold(d.p_yes_given_0) >= 1
+    assert d.thresholds()[0] >= 1
 
 
 def test_tiny_but_representable_probabilities_are_accepted() -> None:

@@ -51,20 +51,16 @@ def pcg(seed: int = SEED) -> np.random.Generator:
 
 def reference_binary(design: BinaryDesign, x: npt.NDArray[Any], seed: int) -> npt.NDArray[Any]:
     words = pcg(seed).bit_generator.random_raw(x.size).astype(np.uint64)
-    t = [probability_threshold(design.p_yes_given_0), probability_threshold(design.p_yes_given_1)]
-    table = np.array(t, dtype=np.uint64)
+    table = np.array(design.thresholds(), dtype=np.uint64)
     return ((words >> np.uint64(11)) < table[x.astype(np.intp)]).astype(np.uint8)
 
 
 def reference_categorical(design: Categorical, x: npt.NDArray[Any], seed: int) -> list[int]:
     """Python-int arithmetic, report by report (only for small n)."""
     bits = pcg(seed).bit_generator
-    keep_t = probability_threshold(design.truth)
+    keep_t, cum_t = design.thresholds()
     k = design.k
-    thresholds: list[int] = []
-    if design.forced is not None:
-        cum = np.cumsum(design.forced)[:-1]
-        thresholds = [probability_threshold(min(float(c), 1.0)) for c in cum]
+    thresholds: list[int] = [] if cum_t is None else list(cum_t)
     out: list[int] = []
     for start in range(0, x.size, CHUNK):
         m = min(CHUNK, x.size - start)

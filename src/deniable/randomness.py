@@ -19,6 +19,7 @@ Sources accepted wherever a function takes ``rng``:
 
 from __future__ import annotations
 
+import math
 import os
 from fractions import Fraction
 from typing import Any, TypeAlias
@@ -33,6 +34,7 @@ __all__ = [
     "RandomSource",
     "SystemRandom",
     "bernoulli",
+    "binary_thresholds",
     "probability_threshold",
     "random_words",
     "resolve_rng",
@@ -94,15 +96,42 @@ def random_words(rng: np.random.Generator | SystemRandom, size: int) -> npt.NDAr
     return np.asarray(out, dtype=np.uint64)
 
 
-def probability_threshold(p: float | Fraction) -> int:
-    """Integer ``t`` with ``P(word >> 11 < t) = t / 2**53`` as close to ``p`` as possible.
+def probability_threshold(p: float | Fraction, rounding: str = "nearest") -> int:
+    """Integer ``t`` with ``P(word >> 11 < t) = t / 2**53`` close to ``p``.
 
-    Exact for dyadic ``p = a / 2**m`` with ``m <= 53``; otherwise within ``2**-54``.
+    ``rounding="nearest"`` (within ``2**-54``), ``"down"`` (``t / 2**53 <= p``) or ``"up"``
+    (``>= p``); all exact for dyadic ``p = a / 2**m`` with ``m <= 53``.
     """
     q = Fraction(p)
     if not 0 <= q <= 1:
         raise ParameterError(f"`p` must be in [0, 1], got {p}.")
-    return round(q * _TWO53)
+    scaled = q * _TWO53
+    if rounding == "nearest":
+        return round(scaled)
+    if rounding == "down":
+        return math.floor(scaled)
+    if rounding == "up":
+        return math.ceil(scaled)
+    raise ParameterError(f"`rounding` must be one of 'nearest', 'down', 'up', got {rounding!r}.")
+
+
+def binary_thresholds(p_yes_given_1: float, p_yes_given_0: float) -> tuple[int, int]:
+    """Thresholds ``(t0, t1)`` that never make the implemented channel less private.
+
+    The larger probability is rounded down and the smaller up, so both likelihood ratios
+    ``t_hi / t_lo`` and ``(2**53 - t_lo) / (2**53 - t_hi)`` of the implemented channel are at
+    most those of the stated channel: its epsilon never exceeds the stated epsilon.
+    """
+    hi_is_1 = p_yes_given_1 >= p_yes_given_0
+    hi, lo = (p_yes_given_1, p_yes_given_0) if hi_is_1 else (p_yes_given_0, p_yes_given_1)
+    t_hi = probability_threshold(hi, "down")
+    t_lo = probability_threshold(lo, "up")
+    if t_hi <= t_lo:
+        raise ParameterError(
+            f"P(yes | 1) = {p_yes_given_1} and P(yes | 0) = {p_yes_given_0} are closer than the "
+            "randomizer's resolution 2**-53 and cannot be implemented."
+        )
+    return (t_lo, t_hi) if hi_is_1 else (t_hi, t_lo)
 
 
 def bernoulli(

@@ -22,7 +22,7 @@ from deniable._estimate import Estimate, binomial_interval, map_interval
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
     CHUNK,
-    probability_threshold,
+    binary_thresholds,
     random_words,
     resolve_rng,
     words_below,
@@ -124,6 +124,16 @@ class Design(ABC):
         """Exact epsilon (``math.inf`` when some report reveals the answer)."""
 
     @property
+    @abstractmethod
+    def implemented_channel(self) -> npt.NDArray[np.float64]:
+        """The channel the randomizer realises exactly from its integer thresholds.
+
+        Thresholds are rounded toward privacy, so ``channel_epsilon(implemented_channel)``
+        never exceeds :attr:`epsilon`; the estimators use :attr:`channel` (the difference is
+        below ``2**-52`` per entry).
+        """
+
+    @property
     def n_reports(self) -> int:
         """Number of distinct report values."""
         return int(self.channel.shape[0])
@@ -213,6 +223,43 @@ class BinaryDesign(Design):
         # eps = max(|ln(P1/P0)|, |ln((1-P1)/(1-P0))|): worst-case likelihood ratio of one report
         return channel_epsilon(self.channel)
 
+    def thresholds(self) -> tuple[int, int]:
+        """Integer thresholds ``(t0, t1)``: a report is "yes" iff ``word >> 11 < t[truth]``.
+
+        Rounded toward privacy (:func:`~deniable.randomness.binary_thresholds`), so the
+        implemented channel's epsilon never exceeds :attr:`epsilon`.
+        """
+        p1, p0 = self.p_yes_given_1, self.p_yes_given_0
+        t0, t1 = binary_thresholds(p1, p0)
+        target = min(self._report_epsilon(), channel_epsilon([[1 - p0, 1 - p1], [p0, p1]]))
+        if not math.isfinite(target):
+            return t0, t1
+        # float rounding of the stated probabilities (e.g. 1 - p for p near 1) can still leave
+        # the implemented ratio above e^eps: move the thresholds toward each other until the
+        # implemented epsilon, computed the same way as the stated one, is not larger
+        for _ in range(1 << 16):
+            q0, q1 = t0 / 2.0**53, t1 / 2.0**53
+            if channel_epsilon([[1 - q0, 1 - q1], [q0, q1]]) <= target:
+                return t0, t1
+            t0, t1 = (t0 + 1, t1 - 1) if t1 > t0 else (t0 - 1, t1 + 1)
+            if (t1 - t0) * (p1 - p0) <= 0:
+                break
+        raise ParameterError(  # pragma: no cover - needs probabilities within ~2**-37 of 0 or 1
+            f"design {self.name!r}: cannot implement epsilon = {target} at the randomizer's "
+            "resolution of 2**-53."
+        )
+
+    def _report_epsilon(self) -> float:
+        """Epsilon of one randomized bit (the stated epsilon; per draw for Kuk)."""
+        return self.epsilon
+
+    @property
+    def implemented_channel(self) -> npt.NDArray[np.float64]:
+        """The channel the randomizer realises exactly (thresholds over ``2**53``)."""
+        t0, t1 = self.thresholds()
+        p0, p1 = t0 / 2.0**53, t1 / 2.0**53
+        return np.array([[1 - p0, 1 - p1], [p0, p1]])
+
     def report_probability(self, prevalence: float) -> float:
         """``lambda = P0 + prevalence (P1 - P0)``: the probability of a "yes" report."""
         pi = v.probability("prevalence", prevalence)
@@ -229,8 +276,7 @@ class BinaryDesign(Design):
         """
         x = v.reports_array("truth", truth, categories=2)
         gen = resolve_rng(rng)
-        t0 = probability_threshold(self.p_yes_given_0)
-        t1 = probability_threshold(self.p_yes_given_1)
+        t0, t1 = self.thresholds()
         t_lo, t_hi = min(t0, t1), max(t0, t1)
         out = np.empty(x.size, dtype=np.uint8)
         size = min(CHUNK, x.size)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -111,6 +112,57 @@ class Categorical(Design):
             return math.inf
         return math.log1p(self.truth / ((1 - self.truth) * fmin))
 
+    def _forced_counts(self) -> tuple[list[int] | None, list[int], int]:
+        """(cumulative thresholds or None, outcome count per category, outcomes in all)."""
+        if self.forced is None:
+            if self.k & (self.k - 1) == 0:
+                return None, [1] * self.k, self.k
+            b = 64 - self.k.bit_length()  # uniform_below uses b bits: counts floor/ceil(2^b/k)
+            edges = [-(-(j * (1 << b)) // self.k) for j in range(self.k + 1)]
+            return None, [edges[j + 1] - edges[j] for j in range(self.k)], 1 << b
+        cum = [probability_threshold(min(c, 1.0)) for c in np.cumsum(self.forced)[:-1]]
+        edges = [0, *cum, 1 << 53]
+        return cum, [edges[j + 1] - edges[j] for j in range(self.k)], 1 << 53
+
+    def thresholds(self) -> tuple[int, list[int] | None]:
+        """``(keep, cumulative)``: keep the answer iff ``word >> 11 < keep``; the forced
+        category from ``cumulative`` thresholds (``None``: uniform, multiply-shift).
+
+        ``keep`` is rounded down far enough that the implemented channel's epsilon,
+        computed from the forced outcome counts actually realised, never exceeds
+        :attr:`epsilon`: ``keep' / (1 - keep') <= truth / (1 - truth) * f'_min / f_min``.
+        """
+        if self.forced is None:
+            cum = None
+            f_min = Fraction(1, self.k)
+            b = 64 - self.k.bit_length()  # uniform_below's resolution when k is no power of 2
+            f_impl_min = f_min if self.k & (self.k - 1) == 0 else Fraction((1 << b) // self.k, 1 << b)
+        else:
+            cum, counts, total = self._forced_counts()
+            if self.truth == 1 or min(self.forced) == 0:
+                return probability_threshold(self.truth), cum  # epsilon is infinite anyway
+            f_min = Fraction(min(self.forced))
+            f_impl_min = Fraction(min(counts), total)
+        if self.truth == 1:
+            return 1 << 53, cum
+        t = Fraction(self.truth)
+        ratio = t / (1 - t) * min(Fraction(1), f_impl_min / f_min)
+        keep = probability_threshold(ratio / (1 + ratio), "down")
+        # guard against float rounding in the stated epsilon: same formula, implemented values
+        fmin = float(f_impl_min)
+        while keep > 0 and math.log1p(keep / ((2.0**53 - keep) * fmin)) > self.epsilon:
+            keep -= 1
+        return keep, cum
+
+    @property
+    def implemented_channel(self) -> npt.NDArray[np.float64]:
+        """The channel realised by the integer thresholds (see :meth:`thresholds`)."""
+        keep, _ = self.thresholds()
+        _, counts, total = self._forced_counts()
+        t = keep / 2.0**53
+        f = np.asarray(counts, dtype=float) / total
+        return t * np.eye(self.k) + (1 - t) * f[:, None]
+
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.integer[Any]]:
         """Randomize categories ``0..k-1``; two 64-bit words per report whatever the answer.
 
@@ -122,14 +174,9 @@ class Categorical(Design):
         """
         x = v.reports_array("truth", truth, categories=self.k)
         gen = resolve_rng(rng)
-        keep_t = probability_threshold(self.truth)
+        keep_t, cum_list = self.thresholds()
+        cum = None if cum_list is None else np.array(cum_list, dtype=np.uint64)
         dtype = np.uint16 if self.k <= 1 << 16 else np.uint32
-        cum = None
-        if self.forced is not None:
-            cum = np.array(
-                [probability_threshold(min(c, 1.0)) for c in np.cumsum(self.forced)[:-1]],
-                dtype=np.uint64,
-            )
         out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(x.size, dtype=dtype)
         size = min(CHUNK, x.size)
         keep = np.empty(size, dtype=np.bool_)

@@ -14,7 +14,7 @@ from deniable import _validation as v
 from deniable._estimate import Estimate
 from deniable.designs._base import BinaryDesign, Tally, channel_epsilon
 from deniable.exceptions import ParameterError
-from deniable.randomness import CHUNK, probability_threshold, random_words, resolve_rng
+from deniable.randomness import CHUNK, random_words, resolve_rng
 
 __all__ = ["Kuk"]
 
@@ -85,6 +85,18 @@ class Kuk(BinaryDesign):
             ]
         )
 
+    def _report_epsilon(self) -> float:
+        # one draw: eps_1 = max(|ln(t1/t2)|, |ln((1-t1)/(1-t2))|); the k draws compose to k eps_1
+        return channel_epsilon([[1 - self.theta2, 1 - self.theta1], [self.theta2, self.theta1]])
+
+    @property
+    def implemented_channel(self) -> npt.NDArray[np.float64]:
+        """Binomial channel of the per-draw probabilities the randomizer realises."""
+        t0, t1 = (t / 2.0**53 for t in self.thresholds())
+        k = self.draws
+        cols = [[math.comb(k, r) * p**r * (1 - p) ** (k - r) for r in range(k + 1)] for p in (t0, t1)]
+        return np.array(cols, dtype=float).T
+
     @property
     def epsilon(self) -> float:
         # eps = k * max(|ln(t1/t2)|, |ln((1-t1)/(1-t2))|): extreme reports are all-red / no red
@@ -120,10 +132,7 @@ class Kuk(BinaryDesign):
         """Report the number of red cards in ``draws`` draws (``draws`` words per report)."""
         x = v.reports_array("truth", truth, categories=2)
         gen = resolve_rng(rng)
-        table = np.array(
-            [probability_threshold(self.theta2), probability_threshold(self.theta1)],
-            dtype=np.uint64,
-        )
+        table = np.array(self.thresholds(), dtype=np.uint64)
         dtype = np.uint8 if self.draws < 256 else np.uint16
         out = np.zeros(x.size, dtype=dtype)
         for start in range(0, x.size, CHUNK):
