@@ -2,8 +2,11 @@
 
 Every randomizer in ``deniable`` consumes randomness in 64-bit *words*, a fixed number of
 words per report, whatever the true answer is.  A Bernoulli(p) draw compares the top 53
-bits of one word with ``round(p * 2**53)``: exact whenever ``p`` is dyadic with denominator
-at most ``2**53`` (3/4, 5/8, ...), and within ``2**-54`` of ``p`` otherwise.
+bits of one word with an integer threshold ``t`` (probability ``t / 2**53``): exact whenever
+``p`` is dyadic with denominator at most ``2**53`` (3/4, 5/8, ...), and within ``2**-53`` of
+``p`` otherwise.  The designs round their thresholds *toward privacy*
+(:func:`binary_thresholds`): the channel they implement never has a larger epsilon than the
+one they state.
 (:func:`words_below` evaluates ``word >> 11 < t`` as ``word < t << 11``, the same test
 without the shift; see ``docs/performance.md``.)
 

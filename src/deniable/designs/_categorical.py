@@ -167,7 +167,7 @@ class Categorical(Design):
         """Randomize categories ``0..k-1``; two 64-bit words per report whatever the answer.
 
         In each block of ``m`` reports the first ``m`` words decide "keep the answer"
-        (``(w >> 11) < round(truth * 2**53)``) and the next ``m`` draw the forced category
+        (``(w >> 11) < keep``, ``keep`` from :meth:`thresholds`) and the next ``m`` draw the forced category
         (:func:`~deniable.randomness.uniform_below`, or the cumulative thresholds of
         ``forced``).  The report is selected arithmetically, ``other + keep * (x - other)``
         in wrapping unsigned arithmetic, so no step depends on the answer.
