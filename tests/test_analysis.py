@@ -1,0 +1,442 @@
+"""Survey data in pandas: ``deniable.analysis`` (analyze, grouped, files), `deniable analyze`.
+
+Closed forms used (binary design, P1 = P(yes | 1), P0 = P(yes | 0), l = yes / n):
+estimate (l - P0) / (P1 - P0); plug-in SE sqrt(l (1 - l) / n) / |P1 - P0|, unbiased with
+n - 1; exact interval: Clopper-Pearson beta quantiles for l, mapped through the channel
+(ends swapped when P1 < P0) and clipped to [0, 1].
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("pyarrow")
+
+from deniable import (  # noqa: E402
+    Categorical,
+    DataError,
+    ForcedResponse,
+    Kuk,
+    Mangat,
+    ParameterError,
+    ParameterTypeError,
+    TwoCoin,
+    Warner,
+)
+from deniable.analysis import (  # noqa: E402
+    GROUPED_COLUMNS,
+    Analysis,
+    analyze,
+    grouped,
+    read_reports,
+    write_reports,
+)
+from deniable.simulation import simulate  # noqa: E402
+
+
+def closed_form(p1: float, p0: float, yes: int, n: int, level: float = 0.95) -> dict[str, Any]:
+    """The estimate, both SEs and the exact interval from the formulas (not from deniable)."""
+    lam = yes / n
+    slope = p1 - p0
+    alpha = 1 - level
+    lo_l = 0.0 if yes == 0 else stats.beta.ppf(alpha / 2, yes, n - yes + 1)
+    hi_l = 1.0 if yes == n else stats.beta.ppf(1 - alpha / 2, yes + 1, n - yes)
+    a, b = sorted(((lo_l - p0) / slope, (hi_l - p0) / slope))
+    return {
+        "estimate": (lam - p0) / slope,
+        "se": math.sqrt(lam * (1 - lam) / n) / abs(slope),
+        "se_unbiased": math.sqrt(lam * (1 - lam) / (n - 1)) / abs(slope),
+        "ci": (min(max(a, 0.0), 1.0), min(max(b, 0.0), 1.0)),
+    }
+
+
+@pytest.fixture
+def survey() -> Any:
+    """A small survey: 0/1 reports with a few missing, a group column, another question."""
+    rng = np.random.default_rng(11)
+    n = 400
+    q = rng.integers(0, 2, n).astype(float)
+    q[[3, 50, 77]] = np.nan
+    g = rng.choice(["east", "north", "west"], n)
+    return pd.DataFrame({"id": np.arange(n), "q": q, "region": g, "z": rng.integers(0, 2, n)})
+
+
+# ------------------------------------------------------------------ analyze
+
+
+@pytest.mark.parametrize(
+    "design",
+    [TwoCoin(), Warner(0.2), ForcedResponse(1 / 6, 1 / 3), Mangat(0.6)],
+    ids=lambda d: d.name,
+)
+def test_analyze_matches_design_estimate_and_closed_form(survey: Any, design: Any) -> None:
+    res = analyze(survey, "q", design)
+    kept = survey["q"].dropna().to_numpy().astype(np.uint8)
+    direct = design.estimate(kept)
+    assert isinstance(res, Analysis)
+    assert res.missing == 3 and res.n == len(survey) - 3 == direct.n
+    assert res.estimate.value == direct.value
+    assert res.estimate.se == direct.se and res.estimate.se_unbiased == direct.se_unbiased
+    assert res.estimate.ci(0.9, "exact") == direct.ci(0.9, "exact")
+    cf = closed_form(design.p_yes_given_1, design.p_yes_given_0, int(kept.sum()), kept.size)
+    assert res.estimate.value == pytest.approx(cf["estimate"], abs=1e-12)
+    assert res.estimate.se == pytest.approx(cf["se"], rel=1e-12)
+    assert res.estimate.se_unbiased == pytest.approx(cf["se_unbiased"], rel=1e-12)
+    assert res.ci == pytest.approx(cf["ci"], abs=1e-10)
+
+
+def test_analyze_level_changes_the_interval(survey: Any) -> None:
+    res = analyze(survey, "q", TwoCoin(), level=0.8)
+    kept = survey["q"].dropna()
+    cf = closed_form(0.75, 0.25, int(kept.sum()), kept.size, level=0.8)
+    assert res.ci == pytest.approx(cf["ci"], abs=1e-10)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        [1, 0, 1, 1, 0],
+        [1.0, 0.0, 1.0, 1.0, 0.0],
+        [True, False, True, True, False],
+        pd.array([1, 0, 1, 1, 0], dtype="Int64"),
+        pd.array([True, False, True, True, False], dtype="boolean"),
+        np.array([1, False, True, 1.0, 0], dtype=object),
+        np.array([1, 0, 1, 1, 0], dtype=np.uint8),
+    ],
+    ids=["int", "float", "bool", "Int64", "boolean", "object", "uint8"],
+)
+def test_every_binary_dtype_gives_the_same_estimate(column: Any) -> None:
+    res = analyze(pd.DataFrame({"q": column}), "q", TwoCoin())
+    assert (res.n, res.missing) == (5, 0)
+    assert res.estimate.value == pytest.approx((3 / 5 - 0.25) / 0.5)
+
+
+@pytest.mark.parametrize(
+    "column",
+    [
+        [1, None, 0, 1],
+        pd.array([1, None, 0, 1], dtype="Int64"),
+        pd.array([True, None, False, True], dtype="boolean"),
+        np.array([1, None, 0, 1], dtype=object),
+    ],
+    ids=["float-nan", "Int64-NA", "boolean-NA", "object-None"],
+)
+def test_missing_reports_are_dropped_and_counted(column: Any) -> None:
+    res = analyze(pd.DataFrame({"q": column}), "q", TwoCoin())
+    assert (res.n, res.missing) == (3, 1)
+    assert res.estimate.value == pytest.approx((2 / 3 - 0.25) / 0.5)
+    with pytest.raises(DataError, match=r"`column` 'q' has 1 missing value.*first at row 1"):
+        analyze(pd.DataFrame({"q": column}), "q", TwoCoin(), missing="error")
+
+
+def test_missing_column_names_it_and_lists_the_columns(survey: Any) -> None:
+    with pytest.raises(DataError) as err:
+        analyze(survey, "qq", TwoCoin())
+    msg = str(err.value)
+    assert "'qq'" in msg and "'id', 'q', 'region', 'z'" in msg and "`column`" in msg
+
+
+@pytest.mark.parametrize(
+    ("values", "bad", "row"),
+    [
+        ([0, 1, 2, 1], "2", "2"),
+        ([0, -1, 1, 1], "-1", "1"),
+        ([0.0, 1.0, 0.5, 1.0], "0.5", "2"),
+        (["1", "0", "yes", "1"], "'1'", "0"),
+        (np.array([0, 1, "no", 1], dtype=object), "'no'", "2"),
+    ],
+    ids=["two", "negative", "half", "text", "object-text"],
+)
+def test_non_binary_values_name_column_value_and_row(values: Any, bad: str, row: str) -> None:
+    df = pd.DataFrame({"drugs": values})
+    with pytest.raises(DataError) as err:
+        analyze(df, "drugs", TwoCoin())
+    msg = str(err.value)
+    assert "'drugs'" in msg and f"got {bad} at row {row}" in msg, msg
+
+
+def test_non_binary_row_is_the_index_label_and_counts_the_rest() -> None:
+    df = pd.DataFrame({"q": [0, 3, 1, 7]}, index=["r1", "r2", "r3", "r4"])
+    with pytest.raises(DataError, match=r"got 3 at row 'r2' \(2 non-binary values in all\)"):
+        analyze(df, "q", TwoCoin())
+
+
+def test_no_reports_left_is_an_error() -> None:
+    with pytest.raises(DataError, match="no reports"):
+        analyze(pd.DataFrame({"q": [np.nan, np.nan]}), "q", TwoCoin())
+
+
+def test_bad_arguments(survey: Any) -> None:
+    with pytest.raises(ParameterTypeError, match="`df` must be a pandas DataFrame"):
+        analyze({"q": [1, 0]}, "q", TwoCoin())
+    with pytest.raises(ParameterTypeError, match="`design` must be a deniable design"):
+        analyze(survey, "q", "two-coin")  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="yes/no reports"):
+        analyze(survey, "q", Categorical(k=3, truth=0.5))
+    with pytest.raises(ParameterError, match="yes/no reports"):
+        analyze(survey, "q", Kuk(0.7, 0.3, draws=3))
+    with pytest.raises(ParameterError, match="`level` must be in"):
+        analyze(survey, "q", TwoCoin(), level=1.5)
+    with pytest.raises(ParameterError, match="`missing` must be one of 'drop', 'error'"):
+        analyze(survey, "q", TwoCoin(), missing="ignore")
+    dup = pd.DataFrame([[1, 0]], columns=["q", "q"])
+    with pytest.raises(DataError, match="unique"):
+        analyze(dup, "q", TwoCoin())
+
+
+def test_analysis_table_and_dict_state_infinite_epsilon(survey: Any) -> None:
+    res = analyze(survey, "q", Mangat(0.6))
+    assert "∞" in res.table() and "inf" not in res.table()
+    d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
+    assert d["epsilon"] == "inf" and d["missing"] == 3 and d["column"] == "q"
+    assert "1.0986" in str(analyze(survey, "q", TwoCoin()))
+
+
+def test_simulation_frame_analyses_to_the_simulation_estimate() -> None:
+    sim = simulate(TwoCoin(), 2000, 0.3, seed=4)
+    res = analyze(sim.to_frame(), "report", TwoCoin())
+    assert res.estimate.value == sim.estimate.value and res.n == 2000
+
+
+# ------------------------------------------------------------------ grouped
+
+
+def test_grouped_equals_per_group_subsets(survey: Any) -> None:
+    design = Warner(0.7)
+    out = analyze(survey, "q", design, by="region", level=0.9)
+    assert tuple(out.columns) == GROUPED_COLUMNS
+    assert list(out["group"]) == ["east", "north", "west"]
+    for row in out.itertuples(index=False):
+        sub = survey[survey["region"] == row.group]
+        one = analyze(sub, "q", design, level=0.9)
+        kept = sub["q"].dropna()
+        cf = closed_form(0.7, 0.3, int(kept.sum()), kept.size, level=0.9)
+        assert row.n == one.n == kept.size and row.missing == one.missing
+        assert row.yes == int(kept.sum())
+        assert row.estimate == one.estimate.value == pytest.approx(cf["estimate"], abs=1e-12)
+        assert row.bounded == one.estimate.bounded
+        assert row.se == pytest.approx(cf["se"], rel=1e-12)
+        assert row.se_unbiased == pytest.approx(cf["se_unbiased"], rel=1e-12)
+        assert (row.ci_lower, row.ci_upper) == pytest.approx(cf["ci"], abs=1e-10)
+        assert row.epsilon == pytest.approx(math.log(0.7 / 0.3))
+    assert out["missing"].sum() == 3 and out["n"].sum() == len(survey) - 3
+    assert out.attrs["level"] == 0.9 and out.attrs["missing_group"] == 0
+
+
+def test_grouped_function_is_analyze_by(survey: Any) -> None:
+    a = grouped(survey, "q", TwoCoin(), "region")
+    b = analyze(survey, "q", TwoCoin(), by="region")
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_grouped_numeric_labels_sorted_and_infinite_epsilon() -> None:
+    df = pd.DataFrame({"q": [1, 0, 1, 1, 0, 1], "wave": [3, 1, 3, 2, 1, 2]})
+    out = analyze(df, "q", Mangat(0.5), by="wave")
+    assert list(out["group"]) == [1, 2, 3]
+    assert list(out["n"]) == [2, 2, 2]
+    assert all(math.isinf(e) for e in out["epsilon"])
+
+
+def test_grouped_missing_group_labels() -> None:
+    df = pd.DataFrame({"q": [1, 0, 1, 1, 0], "g": ["a", None, "a", "b", "b"]})
+    out = analyze(df, "q", TwoCoin(), by="g")
+    assert list(out["n"]) == [2, 2] and out.attrs["missing_group"] == 1
+    with pytest.raises(DataError, match=r"`by` 'g' has 1 missing value.*row 1"):
+        analyze(df, "q", TwoCoin(), by="g", missing="error")
+
+
+def test_grouped_bad_input(survey: Any) -> None:
+    with pytest.raises(DataError, match=r"`by` must be one of .*'region'.*got 'area'"):
+        analyze(survey, "q", TwoCoin(), by="area")
+    with pytest.raises(ParameterError, match="`by` must differ from `column`"):
+        analyze(survey, "q", TwoCoin(), by="q")
+    with pytest.raises(DataError, match="got 5 at row 0"):
+        analyze(pd.DataFrame({"q": [5, 1], "g": [1, 2]}), "q", TwoCoin(), by="g")
+
+
+# ------------------------------------------------------------------ files
+
+
+@pytest.mark.parametrize("name", ["survey.csv", "survey.parquet", "survey.pq", "survey.csv.gz"])
+def test_round_trip(tmp_path: Path, survey: Any, name: str) -> None:
+    path = write_reports(survey, tmp_path / name)
+    back = read_reports(path)
+    assert list(back.columns) == list(survey.columns)
+    assert back["q"].isna().sum() == 3
+    a = analyze(back, "q", TwoCoin(), by="region")
+    b = analyze(survey, "q", TwoCoin(), by="region")
+    pd.testing.assert_frame_equal(a, b, check_dtype=False)
+
+
+def test_read_errors(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.csv"
+    with pytest.raises(DataError, match=r"cannot read reports file '.*nope\.csv'"):
+        read_reports(missing)
+    with pytest.raises(ParameterError, match=r"`path` must end in \.csv.*got '.*data\.xlsx'"):
+        read_reports(tmp_path / "data.xlsx")
+    bad = tmp_path / "bad.parquet"
+    bad.write_text("not parquet at all")
+    with pytest.raises(DataError, match=r"bad\.parquet' is not valid parquet"):
+        read_reports(bad)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(DataError, match=r"empty\.csv' is not valid csv"):
+        read_reports(empty)
+    with pytest.raises(ParameterError, match="`path` must end in"):
+        read_reports(tmp_path)  # no extension: the format is unknown before anything is read
+    (tmp_path / "dir.csv").mkdir()
+    with pytest.raises(DataError, match=r"cannot read reports file '.*dir\.csv'"):
+        read_reports(tmp_path / "dir.csv")
+
+
+def test_write_errors(tmp_path: Path, survey: Any) -> None:
+    with pytest.raises(ParameterError, match="`path` must end in"):
+        write_reports(survey, tmp_path / "x.txt")
+    with pytest.raises(DataError, match="cannot write"):
+        write_reports(survey, tmp_path / "no" / "such" / "x.csv")
+
+
+def test_core_import_needs_no_pandas() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['pandas'] = None\n"
+        "sys.modules['matplotlib'] = None\n"
+        "import deniable, deniable.analysis, deniable.report, deniable.simulation\n"
+        "assert deniable.simulate(deniable.TwoCoin(), 10, 0.5, seed=1).n == 10\n"
+        "try:\n"
+        "    deniable.analysis.analyze(None, 'q', deniable.TwoCoin())\n"
+        "except ImportError as exc:\n"
+        "    assert \"pip install 'deniable[data]'\" in str(exc), exc\n"
+        "else:\n"
+        "    raise SystemExit('no ImportError')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+
+
+# ------------------------------------------------------------------ CLI
+
+typer = pytest.importorskip("typer")
+from typer.testing import CliRunner  # noqa: E402
+
+from deniable.cli import app  # noqa: E402
+
+ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
+
+
+@pytest.fixture(scope="module")
+def runner() -> CliRunner:
+    return CliRunner(env=ENV)
+
+
+def _no_constant(name: str) -> Any:
+    raise AssertionError(f"JSON output contains the non-standard constant {name}")
+
+
+def run_json(runner: CliRunner, *args: str) -> Any:
+    result = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    return json.loads(result.stdout, parse_constant=_no_constant)
+
+
+def assert_one_line_error(result: Any, *needles: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    assert "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ") and result.stdout == ""
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+@pytest.fixture
+def csv_file(tmp_path: Path, survey: Any) -> str:
+    return str(write_reports(survey, tmp_path / "survey.csv"))
+
+
+def test_cli_analyze_json_matches_closed_form(runner: CliRunner, csv_file: str) -> None:
+    out = run_json(runner, "analyze", csv_file, "--column", "q", "--design", "warner",
+                   "-p", "p=0.7")  # fmt: skip
+    kept = pd.read_csv(csv_file)["q"].dropna()
+    cf = closed_form(0.7, 0.3, int(kept.sum()), kept.size)
+    assert out["n"] == kept.size and out["missing"] == 3 and out["yes"] == int(kept.sum())
+    assert out["estimate"] == pytest.approx(cf["estimate"], abs=1e-12)
+    assert out["se"] == pytest.approx(cf["se"], rel=1e-12)
+    assert out["ci_exact"] == pytest.approx(list(cf["ci"]), abs=1e-10)
+    assert out["column"] == "q" and out["epsilon"] == pytest.approx(math.log(7 / 3))
+
+
+def test_cli_analyze_by_json_and_table(runner: CliRunner, csv_file: str) -> None:
+    out = run_json(runner, "analyze", csv_file, "--column", "q", "--design", "mangat",
+                   "-p", "p=0.6", "--by", "region")  # fmt: skip
+    assert out["epsilon"] == "inf"
+    assert [g["group"] for g in out["groups"]] == ["east", "north", "west"]
+    lib = analyze(pd.read_csv(csv_file), "q", Mangat(0.6), by="region")
+    for g, row in zip(out["groups"], lib.itertuples(index=False), strict=True):
+        assert g["n"] == row.n and g["estimate"] == pytest.approx(row.estimate, abs=1e-15)
+        assert [g["ci_lower"], g["ci_upper"]] == pytest.approx([row.ci_lower, row.ci_upper])
+    result = runner.invoke(
+        app, ["analyze", csv_file, "--column", "q", "--design", "mangat", "-p", "p=0.6",
+              "--by", "region"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "∞" in result.stdout and "north" in result.stdout and "inf" not in result.stdout
+
+
+def test_cli_analyze_table(runner: CliRunner, csv_file: str) -> None:
+    result = runner.invoke(app, ["analyze", csv_file, "--column", "q", "--design", "two-coin"])
+    assert result.exit_code == 0, result.output
+    assert "missing reports (dropped)" in result.stdout and "95% CI (exact)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--column", "qq", "--design", "two-coin"), ("'qq'", "'region'")),
+        (
+            ("--column", "region", "--design", "two-coin"),
+            ("'region'", "must hold reports 0 or 1", "at row 0"),
+        ),
+        (("--column", "q", "--design", "nope"), ("`design` must be one of",)),
+        (("--column", "q", "--design", "warner"), ("needs parameter p",)),
+        (("--column", "q", "--design", "two-coin", "--by", "zz"), ("`by`", "'zz'")),
+        (("--column", "q", "--design", "two-coin", "--missing", "error"), ("missing value",)),
+        (("--column", "q", "--design", "two-coin", "--missing", "x"), ("`--missing`",)),
+        (("--design", "two-coin"), ("--column",)),
+    ],
+)
+def test_cli_analyze_one_line_errors(
+    runner: CliRunner, csv_file: str, args: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
+    assert_one_line_error(runner.invoke(app, ["analyze", csv_file, *args]), *needles)
+
+
+def test_cli_analyze_file_errors(runner: CliRunner, tmp_path: Path) -> None:
+    args = ["--column", "q", "--design", "two-coin"]
+    res = runner.invoke(app, ["analyze", str(tmp_path / "none.csv"), *args])
+    assert_one_line_error(res, "cannot read reports file", "none.csv")
+    res = runner.invoke(app, ["analyze", str(tmp_path / "x.json"), *args])
+    assert_one_line_error(res, "`path` must end in", "x.json")
+
+
+def test_group_with_only_missing_reports_has_no_estimate(runner: CliRunner, tmp_path: Path) -> None:
+    df = pd.DataFrame({"q": [1, 0, None, None, 1], "g": ["a", "a", "b", "b", "c"]})
+    out = analyze(df, "q", TwoCoin(), by="g")
+    b = out[out["group"] == "b"].iloc[0]
+    assert b["n"] == 0 and b["missing"] == 2 and math.isnan(b["estimate"])
+    path = str(write_reports(df, tmp_path / "g.csv"))
+    got = run_json(runner, "analyze", path, "--column", "q", "--design", "two-coin", "--by", "g")
+    assert got["groups"][1]["estimate"] is None and got["groups"][1]["n"] == 0
