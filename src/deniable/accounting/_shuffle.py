@@ -1,0 +1,325 @@
+"""Privacy amplification by shuffling: n respondents, each answering with an ``epsilon0``-LDP
+randomizer (e.g. randomized response), whose reports are shuffled before release.
+
+Two bounds on the central (epsilon, delta) of the shuffled reports, both from Feldman,
+McMillan & Talwar (2021), "Hiding Among the Clones: A Simple and Nearly Optimal Analysis of
+Privacy Amplification by Shuffling", FOCS 2021, arXiv:2012.12803:
+
+* the closed form of their Theorem 3.1, valid for
+  ``epsilon0 <= ln(n / (16 ln(2/delta)))``;
+* their numerical bound: the exact hockey-stick divergence of the two "clone" distributions
+  their reduction ends with (Sec. 4 and App. E), bisected on epsilon.
+
+The clone reduction: each of the other ``n - 1`` respondents is, with probability
+``e^(-epsilon0)``, a *clone* whose report looks like the target's report on one of the two
+neighbouring inputs (each with probability 1/2).  With ``C ~ Bin(n - 1, e^(-epsilon0))``
+clones, ``A ~ Bin(C, 1/2)`` of them of the first kind and ``alpha = e^eps0 / (1 + e^eps0)``,
+the shuffled output is a post-processing of the count of first-kind reports,
+
+    P = A + Bernoulli(1 - alpha)     versus     Q = A + Bernoulli(alpha)
+
+(``C`` itself is observed).  So ``delta(eps) <= E_C[D_{e^eps}(P_C || Q_C)]``, which is computed
+here exactly, term by term, with scipy's binomial pmf and cdf.
+
+Both bounds are capped at ``epsilon0``: the shuffled reports are a post-processing of the
+local reports, which are already ``epsilon0``-DP (with ``delta = 0``) for a change of one
+respondent's answer, so shuffling never hurts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import special, stats
+
+from deniable import _validation as v
+from deniable.accounting._measures import ApproxDP
+from deniable.exceptions import ParameterError
+
+__all__ = [
+    "ShuffleTable",
+    "plot_shuffle",
+    "shuffle_delta_numerical",
+    "shuffle_epsilon_closed_form",
+    "shuffle_epsilon_numerical",
+    "shuffle_epsilon_table",
+    "shuffle_guarantee",
+]
+
+
+def _check(epsilon0: Any, n: Any, delta: Any) -> tuple[float, int, float]:
+    eps0 = v.positive("epsilon0", epsilon0)
+    size = v.integer("n", n, minimum=1)
+    dlt = v.probability("delta", delta, low_open=True, high_open=True)
+    return eps0, size, dlt
+
+
+def _closed_form_limit(n: int, delta: float) -> float:
+    """The largest ``epsilon0`` Theorem 3.1 covers: ``ln(n / (16 ln(2 / delta)))``
+    (``-inf`` when ``n <= 16 ln(2 / delta)``, i.e. no ``epsilon0`` qualifies)."""
+    ratio = n / (16 * math.log(2 / delta))
+    return math.log(ratio) if ratio > 0 else -math.inf
+
+
+def shuffle_epsilon_closed_form(epsilon0: float, n: int, delta: float) -> float:
+    """Central epsilon of ``n`` shuffled ``epsilon0``-LDP reports, closed form.
+
+    Feldman, McMillan & Talwar (2021), Theorem 3.1 (arXiv:2012.12803, FOCS 2021 version):
+    for ``epsilon0 <= ln(n / (16 ln(2/delta)))`` the shuffled reports are (eps, delta)-DP with
+
+        eps = ln(1 + (e^eps0 - 1)/(e^eps0 + 1) * (8 sqrt(e^eps0 ln(4/delta)) / sqrt(n)
+                                                  + 8 e^eps0 / n)).
+
+    Outside that range this raises :class:`~deniable.exceptions.ParameterError` rather than
+    return a bound the theorem does not give.  The result is rounded up by 1e-12 relative and
+    capped at ``epsilon0`` (shuffling never hurts).
+
+    >>> round(shuffle_epsilon_closed_form(1.0, 100_000, 1e-6), 4)
+    0.0726
+    """
+    eps0, size, dlt = _check(epsilon0, n, delta)
+    limit = _closed_form_limit(size, dlt)
+    if eps0 > limit:
+        if limit <= 0:
+            raise ParameterError(
+                f"`n` must exceed 16 ln(2/delta) = {16 * math.log(2 / dlt):.4g} for the "
+                f"closed form (Feldman-McMillan-Talwar 2021, Thm. 3.1), got {size}."
+            )
+        raise ParameterError(
+            f"`epsilon0` must be in (0, ln(n / (16 ln(2/delta)))] = (0, {limit:.6g}] for "
+            f"n={size}, delta={dlt:g} (Feldman-McMillan-Talwar 2021, Thm. 3.1), got {eps0}; "
+            "use shuffle_epsilon_numerical."
+        )
+    e0 = math.exp(eps0)
+    # eps = ln(1 + tanh(eps0/2) (8 sqrt(e^eps0 ln(4/delta) / n) + 8 e^eps0 / n))
+    inner = 8 * math.sqrt(e0 * math.log(4 / dlt)) / math.sqrt(size) + 8 * e0 / size
+    eps = math.log1p(math.tanh(eps0 / 2) * inner)
+    # rounded up by 1e-12 relative: far above the few-ulp rounding error of the formula
+    return min(eps * (1 + 1e-12), eps0)
+
+
+def _relative_error(c: Any) -> Any:
+    """Slack covering the relative error of scipy's binomial pmf and cdf at size ``c``.
+
+    Against exact integer arithmetic, ``scipy.stats.binom.pmf`` / ``cdf`` (Boost) were off by
+    at most ~3e-18 c relative for c up to 3e6 (2e-13 at c = 1e5, 9e-12 at 3e6); this charges
+    1e-12 + 1e-16 c, more than thirty times that.  (``binom.logpmf`` is much worse, ~1e-9 at
+    c = 1e6, through cancelling log-gammas, and is not used.)  Values that underflow to 0
+    are below 1e-300 and do not matter.
+    """
+    return 1e-12 + 1e-16 * c
+
+
+@dataclass(frozen=True)
+class _Clones:
+    """The law of the clone count ``C ~ Bin(n - 1, e^(-eps0))`` on a window of values, and the
+    mass outside the window (charged in full by :meth:`delta`)."""
+
+    eps0: float
+    c: npt.NDArray[np.int64]
+    pc: npt.NDArray[np.float64]
+    outside: float
+    slack: float
+
+    @classmethod
+    def build(cls, eps0: float, n: int, tail: float) -> _Clones:
+        m, q = n - 1, math.exp(-eps0)
+        if m == 0:
+            return cls(eps0, np.zeros(1, dtype=np.int64), np.ones(1), 0.0, 0.0)
+        # Bernstein: P(C - mu >= t) <= exp(-t^2 / (2 (var + t/3))); lower tail without t/3.
+        mu, var, big_l = m * q, m * q * (1 - q), math.log(1 / tail)
+        t_up = big_l / 3 + math.sqrt((big_l / 3) ** 2 + 2 * var * big_l)
+        t_down = math.sqrt(2 * var * big_l)
+        lo = max(math.floor(mu - t_down) - 1, 0)
+        hi = min(math.ceil(mu + t_up) + 1, m)
+        c = np.arange(lo, hi + 1, dtype=np.int64)
+        outside = float(stats.binom.cdf(lo - 1, m, q) + stats.binom.sf(hi, m, q))
+        pc = np.asarray(stats.binom.pmf(c, m, q), dtype=np.float64)
+        return cls(eps0, c, pc, outside, _relative_error(m))
+
+    def delta(self, eps: float) -> float:
+        """Upper bound on ``E_C[D_{e^eps}(P_C || Q_C)]`` for the clone pair (module docstring).
+
+        Given ``C = c`` and ``b``, ``F`` the pmf and cdf of ``Bin(c, 1/2)``:
+        ``P(k) - e^eps Q(k) = A1 b(k) - A2 b(k - 1)`` with ``A1 = alpha - e^eps (1 - alpha)``
+        and ``A2 = e^eps alpha - (1 - alpha)``.  The likelihood ratio falls with k, so the
+        positive part is ``k <= K_c = ceil((c + 1) A1 / (A1 + A2)) - 1``, and telescoping
+        gives ``D_c = A1 b(K_c) - (e^eps - 1) F(K_c - 1)``.  Rounding can misplace ``K_c`` by
+        one only where the boundary term is ~1e-16 of ``A1 b(K_c)``; that, and the rounding
+        of the pmf and cdf, is covered by a slack of :func:`_relative_error` times the
+        two terms.  The mass of
+        C outside the window is charged at the largest possible ``D_c``, the total variation
+        ``2 alpha - 1``.  ``P`` and ``Q`` are mirror images
+        (``k -> c + 1 - k``), so one direction suffices.
+        """
+        eps0 = self.eps0
+        if eps >= eps0:
+            return 0.0  # the likelihood ratio never exceeds e^eps0
+        beta = float(special.expit(-eps0))  # 1 - alpha, without cancellation
+        tv = math.tanh(eps0 / 2)  # 2 alpha - 1
+        ee = math.exp(eps)
+        a1 = beta * ee * math.expm1(eps0 - eps)  # alpha - e^eps beta, without cancellation
+        share = a1 / (tv * (1 + ee))  # A1 / (A1 + A2)
+        c = self.c
+        k = np.ceil((c + 1) * share).astype(np.int64) - 1
+        pos = self.pc * stats.binom.pmf(k, c, 0.5) * a1
+        neg = self.pc * stats.binom.cdf(k - 1, c, 0.5) * math.expm1(eps)
+        terms = np.maximum(pos - neg, 0.0) + _relative_error(c) * (pos + neg)
+        return float(np.sum(terms) * (1 + self.slack) + self.outside * tv)
+
+
+def shuffle_delta_numerical(epsilon0: float, n: int, epsilon: float) -> float:
+    """Upper bound on the ``delta`` at which ``n`` shuffled ``epsilon0``-LDP reports are
+    (``epsilon``, delta)-DP: the exact clone hockey stick (module docstring), rounded up.
+
+    >>> shuffle_delta_numerical(1.0, 1, 1.0)
+    0.0
+    """
+    eps0 = v.positive("epsilon0", epsilon0)
+    size = v.integer("n", n, minimum=1)
+    eps = v.positive("epsilon", epsilon, allow_zero=True)
+    return min(_Clones.build(eps0, size, 1e-30).delta(eps), 1.0)
+
+
+def shuffle_epsilon_numerical(
+    epsilon0: float, n: int, delta: float, *, tolerance: float = 1e-6
+) -> float:
+    """Central epsilon of ``n`` shuffled ``epsilon0``-LDP reports: the numerical bound of
+    Feldman, McMillan & Talwar (2021, Sec. 4, App. E).
+
+    Bisects on epsilon for the smallest value whose clone hockey stick
+    (:func:`shuffle_delta_numerical`) is at most ``delta``, and returns the upper end of the
+    final bracket (never an epsilon whose delta was not verified), to within ``tolerance``
+    relative.  Valid for every ``n >= 1`` and ``epsilon0 > 0``; never above ``epsilon0``, and
+    never above the closed form where that applies.
+
+    >>> round(shuffle_epsilon_numerical(1.0, 100_000, 1e-6), 4)
+    0.0153
+    """
+    eps0, size, dlt = _check(epsilon0, n, delta)
+    tol = v.positive("tolerance", tolerance)
+    clones = _Clones.build(eps0, size, tail=min(1e-18, dlt * 1e-6))
+
+    def ok(eps: float) -> bool:
+        return clones.delta(eps) <= dlt
+
+    hi = eps0  # delta(eps0) = 0: the likelihood ratio never exceeds e^eps0
+    if eps0 <= _closed_form_limit(size, dlt):
+        cf = shuffle_epsilon_closed_form(eps0, size, dlt)
+        if ok(cf):
+            hi = cf
+    lo = 0.0
+    if ok(lo):
+        return 0.0
+    while hi - lo > tol * hi:
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return hi
+
+
+def shuffle_guarantee(
+    epsilon0: float, n: int, delta: float, *, method: str = "numerical"
+) -> ApproxDP:
+    """The central guarantee ``ApproxDP(epsilon, delta)`` of ``n`` shuffled ``epsilon0``-LDP
+    reports, by ``method="numerical"`` (default, tighter, any n) or ``"closed_form"``.
+
+    ``epsilon`` is a float computed by bisection, so the digits past the ``tolerance`` of
+    :func:`shuffle_epsilon_numerical` (1e-6 relative) carry no meaning.
+
+    >>> shuffle_guarantee(1.0, 10_000, 1e-6)
+    ApproxDP(epsilon=0.0530053, delta=1e-06)
+    """
+    v.choice("method", method, ("numerical", "closed_form"))
+    if method == "closed_form":
+        return ApproxDP(shuffle_epsilon_closed_form(epsilon0, n, delta), delta)
+    return ApproxDP(shuffle_epsilon_numerical(epsilon0, n, delta), delta)
+
+
+@dataclass(frozen=True)
+class ShuffleTable:
+    """Central epsilon of shuffled ``epsilon0``-LDP reports for a grid of ``n``.
+
+    ``closed_form[i]`` is ``None`` where Theorem 3.1 does not apply
+    (``epsilon0 > ln(n / (16 ln(2/delta)))``).
+    """
+
+    epsilon0: float
+    delta: float
+    n: tuple[int, ...]
+    closed_form: tuple[float | None, ...]
+    numerical: tuple[float, ...]
+
+    def rows(self) -> list[dict[str, float | int | None]]:
+        """One dict per ``n``: ``{"n", "closed_form", "numerical"}``."""
+        return [
+            {"n": size, "closed_form": cf, "numerical": num}
+            for size, cf, num in zip(self.n, self.closed_form, self.numerical, strict=True)
+        ]
+
+    def __str__(self) -> str:
+        lines = [
+            f"shuffled randomized response: epsilon0 = {self.epsilon0:g}, "
+            f"delta = {self.delta:g} (central epsilon; FMT 2021)",
+            f"{'n':>12}  {'closed form':>12}  {'numerical':>12}",
+        ]
+        for row in self.rows():
+            cf = row["closed_form"]
+            cell = f"{'n/a':>12}" if cf is None else f"{cf:>12.5f}"
+            lines.append(f"{row['n']:>12}  {cell}  {row['numerical']:>12.5f}")
+        return "\n".join(lines)
+
+
+def shuffle_epsilon_table(
+    epsilon0: float, delta: float, n: Sequence[int] | npt.ArrayLike, *, tolerance: float = 1e-6
+) -> ShuffleTable:
+    """Both bounds for each ``n`` in a grid (closed form ``None`` outside its range).
+
+    >>> print(shuffle_epsilon_table(2.0, 1e-6, [1_000, 100_000]))  # doctest: +NORMALIZE_WHITESPACE
+    shuffled randomized response: epsilon0 = 2, delta = 1e-06 (central epsilon; FMT 2021)
+               n   closed form     numerical
+            1000           n/a       0.54550
+          100000       0.18619       0.04503
+    """
+    ns = tuple(v.integer("n", x, minimum=1) for x in np.atleast_1d(np.asarray(n)).tolist())
+    eps0, _, dlt = _check(epsilon0, 1, delta)
+    closed: list[float | None] = []
+    for size in ns:
+        ok = eps0 <= _closed_form_limit(size, dlt)
+        closed.append(shuffle_epsilon_closed_form(eps0, size, dlt) if ok else None)
+    numerical = tuple(
+        shuffle_epsilon_numerical(eps0, size, dlt, tolerance=tolerance) for size in ns
+    )
+    return ShuffleTable(eps0, dlt, ns, tuple(closed), numerical)
+
+
+def plot_shuffle(table: ShuffleTable, *, ax: Any = None) -> Any:
+    """Plot a :class:`ShuffleTable` (epsilon against n, log-log); returns the ``Axes``.
+
+    Needs matplotlib: ``pip install deniable[plot]``.
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise ImportError(
+            "plot_shuffle needs matplotlib; install the `plot` extra: pip install deniable[plot]"
+        ) from err
+    if ax is None:
+        _, ax = plt.subplots()
+    ax.plot(table.n, table.numerical, marker="o", label="numerical (clones)")
+    pairs = [(s, c) for s, c in zip(table.n, table.closed_form, strict=True) if c is not None]
+    if pairs:
+        xs, ys = zip(*pairs, strict=True)
+        ax.plot(xs, ys, marker="s", label="closed form (Thm. 3.1)")
+    ax.axhline(table.epsilon0, linestyle=":", color="grey", label="epsilon0 (no shuffling)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("n (respondents)")
+    ax.set_ylabel("central epsilon")
+    ax.set_title(f"Amplification by shuffling, delta = {table.delta:g}")
+    ax.legend()
+    return ax
