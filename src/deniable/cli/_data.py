@@ -1,4 +1,8 @@
-"""Turning the estimate/simulate command-line inputs into a tally: counts, yes/n, a file."""
+"""Turning the estimate/simulate command-line inputs into a tally: counts, yes/n, a file.
+
+One-group designs take ``--yes Y --n N``; two-group designs take ``--yes Y1,Y2 --n N1,N2``
+(or ``--counts no1,yes1,no2,yes2``).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import io
 from pathlib import Path
 
 from deniable.cli._base import fail, guard_io, parse_counts
-from deniable.designs import BinaryDesign, Categorical, Design, Tally
+from deniable.designs import BinaryDesign, Categorical, Design, Tally, TwoGroupDesign, TwoGroupTally
 
 
 def needs_counts(design: Design) -> bool:
@@ -88,11 +92,68 @@ def _is_int(cell: str) -> bool:
     return True
 
 
+def parse_whole_numbers(option: str, text: str) -> tuple[int, ...]:
+    """``"373,398"`` -> ``(373, 398)``; every part a whole number (the sign is kept)."""
+    out = []
+    for part in text.split(","):
+        try:
+            out.append(int(part.strip()))
+        except ValueError:
+            fail(
+                f"`{option}` must be a whole number (Y1,Y2 / N1,N2 for a two-group design), "
+                f"got {part.strip()!r}."
+            )
+    return tuple(out)
+
+
+def _single(option: str, text: str, design: Design) -> int:
+    values = parse_whole_numbers(option, text)
+    if len(values) != 1:
+        fail(
+            f"`{option}` takes one number for design {design.name!r} (one group; a list "
+            f"such as Y1,Y2 is for two-group designs), got {text!r}."
+        )
+    return values[0]
+
+
+def gather_two_group_tally(
+    design: TwoGroupDesign,
+    *,
+    yes: str | None,
+    n: str | None,
+    reports: str | None,
+    column: str | None,
+    counts: str | None,
+) -> TwoGroupTally:
+    """The tally of a two-group design from ``--yes Y1,Y2 --n N1,N2`` or ``--counts``."""
+    need = f"design {design.name!r} needs two groups"
+    how = "--yes Y1,Y2 --n N1,N2 or --counts no1,yes1,no2,yes2"
+    if reports is not None or column is not None:
+        fail(f"{need}: give {how} (a --reports file carries no group).")
+    given = [flag for flag, present in (("--yes/--n", yes is not None or n is not None),
+                                        ("--counts", counts is not None)) if present]  # fmt: skip
+    if len(given) != 1:
+        got = "none" if not given else " and ".join(given)
+        fail(f"give exactly one of {how}; got {got}.")
+    if counts is not None:
+        values = parse_counts(counts)
+        if len(values) != 4:
+            fail(f"{need}: `--counts` must have 4 entries (no1,yes1,no2,yes2), got {len(values)}.")
+        return TwoGroupTally(values)
+    if yes is None or n is None:
+        fail(f"give both --yes and --n, got only {'--yes' if n is None else '--n'}.")
+    ys, ns = parse_whole_numbers("--yes", yes), parse_whole_numbers("--n", n)
+    if len(ys) != 2 or len(ns) != 2:
+        fail(f"{need}: give --yes Y1,Y2 and --n N1,N2 (one count per group), got "
+             f"--yes {yes} --n {n}.")  # fmt: skip
+    return TwoGroupTally.from_yes_n(ys, ns)
+
+
 def gather_tally(
     design: Design,
     *,
-    yes: int | None,
-    n: int | None,
+    yes: str | None,
+    n: str | None,
     reports: str | None,
     column: str | None,
     counts: str | None,
@@ -138,4 +199,4 @@ def gather_tally(
         )
     if yes is None or n is None:
         fail(f"give both --yes and --n, got only {'--yes' if n is None else '--n'}.")
-    return Tally.binary(yes, n)
+    return Tally.binary(_single("--yes", yes, design), _single("--n", n, design))

@@ -25,15 +25,24 @@ from deniable.cli._base import (
     fmt_params,
     kv_table,
 )
-from deniable.cli._data import gather_tally
+from deniable.cli._data import gather_tally, gather_two_group_tally
+from deniable.cli._twogroup import (
+    two_group_designs_table,
+    two_group_exact_lines,
+    two_group_payload,
+    two_group_rows,
+    two_group_table,
+)
 from deniable.designs import (
     DESIGNS,
+    TWO_GROUP_DESIGNS,
     BinaryDesign,
     Categorical,
     CategoricalEstimate,
     Design,
     Kuk,
     Tally,
+    TwoGroupDesign,
     design_parameters,
     make_design,
 )
@@ -53,6 +62,15 @@ EXAMPLES: dict[str, dict[str, str]] = {
     "triangular": {"p": "0.25"},
     "custom": {"p_yes_given_1": "0.8", "p_yes_given_0": "0.3"},
     "categorical": {"k": "4", "truth": "0.5"},
+    "unrelated-unknown": {"p1": "0.7", "p2": "0.3"},
+    "cdm": {"forced_yes1": "0.2", "forced_yes2": "0.6"},
+    "cdm-symmetric": {
+        "forced_yes1": "0.1",
+        "forced_no1": "0.1",
+        "forced_yes2": "0.3",
+        "forced_no2": "0.1",
+    },
+    "sld": {"p1": "2/12", "p2": "10/12"},
 }
 
 DesignArg = Annotated[
@@ -119,34 +137,45 @@ def _example(name: str) -> tuple[dict[str, str], Design | None]:
         return params, None
 
 
+def _design_row(name: str, cls: type[Design]) -> tuple[dict[str, Any], Design | None]:
+    params, d = _example(name)
+    row: dict[str, Any] = {
+        "name": name,
+        "summary": (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " "),
+        "parameters": {
+            k: (None if p.default is inspect.Parameter.empty else p.default)
+            for k, p in design_parameters(name).items()
+        },
+        "required": [
+            k for k, p in design_parameters(name).items() if p.default is inspect.Parameter.empty
+        ],
+        "example": params,
+    }
+    if d is not None:
+        channel = design_channel_fields(d)
+        row["example_parameters"] = channel.pop("parameters")
+        channel.pop("design")
+        row.update(channel)
+    return row, d
+
+
 @app.command("designs")
 def designs_command(as_json: JsonOpt = False) -> None:
     """List every design: parameters, its channel at an example setting, and ε."""
-    rows = []
-    for name, cls in DESIGNS.items():
-        params, d = _example(name)
-        row: dict[str, Any] = {
-            "name": name,
-            "summary": (inspect.getdoc(cls) or "").split("\n\n")[0].replace("\n", " "),
-            "parameters": {
-                k: (None if p.default is inspect.Parameter.empty else p.default)
-                for k, p in design_parameters(name).items()
-            },
-            "required": [
-                k
-                for k, p in design_parameters(name).items()
-                if p.default is inspect.Parameter.empty
-            ],
-            "example": params,
-        }
-        if d is not None:
-            channel = design_channel_fields(d)
-            row["example_parameters"] = channel.pop("parameters")
-            channel.pop("design")
-            row.update(channel)
-        rows.append((row, d))
+    rows = [_design_row(name, cls) for name, cls in DESIGNS.items()]
+    two_group = []
+    for name, cls in TWO_GROUP_DESIGNS.items():
+        row, d = _design_row(name, cls)
+        row["groups"] = 2
+        row["estimates"] = list(cls.estimated)
+        two_group.append((row, d))
     if as_json:
-        emit_json({"designs": [row for row, _ in rows]})
+        emit_json(
+            {
+                "designs": [row for row, _ in rows],
+                "two_group_designs": [row for row, _ in two_group],
+            }
+        )
         return
     table = Table(
         title="Designs: channel and ε at the example setting",
@@ -173,6 +202,13 @@ def designs_command(as_json: JsonOpt = False) -> None:
             "* a default value.  † categorical: P(report = the true category), P(report = one "
             "given other category).\n∞: some report can only come from one answer (no finite "
             "guarantee).  kuk: per card drawn; with d draws ε is d times larger."
+        )
+    )
+    out.print(two_group_designs_table(two_group, _param_lines))
+    out.print(
+        Text(
+            "Estimate with --yes Y1,Y2 --n N1,N2.  ε counts every kind of respondent (a "
+            "cheater, a lying carrier, the answer to the unrelated question): all are ∞."
         )
     )
 
@@ -286,8 +322,18 @@ def run_estimate(
 def estimate_command(
     design: DesignArg,
     param: ParamOpt = None,
-    yes: Annotated[int | None, typer.Option("--yes", help="Number of yes reports.")] = None,
-    n: Annotated[int | None, typer.Option("--n", "-n", help="Number of reports.")] = None,
+    yes: Annotated[
+        str | None,
+        typer.Option(
+            "--yes", metavar="Y[,Y2]", help="Number of yes reports (Y1,Y2: one per group)."
+        ),
+    ] = None,
+    n: Annotated[
+        str | None,
+        typer.Option(
+            "--n", "-n", metavar="N[,N2]", help="Number of reports (N1,N2: one per group)."
+        ),
+    ] = None,
     reports: Annotated[
         str | None,
         typer.Option(
@@ -304,7 +350,8 @@ def estimate_command(
         typer.Option(
             "--counts",
             metavar="C0,C1,...",
-            help="Count of each report value (kuk with draws > 1, categorical; or no,yes).",
+            help="Count of each report value (kuk with draws > 1, categorical; or no,yes; "
+            "two-group designs: no1,yes1,no2,yes2).",
         ),
     ] = None,
     method: Annotated[
@@ -316,6 +363,22 @@ def estimate_command(
     """Estimate the prevalence from randomized reports: estimate, both SEs, intervals."""
     d = build_design(design, param)
     lvl = v.level(level)
+    if isinstance(d, TwoGroupDesign):
+        if method is not None:
+            fail(f"`--method` applies to the kuk design only, got {method!r}.")
+        result = d.estimate(
+            gather_two_group_tally(d, yes=yes, n=n, reports=reports, column=column, counts=counts)
+        )
+        if as_json:
+            emit_json(two_group_payload(d, result, lvl, design_channel_fields(d)))
+            return
+        out = console()
+        rows = two_group_rows(d, result, epsilon_note(d.epsilon))
+        out.print(kv_table(rows, title="Two-group estimate"))
+        out.print(two_group_table(result, lvl))
+        for line in two_group_exact_lines(result, lvl):
+            out.print(Text(line))
+        return
     tally = gather_tally(d, yes=yes, n=n, reports=reports, column=column, counts=counts)
     est = run_estimate(d, tally, method)
     out = console()

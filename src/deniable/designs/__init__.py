@@ -3,19 +3,33 @@
 from __future__ import annotations
 
 from deniable.designs._base import BinaryDesign, Design, Tally, channel_epsilon
-from deniable.designs._binary import Binary, BiasedCoin, Crosswise, Custom, Mirrored, TwoCoin, Warner
+from deniable.designs._binary import (
+    BiasedCoin,
+    Binary,
+    Crosswise,
+    Custom,
+    Mirrored,
+    TwoCoin,
+    Warner,
+)
 from deniable.designs._categorical import Categorical, CategoricalEstimate
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._kuk import Kuk
-from deniable.designs._registry import DESIGNS, design_parameters, make_design
+from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
+from deniable.designs._twogroup import RespondentType, TwoGroupDesign, types_epsilon
+from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
+from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
+from deniable.designs._twogroup_results import TwoGroupEstimate, TwoGroupTally
 
 __all__ = [
     "DESIGNS",
+    "TWO_GROUP_DESIGNS",
     "BiasedCoin",
     "Binary",
     "BinaryDesign",
     "Categorical",
     "CategoricalEstimate",
+    "CheaterDetection",
     "Crosswise",
     "Custom",
     "Design",
@@ -23,12 +37,20 @@ __all__ = [
     "Kuk",
     "Mangat",
     "Mirrored",
+    "RespondentType",
+    "StochasticLieDetector",
+    "SymmetricCheaterDetection",
     "Tally",
     "Triangular",
     "TwoCoin",
+    "TwoGroupDesign",
+    "TwoGroupEstimate",
+    "TwoGroupTally",
     "UnrelatedQuestion",
+    "UnrelatedUnknown",
     "Warner",
     "channel_epsilon",
     "design_parameters",
     "make_design",
+    "types_epsilon",
 ]

@@ -19,9 +19,12 @@ from deniable.designs._binary import (
 from deniable.designs._categorical import Categorical
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._kuk import Kuk
+from deniable.designs._twogroup import TwoGroupDesign
+from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
+from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
 from deniable.exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["DESIGNS", "design_parameters", "make_design"]
+__all__ = ["DESIGNS", "TWO_GROUP_DESIGNS", "design_parameters", "make_design"]
 
 #: Every design by its CLI name, in the order of the documentation.
 DESIGNS: Mapping[str, type[Design]] = {
@@ -43,16 +46,30 @@ DESIGNS: Mapping[str, type[Design]] = {
     )
 }
 
+#: The two-group designs (respondents split at random into two groups), by CLI name.
+TWO_GROUP_DESIGNS: Mapping[str, type[TwoGroupDesign]] = {
+    cls.name: cls
+    for cls in (
+        UnrelatedUnknown,
+        CheaterDetection,
+        SymmetricCheaterDetection,
+        StochasticLieDetector,
+    )
+}
+
 
 def design_parameters(name: str) -> dict[str, inspect.Parameter]:
-    """The constructor parameters of design ``name``."""
+    """The constructor parameters of design ``name`` (one- or two-group)."""
     cls = _lookup(name)
     return dict(inspect.signature(cls).parameters)
 
 
 def _lookup(name: str) -> type[Design]:
+    if name in TWO_GROUP_DESIGNS:
+        return TWO_GROUP_DESIGNS[name]
     if name not in DESIGNS:
-        raise ParameterError(f"`design` must be one of {', '.join(DESIGNS)}, got {name!r}.")
+        every = ", ".join([*DESIGNS, *TWO_GROUP_DESIGNS])
+        raise ParameterError(f"`design` must be one of {every}, got {name!r}.")
     return DESIGNS[name]
 
 
@@ -74,10 +91,13 @@ def _parse_value(name: str, text: str) -> Any:
 
 
 def make_design(name: str, params: Mapping[str, Any] | None = None) -> Design:
-    """Build design ``name`` from parameters; string values are parsed (``3/4`` allowed).
+    """Build design ``name`` (one- or two-group) from parameters; string values are parsed
+    (``3/4`` allowed).
 
     >>> make_design("warner", {"p": "3/4"})
     Warner(p=0.75)
+    >>> make_design("sld", {"p1": "2/12", "p2": "10/12"}).name
+    'sld'
     """
     cls = _lookup(name)
     sig = design_parameters(name)

@@ -1,0 +1,423 @@
+"""Two-group designs: the sample is split at random into two groups randomized differently.
+
+A second group buys a second parameter: the unknown prevalence of an unrelated question, the
+share of cheaters, or the honesty of carriers.  Every two-group design here is linear in two
+"free" parameters ``phi``: the probability of a "yes" report in group ``g`` is
+
+    ``lambda_g = c_g + M[g] @ phi``     (``M`` a 2 x 2 matrix, invertible when identifiable),
+
+so the moment estimator solves two equations in two unknowns, ``phi_hat = M^-1 (lambda_hat
+- c)``, and is exactly unbiased for ``phi``.  The reported parameters are functions of
+``phi`` (for the stochastic lie detector ``phi = (pi, pi t)`` and ``t = phi_2 / phi_1``).
+Standard errors come from the delta method,
+
+    ``Cov(phi_hat) = M^-1 diag(lambda_g (1 - lambda_g) / n_g) M^-T``,
+
+with ``n_g`` (plug-in) or ``n_g - 1`` (unbiased), and ``J Cov J^T`` for the reported
+parameters (``J`` their Jacobian).  Because ``(lambda_1, lambda_2)`` are the two binomial
+means, the same matrix inverts the full Fisher information of both binomials: it is the
+efficient asymptotic variance with every nuisance parameter estimated.
+
+The bounded maximum-likelihood estimate maximises the two-binomial log-likelihood over the
+parameter space, a polygon in ``phi``.  The log-likelihood is concave in ``phi``; when the
+moment estimate lies in the polygon it is the MLE, otherwise the maximum is on an edge and is
+found by a bounded one-dimensional search on each edge (``scipy.optimize.minimize_scalar``).
+
+Privacy.  Each group's randomization is a channel ``P[report | respondent type]``; a type
+is the true answer together with whatever else drives the report (the answer to the unrelated
+question, being a cheater, a carrier's honesty).  The neighbouring relation is *replace one
+respondent by one of another type with a different true answer*: a design's epsilon is the
+largest ``ln(P[r | type] / P[r | type'])`` over both groups, reports ``r`` and pairs of
+types whose true answers differ (:func:`types_epsilon`).  The group is known to the
+collector, so the two groups are not mixed.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable import _validation as v
+from deniable._estimate import Estimate
+from deniable.designs._base import Design, Tally
+from deniable.designs._twogroup_fit import (
+    polygon_mle,
+    single_group_intervals,
+    two_binomial_loglik,
+)
+from deniable.designs._twogroup_results import TwoGroupEstimate, TwoGroupTally, is_pair
+from deniable.exceptions import DataError, ParameterError
+from deniable.randomness import (
+    CHUNK,
+    binary_thresholds,
+    probability_threshold,
+    random_words,
+    resolve_rng,
+)
+
+__all__ = ["FloatArray", "RespondentType", "TwoGroupDesign", "types_epsilon"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class RespondentType(NamedTuple):
+    """One kind of respondent: a label, the true answer (0/1), and whether it complies."""
+
+    label: str
+    truth: int
+    compliant: bool
+
+
+def types_epsilon(
+    channels: Sequence[npt.ArrayLike], types: Sequence[RespondentType], *, compliant: bool = False
+) -> float:
+    """Epsilon of per-group channels ``P[report, type]`` between types with different answers.
+
+    ``max over groups, reports r and types i, j with truth_i != truth_j of
+    ln(P[r | i] / P[r | j])``; ``math.inf`` when a report is possible for one such type and
+    impossible for the other.  With ``compliant=True`` only compliant types are compared.
+    """
+    keep = [i for i, t in enumerate(types) if t.compliant or not compliant]
+    eps = 0.0
+    for channel in channels:
+        p = np.asarray(channel, dtype=float)
+        for row in p:
+            for i in keep:
+                for j in keep:
+                    if types[i].truth == types[j].truth or row[i] == 0.0:
+                        continue
+                    if row[j] == 0.0:
+                        return math.inf
+                    eps = max(eps, math.log(row[i] / row[j]))
+    return eps
+
+
+# --------------------------------------------------------------------------- design
+
+
+class TwoGroupDesign(Design):
+    """Base of the two-group designs: group channels, epsilon, randomizer, tally, estimator.
+
+    Subclasses give the per-group channel over :attr:`respondent_types`, the linear system
+    ``lambda = c + M phi``, the map from ``phi`` to the reported parameters, and the
+    parameter polygon.  Groups are labelled 1 and 2 (as in RRreg's ``group`` vector).
+    """
+
+    #: Names of the estimated parameters, the prevalence first.
+    estimated: ClassVar[tuple[str, ...]]
+    #: The kinds of respondent, in the column order of :meth:`group_channel`.
+    respondent_types: ClassVar[tuple[RespondentType, ...]]
+    #: Truth keyword of the nuisance parameter -> its default (``None``: must be given).
+    nuisance: ClassVar[Mapping[str, float | None]]
+    #: Corners of the parameter polygon in ``phi``, counter-clockwise.
+    vertices: ClassVar[tuple[tuple[float, float], ...]]
+
+    # ---- what a design supplies
+
+    def group_channel(self, group: int) -> FloatArray:
+        """``P[report, type]`` in group ``group`` (1 or 2); rows "no", "yes"."""
+        g = v.integer("group", group, minimum=1, maximum=2)
+        yes = np.asarray(self._yes_probabilities(g), dtype=float)
+        return np.vstack([1 - yes, yes])
+
+    @abstractmethod
+    def _yes_probabilities(self, group: int) -> tuple[float, ...]:
+        """P("yes" | type) in ``group``, in the order of :attr:`respondent_types`."""
+
+    @abstractmethod
+    def linear_system(self) -> tuple[FloatArray, FloatArray]:
+        """``(c, M)`` with ``lambda_g = c_g + M[g] @ phi`` for the free parameters ``phi``."""
+
+    @abstractmethod
+    def _outputs(self, phi: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Reported parameters at ``phi`` and their Jacobian ``d output / d phi``."""
+
+    @abstractmethod
+    def _affine_outputs(self) -> tuple[tuple[tuple[float, float], float] | None, ...]:
+        """Per output ``(row, const)`` with ``output = row @ phi + const``; ``None`` if not
+        affine."""
+
+    @abstractmethod
+    def _truth(self, truth: Mapping[str, Any]) -> tuple[FloatArray, FloatArray]:
+        """``phi`` from the truth keywords (validated), and ``d lambda_g / d prevalence``
+        with the nuisance parameter held fixed."""
+
+    # ---- the Design contract
+
+    @property
+    def channel(self) -> FloatArray:
+        """Both group channels side by side: ``P[report, (group, type)]``, group 1 first."""
+        return np.hstack([self.group_channel(1), self.group_channel(2)])
+
+    def thresholds(self, group: int) -> tuple[int, ...]:
+        """Integer thresholds per type in ``group``: "yes" iff ``word >> 11 < t[type]``.
+
+        0 and 1 are exact; when a group has two probabilities strictly between 0 and 1 the
+        larger is rounded down and the smaller up
+        (:func:`~deniable.randomness.binary_thresholds`), so the implemented channel is never
+        less private than the stated one.
+        """
+        yes = self._yes_probabilities(v.integer("group", group, minimum=1, maximum=2))
+        inner = sorted({p for p in yes if 0 < p < 1})
+        exact = {0.0: 0, 1.0: 1 << 53}
+        if len(inner) == 2:
+            t_lo, t_hi = binary_thresholds(inner[1], inner[0])
+            exact.update({inner[0]: t_lo, inner[1]: t_hi})
+        return tuple(exact[p] if p in exact else probability_threshold(p) for p in yes)
+
+    def implemented_group_channel(self, group: int) -> FloatArray:
+        """The channel of ``group`` that the randomizer realises exactly (thresholds / 2**53)."""
+        yes = np.array(self.thresholds(group), dtype=float) / 2.0**53
+        return np.vstack([1 - yes, yes])
+
+    @property
+    def implemented_channel(self) -> FloatArray:
+        """Both implemented group channels side by side, as :attr:`channel`."""
+        return np.hstack([self.implemented_group_channel(1), self.implemented_group_channel(2)])
+
+    @property
+    def n_reports(self) -> int:
+        return 2
+
+    @property
+    def n_truths(self) -> int:
+        return 2
+
+    @property
+    def epsilon_compliant(self) -> float:
+        """Epsilon between compliant types only (everyone follows the instructions).
+
+        Not the design's epsilon: a respondent who does not comply (a cheater, a lying
+        carrier) is a possible neighbour, and :attr:`epsilon` counts them.
+        """
+        return types_epsilon(
+            [self.group_channel(1), self.group_channel(2)], self.respondent_types, compliant=True
+        )
+
+    def _group_array(self, group: Any, size: int) -> npt.NDArray[np.intp]:
+        if group is None:
+            raise DataError(
+                f"design {self.name!r} needs two groups: give `group` (1 or 2 per respondent)."
+            )
+        arr = np.asarray(group)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        ok_kind = arr.dtype.kind in "iu" or (
+            arr.dtype.kind == "f" and bool(np.all(arr == np.floor(arr)))
+        )
+        if arr.ndim != 1 or not ok_kind:
+            raise DataError(f"`group` must be a 1-D array of 1 and 2, got {arr.dtype} {arr.shape}.")
+        bad = arr[(arr != 1) & (arr != 2)]
+        if bad.size:
+            raise DataError(f"`group` must hold 1 or 2 (first or second group), got {bad[0]!r}.")
+        if arr.size != size:
+            raise DataError(f"`group` must have one entry per respondent ({size}), got {arr.size}.")
+        return arr.astype(np.intp)
+
+    def _latent(self, name: str, values: Any, size: int, default: int) -> npt.NDArray[np.intp]:
+        if values is None:
+            return np.full(size, default, dtype=np.intp)
+        arr = v.reports_array(name, values, categories=2)
+        if arr.size != size:
+            raise DataError(
+                f"`{name}` must have one entry per respondent ({size}), got {arr.size}."
+            )
+        return arr.astype(np.intp)
+
+    def _randomize_types(
+        self, types: npt.NDArray[np.intp], group: npt.NDArray[np.intp], rng: Any
+    ) -> npt.NDArray[np.uint8]:
+        """One 64-bit word per respondent: "yes" iff ``word >> 11 < t[group, type]``, with
+        ``t`` the 53-bit threshold of the channel entry: the same work for every type."""
+        gen = resolve_rng(rng)
+        m = len(self.respondent_types)
+        table = np.array([t for g in (1, 2) for t in self.thresholds(g)], dtype=np.uint64)
+        out = np.empty(types.size, dtype=np.uint8)
+        for start in range(0, types.size, CHUNK):
+            stop = min(start + CHUNK, types.size)
+            words = random_words(gen, stop - start)
+            thresholds = table[(group[start:stop] - 1) * m + types[start:stop]]
+            np.less(words >> np.uint64(11), thresholds, out=out[start:stop].view(np.bool_))
+        return out
+
+    def tally(self, reports: npt.ArrayLike, group: npt.ArrayLike | None = None) -> TwoGroupTally:
+        """Count 0/1 ``reports`` by ``group`` (1 or 2) into a :class:`TwoGroupTally`."""
+        r = v.reports_array("reports", reports, categories=2).astype(np.intp)
+        g = self._group_array(group, r.size)
+        counts = np.bincount(2 * (g - 1) + r, minlength=4)
+        return TwoGroupTally(tuple(int(c) for c in counts))
+
+    def _as_tally(self, data: Any, yes: Any, n: Any, group: Any = None) -> TwoGroupTally:
+        need = f"design {self.name!r} needs two groups"
+        if data is None:
+            if yes is None or n is None:
+                raise DataError(
+                    "give reports with `group`, a TwoGroupTally (or two Tallies), or `yes` and "
+                    "`n` as pairs (y1, y2) and (n1, n2)."
+                )
+            if group is not None:
+                raise DataError("`group` goes with reports, not with `yes` and `n`.")
+            if not (is_pair(yes) and is_pair(n)):
+                raise DataError(
+                    f"{need}: give `yes` and `n` as pairs (y1, y2) and (n1, n2), "
+                    f"got yes={yes!r}, n={n!r}."
+                )
+            tally = TwoGroupTally.from_yes_n(yes, n)
+        elif yes is not None or n is not None:
+            raise DataError("give either reports / tallies, or `yes` and `n`, not both.")
+        elif isinstance(data, TwoGroupTally):
+            tally = data
+        elif isinstance(data, Tally) and len(data.counts) == 4 and group is None:
+            tally = TwoGroupTally(data.counts)
+        elif isinstance(data, Tally):
+            raise DataError(
+                f"{need}: got one Tally; give TwoGroupTally.from_groups(first, second) "
+                "or a pair of Tallies."
+            )
+        elif (
+            isinstance(data, tuple | list)
+            and len(data) == 2
+            and all(isinstance(t, Tally) for t in data)
+        ):
+            tally = TwoGroupTally.from_groups(data[0], data[1])
+        else:
+            if group is None:
+                raise DataError(f"{need}: give `group` (1 or 2 per report) with the reports.")
+            tally = self.tally(data, group)
+        for g, ng in enumerate(tally.n_counts, start=1):
+            if ng == 0:
+                raise DataError(f"{need}: group {g} has no reports (n{g} = 0).")
+        return tally
+
+    # ---- estimation
+
+    def _lambda(self, phi: FloatArray) -> FloatArray:
+        c, m = self.linear_system()
+        return np.clip(c + m @ phi, 0.0, 1.0)
+
+    def _loglik(self, phi: FloatArray, y: FloatArray, n: FloatArray) -> float:
+        return two_binomial_loglik(self._lambda(phi), y, n)
+
+    def estimate(
+        self,
+        data: Any = None,
+        *,
+        yes: Sequence[int] | None = None,
+        n: Sequence[int] | None = None,
+        group: npt.ArrayLike | None = None,
+    ) -> TwoGroupEstimate:
+        """Estimate every parameter from reports with ``group``, a :class:`TwoGroupTally`, a
+        pair of Tallies, or ``yes=(y1, y2)`` and ``n=(n1, n2)``.
+
+        Moment estimates (unbiased for the linear parameters), the bounded MLE, delta-method
+        SEs with ``n_g`` and with ``n_g - 1``, Wald intervals, and exact (Clopper-Pearson) and
+        Wilson intervals for a parameter that depends on one group's share alone.
+        """
+        tally = self._as_tally(data, yes, n, group)
+        y = np.array(tally.yes_counts, dtype=float)
+        nn = np.array(tally.n_counts, dtype=float)
+        lam = y / nn
+        c, m = self.linear_system()
+        m_inv = np.asarray(np.linalg.inv(m), dtype=np.float64)
+        phi = m_inv @ (lam - c)
+        values, jac = self._outputs(phi)
+        spread = lam * (1 - lam)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var_unb = np.where(nn > 1, spread / np.maximum(nn - 1, 1), np.nan)
+        covs = []
+        for var in (spread / nn, var_unb):
+            cov_phi = m_inv @ np.diag(var) @ m_inv.T
+            covs.append(jac @ cov_phi @ jac.T)
+        phi_mle = polygon_mle(lambda p: self._loglik(p, y, nn), phi, self.vertices)
+        bounded, _ = self._outputs(phi_mle)
+        bounded = np.where(np.isnan(bounded), bounded, np.clip(bounded, 0.0, 1.0))
+        affine = self._affine_outputs()
+        estimates: dict[str, Estimate] = {}
+        for i, pname in enumerate(self.estimated):
+            estimates[pname] = Estimate(
+                value=float(values[i]),
+                bounded=float(bounded[i]),
+                se=math.sqrt(covs[0][i, i]) if covs[0][i, i] >= 0 else math.nan,
+                se_unbiased=math.sqrt(covs[1][i, i]) if covs[1][i, i] >= 0 else math.nan,
+                n=tally.n,
+                method="moment",
+                parameter=pname,
+                intervals=single_group_intervals(affine[i], m_inv, c, tally),
+            )
+        return TwoGroupEstimate(
+            design=self,
+            tally=tally,
+            estimates=estimates,
+            covariance=covs[0],
+            covariance_unbiased=covs[1],
+            log_likelihood=self._loglik(phi_mle, y, nn),
+        )
+
+    # ---- planning
+
+    def _truth_values(self, truth: Mapping[str, Any], allowed: Sequence[str]) -> dict[str, float]:
+        """Validate truth keywords: known names, probabilities, ``prevalence`` given."""
+        unknown = [k for k in truth if k not in allowed]
+        if unknown:
+            raise ParameterError(
+                f"design {self.name!r} takes truth keywords {', '.join(allowed)}; "
+                f"got unknown {', '.join(repr(u) for u in unknown)}."
+            )
+        if "prevalence" not in truth:
+            raise ParameterError(f"design {self.name!r} needs the true `prevalence`.")
+        return {k: v.probability(k, x) for k, x in truth.items()}
+
+    def _nuisance_value(self, values: Mapping[str, float], key: str) -> float:
+        if key in values:
+            return values[key]
+        default = self.nuisance.get(key)
+        if default is None:
+            raise ParameterError(
+                f"design {self.name!r} needs the true `{key}` (e.g. {key}=0.3); it has no default."
+            )
+        return default
+
+    def _planning(
+        self, n1: Any, n2: Any, truth: Mapping[str, Any]
+    ) -> tuple[FloatArray, FloatArray]:
+        """Per-group ``lambda_g (1 - lambda_g) / n_g`` at the truth, and the known slopes."""
+        n = np.array([v.positive("n1", n1), v.positive("n2", n2)])
+        phi, slopes = self._truth(truth)
+        lam = self._lambda(phi)
+        return lam * (1 - lam) / n, slopes
+
+    def prevalence_variance(self, n1: float, n2: float, **truth: float) -> float:
+        """Asymptotic variance of the prevalence estimate with the nuisance parameter estimated.
+
+        The ``(prevalence, prevalence)`` entry of the inverse of the full Fisher information of
+        both binomials, ``I = sum_g n_g grad(lambda_g) grad(lambda_g)^T / (lambda_g (1 -
+        lambda_g))``, which is ``[M^-1 diag(lambda_g (1 - lambda_g) / n_g) M^-T]_11`` (the
+        delta-method variance of the moment estimator).  ``n1``, ``n2`` may be non-integral
+        (for sample-size searches).  Truth keywords: see :attr:`nuisance` and the design.
+        """
+        var, _ = self._planning(n1, n2, truth)
+        _, m = self.linear_system()
+        m_inv = np.asarray(np.linalg.inv(m), dtype=np.float64)
+        return float((m_inv @ np.diag(var) @ m_inv.T)[0, 0])
+
+    def prevalence_variance_known(self, n1: float, n2: float, **truth: float) -> float:
+        """Asymptotic variance of the prevalence estimate if the nuisance were known ("naive").
+
+        ``1 / sum_g n_g (d lambda_g / d pi)^2 / (lambda_g (1 - lambda_g))`` with the nuisance
+        parameter (see :attr:`nuisance`) held fixed.  Never larger than
+        :meth:`prevalence_variance`; the gap is the price of not knowing the nuisance.
+        """
+        var, slopes = self._planning(n1, n2, truth)
+        info = 0.0
+        for d, s in zip(slopes, var, strict=True):
+            if d == 0:
+                continue
+            if s == 0:
+                return 0.0  # a group with lambda in {0, 1} pins the prevalence down
+            info += float(d * d / s)
+        return math.inf if info == 0 else 1.0 / info

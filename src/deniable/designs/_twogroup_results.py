@@ -1,0 +1,209 @@
+"""Results of the two-group designs: the mergeable per-group tally and the estimates."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable import _validation as v
+from deniable._estimate import Estimate
+from deniable.designs._base import Tally
+from deniable.exceptions import DataError
+
+if TYPE_CHECKING:
+    from deniable.designs._twogroup import TwoGroupDesign
+
+__all__ = ["TwoGroupEstimate", "TwoGroupTally", "is_pair"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def is_pair(x: Any) -> bool:
+    """True for a list, tuple or array of length 2 (not a string)."""
+    return isinstance(x, Sequence | np.ndarray) and not isinstance(x, str) and len(x) == 2
+
+
+# --------------------------------------------------------------------------- tally
+
+
+@dataclass(frozen=True)
+class TwoGroupTally(Tally):
+    """Counts ``(no_1, yes_1, no_2, yes_2)`` of the two groups; tallies add across shards.
+
+    >>> t = TwoGroupTally.from_yes_n((373, 398), (564, 692))
+    >>> t.counts, t.yes_counts, t.n_counts
+    ((191, 373, 294, 398), (373, 398), (564, 692))
+    >>> (t + t).counts
+    (382, 746, 588, 796)
+    """
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.counts) != 4:
+            raise DataError(
+                "a two-group tally needs 4 counts (no_1, yes_1, no_2, yes_2), "
+                f"got {len(self.counts)}."
+            )
+
+    @classmethod
+    def from_groups(cls, first: Tally, second: Tally) -> TwoGroupTally:
+        """The tally of two binary per-group tallies."""
+        for g, t in ((1, first), (2, second)):
+            if not isinstance(t, Tally) or len(t.counts) != 2:
+                raise DataError(f"group {g} must be a binary Tally (no, yes), got {t!r}.")
+        return cls((*first.counts, *second.counts))
+
+    @classmethod
+    def from_yes_n(cls, yes: Sequence[int], n: Sequence[int]) -> TwoGroupTally:
+        """The tally of ``yes = (y1, y2)`` "yes" reports among ``n = (n1, n2)``."""
+        if not (is_pair(yes) and is_pair(n)):
+            raise DataError(
+                "a two-group design needs two groups: give `yes` and `n` as pairs "
+                f"(y1, y2) and (n1, n2), got yes={yes!r}, n={n!r}."
+            )
+        counts: list[int] = []
+        for g in (1, 2):
+            ng = v.integer(f"n{g}", n[g - 1], minimum=0)
+            yg = v.integer(f"yes{g}", yes[g - 1], minimum=0)
+            if yg > ng:
+                raise DataError(f"`yes{g}` must be in [0, n{g}] = [0, {ng}], got {yg}.")
+            counts += [ng - yg, yg]
+        return cls(tuple(counts))
+
+    @property
+    def groups(self) -> tuple[Tally, Tally]:
+        """The binary tally ``(no, yes)`` of each group."""
+        c = self.counts
+        return Tally((c[0], c[1])), Tally((c[2], c[3]))
+
+    @property
+    def yes_counts(self) -> tuple[int, int]:
+        """``(y1, y2)``: "yes" reports per group."""
+        return self.counts[1], self.counts[3]
+
+    @property
+    def n_counts(self) -> tuple[int, int]:
+        """``(n1, n2)``: reports per group."""
+        return self.counts[0] + self.counts[1], self.counts[2] + self.counts[3]
+
+    def __add__(self, other: object) -> TwoGroupTally:
+        if not isinstance(other, Tally):
+            return NotImplemented
+        if len(other.counts) != 4:
+            raise DataError(
+                f"cannot add a two-group tally and a tally of {len(other.counts)} report values."
+            )
+        return TwoGroupTally(tuple(a + b for a, b in zip(self.counts, other.counts, strict=True)))
+
+
+# --------------------------------------------------------------------------- result
+
+
+def _jnum(x: float) -> float | str:
+    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
+
+
+@dataclass(frozen=True)
+class TwoGroupEstimate:
+    """The estimates of a two-group design: one :class:`~deniable.Estimate` per parameter.
+
+    Attributes
+    ----------
+    design : the design.
+    tally : the counts of both groups.
+    estimates : parameter name -> :class:`~deniable.Estimate` (moment value, bounded MLE,
+        SEs in both conventions, Wald interval; ``exact`` and ``wilson`` intervals where the
+        parameter is a monotone function of one group's share of "yes" alone).
+    covariance : delta-method covariance of the moment estimates (plug-in, ``n_g``), in the
+        order of ``parameters``.
+    covariance_unbiased : the same with ``n_g - 1``.
+    log_likelihood : the two-binomial log-likelihood at the bounded MLE.
+    """
+
+    design: TwoGroupDesign
+    tally: TwoGroupTally
+    estimates: Mapping[str, Estimate]
+    covariance: FloatArray = field(repr=False, compare=False)
+    covariance_unbiased: FloatArray = field(repr=False, compare=False)
+    log_likelihood: float
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The parameter names, the prevalence first."""
+        return tuple(self.estimates)
+
+    def __getitem__(self, name: str) -> Estimate:
+        if name not in self.estimates:
+            v.choice("parameter", name, self.parameters)
+        return self.estimates[name]
+
+    @property
+    def prevalence(self) -> Estimate:
+        """The estimate of the prevalence ``pi`` (every design has one)."""
+        return self.estimates["prevalence"]
+
+    @property
+    def n(self) -> tuple[int, int]:
+        """``(n1, n2)``."""
+        return self.tally.n_counts
+
+    @property
+    def lambda_hat(self) -> tuple[float, float]:
+        """Observed share of "yes" reports in each group."""
+        (y1, y2), (n1, n2) = self.tally.yes_counts, self.tally.n_counts
+        return y1 / n1, y2 / n2
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        """Plain-JSON dict: numbers stay numbers; infinities and NaN become strings."""
+        lam = self.lambda_hat
+        return {
+            "design": self.design.name,
+            "parameters": self.design.parameters(),
+            "epsilon": _jnum(self.design.epsilon),
+            "groups": [
+                {"group": g + 1, "yes": y, "n": n, "lambda_hat": lam[g]}
+                for g, (y, n) in enumerate(
+                    zip(self.tally.yes_counts, self.tally.n_counts, strict=True)
+                )
+            ],
+            "level": level,
+            "log_likelihood": _jnum(self.log_likelihood),
+            "estimates": {k: e.to_dict(level) for k, e in self.estimates.items()},
+            "parameter_order": list(self.parameters),
+            "covariance": [[_jnum(float(x)) for x in row] for row in self.covariance],
+            "covariance_unbiased": [
+                [_jnum(float(x)) for x in row] for row in self.covariance_unbiased
+            ],
+        }
+
+    def table(self, level: float = 0.95) -> str:
+        """A readable plain-text table (SE: plug-in ``n_g``, and unbiased ``n_g - 1``)."""
+        d = self.design
+        params = ", ".join(f"{k}={x:.6g}" for k, x in d.parameters().items())
+        eps = (
+            "inf (some report reveals the answer)" if math.isinf(d.epsilon) else f"{d.epsilon:.6g}"
+        )
+        lines = [f"design {d.name} ({params}); epsilon = {eps}"]
+        for g, lam in enumerate(self.lambda_hat):
+            y, n = self.tally.yes_counts[g], self.tally.n_counts[g]
+            lines.append(f"group {g + 1}: {y} yes of {n} (share {lam:.6f})")
+        head = ("parameter", "estimate", "bounded MLE", "SE (n)", "SE (n - 1)",
+                f"{level:.0%} CI (wald)", f"{level:.0%} CI (exact)")  # fmt: skip
+        rows = [head]
+        for name, e in self.estimates.items():
+            wald = "[{:.6f}, {:.6f}]".format(*e.ci(level, "wald"))
+            exact = "[{:.6f}, {:.6f}]".format(*e.ci(level, "exact")) if e.intervals else "-"
+            rows.append((name, f"{e.value:.6f}", f"{e.bounded:.6f}", f"{e.se:.6f}",
+                         f"{e.se_unbiased:.6f}", wald, exact))  # fmt: skip
+        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                  for r in rows]  # fmt: skip
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
