@@ -1,0 +1,320 @@
+"""`deniable power` and `deniable sample-size`: power of tests of a prevalence, and the
+minimal sample size reaching a target power (see docs/power.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from deniable.cli._base import (
+    app,
+    build_design,
+    console,
+    emit_json,
+    fail,
+    fmt_num,
+    fmt_params,
+    guard_io,
+    kv_table,
+    parse_number,
+    parse_numbers,
+    parse_params,
+)
+from deniable.cli._designs import DesignArg, JsonOpt, ParamOpt, epsilon_note
+from deniable.designs import Design
+from deniable.estimation._power import power, sample_size
+from deniable.estimation._power_results import PowerResult, SampleSizeResult
+
+PrevalenceOpt = Annotated[
+    str | None,
+    typer.Option("--prevalence", help="True prevalence (of the treatment group for two samples)."),
+]
+NullOpt = Annotated[
+    str | None,
+    typer.Option("--null", help="Prevalence under H0 (one-sample test; e.g. 0)."),
+]
+ControlOpt = Annotated[
+    str | None,
+    typer.Option("--control", help="Control group's true prevalence (two-sample test)."),
+]
+AlternativeOpt = Annotated[
+    str,
+    typer.Option("--alternative", help="H1: two-sided, greater or less (than null/control)."),
+]
+AlphaOpt = Annotated[str, typer.Option("--alpha", help="Significance level, in (0, 1).")]
+ExactOpt = Annotated[
+    bool,
+    typer.Option("--exact", help="Exact binomial test of the yes count (one sample)."),
+]
+CategoryOpt = Annotated[
+    int | None,
+    typer.Option("--category", help="categorical only: the category whose share is tested."),
+]
+ShareOpt = Annotated[
+    str | None,
+    typer.Option("--share", help="Two-group designs: share assigned to group 1 (default 1/2)."),
+]
+NuisanceOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--nuisance",
+        metavar="NAME=VALUE",
+        help="Two-group designs: true value of a nuisance parameter, repeatable.",
+    ),
+]
+
+_RELATION = {"two-sided": "≠", "greater": ">", "less": "<"}
+
+
+def _test_options(
+    design: Design,
+    prevalence: str | None,
+    null: str | None,
+    control: str | None,
+    alternative: str,
+    alpha: str,
+    exact: bool,
+    category: int | None,
+    share: str | None,
+    nuisance: list[str] | None,
+) -> dict[str, Any]:
+    """Keyword arguments shared by `power` and `sample_size`, parsed from the options."""
+    if prevalence is None:
+        fail("`--prevalence` (the true prevalence) is required.")
+    if (null is None) == (control is None):
+        got = "both" if null is not None else "neither"
+        fail(
+            "give exactly one of --null PI0 (one-sample test, e.g. --null 0) and --control PI_B "
+            f"(two-sample test), got {got}."
+        )
+    return {
+        "prevalence": parse_number("--prevalence", prevalence),
+        "null": None if null is None else parse_number("--null", null),
+        "control": None if control is None else parse_number("--control", control),
+        "alternative": alternative,
+        "alpha": parse_number("--alpha", alpha),
+        "method": "exact" if exact else "normal",
+        "category": category,
+        "share": None if share is None else parse_number("--share", share),
+        "nuisance": None
+        if not nuisance
+        else {k: parse_number(f"--nuisance {k}", x) for k, x in parse_params(nuisance).items()},
+    }
+
+
+def _hypothesis(r: PowerResult) -> str:
+    rel = _RELATION[r.alternative]
+    if r.control is not None:
+        return f"H0: π_a = π_b against H1: π_a {rel} π_b"
+    return f"H0: π = {r.null:g} against H1: π {rel} {r.null:g}"
+
+
+def _method(r: PowerResult) -> str:
+    if r.method == "exact":
+        return "exact binomial test of the yes count"
+    pooled = ", pooled null SE" if r.control is not None else ""
+    return f"Wald test, normal approximation{pooled}"
+
+
+def power_rows(r: PowerResult) -> list[tuple[str, str]]:
+    """Labelled rows of a power result for people."""
+    rows = [
+        ("design", f"{r.design.name} ({fmt_params(r.design.parameters())})"),
+        ("ε", epsilon_note(r.epsilon)),
+        ("test", f"{r.test}, {_method(r)}"),
+        ("hypotheses", _hypothesis(r)),
+        ("α", f"{r.alpha:g}"),
+    ]
+    if r.category is not None:
+        rows.append(("category tested", str(r.category)))
+    if r.control is not None:
+        rows.append(("true prevalence (treatment, control)", f"{r.prevalence:g}, {r.control:g}"))
+        rows.append(("n (treatment, control)", f"{r.n}, {r.n_control}"))
+    else:
+        rows.append(("true prevalence", f"{r.prevalence:g}"))
+        rows.append(("n", str(r.n)))
+    if r.group_share is not None:
+        rows.append(("share in group 1", f"{r.group_share:g}"))
+        rows.append(("nuisance (true)", fmt_params(r.nuisance or {})))
+    note = " (nuisance estimated)" if r.group_share is not None else ""
+    rows.append(("SE under H0", fmt_num(r.se_null, 6)))
+    rows.append(("SE under H1", fmt_num(r.se_alternative, 6)))
+    if r.critical_region is not None:
+        lo, hi = r.critical_region
+        parts = [f"yes <= {lo}"] if lo >= 0 else []
+        parts += [f"yes >= {hi}"] if hi <= r.n else []
+        rows.append(("reject when", " or ".join(parts) or "never (no region of size <= α)"))
+        rows.append(("size (exact P(reject | H0))", fmt_num(r.size, 6)))
+    rows.append((f"power{note}", fmt_num(r.power, 6)))
+    if r.power_known is not None:
+        known = f"{fmt_num(r.se_null_known, 6)}, {fmt_num(r.se_alternative_known, 6)}"
+        rows.append(("SE under H0, H1 (nuisance known)", known))
+        rows.append(("power (nuisance known: naive)", fmt_num(r.power_known, 6)))
+    return rows
+
+
+def sample_size_rows(s: SampleSizeResult) -> list[tuple[str, str]]:
+    """Labelled rows of a sample-size result for people."""
+    rows = [(f"minimal {k}" if k.split(" ")[0] == "n" else k, x) for k, x in power_rows(s.result)]
+    at = 5 if s.result.category is None else 6
+    rows.insert(at, ("target power", f"{s.target:g}"))
+    previous = "-" if s.power_previous is None else fmt_num(s.power_previous, 6)
+    rows.append(("power at n - 1", previous))
+    how = {
+        "bisection": "bisection (power increases with n)",
+        "scan": "every n checked (power not monotone in n)",
+    }
+    rows.append(("search", how.get(s.search, s.search)))
+    if s.n_known is not None:
+        rows.append(("minimal n (nuisance known: naive)", str(s.n_known)))
+    return rows
+
+
+def _plot(
+    path: str,
+    design: Design,
+    epsilons: str | None,
+    n_max: int,
+    opts: Mapping[str, Any],
+    ratio: float,
+) -> Path:
+    from deniable.estimation._power_plot import PLOT_FORMATS, design_label, plot_power_curves
+
+    if Path(path).suffix.lower() not in PLOT_FORMATS:
+        fail(f"`--plot` must name a {', '.join(PLOT_FORMATS)} file, got {path!r}.")
+    lines: dict[str, Design] = {design_label(design): design}
+    if epsilons is not None:
+        make = getattr(type(design), "from_epsilon", None)
+        if make is None:
+            fail(f"`--epsilons`: design {design.name!r} has no from_epsilon (its ε is fixed).")
+        for eps in parse_numbers("--epsilons", epsilons):
+            try:
+                lines[f"{design.name}, ε = {eps:g}"] = make(eps)
+            except TypeError:
+                fail(f"`--epsilons`: design {design.name!r} needs more than ε to be built.")
+    test = {k: x for k, x in opts.items() if k not in ("prevalence", "null")}
+    if test["control"] is not None:
+        test["ratio"] = ratio
+    try:
+        with guard_io(f"write {path}"):
+            return plot_power_curves(
+                path,
+                lines,
+                opts["prevalence"],
+                opts["null"],
+                n_max=n_max,
+                **test,
+            )
+    except ImportError as exc:
+        fail(str(exc))
+
+
+@app.command("power")
+def power_command(
+    design: DesignArg,
+    param: ParamOpt = None,
+    n: Annotated[
+        int | None, typer.Option("--n", "-n", help="Sample size (treatment group).")
+    ] = None,
+    prevalence: PrevalenceOpt = None,
+    null: NullOpt = None,
+    control: ControlOpt = None,
+    n_control: Annotated[
+        int | None, typer.Option("--n-control", help="Control group size (default: --n).")
+    ] = None,
+    alternative: AlternativeOpt = "two-sided",
+    alpha: AlphaOpt = "0.05",
+    exact: ExactOpt = False,
+    category: CategoryOpt = None,
+    share: ShareOpt = None,
+    nuisance: NuisanceOpt = None,
+    plot: Annotated[
+        str | None,
+        typer.Option("--plot", metavar="FILE", help="Also draw power against n (.png/.svg/.pdf)."),
+    ] = None,
+    plot_n_max: Annotated[
+        int | None, typer.Option("--plot-n-max", help="Largest n on the plot (default 2 n).")
+    ] = None,
+    epsilons: Annotated[
+        str | None,
+        typer.Option(
+            "--epsilons",
+            metavar="E1,E2,...",
+            help="With --plot: one line per ε (the design rebuilt by from_epsilon).",
+        ),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Power of a one- or two-sample test of the prevalence, with the SEs under H0 and H1."""
+    d = build_design(design, param)
+    if n is None:
+        fail("`--n` (the sample size) is required.")
+    if plot is None and (plot_n_max is not None or epsilons is not None):
+        fail("`--plot-n-max` and `--epsilons` are used only with --plot FILE.")
+    opts = _test_options(
+        d, prevalence, null, control, alternative, alpha, exact, category, share, nuisance
+    )
+    result = power(d, n, n_control=n_control, **opts)
+    written = None
+    if plot is not None:
+        top = plot_n_max if plot_n_max is not None else max(2 * result.n, 10)
+        ratio = (result.n_control or result.n) / result.n
+        written = _plot(plot, d, epsilons, top, opts, ratio)
+    if as_json:
+        payload = result.to_dict()
+        if written is not None:
+            payload["plot"] = str(written)
+        emit_json(payload)
+        return
+    out = console()
+    out.print(kv_table(power_rows(result), title="Power"))
+    if written is not None:
+        out.print(f"power curve written to {written}", markup=False, highlight=False)
+
+
+@app.command("sample-size")
+def sample_size_command(
+    design: DesignArg,
+    param: ParamOpt = None,
+    target: Annotated[
+        str | None, typer.Option("--power", help="Target power, in (0, 1) (e.g. 0.8).")
+    ] = None,
+    prevalence: PrevalenceOpt = None,
+    null: NullOpt = None,
+    control: ControlOpt = None,
+    ratio: Annotated[
+        str, typer.Option("--ratio", help="Two samples: controls per treated respondent.")
+    ] = "1",
+    alternative: AlternativeOpt = "two-sided",
+    alpha: AlphaOpt = "0.05",
+    exact: ExactOpt = False,
+    category: CategoryOpt = None,
+    share: ShareOpt = None,
+    nuisance: NuisanceOpt = None,
+    max_n: Annotated[int, typer.Option("--max-n", help="Give up beyond this n (scans only).")] = 10
+    ** 7,
+    as_json: JsonOpt = False,
+) -> None:
+    """The minimal sample size whose power reaches --power (power(n - 1) falls short)."""
+    d = build_design(design, param)
+    if target is None:
+        fail("`--power` (the target power, e.g. 0.8) is required.")
+    opts = _test_options(
+        d, prevalence, null, control, alternative, alpha, exact, category, share, nuisance
+    )
+    if control is None and ratio != "1":
+        fail(f"`--ratio` applies to a two-sample test (give --control), got {ratio!r}.")
+    result = sample_size(
+        d,
+        parse_number("--power", target),
+        ratio=parse_number("--ratio", ratio),
+        max_n=max_n,
+        **opts,
+    )
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    console().print(kv_table(sample_size_rows(result), title="Minimal sample size"))
