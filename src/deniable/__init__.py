@@ -49,11 +49,17 @@ from deniable.designs import (
     types_epsilon,
 )
 from deniable.coins import CoinProtocol, design_protocol
+from deniable.analysis import Analysis, analyze, read_reports
 from deniable.estimation import (
     MajorityDecision,
+    PowerResult,
+    SampleSizeResult,
     decide_majority,
     majority_decision,
     majority_threshold,
+    plot_power_curves,
+    power,
+    sample_size,
     simulate_majority,
 )
 from deniable.exceptions import (
@@ -65,13 +71,15 @@ from deniable.exceptions import (
 )
 from deniable.memoization import MemoizedRandomizer
 from deniable.randomness import SystemRandom
-from deniable.simulation import Simulation, simulate
+from deniable.report import SurveyReport, survey_report
+from deniable.simulation import Simulation, SimulationStudy, simulate, simulation_study
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DESIGNS",
     "TWO_GROUP_DESIGNS",
+    "Analysis",
     "BiasedCoin",
     "Binary",
     "BinaryDesign",
@@ -93,10 +101,14 @@ __all__ = [
     "Mirrored",
     "ParameterError",
     "ParameterTypeError",
+    "PowerResult",
     "PrivacyError",
     "RespondentType",
+    "SampleSizeResult",
     "Simulation",
+    "SimulationStudy",
     "StochasticLieDetector",
+    "SurveyReport",
     "SymmetricCheaterDetection",
     "SystemRandom",
     "Tally",
@@ -108,13 +120,20 @@ __all__ = [
     "UnrelatedQuestion",
     "UnrelatedUnknown",
     "Warner",
+    "analyze",
     "channel_epsilon",
     "decide_majority",
     "design_protocol",
     "majority_decision",
     "majority_threshold",
     "make_design",
+    "plot_power_curves",
+    "power",
+    "read_reports",
+    "sample_size",
     "simulate",
     "simulate_majority",
+    "simulation_study",
+    "survey_report",
     "types_epsilon",
 ]
