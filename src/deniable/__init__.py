@@ -16,6 +16,8 @@ True
 from __future__ import annotations
 
 from deniable._estimate import Estimate
+from deniable.analysis import Analysis, analyze, read_reports
+from deniable.coins import CoinProtocol, design_protocol
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -48,13 +50,15 @@ from deniable.designs import (
     make_design,
     types_epsilon,
 )
-from deniable.coins import CoinProtocol, design_protocol
-from deniable.analysis import Analysis, analyze, read_reports
 from deniable.estimation import (
+    LinearRRResult,
+    LogisticRRResult,
     MajorityDecision,
     PowerResult,
     SampleSizeResult,
     decide_majority,
+    linear_rr,
+    logistic_rr,
     majority_decision,
     majority_threshold,
     plot_power_curves,
@@ -95,6 +99,8 @@ __all__ = [
     "Estimate",
     "ForcedResponse",
     "Kuk",
+    "LinearRRResult",
+    "LogisticRRResult",
     "MajorityDecision",
     "Mangat",
     "MemoizedRandomizer",
@@ -124,6 +130,8 @@ __all__ = [
     "channel_epsilon",
     "decide_majority",
     "design_protocol",
+    "linear_rr",
+    "logistic_rr",
     "majority_decision",
     "majority_threshold",
     "make_design",

@@ -1,7 +1,9 @@
-"""Estimation beyond one design's estimator: majority decisions, power and sample size."""
+"""Estimation beyond one design's estimator: majority decisions, power, regression."""
 
 from __future__ import annotations
 
+from deniable.estimation._linear import LinearRRResult, linear_rr
+from deniable.estimation._logistic import DirectTest, LogisticRRResult, logistic_rr
 from deniable.estimation._majority import (
     MajorityDecision,
     decide_majority,
@@ -19,13 +21,23 @@ from deniable.estimation._power import (
     unit_variance,
 )
 from deniable.estimation._power_plot import plot_power_curves
+from deniable.estimation._results import SE_TYPES, LRTest, Prevalence, RegressionResult
 
 __all__ = [
     "ALTERNATIVES",
+    "SE_TYPES",
+    "DirectTest",
+    "LRTest",
+    "LinearRRResult",
+    "LogisticRRResult",
     "MajorityDecision",
     "PowerResult",
+    "Prevalence",
+    "RegressionResult",
     "SampleSizeResult",
     "decide_majority",
+    "linear_rr",
+    "logistic_rr",
     "majority_decision",
     "majority_threshold",
     "plot_power_curves",

@@ -1,0 +1,257 @@
+"""From a formula and a data frame to the arrays the regression likelihoods need.
+
+pandas and formulaic (the ``[data]`` extra) are imported here, lazily, so that the core
+package imports without them.  Every check raises a ``deniable`` error naming the problem:
+a column the formula names but the data lack, an outcome that is not 0/1, a column of
+reports that is not 0/1, a design without binary reports, a design matrix without full rank.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable import _validation as v
+from deniable.designs._base import BinaryDesign
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+
+__all__ = [
+    "ModelData",
+    "check_design",
+    "check_se",
+    "model_data",
+    "require_data_extras",
+]
+
+Array = npt.NDArray[np.float64]
+
+_EXTRA_HINT = "pip install deniable[data]"
+
+
+def require_data_extras() -> tuple[Any, Any]:
+    """Import and return ``(pandas, formulaic)``; an ``ImportError`` naming the extra if absent."""
+    try:
+        import formulaic
+        import pandas
+    except ModuleNotFoundError as exc:  # pragma: no cover - the dev environment has both
+        raise ImportError(
+            f"regression with formulas needs pandas and formulaic ({exc.name} is missing): "
+            f"{_EXTRA_HINT}"
+        ) from None
+    return pandas, formulaic
+
+
+def check_design(design: Any) -> BinaryDesign:
+    """A one-group design with one binary report per respondent and ``P1 != P0``."""
+    if not isinstance(design, BinaryDesign):
+        raise ParameterTypeError(
+            "`design` must be a one-group binary design (a BinaryDesign such as Warner(0.75), "
+            f"ForcedResponse(1/6, 1/6)), got {type(design).__name__} {design!r}."
+        )
+    if design.n_reports != 2:
+        raise ParameterError(
+            f"`design` must give one binary report per respondent; design {design.name!r} "
+            f"has {design.n_reports} report values (Kuk with draws > 1)."
+        )
+    if design.p_yes_given_1 == design.p_yes_given_0:
+        raise ParameterError(
+            f"`design` must have P(yes | 1) != P(yes | 0), got {design.p_yes_given_1} for both."
+        )
+    return design
+
+
+def check_se(se: Any, allowed: Sequence[str]) -> str:
+    """The name of a standard-error convention, one of ``allowed``."""
+    return v.choice("se", se, allowed)
+
+
+@dataclass(frozen=True)
+class ModelData:
+    """The arrays of one fit: outcome ``y``, design matrix ``X`` and the extra columns.
+
+    ``index`` holds the data-frame labels of the rows used (rows with a missing value in a
+    column the model uses are dropped: ``n_dropped``); ``spec`` is formulaic's model spec of
+    the right-hand side, to build ``X`` for new data.
+    """
+
+    y: Array
+    X: Array
+    terms: tuple[str, ...]
+    outcome: str
+    formula: str
+    extras: Mapping[str, Array]
+    index: Any
+    spec: Any
+    n_dropped: int
+
+
+def _as_frame(pd: Any, data: Any) -> Any:
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, Mapping):
+        return pd.DataFrame(dict(data))
+    raise ParameterTypeError(
+        f"`data` must be a pandas DataFrame (or a mapping of column names to values), "
+        f"got {type(data).__name__}."
+    )
+
+
+def _formula_error(formula: str, exc: Exception) -> ParameterError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ParameterError(f"`formula` {formula!r} cannot be used: {first}")
+
+
+def _columns_list(frame: Any) -> str:
+    cols = [str(c) for c in frame.columns]
+    shown = ", ".join(repr(c) for c in cols[:12])
+    return shown + (f", ... ({len(cols)} in all)" if len(cols) > 12 else "")
+
+
+def binary_values(name: str, values: Any, *, what: str) -> Array:
+    """A column of 0/1 values (booleans accepted) as floats, or a :class:`DataError`."""
+    arr = np.asarray(values)
+    if arr.dtype == np.bool_:
+        return arr.astype(np.float64)
+    if arr.dtype.kind == "O":  # numbers stored as Python objects are fine; text is not
+        text = next((x for x in arr.ravel() if not isinstance(x, numbers.Real)), None)
+        if text is not None:
+            raise DataError(f"{what} {name!r} must hold 0/1 values, got {text!r}.")
+        arr = arr.astype(np.float64)
+    elif arr.dtype.kind not in "iuf":
+        raise DataError(
+            f"{what} {name!r} must hold 0/1 values, got {arr.ravel()[0]!r} (dtype {arr.dtype})."
+        )
+    out = arr.astype(np.float64)
+    ok = (out == 0) | (out == 1)
+    if not np.all(ok):
+        bad = float(out[~ok][0])
+        shown = int(bad) if np.isfinite(bad) and bad == int(bad) else bad
+        raise DataError(f"{what} {name!r} must hold 0/1 values, got {shown!r}.")
+    return out
+
+
+def model_data(
+    formula: Any,
+    data: Any,
+    *,
+    outcome: str,
+    extras: Mapping[str, str] | None = None,
+) -> ModelData:
+    """Parse ``formula`` (``"y ~ x1 + x2"``) on ``data`` into arrays.
+
+    ``outcome`` is ``"binary"`` (the left-hand side must be one 0/1 column) or ``"real"``
+    (one finite numeric column).  ``extras`` maps argument names to further columns (the
+    direct-questioning indicator, the randomized predictor), returned aligned with ``y``.
+    Rows with a missing value in any column the model uses are dropped.
+    """
+    pd, formulaic = require_data_extras()
+    extras = dict(extras or {})
+    if not isinstance(formula, str):
+        raise ParameterTypeError(
+            f"`formula` must be a string like 'y ~ x1 + x2', got {type(formula).__name__}."
+        )
+    frame = _as_frame(pd, data)
+    try:
+        parsed = formulaic.Formula(formula)
+    except formulaic.errors.FormulaicError as exc:
+        raise _formula_error(formula, exc) from None
+    if not hasattr(parsed, "lhs") or "~" not in formula:
+        raise ParameterError(
+            f"`formula` must name an outcome left of '~' (e.g. 'y ~ 1 + x1'), got {formula!r}."
+        )
+    columns = {str(c) for c in frame.columns}
+    for role, name in extras.items():
+        if not isinstance(name, str):
+            raise ParameterTypeError(f"`{role}` must be a column name, got {name!r}.")
+        if name not in columns:
+            raise DataError(
+                f"`{role}` names column {name!r}, which is not in the data "
+                f"(columns: {_columns_list(frame)})."
+            )
+    needed = sorted(str(x) for x in parsed.required_variables)
+    missing = [c for c in needed if c not in columns]
+    if missing:
+        many = len(missing) > 1
+        raise DataError(
+            f"`formula` names column{'s' if many else ''} "
+            f"{', '.join(repr(m) for m in missing)}, which {'are' if many else 'is'} not in "
+            f"the data (columns: {_columns_list(frame)})."
+        )
+    used = list(dict.fromkeys([*needed, *extras.values()]))
+    kept = frame.dropna(subset=used) if used else frame
+    if len(kept) == 0:
+        raise DataError(f"no rows left: every row has a missing value in one of {used}.")
+    try:
+        matrices = formulaic.model_matrix(formula, kept)
+    except formulaic.errors.FormulaicError as exc:
+        raise _formula_error(formula, exc) from None
+    lhs, rhs = matrices.lhs, matrices.rhs
+    if lhs.shape[1] != 1:
+        raise DataError(
+            f"the outcome of `formula` {formula!r} must be one numeric column, got "
+            f"{lhs.shape[1]} columns {list(map(str, lhs.columns))} (a text column?)."
+        )
+    name = str(lhs.columns[0])
+    kinds = [str(getattr(kind, "value", kind)) for kind, _ in lhs.model_spec.encoder_state.values()]
+    if "categorical" in kinds:
+        raise DataError(
+            f"the outcome of `formula` {formula!r} must be numeric, got text or categorical "
+            f"values (column {name!r})."
+        )
+    index = rhs.index
+    if not lhs.index.equals(index):  # pragma: no cover - formulaic drops rows consistently
+        raise DataError("the outcome and the covariates lost different rows.")
+    if outcome == "binary":
+        y = binary_values(name, lhs.iloc[:, 0].to_numpy(), what="the outcome")
+    else:
+        raw = lhs.iloc[:, 0].to_numpy()
+        if raw.dtype.kind not in "iufb":
+            raise DataError(f"the outcome {name!r} must be numeric, got dtype {raw.dtype}.")
+        y = raw.astype(np.float64)
+        if not np.all(np.isfinite(y)):
+            raise DataError(f"the outcome {name!r} must be finite, got {y[~np.isfinite(y)][0]}.")
+    X = np.asarray(rhs.to_numpy(dtype=np.float64))
+    terms = tuple(str(c) for c in rhs.columns)
+    if X.shape[1] == 0:
+        raise ParameterError(f"`formula` {formula!r} has no covariates and no intercept.")
+    if not np.all(np.isfinite(X)):
+        col = terms[int(np.argwhere(~np.isfinite(X))[0, 1])]
+        raise DataError(f"the covariate {col!r} has non-finite values (log of 0 or less?).")
+    if X.shape[0] <= X.shape[1]:
+        raise DataError(
+            f"the data must have more rows than coefficients, got {X.shape[0]} rows for "
+            f"{X.shape[1]} coefficients."
+        )
+    check_full_rank(X, terms)
+    extra = {col: kept.loc[index, col].to_numpy() for col in extras.values()}
+    return ModelData(
+        y=y,
+        X=X,
+        terms=terms,
+        outcome=name,
+        formula=formula,
+        extras={k: np.asarray(x) for k, x in extra.items()},
+        index=index,
+        spec=rhs.model_spec,
+        n_dropped=len(frame) - len(index),
+    )
+
+
+def check_full_rank(X: Array, terms: Sequence[str]) -> None:
+    """Raise a :class:`DataError` naming a column that the others determine."""
+    rank = int(np.linalg.matrix_rank(X))
+    if rank == X.shape[1]:
+        return
+    for j in reversed(range(X.shape[1])):  # name the last column that the others determine
+        others = np.delete(X, j, axis=1)
+        if int(np.linalg.matrix_rank(others)) == rank:
+            raise DataError(
+                f"the covariates are collinear: {terms[j]!r} is a linear combination of the "
+                "other columns (or constant beside the intercept); drop it from the formula."
+            )
+    raise DataError("the covariates are collinear.")  # pragma: no cover
