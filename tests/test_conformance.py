@@ -29,7 +29,7 @@ from deniable.designs import (
     make_design,
 )
 from deniable.exceptions import DataError
-from deniable.randomness import CHUNK, probability_threshold
+from deniable.randomness import CHUNK
 
 REL = 1e-12
 

@@ -52,7 +52,7 @@ def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:
 
 
 def map_interval(interval: Interval, offset: float, slope: float) -> Interval:
-    """Map an interval for ``lambda`` to one for ``(lambda - offset) / slope``, clipped to [0, 1]."""
+    """Map an interval for ``lambda`` to ``(lambda - offset) / slope``, clipped to [0, 1]."""
     a = (interval[0] - offset) / slope
     b = (interval[1] - offset) / slope
     lo, hi = (a, b) if a <= b else (b, a)
@@ -136,7 +136,9 @@ class Estimate:
             ("parameter", self.parameter),
             ("n", str(self.n)),
             (
-                "estimate (moment, unbiased)" if self.method == "moment" else f"estimate ({self.method})",
+                "estimate (moment, unbiased)"
+                if self.method == "moment"
+                else f"estimate ({self.method})",
                 f"{self.value:.6f}",
             ),
             ("estimate (bounded MLE)", f"{self.bounded:.6f}"),

@@ -7,7 +7,8 @@
     ├── ParameterError (ValueError)    a parameter out of its allowed range (p = 0.5 for Warner)
     ├── DataError (ValueError)         data inconsistent with the design (yes > n, a report of 2)
     └── PrivacyError (ValueError)      a request that would weaken or misstate privacy
-                                       (a finite epsilon asked of a design whose epsilon is infinite)
+                                       (e.g. a finite epsilon for a design whose epsilon is
+                                       infinite, a question over a respondent's budget)
 
 Every message names the parameter, the allowed values and the value received, e.g.
 "`p` must be in (0, 1) and not 0.5, got 0.5."  Catch ``ValueError`` / ``TypeError`` if

@@ -94,7 +94,9 @@ class Tally:
     def yes(self) -> int:
         """Number of reports equal to 1 (binary tallies only)."""
         if len(self.counts) != 2:
-            raise DataError(f"`yes` is defined for binary tallies, this one has {len(self.counts)} values.")
+            raise DataError(
+                f"`yes` is defined for binary tallies, this one has {len(self.counts)} values."
+            )
         return self.counts[1]
 
     def __add__(self, other: object) -> Tally:
@@ -354,7 +356,9 @@ class BinaryDesign(Design):
         return pi * (1 - pi) * (self.p_yes_given_1 - self.p_yes_given_0) ** 2 / (lam * (1 - lam))
 
 
-def binary_estimate(p1: float, p0: float, yes: int, n: int, parameter: str = "prevalence") -> Estimate:
+def binary_estimate(
+    p1: float, p0: float, yes: int, n: int, parameter: str = "prevalence"
+) -> Estimate:
     """The moment estimate and its intervals for a binary channel (see :class:`BinaryDesign`)."""
     slope = p1 - p0
     lam = yes / n

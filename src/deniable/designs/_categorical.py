@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -136,7 +136,9 @@ class Categorical(Design):
             cum = None
             f_min = Fraction(1, self.k)
             b = 64 - self.k.bit_length()  # uniform_below's resolution when k is no power of 2
-            f_impl_min = f_min if self.k & (self.k - 1) == 0 else Fraction((1 << b) // self.k, 1 << b)
+            f_impl_min = (
+                f_min if self.k & (self.k - 1) == 0 else Fraction((1 << b) // self.k, 1 << b)
+            )
         else:
             cum, counts, total = self._forced_counts()
             if self.truth == 1 or min(self.forced) == 0:
@@ -167,7 +169,8 @@ class Categorical(Design):
         """Randomize categories ``0..k-1``; two 64-bit words per report whatever the answer.
 
         In each block of ``m`` reports the first ``m`` words decide "keep the answer"
-        (``(w >> 11) < keep``, ``keep`` from :meth:`thresholds`) and the next ``m`` draw the forced category
+        (``(w >> 11) < keep``, ``keep`` from :meth:`thresholds`) and the next ``m`` draw the
+        forced category
         (:func:`~deniable.randomness.uniform_below`, or the cumulative thresholds of
         ``forced``).  The report is selected arithmetically, ``other + keep * (x - other)``
         in wrapping unsigned arithmetic, so no step depends on the answer.

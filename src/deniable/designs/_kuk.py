@@ -94,7 +94,9 @@ class Kuk(BinaryDesign):
         """Binomial channel of the per-draw probabilities the randomizer realises."""
         t0, t1 = (t / 2.0**53 for t in self.thresholds())
         k = self.draws
-        cols = [[math.comb(k, r) * p**r * (1 - p) ** (k - r) for r in range(k + 1)] for p in (t0, t1)]
+        cols = [
+            [math.comb(k, r) * p**r * (1 - p) ** (k - r) for r in range(k + 1)] for p in (t0, t1)
+        ]
         return np.array(cols, dtype=float).T
 
     @property
