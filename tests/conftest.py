@@ -18,6 +18,7 @@ from deniable.designs import (
     DESIGNS,
     BiasedCoin,
     Binary,
+    BinaryDesign,
     Categorical,
     Crosswise,
     Custom,
@@ -114,5 +115,29 @@ DESIGN_CASES = design_cases()
 @pytest.fixture(params=[f for _, f in DESIGN_CASES], ids=[i for i, _ in DESIGN_CASES])
 def design(request: pytest.FixtureRequest) -> Design:
     """Every example parameterisation of every registered design."""
+    factory: Callable[[], Design] = request.param
+    return factory()
+
+
+def _cases_where(keep: Callable[[Design], bool]) -> list[tuple[str, Callable[[], Design]]]:
+    return [(i, f) for i, f in DESIGN_CASES if keep(f())]
+
+
+ONE_BIT_CASES = _cases_where(lambda d: isinstance(d, BinaryDesign) and d.n_reports == 2)
+FINITE_EPSILON_CASES = _cases_where(lambda d: math.isfinite(d.epsilon))
+
+
+@pytest.fixture(params=[f for _, f in ONE_BIT_CASES], ids=[i for i, _ in ONE_BIT_CASES])
+def one_bit_design(request: pytest.FixtureRequest) -> Design:
+    """Every example whose report is one bit (Kuk k > 1 and categorical excluded)."""
+    factory: Callable[[], Design] = request.param
+    return factory()
+
+
+@pytest.fixture(
+    params=[f for _, f in FINITE_EPSILON_CASES], ids=[i for i, _ in FINITE_EPSILON_CASES]
+)
+def finite_design(request: pytest.FixtureRequest) -> Design:
+    """Every example with a finite epsilon."""
     factory: Callable[[], Design] = request.param
     return factory()

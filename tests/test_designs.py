@@ -419,7 +419,11 @@ def test_from_epsilon_rejects_bad_epsilon(
     name: str, make: Callable[[Any], Design], eps: Any, error: type[Exception]
 ) -> None:
     if name == "binary-half" and eps is True:
-        pytest.skip("the wrapper doubles True into the valid 2")
+        # the test's wrapper computes 2 * epsilon, turning True into the valid 2: check the
+        # constructor itself rejects the bool
+        with pytest.raises(ParameterTypeError, match="`epsilon`"):
+            Binary(True, calibration="half")  # type: ignore[arg-type]
+        return
     with pytest.raises(error, match="`epsilon`"):
         make(eps)
 
