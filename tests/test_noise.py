@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from deniable.accounting import _noise
+from deniable.accounting._exact_sampling import bernoulli_exp, uniform_below
 from deniable.accounting._measures import GDP, ZCDP, ApproxDP, PureDP
 from deniable.accounting._noise import (
     DiscreteGaussianMechanism,
@@ -264,7 +264,7 @@ def test_exact_bernoulli_exp_frequencies() -> None:
     for num, den in [(0, 1), (1, 3), (1, 1), (5, 2), (7, 1)]:
         nums = np.full(n, num, dtype=np.int64)
         dens = np.full(n, den, dtype=np.int64)
-        hits = _noise._bernoulli_exp(rng, nums, dens).mean()
+        hits = bernoulli_exp(rng, nums, dens).mean()
         p = math.exp(-num / den)
         # 4.5-sigma band: false alarm ~7e-6 per check
         assert abs(hits - p) <= 4.5 * math.sqrt(p * (1 - p) / n) + 1e-12
@@ -275,12 +275,12 @@ def test_exact_primitives_with_big_integers() -> None:
     n = 20_000
     big = 3**90  # ~2**143: forces the Python-int path
     bounds = np.full(n, big, dtype=object)
-    u = _noise._uniform_below(rng, bounds)
+    u = uniform_below(rng, bounds)
     assert all(0 <= x < big for x in u)
     frac = np.array([x / big for x in u], dtype=float)
     assert stats.kstest(frac, "uniform").pvalue > P_MIN
     nums = np.full(n, big // 2, dtype=object)
-    hits = _noise._bernoulli_exp(rng, nums, bounds).mean()
+    hits = bernoulli_exp(rng, nums, bounds).mean()
     p = math.exp(-(big // 2) / big)
     assert abs(hits - p) <= 4.5 * math.sqrt(p * (1 - p) / n)  # false alarm ~7e-6
 

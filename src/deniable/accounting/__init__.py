@@ -1,5 +1,138 @@
-"""Privacy accounting: DP measures, conversions, composition, amplification, ledgers."""
+"""Privacy accounting: DP measures, conversions, composition, amplification, ledgers, noise.
+
+* **Measures** (value objects): :class:`PureDP`, :class:`ApproxDP`, :class:`ZCDP`,
+  :class:`RDP`, :class:`GDP`.
+* **Conversions**, each rounded toward safety: ``pure_to_zcdp``, ``pure_to_rdp``,
+  ``rr_rdp``, ``laplace_rdp``, ``zcdp_*``, ``rdp_*``, ``gdp_*``, ``compose_gdp``.
+* **Composition** of randomized response and noise: closed-form bounds
+  (``basic_composition``, ``advanced_composition``, ``kov_composition``), the exact optimum
+  (``optimal_rr_delta``, ``optimal_rr_epsilon``), privacy loss distributions
+  (:class:`PrivacyLossDistribution`, ``rr_pld``, ``laplace_pld``, ``gaussian_pld``), the
+  events :class:`RandomizedResponse`, :class:`Laplace` and :class:`Gaussian`, the explicit
+  :class:`PrivacyAccountant`, and ``compare_composition`` (every method side by side).
+* **Amplification by shuffling** (Feldman, McMillan & Talwar 2021): ``shuffle_*``.
+* **Noise for released tallies**: :class:`LaplaceMechanism`, :class:`GaussianMechanism`,
+  :class:`DiscreteLaplaceMechanism`, :class:`DiscreteGaussianMechanism`,
+  ``noise_error_table``.
+* **Per-respondent budgets**: :class:`BudgetLedger`, :class:`BudgetFilter`.
+
+See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
+
+>>> from deniable.accounting import compare_composition
+>>> compare_composition([0.5] * 10, delta=1e-6)["basic"]
+5.0
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccountant
+from deniable.accounting._compare import compare_composition
+from deniable.accounting._composition import (
+    CompositionRow,
+    CompositionTable,
+    advanced_composition,
+    basic_composition,
+    common_lattice,
+    kov_composition,
+    optimal_rr_delta,
+    optimal_rr_epsilon,
+)
+from deniable.accounting._conversions import (
+    compose_gdp,
+    gdp_delta,
+    gdp_epsilon,
+    gdp_to_approx,
+    laplace_rdp,
+    pure_to_rdp,
+    pure_to_zcdp,
+    rdp_curve_delta,
+    rdp_curve_epsilon,
+    rdp_delta,
+    rdp_epsilon,
+    rdp_to_approx,
+    rr_rdp,
+    zcdp_delta,
+    zcdp_epsilon,
+    zcdp_to_approx,
+)
+from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
+from deniable.accounting._ledger import BudgetFilter, BudgetLedger, QuestionRecord
+from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
+from deniable.accounting._noise import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    NoiseErrorTable,
+    noise_error_table,
+    plot_noise_error,
+)
+from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
+from deniable.accounting._shuffle import (
+    ShuffleTable,
+    plot_shuffle,
+    shuffle_delta_numerical,
+    shuffle_epsilon_closed_form,
+    shuffle_epsilon_numerical,
+    shuffle_epsilon_table,
+    shuffle_guarantee,
+)
+
+__all__ = [
+    "COMPOSITION_METHODS",
+    "GDP",
+    "RDP",
+    "ZCDP",
+    "ApproxDP",
+    "BudgetFilter",
+    "BudgetLedger",
+    "CompositionRow",
+    "CompositionTable",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+    "Gaussian",
+    "GaussianMechanism",
+    "Laplace",
+    "LaplaceMechanism",
+    "NoiseErrorTable",
+    "PrivacyAccountant",
+    "PrivacyLossDistribution",
+    "PureDP",
+    "QuestionRecord",
+    "RandomizedResponse",
+    "ShuffleTable",
+    "advanced_composition",
+    "basic_composition",
+    "common_lattice",
+    "compare_composition",
+    "compose_gdp",
+    "gaussian_pld",
+    "gdp_delta",
+    "gdp_epsilon",
+    "gdp_to_approx",
+    "kov_composition",
+    "laplace_pld",
+    "laplace_rdp",
+    "noise_error_table",
+    "optimal_rr_delta",
+    "optimal_rr_epsilon",
+    "plot_noise_error",
+    "plot_shuffle",
+    "pure_to_rdp",
+    "pure_to_zcdp",
+    "rdp_curve_delta",
+    "rdp_curve_epsilon",
+    "rdp_delta",
+    "rdp_epsilon",
+    "rdp_to_approx",
+    "rr_pld",
+    "rr_rdp",
+    "shuffle_delta_numerical",
+    "shuffle_epsilon_closed_form",
+    "shuffle_epsilon_numerical",
+    "shuffle_epsilon_table",
+    "shuffle_guarantee",
+    "zcdp_delta",
+    "zcdp_epsilon",
+    "zcdp_to_approx",
+]

@@ -7,12 +7,12 @@ from typing import Annotated
 import typer
 
 import deniable
-from deniable.cli import _analyze, _decisions, _designs, _power, _regress, _tour
+from deniable.cli import _analyze, _decisions, _designs, _power, _privacy, _regress, _tour
 from deniable.cli._base import app
 
 __all__ = ["app"]
 
-_COMMAND_MODULES = (_designs, _decisions, _tour, _analyze, _regress, _power)
+_COMMAND_MODULES = (_designs, _decisions, _tour, _analyze, _regress, _power, _privacy)
 
 
 def _version(value: bool) -> None:

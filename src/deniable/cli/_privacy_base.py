@@ -1,0 +1,130 @@
+"""The `deniable privacy` sub-application and the parsing / printing helpers its commands share.
+
+ε and δ are read as text so that ``3/4`` and ``1e-6`` both work, and ε may be ``inf`` (or
+``∞``) where an infinite ε means something (a question with a deterministic answer); it is
+then printed as ``∞`` and written to JSON as ``"inf"``, never as a finite number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Annotated
+
+import typer
+from rich import box
+from rich.table import Table
+from rich.text import Text
+
+from deniable.cli._base import console, fail, parse_number
+
+__all__ = [
+    "DeltaOpt",
+    "JsonOpt",
+    "check_choice",
+    "fmt_delta",
+    "fmt_eps",
+    "parse_count",
+    "parse_delta",
+    "parse_value",
+    "parse_values",
+    "print_table",
+    "privacy_app",
+    "simple_table",
+]
+
+privacy_app = typer.Typer(
+    name="privacy",
+    help=(
+        "Privacy accounting: composition, conversions between DP flavours, amplification by "
+        "shuffling, noise for released counts, epsilon explained, audits and budgets."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of a table.")]
+DeltaOpt = Annotated[str, typer.Option("--delta", help="Target delta, in (0, 1).")]
+
+_INF = ("inf", "+inf", "infinity", "∞")
+
+
+def parse_value(option: str, text: str, *, allow_inf: bool = False) -> float:
+    """A number from ``text`` (``3/4`` and ``1e-6`` work); ``inf`` / ``∞`` when allowed."""
+    if text.strip().lower() in _INF:
+        if not allow_inf:
+            fail(f"`{option}` must be finite, got {text!r}.")
+        return math.inf
+    return parse_number(option, text)
+
+
+def parse_values(option: str, texts: Sequence[str], *, allow_inf: bool = False) -> list[float]:
+    """Numbers from repeated options, each of which may also be a comma-separated list."""
+    out: list[float] = []
+    for text in texts:
+        for part in text.split(","):
+            if not part.strip():
+                fail(f"`{option}` must be comma-separated numbers, got {text!r}.")
+            out.append(parse_value(option, part, allow_inf=allow_inf))
+    return out
+
+
+def parse_delta(option: str, text: str) -> float:
+    """A δ in the open interval (0, 1)."""
+    d = parse_value(option, text)
+    if not 0 < d < 1:
+        fail(f"`{option}` must be in (0, 1), got {text}.")
+    return d
+
+
+def parse_count(option: str, text: str, *, minimum: int = 1) -> int:
+    """A whole number ``>= minimum`` (``1e6`` and ``1000000`` both work)."""
+    x = parse_value(option, text)
+    if x != math.floor(x) or x < minimum:
+        fail(f"`{option}` must be a whole number >= {minimum}, got {text!r}.")
+    return int(x)
+
+
+def check_choice(option: str, value: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``; otherwise one error line naming them."""
+    if value not in choices:
+        fail(f"`{option}` must be one of {', '.join(choices)}; got {value!r}.")
+    return value
+
+
+def fmt_eps(eps: float | None, digits: int = 4) -> str:
+    """ε for people: ``∞`` for an infinite ε, ``-`` for none, else fixed decimals."""
+    if eps is None:
+        return "-"
+    if math.isinf(eps):
+        return "∞"
+    return f"{eps:.{digits}f}"
+
+
+def fmt_delta(delta: float) -> str:
+    """δ for people: ``0``, ``1 (vacuous)``, or 4 significant digits."""
+    if delta == 0:
+        return "0"
+    if delta >= 1:
+        return "1 (vacuous)"
+    return f"{delta:.4g}"
+
+
+def simple_table(*columns: str) -> Table:
+    """A compact rich table: the first column left-aligned, the others right-aligned."""
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    for i, col in enumerate(columns):
+        table.add_column(col, justify="left" if i == 0 else "right")
+    return table
+
+
+def print_table(table: Table, *, title: str | None = None, note: str | None = None) -> None:
+    """Print ``title``, ``table`` and ``note`` (the text lines wrap at the terminal width,
+    not at the table's)."""
+    out = console()
+    if title:
+        out.print(Text(title, style="bold"))
+    out.print(table)
+    if note:
+        out.print(Text(note))
