@@ -1,33 +1,65 @@
-"""Generate docs/cli.md by running every example (COLUMNS=80, no colour)."""
-import os, shlex, subprocess, sys, tempfile, pathlib
+"""Regenerate the CLI pages by running every example (COLUMNS=80, no colour).
+
+Each ``docs/templates/NAME.md.in`` becomes ``docs/NAME.md``: a line ``@@ deniable ...`` is
+replaced by a console block with the command and its real output (and its exit status when
+non-zero).  Run after changing a command: ``.venv/bin/python scripts/gen_cli_docs.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shlex
+import subprocess
+import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXE = ROOT / ".venv/bin/deniable"
-env = dict(os.environ, COLUMNS="80", LINES="50", NO_COLOR="1", TERM="dumb")
-env.pop("FORCE_COLOR", None)
-tmp = pathlib.Path(tempfile.mkdtemp())
-(tmp / "reports.csv").write_text("respondent,answer\n" + "".join(
-    f"{i},{b}\n" for i, b in enumerate([1,0,0,1,1,0,1,0,0,1,1,1,0,1,0,0,1,0,1,1], 1)))
+ENV = dict(os.environ, COLUMNS="80", LINES="50", NO_COLOR="1", TERM="dumb")
+ENV.pop("FORCE_COLOR", None)
+REPORTS = [1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1]
 
-def run(cmd: str) -> str:
+
+def run(cmd: str, cwd: pathlib.Path) -> str:
     args = shlex.split(cmd)
-    args = [a.replace("reports.csv", str(tmp / "reports.csv")) for a in args]
-    done = subprocess.run([str(EXE), *args[1:]], capture_output=True, text=True, env=env, cwd=tmp)
-    out = done.stdout + done.stderr
-    out = "\n".join(line.rstrip() for line in out.splitlines())
+    done = subprocess.run(
+        [str(EXE), *args[1:]], capture_output=True, text=True, env=ENV, cwd=cwd, check=False
+    )
+    out = "\n".join(line.rstrip() for line in (done.stdout + done.stderr).splitlines())
     if done.returncode:
         out += f"\n(exit status {done.returncode})"
     return out
 
-def block(cmd: str) -> str:
-    return f"```console\n$ {cmd}\n{run(cmd)}\n```\n"
 
-template = (ROOT / "docs/templates/cli.md.in").read_text()
-out = []
-for line in template.splitlines(keepends=True):
-    if line.startswith("@@ "):
-        out.append(block(line[3:].strip()))
-    else:
-        out.append(line)
-(ROOT / "docs").mkdir(exist_ok=True)
-(ROOT / "docs/cli.md").write_text("".join(out))
+def shown(cmd: str) -> str:
+    """The command as displayed, wrapped with backslashes past 88 columns."""
+    if len(cmd) <= 88:
+        return f"$ {cmd}"
+    parts, cur = [], "$ "
+    for word in shlex.split(cmd):
+        if len(cur) + len(word) + 1 > 86 and cur.strip() != "$":
+            parts.append(cur.rstrip() + " \\")
+            cur = "    "
+        cur += shlex.quote(word) + " "
+    parts.append(cur.rstrip())
+    return "\n".join(parts)
+
+
+def main() -> None:
+    cwd = pathlib.Path(tempfile.mkdtemp())
+    (cwd / "reports.csv").write_text(
+        "respondent,answer\n" + "".join(f"{i},{b}\n" for i, b in enumerate(REPORTS, 1))
+    )
+    for template in sorted((ROOT / "docs/templates").glob("*.md.in")):
+        out = []
+        for line in template.read_text().splitlines(keepends=True):
+            if line.startswith("@@ "):
+                cmd = line[3:].strip()
+                out.append(f"```console\n{shown(cmd)}\n{run(cmd, cwd)}\n```\n")
+            else:
+                out.append(line)
+        (ROOT / "docs" / template.name.removesuffix(".in")).write_text("".join(out))
+
+
+if __name__ == "__main__":
+    main()
