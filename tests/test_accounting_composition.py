@@ -330,3 +330,10 @@ def test_pld_mass_and_symmetry():
     pld = rr_pld(0.7, k=4, count=30)
     assert pld.mass() == pytest.approx(1.0, abs=1e-12)
     assert float(np.sum(pld.probs * np.exp(-pld.losses))) == pytest.approx(1.0, rel=1e-9)
+
+
+def test_comparison_description_is_grammatical_for_one_question() -> None:
+    from deniable.accounting import compare_composition
+
+    assert "1 question at" in str(compare_composition([0.5], delta=1e-6))
+    assert "2 questions at" in str(compare_composition([0.5, 0.5], delta=1e-6))

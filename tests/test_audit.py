@@ -339,3 +339,10 @@ def test_leave_one_out_bad_input(
         leave_one_out(table, query)
     with pytest.raises(ParameterError, match="`scale`"):
         leave_one_out([1.0, 2.0], "sum").privacy_loss(0.0)
+
+
+def test_audit_design_rejects_two_group_designs_with_a_named_error() -> None:
+    from deniable.designs import StochasticLieDetector
+
+    with pytest.raises(ParameterError, match="`design` must be a one-group design"):
+        audit_design(StochasticLieDetector(2 / 12, 10 / 12), trials=1000, seed=1)

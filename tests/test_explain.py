@@ -174,3 +174,22 @@ def test_plots_without_matplotlib_name_the_extra(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r"pip install deniable\[plot\]"):
         plot_epsilon_lying()
+
+
+@pytest.mark.parametrize("eps", [709.0, 800.0, 1e6])
+def test_epsilon_beyond_float_range_is_a_named_error_not_an_overflow(eps: float) -> None:
+    # e^eps overflows a float past ~709.78: a clear ParameterError, never OverflowError
+    for call in (
+        lambda: explain(eps),
+        lambda: truth_table([eps]),
+        lambda: likelihood_sentence(eps),
+    ):
+        with pytest.raises(ParameterError, match="`epsilon"):
+            call()
+
+
+def test_epsilon_700_and_infinity_are_explained() -> None:
+    # e^700 = 1.0142e304, computed independently of the module's formatting
+    assert f"{math.exp(700.0):.4g}" in explain(700.0)
+    assert "epsilon = inf" in explain(math.inf)
+    assert "no deniability" in explain(math.inf)

@@ -37,7 +37,7 @@ import numpy.typing as npt
 from scipy import stats
 
 from deniable import _validation as v
-from deniable.designs import Design
+from deniable.designs import Design, TwoGroupDesign
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.explain import Table
 from deniable.randomness import bernoulli, resolve_rng
@@ -412,6 +412,11 @@ def audit_design(
     """
     if not isinstance(design, Design):
         raise ParameterTypeError(f"`design` must be a Design, got {type(design).__name__}.")
+    if isinstance(design, TwoGroupDesign):
+        raise ParameterError(
+            f"`design` must be a one-group design; {design.name!r} randomizes two groups "
+            "with latent respondent types: audit each group's channel with `audit` instead."
+        )
     claim = design.epsilon if claimed_epsilon is None else claimed_epsilon
     claimed, n, s, lvl, gen = _common(claim, trials, seed, level)
     k = design.n_truths

@@ -141,8 +141,18 @@ class Table:
 # --------------------------------------------------------------------------- closed forms
 
 
+#: Largest finite epsilon the tables explain: e^eps must fit a float (e^709.78 overflows).
+MAX_FINITE_EPSILON = 700.0
+
+
 def _epsilon(name: str, value: Any) -> float:
-    return v.positive(name, value, allow_zero=True, allow_inf=True)
+    eps = v.positive(name, value, allow_zero=True, allow_inf=True)
+    if MAX_FINITE_EPSILON < eps < math.inf:
+        raise ParameterError(
+            f"`{name}` must be in [0, {MAX_FINITE_EPSILON:g}] or inf (the likelihood ratio "
+            f"e^epsilon overflows a float beyond about 709), got {eps:g}."
+        )
+    return eps
 
 
 def _odds_to_probability(log_odds: float) -> float:

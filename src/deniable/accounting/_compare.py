@@ -39,7 +39,7 @@ def compare_composition(
     )
     n = sum(cnt)
     if eps and all(e == eps[0] for e in eps):
-        desc = f"{n} questions at epsilon = {eps[0]:g}"
+        desc = f"{n} question{'' if n == 1 else 's'} at epsilon = {eps[0]:g}"
     elif eps:
         desc = f"{n} questions, epsilon {min(eps):g} to {max(eps):g}"
     else:
