@@ -16,6 +16,7 @@ True
 from __future__ import annotations
 
 from deniable._estimate import Estimate
+from deniable.accounting import BudgetFilter, BudgetLedger, PrivacyAccountant, compare_composition
 from deniable.analysis import Analysis, analyze, read_reports
 from deniable.coins import CoinProtocol, design_protocol
 from deniable.designs import (
@@ -87,6 +88,8 @@ __all__ = [
     "BiasedCoin",
     "Binary",
     "BinaryDesign",
+    "BudgetFilter",
+    "BudgetLedger",
     "Categorical",
     "CategoricalEstimate",
     "CheaterDetection",
@@ -108,6 +111,7 @@ __all__ = [
     "ParameterError",
     "ParameterTypeError",
     "PowerResult",
+    "PrivacyAccountant",
     "PrivacyError",
     "RespondentType",
     "SampleSizeResult",
@@ -128,6 +132,7 @@ __all__ = [
     "Warner",
     "analyze",
     "channel_epsilon",
+    "compare_composition",
     "decide_majority",
     "design_protocol",
     "linear_rr",
