@@ -666,6 +666,46 @@ def test_cli_human_output_and_plot(runner: Any, tmp_path: Path) -> None:
     assert "∞" in result.stdout and "naive" in result.stdout
 
 
+def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
+    runner: Any, tmp_path: Path
+) -> None:
+    from deniable.cli._base import CliError
+    from deniable.cli._power import epsilon_designs
+
+    # categorical: from_epsilon(eps, k) with the k given by --param k=3
+    lines = epsilon_designs(Categorical(k=3, truth=0.6), [1.0, 2.0])
+    assert list(lines) == ["categorical(k=3), ε = 1", "categorical(k=3), ε = 2"]
+    for eps, d in zip((1.0, 2.0), lines.values(), strict=True):
+        assert isinstance(d, Categorical) and d.k == 3
+        # k-ary RR: truth = (e^eps - 1) / (e^eps + k - 1), so epsilon is exact
+        assert d.truth == pytest.approx(math.expm1(eps) / (math.exp(eps) + 2), rel=1e-12)
+        assert d.epsilon == pytest.approx(eps, rel=1e-12)
+    # kuk keeps its number of draws; warner needs nothing more
+    kuk = epsilon_designs(Kuk(0.7, 0.3, draws=3), [1.5])
+    assert [(d.draws, round(d.epsilon, 12)) for d in kuk.values()] == [(3, 1.5)]
+    assert list(epsilon_designs(Warner(0.7), [1.0])) == ["warner, ε = 1"]
+
+    # a from_epsilon needing a parameter the design does not have: the message names it
+    class Spread(Warner):
+        @classmethod
+        def from_epsilon(cls, epsilon: float, spread: float) -> Warner:  # type: ignore[override]
+            return Warner.from_epsilon(epsilon)
+
+    with pytest.raises(CliError, match=r"needs `spread` besides ε.*--param spread=VALUE"):
+        epsilon_designs(Spread(0.7), [1.0])
+
+    # through the CLI, with a plot (needs matplotlib)
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "categorical.png"
+    out = run_json(runner, "power", "categorical", "-p", "k=3", "-p", "truth=0.6", "--category",
+                   "0", "--n", "300", "--prevalence", "0.4", "--null", "0.3", "--plot",
+                   str(path), "--epsilons", "1,2")  # fmt: skip
+    assert out["plot"] == str(path) and path.read_bytes()[:4] == b"\x89PNG"
+    assert out["power"] == pytest.approx(
+        power(Categorical(k=3, truth=0.6), 300, 0.4, null=0.3, category=0).power
+    )
+
+
 CLI_BAD = [
     (("power", "warner", "-p", "p=0.7", "--prevalence", "0.6", "--null", "0.5"), "--n"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--null", "0.5"), "--prevalence"),
@@ -684,6 +724,9 @@ CLI_BAD = [
       "--epsilons", "1"), "--plot"),
     (("power", "mangat", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
       "--plot", "x.png", "--epsilons", "1"), "from_epsilon"),
+    (("power", "categorical", "-p", "k=3", "-p", "truth=0.6", "-p", "forced=0.2,0.3,0.5",
+      "--category", "0", "--n", "10", "--prevalence", "0.4", "--null", "0.3", "--plot",
+      "x.png", "--epsilons", "1"), "`forced`"),
     (("power", "unrelated-unknown", "-p", "p1=0.7", "-p", "p2=0.3", "--n", "10",
       "--prevalence", "0.3", "--null", "0.2"), "unrelated_prevalence"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",

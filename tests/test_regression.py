@@ -53,14 +53,32 @@ def rr_loglik(beta: Any, X: Any, y: Any, p1: Any, p0: Any) -> float:
     return float(np.sum(y * np.log(lam) + (1 - y) * np.log(1 - lam)))
 
 
-def mixture_loglik(theta: Any, X: Any, y: Any, R: Any, p1: Any, p0: Any) -> float:
-    """The linear model with a randomized binary predictor, summed over the hidden Z."""
+def mixture_logliks(theta: Any, X: Any, y: Any, R: Any, p1: Any, p0: Any) -> Any:
+    """Per respondent: the linear model with a randomized binary predictor, summed over the
+    hidden Z."""
     k = X.shape[1]
     beta, gamma, sigma, pi = theta[:k], theta[k], theta[k + 1], theta[k + 2]
     mu = X @ beta
     f1 = pi * np.where(R == 1, p1, 1 - p1) * stats.norm.pdf(y, mu + gamma, sigma)
     f0 = (1 - pi) * np.where(R == 1, p0, 1 - p0) * stats.norm.pdf(y, mu, sigma)
-    return float(np.sum(np.log(f0 + f1)))
+    return np.log(f0 + f1)
+
+
+def mixture_loglik(theta: Any, X: Any, y: Any, R: Any, p1: Any, p0: Any) -> float:
+    return float(np.sum(mixture_logliks(theta, X, y, R, p1, p0)))
+
+
+def num_scores(f: Any, x: Any, h: float = 1e-5) -> Any:
+    """Per-observation gradients of the vector function ``f`` by central differences
+    (step ``h * max(1, |x_j|)``): an ``n x m`` matrix."""
+    x = np.asarray(x, dtype=float)
+    cols = []
+    for j in range(x.size):
+        step = h * max(1.0, abs(x[j]))
+        e = np.zeros_like(x)
+        e[j] = step
+        cols.append((f(x + e) - f(x - e)) / (2 * step))
+    return np.column_stack(cols)
 
 
 def num_hessian(f: Any, x: Any, h: float = 1e-4) -> Any:
@@ -404,6 +422,46 @@ def test_result_api_summary_and_json() -> None:
         fit.with_se("sandwich")
 
 
+def header_value(text: str, label: str) -> str:
+    """The value printed right of ``label`` in a summary header."""
+    line = next(x for x in text.splitlines() if label in x)
+    return line.split(label, 1)[1].split()[0]
+
+
+def test_degrees_of_freedom_follow_statsmodels() -> None:
+    # statsmodels: df_model = regressors excluding the constant, df_resid = nobs - all
+    # mean-model coefficients (constant included); counted by hand for each formula
+    design = ForcedResponse(1 / 6, 1 / 6)
+    df = simulate_logistic(design, [-0.3, 0.5, 0.2], 800, seed=5)
+    df.loc[[3], "x1"] = np.nan  # dropped where x1 is used: nobs 799, else 800
+    cases = [
+        ("y ~ x1 + C(x2)", 799, 2, 3),  # Intercept, x1, C(x2)[T.1]: 3 coefficients, 1 constant
+        ("y ~ 1", 800, 0, 1),  # the constant alone
+        ("y ~ 0 + x1", 799, 1, 1),  # no constant
+        ("y ~ 0 + C(x2)", 800, 1, 2),  # both levels: an implied constant, as statsmodels counts
+    ]
+    for formula, nobs, df_model, n_coef in cases:
+        fit = logistic_rr(formula, df, design)
+        assert fit.nobs == nobs
+        assert (fit.df_model, fit.df_resid) == (df_model, nobs - n_coef), formula
+        assert fit.k_params == n_coef
+        text = fit.summary()
+        assert header_value(text, "Df model:") == str(df_model), formula
+        assert header_value(text, "Df residuals:") == str(nobs - n_coef), formula
+        assert header_value(text, "Parameters:") == str(n_coef), formula
+        d = fit.to_dict()
+        assert (d["df_model"], d["df_resid"], d["k_params"]) == (df_model, nobs - n_coef, n_coef)
+    # linear: Intercept, x and the randomized Z are mean coefficients; sigma and pi are not
+    ldf, _ = simulate_linear(Warner(0.8), 400, seed=6, coef=(1.0, 0.5, 1.0), sigma=1.0, pi=0.3)
+    lin = linear_rr("y ~ x", ldf, Warner(0.8), predictor="Z")
+    assert (lin.df_model, lin.df_resid, lin.k_params) == (2, 400 - 3, 5)
+    text = lin.summary()
+    assert header_value(text, "Df model:") == "2"
+    assert header_value(text, "Df residuals:") == "397"
+    assert header_value(text, "Parameters:") == "5"
+    assert lin.aic == pytest.approx(2 * 5 - 2 * lin.llf)  # AIC still counts every parameter
+
+
 def test_boundary_mle_is_flagged() -> None:
     # fewer yes reports than P(yes | 0) implies: no finite MLE of the intercept
     design = ForcedResponse(0.3, 0.1)
@@ -463,6 +521,31 @@ def test_linear_llf_and_information_match_the_written_likelihood() -> None:
     for _ in range(20):
         other = theta + rng.normal(scale=0.01, size=5)
         assert mixture_loglik(other, X, y, R, p1, p0) < fit.llf
+
+
+@pytest.mark.parametrize("direct_share", [0.0, 0.3], ids=["randomized", "with-direct"])
+def test_linear_opg_is_the_outer_product_of_numerical_scores(direct_share: float) -> None:
+    # OPG covariance (sum_i s_i s_i')^-1 with s_i the finite-difference gradient of
+    # respondent i's log-likelihood (written above, independently of the code) at the MLE;
+    # central differences are accurate to ~1e-9 here, so the tolerance is tight
+    design = Warner(0.8)
+    df, z = simulate_linear(design, 800, seed=21, coef=(1.0, 0.5, 1.5), sigma=1.2, pi=0.35)
+    rng = np.random.default_rng(22)
+    direct = (rng.random(len(df)) < direct_share).astype(int)
+    df = df.assign(D=direct, Z=np.where(direct == 1, z.astype(int), df.Z))
+    fit = linear_rr("y ~ x", df, design, predictor="Z", direct="D" if direct_share else None)
+    X = np.column_stack([np.ones(len(df)), df.x])
+    y, R = df.y.to_numpy(), df.Z.to_numpy()
+    p1 = np.where(direct == 1, 1.0, 0.8)
+    p0 = np.where(direct == 1, 0.0, 0.2)
+    S = num_scores(lambda t: mixture_logliks(t, X, y, R, p1, p0), fit.theta)
+    assert np.abs(S.sum(axis=0)).max() < 1e-4  # the MLE: the scores sum to ~0
+    opg = np.linalg.inv(S.T @ S)
+    got = fit.with_se("opg")
+    assert np.allclose(got.cov, opg, rtol=1e-6, atol=0)
+    assert np.allclose(got.bse.to_numpy(), np.sqrt(np.diag(opg))[:3], rtol=1e-6)
+    # and it is not the observed or expected covariance (the check can tell them apart)
+    assert not np.allclose(fit.with_se("observed").cov, opg, rtol=1e-3)
 
 
 def test_linear_recovers_coefficients_sigma_and_prevalence() -> None:
@@ -555,6 +638,50 @@ def test_bad_input_logistic(frame: Any) -> None:
     # a mapping of columns works like a DataFrame
     as_dict = {c: frame[c].to_numpy() for c in frame.columns}
     assert logistic_rr("y ~ x1", as_dict, d).llf == logistic_rr("y ~ x1", frame, d).llf
+
+
+def test_missing_inputs_are_dropped_but_transform_nans_raise(frame: Any) -> None:
+    d = TwoCoin()
+    df = frame.assign(s=np.exp(frame.x1))  # s > 0: np.log(s) is x1 again
+    base = logistic_rr("y ~ np.log(s)", df, d)
+    assert base.n_dropped == 0 and base.nobs == 300
+    # a missing input (NaN or None) is dropped and counted
+    gaps = df.copy()
+    gaps.loc[[2, 7], "s"] = None  # stored as NaN in a float column
+    gaps.loc[[11], "s"] = np.nan
+    fit = logistic_rr("y ~ np.log(s)", gaps, d)
+    assert (fit.nobs, fit.n_dropped) == (297, 3)
+    assert "3 rows with missing values were dropped" in fit.summary()
+    # present inputs the transform cannot take: 3 negative and 1 zero -> NaN and -inf; one
+    # missing input beside them is not counted among them
+    bad = df.copy()
+    bad.loc[[0, 4, 9], "s"] = -1.0
+    bad.loc[[5], "s"] = 0.0
+    bad.loc[[6], "s"] = np.nan
+    with pytest.raises(DataError) as err:
+        logistic_rr("y ~ x2 + np.log(s)", bad, d)
+    msg = str(err.value)
+    assert msg.startswith("the covariate 'np.log(s)' of the formula is NaN or infinite in 4 rows")
+    assert "whose input columns are not missing" in msg and "log of a value <= 0" in msg
+    with pytest.raises(DataError, match=r"'np.sqrt\(s\)' of the formula is NaN in 3 rows"):
+        logistic_rr("y ~ np.sqrt(s)", bad, d)
+    # a transform of the outcome of the linear model, and an infinite input value
+    lin = df.assign(w=np.exp(frame.x1) + 1, Z=frame.dq)
+    lin.loc[[1], "w"] = -2.0
+    with pytest.raises(
+        DataError, match=r"the outcome 'np.log\(w\)' of the formula is NaN in 1 row "
+    ):
+        linear_rr("np.log(w) ~ x1", lin, Warner(0.8), predictor="Z")
+    with pytest.raises(DataError, match="the covariate 'x1' of the formula is infinite in 2 rows"):
+        logistic_rr("y ~ x1", frame.assign(x1=frame.x1.where(frame.index > 1, np.inf)), d)
+    # predictions on new data: a missing covariate and a transform's NaN are told apart
+    with pytest.raises(DataError, match="missing values in the covariates: 1 rows"):
+        base.predict(pd.DataFrame({"s": [1.0, np.nan]}))
+    with pytest.raises(DataError, match=r"'np.log\(s\)' of the formula is NaN in 1 row "):
+        base.predict(pd.DataFrame({"s": [1.0, -1.0]}))
+    with pytest.raises(DataError, match=r"'np.log\(s\)' of the formula is infinite in 1 row "):
+        base.predict(pd.DataFrame({"s": [0.0, 2.0]}))
+    assert base.predict(pd.DataFrame({"s": [1.0, 2.0]})).shape == (2, 4)
 
 
 def test_bad_input_linear() -> None:

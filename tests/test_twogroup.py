@@ -113,19 +113,21 @@ def test_cdm_closed_form(unbiased: bool) -> None:
     assert sum(est[k].value for k in est.parameters) == pytest.approx(1.0, rel=1e-12)
 
 
-def test_cdm_symmetric_closed_form() -> None:
+@pytest.mark.parametrize("unbiased", [False, True])
+def test_cdm_symmetric_closed_form(unbiased: bool) -> None:
     f1, n1, f2, n2 = 0.1, 0.15, 0.3, 0.05
     yes, n = (300, 420), (1000, 1100)
     l1, l2 = yes[0] / n[0], yes[1] / n[1]
     est = SymmetricCheaterDetection(f1, n1, f2, n2).estimate(yes=yes, n=n)
-    var = variances(yes, n)
+    var = variances(yes, n, unbiased)
     d = (1 - n1) * f2 - (1 - n2) * f1
     pi = (f2 / d, -f1 / d)
     beta = (-(1 - n2) / d, (1 - n1) / d)
     gamma = (-pi[0] - beta[0], -pi[1] - beta[1])
+    se = "se_unbiased" if unbiased else "se"
     for name, (a1, a2), k in (("prevalence", pi, 0), ("beta", beta, 0), ("cheating", gamma, 1)):
         assert est[name].value == pytest.approx(a1 * l1 + a2 * l2 + k, rel=1e-12), name
-        assert est[name].se == pytest.approx(lin_se(a1, a2, var), rel=1e-12), name
+        assert getattr(est[name], se) == pytest.approx(lin_se(a1, a2, var), rel=1e-12), name
 
 
 @pytest.mark.parametrize("unbiased", [False, True])
@@ -674,6 +676,19 @@ def test_bad_data(kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(DataError) as err:
         StochasticLieDetector(0.2, 0.8).estimate(**kwargs)
     assert needle in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "group", [np.array([1, 2, 3]), np.array([1.0, 2.0, 3.0]), np.array([1, 2, 3], dtype=np.uint8)]
+)
+def test_bad_group_value_is_printed_plainly(group: Any) -> None:
+    # the value as a person writes it (3), not numpy's repr (np.int64(3), np.float64(3.0))
+    with pytest.raises(DataError) as err:
+        StochasticLieDetector(0.2, 0.8).estimate(np.array([0, 1, 1]), group=group)
+    assert str(err.value) == "`group` must hold 1 or 2 (first or second group), got 3."
+    with pytest.raises(DataError) as err:
+        StochasticLieDetector(0.2, 0.8).estimate(np.array([0, 1]), group=np.array([1.0, np.inf]))
+    assert str(err.value) == "`group` must hold 1 or 2 (first or second group), got inf."
 
 
 def test_bad_randomizer_and_tally_input() -> None:

@@ -3,6 +3,7 @@ minimal sample size reaching a target power (see docs/power.md)."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -173,6 +174,38 @@ def sample_size_rows(s: SampleSizeResult) -> list[tuple[str, str]]:
     return rows
 
 
+def epsilon_designs(design: Design, epsilons: list[float]) -> dict[str, Design]:
+    """One design per ε, built by the design's ``from_epsilon``, by label.
+
+    Whatever else ``from_epsilon`` takes is carried over from ``design`` when it has a
+    parameter of that name (``k`` of ``categorical``, ``draws`` of ``kuk``, ``q`` of
+    ``unrelated``, ``calibration`` of ``binary``); a required one it lacks is an error naming
+    it.  ``categorical`` given its own ``forced`` cannot be kept (``from_epsilon`` forces
+    uniformly): an error too, rather than lines for a different design.
+    """
+    make = getattr(type(design), "from_epsilon", None)
+    if make is None:
+        fail(f"`--epsilons`: design {design.name!r} has no from_epsilon (its ε is fixed).")
+    given = design.parameters()
+    carried: dict[str, Any] = {}
+    for name, par in list(inspect.signature(make).parameters.items())[1:]:  # after ε
+        if name in given:
+            carried[name] = given[name]
+        elif par.default is inspect.Parameter.empty:
+            fail(
+                f"`--epsilons`: design {design.name!r} needs `{name}` besides ε to be built by "
+                f"from_epsilon; give it with --param {name}=VALUE."
+            )
+    if getattr(design, "forced", None) is not None:
+        fail(
+            f"`--epsilons`: design {design.name!r} with `forced` = {given['forced']} "
+            "cannot be rebuilt per ε (from_epsilon forces uniformly); drop `forced` or plot "
+            "without --epsilons."
+        )
+    extra = f"({fmt_params(carried)})" if carried else ""
+    return {f"{design.name}{extra}, ε = {eps:g}": make(eps, **carried) for eps in epsilons}
+
+
 def _plot(
     path: str,
     design: Design,
@@ -187,14 +220,7 @@ def _plot(
         fail(f"`--plot` must name a {', '.join(PLOT_FORMATS)} file, got {path!r}.")
     lines: dict[str, Design] = {design_label(design): design}
     if epsilons is not None:
-        make = getattr(type(design), "from_epsilon", None)
-        if make is None:
-            fail(f"`--epsilons`: design {design.name!r} has no from_epsilon (its ε is fixed).")
-        for eps in parse_numbers("--epsilons", epsilons):
-            try:
-                lines[f"{design.name}, ε = {eps:g}"] = make(eps)
-            except TypeError:
-                fail(f"`--epsilons`: design {design.name!r} needs more than ε to be built.")
+        lines.update(epsilon_designs(design, parse_numbers("--epsilons", epsilons)))
     test = {k: x for k, x in opts.items() if k not in ("prevalence", "null")}
     if test["control"] is not None:
         test["ratio"] = ratio
@@ -243,7 +269,10 @@ def power_command(
         typer.Option(
             "--epsilons",
             metavar="E1,E2,...",
-            help="With --plot: one line per ε (the design rebuilt by from_epsilon).",
+            help=(
+                "With --plot: one line per ε (the design rebuilt by from_epsilon, keeping "
+                "its other parameters, e.g. k of categorical)."
+            ),
         ),
     ] = None,
     as_json: JsonOpt = False,

@@ -214,7 +214,10 @@ class TwoGroupDesign(Design):
             raise DataError(f"`group` must be a 1-D array of 1 and 2, got {arr.dtype} {arr.shape}.")
         bad = arr[(arr != 1) & (arr != 2)]
         if bad.size:
-            raise DataError(f"`group` must hold 1 or 2 (first or second group), got {bad[0]!r}.")
+            # the value as written (3), not numpy's repr (np.int64(3), np.float64(3.0))
+            first = bad[0].item()
+            shown = int(first) if isinstance(first, float) and first.is_integer() else first
+            raise DataError(f"`group` must hold 1 or 2 (first or second group), got {shown}.")
         if arr.size != size:
             raise DataError(f"`group` must have one entry per respondent ({size}), got {arr.size}.")
         return arr.astype(np.intp)

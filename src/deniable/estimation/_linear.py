@@ -140,7 +140,7 @@ def linear_rr(
     Examples
     --------
     >>> import numpy as np, pandas as pd
-    >>> from deniable import Warner
+    >>> from deniable import Warner, linear_rr
     >>> rng = np.random.default_rng(3)
     >>> design = Warner(0.85)
     >>> z = rng.random(3000) < 0.3

@@ -46,6 +46,7 @@ from deniable.estimation._regression_data import (
     Array,
     binary_values,
     check_design,
+    check_finite,
     check_se,
     model_data,
     require_data_extras,
@@ -127,16 +128,19 @@ class LogisticRRResult(RegressionResult):
             return self.data.X
         pd, formulaic = require_data_extras()
         frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
+        used = [c for c in map(str, self.spec.required_variables) if c in frame.columns]
+        missing = int(frame[used].isna().any(axis=1).sum()) if used else 0
+        if missing:
+            raise DataError(f"`data` has missing values in the covariates: {missing} rows.")
         try:
-            mm = self.spec.get_model_matrix(frame)
+            with np.errstate(all="ignore"):  # check_finite names a transform's NaN / inf
+                mm = self.spec.get_model_matrix(frame, na_action="ignore")
         except formulaic.errors.FormulaicError as exc:
             first = str(exc).splitlines()[0]
             raise DataError(f"`data` cannot be used for prediction: {first}") from None
-        if len(mm) != len(frame):
-            raise DataError(
-                f"`data` has missing values in the covariates: {len(frame) - len(mm)} rows."
-            )
-        return np.asarray(mm.to_numpy(dtype=np.float64))
+        X = np.asarray(mm.to_numpy(dtype=np.float64))
+        check_finite(X, self.terms, what="the covariate")
+        return X
 
     def predict(self, data: Any = None, *, level: float = 0.95) -> Any:
         """Predicted prevalence ``expit(x' beta)`` per row, with SE and interval (DataFrame).
@@ -294,7 +298,7 @@ def logistic_rr(
     Examples
     --------
     >>> import numpy as np, pandas as pd
-    >>> from deniable import ForcedResponse
+    >>> from deniable import ForcedResponse, logistic_rr
     >>> rng = np.random.default_rng(1)
     >>> design = ForcedResponse(1/6, 1/6)
     >>> x = rng.normal(size=4000)

@@ -111,7 +111,8 @@ def unit_variance(
     Two-group designs: the efficient variance with the nuisance estimated (module
     docstring), a share ``share`` (default 1/2) in group 1.
 
-    >>> from deniable.designs import Warner
+    >>> from deniable import Warner
+    >>> from deniable.estimation import unit_variance
     >>> round(unit_variance(Warner(0.7), 0.5), 6)     # 0.25 / 0.4^2
     1.5625
     """
@@ -174,7 +175,7 @@ def power(
 
     Examples
     --------
-    >>> from deniable.designs import Warner
+    >>> from deniable import Warner, power
     >>> r = power(Warner(0.7), 1000, 0.6, null=0.5, alternative="greater")
     >>> round(r.power, 4), round(r.se_null, 6), round(r.se_alternative, 6)
     (0.8127, 0.039528, 0.039402)
@@ -213,7 +214,8 @@ def power_curve(
     ``n_control = ceil(ratio * n)``; ``known``: the naive power of a two-group design.
     Other parameters as in :func:`power`.
 
-    >>> from deniable.designs import Warner
+    >>> from deniable import Warner
+    >>> from deniable.estimation import power_curve
     >>> power_curve(Warner(0.7), [10, 100, 1000], 0.6, null=0.5).round(3)
     array([0.057, 0.125, 0.716])
     """
@@ -299,7 +301,7 @@ def sample_size(
     R's rr (``power.rr.test``) instead returns the first ``n`` whose power is within 0.01
     of the target, which can be smaller than the minimal ``n`` and fall short of the target.
 
-    >>> from deniable.designs import Custom
+    >>> from deniable import Custom, sample_size
     >>> direct = Custom(1.0, 0.0)          # no randomization: the classic z-test
     >>> r = sample_size(direct, 0.8, 0.6, null=0.5, alternative="greater")
     >>> r.n       # ceil(((1.6449 * 0.5 + 0.8416 * sqrt(0.24)) / 0.1)^2)

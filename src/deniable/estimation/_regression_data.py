@@ -23,6 +23,7 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 __all__ = [
     "ModelData",
     "check_design",
+    "check_finite",
     "check_se",
     "model_data",
     "require_data_extras",
@@ -123,9 +124,9 @@ def binary_values(name: str, values: Any, *, what: str) -> Array:
             raise DataError(f"{what} {name!r} must hold 0/1 values, got {text!r}.")
         arr = arr.astype(np.float64)
     elif arr.dtype.kind not in "iuf":
-        raise DataError(
-            f"{what} {name!r} must hold 0/1 values, got {arr.ravel()[0]!r} (dtype {arr.dtype})."
-        )
+        first = arr.ravel()[0]
+        shown = first.item() if isinstance(first, np.generic) else first  # 'a', not np.str_('a')
+        raise DataError(f"{what} {name!r} must hold 0/1 values, got {shown!r} (dtype {arr.dtype}).")
     out = arr.astype(np.float64)
     ok = (out == 0) | (out == 1)
     if not np.all(ok):
@@ -147,7 +148,10 @@ def model_data(
     ``outcome`` is ``"binary"`` (the left-hand side must be one 0/1 column) or ``"real"``
     (one finite numeric column).  ``extras`` maps argument names to further columns (the
     direct-questioning indicator, the randomized predictor), returned aligned with ``y``.
-    Rows with a missing value in any column the model uses are dropped.
+    Rows with a missing value (NaN, None) in any column the model uses are dropped and
+    counted (``n_dropped``).  A NaN or infinite value that the formula makes from present
+    inputs (``np.log(x)`` with ``x <= 0``) is not missing data: it raises a
+    :class:`DataError` naming the term and the number of rows (:func:`check_finite`).
     """
     pd, formulaic = require_data_extras()
     extras = dict(extras or {})
@@ -187,7 +191,11 @@ def model_data(
     if len(kept) == 0:
         raise DataError(f"no rows left: every row has a missing value in one of {used}.")
     try:
-        matrices = formulaic.model_matrix(formula, kept)
+        # na_action="ignore": rows with a missing input are gone already; a NaN now comes
+        # from a transform (np.log of a negative value) and must not be dropped silently.
+        # numpy's RuntimeWarnings are silenced because check_finite raises a clearer error.
+        with np.errstate(all="ignore"):
+            matrices = formulaic.model_matrix(formula, kept, na_action="ignore")
     except formulaic.errors.FormulaicError as exc:
         raise _formula_error(formula, exc) from None
     lhs, rhs = matrices.lhs, matrices.rhs
@@ -204,24 +212,22 @@ def model_data(
             f"values (column {name!r})."
         )
     index = rhs.index
-    if not lhs.index.equals(index):  # pragma: no cover - formulaic drops rows consistently
+    if not lhs.index.equals(index):  # pragma: no cover - na_action="ignore" keeps every row
         raise DataError("the outcome and the covariates lost different rows.")
+    raw = lhs.iloc[:, 0].to_numpy()
+    if raw.dtype.kind in "iufb":
+        check_finite(raw.astype(np.float64)[:, None], (name,), what="the outcome")
     if outcome == "binary":
-        y = binary_values(name, lhs.iloc[:, 0].to_numpy(), what="the outcome")
+        y = binary_values(name, raw, what="the outcome")
     else:
-        raw = lhs.iloc[:, 0].to_numpy()
         if raw.dtype.kind not in "iufb":
             raise DataError(f"the outcome {name!r} must be numeric, got dtype {raw.dtype}.")
         y = raw.astype(np.float64)
-        if not np.all(np.isfinite(y)):
-            raise DataError(f"the outcome {name!r} must be finite, got {y[~np.isfinite(y)][0]}.")
     X = np.asarray(rhs.to_numpy(dtype=np.float64))
     terms = tuple(str(c) for c in rhs.columns)
     if X.shape[1] == 0:
         raise ParameterError(f"`formula` {formula!r} has no covariates and no intercept.")
-    if not np.all(np.isfinite(X)):
-        col = terms[int(np.argwhere(~np.isfinite(X))[0, 1])]
-        raise DataError(f"the covariate {col!r} has non-finite values (log of 0 or less?).")
+    check_finite(X, terms, what="the covariate")
     if X.shape[0] <= X.shape[1]:
         raise DataError(
             f"the data must have more rows than coefficients, got {X.shape[0]} rows for "
@@ -239,6 +245,32 @@ def model_data(
         index=index,
         spec=rhs.model_spec,
         n_dropped=len(frame) - len(index),
+    )
+
+
+def check_finite(values: Array, terms: Sequence[str], *, what: str) -> None:
+    """Raise a :class:`DataError` naming the first column of ``values`` that is NaN or
+    infinite, and in how many rows.
+
+    Called on the model matrix of rows whose input columns are all present: a non-finite
+    value there was made by the formula (a transform outside its domain, ``np.log`` of a
+    value <= 0) or is an infinite input, not a missing value, so it is not dropped.
+    """
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return
+    j = int(np.flatnonzero(bad.any(axis=0))[0])
+    col = values[:, j]
+    count = int(bad[:, j].sum())
+    kinds = " or ".join(
+        k for k, hit in (("NaN", np.isnan(col)), ("infinite", np.isinf(col))) if hit.any()
+    )
+    rows = "row" if count == 1 else "rows"
+    raise DataError(
+        f"{what} {terms[j]!r} of the formula is {kinds} in {count} {rows} whose input "
+        "columns are not missing (a transform outside its domain, e.g. the log of a value "
+        "<= 0, or an infinite input); only rows with a missing input are dropped: fix the "
+        "data or the formula."
     )
 
 

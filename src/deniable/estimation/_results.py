@@ -14,6 +14,11 @@ Standard-error conventions (``se_type``), all evaluated at the MLE ``theta_hat``
   (Berndt, Hall, Hall & Hausman 1974).
 
 All three estimate the same asymptotic covariance when the model is right.
+
+Degrees of freedom follow statsmodels: ``df_model`` counts the regressors excluding the
+constant, ``df_resid = nobs - (number of mean-model coefficients, constant included)``;
+``k_params`` counts every estimated parameter (with ``sigma`` and ``pi`` of the linear
+model), the ``k`` of AIC and BIC.
 """
 
 from __future__ import annotations
@@ -103,6 +108,37 @@ class RegressionResult:
     def k_params(self) -> int:
         """Number of estimated parameters (coefficients and ancillary)."""
         return int(self.theta.size)
+
+    @property
+    def k_constant(self) -> int:
+        """1 if the mean model has a constant, explicit or implied, else 0.
+
+        A constant is implied when the all-ones vector lies in the column space of the design
+        matrix (``0 + C(g)`` with every level of ``g``), as statsmodels counts it.
+        """
+        if self.data is None:
+            return int("Intercept" in self.terms)
+        X = self.data.X
+        ones = np.ones(X.shape[0])
+        coef, *_ = np.linalg.lstsq(X, ones, rcond=None)
+        return int(float(np.linalg.norm(X @ coef - ones)) <= 1e-8 * math.sqrt(X.shape[0]))
+
+    @property
+    def df_model(self) -> int:
+        """Model degrees of freedom: the regressors excluding the constant.
+
+        statsmodels' convention (``df_model = rank(X) - k_constant``): the coefficients of
+        the mean model (the randomized predictor's included) minus 1 for a constant.  The
+        ancillary parameters (``sigma``, ``pi`` of the linear model) are not counted;
+        :attr:`k_params` counts every estimated parameter (the ``k`` of AIC and BIC).
+        """
+        return len(self.terms) - self.k_constant
+
+    @property
+    def df_resid(self) -> int:
+        """Residual degrees of freedom: ``nobs`` minus the mean-model coefficients, constant
+        included (statsmodels' ``nobs - rank(X)``)."""
+        return self.nobs - len(self.terms)
 
     @property
     def cov(self) -> Array:
@@ -263,10 +299,13 @@ class RegressionResult:
             for k, x in d.parameters().items()
         )
         its = " + ".join(f"{n} {k}" for k, n in self.iterations.items())
+        # Df model / Df residuals as in statsmodels: regressors without the constant, and
+        # nobs minus the mean-model coefficients; "Parameters" counts all (AIC, BIC).
         pairs = [
             ("Dep. variable:", self.outcome, "No. observations:", str(self.nobs)),
-            ("Model:", self.model, "Df model:", str(self.k_params)),
-            ("Method:", "MLE (EM, Newton)", "Log-likelihood:", f"{self.llf:.4f}"),
+            ("Model:", self.model, "Df residuals:", str(self.df_resid)),
+            ("Method:", "MLE (EM, Newton)", "Df model:", str(self.df_model)),
+            ("Parameters:", str(self.k_params), "Log-likelihood:", f"{self.llf:.4f}"),
             ("Converged:", "yes" if self.converged else "NO", "AIC:", f"{self.aic:.4f}"),
             ("Iterations:", its, "BIC:", f"{self.bic:.4f}"),
         ]
@@ -360,7 +399,9 @@ class RegressionResult:
             "llf": jsonnum(self.llf),
             "aic": jsonnum(self.aic),
             "bic": jsonnum(self.bic),
-            "df_model": self.k_params,
+            "df_model": self.df_model,
+            "df_resid": self.df_resid,
+            "k_params": self.k_params,
             "se_type": self.se_type,
             "se_description": SE_TYPES[self.se_type],
             "level": lvl,
