@@ -4,6 +4,12 @@ Closed forms used (binary design, P1 = P(yes | 1), P0 = P(yes | 0), l = yes / n)
 estimate (l - P0) / (P1 - P0); plug-in SE sqrt(l (1 - l) / n) / |P1 - P0|, unbiased with
 n - 1; exact interval: Clopper-Pearson beta quantiles for l, mapped through the channel
 (ends swapped when P1 < P0) and clipped to [0, 1].
+
+Two-group (stochastic lie detector, Moshagen et al. 2012; l_g = yes_g / n_g):
+prevalence 1 - (l2 - l1) / (p1 - p2) with SE sqrt(l1 (1 - l1) / n1 + l2 (1 - l2) / n2) /
+|p1 - p2|; honesty (l1 - (1 - pi)(1 - p1)) / pi.  Published check (Heck & Moshagen 2018,
+minarets): 373 of 564 with p1 = 2/12, 398 of 692 with p2 = 10/12 give 0.8707 (SE 0.0411)
+and 0.6358 (SE 0.0173).
 """
 
 from __future__ import annotations
@@ -35,13 +41,17 @@ from deniable import (  # noqa: E402
 )
 from deniable.analysis import (  # noqa: E402
     GROUPED_COLUMNS,
+    TWO_GROUP_COLUMNS,
     Analysis,
     analyze,
     grouped,
     read_reports,
     write_reports,
 )
+from deniable.designs import StochasticLieDetector, TwoGroupEstimate  # noqa: E402
 from deniable.simulation import simulate  # noqa: E402
+
+SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
 
 def closed_form(p1: float, p0: float, yes: int, n: int, level: float = 0.95) -> dict[str, Any]:
@@ -181,9 +191,9 @@ def test_bad_arguments(survey: Any) -> None:
         analyze({"q": [1, 0]}, "q", TwoCoin())
     with pytest.raises(ParameterTypeError, match="`design` must be a deniable design"):
         analyze(survey, "q", "two-coin")  # type: ignore[arg-type]
-    with pytest.raises(ParameterError, match="yes/no reports"):
+    with pytest.raises(ParameterError, match=r"'categorical' reports one of k = 3 categories"):
         analyze(survey, "q", Categorical(k=3, truth=0.5))
-    with pytest.raises(ParameterError, match="yes/no reports"):
+    with pytest.raises(ParameterError, match=r"'kuk' reports one of 4 values \(a count of red"):
         analyze(survey, "q", Kuk(0.7, 0.3, draws=3))
     with pytest.raises(ParameterError, match="`level` must be in"):
         analyze(survey, "q", TwoCoin(), level=1.5)
@@ -262,6 +272,146 @@ def test_grouped_bad_input(survey: Any) -> None:
         analyze(survey, "q", TwoCoin(), by="q")
     with pytest.raises(DataError, match="got 5 at row 0"):
         analyze(pd.DataFrame({"q": [5, 1], "g": [1, 2]}), "q", TwoCoin(), by="g")
+
+
+# ------------------------------------------------------------------ two-group designs
+
+
+def sld_closed_form(y: tuple[int, int], n: tuple[int, int]) -> dict[str, float]:
+    l1, l2 = y[0] / n[0], y[1] / n[1]
+    d = SLD.p1 - SLD.p2
+    pi = 1 - (l2 - l1) / d
+    return {
+        "prevalence": pi,
+        "se": math.sqrt(l1 * (1 - l1) / n[0] + l2 * (1 - l2) / n[1]) / abs(d),
+        "honesty": (l1 - (1 - pi) * (1 - SLD.p1)) / pi,
+    }
+
+
+def minaret_frame() -> Any:
+    """The minaret survey as respondent rows (373 of 564 yes, 398 of 692), shuffled."""
+    reports = [1] * 373 + [0] * 191 + [1] * 398 + [0] * 294
+    groups = [1] * 564 + [2] * 692
+    order = np.random.default_rng(1).permutation(len(reports))
+    return pd.DataFrame({"version": np.array(groups)[order], "minaret": np.array(reports)[order]})
+
+
+def test_two_group_analysis_reproduces_the_published_minaret_estimates() -> None:
+    res = analyze(minaret_frame(), "minaret", SLD, group="version")
+    est = res.estimate
+    assert isinstance(est, TwoGroupEstimate) and res.group == "version"
+    assert est.tally.yes_counts == (373, 398) and est.tally.n_counts == (564, 692)
+    assert res.n == 1256 and res.missing == 0 and res.interval == "wald"
+    assert round(est.prevalence.value, 4) == 0.8707 and round(est.prevalence.se, 4) == 0.0411
+    assert round(est["honesty"].value, 4) == 0.6358 and round(est["honesty"].se, 4) == 0.0173
+    cf = sld_closed_form((373, 398), (564, 692))
+    assert est.prevalence.value == pytest.approx(cf["prevalence"], abs=1e-12)
+    assert est.prevalence.se == pytest.approx(cf["se"], rel=1e-12)
+    assert est["honesty"].value == pytest.approx(cf["honesty"], abs=1e-12)
+    z = stats.norm.ppf(0.975)
+    assert res.ci == pytest.approx(
+        (cf["prevalence"] - z * cf["se"], cf["prevalence"] + z * cf["se"])
+    )
+    assert set(res.estimates()) == {"prevalence", "honesty"}
+
+
+def test_two_group_missing_values_and_float_groups() -> None:
+    df = minaret_frame().astype({"version": float, "minaret": float})
+    df.loc[[0, 1], "version"] = np.nan
+    df.loc[[2], "minaret"] = np.nan
+    res = analyze(df, "minaret", SLD, group="version")
+    kept = df.dropna()
+    y = tuple(int(kept.loc[kept["version"] == g, "minaret"].sum()) for g in (1, 2))
+    n = tuple(int((kept["version"] == g).sum()) for g in (1, 2))
+    assert res.missing == 3 and res.n == 1253
+    assert res.estimate.prevalence.value == pytest.approx(  # type: ignore[union-attr]
+        sld_closed_form(y, n)["prevalence"], abs=1e-12
+    )
+    with pytest.raises(DataError, match=r"`column` 'minaret' has 1 missing value.*at row 2"):
+        analyze(df, "minaret", SLD, group="version", missing="error")
+    no_missing_report = df.dropna(subset=["minaret"])
+    with pytest.raises(DataError, match=r"`group` 'version' has 2 missing value.*first at row 0"):
+        analyze(no_missing_report, "minaret", SLD, group="version", missing="error")
+
+
+@pytest.mark.parametrize(
+    ("values", "shown"),
+    [([1, 2, 3, 1], "3 at row 2"), ([1, 0, 2, 1], "0 at row 1"),
+     (["1", "2", "a", "1"], "'1' at row 0"), ([True, False, True, True], "True at row 0"),
+     ([1.0, 2.0, 1.5, 1.0], "1.5 at row 2")],
+    ids=["three", "zero", "text", "bool", "half"],
+)  # fmt: skip
+def test_two_group_bad_group_values(values: Any, shown: str) -> None:
+    df = pd.DataFrame({"q": [1, 0, 1, 1], "g": values})
+    with pytest.raises(DataError) as err:
+        analyze(df, "q", SLD, group="g")
+    msg = str(err.value)
+    assert "`group` 'g' must hold 1 or 2" in msg and shown in msg, msg
+
+
+def test_two_group_bad_arguments() -> None:
+    df = minaret_frame()
+    with pytest.raises(DataError) as err:
+        analyze(df, "minaret", SLD)
+    assert str(err.value) == (
+        "design 'sld' needs two groups: give group=... (the column holding each respondent's "
+        "group, 1 or 2)."
+    )
+    with pytest.raises(DataError, match=r"`group` must be one of .*'version'.*got 'wave'"):
+        analyze(df, "minaret", SLD, group="wave")
+    with pytest.raises(ParameterError, match="`group` applies to the two-group designs"):
+        analyze(df, "minaret", TwoCoin(), group="version")
+    with pytest.raises(ParameterError, match="`group` must differ from `column`"):
+        analyze(df, "minaret", SLD, group="minaret")
+    one = df[df["version"] == 1]
+    with pytest.raises(DataError, match="group 2 has no reports"):
+        analyze(one, "minaret", SLD, group="version")
+    with pytest.raises(DataError, match=r"'minaret' must hold reports 0 or 1 .* design 'sld'"):
+        analyze(df.replace({"minaret": {1: 5}}), "minaret", SLD, group="version")
+
+
+def test_two_group_output_shows_every_parameter_and_infinite_epsilon() -> None:
+    res = analyze(minaret_frame(), "minaret", SLD, group="version")
+    text = res.table()
+    assert "honesty" in text and "∞" in text and "version" in text
+    d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
+    assert d["epsilon"] == "inf" and d["group"] == "version" and d["n"] == 1256
+    assert d["estimates"]["honesty"]["estimate"] == pytest.approx(0.6358, abs=5e-5)
+    assert d["interval"] == "wald" and d["column"] == "minaret"
+
+
+def test_two_group_by_subgroup() -> None:
+    df = minaret_frame()
+    df["canton"] = np.where(np.arange(len(df)) % 3 == 0, "ZH", "BE")
+    out = analyze(df, "minaret", SLD, group="version", by="canton", level=0.9)
+    assert tuple(out.columns) == TWO_GROUP_COLUMNS
+    assert list(out["group"]) == ["BE", "BE", "ZH", "ZH"]
+    assert list(out["parameter"]) == ["prevalence", "honesty"] * 2
+    for canton in ("BE", "ZH"):
+        sub = df[df["canton"] == canton]
+        one = analyze(sub, "minaret", SLD, group="version", level=0.9)
+        rows = out[out["group"] == canton].set_index("parameter")
+        for name, e in one.estimates().items():
+            assert rows.loc[name, "estimate"] == e.value and rows.loc[name, "se"] == e.se
+            lo, hi = e.ci(0.9, "wald")
+            assert (rows.loc[name, "ci_lower"], rows.loc[name, "ci_upper"]) == (lo, hi)
+        n = tuple(int((sub["version"] == g).sum()) for g in (1, 2))
+        assert (rows.loc["prevalence", "n1"], rows.loc["prevalence", "n2"]) == n
+    assert all(math.isinf(e) for e in out["epsilon"]) and out.attrs["group"] == "version"
+    # a subgroup where one randomization group has no reports: NaN, not an error
+    df.loc[(df["canton"] == "ZH") & (df["version"] == 2), "canton"] = "BE"
+    zh = analyze(df, "minaret", SLD, group="version", by="canton")
+    assert zh[zh["group"] == "ZH"]["estimate"].isna().all()
+    with pytest.raises(ParameterError, match="`by` must differ from `group`"):
+        analyze(df, "minaret", SLD, group="version", by="version")
+
+
+def test_simulated_two_group_frame_analyses_to_the_simulation_estimate() -> None:
+    sim = simulate(SLD, 3000, 0.3, honesty=0.8, seed=2)
+    res = analyze(sim.to_frame(), "report", SLD, group="rr_group")
+    assert isinstance(res.estimate, TwoGroupEstimate) and isinstance(sim.estimate, TwoGroupEstimate)
+    assert res.estimate.tally == sim.estimate.tally
+    assert res.estimate["honesty"].value == sim.estimate["honesty"].value
 
 
 # ------------------------------------------------------------------ files
@@ -440,3 +590,63 @@ def test_group_with_only_missing_reports_has_no_estimate(runner: CliRunner, tmp_
     path = str(write_reports(df, tmp_path / "g.csv"))
     got = run_json(runner, "analyze", path, "--column", "q", "--design", "two-coin", "--by", "g")
     assert got["groups"][1]["estimate"] is None and got["groups"][1]["n"] == 0
+
+
+@pytest.fixture
+def minaret_csv(tmp_path: Path) -> str:
+    return str(write_reports(minaret_frame(), tmp_path / "minarets.csv"))
+
+
+SLD_CLI = ("--design", "sld", "-p", "p1=2/12", "-p", "p2=10/12")
+
+
+def test_cli_analyze_two_group(runner: CliRunner, minaret_csv: str) -> None:
+    out = run_json(runner, "analyze", minaret_csv, "--column", "minaret", "--group-column",
+                   "version", *SLD_CLI)  # fmt: skip
+    assert out["yes"] == [373, 398] and out["n"] == [564, 692] and out["epsilon"] == "inf"
+    assert out["group_column"] == "version" and out["missing"] == 0
+    cf = sld_closed_form((373, 398), (564, 692))
+    assert out["estimates"]["prevalence"]["estimate"] == pytest.approx(cf["prevalence"])
+    assert out["estimates"]["prevalence"]["se"] == pytest.approx(cf["se"])
+    assert out["estimates"]["honesty"]["estimate"] == pytest.approx(cf["honesty"])
+    human = runner.invoke(app, ["analyze", minaret_csv, "--column", "minaret",
+                                "--group-column", "version", *SLD_CLI])  # fmt: skip
+    assert human.exit_code == 0, human.output
+    for needle in ("honesty", "0.8707", "0.6358", "∞", "373 / 564"):
+        assert needle in human.stdout
+    assert "inf" not in human.stdout
+
+
+def test_cli_analyze_two_group_by(runner: CliRunner, tmp_path: Path) -> None:
+    df = minaret_frame()
+    df["wave"] = np.arange(len(df)) % 2 + 1
+    path = str(write_reports(df, tmp_path / "m.csv"))
+    args = ("analyze", path, "--column", "minaret", "--group-column", "version", *SLD_CLI,
+            "--by", "wave")  # fmt: skip
+    out = run_json(runner, *args)
+    lib = analyze(df, "minaret", SLD, group="version", by="wave")
+    assert [(g["group"], g["parameter"]) for g in out["groups"]] == list(
+        zip(lib["group"], lib["parameter"], strict=True)
+    )
+    assert [g["estimate"] for g in out["groups"]] == pytest.approx(list(lib["estimate"]))
+    human = runner.invoke(app, list(args))
+    assert human.exit_code == 0 and "honesty" in human.stdout and "Wald" in human.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (("--column", "minaret", *SLD_CLI), ("design 'sld' needs two groups",
+                                            "--group-column")),
+        (("--column", "minaret", "--group-column", "version", "--design", "two-coin"),
+         ("`--group-column` applies to the two-group designs",)),
+        (("--column", "minaret", "--group-column", "wave", *SLD_CLI),
+         ("`group` must be one of", "'wave'")),
+        (("--column", "version", "--group-column", "minaret", *SLD_CLI),
+         ("must hold reports 0 or 1", "got 2")),
+    ],
+)  # fmt: skip
+def test_cli_analyze_two_group_errors(
+    runner: CliRunner, minaret_csv: str, args: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
+    assert_one_line_error(runner.invoke(app, ["analyze", minaret_csv, *args]), *needles)

@@ -562,3 +562,95 @@ def test_core_package_does_not_import_the_cli() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], timeout=60, check=False)
     assert done.returncode == 0
+
+
+# ------------------------------------------------------------------ review fixes
+
+
+def flat(text: str) -> str:
+    """A rich table's text with the box drawing removed and whitespace collapsed, so that a
+    phrase wrapped over two lines of a cell can be found."""
+    cells = [part.strip() for line in text.splitlines() for part in line.split("│") if part.strip()]
+    return " ".join(" ".join(cells).split())
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("binary", "--param", "epsilon=1e-17"),  # ZeroDivisionError traceback before
+        ("two-coin", "--param", "truth=1e-20"),
+        ("unrelated", "--param", "p=1e-20", "--param", "q=0.5"),
+    ],
+)
+def test_uninformative_design_is_one_error_line(runner: CliRunner, args: tuple[str, ...]) -> None:
+    result = run(runner, "estimate", *args, "--yes", "5", "--n", "10")
+    assert_one_line_error(result)
+    assert "epsilon" in result.stderr or "no information" in result.stderr
+
+
+def test_power_curve_epsilon_past_the_resolution_is_an_error(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "curve.png"
+    result = run(runner, "power", "two-coin", "--n", "100", "--prevalence", "0.6", "--null",
+                 "0.5", "--plot", str(path), "--epsilons", "1,45")  # fmt: skip
+    # before: truth rounded to 1 (direct questioning, epsilon infinite) labelled "ε = 45"
+    assert_one_line_error(result, "`epsilon` must be at most 36.7368", "got 45")
+    assert not path.exists()
+
+
+def test_estimate_kuk_several_draws_bounded_is_the_mle(runner: CliRunner) -> None:
+    args = ("estimate", "kuk", "--param", "theta1=0.7", "--param", "theta2=0.3", "--param",
+            "draws=3", "--counts", "400,100,50,150")  # fmt: skip
+    out = run_json(runner, *args)
+    assert out["estimate"] == pytest.approx(1 / 42, rel=1e-12)  # (650/2100 - 0.3) / 0.4
+    mle = run_json(runner, *args, "--method", "mle")
+    assert out["estimate_bounded"] == pytest.approx(mle["estimate"], abs=1e-9)
+    assert out["estimate_bounded"] == pytest.approx(0.226837, abs=1e-6)  # not 0.023810
+    assert mle["se_unbiased"] == "nan" and "no n - 1" in mle["se_convention"]
+    text = flat(run(runner, *args).stdout)
+    assert "0.226837" in text
+    mle_text = flat(run(runner, *args, "--method", "mle").stdout)
+    assert "no n − 1 version" in mle_text
+
+
+def test_majority_table_says_where_the_error_rates_are_evaluated(runner: CliRunner) -> None:
+    args = ("majority", "two-coin", "--n", "100", "--prevalence", "0.3")
+    wide = CliRunner(env={**ENV, "COLUMNS": "160"})  # the labels on one line each
+    text = flat(run(wide, *args).stdout)
+    assert "false negative rate (at prevalence 0.51" in text
+    assert "false positive rate (at prevalence 1/2" in text
+    out = run_json(runner, *args)
+    assert out["false_negative_prevalence"] == pytest.approx(0.51)
+    assert out["false_positive_prevalence"] == 0.5
+    fixed = flat(run(wide, "majority", "two-coin", "--n", "9", "--true-yes", "3").stdout)
+    assert "(at K = 5" in fixed and "(at K = 4" in fixed
+
+
+def test_tiny_and_huge_epsilon_are_displayed_with_their_digits(runner: CliRunner) -> None:
+    tiny = flat(run(runner, "estimate", "binary", "--param", "epsilon=1e-6", "--yes", "5",
+                    "--n", "10").stdout)  # fmt: skip
+    assert " ε 1e-06 (" in tiny and " ε 0.0000" not in tiny
+    assert "at most 1x" not in tiny and "(1 + 1e-06)x" in tiny
+    row = tiny.split("P(yes | 1), P(yes | 0)")[1].split(" ε ")[0]
+    p1, p0 = (part.strip() for part in row.split(","))
+    assert p1 != p0 and p1 != "0.5" and p0 != "0.5"
+    assert float(p1) == pytest.approx(0.5 + 2.5e-7, rel=1e-9)
+    huge = flat(run(runner, "estimate", "binary", "--param", "epsilon=36", "--yes", "5",
+                    "--n", "10").stdout)  # fmt: skip
+    row = huge.split("P(yes | 1), P(yes | 0)")[1].split(" ε ")[0]
+    p1 = row.split(",")[0].strip()
+    assert p1 != "1" and p1.startswith("1 − ")  # 1 - 2.3e-16, not "1"
+    assert float(p1.split("−")[1]) == pytest.approx(1 / (1 + math.exp(36)), rel=0.5)
+
+
+def test_interval_outside_the_design_is_explained(runner: CliRunner) -> None:
+    args = ("estimate", "warner", "--param", "p=0.7", "--yes", "10", "--n", "100")
+    out = run_json(runner, *args)
+    assert out["ci_exact"] == [0.0, 0.0]  # kept, as the issue asks
+    assert len(out["notes"]) == 1 and "below P(yes|0)" in out["notes"][0]
+    text = flat(run(runner, *args).stdout)
+    assert "unlikely under this design" in text and "non-compliance" in text
+    ordinary = run_json(runner, "estimate", "two-coin", "--yes", "400", "--n", "1000")
+    assert ordinary["notes"] == []

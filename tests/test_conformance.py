@@ -382,3 +382,77 @@ def test_estimate_rejects_an_empty_tally(design: Design) -> None:
 def test_estimate_rejects_a_tally_of_the_wrong_size(design: Design) -> None:
     with pytest.raises(DataError, match="report values"):
         design.estimate(Tally((1,) * (design.n_reports + 1)))  # type: ignore[attr-defined]
+
+
+# --- from_epsilon: never above the request, never infinite -----------------------------------
+
+#: The sweep of requested epsilons: tiny, ordinary, near and past the randomizer's limit
+#: (2**-53 gives ln(2**53 - 1) = 36.74 per bit), past exp() overflow (709.8) and huge.
+FROM_EPSILON_SWEEP = [1e-6, 0.5, 5.0, 20.0, 30.0, 36.0, 37.0, 40.0, 60.0, 700.0, 800.0, 1e6]
+
+#: Values tried for the other arguments of a from_epsilon (every keyword it takes is varied).
+FROM_EPSILON_ARGUMENTS: dict[str, list[Any]] = {
+    "k": [2, 4, 1000],
+    "draws": [1, 3],
+    "q": [0.5, 0.2],
+    "calibration": ["exact", "half"],
+}
+
+
+def _from_epsilon_cases() -> list[tuple[str, type[Design], dict[str, Any]]]:
+    import inspect
+
+    cases = []
+    for name, cls in DESIGNS.items():
+        make = getattr(cls, "from_epsilon", None)
+        if make is None:
+            continue
+        others = [p for p in inspect.signature(make).parameters if p != "epsilon"]
+        # a new keyword must get test values above (KeyError otherwise): no silent gaps
+        for values in itertools.product(*(FROM_EPSILON_ARGUMENTS[p] for p in others)):
+            kwargs = dict(zip(others, values, strict=True))
+            label = ",".join(f"{k}={v}" for k, v in kwargs.items())
+            cases.append((f"{name}({label})" if label else name, cls, kwargs))
+    return cases
+
+
+FROM_EPSILON_CASES = _from_epsilon_cases()
+
+
+def test_the_from_epsilon_sweep_covers_the_designs_that_have_one() -> None:
+    covered = {cls.name for _, cls, _ in FROM_EPSILON_CASES}
+    assert {"warner", "two-coin", "biased-coin", "binary", "kuk", "categorical"} <= covered
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs"), [c[1:] for c in FROM_EPSILON_CASES], ids=[c[0] for c in FROM_EPSILON_CASES]
+)
+@pytest.mark.parametrize("eps", FROM_EPSILON_SWEEP)
+def test_from_epsilon_never_exceeds_the_request(
+    cls: type[Design], kwargs: dict[str, Any], eps: float
+) -> None:
+    """Either a design whose stated epsilon is at most the request (and equal to its
+    channel's), implemented at most that, or a ParameterError naming `epsilon` with the
+    representable bound; never an infinite epsilon, an OverflowError or an error naming
+    another parameter."""
+    from deniable.exceptions import ParameterError
+
+    try:
+        design = cls.from_epsilon(eps, **kwargs)  # type: ignore[attr-defined]
+    except ParameterError as exc:
+        message = str(exc)
+        assert message.startswith("`epsilon` must be"), message
+        assert ("at most" in message) or ("at least" in message), message
+        assert repr(eps) in message or str(eps) in message, message
+        # ordinary privacy levels are always representable
+        assert not 0.5 <= eps <= 20, message
+        return
+    stated = design.epsilon
+    assert 0 < stated <= eps and math.isfinite(stated)
+    assert channel_epsilon(design.channel) == pytest.approx(stated, rel=1e-9)
+    # the implemented channel: 1e-12 slack for the float evaluation of multi-draw binomials
+    assert channel_epsilon(design.implemented_channel) <= stated * (1 + 1e-12)
+    if 0.5 <= eps <= 5:
+        # the "half" calibration of the binary mechanism is eps/2-LDP for one bit, and says so
+        target = eps / 2 if kwargs.get("calibration") == "half" else eps
+        assert stated == pytest.approx(target, rel=1e-9)

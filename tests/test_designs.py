@@ -525,7 +525,9 @@ INVALID: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     # probabilities below the randomizer's 2**-53 resolution would be drawn as 0: a report
     # meant to be unlikely becomes impossible and the stated finite epsilon false
     ("warner-tiny", lambda: Warner(1e-20), ParameterError, "`p`"),
-    ("biased-tiny", lambda: BiasedCoin.from_epsilon(40.0), ParameterError, "`q`"),
+    ("biased-tiny", lambda: BiasedCoin(1e-20), ParameterError, "`q`"),
+    # from_epsilon names its own parameter, with the largest epsilon the randomizer can draw
+    ("biased-from-huge", lambda: BiasedCoin.from_epsilon(40.0), ParameterError, "`epsilon`"),
     ("binary-huge", lambda: Binary(40.0), ParameterError, "`epsilon`"),
     ("binary-half-huge", lambda: Binary(80.0, "half"), ParameterError, "`epsilon`"),
     ("forced-tiny-yes", lambda: ForcedResponse(1e-20, 0.5), ParameterError, "`forced_yes`"),
@@ -582,6 +584,228 @@ def test_tiny_but_representable_probabilities_are_accepted() -> None:
     assert ForcedResponse(2**-40, 0.5).epsilon == pytest.approx(
         max(math.log(0.5 / 2**-40), math.log((1 - 2**-40) / 0.5)), rel=1e-12
     )
+
+
+# --- from_epsilon at the edges of what floats and the randomizer represent ------------------
+
+#: ln(2**53 - 1): one bit with probabilities 2**-53 and 1 - 2**-53, the largest epsilon the
+#: 53-bit randomizer can draw for one report.
+MAX_BIT = math.log(2.0**53 - 1)
+
+
+def _up(x: float, toward: float) -> float:
+    """The next float after ``x`` toward ``toward`` (one step less private or more)."""
+    return float(np.nextafter(x, toward))
+
+
+#: (name, from_epsilon, the parameter it sets, the design one float step less private)
+NUDGE: list[tuple[str, Callable[[float], Design], Callable[[Any], Design]]] = [
+    ("warner", Warner.from_epsilon, lambda d: Warner(_up(d.p, 1.0))),
+    ("crosswise", Crosswise.from_epsilon, lambda d: Crosswise(_up(d.p, 1.0))),
+    ("two-coin", TwoCoin.from_epsilon, lambda d: TwoCoin(truth=_up(d.truth, 1.0), yes=0.5)),
+    ("biased-coin", BiasedCoin.from_epsilon, lambda d: BiasedCoin(_up(d.q, 0.0))),
+    (
+        "forced",
+        ForcedResponse.from_epsilon,
+        lambda d: ForcedResponse(_up(d.forced_yes, 0.0), _up(d.forced_no, 0.0)),
+    ),
+    (
+        "unrelated",
+        lambda e: UnrelatedQuestion.from_epsilon(e, q=0.2),
+        lambda d: UnrelatedQuestion(_up(d.p, 1.0), 0.2),
+    ),
+    (
+        "kuk-3",
+        lambda e: Kuk.from_epsilon(e, draws=3),
+        lambda d: Kuk(_up(d.theta1, 1.0), 1 - _up(d.theta1, 1.0), draws=3),
+    ),
+    (
+        "categorical-4",
+        lambda e: Categorical.from_epsilon(e, k=4),
+        lambda d: Categorical(k=4, truth=_up(d.truth, 1.0)),
+    ),
+]
+
+
+@pytest.mark.parametrize(("make", "nudge"), [c[1:] for c in NUDGE], ids=[c[0] for c in NUDGE])
+@pytest.mark.parametrize("eps", [0.3, 20.0, 30.0, 36.0])
+def test_from_epsilon_is_the_closest_design_not_above_the_request(
+    make: Callable[[float], Design], nudge: Callable[[Any], Design], eps: float
+) -> None:
+    """The returned parameter is the float with the largest epsilon not above the request:
+    one float step less private exceeds it (or is no longer a valid design).  Near 1 floats
+    are 2**-53 apart, so e.g. Warner at 30 lands 1.7e-4 below, never above."""
+    d = make(eps)
+    assert 0 < d.epsilon <= eps
+    try:
+        step = nudge(d)
+    except ParameterError:
+        return
+    assert step.epsilon > eps
+
+
+@pytest.mark.parametrize("start", [0.5, 0.5 + 2**-53, 0.6, 0.99, 1 - 2**-53, 1.0])
+@pytest.mark.parametrize("eps", [1e-6, 0.7, 25.0])
+def test_the_search_does_not_depend_on_its_starting_point(start: float, eps: float) -> None:
+    """``design_for_epsilon`` finds the same float from any start: an invalid one at either
+    end (0.5: uninformative, 1.0: p = 1 is rejected) falls back and searches from there."""
+    from deniable.designs._base import design_for_epsilon, expit
+
+    found = design_for_epsilon(
+        Warner, eps, start, neutral=0.5, extreme=1.0, fallback=expit(1.0), context="'warner'"
+    )
+    assert found == Warner.from_epsilon(eps)
+    assert found.epsilon <= eps < Warner(_up(found.p, 1.0)).epsilon
+
+
+@pytest.mark.parametrize(("eps", "below"), [(30.0, 2e-4), (36.0, 0.37)])
+def test_warner_near_one_never_overstates(eps: float, below: float) -> None:
+    # the closed form's p rounded up to 30.001 and 36.044 before
+    d = Warner.from_epsilon(eps)
+    assert eps - below <= d.epsilon <= eps
+    assert d.epsilon == abs(math.log(d.p / (1 - d.p)))
+
+
+@pytest.mark.parametrize(
+    ("make", "limit"),
+    [
+        (lambda: TwoCoin.from_epsilon(40.0), "36.7368"),  # truth rounded to 1: direct questions
+        (lambda: Warner.from_epsilon(37.0), "36.7368"),
+        (lambda: Kuk.from_epsilon(37.0), "36.7368"),  # decks 1.0 / 0.0 before
+        (lambda: Kuk.from_epsilon(700.0, 3), "110.21"),  # 3 draws of 36.7368
+        (lambda: Categorical.from_epsilon(60.0, k=4), "38.123"),  # ln(1 + 4 (2**53 - 1))
+        (lambda: BiasedCoin.from_epsilon(800.0), "36.7368"),  # OverflowError before
+        (lambda: ForcedResponse.from_epsilon(800.0), "36.7368"),
+        (lambda: Categorical.from_epsilon(800.0, k=4), "38.123"),
+        (lambda: UnrelatedQuestion.from_epsilon(1e6, q=0.3), "36"),
+        (lambda: Binary.from_epsilon(1e6), "36.7368"),
+    ],
+)
+def test_from_epsilon_past_the_resolution_names_epsilon_and_the_largest(
+    make: Callable[[], Design], limit: str
+) -> None:
+    with pytest.raises(ParameterError, match=r"^`epsilon` must be at most") as info:
+        make()
+    assert limit in str(info.value)
+    top = float(str(info.value).split("at most ")[1].split()[0])
+    assert top <= MAX_BIT * 3 + 1e-9
+
+
+def test_from_epsilon_largest_bound_is_attainable() -> None:
+    # the bound quoted by the error is a valid request, and its design is at most it
+    for make in (Warner.from_epsilon, TwoCoin.from_epsilon, BiasedCoin.from_epsilon):
+        with pytest.raises(ParameterError) as info:
+            make(40.0)
+        top = float(str(info.value).split("at most ")[1].split()[0])
+        d = make(top)
+        assert top - 0.7 <= d.epsilon <= top
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: TwoCoin.from_epsilon(1e-300),  # truth 5e-301: P(yes|1) = P(yes|0) = 0.5
+        lambda: Warner.from_epsilon(1e-17),
+        lambda: BiasedCoin.from_epsilon(1e-20),
+        lambda: Kuk.from_epsilon(1e-17, draws=3),
+        lambda: Categorical.from_epsilon(1e-300, k=4),
+        lambda: UnrelatedQuestion.from_epsilon(1e-300),
+        lambda: Binary.from_epsilon(1e-17),
+    ],
+)
+def test_from_epsilon_below_the_resolution_names_epsilon(make: Callable[[], Design]) -> None:
+    with pytest.raises(ParameterError, match=r"^`epsilon` must be at least"):
+        make()
+
+
+# --- uninformative after float rounding: rejected at construction ----------------------------
+
+UNINFORMATIVE: list[tuple[str, Callable[[], Design], str]] = [
+    ("binary", lambda: Binary(1e-17), "`epsilon`"),
+    ("binary-20", lambda: Binary(1e-20), "`epsilon`"),
+    ("binary-half", lambda: Binary(1e-17, calibration="half"), "`epsilon`"),
+    ("two-coin", lambda: TwoCoin(truth=1e-20), "truth=1e-20"),
+    ("unrelated", lambda: UnrelatedQuestion(1e-20, 0.5), "p=1e-20"),
+    ("mangat", lambda: Mangat(1e-20), "p=1e-20"),  # P(yes | 0) = 1 - 1e-20 rounds to 1
+    # (forced response: 1 - forced_no is exact, so P(yes | 1) = P(yes | 0) only when the
+    # forcing probabilities sum to 1, which its own check already rejects)
+    # distinct floats closer than 2**-53: the randomizer's thresholds would collapse
+    ("custom", lambda: Custom(0.3, float(np.nextafter(0.3, 1))), "resolution"),
+    ("kuk", lambda: Kuk(0.3, float(np.nextafter(0.3, 1))), "resolution"),
+    ("two-coin-near", lambda: TwoCoin(truth=2**-54), "truth"),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "named"), [c[1:] for c in UNINFORMATIVE], ids=[c[0] for c in UNINFORMATIVE]
+)
+def test_uninformative_after_rounding_is_rejected_at_construction(
+    make: Callable[[], Design], named: str
+) -> None:
+    """A channel whose columns are equal after float rounding (P(yes | 1) == P(yes | 0)) or
+    whose thresholds collapse at 2**-53 would divide by zero in the estimator: ParameterError
+    at construction, naming the parameters and their values."""
+    with pytest.raises(ParameterError) as info:
+        make()
+    assert named in str(info.value)
+
+
+def test_every_binary_design_checks_its_channel_at_construction() -> None:
+    """Construction is where ZeroDivisionError used to come from later (estimate, randomize)."""
+    with pytest.raises(ParameterError):
+        Binary(1e-20).estimate(yes=5, n=10)
+
+
+# --- exact complements: the channel states the design's epsilon ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("design", "expected"),
+    [
+        (Binary(30.0), 30.0),
+        (Binary(36.0), 36.0),
+        (Binary(60.0, calibration="half"), 30.0),
+        (BiasedCoin(1e-10), math.log((1 - 1e-10) / 1e-10)),
+        (ForcedResponse(1e-12, 1e-12), math.log((1 - 1e-12) / 1e-12)),
+        (Warner(1e-12), math.log((1 - 1e-12) / 1e-12)),
+    ],
+    ids=["binary-30", "binary-36", "binary-half-60", "biased", "forced", "warner-small-p"],
+)
+def test_small_probabilities_keep_their_precision_in_the_channel(
+    design: Design, expected: float
+) -> None:
+    """``1 - (1 - q)`` rounds q to a multiple of 2**-53 (6e-4 relative at 1e-13): the channel
+    takes each complement from the design's own formula instead."""
+    assert design.epsilon == pytest.approx(expected, rel=1e-12)
+    assert channel_epsilon(design.channel) == pytest.approx(expected, rel=1e-12)
+    np.testing.assert_allclose(design.channel.sum(axis=0), 1.0, rtol=0, atol=1e-15)
+
+
+# --- Kuk: draws --------------------------------------------------------------------------------
+
+
+def test_kuk_draws_whose_channel_underflows_are_rejected() -> None:
+    # 0.1**400 = 1e-400 underflows to 0: channel epsilon inf while 400 ln 9 = 878.9
+    with pytest.raises(ParameterError, match="`draws`") as info:
+        Kuk(0.9, 0.1, draws=400)
+    top = math.floor(math.log(2.2250738585072014e-308) / math.log(0.1))  # 0.1**k >= 2**-1022
+    assert f"[1, {top}]" in str(info.value) and "got 400" in str(info.value)
+    d = Kuk(0.9, 0.1, draws=top)
+    assert np.all(d.channel > 0)
+    assert d.epsilon == pytest.approx(top * math.log(9), rel=1e-12)
+    assert channel_epsilon(d.channel) == pytest.approx(d.epsilon, rel=1e-9)
+
+
+def test_kuk_draws_cap_is_1000() -> None:
+    assert Kuk(0.5, 0.5 + 2**-8, draws=1000).draws == 1000
+    with pytest.raises(ParameterError, match=r"`draws` must be an integer in \[1, 1000\]"):
+        Kuk(0.5, 0.5 + 2**-8, draws=1001)
+
+
+@pytest.mark.parametrize("draws", [1, 2, 50, 307])
+def test_kuk_epsilon_equals_its_channel_epsilon(draws: int) -> None:
+    d = Kuk(0.9, 0.1, draws=draws)
+    assert channel_epsilon(d.channel) == pytest.approx(d.epsilon, rel=1e-9)
 
 
 # --- frozen, equality ------------------------------------------------------------------------

@@ -393,6 +393,84 @@ def test_kuk_mle_se_matches_simulation_spread() -> None:
     assert float(np.std(values, ddof=1)) == pytest.approx(float(np.mean(ses)), rel=0.15)
 
 
+def test_kuk_several_draws_bounded_is_the_mixture_mle_not_the_clipped_moment() -> None:
+    """With k > 1 the likelihood of the counts is not a function of their mean, so the bounded
+    MLE is not clip(moment).  The MLE is found here on a grid of 10^6 + 1 points (then refined
+    by the stationarity of the log-likelihood), independently of the design's optimiser."""
+    d = Kuk(0.7, 0.3, draws=3)
+    counts = np.array([400.0, 100.0, 50.0, 150.0])
+    tally = Tally((400, 100, 50, 150))
+    moment = d.estimate(tally)
+    # moment: mean red count 650/700 -> (0.3095 - 0.3) / 0.4 = 1/42
+    assert moment.value == pytest.approx((650 / 700 / 3 - 0.3) / 0.4, rel=1e-12)
+    grid = np.linspace(0, 1, 1_000_001)
+    ch = d.channel
+    mix = grid[:, None] * ch[:, 1] + (1 - grid[:, None]) * ch[:, 0]
+    best = float(grid[np.argmax(np.log(mix) @ counts)])
+
+    def score(p: float) -> float:
+        m = p * ch[:, 1] + (1 - p) * ch[:, 0]
+        return float((counts * (ch[:, 1] - ch[:, 0]) / m).sum())
+
+    root = optimize.brentq(score, best - 1e-5, best + 1e-5, xtol=1e-14)
+    assert root == pytest.approx(0.226837, abs=1e-6)
+    assert moment.bounded == pytest.approx(root, abs=1e-8)
+    assert d.estimate(tally, method="mle").value == pytest.approx(root, abs=1e-8)
+    # the headline value stays the unbiased moment estimate
+    assert moment.value == pytest.approx(1 / 42, rel=1e-12)
+
+
+def test_kuk_mle_se_convention_has_no_n_minus_1_version() -> None:
+    d = Kuk(0.8, 0.4, draws=3)
+    mle = d.estimate(Tally((100, 250, 400, 250)), method="mle")
+    assert math.isnan(mle.se_unbiased)
+    assert "observed information" in mle.se_convention and "no n - 1" in mle.se_convention
+    assert mle.to_dict()["se_unbiased"] == "nan"
+    one = Kuk(0.7, 0.3).estimate(yes=420, n=1000, method="mle")
+    assert math.isnan(one.se_unbiased)
+
+
+# --- notes: an interval outside the design's range of report shares ---------------------------
+
+
+def test_interval_outside_the_channel_gets_a_note() -> None:
+    """Warner(0.7), 10 yes of 100: the exact 95% interval for lambda, [0.049, 0.176], lies
+    below P(yes | 0) = 0.3, so the prevalence interval clips to [0, 0]; it is kept, and the
+    estimate says why."""
+    d = Warner(0.7)
+    est = d.estimate(yes=10, n=100)
+    lam_hi = stats.beta.ppf(0.975, 11, 90)
+    assert lam_hi < 0.3
+    assert est.ci(0.95, "exact") == (0.0, 0.0)
+    assert len(est.notes) == 1
+    note = est.notes[0]
+    assert "below P(yes|0)" in note and "unlikely under this design" in note
+    assert "non-compliance" in note and "exact" in note and "wilson" in note
+    row = est.to_dict()
+    assert row["notes"] == [note]
+    assert note in est.table()
+    # above P(yes | 1): all 100 say yes, P1 = 0.7
+    high = d.estimate(yes=100, n=100)
+    assert high.ci(0.95, "exact") == (1.0, 1.0)
+    assert len(high.notes) == 1 and "above P(yes|1)" in high.notes[0]
+
+
+def test_notes_follow_the_level() -> None:
+    # 22 of 100 with P0 = 0.3: the 95% exact interval for lambda reaches 0.3, the 50% one not
+    d = Warner(0.7)
+    est = d.estimate(yes=22, n=100)
+    assert est.notes == ()
+    assert est.to_dict()["notes"] == []
+    assert stats.beta.ppf(0.75, 23, 78) < 0.3 < stats.beta.ppf(0.975, 23, 78)
+    assert len(est.notes_at(0.5)) == 1
+    assert est.to_dict(0.5)["notes"] == list(est.notes_at(0.5))
+
+
+def test_no_note_for_ordinary_data() -> None:
+    est = TwoCoin().estimate(yes=400, n=1000)
+    assert est.notes == () and "note" not in est.table()
+
+
 def test_kuk_several_draws_need_counts_not_yes_n() -> None:
     with pytest.raises(ParameterError, match="counts of red cards"):
         Kuk(0.8, 0.4, draws=3).estimate(yes=3, n=10)

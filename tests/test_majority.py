@@ -383,6 +383,21 @@ def test_to_dict_table_and_str() -> None:
     assert isinstance(fixed, MajorityDecision)
 
 
+def test_to_dict_states_where_the_error_rates_are_evaluated() -> None:
+    """The false-negative rate of a non-majority truth is taken at the smallest majority,
+    (floor(n/2) + 1) / n; at a majority truth, at that truth.  The false-positive rate at 1/2
+    (iid) or floor(n/2) / n (fixed).  to_dict() carries both prevalences."""
+    iid = majority_decision(TwoCoin(), 100, prevalence=0.3).to_dict()
+    assert iid["false_negative_prevalence"] == pytest.approx(51 / 100)
+    assert iid["false_positive_prevalence"] == 0.5
+    majority = majority_decision(TwoCoin(), 100, prevalence=0.7).to_dict()
+    assert majority["false_negative_prevalence"] == pytest.approx(0.7)
+    fixed = majority_decision(TwoCoin(), 9, true_yes=3).to_dict()
+    assert fixed["false_negative_prevalence"] == pytest.approx(5 / 9)
+    assert fixed["false_positive_prevalence"] == pytest.approx(4 / 9)
+    json.dumps(fixed)
+
+
 def test_kuk_with_one_draw_is_a_binary_design() -> None:
     d = majority_decision(Kuk(0.8, 0.3), 50, prevalence=0.7)
     ref = majority_decision(Custom(0.8, 0.3), 50, prevalence=0.7)

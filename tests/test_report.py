@@ -30,7 +30,10 @@ from deniable import (  # noqa: E402
     Warner,
 )
 from deniable.analysis import analyze, write_reports  # noqa: E402
+from deniable.designs import StochasticLieDetector  # noqa: E402
 from deniable.report import SurveyReport, survey_report  # noqa: E402
+
+SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
 EVIL = '<script>alert("x")</script> & "q"'
 
@@ -207,6 +210,70 @@ def test_report_errors(survey: Any, tmp_path: Path) -> None:
         rep.to_html(tmp_path / "no" / "dir" / "r.html")
 
 
+@pytest.fixture
+def mixed(survey: Any) -> Any:
+    """The survey plus a stochastic-lie-detector question with its group column."""
+    rng = np.random.default_rng(8)
+    df = survey.copy()
+    df["version"] = rng.integers(1, 3, len(df))
+    df["cheat"] = rng.integers(0, 2, len(df))
+    df.loc[[4], "version"] = np.nan
+    return df
+
+
+MIXED = {"drugs": TwoCoin(), "cheat": (SLD, "version")}
+
+
+def test_two_group_question_gives_one_row_per_parameter(mixed: Any) -> None:
+    rep = survey_report(mixed, MIXED)
+    assert rep.two_group
+    frame = rep.to_frame()
+    assert list(frame["question"]) == ["drugs", "cheat", "cheat"]
+    assert list(frame["parameter"]) == ["prevalence", "prevalence", "honesty"]
+    assert list(frame["interval"]) == ["exact", "wald", "wald"]
+    one = analyze(mixed, "cheat", SLD, group="version")
+    for row in frame.iloc[1:].itertuples(index=False):
+        e = one.estimates()[row.parameter]
+        assert row.estimate == e.value and row.se == e.se and row.se_unbiased == e.se_unbiased
+        assert (row.ci_lower, row.ci_upper) == e.ci(0.95, "wald")
+        assert row.n == len(mixed) - 1 and row.missing == 1 and math.isinf(row.epsilon)
+        assert row.yes == int(mixed.loc[mixed["version"].notna(), "cheat"].sum())
+    drugs = frame.iloc[0]
+    assert (drugs["ci_lower"], drugs["ci_upper"]) == analyze(mixed, "drugs", TwoCoin()).ci
+
+
+def test_two_group_table_json_html_and_plot(mixed: Any) -> None:
+    rep = survey_report(mixed, MIXED)
+    text = rep.table()
+    honesty = next(line for line in text.splitlines() if "honesty" in line)
+    assert honesty.startswith("cheat") and honesty.rstrip().endswith("∞")
+    assert "wald" in honesty and "inf" not in text.replace("information", "")
+    data = json.loads(rep.to_json())
+    cheat = data["questions"][1]
+    assert cheat["question"] == "cheat" and cheat["epsilon"] == "inf"
+    assert cheat["group"] == "version" and set(cheat["estimates"]) == {"prevalence", "honesty"}
+    assert "wald" in data["interval"]
+    checker = parse(rep.to_html())
+    header, *rows = checker.rows
+    assert header[2] == "parameter" and header[-1] == "ε"
+    assert [r[2] for r in rows] == ["prevalence", "prevalence", "honesty"]
+    assert rows[2][-1] == "∞" and rows[0][-1] == f"{math.log(3):.4f}"
+    svg = rep.forest_svg()
+    collection = svg[svg.index('id="LineCollection_1"') :]
+    assert collection[: collection.index("</g>")].count("<path") == 3
+
+
+def test_two_group_report_errors(mixed: Any) -> None:
+    with pytest.raises(DataError, match=r"design 'sld' needs two groups: give group=\.\.\."):
+        survey_report(mixed, {"cheat": SLD})
+    with pytest.raises(ParameterTypeError, match=r"`questions\['cheat'\]` must be a design or"):
+        survey_report(mixed, {"cheat": (SLD,)})  # type: ignore[dict-item]
+    with pytest.raises(DataError, match=r"`group` must be one of .*got 'wave'"):
+        survey_report(mixed, {"cheat": (SLD, "wave")})
+    with pytest.raises(ParameterError, match="`group` applies to the two-group designs"):
+        survey_report(mixed, {"drugs": (TwoCoin(), "version")})
+
+
 def test_html_without_matplotlib_names_the_extra() -> None:
     code = (
         "import sys\n"
@@ -261,14 +328,19 @@ def assert_one_line_error(result: Any, *needles: str) -> None:
 
 
 def test_parse_question() -> None:
-    assert parse_question("drugs=two-coin") == ("drugs", TwoCoin())
+    assert parse_question("drugs=two-coin") == ("drugs", TwoCoin(), None)
     assert parse_question("q1=forced:forced_yes=1/6,forced_no=1/3") == (
         "q1",
         ForcedResponse(1 / 6, 1 / 3),
+        None,
     )
     # a column name with "=" and ":" in it: split at the "=" followed by a design name
-    assert parse_question("a=b: c=warner:p=0.3") == ("a=b: c", Warner(0.3))
-    assert parse_question("x=warner: p = 3/4 ") == ("x", Warner(0.75))
+    assert parse_question("a=b: c=warner:p=0.3") == ("a=b: c", Warner(0.3), None)
+    assert parse_question("x=warner: p = 3/4 ") == ("x", Warner(0.75), None)
+    # two-group designs: the group column after "@" (which may itself hold "@" or "=")
+    q = parse_question("cheat=sld:p1=2/12,p2=10/12@version")
+    assert (q.column, q.design, q.group) == ("cheat", SLD, "version")
+    assert parse_question("a=b=sld:p1=2/12,p2=10/12@g@1=x").group == "g@1=x"
 
 
 def test_cli_report_json_and_html(runner: CliRunner, csv_file: str, tmp_path: Path) -> None:
@@ -306,6 +378,11 @@ def test_cli_report_json_and_html(runner: CliRunner, csv_file: str, tmp_path: Pa
         (("drugs=warner:p=0.5",), ("`p` must be in (0, 1) and not 0.5",)),
         (("drugs=two-coin", "drugs=warner:p=0.7"), ("names column 'drugs' twice",)),
         (("nope=two-coin",), ("`column` must be one of", "'nope'")),
+        (("drugs=sld:p1=2/12,p2=10/12",), ("design 'sld' needs two groups", "after '@'")),
+        (("drugs=two-coin@version",), ("'@version' names a group column",)),
+        (("drugs=sld:p1=2/12,p2=10/12@",), ("name the group column after '@'",)),
+        (("drugs=sld:p1=2/12,p2=10/12@nope",), ("`group` must be one of", "'nope'")),
+        (("drugs=sld:p1=2/12,p2=10/12@tax",), ("`group` 'tax' must hold 1 or 2",)),
     ],
 )
 def test_cli_report_one_line_errors(
@@ -326,3 +403,28 @@ def test_cli_report_bad_files(runner: CliRunner, tmp_path: Path, csv_file: str) 
         app, ["report", csv_file, "-q", "drugs=two-coin", "--html", str(tmp_path / "a" / "b.html")]
     )
     assert_one_line_error(res, "cannot write")
+
+
+def test_cli_report_two_group(runner: CliRunner, mixed: Any, tmp_path: Path) -> None:
+    path = str(write_reports(mixed, tmp_path / "m.csv"))
+    args = ["report", path, "-q", "drugs=two-coin", "-q", "cheat=sld:p1=2/12,p2=10/12@version"]
+    result = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
+    assert result.exit_code == 0 and result.stderr == "", result.output
+    data = json.loads(result.stdout)
+    lib = json.loads(survey_report(pd.read_csv(path), MIXED).to_json())
+    got, want = data["questions"][1], lib["questions"][1]
+    for name in ("prevalence", "honesty"):
+        assert got["estimates"][name]["estimate"] == pytest.approx(
+            want["estimates"][name]["estimate"], abs=1e-15
+        )
+        assert got["estimates"][name]["ci_wald"] == pytest.approx(
+            want["estimates"][name]["ci_wald"]
+        )
+    assert got["epsilon"] == "inf" and got["group"] == "version"
+    table = runner.invoke(app, args)
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert any(line.startswith("cheat") and "honesty" in line and line.endswith("∞")
+               for line in lines), table.stdout  # fmt: skip
+    assert "Wald (delta method) for two-group: cheat" in table.stdout
+    assert "groups in version" in table.stdout and "inf" not in table.stdout

@@ -184,10 +184,10 @@ def test_simulate_bad_prevalence_and_designs() -> None:
         simulate(TwoCoin(), 10, {"a": 0.3}, groups={"a": 0.5, "b": 0.5}, seed=1)
     with pytest.raises(ParameterError, match=r"`prevalence\['a'\]` must be in \[0, 1\]"):
         simulate(TwoCoin(), 10, {"a": 1.3}, seed=1)
-    with pytest.raises(ParameterError, match="yes/no answers"):
-        simulate(Categorical(k=3, truth=0.5), 10, [0.2, 0.3, 0.5], seed=1, non_compliance=0.1)
-    with pytest.raises(ParameterError, match="`non_compliance` needs yes/no reports"):
-        simulate(Kuk(0.7, 0.3, draws=3), 10, 0.3, seed=1, non_compliance=0.1)
+    with pytest.raises(ParameterError, match=r"`prevalence` must be a probability vector"):
+        simulate(Categorical(k=3, truth=0.5), 10, [0.2, 0.3], seed=1, non_compliance=0.1)
+    with pytest.raises(ParameterTypeError, match="`design` must be a deniable Design"):
+        simulate("warner", 10, 0.3, seed=1)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="no groups"):
         simulate(TwoCoin(), 10, 0.3, seed=1).group_estimates()
 
@@ -308,8 +308,10 @@ def test_output_formats_state_infinite_epsilon() -> None:
         (TwoCoin(), {"replications": 10, "non_compliance": -0.1}, ParameterError,
          "`non_compliance`"),
         (TwoCoin(), {"replications": 10, "level": 1}, ParameterError, "`level`"),
-        (Categorical(k=3, truth=0.5), {"replications": 10}, ParameterError, "yes/no reports"),
-        (Kuk(0.7, 0.3, draws=2), {"replications": 10}, ParameterError, "yes/no reports"),
+        (Categorical(k=3, truth=0.5), {"replications": 10}, ParameterError,
+         "design 'categorical' reports one of k = 3 categories"),
+        (Kuk(0.7, 0.3, draws=2), {"replications": 10}, ParameterError,
+         "design 'kuk' reports one of 3 values (a count of red cards)"),
         ("warner", {"replications": 10}, ParameterTypeError, "`design` must be"),
     ],
 )  # fmt: skip
@@ -378,9 +380,78 @@ def test_cli_table(runner: CliRunner) -> None:
         ([*BASE[:-4], "--replications", "1"], ("`replications`",)),
         ([*BASE, "--method", "fast"], ("`method` must be one of",)),
         (["simulation-study", "categorical", "-p", "k=3", "-p", "truth=0.5", "--n", "10",
-          "--prevalence", "0.2"], ("yes/no reports",)),
+          "--prevalence", "0.2"], ("one yes/no report per respondent and the two-group designs",
+                                   "'categorical' reports one of k = 3 categories")),
         (["simulation-study", "warner", "--n", "10", "--prevalence", "0.2"], ("needs parameter",)),
     ],
 )  # fmt: skip
 def test_cli_one_line_errors(runner: CliRunner, args: list[str], needles: tuple[str, ...]) -> None:
     assert_one_line_error(runner.invoke(app, args), *needles)
+
+
+# ------------------------------------------------------------------ progress bar
+
+
+def _run_with_terminal_stderr(args: list[str]) -> tuple[int, str, str]:
+    """Run the CLI in a subprocess whose stderr is a pseudo-terminal (``pty``), as in a shell;
+    return ``(exit status, stdout, everything written to the terminal)``."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    master, slave = pty.openpty()
+    env = dict(os.environ, COLUMNS="100", LINES="50", TERM="xterm-256color")
+    for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        env.pop(name, None)  # rich decides by isatty() alone
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deniable.cli", *args],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave, env=env,
+    )  # fmt: skip
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # read while the child runs: a full terminal buffer would block it
+        while True:
+            try:
+                data = os.read(master, 4096)
+            except OSError:  # EIO: every writer has closed the terminal
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    out, _ = proc.communicate(timeout=120)
+    reader.join(timeout=30)
+    os.close(master)
+    return proc.returncode, out.decode(), b"".join(chunks).decode(errors="replace")
+
+
+STUDY = ["simulation-study", "two-coin", "--n", "200", "--prevalence", "0.3",
+         "--replications", "30000", "--seed", "1"]  # fmt: skip
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "openpty"), reason="needs a pseudo-terminal")
+def test_progress_bar_on_a_terminal_and_never_with_json() -> None:
+    code, out, term = _run_with_terminal_stderr(STUDY)
+    assert code == 0, term
+    # the bar (label, count) went to the terminal on stderr; the summary to stdout
+    assert "simulating" in term and "30000/30000" in term, term
+    assert "Simulation study" in out and "simulating" not in out
+    code, out, term = _run_with_terminal_stderr([*STUDY, "--json"])
+    assert code == 0 and term == "", term  # --json: nothing at all on the terminal
+    assert json.loads(out)["replications"] == 30_000
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "deniable.cli", *STUDY],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "" and "Simulation study" in done.stdout

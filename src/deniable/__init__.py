@@ -77,7 +77,14 @@ from deniable.exceptions import (
 from deniable.memoization import MemoizedRandomizer
 from deniable.randomness import SystemRandom
 from deniable.report import SurveyReport, survey_report
-from deniable.simulation import Simulation, SimulationStudy, simulate, simulation_study
+from deniable.simulation import (
+    ParameterStudy,
+    Simulation,
+    SimulationStudy,
+    TwoGroupSimulationStudy,
+    simulate,
+    simulation_study,
+)
 
 __version__ = "0.1.0"
 
@@ -109,6 +116,7 @@ __all__ = [
     "MemoizedRandomizer",
     "Mirrored",
     "ParameterError",
+    "ParameterStudy",
     "ParameterTypeError",
     "PowerResult",
     "PrivacyAccountant",
@@ -126,6 +134,7 @@ __all__ = [
     "TwoCoin",
     "TwoGroupDesign",
     "TwoGroupEstimate",
+    "TwoGroupSimulationStudy",
     "TwoGroupTally",
     "UnrelatedQuestion",
     "UnrelatedUnknown",

@@ -20,6 +20,10 @@ __all__ = ["Estimate", "binomial_interval", "map_interval", "normal_quantile"]
 
 Interval = tuple[float, float]
 IntervalFn = Callable[[float], Interval]
+NotesFn = Callable[[float], tuple[str, ...]]
+
+#: The level at which :attr:`Estimate.notes` are stated (the default of every interval).
+DEFAULT_LEVEL = 0.95
 
 SE_PLUG_IN = "plug-in: divides by n"
 SE_UNBIASED = "unbiased: divides by n - 1"
@@ -77,6 +81,9 @@ class Estimate:
     method : how ``value`` was computed (``moment``, ``mle``).
     parameter : what is estimated (``prevalence`` unless stated).
     lambda_hat : observed share of "yes" reports, where that applies.
+    level_notes : remarks that depend on the interval level (e.g. an interval for the share
+        of "yes" reports outside what the design can produce); see :attr:`notes` and
+        :meth:`notes_at`.
     """
 
     value: float
@@ -91,6 +98,23 @@ class Estimate:
     intervals: Mapping[str, Callable[[float], Interval]] = field(
         default_factory=dict, repr=False, compare=False
     )
+    level_notes: NotesFn | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Remarks on the data at the default level 0.95 (empty for ordinary data).
+
+        E.g. when the exact interval for the share of "yes" reports lies below
+        ``P(yes | 0)``: the prevalence interval is then clipped to ``[0, 0]``, and the note
+        says the data are unlikely under the design.  :meth:`notes_at` gives them at another
+        level; :meth:`to_dict` and :meth:`table` print them at theirs.
+        """
+        return self.notes_at(DEFAULT_LEVEL)
+
+    def notes_at(self, level: float = DEFAULT_LEVEL) -> tuple[str, ...]:
+        """The remarks on the data with intervals at ``level``."""
+        lvl = v.level(level)
+        return () if self.level_notes is None else self.level_notes(lvl)
 
     @property
     def interval_methods(self) -> tuple[str, ...]:
@@ -128,6 +152,7 @@ class Estimate:
             out["lambda_hat"] = self.lambda_hat
         for m in self.interval_methods:
             out[f"ci_{m}"] = [_num(x) for x in self.ci(level, m)]
+        out["notes"] = list(self.notes_at(level))
         return out
 
     def table(self, level: float = 0.95) -> str:
@@ -143,13 +168,17 @@ class Estimate:
             ),
             ("estimate (bounded MLE)", f"{self.bounded:.6f}"),
             ("SE (plug-in, n)", f"{self.se:.6f}"),
-            ("SE (unbiased, n - 1)", f"{self.se_unbiased:.6f}"),
+            (
+                "SE (unbiased, n - 1)",
+                "n/a" if math.isnan(self.se_unbiased) else f"{self.se_unbiased:.6f}",
+            ),
         ]
         if self.lambda_hat is not None:
             rows.insert(2, ("share of yes reports", f"{self.lambda_hat:.6f}"))
         for m in self.interval_methods:
             lo, hi = self.ci(level, m)
             rows.append((f"{level:.0%} CI ({m})", f"[{lo:.6f}, {hi:.6f}]"))
+        rows.extend(("note", text) for text in self.notes_at(level))
         width = max(len(r[0]) for r in rows)
         return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
 

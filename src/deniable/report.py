@@ -4,6 +4,10 @@ DataFrame, JSON, and a self-contained HTML page with a forest plot.
 Tables and the DataFrame need the ``[data]`` extra (pandas); the HTML page's forest plot
 needs ``[plot]`` (matplotlib).  ε is printed ``∞`` (``"inf"`` in JSON) for a design with a
 deterministic path, never as a finite number.
+
+A two-group question (``{column: (design, group_column)}``) takes one row per estimated
+parameter (e.g. the stochastic lie detector's ``prevalence`` and ``honesty``), with its
+delta-method Wald interval; the table then gains ``parameter`` and ``interval`` columns.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from deniable import _validation as v
 from deniable.analysis import Analysis, analyze, require_pandas
-from deniable.designs import Design
+from deniable.designs import Design, TwoGroupDesign, TwoGroupEstimate
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = ["SurveyReport", "survey_report"]
@@ -28,6 +32,7 @@ __all__ = ["SurveyReport", "survey_report"]
 _INTERVAL = (
     "exact: Clopper-Pearson interval for the share of yes reports, mapped through the design"
 )
+_INTERVAL_WALD = "wald (two-group questions): estimate ± z SE, delta-method SE"
 
 
 def fmt_epsilon(eps: float) -> str:
@@ -64,37 +69,54 @@ class SurveyReport:
     respondents: int
     title: str = "Survey report"
 
+    @property
+    def two_group(self) -> bool:
+        """True when some question uses a two-group design (one row per parameter)."""
+        return any(r.interval == "wald" for r in self.results)
+
     def _rows(self) -> list[dict[str, Any]]:
         rows = []
         for r in self.results:
-            lo, hi = r.ci
             e = r.estimate
-            rows.append(
-                {
-                    "question": str(r.column),
-                    "design": _design_label(r.design),
-                    "n": e.n,
-                    "missing": r.missing,
-                    "yes": round((e.lambda_hat or 0.0) * e.n),
-                    "estimate": e.value,
-                    "bounded": e.bounded,
-                    "se": e.se,
-                    "se_unbiased": e.se_unbiased,
-                    "ci_lower": lo,
-                    "ci_upper": hi,
-                    "epsilon": r.design.epsilon,
-                }
-            )
+            for name, p in r.estimates().items():
+                lo, hi = p.ci(r.level, r.interval)
+                if isinstance(e, TwoGroupEstimate):
+                    yes = sum(e.tally.yes_counts)
+                else:
+                    yes = round((e.lambda_hat or 0.0) * e.n)
+                rows.append(
+                    {
+                        "question": str(r.column),
+                        "design": _design_label(r.design),
+                        "parameter": name,
+                        "n": r.n,
+                        "missing": r.missing,
+                        "yes": yes,
+                        "estimate": p.value,
+                        "bounded": p.bounded,
+                        "se": p.se,
+                        "se_unbiased": p.se_unbiased,
+                        "ci_lower": lo,
+                        "ci_upper": hi,
+                        "interval": r.interval,
+                        "epsilon": r.design.epsilon,
+                    }
+                )
         return rows
 
     def to_frame(self) -> Any:
-        """One row per question: question, design, n, missing, yes, estimate (unbiased
-        moment), bounded, se (plug-in), se_unbiased, ci_lower, ci_upper (exact), epsilon
-        (a float; ``inf`` for designs with a deterministic path)."""
+        """One row per question (per parameter of a two-group question): question, design,
+        parameter, n, missing, yes, estimate (unbiased moment), bounded, se (plug-in),
+        se_unbiased, ci_lower, ci_upper, interval (``exact``; ``wald`` for two-group
+        questions), epsilon (a float; ``inf`` for designs with a deterministic path)."""
         pd = require_pandas()
         out = pd.DataFrame(self._rows())
-        out.attrs.update(level=self.level, interval=_INTERVAL, respondents=self.respondents)
+        out.attrs.update(level=self.level, interval=self._interval_note(),
+                         respondents=self.respondents)  # fmt: skip
         return out
+
+    def _interval_note(self) -> str:
+        return f"{_INTERVAL}; {_INTERVAL_WALD}" if self.two_group else _INTERVAL
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON dict (no NaN or Infinity: an infinite ε is ``"inf"``)."""
@@ -107,7 +129,7 @@ class SurveyReport:
             "title": self.title,
             "level": self.level,
             "respondents": self.respondents,
-            "interval": _INTERVAL,
+            "interval": self._interval_note(),
             "se_convention": "se: plug-in (divides by n); se_unbiased: divides by n - 1",
             "questions": questions,
         }
@@ -116,35 +138,34 @@ class SurveyReport:
         """:meth:`to_dict` as JSON text."""
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
 
-    def table(self) -> str:
-        """A plain-text table, one line per question."""
-        head = (
-            "question",
-            "design",
-            "n",
-            "missing",
-            "estimate",
-            "SE",
-            f"{self.level:.0%} CI (exact)",
-            "ε",
-        )
-        body = [
-            (
-                row["question"],
-                row["design"],
-                str(row["n"]),
-                str(row["missing"]),
-                f"{row['estimate']:.4f}",
-                f"{row['se']:.4f}",
-                f"[{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]",
-                fmt_epsilon(row["epsilon"]),
-            )
-            for row in self._rows()
-        ]
-        widths = [max(len(c[i]) for c in (head, *body)) for i in range(len(head))]
-        left = {0, 1}
+    def _cells(self, *, html: bool = False) -> tuple[list[str], list[list[str]]]:
+        """Header and rows of the table (and of the HTML page with ``html``)."""
+        two = self.two_group
+        ci = f"{self.level:.0%} CI" + ("" if two else " (exact)")
+        head = ["question", "design", *(["parameter"] if two else []), "n", "missing",
+                "estimate", *(["bounded MLE"] if html else []), "SE",
+                *(["SE (n − 1)"] if html else []), ci,
+                *(["interval"] if two else []), "ε"]  # fmt: skip
+        body = []
+        for row in self._rows():
+            seu = row["se_unbiased"]
+            body.append(
+                [row["question"], row["design"], *([row["parameter"]] if two else []),
+                 str(row["n"]), str(row["missing"]), f"{row['estimate']:.4f}",
+                 *([f"{row['bounded']:.4f}"] if html else []), f"{row['se']:.4f}",
+                 *([f"{seu:.4f}" if math.isfinite(seu) else "n/a"] if html else []),
+                 f"[{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]",
+                 *([row["interval"]] if two else []), fmt_epsilon(row["epsilon"])]
+            )  # fmt: skip
+        return head, body
 
-        def line(cells: tuple[str, ...]) -> str:
+    def table(self) -> str:
+        """A plain-text table, one line per question (per parameter of a two-group one)."""
+        head, body = self._cells()
+        widths = [max(len(c[i]) for c in (head, *body)) for i in range(len(head))]
+        left = {0, 1, 2} if self.two_group else {0, 1}
+
+        def line(cells: list[str]) -> str:
             return "  ".join(
                 c.ljust(w) if i in left else c.rjust(w)
                 for i, (c, w) in enumerate(zip(cells, widths, strict=True))
@@ -155,6 +176,8 @@ class SurveyReport:
             f"{self.respondents} respondents. estimate: unbiased moment estimate (may leave "
             "[0, 1]).\nSE: plug-in (divides by n). ε = ∞: some report reveals the answer."
         )
+        if self.two_group:
+            notes += "\nCI: exact for one-group questions, Wald (delta method) for two-group ones."
         return "\n".join([self.title, line(head), rule, *map(line, body), notes])
 
     def __str__(self) -> str:
@@ -178,18 +201,24 @@ class SurveyReport:
         est = [r["estimate"] for r in rows]
         lo = [r["ci_lower"] for r in rows]
         hi = [r["ci_upper"] for r in rows]
-        # the interval is clipped to [0, 1]; an unbiased estimate outside it is drawn alone
+        # exact intervals are clipped to [0, 1] (Wald ones are not); an unbiased estimate
+        # outside [0, 1] is drawn alone
         ax.hlines(ys, lo, hi, color="#1f4e79", linewidth=2)
         ax.plot(est, ys, "o", color="#1f4e79", markersize=5)
-        labels = [f"{r['question']}  (ε = {fmt_epsilon(r['epsilon'])})" for r in rows]
+        labels = [
+            f"{r['question']}{': ' + r['parameter'] if self.two_group else ''}  "
+            f"(ε = {fmt_epsilon(r['epsilon'])})"
+            for r in rows
+        ]
         ax.set_yticks(ys, labels, parse_math=False)
         ax.set_ylim(-0.7, k - 0.3)
-        left = min(0.0, *est) - 0.03
-        right = max(1.0, *est) + 0.03
+        left = min(0.0, *est, *lo) - 0.03
+        right = max(1.0, *est, *hi) + 0.03
         ax.set_xlim(left, right)
         for x in (0.0, 1.0):
             ax.axvline(x, color="#999999", linewidth=0.8, linestyle=":")
-        ax.set_xlabel(f"prevalence: estimate and {self.level:.0%} exact interval")
+        kind = "interval (exact; Wald for two-group)" if self.two_group else "exact interval"
+        ax.set_xlabel(f"prevalence: estimate and {self.level:.0%} {kind}")
         ax.grid(axis="x", alpha=0.3)
         fig.tight_layout()
         buf = io.StringIO()
@@ -205,29 +234,15 @@ class SurveyReport:
         (title, question names) is escaped.  Written to ``path`` (UTF-8) when given; the
         page is returned either way."""
         esc = html.escape
-        cols = ("question", "design", "n", "missing", "estimate", "bounded MLE", "SE",
-                "SE (n − 1)", f"{self.level:.0%} CI (exact)", "ε")  # fmt: skip
-        trs = []
-        for r in self._rows():
-            cells = (
-                esc(r["question"]),
-                esc(r["design"]),
-                str(r["n"]),
-                str(r["missing"]),
-                f"{r['estimate']:.4f}",
-                f"{r['bounded']:.4f}",
-                f"{r['se']:.4f}",
-                f"{r['se_unbiased']:.4f}" if math.isfinite(r["se_unbiased"]) else "n/a",
-                f"[{r['ci_lower']:.4f}, {r['ci_upper']:.4f}]",
-                fmt_epsilon(r["epsilon"]),
-            )
-            trs.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        cols, body = self._cells(html=True)
+        trs = ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>" for cells in body]
         figure = ""
         if plot:
             figure = (
                 '<figure>\n<div class="plot" role="img" aria-label="forest plot">\n'
                 f"{self.forest_svg()}</div>\n<figcaption>Estimate (unbiased moment) and "
-                f"{self.level:.0%} exact interval of each question.</figcaption>\n</figure>\n"
+                f"{self.level:.0%} {'interval' if self.two_group else 'exact interval'} of each "
+                f"question.</figcaption>\n</figure>\n"
             )
         page = f"""<!DOCTYPE html>
 <html lang="en">
@@ -239,7 +254,7 @@ body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; c
 table {{ border-collapse: collapse; margin: 1em 0; }}
 th, td {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.7em; }}
 td {{ text-align: right; font-variant-numeric: tabular-nums; }}
-td:nth-child(1), td:nth-child(2) {{ text-align: left; }}
+td:nth-child(1), td:nth-child(2), .two-group td:nth-child(3) {{ text-align: left; }}
 th {{ background: #f3f3f3; }}
 .plot svg {{ max-width: 100%; height: auto; }}
 .note {{ color: #555; font-size: 0.9em; }}
@@ -248,7 +263,7 @@ th {{ background: #f3f3f3; }}
 <body>
 <h1>{esc(self.title)}</h1>
 <p>{self.respondents} respondents, {len(self.results)} questions, {self.level:.0%} intervals.</p>
-<table>
+<table{' class="two-group"' if self.two_group else ""}>
 <thead><tr>{"".join(f"<th>{esc(c)}</th>" for c in cols)}</tr></thead>
 <tbody>
 {chr(10).join(trs)}
@@ -256,7 +271,8 @@ th {{ background: #f3f3f3; }}
 </table>
 {figure}<p class="note">estimate: the unbiased moment estimate (it may leave [0, 1]);
 bounded MLE: the maximum-likelihood estimate in [0, 1]; SE: plug-in (divides by n), the
-unbiased convention divides by n − 1; interval: {esc(_INTERVAL)}; missing: reports left out.
+unbiased convention divides by n − 1; interval: {esc(self._interval_note())}; missing:
+reports left out.
 ε = ∞: some report can only come from one answer, so the design has no finite privacy
 guarantee.</p>
 </body>
@@ -273,16 +289,19 @@ guarantee.</p>
 
 def survey_report(
     df: Any,
-    questions: Mapping[Any, Design],
+    questions: Mapping[Any, Design | tuple[Design, Any]],
     *,
     level: float = 0.95,
     missing: str = "drop",
     title: str = "Survey report",
 ) -> SurveyReport:
-    """Analyse every question of a survey: ``questions`` maps a column to its design.
+    """Analyse every question of a survey: ``questions`` maps a column to its design, or for
+    a two-group design to ``(design, group_column)`` (the column of randomization groups,
+    1 or 2).
 
     Each question is :func:`~deniable.analysis.analyze` of its column (same validation and
-    missing-value handling); the report lists n, estimate, exact interval and ε.
+    missing-value handling); the report lists n, estimate, interval and ε (one row per
+    estimated parameter of a two-group question).
 
     >>> import pandas as pd
     >>> from deniable import Mangat, Warner
@@ -299,15 +318,30 @@ def survey_report(
     """
     if not isinstance(questions, Mapping):
         raise ParameterTypeError(
-            f"`questions` must be a mapping {{column: design}}, got {type(questions).__name__}."
+            "`questions` must be a mapping {column: design} (or {column: (design, "
+            f"group_column)}} for a two-group design), got {type(questions).__name__}."
         )
     if not questions:
         raise ParameterError("`questions` must name at least one column, got an empty mapping.")
     if not isinstance(title, str):
         raise ParameterTypeError(f"`title` must be a string, got {type(title).__name__}.")
     lvl = v.level(level)
-    results = tuple(
-        analyze(df, column, design, level=lvl, missing=missing)
-        for column, design in questions.items()
-    )
-    return SurveyReport(results, lvl, len(df), title)
+    results = []
+    for column, spec in questions.items():
+        design: Any = spec
+        group = None
+        if isinstance(spec, tuple):
+            if len(spec) != 2 or not isinstance(spec[0], Design):
+                raise ParameterTypeError(
+                    f"`questions[{column!r}]` must be a design or a pair (design, "
+                    f"group_column), got {spec!r}."
+                )
+            design, group = spec
+        elif isinstance(spec, TwoGroupDesign):
+            raise DataError(
+                f"design {spec.name!r} needs two groups: give group=... as "
+                f"questions[{column!r}] = (design, group_column), the column holding each "
+                "respondent's group (1 or 2)."
+            )
+        results.append(analyze(df, column, design, group=group, level=lvl, missing=missing))
+    return SurveyReport(tuple(results), lvl, len(df), title)

@@ -1,5 +1,6 @@
-"""Seeded simulation: one synthetic survey (:func:`simulate`), or a Monte Carlo study of an
-estimator's bias, standard error, interval coverage and power (:func:`simulation_study`).
+"""Seeded simulation: one synthetic survey (:func:`simulate`) for any design, or a Monte Carlo
+study of an estimator's bias, standard error, interval coverage and power
+(:func:`~deniable.simulation_study.simulation_study`, re-exported here).
 
 A simulated survey can mix in two things real surveys have: **groups** with different
 prevalences (to study grouped estimates), and **non-compliance**: a share ``s`` of
@@ -12,51 +13,85 @@ compliant respondents say "yes" with probability ``lambda_c = P0 + pi (P1 - P0)`
 so the moment estimator ``(lambda_hat - P0) / (P1 - P0)`` has expectation
 ``pi - s lambda_c / (P1 - P0)``: its bias ``-s lambda_c / (P1 - P0)`` is downward when
 ``P1 > P0`` (upward for a design with ``P1 < P0``, e.g. Warner with ``p < 1/2``).
+
+Two-group designs (RRreg's ``RRgen`` for ``"UQTunknown"``, ``"CDM"``, ``"CDMsym"``,
+``"SLD"``) also draw each respondent's group and the design's latent quantity; see
+:mod:`deniable.simulation_study` for the population model and the estimands.
 """
 
 from __future__ import annotations
 
-import math
 import numbers
-import secrets
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from deniable import _validation as v
-from deniable._estimate import Estimate, normal_quantile
-from deniable.designs import BinaryDesign, Categorical, CategoricalEstimate, Design
+from deniable._estimate import Estimate
+from deniable.designs import (
+    Categorical,
+    CategoricalEstimate,
+    Design,
+    TwoGroupDesign,
+    TwoGroupEstimate,
+)
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
+from deniable.simulation_study import STUDY_BLOCK as STUDY_BLOCK
+from deniable.simulation_study import (
+    ParameterStudy,
+    SimulationStudy,
+    TwoGroupSimulationStudy,
+    group_sizes,
+    realized_parameters,
+    simulation_study,
+    two_group_options,
+)
+from deniable.simulation_study import exact_bounds as exact_bounds
 
-__all__ = ["Simulation", "SimulationStudy", "simulate", "simulation_study"]
+__all__ = [
+    "ParameterStudy",
+    "Simulation",
+    "SimulationStudy",
+    "TwoGroupSimulationStudy",
+    "simulate",
+    "simulation_study",
+]
 
-#: Replications drawn per block by :func:`simulation_study` (results depend on the seed only).
-STUDY_BLOCK = 8192
+AnyEstimate = Estimate | CategoricalEstimate | TwoGroupEstimate
 
 
 @dataclass(frozen=True)
 class Simulation:
     """One simulated survey: true answers, randomized reports and the estimate from them.
 
-    ``truth`` and ``complied`` exist only because this is a simulation: a real collector
-    never sees them.  ``groups`` holds each respondent's group label (``None`` without
-    groups); ``complied[i]`` is ``False`` for a respondent who said "no" regardless of the
-    randomizer (``None`` when ``non_compliance`` is 0, i.e. everyone complied).
+    ``truth``, ``complied`` and ``latent`` exist only because this is a simulation: a real
+    collector never sees them.  ``groups`` holds each respondent's group label (``None``
+    without ``groups=``); ``complied[i]`` is ``False`` for a respondent who said "no"
+    regardless of the randomizer (``None`` when everyone complied).
+
+    Two-group designs: ``group`` is each respondent's randomization group, 1 or 2 (what a
+    collector does store; ``None`` for one-group designs), and ``latent`` maps the design's
+    ``randomize`` keyword (``unrelated``, ``cheater`` or ``honest``) to the 0/1 latent
+    indicator of every respondent; ``settings`` holds the two-group inputs used
+    (``group_share`` and the latent share, defaults filled in); ``estimate`` is a
+    :class:`~deniable.designs.TwoGroupEstimate`.
     """
 
     design: Design
     truth: npt.NDArray[np.integer[Any]] = field(repr=False)
     reports: npt.NDArray[np.integer[Any]] = field(repr=False)
-    estimate: Estimate | CategoricalEstimate
+    estimate: AnyEstimate
     seed: int | None
     groups: npt.NDArray[Any] | None = field(default=None, repr=False)
     complied: npt.NDArray[np.bool_] | None = field(default=None, repr=False)
     non_compliance: float = 0.0
+    group: npt.NDArray[np.intp] | None = field(default=None, repr=False)
+    latent: Mapping[str, npt.NDArray[np.uint8]] = field(default_factory=dict, repr=False)
+    settings: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -69,25 +104,47 @@ class Simulation:
             return np.bincount(self.truth, minlength=self.design.k) / self.n
         return float(np.count_nonzero(self.truth)) / self.n
 
+    def true_parameters(self) -> dict[str, float]:
+        """Two-group designs: every estimated parameter computed on this simulated
+        population (e.g. the realised share of carriers who answer honestly); simulation
+        only.  For the cheater detection models ``prevalence`` is the share of *honest*
+        carriers."""
+        if not isinstance(self.design, TwoGroupDesign):
+            raise ParameterError(
+                f"`true_parameters` is for two-group designs; design {self.design.name!r} "
+                "estimates the prevalence alone (see `true_share`)."
+            )
+        (latent,) = self.latent.values()
+        return realized_parameters(self.design, self.truth, latent)
+
     def group_labels(self) -> list[Any]:
         """The distinct group labels, sorted (empty without groups)."""
         if self.groups is None:
             return []
         return [x.item() if isinstance(x, np.generic) else x for x in np.unique(self.groups)]
 
-    def group_estimates(self) -> dict[Any, Estimate]:
+    def group_estimates(self) -> dict[Any, AnyEstimate]:
         """The estimate from each group's reports alone, by group label."""
         if self.groups is None:
             raise ParameterError("`groups`: this simulation has no groups (simulate(groups=...)).")
-        design = self.design
-        assert isinstance(design, BinaryDesign)
-        return {g: design.estimate(self.reports[self.groups == g]) for g in self.group_labels()}
+        d: Any = self.design
+        out: dict[Any, AnyEstimate] = {}
+        for g in self.group_labels():
+            mask = self.groups == g
+            if self.group is None:
+                out[g] = d.estimate(self.reports[mask])
+            else:
+                out[g] = d.estimate(self.reports[mask], group=self.group[mask])
+        return out
 
     def to_frame(self, *, truth: bool = False) -> Any:
         """The reports (and groups) as a pandas DataFrame, one row per respondent.
 
-        Columns ``report`` and, with groups, ``group``.  ``truth=True`` adds ``truth`` and
-        ``complied``, which exist only in a simulation.  Needs ``pip install deniable[data]``.
+        Columns ``group`` (with ``groups=``), ``rr_group`` (two-group designs: the
+        randomization group, 1 or 2; pass it as ``analyze(..., group="rr_group")``) and
+        ``report``.  ``truth=True`` adds ``truth``, ``complied`` and the latent indicator
+        (``unrelated``, ``cheater`` or ``honest``), which exist only in a simulation.
+        Needs ``pip install deniable[data]``.
         """
         from deniable.analysis import require_pandas
 
@@ -95,12 +152,15 @@ class Simulation:
         cols: dict[str, Any] = {}
         if self.groups is not None:
             cols["group"] = self.groups
+        if self.group is not None:
+            cols["rr_group"] = self.group
         cols["report"] = self.reports
         if truth:
             cols["truth"] = self.truth
             cols["complied"] = (
                 np.ones(self.n, dtype=bool) if self.complied is None else self.complied
             )
+            cols.update(self.latent)
         return pd.DataFrame(cols)
 
 
@@ -145,48 +205,111 @@ def _group_assignment(
     return per, [x.item() if isinstance(x, np.generic) else x for x in uniq], codes
 
 
-def _prevalence_per_respondent(
-    prevalence: Any, labels: list[Any], codes: npt.NDArray[np.intp]
-) -> npt.NDArray[np.float64] | float:
-    if not isinstance(prevalence, Mapping):
-        return v.probability("prevalence", prevalence)
+def _per_group(prevalence: Mapping[Any, Any], labels: list[Any]) -> list[Any]:
     missing = [g for g in labels if g not in prevalence]
     if missing:
         raise ParameterError(
             f"`prevalence` must give a prevalence for every group {labels!r}; "
             f"missing {', '.join(repr(g) for g in missing)}."
         )
-    table = np.array([v.probability(f"prevalence[{g!r}]", prevalence[g]) for g in labels])
+    return [prevalence[g] for g in labels]
+
+
+def _prevalence_per_respondent(
+    prevalence: Any, labels: list[Any], codes: npt.NDArray[np.intp]
+) -> npt.NDArray[np.float64] | float:
+    if not isinstance(prevalence, Mapping):
+        return v.probability("prevalence", prevalence)
+    values = _per_group(prevalence, labels)
+    pairs = zip(labels, values, strict=True)
+    table = np.array([v.probability(f"prevalence[{g!r}]", x) for g, x in pairs])
     return table[codes]
+
+
+def _category_vector(name: str, value: Any, k: int) -> npt.NDArray[np.float64]:
+    try:
+        probs = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        probs = np.array([np.nan])
+    if probs.shape != (k,) or not np.all(probs >= 0) or abs(probs.sum() - 1) > 1e-9:
+        raise ParameterError(
+            f"`{name}` must be a probability vector of length k = {k}, got {value!r}."
+        )
+    return probs
+
+
+def _categorical_truth(
+    gen: np.random.Generator, design: Categorical, n: int, prevalence: Any, groups: Any
+) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[Any] | None]:
+    """Categories drawn iid from ``prevalence`` (per group with ``groups``)."""
+    if groups is None and isinstance(prevalence, Mapping):
+        groups = {g: 1 / len(prevalence) for g in prevalence}
+    if groups is None:
+        probs = _category_vector("prevalence", prevalence, design.k)
+        return gen.choice(design.k, size=n, p=probs), None
+    per, labels, codes = _group_assignment(gen, n, groups)
+    if isinstance(prevalence, Mapping):
+        values = _per_group(prevalence, labels)
+        table = [_category_vector(f"prevalence[{g!r}]", x, design.k)
+                 for g, x in zip(labels, values, strict=True)]  # fmt: skip
+    else:
+        table = [_category_vector("prevalence", prevalence, design.k)] * len(labels)
+    u = gen.random(n)
+    truth = np.empty(n, dtype=np.int64)
+    for j, probs in enumerate(table):  # inverse CDF within each group
+        cum = np.cumsum(probs)
+        cum[-1] = 1.0
+        mask = codes == j
+        truth[mask] = np.searchsorted(cum, u[mask], side="right")
+    return truth, per
 
 
 def simulate(
     design: Design,
     n: int,
-    prevalence: float | npt.ArrayLike | Mapping[Hashable, float],
+    prevalence: float | npt.ArrayLike | Mapping[Hashable, Any],
     *,
     seed: int | None = None,
     groups: Mapping[Hashable, float] | npt.ArrayLike | None = None,
     non_compliance: float = 0.0,
+    group_share: float | None = None,
+    unrelated_prevalence: float | None = None,
+    cheating: float | None = None,
+    honesty: float | None = None,
 ) -> Simulation:
     """Draw ``n`` true answers (iid with ``prevalence``), randomize them, and estimate.
 
-    ``prevalence`` is a probability for binary designs and a probability vector of length
-    ``k`` for :class:`~deniable.Categorical`.  One seed drives both the population and the
-    randomization (``seed=None`` draws fresh entropy; the result is then not reproducible).
-
-    Binary designs only:
+    ``prevalence`` is a probability (the share of carriers), or for
+    :class:`~deniable.Categorical` a probability vector of length ``k``.  One seed drives
+    the population and the randomization (``seed=None`` draws fresh entropy; the result is
+    then not reproducible).  Works for every design.
 
     * ``groups``: a mapping ``{label: share}`` (each respondent falls in a group at random
       with these probabilities) or a sequence of ``n`` labels.  ``prevalence`` may then be a
-      mapping ``{label: prevalence}``; a mapping ``prevalence`` without ``groups`` puts the
-      respondents in its groups with equal shares.
-    * ``non_compliance``: each respondent independently, with this probability, says "no"
-      whatever the randomizer says (an "always no" self-protective respondent).  The expected
-      estimate is then ``pi - s lambda_c / (P1 - P0)`` (see the module docstring).
+      mapping ``{label: prevalence}`` (a vector per label for categorical designs); a
+      mapping ``prevalence`` without ``groups`` puts the respondents in its groups with
+      equal shares.
+    * ``non_compliance``: each respondent independently, with this probability, ignores the
+      randomizer and reports "no": 0 (Kuk with several draws: 0 red cards; categorical:
+      category 0, so number the categories with 0 the innocuous answer).  For a binary
+      design the expected estimate is then ``pi - s lambda_c / (P1 - P0)`` (see the module
+      docstring).  For the cheater detection models these respondents *are* the cheaters
+      (give ``non_compliance`` or ``cheating``, not both).
 
-    Draws happen in a fixed order (groups, truths, randomization, compliance), so adding
-    neither groups nor non-compliance reproduces earlier results for the same seed.
+    Two-group designs only (:data:`~deniable.designs.TWO_GROUP_DESIGNS`):
+
+    * ``group_share`` (default 0.5): ``n1 = floor(n * group_share + 1/2)`` respondents,
+      chosen at random, are in group 1, the rest in group 2 (both must be non-empty).
+    * the latent quantity, drawn iid and independently of the truth: ``unrelated_prevalence``
+      (``unrelated-unknown``; required) the share who would say "yes" to the unrelated
+      question; ``cheating`` (``cdm``, ``cdm-symmetric``; default 0) the share of respondents
+      who cheat and always say "no"; ``honesty`` (``sld``; default 1) each carrier's
+      probability of answering honestly.
+
+    A keyword a design does not take raises :class:`~deniable.exceptions.ParameterError`.
+    Draws happen in a fixed order (groups, truths, two-group split, latent quantity,
+    randomization, compliance), so adding neither groups nor non-compliance reproduces
+    earlier results for the same seed.
 
     >>> from deniable import TwoCoin
     >>> sim = simulate(TwoCoin(), 10_000, 0.3, seed=1)
@@ -195,25 +318,27 @@ def simulate(
     >>> sim = simulate(TwoCoin(), 10_000, {"a": 0.1, "b": 0.5}, seed=1)
     >>> sim.group_labels(), sorted(round(e.value, 1) for e in sim.group_estimates().values())
     (['a', 'b'], [0.1, 0.5])
+    >>> from deniable.designs import StochasticLieDetector
+    >>> sim = simulate(StochasticLieDetector(2 / 12, 10 / 12), 20_000, 0.3, honesty=0.8, seed=1)
+    >>> [round(sim.estimate[k].value, 1) for k in ("prevalence", "honesty")]
+    [0.3, 0.8]
     """
+    if not isinstance(design, Design):
+        raise ParameterTypeError(
+            f"`design` must be a deniable Design, got {type(design).__name__}."
+        )
     n = v.integer("n", n, minimum=1)
     s = v.probability("non_compliance", non_compliance)
+    options = {"group_share": group_share, "unrelated_prevalence": unrelated_prevalence,
+               "cheating": cheating, "honesty": honesty}  # fmt: skip
+    setting = two_group_options(design, options, s)
+    sizes = None if setting is None else group_sizes(n, setting.group_share)
     gen = resolve_rng(np.random.SeedSequence().entropy if seed is None else seed)
     assert isinstance(gen, np.random.Generator)
     labels_per: npt.NDArray[Any] | None = None
+    truth: npt.NDArray[np.integer[Any]]
     if isinstance(design, Categorical):
-        if groups is not None or isinstance(prevalence, Mapping) or s > 0:
-            raise ParameterError(
-                "`groups` and `non_compliance` apply to designs with yes/no answers; "
-                f"design {design.name!r} has k = {design.k} categories."
-            )
-        probs = np.asarray(prevalence, dtype=float)
-        if probs.shape != (design.k,) or np.any(probs < 0) or abs(probs.sum() - 1) > 1e-9:
-            raise ParameterError(
-                f"`prevalence` must be a probability vector of length k = {design.k}, "
-                f"got {prevalence!r}."
-            )
-        truth: npt.NDArray[np.integer[Any]] = gen.choice(design.k, size=n, p=probs)
+        truth, labels_per = _categorical_truth(gen, design, n, prevalence, groups)
     else:
         if groups is None and isinstance(prevalence, Mapping):
             groups = {g: 1 / len(prevalence) for g in prevalence}
@@ -223,256 +348,34 @@ def simulate(
             labels_per, labels, codes = _group_assignment(gen, n, groups)
             pi = _prevalence_per_respondent(prevalence, labels, codes)
         truth = (gen.random(n) < pi).view(np.uint8)
-    reports = design.randomize(truth, rng=gen)
     complied: npt.NDArray[np.bool_] | None = None
-    if s > 0:
-        if design.n_reports != 2:
-            raise ParameterError(
-                f"`non_compliance` needs yes/no reports; design {design.name!r} has "
-                f"{design.n_reports} report values."
-            )
-        complied = gen.random(n) >= s
+    group: npt.NDArray[np.intp] | None = None
+    latent: dict[str, npt.NDArray[np.uint8]] = {}
+    settings: dict[str, float] = {}
+    zeroed = s
+    if isinstance(design, TwoGroupDesign):
+        assert setting is not None and sizes is not None
+        group = np.full(n, 2, dtype=np.intp)
+        group[gen.permutation(n)[: sizes[0]]] = 1
+        ind = (gen.random(n) < setting.value).view(np.uint8)
+        latent[setting.latent.keyword] = ind
+        randomize: Any = design.randomize  # each two-group design names its latent input
+        reports = randomize(truth, group, rng=gen, **{setting.latent.keyword: ind})
+        zeroed = setting.zeroed
+        settings = {"group_share": setting.group_share, setting.latent.option: setting.value}
+        if setting.latent.option == "cheating" and setting.value > 0:
+            complied = ind == 0  # a cheater says "no" whatever the randomizer says
+    else:
+        reports = design.randomize(truth, rng=gen)
+    if zeroed > 0:
+        complied = gen.random(n) >= zeroed
         reports = np.where(complied, reports, 0).astype(reports.dtype)
-    est = design.estimate(reports)  # type: ignore[attr-defined]
-    return Simulation(design, truth, reports, est, seed, labels_per, complied, s)
-
-
-# --------------------------------------------------------------------------- studies
-
-
-@dataclass(frozen=True)
-class SimulationStudy:
-    """Monte Carlo properties of a binary design's moment estimator (see :func:`simulation_study`).
-
-    All figures are against the population prevalence ``prevalence`` (the estimand under
-    iid sampling).  ``mc_se_*`` are the Monte Carlo standard errors of the figures themselves.
-    """
-
-    design: BinaryDesign
-    n: int
-    prevalence: float
-    replications: int
-    seed: int
-    non_compliance: float
-    level: float
-    method: str
-    null: float | None
-    expected_estimate: float
-    true_se: float
-    bias: float
-    bias_bounded: float
-    empirical_se: float
-    mean_se: float
-    rmse: float
-    coverage_exact: float
-    coverage_wald: float
-    rejection_exact: float | None
-    rejection_wald: float | None
-    estimates: npt.NDArray[np.float64] = field(repr=False, compare=False)
-
-    @property
-    def expected_bias(self) -> float:
-        """Closed-form bias ``-s lambda_c / (P1 - P0)`` (0 without non-compliance)."""
-        return self.expected_estimate - self.prevalence
-
-    @property
-    def mc_se_bias(self) -> float:
-        return self.empirical_se / math.sqrt(self.replications)
-
-    def mc_se_coverage(self, coverage: float) -> float:
-        """Binomial Monte Carlo SE of a coverage (or rejection) rate."""
-        return math.sqrt(coverage * (1 - coverage) / self.replications)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict (infinite epsilon as ``"inf"``)."""
-        eps = self.design.epsilon
-        out: dict[str, Any] = {
-            "design": self.design.name,
-            "parameters": self.design.parameters(),
-            "epsilon": eps if math.isfinite(eps) else "inf",
-            "n": self.n,
-            "prevalence": self.prevalence,
-            "non_compliance": self.non_compliance,
-            "replications": self.replications,
-            "seed": self.seed,
-            "level": self.level,
-            "method": self.method,
-            "expected_estimate": self.expected_estimate,
-            "expected_bias": self.expected_bias,
-            "true_se": self.true_se,
-            "bias": self.bias,
-            "mc_se_bias": self.mc_se_bias,
-            "bias_bounded": self.bias_bounded,
-            "empirical_se": self.empirical_se,
-            "mean_se": self.mean_se,
-            "rmse": self.rmse,
-            "coverage_exact": self.coverage_exact,
-            "coverage_wald": self.coverage_wald,
-            "mc_se_coverage_exact": self.mc_se_coverage(self.coverage_exact),
-        }
-        if self.null is not None:
-            out.update(
-                null=self.null,
-                rejection_exact=self.rejection_exact,
-                rejection_wald=self.rejection_wald,
-            )
-        return out
-
-    def table(self) -> str:
-        """A plain-text summary."""
-        eps = self.design.epsilon
-        mc = self.mc_se_coverage
-        rows = [
-            ("design", f"{self.design!r}, ε = {'∞' if math.isinf(eps) else f'{eps:.4f}'}"),
-            ("n, replications, seed", f"{self.n}, {self.replications}, {self.seed}"),
-            ("prevalence, non-compliance", f"{self.prevalence:g}, {self.non_compliance:g}"),
-            ("expected estimate (closed form)", f"{self.expected_estimate:.6f}"),
-            ("bias (± MC SE)", f"{self.bias:+.6f} ± {self.mc_se_bias:.6f}"),
-            ("empirical SE / true SE", f"{self.empirical_se:.6f} / {self.true_se:.6f}"),
-            ("mean estimated SE (plug-in)", f"{self.mean_se:.6f}"),
-            ("RMSE", f"{self.rmse:.6f}"),
-            (
-                f"coverage {self.level:.0%} exact / Wald",
-                f"{self.coverage_exact:.4f} ± {mc(self.coverage_exact):.4f} / "
-                f"{self.coverage_wald:.4f} ± {mc(self.coverage_wald):.4f}",
-            ),
-        ]
-        if self.null is not None:
-            assert self.rejection_exact is not None and self.rejection_wald is not None
-            rows.append(
-                (
-                    f"rejects π = {self.null:g} (exact / Wald)",
-                    f"{self.rejection_exact:.4f} / {self.rejection_wald:.4f}",
-                )
-            )
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
-
-    def __str__(self) -> str:
-        return self.table()
-
-
-def exact_bounds(
-    yes: npt.NDArray[np.int64], n: int, level: float, p1: float, p0: float
-) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Vectorized Clopper-Pearson interval for ``lambda`` mapped through the design and clipped
-    to [0, 1]: elementwise the same as ``design.estimate(yes=..., n=n).ci(level, "exact")``.
-    Computed once per distinct ``yes``."""
-    uniq, inverse = np.unique(yes, return_inverse=True)
-    alpha = 1 - level
-    with np.errstate(invalid="ignore"):
-        lo_l = np.where(
-            uniq == 0, 0.0, stats.beta.ppf(alpha / 2, np.maximum(uniq, 1), n - uniq + 1)
-        )
-        hi_l = np.where(
-            uniq == n, 1.0, stats.beta.ppf(1 - alpha / 2, uniq + 1, np.maximum(n - uniq, 1))
-        )
-    slope = p1 - p0
-    a, b = (lo_l - p0) / slope, (hi_l - p0) / slope
-    lo, hi = np.clip(np.minimum(a, b), 0.0, 1.0), np.clip(np.maximum(a, b), 0.0, 1.0)
-    return lo[inverse], hi[inverse]
-
-
-def simulation_study(
-    design: Design,
-    n: int,
-    prevalence: float,
-    *,
-    replications: int,
-    seed: int | None = None,
-    non_compliance: float = 0.0,
-    level: float = 0.95,
-    null: float | None = None,
-    method: str = "binomial",
-    progress: Callable[[int, int], None] | None = None,
-) -> SimulationStudy:
-    """Repeat a survey ``replications`` times and summarise the moment estimator.
-
-    Reports: bias and bias of the bounded estimate, empirical SE, mean estimated (plug-in)
-    SE, RMSE, coverage of the exact (Clopper-Pearson mapped) and Wald intervals at
-    ``level``, and with ``null`` the rejection rate of ``H0: pi = null`` at ``1 - level``
-    (exact: ``null`` outside the exact interval; Wald: ``|pi_hat - null| > z se``).
-
-    ``method="binomial"`` (default) draws each survey's number of "yes" reports directly:
-    respondents are iid, each says "yes" with probability
-    ``lambda = (1 - s) (P0 + pi (P1 - P0))``, so the count is exactly ``Binomial(n, lambda)``
-    and the moment estimator depends on the reports only through it.  (The randomizer
-    realises ``P1``, ``P0`` to within ``2**-53``.)  ``method="respondents"`` runs
-    :func:`simulate` for every replication instead: slower, the same distribution.
-    ``progress(done, total)`` is called after each block of replications (after each
-    replication with ``method="respondents"``).
-
-    >>> from deniable import TwoCoin
-    >>> st = simulation_study(TwoCoin(), 500, 0.3, replications=4000, seed=1)
-    >>> abs(st.bias) < 4 * st.mc_se_bias, abs(st.coverage_exact - 0.95) < 0.02
-    (True, True)
-    """
-    if not isinstance(design, BinaryDesign) or design.n_reports != 2:
-        if not isinstance(design, Design):
-            raise ParameterTypeError(
-                f"`design` must be a deniable Design, got {type(design).__name__}."
-            )
-        raise ParameterError(
-            f"`design` must have yes/no reports for simulation_study, got {design.name!r} "
-            f"with {design.n_reports} report values."
-        )
-    n = v.integer("n", n, minimum=1)
-    pi = v.probability("prevalence", prevalence)
-    reps = v.integer("replications", replications, minimum=2)
-    s = v.probability("non_compliance", non_compliance)
-    lvl = v.level(level)
-    pi0 = None if null is None else v.probability("null", null)
-    v.choice("method", method, ("binomial", "respondents"))
-    used_seed = secrets.randbelow(2**32) if seed is None else v.integer("seed", seed, minimum=0)
-    gen = resolve_rng(used_seed)
-    assert isinstance(gen, np.random.Generator)
-    p1, p0 = design.p_yes_given_1, design.p_yes_given_0
-    slope = p1 - p0
-    lam_c = p0 + pi * slope
-    lam = (1 - s) * lam_c
-    yes = np.empty(reps, dtype=np.int64)
-    for start in range(0, reps, STUDY_BLOCK):
-        m = min(STUDY_BLOCK, reps - start)
-        if method == "binomial":
-            yes[start : start + m] = gen.binomial(n, lam, size=m)
-        else:
-            seeds = gen.integers(0, 2**63, size=m)
-            for j, sd in enumerate(seeds):
-                sim = simulate(design, n, pi, seed=int(sd), non_compliance=s)
-                yes[start + j] = int(np.count_nonzero(sim.reports))
-                if progress is not None and j + 1 < m:
-                    progress(start + j + 1, reps)
-        if progress is not None:
-            progress(start + m, reps)
-    lam_hat = yes / n
-    est = (lam_hat - p0) / slope
-    se = np.sqrt(lam_hat * (1 - lam_hat) / n) / abs(slope)
-    z = normal_quantile(lvl)
-    lo, hi = exact_bounds(yes, n, lvl, p1, p0)
-    rej_exact = rej_wald = None
-    if pi0 is not None:
-        rej_exact = float(np.mean((pi0 < lo) | (pi0 > hi)))
-        rej_wald = float(np.mean(np.abs(est - pi0) > z * se))
-    return SimulationStudy(
-        design=design,
-        n=n,
-        prevalence=pi,
-        replications=reps,
-        seed=used_seed,
-        non_compliance=s,
-        level=lvl,
-        method=method,
-        null=pi0,
-        expected_estimate=pi - s * lam_c / slope,  # = ((1 - s) lam_c - P0) / (P1 - P0)
-        true_se=math.sqrt(lam * (1 - lam) / n) / abs(slope),
-        bias=float(est.mean() - pi),
-        bias_bounded=float(np.clip(est, 0.0, 1.0).mean() - pi),
-        empirical_se=float(est.std(ddof=1)),
-        mean_se=float(se.mean()),
-        rmse=float(math.sqrt(np.mean((est - pi) ** 2))),
-        coverage_exact=float(np.mean((lo <= pi) & (pi <= hi))),
-        coverage_wald=float(np.mean(np.abs(est - pi) <= z * se)),
-        rejection_exact=rej_exact,
-        rejection_wald=rej_wald,
-        estimates=est,
+    est: AnyEstimate
+    if group is not None:
+        assert isinstance(design, TwoGroupDesign)
+        est = design.estimate(reports, group=group)
+    else:
+        est = design.estimate(reports)  # type: ignore[attr-defined]
+    return Simulation(
+        design, truth, reports, est, seed, labels_per, complied, s, group, latent, settings
     )

@@ -3,7 +3,9 @@
 Question specs for `deniable report` look like ``COLUMN=DESIGN:NAME=VALUE,NAME=VALUE``
 (e.g. ``drugs=forced:forced_yes=1/6,forced_no=1/6``; ``tax=two-coin`` when every parameter
 has a default).  The column is everything before the first ``=`` that is followed by a
-design name, so a column name may itself hold ``=`` or ``:``.
+design name, so a column name may itself hold ``=`` or ``:``.  A two-group design names its
+group column after ``@``: ``cheat=sld:p1=2/12,p2=10/12@version`` (everything after the
+first ``@`` that follows the design name, so a group column may hold ``@`` too).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 from rich import box
@@ -28,6 +30,7 @@ from rich.table import Table
 from rich.text import Text
 
 from deniable import _validation as v
+from deniable._estimate import Estimate
 from deniable.cli._base import (
     app,
     build_design,
@@ -41,16 +44,34 @@ from deniable.cli._base import (
     kv_table,
     parse_number,
 )
+from deniable.cli._decisions import (
+    CheatingOpt,
+    GroupShareOpt,
+    HonestyOpt,
+    NonComplianceOpt,
+    UnrelatedOpt,
+    two_group_keywords,
+)
 from deniable.cli._designs import (
     DesignArg,
     JsonOpt,
     LevelOpt,
     ParamOpt,
+    design_channel_fields,
     epsilon_note,
     estimate_payload,
     estimate_rows,
 )
-from deniable.designs import DESIGNS, Design, Tally, make_design
+from deniable.cli._twogroup import two_group_payload, two_group_rows, two_group_table
+from deniable.designs import (
+    DESIGNS,
+    TWO_GROUP_DESIGNS,
+    Design,
+    Tally,
+    TwoGroupDesign,
+    TwoGroupEstimate,
+    make_design,
+)
 
 FileArg = Annotated[
     str,
@@ -73,19 +94,29 @@ def _extras() -> Iterator[None]:
         fail(str(exc))
 
 
-def parse_question(spec: str) -> tuple[str, Design]:
-    """``COLUMN=DESIGN[:NAME=VALUE,...]`` -> ``(column, design)`` (see the module docstring)."""
+class Question(NamedTuple):
+    """One ``--question``: the column, its design and (two-group designs) the group column."""
+
+    column: str
+    design: Design
+    group: str | None = None
+
+
+def parse_question(spec: str) -> Question:
+    """``COLUMN=DESIGN[:NAME=VALUE,...][@GROUP]`` -> :class:`Question` (module docstring)."""
     example = "--question drugs=forced:forced_yes=1/6,forced_no=1/6"
+    every = [*DESIGNS, *TWO_GROUP_DESIGNS]
     start = 0
     while True:
         i = spec.find("=", start)
         if i < 0:
             fail(
-                f"`--question` must look like COLUMN=DESIGN:NAME=VALUE,... with DESIGN one of "
-                f"{', '.join(DESIGNS)} (e.g. {example}), got {spec!r}."
+                f"`--question` must look like COLUMN=DESIGN:NAME=VALUE,...[@GROUP_COLUMN] with "
+                f"DESIGN one of {', '.join(every)} (e.g. {example}), got {spec!r}."
             )
-        name, _, params = spec[i + 1 :].partition(":")
-        if i > 0 and name.strip() in DESIGNS:
+        head, at, group = spec[i + 1 :].partition("@")
+        name, _, params = head.partition(":")
+        if i > 0 and name.strip() in every:
             break
         start = i + 1
     column = spec[:i]
@@ -101,29 +132,43 @@ def parse_question(spec: str) -> tuple[str, Design]:
         if key in values:
             fail(f"`--question` {spec!r}: parameter {key!r} given twice.")
         values[key] = value
-    return column, make_design(name.strip(), values)
+    design = make_design(name.strip(), values)
+    if at and not group:
+        fail(f"`--question` {spec!r}: name the group column after '@' (e.g. @version).")
+    if isinstance(design, TwoGroupDesign) and not at:
+        fail(
+            f"`--question` {spec!r}: design {design.name!r} needs two groups: add the column "
+            "of each respondent's group (1 or 2) after '@', e.g. "
+            "cheat=sld:p1=2/12,p2=10/12@version."
+        )
+    if at and not isinstance(design, TwoGroupDesign):
+        fail(
+            f"`--question` {spec!r}: '@{group}' names a group column, which only two-group "
+            f"designs take ({', '.join(TWO_GROUP_DESIGNS)}); design {design.name!r} has one."
+        )
+    return Question(column, design, group or None)
 
 
 # --------------------------------------------------------------------------- analyze
 
 
-def _group_table(frame: Any, level: float) -> Table:
+def _group_table(frame: Any, level: float, two: bool) -> Table:
+    ci = "Wald" if two else "exact"
     table = Table(
-        caption="estimate: unbiased (may leave [0, 1]); SE: plug-in (n); CI: exact",
+        caption=f"estimate: unbiased (may leave [0, 1]); SE: plug-in (n); CI: {ci}",
         caption_justify="left",
     )
-    for col in ("group", "n", "missing", "estimate", "bounded", "SE", f"{level:.0%} CI (exact)"):
-        table.add_column(col, justify="left" if col == "group" else "right", no_wrap=col != "group")
+    cols = ("group", *(("parameter",) if two else ()), "n", "missing", "estimate", "bounded",
+            "SE", f"{level:.0%} CI ({ci})")  # fmt: skip
+    for col in cols:
+        text = col in ("group", "parameter")
+        table.add_column(col, justify="left" if text else "right", no_wrap=col != "group")
     for row in frame.itertuples(index=False):
         table.add_row(
-            Text(str(row.group)),
-            str(row.n),
-            str(row.missing),
-            fmt_num(row.estimate),
-            fmt_num(row.bounded),
-            fmt_num(row.se),
+            Text(str(row.group)), *((Text(row.parameter),) if two else ()), str(row.n),
+            str(row.missing), fmt_num(row.estimate), fmt_num(row.bounded), fmt_num(row.se),
             Text(fmt_interval((row.ci_lower, row.ci_upper))),
-        )
+        )  # fmt: skip
     return table
 
 
@@ -133,6 +178,13 @@ def analyze_command(
     column: Annotated[str, typer.Option("--column", help="Column of 0/1 reports.")],
     design: Annotated[str, typer.Option("--design", help="Design name (see `deniable designs`).")],
     param: ParamOpt = None,
+    group_column: Annotated[
+        str | None,
+        typer.Option(
+            "--group-column",
+            help="Two-group designs: column of each respondent's group (1 or 2).",
+        ),
+    ] = None,
     by: Annotated[
         str | None, typer.Option("--by", help="Estimate per group of this column.")
     ] = None,
@@ -144,14 +196,25 @@ def analyze_command(
     from deniable.analysis import analyze, grouped, read_reports
 
     d = build_design(design, param)
+    two = isinstance(d, TwoGroupDesign)
+    if two and group_column is None:
+        fail(
+            f"design {d.name!r} needs two groups: give --group-column COLUMN (the column of "
+            "each respondent's group, 1 or 2)."
+        )
+    if not two and group_column is not None:
+        fail(
+            f"`--group-column` applies to the two-group designs ({', '.join(TWO_GROUP_DESIGNS)})"
+            f"; design {d.name!r} has one group (--by estimates per subgroup)."
+        )
     lvl = v.level(level)
     miss = v.choice("--missing", missing, ("drop", "error"))
     with _extras():
         df = read_reports(file)
         if by is not None:
-            frame = grouped(df, column, d, by, level=lvl, missing=miss)
+            frame = grouped(df, column, d, by, group=group_column, level=lvl, missing=miss)
         else:
-            res = analyze(df, column, d, level=lvl, missing=miss)
+            res = analyze(df, column, d, group=group_column, level=lvl, missing=miss)
     if by is not None:
         groups = [
             {k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in row.items()}
@@ -161,28 +224,44 @@ def analyze_command(
             payload = {
                 "file": file, "column": column, "by": by, "design": d.name,
                 "parameters": d.parameters(), "epsilon": d.epsilon, "level": lvl,
-                "interval": "exact", "missing_group": frame.attrs["missing_group"],
-                "groups": groups,
+                "interval": "wald" if two else "exact",
+                "missing_group": frame.attrs["missing_group"], "groups": groups,
             }  # fmt: skip
+            if two:
+                payload["group_column"] = group_column
             for g in payload["groups"]:
                 g.pop("epsilon")
             emit_json(payload)
             return
         out = console()
-        out.print(
-            kv_table(
-                [
-                    ("file, column, by", f"{file}, {column}, {by}"),
-                    ("design", f"{d.name} ({fmt_params(d.parameters())})"),
-                    ("ε", epsilon_note(d.epsilon)),
-                    ("rows without a group (dropped)", str(frame.attrs["missing_group"])),
-                ],
-                title="Prevalence by group",
-            )
-        )
-        out.print(_group_table(frame, lvl))
+        rows = [
+            ("file, column, by", f"{file}, {column}, {by}"),
+            ("design", f"{d.name} ({fmt_params(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
+            ("rows without a group (dropped)", str(frame.attrs["missing_group"])),
+        ]
+        if two:
+            rows.insert(1, ("group column (1 or 2)", str(group_column)))
+        out.print(kv_table(rows, title="Prevalence by group"))
+        out.print(_group_table(frame, lvl, two))
         return
     est = res.estimate
+    if isinstance(est, TwoGroupEstimate):
+        assert isinstance(d, TwoGroupDesign)
+        if as_json:
+            payload = two_group_payload(d, est, lvl, design_channel_fields(d))
+            payload.update(file=file, column=column, group_column=group_column,
+                           missing=res.missing)  # fmt: skip
+            emit_json(payload)
+            return
+        rows = [("file, column, group column", f"{file}, {column}, {group_column}"),
+                *two_group_rows(d, est, epsilon_note(d.epsilon)),
+                ("missing reports or groups (dropped)", str(res.missing))]  # fmt: skip
+        out = console()
+        out.print(kv_table(rows, title="Two-group estimate"))
+        out.print(two_group_table(est, lvl))
+        return
+    assert isinstance(est, Estimate)
     yes = round((est.lambda_hat or 0.0) * est.n)
     tally = Tally.binary(yes, est.n)
     if as_json:
@@ -199,6 +278,11 @@ def analyze_command(
 # --------------------------------------------------------------------------- report
 
 
+def _row_results(rep: Any) -> list[Any]:
+    """The analysis behind each row of ``rep.to_frame()`` (one per parameter)."""
+    return [res for res in rep.results for _ in res.estimates()]
+
+
 @app.command("report")
 def report_command(
     file: FileArg,
@@ -207,8 +291,9 @@ def report_command(
         typer.Option(
             "--question",
             "-q",
-            metavar="COL=DESIGN:NAME=VALUE,...",
-            help="A question and its design, repeatable (e.g. -q drugs=warner:p=0.75).",
+            metavar="COL=DESIGN:NAME=VALUE,...[@GROUP]",
+            help="A question and its design, repeatable (e.g. -q drugs=warner:p=0.75); a "
+            "two-group design adds @GROUP_COLUMN (e.g. -q q=sld:p1=2/12,p2=10/12@version).",
         ),
     ] = None,
     html: Annotated[
@@ -225,12 +310,12 @@ def report_command(
 
     if not question:
         fail("give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75).")
-    questions: dict[str, Design] = {}
+    questions: dict[str, Design | tuple[Design, str]] = {}
     for spec in question:
-        col, d = parse_question(spec)
+        col, d, group = parse_question(spec)
         if col in questions:
             fail(f"`--question` names column {col!r} twice.")
-        questions[col] = d
+        questions[col] = d if group is None else (d, group)
     lvl = v.level(level)
     miss = v.choice("--missing", missing, ("drop", "error"))
     with _extras():
@@ -251,25 +336,32 @@ def report_command(
         box=box.SIMPLE_HEAD,
         pad_edge=False,
         collapse_padding=True,
+        show_edge=False,
     )
-    for col in ("question", "design", "n", "missing", "estimate", "SE",
-                f"{lvl:.0%} CI (exact)", "ε"):  # fmt: skip
-        text = col in ("question", "design")
+    two = rep.two_group  # then a parameter column replaces the design (named in the notes)
+    for col in ("question", "parameter" if two else "design", "n", "missing", "estimate",
+                "SE", f"{lvl:.0%} CI" + ("" if two else " (exact)"), "ε"):  # fmt: skip
+        text = col in ("question", "design", "parameter")
         table.add_column(
-            col, justify="left" if text else "right", no_wrap=not text, overflow="fold"
-        )
-    for row, res in zip(rep.to_frame().itertuples(index=False), rep.results, strict=True):
+            col, justify="left" if text else "right", no_wrap=col == "parameter" or not text,
+            overflow="fold",
+        )  # fmt: skip
+    for row, res in zip(rep.to_frame().itertuples(index=False), _row_results(rep), strict=True):
         table.add_row(
-            Text(str(row.question)), Text(res.design.name), str(row.n), str(row.missing),
-            fmt_num(row.estimate), fmt_num(row.se),
+            Text(str(row.question)), Text(row.parameter if two else res.design.name),
+            str(row.n), str(row.missing), fmt_num(row.estimate), fmt_num(row.se),
             Text(fmt_interval((row.ci_lower, row.ci_upper))), fmt_epsilon(row.epsilon),
         )  # fmt: skip
     notes = [f"{q}: {res.design.name} ({fmt_params(res.design.parameters())})"
+             + (f", groups in {res.group}" if res.group is not None else "")
              for q, res in zip(questions, rep.results, strict=True)]  # fmt: skip
     notes.append(
         "estimate: unbiased (may leave [0, 1]); SE: plug-in (n); "
         "ε = ∞: a report can reveal the answer."
     )
+    if two:
+        wald = [str(res.column) for res in rep.results if res.interval == "wald"]
+        notes.append(f"CI: exact, but Wald (delta method) for two-group: {', '.join(wald)}.")
     out = console()
     out.print(table)
     out.print(Text("\n".join(notes)))
@@ -292,10 +384,11 @@ def simulation_study_command(
     seed: Annotated[
         int | None, typer.Option("--seed", min=0, help="Seed (default: fresh, printed).")
     ] = None,
-    non_compliance: Annotated[
-        str,
-        typer.Option("--non-compliance", help="Share who always say no, whatever the coin says."),
-    ] = "0",
+    non_compliance: NonComplianceOpt = "0",
+    group_share: GroupShareOpt = None,
+    unrelated_prevalence: UnrelatedOpt = None,
+    cheating: CheatingOpt = None,
+    honesty: HonestyOpt = None,
     null: Annotated[
         str | None, typer.Option("--null", help="Also give the rejection rate of H0: π = NULL.")
     ] = None,
@@ -312,7 +405,7 @@ def simulation_study_command(
 
     A progress bar runs on stderr when it is a terminal (never with --json).
     """
-    from deniable.simulation import simulation_study
+    from deniable.simulation import TwoGroupSimulationStudy, simulation_study
 
     d = build_design(design, param)
     if n is None:
@@ -322,6 +415,7 @@ def simulation_study_command(
     pi = parse_number("--prevalence", prevalence)
     s = parse_number("--non-compliance", non_compliance)
     pi0 = None if null is None else parse_number("--null", null)
+    extra = two_group_keywords(group_share, unrelated_prevalence, cheating, honesty)
     err = Console(stderr=True)
     bar = Progress(
         TextColumn("simulating"),
@@ -344,13 +438,16 @@ def simulation_study_command(
     try:
         st = simulation_study(
             d, n, pi, replications=replications, seed=seed, non_compliance=s, level=level,
-            null=pi0, method=method, progress=step,
+            null=pi0, method=method, progress=step, **extra,
         )  # fmt: skip
     finally:
         if task:
             bar.stop()
     if as_json:
         emit_json(st.to_dict())
+        return
+    if isinstance(st, TwoGroupSimulationStudy):
+        _two_group_study_output(st)
         return
     mc = st.mc_se_coverage
     rows = [
@@ -383,4 +480,56 @@ def simulation_study_command(
     console().print(kv_table(rows, title="Simulation study"))
 
 
-__all__ = ["parse_question"]
+def _two_group_study_output(st: Any) -> None:
+    """`deniable simulation-study` for a two-group design: the setting, one row a parameter."""
+    d = st.design
+    (n1, n2), (l1, l2) = st.group_sizes, st.yes_probabilities
+    rows = [
+        ("design", f"{d.name} ({fmt_params(d.parameters())})"),
+        ("ε", epsilon_note(d.epsilon)),
+        ("n (n1 + n2), replications, seed",
+         f"{st.n} ({n1} + {n2}), {st.replications}, {st.seed}"),
+        (f"prevalence, {st.latent}, non-compliance",
+         f"{st.prevalence:g}, {st.latent_value:g}, {st.non_compliance:g}"),
+        ("P(yes) in group 1, group 2", f"{fmt_num(l1, 6)}, {fmt_num(l2, 6)}"),
+    ]  # fmt: skip
+    if st.null is not None:
+        rows.append((f"rejects π = {st.null:g} at {1 - st.level:.0%} (Wald)",
+                     fmt_num(st.rejection_wald)))  # fmt: skip
+    method = "yes counts drawn from Binomial(n_g, λ_g)" if st.method == "binomial" else (
+        "every respondent")  # fmt: skip
+    rows.append(("simulated", method))
+    out = console()
+    out.print(kv_table(rows, title="Simulation study (two groups)"))
+    ps = list(st.parameters.values())
+    table = Table(
+        caption="truth: population value"
+        + (" (prevalence: honest carriers)" if "cheating" in st.parameters else "")
+        + "; SE: delta method, plug-in (n_g); * large-n limit (not "
+        "linear in the group shares)",
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+    )
+    table.add_column("")
+    for p in ps:
+        table.add_column(p.parameter, justify="right")
+    lines = [
+        ("truth", [fmt_num(p.truth, 6) for p in ps]),
+        ("expected (closed form)",
+         [fmt_num(p.expected, 6) + ("" if p.expected_exact else "*") for p in ps]),
+        ("bias ± MC SE", [f"{p.bias:+.5f} ± {p.mc_se_bias:.5f}" for p in ps]),
+        ("empirical SE (true)",
+         [f"{fmt_num(p.empirical_se, 5)} ({fmt_num(p.true_se, 5)})" for p in ps]),
+        ("mean estimated SE", [fmt_num(p.mean_se, 5) for p in ps]),
+        ("RMSE", [fmt_num(p.rmse, 5) for p in ps]),
+        (f"{st.level:.0%} Wald coverage",
+         [f"{p.coverage_wald:.4f} ± {p.mc_se_coverage:.4f}" for p in ps]),
+    ]  # fmt: skip
+    if any(p.undefined for p in ps):
+        lines.append(("undefined estimates (left out)", [str(p.undefined) for p in ps]))
+    for label, cells in lines:
+        table.add_row(Text(label), *cells)
+    out.print(table)
+
+
+__all__ = ["Question", "parse_question"]

@@ -36,6 +36,8 @@ __all__ = [
     "fail",
     "fmt_epsilon",
     "fmt_num",
+    "fmt_probabilities",
+    "fmt_probability",
     "guard_io",
     "jsonable",
     "kv_table",
@@ -222,8 +224,37 @@ def emit_json(payload: Mapping[str, Any]) -> None:
 
 
 def fmt_epsilon(eps: float) -> str:
-    """``∞`` for an infinite epsilon, else 4 decimals; never a finite stand-in for ∞."""
-    return "∞" if math.isinf(eps) else f"{eps:.4f}"
+    """``∞`` for an infinite epsilon; 4 decimals from 0.1 on, 4 significant digits below
+    (``1e-06``, never ``0.0000``); never a finite stand-in for ∞."""
+    if math.isinf(eps):
+        return "∞"
+    if eps == 0 or eps >= 0.1:
+        return f"{eps:.4f}"
+    return f"{eps:.4g}"
+
+
+def fmt_probability(p: float, digits: int = 6) -> str:
+    """A probability with ``digits`` significant digits; near 1/2 with enough more to show
+    its distance from 1/2 to 3 digits (``0.50000025``, not ``0.5``); within rounding of 1 (but
+    not 1) as ``1 − 2.22e-16``.  Only an exact 0, 1/2 or 1 is shown as ``0``, ``0.5``, ``1``."""
+    text = f"{p:.{digits}g}"
+    if p < 1 and float(text) == 1.0:
+        return f"1 − {1 - p:.3g}"
+    off = abs(p - 0.5)
+    while digits < 17 and off > 0 and abs(float(text) - p) > 1e-3 * off:
+        digits += 1
+        text = f"{p:.{digits}g}"
+    return text
+
+
+def fmt_probabilities(*values: float) -> list[str]:
+    """:func:`fmt_probability` of each value, with enough digits that different values never
+    look the same (``P(yes | 1), P(yes | 0)`` of a tiny epsilon are not ``0.5, 0.5``)."""
+    for digits in range(6, 17):
+        out = [fmt_probability(x, digits) for x in values]
+        if len(set(out)) == len(set(values)):
+            return out
+    return [repr(x) for x in values]
 
 
 def fmt_num(x: float | None, digits: int = 4) -> str:

@@ -1,4 +1,5 @@
-"""`deniable majority`, `deniable coins` and `deniable simulate`."""
+"""`deniable majority`, `deniable coins` and `deniable simulate` (and the two-group options
+that `deniable simulate` shares with `deniable simulation-study`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from typing import Annotated, Any
 
 import numpy as np
 import typer
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
 from deniable import _validation as v
+from deniable._estimate import Estimate
 from deniable.cli._base import (
     app,
     build_design,
@@ -32,13 +35,22 @@ from deniable.cli._designs import (
     LevelOpt,
     ParamOpt,
     categorical_payload,
+    design_channel_fields,
     epsilon_note,
     estimate_payload,
 )
+from deniable.cli._twogroup import two_group_payload
 from deniable.coins import CoinProtocol, design_protocol
-from deniable.designs import BinaryDesign, Categorical, CategoricalEstimate, Tally
+from deniable.designs import (
+    BinaryDesign,
+    Categorical,
+    CategoricalEstimate,
+    Tally,
+    TwoGroupDesign,
+    TwoGroupEstimate,
+)
 from deniable.estimation._majority import MajorityDecision, majority_decision, simulate_majority
-from deniable.simulation import simulate
+from deniable.simulation import Simulation, simulate
 
 # --------------------------------------------------------------------------- majority
 
@@ -50,6 +62,15 @@ def majority_rows(d: MajorityDecision) -> list[tuple[str, str]]:
     else:
         truth = f"prevalence {d.prevalence:.6g} (iid sampling)"
     truth += ": a majority" if d.is_majority else ": not a majority"
+    # where the two error rates are evaluated (MajorityDecision.false_*_prevalence)
+    if d.true_yes is not None:
+        fp_at = f"K = {d.n // 2}"
+        fn_at = f"K = {d.true_yes}" if d.is_majority else f"K = {d.n // 2 + 1}"
+    else:
+        fp_at = "prevalence 1/2"
+        fn_at = f"prevalence {d.false_negative_prevalence:.6g}"
+    if not d.is_majority:
+        fn_at += ", the smallest majority"
     return [
         ("design", f"{d.design.name} ({fmt_params(d.design.parameters())})"),
         ("n", str(d.n)),
@@ -59,8 +80,8 @@ def majority_rows(d: MajorityDecision) -> list[tuple[str, str]]:
         ("threshold", f"{d.threshold:.6g}  ({d.decision_rule})"),
         ("P(decide majority)", fmt_num(d.p_decide_majority, 6)),
         ("error probability (exact)", fmt_num(d.error_probability, 6)),
-        ("false positive rate (worst case)", fmt_num(d.false_positive_rate, 6)),
-        ("false negative rate", fmt_num(d.false_negative_rate, 6)),
+        (f"false positive rate (at {fp_at}: the worst case)", fmt_num(d.false_positive_rate, 6)),
+        (f"false negative rate (at {fn_at})", fmt_num(d.false_negative_rate, 6)),
     ]
 
 
@@ -180,6 +201,93 @@ def coins_command(
 # --------------------------------------------------------------------------- simulate
 
 
+GroupShareOpt = Annotated[
+    str | None,
+    typer.Option("--group-share", help="Two-group designs: share of respondents in group 1 (0.5)."),
+]
+UnrelatedOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--unrelated-prevalence",
+        help="unrelated-unknown: share who would say yes to the unrelated question (required).",
+    ),
+]
+CheatingOpt = Annotated[
+    str | None,
+    typer.Option("--cheating", help="cdm, cdm-symmetric: share of respondents who cheat (0)."),
+]
+HonestyOpt = Annotated[
+    str | None,
+    typer.Option("--honesty", help="sld: carriers' probability of answering honestly (1)."),
+]
+NonComplianceOpt = Annotated[
+    str,
+    typer.Option("--non-compliance", help="Share who always say no, whatever the coin says."),
+]
+
+
+def two_group_keywords(
+    group_share: str | None,
+    unrelated_prevalence: str | None,
+    cheating: str | None,
+    honesty: str | None,
+) -> dict[str, float]:
+    """The two-group options given on the command line, as simulate() keywords."""
+    given = {"group_share": group_share, "unrelated_prevalence": unrelated_prevalence,
+             "cheating": cheating, "honesty": honesty}  # fmt: skip
+    return {k: parse_number("--" + k.replace("_", "-"), x) for k, x in given.items() if x}
+
+
+def _simulate_two_group(sim: Simulation, prevalence: float, level: float, as_json: bool) -> None:
+    d, est = sim.design, sim.estimate
+    assert isinstance(d, TwoGroupDesign) and isinstance(est, TwoGroupEstimate)
+    truth = sim.true_parameters()
+    intervals = {k: e.ci(level, "wald") for k, e in est.estimates.items()}
+    covers = {k: bool(lo <= truth[k] <= hi) for k, (lo, hi) in intervals.items()}
+    if as_json:
+        payload = two_group_payload(d, est, level, design_channel_fields(d))
+        payload.update(
+            seed=sim.seed, prevalence=prevalence, non_compliance=sim.non_compliance,
+            **sim.settings,
+            true_share=float(sim.true_share), true_parameters=truth, covers_wald=covers,
+        )  # fmt: skip
+        emit_json(payload)
+        return
+    n1, n2 = est.n
+    rows = [
+        ("design", f"{d.name} ({fmt_params(d.parameters())})"),
+        ("ε", epsilon_note(d.epsilon)),
+        ("n (group 1 + group 2), seed", f"{n1 + n2} ({n1} + {n2}), {sim.seed}"),
+        (
+            "drawn with",
+            fmt_params(
+                {"prevalence": prevalence, **sim.settings, "non_compliance": sim.non_compliance}
+            ),
+        ),
+        ("true share (simulation only)", fmt_num(float(sim.true_share), 6)),
+    ]
+    for g in (0, 1):
+        y, ng = est.tally.yes_counts[g], est.tally.n_counts[g]
+        rows.append(
+            (f"group {g + 1}: yes / n", f"{y} / {ng}  (share {fmt_num(est.lambda_hat[g])})")
+        )
+    out = console()
+    out.print(kv_table(rows, title="Simulated two-group survey: truth beside the estimate"))
+    table = Table(caption="true value: among these simulated respondents (simulation only); "
+                  "MLE: bounded to the parameter space; "
+                  "SE: delta method, plug-in (n_g)", caption_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                  collapse_padding=True)  # fmt: skip
+    for col in ("parameter", "true value", "estimate", "MLE", "SE", f"{level:.0%} CI (Wald)",
+                "covers"):  # fmt: skip
+        table.add_column(col, justify="left" if col == "parameter" else "right", no_wrap=True)
+    for k, e in est.estimates.items():
+        table.add_row(Text(k), fmt_num(truth[k]), fmt_num(e.value), fmt_num(e.bounded),
+                      fmt_num(e.se), Text(fmt_interval(intervals[k])),
+                      "yes" if covers[k] else "no")  # fmt: skip
+    out.print(table)
+
+
 @app.command("simulate")
 def simulate_command(
     design: DesignArg,
@@ -192,6 +300,11 @@ def simulate_command(
     seed: Annotated[
         int | None, typer.Option("--seed", min=0, help="Seed (default: fresh, printed).")
     ] = None,
+    non_compliance: NonComplianceOpt = "0",
+    group_share: GroupShareOpt = None,
+    unrelated_prevalence: UnrelatedOpt = None,
+    cheating: CheatingOpt = None,
+    honesty: HonestyOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -209,20 +322,27 @@ def simulate_command(
         if "," in prevalence:
             fail(f"`--prevalence` must be one number for design {d.name!r}, got {prevalence!r}.")
         pi = parse_number("--prevalence", prevalence)
+    s = parse_number("--non-compliance", non_compliance)
+    extra = two_group_keywords(group_share, unrelated_prevalence, cheating, honesty)
     used_seed = secrets.randbelow(2**32) if seed is None else seed
-    sim = simulate(d, n, pi, seed=used_seed)
+    sim = simulate(d, n, pi, seed=used_seed, non_compliance=s, **extra)
+    if isinstance(d, TwoGroupDesign):
+        assert isinstance(pi, float)
+        _simulate_two_group(sim, pi, lvl, as_json)
+        return
     est = sim.estimate
     tally = d.tally(sim.reports)
     if isinstance(est, CategoricalEstimate):
         assert isinstance(d, Categorical)
         share = np.asarray(sim.true_share, dtype=float)
         ci = est.ci(lvl, "exact")
-        covers = [bool(lo <= s <= hi) for s, (lo, hi) in zip(share, ci, strict=True)]
+        covers = [bool(lo <= x <= hi) for x, (lo, hi) in zip(share, ci, strict=True)]
         if as_json:
             payload = categorical_payload(d, est, lvl)
             payload.update(
-                seed=used_seed, prevalence=pi, true_share=share.tolist(), covers_exact=covers
-            )
+                seed=used_seed, prevalence=pi, non_compliance=sim.non_compliance,
+                true_share=share.tolist(), covers_exact=covers,
+            )  # fmt: skip
             emit_json(payload)
             return
         table = Table(
@@ -240,7 +360,7 @@ def simulate_command(
         out.print(table)
         out.print(Text(f"ε = {fmt_epsilon(d.epsilon)}"))
         return
-    assert isinstance(d, BinaryDesign)
+    assert isinstance(d, BinaryDesign) and isinstance(est, Estimate)
     share_1 = float(sim.true_share)
     intervals = {m: est.ci(lvl, m) for m in est.interval_methods}
     covers_1 = {m: bool(lo <= share_1 <= hi) for m, (lo, hi) in intervals.items()}
@@ -249,6 +369,7 @@ def simulate_command(
         payload.update(
             seed=used_seed,
             prevalence=pi,
+            non_compliance=sim.non_compliance,
             true_share=share_1,
             true_carriers=int(np.count_nonzero(sim.truth)),
             covers=covers_1,
@@ -267,6 +388,8 @@ def simulate_command(
         ("SE (plug-in, n) / (unbiased, n - 1)",
          f"{fmt_num(est.se, 6)} / {fmt_num(est.se_unbiased, 6)}"),
     ]  # fmt: skip
+    if sim.non_compliance > 0:
+        rows.insert(4, ("non-compliance (always no)", f"{sim.non_compliance:g}"))
     for m, interval in intervals.items():
         mark = "covers the truth" if covers_1[m] else "misses the truth"
         rows.append((f"{lvl:.0%} CI ({m})", f"{fmt_interval(interval, 6)}  {mark}"))

@@ -23,6 +23,7 @@ from deniable.cli._base import (
     fmt_interval,
     fmt_num,
     fmt_params,
+    fmt_probabilities,
     kv_table,
 )
 from deniable.cli._data import gather_tally, gather_two_group_tally
@@ -106,10 +107,13 @@ def epsilon_note(eps: float) -> str:
     """ε for people: ``∞ (some report reveals the answer)`` or the value with its ratio."""
     if math.isinf(eps):
         return "∞ (some report reveals the true answer: no finite privacy guarantee)"
-    return (
-        f"{fmt_epsilon(eps)} (one report changes the odds of any answer by at most "
-        f"{math.exp(eps):.4g}x)"
-    )
+    if eps < 1e-3:  # e^eps to 4 digits would read "1x"
+        ratio = f"(1 + {math.expm1(eps):.3g})"
+    elif eps < 700:
+        ratio = f"{math.exp(eps):.4g}"
+    else:  # e^eps overflows a float
+        ratio = f"e^{eps:.4g} "
+    return f"{fmt_epsilon(eps)} (one report changes the odds of any answer by at most {ratio}x)"
 
 
 # --------------------------------------------------------------------------- designs
@@ -255,12 +259,8 @@ def estimate_rows(
     rows = [("design", f"{design.name} ({fmt_params(design.parameters())})")]
     if isinstance(design, BinaryDesign):
         per = " per card" if design.n_reports > 2 else ""
-        rows.append(
-            (
-                f"P(yes | 1), P(yes | 0){per}",
-                f"{design.p_yes_given_1:.6g}, {design.p_yes_given_0:.6g}",
-            )
-        )
+        shown = fmt_probabilities(design.p_yes_given_1, design.p_yes_given_0)
+        rows.append((f"P(yes | 1), P(yes | 0){per}", ", ".join(shown)))
     rows.append(("ε", epsilon_note(design.epsilon)))
     if len(tally.counts) == 2:
         rows.append(("yes / n", f"{tally.yes} / {tally.n}"))
@@ -275,9 +275,14 @@ def estimate_rows(
     else:
         rows.append((f"estimate ({est.method})", fmt_num(est.value, 6)))
     rows.append((f"SE ({est.se_convention})", fmt_num(est.se, 6)))
-    rows.append(("SE (unbiased: divides by n - 1)", fmt_num(est.se_unbiased, 6)))
+    if est.method == "mle" and math.isnan(est.se_unbiased):
+        unbiased = "n/a (the MLE's observed-information SE has no n − 1 version)"
+    else:
+        unbiased = fmt_num(est.se_unbiased, 6)
+    rows.append(("SE (unbiased: divides by n - 1)", unbiased))
     for m in est.interval_methods:
         rows.append((f"{level:.0%} CI ({m})", fmt_interval(est.ci(level, m), 6)))
+    rows.extend(("note", text) for text in est.notes_at(level))
     return rows
 
 

@@ -9,10 +9,11 @@ both standard-error conventions and its intervals, and the exact variance from t
 from __future__ import annotations
 
 import math
+import struct
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -28,7 +29,24 @@ from deniable.randomness import (
     words_below,
 )
 
-__all__ = ["BinaryDesign", "Design", "Tally", "channel_epsilon"]
+__all__ = ["BinaryDesign", "Design", "Tally", "channel_epsilon", "design_for_epsilon", "expit"]
+
+D = TypeVar("D", bound="Design")
+
+
+def expit(x: float) -> float:
+    """``e^x / (1 + e^x)`` to full relative precision for every real ``x`` (no overflow).
+
+    ``1 - expit(x)`` is ``expit(-x)``: compute a complement that way, never as ``1 - p``
+    (which loses every digit of a probability near 0 that ``p`` near 1 cannot hold).  Near 0
+    it uses ``(1 + tanh(x/2)) / 2``, whose only rounding is the final addition.
+    """
+    if abs(x) < 1.0:
+        return 0.5 + 0.5 * math.tanh(x / 2)
+    if x > 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)  # x <= -1: no overflow; underflows to 0 only below about -745
+    return e / (1.0 + e)
 
 
 def channel_epsilon(channel: npt.ArrayLike) -> float:
@@ -47,6 +65,136 @@ def channel_epsilon(channel: npt.ArrayLike) -> float:
             return math.inf
         eps = max(eps, math.log(hi / lo))
     return eps
+
+
+def _key(x: float, sign: int) -> int:
+    """Order-preserving integer of a float in [0, 1] (its bit pattern), times ``sign``."""
+    return sign * int(struct.unpack("<q", struct.pack("<d", x))[0])
+
+
+def _unkey(key: int, sign: int) -> float:
+    return float(struct.unpack("<d", struct.pack("<q", sign * key))[0])
+
+
+def _bound_text(x: float, up: bool) -> str:
+    """The shortest decimal on the safe side of ``x`` (above it if ``up``)."""
+    for digits in range(6, 18):
+        text = f"{x:.{digits}g}"
+        if (float(text) >= x) if up else (float(text) <= x):
+            return text
+    return repr(x)
+
+
+def design_for_epsilon(
+    make: Callable[[float], D],
+    epsilon: float,
+    start: float,
+    *,
+    neutral: float,
+    extreme: float,
+    fallback: float,
+    context: str,
+) -> D:
+    """The design ``make(x)`` with the largest epsilon not above ``epsilon``.
+
+    ``x`` is one float parameter in the closed range from ``neutral`` (epsilon 0) to
+    ``extreme`` (the largest epsilon), along which epsilon grows; ``make`` raises
+    :class:`~deniable.exceptions.ParameterError` where the design cannot be built (too close
+    to ``neutral``: uninformative after float rounding; too close to ``extreme``: a
+    probability below the randomizer's ``2**-53`` resolution), and designs with epsilon 0 or
+    infinite are never candidates.  ``start`` is the closed-form
+    parameter for ``epsilon`` and ``fallback`` one that is always valid (the closed form for
+    epsilon 1).  The search walks the floats between them (their bit patterns are ordered),
+    so the returned design's epsilon is at most the request and, among the designs the
+    floats can express, the closest to it.  A request above the largest epsilon the family
+    can represent, or below the smallest, raises ``ParameterError`` naming ``epsilon`` with
+    that bound; so no design with an infinite or overstated epsilon is ever returned.
+    """
+    sign = 1 if extreme > neutral else -1
+    lo_key, hi_key = _key(neutral, sign), _key(extreme, sign)
+    cache: dict[int, D | None] = {}
+
+    def build(key: int) -> D | None:
+        if key not in cache:
+            try:
+                d: D | None = None if key == lo_key else make(_unkey(key, sign))
+            except ParameterError:
+                d = None
+            # epsilon 0 (the neutral end) or infinite (a report reveals the answer): not a
+            # candidate, like a parameter the design rejects
+            cache[key] = None if d is None or not 0 < d.epsilon < math.inf else d
+        return cache[key]
+
+    def fits(key: int) -> bool:
+        d = build(key)
+        return d is not None and d.epsilon <= epsilon
+
+    def clamp(x: float) -> int:
+        x = min(max(x, min(neutral, extreme)), max(neutral, extreme))
+        return min(max(_key(x, sign), lo_key), hi_key)
+
+    anchor = next((k for k in (clamp(start), clamp(fallback)) if build(k) is not None), None)
+    if anchor is None:  # pragma: no cover - the fallback is valid for every design
+        raise ParameterError(f"`epsilon`: no design {context} could be built, got {epsilon!r}.")
+    good: int | None = None
+    bad: int | None = None
+    if fits(anchor):
+        good, step = anchor, 1
+        while bad is None and good < hi_key:  # gallop toward the extreme, then bisect
+            key = min(good + step, hi_key)
+            if fits(key):
+                good, step = key, 2 * step
+            else:
+                bad = key
+    else:
+        bad, step = anchor, 1
+        low: int | None = None  # an invalid key on the neutral side
+        while good is None and low is None:
+            key = max(bad - step, lo_key)
+            if build(key) is None:
+                low = key
+            elif fits(key):
+                good = key
+            else:
+                bad, step = key, 2 * step
+        if good is None:
+            assert low is not None
+            valid = bad
+            while valid - low > 1:  # the first valid key: the smallest epsilon there is
+                mid = (low + valid) // 2
+                if build(mid) is None:
+                    low = mid
+                else:
+                    valid = mid
+            first = build(valid)
+            assert first is not None
+            if first.epsilon > epsilon:
+                raise ParameterError(
+                    f"`epsilon` must be at least {_bound_text(first.epsilon, up=True)} for "
+                    f"design {context} (the smallest epsilon it can represent: below it its "
+                    "probabilities round to an uninformative channel in floats or at the "
+                    f"randomizer's 2**-53 resolution), got {epsilon!r}."
+                )
+            good = valid  # fits; the largest fitting key lies below `bad`
+    if bad is not None:
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            if fits(mid):
+                good = mid
+            else:
+                bad = mid
+    best = build(good)
+    assert best is not None
+    nxt = good + 1
+    beyond = build(nxt) if nxt <= hi_key else None
+    if best.epsilon < epsilon and (beyond is None or math.isinf(beyond.epsilon)):
+        # the largest epsilon the family can represent is below the request
+        raise ParameterError(
+            f"`epsilon` must be at most {_bound_text(best.epsilon, up=False)} for design "
+            f"{context} (the largest epsilon it can represent: its probabilities are drawn "
+            f"at the randomizer's 2**-53 resolution), got {epsilon!r}."
+        )
+    return best
 
 
 @dataclass(frozen=True)
@@ -201,6 +349,18 @@ class BinaryDesign(Design):
         """P(report "yes" | true answer 0)."""
 
     @property
+    def p_no_given_1(self) -> float:
+        """P(report "no" | true answer 1): ``1 - P(yes | 1)``, computed without cancellation
+        where the design can (a subclass overrides it when ``1 - p`` would round away a
+        small complement)."""
+        return 1 - self.p_yes_given_1
+
+    @property
+    def p_no_given_0(self) -> float:
+        """P(report "no" | true answer 0) (see :attr:`p_no_given_1`)."""
+        return 1 - self.p_yes_given_0
+
+    @property
     def n_reports(self) -> int:
         return 2
 
@@ -208,17 +368,40 @@ class BinaryDesign(Design):
     def n_truths(self) -> int:
         return 2
 
+    def _parameter_text(self) -> str:
+        return ", ".join(f"{k}={x!r}" for k, x in self.parameters().items())
+
     def _check_informative(self) -> None:
+        """Reject a channel whose two columns are equal after float rounding."""
         if self.p_yes_given_1 == self.p_yes_given_0:
             raise ParameterError(
-                f"design {self.name!r}: P(yes | 1) = P(yes | 0) = {self.p_yes_given_1}; "
-                "the reports carry no information about the answer."
+                f"design {self.name!r} with {self._parameter_text()}: P(yes | 1) = "
+                f"P(yes | 0) = {self.p_yes_given_1!r} after rounding to floats; the reports "
+                "would carry no information about the answer."
             )
+
+    def _check_channel(self) -> None:
+        """Validation every binary design runs at construction: the channel is informative
+        after float rounding, and the randomizer can implement it at its ``2**-53``
+        resolution (its thresholds do not collapse)."""
+        self._check_informative()
+        try:
+            self.thresholds()
+        except ParameterError as exc:
+            raise ParameterError(
+                f"design {self.name!r} with {self._parameter_text()}: {exc}"
+            ) from None
+
+    def _bit_channel(self) -> list[list[float]]:
+        """The 2x2 channel of one randomized bit, ``[[P(no|0), P(no|1)], [P(yes|0), P(yes|1)]]``."""
+        return [
+            [self.p_no_given_0, self.p_no_given_1],
+            [self.p_yes_given_0, self.p_yes_given_1],
+        ]
 
     @property
     def channel(self) -> npt.NDArray[np.float64]:
-        p1, p0 = self.p_yes_given_1, self.p_yes_given_0
-        return np.array([[1 - p0, 1 - p1], [p0, p1]])
+        return np.array(self._bit_channel())
 
     @property
     def epsilon(self) -> float:
@@ -233,7 +416,7 @@ class BinaryDesign(Design):
         """
         p1, p0 = self.p_yes_given_1, self.p_yes_given_0
         t0, t1 = binary_thresholds(p1, p0)
-        target = min(self._report_epsilon(), channel_epsilon([[1 - p0, 1 - p1], [p0, p1]]))
+        target = min(self._report_epsilon(), channel_epsilon(self._bit_channel()))
         if not math.isfinite(target):
             return t0, t1
         # float rounding of the stated probabilities (e.g. 1 - p for p near 1) can still leave
@@ -374,6 +557,9 @@ def binary_estimate(
     def wilson(level: float) -> tuple[float, float]:
         return map_interval(binomial_interval(yes, n, level, "wilson"), p0, slope)
 
+    def notes(level: float) -> tuple[str, ...]:
+        return _outside_channel_notes(p1, p0, yes, n, level)
+
     return Estimate(
         value=value,
         bounded=bounded,
@@ -384,6 +570,36 @@ def binary_estimate(
         parameter=parameter,
         lambda_hat=lam,
         intervals={"exact": exact, "wilson": wilson},
+        level_notes=notes,
+    )
+
+
+def _outside_channel_notes(p1: float, p0: float, yes: int, n: int, level: float) -> tuple[str, ...]:
+    """A note when the exact or Wilson interval for ``lambda`` lies wholly outside
+    ``[min(P0, P1), max(P0, P1)]``, the shares of "yes" the design can produce: the mapped
+    prevalence interval is then clipped to a single point, ``[0, 0]`` or ``[1, 1]``."""
+    lo_p, hi_p = min(p0, p1), max(p0, p1)
+    lam = yes / n
+    if lo_p <= lam <= hi_p:  # the intervals contain lambda_hat: nothing to say
+        return ()
+    below = lam < lo_p
+    edge = lo_p if below else hi_p
+    which = ("0" if p0 < p1 else "1") if below else ("1" if p0 < p1 else "0")
+    methods = []
+    for method in ("exact", "wilson"):
+        a, b = binomial_interval(yes, n, level, method)
+        if (b < lo_p) if below else (a > hi_p):
+            methods.append(method)
+    if not methods:
+        return ()
+    point = map_interval((edge, edge), p0, p1 - p0)[0]
+    plural = len(methods) > 1
+    return (
+        f"the {level:.0%} {' and '.join(methods)} interval{'s' if plural else ''} for the "
+        f"share of yes reports lie{'' if plural else 's'} {'below' if below else 'above'} "
+        f"P(yes|{which}) = {edge:.6g}: the data are unlikely under this design (check the "
+        "design parameters or non-compliance); the prevalence interval"
+        f"{'s are' if plural else ' is'} clipped to [{point:g}, {point:g}].",
     )
 
 

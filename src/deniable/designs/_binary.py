@@ -12,10 +12,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from deniable import _validation as v
-from deniable.designs._base import BinaryDesign
+from deniable.designs._base import BinaryDesign, channel_epsilon, design_for_epsilon, expit
 from deniable.exceptions import ParameterError
 
 __all__ = ["BiasedCoin", "Binary", "Crosswise", "Custom", "Mirrored", "TwoCoin", "Warner"]
+
+#: The largest epsilon of one randomized bit at the randomizer's resolution: a report whose
+#: probability is 2**-53 against 1 - 2**-53, ``ln(2**53 - 1)`` = 36.7368...
+MAX_BIT_EPSILON = math.log(2.0**53 - 1)
+
+#: The smallest epsilon :class:`Binary` accepts: below it ``e^eps / (1 + e^eps)`` lies within
+#: float rounding (about ``1e-16``) of 1/2 and the float channel would no longer state
+#: epsilon to a relative ``1e-9``.
+MIN_BINARY_EPSILON = 1e-6
 
 
 @dataclass(frozen=True)
@@ -35,6 +44,7 @@ class Warner(BinaryDesign):
     def __post_init__(self) -> None:
         p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
         object.__setattr__(self, "p", v.realizable("p", p))
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -45,15 +55,30 @@ class Warner(BinaryDesign):
         return 1 - self.p
 
     @property
+    def p_no_given_0(self) -> float:
+        return self.p  # not 1 - (1 - p): exact for every p
+
+    @property
     def epsilon(self) -> float:
         # eps = |ln(p / (1 - p))|: a "yes" is p/(1-p) times likelier from a carrier
         return abs(math.log(self.p / (1 - self.p)))
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> Warner:
-        """The Warner design with ``p = e^eps / (1 + e^eps)`` (> 1/2)."""
+        """The Warner design with ``p = e^eps / (1 + e^eps)`` (> 1/2), never above ``epsilon``.
+
+        ``p`` is a float, and near 1 floats are ``2**-53`` apart: above epsilon ~ 17 the
+        epsilons a ``p > 1/2`` can express are that coarse, and the largest one not above
+        the request is returned (``from_epsilon(30).epsilon`` is 29.9998...).  Requests above
+        ``ln(2**53 - 1)`` = 36.7368 (``p = 1 - 2**-53``, the randomizer's resolution) or
+        below the ``4.4e-16`` of ``p = 1/2 + 2**-53`` raise ``ParameterError`` naming
+        ``epsilon`` with the bound.  :class:`Binary` states epsilon exactly.
+        """
         eps = v.positive("epsilon", epsilon)
-        return cls(1 / (1 + math.exp(-eps)))
+        return design_for_epsilon(
+            cls, eps, expit(eps), neutral=0.5, extreme=1.0, fallback=expit(1.0),
+            context=repr(cls.name),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -83,6 +108,8 @@ class TwoCoin(BinaryDesign):
         object.__setattr__(self, "yes", v.probability("yes", self.yes))
         v.realizable("truth + (1 - truth) * yes", self.p_yes_given_1)
         v.realizable("(1 - truth) * yes", self.p_yes_given_0)
+        v.realizable("(1 - truth) * (1 - yes)", self.p_no_given_1)
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -92,12 +119,30 @@ class TwoCoin(BinaryDesign):
     def p_yes_given_0(self) -> float:
         return (1 - self.truth) * self.yes
 
+    @property
+    def p_no_given_1(self) -> float:
+        return (1 - self.truth) * (1 - self.yes)
+
+    @property
+    def p_no_given_0(self) -> float:
+        return self.truth + (1 - self.truth) * (1 - self.yes)
+
     @classmethod
     def from_epsilon(cls, epsilon: float) -> TwoCoin:
-        """Fair second coin, first coin biased so that ``epsilon`` is exact:
-        ``truth = (e^eps - 1) / (e^eps + 1)``."""
+        """Fair second coin, first coin biased so that ``epsilon`` is met:
+        ``truth = (e^eps - 1) / (e^eps + 1) = tanh(eps / 2)``.
+
+        ``truth`` is the float with the largest epsilon not above the request (near 1 floats
+        are ``2**-53`` apart, so large epsilons are matched only that finely).  Above
+        ``ln(2**53 - 1)`` = 36.7368 (a lie probability of ``2**-53``) it raises
+        ``ParameterError`` naming ``epsilon``; it never returns ``truth = 1`` (direct
+        questioning, epsilon infinite).
+        """
         eps = v.positive("epsilon", epsilon)
-        return cls(truth=math.tanh(eps / 2), yes=0.5)
+        return design_for_epsilon(
+            lambda t: cls(truth=t, yes=0.5), eps, math.tanh(eps / 2), neutral=0.0,
+            extreme=1.0, fallback=math.tanh(0.5), context=repr(cls.name),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -114,6 +159,7 @@ class BiasedCoin(BinaryDesign):
     def __post_init__(self) -> None:
         q = v.probability("q", self.q, low_open=True, high_open=True, exclude=(0.5,))
         object.__setattr__(self, "q", v.realizable("q", q))
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -124,15 +170,27 @@ class BiasedCoin(BinaryDesign):
         return self.q
 
     @property
+    def p_no_given_1(self) -> float:
+        return self.q  # not 1 - (1 - q), which rounds a small q to a multiple of 2**-53
+
+    @property
     def epsilon(self) -> float:
         # eps = |ln((1 - q) / q)|: truth-telling odds of one report
         return abs(math.log((1 - self.q) / self.q))
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> BiasedCoin:
-        """``q = 1 / (1 + e^eps)``."""
+        """``q = 1 / (1 + e^eps)`` (the float with the largest epsilon not above the request).
+
+        ``q`` below 1/2 keeps full relative precision, so epsilon is met to ``1e-15`` up to
+        ``ln(2**53 - 1)`` = 36.7368 (``q = 2**-53``, the randomizer's resolution); above it
+        ``ParameterError`` names ``epsilon``.
+        """
         eps = v.positive("epsilon", epsilon)
-        return cls(1 / (1 + math.exp(eps)))
+        return design_for_epsilon(
+            cls, eps, expit(-eps), neutral=0.5, extreme=0.0, fallback=expit(-1.0),
+            context=repr(cls.name),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, init=False)
@@ -160,14 +218,28 @@ class Binary(BinaryDesign):
         object.__setattr__(
             self, "calibration", v.choice("calibration", calibration, ("exact", "half"))
         )
-        p0 = self.p_yes_given_0
-        if not p0 >= v.RESOLUTION:
-            # 1 - e^eps/(1+e^eps) below 2**-53: the randomizer would always tell the truth
-            top = 53 * math.log(2) * (1 if self.calibration == "exact" else 2)
+        scale = 1 if self.calibration == "exact" else 2
+        if self.nominal_epsilon < MIN_BINARY_EPSILON:
             raise ParameterError(
-                f"`epsilon` must be in (0, {top:.4f}] for calibration {self.calibration!r} "
-                "(a larger one needs a lie probability below 2**-53, which the randomizer "
-                f"would draw as 0: epsilon would be infinite), got {epsilon!r}."
+                f"`epsilon` must be at least {MIN_BINARY_EPSILON:g} for design 'binary' (below "
+                "it e^eps / (1 + e^eps) is within float rounding of 1/2: the channel could not "
+                f"state epsilon, or would carry no information), got {epsilon!r}."
+            )
+        if not self.p_yes_given_0 >= v.RESOLUTION:
+            # the lie probability 1/(1 + e^eps) below 2**-53: the randomizer would draw it as 0
+            top = math.floor(MAX_BIT_EPSILON * scale * 1e4) / 1e4
+            raise ParameterError(
+                f"`epsilon` must be at most {top:.4f} for design 'binary' with calibration "
+                f"{self.calibration!r} (a larger one needs a lie probability below 2**-53, "
+                "which the randomizer would draw as 0: epsilon would be infinite), "
+                f"got {epsilon!r}."
+            )
+        self._check_channel()
+        stated, floats = self.epsilon, channel_epsilon(self._bit_channel())
+        if abs(floats - stated) > 1e-9 * stated:  # pragma: no cover - guarded by the bounds
+            raise ParameterError(
+                f"`epsilon` = {epsilon!r} cannot be represented: the float channel's epsilon "
+                f"is {floats!r}."
             )
 
     def __repr__(self) -> str:
@@ -178,9 +250,15 @@ class Binary(BinaryDesign):
 
     @property
     def truth_probability(self) -> float:
-        """Probability of reporting the true answer."""
-        e = self.nominal_epsilon if self.calibration == "exact" else self.nominal_epsilon / 2
-        return 1 / (1 + math.exp(-e))
+        """Probability of reporting the true answer, ``e^eps / (1 + e^eps)`` (eps/2 for
+        ``half``)."""
+        return expit(self.epsilon)
+
+    @property
+    def lie_probability(self) -> float:
+        """Probability of reporting the other answer, ``1 / (1 + e^eps)``, computed directly
+        (not as ``1 - truth_probability``, which rounds it to a multiple of ``2**-53``)."""
+        return expit(-self.epsilon)
 
     @property
     def p_yes_given_1(self) -> float:
@@ -188,7 +266,15 @@ class Binary(BinaryDesign):
 
     @property
     def p_yes_given_0(self) -> float:
-        return 1 - self.truth_probability
+        return self.lie_probability
+
+    @property
+    def p_no_given_1(self) -> float:
+        return self.lie_probability
+
+    @property
+    def p_no_given_0(self) -> float:
+        return self.truth_probability
 
     @property
     def epsilon(self) -> float:
@@ -197,7 +283,8 @@ class Binary(BinaryDesign):
 
     @classmethod
     def from_epsilon(cls, epsilon: float, calibration: str = "exact") -> Binary:
-        """Same as the constructor."""
+        """Same as the constructor: ``epsilon`` in ``[1e-6, ln(2**53 - 1)]`` (36.7368; twice
+        that for ``half``), stated exactly."""
         return cls(epsilon, calibration)
 
 
@@ -216,6 +303,7 @@ class Crosswise(BinaryDesign):
     def __post_init__(self) -> None:
         p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
         object.__setattr__(self, "p", v.realizable("p", p))
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -225,11 +313,19 @@ class Crosswise(BinaryDesign):
     def p_yes_given_0(self) -> float:
         return 1 - self.p
 
+    @property
+    def p_no_given_0(self) -> float:
+        return self.p
+
     @classmethod
     def from_epsilon(cls, epsilon: float) -> Crosswise:
-        """Innocuous prevalence ``p = e^eps / (1 + e^eps)``: ``epsilon = |ln(p / (1 - p))|``."""
+        """Innocuous prevalence ``p = e^eps / (1 + e^eps)``: ``epsilon = |ln(p / (1 - p))|``,
+        never above the request (as :meth:`Warner.from_epsilon`)."""
         eps = v.positive("epsilon", epsilon)
-        return cls(1 / (1 + math.exp(-eps)))
+        return design_for_epsilon(
+            cls, eps, expit(eps), neutral=0.5, extreme=1.0, fallback=expit(1.0),
+            context=repr(cls.name),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True, init=False)
@@ -254,6 +350,7 @@ class Custom(BinaryDesign):
             )
         object.__setattr__(self, "yes_given_1", v.realizable("p_yes_given_1", p1))
         object.__setattr__(self, "yes_given_0", v.realizable("p_yes_given_0", p0))
+        self._check_channel()
 
     def __repr__(self) -> str:
         return f"Custom(p_yes_given_1={self.yes_given_1!r}, p_yes_given_0={self.yes_given_0!r})"

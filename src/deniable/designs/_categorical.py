@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from deniable import _validation as v
 from deniable._estimate import Estimate
-from deniable.designs._base import Design, Tally, binary_estimate
+from deniable.designs._base import Design, Tally, binary_estimate, design_for_epsilon
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,
@@ -79,10 +79,25 @@ class Categorical(Design):
 
     @classmethod
     def from_epsilon(cls, epsilon: float, k: int) -> Categorical:
-        """k-ary RR at exactly ``epsilon``: truth with ``(e^eps - 1) / (e^eps + k - 1)``."""
+        """k-ary RR at ``epsilon``: truth with ``(e^eps - 1) / (e^eps + k - 1)``.
+
+        ``truth`` is the float with the largest epsilon not above the request (near 1 floats
+        are ``2**-53`` apart, so a large epsilon is matched only that finely).  The largest
+        epsilon is ``ln(1 + k (2**53 - 1))`` (``truth = 1 - 2**-53``); above it, or below the
+        smallest (``truth = 2**-53``), ``ParameterError`` names ``epsilon``.  Never returns
+        ``truth = 1`` (epsilon infinite).
+        """
         eps = v.positive("epsilon", epsilon)
-        k = v.integer("k", k, minimum=2)
-        return cls(k=k, truth=math.expm1(eps) / (math.exp(eps) + k - 1))
+        k = v.integer("k", k, minimum=2, maximum=1 << 24)
+
+        def closed_form(e: float) -> float:
+            # (e^eps - 1) / (e^eps + k - 1) = (1 - e^-eps) / (1 + (k - 1) e^-eps): no overflow
+            return -math.expm1(-e) / (1 + (k - 1) * math.exp(-e))
+
+        return design_for_epsilon(
+            lambda t: cls(k=k, truth=t), eps, closed_form(eps), neutral=0.0, extreme=1.0,
+            fallback=closed_form(1.0), context=f"{cls.name!r} with k = {k}",
+        )  # fmt: skip
 
     @property
     def n_reports(self) -> int:

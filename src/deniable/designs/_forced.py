@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from deniable import _validation as v
-from deniable.designs._base import BinaryDesign
+from deniable.designs._base import BinaryDesign, design_for_epsilon, expit
 from deniable.exceptions import ParameterError
 
 __all__ = ["ForcedResponse", "Mangat", "Triangular", "UnrelatedQuestion"]
@@ -41,6 +41,7 @@ class ForcedResponse(BinaryDesign):
             )
         object.__setattr__(self, "forced_yes", v.realizable("forced_yes", fy))
         object.__setattr__(self, "forced_no", v.realizable("forced_no", fn))
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -49,6 +50,10 @@ class ForcedResponse(BinaryDesign):
     @property
     def p_yes_given_0(self) -> float:
         return self.forced_yes
+
+    @property
+    def p_no_given_1(self) -> float:
+        return self.forced_no  # exact, not 1 - (1 - forced_no)
 
     @property
     def epsilon(self) -> float:
@@ -60,10 +65,18 @@ class ForcedResponse(BinaryDesign):
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> ForcedResponse:
-        """Symmetric forcing ``forced_yes = forced_no = 1 / (1 + e^eps)``."""
+        """Symmetric forcing ``forced_yes = forced_no = 1 / (1 + e^eps)``.
+
+        The float with the largest epsilon not above the request; above
+        ``ln(2**53 - 1)`` = 36.7368 (forcing probability ``2**-53``, the randomizer's
+        resolution) ``ParameterError`` names ``epsilon``.  Never returns a zero forcing
+        probability (direct questioning, epsilon infinite).
+        """
         eps = v.positive("epsilon", epsilon)
-        f = 1 / (1 + math.exp(eps))
-        return cls(f, f)
+        return design_for_epsilon(
+            lambda f: cls(f, f), eps, expit(-eps), neutral=0.5, extreme=0.0,
+            fallback=expit(-1.0), context=repr(cls.name),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -84,6 +97,8 @@ class UnrelatedQuestion(BinaryDesign):
         object.__setattr__(self, "p", v.probability("p", self.p, low_open=True))
         object.__setattr__(self, "q", v.probability("q", self.q))
         v.realizable("(1 - p) * q", self.p_yes_given_0)
+        v.realizable("(1 - p) * (1 - q)", self.p_no_given_1)
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -93,28 +108,39 @@ class UnrelatedQuestion(BinaryDesign):
     def p_yes_given_0(self) -> float:
         return (1 - self.p) * self.q
 
+    @property
+    def p_no_given_1(self) -> float:
+        return (1 - self.p) * (1 - self.q)
+
+    @property
+    def p_no_given_0(self) -> float:
+        return self.p + (1 - self.p) * (1 - self.q)
+
     @classmethod
     def from_epsilon(cls, epsilon: float, q: float = 0.5) -> UnrelatedQuestion:
-        """The largest ``p`` whose exact epsilon is ``epsilon``, for a known ``q`` in (0, 1).
+        """The largest ``p`` whose exact epsilon is at most ``epsilon``, for a known ``q`` in
+        (0, 1).
 
-        epsilon grows with ``p`` (from 0 at ``p = 0`` to infinity at ``p = 1``), so the root
-        is unique; with ``q = 1/2``, ``p = tanh(eps / 2)``.  Found by bisection and then
-        nudged down so that the returned design's epsilon never exceeds the request.
+        epsilon grows with ``p`` (from 0 at ``p = 0`` to infinity at ``p = 1``):
+        ``eps = ln(1 + p / ((1 - p) m))`` with ``m = min(q, 1 - q)``, so
+        ``p = m (e^eps - 1) / (1 + m (e^eps - 1))`` (``tanh(eps / 2)`` for ``q = 1/2``).  The
+        float ``p`` nearest below is returned; a request the randomizer's ``2**-53``
+        resolution cannot represent raises ``ParameterError`` naming ``epsilon``.
         """
         eps = v.positive("epsilon", epsilon)
         qq = v.probability("q", q, low_open=True, high_open=True)
-        lo, hi = 0.0, 1.0
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if mid in (lo, hi):
-                break
-            if mid > 0 and cls(mid, qq).epsilon <= eps:
-                lo = mid
-            else:
-                hi = mid
-        if lo == 0.0:
-            raise ParameterError(f"`epsilon` = {eps} is too small to represent with q = {qq}.")
-        return cls(lo, qq)
+        m = min(qq, 1 - qq)
+
+        def closed_form(e: float) -> float:
+            if e > 700:  # m (e^eps - 1) overflows; p is 1 to double precision anyway
+                return 1.0
+            odds = m * math.expm1(e)
+            return odds / (1 + odds)
+
+        return design_for_epsilon(
+            lambda p: cls(p, qq), eps, closed_form(eps), neutral=0.0, extreme=1.0,
+            fallback=closed_form(1.0), context=f"{cls.name!r} with q = {qq!r}",
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -131,6 +157,7 @@ class Mangat(BinaryDesign):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", v.probability("p", self.p, low_open=True))
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -159,6 +186,7 @@ class Triangular(BinaryDesign):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "p", v.probability("p", self.p, high_open=True))
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:

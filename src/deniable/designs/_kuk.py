@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -12,13 +14,36 @@ from scipy import optimize, stats
 
 from deniable import _validation as v
 from deniable._estimate import Estimate
-from deniable.designs._base import BinaryDesign, Tally, channel_epsilon
+from deniable.designs._base import BinaryDesign, Tally, channel_epsilon, design_for_epsilon, expit
 from deniable.exceptions import ParameterError
 from deniable.randomness import CHUNK, random_words, resolve_rng
 
-__all__ = ["Kuk"]
+__all__ = ["MAX_DRAWS", "Kuk"]
 
 _TOP53 = np.uint64(11)
+
+#: How the MLE's SE is computed; it has no n - 1 version, so its ``se_unbiased`` is NaN.
+SE_MLE = "observed information at the MLE; no n - 1 version"
+
+#: The most cards a respondent may draw.
+MAX_DRAWS = 1000
+
+#: Every entry of the channel must stay at least this (the smallest normal float): a smaller
+#: binomial probability would lose precision or underflow to 0, and the channel would state an
+#: infinite epsilon while the design's is finite.
+_SMALLEST = sys.float_info.min
+
+
+def _max_draws(theta1: float, theta2: float) -> int:
+    """The most draws whose channel entries all stay normal floats (``MAX_DRAWS`` at most).
+
+    The smallest entry of ``Binom(k, theta)`` is ``min(theta, 1 - theta)^k`` (at ``r = 0``
+    or ``r = k``); decks with ``theta`` 0 or 1 have exact zeros instead, which are allowed.
+    """
+    logs = [math.log(min(t, 1 - t)) for t in (theta1, theta2) if 0 < t < 1]
+    if not logs:
+        return MAX_DRAWS
+    return max(1, min(MAX_DRAWS, math.floor(math.log(_SMALLEST) / min(logs))))
 
 
 @dataclass(frozen=True)
@@ -33,8 +58,13 @@ class Kuk(BinaryDesign):
     extreme at ``r = 0`` or ``r = k``, so ``k`` draws compose exactly.
 
     With ``k > 1`` the moment estimator uses the mean red share and its empirical variance;
-    ``estimate(..., method="mle")`` maximises the binomial-mixture likelihood of the full
-    count distribution, with the observed-information SE.
+    the bounded estimate (and ``estimate(..., method="mle")``) maximises the binomial-mixture
+    likelihood of the full count distribution over [0, 1], with the observed-information SE.
+
+    ``draws`` is at most 1000 (:data:`MAX_DRAWS`), and at most the number that keeps every
+    channel entry a normal float: ``min(theta, 1 - theta)^k >= 2.2e-308`` for both decks
+    (e.g. 307 draws for decks 0.9 / 0.1).  More would make the channel's smallest
+    probabilities underflow to 0, and its epsilon infinite while the design's is finite.
     """
 
     theta1: float
@@ -51,16 +81,34 @@ class Kuk(BinaryDesign):
             )
         object.__setattr__(self, "theta1", v.realizable("theta1", t1))
         object.__setattr__(self, "theta2", v.realizable("theta2", t2))
-        object.__setattr__(self, "draws", v.integer("draws", self.draws, minimum=1, maximum=1000))
+        k = v.integer("draws", self.draws, minimum=1, maximum=MAX_DRAWS)
+        top = _max_draws(t1, t2)
+        if k > top:
+            raise ParameterError(
+                f"`draws` must be an integer in [1, {top}] for theta1 = {t1!r}, theta2 = "
+                f"{t2!r} (with more draws P(r red cards | answer) falls below the smallest "
+                f"normal float, 2.2e-308, and the channel would state a wrong epsilon), got {k}."
+            )
+        object.__setattr__(self, "draws", k)
+        self._check_channel()
 
     @classmethod
     def from_epsilon(cls, epsilon: float, draws: int = 1) -> Kuk:
-        """Symmetric decks ``theta1 = 1 - theta2 = e^(eps/k) / (1 + e^(eps/k))``: exactly
-        ``epsilon`` over ``k = draws`` draws."""
+        """Symmetric decks ``theta1 = 1 - theta2 = e^(eps/k) / (1 + e^(eps/k))``: ``epsilon``
+        over ``k = draws`` draws, never above it.
+
+        ``theta1`` is the float with the largest epsilon not above the request (near 1 floats
+        are ``2**-53`` apart, so a large per-draw epsilon is matched only that finely).  The
+        largest epsilon is ``k ln(2**53 - 1)`` (``theta2 = 2**-53``), less when the channel's
+        smallest entries ``theta2^k`` would underflow; a request above it raises
+        ``ParameterError`` naming ``epsilon``.
+        """
         eps = v.positive("epsilon", epsilon)
-        k = v.integer("draws", draws, minimum=1, maximum=1000)
-        t = 1 / (1 + math.exp(-eps / k))
-        return cls(t, 1 - t, k)
+        k = v.integer("draws", draws, minimum=1, maximum=MAX_DRAWS)
+        return design_for_epsilon(
+            lambda t: cls(t, 1 - t, k), eps, expit(eps / k), neutral=0.5, extreme=1.0,
+            fallback=expit(1.0 / k), context=f"{cls.name!r} with draws = {k}",
+        )  # fmt: skip
 
     @property
     def p_yes_given_1(self) -> float:
@@ -158,8 +206,10 @@ class Kuk(BinaryDesign):
         One draw: as every binary design.  ``k > 1`` draws: ``data`` is reports (red counts)
         or a :class:`Tally` of counts ``c_0..c_k``; ``method="moment"`` gives
         ``(mean(R)/k - theta2) / (theta1 - theta2)`` with SE from the empirical variance of
-        ``R``; ``method="mle"`` the bounded MLE of the binomial mixture with observed
-        information SE and a likelihood-ratio interval.
+        ``R``, and as its ``bounded`` value the bounded MLE of the binomial mixture (with
+        several draws that is not the clipped moment estimate); ``method="mle"`` gives that
+        MLE with its observed-information SE and a likelihood-ratio interval.  The
+        observed-information SE has no ``n - 1`` version: the MLE's ``se_unbiased`` is NaN.
         """
         v.choice("method", method, ("moment", "mle"))
         if self.draws == 1:
@@ -174,7 +224,8 @@ class Kuk(BinaryDesign):
             )
         tally = self._as_tally(data, None, None)
         moment = _moment_from_counts(self, tally)
-        return moment if method == "moment" else _mle_from_counts(self, tally, moment)
+        mle = _mle_from_counts(self, tally, moment)
+        return dataclasses.replace(moment, bounded=mle.value) if method == "moment" else mle
 
 
 def _moment_from_counts(design: Kuk, tally: Tally) -> Estimate:
@@ -224,7 +275,6 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
     mix = pi_hat * b1 + (1 - pi_hat) * b0
     info = float((c * (b1 - b0) ** 2 / mix**2).sum())
     se = 1 / math.sqrt(info) if info > 0 else math.inf
-    se_unb = se * math.sqrt(n / (n - 1)) if n > 1 else math.nan
     top = loglik(pi_hat)
 
     def likelihood(level: float) -> tuple[float, float]:
@@ -241,10 +291,10 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
         value=pi_hat,
         bounded=pi_hat,
         se=se,
-        se_unbiased=se_unb,
+        se_unbiased=math.nan,  # the observed-information SE has no n - 1 version
         n=n,
         method="mle",
         lambda_hat=moment.lambda_hat,
-        se_convention="observed information at the MLE",
+        se_convention=SE_MLE,
         intervals={"likelihood": likelihood},
     )

@@ -227,6 +227,9 @@ class MajorityDecision:
         be ``1 - false_positive_rate``, uninformative).  See
         :attr:`false_negative_prevalence`.
 
+    :meth:`to_dict` also carries ``false_positive_prevalence`` and
+    ``false_negative_prevalence``, the truths at which the two rates are evaluated.
+
     Examples
     --------
     >>> from deniable.designs import TwoCoin
@@ -282,7 +285,9 @@ class MajorityDecision:
             "is_majority": self.is_majority,
             "error_probability": self.error_probability,
             "false_positive_rate": self.false_positive_rate,
+            "false_positive_prevalence": self.false_positive_prevalence,
             "false_negative_rate": self.false_negative_rate,
+            "false_negative_prevalence": self.false_negative_prevalence,
         }
 
     def table(self) -> str:
