@@ -337,3 +337,139 @@ def test_comparison_description_is_grammatical_for_one_question() -> None:
 
     assert "1 question at" in str(compare_composition([0.5], delta=1e-6))
     assert "2 questions at" in str(compare_composition([0.5, 0.5], delta=1e-6))
+
+
+# ------------------------------------------------------------------ huge finite epsilon
+# e^eps overflows a double from eps = 709.78 on: every composition route must still return a
+# correct safe value (no exception or warning, never NaN, never below the true value, inf only
+# where the true value overflows).  For n uses of RR(x) with x >= 700 the exact optimum is
+# known in closed form: only the all-(+x) outcome has a loss above (n - 2) x, so for
+# t in ((n - 2) x, n x), delta(t) = p^n (1 - e^(t - n x)) with p^n = (1 + e^-x)^-n = 1 to
+# double precision, and epsilon(delta) = n x + ln(1 - delta).
+HUGE = [700.0, 710.0, 1e6, 1e300]
+DELTAS = [1e-300, 0.5]
+PURE_METHODS = ["basic", "advanced", "kov", "optimal", "pld", "rdp", "zcdp", "best"]
+
+
+def _rr_optimum(x: float, n: int, delta: float) -> float:
+    return n * x + math.log1p(-delta)
+
+
+def test_basic_composition_overflows_to_inf() -> None:
+    assert basic_composition([1e308, 1e308]) == math.inf  # the exact sum exceeds every double
+    assert basic_composition([1e308], counts=[2]) == math.inf
+    assert basic_composition([8e307, 8e307]) == 1.6e308  # exact, just below the largest double
+    # two uses of RR(1e308): the total loss 2e308 overflows, and so does the optimum
+    # 2e308 + ln(1 - delta): inf everywhere, delta = 1 (vacuous) at every finite epsilon
+    assert optimal_rr_epsilon(1e308, 2, 0.5) == math.inf
+    assert optimal_rr_delta(1e308, 2, 1.0) == 1.0
+    acct = PrivacyAccountant((RandomizedResponse(1e308, count=2),))
+    for m in PURE_METHODS:
+        assert acct.epsilon(0.5, m) == math.inf and acct.delta(1e300, m) == 1.0
+    table = compare_composition([1e308, 1e308], delta=0.5)
+    assert all(r.epsilon == math.inf for r in table.rows)
+    assert "largest double" in str(table)
+
+
+@pytest.mark.parametrize("x", HUGE)
+@pytest.mark.parametrize("d", DELTAS)
+def test_huge_epsilon_closed_forms_and_optimum(x: float, d: float) -> None:
+    assert basic_composition([x, x]) == 2 * x
+    # DRV: sqrt(2 k ln(1/d)) x + k x (e^x - 1) >= x e^x: inf or far above basic
+    assert advanced_composition([x], d) == x
+    assert advanced_composition([x], d, counts=[3]) == 3 * x
+    assert advanced_composition([x, 1.0], d) == basic_composition([x, 1.0])
+    assert kov_composition([x] * 3, d) == 3 * x  # S = 3 x tanh(x/2) = 3 x: KOV is basic
+    t = _rr_optimum(x, 3, d)
+    opt = optimal_rr_epsilon(x, 3, d)
+    assert t * (1 - 1e-15) <= opt <= min(3 * x, t + 1e-11 * 3 * x)
+    assert 1 - 1e-12 <= optimal_rr_delta(x, 3, 1.0) <= 1.0
+    assert optimal_rr_delta(x, 3, 3 * x) == 0.0  # at the largest loss: exactly 0
+    # the exact lattice PLD (step = x): the same delta
+    pld = rr_pld(x, count=3)
+    # (its grid losses carry a rounding slack of a few ulps: delta is 0 just above 3 x)
+    assert 1 - 1e-12 <= pld.delta(1.0) <= 1.0 and pld.delta(3 * x * (1 + 1e-12)) == 0.0
+    assert t * (1 - 1e-15) <= pld.epsilon(d) <= 3 * x * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("method", PURE_METHODS)
+@pytest.mark.parametrize("x", HUGE)
+@pytest.mark.parametrize("d", DELTAS)
+def test_huge_epsilon_accountant_every_method(method: str, x: float, d: float) -> None:
+    acct = PrivacyAccountant((RandomizedResponse(x, count=3),))
+    e = acct.epsilon(d, method)
+    t = _rr_optimum(x, 3, d)
+    assert math.isfinite(e) and e >= t * (1 - 1e-15), e  # never below the exact optimum
+    if method in ("basic", "advanced", "kov"):
+        assert e == 3 * x
+    elif method in ("optimal", "best"):
+        assert e <= t + 1e-11 * 3 * x
+    elif method in ("pld", "rdp"):
+        assert e <= 3 * x * (1 + 1e-9)
+    # delta at epsilon = 1: 1 - e^(1 - 3x) - ... = 1 to double precision
+    assert 1 - 1e-12 <= acct.delta(1.0, method) <= 1.0
+    assert acct.delta(3 * x * (1 + 1e-9), method) in (0.0, 1.0) or method in ("rdp", "zcdp")
+    # the Laplace mechanism with epsilon ~ x: half its mass has loss +x, so for d < 1/2
+    # epsilon(d) >= x + ln(1 - 2 d)
+    lap = PrivacyAccountant((Laplace(1 / x),))
+    le = lap.epsilon(d, method)
+    assert math.isfinite(le) and le >= 0
+    if d < 0.5:
+        assert le >= lap.events[0].pure_epsilon * (1 - 1e-15) + math.log1p(-2 * d)
+
+
+@pytest.mark.parametrize("x", [*HUGE, 800.0])
+@pytest.mark.parametrize("d", DELTAS)
+def test_huge_epsilon_comparison_table(x: float, d: float) -> None:
+    """compare_composition([800] * 3) used to crash in math.expm1 (the reviewer's repro)."""
+    table = compare_composition([x] * 3, delta=d)
+    t = _rr_optimum(x, 3, d)
+    assert table["basic"] == table["advanced"] == table["kov"] == 3 * x
+    for row in table.rows:
+        assert math.isfinite(row.epsilon) and row.epsilon >= t * (1 - 1e-15), row
+    assert "nan" not in str(table) and "inf" not in str(table)
+    # heterogeneous: at least one RR(x) alone, at most basic (but zCDP, which may exceed it)
+    mixed = compare_composition([x, 1.0], delta=d)
+    single = _rr_optimum(x, 1, d)
+    for row in mixed.rows:
+        assert math.isfinite(row.epsilon) and row.epsilon >= single * (1 - 1e-15), row
+        if row.method != "zcdp":
+            assert row.epsilon <= mixed["basic"] * (1 + 1e-9), row
+
+
+@pytest.mark.parametrize("x", HUGE)
+def test_huge_epsilon_plds(x: float) -> None:
+    # a grid that could not be held in memory is refused with a named error, not a crash
+    if x >= 1e6:
+        with pytest.raises(ParameterError, match="`step`"):
+            laplace_pld(1 / x, step=1e-4)
+        with pytest.raises(ParameterError, match="`step`"):
+            rr_pld(x, count=3, step=1e-4)
+    lap = laplace_pld(1 / x, step=x / 1000)
+    assert lap.mass() == pytest.approx(1.0, abs=1e-9)
+    assert 0.5 <= lap.delta(1.0) <= 1.0  # half the mass has loss ~ +x
+    gauss = gaussian_pld(1 / x, step=max(x / 100, 1.0) if x < 1e154 else 1.0)
+    assert 1 - 1e-9 <= gauss.delta(1.0) <= 1.0  # loss N(x^2 / 2, x^2): far above 1
+
+
+def test_tiny_epsilon_advanced_and_kov_stay_positive() -> None:
+    """eps^2 underflows for eps = 1e-200: sqrt(sum eps_i^2) is computed scaled, so the bounds
+    stay positive (sqrt(2 k ln(1/d)) eps to first order) instead of collapsing to 0."""
+    d = 0.5  # so that sqrt(6 ln 2) eps = 2.04 eps is below basic (3 eps)
+    expected = math.sqrt(2 * 3 * math.log(1 / d)) * 1e-200
+    assert advanced_composition([1e-200], d, counts=[3]) >= expected
+    assert advanced_composition([1e-200], d, counts=[3]) == pytest.approx(expected, rel=1e-9)
+    # KOV's third bound: S + sqrt(2 Q ln(1/d)) with S = 3 eps tanh(eps / 2) ~ 1.5e-400
+    assert kov_composition([1e-200], d, counts=[3]) == pytest.approx(expected, rel=1e-9)
+    assert kov_composition([1e-200], d, counts=[3]) >= expected
+
+
+def test_tiny_gaussian_mu_keeps_a_positive_delta() -> None:
+    """Gaussian(sigma = 1e200) used 3 times: mu = sqrt(3) 1e-200 and delta(0) is the total
+    variation 2 Phi(mu / 2) - 1 = mu / sqrt(2 pi) (1 + O(mu^2)) = 6.9e-201.  mu^2 underflows;
+    no route may report 0."""
+    mu = math.sqrt(3) * 1e-200
+    tv = mu / math.sqrt(2 * math.pi)
+    acct = PrivacyAccountant((Gaussian(1e200, count=3),))
+    for method in ("zcdp", "rdp", "pld", "gdp", "optimal", "best"):
+        assert acct.delta(0.0, method) >= tv, method

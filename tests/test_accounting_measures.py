@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -306,3 +307,174 @@ def test_gdp_edges_and_composition():
     assert compose_gdp([0.3, 0.4]).mu >= 0.5
     assert compose_gdp([GDP(1.0), math.inf]).mu == math.inf
     assert gdp_to_approx(1.0, epsilon=1.0).delta == gdp_delta(1.0, 1.0)
+
+
+# ------------------------------------------------------------------ huge finite values
+# Every conversion at epsilon (or rho, mu) in {700, 710, 1e6, 1e300}: e^eps overflows a double
+# from 709.78 on, eps^2 from 1.3e154.  Each must return a correct safe value: no exception or
+# warning (warnings are errors here), never NaN, never below the true value, finite where the
+# true value is finite and inf where it overflows.
+HUGE = [700.0, 710.0, 1e6, 1e300]
+DELTAS = [1e-300, 0.5]
+TINY = 5e-324  # the smallest positive double
+MAX = 1.7976931348623157e308
+
+
+def _fraction_half_square(x: float) -> Fraction:
+    return Fraction(x) ** 2 / 2
+
+
+@pytest.mark.parametrize("x", HUGE)
+def test_huge_pure_to_zcdp(x):
+    sharp = pure_to_zcdp(x).rho
+    # rho = x tanh(x/2) is x to within e^-x relative: never below it, not far above
+    assert x * (1 - 1e-15) <= sharp <= x * (1 + 1e-9)
+    classic = pure_to_zcdp(x, method="classic").rho
+    exact = _fraction_half_square(x)
+    if exact > Fraction(MAX):
+        assert classic == math.inf  # the true value overflows
+    else:
+        assert math.isfinite(classic) and Fraction(classic) >= exact
+
+
+@pytest.mark.parametrize("x", HUGE)
+def test_huge_renyi_curves(x):
+    alphas = np.array([1 + 1e-9, 2.0, 1e6])
+    # RR: D_alpha = x - O(e^-x / (alpha - 1)), at most x
+    rr = pure_to_rdp(x, alphas)
+    assert np.all(rr <= x) and np.all(rr >= x * (1 - 1e-12))
+    assert pure_to_rdp(x, math.inf) == x
+    k3 = rr_rdp(x, alphas, 3)
+    assert np.all(k3 <= x) and np.all(k3 >= x * (1 - 1e-12))
+    # Laplace: D_alpha = x + ln(alpha / (2 alpha - 1)) / (alpha - 1) + O(e^-x) (Mironov 2017,
+    # Table II, the second term dropped), at most x
+    lap = laplace_rdp(x, alphas)
+    t = alphas - 1
+    expected = x + np.log(alphas / (2 * alphas - 1)) / t
+    assert np.all(lap <= x)
+    assert np.all(lap >= expected - 1e-12 * x)
+
+
+@pytest.mark.parametrize("x", HUGE)
+@pytest.mark.parametrize("d", DELTAS)
+def test_huge_zcdp_conversions(x, d):
+    # rho = x: epsilon(delta) is at most the classic rho + 2 sqrt(rho ln(1/delta)) and at
+    # least the true epsilon of the Gaussian mechanism with mu = sqrt(2 rho) (exactly rho-zCDP):
+    # with z = eps/mu - mu/2, delta_G = Phi(-z) - e^eps Phi(-z - mu); at z = -1 it is about
+    # Phi(1) = 0.84 > 0.5, and at z = 30 it is about Phi(-30) ~ 5e-198 > 1e-300, so the true
+    # epsilon exceeds rho - mu (delta 0.5) and rho + 30 mu (delta 1e-300).
+    mu = math.sqrt(2 * x)
+    lower = x - mu if d == 0.5 else x + 30 * mu
+    classic_closed = x + 2 * math.sqrt(x * -math.log(d))
+    for method in ("improved", "classic"):
+        e = zcdp_epsilon(x, d, method)
+        assert math.isfinite(e) and lower <= e <= classic_closed * (1 + 1e-9), (method, e)
+        assert zcdp_to_approx(x, delta=d, method=method).epsilon == e
+    # delta at a huge epsilon for rho = 0.5: exp(-(eps - rho)^2 / 2) underflows; the true
+    # delta is positive, so the result is the smallest positive double
+    assert zcdp_delta(0.5, x) == TINY
+    assert zcdp_delta(0.5, x, method="classic") == TINY
+    assert zcdp_to_approx(0.5, epsilon=x).delta == TINY
+    # and at rho = x the guarantee at epsilon = 1 is vacuous: delta = 1 (not NaN, not an error)
+    assert zcdp_delta(x, 1.0) == 1.0
+
+
+@pytest.mark.parametrize("x", HUGE)
+@pytest.mark.parametrize("d", DELTAS)
+def test_huge_gdp_conversions(x, d):
+    assert gdp_delta(1.0, x) == TINY  # Phi(-x + 1/2) - e^x Phi(-x - 1/2): underflows
+    assert gdp_delta(x, 1.0) == 1.0 or gdp_delta(x, 1.0) >= 1 - 1e-12
+    e = gdp_epsilon(x, d)
+    if x * x / 2 > MAX:
+        assert e == math.inf  # about mu^2 / 2, which overflows
+    else:
+        # mu-GDP: z = eps/mu - mu/2 as above: -1 <= z (delta 0.5), z <= 40 (delta 1e-300)
+        assert x * x / 2 - x <= e <= x * x / 2 + 40 * x
+        assert gdp_delta(x, e) <= d
+    assert gdp_to_approx(x, delta=d).epsilon == e
+    # composition: sqrt(2) x, finite whenever it is (the squares overflow from 1.3e154 on)
+    two = compose_gdp([x, x]).mu
+    assert math.isfinite(two)
+    assert Fraction(two) ** 2 >= 2 * Fraction(x) ** 2
+    assert two <= math.sqrt(2) * x * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("x", HUGE)
+@pytest.mark.parametrize("d", DELTAS)
+def test_huge_rdp_conversions(x, d):
+    grid = RDP((2.0, math.inf), (x, x))
+    # alpha = inf gives x; alpha = 2 gives x + ln(1/d) + ln(1/2) - ln 2 (CKS) or x + ln(1/d)
+    expected = min(x, x + math.log(1 / d) - 2 * math.log(2))
+    assert expected <= rdp_epsilon(grid, d) <= expected * (1 + 1e-10)
+    assert rdp_epsilon(grid, d, method="classic") == x
+    assert rdp_to_approx(grid, delta=d).epsilon == rdp_epsilon(grid, d)
+    assert 0.0 <= rdp_delta(grid, 1.0) <= 1.0
+    # a pure 2-DP guarantee at a huge target epsilon: delta exactly 0 (alpha = inf)
+    assert rdp_delta(RDP((2.0, math.inf), (1.0, 2.0)), x) == 0.0
+    # the RR curve of x-DP, minimised over a continuous order: at least the exact epsilon of
+    # one randomized response, x + ln(1 - d (1 + e^-x)) = x + ln(1 - d) to double precision
+    curve_eps = rdp_curve_epsilon(lambda a: pure_to_rdp(x, a), d)
+    assert x + math.log1p(-d) - 1e-12 * x <= curve_eps <= x * (1 + 1e-9)
+    # the 1-DP curve at a huge target epsilon: delta at most the smallest positive double
+    assert 0.0 <= rdp_curve_delta(lambda a: pure_to_rdp(1.0, a), x) <= TINY
+
+
+# ------------------------------------------------------------------ underflow: tiny epsilon
+
+
+@pytest.mark.parametrize("eps", [1e-300, 1e-200, 1e-160, 1e-155, 3e-151])
+def test_tiny_epsilon_is_never_rounded_to_zero(eps):
+    """rho = eps tanh(eps/2) and the RR Renyi curve are positive for eps > 0 and never below
+    the true value: ``eps^2 / 2 (1 - eps^2 / 6) <= eps tanh(eps / 2)`` and
+    ``D_2 = ln(1 + 4 sinh^2(eps/2)) >= eps^2 (1 - eps^2)`` (binary RR: the sum over the two
+    outputs of p^2 / q is 1 / (p q) - 3 with p q = 1 / (4 cosh^2(eps/2)))."""
+    e = Fraction(eps)
+    rho = pure_to_zcdp(eps).rho
+    assert rho > 0 and Fraction(rho) >= e * e / 2 * (1 - e * e / 6)
+    classic = pure_to_zcdp(eps, method="classic").rho
+    assert classic > 0 and Fraction(classic) >= e * e / 2
+    d2 = pure_to_rdp(eps, 2.0)
+    assert d2 > 0 and Fraction(d2) >= e * e * (1 - e * e)
+    assert rr_rdp(eps, 2.0, 4) > 0
+    assert laplace_rdp(eps, 2.0) > 0
+    # the tight bound is kept where it is representable: within a few ulps of eps^2 (D_2)
+    if eps * eps > 1e-300:
+        assert d2 <= eps * eps * (1 + 1e-9)
+
+
+def test_tiny_epsilon_under_zcdp_keeps_a_positive_delta():
+    """The reviewer's repro: 3 uses of RR(eps = 1e-200) have delta(0) = 7.5e-201, the total
+    variation of the 3-fold product: with p = 1/2 + eps/4 + O(eps^3) and j of the 3 losses
+    +eps, j = 2 gives 3 p^2 q (1 - e^-eps) ~ 3 eps / 8 and j = 3 gives p^3 (1 - e^(-3 eps))
+    ~ 3 eps / 8, so 3 eps / 4.  Under zCDP and RDP (and every other method) delta(0) must be
+    at least that, never 0."""
+    from deniable.accounting._accountant import PrivacyAccountant
+    from deniable.accounting._events import RandomizedResponse
+
+    acct = PrivacyAccountant([RandomizedResponse(1e-200, count=3)])
+    true = 7.5e-201
+    assert acct.zcdp().rho > 0
+    for method in ("zcdp", "rdp", "optimal", "advanced", "kov", "best"):
+        assert acct.delta(0.0, method) >= true * (1 - 1e-9), method
+    assert acct.delta(0.0, "optimal") == pytest.approx(true, rel=1e-6)
+    assert zcdp_delta(3 * pure_to_zcdp(1e-200).rho, 0.0) >= true
+    assert compose_gdp([1e-200, 1e-200]).mu >= math.sqrt(2) * 1e-200
+
+
+# ------------------------------------------------------------------ published values
+
+
+def _phi(x: float) -> float:
+    """Standard normal cdf from the error function (independent of scipy)."""
+    return 0.5 * math.erfc(-x / math.sqrt(2))
+
+
+def test_gdp_delta_published_closed_form():
+    """Dong, Roth & Su (2019), Cor. 2.13: delta(eps) = Phi(-eps/mu + mu/2) - e^eps
+    Phi(-eps/mu - mu/2).  At mu = 1, eps = 1: Phi(-0.5) - e Phi(-1.5) = 0.12693673..."""
+    by_hand = _phi(-0.5) - math.e * _phi(-1.5)
+    assert by_hand == pytest.approx(0.1269367375, abs=1e-10)
+    assert gdp_delta(1.0, 1.0) == pytest.approx(by_hand, rel=1e-9)
+    assert gdp_delta(1.0, 1.0) >= by_hand * (1 - 1e-14)
+    # and at eps = 0 the total variation 2 Phi(mu / 2) - 1
+    assert gdp_delta(2.0, 0.0) == pytest.approx(2 * _phi(1.0) - 1, rel=1e-9)

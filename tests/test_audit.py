@@ -1,5 +1,6 @@
-"""Empirical audits (every registered design, a deliberately broken mechanism) and the
-leave-one-out "parallel databases" view."""
+"""Empirical audits (every registered design, every exported noise mechanism, the memoizing
+randomizer, the two-group designs, a deliberately broken mechanism) and the leave-one-out
+"parallel databases" view."""
 
 from __future__ import annotations
 
@@ -10,16 +11,38 @@ import numpy as np
 import pytest
 
 from conftest import DESIGN_CASES
+from deniable import accounting
+from deniable.accounting import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+)
 from deniable.audit import (
     AuditResult,
     UnaryEncoding,
     audit,
     audit_design,
+    audit_two_group,
     clopper_pearson_bounds,
     leave_one_out,
 )
-from deniable.designs import DESIGNS, Categorical, Design, Kuk, TwoCoin, Warner
+from deniable.designs import (
+    DESIGNS,
+    TWO_GROUP_DESIGNS,
+    Categorical,
+    CheaterDetection,
+    Design,
+    Kuk,
+    StochasticLieDetector,
+    SymmetricCheaterDetection,
+    TwoCoin,
+    TwoGroupDesign,
+    UnrelatedUnknown,
+    Warner,
+)
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
+from deniable.memoization import MemoizedRandomizer
 
 # --------------------------------------------------------------------------- Clopper-Pearson
 
@@ -342,7 +365,191 @@ def test_leave_one_out_bad_input(
 
 
 def test_audit_design_rejects_two_group_designs_with_a_named_error() -> None:
-    from deniable.designs import StochasticLieDetector
-
     with pytest.raises(ParameterError, match="`design` must be a one-group design"):
         audit_design(StochasticLieDetector(2 / 12, 10 / 12), trials=1000, seed=1)
+
+
+# --------------------------------------------------------------------------- noise mechanisms
+
+#: Every exported noise mechanism and how the tests below audit it.
+AUDITED_MECHANISMS = {
+    "LaplaceMechanism": "pure",
+    "DiscreteLaplaceMechanism": "pure",
+    "GaussianMechanism": "approximate",
+    "DiscreteGaussianMechanism": "approximate",
+}
+
+
+def test_every_exported_noise_mechanism_is_audited() -> None:
+    exported = {n for n in accounting.__all__ if n.endswith("Mechanism")}
+    assert exported == set(AUDITED_MECHANISMS)
+
+
+def _noised(mechanism: Any) -> Any:
+    """A vectorized audit callable: ``trials`` releases of the count ``x`` (0 or 1)."""
+
+    def run(x: int, rng: np.random.Generator, trials: int) -> np.ndarray:
+        return np.asarray(mechanism.randomize(np.full(trials, x), rng=rng))
+
+    run.vectorized = True  # type: ignore[attr-defined]
+    return run
+
+
+def _at_least(c: float) -> Any:
+    def event(r: np.ndarray) -> np.ndarray:
+        return np.asarray(r >= c)
+
+    event.__name__ = f"output >= {c:g}"
+    return event
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [LaplaceMechanism.from_epsilon(1.0), DiscreteLaplaceMechanism.from_epsilon(1.0)],
+    ids=lambda m: type(m).__name__,
+)
+def test_laplace_mechanisms_pass_at_epsilon_and_fail_below(mechanism: Any) -> None:
+    """Counts 1 (input0) and 0 (input1) plus Laplace noise of scale 1 / eps: for every
+    threshold c >= 1, P(1 + X >= c) / P(X >= c) = e^eps exactly (continuous and discrete
+    alike), so the events {output >= c} are tight.  At level 0.999 a correct claim fails with
+    probability <= 1e-3; 200k trials put the bound within ~3% of eps, so 0.7 eps is refuted."""
+    eps = mechanism.epsilon
+    assert eps == pytest.approx(1.0)
+    events = [_at_least(c) for c in (1.0, 2.0, 3.0)]
+    kw: dict[str, Any] = {"trials": 200_000, "seed": 8, "level": 0.999, "event": events}
+    res = audit(_noised(mechanism), 1, 0, claimed_epsilon=eps, **kw)
+    assert res.passed, str(res)
+    assert 0.9 * eps < res.lower_bound <= eps
+    low = audit(_noised(mechanism), 1, 0, claimed_epsilon=0.7 * eps, **kw)
+    assert not low.passed
+    with pytest.raises(PrivacyError, match="audit FAILED"):
+        low.raise_if_failed()
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        GaussianMechanism.from_epsilon_delta(1.0, 1e-5),
+        DiscreteGaussianMechanism.from_epsilon_delta(1.0, 1e-5),
+    ],
+    ids=lambda m: type(m).__name__,
+)
+def test_gaussian_mechanisms_audited_as_epsilon_delta(mechanism: Any) -> None:
+    """(eps, delta) = (1, 1e-5), sigma ~ 3.73: the (eps, delta) audit passes, and a clearly
+    smaller epsilon at the same delta is refuted (the tail event {output >= 2.5 sigma} alone
+    has ln(P0 / P1) ~ ln(Phi(-2.23) / Phi(-2.5)) = 0.73 > 0.3)."""
+    sigma = float(mechanism.sigma)
+    events = [_at_least(c * sigma) for c in (1.5, 2.0, 2.5, 3.0)]
+    kw: dict[str, Any] = {"trials": 400_000, "seed": 5, "level": 0.999, "event": events}
+    res = audit(_noised(mechanism), 1, 0, claimed_epsilon=1.0, claimed_delta=1e-5, **kw)
+    assert res.passed and res.claimed_delta == 1e-5, str(res)
+    assert "at delta 1e-05" in str(res) and res.to_dict()["claimed_delta"] == 1e-5
+    low = audit(_noised(mechanism), 1, 0, claimed_epsilon=0.3, claimed_delta=1e-5, **kw)
+    assert not low.passed and low.lower_bound > 0.5
+    with pytest.raises(PrivacyError, match="at delta = 1e-05"):
+        low.raise_if_failed()
+
+
+def test_pure_audit_does_not_apply_to_gaussian_noise() -> None:
+    """Gaussian noise has an unbounded likelihood ratio: a far tail event refutes any pure
+    claim.  sigma = 1: P(1 + Z >= 4) / P(Z >= 4) = Phi(-3) / Phi(-4) = 42.6 (ln 3.75), far
+    above e^1; with the delta of its exact curve at eps = 1 the same data pass."""
+    g = GaussianMechanism(1.0)
+    events = [_at_least(c) for c in (2.0, 3.0, 4.0)]
+    kw: dict[str, Any] = {"trials": 200_000, "seed": 2, "level": 0.999, "event": events}
+    assert not audit(_noised(g), 1, 0, claimed_epsilon=1.0, **kw).passed
+    d = g.delta_for_epsilon(1.0)
+    assert audit(_noised(g), 1, 0, claimed_epsilon=1.0, claimed_delta=d, **kw).passed
+    with pytest.raises(ParameterError, match="`claimed_delta`"):
+        audit(_noised(g), 1, 0, claimed_epsilon=1.0, claimed_delta=1.0, **kw)
+
+
+# --------------------------------------------------------------------------- memoization
+
+
+def test_memoized_randomizer_with_instantaneous_randomization() -> None:
+    """Permanent Warner(0.75), instantaneous Warner(0.8): one round's channel is the product,
+    P(yes | 1) = 0.8 * 0.75 + 0.2 * 0.25 = 0.65 and P(yes | 0) = 0.35, so eps_1 =
+    ln(0.65 / 0.35) = 0.619.  Each trial is a new respondent of a fresh memo."""
+    eps1 = math.log(0.65 / 0.35)
+    memo = MemoizedRandomizer(Warner(0.75), instantaneous=Warner(0.8))
+    assert memo.report_epsilon == pytest.approx(eps1, rel=1e-12)
+
+    def one_round(x: int, rng: np.random.Generator, trials: int) -> np.ndarray:
+        fresh = MemoizedRandomizer(Warner(0.75), instantaneous=Warner(0.8))
+        return fresh.randomize(np.arange(trials), np.full(trials, x), question="q", rng=rng)
+
+    kw: dict[str, Any] = {"trials": 200_000, "seed": 6, "level": 0.999, "vectorized": True}
+    res = audit(one_round, 1, 0, claimed_epsilon=memo.report_epsilon, **kw)
+    assert res.passed and 0.9 * eps1 < res.lower_bound <= eps1
+    assert not audit(one_round, 1, 0, claimed_epsilon=0.8 * eps1, **kw).passed
+
+    def three_rounds(x: int, rng: np.random.Generator, trials: int) -> np.ndarray:
+        """Three rounds of one respondent: all replay one permanent report."""
+        fresh = MemoizedRandomizer(Warner(0.75), instantaneous=Warner(0.8))
+        ids, truth = np.arange(trials), np.full(trials, x)
+        return np.stack(
+            [fresh.randomize(ids, truth, question="q", rng=rng) for _ in range(3)], axis=1
+        )
+
+    # the 3-round view is (min(ln 3, 3 eps_1) = ln 3)-DP; its exact epsilon is the report
+    # (1, 1, 1): (0.75 * 0.8^3 + 0.25 * 0.2^3) / (0.25 * 0.8^3 + 0.75 * 0.2^3) = 2.88, ln 1.058
+    three = audit(three_rounds, 1, 0, claimed_epsilon=memo.longitudinal_epsilon(3), **kw)
+    assert three.passed and three.lower_bound > 0.9
+    assert not audit(three_rounds, 1, 0, claimed_epsilon=eps1, **kw).passed
+
+
+# --------------------------------------------------------------------------- two groups
+
+TWO_GROUP_CASES = [
+    UnrelatedUnknown(0.7, 0.3),
+    CheaterDetection(0.2, 0.6),
+    SymmetricCheaterDetection(0.1, 0.1, 0.3, 0.1),
+    StochasticLieDetector(2 / 12, 10 / 12),
+]
+
+
+def test_every_two_group_design_is_audited() -> None:
+    assert {d.name for d in TWO_GROUP_CASES} == set(TWO_GROUP_DESIGNS)
+
+
+@pytest.mark.parametrize("design", TWO_GROUP_CASES, ids=lambda d: d.name)
+def test_two_group_audit_finds_the_revealing_report(design: TwoGroupDesign) -> None:
+    """Every two-group design here has epsilon = inf: some report is impossible for one
+    respondent type and possible for another with a different answer.  The audit finds it
+    (plug-in ratio inf, a large confident bound) and refutes any finite claim."""
+    assert design.epsilon == math.inf
+    res = audit_two_group(design, trials=50_000, seed=3, level=0.999)
+    assert res.passed and res.claimed_epsilon == math.inf
+    assert res.empirical_epsilon == math.inf and res.lower_bound > 5.0
+    a, b = res.worst_pair
+    assert a.split(":")[0] == b.split(":")[0]  # compared within one group
+    assert not audit_two_group(design, claimed_epsilon=5.0, trials=50_000, seed=3).passed
+    # and audit_design refuses it with the named error
+    with pytest.raises(ParameterError, match="audit_two_group"):
+        audit_design(design, trials=100, seed=1)
+
+
+def test_two_group_audit_compliant_types_is_tight() -> None:
+    """Among compliant respondents the symmetric cheater model is forced response in each
+    group: max_g max(ln((1 - fn_g) / fy_g), ln((1 - fy_g) / fn_g)) = ln(0.9 / 0.1) = 2.197
+    (group 1) vs ln(0.9 / 0.3) (group 2).  Passes at that, fails at 0.85 of it."""
+    design = SymmetricCheaterDetection(0.1, 0.1, 0.3, 0.1)
+    eps = math.log(0.9 / 0.1)
+    assert design.epsilon_compliant == pytest.approx(eps, rel=1e-12)
+    res = audit_two_group(design, compliant=True, trials=200_000, seed=4, level=0.999)
+    assert res.passed and res.claimed_epsilon == design.epsilon_compliant
+    assert 0.85 * eps < res.lower_bound <= eps
+    low = audit_two_group(
+        design, compliant=True, claimed_epsilon=0.85 * eps, trials=200_000, seed=4
+    )
+    assert not low.passed
+
+
+def test_two_group_audit_bad_input() -> None:
+    with pytest.raises(ParameterTypeError, match="`design` must be a TwoGroupDesign"):
+        audit_two_group(Warner(0.75), trials=10, seed=1)  # type: ignore[arg-type]
+    with pytest.raises(ParameterTypeError, match="`compliant`"):
+        audit_two_group(TWO_GROUP_CASES[0], compliant="yes", trials=10, seed=1)  # type: ignore[arg-type]
+    with pytest.raises(ParameterError, match="`trials`"):
+        audit_two_group(TWO_GROUP_CASES[0], trials=0, seed=1)

@@ -58,6 +58,49 @@ def test_ledger_charges_permanent_epsilon_once() -> None:
     assert ledger.spent([0, 3]).tolist() == [0.5, 0.0]
 
 
+def test_forget_never_gives_a_fresh_report_for_free() -> None:
+    """The reviewer's repro: cap 2, Warner(0.75) (eps = ln 3), 200 memoized rounds, then
+    forget('q').  A fresh report after forget is a new release and must be paid for: with
+    ln 3 already spent, 2 ln 3 = 2.197 > 2 is refused, so the averaging attack that fresh
+    free reports would allow never gets a second report."""
+    eps = math.log(3)  # Warner(0.75): ln(0.75 / 0.25)
+    memo = MemoizedRandomizer(Warner(0.75))
+    ledger = BudgetLedger(cap=2.0, n_respondents=1)
+    gen = np.random.default_rng(0)
+    first = memo.randomize([0], [1], question="q", rng=gen, ledger=ledger)
+    for _ in range(199):
+        assert np.array_equal(memo.randomize([0], [1], question="q", rng=gen, ledger=ledger), first)
+    assert ledger.spent(0) == pytest.approx(eps, rel=1e-12)
+    memo.forget("q")
+    for _ in range(200):  # every attempt to re-randomize is refused; nothing is drawn
+        with pytest.raises(PrivacyError, match="respondent 0"):
+            memo.randomize([0], [1], question="q", rng=gen, ledger=ledger)
+    assert not memo.memoized("q", [0]).any()
+    assert ledger.spent(0) == pytest.approx(eps, rel=1e-12)
+    # with room for it the fresh report is drawn and charged: 2 ln 3 in total
+    roomy = BudgetLedger(cap=3.0, n_respondents=2)
+    memo2 = MemoizedRandomizer(Warner(0.75))
+    memo2.randomize([0, 1], [1, 0], question="q", rng=1, ledger=roomy)
+    memo2.forget("q")
+    memo2.randomize([0], [1], question="q", rng=2, ledger=roomy)
+    memo2.randomize([0, 1], [1, 0], question="q", rng=3, ledger=roomy)  # 1: new draw, 0: replay
+    assert roomy.spent([0, 1]).tolist() == pytest.approx([2 * eps, 2 * eps], rel=1e-12)
+    assert roomy.spent(0) >= 2 * eps  # never below the exact total
+
+
+def test_a_second_memo_on_the_same_ledger_pays_for_its_own_draws() -> None:
+    """The charge follows the draws: a memo that has no stored report for a respondent
+    draws one and pays for it, even if another memo already paid for the same question."""
+    ledger = BudgetLedger(cap=10.0, n_respondents=3)
+    a, b = MemoizedRandomizer(Binary(1.0)), MemoizedRandomizer(Binary(1.0))
+    a.randomize([0, 1, 2], [1, 1, 0], question="q", rng=1, ledger=ledger)
+    b.randomize([0, 1], [1, 1], question="q", rng=2, ledger=ledger)
+    assert ledger.spent([0, 1, 2]).tolist() == [2.0, 2.0, 1.0]
+    b.randomize([0, 1], [1, 1], question="q", rng=3, ledger=ledger)  # replays: free
+    a.randomize([0, 1, 2], [1, 1, 0], question="q", rng=4, ledger=ledger)
+    assert ledger.spent([0, 1, 2]).tolist() == [2.0, 2.0, 1.0]
+
+
 def test_infinite_permanent_epsilon_refused_by_ledger() -> None:
     memo = MemoizedRandomizer(Mangat(0.5))
     ledger = BudgetLedger(cap=100.0, n_respondents=1)

@@ -117,6 +117,40 @@ def test_analytic_gaussian_large_epsilon() -> None:
     assert g.epsilon_for_delta(1e-6) <= 5.0 * (1 + 1e-12)
 
 
+def test_analytic_gaussian_published_value() -> None:
+    """Balle & Wang (2018): at eps = 1, delta = 1e-5, Delta = 1 the analytic Gaussian needs
+    sigma ~ 3.73 (the classic formula gives 4.84).  Checked by solving Thm. 8,
+    Phi(1/(2s) - s) - e Phi(-1/(2s) - s) = 1e-5, independently with scipy's brentq on
+    scipy.stats.norm (no code from the module under test)."""
+    from scipy import optimize
+
+    def excess(s: float) -> float:
+        return float(stats.norm.cdf(0.5 / s - s) - math.e * stats.norm.cdf(-0.5 / s - s)) - 1e-5
+
+    root = optimize.brentq(excess, 1.0, 10.0, xtol=1e-13)
+    assert round(root, 2) == 3.73
+    sigma = GaussianMechanism.from_epsilon_delta(1.0, 1e-5).sigma
+    assert sigma == pytest.approx(root, rel=1e-9)
+    assert sigma >= root * (1 - 1e-12)  # never less noise than needed
+    classic = GaussianMechanism.from_epsilon_delta(0.999999, 1e-5, method="classic").sigma
+    assert round(classic, 2) == 4.84  # sqrt(2 ln(1.25e5)) / eps
+
+
+@pytest.mark.parametrize("eps", [700.0, 710.0, 1e6, 1e300])
+def test_gaussian_delta_at_huge_epsilon_is_positive(eps: float) -> None:
+    """delta(eps) of the Gaussian mechanism is positive for every finite eps: where it
+    underflows it is the smallest positive double, never 0 or NaN."""
+    assert GaussianMechanism(1.0).delta_for_epsilon(eps) == 5e-324
+    # sigma = 1/eps: mu = eps, epsilon(1/2) is about mu^2 / 2, infinite where that overflows
+    g = GaussianMechanism(1 / eps)
+    e = g.epsilon_for_delta(0.5)
+    mu = g.sensitivity / g.sigma
+    if mu * mu / 2 > sys.float_info.max:
+        assert e == math.inf
+    else:
+        assert mu * mu / 2 - mu <= e <= mu * mu / 2 + mu
+
+
 def test_gaussian_zcdp_and_gdp() -> None:
     g = GaussianMechanism.from_zcdp(0.125, sensitivity=2)
     assert g.sigma == 4.0  # 2 / sqrt(0.25)

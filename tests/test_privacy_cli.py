@@ -212,6 +212,33 @@ def test_compose_k_ary_is_below_binary(runner: CliRunner) -> None:
     assert four["epsilon"]["optimal"] < two["epsilon"]["optimal"] <= 5.0
 
 
+def test_compose_per_question_counts(runner: CliRunner) -> None:
+    """`--count 3,5`: the first question asked 3 times, the second 5 times (the API's
+    `counts`): basic = 3 * 0.5 + 5 * 0.25 = 2.75; the optimum equals the brute force over
+    the 8 uses."""
+    out = run_json(runner, "compose", "--epsilons", "0.5,0.25", "--count", "3,5")
+    assert out["counts"] == [3, 5] and out["count"] == [3, 5] and out["questions"] == 8
+    assert out["epsilon"]["basic"] == 2.75
+    uses = [0.5] * 3 + [0.25] * 5
+    assert brute_delta(uses, out["epsilon"]["optimal"]) <= 1e-6 * (1 + 1e-9)
+    same = run_json(runner, "compose", "--epsilons", "0.5,0.25", "--count", "4")
+    assert same["counts"] == [4, 4] and same["count"] == 4 and same["epsilon"]["basic"] == 3.0
+
+
+@pytest.mark.parametrize("eps", ["700", "710", "1e6", "1e300"])
+def test_compose_huge_epsilon_is_a_table_not_a_traceback(runner: CliRunner, eps: str) -> None:
+    """e^710 overflows a double: advanced composition is then inf and the minimum with basic
+    (3 x) is reported; the optimum is 3 x + ln(1 - delta) (module test_accounting_composition)."""
+    x = float(eps)
+    out = run_json(runner, "compose", "-e", eps, "--count", "3", "--delta", "0.5")
+    assert out["epsilon"]["basic"] == out["epsilon"]["advanced"] == 3 * x
+    for method, value in out["epsilon"].items():
+        assert num(value) >= (3 * x + math.log(0.5)) * (1 - 1e-15), method
+        assert math.isfinite(num(value)), method
+    human = run(runner, "compose", "-e", eps)
+    assert human.exit_code == 0 and "Traceback" not in human.output and human.stderr == ""
+
+
 def test_compose_infinite_epsilon_is_never_finite(runner: CliRunner) -> None:
     out = run_json(runner, "compose", "-e", "0.5", "-e", "inf")
     assert set(out["epsilon"].values()) == {"inf"}
@@ -222,6 +249,21 @@ def test_compose_infinite_epsilon_is_never_finite(runner: CliRunner) -> None:
 
 
 # ------------------------------------------------------------------ convert
+
+
+def test_convert_zcdp_at_a_huge_target_epsilon(runner: CliRunner) -> None:
+    """exp(-(eps - rho)^2 / (4 rho)) underflows: the true delta is positive, so the smallest
+    positive double is reported (it used to overflow in `(eps - rho) ** 2`)."""
+    out = run_json(
+        runner, "convert", "--from", "zcdp", "--to", "approx", "--rho", "0.5",
+        "--target-epsilon", "1e300",
+    )  # fmt: skip
+    assert [r["delta"] for r in out["results"]] == [5e-324, 5e-324]
+    human = run(
+        runner, "convert", "--from", "zcdp", "--to", "approx", "--rho", "0.5",
+        "--target-epsilon", "1e300",
+    )  # fmt: skip
+    assert human.exit_code == 0 and "4.941e-324" in human.stdout
 
 
 def test_convert_pure_to_zcdp_sharp_and_classic(runner: CliRunner) -> None:
@@ -356,6 +398,29 @@ def test_shuffle_never_above_epsilon0(runner: CliRunner) -> None:
     out = run_json(runner, "shuffle", "--epsilon0", "0.5", "--n", "2", "--method", "numerical")
     assert "closed_form" not in out["rows"][0]
     assert 0 < out["rows"][0]["numerical"] <= 0.5
+
+
+def test_shuffle_plot(runner: CliRunner, tmp_path: Path) -> None:
+    """`--plot FILE` draws plot_shuffle's figure: the numerical epsilon against n."""
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "shuffle.svg"
+    out = run_json(
+        runner, "shuffle", "--epsilon0", "2", "--n-grid", "1000,100000", "--plot", str(path)
+    )
+    assert out["plot"] == str(path) and "<svg" in path.read_text()
+    png = tmp_path / "shuffle.png"
+    res = run(runner, "shuffle", "--epsilon0", "1", "--n", "10000", "--plot", str(png))
+    assert res.exit_code == 0, res.output
+    assert f"plot written to {png}" in res.stdout.replace("\n", "")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("eps0", ["710", "1e300"])
+def test_shuffle_huge_epsilon0(runner: CliRunner, eps0: str) -> None:
+    """No clones (probability e^-eps0): the central epsilon is about eps0 itself."""
+    out = run_json(runner, "shuffle", "--epsilon0", eps0, "--n", "100", "--delta", "1e-6")
+    x = float(eps0)
+    assert x + math.log1p(-1e-6) - 1e-6 * x <= out["rows"][0]["numerical"] <= x
 
 
 # ------------------------------------------------------------------ noise
@@ -507,18 +572,31 @@ def test_audit_infinite_epsilon_design(runner: CliRunner) -> None:
 
 
 def test_budget_refuses_the_question_that_would_exceed_the_cap(runner: CliRunner) -> None:
+    # epsilons exact in binary: 0.5 + 0.25 + 0.25 = 1 reaches the cap exactly
     out = run_json(
-        runner, "budget", "--cap", "1", "-q", "smokes=0.5", "-q", "drinks=0.3",
-        "-q", "drugs=0.4", "-q", "smokes=0.5", "-q", "age=0.2", "--memoized", "smokes",
+        runner, "budget", "--cap", "1", "-q", "smokes=0.5", "-q", "drinks=0.25",
+        "-q", "drugs=0.375", "-q", "smokes=0.5", "-q", "age=0.25", "--memoized", "smokes",
     )  # fmt: skip
     rows = out["questions"]
     assert [r["status"] for r in rows] == ["asked", "asked", "refused", "replayed (free)", "asked"]
-    assert [r["charged"] for r in rows] == [0.5, 0.3, 0.0, 0.0, 0.2]
-    assert rows[2]["cost"] == 0.4
+    assert [r["charged"] for r in rows] == [0.5, 0.25, 0.0, 0.0, 0.25]
+    assert rows[2]["cost"] == 0.375
     assert out["refused"] == ["drugs"]
-    assert math.isclose(out["spent"], 1.0, rel_tol=1e-12)
-    assert out["remaining"] == pytest.approx(0.0, abs=1e-12)
-    assert math.isclose(rows[1]["remaining"], 0.2, rel_tol=1e-12)  # 1 - 0.5 - 0.3
+    assert out["spent"] == 1.0 and out["remaining"] == 0.0
+    assert rows[1]["remaining"] == 0.25  # 1 - 0.5 - 0.25
+
+
+def test_budget_is_strict_with_decimal_epsilons(runner: CliRunner) -> None:
+    """Three doubles 0.1 sum to more than the double 0.3: under a cap of 0.3 the third is
+    refused (docs/budgets.md: state a cap with a margin)."""
+    q = ["-q", "a=0.1", "-q", "b=0.1", "-q", "c=0.1"]
+    out = run_json(runner, "budget", "--cap", "0.3", *q)
+    assert [r["status"] for r in out["questions"]] == ["asked", "asked", "refused"]
+    roomy = run_json(runner, "budget", "--cap", "0.3000001", *q)
+    assert roomy["refused"] == []
+    human = run(runner, "budget", "--cap", "0.3", *q)
+    assert "c costs 0.1 but only 0.09999999999999998 is left" in " ".join(human.stdout.split())
+    assert "give the cap a margin" in " ".join(human.stdout.split())
 
 
 def test_budget_without_memoization_charges_again(runner: CliRunner) -> None:
@@ -538,7 +616,12 @@ def test_budget_without_memoization_charges_again(runner: CliRunner) -> None:
 @pytest.mark.parametrize(
     ("command", "needle"),
     [
-        ("compose --epsilon -0.5", "`epsilon` must be in [0, inf]"),
+        ("compose --epsilon -0.5", "`--epsilon` must be in [0, inf], got -0.5"),
+        ("compose --epsilons 0.5,-1", "`--epsilons` must be in [0, inf], got -1"),
+        ("compose --epsilons 0.5,0.2 --count 3,x", "`--count` must be a whole number >= 1"),
+        ("compose --epsilon 0.5 --count 3,5", "`--count` must be one whole number, or one per"),
+        ("compose --epsilon 0.5 --count 2.5", "`--count` must be a whole number >= 1"),
+        ("compose --epsilons 0.5,0.2 --count 3,5,7", "one per question (2)"),
         ("compose --epsilon 0.5 --delta 1", "`--delta` must be in (0, 1)"),
         ("compose --epsilon 0.5 --delta 0", "`--delta` must be in (0, 1)"),
         ("compose --epsilon 0.5 --method magic", "`--method` must be one of"),
@@ -547,7 +630,21 @@ def test_budget_without_memoization_charges_again(runner: CliRunner) -> None:
         ("compose --epsilon 1 --k 1", "`--k` must be a whole number >= 2"),
         ("convert --from pure --epsilon 1 --to rdp --alpha 1", "`--alpha` must be in (1, inf]"),
         ("convert --from pure --epsilon 1 --to rdp --alpha 0.5", "`--alpha` must be in (1, inf]"),
-        ("convert --from pure --epsilon -1 --to zcdp", "`epsilon`"),
+        ("convert --from pure --epsilon -1 --to zcdp", "`--epsilon` must be in [0, inf]"),
+        ("convert --from zcdp --rho -1 --to approx --delta 0.1", "`--rho` must be in [0, inf]"),
+        ("convert --from gdp --mu 1,-2 --to approx --delta 0.1", "`--mu` must be in [0, inf]"),
+        (
+            "convert --from rdp --alpha 2,3 --epsilon 1,-1 --to approx --delta 0.1",
+            "`--epsilon` must be in [0, inf]",
+        ),
+        (
+            "convert --from rdp --alpha 3,2 --epsilon 1,1 --to approx --delta 0.1",
+            "`--alpha` must be strictly increasing",
+        ),
+        (
+            "convert --from zcdp --rho 1 --to approx --target-epsilon -2",
+            "`--target-epsilon` must be in [0, inf]",
+        ),
         ("convert --from zcdp --rho 1 --to approx --delta 1.5", "`--delta` must be in (0, 1)"),
         (
             "convert --from zcdp --rho 1 --to approx --delta 0.1 --method sharp",
@@ -561,7 +658,10 @@ def test_budget_without_memoization_charges_again(runner: CliRunner) -> None:
         ("shuffle --epsilon0 1 --n 100 --delta 2", "`--delta`"),
         ("shuffle --epsilon0 1 --n 0", "`--n` must be a whole number"),
         ("shuffle --epsilon0 1 --n 10 --method x", "`--method`"),
-        ("noise --mechanism laplace --epsilon -1", "`epsilon` must be in (0, inf)"),
+        ("noise --mechanism laplace --epsilon -1", "`--epsilon` must be in (0, inf)"),
+        ("noise --mechanism gaussian --rho 0", "`--rho` must be in (0, inf)"),
+        ("noise --mechanism laplace --epsilon 1 --sensitivity 0", "`--sensitivity`"),
+        ("noise --table --epsilons 1,0", "`--epsilons` must be in (0, inf)"),
         ("noise --mechanism gaussian --epsilon 1", "needs --delta"),
         (
             "noise --mechanism gaussian --epsilon 1 --delta 1e-5 --method classic",
@@ -573,15 +673,24 @@ def test_budget_without_memoization_charges_again(runner: CliRunner) -> None:
             "`--sensitivity` must be a whole number",
         ),
         ("noise --mechanism uniform --epsilon 1", "`--mechanism` must be one of"),
-        ("explain --epsilon -1", "`epsilon` must be in [0, inf]"),
+        ("explain --epsilon -1", "`--epsilon` must be in [0, inf]"),
         ("explain --epsilon 1 --plot x.pdf", "`--plot` must be"),
         ("audit nosuch", "unknown design 'nosuch'"),
         ("audit sld", "two-group design"),
         ("audit unary-broken", "needs --epsilon"),
-        ("audit unary-broken --epsilon -1", "`epsilon_parameter`"),
+        ("audit unary-broken --epsilon -1", "`--epsilon` must be in (0, inf)"),
+        ("audit unary --epsilon 1 --k 99", "`--k` must be a whole number in [2, 64]"),
+        ("audit warner -p p=0.75 --claimed-epsilon -1", "`--claimed-epsilon` must be in"),
+        ("audit warner -p p=0.75 --level 1.5", "`--level` must be in (0, 1), got 1.5"),
+        ("audit warner -p p=0.75 --level 0", "`--level` must be in (0, 1)"),
+        ("audit warner -p p=0.75 --trials 1e9", "`--trials` must be a whole number in"),
+        ("audit warner -p p=0.75 --trials many", "`--trials` must be a whole number"),
+        ("shuffle --epsilon0 1 --n 100 --method closed-form --plot x.png", "`--plot` draws"),
+        ("shuffle --epsilon0 1 --n 100 --plot x.pdf", "`--plot` must be"),
         ("audit warner -p p=0.5", "`p` must be in (0, 1) and not 0.5"),
         ("audit warner --epsilon 1", "--param"),
-        ("budget --cap 0 -q a=1", "`cap` must be in (0, inf)"),
+        ("budget --cap 0 -q a=1", "`--cap` must be in (0, inf)"),
+        ("budget --cap inf -q a=1", "`--cap` must be in (0, inf)"),
         ("budget --cap 1 -q a", "NAME=EPSILON"),
         ("budget --cap 1 -q a=-1", "[0, inf]"),
         ("budget --cap 1 -q a=0.5 -q a=0.3", "stands for one mechanism"),

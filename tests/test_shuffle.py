@@ -221,3 +221,23 @@ def test_plot_draws_when_matplotlib_present() -> None:
     matplotlib.use("Agg")
     ax = plot_shuffle(shuffle_epsilon_table(1.0, 1e-6, [1_000, 100_000]))
     assert len(ax.get_lines()) == 3
+
+
+# --- huge finite epsilon0 --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("eps0", [700.0, 710.0, 1e6, 1e300])
+@pytest.mark.parametrize("delta", [1e-300, 0.5])
+def test_huge_epsilon0_is_safe(eps0: float, delta: float) -> None:
+    """e^eps0 overflows a double from 709.78 on.  Clones have probability e^-eps0 ~ 0, so
+    there is no amplification: with 1000 respondents the central epsilon is that of one
+    randomized-response report, eps0 + ln(1 - delta) (P(report = truth) = 1 to double
+    precision), never less and never above eps0."""
+    n = 1000
+    eps = shuffle_epsilon_numerical(eps0, n, delta)
+    lower = eps0 + math.log1p(-delta)
+    assert lower * (1 - 1e-15) <= eps <= eps0
+    assert eps <= lower + 1e-6 * eps0 + 1e-12  # the bisection's documented tolerance
+    assert 1 - 1e-12 <= shuffle_delta_numerical(eps0, n, 1.0) <= 1.0
+    assert shuffle_delta_numerical(eps0, n, eps0) == 0.0
+    assert shuffle_guarantee(eps0, n, delta).epsilon == eps

@@ -18,6 +18,17 @@ use their whole report space (known in advance); for a user callable without ``e
 events are the distinct reports observed, which is a heuristic (the correction counts only
 observed values); pass ``event`` for a guarantee.
 
+**Approximate DP.**  With a ``claimed_delta`` the bound on each event is
+``ln((p_lo - delta) / p_hi)`` (Jagielski, Ullman & Oprea 2020): an (eps, delta)-DP mechanism
+has ``P[M(x0) in S] <= e^eps P[M(x1) in S] + delta``, so a bound above ``eps`` refutes the
+(eps, delta) claim.  This is how the Gaussian mechanisms are audited: a pure-epsilon audit
+does not apply to them (their likelihood ratio is unbounded, so with enough trials any finite
+pure claim is refuted).
+
+**Two-group designs** (:func:`audit_two_group`): each group's channel is audited between
+every pair of respondent types whose true answers differ, the neighbouring relation of
+:func:`~deniable.designs.types_epsilon`.
+
 **Parallel databases** (Dwork & Roth 2014, sec. 2.3): compute a query on a table and on
 every table with one row removed.  The largest change is the query's *empirical* (local)
 sensitivity at this table, a lower bound on its global sensitivity; a mechanism that adds
@@ -48,6 +59,7 @@ __all__ = [
     "UnaryEncoding",
     "audit",
     "audit_design",
+    "audit_two_group",
     "clopper_pearson_bounds",
     "leave_one_out",
 ]
@@ -95,8 +107,9 @@ def _num(x: float) -> float | str:
 class AuditResult:
     """The outcome of an audit: the confident lower bound on epsilon beside the claim.
 
-    ``lower_bound`` is ``max(0, max over events and directions of ln(p_lo / p_hi))``; with
-    probability at least ``level`` the mechanism's true epsilon is at least this.
+    ``lower_bound`` is ``max(0, max over events and directions of ln((p_lo - delta) /
+    p_hi))`` with ``delta = claimed_delta`` (0 for a pure claim); with probability at least
+    ``level`` the mechanism's true epsilon at that delta is at least this.
     ``empirical_epsilon`` is the plain plug-in ``max |ln(c0 / c1)|`` (no confidence; ``inf``
     when an event was seen under one input only).  ``passed`` is ``lower_bound <=
     claimed_epsilon``; :meth:`raise_if_failed` raises :class:`PrivacyError` otherwise.
@@ -111,6 +124,7 @@ class AuditResult:
     worst_event: str
     worst_pair: tuple[str, str]
     events: Table = field(repr=False)
+    claimed_delta: float = 0.0
 
     @property
     def passed(self) -> bool:
@@ -121,8 +135,9 @@ class AuditResult:
         """Raise :class:`PrivacyError` if the audit failed; otherwise return ``self``."""
         if not self.passed:
             a, b = self.worst_pair
+            at = f" at delta = {self.claimed_delta:g}" if self.claimed_delta else ""
             raise PrivacyError(
-                f"audit FAILED: epsilon >= {self.lower_bound:.4f} with confidence "
+                f"audit FAILED: epsilon >= {self.lower_bound:.4f}{at} with confidence "
                 f"{self.level:g} (event {self.worst_event}, {a} vs {b}, {self.trials} trials "
                 f"per input, seed {self.seed}), but the claimed epsilon is "
                 f"{_num(self.claimed_epsilon)}."
@@ -133,6 +148,7 @@ class AuditResult:
         """Plain-JSON summary (infinities as strings)."""
         return {
             "claimed_epsilon": _num(self.claimed_epsilon),
+            "claimed_delta": self.claimed_delta,
             "lower_bound": _num(self.lower_bound),
             "empirical_epsilon": _num(self.empirical_epsilon),
             "passed": self.passed,
@@ -147,8 +163,10 @@ class AuditResult:
     def __str__(self) -> str:
         verdict = "passed" if self.passed else "FAILED"
         a, b = self.worst_pair
+        at = f" at delta {self.claimed_delta:g}" if self.claimed_delta else ""
         return (
-            f"audit {verdict}: claimed epsilon {_num(float(f'{self.claimed_epsilon:.6g}'))}, "
+            f"audit {verdict}: claimed epsilon {_num(float(f'{self.claimed_epsilon:.6g}'))}"
+            f"{at}, "
             f"{self.level:g}-confidence lower bound {self.lower_bound:.4f} "
             f"(plug-in {_num(round(self.empirical_epsilon, 4))}; worst event {self.worst_event}, "
             f"{a} vs {b}; {self.trials} trials per input, seed {self.seed})"
@@ -255,6 +273,7 @@ def _evaluate(
     level: float,
     claimed: float,
     seed: int | None,
+    delta: float = 0.0,
 ) -> AuditResult:
     n_inputs, m = counts.shape
     # every one-sided bound (lower and upper, each input used, each event) at alpha / (2 k m)
@@ -262,7 +281,8 @@ def _evaluate(
     lo, hi = clopper_pearson_bounds(counts.reshape(-1), trials, alpha)
     lo, hi = lo.reshape(counts.shape), hi.reshape(counts.shape)
     with np.errstate(divide="ignore"):
-        log_lo, log_hi = np.log(lo), np.log(hi)
+        # (eps, delta)-DP: p_i <= e^eps p_j + delta, so ln((p_i - delta) / p_j) <= eps
+        log_lo, log_hi = np.log(np.maximum(lo - delta, 0.0)), np.log(hi)
         log_c = np.log(counts.astype(np.float64))
     best, best_label, best_pair = -math.inf, labels[0], (names[0], names[1])
     emp = 0.0
@@ -305,6 +325,7 @@ def _evaluate(
         worst_event=best_label,
         worst_pair=best_pair,
         events=table,
+        claimed_delta=delta,
     )
 
 
@@ -333,6 +354,7 @@ def audit(
     level: float = 0.95,
     event: Any = None,
     vectorized: bool | None = None,
+    claimed_delta: float = 0.0,
 ) -> AuditResult:
     """Audit ``mechanism`` on the neighbouring inputs ``input0``, ``input1``.
 
@@ -356,6 +378,9 @@ def audit(
     event : optional
         ``None``: every report value.  Or one event / a list of events, each a callable
         ``reports -> boolean mask`` or a ``set`` of report values.
+    claimed_delta : float
+        For an (epsilon, delta) claim (the Gaussian mechanisms), in ``[0, 1)``: each event's
+        bound becomes ``ln((p_lo - delta) / p_hi)``.  Default 0: a pure claim.
 
     Examples
     --------
@@ -368,6 +393,7 @@ def audit(
     False
     """
     claimed, n, s, lvl, gen = _common(claimed_epsilon, trials, seed, level)
+    dlt = v.probability("claimed_delta", claimed_delta, high_open=True)
     vec = getattr(mechanism, "vectorized", False) if vectorized is None else vectorized
     if not isinstance(vec, bool):
         raise ParameterTypeError(f"`vectorized` must be True, False or None, got {vec!r}.")
@@ -390,6 +416,7 @@ def audit(
         level=lvl,
         claimed=claimed,
         seed=s,
+        delta=dlt,
     )
 
 
@@ -415,7 +442,7 @@ def audit_design(
     if isinstance(design, TwoGroupDesign):
         raise ParameterError(
             f"`design` must be a one-group design; {design.name!r} randomizes two groups "
-            "with latent respondent types: audit each group's channel with `audit` instead."
+            "with latent respondent types: audit it with `audit_two_group` instead."
         )
     claim = design.epsilon if claimed_epsilon is None else claimed_epsilon
     claimed, n, s, lvl, gen = _common(claim, trials, seed, level)
@@ -427,6 +454,70 @@ def audit_design(
         counts,
         labels,
         [f"truth {x}" for x in range(k)],
+        pairs,
+        trials=n,
+        level=lvl,
+        claimed=claimed,
+        seed=s,
+    )
+
+
+def audit_two_group(
+    design: TwoGroupDesign,
+    *,
+    claimed_epsilon: float | None = None,
+    compliant: bool = False,
+    trials: int = 100_000,
+    seed: int | None = None,
+    level: float = 0.95,
+) -> AuditResult:
+    """Audit a two-group design: each group's channel between respondent types.
+
+    A two-group design randomizes *respondent types* (the true answer with whatever else
+    drives the report: the answer to an unrelated question, being a cheater, a carrier's
+    honesty), and its epsilon is the largest log-ratio of one group's report probabilities
+    between two types whose true answers differ (:func:`~deniable.designs.types_epsilon`;
+    the group is known to the collector).  Every (group, type) is sampled ``trials`` times
+    with the design's own randomizer (the one its ``randomize`` uses, driven by type
+    indices), and every such pair within a group is compared, Bonferroni-corrected together.
+    With ``compliant=True`` only compliant types are compared and the default claim is
+    :attr:`~deniable.designs.TwoGroupDesign.epsilon_compliant`; otherwise the default claim
+    is :attr:`~deniable.designs.TwoGroupDesign.epsilon` (infinite for every two-group design
+    here: some report is impossible for one type and possible for another, which the audit
+    finds as an infinite plug-in ratio).
+
+    >>> from deniable.designs import StochasticLieDetector
+    >>> res = audit_two_group(StochasticLieDetector(2 / 12, 10 / 12), trials=20_000, seed=1)
+    >>> res.claimed_epsilon, res.empirical_epsilon, res.lower_bound > 5
+    (inf, inf, True)
+    """
+    if not isinstance(design, TwoGroupDesign):
+        raise ParameterTypeError(f"`design` must be a TwoGroupDesign, got {type(design).__name__}.")
+    if not isinstance(compliant, bool):
+        raise ParameterTypeError(f"`compliant` must be True or False, got {compliant!r}.")
+    if claimed_epsilon is None:
+        claimed_epsilon = design.epsilon_compliant if compliant else design.epsilon
+    claimed, n, s, lvl, gen = _common(claimed_epsilon, trials, seed, level)
+    types = design.respondent_types
+    keep = [i for i, t in enumerate(types) if t.compliant or not compliant]
+    inputs = [(g, i) for g in (1, 2) for i in keep]
+    samples = [
+        design._randomize_types(
+            np.full(n, i, dtype=np.intp), np.full(n, g, dtype=np.intp), gen
+        ).astype(np.int64)
+        for g, i in inputs
+    ]
+    counts = np.stack([np.bincount(x, minlength=2) for x in samples])
+    pairs = [
+        (a, b)
+        for a in range(len(inputs))
+        for b in range(a + 1, len(inputs))
+        if inputs[a][0] == inputs[b][0] and types[inputs[a][1]].truth != types[inputs[b][1]].truth
+    ]
+    return _evaluate(
+        counts,
+        [_label(0), _label(1)],
+        [f"group {g}: {types[i].label}" for g, i in inputs],
         pairs,
         trials=n,
         level=lvl,

@@ -61,8 +61,9 @@ class MemoizedRandomizer:
     A mutable object by nature (it *is* the memo).  It belongs with the respondent (on the
     device), since with an instantaneous design the collector must never see permanent
     reports.  Given a :class:`~deniable.accounting.BudgetLedger`, :meth:`randomize` charges
-    ``permanent_epsilon`` on a respondent's first asking of a question, the bound for all
-    rounds at once, and nothing on replays.
+    ``permanent_epsilon`` whenever it draws a permanent report (a respondent's first asking
+    of a question, or the first after :meth:`forget`), the bound for all rounds of that
+    report at once, and nothing on replays.
 
     Examples
     --------
@@ -157,7 +158,13 @@ class MemoizedRandomizer:
         return out
 
     def forget(self, question: str) -> None:
-        """Drop every stored report for ``question`` (a new question: pay again)."""
+        """Drop every stored report for ``question``.
+
+        The next asking draws fresh reports, which are new releases: with a ledger, every
+        respondent is charged ``permanent_epsilon`` again (the ledger keeps the earlier
+        charge too, since the forgotten reports were released).  Forgetting never makes a
+        fresh report free.
+        """
         self._store.pop(_question(question), None)
 
     def randomize(
@@ -173,8 +180,11 @@ class MemoizedRandomizer:
         ``truth``: replay stored permanent reports, randomize and store the others, then
         apply the instantaneous design if any.
 
-        With a ``ledger``, respondents asked for the first time are charged
-        ``permanent_epsilon`` (memoized); if any cannot afford it the ledger raises
+        With a ``ledger``, every respondent whose permanent report is drawn now is charged
+        ``permanent_epsilon``: those asked for the first time, and those whose report was
+        dropped by :meth:`forget` (or who were charged through another memo), even if the
+        ledger already holds a charge for ``question`` (a fresh report is a new release).
+        Replays are free.  If any respondent cannot afford it the ledger raises
         :class:`~deniable.exceptions.PrivacyError` and nothing is randomized or stored.
         """
         q = _question(question)
@@ -184,19 +194,22 @@ class MemoizedRandomizer:
             raise DataError(
                 f"`truth` must have one answer per respondent ({ids.size}), got {x.size}."
             )
-        if ledger is not None:
-            if not isinstance(ledger, BudgetLedger):
-                raise ParameterTypeError(
-                    f"`ledger` must be a BudgetLedger or None, got {type(ledger).__name__}."
-                )
-            ledger.spend(ids, q, self.permanent_epsilon, memoized=True)
-        gen = resolve_rng(rng)
+        if ledger is not None and not isinstance(ledger, BudgetLedger):
+            raise ParameterTypeError(
+                f"`ledger` must be a BudgetLedger or None, got {type(ledger).__name__}."
+            )
         store = self._store.get(q, np.full(0, -1, dtype=np.int64))
+        # who gets a fresh draw is decided by this memo's store, never by the ledger's record
+        new = np.ones(ids.size, dtype=np.bool_)
+        inside = ids < store.size
+        new[inside] = store[ids[inside]] < 0
+        if ledger is not None:
+            ledger.spend(ids, q, self.permanent_epsilon, memoized=True, fresh=new)
+        gen = resolve_rng(rng)
         top = int(ids.max()) + 1 if ids.size else 0
         if top > store.size:
             store = np.concatenate([store, np.full(max(top, 2 * store.size) - store.size, -1)])
         self._store[q] = store
-        new = store[ids] < 0
         if new.any():
             store[ids[new]] = self._design.randomize(x[new], rng=gen)
         permanent = store[ids].copy()

@@ -51,7 +51,7 @@ from deniable.accounting._rdp import (
     rdp_curve_epsilon,
     rr_rdp,
 )
-from deniable.accounting._safety import MARGIN, up, upper_root
+from deniable.accounting._safety import MARGIN, half_square_up, up, upper_root
 from deniable.exceptions import ParameterTypeError, PrivacyError
 
 __all__ = ["COMPOSITION_METHODS", "PrivacyAccountant"]
@@ -121,6 +121,15 @@ class PrivacyAccountant:
         )
 
     @cached_property
+    def _overflows(self) -> bool:
+        """The losses of the pure-DP events sum beyond the largest double (1.8e308): every
+        route then needs a loss no double holds, and the answers are the safe ``inf`` /
+        ``delta = 1``."""
+        pure = [e for e in self._active if not isinstance(e, Gaussian)]
+        eps = [e.pure_epsilon for e in pure]
+        return bool(pure) and basic_composition(eps, [e.count for e in pure]) == math.inf
+
+    @cached_property
     def _pure(self) -> tuple[list[float], list[int]]:
         eps = [e.pure_epsilon for e in self._active]
         return eps, [e.count for e in self._active]
@@ -160,7 +169,11 @@ class PrivacyAccountant:
         Gaussian use, summed."""
         rho = 0.0
         for e in self._active:
-            per = e.mu**2 / 2 if isinstance(e, Gaussian) else pure_to_zcdp(e.pure_epsilon).rho
+            # mu^2 / 2 per Gaussian use, scaled so that a tiny mu does not underflow to 0
+            if isinstance(e, Gaussian):
+                per = half_square_up(e.mu)
+            else:
+                per = pure_to_zcdp(e.pure_epsilon).rho
             rho += e.count * per
         return ZCDP(up(rho) if math.isfinite(rho) else math.inf)
 
@@ -174,7 +187,7 @@ class PrivacyAccountant:
             elif isinstance(e, Laplace):
                 part = laplace_rdp(e.pure_epsilon, a)
             else:
-                part = a * (e.mu**2 / 2) * (1 + MARGIN)
+                part = a * half_square_up(e.mu) * (1 + MARGIN)
             total = total + e.count * np.asarray(part)
         return total * (1 + MARGIN)
 
@@ -218,21 +231,23 @@ class PrivacyAccountant:
     def grid_step(self) -> float:
         """The discretisation step used by ``pld``: ``step``, coarsened so the composed grid
         has at most 2^20 points."""
-        span = 0.0
+        # each part's span is divided by the grid size before summing, so that a huge
+        # epsilon (1e300) does not overflow the total
+        per_point = 0.0
         mu2 = 0.0
         for e in self._active:
             if isinstance(e, Gaussian):
-                mu2 += e.count * e.mu**2
+                mu2 += e.count * (e.mu * e.mu)
             else:
-                span += 2 * e.count * e.pure_epsilon
+                per_point += 2 * e.count * (e.pure_epsilon / _MAX_GRID)
         if mu2:
-            span += 2 * 37.5 * math.sqrt(mu2) + 2
-        return max(self.step, span / _MAX_GRID) if math.isfinite(span) else self.step
+            per_point += (2 * 37.5 * math.sqrt(mu2) + 2) / _MAX_GRID
+        return max(self.step, per_point) if math.isfinite(per_point) else self.step
 
     def _build_pld(self, rounding: str) -> PrivacyLossDistribution:
         h = self.grid_step()
         parts: list[PrivacyLossDistribution] = []
-        mu2 = 0.0
+        mus: list[float] = []
         for e in self._active:
             if isinstance(e, RandomizedResponse):
                 parts.append(rr_pld(e.epsilon, k=e.k, count=e.count, step=h, rounding=rounding))
@@ -243,10 +258,12 @@ class PrivacyAccountant:
                     )
                 )
             else:
-                mu2 += e.count * e.mu**2
-        if mu2:
-            # Gaussian PLDs compose exactly: N(mu^2/2, mu^2) with mu^2 summed
-            parts.append(gaussian_pld(1.0 / math.sqrt(mu2), step=h, rounding=rounding))
+                mus.append(math.sqrt(e.count) * e.mu)
+        if mus:
+            # Gaussian PLDs compose exactly: N(mu^2/2, mu^2) with mu = sqrt(sum mu_i^2), taken
+            # from the GDP composition (hypot: no underflow of a tiny mu^2, no overflow)
+            mu = compose_gdp(mus).mu if rounding == "up" else math.hypot(*mus)
+            parts.append(gaussian_pld(1.0, sensitivity=mu, step=h, rounding=rounding))
         if not parts:
             return rr_pld(0.0, step=h, rounding=rounding)
         return compose_all(parts)
@@ -267,7 +284,7 @@ class PrivacyAccountant:
         m = v.choice("method", method, COMPOSITION_METHODS)
         if not self._active:
             return 0.0
-        if self._blatant:
+        if self._blatant or self._overflows:
             return math.inf
         if m == "best":
             return min(self.epsilon(d, x) for x in self._applicable())
@@ -294,7 +311,7 @@ class PrivacyAccountant:
         m = v.choice("method", method, COMPOSITION_METHODS)
         if not self._active or t == math.inf:
             return 0.0
-        if self._blatant:
+        if self._blatant or self._overflows:
             return 1.0
         if m == "best":
             return min(self.delta(t, x) for x in self._applicable())
@@ -378,6 +395,8 @@ class PrivacyAccountant:
         }
         if self._blatant:
             return "an event has epsilon = inf"
+        if self._overflows:
+            return "the losses sum beyond the largest double"
         if m == "optimal":
             if self._single_binary() is not None:
                 return "exact: binomial sum (KOV 2015 Thm 3.3)"
@@ -388,7 +407,7 @@ class PrivacyAccountant:
             if not self._active or self._blatant:
                 return "pessimistic PLD"
             lo = self.pld("down").epsilon(d)
-            lo_s = "inf" if lo == math.inf else f"{lo:.4f}"
+            lo_s = "inf" if lo == math.inf else f"{lo:.4f}" if lo < 1e9 else f"{lo:.7g}"
             return f"pessimistic PLD, step {self.grid_step():g}; true value >= {lo_s}"
         return notes[m]
 

@@ -24,6 +24,7 @@ For ``n`` uses of mechanisms that are ``eps_i``-DP (``counts`` repeat an epsilon
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -35,7 +36,7 @@ from scipy import special
 
 from deniable import _validation as v
 from deniable.accounting._rdp import check_delta, check_epsilon
-from deniable.accounting._safety import MARGIN, exp_up, up, upper_root
+from deniable.accounting._safety import MARGIN, exp_up, expm1_or_inf, up, upper_root
 from deniable.exceptions import ParameterError
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
 ]
 
 _U = 2.0**-53
+_MAX_DOUBLE = Fraction(sys.float_info.max)
 _MAX_LATTICE = 2**23  # points of a composed exact lattice PLD
 
 
@@ -72,17 +74,20 @@ def _pairs(epsilons: Any, counts: Any) -> tuple[list[float], list[int]]:
 
 
 def basic_composition(epsilons: Sequence[float] | float, counts: Any = None) -> float:
-    """``sum counts_i * epsilons_i``, rounded up; ``inf`` if any epsilon is.
+    """``sum counts_i * epsilons_i``, rounded up; ``inf`` if any epsilon is, or if the sum
+    exceeds the largest double.
 
     The sum is exact (rational arithmetic) and then rounded up to a double.
 
-    >>> basic_composition([0.5] * 10)
-    5.0
+    >>> basic_composition([0.5] * 10), basic_composition([1e308, 1e308])
+    (5.0, inf)
     """
     eps, cnt = _pairs(epsilons, counts)
     if any(e == math.inf for e in eps):
         return math.inf
     exact = sum((Fraction(e) * c for e, c in zip(eps, cnt, strict=True)), Fraction(0))
+    if exact > _MAX_DOUBLE:
+        return math.inf  # the true sum overflows a double
     out = float(exact)
     return math.nextafter(out, math.inf) if Fraction(out) < exact else out
 
@@ -91,6 +96,9 @@ def advanced_composition(
     epsilons: Sequence[float] | float, delta: float, counts: Any = None
 ) -> float:
     """Dwork–Rothblum–Vadhan advanced composition, reported as the minimum with basic.
+
+    For a large epsilon (``e^eps`` beyond the largest double, eps > 709.78) the DRV bound is
+    ``inf`` and the minimum is the basic sum.
 
     >>> e = 0.1; k = 100; d = 1e-6
     >>> drv = math.sqrt(2 * k * math.log(1 / d)) * e + k * e * math.expm1(e)
@@ -102,9 +110,10 @@ def advanced_composition(
     basic = basic_composition(eps, cnt)
     if basic == math.inf:
         return math.inf
-    q = math.fsum(c * e * e for e, c in zip(eps, cnt, strict=True))
-    drift = math.fsum(c * e * math.expm1(e) for e, c in zip(eps, cnt, strict=True))
-    return min(basic, up(math.sqrt(2 * q * -math.log(d)) + drift))
+    root = _root_sum_squares(eps, cnt)
+    # e^eps - 1 overflows for eps > 709.78: the bound is then inf (and basic is reported)
+    drift = math.fsum(c * e * expm1_or_inf(e) for e, c in zip(eps, cnt, strict=True))
+    return min(basic, up(math.sqrt(2 * -math.log(d)) * root + drift))
 
 
 def kov_composition(epsilons: Sequence[float] | float, delta: float, counts: Any = None) -> float:
@@ -121,10 +130,21 @@ def kov_composition(epsilons: Sequence[float] | float, delta: float, counts: Any
     if basic == math.inf:
         return math.inf
     s = math.fsum(c * e * math.tanh(e / 2) for e, c in zip(eps, cnt, strict=True))
-    q = math.fsum(c * e * e for e, c in zip(eps, cnt, strict=True))
-    second = s + math.sqrt(2 * q * math.log(math.e + math.sqrt(q) / d))
-    third = s + math.sqrt(2 * q * -math.log(d))
+    root = _root_sum_squares(eps, cnt)  # sqrt(Q), Q = sum eps_i^2
+    second = s + math.sqrt(2 * math.log(math.e + root / d)) * root
+    third = s + math.sqrt(2 * -math.log(d)) * root
     return min(basic, up(second), up(third))
+
+
+def _root_sum_squares(eps: list[float], cnt: list[int]) -> float:
+    """``sqrt(sum c_i eps_i^2)``, scaled by the largest epsilon so that the squares neither
+    underflow (``eps = 1e-200``: a positive result, not 0) nor overflow (``inf`` only when
+    the true value does); a few ulps, inside the ``MARGIN`` that :func:`up` adds."""
+    top = max(eps, default=0.0)
+    if top == 0.0:
+        return 0.0
+    total = math.fsum(c * (e / top) ** 2 for e, c in zip(eps, cnt, strict=True))
+    return top * math.sqrt(total)
 
 
 def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float:
@@ -145,8 +165,11 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
         return 0.0
     if eps == math.inf:
         return 1.0
-    if t >= basic_composition(eps, c):
+    top = basic_composition(eps, c)
+    if t >= top:
         return 0.0  # no outcome has a loss above the (exact, rounded-up) maximum
+    if top == math.inf:
+        return 1.0  # the largest loss is beyond every double: only the vacuous bound is safe
     j = np.arange(c + 1, dtype=float)
     loss = (2 * j - c) * eps
     shifted = t - 4 * _U * c * eps  # the float losses are within 4 u c eps of the true ones
@@ -179,6 +202,8 @@ def optimal_rr_epsilon(epsilon: float, count: int, delta: float) -> float:
     if eps == math.inf:
         return math.inf
     top = basic_composition(eps, c)
+    if top == math.inf:
+        return math.inf  # the count-fold loss overflows a double
     return upper_root(lambda t: optimal_rr_delta(eps, c, t), d, 0.0, top)
 
 

@@ -40,7 +40,7 @@ from deniable.accounting._rdp import (
     rr_rdp,
     to_approx,
 )
-from deniable.accounting._safety import MARGIN, TINY, exp_up, up, upper_root
+from deniable.accounting._safety import MARGIN, TINY, exp_up, half_square_up, up, upper_root
 
 __all__ = [
     "compose_gdp",
@@ -87,15 +87,24 @@ def pure_to_zcdp(epsilon: float, method: str = "sharp") -> ZCDP:
     as ``alpha -> 1`` (Steinke 2024).  ``method="classic"``: ``rho = eps^2 / 2`` (Bun & Steinke
     2016, Prop. 1.4).
 
+    For every ``epsilon > 0`` the result is positive and never below the true value: where
+    ``eps^2 / 2`` would underflow (``eps < 1e-150``) it is computed in scaled arithmetic
+    (``eps tanh(eps/2) <= eps^2 / 2``; the smallest positive double at worst), and where it
+    overflows (classic, ``eps > 1.9e154``) it is ``inf``.
+
     >>> round(pure_to_zcdp(1.0).rho, 6), pure_to_zcdp(1.0, method="classic").rho
     (0.462117, 0.5)
+    >>> pure_to_zcdp(1e-300).rho > 0
+    True
     """
     eps = check_epsilon(epsilon)
     v.choice("method", method, ("sharp", "classic"))
     if eps == math.inf:
         return ZCDP(math.inf)
-    if method == "classic":
-        return ZCDP(up(eps * eps / 2))
+    if method == "classic" or eps < 2.0**-500:
+        # eps^2 / 2 in scaled arithmetic: no underflow to 0; for tiny eps it bounds the sharp
+        # value (tanh(x) <= x) to within a relative eps^2 / 12
+        return ZCDP(half_square_up(eps))
     # eps * tanh(eps/2) = eps * (1 - e^-eps) / (1 + e^-eps), stable for every eps
     return ZCDP(up(eps * -math.expm1(-eps) / (1 + math.exp(-eps))))
 
@@ -141,10 +150,23 @@ def zcdp_delta(rho: float | ZCDP, epsilon: float, method: str = "improved") -> f
         return 0.0
     if r == math.inf:
         return 1.0
-    classic = 1.0 if eps <= r else exp_up(-((eps - r) ** 2) / (4 * r), (eps + r) ** 2 / (4 * r))
+    classic = 1.0 if eps <= r else _classic_zcdp_delta(r, eps)
     if method == "classic":
         return classic
     return min(classic, rdp_curve_delta(lambda a: r * a * (1 + MARGIN), eps, "improved"))
+
+
+def _classic_zcdp_delta(r: float, eps: float) -> float:
+    """``exp(-(eps - r)^2 / (4 r))`` for ``eps > r``, rounded up; the smallest positive double
+    where it underflows (also when ``(eps - r)^2`` overflows a double)."""
+    z = (eps - r) / (2 * math.sqrt(r))
+    log_d = -(z * z)  # float products give inf (not an error) on overflow
+    if log_d == -math.inf:
+        return TINY
+    # rounding of eps - r relative to eps + r, squared: |log_d| ((eps + r) / (eps - r))^2
+    ratio = (eps + r) / (eps - r)
+    scale = abs(log_d) * ratio * ratio
+    return exp_up(log_d, scale) if math.isfinite(scale) else 1.0
 
 
 def zcdp_to_approx(
@@ -222,10 +244,16 @@ def gdp_to_approx(
 def compose_gdp(mus: Iterable[float | GDP]) -> GDP:
     """Composition of Gaussian DP: ``mu = sqrt(sum mu_i^2)`` (Dong, Roth & Su 2019, Cor. 3.3).
 
+    Computed with ``math.hypot`` (scaled: no overflow or underflow of the squares), so the
+    result is finite whenever the true value is, and positive when any ``mu_i`` is.
+
     >>> compose_gdp([3.0, 4.0]).mu == up(5.0)
+    True
+    >>> compose_gdp([1e300, 1e300]).mu < math.inf
     True
     """
     vals = [_mu(m) for m in mus]
     if any(m == math.inf for m in vals):
         return GDP(math.inf)
-    return GDP(up(math.sqrt(math.fsum(m * m for m in vals))))
+    # hypot is within one ulp; up() adds MARGIN relative (and a step in the subnormal range)
+    return GDP(up(math.hypot(*vals)))

@@ -20,9 +20,14 @@ ledger exactly as it was.  :meth:`BudgetLedger.copy` takes a snapshot.
 
 Floating point
 --------------
-Decimal budgets are not exact in binary (three doubles 0.1 sum to more than the double
-0.3), so admission allows a relative slack ``tolerance`` (default ``1e-9``: at most
-``1e-9 * cap`` beyond the cap, named and documented, never silent).  ``tolerance=0`` is strict.
+The spent budget is never below the true sum of the epsilons charged: each addition is
+rounded *upward* (the exact error of ``a + b`` is found by Knuth's TwoSum, and where the
+rounded sum fell below the exact one it is moved up by one double), and admission is strict
+by default (``tolerance=0``: ``spent + epsilon <= cap`` with that upward sum).  A
+consequence: decimal budgets are not exact in binary, and three questions of ``0.1`` under a
+cap of ``0.3`` are refused (the three doubles ``0.1`` sum to more than the double ``0.3``);
+state a cap with a margin (``0.3 + 1e-12``) or budgets that are exact in binary
+(``0.25``, ``0.5``).  ``tolerance`` allows a stated relative slack instead.
 
 This module is pure accounting: it never imports a mechanism.
 """
@@ -71,13 +76,14 @@ class BudgetLedger:
     n_respondents : int
         Number of respondents (ids ``0 .. n_respondents - 1``); :meth:`grow` adds more.
     tolerance : float
-        Relative slack for floating-point sums: a spend is admitted while
-        ``spent + epsilon <= cap * (1 + tolerance)``.  Default ``1e-9``; ``0`` is strict.
+        Relative slack: a spend is admitted while ``spent + epsilon <= cap * (1 + tolerance)``
+        (the sum rounded upward).  Default ``0``: strict, never a spend past the cap.
 
     Notes
     -----
     Accounting is basic composition of pure epsilon: respondent ``i``'s total is
-    ``sum over questions asked of eps_q`` (memoized repeats add 0).  Questions are named;
+    ``sum over questions asked of eps_q`` (memoized repeats add 0), accumulated with upward
+    rounding so that the stored total is never below the exact sum.  Questions are named;
     a name stands for one mechanism, so its epsilon and memoization are fixed at its first
     spend.  A question with ``epsilon = inf`` (a report can reveal the answer) is refused
     under every cap.
@@ -98,7 +104,7 @@ class BudgetLedger:
 
     __slots__ = ("_cap", "_charged", "_log", "_questions", "_spent", "_tolerance")
 
-    def __init__(self, cap: float, n_respondents: int = 0, *, tolerance: float = 1e-9) -> None:
+    def __init__(self, cap: float, n_respondents: int = 0, *, tolerance: float = 0.0) -> None:
         c = v.real("cap", cap)
         if not (0 < c < math.inf):
             raise ParameterError(
@@ -211,36 +217,66 @@ class BudgetLedger:
         return float(out[0]) if np.ndim(respondents) == 0 else out
 
     def remaining(self, respondents: Any) -> npt.NDArray[np.float64] | float:
-        """The largest epsilon the next question may use: ``cap - spent``, never below 0."""
+        """The largest epsilon the next question may use: ``cap - spent``, never below 0,
+        rounded down so that a question of exactly this epsilon is admitted."""
         ids = self._ids(respondents, unique=False)
-        out = np.maximum(self._cap - self._spent[ids], 0.0)
+        spent = self._spent[ids]
+        out = np.maximum(self._cap - spent, 0.0)
+        over = add_up(spent, out) > self._limit()
+        out[over] = np.maximum(np.nextafter(out[over], 0.0), 0.0)
         return float(out[0]) if np.ndim(respondents) == 0 else out
 
     def costs(
-        self, respondents: Any, question: str, epsilon: float, *, memoized: bool = False
+        self,
+        respondents: Any,
+        question: str,
+        epsilon: float,
+        *,
+        memoized: bool = False,
+        fresh: Any = None,
     ) -> npt.NDArray[np.float64]:
-        """What asking ``question`` would cost each respondent (0 for memoized repeats)."""
+        """What asking ``question`` would cost each respondent (0 for memoized repeats;
+        ``fresh`` as in :meth:`spend`)."""
         ids = self._ids(respondents, unique=False)
         q = self._question(question)
         eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
         memo = _flag("memoized", memoized)
         self._check_question(q, eps, memo)
-        return self._costs(ids, q, eps, memo)
+        return self._costs(ids, q, eps, memo, _fresh(fresh, ids.size))
 
-    def _costs(self, ids: IdArray, q: str, eps: float, memo: bool) -> npt.NDArray[np.float64]:
+    def _costs(
+        self,
+        ids: IdArray,
+        q: str,
+        eps: float,
+        memo: bool,
+        fresh: npt.NDArray[np.bool_] | None = None,
+    ) -> npt.NDArray[np.float64]:
         cost = np.full(ids.size, eps, dtype=np.float64)
         if memo and q in self._charged:
-            cost[self._charged[q][ids]] = 0.0
+            replay = self._charged[q][ids]
+            if fresh is not None:
+                replay &= ~fresh  # a report drawn anew is a new release: it pays again
+            cost[replay] = 0.0
         return cost
 
+    def _limit(self) -> float:
+        return self._cap if self._tolerance == 0 else self._cap * (1 + self._tolerance)
+
     def _admitted(self, ids: IdArray, cost: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
-        limit = self._cap * (1 + self._tolerance)
+        # the sum is rounded upward, so a spend past the cap is never admitted by rounding;
         # an infinite cost is refused under every (finite) cap: inf <= limit is False
-        ok: npt.NDArray[np.bool_] = (cost == 0) | (self._spent[ids] + cost <= limit)
+        ok: npt.NDArray[np.bool_] = (cost == 0) | (add_up(self._spent[ids], cost) <= self._limit())
         return ok
 
     def can_afford(
-        self, respondents: Any, question: str, epsilon: float, *, memoized: bool = False
+        self,
+        respondents: Any,
+        question: str,
+        epsilon: float,
+        *,
+        memoized: bool = False,
+        fresh: Any = None,
     ) -> npt.NDArray[np.bool_]:
         """Boolean mask: which respondents could be asked ``question`` now."""
         ids = self._ids(respondents, unique=False)
@@ -248,44 +284,60 @@ class BudgetLedger:
         eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
         memo = _flag("memoized", memoized)
         self._check_question(q, eps, memo)
-        return self._admitted(ids, self._costs(ids, q, eps, memo))
+        return self._admitted(ids, self._costs(ids, q, eps, memo, _fresh(fresh, ids.size)))
 
     # ------------------------------------------------------------------ changes
 
     def spend(
-        self, respondents: Any, question: str, epsilon: float, *, memoized: bool = False
+        self,
+        respondents: Any,
+        question: str,
+        epsilon: float,
+        *,
+        memoized: bool = False,
+        fresh: Any = None,
     ) -> None:
         """Charge ``question`` (epsilon ``epsilon``) to every respondent in ``respondents``.
 
         All or nothing: if any respondent would exceed the cap, raise
         :class:`~deniable.exceptions.PrivacyError` naming the first such respondent, the
         question, its cost and what is left, and change nothing.  With ``memoized=True``
-        respondents already charged for ``question`` pay 0 (their answer is replayed).
+        respondents already charged for ``question`` pay 0 (their answer is replayed),
+        except those marked in ``fresh`` (a boolean mask, one per respondent, or ``True``
+        for all): their randomized report is drawn anew (the memo was lost or forgotten),
+        which is a new release and is charged again.
         """
         ids = self._ids(respondents)
         q = self._question(question)
         eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
         memo = _flag("memoized", memoized)
         self._check_question(q, eps, memo)
-        cost = self._costs(ids, q, eps, memo)
+        cost = self._costs(ids, q, eps, memo, _fresh(fresh, ids.size))
         ok = self._admitted(ids, cost)
         if not ok.all():
             bad = np.flatnonzero(~ok)
             i = int(ids[bad[0]])
-            left = max(self._cap - float(self._spent[i]), 0.0)
+            left = float(self.remaining(i))
+            cost_s, left_s = _fmt(eps), _fmt(left)
             why = (
                 " (an infinite epsilon: a report can reveal the answer, and no finite cap "
                 "admits it)"
                 if math.isinf(eps)
                 else ""
             )
+            if cost_s == left_s:  # apart only in the last digits: show them, and say why
+                cost_s, left_s = repr(eps), repr(left)
+                why = (
+                    " (sums of binary doubles are rounded upward and never pass the cap: "
+                    "state the cap with a margin)"
+                )
             raise PrivacyError(
-                f"question {q!r} costs epsilon {_fmt(eps)}{why} but respondent {i} has only "
-                f"{_fmt(left)} left of the cap {_fmt(self._cap)} ({bad.size} of {ids.size} "
+                f"question {q!r} costs epsilon {cost_s}{why} but respondent {i} has only "
+                f"{left_s} left of the cap {_fmt(self._cap)} ({bad.size} of {ids.size} "
                 "respondents would exceed it); nothing was spent."
             )
         # validated and admitted: now write (nothing below can fail)
-        self._spent[ids] += cost
+        self._spent[ids] = add_up(self._spent[ids], cost)
         if q not in self._questions:
             self._questions[q] = (eps, memo)
             self._charged[q] = np.zeros(self.n_respondents, dtype=np.bool_)
@@ -343,6 +395,44 @@ def _flag(name: str, value: Any) -> bool:
     if not isinstance(value, bool | np.bool_):
         raise ParameterTypeError(f"`{name}` must be True or False, got {value!r}.")
     return bool(value)
+
+
+def _fresh(value: Any, size: int) -> npt.NDArray[np.bool_] | None:
+    """``fresh`` as a boolean mask of ``size`` (``None``/``False``: nobody, ``True``: all)."""
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return np.full(size, bool(value), dtype=np.bool_)
+    m = np.asarray(value)
+    if m.dtype != np.bool_ or m.shape != (size,):
+        raise DataError(
+            f"`fresh` must be True, False, None or a boolean array of shape ({size},) (one per "
+            f"respondent), got dtype {m.dtype} and shape {m.shape}."
+        )
+    return m.copy()
+
+
+def add_up(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``a + b`` elementwise, rounded upward: never below the exact sum of the two doubles.
+
+    TwoSum (Knuth 1969, TAOCP vol. 2, 4.2.2): ``s = a + b``, ``bb = s - a``,
+    ``err = (a - (s - bb)) + (b - bb)`` is the exact rounding error ``a + b - s`` (for finite
+    sums); where ``err > 0`` the rounded sum is below the exact one and is moved up by one
+    double.
+
+    >>> float(add_up(0.1, 0.2)), float(add_up(0.5, 0.25))
+    (0.30000000000000004, 0.75)
+    >>> float(add_up(0.2, 0.1)) > 0.3
+    True
+    """
+    x = np.asarray(a, dtype=np.float64)
+    y = np.asarray(b, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = x + y
+        bb = s - x
+        err = (x - (s - bb)) + (y - bb)  # NaN for infinite sums: left as they are
+    out: npt.NDArray[np.float64] = np.where(err > 0, np.nextafter(s, math.inf), s)
+    return out
 
 
 class BudgetFilter:

@@ -23,6 +23,7 @@ References
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 _TWO_M53 = 2.0**-53
+_MAX_DOUBLE = Fraction(sys.float_info.max)
+_TINY = math.ulp(0.0)  # the smallest positive double
 
 
 def _up(x: float, steps: int = 1) -> float:
@@ -58,7 +61,9 @@ def _up(x: float, steps: int = 1) -> float:
 
 
 def _float_up(q: Fraction) -> float:
-    """The smallest double >= ``q``."""
+    """The smallest double >= ``q`` (``inf`` beyond the largest double)."""
+    if q > _MAX_DOUBLE:
+        return math.inf
     f = float(q)
     return f if Fraction(f) >= q else math.nextafter(f, math.inf)
 
@@ -164,14 +169,21 @@ class LaplaceMechanism:
 
 def _gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     """Balle & Wang (2018), Thm. 8: the exact delta(eps) of the Gaussian mechanism,
-    ``Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D)``, computed in log space."""
+    ``Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D)``, computed in log space.
+
+    It is positive for every finite ``eps``: where it underflows (a huge ``eps``, where
+    ``Phi(a)`` underflows or the two terms cancel in double precision) the smallest positive
+    double is returned, never 0 or NaN.
+    """
     a = sensitivity / (2 * sigma) - epsilon * sigma / sensitivity
     b = -sensitivity / (2 * sigma) - epsilon * sigma / sensitivity
     log_a, log_b = float(special.log_ndtr(a)), float(special.log_ndtr(b))
+    if log_a == -math.inf:
+        return _TINY  # delta <= Phi(a), which underflows
     gap = epsilon + log_b - log_a
     if gap >= 0:
-        return 0.0
-    return float(math.exp(log_a) * -math.expm1(gap))
+        return _TINY
+    return max(float(math.exp(log_a) * -math.expm1(gap)), _TINY)
 
 
 @dataclass(frozen=True)
@@ -279,6 +291,8 @@ class GaussianMechanism:
         hi = 1.0
         while excess(hi) > 0:
             hi *= 2
+            if hi > sys.float_info.max / 4:
+                return math.inf  # the true epsilon (about mu^2 / 2) overflows a double
         eps = float(optimize.brentq(excess, 0.0, hi, xtol=1e-14, rtol=1e-14))
         while excess(eps) > 0:
             eps = _up(eps, 16)

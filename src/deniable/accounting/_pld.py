@@ -42,6 +42,7 @@ from scipy import signal, special, stats
 
 from deniable import _validation as v
 from deniable.accounting._safety import MARGIN, TINY, upper_root
+from deniable.exceptions import ParameterError
 
 __all__ = ["PrivacyLossDistribution", "compose_all", "gaussian_pld", "laplace_pld", "rr_pld"]
 
@@ -49,6 +50,7 @@ FloatArray = npt.NDArray[np.float64]
 _U = 2.0**-53
 _GAUSS_Z = 37.5  # Gaussian loss truncated at mean + 37.5 sd: tail ~ 5e-308 goes to +inf
 _DIRECT_MAX = 20_000_000  # direct convolution when len(a) * len(b) is at most this
+_MAX_POINTS = 2**26  # grid points of one discretised PLD (512 MB of doubles)
 
 
 @dataclass(frozen=True, eq=False)
@@ -201,6 +203,16 @@ def compose_all(parts: list[PrivacyLossDistribution]) -> PrivacyLossDistribution
     return heap[0][2]
 
 
+def _check_grid(span: float, step: float, what: str) -> None:
+    """Refuse a grid of more than ``_MAX_POINTS`` points (it could not be held in memory)."""
+    points = span / step
+    if not points <= _MAX_POINTS:
+        raise ParameterError(
+            f"`step` must be at least {span / _MAX_POINTS:.6g} for {what} spanning losses of "
+            f"width {span:.6g} (at most {_MAX_POINTS} grid points), got {step:g}."
+        )
+
+
 def _index(loss: float, step: float, rounding: str) -> int:
     q = loss / step
     if rounding == "down":
@@ -245,6 +257,8 @@ def rr_pld(
     if eps == math.inf:
         # the true answer is reported with probability 1: loss +inf surely
         return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=mode)
+    if mode != "exact":
+        _check_grid(2 * c * eps, h, "a randomized-response PLD")
     i_plus = _index(eps, h, mode)
     i_minus = _index(-eps, h, mode)
     slack = c * 4 * _U * eps  # floating error of the grid losses
@@ -314,6 +328,7 @@ def laplace_pld(
         return _identity(h, rounding)
     if eps == math.inf:
         return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
+    _check_grid(2 * c * eps, h, "a Laplace PLD")
     lo, hi = _index(-eps, h, rounding), _index(eps, h, rounding)
     probs = np.zeros(hi - lo + 1)
     probs[0] += 0.5 * math.exp(-eps)
@@ -323,7 +338,8 @@ def laplace_pld(
     left = idx - 1 if rounding == "up" else idx
     a = np.clip(left * h, -eps, eps)
     z = np.clip((left + 1) * h, -eps, eps)
-    probs += 0.5 * np.exp((a - eps) / 2) * np.expm1((z - a) / 2)
+    # e^{(z-eps)/2} - e^{(a-eps)/2} written with exponents <= 0: no overflow for a huge eps
+    probs += 0.5 * np.exp((z - eps) / 2) * -np.expm1(-(z - a) / 2)
     one = PrivacyLossDistribution(
         h, lo, probs, rounding=rounding, rel_error=8 * _U, slack=4 * _U * eps
     )
@@ -359,6 +375,11 @@ def gaussian_pld(
     if c == 0 or mu == 0.0:
         return _identity(h, rounding)
     mean, s = mu * mu / 2, mu
+    if mean == math.inf:
+        # mu > 1.9e154: the loss N(mu^2/2, mu^2) exceeds every double with probability 1 to
+        # double precision (it is below 1.8e308 only mu/2 standard deviations under its mean)
+        return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
+    _check_grid(2 * _GAUSS_Z * s + 2 * h, h, "a Gaussian PLD")
     lo = math.floor((mean - _GAUSS_Z * s) / h)
     hi = math.ceil((mean + _GAUSS_Z * s) / h)
     idx = np.arange(lo, hi + 1)

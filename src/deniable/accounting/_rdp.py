@@ -14,6 +14,7 @@ References
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,7 @@ from scipy import optimize
 
 from deniable import _validation as v
 from deniable.accounting._measures import RDP, ApproxDP
-from deniable.accounting._safety import MARGIN, exp_up
+from deniable.accounting._safety import MARGIN, exp_up, half_square_up_array
 from deniable.exceptions import ParameterError, PrivacyError
 
 __all__ = [
@@ -42,6 +43,10 @@ Curve = Callable[[FloatArray], FloatArray]
 _METHODS = ("improved", "classic")
 # alpha - 1 on a log grid from 1e-9 to 1e9: the continuous minimisation starts from it.
 _T_GRID = np.logspace(-9.0, 9.0, 433)
+# Below this a divergence computed in floating point has lost relative precision (its terms
+# are subnormal or underflowed): the closed-form upper bound alpha eps^2 / 2 is used instead.
+_TINY_DIVERGENCE = 2.0**-960
+_LOG_TINY = -sys.float_info.max  # log delta of a positive delta that underflows: exp -> TINY
 
 
 def check_epsilon(value: Any, name: str = "epsilon") -> float:
@@ -76,6 +81,11 @@ def rr_rdp(epsilon: float, alpha: Any, k: int = 2) -> Any:
     answer under ``x'``) and ``k - 2`` ones.  For ``k = 2`` this is the tight pure-DP curve.
     Evaluated without cancellation as ``log1p(A sinh(x) + 2 B sinh^2(x/2)) / (alpha - 1)`` with
     ``x = (alpha-1) eps``; vectorized over ``alpha`` (in ``(1, inf]``).
+
+    Never below the true value: where the divergence is too small for floating point (below
+    ``2^-960``, e.g. ``eps = 1e-200``) the upper bound ``min(eps, alpha eps^2 / 2)`` (sharp
+    zCDP, Steinke 2024; ``eps tanh(eps/2) <= eps^2 / 2``) is returned, computed in scaled
+    arithmetic: positive, the smallest positive double at worst.
 
     >>> p = math.exp(1) / (1 + math.exp(1)); q = 1 - p
     >>> math.isclose(rr_rdp(1.0, 3.0), math.log(p**3 * q**-2 + q**3 * p**-2) / 2, rel_tol=1e-9)
@@ -114,23 +124,36 @@ def _rr_rdp(eps: float, alphas: FloatArray, k: int) -> FloatArray:
     a_coef = -math.expm1(-eps) / denom  # P(true) - P(other true)
     b_coef = (1.0 + em) / denom  # P(true) + P(other true)
     res = np.empty_like(t)
-    small = x <= 700.0
-    xs = x[small]
-    f = a_coef * np.sinh(xs) + b_coef * 2.0 * np.sinh(xs / 2.0) ** 2
-    res[small] = np.log1p(f) / t[small]
-    xl = x[~small]
-    ln_pp = -math.log1p((k - 1) * em)
-    res[~small] = (xl + ln_pp + np.log1p(em * (np.exp(-2 * xl) + (k - 2) * np.exp(-xl)))) / t[
-        ~small
-    ]
-    out[finite] = np.minimum(res * (1.0 + MARGIN), eps)
+    with np.errstate(over="ignore", under="ignore"):
+        x = t * eps  # inf for a huge eps and order: the large branch then gives eps
+        small = x <= 700.0
+        xs = x[small]
+        f = a_coef * np.sinh(xs) + b_coef * 2.0 * np.sinh(xs / 2.0) ** 2
+        res[small] = np.log1p(f) / t[small]
+        xl = x[~small]
+        ln_pp = -math.log1p((k - 1) * em)
+        res[~small] = (xl + ln_pp + np.log1p(em * (np.exp(-2 * xl) + (k - 2) * np.exp(-xl)))) / t[
+            ~small
+        ]
+    out[finite] = _tiny_fallback(np.minimum(res * (1.0 + MARGIN), eps), eps, alphas[finite])
     return out
+
+
+def _tiny_fallback(vals: FloatArray, eps: float, alphas: FloatArray) -> FloatArray:
+    """Replace divergences below ``_TINY_DIVERGENCE`` (no relative precision left) by the
+    upper bound ``min(eps, alpha eps^2 / 2)`` of every eps-DP pair, rounded up."""
+    lost = vals < _TINY_DIVERGENCE
+    if lost.any():
+        vals = vals.copy()
+        vals[lost] = np.minimum(half_square_up_array(eps, alphas[lost]), eps)
+    return vals
 
 
 def laplace_rdp(epsilon: float, alpha: Any) -> Any:
     """Renyi divergence of the Laplace mechanism with ``epsilon = sensitivity / scale``
     (Mironov 2017, Table II):
     ``(1/(alpha-1)) ln(alpha/(2alpha-1) e^{(alpha-1) eps} + (alpha-1)/(2alpha-1) e^{-alpha eps})``.
+    Tiny values are bounded as in :func:`rr_rdp` (the Laplace pair is eps-DP).
 
     >>> laplace_rdp(1.0, math.inf)
     1.0
@@ -144,20 +167,23 @@ def laplace_rdp(epsilon: float, alpha: Any) -> Any:
     finite = np.isfinite(alphas)
     out[~finite] = eps
     t = alphas[finite] - 1.0
-    x = t * eps
     res = np.empty_like(t)
-    small = x <= 700.0
-    ts, xs = t[small], x[small]
-    # S - 1 = [(t+1) expm1(t eps) + t expm1(-(t+1) eps)] / (2t+1): the two terms cancel to
-    # first order, so the rounding bound MARGIN * (|first| + |second|) is added before log1p.
-    first = (ts + 1) * np.expm1(xs)
-    second = ts * np.expm1(-(ts + 1) * eps)
-    s1 = (first + second + MARGIN * (np.abs(first) + np.abs(second))) / (2 * ts + 1)
-    res[small] = np.log1p(np.maximum(s1, 0.0)) / ts
-    tl, xl = t[~small], x[~small]
-    lse = np.logaddexp(np.log((tl + 1) / (2 * tl + 1)) + xl, np.log(tl / (2 * tl + 1)) - xl - eps)
-    res[~small] = lse / tl
-    out[finite] = np.minimum(res * (1.0 + MARGIN), eps)
+    with np.errstate(over="ignore", under="ignore"):
+        x = t * eps
+        small = x <= 700.0
+        ts, xs = t[small], x[small]
+        # S - 1 = [(t+1) expm1(t eps) + t expm1(-(t+1) eps)] / (2t+1): the two terms cancel
+        # to first order, so the rounding bound MARGIN * (|first| + |second|) is added first.
+        first = (ts + 1) * np.expm1(xs)
+        second = ts * np.expm1(-(ts + 1) * eps)
+        s1 = (first + second + MARGIN * (np.abs(first) + np.abs(second))) / (2 * ts + 1)
+        res[small] = np.log1p(np.maximum(s1, 0.0)) / ts
+        tl, xl = t[~small], x[~small]
+        lse = np.logaddexp(
+            np.log((tl + 1) / (2 * tl + 1)) + xl, np.log(tl / (2 * tl + 1)) - xl - eps
+        )
+        res[~small] = lse / tl
+    out[finite] = _tiny_fallback(np.minimum(res * (1.0 + MARGIN), eps), eps, alphas[finite])
     return _scalar_or_array(out, alpha)
 
 
@@ -169,7 +195,10 @@ def _min_over_alpha(objective: Callable[[FloatArray], FloatArray]) -> float:
     ``alpha - 1`` in ``[1e-9, 1e9]`` (log scale) refined by bounded Brent on ``log(alpha-1)``.
     """
     alphas = 1.0 + _T_GRID
-    vals = np.nan_to_num(objective(alphas), nan=math.inf, posinf=math.inf, neginf=-math.inf)
+    # a huge curve (rho = 1e300) overflows at large orders: inf is a valid (vacuous) bound
+    with np.errstate(over="ignore", invalid="ignore"):
+        raw = objective(alphas)
+    vals = np.nan_to_num(raw, nan=math.inf, posinf=math.inf, neginf=-math.inf)
     i = int(np.argmin(vals))
     best = float(vals[i])
     if not math.isfinite(best):
@@ -178,7 +207,8 @@ def _min_over_alpha(objective: Callable[[FloatArray], FloatArray]) -> float:
     hi = math.log(_T_GRID[min(i + 1, _T_GRID.size - 1)])
 
     def scalar(u: float) -> float:
-        val = float(objective(np.array([1.0 + math.exp(u)]))[0])
+        with np.errstate(over="ignore", invalid="ignore"):
+            val = float(objective(np.array([1.0 + math.exp(u)]))[0])
         return val if math.isfinite(val) else 1e308
 
     res = optimize.minimize_scalar(
@@ -211,7 +241,12 @@ def _eps_terms(
 def _log_delta_terms(
     alphas: FloatArray, curve_vals: FloatArray, eps: float, method: str
 ) -> FloatArray:
-    """log delta(eps) at each order, rounded up; ``alpha = inf`` gives 0 or -inf."""
+    """log delta(eps) at each order, rounded up; ``alpha = inf`` gives 0 or -inf.
+
+    At a finite order the bound is positive: a log that overflows to ``-inf`` (a huge
+    ``eps``) is returned as ``-max double``, whose exponential rounds up to the smallest
+    positive double, never to 0.
+    """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         t = alphas - 1.0
         term1 = t * (curve_vals - eps)
@@ -223,10 +258,11 @@ def _log_delta_terms(
             total = term1 + term2 + term3
             scale = t * (np.abs(curve_vals) + eps) + np.abs(term2) + np.abs(term3)
         out = total + MARGIN * (scale + 1.0)
+    out = np.nan_to_num(out, nan=math.inf, posinf=math.inf, neginf=_LOG_TINY)
     at_inf = np.where(curve_vals <= eps, -math.inf, math.inf)
     out = np.where(np.isinf(alphas), at_inf, out)
     out = np.where(np.isinf(curve_vals), math.inf, out)
-    return np.minimum(np.nan_to_num(out, nan=math.inf, posinf=math.inf, neginf=-math.inf), 0.0)
+    return np.minimum(out, 0.0)
 
 
 def rdp_curve_epsilon(curve: Curve, delta: float, method: str = "improved") -> float:

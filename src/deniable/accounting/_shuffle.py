@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special, stats
+from scipy import stats
 
 from deniable import _validation as v
 from deniable.accounting._measures import ApproxDP
+from deniable.accounting._safety import exp_or_inf, expm1_or_inf
 from deniable.exceptions import ParameterError
 
 __all__ = [
@@ -160,15 +161,20 @@ class _Clones:
         eps0 = self.eps0
         if eps >= eps0:
             return 0.0  # the likelihood ratio never exceeds e^eps0
-        beta = float(special.expit(-eps0))  # 1 - alpha, without cancellation
         tv = math.tanh(eps0 / 2)  # 2 alpha - 1
-        ee = math.exp(eps)
-        a1 = beta * ee * math.expm1(eps0 - eps)  # alpha - e^eps beta, without cancellation
-        share = a1 / (tv * (1 + ee))  # A1 / (A1 + A2)
+        # A1 = alpha - e^eps beta = (1 - e^(eps - eps0)) / (1 + e^-eps0) (beta = 1 - alpha =
+        # e^-eps0 / (1 + e^-eps0)): no cancellation, and no overflow however large eps0 is
+        a1 = -math.expm1(eps - eps0) / (1 + math.exp(-eps0))
+        ee = exp_or_inf(eps)
+        share = a1 / tv / (1 + ee)  # A1 / (A1 + A2); 0 when e^eps overflows
         c = self.c
-        k = np.ceil((c + 1) * share).astype(np.int64) - 1
+        # share > 0 (A1 > 0 as eps < eps0), so K >= 0 even where share underflows to 0
+        k = np.maximum(np.ceil((c + 1) * share).astype(np.int64) - 1, 0)
         pos = self.pc * stats.binom.pmf(k, c, 0.5) * a1
-        neg = self.pc * stats.binom.cdf(k - 1, c, 0.5) * math.expm1(eps)
+        cdf = self.pc * stats.binom.cdf(k - 1, c, 0.5)
+        # (e^eps - 1) F(K - 1): 0 where F(K - 1) = 0 (K = 0), even if e^eps overflows
+        with np.errstate(over="ignore", invalid="ignore"):
+            neg = np.where(cdf > 0, cdf * expm1_or_inf(eps), 0.0)
         terms = np.maximum(pos - neg, 0.0) + _relative_error(c) * (pos + neg)
         return float(np.sum(terms) * (1 + self.slack) + self.outside * tv)
 

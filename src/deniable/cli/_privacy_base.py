@@ -8,7 +8,10 @@ then printed as ``∞`` and written to JSON as ``"inf"``, never as a finite numb
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from fractions import Fraction
 from typing import Annotated
 
 import typer
@@ -17,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from deniable.cli._base import console, fail, parse_number
+from deniable.exceptions import DeniableError
 
 __all__ = [
     "DeltaOpt",
@@ -24,8 +28,12 @@ __all__ = [
     "check_choice",
     "fmt_delta",
     "fmt_eps",
+    "option_names",
     "parse_count",
+    "parse_counts_per",
     "parse_delta",
+    "parse_epsilon",
+    "parse_level",
     "parse_value",
     "parse_values",
     "print_table",
@@ -78,12 +86,63 @@ def parse_delta(option: str, text: str) -> float:
     return d
 
 
-def parse_count(option: str, text: str, *, minimum: int = 1) -> int:
-    """A whole number ``>= minimum`` (``1e6`` and ``1000000`` both work)."""
-    x = parse_value(option, text)
-    if x != math.floor(x) or x < minimum:
-        fail(f"`{option}` must be a whole number >= {minimum}, got {text!r}.")
+def parse_count(option: str, text: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """A whole number in ``[minimum, maximum]`` (``1e6`` and ``1000000`` both work)."""
+    allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    try:
+        x = Fraction(text.strip())
+    except (ValueError, ZeroDivisionError):
+        x = None
+    if x is None or x.denominator != 1 or x < minimum or (maximum is not None and x > maximum):
+        fail(f"`{option}` must be a whole number {allowed}, got {text!r}.")
     return int(x)
+
+
+def parse_counts_per(option: str, text: str, n: int, *, minimum: int = 1) -> list[int]:
+    """One whole number for all ``n`` items, or ``n`` of them separated by commas."""
+    parts = text.split(",")
+    if len(parts) == 1:
+        return [parse_count(option, text, minimum=minimum)] * n
+    if len(parts) != n:
+        fail(
+            f"`{option}` must be one whole number, or one per question ({n}) separated by "
+            f"commas, got {len(parts)} values: {text!r}."
+        )
+    return [parse_count(option, part, minimum=minimum) for part in parts]
+
+
+def parse_epsilon(
+    option: str, text: str, *, allow_zero: bool = True, allow_inf: bool = True
+) -> float:
+    """An epsilon-like number (also rho, mu): ``[0, inf]``, or the narrower range allowed."""
+    x = parse_value(option, text, allow_inf=allow_inf)
+    if x < 0 or (x == 0 and not allow_zero):
+        low = "[0" if allow_zero else "(0"
+        high = "inf]" if allow_inf else "inf)"
+        fail(f"`{option}` must be in {low}, {high}, got {text.strip()}.")
+    return x
+
+
+def parse_level(option: str, text: str) -> float:
+    """A confidence level in the open interval (0, 1)."""
+    x = parse_value(option, text)
+    if not 0 < x < 1:
+        fail(f"`{option}` must be in (0, 1), got {text.strip()}.")
+    return x
+
+
+@contextmanager
+def option_names(names: Mapping[str, str]) -> Iterator[None]:
+    """Report a library error that names a Python parameter (`` `claimed_epsilon` ``) with
+    the CLI option that set it (`` `--claimed-epsilon` ``), so every message names what the
+    user typed."""
+    try:
+        yield
+    except DeniableError as exc:
+        message = str(exc)
+        for name, opt in names.items():
+            message = re.sub(rf"`{re.escape(name)}`", f"`{opt}`", message)
+        fail(message)
 
 
 def check_choice(option: str, value: str, choices: Sequence[str]) -> str:
@@ -94,11 +153,14 @@ def check_choice(option: str, value: str, choices: Sequence[str]) -> str:
 
 
 def fmt_eps(eps: float | None, digits: int = 4) -> str:
-    """ε for people: ``∞`` for an infinite ε, ``-`` for none, else fixed decimals."""
+    """ε for people: ``∞`` for an infinite ε, ``-`` for none, fixed decimals, or 7 significant
+    digits from 1e9 on (``1e+300``, not 300 digits)."""
     if eps is None:
         return "-"
     if math.isinf(eps):
         return "∞"
+    if abs(eps) >= 1e9:
+        return f"{eps:.7g}"
     return f"{eps:.{digits}f}"
 
 

@@ -41,9 +41,11 @@ from deniable.cli._privacy_base import (
     check_choice,
     fmt_delta,
     fmt_eps,
+    option_names,
     parse_count,
+    parse_counts_per,
     parse_delta,
-    parse_value,
+    parse_epsilon,
     parse_values,
     print_table,
     privacy_app,
@@ -69,13 +71,12 @@ _NOTES = {
 
 
 def _compose_table(
-    eps: list[float], count: int, k: int, delta: float, method: str
+    eps: list[float], counts: list[int], k: int, delta: float, method: str
 ) -> tuple[CompositionTable, bool]:
-    counts = [count] * len(eps)
     acct = PrivacyAccountant(
         tuple(RandomizedResponse(e, count=c, k=k) for e, c in zip(eps, counts, strict=True))
     )
-    n = len(eps) * count
+    n = sum(counts)
     desc = f"{n} question{'s' if n != 1 else ''}"
     if len(set(eps)) == 1:
         desc += f" at epsilon = {eps[0]:g}"
@@ -105,7 +106,12 @@ def compose_command(
         str | None, typer.Option("--epsilons", help="All the questions' ε, comma-separated.")
     ] = None,
     count: Annotated[
-        str, typer.Option("--count", help="Times each question is asked (unmemoized).")
+        str,
+        typer.Option(
+            "--count",
+            help="Times each question is asked (unmemoized): one number, or one per question "
+            "separated by commas.",
+        ),
     ] = "1",
     k: Annotated[str, typer.Option("--k", help="Categories of each question (2: yes/no).")] = "2",
     delta: DeltaOpt = "1e-6",
@@ -120,19 +126,25 @@ def compose_command(
         fail(f"give the questions' ε with --epsilon (repeatable) or --epsilons, got {got}.")
     option = "--epsilon" if epsilon else "--epsilons"
     eps = parse_values(option, epsilon or [epsilons or ""], allow_inf=True)
-    cnt = parse_count("--count", count)
+    for text, e in zip(",".join(epsilon or [epsilons or ""]).split(","), eps, strict=True):
+        if e < 0:
+            fail(f"`{option}` must be in [0, inf], got {text.strip()}.")
+    counts = parse_counts_per("--count", count, len(eps))
     cats = parse_count("--k", k, minimum=2)
     d = parse_delta("--delta", delta)
     m = check_choice("--method", method, COMPOSE_METHODS)
-    table, exact = _compose_table(eps, cnt, cats, d, m)
+    names = {"epsilon": option, "epsilons": option, "count": "--count", "counts": "--count"}
+    with option_names({**names, "k": "--k", "delta": "--delta"}):
+        table, exact = _compose_table(eps, counts, cats, d, m)
     if as_json:
         emit_json(
             {
                 "description": table.description,
                 "epsilons": eps,
-                "count": cnt,
+                "count": counts[0] if len(set(counts)) == 1 else counts,
+                "counts": counts,
                 "k": cats,
-                "questions": len(eps) * cnt,
+                "questions": sum(counts),
                 "delta": table.delta,
                 "method": m,
                 "optimal_is_exact": exact,
@@ -206,21 +218,23 @@ def _source(
             fail(f"`{opt}` does not apply to `--from {source}` (it takes {needs[source][-1]}).")
     if source == "pure":
         assert epsilon is not None
-        return {"epsilon": parse_value("--epsilon", epsilon, allow_inf=True)}
+        return {"epsilon": parse_epsilon("--epsilon", epsilon)}
     if source == "zcdp":
         assert rho is not None
-        return {"rho": ZCDP(parse_value("--rho", rho, allow_inf=True)).rho}
+        return {"rho": ZCDP(parse_epsilon("--rho", rho)).rho}
     if source == "gdp":
         assert mu is not None
-        mus = [GDP(x).mu for x in parse_values("--mu", [mu], allow_inf=True)]
+        mus = [GDP(parse_epsilon("--mu", x)).mu for x in mu.split(",")]
         return {"mus": mus, "mu": mus[0] if len(mus) == 1 else compose_gdp(mus).mu}
     if alpha is None:
         fail("`--from rdp` needs --alpha A1,A2,... and --epsilon E1,E2,... (the Renyi curve).")
     assert epsilon is not None
-    grid = RDP(
-        tuple(parse_values("--alpha", [alpha], allow_inf=True)),
-        tuple(parse_values("--epsilon", [epsilon], allow_inf=True)),
-    )
+    alphas = parse_values("--alpha", [alpha], allow_inf=True)
+    for a in alphas:
+        if not a > 1:
+            fail(f"`--alpha` must be in (1, inf], got {a:g}.")
+    with option_names({"alphas": "--alpha", "epsilons": "--epsilon"}):
+        grid = RDP(tuple(alphas), tuple(parse_epsilon("--epsilon", e) for e in epsilon.split(",")))
     return {"alphas": list(grid.alphas), "epsilons": list(grid.epsilons), "rdp": grid}
 
 
@@ -295,9 +309,7 @@ def _target_options(
             fail(f"`--to approx` needs exactly one of --delta and --target-epsilon, got {got}.")
         d = None if delta is None else parse_delta("--delta", delta)
         if target_epsilon is not None:
-            t = parse_value("--target-epsilon", target_epsilon, allow_inf=True)
-            if t < 0:
-                fail(f"`--target-epsilon` must be in [0, inf], got {target_epsilon}.")
+            t = parse_epsilon("--target-epsilon", target_epsilon)
     elif delta is not None or target_epsilon is not None:
         fail(f"`--delta` and `--target-epsilon` apply to `--to approx` only, not `--to {target}`.")
     if target == "rdp":
@@ -350,7 +362,9 @@ def convert_command(
         methods = [check_choice("--method", method, methods)]
     d, t, orders = _target_options(target, delta, target_epsilon, source, alpha)
     src = _source(source, epsilon, rho, mu, alpha)
-    rows = [_convert_one(src, source, target, m, d, t, orders) for m in methods]
+    names = {"rho": "--rho", "mu": "--mu", "delta": "--delta", "alpha": "--alpha"}
+    with option_names({**names, "epsilon": "--epsilon", "target_epsilon": "--target-epsilon"}):
+        rows = [_convert_one(src, source, target, m, d, t, orders) for m in methods]
     shown = {k: x for k, x in src.items() if k != "rdp"}
     if as_json:
         emit_json({"from": source, "source": shown, "to": target, "results": rows})

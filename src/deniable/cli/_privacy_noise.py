@@ -17,8 +17,10 @@ from deniable.accounting import (
     DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
+    ShuffleTable,
     noise_error_table,
     plot_noise_error,
+    plot_shuffle,
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
 )
@@ -29,10 +31,11 @@ from deniable.cli._privacy_base import (
     check_choice,
     fmt_delta,
     fmt_eps,
+    option_names,
     parse_count,
     parse_delta,
+    parse_epsilon,
     parse_value,
-    parse_values,
     print_table,
     privacy_app,
     simple_table,
@@ -84,14 +87,16 @@ def shuffle_command(
     method: Annotated[
         str, typer.Option("--method", help="both, numerical or closed-form.")
     ] = "both",
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Also plot ε against n (log-log) to FILE.png or FILE.svg."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Central (ε, δ) of n shuffled ε0-LDP reports (Feldman-McMillan-Talwar 2021)."""
     if (n is None) == (n_grid is None):
         fail(f"give exactly one of --n and --n-grid, got {'both' if n else 'neither'}.")
-    e0 = parse_value("--epsilon0", epsilon0)
-    if not e0 > 0:
-        fail(f"`--epsilon0` must be in (0, inf), got {epsilon0}.")
+    e0 = parse_epsilon("--epsilon0", epsilon0, allow_zero=False, allow_inf=False)
     sizes = (
         [parse_count("--n", n)]
         if n is not None
@@ -99,6 +104,11 @@ def shuffle_command(
     )
     d = parse_delta("--delta", delta)
     m = check_choice("--method", method, SHUFFLE_METHODS)
+    if plot is not None and m == "closed-form":
+        fail(
+            "`--plot` draws the numerical bound (and the closed form beside it): use "
+            "--method both or numerical."
+        )
     rows: list[dict[str, Any]] = []
     for size in sizes:
         row: dict[str, Any] = {"n": size}
@@ -114,8 +124,25 @@ def shuffle_command(
         if m != "closed-form":
             row["numerical"] = shuffle_epsilon_numerical(e0, size, d)
         rows.append(row)
+    if plot is not None:
+        shuffled = ShuffleTable(
+            e0,
+            d,
+            tuple(r["n"] for r in rows),
+            tuple(r.get("closed_form") for r in rows),
+            tuple(r["numerical"] for r in rows),
+        )
+        save_figure(lambda: plot_shuffle(shuffled).figure, plot)
     if as_json:
-        emit_json({"epsilon0": e0, "delta": d, "method": m, "rows": rows})
+        emit_json(
+            {
+                "epsilon0": e0,
+                "delta": d,
+                "method": m,
+                "rows": rows,
+                "plot": None if plot is None else str(plot),
+            }
+        )
         return
     cols = [c for c in ("closed_form", "numerical") if c in rows[0]]
     table = simple_table("n", *(c.replace("_", " ") + " ε" for c in cols))
@@ -129,6 +156,8 @@ def shuffle_command(
             "apply) and the numerical clone bound. Never above ε0."
         ),
     )
+    if plot is not None:
+        console().print(Text(f"plot written to {plot}"))
 
 
 # --------------------------------------------------------------------------- noise
@@ -138,6 +167,8 @@ def _sensitivity(mechanism: str, text: str) -> float:
     s = parse_value("--sensitivity", text)
     if mechanism.startswith("discrete") and not (s >= 1 and s == math.floor(s)):
         fail(f"`--sensitivity` must be a whole number >= 1 for `{mechanism}`, got {text}.")
+    if not 0 < s < math.inf:
+        fail(f"`--sensitivity` must be in (0, inf), got {text}.")
     return s
 
 
@@ -200,9 +231,13 @@ def _mechanism_row(
 ) -> dict[str, Any]:
     """The mechanism calibrated from the options: parameters, privacy, expected |error|."""
     sens = _sensitivity(mechanism, sensitivity)
-    eps = None if epsilon is None else parse_value("--epsilon", epsilon)
+    eps = (
+        None
+        if epsilon is None
+        else parse_epsilon("--epsilon", epsilon, allow_zero=False, allow_inf=False)
+    )
     d = None if delta is None else parse_delta("--delta", delta)
-    r = None if rho is None else parse_value("--rho", rho)
+    r = None if rho is None else parse_epsilon("--rho", rho, allow_zero=False, allow_inf=False)
     row: dict[str, Any] = {"mechanism": mechanism, "sensitivity": sens}
     if mechanism in ("laplace", "discrete-laplace"):
         if r is not None or d is not None or eps is None:
@@ -220,6 +255,13 @@ def _mechanism_row(
 
 
 _PARAMETER = {"scale": "scale b", "sigma": "σ"}
+_NOISE_OPTIONS = {
+    "epsilon": "--epsilon",
+    "epsilons": "--epsilons",
+    "delta": "--delta",
+    "rho": "--rho",
+    "sensitivity": "--sensitivity",
+}
 
 
 def _print_mechanism(row: dict[str, Any]) -> None:
@@ -295,14 +337,15 @@ def noise_command(
             fail("`--plot` goes with --table.")
         if mechanism is None:
             fail("give --mechanism (one of " + ", ".join(MECHANISMS) + ") or --table.")
-        row = _mechanism_row(
-            check_choice("--mechanism", mechanism, MECHANISMS),
-            epsilon,
-            delta,
-            rho,
-            sensitivity,
-            method,
-        )
+        with option_names(_NOISE_OPTIONS):
+            row = _mechanism_row(
+                check_choice("--mechanism", mechanism, MECHANISMS),
+                epsilon,
+                delta,
+                rho,
+                sensitivity,
+                method,
+            )
         if as_json:
             emit_json(row)
         else:
@@ -315,9 +358,12 @@ def noise_command(
         )
     sens = _sensitivity("discrete", sensitivity)
     d = parse_delta("--delta", delta or "1e-6")
-    result = noise_error_table(
-        parse_values("--epsilons", [epsilons]), delta=d, sensitivity=int(sens)
-    )
+    grid = [
+        parse_epsilon("--epsilons", x, allow_zero=False, allow_inf=False)
+        for x in epsilons.split(",")
+    ]
+    with option_names(_NOISE_OPTIONS):
+        result = noise_error_table(grid, delta=d, sensitivity=int(sens))
     if plot is not None:
         save_figure(lambda: plot_noise_error(result).figure, plot)
     if as_json:

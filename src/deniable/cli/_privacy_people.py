@@ -21,7 +21,10 @@ from deniable.cli._privacy_base import (
     JsonOpt,
     check_choice,
     fmt_eps,
+    option_names,
     parse_count,
+    parse_epsilon,
+    parse_level,
     parse_value,
     print_table,
     privacy_app,
@@ -45,6 +48,12 @@ __all__ = ["AUDIT_FAILED_EXIT", "audit_command", "budget_command", "explain_comm
 
 #: Exit status of `deniable privacy audit` when the audit refutes the claimed ε.
 AUDIT_FAILED_EXIT = 1
+_AUDIT_OPTIONS = {
+    "claimed_epsilon": "--claimed-epsilon",
+    "trials": "--trials",
+    "seed": "--seed",
+    "level": "--level",
+}
 #: Above this ε, e^ε overflows a double (the largest is about e^709.8).
 _MAX_EXPLAINED = 700.0
 PLOT_KINDS = ("truth", "lying", "posterior")
@@ -83,14 +92,15 @@ def explain_command(
     as_json: JsonOpt = False,
 ) -> None:
     """ε in words: truth and lying probabilities, odds, what one answer tells an adversary."""
-    eps = parse_value("--epsilon", epsilon, allow_inf=True)
+    eps = parse_epsilon("--epsilon", epsilon)
     if _MAX_EXPLAINED < eps < math.inf:
         fail(
             f"`--epsilon` must be at most {_MAX_EXPLAINED:g} or inf (e^ε overflows), got {epsilon}."
         )
     kind = check_choice("--plot-kind", plot_kind, PLOT_KINDS)
-    text = explain(eps, attribute)
-    truth = truth_table(sorted(set(DEFAULT_EPSILONS) | {eps}))
+    with option_names({"epsilon": "--epsilon", "attribute": "--attribute"}):
+        text = explain(eps, attribute)
+        truth = truth_table(sorted(set(DEFAULT_EPSILONS) | {eps}))
     lying = lying_table()
     if plot is not None:
         save_figure(_plot_maker(kind, eps), plot)
@@ -136,14 +146,16 @@ def _audit_unary(
     bits 0 and 1 only, so the four values of those bits are the events (fixed in advance)."""
     if epsilon is None:
         fail(f"`{name}` needs --epsilon (its ε parameter).")
-    mech = UnaryEncoding(
-        parse_value("--epsilon", epsilon),
-        parse_count("--k", k or "4", minimum=2),
-        calibration=UNARY[name],
-    )
+    with option_names({"epsilon_parameter": "--epsilon", "k": "--k"}):
+        mech = UnaryEncoding(
+            parse_epsilon("--epsilon", epsilon, allow_zero=False, allow_inf=False),
+            parse_count("--k", k or "4", minimum=2, maximum=64),
+            calibration=UNARY[name],
+        )
     claim = mech.epsilon_parameter if claimed is None else claimed
     events = [_bits_event(a, b) for a in (0, 1) for b in (0, 1)]
-    result = audit(mech, 0, 1, claimed_epsilon=claim, event=events, **kw)
+    with option_names(_AUDIT_OPTIONS):
+        result = audit(mech, 0, 1, claimed_epsilon=claim, event=events, **kw)
     how = (
         "t = e^(ε/2)/(1+e^(ε/2)), correct"
         if UNARY[name] == "half"
@@ -187,14 +199,12 @@ def audit_command(
 ) -> None:
     """Run a mechanism many times and test its claimed ε (exit status 1 if refuted)."""
     claimed = (
-        None
-        if claimed_epsilon is None
-        else parse_value("--claimed-epsilon", claimed_epsilon, allow_inf=True)
+        None if claimed_epsilon is None else parse_epsilon("--claimed-epsilon", claimed_epsilon)
     )
     kw: dict[str, Any] = {
-        "trials": parse_count("--trials", trials),
+        "trials": parse_count("--trials", trials, maximum=100_000_000),
         "seed": None if seed is None else parse_count("--seed", seed, minimum=0),
-        "level": parse_value("--level", level),
+        "level": parse_level("--level", level),
     }
     if design in UNARY:
         if param:
@@ -224,7 +234,8 @@ def audit_command(
             "true_epsilon": d.epsilon,
             "label": label,
         }
-        result = audit_design(d, claimed_epsilon=claimed, **kw)
+        with option_names(_AUDIT_OPTIONS):
+            result = audit_design(d, claimed_epsilon=claimed, **kw)
     _report_audit(info, result, as_json)
     if not result.passed:
         raise typer.Exit(AUDIT_FAILED_EXIT)
@@ -268,9 +279,7 @@ def _questions(items: list[str]) -> list[tuple[str, float]]:
         name, sep, value = item.partition("=")
         if not sep or not name.strip() or not value.strip():
             fail(f"`--question` must look like NAME=EPSILON (e.g. smokes=0.5), got {item!r}.")
-        eps = parse_value(f"--question {name.strip()}", value, allow_inf=True)
-        if eps < 0:
-            fail(f"`--question {name.strip()}` must have an ε in [0, inf], got {value.strip()}.")
+        eps = parse_epsilon(f"--question {name.strip()}", value)
         out.append((name.strip(), eps))
     return out
 
@@ -294,20 +303,31 @@ def budget_command(
     as_json: JsonOpt = False,
 ) -> None:
     """One respondent's budget spent question by question: which questions fit, what is left."""
-    ledger = BudgetLedger(cap=parse_value("--cap", cap, allow_inf=True), n_respondents=1)
+    cap_value = parse_value("--cap", cap, allow_inf=True)
+    if not 0 < cap_value < math.inf:
+        fail(
+            f"`--cap` must be in (0, inf) (a budget with no cap is not a budget), got "
+            f"{cap.strip()}."
+        )
+    ledger = BudgetLedger(cap=cap_value, n_respondents=1)
     asked = _questions(question)
     memo = set(memoized or ())
     unknown = sorted(memo - {name for name, _ in asked})
     if unknown:
         fail(f"`--memoized` names a question that is not asked: {unknown[0]!r}.")
     rows: list[dict[str, Any]] = []
+    close_calls: list[str] = []
     for name, eps in asked:
         m = name in memo
-        cost = float(ledger.costs([0], name, eps, memoized=m)[0])
-        ok = bool(ledger.can_afford([0], name, eps, memoized=m)[0])
-        if ok:
-            ledger.spend([0], name, eps, memoized=m)
+        left_before = float(ledger.remaining(0))
+        with option_names({"epsilon": f"--question {name}"}):
+            cost = float(ledger.costs([0], name, eps, memoized=m)[0])
+            ok = bool(ledger.can_afford([0], name, eps, memoized=m)[0])
+            if ok:
+                ledger.spend([0], name, eps, memoized=m)
         status = "refused" if not ok else "replayed (free)" if m and cost == 0 < eps else "asked"
+        if not ok and fmt_eps(cost) == fmt_eps(left_before):
+            close_calls.append(f"{name} costs {cost!r} but only {left_before!r} is left")
         rows.append(
             {
                 "question": name,
@@ -343,12 +363,18 @@ def budget_command(
             fmt_eps(r["spent"]),
             fmt_eps(r["remaining"]),
         )
+    binary = (
+        f"\nRefused by binary rounding ({'; '.join(close_calls)}): decimal ε's are not exact "
+        "in binary and the sum never passes the cap; give the cap a margin."
+        if close_calls
+        else ""
+    )
     print_table(
         table,
         title=f"One respondent's budget: cap ε = {fmt_eps(ledger.cap)}",
         note=(
             "Basic composition: the total is the sum of the ε actually spent, whatever the "
             "dependence between the answers. A refused question is skipped and costs nothing.\n"
-            f"The largest ε the next question may use: {fmt_eps(remaining)}."
+            f"The largest ε the next question may use: {fmt_eps(remaining)}.{binary}"
         ),
     )
