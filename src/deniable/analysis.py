@@ -28,25 +28,24 @@ Conventions
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, overload
 
 import numpy as np
-import numpy.typing as npt
 
 from deniable import _validation as v
-from deniable._estimate import Estimate
-from deniable.designs import (
-    TWO_GROUP_DESIGNS,
-    BinaryDesign,
-    Categorical,
-    Design,
-    TwoGroupDesign,
-    TwoGroupEstimate,
+from deniable._analysis_columns import (
+    binary_reports,
+    check_design,
+    column_series,
+    group_series,
+    group_values,
+    missing_error,
 )
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable._estimate import Estimate
+from deniable._readers import check_frame, read_reports, require_pandas, write_reports
+from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate
+from deniable.exceptions import DataError, ParameterError
 
 __all__ = [
     "GROUPED_COLUMNS",
@@ -92,165 +91,6 @@ TWO_GROUP_COLUMNS = (
     "ci_upper",
     "epsilon",
 )
-
-_CSV = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".csv.zip")
-_PARQUET = (".parquet", ".pq")
-
-
-def require_pandas() -> Any:
-    """Import pandas, or raise an ``ImportError`` that says how to install it."""
-    try:
-        import pandas as pd
-    except ModuleNotFoundError as exc:
-        raise ImportError("this feature needs pandas: pip install 'deniable[data]'") from exc
-    return pd
-
-
-def _check_frame(df: Any) -> Any:
-    pd = require_pandas()
-    if not isinstance(df, pd.DataFrame):
-        raise ParameterTypeError(f"`df` must be a pandas DataFrame, got {type(df).__name__}.")
-    return pd
-
-
-def _check_design(design: Any) -> BinaryDesign | TwoGroupDesign:
-    if not isinstance(design, Design):
-        raise ParameterTypeError(
-            f"`design` must be a deniable design (e.g. deniable.Warner(0.75)), got "
-            f"{type(design).__name__} {design!r}."
-        )
-    if isinstance(design, TwoGroupDesign):
-        return design
-    if not isinstance(design, BinaryDesign) or design.n_reports != 2:
-        what = (
-            f"reports one of k = {design.k} categories"
-            if isinstance(design, Categorical)
-            else f"reports one of {design.n_reports} values (a count of red cards, 0 to "
-            f"{design.n_reports - 1})"
-        )
-        raise ParameterError(
-            "`design`: analyze reads a column of yes/no (0/1) reports, for designs with two "
-            f"report values (one- or two-group); design {design.name!r} {what}: estimate it "
-            "with design.estimate(reports) instead."
-        )
-    return design
-
-
-def _split_column(df: Any, design: Design, group: Any, column: Any) -> Any:
-    """The series of randomization groups for a two-group design (``None`` otherwise)."""
-    if isinstance(design, TwoGroupDesign):
-        if group is None:
-            raise DataError(
-                f"design {design.name!r} needs two groups: give group=... (the column holding "
-                "each respondent's group, 1 or 2)."
-            )
-        if group == column:
-            raise ParameterError(f"`group` must differ from `column`, got {group!r} for both.")
-        return _series(df, group, "group")
-    if group is not None:
-        raise ParameterError(
-            f"`group` applies to the two-group designs ({', '.join(TWO_GROUP_DESIGNS)}); "
-            f"design {design.name!r} has one group, got group={group!r} (by= estimates per "
-            "subgroup)."
-        )
-    return None
-
-
-def _split_values(g: Any, name: Any) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.bool_]]:
-    """``(group 1 or 2, with missing rows set to 1; missing mask)``; rejects other values."""
-    pd = require_pandas()
-    isna = np.asarray(g.isna(), dtype=bool)
-    if pd.api.types.is_bool_dtype(g.dtype):
-        ok = np.zeros(len(g), dtype=bool)
-    elif pd.api.types.is_numeric_dtype(g.dtype):
-        ok = np.asarray(g.isin([1, 2]), dtype=bool)
-    else:
-        ok = np.fromiter((_is12(x) for x in g.array), dtype=bool, count=len(g)) & ~isna
-    bad = ~isna & ~ok
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        nbad = int(bad.sum())
-        more = f" ({nbad} such values in all)" if nbad > 1 else ""
-        raise DataError(
-            f"`group` {name!r} must hold 1 or 2 (each respondent's randomization group), got "
-            f"{_py(g.iloc[i])!r} at row {_py(g.index[i])!r}{more}."
-        )
-    values = np.ones(len(g), dtype=np.intp)
-    if (~isna).any():
-        values[~isna] = np.asarray(g[~isna].astype("int64").to_numpy(), dtype=np.intp)
-    return values, isna
-
-
-def _columns_listed(df: Any) -> str:
-    cols = [repr(c) for c in df.columns]
-    if len(cols) > 30:
-        cols = [*cols[:30], f"... ({len(cols) - 30} more)"]
-    return ", ".join(cols) or "(none)"
-
-
-def _series(df: Any, name: str, what: str) -> Any:
-    if name not in df.columns:
-        raise DataError(
-            f"`{what}` must be one of the DataFrame's columns {_columns_listed(df)}, got {name!r}."
-        )
-    s = df[name]
-    if s.ndim != 1:
-        raise DataError(
-            f"`{what}` {name!r} names {s.shape[1]} columns; column names must be unique."
-        )
-    return s
-
-
-def _py(x: Any) -> Any:
-    """A numpy scalar as the Python value (so messages show ``2``, not ``np.int64(2)``)."""
-    return x.item() if isinstance(x, np.generic) else x
-
-
-def _is01(x: Any) -> bool:
-    if isinstance(x, bool | np.bool_):
-        return True
-    return isinstance(x, numbers.Real) and not isinstance(x, str) and (x == 0 or x == 1)
-
-
-def _is12(x: Any) -> bool:
-    real = isinstance(x, numbers.Real) and not isinstance(x, bool | np.bool_ | str)
-    return real and (x == 1 or x == 2)
-
-
-def _binary_reports(
-    s: Any, column: Any, design: Design
-) -> tuple[npt.NDArray[np.uint8], npt.NDArray[np.bool_]]:
-    """``(reports as 0/1 with missing rows set to 0, missing mask)``; rejects non-binary."""
-    pd = require_pandas()
-    isna = np.asarray(s.isna(), dtype=bool)
-    if pd.api.types.is_bool_dtype(s.dtype):
-        ok = ~isna
-    elif pd.api.types.is_numeric_dtype(s.dtype):
-        ok = np.asarray(s.isin([0, 1]), dtype=bool)
-    else:
-        ok = np.fromiter((_is01(x) for x in s.array), dtype=bool, count=len(s)) & ~isna
-    bad = ~isna & ~ok
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        nbad = int(bad.sum())
-        more = f" ({nbad} non-binary values in all)" if nbad > 1 else ""
-        raise DataError(
-            f"`column` {column!r} must hold reports 0 or 1 (or True/False) for design "
-            f"{design.name!r}, got {_py(s.iloc[i])!r} at row {_py(s.index[i])!r}{more}."
-        )
-    values = np.zeros(len(s), dtype=np.uint8)
-    keep = ~isna
-    if keep.any():
-        values[keep] = np.asarray(s[keep].astype("int64").to_numpy(), dtype=np.uint8)
-    return values, isna
-
-
-def _missing_error(s: Any, mask: npt.NDArray[np.bool_], what: str, name: Any) -> None:
-    i = int(np.flatnonzero(mask)[0])
-    raise DataError(
-        f"`{what}` {name!r} has {int(mask.sum())} missing value(s) (first at row "
-        f"{_py(s.index[i])!r}) and `missing` is 'error'; drop them or use missing='drop'."
-    )
 
 
 @dataclass(frozen=True)
@@ -424,20 +264,20 @@ def analyze(
     """
     if by is not None:
         return grouped(df, column, design, by, group=group, level=level, missing=missing)
-    _check_frame(df)
-    d = _check_design(design)
+    check_frame(df)
+    d = check_design(design)
     lvl = v.level(level)
     v.choice("missing", missing, ("drop", "error"))
-    s = _series(df, column, "column")
-    g = _split_column(df, d, group, column)
-    values, isna = _binary_reports(s, column, d)
+    s = column_series(df, column, "column")
+    g = group_series(df, d, group, column)
+    values, isna = binary_reports(s, column, d)
     if isna.any() and missing == "error":
-        _missing_error(s, isna, "column", column)
+        missing_error(s, isna, "column", column)
     drop = isna
     if g is not None:
-        split, gna = _split_values(g, group)
+        split, gna = group_values(g, group)
         if gna.any() and missing == "error":
-            _missing_error(g, gna, "group", group)
+            missing_error(g, gna, "group", group)
         drop = isna | gna
     kept = int((~drop).sum())
     if kept == 0:
@@ -475,25 +315,25 @@ def grouped(
     ``yes2`` per randomization group; Wald intervals; NaN where a randomization group has
     no reports in that subgroup).
     """
-    pd = _check_frame(df)
-    d = _check_design(design)
+    pd = check_frame(df)
+    d = check_design(design)
     lvl = v.level(level)
     v.choice("missing", missing, ("drop", "error"))
-    s = _series(df, column, "column")
-    g = _series(df, by, "by")
+    s = column_series(df, column, "column")
+    g = column_series(df, by, "by")
     if by == column:
         raise ParameterError(f"`by` must differ from `column`, got {by!r} for both.")
-    rr = _split_column(df, d, group, column)
+    rr = group_series(df, d, group, column)
     if rr is not None and by == group:
         raise ParameterError(f"`by` must differ from `group`, got {by!r} for both.")
-    values, isna = _binary_reports(s, column, d)
-    split, sna = (None, np.zeros(len(s), dtype=bool)) if rr is None else _split_values(rr, group)
+    values, isna = binary_reports(s, column, d)
+    split, sna = (None, np.zeros(len(s), dtype=bool)) if rr is None else group_values(rr, group)
     gna = np.asarray(g.isna(), dtype=bool)
     if missing == "error":
         for mask, series, what, name in ((isna, s, "column", column), (sna, rr, "group", group),
                                          (gna, g, "by", by)):  # fmt: skip
             if mask.any():
-                _missing_error(series, mask, what, name)
+                missing_error(series, mask, what, name)
     drop = (isna | sna)[~gna]
     cols: dict[str, Any] = {
         "group": g.to_numpy()[~gna],
@@ -546,64 +386,3 @@ def grouped(
     if two:
         out.attrs["group"] = group
     return out
-
-
-def _kind(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith(_CSV):
-        return "csv"
-    if name.endswith(_PARQUET):
-        return "parquet"
-    raise ParameterError(
-        f"`path` must end in {', '.join(_CSV + _PARQUET)} (the format is chosen by "
-        f"extension), got {str(path)!r}."
-    )
-
-
-def _parquet_engine() -> None:
-    try:
-        import pyarrow  # noqa: F401
-    except ModuleNotFoundError as exc:
-        raise ImportError("Parquet needs pyarrow: pip install 'deniable[data]'") from exc
-
-
-def read_reports(path: str | Path) -> Any:
-    """Read a survey file into a DataFrame: CSV (``.csv``, optionally compressed ``.csv.gz``
-    ...) or Parquet (``.parquet``, ``.pq``), chosen by extension.
-
-    Raises :class:`~deniable.exceptions.ParameterError` for another extension and
-    :class:`~deniable.exceptions.DataError` for a file that cannot be read or parsed
-    (the message names the file and the reason).
-    """
-    pd = require_pandas()
-    p = Path(path)
-    kind = _kind(p)
-    if kind == "parquet":
-        _parquet_engine()
-    try:
-        if kind == "csv":
-            return pd.read_csv(p)
-        return pd.read_parquet(p)
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError | IsADirectoryError | PermissionError):
-            raise DataError(f"cannot read reports file {str(p)!r}: {exc.strerror or exc}.") from exc
-        raise DataError(f"reports file {str(p)!r} is not valid {kind}: {exc}.") from exc
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise DataError(f"reports file {str(p)!r} is not valid {kind}: {reason}.") from exc
-
-
-def write_reports(df: Any, path: str | Path) -> Path:
-    """Write ``df`` as CSV or Parquet (by extension, as :func:`read_reports` reads it back)."""
-    _check_frame(df)
-    p = Path(path)
-    kind = _kind(p)
-    try:
-        if kind == "csv":
-            df.to_csv(p, index=False)
-        else:
-            _parquet_engine()
-            df.to_parquet(p, index=False)
-    except OSError as exc:
-        raise DataError(f"cannot write {str(p)!r}: {exc.strerror or exc}.") from exc
-    return p

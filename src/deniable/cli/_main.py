@@ -7,12 +7,16 @@ from typing import Annotated
 import typer
 
 import deniable
-from deniable.cli import _analyze, _decisions, _designs, _power, _privacy, _regress, _tour
+
+# `deniable --help` lists the commands in the order they are registered, i.e. the order in
+# which their modules are first imported: keep this line in that order (not sorted).
+from deniable.cli import _designs, _decisions, _analyze, _study  # isort: skip
+from deniable.cli import _power, _privacy, _regress, _tour
 from deniable.cli._base import app
 
 __all__ = ["app"]
 
-_COMMAND_MODULES = (_designs, _decisions, _tour, _analyze, _regress, _power, _privacy)
+_COMMAND_MODULES = (_designs, _decisions, _tour, _analyze, _study, _regress, _power, _privacy)
 
 
 def _version(value: bool) -> None:

@@ -9,17 +9,18 @@ both standard-error conventions and its intervals, and the exact variance from t
 from __future__ import annotations
 
 import math
-import struct
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable import _validation as v
 from deniable._estimate import Estimate, binomial_interval, map_interval
+from deniable.designs._from_epsilon import design_for_epsilon, expit
+from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
     CHUNK,
@@ -29,24 +30,8 @@ from deniable.randomness import (
     words_below,
 )
 
+# Tally (_tally), design_for_epsilon and expit (_from_epsilon) are re-exported from here.
 __all__ = ["BinaryDesign", "Design", "Tally", "channel_epsilon", "design_for_epsilon", "expit"]
-
-D = TypeVar("D", bound="Design")
-
-
-def expit(x: float) -> float:
-    """``e^x / (1 + e^x)`` to full relative precision for every real ``x`` (no overflow).
-
-    ``1 - expit(x)`` is ``expit(-x)``: compute a complement that way, never as ``1 - p``
-    (which loses every digit of a probability near 0 that ``p`` near 1 cannot hold).  Near 0
-    it uses ``(1 + tanh(x/2)) / 2``, whose only rounding is the final addition.
-    """
-    if abs(x) < 1.0:
-        return 0.5 + 0.5 * math.tanh(x / 2)
-    if x > 0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = math.exp(x)  # x <= -1: no overflow; underflows to 0 only below about -745
-    return e / (1.0 + e)
 
 
 def channel_epsilon(channel: npt.ArrayLike) -> float:
@@ -65,196 +50,6 @@ def channel_epsilon(channel: npt.ArrayLike) -> float:
             return math.inf
         eps = max(eps, math.log(hi / lo))
     return eps
-
-
-def _key(x: float, sign: int) -> int:
-    """Order-preserving integer of a float in [0, 1] (its bit pattern), times ``sign``."""
-    return sign * int(struct.unpack("<q", struct.pack("<d", x))[0])
-
-
-def _unkey(key: int, sign: int) -> float:
-    return float(struct.unpack("<d", struct.pack("<q", sign * key))[0])
-
-
-def _bound_text(x: float, up: bool) -> str:
-    """The shortest decimal on the safe side of ``x`` (above it if ``up``)."""
-    for digits in range(6, 18):
-        text = f"{x:.{digits}g}"
-        if (float(text) >= x) if up else (float(text) <= x):
-            return text
-    return repr(x)
-
-
-def design_for_epsilon(
-    make: Callable[[float], D],
-    epsilon: float,
-    start: float,
-    *,
-    neutral: float,
-    extreme: float,
-    fallback: float,
-    context: str,
-) -> D:
-    """The design ``make(x)`` with the largest epsilon not above ``epsilon``.
-
-    ``x`` is one float parameter in the closed range from ``neutral`` (epsilon 0) to
-    ``extreme`` (the largest epsilon), along which epsilon grows; ``make`` raises
-    :class:`~deniable.exceptions.ParameterError` where the design cannot be built (too close
-    to ``neutral``: uninformative after float rounding; too close to ``extreme``: a
-    probability below the randomizer's ``2**-53`` resolution), and designs with epsilon 0 or
-    infinite are never candidates.  ``start`` is the closed-form
-    parameter for ``epsilon`` and ``fallback`` one that is always valid (the closed form for
-    epsilon 1).  The search walks the floats between them (their bit patterns are ordered),
-    so the returned design's epsilon is at most the request and, among the designs the
-    floats can express, the closest to it.  A request above the largest epsilon the family
-    can represent, or below the smallest, raises ``ParameterError`` naming ``epsilon`` with
-    that bound; so no design with an infinite or overstated epsilon is ever returned.
-    """
-    sign = 1 if extreme > neutral else -1
-    lo_key, hi_key = _key(neutral, sign), _key(extreme, sign)
-    cache: dict[int, D | None] = {}
-
-    def build(key: int) -> D | None:
-        if key not in cache:
-            try:
-                d: D | None = None if key == lo_key else make(_unkey(key, sign))
-            except ParameterError:
-                d = None
-            # epsilon 0 (the neutral end) or infinite (a report reveals the answer): not a
-            # candidate, like a parameter the design rejects
-            cache[key] = None if d is None or not 0 < d.epsilon < math.inf else d
-        return cache[key]
-
-    def fits(key: int) -> bool:
-        d = build(key)
-        return d is not None and d.epsilon <= epsilon
-
-    def clamp(x: float) -> int:
-        x = min(max(x, min(neutral, extreme)), max(neutral, extreme))
-        return min(max(_key(x, sign), lo_key), hi_key)
-
-    anchor = next((k for k in (clamp(start), clamp(fallback)) if build(k) is not None), None)
-    if anchor is None:  # pragma: no cover - the fallback is valid for every design
-        raise ParameterError(f"`epsilon`: no design {context} could be built, got {epsilon!r}.")
-    good: int | None = None
-    bad: int | None = None
-    if fits(anchor):
-        good, step = anchor, 1
-        while bad is None and good < hi_key:  # gallop toward the extreme, then bisect
-            key = min(good + step, hi_key)
-            if fits(key):
-                good, step = key, 2 * step
-            else:
-                bad = key
-    else:
-        bad, step = anchor, 1
-        low: int | None = None  # an invalid key on the neutral side
-        while good is None and low is None:
-            key = max(bad - step, lo_key)
-            if build(key) is None:
-                low = key
-            elif fits(key):
-                good = key
-            else:
-                bad, step = key, 2 * step
-        if good is None:
-            assert low is not None
-            valid = bad
-            while valid - low > 1:  # the first valid key: the smallest epsilon there is
-                mid = (low + valid) // 2
-                if build(mid) is None:
-                    low = mid
-                else:
-                    valid = mid
-            first = build(valid)
-            assert first is not None
-            if first.epsilon > epsilon:
-                raise ParameterError(
-                    f"`epsilon` must be at least {_bound_text(first.epsilon, up=True)} for "
-                    f"design {context} (the smallest epsilon it can represent: below it its "
-                    "probabilities round to an uninformative channel in floats or at the "
-                    f"randomizer's 2**-53 resolution), got {epsilon!r}."
-                )
-            good = valid  # fits; the largest fitting key lies below `bad`
-    if bad is not None:
-        while bad - good > 1:
-            mid = (good + bad) // 2
-            if fits(mid):
-                good = mid
-            else:
-                bad = mid
-    best = build(good)
-    assert best is not None
-    nxt = good + 1
-    beyond = build(nxt) if nxt <= hi_key else None
-    if best.epsilon < epsilon and (beyond is None or math.isinf(beyond.epsilon)):
-        # the largest epsilon the family can represent is below the request
-        raise ParameterError(
-            f"`epsilon` must be at most {_bound_text(best.epsilon, up=False)} for design "
-            f"{context} (the largest epsilon it can represent: its probabilities are drawn "
-            f"at the randomizer's 2**-53 resolution), got {epsilon!r}."
-        )
-    return best
-
-
-@dataclass(frozen=True)
-class Tally:
-    """Counts of each report value: the sufficient statistic; tallies add across shards.
-
-    ``counts[r]`` is the number of reports equal to ``r``.
-    """
-
-    counts: tuple[int, ...]
-
-    def __post_init__(self) -> None:
-        counts = tuple(v.integer(f"counts[{i}]", c, minimum=0) for i, c in enumerate(self.counts))
-        if len(counts) < 2:
-            raise DataError(f"`counts` needs at least 2 report values, got {len(counts)}.")
-        object.__setattr__(self, "counts", counts)
-
-    @classmethod
-    def binary(cls, yes: int, n: int) -> Tally:
-        """The tally of ``yes`` "yes" reports among ``n``."""
-        n = v.integer("n", n, minimum=1)
-        yes = v.integer("yes", yes, minimum=0)
-        if yes > n:
-            raise DataError(f"`yes` must be in [0, n] = [0, {n}], got {yes}.")
-        return cls((n - yes, yes))
-
-    @classmethod
-    def from_reports(cls, reports: npt.ArrayLike, size: int = 2) -> Tally:
-        """Count ``reports`` (integers in ``0..size-1``)."""
-        arr = v.reports_array("reports", reports, categories=size)
-        if arr.dtype == np.uint8 and size == 2:
-            yes = int(np.count_nonzero(arr))
-            return cls((arr.size - yes, yes))
-        counts = np.zeros(size, dtype=np.int64)
-        for start in range(0, arr.size, CHUNK):  # blockwise: bincount copies to intp
-            counts += np.bincount(arr[start : start + CHUNK], minlength=size)
-        return cls(tuple(int(c) for c in counts))
-
-    @property
-    def n(self) -> int:
-        """Number of reports."""
-        return sum(self.counts)
-
-    @property
-    def yes(self) -> int:
-        """Number of reports equal to 1 (binary tallies only)."""
-        if len(self.counts) != 2:
-            raise DataError(
-                f"`yes` is defined for binary tallies, this one has {len(self.counts)} values."
-            )
-        return self.counts[1]
-
-    def __add__(self, other: object) -> Tally:
-        if not isinstance(other, Tally):
-            return NotImplemented
-        if len(other.counts) != len(self.counts):
-            raise DataError(
-                f"cannot add tallies of {len(self.counts)} and {len(other.counts)} report values."
-            )
-        return Tally(tuple(a + b for a, b in zip(self.counts, other.counts, strict=True)))
 
 
 class Design(ABC):

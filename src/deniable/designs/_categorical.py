@@ -12,7 +12,8 @@ import numpy.typing as npt
 
 from deniable import _validation as v
 from deniable._estimate import Estimate
-from deniable.designs._base import Design, Tally, binary_estimate, design_for_epsilon
+from deniable.designs._base import Design, Tally, binary_estimate
+from deniable.designs._from_epsilon import design_for_epsilon
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,

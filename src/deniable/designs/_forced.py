@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from deniable import _validation as v
-from deniable.designs._base import BinaryDesign, design_for_epsilon, expit
+from deniable.designs._base import BinaryDesign
+from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError
 
 __all__ = ["ForcedResponse", "Mangat", "Triangular", "UnrelatedQuestion"]

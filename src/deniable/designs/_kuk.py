@@ -14,7 +14,8 @@ from scipy import optimize, stats
 
 from deniable import _validation as v
 from deniable._estimate import Estimate
-from deniable.designs._base import BinaryDesign, Tally, channel_epsilon, design_for_epsilon, expit
+from deniable.designs._base import BinaryDesign, Tally, channel_epsilon
+from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError
 from deniable.randomness import CHUNK, random_words, resolve_rng
 
