@@ -1,0 +1,97 @@
+"""The budget gate in front of a question, :class:`BudgetFilter`: admit, then commit, against
+a :class:`~deniable.accounting.BudgetLedger`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable import _validation as v
+
+# the module, not the class: ``_ledger`` re-exports BudgetFilter, so it imports this module
+# before BudgetLedger exists; the class is looked up when a filter is made
+from deniable.accounting import _ledger as _ledger_module
+from deniable.exceptions import DataError, ParameterTypeError
+
+__all__ = ["BudgetFilter"]
+
+
+class BudgetFilter:
+    """The budget gate a survey service puts in front of a question.
+
+    ``admit`` answers "who may be asked?" without spending; ``commit`` charges those who
+    were asked (all or nothing, re-checked, so a race between ``admit`` and ``commit``
+    raises rather than over-spends).  Call them under one lock per ledger in a concurrent
+    service.
+
+    >>> from deniable.accounting import BudgetLedger
+    >>> ledger = BudgetLedger(cap=1.0, n_respondents=4)
+    >>> ledger.spend([3], "warm-up", 0.8)
+    >>> gate = BudgetFilter(ledger)
+    >>> mask = gate.admit([0, 1, 2, 3], 0.5)
+    >>> mask.tolist()
+    [True, True, True, False]
+    >>> gate.commit([0, 1, 2, 3], 0.5, question="q1", mask=mask)
+    [0, 1, 2]
+    >>> ledger.remaining(3)
+    0.2
+    """
+
+    __slots__ = ("_ledger",)
+
+    def __init__(self, ledger: _ledger_module.BudgetLedger) -> None:
+        if not isinstance(ledger, _ledger_module.BudgetLedger):
+            raise ParameterTypeError(
+                f"`ledger` must be a BudgetLedger, got {type(ledger).__name__}."
+            )
+        self._ledger = ledger
+
+    @property
+    def ledger(self) -> _ledger_module.BudgetLedger:
+        """The ledger this filter spends from."""
+        return self._ledger
+
+    def admit(
+        self,
+        respondent_ids: Any,
+        question_epsilon: float,
+        *,
+        question: str | None = None,
+        memoized: bool = False,
+    ) -> npt.NDArray[np.bool_]:
+        """Boolean mask of the respondents whose remaining budget covers the question.
+
+        Nothing is spent.  Without ``question`` every respondent is charged the full
+        ``question_epsilon``; with a memoized ``question``, earlier askees replay for free.
+        """
+        ids = self._ledger._ids(respondent_ids, unique=False)
+        eps = v.positive("question_epsilon", question_epsilon, allow_zero=True, allow_inf=True)
+        if question is None:
+            return self._ledger._admitted(ids, np.full(ids.size, eps))
+        return self._ledger.can_afford(ids, question, eps, memoized=memoized)
+
+    def commit(
+        self,
+        respondent_ids: Any,
+        question_epsilon: float,
+        *,
+        question: str,
+        mask: Any = None,
+        memoized: bool = False,
+    ) -> list[int]:
+        """Charge the question to ``respondent_ids`` (to those where ``mask`` is True, if
+        given); return the ids charged.  Raises :class:`PrivacyError` and charges nobody if
+        any of them cannot afford it."""
+        ids = self._ledger._ids(respondent_ids)
+        if mask is not None:
+            m = np.asarray(mask)
+            if m.dtype != np.bool_ or m.shape != ids.shape:
+                raise DataError(
+                    f"`mask` must be a boolean array of shape {ids.shape} (one per respondent), "
+                    f"got dtype {m.dtype} and shape {m.shape}."
+                )
+            ids = ids[m]
+        self._ledger.spend(ids, question, question_epsilon, memoized=memoized)
+        return [int(i) for i in ids]
