@@ -6,7 +6,8 @@ Only fair 64-bit words (:func:`deniable.randomness.random_words`), rational comp
 integer arithmetic are used: no float is ever sampled, so the floating-point attacks of
 Mironov (2012) do not apply.  Integers live in int64 arrays while every intermediate stays
 below 2**62, and in object arrays of Python ints otherwise; every loop below is a rejection
-loop over a whole batch.  The mechanisms that use these samplers are in ``_noise_discrete`` (re-exported by ``_noise``).
+loop over a whole batch.  The mechanisms that use these samplers are in
+``_noise_discrete`` (re-exported by ``_noise``).
 
 Reference: Canonne, Kamath & Steinke (2020), "The discrete Gaussian for differential
 privacy", NeurIPS 2020, Algorithms 1-3.
