@@ -455,3 +455,14 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal() -> None:
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0 and done.stderr == "" and "Simulation study" in done.stdout
+
+
+def test_simulations_compare_by_identity_instead_of_raising() -> None:
+    # numpy array fields made the generated __eq__ raise "truth value ... is ambiguous"
+    from deniable import TwoCoin, simulate
+
+    a = simulate(TwoCoin(), 100, 0.3, seed=1)
+    b = simulate(TwoCoin(), 100, 0.3, seed=1)
+    assert a == a
+    assert (a == b) is False
+    assert len({a, b}) == 2

@@ -64,7 +64,7 @@ __all__ = [
 AnyEstimate = Estimate | CategoricalEstimate | TwoGroupEstimate
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # numpy array fields: compare by identity
 class Simulation:
     """One simulated survey: true answers, randomized reports and the estimate from them.
 
