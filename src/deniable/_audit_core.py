@@ -11,10 +11,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from deniable import _validation as v
 from deniable._audit_result import AuditResult
+from deniable._estimate import beta_quantile_bounds
 from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.explain import Table
@@ -43,13 +43,7 @@ def clopper_pearson_bounds(
     a = v.probability("alpha", alpha, low_open=True, high_open=True)
     if np.any(c < 0) or np.any(c > size):
         raise DataError(f"`counts` must be in [0, n] = [0, {size}], got {c.min()}..{c.max()}.")
-    lo = np.zeros_like(c)
-    hi = np.ones_like(c)
-    pos = c > 0
-    lo[pos] = stats.beta.ppf(a, c[pos], size - c[pos] + 1)
-    below = c < size
-    hi[below] = stats.beta.ppf(1 - a, c[below] + 1, size - c[below])
-    return lo, hi
+    return beta_quantile_bounds(c, size, a)
 
 
 # --------------------------------------------------------------------------- sampling

@@ -11,12 +11,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from scipy import stats
 
 from deniable import _validation as v
 from deniable.exceptions import ParameterError
 
-__all__ = ["Estimate", "binomial_interval", "map_interval", "normal_quantile"]
+__all__ = [
+    "Estimate",
+    "beta_quantile_bounds",
+    "binomial_interval",
+    "map_interval",
+    "normal_quantile",
+]
 
 Interval = tuple[float, float]
 IntervalFn = Callable[[float], Interval]
@@ -34,6 +42,28 @@ def normal_quantile(level: float) -> float:
     return float(stats.norm.ppf(0.5 + v.level(level) / 2))
 
 
+def beta_quantile_bounds(
+    counts: npt.ArrayLike, n: int, tail: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Clopper & Pearson (1934) bounds for ``lambda`` from ``c`` of ``n``, each one-sided at
+    error ``tail``, vectorized over ``counts`` (inputs are not validated):
+    ``lower = Beta^-1(tail; c, n - c + 1)`` (0 when ``c = 0``) and
+    ``upper = Beta^-1(1 - tail; c + 1, n - c)`` (1 when ``c = n``).
+
+    >>> lo, hi = beta_quantile_bounds([0, 10], 10, 0.05)
+    >>> float(lo[0]), round(float(hi[0]), 4), round(float(lo[1]), 4), float(hi[1])
+    (0.0, 0.2589, 0.7411, 1.0)
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    lo = np.zeros_like(c)
+    hi = np.ones_like(c)
+    pos = c > 0
+    lo[pos] = stats.beta.ppf(tail, c[pos], n - c[pos] + 1)
+    below = c < n
+    hi[below] = stats.beta.ppf(1 - tail, c[below] + 1, n - c[below])
+    return lo, hi
+
+
 def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:
     """Two-sided interval for a binomial proportion ``lambda`` from ``yes`` of ``n``.
 
@@ -42,9 +72,8 @@ def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:
     """
     alpha = 1 - v.level(level)
     if method == "exact":
-        lo = 0.0 if yes == 0 else float(stats.beta.ppf(alpha / 2, yes, n - yes + 1))
-        hi = 1.0 if yes == n else float(stats.beta.ppf(1 - alpha / 2, yes + 1, n - yes))
-        return lo, hi
+        lo, hi = beta_quantile_bounds([yes], n, alpha / 2)
+        return float(lo[0]), float(hi[0])
     if method == "wilson":
         z = normal_quantile(level)
         phat = yes / n

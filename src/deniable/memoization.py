@@ -33,7 +33,7 @@ import numpy.typing as npt
 from scipy import stats
 
 from deniable import _validation as v
-from deniable.accounting._ledger import BudgetLedger
+from deniable.accounting._ledger import BudgetLedger, first_repeat
 from deniable.designs import Binary, BinaryDesign, Categorical, Design, channel_epsilon
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.explain import Table
@@ -246,13 +246,8 @@ def _ids(respondents: Any, *, unique: bool) -> npt.NDArray[np.int64]:
             f"by id; map sparse ids to 0..n-1 first), got {int(arr.max())}."
         )
     out = arr.astype(np.int64, copy=False)
-    if unique and out.size > 1:
-        s = np.sort(out)
-        dup = s[1:][s[1:] == s[:-1]]
-        if dup.size:
-            raise DataError(
-                f"`respondents` must not repeat an id within one round, got {int(dup[0])} twice."
-            )
+    if unique and (rep := first_repeat(out)) is not None:
+        raise DataError(f"`respondents` must not repeat an id within one round, got {rep} twice.")
     return out
 
 

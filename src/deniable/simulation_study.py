@@ -42,10 +42,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 from deniable import _validation as v
-from deniable._estimate import normal_quantile
+from deniable._estimate import beta_quantile_bounds, normal_quantile
 from deniable._study_population import TWO_GROUP_OPTIONS, two_group_options
 from deniable._study_population import Latent as Latent
 from deniable._study_population import TwoGroupSetting as TwoGroupSetting
@@ -199,14 +198,7 @@ def exact_bounds(
     to [0, 1]: elementwise the same as ``design.estimate(yes=..., n=n).ci(level, "exact")``.
     Computed once per distinct ``yes``."""
     uniq, inverse = np.unique(yes, return_inverse=True)
-    alpha = 1 - level
-    with np.errstate(invalid="ignore"):
-        lo_l = np.where(
-            uniq == 0, 0.0, stats.beta.ppf(alpha / 2, np.maximum(uniq, 1), n - uniq + 1)
-        )
-        hi_l = np.where(
-            uniq == n, 1.0, stats.beta.ppf(1 - alpha / 2, uniq + 1, np.maximum(n - uniq, 1))
-        )
+    lo_l, hi_l = beta_quantile_bounds(uniq, n, (1 - level) / 2)
     slope = p1 - p0
     a, b = (lo_l - p0) / slope, (hi_l - p0) / slope
     lo, hi = np.clip(np.minimum(a, b), 0.0, 1.0), np.clip(np.maximum(a, b), 0.0, 1.0)

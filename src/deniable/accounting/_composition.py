@@ -92,6 +92,15 @@ def basic_composition(epsilons: Sequence[float] | float, counts: Any = None) -> 
     return math.nextafter(out, math.inf) if Fraction(out) < exact else out
 
 
+def _with_basic(
+    epsilons: Any, delta: float, counts: Any
+) -> tuple[float, list[float], list[int], float]:
+    """The checked ``delta``, the (epsilon, count) pairs and their basic composition."""
+    d = check_delta(delta)
+    eps, cnt = _pairs(epsilons, counts)
+    return d, eps, cnt, basic_composition(eps, cnt)
+
+
 def advanced_composition(
     epsilons: Sequence[float] | float, delta: float, counts: Any = None
 ) -> float:
@@ -105,9 +114,7 @@ def advanced_composition(
     >>> math.isclose(advanced_composition([e], d, counts=[k]), drv, rel_tol=1e-9)
     True
     """
-    d = check_delta(delta)
-    eps, cnt = _pairs(epsilons, counts)
-    basic = basic_composition(eps, cnt)
+    d, eps, cnt, basic = _with_basic(epsilons, delta, counts)
     if basic == math.inf:
         return math.inf
     root = _root_sum_squares(eps, cnt)
@@ -124,9 +131,7 @@ def kov_composition(epsilons: Sequence[float] | float, delta: float, counts: Any
     >>> math.isclose(kov_composition([e], d, counts=[k]), third, rel_tol=1e-9)
     True
     """
-    d = check_delta(delta)
-    eps, cnt = _pairs(epsilons, counts)
-    basic = basic_composition(eps, cnt)
+    d, eps, cnt, basic = _with_basic(epsilons, delta, counts)
     if basic == math.inf:
         return math.inf
     s = math.fsum(c * e * math.tanh(e / 2) for e, c in zip(eps, cnt, strict=True))

@@ -182,14 +182,11 @@ class BudgetLedger:
                     f"`respondents` must hold ids in 0..{self.n_respondents - 1}, got {bad}."
                 )
         out = arr.astype(np.int64, copy=False)
-        if unique and out.size > 1:
-            s = np.sort(out)
-            dup = s[1:][s[1:] == s[:-1]]
-            if dup.size:
-                raise DataError(
-                    f"`respondents` must not repeat an id within one spend, got {int(dup[0])} "
-                    "twice (ask again in a separate call)."
-                )
+        if unique and (rep := first_repeat(out)) is not None:
+            raise DataError(
+                f"`respondents` must not repeat an id within one spend, got {rep} "
+                "twice (ask again in a separate call)."
+            )
         return out
 
     @staticmethod
@@ -239,12 +236,26 @@ class BudgetLedger:
     ) -> npt.NDArray[np.float64]:
         """What asking ``question`` would cost each respondent (0 for memoized repeats;
         ``fresh`` as in :meth:`spend`)."""
-        ids = self._ids(respondents, unique=False)
+        return self._priced(respondents, question, epsilon, memoized, fresh, unique=False)[4]
+
+    def _priced(
+        self,
+        respondents: Any,
+        question: Any,
+        epsilon: Any,
+        memoized: Any,
+        fresh: Any,
+        *,
+        unique: bool = True,
+    ) -> tuple[IdArray, str, float, bool, npt.NDArray[np.float64]]:
+        """Validate a question's arguments (in this order) and price it: the ids, the
+        question, its epsilon, the memoized flag and each respondent's cost."""
+        ids = self._ids(respondents, unique=unique)
         q = self._question(question)
         eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
         memo = _flag("memoized", memoized)
         self._check_question(q, eps, memo)
-        return self._costs(ids, q, eps, memo, _fresh(fresh, ids.size))
+        return ids, q, eps, memo, self._costs(ids, q, eps, memo, _fresh(fresh, ids.size))
 
     def _costs(
         self,
@@ -281,12 +292,10 @@ class BudgetLedger:
         fresh: Any = None,
     ) -> npt.NDArray[np.bool_]:
         """Boolean mask: which respondents could be asked ``question`` now."""
-        ids = self._ids(respondents, unique=False)
-        q = self._question(question)
-        eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
-        memo = _flag("memoized", memoized)
-        self._check_question(q, eps, memo)
-        return self._admitted(ids, self._costs(ids, q, eps, memo, _fresh(fresh, ids.size)))
+        ids, _, _, _, cost = self._priced(
+            respondents, question, epsilon, memoized, fresh, unique=False
+        )
+        return self._admitted(ids, cost)
 
     # ------------------------------------------------------------------ changes
 
@@ -309,12 +318,7 @@ class BudgetLedger:
         for all): their randomized report is drawn anew (the memo was lost or forgotten),
         which is a new release and is charged again.
         """
-        ids = self._ids(respondents)
-        q = self._question(question)
-        eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
-        memo = _flag("memoized", memoized)
-        self._check_question(q, eps, memo)
-        cost = self._costs(ids, q, eps, memo, _fresh(fresh, ids.size))
+        ids, q, eps, memo, cost = self._priced(respondents, question, epsilon, memoized, fresh)
         ok = self._admitted(ids, cost)
         if not ok.all():
             bad = np.flatnonzero(~ok)
@@ -391,6 +395,16 @@ class BudgetLedger:
 
     def __iter__(self) -> Iterator[float]:
         return iter(self._spent.tolist())
+
+
+def first_repeat(ids: IdArray) -> int | None:
+    """The smallest id that occurs more than once in ``ids``, or ``None``."""
+    if ids.size > 1:
+        s = np.sort(ids)
+        dup = s[1:][s[1:] == s[:-1]]
+        if dup.size:
+            return int(dup[0])
+    return None
 
 
 def _flag(name: str, value: Any) -> bool:

@@ -300,6 +300,18 @@ def rr_pld(
     )
 
 
+def _mechanism_args(
+    sensitivity: float, count: int, step: float, rounding: str
+) -> tuple[float, int, float]:
+    """The checked ``sensitivity``, ``count`` and ``step`` of a noise mechanism's PLD (and
+    ``rounding`` checked to be ``up`` or ``down``)."""
+    sens = v.positive("sensitivity", sensitivity, allow_zero=True)
+    c = v.integer("count", count, minimum=0)
+    h = v.positive("step", step)
+    v.choice("rounding", rounding, ("up", "down"))
+    return sens, c, h
+
+
 def laplace_pld(
     scale: float,
     *,
@@ -319,10 +331,7 @@ def laplace_pld(
     True
     """
     b = v.positive("scale", scale, allow_zero=True, allow_inf=True)
-    sens = v.positive("sensitivity", sensitivity, allow_zero=True)
-    c = v.integer("count", count, minimum=0)
-    h = v.positive("step", step)
-    v.choice("rounding", rounding, ("up", "down"))
+    sens, c, h = _mechanism_args(sensitivity, count, step, rounding)
     eps = math.inf if b == 0 and sens > 0 else (0.0 if sens == 0 or b == math.inf else sens / b)
     if c == 0 or eps == 0.0:
         return _identity(h, rounding)
@@ -365,10 +374,7 @@ def gaussian_pld(
     True
     """
     sd = v.positive("sigma", sigma, allow_zero=True, allow_inf=True)
-    sens = v.positive("sensitivity", sensitivity, allow_zero=True)
-    c = v.integer("count", count, minimum=0)
-    h = v.positive("step", step)
-    v.choice("rounding", rounding, ("up", "down"))
+    sens, c, h = _mechanism_args(sensitivity, count, step, rounding)
     if sd == 0 and sens > 0:
         return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
     mu = 0.0 if sens == 0 or sd == math.inf else math.sqrt(c) * sens / sd
