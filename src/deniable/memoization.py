@@ -25,6 +25,7 @@ answer needs a new question name and a new charge).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -60,7 +61,9 @@ class MemoizedRandomizer:
     -----
     A mutable object by nature (it *is* the memo).  It belongs with the respondent (on the
     device), since with an instantaneous design the collector must never see permanent
-    reports.  Given a :class:`~deniable.accounting.BudgetLedger`, :meth:`randomize` charges
+    reports.  Safe to share between threads: a permanent draw is one atomic get-or-create
+    per (respondent, question) under the memo's lock.  Given a
+    :class:`~deniable.accounting.BudgetLedger`, :meth:`randomize` charges
     ``permanent_epsilon`` whenever it draws a permanent report (a respondent's first asking
     of a question, or the first after :meth:`forget`), the bound for all rounds of that
     report at once, and nothing on replays.
@@ -77,7 +80,7 @@ class MemoizedRandomizer:
     1.0986
     """
 
-    __slots__ = ("_design", "_instantaneous", "_store")
+    __slots__ = ("_design", "_instantaneous", "_lock", "_store")
 
     def __init__(self, design: Design, *, instantaneous: Design | None = None) -> None:
         if not isinstance(design, Design):
@@ -95,6 +98,21 @@ class MemoizedRandomizer:
         self._design = design
         self._instantaneous = instantaneous
         self._store: dict[str, npt.NDArray[np.int64]] = {}
+        # guards the store: a permanent draw is one atomic get-or-create per
+        # (respondent, question), so concurrent rounds never give one respondent two
+        # "permanent" reports (docs/budgets.md, "Concurrency")
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            store = {q: a.copy() for q, a in self._store.items()}
+        return {"design": self._design, "instantaneous": self._instantaneous, "store": store}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._design = state["design"]
+        self._instantaneous = state["instantaneous"]
+        self._store = state["store"]
+        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         extra = "" if self._instantaneous is None else f", instantaneous={self._instantaneous!r}"
@@ -150,11 +168,12 @@ class MemoizedRandomizer:
         """Mask: which of ``respondents`` already have a permanent report for ``question``."""
         q = _question(question)
         ids = _ids(respondents, unique=False)
-        store = self._store.get(q)
         out = np.zeros(ids.size, dtype=np.bool_)
-        if store is not None:
-            inside = ids < store.size
-            out[inside] = store[ids[inside]] >= 0
+        with self._lock:
+            store = self._store.get(q)
+            if store is not None:
+                inside = ids < store.size
+                out[inside] = store[ids[inside]] >= 0
         return out
 
     def forget(self, question: str) -> None:
@@ -165,7 +184,9 @@ class MemoizedRandomizer:
         charge too, since the forgotten reports were released).  Forgetting never makes a
         fresh report free.
         """
-        self._store.pop(_question(question), None)
+        q = _question(question)
+        with self._lock:
+            self._store.pop(q, None)
 
     def randomize(
         self,
@@ -198,21 +219,27 @@ class MemoizedRandomizer:
             raise ParameterTypeError(
                 f"`ledger` must be a BudgetLedger or None, got {type(ledger).__name__}."
             )
-        store = self._store.get(q, np.full(0, -1, dtype=np.int64))
-        # who gets a fresh draw is decided by this memo's store, never by the ledger's record
-        new = np.ones(ids.size, dtype=np.bool_)
-        inside = ids < store.size
-        new[inside] = store[ids[inside]] < 0
-        if ledger is not None:
-            ledger.spend(ids, q, self.permanent_epsilon, memoized=True, fresh=new)
         gen = resolve_rng(rng)
-        top = int(ids.max()) + 1 if ids.size else 0
-        if top > store.size:
-            store = np.concatenate([store, np.full(max(top, 2 * store.size) - store.size, -1)])
-        self._store[q] = store
-        if new.any():
-            store[ids[new]] = self._design.randomize(x[new], rng=gen)
-        permanent = store[ids].copy()
+        with self._lock:  # get-or-create, atomically: the check, the charge and the store
+            store = self._store.get(q, np.full(0, -1, dtype=np.int64))
+            # who gets a fresh draw is decided by this memo's store, never by the ledger's
+            new = np.ones(ids.size, dtype=np.bool_)
+            inside = ids < store.size
+            new[inside] = store[ids[inside]] < 0
+            # draw first (nothing is released yet), then charge (may refuse: nothing is
+            # stored), then store: a failure at any step leaves the memo as it was
+            fresh = self._design.randomize(x[new], rng=gen) if new.any() else None
+            if ledger is not None:
+                ledger.spend(ids, q, self.permanent_epsilon, memoized=True, fresh=new)
+            top = int(ids.max()) + 1 if ids.size else 0
+            if top > store.size:
+                grown = np.full(max(top, 2 * store.size), -1, dtype=np.int64)
+                grown[: store.size] = store
+                store = grown
+            if fresh is not None:
+                store[ids[new]] = fresh
+            self._store[q] = store
+            permanent = store[ids].copy()
         if self._instantaneous is None:
             return permanent
         return np.asarray(self._instantaneous.randomize(permanent, rng=gen), dtype=np.int64)

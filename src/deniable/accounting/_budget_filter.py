@@ -23,8 +23,10 @@ class BudgetFilter:
 
     ``admit`` answers "who may be asked?" without spending; ``commit`` charges those who
     were asked (all or nothing, re-checked, so a race between ``admit`` and ``commit``
-    raises rather than over-spends).  Call them under one lock per ledger in a concurrent
-    service.
+    raises rather than over-spends); ``commit_admitted`` does both in one atomic step and
+    charges exactly those who can afford the question.  Every call is atomic under the
+    ledger's lock, so concurrent threads never spend past the cap; hold ``ledger.lock``
+    around an ``admit`` ... ``commit`` pair only if a refusal in between is not wanted.
 
     >>> from deniable.accounting import BudgetLedger
     >>> ledger = BudgetLedger(cap=1.0, n_respondents=4)
@@ -66,11 +68,12 @@ class BudgetFilter:
         Nothing is spent.  Without ``question`` every respondent is charged the full
         ``question_epsilon``; with a memoized ``question``, earlier askees replay for free.
         """
-        ids = self._ledger._ids(respondent_ids, unique=False)
         eps = v.positive("question_epsilon", question_epsilon, allow_zero=True, allow_inf=True)
-        if question is None:
-            return self._ledger._admitted(ids, np.full(ids.size, eps))
-        return self._ledger.can_afford(ids, question, eps, memoized=memoized)
+        with self._ledger.lock:
+            ids = self._ledger._ids(respondent_ids, unique=False)
+            if question is None:
+                return self._ledger._admitted(ids, np.full(ids.size, eps))
+            return self._ledger.can_afford(ids, question, eps, memoized=memoized)
 
     def commit(
         self,
@@ -95,3 +98,31 @@ class BudgetFilter:
             ids = ids[m]
         self._ledger.spend(ids, question, question_epsilon, memoized=memoized)
         return [int(i) for i in ids]
+
+    def commit_admitted(
+        self,
+        respondent_ids: Any,
+        question_epsilon: float,
+        *,
+        question: str,
+        memoized: bool = False,
+    ) -> list[int]:
+        """Charge the question to every respondent who can afford it, in one atomic step,
+        and return the ids charged (the others are not asked and pay nothing).
+
+        The admission and the spend happen under the ledger's lock, so a concurrent spend
+        can neither push a charged respondent past the cap nor make this call raise.
+
+        >>> from deniable.accounting import BudgetLedger
+        >>> ledger = BudgetLedger(cap=1.0, n_respondents=3)
+        >>> ledger.spend([2], "warm-up", 0.8)
+        >>> BudgetFilter(ledger).commit_admitted([0, 1, 2], 0.5, question="q1")
+        [0, 1]
+        """
+        with self._ledger.lock:
+            mask = self.admit(
+                respondent_ids, question_epsilon, question=question, memoized=memoized
+            )
+            return self.commit(
+                respondent_ids, question_epsilon, question=question, mask=mask, memoized=memoized
+            )

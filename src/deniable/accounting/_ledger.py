@@ -18,6 +18,13 @@ global state): every operation is **all-or-nothing** (inputs are validated and t
 spend checked before anything is written), so a refused or malformed request leaves the
 ledger exactly as it was.  :meth:`BudgetLedger.copy` takes a snapshot.
 
+Threads
+-------
+A ledger may be shared by threads: one re-entrant lock guards its state, and every method
+takes it, so a spend is one atomic check-and-spend (concurrent spends never pass the cap)
+and a query never sees half of a spend.  A ledger lives in one process; a pickled or copied
+ledger is a snapshot that does not share the budget (docs/budgets.md, "Concurrency").
+
 Floating point
 --------------
 The spent budget is never below the true sum of the epsilons charged: each addition is
@@ -35,6 +42,7 @@ This module is pure accounting: it never imports a mechanism.
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -104,7 +112,7 @@ class BudgetLedger:
     only 0.25 left of the cap 1 (1 of 1 respondents would exceed it); nothing was spent.
     """
 
-    __slots__ = ("_cap", "_charged", "_log", "_questions", "_spent", "_tolerance")
+    __slots__ = ("_cap", "_charged", "_lock", "_log", "_questions", "_spent", "_tolerance")
 
     def __init__(self, cap: float, n_respondents: int = 0, *, tolerance: float = 0.0) -> None:
         c = v.real("cap", cap)
@@ -122,6 +130,40 @@ class BudgetLedger:
         self._questions: dict[str, tuple[float, bool]] = {}
         self._charged: dict[str, npt.NDArray[np.bool_]] = {}
         self._log: dict[str, int] = {}
+        # one re-entrant lock guards every read and write of the state above: a spend is one
+        # atomic check-and-spend, and a query never sees half of one (docs/budgets.md)
+        self._lock = threading.RLock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "cap": self._cap,
+                "tolerance": self._tolerance,
+                "spent": self._spent.copy(),
+                "questions": dict(self._questions),
+                "charged": {q: m.copy() for q, m in self._charged.items()},
+                "log": dict(self._log),
+            }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._cap = state["cap"]
+        self._tolerance = state["tolerance"]
+        self._spent = state["spent"]
+        self._questions = state["questions"]
+        self._charged = state["charged"]
+        self._log = state["log"]
+        self._lock = threading.RLock()
+
+    @property
+    def lock(self) -> threading.RLock:
+        """The ledger's re-entrant lock.
+
+        Every method takes it, so each call is atomic on its own.  Hold it (``with
+        ledger.lock:``) only to make a *sequence* of calls atomic, e.g. a
+        :class:`BudgetFilter` ``admit`` followed by ``commit`` that must not be refused by a
+        concurrent spend in between.
+        """
+        return self._lock
 
     # ------------------------------------------------------------------ properties
 
@@ -143,16 +185,18 @@ class BudgetLedger:
     @property
     def questions(self) -> Mapping[str, QuestionRecord]:
         """Every question charged so far, by name."""
-        return {
-            q: QuestionRecord(q, eps, memo, self._log[q])
-            for q, (eps, memo) in self._questions.items()
-        }
+        with self._lock:
+            return {
+                q: QuestionRecord(q, eps, memo, self._log[q])
+                for q, (eps, memo) in self._questions.items()
+            }
 
     def __repr__(self) -> str:
-        return (
-            f"BudgetLedger(cap={self._cap!r}, n_respondents={self.n_respondents}, "
-            f"questions={len(self._questions)})"
-        )
+        with self._lock:
+            return (
+                f"BudgetLedger(cap={self._cap!r}, n_respondents={self.n_respondents}, "
+                f"questions={len(self._questions)})"
+            )
 
     def __len__(self) -> int:
         return self.n_respondents
@@ -211,15 +255,17 @@ class BudgetLedger:
 
     def spent(self, respondents: Any) -> npt.NDArray[np.float64] | float:
         """Epsilon spent so far (a float for one id, an array for an array of ids)."""
-        ids = self._ids(respondents, unique=False)
-        out = self._spent[ids].copy()
+        with self._lock:
+            ids = self._ids(respondents, unique=False)
+            out = self._spent[ids].copy()
         return float(out[0]) if np.ndim(respondents) == 0 else out
 
     def remaining(self, respondents: Any) -> npt.NDArray[np.float64] | float:
         """The largest epsilon the next question may use: ``cap - spent``, never below 0,
         rounded down so that a question of exactly this epsilon is admitted."""
-        ids = self._ids(respondents, unique=False)
-        spent = self._spent[ids]
+        with self._lock:
+            ids = self._ids(respondents, unique=False)
+            spent = self._spent[ids].copy()
         out = np.maximum(self._cap - spent, 0.0)
         over = add_up(spent, out) > self._limit()
         out[over] = np.maximum(np.nextafter(out[over], 0.0), 0.0)
@@ -236,7 +282,8 @@ class BudgetLedger:
     ) -> npt.NDArray[np.float64]:
         """What asking ``question`` would cost each respondent (0 for memoized repeats;
         ``fresh`` as in :meth:`spend`)."""
-        return self._priced(respondents, question, epsilon, memoized, fresh, unique=False)[4]
+        with self._lock:
+            return self._priced(respondents, question, epsilon, memoized, fresh, unique=False)[4]
 
     def _priced(
         self,
@@ -292,10 +339,11 @@ class BudgetLedger:
         fresh: Any = None,
     ) -> npt.NDArray[np.bool_]:
         """Boolean mask: which respondents could be asked ``question`` now."""
-        ids, _, _, _, cost = self._priced(
-            respondents, question, epsilon, memoized, fresh, unique=False
-        )
-        return self._admitted(ids, cost)
+        with self._lock:
+            ids, _, _, _, cost = self._priced(
+                respondents, question, epsilon, memoized, fresh, unique=False
+            )
+            return self._admitted(ids, cost)
 
     # ------------------------------------------------------------------ changes
 
@@ -318,67 +366,82 @@ class BudgetLedger:
         for all): their randomized report is drawn anew (the memo was lost or forgotten),
         which is a new release and is charged again.
         """
-        ids, q, eps, memo, cost = self._priced(respondents, question, epsilon, memoized, fresh)
-        ok = self._admitted(ids, cost)
-        if not ok.all():
-            bad = np.flatnonzero(~ok)
-            i = int(ids[bad[0]])
-            left = float(self.remaining(i))
-            cost_s, left_s = _fmt(eps), _fmt(left)
+        with self._lock:  # one atomic check-and-spend: no other spend runs in between
+            ids, q, eps, memo, cost = self._priced(respondents, question, epsilon, memoized, fresh)
+            ok = self._admitted(ids, cost)
+            if not ok.all():
+                raise self._refusal(ids, q, eps, ok)
+            # validated and admitted: compute every new value first, then write, so that an
+            # exception (e.g. a MemoryError) leaves the ledger exactly as it was
+            new_spent = add_up(self._spent[ids], cost)
+            charged = self._charged.get(q)
+            if charged is None:
+                charged = np.zeros(self.n_respondents, dtype=np.bool_)
+            charges = self._log.get(q, 0)
+            charges += int(np.count_nonzero(cost > 0)) if eps > 0 else int(ids.size)
+            # the writes below are plain assignments of prepared values
+            self._spent[ids] = new_spent
+            charged[ids] = True
+            self._charged[q] = charged
+            self._questions.setdefault(q, (eps, memo))
+            self._log[q] = charges
+
+    def _refusal(self, ids: IdArray, q: str, eps: float, ok: npt.NDArray[np.bool_]) -> PrivacyError:
+        bad = np.flatnonzero(~ok)
+        i = int(ids[bad[0]])
+        left = float(self.remaining(i))
+        cost_s, left_s = _fmt(eps), _fmt(left)
+        why = (
+            " (an infinite epsilon: a report can reveal the answer, and no finite cap admits it)"
+            if math.isinf(eps)
+            else ""
+        )
+        if cost_s == left_s:  # apart only in the last digits: show them, and say why
+            cost_s, left_s = repr(eps), repr(left)
             why = (
-                " (an infinite epsilon: a report can reveal the answer, and no finite cap "
-                "admits it)"
-                if math.isinf(eps)
-                else ""
+                " (sums of binary doubles are rounded upward and never pass the cap: "
+                "state the cap with a margin)"
             )
-            if cost_s == left_s:  # apart only in the last digits: show them, and say why
-                cost_s, left_s = repr(eps), repr(left)
-                why = (
-                    " (sums of binary doubles are rounded upward and never pass the cap: "
-                    "state the cap with a margin)"
-                )
-            raise PrivacyError(
-                f"question {q!r} costs epsilon {cost_s}{why} but respondent {i} has only "
-                f"{left_s} left of the cap {_fmt(self._cap)} ({bad.size} of {ids.size} "
-                "respondents would exceed it); nothing was spent."
-            )
-        # validated and admitted: now write (nothing below can fail)
-        self._spent[ids] = add_up(self._spent[ids], cost)
-        if q not in self._questions:
-            self._questions[q] = (eps, memo)
-            self._charged[q] = np.zeros(self.n_respondents, dtype=np.bool_)
-            self._log[q] = 0
-        self._charged[q][ids] = True
-        self._log[q] += int(np.count_nonzero(cost > 0)) if eps > 0 else int(ids.size)
+        return PrivacyError(
+            f"question {q!r} costs epsilon {cost_s}{why} but respondent {i} has only "
+            f"{left_s} left of the cap {_fmt(self._cap)} ({bad.size} of {ids.size} "
+            "respondents would exceed it); nothing was spent."
+        )
 
     def grow(self, n_respondents: int) -> range:
         """Add respondents so that there are ``n_respondents``; returns the new ids."""
-        n = v.integer("n_respondents", n_respondents, minimum=self.n_respondents)
-        old = self.n_respondents
-        if n > old:
-            self._spent = np.concatenate([self._spent, np.zeros(n - old)])
-            for q, mask in self._charged.items():
-                self._charged[q] = np.concatenate([mask, np.zeros(n - old, dtype=np.bool_)])
-        return range(old, n)
+        with self._lock:
+            n = v.integer("n_respondents", n_respondents, minimum=self.n_respondents)
+            old = self.n_respondents
+            if n > old:
+                spent = np.concatenate([self._spent, np.zeros(n - old)])
+                charged = {
+                    q: np.concatenate([mask, np.zeros(n - old, dtype=np.bool_)])
+                    for q, mask in self._charged.items()
+                }
+                self._spent, self._charged = spent, charged
+            return range(old, n)
 
     def copy(self) -> BudgetLedger:
-        """An independent snapshot."""
-        new = BudgetLedger(self._cap, self.n_respondents, tolerance=self._tolerance)
-        new._spent = self._spent.copy()
-        new._questions = dict(self._questions)
-        new._charged = {q: m.copy() for q, m in self._charged.items()}
-        new._log = dict(self._log)
+        """An independent snapshot (taken atomically)."""
+        new = BudgetLedger.__new__(BudgetLedger)
+        new.__setstate__(self.__getstate__())
         return new
 
     def charged(self, question: str) -> npt.NDArray[np.bool_]:
         """Mask of respondents charged for ``question`` so far (all False if never asked)."""
         q = self._question(question)
-        if q not in self._charged:
-            return np.zeros(self.n_respondents, dtype=np.bool_)
-        return self._charged[q].copy()
+        with self._lock:
+            if q not in self._charged:
+                return np.zeros(self.n_respondents, dtype=np.bool_)
+            return self._charged[q].copy()
 
     def to_dict(self) -> dict[str, Any]:
         """A plain summary: cap, respondents, spent (min / mean / max), questions."""
+        with self._lock:
+            return self._summary()
+
+    def _summary(self) -> dict[str, Any]:
         s = self._spent
         return {
             "cap": self._cap,
@@ -394,7 +457,8 @@ class BudgetLedger:
         }
 
     def __iter__(self) -> Iterator[float]:
-        return iter(self._spent.tolist())
+        with self._lock:
+            return iter(self._spent.tolist())
 
 
 def first_repeat(ids: IdArray) -> int | None:
