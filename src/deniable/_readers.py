@@ -123,7 +123,16 @@ def write_reports(df: Any, path: str | os.PathLike[str]) -> Path:
     if file_kind(p) == "csv":
         compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
         how = compression.get(p.suffix.lower())
-        atomic_write(p, lambda tmp: df.to_csv(tmp, index=False, compression=how))
+        if how == "zstd":  # through pyarrow's codec: pandas would need the zstandard package
+            pa = require_pyarrow()
+
+            def write(tmp: Path) -> None:
+                with pa.CompressedOutputStream(str(tmp), "zstd") as out:
+                    df.to_csv(out, index=False, mode="wb")
+
+            atomic_write(p, write)
+        else:
+            atomic_write(p, lambda tmp: df.to_csv(tmp, index=False, compression=how))
     else:
         require_pyarrow()
         atomic_write(p, lambda tmp: df.to_parquet(tmp, index=False))
