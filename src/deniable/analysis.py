@@ -7,9 +7,15 @@ Parquet); importing this module does not, only calling it does.
 Conventions
 -----------
 * A report column holds 0/1 reports ("yes" = 1): integers, floats equal to 0 or 1, or
-  booleans (a pandas nullable ``Int64`` / ``boolean`` column too).  Text such as
-  ``"yes"`` / ``"no"`` is rejected: map it first (``df[c].map({"yes": 1, "no": 0})``).
-* **Missing values** (NaN, ``None``, ``pd.NA``; also a missing group label with ``by=``):
+  booleans (a pandas nullable ``Int64`` / ``boolean`` column too), and text by the same
+  rules as a file (``"1"``, ``"0.0"``, ``"true"``; :mod:`deniable._report_values`).  Text
+  such as ``"yes"`` / ``"no"`` is rejected: map it first
+  (``df[c].map({"yes": 1, "no": 0})``).
+* **Files** (:func:`analyze_file`, :func:`read_reports`): CSV with a header row (never
+  guessed; duplicate column names are an error; a blank line is a row of missing values)
+  or Parquet, read in batches; the rules are in docs/analysis.md, "The file rules".
+* **Missing values** (NaN, ``None``, ``pd.NA``, empty or ``NA``-like text; also a missing
+  group label with ``by=``):
   ``missing="drop"`` (the default) leaves those rows out and reports how many
   (:attr:`Analysis.missing`, the ``missing`` column of a grouped result);
   ``missing="error"`` raises :class:`~deniable.exceptions.DataError` instead.  Dropping
