@@ -383,7 +383,9 @@ def test_small_batches_give_the_same_tally_as_reading_whole(tmp_path: Path) -> N
     path = tmp_path / "big.csv"
     df.to_csv(path, index=False)
     calls: list[tuple[int, int]] = []
-    res = analyze_file(path, "q", TwoCoin(), block_size=1024, progress=lambda a, b: calls.append((a, b)))  # fmt: skip
+    res = analyze_file(
+        path, "q", TwoCoin(), block_size=1024, progress=lambda a, b: calls.append((a, b))
+    )
     assert len(calls) > 20 and calls[-1] == (path.stat().st_size, path.stat().st_size)
     whole = analyze(read_reports(path), "q", TwoCoin())
     assert (res.n, res.missing, res.estimate.value) == (
@@ -402,7 +404,8 @@ def test_small_batches_give_the_same_tally_as_reading_whole(tmp_path: Path) -> N
     assert two.estimate.tally == two_whole.estimate.tally  # type: ignore[union-attr]
     questions = {"q": TwoCoin(), "version": ForcedResponse(1 / 6, 1 / 6)}
     count = f"the first of {int((df['version'] == 2).sum())} offending values"
-    with pytest.raises(DataError, match=f"got '2' at data row {int(np.argmax(df['version'] == 2)) + 1} .*{count}"):  # fmt: skip
+    first = int(np.argmax(df["version"] == 2)) + 1
+    with pytest.raises(DataError, match=f"got '2' at data row {first} .*{count}"):
         survey_report_file(path, questions, block_size=999)
     with pytest.raises(DataError, match=f"got 2 at row .*{count}"):
         survey_report(df, questions)
