@@ -82,8 +82,9 @@ def read_frame(
     reports = dict(reports or {})
     with SurveyFile(p, what=what) as f:  # the checks every reader makes: file, header, dupes
         names = list(f.names)
-    wanted = [c for c in dict.fromkeys([*(names if columns is None else columns), *reports])
-              if c in names]  # fmt: skip
+    asked = list(dict.fromkeys([*(names if columns is None else columns), *reports]))
+    # a column the file lacks: read them all, so the caller's error can list them
+    wanted = asked if all(c in names for c in asked) else names
     label = f"{what} {str(p)!r}"
     try:
         if kind == "csv":

@@ -344,11 +344,12 @@ def estimate_command(
         typer.Option(
             "--reports",
             metavar="FILE",
-            help="Reports, one per line, or a CSV with a header (see --column).",
+            help="File of reports: one per line, no header (or a CSV with a header: --column).",
         ),
     ] = None,
     column: Annotated[
-        str | None, typer.Option("--column", help="CSV column of --reports (default: first).")
+        str | None,
+        typer.Option("--column", help="--reports: the file has a header; read this column."),
     ] = None,
     counts: Annotated[
         str | None,
