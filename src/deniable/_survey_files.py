@@ -120,6 +120,8 @@ class _Prefixed:
                 out, self.prefix = self.prefix + self.stream.read(), b""
                 return bytes(out)
             out, self.prefix = self.prefix[:size], self.prefix[size:]
+            if len(out) < size:  # no short read at the seam
+                out += self.stream.read(size - len(out))
             return bytes(out)
         return bytes(self.stream.read(size))
 
