@@ -50,6 +50,7 @@ def main() -> None:
     (cwd / "reports.csv").write_text(
         "respondent,answer\n" + "".join(f"{i},{b}\n" for i, b in enumerate(REPORTS, 1))
     )
+    (cwd / "answers.txt").write_text("1\n0\n1\n\n1\nNA\n0\n1\n")
     for template in sorted((ROOT / "docs/templates").glob("*.md.in")):
         out = []
         for line in template.read_text().splitlines(keepends=True):

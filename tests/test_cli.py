@@ -244,15 +244,18 @@ def test_estimate_reports_file_plain_and_csv(runner: CliRunner, tmp_path: Path) 
     plain.write_text("1\n0\n1\n1\n\n0\n1\n0\n1\n")
     out = run_json(runner, "estimate", "two-coin", "--reports", str(plain))
     check_against(out, closed_form(0.75, 0.25, 5, 8))
+    assert out["missing"] == 1  # the blank line: a missing report, counted, not skipped
     table = tmp_path / "r.csv"
     table.write_text("id,answer\n1,0\n2,1\n3,1\n4,1\n")
     out = run_json(runner, "estimate", "two-coin", "--reports", str(table), "--column", "answer")
     check_against(out, closed_form(0.75, 0.25, 3, 4))
     first = tmp_path / "first.csv"
     first.write_text("answer,note\n1,a\n0,b\n0,c\n")
-    out = run_json(runner, "estimate", "two-coin", "--reports", str(first))  # first column
-    assert out["yes"] == 1 and out["n"] == 3
-    assert_one_line_error(run(runner, "estimate", "two-coin", "--reports", str(table)), "line 3")
+    out = run_json(runner, "estimate", "two-coin", "--reports", str(first), "--column", "answer")
+    assert out["yes"] == 1 and out["n"] == 3 and out["missing"] == 0
+    # without --column the file is a bare list: a header is line 1, a bad report, never guessed
+    res = run(runner, "estimate", "two-coin", "--reports", str(first))
+    assert_one_line_error(res, "'answer' at line 1", "--column NAME")
 
 
 def test_estimate_with_n_one_gives_no_bare_nan(runner: CliRunner, tmp_path: Path) -> None:
@@ -456,8 +459,9 @@ def test_bad_input_is_one_error_line(runner: CliRunner, args: tuple[str, ...], n
         ("1\n0\nyes\n", (), "'yes'"),
         ("a,b\n1,0\n", ("--column", "c"), "`--column`"),
         ("1\n0\n", ("--column", "a"), "header"),
-        ("", (), "no reports"),
-        ("answer\n", (), "no reports"),
+        ("", (), "empty"),
+        ("answer\n", (), "'answer' at line 1"),
+        ("answer\n", ("--column", "answer"), "no reports"),
     ],
 )
 def test_bad_reports_file(

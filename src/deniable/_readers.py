@@ -1,20 +1,29 @@
-"""Survey files in and out (CSV, Parquet; the format is chosen by extension), and
-:func:`require_pandas`, the import of pandas (the ``[data]`` extra) done only when called.
+"""Survey files in and out of DataFrames (CSV, Parquet; the format is chosen by extension),
+and :func:`require_pandas`, the import of pandas (the ``[data]`` extra) done only when called.
 
-Re-exported by :mod:`deniable.analysis`.
+Reading follows the file rules of :mod:`deniable._survey_files` (a header row, unique column
+names, blank lines are rows of missing values); columns named in ``reports`` are judged by
+the value rules of :mod:`deniable._report_values`, as every other reader does.  Writing is
+atomic (:func:`deniable._atomic.atomic_write`).  Re-exported by :mod:`deniable.analysis`.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+import numpy as np
 
-__all__ = ["check_frame", "read_reports", "require_pandas", "write_reports"]
+from deniable._atomic import atomic_write
+from deniable._report_values import MISSING, ValueRule
+from deniable._survey_files import SurveyFile, file_kind, require_pyarrow
+from deniable._survey_questions import FrameCells
+from deniable._survey_tally import ColumnLog
+from deniable.exceptions import DataError, ParameterTypeError
 
-_CSV = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".csv.zip")
-_PARQUET = (".parquet", ".pq")
+__all__ = ["check_frame", "read_frame", "read_reports", "require_pandas", "write_reports"]
 
 
 def require_pandas() -> Any:
@@ -34,62 +43,98 @@ def check_frame(df: Any) -> Any:
     return pd
 
 
-def _kind(path: Path) -> str:
-    name = path.name.lower()
-    if name.endswith(_CSV):
-        return "csv"
-    if name.endswith(_PARQUET):
-        return "parquet"
-    raise ParameterError(
-        f"`path` must end in {', '.join(_CSV + _PARQUET)} (the format is chosen by "
-        f"extension), got {str(path)!r}."
-    )
-
-
-def _parquet_engine() -> None:
-    try:
-        import pyarrow  # noqa: F401
-    except ModuleNotFoundError as exc:
-        raise ImportError("Parquet needs pyarrow: pip install 'deniable[data]'") from exc
-
-
-def read_reports(path: str | Path) -> Any:
+def read_reports(path: str | os.PathLike[str], *, columns: Sequence[str] | None = None) -> Any:
     """Read a survey file into a DataFrame: CSV (``.csv``, optionally compressed ``.csv.gz``
-    ...) or Parquet (``.parquet``, ``.pq``), chosen by extension.
+    ...) with a header row, or Parquet (``.parquet``, ``.pq``), chosen by extension;
+    ``columns`` reads only those.
 
+    Two columns of the same name are an error; a blank line is a row of missing values.
     Raises :class:`~deniable.exceptions.ParameterError` for another extension and
-    :class:`~deniable.exceptions.DataError` for a file that cannot be read or parsed
-    (the message names the file and the reason).
+    :class:`~deniable.exceptions.DataError` for a file that cannot be read or parsed (the
+    message names the file and the reason).  For large files prefer
+    :func:`~deniable.analysis.analyze_file`, which reads in batches.
     """
+    frame = read_frame(path, columns=columns)
+    absent = [c for c in columns or () if c not in frame.columns]
+    if absent:
+        raise DataError(
+            f"`columns` must be columns of {str(path)!r} ({', '.join(map(repr, frame.columns))})"
+            f", got {absent[0]!r}."
+        )
+    return frame
+
+
+def read_frame(
+    path: str | os.PathLike[str],
+    *,
+    columns: Sequence[str] | None = None,
+    reports: Mapping[str, str] | None = None,
+    what: str = "reports file",
+) -> Any:
+    """:func:`read_reports`; each column of ``reports`` (``{column: what it is}``, e.g.
+    ``{"y": "the outcome"}``) is checked by the 0/1 report rules and returned as floats (0.0,
+    1.0, NaN for missing).  A bad value raises a :class:`DataError` naming the column, the
+    first offending value, its data row and how many there are.  ``columns`` not in the
+    file are left for the caller to report; ``what`` names the file in messages."""
     pd = require_pandas()
     p = Path(path)
-    kind = _kind(p)
-    if kind == "parquet":
-        _parquet_engine()
+    kind = file_kind(p)
+    reports = dict(reports or {})
+    with SurveyFile(p, what=what) as f:  # the checks every reader makes: file, header, dupes
+        names = list(f.names)
+    asked = list(dict.fromkeys([*(names if columns is None else columns), *reports]))
+    # a column the file lacks: read them all, so the caller's error can list them
+    wanted = asked if all(c in names for c in asked) else names
+    label = f"{what} {str(p)!r}"
     try:
         if kind == "csv":
-            return pd.read_csv(p)
-        return pd.read_parquet(p)
-    except OSError as exc:
-        if isinstance(exc, FileNotFoundError | IsADirectoryError | PermissionError):
-            raise DataError(f"cannot read reports file {str(p)!r}: {exc.strerror or exc}.") from exc
-        raise DataError(f"reports file {str(p)!r} is not valid {kind}: {exc}.") from exc
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+            frame = pd.read_csv(p, usecols=wanted, skip_blank_lines=False, encoding="utf-8")
+            frame = frame[wanted]
+        else:
+            require_pyarrow()
+            frame = pd.read_parquet(p, columns=wanted)
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
         reason = " ".join(str(exc).split()) or type(exc).__name__
-        raise DataError(f"reports file {str(p)!r} is not valid {kind}: {reason}.") from exc
+        raise DataError(f"{label} is not a readable {kind} file: {reason.rstrip('.')}.") from exc
+    rule = ValueRule(0, 1, True, "0/1 values (or True/False)")
+    for name, role in reports.items():
+        if name not in frame.columns:
+            continue
+        cells = FrameCells(frame[name])
+        log = ColumnLog(name, "column", rule, lambda r: f"data row {r} of {label}")
+        log.subject = f"{role} {name!r}"
+        codes = cells.codes(rule, {})
+        log.add(codes, lambda i: i + 1, cells.value)
+        if log.n_bad:
+            raise log.bad_error()
+        values = codes.astype(np.float64)
+        values[codes == MISSING] = np.nan
+        frame[name] = values
+    return frame
 
 
-def write_reports(df: Any, path: str | Path) -> Path:
-    """Write ``df`` as CSV or Parquet (by extension, as :func:`read_reports` reads it back)."""
+def write_reports(df: Any, path: str | os.PathLike[str]) -> Path:
+    """Write ``df`` as CSV or Parquet (by extension, as :func:`read_reports` reads it back).
+
+    The file is written to a temporary file beside ``path`` and renamed into place, so a
+    failure leaves the old file (if any) untouched and no partial file behind.
+    """
     check_frame(df)
     p = Path(path)
-    kind = _kind(p)
-    try:
-        if kind == "csv":
-            df.to_csv(p, index=False)
+    if file_kind(p) == "csv":
+        compression = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd", ".zip": "zip"}
+        how = compression.get(p.suffix.lower())
+        if how == "zstd":  # through pyarrow's codec: pandas would need the zstandard package
+            pa = require_pyarrow()
+
+            def write(tmp: Path) -> None:
+                with pa.CompressedOutputStream(str(tmp), "zstd") as out:
+                    df.to_csv(out, index=False, mode="wb")
+
+            atomic_write(p, write)
         else:
-            _parquet_engine()
-            df.to_parquet(p, index=False)
-    except OSError as exc:
-        raise DataError(f"cannot write {str(p)!r}: {exc.strerror or exc}.") from exc
+            atomic_write(p, lambda tmp: df.to_csv(tmp, index=False, compression=how))
+    else:
+        require_pyarrow()
+        atomic_write(p, lambda tmp: df.to_parquet(tmp, index=False))
     return p

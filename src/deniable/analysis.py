@@ -7,9 +7,15 @@ Parquet); importing this module does not, only calling it does.
 Conventions
 -----------
 * A report column holds 0/1 reports ("yes" = 1): integers, floats equal to 0 or 1, or
-  booleans (a pandas nullable ``Int64`` / ``boolean`` column too).  Text such as
-  ``"yes"`` / ``"no"`` is rejected: map it first (``df[c].map({"yes": 1, "no": 0})``).
-* **Missing values** (NaN, ``None``, ``pd.NA``; also a missing group label with ``by=``):
+  booleans (a pandas nullable ``Int64`` / ``boolean`` column too), and text by the same
+  rules as a file (``"1"``, ``"0.0"``, ``"true"``; :mod:`deniable._report_values`).  Text
+  such as ``"yes"`` / ``"no"`` is rejected: map it first
+  (``df[c].map({"yes": 1, "no": 0})``).
+* **Files** (:func:`analyze_file`, :func:`read_reports`): CSV with a header row (never
+  guessed; duplicate column names are an error; a blank line is a row of missing values)
+  or Parquet, read in batches; the rules are in docs/analysis.md, "The file rules".
+* **Missing values** (NaN, ``None``, ``pd.NA``, empty or ``NA``-like text; also a missing
+  group label with ``by=``):
   ``missing="drop"`` (the default) leaves those rows out and reports how many
   (:attr:`Analysis.missing`, the ``missing`` column of a grouped result);
   ``missing="error"`` raises :class:`~deniable.exceptions.DataError` instead.  Dropping
@@ -28,30 +34,26 @@ Conventions
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, overload
 
-import numpy as np
-
 from deniable import _validation as v
-from deniable._analysis_columns import (
-    binary_reports,
-    check_design,
-    column_series,
-    group_series,
-    group_values,
-    missing_error,
-)
+from deniable._analysis_columns import check_columns, check_design, column_series
 from deniable._estimate import Estimate
 from deniable._readers import check_frame, read_reports, require_pandas, write_reports
-from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate
-from deniable.exceptions import DataError, ParameterError
+from deniable._report_values import report_rule
+from deniable._survey_files import Progress, SurveyFile
+from deniable._survey_questions import Plan, file_batches, frame_batches, label_order, run
+from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate, TwoGroupTally
+from deniable.exceptions import DataError
 
 __all__ = [
     "GROUPED_COLUMNS",
     "TWO_GROUP_COLUMNS",
     "Analysis",
     "analyze",
+    "analyze_file",
     "grouped",
     "read_reports",
     "require_pandas",
@@ -233,6 +235,8 @@ def analyze(
     :class:`~deniable.TwoGroupEstimate` with every parameter (for the stochastic lie
     detector the prevalence and the carriers' honesty; Moshagen et al. 2012).
 
+    :func:`analyze_file` does the same on a CSV or Parquet file, reading it in batches.
+
     Parameters
     ----------
     df : a pandas DataFrame, one row per respondent.
@@ -247,9 +251,9 @@ def analyze(
     ------
     DataError
         ``column`` (or ``by``, ``group``) is not a column (the message lists the columns); a
-        value is not 0/1 (or a group not 1/2; named with its row); no report is left; a
-        group without reports; a two-group design without ``group``; a missing value with
-        ``missing="error"``.
+        value is not 0/1 (or a group not 1/2; the first one is named with its row and the
+        offending values are counted); no report is left; a two-group design without
+        ``group``; a missing value with ``missing="error"``.
 
     >>> import pandas as pd
     >>> from deniable import TwoCoin
@@ -265,29 +269,13 @@ def analyze(
     if by is not None:
         return grouped(df, column, design, by, group=group, level=level, missing=missing)
     check_frame(df)
-    d = check_design(design)
-    lvl = v.level(level)
-    v.choice("missing", missing, ("drop", "error"))
-    s = column_series(df, column, "column")
-    g = group_series(df, d, group, column)
-    values, isna = binary_reports(s, column, d)
-    if isna.any() and missing == "error":
-        missing_error(s, isna, "column", column)
-    drop = isna
-    if g is not None:
-        split, gna = group_values(g, group)
-        if gna.any() and missing == "error":
-            missing_error(g, gna, "group", group)
-        drop = isna | gna
-    kept = int((~drop).sum())
-    if kept == 0:
-        raise DataError(f"`column` {column!r} holds no reports (all {len(s)} rows are missing).")
-    if isinstance(d, TwoGroupDesign):
-        tally = d.tally(values[~drop], split[~drop])
-        return Analysis(column, d, d.estimate(tally), int(drop.sum()), lvl, group)
-    yes = int(np.count_nonzero(values))  # missing rows were set to 0
-    est = d.estimate(yes=yes, n=kept)
-    return Analysis(column, d, est, int(isna.sum()), lvl)
+    d, lvl = _check(design, column, group, None, level, missing)
+    for what, name in (("column", column), ("group", group)):
+        if name is not None:
+            column_series(df, name, what)
+    plan = _plan(d, column, group, None, lambda r: f"row {r!r}")
+    run([plan], frame_batches(df, plan.columns()), missing)
+    return _analysis(plan, d, lvl)
 
 
 def grouped(
@@ -315,48 +303,105 @@ def grouped(
     ``yes2`` per randomization group; Wald intervals; NaN where a randomization group has
     no reports in that subgroup).
     """
-    pd = check_frame(df)
+    check_frame(df)
+    d, lvl = _check(design, column, group, by, level, missing)
+    for what, name in (("column", column), ("by", by), ("group", group)):
+        if name is not None:
+            column_series(df, name, what)
+    plan = _plan(d, column, group, by, lambda r: f"row {r!r}")
+    run([plan], frame_batches(df, plan.columns()), missing)
+    return _grouped(plan, d, lvl, text=False)
+
+
+def analyze_file(
+    path: str | os.PathLike[str],
+    column: str,
+    design: Design,
+    *,
+    group: str | None = None,
+    by: str | None = None,
+    level: float = 0.95,
+    missing: str = "drop",
+    block_size: int | None = None,
+    progress: Progress | None = None,
+) -> Analysis | Any:
+    """:func:`analyze` (or with ``by``, :func:`grouped`) on a survey file, read in batches.
+
+    The file is CSV (``.csv``, also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zst``,
+    ``.csv.zip``) with a header row, or Parquet (``.parquet``, ``.pq``).  Only the named
+    columns are read, ``block_size`` bytes of CSV (default 1 MiB) or 65536 Parquet rows at a
+    time, and counted as they come: memory is bounded by the batch, not by the file (with
+    ``by``, plus the distinct labels).  The values follow the same rules as in a DataFrame
+    (docs/analysis.md, "Survey files"); rows in messages are data rows, numbered from 1
+    without the header.  ``progress(bytes_done, bytes_total)`` is called after each batch.
+
+    >>> import pathlib, tempfile
+    >>> from deniable import TwoCoin
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "q.csv"
+    >>> _ = path.write_text("q,region\\n1,north\\n0,south\\n,north\\n1,south\\n")
+    >>> res = analyze_file(path, "q", TwoCoin())
+    >>> res.n, res.missing
+    (3, 1)
+    """
+    d, lvl = _check(design, column, group, by, level, missing)
+    label = str(path)
+    plan = _plan(d, column, group, by, lambda r: f"data row {r} of {label!r}")
+    with SurveyFile(path, block_size=block_size, progress=progress) as f:
+        f.check_columns([(w, c) for w, c in (("column", column), ("group", group), ("by", by))
+                         if c is not None])  # fmt: skip
+        run([plan], file_batches(f, plan.columns()), missing)
+        text = f.kind == "csv"
+    if by is not None:
+        return _grouped(plan, d, lvl, text=text)
+    return _analysis(plan, d, lvl)
+
+
+def _check(
+    design: Design, column: Any, group: Any, by: Any, level: float, missing: str
+) -> tuple[BinaryDesign | TwoGroupDesign, float]:
     d = check_design(design)
     lvl = v.level(level)
     v.choice("missing", missing, ("drop", "error"))
-    s = column_series(df, column, "column")
-    g = column_series(df, by, "by")
-    if by == column:
-        raise ParameterError(f"`by` must differ from `column`, got {by!r} for both.")
-    rr = group_series(df, d, group, column)
-    if rr is not None and by == group:
-        raise ParameterError(f"`by` must differ from `group`, got {by!r} for both.")
-    values, isna = binary_reports(s, column, d)
-    split, sna = (None, np.zeros(len(s), dtype=bool)) if rr is None else group_values(rr, group)
-    gna = np.asarray(g.isna(), dtype=bool)
-    if missing == "error":
-        for mask, series, what, name in ((isna, s, "column", column), (sna, rr, "group", group),
-                                         (gna, g, "by", by)):  # fmt: skip
-            if mask.any():
-                missing_error(series, mask, what, name)
-    drop = (isna | sna)[~gna]
-    cols: dict[str, Any] = {
-        "group": g.to_numpy()[~gna],
-        "yes": values[~gna].astype(np.int64),
-        "n": (~drop).astype(np.int64),
-        "missing": drop.astype(np.int64),
-    }
-    if split is not None:
-        for k in (1, 2):
-            in_k = (split[~gna] == k) & ~drop
-            cols[f"n{k}"] = in_k.astype(np.int64)
-            cols[f"yes{k}"] = (in_k & (values[~gna] == 1)).astype(np.int64)
-    frame = pd.DataFrame(cols)
-    try:
-        counts = frame.groupby("group", sort=True).sum()
-    except TypeError:  # unorderable labels: keep first-seen order
-        counts = frame.groupby("group", sort=False).sum()
+    check_columns(d, column, group, by)
+    return d, lvl
+
+
+def _plan(d: BinaryDesign | TwoGroupDesign, column: Any, group: Any, by: Any, place: Any) -> Plan:
+    return Plan(column, report_rule(2, d.name), 2, place, group=group, by=by)
+
+
+def _analysis(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float) -> Analysis:
+    """The :class:`Analysis` of a question's counts (every label together)."""
+    c = plan.counts.total()
+    rows = plan.counts.rows
+    if isinstance(d, TwoGroupDesign):
+        no1, yes1, no2, yes2 = (int(x) for x in (c[0, 0], c[0, 1], c[1, 0], c[1, 1]))
+        kept = no1 + yes1 + no2 + yes2
+    else:
+        no, yes = int(c[0, 0]), int(c[0, 1])
+        kept = no + yes
+    if kept == 0:
+        raise DataError(f"`column` {plan.column!r} holds no reports (all {rows} rows are missing).")
+    if isinstance(d, TwoGroupDesign):
+        est = d.estimate(TwoGroupTally((no1, yes1, no2, yes2)))
+        return Analysis(plan.column, d, est, rows - kept, lvl, plan.group)
+    return Analysis(plan.column, d, d.estimate(yes=yes, n=kept), int(c[0, 2]), lvl)
+
+
+def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: bool) -> Any:
+    """The per-label DataFrame of :func:`grouped` from a question's counts."""
+    pd = require_pandas()
+    counts = plan.counts.label_counts(len(plan.labels))
     eps = d.epsilon
+    two = isinstance(d, TwoGroupDesign)
     rows: list[tuple[Any, ...]] = []
-    for label, row in counts.iterrows():
-        n, yes, miss = int(row["n"]), int(row["yes"]), int(row["missing"])
+    for i, label in label_order(plan.labels, text):
+        c = counts[i]
         if isinstance(d, TwoGroupDesign):
-            ns, ys = (int(row["n1"]), int(row["n2"])), (int(row["yes1"]), int(row["yes2"]))
+            ns = (int(c[0, 0] + c[0, 1]), int(c[1, 0] + c[1, 1]))
+            ys = (int(c[0, 1]), int(c[1, 1]))
+            n = sum(ns)
+            miss = int(c.sum()) - n
             ests = dict(d.estimate(yes=ys, n=ns).estimates) if min(ns) > 0 else {}
             for pname in d.estimated:
                 e = ests.get(pname)
@@ -364,6 +409,7 @@ def grouped(
                     e.value, e.bounded, e.se, e.se_unbiased, *e.ci(lvl, "wald"))  # fmt: skip
                 rows.append((label, pname, n, *ns, *ys, miss, *nums, eps))
             continue
+        n, yes, miss = int(c[0, 0] + c[0, 1]), int(c[0, 1]), int(c[0, 2])
         if n == 0:
             est_v = bnd = se = seu = lo = hi = math.nan
         else:
@@ -371,18 +417,17 @@ def grouped(
             lo, hi = est.ci(lvl, "exact")
             est_v, bnd, se, seu = est.value, est.bounded, est.se, est.se_unbiased
         rows.append((label, n, yes, miss, est_v, bnd, se, seu, lo, hi, eps))
-    two = isinstance(d, TwoGroupDesign)
     out = pd.DataFrame(rows, columns=list(TWO_GROUP_COLUMNS if two else GROUPED_COLUMNS))
     out.attrs.update(
-        column=column,
-        by=by,
+        column=plan.column,
+        by=plan.by,
         design=d.name,
         level=lvl,
         interval="wald (delta method)"
         if two
         else "exact (Clopper-Pearson for lambda, mapped through the design)",
-        missing_group=int(gna.sum()),
+        missing_group=int(counts[0].sum()),
     )
     if two:
-        out.attrs["group"] = group
+        out.attrs["group"] = plan.group
     return out

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deniable import _validation as v
+from deniable._atomic import atomic_write
 from deniable._table import Table
 from deniable._table import format_cell as _cell
 from deniable.designs import Design
@@ -335,7 +336,7 @@ def _save(fig: Figure, path: str | Path | None) -> Figure:
         suffix = p.suffix.lower()
         if suffix not in (".png", ".svg", ".pdf"):
             raise ParameterError(f"`path` must end in .png, .svg or .pdf, got {str(path)!r}.")
-        fig.savefig(p, format=suffix[1:])
+        atomic_write(p, lambda tmp: fig.savefig(tmp, format=suffix[1:]))  # never half-written
     return fig
 
 

@@ -16,6 +16,7 @@ import html
 import io
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,11 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from deniable import _validation as v
-from deniable.analysis import Analysis, analyze, require_pandas
+from deniable._atomic import atomic_write_text
+from deniable._readers import check_frame
+from deniable._survey_files import Progress, SurveyFile
+from deniable._survey_questions import file_batches, frame_batches, run
+from deniable.analysis import Analysis, _analysis, _check, _plan, require_pandas
 from deniable.designs import Design, TwoGroupDesign, TwoGroupEstimate
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
-__all__ = ["SurveyReport", "survey_report"]
+__all__ = ["SurveyReport", "survey_report", "survey_report_file"]
 
 _INTERVAL = (
     "exact: Clopper-Pearson interval for the share of yes reports, mapped through the design"
@@ -278,44 +283,15 @@ guarantee.</p>
 </body>
 </html>
 """
-        if path is not None:
-            p = Path(path)
-            try:
-                p.write_text(page, encoding="utf-8")
-            except OSError as exc:
-                raise DataError(f"cannot write {str(p)!r}: {exc.strerror or exc}.") from exc
+        if path is not None:  # a temporary file renamed into place: never half-written
+            atomic_write_text(path, page)
         return page
 
 
-def survey_report(
-    df: Any,
-    questions: Mapping[Any, Design | tuple[Design, Any]],
-    *,
-    level: float = 0.95,
-    missing: str = "drop",
-    title: str = "Survey report",
-) -> SurveyReport:
-    """Analyse every question of a survey: ``questions`` maps a column to its design, or for
-    a two-group design to ``(design, group_column)`` (the column of randomization groups,
-    1 or 2).
-
-    Each question is :func:`~deniable.analysis.analyze` of its column (same validation and
-    missing-value handling); the report lists n, estimate, interval and ε (one row per
-    estimated parameter of a two-group question).
-
-    >>> import pandas as pd
-    >>> from deniable import Mangat, Warner
-    >>> df = pd.DataFrame({"drugs": [1, 0, 1, 1, 0, 0, 0, 1], "tax": [0, 0, 1, 0, 1, 1, 0, 0]})
-    >>> rep = survey_report(df, {"drugs": Warner(0.75), "tax": Mangat(0.5)})
-    >>> print(rep.table())
-    Survey report
-    question  design          n  missing  estimate      SE    95% CI (exact)       ε
-    --------  --------------  -  -------  --------  ------  ----------------  ------
-    drugs     warner(p=0.75)  8        0    0.5000  0.3536  [0.0000, 1.0000]  1.0986
-    tax       mangat(p=0.5)   8        0   -0.2500  0.3423  [0.0000, 0.5103]       ∞
-    8 respondents. estimate: unbiased moment estimate (may leave [0, 1]).
-    SE: plug-in (divides by n). ε = ∞: some report reveals the answer.
-    """
+def _questions(
+    questions: Mapping[Any, Design | tuple[Design, Any]], title: str, level: float, missing: str
+) -> list[tuple[Any, Any, Any, float]]:
+    """``(column, design, group column or None, level)`` per question, checked."""
     if not isinstance(questions, Mapping):
         raise ParameterTypeError(
             "`questions` must be a mapping {column: design} (or {column: (design, "
@@ -325,8 +301,7 @@ def survey_report(
         raise ParameterError("`questions` must name at least one column, got an empty mapping.")
     if not isinstance(title, str):
         raise ParameterTypeError(f"`title` must be a string, got {type(title).__name__}.")
-    lvl = v.level(level)
-    results = []
+    out = []
     for column, spec in questions.items():
         design: Any = spec
         group = None
@@ -343,5 +318,74 @@ def survey_report(
                 f"questions[{column!r}] = (design, group_column), the column holding each "
                 "respondent's group (1 or 2)."
             )
-        results.append(analyze(df, column, design, group=group, level=lvl, missing=missing))
-    return SurveyReport(tuple(results), lvl, len(df), title)
+        d, lvl = _check(design, column, group, None, level, missing)
+        out.append((column, d, group, lvl))
+    return out
+
+
+def survey_report(
+    df: Any,
+    questions: Mapping[Any, Design | tuple[Design, Any]],
+    *,
+    level: float = 0.95,
+    missing: str = "drop",
+    title: str = "Survey report",
+) -> SurveyReport:
+    """Analyse every question of a survey: ``questions`` maps a column to its design, or for
+    a two-group design to ``(design, group_column)`` (the column of randomization groups,
+    1 or 2).
+
+    Each question is :func:`~deniable.analysis.analyze` of its column (same validation and
+    missing-value handling); the report lists n, estimate, interval and ε (one row per
+    estimated parameter of a two-group question).  :func:`survey_report_file` does the same
+    on a file, reading it once, in batches.
+
+    >>> import pandas as pd
+    >>> from deniable import Mangat, Warner
+    >>> df = pd.DataFrame({"drugs": [1, 0, 1, 1, 0, 0, 0, 1], "tax": [0, 0, 1, 0, 1, 1, 0, 0]})
+    >>> rep = survey_report(df, {"drugs": Warner(0.75), "tax": Mangat(0.5)})
+    >>> print(rep.table())
+    Survey report
+    question  design          n  missing  estimate      SE    95% CI (exact)       ε
+    --------  --------------  -  -------  --------  ------  ----------------  ------
+    drugs     warner(p=0.75)  8        0    0.5000  0.3536  [0.0000, 1.0000]  1.0986
+    tax       mangat(p=0.5)   8        0   -0.2500  0.3423  [0.0000, 0.5103]       ∞
+    8 respondents. estimate: unbiased moment estimate (may leave [0, 1]).
+    SE: plug-in (divides by n). ε = ∞: some report reveals the answer.
+    """
+    check_frame(df)
+    specs = _questions(questions, title, level, missing)
+    from deniable._analysis_columns import column_series
+
+    for column, _, group, _ in specs:
+        column_series(df, column, "column")
+        if group is not None:
+            column_series(df, group, "group")
+    plans = [_plan(d, c, g, None, lambda r: f"row {r!r}") for c, d, g, _ in specs]
+    run(plans, frame_batches(df, [c for p in plans for c in p.columns()]), missing)
+    results = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
+    return SurveyReport(tuple(results), v.level(level), len(df), title)
+
+
+def survey_report_file(
+    path: str | os.PathLike[str],
+    questions: Mapping[str, Design | tuple[Design, str]],
+    *,
+    level: float = 0.95,
+    missing: str = "drop",
+    title: str = "Survey report",
+    block_size: int | None = None,
+    progress: Progress | None = None,
+) -> SurveyReport:
+    """:func:`survey_report` on a CSV or Parquet file, read once and in batches (only the
+    question and group columns; memory bounded by the batch, see
+    :func:`~deniable.analysis.analyze_file`).  ``respondents`` is the number of data rows."""
+    specs = _questions(questions, title, level, missing)
+    label = str(path)
+    plans = [_plan(d, c, g, None, lambda r: f"data row {r} of {label!r}") for c, d, g, _ in specs]
+    with SurveyFile(path, block_size=block_size, progress=progress) as f:
+        f.check_columns([(w, c) for c, _, g, _ in specs
+                         for w, c in (("column", c), ("group", g)) if c is not None])  # fmt: skip
+        rows = run(plans, file_batches(f, [c for p in plans for c in p.columns()]), missing)
+    results = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
+    return SurveyReport(tuple(results), v.level(level), rows, title)

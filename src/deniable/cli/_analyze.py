@@ -22,6 +22,7 @@ from rich.text import Text
 
 from deniable import _validation as v
 from deniable._estimate import Estimate
+from deniable.analysis import Analysis
 from deniable.cli._base import (
     app,
     build_design,
@@ -43,6 +44,7 @@ from deniable.cli._designs import (
     estimate_payload,
     estimate_rows,
 )
+from deniable.cli._files import progress_bar, refuse_inputs, write_output
 from deniable.cli._twogroup import two_group_payload, two_group_rows, two_group_table
 from deniable.designs import (
     DESIGNS,
@@ -174,7 +176,7 @@ def analyze_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence from a column of reports in a CSV or Parquet file."""
-    from deniable.analysis import analyze, grouped, read_reports
+    from deniable.analysis import analyze_file
 
     d = build_design(design, param)
     two = isinstance(d, TwoGroupDesign)
@@ -190,13 +192,11 @@ def analyze_command(
         )
     lvl = v.level(level)
     miss = v.choice("--missing", missing, ("drop", "error"))
-    with _extras():
-        df = read_reports(file)
-        if by is not None:
-            frame = grouped(df, column, d, by, group=group_column, level=lvl, missing=miss)
-        else:
-            res = analyze(df, column, d, group=group_column, level=lvl, missing=miss)
+    with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
+        result: Any = analyze_file(file, column, d, group=group_column, by=by, level=lvl,
+                              missing=miss, progress=progress)  # fmt: skip
     if by is not None:
+        frame = result
         groups = [
             {k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in row.items()}
             for row in frame.to_dict(orient="records")
@@ -226,6 +226,7 @@ def analyze_command(
         out.print(kv_table(rows, title="Prevalence by group"))
         out.print(_group_table(frame, lvl, two))
         return
+    res: Analysis = result
     est = res.estimate
     if isinstance(est, TwoGroupEstimate):
         assert isinstance(d, TwoGroupDesign)
@@ -286,8 +287,7 @@ def report_command(
     as_json: JsonOpt = False,
 ) -> None:
     """A whole-survey report: every question's n, estimate, interval and ε."""
-    from deniable.analysis import read_reports
-    from deniable.report import survey_report
+    from deniable.report import survey_report_file
 
     if not question:
         fail("give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75).")
@@ -299,11 +299,14 @@ def report_command(
         questions[col] = d if group is None else (d, group)
     lvl = v.level(level)
     miss = v.choice("--missing", missing, ("drop", "error"))
+    refuse_inputs([("--html", html)], [("FILE", file)])
     with _extras():
-        df = read_reports(file)
-        rep = survey_report(df, questions, level=lvl, missing=miss, title=title)
+        with progress_bar(not as_json, f"reading {file}") as progress:
+            rep = survey_report_file(file, questions, level=lvl, missing=miss, title=title,
+                                     progress=progress)  # fmt: skip
         if html is not None:
-            rep.to_html(html)
+            page = rep.to_html()
+            write_output(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     if as_json:
         payload = rep.to_dict()
         payload["file"] = file

@@ -6,12 +6,9 @@ One-group designs take ``--yes Y --n N``; two-group designs take ``--yes Y1,Y2 -
 
 from __future__ import annotations
 
-import csv
-import io
-from pathlib import Path
-
-from deniable.cli._base import fail, guard_io, parse_counts
-from deniable.designs import BinaryDesign, Categorical, Design, Tally, TwoGroupDesign, TwoGroupTally
+from deniable.cli._base import fail, parse_counts
+from deniable.cli._files import progress_bar
+from deniable.designs import BinaryDesign, Design, Tally, TwoGroupDesign, TwoGroupTally
 
 
 def needs_counts(design: Design) -> bool:
@@ -19,77 +16,55 @@ def needs_counts(design: Design) -> bool:
     return design.n_reports != 2 or not isinstance(design, BinaryDesign)
 
 
-def _report_kind(design: Design) -> str:
-    if isinstance(design, Categorical):
-        return f"a category 0..{design.k - 1}"
-    if design.n_reports != 2:
-        return f"a count of red cards 0..{design.n_reports - 1}"
-    return "0 or 1"
+def read_reports(
+    path: str, column: str | None, design: Design, missing: str = "drop", *, show: bool = False
+) -> tuple[Tally, int]:
+    """The tally of the reports in ``path`` and the number of missing ones.
 
-
-def read_reports(path: str, column: str | None, design: Design) -> Tally:
-    """Read reports from ``path``: one integer per line, or a CSV with a header row.
-
-    With a header, ``column`` picks the column by name (default: the first).  Every report
-    must be an integer in ``0..n_reports-1`` of the design; the first bad one is named
-    with its line number.
+    Without ``column`` the file is a bare list: one report per line (the first column of
+    each line), no header.  With ``column`` its first line is a header and ``column`` picks
+    the column by name.  Parquet files name their columns: ``column`` picks one (needed
+    when there are several).  Each report must be a whole number the design can produce
+    (0/1, also true/false, for binary designs); an empty cell or NA is missing (counted;
+    an error with ``missing="error"``).  The file is read in batches
+    (:mod:`deniable._survey_files`), so its size does not matter.
     """
-    with guard_io(f"read reports file {path!r}"):
-        raw = Path(path).read_bytes()
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        fail(f"reports file {path!r} is not UTF-8 text (byte {exc.start}).")
-    rows = [(i, row) for i, row in _rows(text, path) if any(cell.strip() for cell in row)]
-    if not rows:
-        fail(f"reports file {path!r} holds no reports.")
-    first = [cell.strip() for cell in rows[0][1]]
-    has_header = not all(_is_int(cell) for cell in first)
-    index = 0
-    if has_header:
-        rows = rows[1:]
-        if column is not None:
-            if column not in first:
+    from deniable._report_values import report_rule
+    from deniable._survey_files import SurveyFile
+    from deniable._survey_questions import Plan, file_batches, run
+
+    m = design.n_reports
+    label = repr(path)
+    with (
+        progress_bar(show, f"reading {path}") as progress,
+        SurveyFile(path, header=column is not None, any_suffix=True, progress=progress) as f,
+    ):
+        bare = column is None and f.kind == "csv"
+        name = column
+        if name is None:
+            if len(f.names) != 1 and not bare:
                 fail(
-                    f"`--column` must be one of the header's columns "
-                    f"{', '.join(repr(c) for c in first)}, got {column!r}."
+                    f"reports file {path!r} has {len(f.names)} columns "
+                    f"({', '.join(map(repr, f.names))}): name one with --column."
                 )
-            index = first.index(column)
-        if not rows:
-            fail(f"reports file {path!r} has a header but no reports.")
-    elif column is not None:
-        fail(f"`--column` {column!r} needs a header row; reports file {path!r} has none.")
-    top = design.n_reports - 1
-    counts = [0] * design.n_reports
-    for line, row in rows:
-        cell = row[index].strip() if index < len(row) else ""
-        value = int(cell) if _is_int(cell) else None
-        if value is None or not 0 <= value <= top:
-            fail(
-                f"reports file {path!r} line {line}: each report must be "
-                f"{_report_kind(design)} (design {design.name!r}), got {cell!r}."
+            name = f.names[0]
+        f.check_columns([("--column", name)])
+        place = (lambda r: f"line {r}") if bare else (lambda r: f"data row {r} of {label}")
+        plan = Plan(name, report_rule(m, design.name), m, place, names=("--column", "", ""))
+        if bare:
+            log = plan.logs[0]
+            log.subject = f"reports file {path!r}"
+            log.hint = (
+                "; a file with a header row needs --column NAME (without --column the file "
+                "is a bare list of reports, one per line, and line 1 is a report)"
             )
-        counts[value] += 1
-    return Tally(tuple(counts))
-
-
-def _rows(text: str, path: str) -> list[tuple[int, list[str]]]:
-    reader = csv.reader(io.StringIO(text))
-    out = []
-    try:
-        for row in reader:
-            out.append((reader.line_num, row))
-    except csv.Error as exc:
-        fail(f"reports file {path!r} line {reader.line_num}: not valid CSV ({exc}).")
-    return out
-
-
-def _is_int(cell: str) -> bool:
-    try:
-        int(cell)
-    except ValueError:
-        return False
-    return True
+        rows = run([plan], file_batches(f, [name]), missing)
+    counts = plan.counts.total()[0]
+    dropped = int(counts[m])
+    if rows - dropped == 0:
+        where = f"{rows} rows, all missing" if rows else "no rows"
+        fail(f"reports file {path!r} holds no reports ({where}).")
+    return Tally(tuple(int(c) for c in counts[:m])), dropped
 
 
 def parse_whole_numbers(option: str, text: str) -> tuple[int, ...]:
@@ -157,8 +132,11 @@ def gather_tally(
     reports: str | None,
     column: str | None,
     counts: str | None,
-) -> Tally:
-    """The tally from exactly one of ``--yes/--n``, ``--reports`` and ``--counts``."""
+    missing: str = "drop",
+    show: bool = False,
+) -> tuple[Tally, int | None]:
+    """The tally from exactly one of ``--yes/--n``, ``--reports`` and ``--counts``, and the
+    number of missing reports left out (``None`` unless from ``--reports``)."""
     given = [
         flag
         for flag, present in (
@@ -180,8 +158,10 @@ def gather_tally(
         fail(f"give exactly one of {how}; got {got}.")
     if column is not None and reports is None:
         fail("`--column` applies to --reports only.")
+    if missing != "drop" and reports is None:
+        fail("`--missing` applies to --reports only.")
     if reports is not None:
-        return read_reports(reports, column, design)
+        return read_reports(reports, column, design, missing, show=show)
     if counts is not None:
         values = parse_counts(counts)
         if len(values) != m:
@@ -191,7 +171,7 @@ def gather_tally(
             )
         if sum(values) == 0:
             fail("`--counts` must contain at least one report, got all zeros.")
-        return Tally(values)
+        return Tally(values), None
     if needs_counts(design):
         fail(
             f"design {design.name!r} has {m} report values, not yes/no: give "
@@ -199,4 +179,4 @@ def gather_tally(
         )
     if yes is None or n is None:
         fail(f"give both --yes and --n, got only {'--yes' if n is None else '--n'}.")
-    return Tally.binary(_single("--yes", yes, design), _single("--n", n, design))
+    return Tally.binary(_single("--yes", yes, design), _single("--n", n, design)), None

@@ -344,11 +344,12 @@ def estimate_command(
         typer.Option(
             "--reports",
             metavar="FILE",
-            help="Reports, one per line, or a CSV with a header (see --column).",
+            help="File of reports: one per line, no header (or a CSV with a header: --column).",
         ),
     ] = None,
     column: Annotated[
-        str | None, typer.Option("--column", help="CSV column of --reports (default: first).")
+        str | None,
+        typer.Option("--column", help="--reports: the file has a header; read this column."),
     ] = None,
     counts: Annotated[
         str | None,
@@ -362,6 +363,10 @@ def estimate_command(
     method: Annotated[
         str | None, typer.Option("--method", help="kuk only: moment (default) or mle.")
     ] = None,
+    missing: Annotated[
+        str,
+        typer.Option("--missing", help="--reports: missing reports are drop (default) or error."),
+    ] = "drop",
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -384,23 +389,30 @@ def estimate_command(
         for line in two_group_exact_lines(result, lvl):
             out.print(Text(line))
         return
-    tally = gather_tally(d, yes=yes, n=n, reports=reports, column=column, counts=counts)
+    v.choice("--missing", missing, ("drop", "error"))
+    tally, dropped = gather_tally(d, yes=yes, n=n, reports=reports, column=column,
+                                  counts=counts, missing=missing, show=not as_json)  # fmt: skip
+    extra = {} if dropped is None else {"missing": dropped}  # reports left out (--reports)
     est = run_estimate(d, tally, method)
     out = console()
     if isinstance(est, CategoricalEstimate):
         assert isinstance(d, Categorical)
         if as_json:
-            emit_json(categorical_payload(d, est, lvl))
+            emit_json({**categorical_payload(d, est, lvl), **extra})
             return
         rows = [
             ("design", f"{d.name} ({fmt_params(d.parameters())})"),
             ("ε", epsilon_note(d.epsilon)),
             ("n", str(est.n)),
+            *(("missing reports (dropped)", str(x)) for x in extra.values()),
         ]
         out.print(kv_table(rows))
         out.print(categorical_table(d, est, lvl))
         return
     if as_json:
-        emit_json(estimate_payload(d, tally, est, lvl))
+        emit_json({**estimate_payload(d, tally, est, lvl), **extra})
         return
-    out.print(kv_table(estimate_rows(d, tally, est, lvl), title="Prevalence estimate"))
+    rows = estimate_rows(d, tally, est, lvl)
+    at = next((i + 1 for i, (k, _) in enumerate(rows) if k.endswith("/ n")), len(rows))
+    rows[at:at] = [("missing reports (dropped)", str(x)) for x in extra.values()]
+    out.print(kv_table(rows, title="Prevalence estimate"))

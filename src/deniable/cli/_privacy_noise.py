@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from deniable._atomic import atomic_write
 from deniable.accounting import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -58,8 +59,8 @@ def save_figure(make: Callable[[], Any], path: Path) -> None:
         fig = make()
     except ImportError as exc:
         fail(str(exc))
-    with guard_io(f"write {path}"):
-        fig.savefig(path, format=suffix[1:])
+    with guard_io(f"write {path}"):  # a temporary file renamed into place: never half-written
+        atomic_write(path, lambda tmp: fig.savefig(tmp, format=suffix[1:]))
     if "matplotlib.pyplot" in sys.modules:  # a pyplot figure: free it
         sys.modules["matplotlib.pyplot"].close(fig)
 

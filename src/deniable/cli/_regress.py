@@ -26,7 +26,6 @@ from deniable.cli._base import (
     fmt_interval,
     fmt_num,
     fmt_params,
-    guard_io,
     kv_table,
 )
 from deniable.cli._designs import JsonOpt, LevelOpt, ParamOpt, epsilon_note
@@ -48,31 +47,47 @@ def _data_modules() -> Any:
     return pandas
 
 
-def read_table(path: str) -> Any:
-    """A DataFrame from a ``.csv`` or ``.parquet`` (``.pq``) file; one error line otherwise."""
-    kind = _SUFFIXES.get(Path(path).suffix.lower())
-    if kind is None:
+def read_table(
+    path: str,
+    formula: str | None = None,
+    *,
+    predictor: str | None = None,
+    direct: str | None = None,
+) -> Any:
+    """The columns of ``path`` that the model uses (all of them if the formula cannot be
+    parsed here: the fit reports that), read by the survey-file reader: the same header,
+    missing-value and 0/1 rules as every command that reads reports."""
+    from deniable._readers import read_frame
+    from deniable._survey_files import CSV_SUFFIXES
+
+    name = Path(path).name.lower()
+    if not name.endswith(CSV_SUFFIXES + tuple(_SUFFIXES)):
         fail(
-            f"`--data` must be a .csv, .parquet or .pq file, got {path!r} "
+            f"`--data` must be a .csv, .parquet or .pq file (or compressed CSV: "
+            f"{', '.join(CSV_SUFFIXES[1:])}), got {path!r} "
             f"(suffix {Path(path).suffix or '(none)'!r})."
         )
-    pd = _data_modules()
-    with guard_io(f"read data file {path!r}"):
-        try:
-            if kind == "csv":
-                return pd.read_csv(path)
-            return pd.read_parquet(path)
-        except ModuleNotFoundError as exc:
-            fail(
-                f"reading {path!r} needs {exc.name} (the [data] extra): "
-                "pip install 'deniable[data]'."
-            )
-        except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-            fail(f"data file {path!r} is not a readable {kind} file: {_first_line(exc)}")
-        except Exception as exc:  # pyarrow's own errors (ArrowInvalid ...) for a bad Parquet
-            if type(exc).__module__.startswith("pyarrow"):
-                fail(f"data file {path!r} is not a readable parquet file: {_first_line(exc)}")
-            raise
+    _data_modules()
+    columns, reports = None, {}
+    try:
+        import formulaic
+
+        parsed = formulaic.Formula(formula or "")
+        lhs = sorted(str(x) for x in parsed.lhs.required_variables)
+        rhs = sorted(str(x) for x in parsed.rhs.required_variables)
+        columns = [*lhs, *rhs, *(c for c in (predictor, direct) if c is not None)]
+        if predictor is None and len(lhs) == 1:
+            reports[lhs[0]] = "the outcome"
+    except Exception:
+        columns = None
+    if predictor is not None:
+        reports[predictor] = "the randomized predictor"
+    if direct is not None:
+        reports[direct] = "the direct-questioning column"
+    try:
+        return read_frame(path, columns=columns, reports=reports, what="data file")
+    except ImportError as exc:
+        fail(str(exc))
 
 
 def _first_line(exc: BaseException) -> str:
@@ -177,7 +192,7 @@ def regress_command(
             f"`--design` must give one yes/no report per respondent; {d.name!r} with these "
             f"parameters has {d.n_reports} report values."
         )
-    frame = read_table(data)
+    frame = read_table(data, formula, predictor=predictor, direct=direct)
     with warnings.catch_warnings():  # shown as notes below the table instead
         warnings.simplefilter("ignore", RuntimeWarning)
         if predictor is None:

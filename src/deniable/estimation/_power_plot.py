@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from deniable import _validation as v
+from deniable._atomic import atomic_write
 from deniable.designs._base import Design
 from deniable.designs._twogroup import TwoGroupDesign
 from deniable.estimation._power import power_curve
@@ -128,7 +129,8 @@ def plot_power_curves(
     ax.set_title(title or _title(prevalence, null, test))
     ax.legend(fontsize="small", loc="lower right")
     metadata = {"Date": None} if out.suffix.lower() == ".svg" else None
-    fig.savefig(out, metadata=metadata)
+    fmt = out.suffix.lower()[1:]  # a temporary file renamed into place: never half-written
+    atomic_write(out, lambda tmp: fig.savefig(tmp, format=fmt, metadata=metadata))
     return out
 
 
