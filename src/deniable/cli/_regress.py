@@ -33,6 +33,13 @@ from deniable.designs import BinaryDesign
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _SE = ("observed", "expected", "opg")
+_FORMULA_HELP = (
+    'Model formula, e.g. "y ~ x1 + C(group) + log(income)". A formula is data, not code: '
+    "column names (any name in backticks), numbers, ~ + - * / : ** ^ and parentheses, and "
+    "the functions C, I, log, log2, log10, log1p, exp, sqrt, abs (also np.log ...), center, "
+    "scale and poly(x, degree); anything else (attribute access, other calls, strings) is "
+    "refused. See docs/regression.md."
+)
 
 
 def _data_modules() -> Any:
@@ -148,7 +155,10 @@ def regress_command(
     formula: Annotated[
         str,
         typer.Option(
-            "--formula", "-f", help='Model formula, e.g. "y ~ 1 + x1 + x2".', show_default=False
+            "--formula",
+            "-f",
+            help=_FORMULA_HELP,
+            show_default=False,
         ),
     ],
     param: ParamOpt = None,

@@ -126,7 +126,8 @@ def linear_rr(
     Parameters
     ----------
     formula : ``"y ~ x1 + x2"``; the predictor may be written in it as a plain term
-        (``"y ~ Z + x1"``) or left out (it is added); no interactions with it.
+        (``"y ~ Z + x1"``) or left out (it is added); no interactions with it.  The formula
+        language is that of :func:`logistic_rr` (anything else raises a ``ParameterError``).
     data : a pandas DataFrame.
     design : the binary design that randomized ``predictor``.
     predictor : the column of 0/1 randomized reports of the hidden binary ``Z``.

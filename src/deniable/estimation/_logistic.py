@@ -42,12 +42,14 @@ from scipy.special import expit
 
 from deniable import _validation as v
 from deniable.designs._base import BinaryDesign
+from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.estimation._regression_data import (
     Array,
     binary_values,
     check_design,
     check_finite,
     check_se,
+    columns_list,
     model_data,
     require_data_extras,
 )
@@ -128,13 +130,24 @@ class LogisticRRResult(RegressionResult):
             return self.data.X
         pd, formulaic = require_data_extras()
         frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
-        used = [c for c in map(str, self.spec.required_variables) if c in frame.columns]
+        # The formula was checked when fitted; checked again here because the stored spec is
+        # evaluated on new data, and only in the restricted context.
+        used = list(check_formula(self.formula).covariates)
+        absent = [c for c in used if c not in frame.columns]
+        if absent:
+            raise DataError(
+                f"`data` for prediction lacks the column{'s' if len(absent) > 1 else ''} "
+                f"{', '.join(repr(c) for c in absent)} that the formula uses "
+                f"(columns: {columns_list(frame)})."
+            )
         missing = int(frame[used].isna().any(axis=1).sum()) if used else 0
         if missing:
             raise DataError(f"`data` has missing values in the covariates: {missing} rows.")
         try:
             with np.errstate(all="ignore"):  # check_finite names a transform's NaN / inf
-                mm = self.spec.get_model_matrix(frame, na_action="ignore")
+                mm = self.spec.get_model_matrix(
+                    frame, context=evaluation_context(), na_action="ignore"
+                )
         except formulaic.errors.FormulaicError as exc:
             first = str(exc).splitlines()[0]
             raise DataError(f"`data` cannot be used for prediction: {first}") from None
@@ -277,7 +290,10 @@ def logistic_rr(
     Parameters
     ----------
     formula : ``"y ~ x1 + x2"`` (formulaic syntax: ``C(g)`` for categories, ``x1:x2``
-        interactions, ``0 +`` to drop the intercept); ``y`` is the column of 0/1 reports.
+        interactions, ``0 +`` to drop the intercept, ``I(x**2)``, ``log(x)``, ``poly(x, 2)``
+        ...); ``y`` is the column of 0/1 reports.  A formula is data, not code: anything
+        outside the documented formula language (attribute access, other calls, dunder
+        names, string literals) raises a ``ParameterError`` before it is evaluated.
     data : a pandas DataFrame (rows with a missing value in a used column are dropped).
     design : the one-group binary design that randomized the reports.
     direct : a 0/1 column marking respondents asked directly (channel ``P1 = 1, P0 = 0``);

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from deniable import _validation as v
 from deniable.designs._base import BinaryDesign
+from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "check_design",
     "check_finite",
     "check_se",
+    "columns_list",
     "model_data",
     "require_data_extras",
 ]
@@ -107,7 +109,8 @@ def _formula_error(formula: str, exc: Exception) -> ParameterError:
     return ParameterError(f"`formula` {formula!r} cannot be used: {first}")
 
 
-def _columns_list(frame: Any) -> str:
+def columns_list(frame: Any) -> str:
+    """The columns of ``frame`` for an error message (the first 12)."""
     cols = [str(c) for c in frame.columns]
     shown = ", ".join(repr(c) for c in cols[:12])
     return shown + (f", ... ({len(cols)} in all)" if len(cols) > 12 else "")
@@ -145,6 +148,10 @@ def model_data(
 ) -> ModelData:
     """Parse ``formula`` (``"y ~ x1 + x2"``) on ``data`` into arrays.
 
+    The formula is first checked against the formula language of
+    :func:`deniable.estimation._formula.check_formula` (a :class:`ParameterError` names
+    any part outside it), then evaluated by formulaic in :func:`evaluation_context` only.
+
     ``outcome`` is ``"binary"`` (the left-hand side must be one 0/1 column) or ``"real"``
     (one finite numeric column).  ``extras`` maps argument names to further columns (the
     direct-questioning indicator, the randomized predictor), returned aligned with ``y``.
@@ -160,6 +167,9 @@ def model_data(
             f"`formula` must be a string like 'y ~ x1 + x2', got {type(formula).__name__}."
         )
     frame = _as_frame(pd, data)
+    # Refuses anything outside the formula language (code, attribute access, dunders) and
+    # malformed parts before formulaic parses, let alone evaluates, the formula.
+    names = check_formula(formula)
     try:
         parsed = formulaic.Formula(formula)
     except formulaic.errors.FormulaicError as exc:
@@ -175,16 +185,16 @@ def model_data(
         if name not in columns:
             raise DataError(
                 f"`{role}` names column {name!r}, which is not in the data "
-                f"(columns: {_columns_list(frame)})."
+                f"(columns: {columns_list(frame)})."
             )
-    needed = sorted(str(x) for x in parsed.required_variables)
+    needed = sorted(names.columns)
     missing = [c for c in needed if c not in columns]
     if missing:
         many = len(missing) > 1
         raise DataError(
             f"`formula` names column{'s' if many else ''} "
             f"{', '.join(repr(m) for m in missing)}, which {'are' if many else 'is'} not in "
-            f"the data (columns: {_columns_list(frame)})."
+            f"the data (columns: {columns_list(frame)})."
         )
     used = list(dict.fromkeys([*needed, *extras.values()]))
     kept = frame.dropna(subset=used) if used else frame
@@ -195,7 +205,9 @@ def model_data(
         # from a transform (np.log of a negative value) and must not be dropped silently.
         # numpy's RuntimeWarnings are silenced because check_finite raises a clearer error.
         with np.errstate(all="ignore"):
-            matrices = formulaic.model_matrix(formula, kept, na_action="ignore")
+            matrices = formulaic.model_matrix(
+                formula, kept, na_action="ignore", context=evaluation_context()
+            )
     except formulaic.errors.FormulaicError as exc:
         raise _formula_error(formula, exc) from None
     lhs, rhs = matrices.lhs, matrices.rhs
