@@ -174,7 +174,8 @@ REFUSED = [
     ("y ~ x, x2", "symbol `,`"),
     ("y ~ x ∂ x2", "symbol `∂`"),
     ("y ~ x + \x00", "symbol `\\x00`"),
-    ("y ~ I(x > 0)", "comparison `x > 0`"),
+    ("y ~ I(x in x2)", "comparison `x in x2` is not allowed (use < <= > >= == !=)"),
+    ("y ~ I(x is x2)", "comparison `x is x2`"),
     ("y ~ I(x ^ 2)", "operator `^` in `x ^ 2` is not allowed (use ** for powers)"),
     ("y ~ I(x % 2)", "operator `%` in `x % 2`"),
     ("y ~ I(~x)", "operator `~x`"),
@@ -295,6 +296,8 @@ TRANSFORMS = [
     ("y ~ (x + x2) ^ 2", {"a": x, "b": x2, "c": x * x2}),
     ("y ~ C(g)", {"b": (DF.g == "b").astype(float), "c": (DF.g == "c").astype(float)}),
     ("y ~ `my col`", {"t": x2 + 1}),
+    ("y ~ I(x > 1.5)", {"t": (x > 1.5).astype(float)}),
+    ("y ~ I(x * 2 <= x2 + 3) + x", {"a": (x * 2 <= x2 + 3).astype(float), "b": x}),
     ("y ~ I(`my col` * 2)", {"t": (x2 + 1) * 2}),
 ]
 

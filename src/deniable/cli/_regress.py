@@ -61,8 +61,7 @@ def read_table(
     predictor: str | None = None,
     direct: str | None = None,
 ) -> Any:
-    """The columns of ``path`` that the model uses (all of them if the formula cannot be
-    parsed here: the fit reports that), read by the survey-file reader: the same header,
+    """The columns of ``path`` that the model uses (the formula is checked first), read by the survey-file reader: the same header,
     missing-value and 0/1 rules as every command that reads reports."""
     from deniable._readers import read_frame
     from deniable._survey_files import CSV_SUFFIXES
@@ -75,18 +74,18 @@ def read_table(
             f"(suffix {Path(path).suffix or '(none)'!r})."
         )
     _data_modules()
-    columns, reports = None, {}
-    try:
-        import formulaic
+    from deniable.estimation._formula import check_formula
 
-        parsed = formulaic.Formula(formula or "")
-        lhs = sorted(str(x) for x in parsed.lhs.required_variables)
-        rhs = sorted(str(x) for x in parsed.rhs.required_variables)
-        columns = [*lhs, *rhs, *(c for c in (predictor, direct) if c is not None)]
-        if predictor is None and len(lhs) == 1:
-            reports[lhs[0]] = "the outcome"
-    except Exception:
-        columns = None
+    # the formula is checked (data, not code) before anything parses it: a refused formula
+    # is an error here, before the file is read
+    names = check_formula(formula or "")
+    lhs, rhs = list(names.outcome), list(names.covariates)
+    columns: list[str] | None = list(
+        dict.fromkeys([*lhs, *rhs, *(c for c in (predictor, direct) if c is not None)])
+    )
+    reports: dict[str, str] = {}
+    if predictor is None and len(lhs) == 1:
+        reports[lhs[0]] = "the outcome"
     if predictor is not None:
         reports[predictor] = "the randomized predictor"
     if direct is not None:

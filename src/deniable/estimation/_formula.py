@@ -92,13 +92,13 @@ _OTHER_BINOPS: dict[type[ast.operator], str] = {
     ast.RShift: ">>",
     ast.MatMult: "@",
 }
+_COMPARISONS: tuple[type[ast.cmpop], ...] = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
 _KINDS: tuple[tuple[type[ast.AST] | tuple[type[ast.AST], ...], str], ...] = (
     (ast.Attribute, "attribute access"),
     ((ast.Subscript, ast.Slice), "subscript"),
     (ast.Lambda, "lambda"),
     ((ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp), "comprehension"),
     (ast.NamedExpr, "assignment expression"),
-    (ast.Compare, "comparison"),
     (ast.BoolOp, "boolean operator"),
     (ast.IfExp, "conditional expression"),
     ((ast.List, ast.Tuple, ast.Set, ast.Dict), "container literal"),
@@ -111,7 +111,8 @@ ALLOWED = (
     "~ + - * / : ** ^ and parentheses, and the functions C(column), I(expr), "
     f"{', '.join(sorted(ELEMENTWISE))} (also as np.log ...), center(expr), scale(expr) and "
     "poly(expr, degree), where expr is arithmetic (+ - * / **) of columns, numbers and "
-    "these functions"
+    "these functions, or a comparison of such arithmetic (< <= > >= == !=, e.g. "
+    "I(age > 40))"
 )
 
 
@@ -389,6 +390,14 @@ class _Checker:
                 raise _Refused(f"a power of numbers `{ast.unparse(node)}`", "write the number")
             self.expr(node.left)
             self.expr(node.right)
+        elif isinstance(node, ast.Compare):
+            # an indicator such as I(age > 40): comparisons of arithmetic, nothing else
+            for cmp in node.ops:
+                if not isinstance(cmp, _COMPARISONS):
+                    raise _Refused(f"comparison `{ast.unparse(node)}`", "use < <= > >= == !=")
+            self.expr(node.left)
+            for operand in node.comparators:
+                self.expr(operand)
         elif isinstance(node, ast.UnaryOp):
             if not isinstance(node.op, (ast.USub, ast.UAdd)):
                 raise _Refused(f"operator `{ast.unparse(node)}`")
