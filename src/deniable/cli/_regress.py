@@ -61,8 +61,9 @@ def read_table(
     predictor: str | None = None,
     direct: str | None = None,
 ) -> Any:
-    """The columns of ``path`` that the model uses (the formula is checked first), read by the survey-file reader: the same header,
-    missing-value and 0/1 rules as every command that reads reports."""
+    """The columns of ``path`` that the model uses (the formula is checked first), read by
+    the survey-file reader: the same header, missing-value and 0/1 rules as every command
+    that reads reports."""
     from deniable._readers import read_frame
     from deniable._survey_files import CSV_SUFFIXES
 
