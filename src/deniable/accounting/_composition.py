@@ -53,6 +53,9 @@ __all__ = [
 _U = 2.0**-53
 _MAX_DOUBLE = Fraction(sys.float_info.max)
 _MAX_LATTICE = 2**23  # points of a composed exact lattice PLD
+#: Largest ``count`` of :func:`optimal_rr_delta` / :func:`optimal_rr_epsilon`: the exact sum
+#: has ``count + 1`` binomial terms, and the bisection evaluates it ~60 times (~2 s here).
+MAX_EXACT_COUNT = 10**6
 
 
 def _pairs(epsilons: Any, counts: Any) -> tuple[list[float], list[int]]:
@@ -152,6 +155,9 @@ def _root_sum_squares(eps: list[float], cnt: list[int]) -> float:
     return top * math.sqrt(total)
 
 
+_EXACT_WHY = "an exact sum of count + 1 binomial terms; basic, advanced and kov take any count"
+
+
 def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float:
     """Exact ``delta(target_epsilon)`` of ``count`` uses of binary RR at ``epsilon`` (the
     optimal composition of ``count`` eps-DP mechanisms), summed over binomials in log space.
@@ -164,7 +170,7 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
     True
     """
     eps = check_epsilon(epsilon)
-    c = v.integer("count", count, minimum=0)
+    c = v.integer("count", count, minimum=0, maximum=MAX_EXACT_COUNT, why=_EXACT_WHY)
     t = check_epsilon(target_epsilon, "target_epsilon")
     if c == 0 or eps == 0.0 or t == math.inf:
         return 0.0
@@ -200,7 +206,7 @@ def optimal_rr_epsilon(epsilon: float, count: int, delta: float) -> float:
     True
     """
     eps = check_epsilon(epsilon)
-    c = v.integer("count", count, minimum=0)
+    c = v.integer("count", count, minimum=0, maximum=MAX_EXACT_COUNT, why=_EXACT_WHY)
     d = check_delta(delta)
     if c == 0 or eps == 0.0:
         return 0.0

@@ -64,7 +64,10 @@ def parse_value(option: str, text: str, *, allow_inf: bool = False) -> float:
         if not allow_inf:
             fail(f"`{option}` must be finite, got {text!r}.")
         return math.inf
-    return parse_number(option, text)
+    x = parse_number(option, text)
+    if math.isinf(x) and not allow_inf:  # a number beyond every double, 1e400
+        fail(f"`{option}` must be finite, got {text.strip()!r}.")
+    return x
 
 
 def parse_values(option: str, texts: Sequence[str], *, allow_inf: bool = False) -> list[float]:
