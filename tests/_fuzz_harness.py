@@ -107,33 +107,15 @@ def _api_namespace() -> dict[str, Any]:
 
 
 def check_result(value: Any, finite: Sequence[str] = ()) -> list[str]:
-    """Paths of the non-finite numbers of ``value`` among the attribute paths ``finite``
-    (dotted; ``*`` matches every item of a sequence), e.g. ``["value", "ci.*"]``."""
+    """The non-finite numbers among the expressions ``finite`` of ``x = value`` (e.g.
+    ``["x.value", "x.ci(0.95, 'exact')"]``), as ``"expression = number"`` strings."""
     bad = []
-    for path in finite:
-        for where, x in _resolve(value, path.split("."), path):
-            for i, y in enumerate(_numbers(x)):
-                if not math.isfinite(y):
-                    bad.append(f"{where}[{i}] = {y!r}")
+    for expr in finite:
+        got = eval(expr, {"x": value, "math": math})
+        for y in _numbers(got):
+            if not math.isfinite(y):
+                bad.append(f"{expr} = {y!r}")
     return bad
-
-
-def _resolve(value: Any, parts: list[str], where: str) -> Iterator[tuple[str, Any]]:
-    if not parts:
-        yield where, value
-        return
-    head, rest = parts[0], parts[1:]
-    if head == "*":
-        for item in value.values() if isinstance(value, dict) else value:
-            yield from _resolve(item, rest, where)
-        return
-    if head.endswith("()"):
-        got = getattr(value, head[:-2])()
-    elif isinstance(value, dict):
-        got = value[head]
-    else:
-        got = getattr(value, head)
-    yield from _resolve(got, rest, where)
 
 
 def _numbers(x: Any) -> list[float]:
@@ -143,8 +125,11 @@ def _numbers(x: Any) -> list[float]:
         return []
     if isinstance(x, dict):
         return [y for v in x.values() for y in _numbers(v)]
-    arr = np.asarray(x, dtype=object).ravel()
-    return [float(y) for y in arr if y is not None and not isinstance(y, str | bool)]
+    try:
+        return [float(y) for y in np.asarray(x, dtype=float).ravel()]
+    except (TypeError, ValueError, OverflowError):
+        arr = np.asarray(x, dtype=object).ravel()
+        return [float(y) for y in arr if y is not None and not isinstance(y, str | bool)]
 
 
 def _run_api(expr: str) -> dict[str, Any]:

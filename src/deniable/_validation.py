@@ -16,6 +16,10 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 def _fmt(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return repr(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        digits = str(abs(value))
+        sign = "-" if value < 0 else ""
+        return f"{sign}{digits[0]}.{digits[1:7]}e+{len(digits) - 1} (an integer of {len(digits)} digits)"
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -25,7 +29,10 @@ def real(name: str, value: Any) -> float:
         raise ParameterTypeError(
             f"`{name}` must be a real number, got {type(value).__name__} {value!r}."
         )
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:  # an integer beyond every double (10**400)
+        out = math.inf if value > 0 else -math.inf
     if math.isnan(out):
         raise ParameterError(f"`{name}` must be a number, got nan.")
     return out

@@ -305,7 +305,7 @@ def simulation_study(
     v.choice("method", method, ("binomial", "respondents"))
     if method == "respondents" and n * reps > MAX_RESPONDENTS:
         raise ParameterError(
-            f"`n` * `replications` must be at most {v.fmt_limit(MAX_RESPONDENTS)} with "
+            f"`n` * `replications` must be an integer in [2, {v.fmt_limit(MAX_RESPONDENTS)}] with "
             f"method 'respondents' (every respondent is simulated; method 'binomial' draws "
             f"the same counts in time linear in replications), got {n} * {reps} = {n * reps}."
         )

@@ -217,7 +217,8 @@ class PrivacyAccountant:
             if single[1] <= MAX_EXACT_COUNT:
                 return None
             return (
-                f"`count` must be at most {v.fmt_limit(MAX_EXACT_COUNT)} for method 'optimal' "
+                f"`count` must be an integer in [0, {v.fmt_limit(MAX_EXACT_COUNT)}] for method "
+                f"'optimal' "
                 f"(an exact sum of count + 1 binomial terms; {_CLOSED_FORMS}), got {single[1]}."
             )
         pure = [e for e in self._active if not isinstance(e, Gaussian)]
@@ -225,13 +226,13 @@ class PrivacyAccountant:
         kary = sum(e.count for e in pure if isinstance(e, RandomizedResponse) and e.k > 2)
         if total > MAX_PLD_COUNT:
             return (
-                f"`count` must be at most {v.fmt_limit(MAX_PLD_COUNT)} in all for method "
+                f"`count` must be an integer in [0, {v.fmt_limit(MAX_PLD_COUNT)}] in all for method "
                 f"{method!r} (a privacy loss distribution with a point per loss value; "
                 f"{_CLOSED_FORMS}), got {total}."
             )
         if kary > MAX_KARY_PLD_COUNT:
             return (
-                f"`count` must be at most {MAX_KARY_PLD_COUNT} in all for k-ary questions "
+                f"`count` must be an integer in [0, {MAX_KARY_PLD_COUNT}] in all for k-ary questions "
                 f"(k > 2) with method {method!r} (time quadratic in the count; "
                 f"{_CLOSED_FORMS}), got {kary}."
             )

@@ -31,6 +31,7 @@ W. Hoeffding (1963), Probability inequalities for sums of bounded random variabl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +78,17 @@ def _tails_iid(n: int, lam_m: float, last: int) -> tuple[float, float]:
     """``(P(M > last), P(M <= last))`` for ``M ~ Binomial(n, lam_m)`` (the regularized
     incomplete beta function: any ``n``, passed as a float beyond 64-bit integers)."""
     nf, lf = float(n), float(last)
-    return float(stats.binom.sf(lf, nf, lam_m)), float(stats.binom.cdf(lf, nf, lam_m))
+    try:
+        upper, lower = float(stats.binom.sf(lf, nf, lam_m)), float(stats.binom.cdf(lf, nf, lam_m))
+    except OverflowError:  # Boost's incomplete beta gives up on n beyond ~1e150
+        upper = lower = math.nan
+    if math.isnan(upper) or math.isnan(lower):
+        # scipy fails for huge n (beyond ~1e15) where last is the mean: there the normal
+        # approximation with continuity correction is within O(n^-1/2) < 1e-7
+        sd = math.sqrt(nf * lam_m * (1 - lam_m))
+        z = (lf + 0.5 - nf * lam_m) / sd if sd > 0 else math.copysign(math.inf, lf - nf * lam_m)
+        upper, lower = float(stats.norm.sf(z)), float(stats.norm.cdf(z))
+    return upper, lower
 
 
 def _tails_fixed(n: int, k: int, q1: float, q0: float, last: int) -> tuple[float, float]:
@@ -270,7 +281,10 @@ def majority_decision(
     The rule is ``#yes > n (P0 + P1)/2 + c sqrt(n lambda_b (1 - lambda_b))`` for
     ``P1 > P0`` (mirrored for ``P1 < P0``, see :func:`majority_threshold`).  At ``c = 0``
     and iid sampling Hoeffding's inequality bounds the error by
-    ``exp(-2 n (lambda - lambda_b)^2)``.
+    ``exp(-2 n (lambda - lambda_b)^2)``.  For iid sampling any ``n`` works: the binomial
+    tails are regularized incomplete beta functions; where scipy cannot evaluate them
+    (``n`` beyond ~1e15 with the threshold at the mean, or beyond ~1e150) the
+    continuity-corrected normal approximation is used, within ``O(n^-1/2)`` of them.
 
     Parameters
     ----------
