@@ -32,7 +32,7 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,7 +249,7 @@ INPUT_FILES: dict[str, bytes] = {
     "latin1.csv": "r\u00e9ponse\n1\n0\n1\n".encode("latin-1"),
     "binary.csv": bytes(range(256)) * 4,
     "odd values.csv": b"answer\n1\n0\nnan\ninf\n-1\n2\n1e308\n\n0.5\nyes\n",
-    "donn\u00e9es \u03b5.csv": "answer\n1\n0\n1\n1\n".encode(),
+    "donn\u00e9es \u03b5.csv": b"answer\n1\n0\n1\n1\n",
     "wide.csv": ("a,b\n" + "1e200,0\n-1e200,1\n1e200,1\n-1e200,0\n" * 5).encode(),
 }
 
@@ -451,7 +451,9 @@ def first_line(problems: Sequence[str]) -> str:
 # --------------------------------------------------------------------------- exploring
 
 
-def explore(kind: str, examples: int, only: str = "") -> None:  # pragma: no cover - a development tool
+def explore(
+    kind: str, examples: int, only: str = ""
+) -> None:  # pragma: no cover - a development tool
     import tempfile
 
     from hypothesis import HealthCheck, Phase, given, settings

@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -28,6 +28,7 @@ NASTY_NUMBERS = [
     "1" + "0" * 30, "1" + "0" * 400, "-" + "9" * 25, "100000000000000", "1000000000",
     "710", "709.8", "745", "1e-320", "36", "37", "0.1", "0.01", "100", "1000", "10000",
 ]  # fmt: skip
+
 
 def _weighted(*pairs: tuple[int, st.SearchStrategy[str]]) -> st.SearchStrategy[str]:
     table = [s for w, s in pairs for _ in range(w)]
@@ -311,9 +312,27 @@ def real() -> st.SearchStrategy[Any]:
     """Numbers as the API sees them: floats of every size, huge ints, fractions, bools."""
     return st.one_of(
         st.sampled_from(
-            [0, 1, -1, 0.5, 0.0, -0.0, 1e-300, 5e-324, 1e308, 10**30, 2**63, math.inf,
-             -math.inf, math.nan, 0.9999999999999999, 1.0000000000000002, 710.0, True]
-        ),  # fmt: skip
+            [
+                0,
+                1,
+                -1,
+                0.5,
+                0.0,
+                -0.0,
+                1e-300,
+                5e-324,
+                1e308,
+                10**30,
+                2**63,
+                math.inf,
+                -math.inf,
+                math.nan,
+                0.9999999999999999,
+                1.0000000000000002,
+                710.0,
+                True,
+            ]
+        ),
         st.floats(allow_nan=True, allow_infinity=True),
         st.floats(0, 1),
         st.integers(-(10**22), 10**22),
@@ -398,36 +417,63 @@ API_CASES: dict[str, st.SearchStrategy[str]] = {
         "{0}.estimate(deniable.Tally.binary({1}, {2}))", _EST, _binary_design(), count(), count()
     ),
     "majority": _call(
-        "deniable.majority_decision({0}, {1}, prevalence={2}, offset={3})", _MAJORITY,
-        _binary_design(), count(), prob(), real(),
-    ),  # fmt: skip
+        "deniable.majority_decision({0}, {1}, prevalence={2}, offset={3})",
+        _MAJORITY,
+        _binary_design(),
+        count(),
+        prob(),
+        real(),
+    ),
     "majority_fixed": _call(
-        "deniable.majority_decision({0}, {1}, true_yes={2})", _MAJORITY,
-        _binary_design(), count(), count(),
-    ),  # fmt: skip
+        "deniable.majority_decision({0}, {1}, true_yes={2})",
+        _MAJORITY,
+        _binary_design(),
+        count(),
+        count(),
+    ),
     "simulate_majority": _call(
-        "deniable.simulate_majority({0}, {1}, prevalence={2}, trials={3}, seed=1)", ["x"],
-        _binary_design(), count(), prob(), count(),
-    ),  # fmt: skip
+        "deniable.simulate_majority({0}, {1}, prevalence={2}, trials={3}, seed=1)",
+        ["x"],
+        _binary_design(),
+        count(),
+        prob(),
+        count(),
+    ),
     "power": _call(
-        "deniable.power({0}, {1}, {2}, {3}, alpha={4})", ["x.power"],
-        _binary_design(), count(), prob(), prob(), prob(),
-    ),  # fmt: skip
+        "deniable.power({0}, {1}, {2}, {3}, alpha={4})",
+        ["x.power"],
+        _binary_design(),
+        count(),
+        prob(),
+        prob(),
+        prob(),
+    ),
     "sample_size": _call(
-        "deniable.sample_size({0}, {1}, {2}, {3})", ["x.n"],
-        _binary_design(), prob(), prob(), prob(),
-    ),  # fmt: skip
+        "deniable.sample_size({0}, {1}, {2}, {3})",
+        ["x.n"],
+        _binary_design(),
+        prob(),
+        prob(),
+        prob(),
+    ),
     "simulate": _call(
         "deniable.simulate({0}, {1}, {2}, seed=1)", [], _design_expr(), count(), prob()
     ),
     "simulation_study": _call(
-        "deniable.simulation_study({0}, {1}, {2}, replications={3}, seed=1)", [],
-        _binary_design(), count(), prob(), count(),
-    ),  # fmt: skip
+        "deniable.simulation_study({0}, {1}, {2}, replications={3}, seed=1)",
+        [],
+        _binary_design(),
+        count(),
+        prob(),
+        count(),
+    ),
     "compose": _call(
-        "deniable.compare_composition([{0}] * 3, {1}, counts=[{2}] * 3)", [],
-        real(), prob(), count(),
-    ),  # fmt: skip
+        "deniable.compare_composition([{0}] * 3, {1}, counts=[{2}] * 3)",
+        [],
+        real(),
+        prob(),
+        count(),
+    ),
     "advanced": _call(
         "accounting.advanced_composition({0}, {1}, {2})", [], real(), prob(), count()
     ),

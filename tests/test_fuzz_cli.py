@@ -51,9 +51,7 @@ KNOWN_ELSEWHERE: list[tuple[str, str]] = []
 
 
 def _known_elsewhere(case: fs.CliCase, problem: str) -> bool:
-    return any(
-        case.argv[0] == cmd and needle in problem for cmd, needle in KNOWN_ELSEWHERE
-    )
+    return any(case.argv[0] == cmd and needle in problem for cmd, needle in KNOWN_ELSEWHERE)
 
 
 def check_case(worker: h.Worker, root: Path, case: fs.CliCase, timeout: float) -> None:

@@ -19,7 +19,8 @@ def _fmt(value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
         digits = str(abs(value))
         sign = "-" if value < 0 else ""
-        return f"{sign}{digits[0]}.{digits[1:7]}e+{len(digits) - 1} (an integer of {len(digits)} digits)"
+        short = f"{sign}{digits[0]}.{digits[1:7]}e+{len(digits) - 1}"
+        return f"{short} (an integer of {len(digits)} digits)"
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -32,7 +33,7 @@ def real(name: str, value: Any) -> float:
     try:
         out = float(value)
     except OverflowError:  # an integer beyond every double (10**400)
-        out = math.inf if value > 0 else -math.inf
+        out = math.inf if value > 0 else -math.inf  # type: ignore[operator]
     if math.isnan(out):
         raise ParameterError(f"`{name}` must be a number, got nan.")
     return out

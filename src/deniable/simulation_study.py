@@ -229,7 +229,8 @@ MAX_REPLICATIONS = 10**6
 #: Largest ``n``: the binomial counts are drawn as 64-bit integers.
 MAX_BINOMIAL_N = 2**62
 #: Largest number of respondents :func:`~deniable.simulation.simulate` draws (each one's
-#: answer and report is held in memory: about 16 bytes each, 160 MB and under a second at the limit).
+#: answer and report is held in memory: about 16 bytes each, 160 MB and under a second at
+#: the limit).
 MAX_RESPONDENTS = 10**7
 
 

@@ -16,12 +16,12 @@ import numpy as np
 
 from deniable import _validation as v
 from deniable.accounting._composition import (
+    MAX_EXACT_COUNT,
     CompositionRow,
     CompositionTable,
     advanced_composition,
     basic_composition,
     common_lattice,
-    MAX_EXACT_COUNT,
     kov_composition,
     optimal_rr_delta,
     optimal_rr_epsilon,
@@ -226,14 +226,14 @@ class PrivacyAccountant:
         kary = sum(e.count for e in pure if isinstance(e, RandomizedResponse) and e.k > 2)
         if total > MAX_PLD_COUNT:
             return (
-                f"`count` must be an integer in [0, {v.fmt_limit(MAX_PLD_COUNT)}] in all for method "
-                f"{method!r} (a privacy loss distribution with a point per loss value; "
+                f"`count` must be an integer in [0, {v.fmt_limit(MAX_PLD_COUNT)}] in all for "
+                f"method {method!r} (a privacy loss distribution with a point per loss value; "
                 f"{_CLOSED_FORMS}), got {total}."
             )
         if kary > MAX_KARY_PLD_COUNT:
             return (
-                f"`count` must be an integer in [0, {MAX_KARY_PLD_COUNT}] in all for k-ary questions "
-                f"(k > 2) with method {method!r} (time quadratic in the count; "
+                f"`count` must be an integer in [0, {MAX_KARY_PLD_COUNT}] in all for k-ary "
+                f"questions (k > 2) with method {method!r} (time quadratic in the count; "
                 f"{_CLOSED_FORMS}), got {kary}."
             )
         return None

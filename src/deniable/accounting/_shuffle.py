@@ -307,9 +307,7 @@ def shuffle_epsilon_table(
             1000           n/a       0.54550
           100000       0.18619       0.04503
     """
-    ns = tuple(
-        _check(1.0, x, 0.5)[1] for x in np.atleast_1d(np.asarray(n, dtype=object)).tolist()
-    )
+    ns = tuple(_check(1.0, x, 0.5)[1] for x in np.atleast_1d(np.asarray(n, dtype=object)).tolist())
     eps0, _, dlt = _check(epsilon0, 1, delta)
     closed: list[float | None] = []
     for size in ns:

@@ -196,7 +196,7 @@ class _Group(TyperGroup):
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         _encodable_streams()
         stdout = sys.stdout
-        sys.stdout = _Output(stdout)  # type: ignore[assignment]
+        sys.stdout = _Output(stdout)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
             sys.stdout.flush()

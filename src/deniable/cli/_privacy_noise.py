@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from deniable._validation import fmt_limit
 from deniable.accounting import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -24,7 +25,6 @@ from deniable.accounting import (
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
 )
-from deniable._validation import fmt_limit
 from deniable.accounting._shuffle import MAX_NUMERICAL_N
 from deniable.cli._base import console, emit_json, fail, guard_io, kv_table
 from deniable.cli._privacy_base import (

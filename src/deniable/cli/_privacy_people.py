@@ -94,7 +94,7 @@ def explain_command(
     """ε in words: truth and lying probabilities, odds, what one answer tells an adversary."""
     eps = parse_epsilon("--epsilon", epsilon)
     spelled_inf = epsilon.strip().lower() in ("inf", "+inf", "infinity", "∞")
-    if _MAX_EXPLAINED < eps and not spelled_inf:  # 1e1000 is finite, if beyond a double
+    if eps > _MAX_EXPLAINED and not spelled_inf:  # 1e1000 is finite, if beyond a double
         fail(
             f"`--epsilon` must be at most {_MAX_EXPLAINED:g} or inf (e^ε overflows), got {epsilon}."
         )

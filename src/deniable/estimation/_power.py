@@ -192,8 +192,12 @@ def power(
                 f"`n_control` applies to a two-sample test (give `control`), got {n_control!r}."
             )
         return t.result(size, None)
-    nb = size if n_control is None else v.integer(
-        "n_control", n_control, minimum=1, maximum=MAX_N, why="counts are 64-bit integers"
+    nb = (
+        size
+        if n_control is None
+        else v.integer(
+            "n_control", n_control, minimum=1, maximum=MAX_N, why="counts are 64-bit integers"
+        )
     )
     return t.result(size, nb)
 
