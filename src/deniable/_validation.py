@@ -125,7 +125,9 @@ def integer(
         lo = "-inf" if minimum is None else fmt_limit(minimum)
         hi = "inf" if maximum is None else fmt_limit(maximum)
         reason = f" ({why})" if why else ""
-        raise ParameterError(f"`{name}` must be an integer in [{lo}, {hi}]{reason}, got {out}.")
+        raise ParameterError(
+            f"`{name}` must be an integer in [{lo}, {hi}]{reason}, got {_fmt(out)}."
+        )
     return out
 
 

@@ -251,7 +251,7 @@ def rr_pld(
     True
     """
     eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
-    kk = v.integer("k", k, minimum=2)
+    kk = v.integer("k", k, minimum=2, maximum=2**1000, why="k - 1 must be a double")
     top = MAX_PLD_COUNT if kk == 2 else MAX_KARY_PLD_COUNT
     why = "a point per loss value" if kk == 2 else "k-ary: time quadratic in the count"
     c = v.integer("count", count, minimum=0, maximum=top, why=why)
