@@ -284,9 +284,9 @@ def check_full_rank(X: Array, terms: Sequence[str]) -> None:
     that the others determine.  Columns are compared after scaling each to a largest value
     of 1, so a covariate measured in tiny or huge units is not mistaken for collinear."""
     scale = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
-    for j in np.flatnonzero(scale > MAX_COLUMN_SCALE):
+    for big in np.flatnonzero(scale > MAX_COLUMN_SCALE):
         raise DataError(
-            f"the covariate {terms[j]!r} has values up to {scale[j]:.3g}: beyond "
+            f"the covariate {terms[int(big)]!r} has values up to {scale[big]:.3g}: beyond "
             f"{MAX_COLUMN_SCALE:g} its square overflows the fit's arithmetic; rescale it "
             "(e.g. divide it by a power of ten in the data or the formula)."
         )
