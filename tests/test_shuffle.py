@@ -190,7 +190,10 @@ def test_bad_input_names_the_parameter() -> None:
     cases = [
         (lambda: shuffle_epsilon_numerical(-1.0, 100, 1e-6), "`epsilon0` must be in"),
         (lambda: shuffle_epsilon_numerical(0.0, 100, 1e-6), "`epsilon0` must be in"),
-        (lambda: shuffle_epsilon_numerical(1.0, 0, 1e-6), r"`n` must be an integer in \[1, inf\]"),
+        (
+            lambda: shuffle_epsilon_numerical(1.0, 0, 1e-6),
+            r"`n` must be an integer in \[1, 10\*\*300\]",
+        ),
         (lambda: shuffle_epsilon_numerical(1.0, 100, 0.0), r"`delta` must be in \(0, 1\)"),
         (lambda: shuffle_epsilon_numerical(1.0, 100, 1.0), r"`delta` must be in \(0, 1\)"),
         (lambda: shuffle_epsilon_closed_form(1.0, 10**6, 1.5), r"`delta` must be in \(0, 1\)"),

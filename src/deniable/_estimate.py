@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
+from scipy import special, stats
 
 from deniable import _validation as v
 from deniable.exceptions import ParameterError
@@ -55,13 +55,38 @@ def beta_quantile_bounds(
     (0.0, 0.2589, 0.7411, 1.0)
     """
     c = np.asarray(counts, dtype=np.float64)
+    nf = float(n)
     lo = np.zeros_like(c)
     hi = np.ones_like(c)
     pos = c > 0
-    lo[pos] = stats.beta.ppf(tail, c[pos], n - c[pos] + 1)
-    below = c < n
-    hi[below] = stats.beta.ppf(1 - tail, c[below] + 1, n - c[below])
+    lo[pos] = stats.beta.ppf(tail, c[pos], nf - c[pos] + 1)
+    below = c < nf
+    hi[below] = stats.beta.ppf(1 - tail, c[below] + 1, nf - c[below])
+    for i in np.flatnonzero(np.isnan(lo) & pos):  # scipy gives up on huge counts
+        lo[i] = _beta_quantile(tail, c[i], nf - c[i] + 1, upper=False)
+    for i in np.flatnonzero(np.isnan(hi) & below):
+        hi[i] = _beta_quantile(1 - tail, c[i] + 1, nf - c[i], upper=True)
     return lo, hi
+
+
+def _beta_quantile(q: float, a: float, b: float, *, upper: bool) -> float:
+    """``Beta^-1(q; a, b)`` by bisection on the regularized incomplete beta function, for
+    the huge ``a``, ``b`` (counts beyond ~1e15) where ``scipy.stats.beta.ppf`` returns NaN.
+    The bracket's outer end is returned (``upper``: its top), so the interval only widens.
+    ``betainc`` is NaN exactly at the mean ``a / (a + b)``, where the cdf is about 1/2."""
+    left, right = 0.0, 1.0
+    for _ in range(2000):
+        mid = (left + right) / 2
+        if mid in (left, right):
+            break
+        cdf = float(special.betainc(a, b, mid))
+        if math.isnan(cdf):
+            cdf = 0.5
+        if cdf < q:
+            left = mid
+        else:
+            right = mid
+    return right if upper else left
 
 
 def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:

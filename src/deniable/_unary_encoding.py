@@ -53,6 +53,8 @@ class UnaryEncoding:
     def epsilon(self) -> float:
         # eps = 2 ln(t / (1 - t)): one answer change flips two coordinates' likelihoods
         t = self.keep_probability
+        if t == 1.0:  # the flip probability rounds to 0: every report reveals the answer
+            return math.inf
         return 2 * math.log(t / (1 - t))
 
     def __call__(self, x: Any, rng: Any, trials: int) -> npt.NDArray[np.uint8]:

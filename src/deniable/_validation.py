@@ -16,6 +16,11 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 def _fmt(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return repr(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        digits = str(abs(value))
+        sign = "-" if value < 0 else ""
+        short = f"{sign}{digits[0]}.{digits[1:7]}e+{len(digits) - 1}"
+        return f"{short} (an integer of {len(digits)} digits)"
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -25,7 +30,10 @@ def real(name: str, value: Any) -> float:
         raise ParameterTypeError(
             f"`{name}` must be a real number, got {type(value).__name__} {value!r}."
         )
-    out = float(value)
+    try:
+        out = float(value)
+    except OverflowError:  # an integer beyond every double (10**400)
+        out = math.inf if value > 0 else -math.inf  # type: ignore[operator]
     if math.isnan(out):
         raise ParameterError(f"`{name}` must be a number, got nan.")
     return out
@@ -82,10 +90,29 @@ def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool
     return x
 
 
+def fmt_limit(x: int) -> str:
+    """A limit as people read it: ``10**15`` or ``2**62`` for large round ones."""
+    if abs(x) >= 10**6:
+        for base in (10, 2):
+            k = round(math.log(abs(x), base))
+            if base**k == abs(x):
+                return f"{'-' if x < 0 else ''}{base}**{k}"
+    return str(x)
+
+
 def integer(
-    name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None
+    name: str,
+    value: Any,
+    *,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    why: str = "",
 ) -> int:
-    """Check ``value`` is an integer within ``[minimum, maximum]``."""
+    """Check ``value`` is an integer within ``[minimum, maximum]``; ``why`` (e.g. "the
+    exact convolution needs memory linear in n") is said after the range.
+
+    Every range is stated one way: "`n` must be an integer in [1, 10**8] (why), got 0."
+    """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
@@ -95,9 +122,12 @@ def integer(
             )
     out = int(value)
     if (minimum is not None and out < minimum) or (maximum is not None and out > maximum):
-        lo = "-inf" if minimum is None else str(minimum)
-        hi = "inf" if maximum is None else str(maximum)
-        raise ParameterError(f"`{name}` must be an integer in [{lo}, {hi}], got {out}.")
+        lo = "-inf" if minimum is None else fmt_limit(minimum)
+        hi = "inf" if maximum is None else fmt_limit(maximum)
+        reason = f" ({why})" if why else ""
+        raise ParameterError(
+            f"`{name}` must be an integer in [{lo}, {hi}]{reason}, got {_fmt(out)}."
+        )
     return out
 
 

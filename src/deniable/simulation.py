@@ -40,6 +40,7 @@ from deniable.designs import (
 )
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
+from deniable.simulation_study import MAX_RESPONDENTS as MAX_RESPONDENTS
 from deniable.simulation_study import STUDY_BLOCK as STUDY_BLOCK
 from deniable.simulation_study import (
     ParameterStudy,
@@ -264,6 +265,9 @@ def _categorical_truth(
     return truth, per
 
 
+_MEMORY_WHY = "every simulated respondent is held in memory"
+
+
 def simulate(
     design: Design,
     n: int,
@@ -327,7 +331,7 @@ def simulate(
         raise ParameterTypeError(
             f"`design` must be a deniable Design, got {type(design).__name__}."
         )
-    n = v.integer("n", n, minimum=1)
+    n = v.integer("n", n, minimum=1, maximum=MAX_RESPONDENTS, why=_MEMORY_WHY)
     s = v.probability("non_compliance", non_compliance)
     options = {"group_share": group_share, "unrelated_prevalence": unrelated_prevalence,
                "cheating": cheating, "honesty": honesty}  # fmt: skip

@@ -223,6 +223,17 @@ def _unsupported(design: Design) -> ParameterError:
 # --------------------------------------------------------------------------- entry point
 
 
+#: Largest number of replications of :func:`simulation_study` (time and memory are linear
+#: in it; about a second at the limit).
+MAX_REPLICATIONS = 10**6
+#: Largest ``n``: the binomial counts are drawn as 64-bit integers.
+MAX_BINOMIAL_N = 2**62
+#: Largest number of respondents :func:`~deniable.simulation.simulate` draws (each one's
+#: answer and report is held in memory: about 16 bytes each, 160 MB and under a second at
+#: the limit).
+MAX_RESPONDENTS = 10**7
+
+
 def simulation_study(
     design: Design,
     n: int,
@@ -283,13 +294,22 @@ def simulation_study(
         raise ParameterTypeError(
             f"`design` must be a deniable Design, got {type(design).__name__}."
         )
-    n = v.integer("n", n, minimum=1)
+    n = v.integer("n", n, minimum=1, maximum=MAX_BINOMIAL_N, why="64-bit counts")
     pi = v.probability("prevalence", prevalence)
-    reps = v.integer("replications", replications, minimum=2)
+    reps = v.integer(
+        "replications", replications, minimum=2, maximum=MAX_REPLICATIONS,
+        why="time and memory linear in replications",
+    )  # fmt: skip
     s = v.probability("non_compliance", non_compliance)
     lvl = v.level(level)
     pi0 = None if null is None else v.probability("null", null)
     v.choice("method", method, ("binomial", "respondents"))
+    if method == "respondents" and n * reps > MAX_RESPONDENTS:
+        raise ParameterError(
+            f"`n` * `replications` must be an integer in [2, {v.fmt_limit(MAX_RESPONDENTS)}] with "
+            f"method 'respondents' (every respondent is simulated; method 'binomial' draws "
+            f"the same counts in time linear in replications), got {n} * {reps} = {n * reps}."
+        )
     options = {"group_share": group_share, "unrelated_prevalence": unrelated_prevalence,
                "cheating": cheating, "honesty": honesty}  # fmt: skip
     setting = two_group_options(design, options, s)

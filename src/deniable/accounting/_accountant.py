@@ -16,6 +16,7 @@ import numpy as np
 
 from deniable import _validation as v
 from deniable.accounting._composition import (
+    MAX_EXACT_COUNT,
     CompositionRow,
     CompositionTable,
     advanced_composition,
@@ -36,6 +37,8 @@ from deniable.accounting._conversions import (
 from deniable.accounting._events import Event, Gaussian, Laplace, RandomizedResponse
 from deniable.accounting._measures import GDP, ZCDP
 from deniable.accounting._pld import (
+    MAX_KARY_PLD_COUNT,
+    MAX_PLD_COUNT,
     PrivacyLossDistribution,
     compose_all,
     gaussian_pld,
@@ -52,12 +55,13 @@ from deniable.accounting._rdp import (
     rr_rdp,
 )
 from deniable.accounting._safety import MARGIN, half_square_up, up, upper_root
-from deniable.exceptions import ParameterTypeError, PrivacyError
+from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 __all__ = ["COMPOSITION_METHODS", "PrivacyAccountant"]
 
 COMPOSITION_METHODS = ("basic", "advanced", "kov", "optimal", "pld", "rdp", "zcdp", "gdp", "best")
 _MAX_GRID = 2**20  # entries of a discretised PLD; the step is coarsened beyond this
+_CLOSED_FORMS = "basic, advanced, kov, rdp and zcdp take any count"
 
 
 @dataclass(frozen=True)
@@ -174,7 +178,7 @@ class PrivacyAccountant:
                 per = half_square_up(e.mu)
             else:
                 per = pure_to_zcdp(e.pure_epsilon).rho
-            rho += e.count * per
+            rho += _as_float(e.count) * per
         return ZCDP(up(rho) if math.isfinite(rho) else math.inf)
 
     def rdp_curve(self, alphas: Any) -> FloatArray:
@@ -188,7 +192,7 @@ class PrivacyAccountant:
                 part = laplace_rdp(e.pure_epsilon, a)
             else:
                 part = a * half_square_up(e.mu) * (1 + MARGIN)
-            total = total + e.count * np.asarray(part)
+            total = total + _as_float(e.count) * np.asarray(part)
         return total * (1 + MARGIN)
 
     def gdp(self) -> GDP:
@@ -200,8 +204,44 @@ class PrivacyAccountant:
         mus: list[float] = []
         for e in self._active:
             assert isinstance(e, Gaussian)
-            mus.append(math.sqrt(e.count) * e.mu)
+            mus.append(math.sqrt(_as_float(e.count)) * e.mu)
         return compose_gdp(mus)
+
+    # ----------------------------------------------------------------- size limits
+    def _limit(self, method: str) -> str | None:
+        """Why ``method`` would take too long or too much memory here (None: it will not)."""
+        if method not in ("optimal", "pld") or self._blatant or self._overflows:
+            return None
+        single = self._single_binary()
+        if method == "optimal" and single is not None:
+            if single[1] <= MAX_EXACT_COUNT:
+                return None
+            return (
+                f"`count` must be an integer in [0, {v.fmt_limit(MAX_EXACT_COUNT)}] for method "
+                f"'optimal' "
+                f"(an exact sum of count + 1 binomial terms; {_CLOSED_FORMS}), got {single[1]}."
+            )
+        pure = [e for e in self._active if not isinstance(e, Gaussian)]
+        total = sum(e.count for e in pure)
+        kary = sum(e.count for e in pure if isinstance(e, RandomizedResponse) and e.k > 2)
+        if total > MAX_PLD_COUNT:
+            return (
+                f"`count` must be an integer in [0, {v.fmt_limit(MAX_PLD_COUNT)}] in all for "
+                f"method {method!r} (a privacy loss distribution with a point per loss value; "
+                f"{_CLOSED_FORMS}), got {total}."
+            )
+        if kary > MAX_KARY_PLD_COUNT:
+            return (
+                f"`count` must be an integer in [0, {MAX_KARY_PLD_COUNT}] in all for k-ary "
+                f"questions (k > 2) with method {method!r} (time quadratic in the count; "
+                f"{_CLOSED_FORMS}), got {kary}."
+            )
+        return None
+
+    def _check_size(self, method: str) -> None:
+        reason = self._limit(method)
+        if reason is not None:
+            raise ParameterError(reason)
 
     # ----------------------------------------------------------------- PLDs
     def pld(self, rounding: str = "up") -> PrivacyLossDistribution:
@@ -237,9 +277,9 @@ class PrivacyAccountant:
         mu2 = 0.0
         for e in self._active:
             if isinstance(e, Gaussian):
-                mu2 += e.count * (e.mu * e.mu)
+                mu2 += _as_float(e.count) * (e.mu * e.mu)
             else:
-                per_point += 2 * e.count * (e.pure_epsilon / _MAX_GRID)
+                per_point += 2 * _as_float(e.count) * (e.pure_epsilon / _MAX_GRID)
         if mu2:
             per_point += (2 * 37.5 * math.sqrt(mu2) + 2) / _MAX_GRID
         return max(self.step, per_point) if math.isfinite(per_point) else self.step
@@ -258,7 +298,7 @@ class PrivacyAccountant:
                     )
                 )
             else:
-                mus.append(math.sqrt(e.count) * e.mu)
+                mus.append(math.sqrt(_as_float(e.count)) * e.mu)
         if mus:
             # Gaussian PLDs compose exactly: N(mu^2/2, mu^2) with mu = sqrt(sum mu_i^2), taken
             # from the GDP composition (hypot: no underflow of a tiny mu^2, no overflow)
@@ -288,6 +328,7 @@ class PrivacyAccountant:
             return math.inf
         if m == "best":
             return min(self.epsilon(d, x) for x in self._applicable())
+        self._check_size(m)
         eps, cnt = self._pure
         if m in ("basic", "advanced", "kov"):
             if any(isinstance(e, Gaussian) for e in self._active):
@@ -315,6 +356,7 @@ class PrivacyAccountant:
             return 1.0
         if m == "best":
             return min(self.delta(t, x) for x in self._applicable())
+        self._check_size(m)
         eps, cnt = self._pure
         if m in ("basic", "advanced", "kov"):
             if any(isinstance(e, Gaussian) for e in self._active):
@@ -347,6 +389,13 @@ class PrivacyAccountant:
         rows = []
         for m in self._applicable(with_pure=True):
             rows.append(CompositionRow(m, self.epsilon(d, m), self._note(m, d)))
+        skipped = [m for m in ("optimal", "pld") if self._limit(m) is not None]
+        if skipped:
+            total = sum(e.count for e in self._active)
+            description += (
+                f"{'; ' if description else ''}{' and '.join(skipped)} not computed "
+                f"(count {total} is beyond their size limit)"
+            )
         return CompositionTable(d, tuple(rows), description)
 
     # ----------------------------------------------------------------- helpers
@@ -367,6 +416,7 @@ class PrivacyAccountant:
             return 0.0
         if self._blatant:
             return math.inf
+        self._check_size("optimal")
         single = self._single_binary()
         if single is not None:
             return optimal_rr_epsilon(single[0], single[1], d)
@@ -376,7 +426,8 @@ class PrivacyAccountant:
     def _applicable(self, with_pure: bool = False) -> list[str]:
         gaussian = any(isinstance(e, Gaussian) for e in self._active)
         out = [] if gaussian and not with_pure else ["basic", "advanced", "kov"]
-        out += ["optimal", "pld", "rdp", "zcdp"]
+        out += [m for m in ("optimal", "pld") if self._limit(m) is None]
+        out += ["rdp", "zcdp"]
         if self._active and all(isinstance(e, Gaussian) for e in self._active):
             out.append("gdp")
         return out
@@ -400,7 +451,9 @@ class PrivacyAccountant:
         if m == "optimal":
             if self._single_binary() is not None:
                 return "exact: binomial sum (KOV 2015 Thm 3.3)"
-            if self.optimal_is_exact:
+            if not self._active:
+                return "exact: every question has epsilon = 0"
+            if self.optimal_is_exact and self.lattice is not None:
                 return f"exact: lattice PLD, step {self.lattice:g}"
             return "not exact here: pessimistic PLD (see pld)"
         if m == "pld":
@@ -410,6 +463,11 @@ class PrivacyAccountant:
             lo_s = "inf" if lo == math.inf else f"{lo:.4f}" if lo < 1e9 else f"{lo:.7g}"
             return f"pessimistic PLD, step {self.grid_step():g}; true value >= {lo_s}"
         return notes[m]
+
+
+def _as_float(count: int) -> float:
+    """A count as a float; ``inf`` beyond the largest double (a sum that large is ``inf``)."""
+    return float(count) if count < 2**1023 else math.inf
 
 
 def _invert_in_delta(eps_of: Callable[[float], float], target: float) -> float:

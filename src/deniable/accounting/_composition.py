@@ -24,6 +24,7 @@ For ``n`` uses of mechanisms that are ``eps_i``-DP (``counts`` repeat an epsilon
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ from scipy import special
 from deniable import _validation as v
 from deniable.accounting._rdp import check_delta, check_epsilon
 from deniable.accounting._safety import MARGIN, exp_up, expm1_or_inf, up, upper_root
-from deniable.exceptions import ParameterError
+from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [
     "CompositionRow",
@@ -53,18 +54,32 @@ __all__ = [
 _U = 2.0**-53
 _MAX_DOUBLE = Fraction(sys.float_info.max)
 _MAX_LATTICE = 2**23  # points of a composed exact lattice PLD
+#: Largest ``count`` of :func:`optimal_rr_delta` / :func:`optimal_rr_epsilon`: the exact sum
+#: has ``count + 1`` binomial terms, and the bisection evaluates it ~60 times (~2 s here).
+MAX_EXACT_COUNT = 10**6
+
+
+def _sequence(name: str, value: Any) -> list[Any]:
+    if isinstance(value, str | bytes):
+        raise ParameterTypeError(f"`{name}` must be numbers, got {type(value).__name__} {value!r}.")
+    try:
+        return list(value)
+    except TypeError:
+        raise ParameterTypeError(
+            f"`{name}` must be a number or a sequence of numbers, got {type(value).__name__}."
+        ) from None
 
 
 def _pairs(epsilons: Any, counts: Any) -> tuple[list[float], list[int]]:
-    if isinstance(epsilons, int | float):
+    if isinstance(epsilons, numbers.Real):
         epsilons = [epsilons]
-    eps = [check_epsilon(e, "epsilons") for e in epsilons]
+    eps = [check_epsilon(e, "epsilons") for e in _sequence("epsilons", epsilons)]
     if counts is None:
         cnt = [1] * len(eps)
     else:
-        if isinstance(counts, int):
+        if isinstance(counts, numbers.Real):
             counts = [counts] * len(eps)
-        cnt = [v.integer("counts", c, minimum=0) for c in counts]
+        cnt = [v.integer("counts", c, minimum=0) for c in _sequence("counts", counts)]
         if len(cnt) != len(eps):
             raise ParameterError(
                 f"`counts` must have one value per epsilon ({len(eps)}), got {len(cnt)}."
@@ -119,7 +134,7 @@ def advanced_composition(
         return math.inf
     root = _root_sum_squares(eps, cnt)
     # e^eps - 1 overflows for eps > 709.78: the bound is then inf (and basic is reported)
-    drift = math.fsum(c * e * expm1_or_inf(e) for e, c in zip(eps, cnt, strict=True))
+    drift = _count_weighted_sum(cnt, [e * expm1_or_inf(e) for e in eps])
     return min(basic, up(math.sqrt(2 * -math.log(d)) * root + drift))
 
 
@@ -134,7 +149,7 @@ def kov_composition(epsilons: Sequence[float] | float, delta: float, counts: Any
     d, eps, cnt, basic = _with_basic(epsilons, delta, counts)
     if basic == math.inf:
         return math.inf
-    s = math.fsum(c * e * math.tanh(e / 2) for e, c in zip(eps, cnt, strict=True))
+    s = _count_weighted_sum(cnt, [e * math.tanh(e / 2) for e in eps])
     root = _root_sum_squares(eps, cnt)  # sqrt(Q), Q = sum eps_i^2
     second = s + math.sqrt(2 * math.log(math.e + root / d)) * root
     third = s + math.sqrt(2 * -math.log(d)) * root
@@ -148,8 +163,32 @@ def _root_sum_squares(eps: list[float], cnt: list[int]) -> float:
     top = max(eps, default=0.0)
     if top == 0.0:
         return 0.0
-    total = math.fsum(c * (e / top) ** 2 for e, c in zip(eps, cnt, strict=True))
-    return top * math.sqrt(total)
+    total = _count_weighted_sum(cnt, [(e / top) ** 2 for e in eps], sqrt=True)
+    return top * total
+
+
+def _count_weighted_sum(cnt: list[int], terms: list[float], *, sqrt: bool = False) -> float:
+    """``sum c_i t_i`` (or its square root) for counts of any size (beyond the largest
+    double too): the counts are scaled by the largest before they meet a float, and a sum
+    beyond the largest double is ``inf``."""
+    top = max(cnt, default=0)
+    if top == 0:
+        return 0.0
+    try:
+        inner = math.fsum((c / top) * t for c, t in zip(cnt, terms, strict=True))
+    except OverflowError:  # the partial sums leave the doubles: the sum is that large
+        return math.inf
+    power = 0.5 if sqrt else 1.0
+    if top < 2**1000:
+        return math.sqrt(inner) * math.sqrt(float(top)) if sqrt else inner * float(top)
+    if inner == 0.0:
+        return 0.0
+    # a count beyond the doubles: through logs (a few ulps; the callers round up by MARGIN)
+    log_total = power * (math.log(inner) + math.log(top))
+    return math.exp(log_total) if log_total < 709.0 else math.inf
+
+
+_EXACT_WHY = "an exact sum of count + 1 binomial terms; basic, advanced and kov take any count"
 
 
 def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float:
@@ -164,7 +203,7 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
     True
     """
     eps = check_epsilon(epsilon)
-    c = v.integer("count", count, minimum=0)
+    c = v.integer("count", count, minimum=0, maximum=MAX_EXACT_COUNT, why=_EXACT_WHY)
     t = check_epsilon(target_epsilon, "target_epsilon")
     if c == 0 or eps == 0.0 or t == math.inf:
         return 0.0
@@ -200,7 +239,7 @@ def optimal_rr_epsilon(epsilon: float, count: int, delta: float) -> float:
     True
     """
     eps = check_epsilon(epsilon)
-    c = v.integer("count", count, minimum=0)
+    c = v.integer("count", count, minimum=0, maximum=MAX_EXACT_COUNT, why=_EXACT_WHY)
     d = check_delta(delta)
     if c == 0 or eps == 0.0:
         return 0.0

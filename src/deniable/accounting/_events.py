@@ -36,7 +36,11 @@ class RandomizedResponse:
             self, "epsilon", v.positive("epsilon", self.epsilon, allow_zero=True, allow_inf=True)
         )
         object.__setattr__(self, "count", v.integer("count", self.count, minimum=0))
-        object.__setattr__(self, "k", v.integer("k", self.k, minimum=2))
+        object.__setattr__(
+            self,
+            "k",
+            v.integer("k", self.k, minimum=2, maximum=2**1000, why="k - 1 must be a double"),
+        )
 
     @property
     def pure_epsilon(self) -> float:

@@ -30,5 +30,6 @@ def add_up(a: npt.ArrayLike, b: npt.ArrayLike) -> npt.NDArray[np.float64]:
         s = x + y
         bb = s - x
         err = (x - (s - bb)) + (y - bb)  # NaN for infinite sums: left as they are
-    out: npt.NDArray[np.float64] = np.where(err > 0, np.nextafter(s, math.inf), s)
+        # the largest double moved up is inf: still never below the exact sum
+        out: npt.NDArray[np.float64] = np.where(err > 0, np.nextafter(s, math.inf), s)
     return out

@@ -222,6 +222,14 @@ def _index(loss: float, step: float, rounding: str) -> int:
     return round(q)
 
 
+#: Largest ``count`` of a binary randomized-response PLD (it holds at least
+#: ``2 count + 1`` points).
+MAX_PLD_COUNT = 10**6
+#: Largest ``count`` of a k-ary (k > 2) randomized-response PLD (a mixture over the number of
+#: non-zero losses: time quadratic in the count, ~1 s at the limit).
+MAX_KARY_PLD_COUNT = 3000
+
+
 def rr_pld(
     epsilon: float,
     *,
@@ -243,8 +251,10 @@ def rr_pld(
     True
     """
     eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
-    kk = v.integer("k", k, minimum=2)
-    c = v.integer("count", count, minimum=0)
+    kk = v.integer("k", k, minimum=2, maximum=2**1000, why="k - 1 must be a double")
+    top = MAX_PLD_COUNT if kk == 2 else MAX_KARY_PLD_COUNT
+    why = "a point per loss value" if kk == 2 else "k-ary: time quadratic in the count"
+    c = v.integer("count", count, minimum=0, maximum=top, why=why)
     v.choice("rounding", rounding, ("up", "down", "exact"))
     if step is None:
         h = eps if 0 < eps < math.inf else 1.0

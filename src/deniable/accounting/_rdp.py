@@ -92,7 +92,7 @@ def rr_rdp(epsilon: float, alpha: Any, k: int = 2) -> Any:
     True
     """
     eps = check_epsilon(epsilon)
-    kk = v.integer("k", k, minimum=2)
+    kk = v.integer("k", k, minimum=2, maximum=2**1000, why="k - 1 must be a double")
     alphas = _alpha_array(alpha)
     return _scalar_or_array(_rr_rdp(eps, alphas, kk), alpha)
 

@@ -7,11 +7,13 @@ bug and shows its traceback.
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
+import os
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from fractions import Fraction
 from typing import Any, NoReturn
 
@@ -69,8 +71,105 @@ def _one_line(text: str) -> str:
 
 
 def _report(message: str) -> None:
-    sys.stderr.write(f"error: {_one_line(message)}\n")
-    sys.stderr.flush()
+    with suppress(OSError):  # stderr itself closed: nothing more can be said
+        sys.stderr.write(f"error: {_one_line(message)}\n")
+        sys.stderr.flush()
+
+
+#: ASCII stand-ins for the non-ASCII characters the commands print, used when the terminal
+#: cannot encode them (``LC_ALL=C``, ``PYTHONIOENCODING=ascii``); anything else is escaped.
+_ASCII = {
+    "ε": "eps", "∞": "inf", "−": "-", "–": "-", "—": "--", "λ": "lambda", "δ": "delta",
+    "ρ": "rho", "μ": "mu", "α": "alpha", "σ": "sigma", "π": "pi", "θ": "theta", "≤": "<=",
+    "≥": ">=", "≠": "!=", "≈": "~", "±": "+-", "×": "x", "·": "*", "√": "sqrt", "…": "...",
+    "→": "->", "←": "<-", "†": "+", "‘": "'", "’": "'", "“": '"', "”": '"', "²": "^2",
+    "½": "1/2", "é": "e", "ö": "o", "ü": "u",
+}  # fmt: skip
+_ASCII_ERRORS = "deniable-ascii"
+
+
+def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start : exc.end]
+    return "".join(_ASCII.get(c) or c.encode("ascii", "backslashreplace").decode() for c in bad), (
+        exc.end
+    )
+
+
+codecs.register_error(_ASCII_ERRORS, _ascii_fallback)
+
+
+def _encodable_streams() -> None:
+    """Let stdout and stderr print ε, ∞, ... on any terminal: where their encoding cannot
+    encode them, write ASCII stand-ins instead of failing."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            "ε∞−λ…".encode(getattr(stream, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                with suppress(Exception):
+                    reconfigure(errors=_ASCII_ERRORS)
+
+
+class _OutputError(Exception):
+    """Writing to standard output failed (a full disk, a closed pipe)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(cause.strerror or str(cause))
+        self.cause = cause
+
+
+class _Output:
+    """Standard output during a command: a failing write raises :class:`_OutputError`, so
+    it cannot be mistaken for a failure to read an input file."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as exc:
+            raise _OutputError(exc) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise _OutputError(exc) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _silence_stdout() -> None:
+    """After a failed write: point stdout's file descriptor at /dev/null so that Python's
+    own flush at exit does not fail again with a traceback-like message."""
+    with suppress(Exception):
+        fd = sys.stdout.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def _given_value(args: Sequence[str] | None, param: Any) -> str | None:
+    """The text given for option ``param`` on the command line (the last one), if any."""
+    opts = [o for o in getattr(param, "opts", ()) if o.startswith("-")]
+    if not opts or args is None:
+        return None
+    args = list(args)
+    found = None
+    for i, token in enumerate(args):
+        if token == "--":
+            break
+        if token in opts and i + 1 < len(args):
+            found = args[i + 1]
+        for o in opts:
+            if o.startswith("--") and token.startswith(o + "="):
+                found = token[len(o) + 1 :]
+    return found
 
 
 class _Group(TyperGroup):
@@ -78,7 +177,10 @@ class _Group(TyperGroup):
 
     Typer prints parser errors as a multi-line panel; here they, ``deniable``'s own
     exceptions (:class:`~deniable.exceptions.DeniableError`) and :class:`CliError` become a
-    single line and exit status 2.  Other exceptions are bugs and propagate with their
+    single line and exit status 2.  Output that cannot be written ends the command with
+    exit status 1: silently for a closed pipe (``deniable designs | head -1``), with one
+    error line otherwise (``> /dev/full``).  A terminal that cannot show ε or ∞ gets ASCII
+    stand-ins (``eps``, ``inf``).  Other exceptions are bugs and propagate with their
     traceback.
     """
 
@@ -92,25 +194,45 @@ class _Group(TyperGroup):
     ) -> Any:
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        _encodable_streams()
+        stdout = sys.stdout
+        sys.stdout = _Output(stdout)
         try:
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            sys.stdout.flush()
         except (CliError, DeniableError) as exc:
             _report(str(exc))
             sys.exit(USAGE_EXIT)
         except _PARSER_ERROR as exc:
             message = exc.format_message()  # type: ignore[attr-defined]
+            ctx = getattr(exc, "ctx", None)
+            where = f"`{ctx.command_path} --help`" if ctx is not None else "`deniable --help`"
             if type(exc).__name__ == "NoArgsIsHelpError":  # no arguments: the help is shown
                 if message.strip():  # plain (non-rich) help comes back as the message
                     sys.stdout.write(message.rstrip("\n") + "\n")
+                _report(f"a command is missing (see {where}).")
                 sys.exit(USAGE_EXIT)
-            ctx = getattr(exc, "ctx", None)
+            given = _given_value(args, getattr(exc, "param", None))
+            if given is not None and repr(given) not in message:
+                message = f"{message.rstrip('.')}, got {given!r}"
             if ctx is not None:
-                message = f"{message.rstrip('.')}. (see `{ctx.command_path} --help`)"
+                message = f"{message.rstrip('.')}. (see {where})"
             _report(message)
             sys.exit(USAGE_EXIT)
         except typer.Abort:
             _report("aborted.")
             sys.exit(1)
+        except _OutputError as exc:
+            sys.stdout = stdout
+            _silence_stdout()
+            if not isinstance(exc.cause, BrokenPipeError):
+                _report(f"cannot write the output: {exc}.")
+            sys.exit(1)
+        finally:
+            if sys.stdout is not stdout:
+                with suppress(_OutputError):
+                    sys.stdout.flush()
+                sys.stdout = stdout
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
@@ -167,9 +289,13 @@ def build_design(name: str, params: Sequence[str] | None) -> Design:
 def parse_number(option: str, text: str) -> float:
     """A real number from ``text``; ``3/4`` is allowed."""
     try:
-        return float(Fraction(text.strip()))
+        exact = Fraction(text.strip())
     except (ValueError, ZeroDivisionError):
         fail(f"`{option}` must be a number (e.g. 0.3 or 3/10), got {text!r}.")
+    try:
+        return float(exact)
+    except OverflowError:  # beyond every double (10**400): as float("1e400") reads it
+        return math.inf if exact > 0 else -math.inf
 
 
 def parse_numbers(option: str, text: str) -> list[float]:

@@ -49,7 +49,12 @@ from deniable.designs import (
     TwoGroupDesign,
     TwoGroupEstimate,
 )
-from deniable.estimation._majority import MajorityDecision, majority_decision, simulate_majority
+from deniable.estimation._majority import (
+    MAX_TRIALS,
+    MajorityDecision,
+    majority_decision,
+    simulate_majority,
+)
 from deniable.simulation import Simulation, simulate
 
 # --------------------------------------------------------------------------- majority
@@ -115,6 +120,13 @@ def majority_command(
         fail(f"give exactly one of --prevalence PI or --true-yes K, got {got}.")
     if seed is not None and simulate_trials is None:
         fail("`--seed` is used only with --simulate TRIALS.")
+    if simulate_trials is not None and not 1 <= simulate_trials <= MAX_TRIALS:
+        fail(
+            f"`--simulate` must be an integer in [1, {v.fmt_limit(MAX_TRIALS)}] (time and "
+            f"memory linear in trials), got {simulate_trials}."
+        )
+    if seed is not None and not 0 <= seed < 2**128:
+        fail(f"`--seed` must be an integer in [0, 2**128), got {seed}.")
     if not isinstance(d, BinaryDesign):
         fail(f"design {d.name!r} does not give yes/no reports; a majority needs a binary design.")
     pi = None if prevalence is None else parse_number("--prevalence", prevalence)

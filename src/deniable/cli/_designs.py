@@ -96,9 +96,9 @@ def design_channel_fields(design: Design) -> dict[str, Any]:
     if isinstance(design, BinaryDesign):
         out["p_yes_given_1"] = design.p_yes_given_1
         out["p_yes_given_0"] = design.p_yes_given_0
-    elif isinstance(design, Categorical):
-        ch = design.channel
-        out["p_report_true"] = [float(ch[j, j]) for j in range(design.k)]
+    elif isinstance(design, Categorical):  # the channel's diagonal, without the k x k matrix
+        diagonal = design.truth + (1 - design.truth) * design.forced_distribution
+        out["p_report_true"] = [float(x) for x in diagonal]
     out["epsilon"] = design.epsilon
     return out
 

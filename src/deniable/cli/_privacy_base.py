@@ -19,6 +19,7 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from deniable._validation import fmt_limit
 from deniable.cli._base import console, fail, parse_number
 from deniable.exceptions import DeniableError
 
@@ -64,7 +65,10 @@ def parse_value(option: str, text: str, *, allow_inf: bool = False) -> float:
         if not allow_inf:
             fail(f"`{option}` must be finite, got {text!r}.")
         return math.inf
-    return parse_number(option, text)
+    x = parse_number(option, text)
+    if math.isinf(x) and not allow_inf:  # a number beyond every double, 1e400
+        fail(f"`{option}` must be finite, got {text.strip()!r}.")
+    return x
 
 
 def parse_values(option: str, texts: Sequence[str], *, allow_inf: bool = False) -> list[float]:
@@ -88,7 +92,7 @@ def parse_delta(option: str, text: str) -> float:
 
 def parse_count(option: str, text: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     """A whole number in ``[minimum, maximum]`` (``1e6`` and ``1000000`` both work)."""
-    allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {fmt_limit(maximum)}]"
     try:
         x = Fraction(text.strip())
     except (ValueError, ZeroDivisionError):

@@ -84,6 +84,8 @@ def _compose_table(
         desc += f", epsilon {min(eps):g} to {max(eps):g}"
     if method == "all":
         table = compare_composition(eps, delta, counts=counts, k=k)
+        skipped = table.description.partition("; ")[2]  # methods beyond their size limit
+        desc += f"; {skipped}" if skipped else ""
         return replace(table, description=desc), acct.optimal_is_exact
     value = acct.epsilon(delta, method)
     if method == "optimal":

@@ -13,6 +13,7 @@ import typer
 from rich.text import Text
 
 from deniable._atomic import atomic_write
+from deniable._validation import fmt_limit
 from deniable.accounting import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
@@ -25,6 +26,7 @@ from deniable.accounting import (
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
 )
+from deniable.accounting._shuffle import MAX_NUMERICAL_N
 from deniable.cli._base import console, emit_json, fail, guard_io, kv_table
 from deniable.cli._privacy_base import (
     DeltaOpt,
@@ -99,9 +101,9 @@ def shuffle_command(
         fail(f"give exactly one of --n and --n-grid, got {'both' if n else 'neither'}.")
     e0 = parse_epsilon("--epsilon0", epsilon0, allow_zero=False, allow_inf=False)
     sizes = (
-        [parse_count("--n", n)]
+        [parse_count("--n", n, maximum=10**300)]
         if n is not None
-        else [parse_count("--n-grid", x) for x in (n_grid or "").split(",")]
+        else [parse_count("--n-grid", x, maximum=10**300) for x in (n_grid or "").split(",")]
     )
     d = parse_delta("--delta", delta)
     m = check_choice("--method", method, SHUFFLE_METHODS)
@@ -123,7 +125,14 @@ def shuffle_command(
                 )
             row["closed_form"] = shuffle_epsilon_closed_form(e0, size, d) if applies else None
         if m != "closed-form":
-            row["numerical"] = shuffle_epsilon_numerical(e0, size, d)
+            if size > MAX_NUMERICAL_N and (m == "numerical" or plot is not None):
+                fail(
+                    f"`{'--n' if n is not None else '--n-grid'}` must be an integer in "
+                    f"[1, {fmt_limit(MAX_NUMERICAL_N)}] for the numerical bound (its work "
+                    f"grows like sqrt(n); --method closed-form takes any n), got {size}."
+                )
+            big = size > MAX_NUMERICAL_N  # --method both: the closed form alone
+            row["numerical"] = None if big else shuffle_epsilon_numerical(e0, size, d)
         rows.append(row)
     if plot is not None:
         shuffled = ShuffleTable(
@@ -154,7 +163,8 @@ def shuffle_command(
         title=f"Shuffled reports, ε0 = {e0:g} each: central ε at δ = {fmt_delta(d)}",
         note=(
             "Feldman, McMillan & Talwar 2021: Thm. 3.1 (closed form; '-' where it does not "
-            "apply) and the numerical clone bound. Never above ε0."
+            "apply) and the numerical clone bound ('-' for n above "
+            f"{fmt_limit(MAX_NUMERICAL_N)}, where it would take too long). Never above ε0."
         ),
     )
     if plot is not None:

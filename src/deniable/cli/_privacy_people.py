@@ -93,7 +93,8 @@ def explain_command(
 ) -> None:
     """ε in words: truth and lying probabilities, odds, what one answer tells an adversary."""
     eps = parse_epsilon("--epsilon", epsilon)
-    if _MAX_EXPLAINED < eps < math.inf:
+    spelled_inf = epsilon.strip().lower() in ("inf", "+inf", "infinity", "∞")
+    if eps > _MAX_EXPLAINED and not spelled_inf:  # 1e1000 is finite, if beyond a double
         fail(
             f"`--epsilon` must be at most {_MAX_EXPLAINED:g} or inf (e^ε overflows), got {epsilon}."
         )

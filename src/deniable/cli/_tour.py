@@ -51,7 +51,9 @@ def tour_command(
     seed: Annotated[
         int, typer.Option("--seed", min=0, help="Seed of the simulated population.")
     ] = TOUR_SEED,
-    n: Annotated[int, typer.Option("--n", "-n", min=10, help="Number of respondents.")] = 2000,
+    n: Annotated[
+        int, typer.Option("--n", "-n", min=10, max=10**6, help="Number of respondents.")
+    ] = 2000,
 ) -> None:
     """A guided tour: randomize with two coins, estimate, decide, and pick fair dice."""
     out = console()

@@ -29,6 +29,19 @@ __all__ = ["Categorical", "CategoricalEstimate"]
 _TOP53 = np.uint64(11)
 
 
+#: Largest ``k`` whose dense ``k x k`` channel is built (128 MB of doubles); the design
+#: itself (randomizer, estimator, epsilon) works up to ``k = 2**24``.
+MAX_DENSE_K = 4096
+
+
+def _check_dense(k: int) -> None:
+    if k > MAX_DENSE_K:
+        raise ParameterError(
+            f"`k` must be an integer in [2, {MAX_DENSE_K}] for the dense channel (a k x k "
+            f"matrix; the design itself works up to 2**24 categories), got {k}."
+        )
+
+
 @dataclass(frozen=True)
 class Categorical(Design):
     """k-category forced response: with probability ``truth`` report the true category,
@@ -117,6 +130,8 @@ class Categorical(Design):
 
     @property
     def channel(self) -> npt.NDArray[np.float64]:
+        """The dense ``k x k`` channel (``k`` at most :data:`MAX_DENSE_K`)."""
+        _check_dense(self.k)
         f = self.forced_distribution
         return self.truth * np.eye(self.k) + (1 - self.truth) * f[:, None]
 
@@ -175,6 +190,7 @@ class Categorical(Design):
     @property
     def implemented_channel(self) -> npt.NDArray[np.float64]:
         """The channel realised by the integer thresholds (see :meth:`thresholds`)."""
+        _check_dense(self.k)
         keep, _ = self.thresholds()
         _, counts, total = self._forced_counts()
         t = keep / 2.0**53

@@ -14,6 +14,12 @@ from deniable.randomness import CHUNK
 __all__ = ["Tally"]
 
 
+#: Largest number of reports in a tally (estimates, SEs and intervals use doubles; squares
+#: of larger counts would overflow them).
+MAX_COUNT = 10**18
+_WHY = "estimates and intervals are computed with doubles"
+
+
 @dataclass(frozen=True)
 class Tally:
     """Counts of each report value: the sufficient statistic; tallies add across shards.
@@ -24,7 +30,15 @@ class Tally:
     counts: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        counts = tuple(v.integer(f"counts[{i}]", c, minimum=0) for i, c in enumerate(self.counts))
+        counts = tuple(
+            v.integer(f"counts[{i}]", c, minimum=0, maximum=MAX_COUNT, why=_WHY)
+            for i, c in enumerate(self.counts)
+        )
+        if sum(counts) > MAX_COUNT:
+            raise DataError(
+                f"`counts` must add up to at most {v.fmt_limit(MAX_COUNT)} ({_WHY}), got "
+                f"{sum(counts)}."
+            )
         if len(counts) < 2:
             raise DataError(f"`counts` needs at least 2 report values, got {len(counts)}.")
         object.__setattr__(self, "counts", counts)
@@ -32,7 +46,7 @@ class Tally:
     @classmethod
     def binary(cls, yes: int, n: int) -> Tally:
         """The tally of ``yes`` "yes" reports among ``n``."""
-        n = v.integer("n", n, minimum=1)
+        n = v.integer("n", n, minimum=1, maximum=MAX_COUNT, why=_WHY)
         yes = v.integer("yes", yes, minimum=0)
         if yes > n:
             raise DataError(f"`yes` must be in [0, n] = [0, {n}], got {yes}.")

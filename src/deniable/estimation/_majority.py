@@ -31,6 +31,7 @@ W. Hoeffding (1963), Probability inequalities for sums of bounded random variabl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +61,34 @@ __all__ = [
 ]
 
 
+#: Largest ``n`` of a fixed population (``true_yes``): the exact convolution of the two
+#: binomials takes time and memory linear in ``n`` (about 0.3 s at the limit).
+MAX_FIXED_N = 4 * 10**6
+_FIXED_WHY = (
+    "a fixed population is evaluated by an exact convolution, linear in n; give "
+    "`prevalence` (iid sampling, any n) for larger n"
+)
+#: Largest number of simulated surveys (``trials``) of :func:`simulate_majority`.
+MAX_TRIALS = 10**6
+#: Largest ``n`` :func:`simulate_majority` draws binomial counts for (64-bit counts).
+MAX_SIMULATED_N = 2**62
+
+
 def _tails_iid(n: int, lam_m: float, last: int) -> tuple[float, float]:
-    """``(P(M > last), P(M <= last))`` for ``M ~ Binomial(n, lam_m)``."""
-    return float(stats.binom.sf(last, n, lam_m)), float(stats.binom.cdf(last, n, lam_m))
+    """``(P(M > last), P(M <= last))`` for ``M ~ Binomial(n, lam_m)`` (the regularized
+    incomplete beta function: any ``n``, passed as a float beyond 64-bit integers)."""
+    nf, lf = float(n), float(last)
+    try:
+        upper, lower = float(stats.binom.sf(lf, nf, lam_m)), float(stats.binom.cdf(lf, nf, lam_m))
+    except OverflowError:  # Boost's incomplete beta gives up on n beyond ~1e150
+        upper = lower = math.nan
+    if math.isnan(upper) or math.isnan(lower):
+        # scipy fails for huge n (beyond ~1e15) where last is the mean: there the normal
+        # approximation with continuity correction is within O(n^-1/2) < 1e-7
+        sd = math.sqrt(nf * lam_m * (1 - lam_m))
+        z = (lf + 0.5 - nf * lam_m) / sd if sd > 0 else math.copysign(math.inf, lf - nf * lam_m)
+        upper, lower = float(stats.norm.sf(z)), float(stats.norm.cdf(z))
+    return upper, lower
 
 
 def _tails_fixed(n: int, k: int, q1: float, q0: float, last: int) -> tuple[float, float]:
@@ -255,12 +281,16 @@ def majority_decision(
     The rule is ``#yes > n (P0 + P1)/2 + c sqrt(n lambda_b (1 - lambda_b))`` for
     ``P1 > P0`` (mirrored for ``P1 < P0``, see :func:`majority_threshold`).  At ``c = 0``
     and iid sampling Hoeffding's inequality bounds the error by
-    ``exp(-2 n (lambda - lambda_b)^2)``.
+    ``exp(-2 n (lambda - lambda_b)^2)``.  For iid sampling any ``n`` works: the binomial
+    tails are regularized incomplete beta functions; where scipy cannot evaluate them
+    (``n`` beyond ~1e15 with the threshold at the mean, or beyond ~1e150) the
+    continuity-corrected normal approximation is used, within ``O(n^-1/2)`` of them.
 
     Parameters
     ----------
     design : BinaryDesign (Kuk only with ``draws = 1``).
-    n : int >= 1, number of reports.
+    n : int >= 1, number of reports (at most :data:`MAX_FIXED_N` = 4 * 10**6 with
+        ``true_yes``; any size with ``prevalence``).
     prevalence : float in [0, 1], or ``None``.
     true_yes : int in [0, n], or ``None``.
     offset : float, ``c`` (finite).
@@ -277,6 +307,8 @@ def majority_decision(
     design = check_design(design)
     n = v.integer("n", n, minimum=1)
     pi, k = _check_truth(n, prevalence, true_yes)
+    if k is not None:
+        n = v.integer("n", n, minimum=1, maximum=MAX_FIXED_N, why=_FIXED_WHY)
     c = check_offset(offset)
     last = last_silent(indicating_threshold(design, n, c), n)
     population = "fixed" if k is not None else "iid"
@@ -336,10 +368,14 @@ def simulate_majority(
     True
     """
     design = check_design(design)
-    n = v.integer("n", n, minimum=1)
+    n = v.integer(
+        "n", n, minimum=1, maximum=MAX_SIMULATED_N, why="counts are drawn as 64-bit integers"
+    )
     pi, k = _check_truth(n, prevalence, true_yes)
     c = check_offset(offset)
-    trials = v.integer("trials", trials, minimum=1)
+    trials = v.integer(
+        "trials", trials, minimum=1, maximum=MAX_TRIALS, why="time and memory linear in trials"
+    )
     if seed is not None:
         seed = v.integer("seed", seed, minimum=0)
     gen = resolve_rng(np.random.SeedSequence().entropy if seed is None else seed)

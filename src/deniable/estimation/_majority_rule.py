@@ -69,6 +69,8 @@ def indicating(design: BinaryDesign) -> tuple[float, float, bool]:
 
 
 def _snap(t: float) -> float:
+    if not math.isfinite(t):  # an offset of 1e308 SDs: no count passes (or every count does)
+        return t
     r = round(t)
     return float(r) if abs(t - r) <= _SNAP * max(1.0, abs(t)) else t
 
@@ -83,6 +85,8 @@ def indicating_threshold(design: BinaryDesign, n: int, offset: float) -> float:
 
 def last_silent(t_m: float, n: int) -> int:
     """Largest count ``m`` in ``[-1, n]`` with ``m <= t_m`` (no decision at ``M <= m``)."""
+    if not math.isfinite(t_m):
+        return n if t_m > 0 else -1
     return min(max(math.floor(t_m), -1), n)
 
 

@@ -91,6 +91,8 @@ __all__ = [
 
 #: Largest n an exhaustive scan visits by default (exact test, non-integer ``ratio``).
 MAX_SCAN = 10**7
+#: Largest sample size of :func:`power` (the exact test counts with 64-bit integers).
+MAX_N = 2**62
 _CHUNK = 1 << 14
 
 
@@ -183,14 +185,20 @@ def power(
     t = make_test(
         design, prevalence, null, control, alternative, alpha, method, category, share, nuisance
     )
-    size = v.integer("n", n, minimum=1)
+    size = v.integer("n", n, minimum=1, maximum=MAX_N, why="counts are 64-bit integers")
     if control is None:
         if n_control is not None:
             raise ParameterError(
                 f"`n_control` applies to a two-sample test (give `control`), got {n_control!r}."
             )
         return t.result(size, None)
-    nb = size if n_control is None else v.integer("n_control", n_control, minimum=1)
+    nb = (
+        size
+        if n_control is None
+        else v.integer(
+            "n_control", n_control, minimum=1, maximum=MAX_N, why="counts are 64-bit integers"
+        )
+    )
     return t.result(size, nb)
 
 
@@ -313,7 +321,9 @@ def sample_size(
         design, prevalence, null, control, alternative, alpha, method, category, share, nuisance
     )
     target = v.probability("power", power, low_open=True, high_open=True)
-    limit = v.integer("max_n", max_n, minimum=1)
+    limit = v.integer(
+        "max_n", max_n, minimum=1, maximum=MAX_SCAN * 10, why="the scan's time grows with max_n"
+    )
     base = "null" if control is None else "control"
     if t.delta == 0:
         raise ParameterError(
@@ -389,7 +399,9 @@ def _bracket(
         s0 = math.sqrt(s2(pooled) * (1 + 1 / k))
         s1 = math.sqrt(s2(t.prevalence) + s2(t.control) / k)
     root = (z * s0 + zb * s1) / abs(t.delta)
-    hi = max(1, math.ceil(root * root)) if root > 0 else 1
+    hi = max(1, math.ceil(root * root)) if 0 < root * root <= 10**15 else 1
+    if root * root > 10**15:  # (with a difference of 5e-324, root is inf)
+        hi = 10**15 + 1
     while hi <= 10**15:
         if float(f(np.array([hi]))[0]) >= target:
             return hi

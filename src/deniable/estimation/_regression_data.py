@@ -286,8 +286,23 @@ def check_finite(values: Array, terms: Sequence[str], *, what: str) -> None:
     )
 
 
+#: Largest absolute value of a model-matrix column: its square (in the information matrix)
+#: must stay far inside the doubles (1.8e308).
+MAX_COLUMN_SCALE = 1e150
+
+
 def check_full_rank(X: Array, terms: Sequence[str]) -> None:
-    """Raise a :class:`DataError` naming a column that the others determine."""
+    """Raise a :class:`DataError` naming a column whose scale the fit cannot hold, or one
+    that the others determine.  Columns are compared after scaling each to a largest value
+    of 1, so a covariate measured in tiny or huge units is not mistaken for collinear."""
+    scale = np.max(np.abs(X), axis=0) if X.size else np.zeros(X.shape[1])
+    for big in np.flatnonzero(scale > MAX_COLUMN_SCALE):
+        raise DataError(
+            f"the covariate {terms[int(big)]!r} has values up to {scale[big]:.3g}: beyond "
+            f"{MAX_COLUMN_SCALE:g} its square overflows the fit's arithmetic; rescale it "
+            "(e.g. divide it by a power of ten in the data or the formula)."
+        )
+    X = X / np.where(scale > 0, scale, 1.0)
     rank = int(np.linalg.matrix_rank(X))
     if rank == X.shape[1]:
         return

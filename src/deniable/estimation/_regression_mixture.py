@@ -85,7 +85,16 @@ def _valid(theta: Array, k: int) -> bool:
 
 
 def _scores(d: _Data, theta: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
-    """Posteriors ``w0``, ``w1``, residuals ``e0``, ``e1``, complete-data scores ``S0``, ``S1``."""
+    """Posteriors ``w0``, ``w1``, residuals ``e0``, ``e1``, complete-data scores ``S0``, ``S1``.
+
+    A degenerate fit (``sigma`` -> 0: the outcome is an exact function of the terms) gives
+    infinite scores, and the standard errors come out as not available, without a warning.
+    """
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return _scores_raw(d, theta)
+
+
+def _scores_raw(d: _Data, theta: Array) -> tuple[Array, Array, Array, Array, Array, Array]:
     k = d.X.shape[1]
     _, _, sigma, pi = _split(theta, k)
     _, w0, w1, e0, e1 = _posterior(d, theta)
@@ -117,7 +126,12 @@ def _score_matrix(d: _Data, theta: Array) -> Array:
 
 
 def _observed(d: _Data, theta: Array) -> Array:
-    """Louis' observed information."""
+    """Louis' observed information (non-finite for a degenerate fit, see :func:`_scores`)."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return _observed_raw(d, theta)
+
+
+def _observed_raw(d: _Data, theta: Array) -> Array:
     k = d.X.shape[1]
     _, _, sigma, pi = _split(theta, k)
     w0, w1, e0, e1, S0, S1 = _scores(d, theta)

@@ -1,0 +1,182 @@
+"""Fuzzing the command line (issue 7): every command, found by walking the Typer app, run
+with generated arguments (doc examples with extreme or malformed values swapped in,
+unicode, odd paths and files, a terminal that only speaks ASCII).
+
+Every run must end within its time limit with exit status 0, 1 or 2; print no traceback
+and no warning; on status 2 print exactly one ``error:`` line; with ``--json`` and status 0
+print strict JSON (no NaN or Infinity); and leave the input files unchanged.  Runs happen
+in a worker process with an address-space limit (see tests/_fuzz_harness.py), so a run that
+would allocate without bound fails here instead of exhausting the machine.
+
+The default suite runs a bounded number of cases per command; ``-m slow`` runs many more.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+pytest.importorskip("typer")
+
+import _fuzz_harness as h
+import _fuzz_strategies as fs
+
+COMMANDS = h.walk_commands()
+IDS = [c.name.replace(" ", "-") for c in COMMANDS]
+
+
+@pytest.fixture(scope="module")
+def fuzz_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return h.make_fixture_dir(tmp_path_factory.mktemp("fuzz"))
+
+
+@pytest.fixture(scope="module")
+def worker(fuzz_dir: Path) -> Iterator[h.Worker]:
+    w = h.Worker(fuzz_dir)
+    yield w
+    w.close()
+
+
+# The lead removes this after merging hardening-fuzz with the branches that own these
+# paths (they are someone else's in this round of issue 7): generated cases of `analyze`,
+# `report`, `estimate --reports` and `regress` that fail for reasons outside this branch.
+# Each entry is (command, substring of the problem); see the report of hardening-fuzz.
+KNOWN_ELSEWHERE: list[tuple[str, str]] = []
+
+
+def _known_elsewhere(case: fs.CliCase, problem: str) -> bool:
+    return any(case.argv[0] == cmd and needle in problem for cmd, needle in KNOWN_ELSEWHERE)
+
+
+def check_case(worker: h.Worker, root: Path, case: fs.CliCase, timeout: float) -> None:
+    before = h.input_hashes(root)
+    result = worker.run(case.request(), timeout)
+    problems = h.cli_problems(case.argv, result)
+    if h.input_hashes(root) != before:
+        problems.append("an input file changed")
+        h.make_fixture_dir(root)
+    problems = [p for p in problems if not _known_elsewhere(case, p)]
+    detail = (result.get("crash") or "")[-2000:]
+    assert not problems, f"{case.show()}\n" + "\n".join(problems) + "\n" + detail
+
+
+def _fuzz(cmd: h.Command, worker: h.Worker, root: Path, examples: int, timeout: float) -> None:
+    @settings(
+        max_examples=examples,
+        phases=[Phase.explicit, Phase.generate],  # no shrinking: a case can take seconds
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=fs.cli_case(cmd))
+    def run(case: fs.CliCase) -> None:
+        check_case(worker, root, case, timeout)
+
+    run()
+
+
+def test_the_walk_finds_every_command() -> None:
+    names = {c.name for c in COMMANDS}
+    assert {"designs", "estimate", "majority", "simulate", "tour"} <= names
+    assert {"privacy compose", "privacy audit", "privacy budget"} <= names
+    assert all(c.examples for c in COMMANDS if c.name != "tour"), "docs examples are found"
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_fuzz_command(cmd: h.Command, worker: h.Worker, fuzz_dir: Path) -> None:
+    _fuzz(cmd, worker, fuzz_dir, examples=10, timeout=10.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
+def test_fuzz_command_long(cmd: h.Command, worker: h.Worker, fuzz_dir: Path) -> None:
+    _fuzz(cmd, worker, fuzz_dir, examples=300, timeout=10.0)
+
+
+#: Command lines that once ended in a traceback, a MemoryError, a hang or a warning, with
+#: the exit status they must end with now.
+REGRESSIONS = [
+    ("privacy compose --epsilon 0", 0),
+    ("privacy compose --epsilon 0.01 --count 1000000000", 0),
+    ("privacy compose --epsilon 0.01 --count 1000000000 --method optimal", 2),
+    ("privacy compose --epsilons 0.5,0.3,0.2 --count 3130305293815816 --k 4 --method pld", 2),
+    ("privacy compose --epsilon 0.5 --count " + "1" + "0" * 330, 0),
+    ("majority two-coin --n 1000000000000000000000 --prevalence 0.49", 0),
+    ("majority two-coin --n 1000000000000000000000 --true-yes 3", 2),
+    ("majority two-coin --n 100 --prevalence 0.6 --simulate 100000000000", 2),
+    ("majority two-coin --n 2000 --prevalence " + "1" + "0" * 400, 2),
+    ("simulate two-coin --n 100000000000000 --prevalence 0.3 --seed 1", 2),
+    ("simulation-study two-coin --n 1000 --prevalence 0.3 --replications 100000000000", 2),
+    ("simulation-study two-coin --n 100000000000000000000 --prevalence 0.3", 2),
+    ("tour --n 1000000000", 2),
+    ("privacy explain --epsilon 1e1000", 2),
+    ("privacy audit unary-broken --epsilon 700 --seed 1 --trials 1000", 0),
+    ("privacy shuffle --epsilon0 1 --n-grid 18446744073709551616,10000", 0),
+    ("privacy shuffle --epsilon0 1 --n 1e400", 2),
+    ("privacy shuffle --epsilon0 1 --n 100000000000 --method numerical", 2),
+    ("privacy budget --cap 1 --question a=1.7976931348623157e+308 --question b=0.25", 0),
+    ("estimate two-coin --yes 10000000000000000 --n 1000000000000000000", 0),
+    ("estimate two-coin --yes 1 --n 10000000000000000000 --json", 2),
+]
+
+
+@pytest.mark.parametrize(("line", "status"), REGRESSIONS)
+def test_regressions(line: str, status: int, worker: h.Worker, fuzz_dir: Path) -> None:
+    case = fs.CliCase(line.split())
+    check_case(worker, fuzz_dir, case, timeout=10.0)
+    assert worker.run(case.request(), 10.0)["code"] == status
+
+
+@pytest.mark.parametrize("line", ["designs", "estimate two-coin --yes 400 --n 1000"])
+def test_an_ascii_terminal_gets_ascii_stand_ins(
+    line: str, worker: h.Worker, fuzz_dir: Path
+) -> None:
+    result = worker.run(fs.CliCase(line.split(), encoding="ascii").request(), 10.0)
+    assert result["code"] == 0 and not result["crash"], result
+    assert "eps" in result["stdout"] and "\\u" not in result["stdout"]
+
+
+# --------------------------------------------------------------------------- real processes
+
+
+def _deniable(*args: str, **kw: object) -> subprocess.CompletedProcess[bytes]:
+    code = "from deniable.cli import main; main()"
+    streams = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, **kw}
+    return subprocess.run(  # type: ignore[call-overload, no-any-return]
+        [sys.executable, "-c", code, *args], timeout=60, **streams
+    )
+
+
+def test_a_non_utf8_terminal_gets_no_traceback() -> None:
+    env = dict(os.environ, LC_ALL="C", PYTHONIOENCODING="ascii", COLUMNS="100")
+    done = _deniable("privacy", "explain", "--epsilon", "1", env=env)
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr and done.stderr == b""
+    done = _deniable("estimate", "warner", "-p", "p=ε", "--yes", "1", "--n", "2", env=env)
+    assert done.returncode == 2
+    assert done.stderr.startswith(b"error: ") and done.stderr.count(b"\n") == 1
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    code = "from deniable.cli import main; main()"
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code, "designs"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert writer.stdout is not None and writer.stderr is not None
+    writer.stdout.close()  # the reader is gone before the first write, like `| head -0`
+    err = writer.stderr.read()
+    writer.stderr.close()
+    assert writer.wait(timeout=60) == 1
+    assert err == b"", err
+
+
+def test_a_full_disk_gets_one_error_line() -> None:
+    with open("/dev/full", "wb") as full:
+        done = _deniable("designs", "--json", stdout=full, stderr=subprocess.PIPE)
+    assert done.returncode == 1
+    assert done.stderr == b"error: cannot write the output: No space left on device.\n"

@@ -1,0 +1,59 @@
+"""Issue 7, items 5 and 6: extreme arguments get an answer or one clear error naming the
+argument, the limit and the value; diagnoses name the real cause."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import deniable
+from deniable import accounting
+from deniable.exceptions import ParameterError
+
+
+def test_a_covariate_in_huge_units_is_a_scale_problem_not_collinearity() -> None:
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(1)
+    n = 300
+    x, z = rng.normal(size=n), rng.normal(size=n)
+    design = deniable.Warner(0.8)
+    y = design.randomize((rng.random(n) < 0.4).astype(int), rng=2)
+    huge = pd.DataFrame({"y": y, "x": x * 1e200, "z": z})
+    with pytest.raises(deniable.DataError, match=r"'x' has values up to .*rescale") as info:
+        deniable.logistic_rr("y ~ x + z", huge, design)
+    assert "collinear" not in str(info.value)
+    tiny = pd.DataFrame({"y": y, "x": x * 1e-200, "z": z})  # tiny units: a full-rank fit
+    fit = deniable.logistic_rr("y ~ x + z", tiny, design)
+    assert fit.params.shape == (3,)
+
+
+def test_limits_name_the_argument_the_range_and_the_value() -> None:
+    with pytest.raises(ParameterError, match=r"`n` must be an integer in \[1, 10\*\*7\] .*got 10"):
+        deniable.simulate(deniable.TwoCoin(), 10**14, 0.3, seed=1)
+    with pytest.raises(ParameterError, match=r"`count` must be an integer in \[0, 10\*\*6\]"):
+        accounting.optimal_rr_epsilon(0.01, 10**9, 1e-6)
+    with pytest.raises(ParameterError, match=r"`n` must be an integer in \[1, 4000000\]"):
+        deniable.majority_decision(deniable.TwoCoin(), 10**21, true_yes=3)
+
+
+def test_iid_majority_takes_any_n() -> None:
+    d = deniable.majority_decision(deniable.TwoCoin(), 10**21, prevalence=0.49)
+    assert d.error_probability == 0.0 and math.isclose(d.false_positive_rate, 0.5)
+
+
+def test_huge_counts_keep_the_exact_interval_finite() -> None:
+    # lambda_hat = 0.1, where scipy's beta quantile is NaN: pi_hat = (0.1 - 0.05) / 0.15
+    est = deniable.Custom(0.2, 0.05).estimate(deniable.Tally.binary(10**17, 10**18))
+    lo, hi = est.ci(0.95, "exact")
+    assert math.isfinite(lo) and math.isfinite(hi)
+    assert lo <= est.value <= hi and hi - lo < 1e-8
+
+
+def test_composition_beyond_the_exact_size_keeps_the_closed_forms() -> None:
+    table = deniable.compare_composition([0.01], 1e-6, counts=[10**9])
+    methods = [r.method for r in table.rows]
+    assert "optimal" not in methods and {"basic", "kov", "rdp"} <= set(methods)
+    assert "optimal and pld not computed" in table.description
+    assert accounting.kov_composition([1e-270], 0.5, [10**400]) < math.inf
