@@ -226,3 +226,11 @@ def test_ledger_and_memo_pickle_without_their_locks() -> None:
     first = memo.randomize([0, 1], [1, 0], question="q", rng=3)
     again = pickle.loads(pickle.dumps(memo)).randomize([0, 1], [1, 0], question="q", rng=4)
     np.testing.assert_array_equal(first, again)
+
+
+def test_shared_registries_are_read_only() -> None:
+    import deniable
+
+    for registry in (deniable.DESIGNS, deniable.TWO_GROUP_DESIGNS):
+        with pytest.raises(TypeError):
+            registry["x"] = Warner  # type: ignore[index]

@@ -707,3 +707,17 @@ def test_bad_input_linear() -> None:
     a = linear_rr("y ~ x", df, design, predictor="Z")
     b = linear_rr("y ~ Z + x", df, design, predictor="Z")
     assert np.allclose(a.theta, b.theta) and list(a.params.index) == list(b.params.index)
+
+
+def test_summary_shows_undefined_cells_as_n_a(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a degenerate fit has no standard error: z, P>|z| and the interval are undefined and
+    # shown as "n/a" beside it, never as "nan"
+    design = Warner(0.8)
+    df = simulate_logistic(design, [-0.3, 0.5, 0.2], 800, seed=5)
+    fit = logistic_rr("y ~ x1", df, design)
+    nan_se = np.full(len(fit.terms), np.nan)
+    monkeypatch.setattr(type(fit), "_se", lambda self: nan_se)
+    text = fit.summary()
+    assert "nan" not in text
+    row = next(line for line in text.splitlines() if line.startswith("x1"))
+    assert row.split()[2:] == ["n/a"] * 5

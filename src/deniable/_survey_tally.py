@@ -87,8 +87,8 @@ class ColumnLog:
     def missing_error(self) -> DataError:
         return DataError(
             f"{self._subject()} has {self.n_missing} missing value(s) (first at "
-            f"{self.place(self.first_missing)}) and `missing` is 'error'; drop them or use "
-            "missing='drop'."
+            f"{self.place(self.first_missing)}) and missing values are errors (missing="
+            "'error', --missing error); use 'drop' to leave them out and count them."
         )
 
 

@@ -178,8 +178,8 @@ class _Group(TyperGroup):
     Typer prints parser errors as a multi-line panel; here they, ``deniable``'s own
     exceptions (:class:`~deniable.exceptions.DeniableError`) and :class:`CliError` become a
     single line and exit status 2.  Output that cannot be written ends the command with
-    exit status 1: silently for a closed pipe (``deniable designs | head -1``), with one
-    error line otherwise (``> /dev/full``).  A terminal that cannot show ε or ∞ gets ASCII
+    exit status 1 and one error line: for a closed pipe (``deniable designs | head -1``) and
+    for a full disk (``> /dev/full``).  A terminal that cannot show ε or ∞ gets ASCII
     stand-ins (``eps``, ``inf``).  Other exceptions are bugs and propagate with their
     traceback.
     """
@@ -225,7 +225,9 @@ class _Group(TyperGroup):
         except _OutputError as exc:
             sys.stdout = stdout
             _silence_stdout()
-            if not isinstance(exc.cause, BrokenPipeError):
+            if isinstance(exc.cause, BrokenPipeError):
+                _report("the output was cut short: the program reading it closed the pipe.")
+            else:
                 _report(f"cannot write the output: {exc}.")
             sys.exit(1)
         finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from deniable.designs._base import Design
@@ -26,36 +27,41 @@ from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = ["DESIGNS", "TWO_GROUP_DESIGNS", "design_parameters", "make_design"]
 
-#: Every design by its CLI name, in the order of the documentation.
-DESIGNS: Mapping[str, type[Design]] = {
-    cls.name: cls
-    for cls in (
-        Warner,
-        Mirrored,
-        TwoCoin,
-        BiasedCoin,
-        Binary,
-        ForcedResponse,
-        UnrelatedQuestion,
-        Kuk,
-        Mangat,
-        Crosswise,
-        Triangular,
-        Custom,
-        Categorical,
-    )
-}
+#: Every design by its CLI name, in the order of the documentation (read-only: a registry
+#: shared by every thread cannot be changed behind their back).
+DESIGNS: Mapping[str, type[Design]] = MappingProxyType(
+    {
+        cls.name: cls
+        for cls in (
+            Warner,
+            Mirrored,
+            TwoCoin,
+            BiasedCoin,
+            Binary,
+            ForcedResponse,
+            UnrelatedQuestion,
+            Kuk,
+            Mangat,
+            Crosswise,
+            Triangular,
+            Custom,
+            Categorical,
+        )
+    }
+)
 
 #: The two-group designs (respondents split at random into two groups), by CLI name.
-TWO_GROUP_DESIGNS: Mapping[str, type[TwoGroupDesign]] = {
-    cls.name: cls
-    for cls in (
-        UnrelatedUnknown,
-        CheaterDetection,
-        SymmetricCheaterDetection,
-        StochasticLieDetector,
-    )
-}
+TWO_GROUP_DESIGNS: Mapping[str, type[TwoGroupDesign]] = MappingProxyType(
+    {
+        cls.name: cls
+        for cls in (
+            UnrelatedUnknown,
+            CheaterDetection,
+            SymmetricCheaterDetection,
+            StochasticLieDetector,
+        )
+    }
+)
 
 
 def design_parameters(name: str) -> dict[str, inspect.Parameter]:

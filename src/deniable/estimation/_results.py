@@ -335,14 +335,7 @@ class RegressionResult:
             zval = coef / se if se > 0 else math.nan
             p = float(2 * stats.norm.sf(abs(zval))) if math.isfinite(zval) else math.nan
             cells = [coef, se, zval, p, float(ci[i, 0]), float(ci[i, 1])]
-            fmt = [
-                f"{coef:>10.4f}",
-                f"{se:>10.4f}",
-                f"{zval:>10.3f}",
-                f"{p:>10.3f}",
-                f"{cells[4]:>10.4f}",
-                f"{cells[5]:>10.4f}",
-            ]
+            fmt = [_cell(x, d) for x, d in zip(cells, (4, 4, 3, 3, 4, 4), strict=True)]
             label = t if len(t) < name_w else t[: name_w - 2] + "~"
             lines.append(f"{label:<{name_w}}" + "".join(fmt))
         extra = self._ancillary_rows(lvl)
@@ -350,7 +343,8 @@ class RegressionResult:
             lines.append("-" * width)
             for name, est, se, lo, hi in extra:
                 lines.append(
-                    f"{name:<{name_w}}{est:>10.4f}{se:>10.4f}{'':>20}{lo:>10.4f}{hi:>10.4f}"
+                    f"{name:<{name_w}}{_cell(est, 4)}{_cell(se, 4)}{'':>20}"
+                    f"{_cell(lo, 4)}{_cell(hi, 4)}"
                 )
         lines.append("=" * width)
         tail = self._extra_lines(lvl) + list(self.notes)
@@ -425,3 +419,8 @@ class RegressionResult:
         if self.notes:
             out["notes"] = list(self.notes)
         return out
+
+
+def _cell(x: float, digits: int) -> str:
+    """One right-aligned 10-character cell of a summary table; ``n/a`` where undefined."""
+    return f"{'n/a':>10}" if math.isnan(x) else f"{x:>10.{digits}f}"
