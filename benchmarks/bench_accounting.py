@@ -24,9 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from deniable.accounting._accountant import PrivacyAccountant
-from deniable.accounting._events import RandomizedResponse
-from deniable.accounting._pld import compose_all, rr_pld
+from deniable.accounting import PrivacyAccountant, RandomizedResponse, rr_pld
+from deniable.accounting._pld import compose_all
 
 N_QUESTIONS = 1000
 DELTA = 1e-6

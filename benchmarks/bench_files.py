@@ -70,8 +70,8 @@ if case == "estimate":
     n = json.loads(buf.getvalue())["n"]
 elif case in ("analyze", "analyze-by", "report"):
     from deniable import TwoCoin
-    from deniable.analysis import analyze_file
-    from deniable.report import survey_report_file
+    from deniable.survey import analyze_file
+    from deniable.survey import survey_report_file
     if case == "analyze":
         n = analyze_file(path, "report", TwoCoin()).n
     elif case == "analyze-by":
@@ -94,7 +94,7 @@ elif case == "old-estimate":  # the estimate reader before the streaming one
 elif case == "old-analyze":  # analyze before: pandas reads every column
     import pandas as pd
     from deniable import TwoCoin
-    from deniable.analysis import analyze
+    from deniable.survey import analyze
     n = analyze(pd.read_csv(path), "report", TwoCoin()).n
 else:
     raise SystemExit(f"unknown case {case}")

@@ -432,7 +432,7 @@ API_CASES: dict[str, st.SearchStrategy[str]] = {
         count(),
     ),
     "simulate_majority": _call(
-        "deniable.simulate_majority({0}, {1}, prevalence={2}, trials={3}, seed=1)",
+        "deniable.estimation.simulate_majority({0}, {1}, prevalence={2}, trials={3}, seed=1)",
         ["x"],
         _binary_design(),
         count(),
@@ -460,7 +460,7 @@ API_CASES: dict[str, st.SearchStrategy[str]] = {
         "deniable.simulate({0}, {1}, {2}, seed=1)", [], _design_expr(), count(), prob()
     ),
     "simulation_study": _call(
-        "deniable.simulation_study({0}, {1}, {2}, replications={3}, seed=1)",
+        "deniable.simulation.simulation_study({0}, {1}, {2}, replications={3}, seed=1)",
         [],
         _binary_design(),
         count(),
@@ -468,7 +468,7 @@ API_CASES: dict[str, st.SearchStrategy[str]] = {
         count(),
     ),
     "compose": _call(
-        "deniable.compare_composition([{0}] * 3, {1}, counts=[{2}] * 3)",
+        "deniable.accounting.compare_composition([{0}] * 3, {1}, counts=[{2}] * 3)",
         [],
         real(),
         prob(),
@@ -483,5 +483,5 @@ API_CASES: dict[str, st.SearchStrategy[str]] = {
     "shuffle": _call(
         "accounting.shuffle_epsilon_numerical({0}, {1}, {2})", ["x"], real(), count(), prob()
     ),
-    "coins": _call("deniable.design_protocol(epsilon={0})", [], real()),
+    "coins": _call("deniable.mechanisms.design_protocol(epsilon={0})", [], real()),
 }

@@ -8,19 +8,24 @@ import math
 import numpy as np
 import pytest
 
-from deniable.accounting._accountant import PrivacyAccountant
-from deniable.accounting._compare import compare_composition
-from deniable.accounting._composition import (
+from deniable.accounting import (
+    Gaussian,
+    Laplace,
+    PrivacyAccountant,
+    RandomizedResponse,
     advanced_composition,
     basic_composition,
     common_lattice,
+    compare_composition,
+    gaussian_pld,
+    gdp_delta,
+    gdp_epsilon,
     kov_composition,
+    laplace_pld,
     optimal_rr_delta,
     optimal_rr_epsilon,
+    rr_pld,
 )
-from deniable.accounting._conversions import gdp_delta, gdp_epsilon
-from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
-from deniable.accounting._pld import gaussian_pld, laplace_pld, rr_pld
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 

@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from deniable.accounting._conversions import (
+from deniable.accounting import (
+    GDP,
+    RDP,
+    ZCDP,
+    ApproxDP,
+    PureDP,
     compose_gdp,
     gdp_delta,
     gdp_epsilon,
@@ -27,7 +32,6 @@ from deniable.accounting._conversions import (
     zcdp_epsilon,
     zcdp_to_approx,
 )
-from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 EPS = [1e-6, 0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 20.0, 100.0]
@@ -448,8 +452,7 @@ def test_tiny_epsilon_under_zcdp_keeps_a_positive_delta():
     +eps, j = 2 gives 3 p^2 q (1 - e^-eps) ~ 3 eps / 8 and j = 3 gives p^3 (1 - e^(-3 eps))
     ~ 3 eps / 8, so 3 eps / 4.  Under zCDP and RDP (and every other method) delta(0) must be
     at least that, never 0."""
-    from deniable.accounting._accountant import PrivacyAccountant
-    from deniable.accounting._events import RandomizedResponse
+    from deniable.accounting import PrivacyAccountant, RandomizedResponse
 
     acct = PrivacyAccountant([RandomizedResponse(1e-200, count=3)])
     true = 7.5e-201

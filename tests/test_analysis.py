@@ -1,4 +1,4 @@
-"""Survey data in pandas: ``deniable.analysis`` (analyze, grouped, files), `deniable analyze`.
+"""Survey data in pandas: ``deniable.survey`` (analyze, grouped, files), `deniable analyze`.
 
 Closed forms used (binary design, P1 = P(yes | 1), P0 = P(yes | 0), l = yes / n):
 estimate (l - P0) / (P1 - P0); plug-in SE sqrt(l (1 - l) / n) / |P1 - P0|, unbiased with
@@ -39,7 +39,9 @@ from deniable import (  # noqa: E402
     TwoCoin,
     Warner,
 )
-from deniable.analysis import (  # noqa: E402
+from deniable.designs import StochasticLieDetector, TwoGroupEstimate  # noqa: E402
+from deniable.simulation import simulate  # noqa: E402
+from deniable.survey import (  # noqa: E402
     GROUPED_COLUMNS,
     TWO_GROUP_COLUMNS,
     Analysis,
@@ -48,8 +50,6 @@ from deniable.analysis import (  # noqa: E402
     read_reports,
     write_reports,
 )
-from deniable.designs import StochasticLieDetector, TwoGroupEstimate  # noqa: E402
-from deniable.simulation import simulate  # noqa: E402
 
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
@@ -461,10 +461,10 @@ def test_core_import_needs_no_pandas() -> None:
         "import sys\n"
         "sys.modules['pandas'] = None\n"
         "sys.modules['matplotlib'] = None\n"
-        "import deniable, deniable.analysis, deniable.report, deniable.simulation\n"
+        "import deniable, deniable.survey, deniable.simulation\n"
         "assert deniable.simulate(deniable.TwoCoin(), 10, 0.5, seed=1).n == 10\n"
         "try:\n"
-        "    deniable.analysis.analyze(None, 'q', deniable.TwoCoin())\n"
+        "    deniable.survey.analyze(None, 'q', deniable.TwoCoin())\n"
         "except ImportError as exc:\n"
         "    assert \"pip install 'deniable[data]'\" in str(exc), exc\n"
         "else:\n"

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.coins import DEVICES, CoinProtocol, all_protocols, design_protocol
 from deniable.designs import ForcedResponse, TwoCoin, channel_epsilon
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
+from deniable.mechanisms import DEVICES, CoinProtocol, all_protocols, design_protocol
 
 # --- the candidate set, derived here independently -------------------------------------------
 

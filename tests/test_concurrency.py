@@ -24,7 +24,7 @@ from deniable import Warner
 from deniable.accounting import BudgetFilter, BudgetLedger
 from deniable.designs import Binary
 from deniable.exceptions import PrivacyError
-from deniable.memoization import MemoizedRandomizer
+from deniable.mechanisms import MemoizedRandomizer
 
 THREADS = 8
 TRIALS = 30
@@ -231,6 +231,6 @@ def test_ledger_and_memo_pickle_without_their_locks() -> None:
 def test_shared_registries_are_read_only() -> None:
     import deniable
 
-    for registry in (deniable.DESIGNS, deniable.TWO_GROUP_DESIGNS):
+    for registry in (deniable.designs.DESIGNS, deniable.designs.TWO_GROUP_DESIGNS):
         with pytest.raises(TypeError):
             registry["x"] = Warner  # type: ignore[index]

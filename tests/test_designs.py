@@ -649,7 +649,7 @@ def test_from_epsilon_is_the_closest_design_not_above_the_request(
 def test_the_search_does_not_depend_on_its_starting_point(start: float, eps: float) -> None:
     """``design_for_epsilon`` finds the same float from any start: an invalid one at either
     end (0.5: uninformative, 1.0: p = 1 is rejected) falls back and searches from there."""
-    from deniable.designs._base import design_for_epsilon, expit
+    from deniable.designs._from_epsilon import design_for_epsilon, expit
 
     found = design_for_epsilon(
         Warner, eps, start, neutral=0.5, extreme=1.0, fallback=expit(1.0), context="'warner'"

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from deniable._estimate import Estimate
 from deniable.designs import (
     BinaryDesign,
     Categorical,
@@ -26,6 +25,7 @@ from deniable.designs import (
     Warner,
 )
 from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.results import Estimate
 
 BINARY = [
     TwoCoin(),

@@ -10,22 +10,20 @@ from typing import Any
 
 import pytest
 
-from deniable.designs import BiasedCoin, Binary, Mangat, Warner
-from deniable.exceptions import ParameterError, ParameterTypeError
-from deniable.explain import (
-    Table,
+from deniable.audit import (
     epsilon_from_lying_probability,
     epsilon_from_truth_probability,
     explain,
     likelihood_sentence,
     lying_table,
-    plot_epsilon_lying,
-    plot_epsilon_truth,
-    plot_posterior,
     posterior,
     posterior_table,
     truth_table,
 )
+from deniable.audit._explain import Table
+from deniable.designs import BiasedCoin, Binary, Mangat, Warner
+from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.plotting import plot_epsilon_lying, plot_epsilon_truth, plot_posterior
 
 
 def test_truth_probability_closed_forms() -> None:

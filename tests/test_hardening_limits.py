@@ -52,7 +52,7 @@ def test_huge_counts_keep_the_exact_interval_finite() -> None:
 
 
 def test_composition_beyond_the_exact_size_keeps_the_closed_forms() -> None:
-    table = deniable.compare_composition([0.01], 1e-6, counts=[10**9])
+    table = deniable.accounting.compare_composition([0.01], 1e-6, counts=[10**9])
     methods = [r.method for r in table.rows]
     assert "optimal" not in methods and {"basic", "kov", "rdp"} <= set(methods)
     assert "optimal and pld not computed" in table.description

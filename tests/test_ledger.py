@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.accounting._ledger import BudgetFilter, BudgetLedger, QuestionRecord
+from deniable.accounting import BudgetFilter, BudgetLedger, QuestionRecord
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 
 

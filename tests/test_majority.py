@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from deniable.designs import (
+    BinaryDesign,
     Categorical,
     Custom,
     ForcedResponse,
@@ -20,8 +21,7 @@ from deniable.designs import (
     TwoCoin,
     Warner,
 )
-from deniable.designs._base import BinaryDesign
-from deniable.estimation._majority import (
+from deniable.estimation import (
     MajorityDecision,
     decide_majority,
     majority_decision,

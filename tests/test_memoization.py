@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from deniable.accounting._ledger import BudgetLedger
+from deniable.accounting import BudgetLedger
 from deniable.designs import BiasedCoin, Binary, Categorical, Kuk, Mangat, TwoCoin, Warner
+from deniable.estimation import threshold_vs_bracket
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
-from deniable.memoization import MemoizedRandomizer, averaging_attack, threshold_vs_bracket
+from deniable.mechanisms import MemoizedRandomizer, averaging_attack
 
 
 def test_replay_is_identical_and_ignores_later_truth() -> None:

@@ -10,17 +10,17 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from deniable.accounting._exact_sampling import bernoulli_exp, uniform_below
-from deniable.accounting._measures import GDP, ZCDP, ApproxDP, PureDP
-from deniable.accounting._noise import (
+from deniable.accounting import GDP, ZCDP, ApproxDP, PureDP
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     noise_error_table,
-    plot_noise_error,
 )
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.mechanisms._exact_sampling import bernoulli_exp, uniform_below
+from deniable.plotting import plot_noise_error
 from deniable.randomness import SystemRandom
 
 # Statistical checks use fixed seeds; each p-value threshold of 1e-4 is the false-alarm rate

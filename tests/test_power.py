@@ -47,13 +47,7 @@ from deniable.designs import (
     UnrelatedUnknown,
     Warner,
 )
-from deniable.estimation._power import (
-    PowerResult,
-    power,
-    power_curve,
-    sample_size,
-    unit_variance,
-)
+from deniable.estimation import PowerResult, power, power_curve, sample_size, unit_variance
 from deniable.estimation._power_exact import exact_power_table, randomized_power_bound
 from deniable.exceptions import ParameterError, ParameterTypeError
 
@@ -555,7 +549,7 @@ def test_bad_input_raises_named_error(call: Any, error: type[Exception], needle:
 
 def test_plot_png_and_svg(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    from deniable.estimation._power_plot import plot_power_curves
+    from deniable.plotting import plot_power_curves
 
     lines = {f"ε = {e}": Warner.from_epsilon(e) for e in (0.5, 1.0, 2.0)}
     png = plot_power_curves(tmp_path / "c.png", lines, 0.3, 0.2, n_max=500, target=0.8)
@@ -577,7 +571,7 @@ def test_plot_png_and_svg(tmp_path: Path) -> None:
 
 
 def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deniable.estimation._power_plot import plot_power_curves
+    from deniable.plotting import plot_power_curves
 
     monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
     with pytest.raises(ImportError, match=r"pip install 'deniable\[plot\]'"):

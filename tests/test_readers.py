@@ -24,13 +24,19 @@ typer = pytest.importorskip("typer")
 from typer.testing import CliRunner  # noqa: E402
 
 from deniable import ForcedResponse, TwoCoin  # noqa: E402
-from deniable._atomic import atomic_write, same_file  # noqa: E402
-from deniable._report_values import BAD, MISSING, report_rule  # noqa: E402
-from deniable.analysis import analyze, analyze_file, read_reports, write_reports  # noqa: E402
 from deniable.cli import app  # noqa: E402
+from deniable.common._files import atomic_write, same_file  # noqa: E402
 from deniable.designs import StochasticLieDetector  # noqa: E402
 from deniable.exceptions import DataError  # noqa: E402
-from deniable.report import survey_report, survey_report_file  # noqa: E402
+from deniable.survey import (  # noqa: E402  # noqa: E402
+    analyze,
+    analyze_file,
+    read_reports,
+    survey_report,
+    survey_report_file,
+    write_reports,
+)
+from deniable.survey._values import BAD, MISSING, report_rule  # noqa: E402
 
 ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
@@ -429,7 +435,7 @@ def test_numeric_labels_from_csv_sort_as_numbers(tmp_path: Path) -> None:
 
 
 def test_parquet_with_several_row_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import deniable._survey_files as sf
+    import deniable.survey._files as sf
 
     df = _big_frame()
     path = tmp_path / "big.parquet"

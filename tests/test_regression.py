@@ -34,8 +34,7 @@ from deniable.designs import (  # noqa: E402
     UnrelatedQuestion,
     Warner,
 )
-from deniable.estimation._linear import linear_rr  # noqa: E402
-from deniable.estimation._logistic import logistic_rr  # noqa: E402
+from deniable.estimation import linear_rr, logistic_rr  # noqa: E402
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError  # noqa: E402
 
 Z975 = 1.959963984540054

@@ -1,4 +1,4 @@
-"""Whole-survey reports (``deniable.report``) and `deniable report`: every question's numbers
+"""Whole-survey reports (``deniable.survey``) and `deniable report`: every question's numbers
 equal the per-question analysis (itself checked against closed forms in test_analysis.py),
 the HTML page is well-formed, self-contained and escapes user strings, and an infinite ε is
 always ``∞`` (``"inf"`` in JSON), never a number."""
@@ -29,9 +29,8 @@ from deniable import (  # noqa: E402
     TwoCoin,
     Warner,
 )
-from deniable.analysis import analyze, write_reports  # noqa: E402
 from deniable.designs import StochasticLieDetector  # noqa: E402
-from deniable.report import SurveyReport, survey_report  # noqa: E402
+from deniable.survey import SurveyReport, analyze, survey_report, write_reports  # noqa: E402  # noqa: E402
 
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
@@ -280,7 +279,7 @@ def test_html_without_matplotlib_names_the_extra() -> None:
         "sys.modules['matplotlib'] = None\n"
         "import pandas as pd\n"
         "from deniable import TwoCoin\n"
-        "from deniable.report import survey_report\n"
+        "from deniable.survey._report import survey_report\n"
         "rep = survey_report(pd.DataFrame({'q': [1, 0, 1]}), {'q': TwoCoin()})\n"
         "assert 'q' in rep.table() and '<svg' not in rep.to_html(plot=False)\n"
         "try:\n"

@@ -9,10 +9,9 @@ import sys
 import numpy as np
 import pytest
 
-from deniable.accounting._measures import ApproxDP
-from deniable.accounting._shuffle import (
+from deniable.accounting import (
+    ApproxDP,
     ShuffleTable,
-    plot_shuffle,
     shuffle_delta_numerical,
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
@@ -20,6 +19,7 @@ from deniable.accounting._shuffle import (
     shuffle_guarantee,
 )
 from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.plotting import plot_shuffle
 
 # --- independent references ------------------------------------------------------------------
 

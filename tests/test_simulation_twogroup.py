@@ -47,12 +47,7 @@ from deniable.designs import (
     SymmetricCheaterDetection,
     UnrelatedUnknown,
 )
-from deniable.simulation import (
-    ParameterStudy,
-    TwoGroupSimulationStudy,
-    simulate,
-    simulation_study,
-)
+from deniable.simulation import ParameterStudy, TwoGroupSimulationStudy, simulate, simulation_study
 
 K = 4.5  # sigma band of every statistical check
 

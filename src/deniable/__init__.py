@@ -11,96 +11,105 @@ reports and de-biases their tally into a population estimate with honest error b
 >>> est = design.estimate(reports)
 >>> abs(est.value - 0.75) < 4 * est.se
 True
+
+The top level holds what a user needs first: the designs, :class:`Estimate`, simulation,
+analysis, power, regression, the accountant, the ledger and the exceptions.  Everything
+else is in its subpackage (``docs/architecture.md`` draws the layers):
+
+=====================  ==================================================================
+``deniable.designs``   every design: channel, exact epsilon, randomizer, tally, estimator
+``deniable.results``   :class:`Estimate`, intervals, tables
+``deniable.accounting``  measures, conversions, composition, shuffling, budget ledgers
+``deniable.mechanisms``  noise for released tallies, coin protocols, memoization
+``deniable.estimation``  majority decisions, power and sample size, regression
+``deniable.audit``     empirical audits of epsilon, epsilon explained
+``deniable.plotting``  every plot (matplotlib)
+``deniable.survey``    report files, analysis of DataFrames, whole-survey reports
+``deniable.simulation``  seeded surveys and simulation studies
+``deniable.randomness``  the CSPRNG, seeded generators, thresholds
+=====================  ==================================================================
+
+Names are loaded on first use (``import deniable`` itself loads only numpy), so the
+command line and small scripts start quickly.
 """
 
 from __future__ import annotations
 
-from deniable._estimate import Estimate
-from deniable.accounting import BudgetFilter, BudgetLedger, PrivacyAccountant, compare_composition
-from deniable.analysis import Analysis, analyze, read_reports
-from deniable.coins import CoinProtocol, design_protocol
-from deniable.designs import (
-    DESIGNS,
-    TWO_GROUP_DESIGNS,
-    BiasedCoin,
-    Binary,
-    BinaryDesign,
-    Categorical,
-    CategoricalEstimate,
-    CheaterDetection,
-    Crosswise,
-    Custom,
-    Design,
-    ForcedResponse,
-    Kuk,
-    Mangat,
-    Mirrored,
-    RespondentType,
-    StochasticLieDetector,
-    SymmetricCheaterDetection,
-    Tally,
-    Triangular,
-    TwoCoin,
-    TwoGroupDesign,
-    TwoGroupEstimate,
-    TwoGroupTally,
-    UnrelatedQuestion,
-    UnrelatedUnknown,
-    Warner,
-    channel_epsilon,
-    make_design,
-    types_epsilon,
-)
-from deniable.estimation import (
-    LinearRRResult,
-    LogisticRRResult,
-    MajorityDecision,
-    PowerResult,
-    SampleSizeResult,
-    decide_majority,
-    linear_rr,
-    logistic_rr,
-    majority_decision,
-    majority_threshold,
-    plot_power_curves,
-    power,
-    sample_size,
-    simulate_majority,
-)
-from deniable.exceptions import (
-    DataError,
-    DeniableError,
-    ParameterError,
-    ParameterTypeError,
-    PrivacyError,
-)
-from deniable.memoization import MemoizedRandomizer
-from deniable.randomness import SystemRandom
-from deniable.report import SurveyReport, survey_report
-from deniable.simulation import (
-    ParameterStudy,
-    Simulation,
-    SimulationStudy,
-    TwoGroupSimulationStudy,
-    simulate,
-    simulation_study,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
+#: Every public top-level name -> the subpackage that defines it.
+_ORIGIN: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "BiasedCoin",
+            "Binary",
+            "Categorical",
+            "CheaterDetection",
+            "Crosswise",
+            "Custom",
+            "Design",
+            "ForcedResponse",
+            "Kuk",
+            "Mangat",
+            "Mirrored",
+            "StochasticLieDetector",
+            "SymmetricCheaterDetection",
+            "Tally",
+            "Triangular",
+            "TwoCoin",
+            "UnrelatedQuestion",
+            "UnrelatedUnknown",
+            "Warner",
+            "make_design",
+        ),
+        "deniable.designs",
+    ),
+    "Estimate": "deniable.results",
+    "PrivacyAccountant": "deniable.accounting",
+    "BudgetLedger": "deniable.accounting",
+    "MemoizedRandomizer": "deniable.mechanisms",
+    **dict.fromkeys(
+        ("linear_rr", "logistic_rr", "majority_decision", "power", "sample_size"),
+        "deniable.estimation",
+    ),
+    "analyze": "deniable.survey",
+    "survey_report": "deniable.survey",
+    "simulate": "deniable.simulation",
+    "SystemRandom": "deniable.randomness",
+    **dict.fromkeys(
+        ("DataError", "DeniableError", "ParameterError", "ParameterTypeError", "PrivacyError"),
+        "deniable.exceptions",
+    ),
+}
+
+#: The subpackages, loaded on first attribute access (``deniable.accounting``).
+_SUBPACKAGES = frozenset(
+    {
+        "accounting",
+        "audit",
+        "cli",
+        "common",
+        "designs",
+        "estimation",
+        "exceptions",
+        "mechanisms",
+        "plotting",
+        "randomness",
+        "results",
+        "simulation",
+        "survey",
+    }
+)
+
 __all__ = [
-    "DESIGNS",
-    "TWO_GROUP_DESIGNS",
-    "Analysis",
     "BiasedCoin",
     "Binary",
-    "BinaryDesign",
-    "BudgetFilter",
     "BudgetLedger",
     "Categorical",
-    "CategoricalEstimate",
     "CheaterDetection",
-    "CoinProtocol",
     "Crosswise",
     "Custom",
     "DataError",
@@ -109,53 +118,89 @@ __all__ = [
     "Estimate",
     "ForcedResponse",
     "Kuk",
-    "LinearRRResult",
-    "LogisticRRResult",
-    "MajorityDecision",
     "Mangat",
     "MemoizedRandomizer",
     "Mirrored",
     "ParameterError",
-    "ParameterStudy",
     "ParameterTypeError",
-    "PowerResult",
     "PrivacyAccountant",
     "PrivacyError",
-    "RespondentType",
-    "SampleSizeResult",
-    "Simulation",
-    "SimulationStudy",
     "StochasticLieDetector",
-    "SurveyReport",
     "SymmetricCheaterDetection",
     "SystemRandom",
     "Tally",
     "Triangular",
     "TwoCoin",
-    "TwoGroupDesign",
-    "TwoGroupEstimate",
-    "TwoGroupSimulationStudy",
-    "TwoGroupTally",
     "UnrelatedQuestion",
     "UnrelatedUnknown",
     "Warner",
     "analyze",
-    "channel_epsilon",
-    "compare_composition",
-    "decide_majority",
-    "design_protocol",
     "linear_rr",
     "logistic_rr",
     "majority_decision",
-    "majority_threshold",
     "make_design",
-    "plot_power_curves",
     "power",
-    "read_reports",
     "sample_size",
     "simulate",
-    "simulate_majority",
-    "simulation_study",
     "survey_report",
-    "types_epsilon",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    origin = _ORIGIN.get(name)
+    if origin is not None:
+        value = getattr(importlib.import_module(origin), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"deniable.{name}")
+    raise AttributeError(f"module 'deniable' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, *_SUBPACKAGES})
+
+
+if TYPE_CHECKING:  # pragma: no cover - what static checkers see
+    from deniable.accounting import BudgetLedger, PrivacyAccountant
+    from deniable.designs import (
+        BiasedCoin,
+        Binary,
+        Categorical,
+        CheaterDetection,
+        Crosswise,
+        Custom,
+        Design,
+        ForcedResponse,
+        Kuk,
+        Mangat,
+        Mirrored,
+        StochasticLieDetector,
+        SymmetricCheaterDetection,
+        Tally,
+        Triangular,
+        TwoCoin,
+        UnrelatedQuestion,
+        UnrelatedUnknown,
+        Warner,
+        make_design,
+    )
+    from deniable.estimation import (
+        linear_rr,
+        logistic_rr,
+        majority_decision,
+        power,
+        sample_size,
+    )
+    from deniable.exceptions import (
+        DataError,
+        DeniableError,
+        ParameterError,
+        ParameterTypeError,
+        PrivacyError,
+    )
+    from deniable.mechanisms import MemoizedRandomizer
+    from deniable.randomness import SystemRandom
+    from deniable.results import Estimate
+    from deniable.simulation import simulate
+    from deniable.survey import analyze, survey_report

@@ -1,4 +1,10 @@
-"""Privacy accounting: DP measures, conversions, composition, amplification, ledgers, noise.
+"""Privacy accounting: DP measures, conversions, composition, amplification, budget ledgers.
+
+Pure accounting: this package never consumes randomness, never draws a plot and never
+imports a mechanism (events hold parameters only); it may import :mod:`deniable.common`
+and :mod:`deniable.exceptions`.  The noise mechanisms are in :mod:`deniable.mechanisms`,
+the plots in :mod:`deniable.plotting`.
+
 
 * **Measures** (value objects): :class:`PureDP`, :class:`ApproxDP`, :class:`ZCDP`,
   :class:`RDP`, :class:`GDP`.
@@ -11,9 +17,6 @@
   events :class:`RandomizedResponse`, :class:`Laplace` and :class:`Gaussian`, the explicit
   :class:`PrivacyAccountant`, and ``compare_composition`` (every method side by side).
 * **Amplification by shuffling** (Feldman, McMillan & Talwar 2021): ``shuffle_*``.
-* **Noise for released tallies**: :class:`LaplaceMechanism`, :class:`GaussianMechanism`,
-  :class:`DiscreteLaplaceMechanism`, :class:`DiscreteGaussianMechanism`,
-  ``noise_error_table``.
 * **Per-respondent budgets**: :class:`BudgetLedger`, :class:`BudgetFilter`.
 
 See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
@@ -26,6 +29,7 @@ See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/bu
 from __future__ import annotations
 
 from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccountant
+from deniable.accounting._budget_filter import BudgetFilter
 from deniable.accounting._compare import compare_composition
 from deniable.accounting._composition import (
     CompositionRow,
@@ -42,35 +46,27 @@ from deniable.accounting._conversions import (
     gdp_delta,
     gdp_epsilon,
     gdp_to_approx,
+    pure_to_zcdp,
+    zcdp_delta,
+    zcdp_epsilon,
+    zcdp_to_approx,
+)
+from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
+from deniable.accounting._ledger import BudgetLedger, QuestionRecord
+from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
+from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
+from deniable.accounting._rdp import (
     laplace_rdp,
     pure_to_rdp,
-    pure_to_zcdp,
     rdp_curve_delta,
     rdp_curve_epsilon,
     rdp_delta,
     rdp_epsilon,
     rdp_to_approx,
     rr_rdp,
-    zcdp_delta,
-    zcdp_epsilon,
-    zcdp_to_approx,
 )
-from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
-from deniable.accounting._ledger import BudgetFilter, BudgetLedger, QuestionRecord
-from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
-from deniable.accounting._noise import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
-    NoiseErrorTable,
-    noise_error_table,
-    plot_noise_error,
-)
-from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
 from deniable.accounting._shuffle import (
     ShuffleTable,
-    plot_shuffle,
     shuffle_delta_numerical,
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
@@ -88,13 +84,8 @@ __all__ = [
     "BudgetLedger",
     "CompositionRow",
     "CompositionTable",
-    "DiscreteGaussianMechanism",
-    "DiscreteLaplaceMechanism",
     "Gaussian",
-    "GaussianMechanism",
     "Laplace",
-    "LaplaceMechanism",
-    "NoiseErrorTable",
     "PrivacyAccountant",
     "PrivacyLossDistribution",
     "PureDP",
@@ -113,11 +104,8 @@ __all__ = [
     "kov_composition",
     "laplace_pld",
     "laplace_rdp",
-    "noise_error_table",
     "optimal_rr_delta",
     "optimal_rr_epsilon",
-    "plot_noise_error",
-    "plot_shuffle",
     "pure_to_rdp",
     "pure_to_zcdp",
     "rdp_curve_delta",

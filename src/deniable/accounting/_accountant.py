@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from deniable import _validation as v
 from deniable.accounting._composition import (
     MAX_EXACT_COUNT,
     CompositionRow,
@@ -55,6 +54,7 @@ from deniable.accounting._rdp import (
     rr_rdp,
 )
 from deniable.accounting._safety import MARGIN, half_square_up, up, upper_root
+from deniable.common import _validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 __all__ = ["COMPOSITION_METHODS", "PrivacyAccountant"]

@@ -8,11 +8,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
-
-# the module, not the class: ``_ledger`` re-exports BudgetFilter, so it imports this module
-# before BudgetLedger exists; the class is looked up when a filter is made
-from deniable.accounting import _ledger as _ledger_module
+from deniable.accounting._ledger import BudgetLedger
+from deniable.common import _validation as v
 from deniable.exceptions import DataError, ParameterTypeError
 
 __all__ = ["BudgetFilter"]
@@ -43,15 +40,15 @@ class BudgetFilter:
 
     __slots__ = ("_ledger",)
 
-    def __init__(self, ledger: _ledger_module.BudgetLedger) -> None:
-        if not isinstance(ledger, _ledger_module.BudgetLedger):
+    def __init__(self, ledger: BudgetLedger) -> None:
+        if not isinstance(ledger, BudgetLedger):
             raise ParameterTypeError(
                 f"`ledger` must be a BudgetLedger, got {type(ledger).__name__}."
             )
         self._ledger = ledger
 
     @property
-    def ledger(self) -> _ledger_module.BudgetLedger:
+    def ledger(self) -> BudgetLedger:
         """The ledger this filter spends from."""
         return self._ledger
 

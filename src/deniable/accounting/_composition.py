@@ -33,11 +33,10 @@ from functools import reduce
 from typing import Any
 
 import numpy as np
-from scipy import special
 
-from deniable import _validation as v
 from deniable.accounting._rdp import check_delta, check_epsilon
 from deniable.accounting._safety import MARGIN, exp_up, expm1_or_inf, up, upper_root
+from deniable.common import _validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [
@@ -202,6 +201,8 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
     ...              rel_tol=1e-9)
     True
     """
+    from scipy import special
+
     eps = check_epsilon(epsilon)
     c = v.integer("count", count, minimum=0, maximum=MAX_EXACT_COUNT, why=_EXACT_WHY)
     t = check_epsilon(target_epsilon, "target_epsilon")

@@ -23,9 +23,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from scipy import special
-
-from deniable import _validation as v
 from deniable.accounting._measures import GDP, ZCDP, ApproxDP
 from deniable.accounting._rdp import (
     check_delta,
@@ -41,6 +38,7 @@ from deniable.accounting._rdp import (
     to_approx,
 )
 from deniable.accounting._safety import MARGIN, TINY, exp_up, half_square_up, up, upper_root
+from deniable.common import _validation as v
 
 __all__ = [
     "compose_gdp",
@@ -197,6 +195,8 @@ def gdp_delta(mu: float | GDP, epsilon: float) -> float:
     >>> round(gdp_delta(1.0, 0.0), 6)  # 2 Phi(1/2) - 1
     0.382925
     """
+    from scipy import special
+
     m = _mu(mu)
     eps = check_epsilon(epsilon)
     if m == 0.0 or eps == math.inf:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from deniable import _validation as v
+from deniable.common import _validation as v
 
 __all__ = ["Event", "Gaussian", "Laplace", "RandomizedResponse"]
 

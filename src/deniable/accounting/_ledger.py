@@ -50,12 +50,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
-from deniable.accounting._budget_filter import BudgetFilter
 from deniable.accounting._exact_sum import add_up
+from deniable.common import _validation as v
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 
-__all__ = ["BudgetFilter", "BudgetLedger", "QuestionRecord"]
+__all__ = ["BudgetLedger", "QuestionRecord", "first_repeat"]
 
 IdArray = npt.NDArray[np.int64]
 

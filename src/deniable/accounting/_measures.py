@@ -3,7 +3,7 @@
 Each measure is a frozen dataclass validated in ``__post_init__``; an infinite parameter
 (``epsilon = inf``, ``rho = inf``, ``mu = inf``) is allowed and means "no guarantee", so a
 mechanism with a deterministic path is never given a finite value.  Conversions between them
-live in :mod:`deniable.accounting._conversions`.
+live in :mod:`deniable.accounting`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from deniable import _validation as v
+from deniable.common import _validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = ["GDP", "RDP", "ZCDP", "ApproxDP", "PureDP"]

@@ -38,10 +38,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
-from scipy import signal, special, stats
 
-from deniable import _validation as v
 from deniable.accounting._safety import MARGIN, TINY, upper_root
+from deniable.common import _validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = ["PrivacyLossDistribution", "compose_all", "gaussian_pld", "laplace_pld", "rr_pld"]
@@ -158,6 +157,8 @@ def _identity(step: float, rounding: str) -> PrivacyLossDistribution:
 
 def _convolve(a: FloatArray, b: FloatArray) -> tuple[FloatArray, float, float]:
     """Convolution of two non-negative arrays with (relative, absolute) error bounds."""
+    from scipy import signal
+
     if a.size < b.size:
         a, b = b, a
     nz = np.flatnonzero(b)
@@ -250,6 +251,8 @@ def rr_pld(
     >>> exact <= pld.delta(1.0) <= exact * (1 + 1e-9)
     True
     """
+    from scipy import stats
+
     eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
     kk = v.integer("k", k, minimum=2, maximum=2**1000, why="k - 1 must be a double")
     top = MAX_PLD_COUNT if kk == 2 else MAX_KARY_PLD_COUNT
@@ -383,6 +386,8 @@ def gaussian_pld(
     >>> abs(pld.mass() - 1) < 1e-9
     True
     """
+    from scipy import special
+
     sd = v.positive("sigma", sigma, allow_zero=True, allow_inf=True)
     sens, c, h = _mechanism_args(sensitivity, count, step, rounding)
     if sd == 0 and sens > 0:

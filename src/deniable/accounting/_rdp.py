@@ -20,11 +20,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize
 
-from deniable import _validation as v
 from deniable.accounting._measures import RDP, ApproxDP
 from deniable.accounting._safety import MARGIN, exp_up, half_square_up_array
+from deniable.common import _validation as v
 from deniable.exceptions import ParameterError, PrivacyError
 
 __all__ = [
@@ -194,6 +193,8 @@ def _min_over_alpha(objective: Callable[[FloatArray], FloatArray]) -> float:
     Any order gives a valid bound, so an inexact minimiser only loosens it.  Grid search over
     ``alpha - 1`` in ``[1e-9, 1e9]`` (log scale) refined by bounded Brent on ``log(alpha-1)``.
     """
+    from scipy import optimize
+
     alphas = 1.0 + _T_GRID
     # a huge curve (rho = 1e300) overflows at large orders: inf is a valid (vacuous) bound
     with np.errstate(over="ignore", invalid="ignore"):

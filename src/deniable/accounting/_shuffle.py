@@ -35,16 +35,14 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
-from deniable import _validation as v
 from deniable.accounting._measures import ApproxDP
 from deniable.accounting._safety import exp_or_inf, expm1_or_inf
+from deniable.common import _validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = [
     "ShuffleTable",
-    "plot_shuffle",
     "shuffle_delta_numerical",
     "shuffle_epsilon_closed_form",
     "shuffle_epsilon_numerical",
@@ -139,6 +137,8 @@ class _Clones:
 
     @classmethod
     def build(cls, eps0: float, n: int, tail: float) -> _Clones:
+        from scipy import stats
+
         m, q = n - 1, math.exp(-eps0)
         if m == 0:
             return cls(eps0, np.zeros(1, dtype=np.int64), np.ones(1), 0.0, 0.0)
@@ -168,6 +168,8 @@ class _Clones:
         ``2 alpha - 1``.  ``P`` and ``Q`` are mirror images
         (``k -> c + 1 - k``), so one direction suffices.
         """
+        from scipy import stats
+
         eps0 = self.eps0
         if eps >= eps0:
             return 0.0  # the likelihood ratio never exceeds e^eps0
@@ -317,31 +319,3 @@ def shuffle_epsilon_table(
         shuffle_epsilon_numerical(eps0, size, dlt, tolerance=tolerance) for size in ns
     )
     return ShuffleTable(eps0, dlt, ns, tuple(closed), numerical)
-
-
-def plot_shuffle(table: ShuffleTable, *, ax: Any = None) -> Any:
-    """Plot a :class:`ShuffleTable` (epsilon against n, log-log); returns the ``Axes``.
-
-    Needs matplotlib: ``pip install deniable[plot]``.
-    """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "plot_shuffle needs matplotlib; install the `plot` extra: pip install deniable[plot]"
-        ) from err
-    if ax is None:
-        _, ax = plt.subplots()
-    ax.plot(table.n, table.numerical, marker="o", label="numerical (clones)")
-    pairs = [(s, c) for s, c in zip(table.n, table.closed_form, strict=True) if c is not None]
-    if pairs:
-        xs, ys = zip(*pairs, strict=True)
-        ax.plot(xs, ys, marker="s", label="closed form (Thm. 3.1)")
-    ax.axhline(table.epsilon0, linestyle=":", color="grey", label="epsilon0 (no shuffling)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("n (respondents)")
-    ax.set_ylabel("central epsilon")
-    ax.set_title(f"Amplification by shuffling, delta = {table.delta:g}")
-    ax.legend()
-    return ax

@@ -20,9 +20,6 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from deniable import _validation as v
-from deniable._estimate import Estimate
-from deniable.analysis import Analysis
 from deniable.cli._base import (
     app,
     build_design,
@@ -46,6 +43,7 @@ from deniable.cli._designs import (
 )
 from deniable.cli._files import progress_bar, refuse_inputs, write_output
 from deniable.cli._twogroup import two_group_payload, two_group_rows, two_group_table
+from deniable.common import _validation as v
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -55,6 +53,8 @@ from deniable.designs import (
     TwoGroupEstimate,
     make_design,
 )
+from deniable.results import Estimate
+from deniable.survey import Analysis
 
 FileArg = Annotated[
     str,
@@ -176,7 +176,7 @@ def analyze_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence from a column of reports in a CSV or Parquet file."""
-    from deniable.analysis import analyze_file
+    from deniable.survey import analyze_file
 
     d = build_design(design, param)
     two = isinstance(d, TwoGroupDesign)
@@ -287,7 +287,7 @@ def report_command(
     as_json: JsonOpt = False,
 ) -> None:
     """A whole-survey report: every question's n, estimate, interval and ε."""
-    from deniable.report import survey_report_file
+    from deniable.survey import survey_report_file
 
     if not question:
         fail("give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75).")

@@ -27,11 +27,11 @@ def read_reports(
     when there are several).  Each report must be a whole number the design can produce
     (0/1, also true/false, for binary designs); an empty cell or NA is missing (counted;
     an error with ``missing="error"``).  The file is read in batches
-    (:mod:`deniable._survey_files`), so its size does not matter.
+    (:mod:`deniable.survey`), so its size does not matter.
     """
-    from deniable._report_values import report_rule
-    from deniable._survey_files import SurveyFile
-    from deniable._survey_questions import Plan, file_batches, run
+    from deniable.survey._files import SurveyFile
+    from deniable.survey._questions import Plan, file_batches, run
+    from deniable.survey._values import report_rule
 
     m = design.n_reports
     label = repr(path)

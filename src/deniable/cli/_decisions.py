@@ -13,8 +13,6 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from deniable import _validation as v
-from deniable._estimate import Estimate
 from deniable.cli._base import (
     app,
     build_design,
@@ -40,7 +38,7 @@ from deniable.cli._designs import (
     estimate_payload,
 )
 from deniable.cli._twogroup import two_group_payload
-from deniable.coins import CoinProtocol, design_protocol
+from deniable.common import _validation as v
 from deniable.designs import (
     BinaryDesign,
     Categorical,
@@ -49,12 +47,10 @@ from deniable.designs import (
     TwoGroupDesign,
     TwoGroupEstimate,
 )
-from deniable.estimation._majority import (
-    MAX_TRIALS,
-    MajorityDecision,
-    majority_decision,
-    simulate_majority,
-)
+from deniable.estimation import MajorityDecision, majority_decision, simulate_majority
+from deniable.estimation._majority import MAX_TRIALS
+from deniable.mechanisms import CoinProtocol, design_protocol
+from deniable.results import Estimate
 from deniable.simulation import Simulation, simulate
 
 # --------------------------------------------------------------------------- majority

@@ -11,8 +11,6 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from deniable import _validation as v
-from deniable._estimate import Estimate
 from deniable.cli._base import (
     app,
     build_design,
@@ -34,6 +32,7 @@ from deniable.cli._twogroup import (
     two_group_rows,
     two_group_table,
 )
+from deniable.common import _validation as v
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -47,6 +46,7 @@ from deniable.designs import (
     design_parameters,
     make_design,
 )
+from deniable.results import Estimate
 
 #: An example parameterisation per design for `deniable designs` (defaults fill the rest).
 EXAMPLES: dict[str, dict[str, str]] = {

@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from deniable._atomic import atomic_write, same_file
 from deniable.cli._base import fail
+from deniable.common._files import atomic_write, same_file
 
 __all__ = ["progress_bar", "refuse_inputs", "write_output"]
 

@@ -26,8 +26,7 @@ from deniable.cli._base import (
 )
 from deniable.cli._designs import DesignArg, JsonOpt, ParamOpt, epsilon_note
 from deniable.designs import Design
-from deniable.estimation._power import power, sample_size
-from deniable.estimation._power_results import PowerResult, SampleSizeResult
+from deniable.estimation import PowerResult, SampleSizeResult, power, sample_size
 
 PrevalenceOpt = Annotated[
     str | None,
@@ -214,7 +213,8 @@ def _plot(
     opts: Mapping[str, Any],
     ratio: float,
 ) -> Path:
-    from deniable.estimation._power_plot import PLOT_FORMATS, design_label, plot_power_curves
+    from deniable.plotting import plot_power_curves
+    from deniable.plotting._power import PLOT_FORMATS, design_label
 
     if Path(path).suffix.lower() not in PLOT_FORMATS:
         fail(f"`--plot` must name a {', '.join(PLOT_FORMATS)} file, got {path!r}.")

@@ -19,8 +19,8 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from deniable._validation import fmt_limit
 from deniable.cli._base import console, fail, parse_number
+from deniable.common._validation import fmt_limit
 from deniable.exceptions import DeniableError
 
 __all__ = [

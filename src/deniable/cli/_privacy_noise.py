@@ -12,17 +12,8 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from deniable._atomic import atomic_write
-from deniable._validation import fmt_limit
 from deniable.accounting import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
     ShuffleTable,
-    noise_error_table,
-    plot_noise_error,
-    plot_shuffle,
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
 )
@@ -43,6 +34,16 @@ from deniable.cli._privacy_base import (
     privacy_app,
     simple_table,
 )
+from deniable.common._files import atomic_write
+from deniable.common._validation import fmt_limit
+from deniable.mechanisms import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    noise_error_table,
+)
+from deniable.plotting import plot_noise_error, plot_shuffle
 
 __all__ = ["noise_command", "save_figure", "shuffle_command"]
 

@@ -14,7 +14,18 @@ import typer
 from rich.text import Text
 
 from deniable.accounting import BudgetLedger
-from deniable.audit import AuditResult, UnaryEncoding, audit, audit_design
+from deniable.audit import (
+    AuditResult,
+    UnaryEncoding,
+    audit,
+    audit_design,
+    explain,
+    likelihood_sentence,
+    lying_table,
+    posterior_table,
+    truth_table,
+)
+from deniable.audit._explain import DEFAULT_EPSILONS
 from deniable.cli._base import build_design, console, emit_json, fail, fmt_params, kv_table
 from deniable.cli._designs import ParamOpt
 from deniable.cli._privacy_base import (
@@ -32,17 +43,7 @@ from deniable.cli._privacy_base import (
 )
 from deniable.cli._privacy_noise import save_figure
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS
-from deniable.explain import (
-    DEFAULT_EPSILONS,
-    explain,
-    likelihood_sentence,
-    lying_table,
-    plot_epsilon_lying,
-    plot_epsilon_truth,
-    plot_posterior,
-    posterior_table,
-    truth_table,
-)
+from deniable.plotting import plot_epsilon_lying, plot_epsilon_truth, plot_posterior
 
 __all__ = ["AUDIT_FAILED_EXIT", "audit_command", "budget_command", "explain_command"]
 

@@ -16,7 +16,6 @@ from rich import box
 from rich.table import Table
 from rich.text import Text
 
-from deniable import _validation as v
 from deniable.cli._base import (
     app,
     build_design,
@@ -29,6 +28,7 @@ from deniable.cli._base import (
     kv_table,
 )
 from deniable.cli._designs import JsonOpt, LevelOpt, ParamOpt, epsilon_note
+from deniable.common import _validation as v
 from deniable.designs import BinaryDesign
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -64,8 +64,8 @@ def read_table(
     """The columns of ``path`` that the model uses (the formula is checked first), read by
     the survey-file reader: the same header, missing-value and 0/1 rules as every command
     that reads reports."""
-    from deniable._readers import read_frame
-    from deniable._survey_files import CSV_SUFFIXES
+    from deniable.survey._files import CSV_SUFFIXES
+    from deniable.survey._readers import read_frame
 
     name = Path(path).name.lower()
     if not name.endswith(CSV_SUFFIXES + tuple(_SUFFIXES)):
@@ -130,7 +130,7 @@ def _coef_table(result: Any, level: float) -> Table:
 
 
 def _describe(se: str) -> str:
-    from deniable.estimation._results import SE_TYPES
+    from deniable.estimation import SE_TYPES
 
     return SE_TYPES[se]
 
@@ -186,8 +186,7 @@ def regress_command(
 ) -> None:
     """Regression with randomized answers: logistic on a randomized outcome, or linear on a
     randomized predictor (--predictor)."""
-    from deniable.estimation._linear import linear_rr
-    from deniable.estimation._logistic import logistic_rr
+    from deniable.estimation import linear_rr, logistic_rr
 
     v.choice("--se", se, _SE)
     lvl = v.level(level)

@@ -1,5 +1,5 @@
 """`deniable simulation-study`: repeat a simulated survey and summarise the estimator
-(:func:`~deniable.simulation_study.simulation_study`), with a progress bar on stderr."""
+(:func:`~deniable.simulation.simulation_study`), with a progress bar on stderr."""
 
 from __future__ import annotations
 

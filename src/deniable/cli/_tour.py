@@ -16,12 +16,12 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from deniable._estimate import Estimate
 from deniable.cli._base import app, console, fmt_interval, fmt_num
 from deniable.cli._decisions import coin_rows
-from deniable.coins import design_protocol
 from deniable.designs import TwoCoin
-from deniable.estimation._majority import majority_decision
+from deniable.estimation import majority_decision
+from deniable.mechanisms import design_protocol
+from deniable.results import Estimate
 from deniable.simulation import simulate
 
 #: The default seed: the tour is the same on every machine unless asked otherwise.

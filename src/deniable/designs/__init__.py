@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deniable.designs._base import BinaryDesign, Design, Tally, channel_epsilon
+from deniable.designs._base import BinaryDesign, Design, channel_epsilon
 from deniable.designs._binary import (
     BiasedCoin,
     Binary,
@@ -16,6 +16,7 @@ from deniable.designs._categorical import Categorical, CategoricalEstimate
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._kuk import Kuk
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
+from deniable.designs._tally import Tally
 from deniable.designs._twogroup import RespondentType, TwoGroupDesign, types_epsilon
 from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
 from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown

@@ -17,9 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
-from deniable._estimate import Estimate, binomial_interval, map_interval
-from deniable.designs._from_epsilon import design_for_epsilon, expit
+from deniable.common import _validation as v
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
@@ -29,9 +27,10 @@ from deniable.randomness import (
     resolve_rng,
     words_below,
 )
+from deniable.results import Estimate, binomial_interval, map_interval
 
-# Tally (_tally), design_for_epsilon and expit (_from_epsilon) are re-exported from here.
-__all__ = ["BinaryDesign", "Design", "Tally", "channel_epsilon", "design_for_epsilon", "expit"]
+# Tally (_tally) is re-exported from here.
+__all__ = ["BinaryDesign", "Design", "Tally", "binary_estimate", "channel_epsilon"]
 
 
 def channel_epsilon(channel: npt.ArrayLike) -> float:

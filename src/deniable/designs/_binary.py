@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from deniable import _validation as v
+from deniable.common import _validation as v
 from deniable.designs._base import BinaryDesign, channel_epsilon
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError

@@ -10,10 +10,10 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
-from deniable._estimate import Estimate
-from deniable.designs._base import Design, Tally, binary_estimate
+from deniable.common import _validation as v
+from deniable.designs._base import Design, binary_estimate
 from deniable.designs._from_epsilon import design_for_epsilon
+from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,
@@ -23,6 +23,7 @@ from deniable.randomness import (
     uniform_below_into,
     words_below,
 )
+from deniable.results import Estimate
 
 __all__ = ["Categorical", "CategoricalEstimate"]
 

@@ -8,16 +8,21 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 from deniable.exceptions import ParameterError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from deniable.designs._base import Design
-
 __all__ = ["design_for_epsilon", "expit"]
 
-D = TypeVar("D", bound="Design")
+
+class _HasEpsilon(Protocol):
+    """What the search needs of a design: its epsilon."""
+
+    @property
+    def epsilon(self) -> float: ...
+
+
+D = TypeVar("D", bound=_HasEpsilon)
 
 
 def expit(x: float) -> float:

@@ -10,14 +10,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, stats
 
-from deniable import _validation as v
-from deniable._estimate import Estimate
-from deniable.designs._base import BinaryDesign, Tally, channel_epsilon
+from deniable.common import _validation as v
+from deniable.designs._base import BinaryDesign, channel_epsilon
 from deniable.designs._from_epsilon import design_for_epsilon, expit
+from deniable.designs._tally import Tally
 from deniable.exceptions import ParameterError
 from deniable.randomness import CHUNK, random_words, resolve_rng
+from deniable.results import Estimate
 
 __all__ = ["MAX_DRAWS", "Kuk"]
 
@@ -126,6 +126,8 @@ class Kuk(BinaryDesign):
 
     @property
     def channel(self) -> npt.NDArray[np.float64]:
+        from scipy import stats
+
         r = np.arange(self.draws + 1)
         return np.column_stack(
             [
@@ -254,6 +256,8 @@ def _moment_from_counts(design: Kuk, tally: Tally) -> Estimate:
 
 
 def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
+    from scipy import optimize
+
     ch = design.channel
     b1, b0 = ch[:, 1], ch[:, 0]
     c = np.asarray(tally.counts, dtype=float)
@@ -279,6 +283,8 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
     top = loglik(pi_hat)
 
     def likelihood(level: float) -> tuple[float, float]:
+        from scipy import optimize, stats
+
         cut = top - float(stats.chi2.ppf(level, 1)) / 2
 
         def f(p: float) -> float:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
+from deniable.common import _validation as v
 from deniable.exceptions import DataError
 from deniable.randomness import CHUNK
 

@@ -42,9 +42,9 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
-from deniable._estimate import Estimate
-from deniable.designs._base import Design, Tally
+from deniable.common import _validation as v
+from deniable.designs._base import Design
+from deniable.designs._tally import Tally
 from deniable.designs._twogroup_fit import (
     polygon_mle,
     single_group_intervals,
@@ -59,6 +59,7 @@ from deniable.randomness import (
     random_words,
     resolve_rng,
 )
+from deniable.results import Estimate
 
 __all__ = ["FloatArray", "RespondentType", "TwoGroupDesign", "types_epsilon"]
 

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
+from deniable.common import _validation as v
 from deniable.designs._twogroup import FloatArray, RespondentType, TwoGroupDesign
 from deniable.designs._twogroup_models import SIMPLEX, differ, prob
 from deniable.exceptions import ParameterError

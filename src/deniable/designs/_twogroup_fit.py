@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import optimize, special
 
-from deniable._estimate import binomial_interval, map_interval
 from deniable.designs._twogroup_results import TwoGroupTally
+from deniable.results import binomial_interval, map_interval
 
 __all__ = ["in_polygon", "polygon_mle", "single_group_intervals", "two_binomial_loglik"]
 
@@ -27,6 +26,8 @@ def two_binomial_loglik(lam: FloatArray, y: FloatArray, n: FloatArray) -> float:
     ``ln 0`` is replaced by ``ln 1e-300`` so that a search never meets an infinity; that only
     changes points whose true log-likelihood is minus infinity.
     """
+    from scipy import special
+
     lam_c = np.maximum(lam, 1e-300)
     one_c = np.maximum(1.0 - lam, 1e-300)
     return float(np.sum(special.xlogy(y, lam_c) + special.xlogy(n - y, one_c)))
@@ -53,6 +54,8 @@ def polygon_mle(
     the maximum of a concave function is on the boundary: each edge is searched with a
     bounded scalar minimisation and each vertex is compared.
     """
+    from scipy import optimize
+
     if in_polygon(phi_moment, vertices):
         return phi_moment
     pts = [np.asarray(p, dtype=float) for p in vertices]

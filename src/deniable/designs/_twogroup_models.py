@@ -2,7 +2,7 @@
 detector (the cheater detection models are in ``_twogroup_cheater``).
 
 Each maps its literature parameters onto the linear system ``lambda_g = c_g + M[g] @ phi``
-of :class:`~deniable.designs._twogroup.TwoGroupDesign`; ``docs/twogroup.md`` gives the
+of :class:`~deniable.designs.TwoGroupDesign`; ``docs/twogroup.md`` gives the
 derivations and the parameter conventions of RRreg.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
+from deniable.common import _validation as v
 from deniable.designs._base import channel_epsilon
 from deniable.designs._twogroup import FloatArray, RespondentType, TwoGroupDesign
 from deniable.exceptions import ParameterError

@@ -5,18 +5,16 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
-from deniable._estimate import Estimate
-from deniable.designs._base import Tally
+from deniable.common import _validation as v
+from deniable.designs._base import Design
+from deniable.designs._tally import Tally
 from deniable.exceptions import DataError
-
-if TYPE_CHECKING:
-    from deniable.designs._twogroup import TwoGroupDesign
+from deniable.results import Estimate
 
 __all__ = ["TwoGroupEstimate", "TwoGroupTally", "is_pair"]
 
@@ -125,7 +123,7 @@ class TwoGroupEstimate:
     log_likelihood : the two-binomial log-likelihood at the bounded MLE.
     """
 
-    design: TwoGroupDesign
+    design: Design  # the two-group design that produced it
     tally: TwoGroupTally
     estimates: Mapping[str, Estimate]
     covariance: FloatArray = field(repr=False, compare=False)

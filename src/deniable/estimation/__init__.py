@@ -4,24 +4,14 @@ from __future__ import annotations
 
 from deniable.estimation._linear import LinearRRResult, linear_rr
 from deniable.estimation._logistic import DirectTest, LogisticRRResult, logistic_rr
-from deniable.estimation._majority import (
-    MajorityDecision,
-    decide_majority,
-    majority_decision,
-    majority_threshold,
-    simulate_majority,
-)
-from deniable.estimation._power import (
-    ALTERNATIVES,
-    PowerResult,
-    SampleSizeResult,
-    power,
-    power_curve,
-    sample_size,
-    unit_variance,
-)
-from deniable.estimation._power_plot import plot_power_curves
-from deniable.estimation._results import SE_TYPES, LRTest, Prevalence, RegressionResult
+from deniable.estimation._majority import MajorityDecision, majority_decision, simulate_majority
+from deniable.estimation._majority_rule import decide_majority, majority_threshold
+from deniable.estimation._power import power, power_curve, sample_size, unit_variance
+from deniable.estimation._power_model import ALTERNATIVES
+from deniable.estimation._power_results import PowerResult, SampleSizeResult
+from deniable.estimation._regression_results import RegressionResult
+from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence
+from deniable.estimation._related import threshold_vs_bracket
 
 __all__ = [
     "ALTERNATIVES",
@@ -40,10 +30,10 @@ __all__ = [
     "logistic_rr",
     "majority_decision",
     "majority_threshold",
-    "plot_power_curves",
     "power",
     "power_curve",
     "sample_size",
     "simulate_majority",
+    "threshold_vs_bracket",
     "unit_variance",
 ]

@@ -9,7 +9,7 @@ design):
 The likelihood sums over the hidden ``Z`` (a two-component normal mixture whose weights the
 report shifts), as RRreg's ``RRlin`` does (Heck & Moshagen 2018); ``beta``, ``gamma``,
 ``sigma`` and ``pi`` are estimated jointly by maximum likelihood (EM, then Newton; see
-``deniable.estimation._regression_mixture``).  Respondents asked directly can be included
+``deniable.estimation``).  Respondents asked directly can be included
 (``direct``: their ``Z`` is their report).
 
 Reference
@@ -26,10 +26,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from scipy import stats
-
-from deniable import _validation as v
-from deniable.designs._base import BinaryDesign
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign
 from deniable.estimation._logistic import _channel
 from deniable.estimation._regression_data import (
     binary_values,
@@ -40,14 +38,8 @@ from deniable.estimation._regression_data import (
 )
 from deniable.estimation._regression_mixture import data as mixture_data
 from deniable.estimation._regression_mixture import fit_mixture, mixture_information
-from deniable.estimation._regression_stats import Covariances
-from deniable.estimation._results import (
-    SE_TYPES,
-    FitData,
-    Prevalence,
-    RegressionResult,
-    logit_interval,
-)
+from deniable.estimation._regression_results import FitData, RegressionResult, logit_interval
+from deniable.estimation._regression_stats import SE_TYPES, Covariances, Prevalence
 from deniable.exceptions import ParameterError
 
 __all__ = ["LinearRRResult", "linear_rr"]
@@ -82,6 +74,8 @@ class LinearRRResult(RegressionResult):
         return Prevalence(pi, se, lo, hi, lvl, f"prevalence of {self.predictor}")
 
     def _ancillary_rows(self, level: float) -> list[tuple[str, float, float, float, float]]:
+        from scipy import stats
+
         j = len(self.terms)
         se_s = math.sqrt(max(float(self.cov[j, j]), 0.0))
         z = float(stats.norm.ppf(0.5 + level / 2))

@@ -6,7 +6,7 @@ only the randomized report ``y``, with
     P(y = 1 | x) = c expit(x' beta) + d,     c = P(yes | 1) - P(yes | 0),  d = P(yes | 0),
 
 from any one-group binary design.  ``beta`` is estimated by maximum likelihood (EM start,
-then Newton; see ``deniable.estimation._regression_logit`` for the derivatives), with
+then Newton; see ``deniable.estimation`` for the derivatives), with
 standard errors from the observed information, the expected information or the outer product
 of the scores.
 
@@ -37,11 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy import stats
-from scipy.special import expit
 
-from deniable import _validation as v
-from deniable.designs._base import BinaryDesign
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign
 from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.estimation._regression_data import (
     Array,
@@ -54,15 +52,8 @@ from deniable.estimation._regression_data import (
     require_data_extras,
 )
 from deniable.estimation._regression_logit import fit_logit, logit_information
-from deniable.estimation._regression_stats import invert_information
-from deniable.estimation._results import (
-    SE_TYPES,
-    FitData,
-    LRTest,
-    Prevalence,
-    RegressionResult,
-    logit_interval,
-)
+from deniable.estimation._regression_results import FitData, RegressionResult, logit_interval
+from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence, invert_information
 from deniable.exceptions import DataError
 
 __all__ = ["DirectTest", "LogisticRRResult", "logistic_rr"]
@@ -163,6 +154,9 @@ class LogisticRRResult(RegressionResult):
         delta-method SE of the prevalence itself, ``p (1 - p) se(x' beta)``.  ``data=None``
         predicts for the rows fitted.
         """
+        from scipy import stats
+        from scipy.special import expit
+
         lvl = v.level(level)
         X = self._matrix(data)
         k = len(self.terms)
@@ -192,6 +186,8 @@ class LogisticRRResult(RegressionResult):
         added).  The interval is built on the logit scale (``se / (m (1 - m))``) and mapped
         back, so it stays in (0, 1).
         """
+        from scipy.special import expit
+
         lvl = v.level(level)
         X = self._matrix(data)
         k = len(self.terms)
@@ -240,6 +236,8 @@ def _direct_test(
     max_iter: int,
 ) -> DirectTest:
     """Fit with and without the direct-group shift and compare them."""
+    from scipy import stats
+
     match = [j for j in range(X.shape[1]) if np.array_equal(X[:, j], ind)]
     if match:  # the formula already has the indicator: drop it for the restricted model
         j = match[0]

@@ -36,10 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
-from deniable import _validation as v
-from deniable.designs._base import BinaryDesign
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign
 from deniable.estimation._majority_rule import (
     check_design,
     check_offset,
@@ -77,6 +76,8 @@ MAX_SIMULATED_N = 2**62
 def _tails_iid(n: int, lam_m: float, last: int) -> tuple[float, float]:
     """``(P(M > last), P(M <= last))`` for ``M ~ Binomial(n, lam_m)`` (the regularized
     incomplete beta function: any ``n``, passed as a float beyond 64-bit integers)."""
+    from scipy import stats
+
     nf, lf = float(n), float(last)
     try:
         upper, lower = float(stats.binom.sf(lf, nf, lam_m)), float(stats.binom.cdf(lf, nf, lam_m))
@@ -101,6 +102,8 @@ def _tails_fixed(n: int, k: int, q1: float, q0: float, last: int) -> tuple[float
     tails keep their *relative* accuracy (about 1e-12 or better) even when tiny; neither is
     obtained as ``1 - other``.  Cost: O(min(k, n - k)), ~0.15 s at ``n = 10**6``.
     """
+    from scipy import stats
+
     if k <= n - k:
         size_a, p_a, size_b, p_b = k, q1, n - k, q0
     else:

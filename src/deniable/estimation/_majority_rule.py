@@ -3,7 +3,7 @@
 
 Every computation works on ``M``, the number of *majority-indicating* reports ("yes" when
 ``P1 > P0``, "no" otherwise), whose per-report probabilities ``Q1 > Q0`` increase with the
-truth; the rule is always ``M > t_M`` (see :mod:`deniable.estimation._majority`, which
+truth; the rule is always ``M > t_M`` (see :mod:`deniable.estimation`, which
 evaluates the rule's exact error probabilities and re-exports these functions).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from deniable import _validation as v
-from deniable.designs._base import BinaryDesign, Tally
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign, Tally
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [

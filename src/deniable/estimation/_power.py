@@ -63,10 +63,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
-from deniable import _validation as v
-from deniable.designs._base import Design
+from deniable.common import _validation as v
+from deniable.designs import Design
 from deniable.estimation._power_exact import randomized_power_bound
 from deniable.estimation._power_model import (
     ALTERNATIVES,
@@ -385,6 +384,8 @@ def _bracket(
 ) -> int:
     """An ``n`` whose power reaches ``target``: the one-tail normal bound, doubled while
     float rounding leaves it short."""
+    from scipy import stats
+
     z = float(stats.norm.isf(t.alpha if t.alternative != "two-sided" else t.alpha / 2))
     zb = float(stats.norm.ppf(target))
 

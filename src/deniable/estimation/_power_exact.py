@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 __all__ = ["TAILS", "exact_power_table", "randomized_power_bound"]
 
@@ -39,6 +38,8 @@ FloatArray = npt.NDArray[np.float64]
 
 def _upper_count(n: IntArray, lam0: float, a: float) -> IntArray:
     """Smallest ``c`` in ``[0, n + 1]`` with ``P(Y >= c) <= a`` (``n + 1``: never reject)."""
+    from scipy import stats
+
     lim = a * (1 + _REL)
     c = np.asarray(stats.binom.isf(a, n, lam0), dtype=np.int64) + 1  # scipy: sf(c - 1) <= a
     c = np.clip(c, 0, n + 1)
@@ -52,6 +53,8 @@ def _upper_count(n: IntArray, lam0: float, a: float) -> IntArray:
 
 def _lower_count(n: IntArray, lam0: float, a: float) -> IntArray:
     """Largest ``c`` in ``[-1, n]`` with ``P(Y <= c) <= a`` (``-1``: never reject)."""
+    from scipy import stats
+
     lim = a * (1 + _REL)
     c = np.asarray(stats.binom.ppf(a, n, lam0), dtype=np.int64)  # smallest with cdf >= a
     c = np.clip(c, -1, n)
@@ -65,6 +68,8 @@ def _lower_count(n: IntArray, lam0: float, a: float) -> IntArray:
 
 def _reject_probability(n: IntArray, lo: IntArray, hi: IntArray, lam: float) -> FloatArray:
     """``P(Y <= lo) + P(Y >= hi)`` under ``Binomial(n, lam)`` (empty tails count 0)."""
+    from scipy import stats
+
     low = np.where(lo >= 0, stats.binom.cdf(lo, n, lam), 0.0)
     high = np.where(hi <= n, stats.binom.sf(hi - 1, n, lam), 0.0)
     out: FloatArray = np.minimum(low + high, 1.0)
@@ -102,6 +107,8 @@ def exact_power_table(
 
 def _randomized_tail(n: IntArray, lam0: float, lam1: float, upper: bool, a: float) -> FloatArray:
     """Power at ``lam1`` of the randomized one-sided test of size exactly ``a``."""
+    from scipy import stats
+
     if upper:
         c = _upper_count(n, lam0, a)
         edge = c - 1  # the count rejected with probability gamma

@@ -1,7 +1,7 @@
 """The model behind power computations: the estimator's variance from the channel, the
 normal-approximation power of the Wald test, and a validated test description.
 
-See ``deniable.estimation._power`` for the formulas and references.
+See ``deniable.estimation`` for the formulas and references.
 """
 
 from __future__ import annotations
@@ -12,13 +12,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
-from deniable import _validation as v
-from deniable.designs._base import BinaryDesign, Design
-from deniable.designs._categorical import Categorical
-from deniable.designs._kuk import Kuk
-from deniable.designs._twogroup import TwoGroupDesign
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign, Categorical, Design, Kuk, TwoGroupDesign
 from deniable.estimation._power_exact import exact_power_table
 from deniable.estimation._power_results import PowerResult
 from deniable.exceptions import ParameterError, ParameterTypeError
@@ -115,6 +111,8 @@ def two_group_var(
 
 def _tail(margin: FloatArray, se1: FloatArray) -> FloatArray:
     """``P(N(0, se1^2) < margin)``; a point mass (``se1 = 0``) rejects iff ``margin > 0``."""
+    from scipy import stats
+
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(se1 > 0, margin / np.where(se1 > 0, se1, 1.0), 0.0)
     out: FloatArray = np.where(se1 > 0, stats.norm.cdf(z), (margin > 0).astype(float))
@@ -125,6 +123,8 @@ def normal_power(
     delta: float, se0: FloatArray, se1: FloatArray, alternative: str, alpha: float
 ) -> FloatArray:
     """The Wald test's power (module docstring), elementwise in the two SEs."""
+    from scipy import stats
+
     if alternative == "two-sided":
         z = float(stats.norm.isf(alpha / 2))
         return np.minimum(_tail(delta - z * se0, se1) + _tail(-delta - z * se0, se1), 1.0)
@@ -270,7 +270,7 @@ def make_test(
     share: Any = None,
     nuisance: Mapping[str, Any] | None = None,
 ) -> PowerTest:
-    """Validate a test description (see :func:`deniable.estimation._power.power`)."""
+    """Validate a test description (see :func:`deniable.estimation.power`)."""
     pi1 = v.probability("prevalence", prevalence)
     if (null is None) == (control is None):
         raise ParameterError(

@@ -1,4 +1,4 @@
-"""Result objects of the power and sample-size computations (``deniable.estimation._power``)."""
+"""Result objects of the power and sample-size computations (``deniable.estimation``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deniable.designs._base import Design
+from deniable.designs import Design
 
 __all__ = ["PowerResult", "SampleSizeResult"]
 

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable import _validation as v
-from deniable.designs._base import BinaryDesign
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign
 from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 

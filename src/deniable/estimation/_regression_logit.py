@@ -39,7 +39,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import expit
 
 __all__ = ["LogitFit", "damped_newton", "fit_logit", "logit_information", "logit_loglik"]
 
@@ -59,6 +58,8 @@ def _pieces(
     X: Array, y: Array, p1: Array, p0: Array, beta: Array
 ) -> tuple[Array, Array, Array, Array]:
     """Per respondent: log-likelihood, dl/deta, d2l/deta2 and the expected information."""
+    from scipy.special import expit
+
     eta = X @ beta
     p, q = expit(eta), expit(-eta)
     lam = p1 * p + p0 * q
@@ -162,6 +163,8 @@ def _em(
     X: Array, y: Array, p1: Array, p0: Array, beta: Array, *, max_iter: int, tol: float
 ) -> tuple[Array, int]:
     """EM for the misclassified outcome: fractional responses, then a logistic M-step."""
+    from scipy.special import expit
+
     py1 = np.where(y == 1, p1, 1 - p1)  # P(report | true 1)
     py0 = np.where(y == 1, p0, 1 - p0)  # P(report | true 0)
     ll = logit_loglik(X, y, p1, p0, beta)
@@ -171,6 +174,8 @@ def _em(
         tau = _ratio(a1, a1 + a0)
 
         def q_fun(b: Array, tau: Array = tau) -> tuple[float, Array, Array, Array]:
+            from scipy.special import expit
+
             e = X @ b
             with np.errstate(divide="ignore"):
                 lp, lq = -np.logaddexp(0.0, -e), -np.logaddexp(0.0, e)

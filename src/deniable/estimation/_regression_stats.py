@@ -9,10 +9,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
-from scipy.special import expit
 
-from deniable import _validation as v
+from deniable.common import _validation as v
 
 __all__ = [
     "SE_TYPES",
@@ -44,6 +42,8 @@ def jsonnum(x: float) -> float | str:
 
 def zquantile(level: float) -> float:
     """Two-sided standard normal quantile for a confidence ``level``."""
+    from scipy import stats
+
     return float(stats.norm.ppf(0.5 + v.level(level) / 2))
 
 
@@ -131,6 +131,8 @@ class Prevalence:
 
 def logit_interval(value: float, se_logit: float, level: float) -> tuple[float, float]:
     """``expit(logit(value) -+ z se_logit)``."""
+    from scipy.special import expit
+
     z = zquantile(level)
     if not 0 < value < 1:
         return (value, value)

@@ -1,0 +1,184 @@
+"""Empirical privacy audits and the "parallel databases" view of a query.
+
+**Audit.**  Run a mechanism many times on two neighbouring inputs ``x0`` and ``x1`` and, for
+each output event ``S``, bound ``ln(P[M(x0) in S] / P[M(x1) in S])`` from below with
+Clopper-Pearson intervals (Clopper & Pearson 1934): the lower bound of ``p0`` over the upper
+bound of ``p1``, and the same the other way round.  An epsilon-DP mechanism has every such
+ratio at most ``e^eps``, so if the largest lower bound exceeds the claimed epsilon, the
+claim is false, with confidence ``level`` (Ding et al. 2018, "Detecting violations of
+differential privacy"; Jagielski, Ullman & Oprea 2020).  This is how a published LDP
+library's unary encoding, calibrated per bit as if one answer changed one bit, was found to
+be ``2 eps``- rather than ``eps``-LDP; :class:`UnaryEncoding` reproduces that mistake.
+
+Multiple testing: with ``m`` events, two inputs and a lower and an upper bound each, every
+one-sided Clopper-Pearson bound is taken at ``(1 - level) / (4 m)`` (Bonferroni), so the
+reported maximum is a valid lower bound on the true epsilon with probability ``>= level``
+whatever the mechanism.  Events must not be chosen by looking at the same samples: designs
+use their whole report space (known in advance); for a user callable without ``event`` the
+events are the distinct reports observed, which is a heuristic (the correction counts only
+observed values); pass ``event`` for a guarantee.
+
+**Approximate DP.**  With a ``claimed_delta`` the bound on each event is
+``ln((p_lo - delta) / p_hi)`` (Jagielski, Ullman & Oprea 2020): an (eps, delta)-DP mechanism
+has ``P[M(x0) in S] <= e^eps P[M(x1) in S] + delta``, so a bound above ``eps`` refutes the
+(eps, delta) claim.  This is how the Gaussian mechanisms are audited: a pure-epsilon audit
+does not apply to them (their likelihood ratio is unbounded, so with enough trials any finite
+pure claim is refuted).
+
+**Two-group designs** (:func:`audit_two_group`): each group's channel is audited between
+every pair of respondent types whose true answers differ, the neighbouring relation of
+:func:`~deniable.designs.types_epsilon`.
+
+**Parallel databases** (Dwork & Roth 2014, sec. 2.3): compute a query on a table and on
+every table with one row removed.  The largest change is the query's *empirical* (local)
+sensitivity at this table, a lower bound on its global sensitivity; a mechanism that adds
+Laplace noise of scale ``b`` to the query hides row ``i`` up to a privacy loss
+``|f(D) - f(D - i)| / b``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from deniable.audit._core import _common, _evaluate, _event_masks, _sample, clopper_pearson_bounds
+from deniable.audit._leave_one_out import LeaveOneOut, leave_one_out
+from deniable.audit._result import AuditResult
+from deniable.audit._two_group import audit_two_group
+from deniable.audit._unary_encoding import UnaryEncoding
+from deniable.common import _validation as v
+from deniable.designs import Design, TwoGroupDesign
+from deniable.exceptions import ParameterError, ParameterTypeError
+
+__all__ = [
+    "AuditResult",
+    "LeaveOneOut",
+    "UnaryEncoding",
+    "audit",
+    "audit_design",
+    "audit_two_group",
+    "clopper_pearson_bounds",
+    "leave_one_out",
+]
+
+Event = Callable[[Any], Any] | set[Any] | frozenset[Any]
+
+
+def audit(
+    mechanism: Design | Callable[..., Any],
+    input0: Any,
+    input1: Any,
+    *,
+    claimed_epsilon: float,
+    trials: int = 100_000,
+    seed: int | None = None,
+    level: float = 0.95,
+    event: Any = None,
+    vectorized: bool | None = None,
+    claimed_delta: float = 0.0,
+) -> AuditResult:
+    """Audit ``mechanism`` on the neighbouring inputs ``input0``, ``input1``.
+
+    Parameters
+    ----------
+    mechanism : Design or callable
+        A design (``randomize(np.full(trials, x))`` in one call), a vectorized callable
+        ``f(x, rng, trials) -> array`` with one report per row (``vectorized=True``, or an
+        attribute ``vectorized = True`` on the callable), or any callable
+        ``f(x, rng) -> report`` (called ``trials`` times: slow).  Inputs may be any objects
+        the callable accepts (tables, for instance).
+    claimed_epsilon : float
+        The epsilon the mechanism claims, in ``[0, inf]``.
+    trials : int
+        Runs per input.
+    seed : int, optional
+        Seeds the ``numpy.random.Generator`` passed to the mechanism; ``None`` draws one and
+        records it in the result so that the audit can be repeated.
+    level : float
+        Confidence of the lower bound, Bonferroni-corrected over events and directions.
+    event : optional
+        ``None``: every report value.  Or one event / a list of events, each a callable
+        ``reports -> boolean mask`` or a ``set`` of report values.
+    claimed_delta : float
+        For an (epsilon, delta) claim (the Gaussian mechanisms), in ``[0, 1)``: each event's
+        bound becomes ``ln((p_lo - delta) / p_hi)``.  Default 0: a pure claim.
+
+    Examples
+    --------
+    >>> import math
+    >>> from deniable import Warner
+    >>> res = audit(Warner(0.75), 0, 1, claimed_epsilon=math.log(3), trials=50_000, seed=1)
+    >>> res.passed, 1.0 < res.lower_bound <= math.log(3)
+    (True, True)
+    >>> broken = UnaryEncoding(1.0, k=4, calibration="exact")      # really 2-LDP
+    >>> audit(broken, 0, 1, claimed_epsilon=1.0, trials=50_000, seed=1).passed
+    False
+    """
+    claimed, n, s, lvl, gen = _common(claimed_epsilon, trials, seed, level)
+    dlt = v.probability("claimed_delta", claimed_delta, high_open=True)
+    vec = getattr(mechanism, "vectorized", False) if vectorized is None else vectorized
+    if not isinstance(vec, bool):
+        raise ParameterTypeError(f"`vectorized` must be True, False or None, got {vec!r}.")
+    design = mechanism if isinstance(mechanism, Design) else None
+    if design is None and not callable(mechanism):
+        raise ParameterTypeError(
+            f"`mechanism` must be a Design or a callable, got {type(mechanism).__name__}."
+        )
+    if design is not None:
+        for name, x in (("input0", input0), ("input1", input1)):
+            v.integer(name, x, minimum=0, maximum=design.n_truths - 1)
+    samples = [_sample(mechanism, x, gen, n, vec) for x in (input0, input1)]
+    labels, counts = _event_masks(samples, event, design)
+    return _evaluate(
+        counts,
+        labels,
+        ["input0", "input1"],
+        [(0, 1)],
+        trials=n,
+        level=lvl,
+        claimed=claimed,
+        seed=s,
+        delta=dlt,
+    )
+
+
+def audit_design(
+    design: Design,
+    *,
+    claimed_epsilon: float | None = None,
+    trials: int = 100_000,
+    seed: int | None = None,
+    level: float = 0.95,
+) -> AuditResult:
+    """Audit a design over *every* pair of true answers (default claim: ``design.epsilon``).
+
+    Each true answer is sampled once (``trials`` reports); the bounds of all answers and
+    report values are Bonferroni-corrected together, so the result holds for the worst pair.
+
+    >>> from deniable import Categorical
+    >>> audit_design(Categorical.from_epsilon(1.0, k=3), trials=20_000, seed=2).passed
+    True
+    """
+    if not isinstance(design, Design):
+        raise ParameterTypeError(f"`design` must be a Design, got {type(design).__name__}.")
+    if isinstance(design, TwoGroupDesign):
+        raise ParameterError(
+            f"`design` must be a one-group design; {design.name!r} randomizes two groups "
+            "with latent respondent types: audit it with `audit_two_group` instead."
+        )
+    claim = design.epsilon if claimed_epsilon is None else claimed_epsilon
+    claimed, n, s, lvl, gen = _common(claim, trials, seed, level)
+    k = design.n_truths
+    samples = [_sample(design, x, gen, n, True) for x in range(k)]
+    labels, counts = _event_masks(samples, None, design)
+    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    return _evaluate(
+        counts,
+        labels,
+        [f"truth {x}" for x in range(k)],
+        pairs,
+        trials=n,
+        level=lvl,
+        claimed=claimed,
+        seed=s,
+    )

@@ -1,0 +1,216 @@
+"""The machinery shared by the audits of :mod:`deniable.audit`: one-sided Clopper-Pearson
+bounds, sampling a mechanism on fixed inputs, counting output events, and turning the counts
+into an :class:`~deniable.audit.AuditResult` (the Bonferroni correction is explained in
+:mod:`deniable.audit`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.audit._result import AuditResult
+from deniable.common import _validation as v
+from deniable.designs import Design
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.randomness import resolve_rng
+from deniable.results._estimate import beta_quantile_bounds
+from deniable.results._table import Table
+
+__all__ = ["clopper_pearson_bounds"]
+
+
+# --------------------------------------------------------------------------- bounds
+
+
+def clopper_pearson_bounds(
+    counts: npt.ArrayLike, n: int, alpha: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """One-sided Clopper-Pearson bounds at error ``alpha`` each, vectorized over ``counts``.
+
+    ``lower = Beta^-1(alpha; c, n - c + 1)`` (0 when ``c = 0``) and
+    ``upper = Beta^-1(1 - alpha; c + 1, n - c)`` (1 when ``c = n``).
+
+    >>> lo, hi = clopper_pearson_bounds([0, 10], 10, 0.05)
+    >>> float(lo[0]), round(float(hi[0]), 4), round(float(lo[1]), 4), float(hi[1])
+    (0.0, 0.2589, 0.7411, 1.0)
+    """
+    c = np.asarray(counts, dtype=np.float64)
+    size = v.integer("n", n, minimum=1)
+    a = v.probability("alpha", alpha, low_open=True, high_open=True)
+    if np.any(c < 0) or np.any(c > size):
+        raise DataError(f"`counts` must be in [0, n] = [0, {size}], got {c.min()}..{c.max()}.")
+    return beta_quantile_bounds(c, size, a)
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def _sample(
+    mechanism: Any, x: Any, gen: np.random.Generator, trials: int, vectorized: bool
+) -> npt.NDArray[Any]:
+    if isinstance(mechanism, Design):
+        out = mechanism.randomize(np.full(trials, x), rng=gen)
+    elif vectorized:
+        out = np.asarray(mechanism(x, gen, trials))
+    else:  # one call per trial: slow, but any callable works
+        out = np.asarray([mechanism(x, gen) for _ in range(trials)])
+    if out.ndim == 0 or out.shape[0] != trials:
+        raise DataError(
+            f"the mechanism must return one report per trial ({trials}), got an array of "
+            f"shape {out.shape}."
+        )
+    return out
+
+
+def _label(value: Any) -> str:
+    arr = np.asarray(value)
+    return f"report = {arr.tolist()}"
+
+
+def _event_masks(
+    samples: Sequence[npt.NDArray[Any]], event: Any, design: Design | None
+) -> tuple[list[str], npt.NDArray[np.int64]]:
+    """Counts ``[input, event]`` and event labels."""
+    if event is None:
+        if design is not None:
+            values = np.arange(design.n_reports)
+            counts = np.stack(
+                [np.bincount(s.astype(np.int64), minlength=design.n_reports) for s in samples]
+            )
+            return [_label(r) for r in values], counts
+        flat = [s.reshape(s.shape[0], -1) for s in samples]
+        uniq, inverse = np.unique(np.concatenate(flat), axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        counts = np.zeros((len(samples), uniq.shape[0]), dtype=np.int64)
+        start = 0
+        for i, s in enumerate(flat):
+            counts[i] = np.bincount(inverse[start : start + s.shape[0]], minlength=uniq.shape[0])
+            start += s.shape[0]
+        first = samples[0]
+        labels = [_label(u.reshape(first.shape[1:]) if first.ndim > 1 else u[0]) for u in uniq]
+        return labels, counts
+    items: list[Any]
+    if callable(event) or isinstance(event, set | frozenset):
+        items = [event]
+    elif isinstance(event, Sequence) and not isinstance(event, str):
+        items = list(event)
+    else:
+        raise ParameterTypeError(
+            "`event` must be None, a callable (reports -> boolean mask), a set of report "
+            f"values, or a list of these, got {type(event).__name__}."
+        )
+    if not items:
+        raise ParameterError("`event` must hold at least one event, got an empty list.")
+    labels = []
+    counts = np.zeros((len(samples), len(items)), dtype=np.int64)
+    for j, ev in enumerate(items):
+        if callable(ev):
+            labels.append(getattr(ev, "__name__", f"event[{j}]").replace("<lambda>", f"event[{j}]"))
+        elif isinstance(ev, set | frozenset):
+            labels.append(f"report in {sorted(ev, key=repr)}")
+        else:
+            raise ParameterTypeError(
+                f"`event[{j}]` must be a callable (reports -> boolean mask) or a set of report "
+                f"values, got {type(ev).__name__}."
+            )
+        for i, s in enumerate(samples):
+            if callable(ev):
+                mask = np.asarray(ev(s))
+            else:
+                if s.ndim != 1:
+                    raise ParameterError(
+                        f"`event[{j}]`: a set of values needs scalar reports; these have shape "
+                        f"{s.shape[1:]}; give a callable instead."
+                    )
+                mask = np.isin(s, list(ev))
+            if mask.dtype != np.bool_ or mask.shape != (s.shape[0],):
+                raise DataError(
+                    f"`event[{j}]` must return a boolean mask of shape ({s.shape[0]},), got "
+                    f"dtype {mask.dtype} and shape {mask.shape}."
+                )
+            counts[i, j] = int(np.count_nonzero(mask))
+    return labels, counts
+
+
+def _evaluate(
+    counts: npt.NDArray[np.int64],
+    labels: list[str],
+    names: list[str],
+    pairs: list[tuple[int, int]],
+    *,
+    trials: int,
+    level: float,
+    claimed: float,
+    seed: int | None,
+    delta: float = 0.0,
+) -> AuditResult:
+    n_inputs, m = counts.shape
+    # every one-sided bound (lower and upper, each input used, each event) at alpha / (2 k m)
+    alpha = (1 - level) / (2 * n_inputs * m)
+    lo, hi = clopper_pearson_bounds(counts.reshape(-1), trials, alpha)
+    lo, hi = lo.reshape(counts.shape), hi.reshape(counts.shape)
+    with np.errstate(divide="ignore"):
+        # (eps, delta)-DP: p_i <= e^eps p_j + delta, so ln((p_i - delta) / p_j) <= eps
+        log_lo, log_hi = np.log(np.maximum(lo - delta, 0.0)), np.log(hi)
+        log_c = np.log(counts.astype(np.float64))
+    best, best_label, best_pair = -math.inf, labels[0], (names[0], names[1])
+    emp = 0.0
+    rows = []
+    for a, b in pairs:
+        for direction in ((a, b), (b, a)):
+            i, j = direction
+            lb = log_lo[i] - log_hi[j]  # ln(p_i lower / p_j upper), -inf where c_i = 0
+            k = int(np.argmax(lb))
+            if lb[k] > best:
+                best, best_label, best_pair = float(lb[k]), labels[k], (names[i], names[j])
+            seen = (counts[i] > 0) | (counts[j] > 0)
+            with np.errstate(invalid="ignore"):
+                ratio = np.where(seen, log_c[i] - log_c[j], -math.inf)
+            emp = max(emp, float(np.nanmax(np.where(np.isnan(ratio), -math.inf, ratio))))
+        for e in range(m):
+            rows.append(
+                (
+                    names[a],
+                    names[b],
+                    labels[e],
+                    int(counts[a, e]),
+                    int(counts[b, e]),
+                    float(log_lo[a, e] - log_hi[b, e]),
+                    float(log_lo[b, e] - log_hi[a, e]),
+                )
+            )
+    table = Table(
+        ("input a", "input b", "event", "count a", "count b", "lower ln(pa/pb)", "lower ln(pb/pa)"),
+        tuple(rows),
+        title=f"audit events ({trials} trials per input, confidence {level:g})",
+    )
+    return AuditResult(
+        claimed_epsilon=claimed,
+        lower_bound=max(0.0, best),
+        empirical_epsilon=emp,
+        level=level,
+        trials=trials,
+        seed=seed,
+        worst_event=best_label,
+        worst_pair=best_pair,
+        events=table,
+        claimed_delta=delta,
+    )
+
+
+def _common(
+    claimed_epsilon: Any, trials: Any, seed: Any, level: Any
+) -> tuple[float, int, int, float, np.random.Generator]:
+    claimed = v.positive("claimed_epsilon", claimed_epsilon, allow_zero=True, allow_inf=True)
+    n = v.integer("trials", trials, minimum=1, maximum=100_000_000)
+    lvl = v.level(level)
+    if seed is None:
+        seed = int(np.random.SeedSequence().entropy) % (1 << 63)  # type: ignore[arg-type]
+    s = v.integer("seed", seed, minimum=0)
+    gen = resolve_rng(s)
+    assert isinstance(gen, np.random.Generator)
+    return claimed, n, s, lvl, gen

@@ -1,0 +1,433 @@
+"""Results of the randomized-response regressions, shaped like statsmodels' results.
+
+A :class:`RegressionResult` holds the maximum-likelihood estimates, the covariance matrix
+under each standard-error convention it supports, the log-likelihood and the data needed for
+likelihood-ratio tests.  ``params``, ``bse``, ``tvalues``, ``pvalues`` are pandas Series
+indexed by term name, ``conf_int()`` a DataFrame (columns ``0`` and ``1`` as in
+statsmodels), ``summary()`` a text table, ``to_dict()`` plain JSON.
+
+Standard-error conventions (``se_type``), all evaluated at the MLE ``theta_hat``:
+
+* ``observed``: the inverse of the observed information ``-d^2 l / d theta^2``;
+* ``expected``: the inverse of the expected (Fisher) information ``E[s s']``;
+* ``opg``: the inverse of the outer product of the per-respondent scores ``sum_i s_i s_i'``
+  (Berndt, Hall, Hall & Hausman 1974).
+
+All three estimate the same asymptotic covariance when the model is right.
+
+Degrees of freedom follow statsmodels: ``df_model`` counts the regressors excluding the
+constant, ``df_resid = nobs - (number of mean-model coefficients, constant included)``;
+``k_params`` counts every estimated parameter (with ``sigma`` and ``pi`` of the linear
+model), the ``k`` of AIC and BIC.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign
+from deniable.estimation._regression_stats import (
+    SE_TYPES,
+    FitData,
+    LRTest,
+    Prevalence,
+    jsonnum,
+    logit_interval,
+    zquantile,
+)
+from deniable.exceptions import ParameterError, ParameterTypeError
+
+__all__ = ["SE_TYPES", "FitData", "LRTest", "Prevalence", "RegressionResult", "logit_interval"]
+
+Array = npt.NDArray[np.float64]
+
+
+def _pd() -> Any:
+    from deniable.estimation._regression_data import require_data_extras
+
+    return require_data_extras()[0]
+
+
+@dataclass(frozen=True, eq=False)
+class RegressionResult:
+    """A randomized-response regression fitted by maximum likelihood.
+
+    Attributes
+    ----------
+    model : ``"logistic-rr"`` or ``"linear-rr"``.
+    formula : the formula fitted.
+    outcome : name of the outcome column.
+    terms : names of the regression coefficients (the first ``len(terms)`` of ``theta``).
+    theta : every estimated parameter: coefficients, then the ancillary ones (``sigma``...).
+    covariances : covariance of ``theta`` under each supported SE convention (``SE_TYPES``).
+    se_type : the convention behind ``bse``, ``pvalues``, ``conf_int`` (see :meth:`with_se`).
+    llf : maximized log-likelihood.
+    nobs : number of respondents used (rows with missing values dropped: ``n_dropped``).
+    design : the randomized-response design of the randomized rows.
+    converged : whether the Newton iterations met the tolerance.
+    iterations : EM and Newton iterations used.
+    tolerance : convergence tolerance on the Newton decrement ``g' H^-1 g / 2``.
+    """
+
+    model: str
+    formula: str
+    outcome: str
+    terms: tuple[str, ...]
+    theta: Array = field(repr=False)
+    covariances: Mapping[str, Array] = field(repr=False)
+    se_type: str
+    llf: float
+    nobs: int
+    design: BinaryDesign
+    converged: bool
+    iterations: Mapping[str, int] = field(repr=False)
+    tolerance: float = field(repr=False)
+    n_dropped: int = field(default=0, repr=False)
+    notes: tuple[str, ...] = field(default=(), repr=False)
+    data: FitData | None = field(default=None, repr=False)
+
+    #: The first line of :meth:`summary`.
+    title: ClassVar[str] = "Randomized-response regression results"
+
+    def __post_init__(self) -> None:
+        if self.se_type not in self.covariances:
+            v.choice("se", self.se_type, tuple(self.covariances))
+
+    # ------------------------------------------------------------------ numbers
+
+    @property
+    def k_params(self) -> int:
+        """Number of estimated parameters (coefficients and ancillary)."""
+        return int(self.theta.size)
+
+    @property
+    def k_constant(self) -> int:
+        """1 if the mean model has a constant, explicit or implied, else 0.
+
+        A constant is implied when the all-ones vector lies in the column space of the design
+        matrix (``0 + C(g)`` with every level of ``g``), as statsmodels counts it.
+        """
+        if self.data is None:
+            return int("Intercept" in self.terms)
+        X = self.data.X
+        ones = np.ones(X.shape[0])
+        coef, *_ = np.linalg.lstsq(X, ones, rcond=None)
+        return int(float(np.linalg.norm(X @ coef - ones)) <= 1e-8 * math.sqrt(X.shape[0]))
+
+    @property
+    def df_model(self) -> int:
+        """Model degrees of freedom: the regressors excluding the constant.
+
+        statsmodels' convention (``df_model = rank(X) - k_constant``): the coefficients of
+        the mean model (the randomized predictor's included) minus 1 for a constant.  The
+        ancillary parameters (``sigma``, ``pi`` of the linear model) are not counted;
+        :attr:`k_params` counts every estimated parameter (the ``k`` of AIC and BIC).
+        """
+        return len(self.terms) - self.k_constant
+
+    @property
+    def df_resid(self) -> int:
+        """Residual degrees of freedom: ``nobs`` minus the mean-model coefficients, constant
+        included (statsmodels' ``nobs - rank(X)``)."""
+        return self.nobs - len(self.terms)
+
+    @property
+    def cov(self) -> Array:
+        """Covariance of ``theta`` under ``se_type``."""
+        return self.covariances[self.se_type]
+
+    def _coef(self) -> Array:
+        return self.theta[: len(self.terms)]
+
+    def _se(self) -> Array:
+        d = np.diag(self.cov)[: len(self.terms)]
+        return np.sqrt(np.where(d >= 0, d, np.nan))
+
+    @property
+    def params(self) -> Any:
+        """Coefficients (pandas Series indexed by term)."""
+        return _pd().Series(self._coef(), index=list(self.terms), name="coef")
+
+    @property
+    def bse(self) -> Any:
+        """Standard errors under ``se_type`` (pandas Series)."""
+        return _pd().Series(self._se(), index=list(self.terms), name="bse")
+
+    @property
+    def tvalues(self) -> Any:
+        """``coef / se`` (normal reference: z statistics)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = self._coef() / self._se()
+        return _pd().Series(z, index=list(self.terms), name="z")
+
+    @property
+    def pvalues(self) -> Any:
+        """Two-sided p-values of ``coef = 0`` from the normal distribution."""
+        from scipy import stats
+
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = 2 * stats.norm.sf(np.abs(self._coef() / self._se()))
+        return _pd().Series(p, index=list(self.terms), name="pvalue")
+
+    def conf_int(self, alpha: float = 0.05) -> Any:
+        """Wald intervals ``coef -+ z_{1-alpha/2} se`` (DataFrame, columns ``0`` and ``1``)."""
+        a = v.probability("alpha", alpha, low_open=True, high_open=True)
+        z = zquantile(1 - a)
+        coef, se = self._coef(), self._se()
+        return _pd().DataFrame({0: coef - z * se, 1: coef + z * se}, index=list(self.terms))
+
+    def cov_params(self) -> Any:
+        """Covariance of the coefficients under ``se_type`` (DataFrame)."""
+        k = len(self.terms)
+        return _pd().DataFrame(self.cov[:k, :k], index=list(self.terms), columns=list(self.terms))
+
+    @property
+    def aic(self) -> float:
+        """``2 k - 2 llf``."""
+        return 2 * self.k_params - 2 * self.llf
+
+    @property
+    def bic(self) -> float:
+        """``k ln(n) - 2 llf``."""
+        return self.k_params * math.log(self.nobs) - 2 * self.llf
+
+    @property
+    def se_types(self) -> tuple[str, ...]:
+        """SE conventions this result carries."""
+        return tuple(self.covariances)
+
+    def with_se(self, se: str) -> RegressionResult:
+        """The same fit with standard errors from another convention (no refit)."""
+        v.choice("se", se, self.se_types)
+        return dataclasses.replace(self, se_type=se)
+
+    # ------------------------------------------------------------------ tests
+
+    def lr_test(self, other: RegressionResult) -> LRTest:
+        """Likelihood-ratio test between this model and ``other``, one nested in the other.
+
+        Both must be the same kind of model fitted to the same respondents, outcome and
+        design, and the column space of the smaller design matrix must lie in that of the
+        larger (checked numerically).  The order does not matter.
+        """
+        from scipy import stats
+
+        if not isinstance(other, RegressionResult):
+            raise ParameterTypeError(
+                f"`other` must be a RegressionResult, got {type(other).__name__}."
+            )
+        if other.model != self.model:
+            raise ParameterError(
+                f"`other` must be a {self.model} model to be nested, got a {other.model} model."
+            )
+        a, b = self.data, other.data
+        if a is None or b is None:
+            raise ParameterError("`other`: both results must keep their data to be compared.")
+        same = (
+            self.nobs == other.nobs
+            and np.array_equal(a.y, b.y)
+            and np.array_equal(a.p1, b.p1)
+            and np.array_equal(a.p0, b.p0)
+            and (
+                (a.reports is None and b.reports is None)
+                or (
+                    a.reports is not None
+                    and b.reports is not None
+                    and np.array_equal(a.reports, b.reports)
+                )
+            )
+        )
+        if not same:
+            raise ParameterError(
+                "`other` must be fitted to the same respondents, outcome and design "
+                f"(nobs {self.nobs} and {other.nobs}); models on different data are not nested."
+            )
+        if self.k_params == other.k_params:
+            raise ParameterError(
+                f"`other` must have a different number of parameters to be nested, both have "
+                f"{self.k_params}."
+            )
+        full, small = (self, other) if self.k_params > other.k_params else (other, self)
+        assert full.data is not None and small.data is not None
+        Xf, Xs = full.data.X, small.data.X
+        coef, *_ = np.linalg.lstsq(Xf, Xs, rcond=None)
+        resid = np.linalg.norm(Xs - Xf @ coef) / max(1.0, float(np.linalg.norm(Xs)))
+        if resid > 1e-8:
+            raise ParameterError(
+                f"`other` is not nested: the columns of {small.formula!r} are not linear "
+                f"combinations of those of {full.formula!r}."
+            )
+        stat = max(0.0, 2.0 * (full.llf - small.llf))
+        df = full.k_params - small.k_params
+        return LRTest(
+            statistic=stat,
+            df=df,
+            pvalue=float(stats.chi2.sf(stat, df)),
+            llf_full=full.llf,
+            llf_restricted=small.llf,
+            full=full.formula,
+            restricted=small.formula,
+        )
+
+    # ------------------------------------------------------------------ output
+
+    def _ancillary_rows(self, level: float) -> list[tuple[str, float, float, float, float]]:
+        """``(name, estimate, se, lower, upper)`` of the ancillary parameters."""
+        return []
+
+    def _extra_lines(self, level: float) -> list[str]:
+        """Lines printed below the coefficient table."""
+        return []
+
+    def _extra_dict(self, level: float) -> dict[str, Any]:
+        return {}
+
+    def _header(self) -> list[str]:
+        d = self.design
+        eps = (
+            "inf (a report can reveal the answer)"
+            if math.isinf(d.epsilon)
+            else (f"{d.epsilon:.4f}")
+        )
+        params = ", ".join(
+            f"{k}={x:.4g}" if isinstance(x, float) else f"{k}={x}"
+            for k, x in d.parameters().items()
+        )
+        its = " + ".join(f"{n} {k}" for k, n in self.iterations.items())
+        # Df model / Df residuals as in statsmodels: regressors without the constant, and
+        # nobs minus the mean-model coefficients; "Parameters" counts all (AIC, BIC).
+        pairs = [
+            ("Dep. variable:", self.outcome, "No. observations:", str(self.nobs)),
+            ("Model:", self.model, "Df residuals:", str(self.df_resid)),
+            ("Method:", "MLE (EM, Newton)", "Df model:", str(self.df_model)),
+            ("Parameters:", str(self.k_params), "Log-likelihood:", f"{self.llf:.4f}"),
+            ("Converged:", "yes" if self.converged else "NO", "AIC:", f"{self.aic:.4f}"),
+            ("Iterations:", its, "BIC:", f"{self.bic:.4f}"),
+        ]
+        lines = [f"{a:<15}{b[:22]:>23}  {c:<18}{e:>20}" for a, b, c, e in pairs]
+        lines.append(f"{'Design:':<15}{d.name}({params})")
+        lines.append(
+            f"{'Channel:':<15}P(yes|1) = {d.p_yes_given_1:.4f}, P(yes|0) = {d.p_yes_given_0:.4f}"
+        )
+        lines.append(f"{'Epsilon:':<15}{eps}")
+        lines.append(f"{'Covariance:':<15}{SE_TYPES[self.se_type]}")
+        return lines
+
+    def summary(self, level: float = 0.95) -> str:
+        """A statsmodels-style text table: header, then coef, std err, z, P>|z|, interval."""
+        from scipy import stats
+
+        lvl = v.level(level)
+        width = 78
+        lo_name, hi_name = f"[{(1 - lvl) / 2:.3g}", f"{1 - (1 - lvl) / 2:.3g}]"
+        lines = [self.title.center(width).rstrip(), "=" * width, *self._header()]
+        lines.append("=" * width)
+        name_w = min(max(12, *(len(t) + 1 for t in self.terms)), 18)
+        cols = ["coef", "std err", "z", "P>|z|", lo_name, hi_name]
+        lines.append(" " * name_w + "".join(f"{c:>10}" for c in cols))
+        lines.append("-" * width)
+        ci = self.conf_int(1 - lvl).to_numpy()
+        for i, t in enumerate(self.terms):
+            coef, se = float(self._coef()[i]), float(self._se()[i])
+            zval = coef / se if se > 0 else math.nan
+            p = float(2 * stats.norm.sf(abs(zval))) if math.isfinite(zval) else math.nan
+            cells = [coef, se, zval, p, float(ci[i, 0]), float(ci[i, 1])]
+            fmt = [_cell(x, d) for x, d in zip(cells, (4, 4, 3, 3, 4, 4), strict=True)]
+            label = t if len(t) < name_w else t[: name_w - 2] + "~"
+            lines.append(f"{label:<{name_w}}" + "".join(fmt))
+        extra = self._ancillary_rows(lvl)
+        if extra:
+            lines.append("-" * width)
+            for name, est, se, lo, hi in extra:
+                lines.append(
+                    f"{name:<{name_w}}{_cell(est, 4)}{_cell(se, 4)}{'':>20}"
+                    f"{_cell(lo, 4)}{_cell(hi, 4)}"
+                )
+        lines.append("=" * width)
+        tail = self._extra_lines(lvl) + list(self.notes)
+        if self.n_dropped:
+            tail.append(f"{self.n_dropped} rows with missing values were dropped.")
+        lines.extend(tail)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        """Plain JSON: the model, the design, fit statistics and each coefficient's row."""
+        from scipy import stats
+
+        lvl = v.level(level)
+        d = self.design
+        ci = self.conf_int(1 - lvl).to_numpy()
+        coefs = []
+        for i, t in enumerate(self.terms):
+            coef, se = float(self._coef()[i]), float(self._se()[i])
+            zval = coef / se if se > 0 else math.nan
+            coefs.append(
+                {
+                    "term": t,
+                    "coef": jsonnum(coef),
+                    "se": jsonnum(se),
+                    "z": jsonnum(zval),
+                    "pvalue": jsonnum(
+                        2 * stats.norm.sf(abs(zval)) if math.isfinite(zval) else math.nan
+                    ),
+                    "ci": [jsonnum(ci[i, 0]), jsonnum(ci[i, 1])],
+                }
+            )
+        out: dict[str, Any] = {
+            "model": self.model,
+            "formula": self.formula,
+            "outcome": self.outcome,
+            "design": d.name,
+            "parameters": {
+                k: jsonnum(x) if isinstance(x, float) else x for k, x in d.parameters().items()
+            },
+            "p_yes_given_1": d.p_yes_given_1,
+            "p_yes_given_0": d.p_yes_given_0,
+            "epsilon": jsonnum(d.epsilon),
+            "nobs": self.nobs,
+            "n_dropped": self.n_dropped,
+            "llf": jsonnum(self.llf),
+            "aic": jsonnum(self.aic),
+            "bic": jsonnum(self.bic),
+            "df_model": self.df_model,
+            "df_resid": self.df_resid,
+            "k_params": self.k_params,
+            "se_type": self.se_type,
+            "se_description": SE_TYPES[self.se_type],
+            "level": lvl,
+            "converged": self.converged,
+            "iterations": dict(self.iterations),
+            "tolerance": self.tolerance,
+            "coefficients": coefs,
+        }
+        anc = self._ancillary_rows(lvl)
+        if anc:
+            out["ancillary"] = [
+                {
+                    "name": n,
+                    "estimate": jsonnum(e),
+                    "se": jsonnum(s),
+                    "ci": [jsonnum(lo), jsonnum(hi)],
+                }
+                for n, e, s, lo, hi in anc
+            ]
+        out.update(self._extra_dict(lvl))
+        if self.notes:
+            out["notes"] = list(self.notes)
+        return out
+
+
+def _cell(x: float, digits: int) -> str:
+    """One right-aligned 10-character cell of a summary table; ``n/a`` where undefined."""
+    return f"{'n/a':>10}" if math.isnan(x) else f"{x:>10.{digits}f}"

@@ -1,0 +1,76 @@
+"""Helpers shared by the noise mechanisms: rounding toward safety, exact rationals, checks
+of the released values and of the sensitivity, and uniform doubles from 64-bit words."""
+
+from __future__ import annotations
+
+import math
+import sys
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import _validation as v
+from deniable.exceptions import DataError, ParameterError
+
+_TWO_M53 = 2.0**-53
+_MAX_DOUBLE = Fraction(sys.float_info.max)
+_TINY = math.ulp(0.0)  # the smallest positive double
+
+
+def _up(x: float, steps: int = 1) -> float:
+    """``x`` moved ``steps`` representable doubles towards +inf (round toward safety)."""
+    for _ in range(steps):
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+def _float_up(q: Fraction) -> float:
+    """The smallest double >= ``q`` (``inf`` beyond the largest double)."""
+    if q > _MAX_DOUBLE:
+        return math.inf
+    f = float(q)
+    return f if Fraction(f) >= q else math.nextafter(f, math.inf)
+
+
+def _real_values(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        raise DataError(f"`values` must hold real numbers, got dtype {arr.dtype}.")
+    return np.atleast_1d(arr.astype(np.float64))
+
+
+def _integer_values(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
+    arr = np.atleast_1d(np.asarray(values))
+    if arr.dtype.kind == "f":
+        ok = np.isfinite(arr) & (arr == np.floor(arr))
+        if not np.all(ok):
+            raise DataError(f"`values` must hold integers, got {arr[~ok][0]!r}.")
+    elif arr.dtype.kind not in "biu":
+        raise DataError(f"`values` must hold integers, got dtype {arr.dtype}.")
+    if arr.size and (np.max(np.abs(arr.astype(np.float64))) >= 2.0**61):
+        raise DataError("`values` must be integers below 2**61 in absolute value.")
+    return arr.astype(np.int64)
+
+
+def _open_uniform(words: npt.NDArray[np.uint64]) -> npt.NDArray[np.float64]:
+    """Doubles in (0, 1) from the top 53 bits of each word: (k + 1/2) / 2**53."""
+    return ((words >> np.uint64(11)).astype(np.float64) + 0.5) * _TWO_M53
+
+
+def _sensitivity(value: Any) -> float:
+    return v.positive("sensitivity", value)
+
+
+def _int_sensitivity(value: Any) -> int:
+    return v.integer("sensitivity", value, minimum=1)
+
+
+def _exact_positive(name: str, value: Any) -> Fraction:
+    """A positive finite real (int, float or Fraction) as the exact rational it denotes."""
+    if isinstance(value, Fraction):
+        if value <= 0:
+            raise ParameterError(f"`{name}` must be in (0, inf), got {value}.")
+        return value
+    return Fraction(v.positive(name, value))

@@ -1,0 +1,245 @@
+"""Result objects and binomial intervals (a leaf: imports only numpy/scipy and the leaves).
+
+An :class:`Estimate` carries the unbiased moment estimate, the bounded maximum-likelihood
+estimate, standard errors in both conventions and the intervals the design supports.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import _validation as v
+from deniable.exceptions import ParameterError
+
+__all__ = [
+    "Estimate",
+    "beta_quantile_bounds",
+    "binomial_interval",
+    "map_interval",
+    "normal_quantile",
+]
+
+Interval = tuple[float, float]
+IntervalFn = Callable[[float], Interval]
+NotesFn = Callable[[float], tuple[str, ...]]
+
+#: The level at which :attr:`Estimate.notes` are stated (the default of every interval).
+DEFAULT_LEVEL = 0.95
+
+SE_PLUG_IN = "plug-in: divides by n"
+SE_UNBIASED = "unbiased: divides by n - 1"
+
+
+def normal_quantile(level: float) -> float:
+    """Two-sided standard normal quantile ``z`` with ``P(|Z| <= z) = level``."""
+    from scipy import stats
+
+    return float(stats.norm.ppf(0.5 + v.level(level) / 2))
+
+
+def beta_quantile_bounds(
+    counts: npt.ArrayLike, n: int, tail: float
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Clopper & Pearson (1934) bounds for ``lambda`` from ``c`` of ``n``, each one-sided at
+    error ``tail``, vectorized over ``counts`` (inputs are not validated):
+    ``lower = Beta^-1(tail; c, n - c + 1)`` (0 when ``c = 0``) and
+    ``upper = Beta^-1(1 - tail; c + 1, n - c)`` (1 when ``c = n``).
+
+    >>> lo, hi = beta_quantile_bounds([0, 10], 10, 0.05)
+    >>> float(lo[0]), round(float(hi[0]), 4), round(float(lo[1]), 4), float(hi[1])
+    (0.0, 0.2589, 0.7411, 1.0)
+    """
+    from scipy import stats
+
+    c = np.asarray(counts, dtype=np.float64)
+    nf = float(n)
+    lo = np.zeros_like(c)
+    hi = np.ones_like(c)
+    pos = c > 0
+    lo[pos] = stats.beta.ppf(tail, c[pos], nf - c[pos] + 1)
+    below = c < nf
+    hi[below] = stats.beta.ppf(1 - tail, c[below] + 1, nf - c[below])
+    for i in np.flatnonzero(np.isnan(lo) & pos):  # scipy gives up on huge counts
+        lo[i] = _beta_quantile(tail, c[i], nf - c[i] + 1, upper=False)
+    for i in np.flatnonzero(np.isnan(hi) & below):
+        hi[i] = _beta_quantile(1 - tail, c[i] + 1, nf - c[i], upper=True)
+    return lo, hi
+
+
+def _beta_quantile(q: float, a: float, b: float, *, upper: bool) -> float:
+    """``Beta^-1(q; a, b)`` by bisection on the regularized incomplete beta function, for
+    the huge ``a``, ``b`` (counts beyond ~1e15) where ``scipy.stats.beta.ppf`` returns NaN.
+    The bracket's outer end is returned (``upper``: its top), so the interval only widens.
+    ``betainc`` is NaN exactly at the mean ``a / (a + b)``, where the cdf is about 1/2."""
+    from scipy import special
+
+    left, right = 0.0, 1.0
+    for _ in range(2000):
+        mid = (left + right) / 2
+        if mid in (left, right):
+            break
+        cdf = float(special.betainc(a, b, mid))
+        if math.isnan(cdf):
+            cdf = 0.5
+        if cdf < q:
+            left = mid
+        else:
+            right = mid
+    return right if upper else left
+
+
+def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:
+    """Two-sided interval for a binomial proportion ``lambda`` from ``yes`` of ``n``.
+
+    ``exact``: Clopper & Pearson (1934), from beta quantiles; never below nominal coverage.
+    ``wilson``: Wilson (1927) score interval.
+    """
+    alpha = 1 - v.level(level)
+    if method == "exact":
+        lo, hi = beta_quantile_bounds([yes], n, alpha / 2)
+        return float(lo[0]), float(hi[0])
+    if method == "wilson":
+        z = normal_quantile(level)
+        phat = yes / n
+        denom = 1 + z * z / n
+        centre = (phat + z * z / (2 * n)) / denom
+        half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
+        return max(0.0, centre - half), min(1.0, centre + half)
+    raise ParameterError(f"`method` must be one of 'exact', 'wilson', got {method!r}.")
+
+
+def map_interval(interval: Interval, offset: float, slope: float) -> Interval:
+    """Map an interval for ``lambda`` to ``(lambda - offset) / slope``, clipped to [0, 1]."""
+    a = (interval[0] - offset) / slope
+    b = (interval[1] - offset) / slope
+    lo, hi = (a, b) if a <= b else (b, a)
+    return min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
+
+
+def _num(x: float) -> float | str:
+    return x if math.isfinite(x) else ("inf" if x > 0 else ("-inf" if x < 0 else "nan"))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """An estimate of one prevalence (or other parameter) with its errors and intervals.
+
+    Attributes
+    ----------
+    value : the unbiased moment estimate (may leave [0, 1]).
+    bounded : the maximum-likelihood estimate restricted to [0, 1].
+    se : standard error, plug-in convention (divides by ``n``); printed by default.
+    se_unbiased : standard error, unbiased convention (divides by ``n - 1``).
+    n : number of reports.
+    method : how ``value`` was computed (``moment``, ``mle``).
+    parameter : what is estimated (``prevalence`` unless stated).
+    lambda_hat : observed share of "yes" reports, where that applies.
+    level_notes : remarks that depend on the interval level (e.g. an interval for the share
+        of "yes" reports outside what the design can produce); see :attr:`notes` and
+        :meth:`notes_at`.
+    """
+
+    value: float
+    bounded: float
+    se: float
+    se_unbiased: float
+    n: int
+    method: str = "moment"
+    parameter: str = "prevalence"
+    lambda_hat: float | None = None
+    se_convention: str = SE_PLUG_IN
+    intervals: Mapping[str, Callable[[float], Interval]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    level_notes: NotesFn | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """Remarks on the data at the default level 0.95 (empty for ordinary data).
+
+        E.g. when the exact interval for the share of "yes" reports lies below
+        ``P(yes | 0)``: the prevalence interval is then clipped to ``[0, 0]``, and the note
+        says the data are unlikely under the design.  :meth:`notes_at` gives them at another
+        level; :meth:`to_dict` and :meth:`table` print them at theirs.
+        """
+        return self.notes_at(DEFAULT_LEVEL)
+
+    def notes_at(self, level: float = DEFAULT_LEVEL) -> tuple[str, ...]:
+        """The remarks on the data with intervals at ``level``."""
+        lvl = v.level(level)
+        return () if self.level_notes is None else self.level_notes(lvl)
+
+    @property
+    def interval_methods(self) -> tuple[str, ...]:
+        """Interval methods this estimate supports (``wald`` always)."""
+        return ("wald", *self.intervals)
+
+    def ci(self, level: float = 0.95, method: str = "wald") -> Interval:
+        """Two-sided confidence interval at ``level``.
+
+        ``wald``: ``value +- z * se`` (plug-in SE), not clipped. Others (``exact``,
+        ``wilson``, ``likelihood``, where offered) respect [0, 1].
+        """
+        lvl = v.level(level)
+        if method == "wald":
+            z = normal_quantile(lvl)
+            return self.value - z * self.se, self.value + z * self.se
+        if method not in self.intervals:
+            v.choice("method", method, self.interval_methods)
+        return self.intervals[method](lvl)
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        """Plain-JSON dict: numbers stay numbers, infinities become strings."""
+        out: dict[str, Any] = {
+            "parameter": self.parameter,
+            "method": self.method,
+            "n": self.n,
+            "estimate": _num(self.value),
+            "estimate_bounded": _num(self.bounded),
+            "se": _num(self.se),
+            "se_unbiased": _num(self.se_unbiased),
+            "se_convention": self.se_convention,
+            "level": level,
+        }
+        if self.lambda_hat is not None:
+            out["lambda_hat"] = self.lambda_hat
+        for m in self.interval_methods:
+            out[f"ci_{m}"] = [_num(x) for x in self.ci(level, m)]
+        out["notes"] = list(self.notes_at(level))
+        return out
+
+    def table(self, level: float = 0.95) -> str:
+        """A readable plain-text table."""
+        rows = [
+            ("parameter", self.parameter),
+            ("n", str(self.n)),
+            (
+                "estimate (moment, unbiased)"
+                if self.method == "moment"
+                else f"estimate ({self.method})",
+                f"{self.value:.6f}",
+            ),
+            ("estimate (bounded MLE)", f"{self.bounded:.6f}"),
+            ("SE (plug-in, n)", f"{self.se:.6f}"),
+            (
+                "SE (unbiased, n - 1)",
+                "n/a" if math.isnan(self.se_unbiased) else f"{self.se_unbiased:.6f}",
+            ),
+        ]
+        if self.lambda_hat is not None:
+            rows.insert(2, ("share of yes reports", f"{self.lambda_hat:.6f}"))
+        for m in self.interval_methods:
+            lo, hi = self.ci(level, m)
+            rows.append((f"{level:.0%} CI ({m})", f"[{lo:.6f}, {hi:.6f}]"))
+        rows.extend(("note", text) for text in self.notes_at(level))
+        width = max(len(r[0]) for r in rows)
+        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
+
+    def __str__(self) -> str:
+        return self.table()

@@ -1,0 +1,35 @@
+"""Seeded simulation: surveys with a known truth for every design (groups, non-compliance),
+and simulation studies of bias, standard errors and interval coverage.
+
+May import every layer below it (survey, estimation, designs, randomness, results).
+"""
+
+from __future__ import annotations
+
+from deniable.simulation._population import (
+    TWO_GROUP_OPTIONS,
+    TwoGroupSetting,
+    group_sizes,
+    population_targets,
+    realized_parameters,
+    two_group_options,
+)
+from deniable.simulation._simulate import Simulation, simulate
+from deniable.simulation._study import SimulationStudy, exact_bounds, simulation_study
+from deniable.simulation._study_twogroup import ParameterStudy, TwoGroupSimulationStudy
+
+__all__ = [
+    "TWO_GROUP_OPTIONS",
+    "ParameterStudy",
+    "Simulation",
+    "SimulationStudy",
+    "TwoGroupSetting",
+    "TwoGroupSimulationStudy",
+    "exact_bounds",
+    "group_sizes",
+    "population_targets",
+    "realized_parameters",
+    "simulate",
+    "simulation_study",
+    "two_group_options",
+]

@@ -1,0 +1,433 @@
+"""Survey data in pandas: estimate a prevalence from a column of randomized reports, overall
+or per group, and read/write survey files (CSV, Parquet).
+
+Needs the ``[data]`` extra (``pip install deniable[data]``: pandas, and pyarrow for
+Parquet); importing this module does not, only calling it does.
+
+Conventions
+-----------
+* A report column holds 0/1 reports ("yes" = 1): integers, floats equal to 0 or 1, or
+  booleans (a pandas nullable ``Int64`` / ``boolean`` column too), and text by the same
+  rules as a file (``"1"``, ``"0.0"``, ``"true"``; :mod:`deniable.survey`).  Text
+  such as ``"yes"`` / ``"no"`` is rejected: map it first
+  (``df[c].map({"yes": 1, "no": 0})``).
+* **Files** (:func:`analyze_file`, :func:`read_reports`): CSV with a header row (never
+  guessed; duplicate column names are an error; a blank line is a row of missing values)
+  or Parquet, read in batches; the rules are in docs/analysis.md, "The file rules".
+* **Missing values** (NaN, ``None``, ``pd.NA``, empty or ``NA``-like text; also a missing
+  group label with ``by=``):
+  ``missing="drop"`` (the default) leaves those rows out and reports how many
+  (:attr:`Analysis.missing`, the ``missing`` column of a grouped result);
+  ``missing="error"`` raises :class:`~deniable.exceptions.DataError` instead.  Dropping
+  assumes the missing reports are missing at random; a respondent who refuses to answer is
+  not a "no".
+* The estimator is the design's (:meth:`~deniable.BinaryDesign.estimate`): the unbiased
+  moment estimate, the bounded MLE, both SE conventions (plug-in with ``n`` printed by
+  default, unbiased with ``n - 1``) and the exact (Clopper-Pearson, mapped) interval.
+* **Two-group designs** (:data:`~deniable.designs.TWO_GROUP_DESIGNS`) need ``group=``: the
+  column holding each respondent's randomization group, 1 or 2 (integers, or floats equal
+  to 1 or 2).  Every estimated parameter (e.g. the SLD's ``prevalence`` and ``honesty``)
+  gets the delta-method SEs and a Wald interval (:class:`~deniable.TwoGroupEstimate`); a
+  row whose group is missing is left out like a missing report.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, overload
+
+from deniable.common import _validation as v
+from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate, TwoGroupTally
+from deniable.exceptions import DataError
+from deniable.results import Estimate
+from deniable.survey._columns import check_columns, check_design, column_series
+from deniable.survey._files import Progress, SurveyFile
+from deniable.survey._questions import Plan, file_batches, frame_batches, label_order, run
+from deniable.survey._readers import check_frame, read_reports, require_pandas, write_reports
+from deniable.survey._values import report_rule
+
+__all__ = [
+    "GROUPED_COLUMNS",
+    "TWO_GROUP_COLUMNS",
+    "Analysis",
+    "analyze",
+    "analyze_file",
+    "grouped",
+    "read_reports",
+    "require_pandas",
+    "write_reports",
+]
+
+#: Columns of the DataFrame returned by :func:`grouped` (``analyze(..., by=...)``).
+GROUPED_COLUMNS = (
+    "group",
+    "n",
+    "yes",
+    "missing",
+    "estimate",
+    "bounded",
+    "se",
+    "se_unbiased",
+    "ci_lower",
+    "ci_upper",
+    "epsilon",
+)
+
+#: Columns of :func:`grouped` for a two-group design: one row per (group, parameter).
+TWO_GROUP_COLUMNS = (
+    "group",
+    "parameter",
+    "n",
+    "n1",
+    "n2",
+    "yes1",
+    "yes2",
+    "missing",
+    "estimate",
+    "bounded",
+    "se",
+    "se_unbiased",
+    "ci_lower",
+    "ci_upper",
+    "epsilon",
+)
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The estimate from one column of reports (see :func:`analyze`).
+
+    Attributes
+    ----------
+    column : the analysed column.
+    design : the design the reports were randomized with.
+    estimate : the :class:`~deniable.Estimate` (moment value, bounded MLE, both SEs,
+        intervals), or for a two-group design the :class:`~deniable.TwoGroupEstimate` (one
+        Estimate per parameter).
+    missing : rows left out because the report (or, two-group designs, the group) was
+        missing (``missing="drop"``).
+    level : confidence level of :attr:`ci` and the printed table.
+    group : the column of randomization groups (two-group designs; else ``None``).
+    """
+
+    column: Any
+    design: BinaryDesign | TwoGroupDesign
+    estimate: Estimate | TwoGroupEstimate
+    missing: int
+    level: float
+    group: Any = None
+
+    @property
+    def n(self) -> int:
+        """Reports used (missing ones excluded; both groups together)."""
+        e = self.estimate
+        return e.tally.n if isinstance(e, TwoGroupEstimate) else e.n
+
+    @property
+    def interval(self) -> str:
+        """The interval method of :attr:`ci` and of reports: ``exact`` (one-group designs) or
+        ``wald`` (the delta-method interval of every two-group parameter)."""
+        return "wald" if isinstance(self.estimate, TwoGroupEstimate) else "exact"
+
+    def estimates(self) -> dict[str, Estimate]:
+        """Every estimated parameter by name (``{"prevalence": ...}`` for one group)."""
+        e = self.estimate
+        return dict(e.estimates) if isinstance(e, TwoGroupEstimate) else {e.parameter: e}
+
+    @property
+    def ci(self) -> tuple[float, float]:
+        """The prevalence interval at :attr:`level` (method :attr:`interval`)."""
+        return self.estimates()["prevalence"].ci(self.level, self.interval)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: the estimate's fields plus column, design, missing and epsilon."""
+        eps = self.design.epsilon
+        out: dict[str, Any] = {
+            "column": str(self.column),
+            "design": self.design.name,
+            "parameters": self.design.parameters(),
+            "epsilon": eps if math.isfinite(eps) else "inf",
+            "missing": self.missing,
+        }
+        e = self.estimate
+        if isinstance(e, TwoGroupEstimate):
+            body = e.to_dict(self.level)
+            for key in ("design", "parameters", "epsilon"):
+                body.pop(key)
+            out.update(group=str(self.group), n=self.n, interval="wald", **body)
+        else:
+            out.update(e.to_dict(self.level))
+        return out
+
+    def table(self) -> str:
+        """A readable plain-text table (ε printed as ∞ when infinite)."""
+        eps = self.design.epsilon
+        head = [
+            ("column", str(self.column)),
+            ("design", repr(self.design)),
+            ("ε", "∞" if math.isinf(eps) else f"{eps:.4f}"),
+            ("missing (dropped)", str(self.missing)),
+        ]
+        if isinstance(self.estimate, TwoGroupEstimate):
+            head.insert(1, ("group column", str(self.group)))
+            width = max(len(k) for k, _ in head)
+            lines = [f"{k.ljust(width)}  {val}" for k, val in head]
+            return "\n".join([*lines, *self.estimate.table(self.level).splitlines()[1:]])
+        body = self.estimate.table(self.level).splitlines()
+        width = max(max(len(k) for k, _ in head), max(len(line.split("  ")[0]) for line in body))
+        lines = [f"{k.ljust(width)}  {val}" for k, val in head]
+        for line in body:
+            key, _, val = line.partition("  ")
+            lines.append(f"{key.ljust(width)}  {val.strip()}")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+
+@overload
+def analyze(
+    df: Any,
+    column: Any,
+    design: Design,
+    *,
+    group: Any = None,
+    by: None = None,
+    level: float = 0.95,
+    missing: str = "drop",
+) -> Analysis: ...
+
+
+@overload
+def analyze(
+    df: Any,
+    column: Any,
+    design: Design,
+    *,
+    group: Any = None,
+    by: Any,
+    level: float = 0.95,
+    missing: str = "drop",
+) -> Any: ...
+
+
+def analyze(
+    df: Any,
+    column: Any,
+    design: Design,
+    *,
+    group: Any = None,
+    by: Any = None,
+    level: float = 0.95,
+    missing: str = "drop",
+) -> Analysis | Any:
+    """Estimate the prevalence from the 0/1 reports in ``df[column]``.
+
+    The estimate is ``design.estimate`` on the column's reports: the unbiased moment
+    estimate ``(lambda_hat - P0) / (P1 - P0)`` with ``lambda_hat`` the share of "yes"
+    reports (Warner 1965), the bounded MLE, both SE conventions and intervals.  With
+    ``by=COLUMN`` the same per group: a DataFrame (see :func:`grouped`).
+
+    A two-group design (``unrelated-unknown``, ``cdm``, ``cdm-symmetric``, ``sld``) needs
+    ``group=COLUMN``, each respondent's randomization group (1 or 2): the result holds a
+    :class:`~deniable.TwoGroupEstimate` with every parameter (for the stochastic lie
+    detector the prevalence and the carriers' honesty; Moshagen et al. 2012).
+
+    :func:`analyze_file` does the same on a CSV or Parquet file, reading it in batches.
+
+    Parameters
+    ----------
+    df : a pandas DataFrame, one row per respondent.
+    column : the column of reports (0/1, booleans; see the module docstring).
+    design : the design the reports were randomized with (two report values).
+    group : the column of randomization groups, for a two-group design only.
+    by : optional grouping column (subgroups such as regions).
+    level : confidence level of the intervals.
+    missing : ``"drop"`` (default: leave missing reports out and count them) or ``"error"``.
+
+    Raises
+    ------
+    DataError
+        ``column`` (or ``by``, ``group``) is not a column (the message lists the columns); a
+        value is not 0/1 (or a group not 1/2; the first one is named with its row and the
+        offending values are counted); no report is left; a two-group design without
+        ``group``; a missing value with ``missing="error"``.
+
+    >>> import pandas as pd
+    >>> from deniable import TwoCoin
+    >>> df = pd.DataFrame({"q": [1, 0, 0, 1, None, 1, 0, 0], "g": list("aabbabab")})
+    >>> res = analyze(df, "q", TwoCoin())
+    >>> res.n, res.missing, round(res.estimate.value, 4)       # (3/7 - 1/4) / (1/2)
+    (7, 1, 0.3571)
+    >>> analyze(df, "q", TwoCoin(), by="g")[["group", "n", "yes", "missing"]]
+      group  n  yes  missing
+    0     a  3    1        1
+    1     b  4    2        0
+    """
+    if by is not None:
+        return grouped(df, column, design, by, group=group, level=level, missing=missing)
+    check_frame(df)
+    d, lvl = _check(design, column, group, None, level, missing)
+    for what, name in (("column", column), ("group", group)):
+        if name is not None:
+            column_series(df, name, what)
+    plan = _plan(d, column, group, None, lambda r: f"row {r!r}")
+    run([plan], frame_batches(df, plan.columns()), missing)
+    return _analysis(plan, d, lvl)
+
+
+def grouped(
+    df: Any,
+    column: Any,
+    design: Design,
+    by: Any,
+    *,
+    group: Any = None,
+    level: float = 0.95,
+    missing: str = "drop",
+) -> Any:
+    """Estimate the prevalence in each group of ``df[by]``: a DataFrame, one row per group.
+
+    Columns (:data:`GROUPED_COLUMNS`): ``group`` (the label, sorted), ``n`` (reports used),
+    ``yes``, ``missing`` (reports dropped in the group), ``estimate`` (unbiased moment),
+    ``bounded`` (MLE in [0, 1]), ``se`` (plug-in, ``n``), ``se_unbiased`` (``n - 1``),
+    ``ci_lower`` / ``ci_upper`` (exact interval at ``level``), ``epsilon`` (``inf`` for a
+    design with a deterministic path).  Rows whose group label is missing are dropped with
+    ``missing="drop"`` (counted in ``result.attrs["missing_group"]``).  Every row equals
+    :func:`analyze` on that group's rows.
+
+    A two-group design (with ``group=``, the randomization-group column) gives one row per
+    label and estimated parameter (:data:`TWO_GROUP_COLUMNS`: ``n1``, ``n2``, ``yes1``,
+    ``yes2`` per randomization group; Wald intervals; NaN where a randomization group has
+    no reports in that subgroup).
+    """
+    check_frame(df)
+    d, lvl = _check(design, column, group, by, level, missing)
+    for what, name in (("column", column), ("by", by), ("group", group)):
+        if name is not None:
+            column_series(df, name, what)
+    plan = _plan(d, column, group, by, lambda r: f"row {r!r}")
+    run([plan], frame_batches(df, plan.columns()), missing)
+    return _grouped(plan, d, lvl, text=False)
+
+
+def analyze_file(
+    path: str | os.PathLike[str],
+    column: str,
+    design: Design,
+    *,
+    group: str | None = None,
+    by: str | None = None,
+    level: float = 0.95,
+    missing: str = "drop",
+    block_size: int | None = None,
+    progress: Progress | None = None,
+) -> Analysis | Any:
+    """:func:`analyze` (or with ``by``, :func:`grouped`) on a survey file, read in batches.
+
+    The file is CSV (``.csv``, also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zst``,
+    ``.csv.zip``) with a header row, or Parquet (``.parquet``, ``.pq``).  Only the named
+    columns are read, ``block_size`` bytes of CSV (default 1 MiB) or 65536 Parquet rows at a
+    time, and counted as they come: memory is bounded by the batch, not by the file (with
+    ``by``, plus the distinct labels).  The values follow the same rules as in a DataFrame
+    (docs/analysis.md, "Survey files"); rows in messages are data rows, numbered from 1
+    without the header.  ``progress(bytes_done, bytes_total)`` is called after each batch.
+
+    >>> import pathlib, tempfile
+    >>> from deniable import TwoCoin
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "q.csv"
+    >>> _ = path.write_text("q,region\\n1,north\\n0,south\\n,north\\n1,south\\n")
+    >>> res = analyze_file(path, "q", TwoCoin())
+    >>> res.n, res.missing
+    (3, 1)
+    """
+    d, lvl = _check(design, column, group, by, level, missing)
+    label = str(path)
+    plan = _plan(d, column, group, by, lambda r: f"data row {r} of {label!r}")
+    with SurveyFile(path, block_size=block_size, progress=progress) as f:
+        f.check_columns([(w, c) for w, c in (("column", column), ("group", group), ("by", by))
+                         if c is not None])  # fmt: skip
+        run([plan], file_batches(f, plan.columns()), missing)
+        text = f.kind == "csv"
+    if by is not None:
+        return _grouped(plan, d, lvl, text=text)
+    return _analysis(plan, d, lvl)
+
+
+def _check(
+    design: Design, column: Any, group: Any, by: Any, level: float, missing: str
+) -> tuple[BinaryDesign | TwoGroupDesign, float]:
+    d = check_design(design)
+    lvl = v.level(level)
+    v.choice("missing", missing, ("drop", "error"))
+    check_columns(d, column, group, by)
+    return d, lvl
+
+
+def _plan(d: BinaryDesign | TwoGroupDesign, column: Any, group: Any, by: Any, place: Any) -> Plan:
+    return Plan(column, report_rule(2, d.name), 2, place, group=group, by=by)
+
+
+def _analysis(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float) -> Analysis:
+    """The :class:`Analysis` of a question's counts (every label together)."""
+    c = plan.counts.total()
+    rows = plan.counts.rows
+    if isinstance(d, TwoGroupDesign):
+        no1, yes1, no2, yes2 = (int(x) for x in (c[0, 0], c[0, 1], c[1, 0], c[1, 1]))
+        kept = no1 + yes1 + no2 + yes2
+    else:
+        no, yes = int(c[0, 0]), int(c[0, 1])
+        kept = no + yes
+    if kept == 0:
+        raise DataError(f"`column` {plan.column!r} holds no reports (all {rows} rows are missing).")
+    if isinstance(d, TwoGroupDesign):
+        est = d.estimate(TwoGroupTally((no1, yes1, no2, yes2)))
+        return Analysis(plan.column, d, est, rows - kept, lvl, plan.group)
+    return Analysis(plan.column, d, d.estimate(yes=yes, n=kept), int(c[0, 2]), lvl)
+
+
+def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: bool) -> Any:
+    """The per-label DataFrame of :func:`grouped` from a question's counts."""
+    pd = require_pandas()
+    counts = plan.counts.label_counts(len(plan.labels))
+    eps = d.epsilon
+    two = isinstance(d, TwoGroupDesign)
+    rows: list[tuple[Any, ...]] = []
+    for i, label in label_order(plan.labels, text):
+        c = counts[i]
+        if isinstance(d, TwoGroupDesign):
+            ns = (int(c[0, 0] + c[0, 1]), int(c[1, 0] + c[1, 1]))
+            ys = (int(c[0, 1]), int(c[1, 1]))
+            n = sum(ns)
+            miss = int(c.sum()) - n
+            ests = dict(d.estimate(yes=ys, n=ns).estimates) if min(ns) > 0 else {}
+            for pname in d.estimated:
+                e = ests.get(pname)
+                nums = (math.nan,) * 6 if e is None else (
+                    e.value, e.bounded, e.se, e.se_unbiased, *e.ci(lvl, "wald"))  # fmt: skip
+                rows.append((label, pname, n, *ns, *ys, miss, *nums, eps))
+            continue
+        n, yes, miss = int(c[0, 0] + c[0, 1]), int(c[0, 1]), int(c[0, 2])
+        if n == 0:
+            est_v = bnd = se = seu = lo = hi = math.nan
+        else:
+            est = d.estimate(yes=yes, n=n)
+            lo, hi = est.ci(lvl, "exact")
+            est_v, bnd, se, seu = est.value, est.bounded, est.se, est.se_unbiased
+        rows.append((label, n, yes, miss, est_v, bnd, se, seu, lo, hi, eps))
+    out = pd.DataFrame(rows, columns=list(TWO_GROUP_COLUMNS if two else GROUPED_COLUMNS))
+    out.attrs.update(
+        column=plan.column,
+        by=plan.by,
+        design=d.name,
+        level=lvl,
+        interval="wald (delta method)"
+        if two
+        else "exact (Clopper-Pearson for lambda, mapped through the design)",
+        missing_group=int(counts[0].sum()),
+    )
+    if two:
+        out.attrs["group"] = plan.group
+    return out

@@ -1,0 +1,362 @@
+"""A whole-survey report: every question's n, estimate, interval and ε, as a text table, a
+DataFrame, JSON, and a self-contained HTML page with a forest plot.
+
+Tables and the DataFrame need the ``[data]`` extra (pandas); the HTML page's forest plot
+needs ``[plot]`` (matplotlib).  ε is printed ``∞`` (``"inf"`` in JSON) for a design with a
+deterministic path, never as a finite number.
+
+A two-group question (``{column: (design, group_column)}``) takes one row per estimated
+parameter (e.g. the stochastic lie detector's ``prevalence`` and ``honesty``), with its
+delta-method Wald interval; the table then gains ``parameter`` and ``interval`` columns.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deniable.common import _validation as v
+from deniable.common._files import atomic_write_text
+from deniable.designs import Design, TwoGroupDesign, TwoGroupEstimate
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.survey._analysis import Analysis, _analysis, _check, _plan
+from deniable.survey._files import Progress, SurveyFile
+from deniable.survey._questions import file_batches, frame_batches, run
+from deniable.survey._readers import check_frame, require_pandas
+
+__all__ = ["SurveyReport", "survey_report", "survey_report_file"]
+
+_INTERVAL = (
+    "exact: Clopper-Pearson interval for the share of yes reports, mapped through the design"
+)
+_INTERVAL_WALD = "wald (two-group questions): estimate ± z SE, delta-method SE"
+
+
+def fmt_epsilon(eps: float) -> str:
+    """``∞`` for an infinite ε, else 4 decimals."""
+    return "∞" if math.isinf(eps) else f"{eps:.4f}"
+
+
+def _design_label(design: Design) -> str:
+    params = ", ".join(
+        f"{k}={x:.6g}" if isinstance(x, float) else f"{k}={x}"
+        for k, x in design.parameters().items()
+    )
+    return f"{design.name}({params})"
+
+
+@dataclass(frozen=True)
+class SurveyReport:
+    """Every question of a survey analysed with its design (see :func:`survey_report`).
+
+    ``results`` holds one :class:`~deniable.survey.Analysis` per question, in the order
+    given; ``respondents`` is the number of rows of the data.
+    """
+
+    results: tuple[Analysis, ...]
+    level: float
+    respondents: int
+    title: str = "Survey report"
+
+    @property
+    def two_group(self) -> bool:
+        """True when some question uses a two-group design (one row per parameter)."""
+        return any(r.interval == "wald" for r in self.results)
+
+    def _rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for r in self.results:
+            e = r.estimate
+            for name, p in r.estimates().items():
+                lo, hi = p.ci(r.level, r.interval)
+                if isinstance(e, TwoGroupEstimate):
+                    yes = sum(e.tally.yes_counts)
+                else:
+                    yes = round((e.lambda_hat or 0.0) * e.n)
+                rows.append(
+                    {
+                        "question": str(r.column),
+                        "design": _design_label(r.design),
+                        "parameter": name,
+                        "n": r.n,
+                        "missing": r.missing,
+                        "yes": yes,
+                        "estimate": p.value,
+                        "bounded": p.bounded,
+                        "se": p.se,
+                        "se_unbiased": p.se_unbiased,
+                        "ci_lower": lo,
+                        "ci_upper": hi,
+                        "interval": r.interval,
+                        "epsilon": r.design.epsilon,
+                    }
+                )
+        return rows
+
+    def to_frame(self) -> Any:
+        """One row per question (per parameter of a two-group question): question, design,
+        parameter, n, missing, yes, estimate (unbiased moment), bounded, se (plug-in),
+        se_unbiased, ci_lower, ci_upper, interval (``exact``; ``wald`` for two-group
+        questions), epsilon (a float; ``inf`` for designs with a deterministic path)."""
+        pd = require_pandas()
+        out = pd.DataFrame(self._rows())
+        out.attrs.update(level=self.level, interval=self._interval_note(),
+                         respondents=self.respondents)  # fmt: skip
+        return out
+
+    def _interval_note(self) -> str:
+        return f"{_INTERVAL}; {_INTERVAL_WALD}" if self.two_group else _INTERVAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict (no NaN or Infinity: an infinite ε is ``"inf"``)."""
+        questions = []
+        for r in self.results:
+            item = {"question": str(r.column), **r.to_dict()}
+            item.pop("column")
+            questions.append(item)
+        return {
+            "title": self.title,
+            "level": self.level,
+            "respondents": self.respondents,
+            "interval": self._interval_note(),
+            "se_convention": "se: plug-in (divides by n); se_unbiased: divides by n - 1",
+            "questions": questions,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text."""
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+
+    def _cells(self, *, html: bool = False) -> tuple[list[str], list[list[str]]]:
+        """Header and rows of the table (and of the HTML page with ``html``)."""
+        two = self.two_group
+        ci = f"{self.level:.0%} CI" + ("" if two else " (exact)")
+        head = ["question", "design", *(["parameter"] if two else []), "n", "missing",
+                "estimate", *(["bounded MLE"] if html else []), "SE",
+                *(["SE (n − 1)"] if html else []), ci,
+                *(["interval"] if two else []), "ε"]  # fmt: skip
+        body = []
+        for row in self._rows():
+            seu = row["se_unbiased"]
+            body.append(
+                [row["question"], row["design"], *([row["parameter"]] if two else []),
+                 str(row["n"]), str(row["missing"]), f"{row['estimate']:.4f}",
+                 *([f"{row['bounded']:.4f}"] if html else []), f"{row['se']:.4f}",
+                 *([f"{seu:.4f}" if math.isfinite(seu) else "n/a"] if html else []),
+                 f"[{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]",
+                 *([row["interval"]] if two else []), fmt_epsilon(row["epsilon"])]
+            )  # fmt: skip
+        return head, body
+
+    def table(self) -> str:
+        """A plain-text table, one line per question (per parameter of a two-group one)."""
+        head, body = self._cells()
+        widths = [max(len(c[i]) for c in (head, *body)) for i in range(len(head))]
+        left = {0, 1, 2} if self.two_group else {0, 1}
+
+        def line(cells: list[str]) -> str:
+            return "  ".join(
+                c.ljust(w) if i in left else c.rjust(w)
+                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            ).rstrip()
+
+        rule = "  ".join("-" * w for w in widths)
+        notes = (
+            f"{self.respondents} respondents. estimate: unbiased moment estimate (may leave "
+            "[0, 1]).\nSE: plug-in (divides by n). ε = ∞: some report reveals the answer."
+        )
+        if self.two_group:
+            notes += "\nCI: exact for one-group questions, Wald (delta method) for two-group ones."
+        return "\n".join([self.title, line(head), rule, *map(line, body), notes])
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def forest_svg(self) -> str:
+        """The forest plot (estimate and exact interval per question) as SVG text.
+
+        Drawn with matplotlib's object API (no pyplot state), text as paths, a fixed hash
+        salt and no date, so the same report gives the same SVG.  XML comments (where
+        matplotlib echoes label text) are removed.
+        """
+        from deniable.plotting._forest import forest_svg
+
+        rows = self._rows()
+        labels = [
+            f"{r['question']}{': ' + r['parameter'] if self.two_group else ''}  "
+            f"(ε = {fmt_epsilon(r['epsilon'])})"
+            for r in rows
+        ]
+        kind = "interval (exact; Wald for two-group)" if self.two_group else "exact interval"
+        # exact intervals are clipped to [0, 1] (Wald ones are not); an unbiased estimate
+        # outside [0, 1] is drawn alone
+        return forest_svg(
+            labels,
+            [r["estimate"] for r in rows],
+            [r["ci_lower"] for r in rows],
+            [r["ci_upper"] for r in rows],
+            xlabel=f"prevalence: estimate and {self.level:.0%} {kind}",
+        )
+
+    def to_html(self, path: str | Path | None = None, *, plot: bool = True) -> str:
+        """A self-contained HTML page (inline CSS and SVG, no external resources): the table
+        of every question and, with ``plot``, the forest plot.  Every user-supplied string
+        (title, question names) is escaped.  Written to ``path`` (UTF-8) when given; the
+        page is returned either way."""
+        esc = html.escape
+        cols, body = self._cells(html=True)
+        trs = ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>" for cells in body]
+        figure = ""
+        if plot:
+            figure = (
+                '<figure>\n<div class="plot" role="img" aria-label="forest plot">\n'
+                f"{self.forest_svg()}</div>\n<figcaption>Estimate (unbiased moment) and "
+                f"{self.level:.0%} {'interval' if self.two_group else 'exact interval'} of each "
+                f"question.</figcaption>\n</figure>\n"
+            )
+        page = f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{esc(self.title)}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }}
+table {{ border-collapse: collapse; margin: 1em 0; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.7em; }}
+td {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td:nth-child(1), td:nth-child(2), .two-group td:nth-child(3) {{ text-align: left; }}
+th {{ background: #f3f3f3; }}
+.plot svg {{ max-width: 100%; height: auto; }}
+.note {{ color: #555; font-size: 0.9em; }}
+</style>
+</head>
+<body>
+<h1>{esc(self.title)}</h1>
+<p>{self.respondents} respondents, {len(self.results)} questions, {self.level:.0%} intervals.</p>
+<table{' class="two-group"' if self.two_group else ""}>
+<thead><tr>{"".join(f"<th>{esc(c)}</th>" for c in cols)}</tr></thead>
+<tbody>
+{chr(10).join(trs)}
+</tbody>
+</table>
+{figure}<p class="note">estimate: the unbiased moment estimate (it may leave [0, 1]);
+bounded MLE: the maximum-likelihood estimate in [0, 1]; SE: plug-in (divides by n), the
+unbiased convention divides by n − 1; interval: {esc(self._interval_note())}; missing:
+reports left out.
+ε = ∞: some report can only come from one answer, so the design has no finite privacy
+guarantee.</p>
+</body>
+</html>
+"""
+        if path is not None:  # a temporary file renamed into place: never half-written
+            atomic_write_text(path, page)
+        return page
+
+
+def _questions(
+    questions: Mapping[Any, Design | tuple[Design, Any]], title: str, level: float, missing: str
+) -> list[tuple[Any, Any, Any, float]]:
+    """``(column, design, group column or None, level)`` per question, checked."""
+    if not isinstance(questions, Mapping):
+        raise ParameterTypeError(
+            "`questions` must be a mapping {column: design} (or {column: (design, "
+            f"group_column)}} for a two-group design), got {type(questions).__name__}."
+        )
+    if not questions:
+        raise ParameterError("`questions` must name at least one column, got an empty mapping.")
+    if not isinstance(title, str):
+        raise ParameterTypeError(f"`title` must be a string, got {type(title).__name__}.")
+    out = []
+    for column, spec in questions.items():
+        design: Any = spec
+        group = None
+        if isinstance(spec, tuple):
+            if len(spec) != 2 or not isinstance(spec[0], Design):
+                raise ParameterTypeError(
+                    f"`questions[{column!r}]` must be a design or a pair (design, "
+                    f"group_column), got {spec!r}."
+                )
+            design, group = spec
+        elif isinstance(spec, TwoGroupDesign):
+            raise DataError(
+                f"design {spec.name!r} needs two groups: give group=... as "
+                f"questions[{column!r}] = (design, group_column), the column holding each "
+                "respondent's group (1 or 2)."
+            )
+        d, lvl = _check(design, column, group, None, level, missing)
+        out.append((column, d, group, lvl))
+    return out
+
+
+def survey_report(
+    df: Any,
+    questions: Mapping[Any, Design | tuple[Design, Any]],
+    *,
+    level: float = 0.95,
+    missing: str = "drop",
+    title: str = "Survey report",
+) -> SurveyReport:
+    """Analyse every question of a survey: ``questions`` maps a column to its design, or for
+    a two-group design to ``(design, group_column)`` (the column of randomization groups,
+    1 or 2).
+
+    Each question is :func:`~deniable.survey.analyze` of its column (same validation and
+    missing-value handling); the report lists n, estimate, interval and ε (one row per
+    estimated parameter of a two-group question).  :func:`survey_report_file` does the same
+    on a file, reading it once, in batches.
+
+    >>> import pandas as pd
+    >>> from deniable import Mangat, Warner
+    >>> df = pd.DataFrame({"drugs": [1, 0, 1, 1, 0, 0, 0, 1], "tax": [0, 0, 1, 0, 1, 1, 0, 0]})
+    >>> rep = survey_report(df, {"drugs": Warner(0.75), "tax": Mangat(0.5)})
+    >>> print(rep.table())
+    Survey report
+    question  design          n  missing  estimate      SE    95% CI (exact)       ε
+    --------  --------------  -  -------  --------  ------  ----------------  ------
+    drugs     warner(p=0.75)  8        0    0.5000  0.3536  [0.0000, 1.0000]  1.0986
+    tax       mangat(p=0.5)   8        0   -0.2500  0.3423  [0.0000, 0.5103]       ∞
+    8 respondents. estimate: unbiased moment estimate (may leave [0, 1]).
+    SE: plug-in (divides by n). ε = ∞: some report reveals the answer.
+    """
+    check_frame(df)
+    specs = _questions(questions, title, level, missing)
+    from deniable.survey._columns import column_series
+
+    for column, _, group, _ in specs:
+        column_series(df, column, "column")
+        if group is not None:
+            column_series(df, group, "group")
+    plans = [_plan(d, c, g, None, lambda r: f"row {r!r}") for c, d, g, _ in specs]
+    run(plans, frame_batches(df, [c for p in plans for c in p.columns()]), missing)
+    results = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
+    return SurveyReport(tuple(results), v.level(level), len(df), title)
+
+
+def survey_report_file(
+    path: str | os.PathLike[str],
+    questions: Mapping[str, Design | tuple[Design, str]],
+    *,
+    level: float = 0.95,
+    missing: str = "drop",
+    title: str = "Survey report",
+    block_size: int | None = None,
+    progress: Progress | None = None,
+) -> SurveyReport:
+    """:func:`survey_report` on a CSV or Parquet file, read once and in batches (only the
+    question and group columns; memory bounded by the batch, see
+    :func:`~deniable.survey.analyze_file`).  ``respondents`` is the number of data rows."""
+    specs = _questions(questions, title, level, missing)
+    label = str(path)
+    plans = [_plan(d, c, g, None, lambda r: f"data row {r} of {label!r}") for c, d, g, _ in specs]
+    with SurveyFile(path, block_size=block_size, progress=progress) as f:
+        f.check_columns([(w, c) for c, _, g, _ in specs
+                         for w, c in (("column", c), ("group", g)) if c is not None])  # fmt: skip
+        rows = run(plans, file_batches(f, [c for p in plans for c in p.columns()]), missing)
+    results = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
+    return SurveyReport(tuple(results), v.level(level), rows, title)
