@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from deniable import Warner
-from deniable.accounting import BudgetFilter, BudgetLedger
+from deniable.accounting import BudgetFilter, BudgetLedger, InMemoryLedgerStore
 from deniable.designs import Binary
 from deniable.exceptions import PrivacyError
 from deniable.mechanisms import MemoizedRandomizer
@@ -165,6 +165,74 @@ def test_concurrent_memoized_draws_with_a_ledger_charge_once() -> None:
         np.testing.assert_array_equal(ledger.spent(ids), np.full(ids.size, eps))
         assert ledger.questions["q"].charges == ids.size, f"trial {trial}"
         assert memo.memoized("q", ids).all()
+
+
+def test_workers_sharing_a_store_never_pass_the_cap_with_string_keys() -> None:
+    # one ledger per thread over one store, as the workers of a service share a database:
+    # the ledgers' own locks do not help, only the store's atomic check-and-spend does
+    who = np.array([f"tok-{i:040d}" for i in range(400)], dtype=object)
+    for trial in range(TRIALS):
+        store = InMemoryLedgerStore()
+        ledgers = [BudgetLedger(cap=1.0, store=store) for _ in range(THREADS)]
+        store_of = BudgetLedger(cap=1.0, store=store)
+        store_of.spend(who[::2], "warm-up", 0.5)  # even tokens have room for 2, odd for 4
+        charged = [0] * THREADS
+
+        def work(
+            i: int, ledgers: list[BudgetLedger] = ledgers, charged: list[int] = charged
+        ) -> None:
+            gate = BudgetFilter(ledgers[i])
+            for j in range(2):
+                charged[i] += len(gate.commit_admitted(who, 0.25, question=f"q{i}-{j}"))
+                try:
+                    ledgers[i].spend(who[1::2], f"all-{i}-{j}", 0.25)
+                    charged[i] += who.size // 2
+                except PrivacyError:
+                    pass
+
+        run_together(work)
+        spent = store_of.spent(who)
+        assert spent.max() <= 1.0, f"trial {trial}: overspent up to {spent.max()}"
+        np.testing.assert_array_equal(spent, np.full(who.size, 1.0))
+        assert sum(charged) == 2 * 200 + 4 * 200, f"trial {trial}"
+
+
+def test_concurrent_memoized_draws_with_tokens_and_huge_ids_give_one_report() -> None:
+    eps = Warner(0.75).epsilon
+    who = np.empty(1_000, dtype=object)
+    who[:500] = [f"device-{i:036x}" for i in range(500)]
+    who[500:] = [10**15 + 7919 * i for i in range(500)]
+    for trial in range(TRIALS):
+        memo = MemoizedRandomizer(Warner(0.75))
+        ledger = BudgetLedger(cap=1.5)
+        outs: list[np.ndarray | None] = [None] * THREADS  # type: ignore[type-arg]
+
+        def work(
+            i: int,
+            memo: MemoizedRandomizer = memo,
+            ledger: BudgetLedger = ledger,
+            outs: list = outs,  # type: ignore[type-arg]
+            t: int = trial,
+        ) -> None:
+            order = np.random.default_rng(i).permutation(who.size)
+            out = memo.randomize(
+                who[order],
+                np.ones(who.size, np.int64),
+                question="q",
+                rng=1000 * t + i,
+                ledger=ledger,
+            )
+            back = np.empty_like(out)
+            back[order] = out
+            outs[i] = back
+
+        run_together(work)
+        for i, out in enumerate(outs):
+            assert out is not None
+            differ = int(np.count_nonzero(out != outs[0]))
+            assert differ == 0, f"trial {trial}: thread {i} saw {differ} other permanent reports"
+        np.testing.assert_array_equal(ledger.spent(who), np.full(who.size, eps))
+        assert ledger.questions["q"].charges == who.size, f"trial {trial}"
 
 
 class _Broken(Binary):

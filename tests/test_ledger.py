@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 import time
 from fractions import Fraction
 from typing import Any
@@ -12,7 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.accounting import BudgetFilter, BudgetLedger, QuestionRecord
+from deniable.accounting import (
+    BudgetFilter,
+    BudgetLedger,
+    InMemoryLedgerStore,
+    PureEpsilonComposition,
+    QuestionRecord,
+)
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 
 
@@ -366,3 +373,67 @@ def test_property_never_exceeds_cap_and_counts_exactly(
         spent = ledger.spent(np.arange(6))
         assert all(Fraction(float(spent[i])) >= exact[i] for i in range(6))
         assert np.all(spent <= cap)
+
+
+# --------------------------------------------------------------------------- opaque keys
+
+
+def test_a_ledger_of_opaque_keys() -> None:
+    """Without ``n_respondents`` respondents are keys of any kind: tokens, huge ids."""
+    ledger = BudgetLedger(cap=1.0)
+    assert ledger.n_respondents == 0 and len(ledger) == 0
+    ledger.spend(["tok-b", 99_999_999, "tok-a"], "smokes", 0.5)
+    ledger.spend(np.array(["tok-a"]), "drinks", 0.25)
+    assert ledger.spent(["tok-a", "tok-b", 99_999_999, "never"]).tolist() == [0.75, 0.5, 0.5, 0]
+    assert ledger.remaining("tok-a") == 0.25 and isinstance(ledger.remaining("tok-a"), float)
+    assert ledger.n_respondents == 3 and list(ledger) == [0.5, 0.5, 0.75]  # first charged
+    assert ledger.charged("drinks").tolist() == [False, False, True]
+    assert ledger.charged("drinks", ["tok-a", "x"]).tolist() == [True, False]
+    d = ledger.to_dict()
+    assert (d["n_respondents"], d["spent_min"], d["spent_max"]) == (3, 0.5, 0.75)
+    assert d["spent_mean"] == pytest.approx(1.75 / 3)
+    with pytest.raises(PrivacyError, match=r"respondent 'tok-a' has only 0\.25 left"):
+        ledger.spend(["tok-b", "tok-a"], "drugs", 0.5)
+    with pytest.raises(ParameterError, match=r"`grow` needs a ledger of ids 0\.\.n-1"):
+        ledger.grow(10)
+    assert "n_respondents=None" in repr(ledger) and "InMemoryLedgerStore" in repr(ledger)
+    snap = ledger.copy()
+    ledger.spend(["new"], "smokes", 0.5)
+    assert snap.n_respondents == 3 and ledger.n_respondents == 4
+    assert pickle.loads(pickle.dumps(ledger)).to_dict() == ledger.to_dict()
+    gate = BudgetFilter(ledger)
+    assert gate.admit(["tok-a", "tok-b"], 0.5).tolist() == [False, True]
+    assert gate.commit(["tok-a", "tok-b"], 0.5, question="q", mask=[False, True]) == ["tok-b"]
+
+
+def test_one_id_is_one_key_however_it_is_passed() -> None:
+    ledger = BudgetLedger(cap=1.0)
+    ledger.spend([np.int32(7)], "a", 0.25)
+    ledger.spend(np.array([7], dtype=np.uint64), "b", 0.25)
+    ledger.spend(7, "c", 0.25)
+    assert ledger.spent(7) == 0.75 and ledger.n_respondents == 1
+    assert ledger.spent("7") == 0.0  # a string is another respondent
+    with pytest.raises(DataError, match="got 7 twice"):
+        ledger.spend([7, np.int64(7)], "d", 0.1)
+
+
+def test_a_ledger_of_ids_refuses_other_keys() -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=3)
+    with pytest.raises(ParameterTypeError, match=r"integer ids in 0\.\.2 .*got 'tok'"):
+        ledger.spend(["tok"], "q", 0.5)
+    with pytest.raises(DataError, match=r"ids in 0\.\.2, got 1180591620717411303424"):
+        ledger.spend([2**70], "q", 0.5)
+    with pytest.raises(ParameterTypeError, match="respondent keys"):
+        ledger.spend([None], "q", 0.5)
+    assert ledger.questions == {}
+
+
+def test_a_ledger_shares_its_store() -> None:
+    """Two ledgers over one store (two workers of a service) spend from one budget."""
+    store = InMemoryLedgerStore()
+    a, b = BudgetLedger(cap=1.0, store=store), BudgetLedger(cap=1.0, store=store)
+    a.spend(["x"], "q1", 0.75)
+    with pytest.raises(PrivacyError, match=r"'x' has only 0\.25 left"):
+        b.spend(["x"], "q2", 0.5)
+    assert b.store is store and b.spent("x") == 0.75
+    assert isinstance(b.composition, PureEpsilonComposition)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
 from scipy import stats
 
 from deniable.accounting import BudgetLedger
+from deniable.accounting._keys import respondent_keys
 from deniable.designs import BiasedCoin, Binary, Categorical, Kuk, Mangat, TwoCoin, Warner
 from deniable.estimation import threshold_vs_bracket
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
-from deniable.mechanisms import MemoizedRandomizer, averaging_attack
+from deniable.mechanisms import InMemoryMemoStore, MemoizedRandomizer, averaging_attack
 
 
 def test_replay_is_identical_and_ignores_later_truth() -> None:
@@ -35,7 +37,7 @@ def test_only_randomized_values_are_stored() -> None:
     ids = np.arange(5000)
     truth = np.ones(5000, dtype=np.uint8)
     reports = memo.randomize(ids, truth, question="q", rng=4)
-    stored = memo._store["q"][:5000]
+    stored = memo.store.lookup("q", ids)
     assert np.array_equal(stored, reports)
     # the store is not the truth: about 40% of carriers' stored reports are "no"
     # (4-sigma band on Bin(5000, 0.4): false alarm ~6e-5)
@@ -157,9 +159,10 @@ def test_categorical_memoization() -> None:
     ("call", "error", "match"),
     [
         (lambda m: m.randomize([0, 0], [1, 1], question="q"), DataError, "got 0 twice"),
-        (lambda m: m.randomize([0, -1], [1, 1], question="q"), DataError, "non-negative"),
         (lambda m: m.randomize([0.5], [1], question="q"), ParameterTypeError, "integer ids"),
-        (lambda m: m.randomize([10**9], [1], question="q"), DataError, "dense ids"),
+        (lambda m: m.randomize([None], [1], question="q"), ParameterTypeError, "not None"),
+        (lambda m: m.randomize([[1]], [1], question="q"), DataError, "1-D"),
+        (lambda m: m.randomize(["a", ["b"]], [1, 1], question="q"), ParameterTypeError, "unhash"),
         (lambda m: m.randomize([[0]], [1], question="q"), DataError, "1-D"),
         (lambda m: m.randomize([0, 1], [1], question="q"), DataError, "one answer per"),
         (lambda m: m.randomize([0], [2], question="q"), DataError, "`truth`"),
@@ -320,3 +323,40 @@ def test_majority_exact_matches_binomial_tail() -> None:
     d = Warner(0.7)
     table = averaging_attack(d, rounds=(11,), n=10, seed=1)
     assert table.column("exact without")[0] == pytest.approx(p)
+
+
+# --------------------------------------------------------------------------- opaque keys
+
+
+def test_respondents_are_opaque_keys() -> None:
+    """Tokens, negative and huge ids (the old memo refused ids past 10**8 and allocated an
+    array up to the largest id) are all respondents with their own permanent report."""
+    memo = MemoizedRandomizer(Warner(0.75))
+    who = ["tok-" + "a" * 36, -1, 99_999_999, 2**70, "0", 0]
+    first = memo.randomize(who, [1, 0, 1, 0, 1, 0], question="q", rng=1)
+    again = memo.randomize(who[::-1], [0] * 6, question="q", rng=2)
+    assert again[::-1].tolist() == first.tolist()
+    assert memo.memoized("q", [*who, "other"]).tolist() == [True] * 6 + [False]
+    assert memo.store.lookup("q", respondent_keys(who, unique=True)).tolist() == first.tolist()
+
+
+def test_a_memo_on_a_ledger_of_ids_stores_nothing_for_a_foreign_key() -> None:
+    memo = MemoizedRandomizer(Warner(0.75))
+    ledger = BudgetLedger(cap=2.0, n_respondents=2)
+    with pytest.raises(ParameterTypeError, match=r"integer ids in 0\.\.1"):
+        memo.randomize([0, "tok"], [1, 1], question="q", rng=1, ledger=ledger)
+    assert not memo.memoized("q", [0, "tok"]).any()
+    assert ledger.spent([0, 1]).tolist() == [0.0, 0.0]
+
+
+def test_a_memo_uses_the_store_it_is_given_and_pickles_it() -> None:
+    store = InMemoryMemoStore()
+    memo = MemoizedRandomizer(Warner(0.75), store=store)
+    assert memo.store is store
+    first = memo.randomize(["a", "b"], [1, 0], question="q", rng=1)
+    twin = MemoizedRandomizer(Warner(0.75), store=store)  # a second memo on the same store
+    assert twin.randomize(["b", "a"], [1, 1], question="q", rng=9).tolist() == first[::-1].tolist()
+    copy = pickle.loads(pickle.dumps(memo))
+    assert copy.store is not store
+    copy.forget("q")
+    assert memo.memoized("q", ["a", "b"]).all()

@@ -87,6 +87,8 @@ CompositionTable compare_composition PrivacyLossDistribution rr_pld laplace_pld 
 RandomizedResponse Laplace Gaussian PrivacyAccountant COMPOSITION_METHODS ShuffleTable
 shuffle_delta_numerical shuffle_epsilon_closed_form shuffle_epsilon_numerical
 shuffle_epsilon_table shuffle_guarantee BudgetLedger BudgetFilter QuestionRecord
+Composition PureEpsilonComposition LedgerStore InMemoryLedgerStore History SpendRequest
+SpendPlan SpentSummary
 """.split()  # noqa: SIM905 (one name per word reads better than 48 quoted lines)
 
 

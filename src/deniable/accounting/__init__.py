@@ -17,7 +17,11 @@ the plots in :mod:`deniable.plotting`.
   events :class:`RandomizedResponse`, :class:`Laplace` and :class:`Gaussian`, the explicit
   :class:`PrivacyAccountant`, and ``compare_composition`` (every method side by side).
 * **Amplification by shuffling** (Feldman, McMillan & Talwar 2021): ``shuffle_*``.
-* **Per-respondent budgets**: :class:`BudgetLedger`, :class:`BudgetFilter`.
+* **Per-respondent budgets**: :class:`BudgetLedger`, :class:`BudgetFilter`; pricing by a
+  :class:`Composition` rule (:class:`PureEpsilonComposition`), storage behind the
+  :class:`LedgerStore` protocol (:class:`InMemoryLedgerStore`; a store performs each
+  :class:`SpendRequest` as one atomic check-and-spend of a :class:`SpendPlan` made from the
+  respondents' :class:`History`).
 
 See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
 
@@ -55,6 +59,13 @@ from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
 from deniable.accounting._ledger import BudgetLedger, QuestionRecord
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
 from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
+from deniable.accounting._pricing import (
+    Composition,
+    History,
+    PureEpsilonComposition,
+    SpendPlan,
+    SpendRequest,
+)
 from deniable.accounting._rdp import (
     laplace_rdp,
     pure_to_rdp,
@@ -73,6 +84,7 @@ from deniable.accounting._shuffle import (
     shuffle_epsilon_table,
     shuffle_guarantee,
 )
+from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary
 
 __all__ = [
     "COMPOSITION_METHODS",
@@ -82,16 +94,24 @@ __all__ = [
     "ApproxDP",
     "BudgetFilter",
     "BudgetLedger",
+    "Composition",
     "CompositionRow",
     "CompositionTable",
     "Gaussian",
+    "History",
+    "InMemoryLedgerStore",
     "Laplace",
+    "LedgerStore",
     "PrivacyAccountant",
     "PrivacyLossDistribution",
     "PureDP",
+    "PureEpsilonComposition",
     "QuestionRecord",
     "RandomizedResponse",
     "ShuffleTable",
+    "SpendPlan",
+    "SpendRequest",
+    "SpentSummary",
     "advanced_composition",
     "basic_composition",
     "common_lattice",

@@ -21,9 +21,10 @@ class BudgetFilter:
     ``admit`` answers "who may be asked?" without spending; ``commit`` charges those who
     were asked (all or nothing, re-checked, so a race between ``admit`` and ``commit``
     raises rather than over-spends); ``commit_admitted`` does both in one atomic step and
-    charges exactly those who can afford the question.  Every call is atomic under the
-    ledger's lock, so concurrent threads never spend past the cap; hold ``ledger.lock``
-    around an ``admit`` ... ``commit`` pair only if a refusal in between is not wanted.
+    charges exactly those who can afford the question.  Every spend is one atomic
+    check-and-spend in the ledger's store, so concurrent threads never spend past the cap;
+    hold ``ledger.lock`` around an ``admit`` ... ``commit`` pair only if a refusal in
+    between is not wanted (within one process).
 
     >>> from deniable.accounting import BudgetLedger
     >>> ledger = BudgetLedger(cap=1.0, n_respondents=4)
@@ -67,10 +68,10 @@ class BudgetFilter:
         """
         eps = v.positive("question_epsilon", question_epsilon, allow_zero=True, allow_inf=True)
         with self._ledger.lock:
-            ids = self._ledger._ids(respondent_ids, unique=False)
+            keys = self._ledger._keys(respondent_ids, unique=False)
             if question is None:
-                return self._ledger._admitted(ids, np.full(ids.size, eps))
-            return self._ledger.can_afford(ids, question, eps, memoized=memoized)
+                return self._ledger._can_pay(keys, eps)
+            return self._ledger.can_afford(keys, question, eps, memoized=memoized)
 
     def commit(
         self,
@@ -80,21 +81,21 @@ class BudgetFilter:
         question: str,
         mask: Any = None,
         memoized: bool = False,
-    ) -> list[int]:
+    ) -> list[Any]:
         """Charge the question to ``respondent_ids`` (to those where ``mask`` is True, if
-        given); return the ids charged.  Raises :class:`PrivacyError` and charges nobody if
+        given); return the keys charged.  Raises :class:`PrivacyError` and charges nobody if
         any of them cannot afford it."""
-        ids = self._ledger._ids(respondent_ids)
+        keys = self._ledger._keys(respondent_ids)
         if mask is not None:
             m = np.asarray(mask)
-            if m.dtype != np.bool_ or m.shape != ids.shape:
+            if m.dtype != np.bool_ or m.shape != keys.shape:
                 raise DataError(
-                    f"`mask` must be a boolean array of shape {ids.shape} (one per respondent), "
-                    f"got dtype {m.dtype} and shape {m.shape}."
+                    f"`mask` must be a boolean array of shape {keys.shape} (one per "
+                    f"respondent), got dtype {m.dtype} and shape {m.shape}."
                 )
-            ids = ids[m]
-        self._ledger.spend(ids, question, question_epsilon, memoized=memoized)
-        return [int(i) for i in ids]
+            keys = keys[m]
+        self._ledger.spend(keys, question, question_epsilon, memoized=memoized)
+        return list(keys.tolist())
 
     def commit_admitted(
         self,
@@ -103,12 +104,13 @@ class BudgetFilter:
         *,
         question: str,
         memoized: bool = False,
-    ) -> list[int]:
+    ) -> list[Any]:
         """Charge the question to every respondent who can afford it, in one atomic step,
-        and return the ids charged (the others are not asked and pay nothing).
+        and return the keys charged (the others are not asked and pay nothing).
 
-        The admission and the spend happen under the ledger's lock, so a concurrent spend
-        can neither push a charged respondent past the cap nor make this call raise.
+        The admission and the spend are one atomic step in the ledger's store (a partial
+        spend request), so a concurrent spend, from this process or another sharing the
+        store, can neither push a charged respondent past the cap nor make this call raise.
 
         >>> from deniable.accounting import BudgetLedger
         >>> ledger = BudgetLedger(cap=1.0, n_respondents=3)
@@ -116,10 +118,5 @@ class BudgetFilter:
         >>> BudgetFilter(ledger).commit_admitted([0, 1, 2], 0.5, question="q1")
         [0, 1]
         """
-        with self._ledger.lock:
-            mask = self.admit(
-                respondent_ids, question_epsilon, question=question, memoized=memoized
-            )
-            return self.commit(
-                respondent_ids, question_epsilon, question=question, mask=mask, memoized=memoized
-            )
+        eps = v.positive("question_epsilon", question_epsilon, allow_zero=True, allow_inf=True)
+        return list(self._ledger._spend_admitted(respondent_ids, question, eps, memoized).tolist())

@@ -8,6 +8,16 @@ The ledger keeps that sum per respondent and refuses a question that would take 
 cap.  Skipped questions cost nothing; a memoized question (permanent randomized response,
 Erlingsson, Pihur & Korolova 2014) costs its epsilon once and nothing when replayed.
 
+Pricing and storage
+-------------------
+The ledger is a facade: what a question costs comes from pure functions of a respondent's
+history (``_pricing``: the composition rule, memoized replays, upward-rounded sums), and
+where the budgets live is a :class:`~deniable.accounting.LedgerStore` (``_stores``;
+:class:`~deniable.accounting.InMemoryLedgerStore` by default, a SQL store in the survey
+service) that performs each spend as one atomic check-and-spend.  Respondents are opaque
+keys (integer ids or string tokens); with ``n_respondents`` the ledger takes only the ids
+``0 .. n_respondents - 1``, a guard against typos.
+
 Why a mutable object
 --------------------
 A ledger *is* a record of spending over time, shared by the code that asks questions (the
@@ -20,10 +30,12 @@ ledger exactly as it was.  :meth:`BudgetLedger.copy` takes a snapshot.
 
 Threads
 -------
-A ledger may be shared by threads: one re-entrant lock guards its state, and every method
-takes it, so a spend is one atomic check-and-spend (concurrent spends never pass the cap)
-and a query never sees half of a spend.  A ledger lives in one process; a pickled or copied
-ledger is a snapshot that does not share the budget (docs/budgets.md, "Concurrency").
+A ledger may be shared by threads: its store makes every spend one atomic check-and-spend
+(concurrent spends never pass the cap) and a query never sees half of a spend; the
+ledger's own re-entrant lock (:attr:`BudgetLedger.lock`, taken by every method) makes a
+*sequence* of calls atomic within this process.  An in-memory ledger lives in one process;
+a pickled or copied ledger is a snapshot that does not share the budget (docs/budgets.md,
+"Concurrency").
 
 Floating point
 --------------
@@ -44,49 +56,55 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._exact_sum import add_up
+from deniable.accounting._keys import Keys, first_repeat, format_key, respondent_keys
+from deniable.accounting._pricing import (
+    PURE_EPSILON,
+    Composition,
+    QuestionRecord,
+    SpendPlan,
+    SpendRequest,
+    admitted,
+    check_record,
+    fmt_budget,
+    question_costs,
+    remaining_budget,
+    spend_limit,
+)
+from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore
 from deniable.common import _validation as v
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 
 __all__ = ["BudgetLedger", "QuestionRecord", "first_repeat"]
 
-IdArray = npt.NDArray[np.int64]
-
-
-@dataclass(frozen=True)
-class QuestionRecord:
-    """What the ledger knows about one question: its epsilon, whether it is memoized, and
-    how many respondents have been charged for it (``charges``; repeats of a
-    non-memoized question count again)."""
-
-    question: str
-    epsilon: float
-    memoized: bool
-    charges: int
-
-
-def _fmt(x: float) -> str:
-    return "inf" if math.isinf(x) else f"{x:.12g}"
+Floats = npt.NDArray[np.float64]
 
 
 class BudgetLedger:
-    """Per-respondent epsilon budgets with a common ``cap``; respondents are ids ``0..n-1``.
+    """Per-respondent epsilon budgets with a common ``cap``.
 
     Parameters
     ----------
     cap : float
         The most epsilon any one respondent may spend, in ``(0, inf)``.
-    n_respondents : int
-        Number of respondents (ids ``0 .. n_respondents - 1``); :meth:`grow` adds more.
+    n_respondents : int, optional
+        Respondents are the ids ``0 .. n_respondents - 1`` (any other key is refused;
+        :meth:`grow` adds more).  Default ``None``: respondents are opaque keys, integer
+        ids of any size or string tokens, and any key is a respondent with nothing spent
+        until charged.
     tolerance : float
         Relative slack: a spend is admitted while ``spent + epsilon <= cap * (1 + tolerance)``
         (the sum rounded upward).  Default ``0``: strict, never a spend past the cap.
+    store : LedgerStore, optional
+        Where the budgets live; default a new :class:`InMemoryLedgerStore`.  Every spend is
+        one atomic check-and-spend in the store.
+    composition : Composition, optional
+        The rule that prices a question and adds charges; default basic composition of pure
+        epsilon (:class:`PureEpsilonComposition`).
 
     Notes
     -----
@@ -109,28 +127,52 @@ class BudgetLedger:
     ...
     deniable.exceptions.PrivacyError: question 'drugs' costs epsilon 0.5 but respondent 0 has
     only 0.25 left of the cap 1 (1 of 1 respondents would exceed it); nothing was spent.
+
+    Respondent keys may be tokens; a huge id costs what a small one does:
+
+    >>> tokens = BudgetLedger(cap=1.0)
+    >>> tokens.spend(["a3f9c2", "77b0e1", 99_999_999], "smokes", 0.5)
+    >>> tokens.remaining(["a3f9c2", "never-asked"]).tolist()
+    [0.5, 1.0]
     """
 
-    __slots__ = ("_cap", "_charged", "_lock", "_log", "_questions", "_spent", "_tolerance")
+    __slots__ = ("_cap", "_composition", "_lock", "_n", "_store", "_tolerance")
 
-    def __init__(self, cap: float, n_respondents: int = 0, *, tolerance: float = 0.0) -> None:
+    def __init__(
+        self,
+        cap: float,
+        n_respondents: int | None = None,
+        *,
+        tolerance: float = 0.0,
+        store: LedgerStore | None = None,
+        composition: Composition | None = None,
+    ) -> None:
         c = v.real("cap", cap)
         if not (0 < c < math.inf):
             raise ParameterError(
                 f"`cap` must be in (0, inf) (a budget with no cap is not a budget), got {cap}."
             )
-        n = v.integer("n_respondents", n_respondents, minimum=0)
+        n = None if n_respondents is None else v.integer("n_respondents", n_respondents, minimum=0)
         tol = v.real("tolerance", tolerance)
         if not 0 <= tol <= 1e-6:
             raise ParameterError(f"`tolerance` must be in [0, 1e-06], got {tolerance}.")
+        if store is not None and not isinstance(store, LedgerStore):
+            raise ParameterTypeError(
+                f"`store` must be a LedgerStore (e.g. InMemoryLedgerStore()) or None, got "
+                f"{type(store).__name__}."
+            )
+        if composition is not None and not isinstance(composition, Composition):
+            raise ParameterTypeError(
+                f"`composition` must be a Composition (e.g. PureEpsilonComposition()) or None, "
+                f"got {type(composition).__name__}."
+            )
         self._cap = c
         self._tolerance = tol
-        self._spent: npt.NDArray[np.float64] = np.zeros(n, dtype=np.float64)
-        self._questions: dict[str, tuple[float, bool]] = {}
-        self._charged: dict[str, npt.NDArray[np.bool_]] = {}
-        self._log: dict[str, int] = {}
-        # one re-entrant lock guards every read and write of the state above: a spend is one
-        # atomic check-and-spend, and a query never sees half of one (docs/budgets.md)
+        self._n = n
+        self._store: LedgerStore = InMemoryLedgerStore() if store is None else store
+        self._composition: Composition = PURE_EPSILON if composition is None else composition
+        # the store makes each spend atomic; this lock makes a sequence of this process's
+        # calls atomic (``with ledger.lock:``), and every method takes it
         self._lock = threading.RLock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -138,29 +180,27 @@ class BudgetLedger:
             return {
                 "cap": self._cap,
                 "tolerance": self._tolerance,
-                "spent": self._spent.copy(),
-                "questions": dict(self._questions),
-                "charged": {q: m.copy() for q, m in self._charged.items()},
-                "log": dict(self._log),
+                "n_respondents": self._n,
+                "store": self._store.snapshot(),
+                "composition": self._composition,
             }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._cap = state["cap"]
         self._tolerance = state["tolerance"]
-        self._spent = state["spent"]
-        self._questions = state["questions"]
-        self._charged = state["charged"]
-        self._log = state["log"]
+        self._n = state["n_respondents"]
+        self._store = state["store"]
+        self._composition = state["composition"]
         self._lock = threading.RLock()
 
     @property
     def lock(self) -> threading.RLock:
         """The ledger's re-entrant lock.
 
-        Every method takes it, so each call is atomic on its own.  Hold it (``with
-        ledger.lock:``) only to make a *sequence* of calls atomic, e.g. a
-        :class:`BudgetFilter` ``admit`` followed by ``commit`` that must not be refused by a
-        concurrent spend in between.
+        Every method takes it, and each spend is atomic in the store on its own.  Hold it
+        (``with ledger.lock:``) only to make a *sequence* of calls atomic within this
+        process, e.g. a :class:`BudgetFilter` ``admit`` followed by ``commit`` that must not
+        be refused by a concurrent spend in between.
         """
         return self._lock
 
@@ -177,24 +217,35 @@ class BudgetLedger:
         return self._tolerance
 
     @property
+    def store(self) -> LedgerStore:
+        """Where the budgets live."""
+        return self._store
+
+    @property
+    def composition(self) -> Composition:
+        """The composition rule that prices questions."""
+        return self._composition
+
+    @property
     def n_respondents(self) -> int:
-        """Number of respondents."""
-        return int(self._spent.size)
+        """Number of respondents: ``n_respondents`` as given (ids ``0 .. n - 1``), or, for
+        a ledger of opaque keys, the number of respondents charged so far."""
+        if self._n is not None:
+            return self._n
+        with self._lock:
+            return self._store.summary(self._cap).respondents
 
     @property
     def questions(self) -> Mapping[str, QuestionRecord]:
         """Every question charged so far, by name."""
         with self._lock:
-            return {
-                q: QuestionRecord(q, eps, memo, self._log[q])
-                for q, (eps, memo) in self._questions.items()
-            }
+            return self._store.questions()
 
     def __repr__(self) -> str:
         with self._lock:
             return (
-                f"BudgetLedger(cap={self._cap!r}, n_respondents={self.n_respondents}, "
-                f"questions={len(self._questions)})"
+                f"BudgetLedger(cap={self._cap!r}, n_respondents={self._n}, "
+                f"questions={len(self._store.questions())}, store={self._store!r})"
             )
 
     def __len__(self) -> int:
@@ -202,35 +253,32 @@ class BudgetLedger:
 
     # ------------------------------------------------------------------ validation
 
-    def _ids(self, respondents: Any, *, unique: bool = True) -> IdArray:
-        arr = np.asarray(respondents)
-        if arr.ndim == 0:
-            arr = arr.reshape(1)
-        if arr.ndim != 1:
-            raise DataError(
-                f"`respondents` must be a 1-D array of ids, got an array of shape {arr.shape}."
-            )
-        if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
-            if arr.size == 0:
-                return np.zeros(0, dtype=np.int64)
-            raise ParameterTypeError(
-                f"`respondents` must hold integer ids in 0..{self.n_respondents - 1}, "
-                f"got dtype {arr.dtype}."
-            )
-        if arr.size:
-            lo, hi = int(arr.min()), int(arr.max())
-            if lo < 0 or hi >= self.n_respondents:
-                bad = lo if lo < 0 else hi
+    def _keys(self, respondents: Any, *, unique: bool = True) -> Keys:
+        """``respondents`` checked: canonical keys, ids ``0 .. n - 1`` if ``n_respondents``
+        was given, distinct if ``unique``."""
+        keys = respondent_keys(respondents, unique=False)
+        if self._n is not None and keys.size:
+            if keys.dtype == object:  # strings, or integers past int64
+                bad = next((k for k in keys.tolist() if not isinstance(k, int)), None)
+                if bad is not None:
+                    raise ParameterTypeError(
+                        f"`respondents` must hold integer ids in 0..{self._n - 1} (this ledger "
+                        f"was made with n_respondents={self._n}; make it without "
+                        f"`n_respondents` for any respondent keys), got {format_key(bad)}."
+                    )
+                lo, hi = min(keys.tolist()), max(keys.tolist())
+            else:
+                lo, hi = int(keys.min()), int(keys.max())
+            if lo < 0 or hi >= self._n:
                 raise DataError(
-                    f"`respondents` must hold ids in 0..{self.n_respondents - 1}, got {bad}."
+                    f"`respondents` must hold ids in 0..{self._n - 1}, got {lo if lo < 0 else hi}."
                 )
-        out = arr.astype(np.int64, copy=False)
-        if unique and (rep := first_repeat(out)) is not None:
+        if unique and (rep := first_repeat(keys)) is not None:
             raise DataError(
-                f"`respondents` must not repeat an id within one spend, got {rep} "
-                "twice (ask again in a separate call)."
+                f"`respondents` must not repeat a respondent within one spend, got "
+                f"{format_key(rep)} twice (ask again in a separate call)."
             )
-        return out
+        return keys
 
     @staticmethod
     def _question(question: Any) -> str:
@@ -240,35 +288,58 @@ class BudgetLedger:
             )
         return question
 
-    def _check_question(self, question: str, eps: float, memoized: bool) -> None:
-        if question in self._questions:
-            old_eps, old_memo = self._questions[question]
-            if old_eps != eps or old_memo != memoized:
-                raise ParameterError(
-                    f"question {question!r} was first charged with epsilon {_fmt(old_eps)}, "
-                    f"memoized={old_memo}; a question name stands for one mechanism, got "
-                    f"epsilon {_fmt(eps)}, memoized={memoized} (use a new name)."
-                )
+    def _request(
+        self,
+        question: Any,
+        epsilon: Any,
+        memoized: Any,
+        fresh: Any,
+        size: int,
+        *,
+        partial: bool = False,
+    ) -> SpendRequest:
+        """A question's arguments checked (in this order) as a spend request."""
+        q = self._question(question)
+        eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
+        memo = _flag("memoized", memoized)
+        return SpendRequest(
+            q,
+            eps,
+            memo,
+            spend_limit(self._cap, self._tolerance),
+            fresh=_fresh(fresh, size),
+            partial=partial,
+            composition=self._composition,
+        )
 
     # ------------------------------------------------------------------ queries
 
-    def spent(self, respondents: Any) -> npt.NDArray[np.float64] | float:
-        """Epsilon spent so far (a float for one id, an array for an array of ids)."""
+    def spent(self, respondents: Any) -> Floats | float:
+        """Epsilon spent so far (a float for one key, an array for an array of keys)."""
         with self._lock:
-            ids = self._ids(respondents, unique=False)
-            out = self._spent[ids].copy()
+            out = self._store.history(self._keys(respondents, unique=False)).spent
         return float(out[0]) if np.ndim(respondents) == 0 else out
 
-    def remaining(self, respondents: Any) -> npt.NDArray[np.float64] | float:
+    def remaining(self, respondents: Any) -> Floats | float:
         """The largest epsilon the next question may use: ``cap - spent``, never below 0,
         rounded down so that a question of exactly this epsilon is admitted."""
         with self._lock:
-            ids = self._ids(respondents, unique=False)
-            spent = self._spent[ids].copy()
-        out = np.maximum(self._cap - spent, 0.0)
-        over = add_up(spent, out) > self._limit()
-        out[over] = np.maximum(np.nextafter(out[over], 0.0), 0.0)
+            spent = self._store.history(self._keys(respondents, unique=False)).spent
+        out = remaining_budget(spent, self._cap, self._tolerance, self._composition)
         return float(out[0]) if np.ndim(respondents) == 0 else out
+
+    def _priced(
+        self, respondents: Any, question: Any, epsilon: Any, memoized: Any, fresh: Any
+    ) -> tuple[Floats, Floats]:
+        """The totals and costs of asking a question now (a snapshot, not a reservation)."""
+        keys = self._keys(respondents, unique=False)
+        r = self._request(question, epsilon, memoized, fresh, keys.size)
+        history = self._store.history(keys, r.question)
+        check_record(r.question, r.epsilon, r.memoized, history.record)
+        charge = self._composition.charge(r.epsilon)
+        return history.spent, question_costs(
+            charge, history.charged, memoized=r.memoized, fresh=r.fresh
+        )
 
     def costs(
         self,
@@ -278,55 +349,11 @@ class BudgetLedger:
         *,
         memoized: bool = False,
         fresh: Any = None,
-    ) -> npt.NDArray[np.float64]:
+    ) -> Floats:
         """What asking ``question`` would cost each respondent (0 for memoized repeats;
         ``fresh`` as in :meth:`spend`)."""
         with self._lock:
-            return self._priced(respondents, question, epsilon, memoized, fresh, unique=False)[4]
-
-    def _priced(
-        self,
-        respondents: Any,
-        question: Any,
-        epsilon: Any,
-        memoized: Any,
-        fresh: Any,
-        *,
-        unique: bool = True,
-    ) -> tuple[IdArray, str, float, bool, npt.NDArray[np.float64]]:
-        """Validate a question's arguments (in this order) and price it: the ids, the
-        question, its epsilon, the memoized flag and each respondent's cost."""
-        ids = self._ids(respondents, unique=unique)
-        q = self._question(question)
-        eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
-        memo = _flag("memoized", memoized)
-        self._check_question(q, eps, memo)
-        return ids, q, eps, memo, self._costs(ids, q, eps, memo, _fresh(fresh, ids.size))
-
-    def _costs(
-        self,
-        ids: IdArray,
-        q: str,
-        eps: float,
-        memo: bool,
-        fresh: npt.NDArray[np.bool_] | None = None,
-    ) -> npt.NDArray[np.float64]:
-        cost = np.full(ids.size, eps, dtype=np.float64)
-        if memo and q in self._charged:
-            replay = self._charged[q][ids]
-            if fresh is not None:
-                replay &= ~fresh  # a report drawn anew is a new release: it pays again
-            cost[replay] = 0.0
-        return cost
-
-    def _limit(self) -> float:
-        return self._cap if self._tolerance == 0 else self._cap * (1 + self._tolerance)
-
-    def _admitted(self, ids: IdArray, cost: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
-        # the sum is rounded upward, so a spend past the cap is never admitted by rounding;
-        # an infinite cost is refused under every (finite) cap: inf <= limit is False
-        ok: npt.NDArray[np.bool_] = (cost == 0) | (add_up(self._spent[ids], cost) <= self._limit())
-        return ok
+            return self._priced(respondents, question, epsilon, memoized, fresh)[1]
 
     def can_afford(
         self,
@@ -339,10 +366,17 @@ class BudgetLedger:
     ) -> npt.NDArray[np.bool_]:
         """Boolean mask: which respondents could be asked ``question`` now."""
         with self._lock:
-            ids, _, _, _, cost = self._priced(
-                respondents, question, epsilon, memoized, fresh, unique=False
-            )
-            return self._admitted(ids, cost)
+            spent, cost = self._priced(respondents, question, epsilon, memoized, fresh)
+            return admitted(spent, cost, self._limit(), self._composition)
+
+    def _limit(self) -> float:
+        return spend_limit(self._cap, self._tolerance)
+
+    def _can_pay(self, keys: Keys, epsilon: float) -> npt.NDArray[np.bool_]:
+        """Who could pay a full ``epsilon`` now (a question with no history)."""
+        spent = self._store.history(keys).spent
+        cost = np.full(keys.size, self._composition.charge(epsilon), dtype=np.float64)
+        return admitted(spent, cost, self._limit(), self._composition)
 
     # ------------------------------------------------------------------ changes
 
@@ -365,109 +399,113 @@ class BudgetLedger:
         for all): their randomized report is drawn anew (the memo was lost or forgotten),
         which is a new release and is charged again.
         """
-        with self._lock:  # one atomic check-and-spend: no other spend runs in between
-            ids, q, eps, memo, cost = self._priced(respondents, question, epsilon, memoized, fresh)
-            ok = self._admitted(ids, cost)
-            if not ok.all():
-                raise self._refusal(ids, q, eps, ok)
-            # validated and admitted: compute every new value first, then write, so that an
-            # exception (e.g. a MemoryError) leaves the ledger exactly as it was
-            new_spent = add_up(self._spent[ids], cost)
-            charged = self._charged.get(q)
-            if charged is None:
-                charged = np.zeros(self.n_respondents, dtype=np.bool_)
-            charges = self._log.get(q, 0)
-            charges += int(np.count_nonzero(cost > 0)) if eps > 0 else int(ids.size)
-            # the writes below are plain assignments of prepared values
-            self._spent[ids] = new_spent
-            charged[ids] = True
-            self._charged[q] = charged
-            self._questions.setdefault(q, (eps, memo))
-            self._log[q] = charges
+        with self._lock:
+            keys = self._keys(respondents)
+            request = self._request(question, epsilon, memoized, fresh, keys.size)
+            plan = self._store.spend(keys, request)  # one atomic check-and-spend
+            if plan.refused:
+                raise self._refusal(keys, request, plan)
 
-    def _refusal(self, ids: IdArray, q: str, eps: float, ok: npt.NDArray[np.bool_]) -> PrivacyError:
-        bad = np.flatnonzero(~ok)
-        i = int(ids[bad[0]])
-        left = float(self.remaining(i))
-        cost_s, left_s = _fmt(eps), _fmt(left)
+    def _spend_admitted(
+        self, respondents: Any, question: str, epsilon: float, memoized: bool
+    ) -> Keys:
+        """Charge those who can afford the question, in one atomic step; their keys."""
+        with self._lock:
+            keys = self._keys(respondents)
+            request = self._request(question, epsilon, memoized, None, keys.size, partial=True)
+            plan = self._store.spend(keys, request)
+            return keys[plan.write]
+
+    def _refusal(self, keys: Keys, r: SpendRequest, plan: SpendPlan) -> PrivacyError:
+        bad = np.flatnonzero(~plan.admitted)
+        first = int(bad[0])
+        left = float(
+            remaining_budget(
+                plan.spent[first : first + 1], self._cap, self._tolerance, self._composition
+            )[0]
+        )
+        cost = float(plan.cost[first])
+        cost_s, left_s = fmt_budget(cost), fmt_budget(left)
         why = (
             " (an infinite epsilon: a report can reveal the answer, and no finite cap admits it)"
-            if math.isinf(eps)
+            if math.isinf(cost)
             else ""
         )
         if cost_s == left_s:  # apart only in the last digits: show them, and say why
-            cost_s, left_s = repr(eps), repr(left)
+            cost_s, left_s = repr(cost), repr(left)
             why = (
                 " (sums of binary doubles are rounded upward and never pass the cap: "
                 "state the cap with a margin)"
             )
         return PrivacyError(
-            f"question {q!r} costs epsilon {cost_s}{why} but respondent {i} has only "
-            f"{left_s} left of the cap {_fmt(self._cap)} ({bad.size} of {ids.size} "
-            "respondents would exceed it); nothing was spent."
+            f"question {r.question!r} costs {self._composition.unit} {cost_s}{why} but "
+            f"respondent {format_key(keys[first])} has only {left_s} left of the cap "
+            f"{fmt_budget(self._cap)} ({bad.size} of {keys.size} respondents would exceed it); "
+            "nothing was spent."
         )
 
     def grow(self, n_respondents: int) -> range:
-        """Add respondents so that there are ``n_respondents``; returns the new ids."""
+        """Add respondents so that there are ``n_respondents``; returns the new ids.
+
+        Only for a ledger of ids ``0 .. n - 1`` (made with ``n_respondents``); a ledger of
+        opaque keys takes any new key as it comes.
+        """
         with self._lock:
-            n = v.integer("n_respondents", n_respondents, minimum=self.n_respondents)
-            old = self.n_respondents
-            if n > old:
-                spent = np.concatenate([self._spent, np.zeros(n - old)])
-                charged = {
-                    q: np.concatenate([mask, np.zeros(n - old, dtype=np.bool_)])
-                    for q, mask in self._charged.items()
-                }
-                self._spent, self._charged = spent, charged
+            if self._n is None:
+                raise ParameterError(
+                    "`grow` needs a ledger of ids 0..n-1 (made with `n_respondents`); this "
+                    "ledger takes any respondent key, so there is nothing to grow."
+                )
+            n = v.integer("n_respondents", n_respondents, minimum=self._n)
+            old, self._n = self._n, n
             return range(old, n)
 
     def copy(self) -> BudgetLedger:
-        """An independent snapshot (taken atomically)."""
+        """An independent snapshot (taken atomically), in memory whatever the store."""
         new = BudgetLedger.__new__(BudgetLedger)
         new.__setstate__(self.__getstate__())
         return new
 
-    def charged(self, question: str) -> npt.NDArray[np.bool_]:
-        """Mask of respondents charged for ``question`` so far (all False if never asked)."""
+    def _all(self) -> Keys:
+        """Every respondent: the ids ``0 .. n - 1``, or every key charged so far."""
+        if self._n is not None:
+            return np.arange(self._n, dtype=np.int64)
+        return self._store.respondents()
+
+    def charged(self, question: str, respondents: Any = None) -> npt.NDArray[np.bool_]:
+        """Mask of respondents charged for ``question`` so far (all False if never asked).
+
+        ``respondents`` default: every respondent (the ids ``0 .. n - 1``, or, for a
+        ledger of opaque keys, every key charged so far, in the order first charged).
+        """
         q = self._question(question)
         with self._lock:
-            if q not in self._charged:
-                return np.zeros(self.n_respondents, dtype=np.bool_)
-            return self._charged[q].copy()
+            keys = self._all() if respondents is None else self._keys(respondents, unique=False)
+            return self._store.history(keys, q).charged
 
     def to_dict(self) -> dict[str, Any]:
         """A plain summary: cap, respondents, spent (min / mean / max), questions."""
         with self._lock:
-            return self._summary()
-
-    def _summary(self) -> dict[str, Any]:
-        s = self._spent
+            s = self._store.summary(self._cap)
+            records = self._store.questions()
+        n = s.respondents if self._n is None else self._n
+        unseen = n - s.respondents  # ids 0..n-1 never charged: spent 0
         return {
             "cap": self._cap,
-            "n_respondents": self.n_respondents,
-            "spent_min": float(s.min()) if s.size else 0.0,
-            "spent_mean": float(s.mean()) if s.size else 0.0,
-            "spent_max": float(s.max()) if s.size else 0.0,
-            "exhausted": int(np.count_nonzero(s >= self._cap)),
+            "n_respondents": n,
+            "spent_min": 0.0 if unseen > 0 or not n else s.minimum,
+            "spent_mean": s.total / n if n else 0.0,
+            "spent_max": s.maximum,
+            "exhausted": s.exhausted,
             "questions": {
-                q: {"epsilon": e, "memoized": m, "charges": self._log[q]}
-                for q, (e, m) in self._questions.items()
+                q: {"epsilon": r.epsilon, "memoized": r.memoized, "charges": r.charges}
+                for q, r in records.items()
             },
         }
 
     def __iter__(self) -> Iterator[float]:
         with self._lock:
-            return iter(self._spent.tolist())
-
-
-def first_repeat(ids: IdArray) -> int | None:
-    """The smallest id that occurs more than once in ``ids``, or ``None``."""
-    if ids.size > 1:
-        s = np.sort(ids)
-        dup = s[1:][s[1:] == s[:-1]]
-        if dup.size:
-            return int(dup[0])
-    return None
+            return iter(self._store.history(self._all()).spent.tolist())
 
 
 def _flag(name: str, value: Any) -> bool:

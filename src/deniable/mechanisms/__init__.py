@@ -1,6 +1,6 @@
 """Mechanisms that are not randomized-response designs: noise for released tallies (Laplace,
 Gaussian, their exact discrete versions), physical coin and dice protocols, and memoization
-(permanent randomized response).
+(permanent randomized response) with the :class:`MemoStore` protocol behind it.
 
 May import :mod:`deniable.designs`, :mod:`deniable.accounting` (privacy measures and the
 ledger), :mod:`deniable.randomness`, :mod:`deniable.results` and :mod:`deniable.common`.
@@ -16,7 +16,7 @@ looking at the values it is added to.
 Layout: ``_noise_continuous`` (Laplace, Gaussian), ``_noise_discrete`` (discrete Laplace,
 discrete Gaussian), ``_noise_table`` (the error table; its plot is in
 :mod:`deniable.plotting`), with the shared helpers in ``_noise_common``; coins in ``_coins``
-and ``_coin_protocol``, memoization in ``_memoization``.
+and ``_coin_protocol``, memoization in ``_memoization`` with its stores in ``_memo_store``.
 
 References
 ----------
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from deniable.mechanisms._coin_protocol import DEVICES, CoinProtocol
 from deniable.mechanisms._coins import all_protocols, design_protocol
+from deniable.mechanisms._memo_store import InMemoryMemoStore, MemoStore
 from deniable.mechanisms._memoization import MemoizedRandomizer, averaging_attack
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism
 from deniable.mechanisms._noise_discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
@@ -44,7 +45,9 @@ __all__ = [
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
     "GaussianMechanism",
+    "InMemoryMemoStore",
     "LaplaceMechanism",
+    "MemoStore",
     "MemoizedRandomizer",
     "NoiseErrorTable",
     "all_protocols",

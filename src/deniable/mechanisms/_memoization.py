@@ -19,12 +19,14 @@ product channel ``P_inst @ P_perm``, a single channel from the true answer to th
 
 Only randomized values are stored; the true answers given on replays are checked for
 range and otherwise ignored (the permanent report stands for the first answer; a changed
-answer needs a new question name and a new charge).
+answer needs a new question name and a new charge).  The reports live in a
+:class:`~deniable.mechanisms.MemoStore` (in memory by default, a SQL store in the survey
+service), keyed by (respondent key, question); respondents are opaque keys, integer ids of
+any size or string tokens.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,17 +34,15 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting import BudgetLedger
-from deniable.accounting._ledger import first_repeat
+from deniable.accounting._keys import respondent_keys
 from deniable.common import _validation as v
 from deniable.designs import Binary, BinaryDesign, Design, channel_epsilon
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.mechanisms._memo_store import InMemoryMemoStore, MemoStore
 from deniable.randomness import resolve_rng
 from deniable.results import Table
 
 __all__ = ["MemoizedRandomizer", "averaging_attack"]
-
-#: Respondent ids index a numpy array per question, so they must be dense and bounded.
-_MAX_ID = 100_000_000
 
 
 class MemoizedRandomizer:
@@ -55,13 +55,17 @@ class MemoizedRandomizer:
     instantaneous : Design, optional
         A design applied afresh to the permanent report on every round; its truths must be
         the permanent design's reports (``instantaneous.n_truths == design.n_reports``).
+    store : MemoStore, optional
+        Where the permanent reports live; default a new :class:`InMemoryMemoStore`.
 
     Notes
     -----
     A mutable object by nature (it *is* the memo).  It belongs with the respondent (on the
     device), since with an instantaneous design the collector must never see permanent
-    reports.  Safe to share between threads: a permanent draw is one atomic get-or-create
-    per (respondent, question) under the memo's lock.  Given a
+    reports.  Respondents are opaque keys (integer ids of any size, string tokens).  Safe
+    to share between threads: a permanent draw is one atomic get-or-create per
+    (respondent, question) in the store, and the draw and the charge happen inside it (the
+    store's lock is taken before the ledger's, never the other way round).  Given a
     :class:`~deniable.accounting.BudgetLedger`, :meth:`randomize` charges
     ``permanent_epsilon`` whenever it draws a permanent report (a respondent's first asking
     of a question, or the first after :meth:`forget`), the bound for all rounds of that
@@ -79,9 +83,15 @@ class MemoizedRandomizer:
     1.0986
     """
 
-    __slots__ = ("_design", "_instantaneous", "_lock", "_store")
+    __slots__ = ("_design", "_instantaneous", "_store")
 
-    def __init__(self, design: Design, *, instantaneous: Design | None = None) -> None:
+    def __init__(
+        self,
+        design: Design,
+        *,
+        instantaneous: Design | None = None,
+        store: MemoStore | None = None,
+    ) -> None:
         if not isinstance(design, Design):
             raise ParameterTypeError(f"`design` must be a Design, got {type(design).__name__}.")
         if instantaneous is not None:
@@ -94,24 +104,26 @@ class MemoizedRandomizer:
                     f"`instantaneous` must take the permanent design's {design.n_reports} report "
                     f"values as its truths, got a design with {instantaneous.n_truths}."
                 )
+        if store is not None and not isinstance(store, MemoStore):
+            raise ParameterTypeError(
+                f"`store` must be a MemoStore (e.g. InMemoryMemoStore()) or None, got "
+                f"{type(store).__name__}."
+            )
         self._design = design
         self._instantaneous = instantaneous
-        self._store: dict[str, npt.NDArray[np.int64]] = {}
-        # guards the store: a permanent draw is one atomic get-or-create per
-        # (respondent, question), so concurrent rounds never give one respondent two
-        # "permanent" reports (docs/budgets.md, "Concurrency")
-        self._lock = threading.RLock()
+        self._store: MemoStore = InMemoryMemoStore() if store is None else store
 
     def __getstate__(self) -> dict[str, Any]:
-        with self._lock:
-            store = {q: a.copy() for q, a in self._store.items()}
-        return {"design": self._design, "instantaneous": self._instantaneous, "store": store}
+        return {
+            "design": self._design,
+            "instantaneous": self._instantaneous,
+            "store": self._store.snapshot(),
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._design = state["design"]
         self._instantaneous = state["instantaneous"]
         self._store = state["store"]
-        self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         extra = "" if self._instantaneous is None else f", instantaneous={self._instantaneous!r}"
@@ -126,6 +138,11 @@ class MemoizedRandomizer:
     def instantaneous(self) -> Design | None:
         """The instantaneous design, if any."""
         return self._instantaneous
+
+    @property
+    def store(self) -> MemoStore:
+        """Where the permanent reports live."""
+        return self._store
 
     @property
     def channel(self) -> npt.NDArray[np.float64]:
@@ -166,14 +183,8 @@ class MemoizedRandomizer:
     def memoized(self, question: str, respondents: Any) -> npt.NDArray[np.bool_]:
         """Mask: which of ``respondents`` already have a permanent report for ``question``."""
         q = _question(question)
-        ids = _ids(respondents, unique=False)
-        out = np.zeros(ids.size, dtype=np.bool_)
-        with self._lock:
-            store = self._store.get(q)
-            if store is not None:
-                inside = ids < store.size
-                out[inside] = store[ids[inside]] >= 0
-        return out
+        keys = respondent_keys(respondents, unique=False)
+        return self._store.lookup(q, keys) >= 0
 
     def forget(self, question: str) -> None:
         """Drop every stored report for ``question``.
@@ -183,9 +194,7 @@ class MemoizedRandomizer:
         charge too, since the forgotten reports were released).  Forgetting never makes a
         fresh report free.
         """
-        q = _question(question)
-        with self._lock:
-            self._store.pop(q, None)
+        self._store.forget(_question(question))
 
     def randomize(
         self,
@@ -196,7 +205,7 @@ class MemoizedRandomizer:
         rng: Any = None,
         ledger: BudgetLedger | None = None,
     ) -> npt.NDArray[np.int64]:
-        """One round of ``question`` for ``respondents`` (distinct ids) with true answers
+        """One round of ``question`` for ``respondents`` (distinct keys) with true answers
         ``truth``: replay stored permanent reports, randomize and store the others, then
         apply the instantaneous design if any.
 
@@ -205,40 +214,35 @@ class MemoizedRandomizer:
         dropped by :meth:`forget` (or who were charged through another memo), even if the
         ledger already holds a charge for ``question`` (a fresh report is a new release).
         Replays are free.  If any respondent cannot afford it the ledger raises
-        :class:`~deniable.exceptions.PrivacyError` and nothing is randomized or stored.
+        :class:`~deniable.exceptions.PrivacyError` and nothing is stored.
         """
         q = _question(question)
-        ids = _ids(respondents, unique=True)
+        keys = respondent_keys(respondents, unique=True)
         x = v.reports_array("truth", truth, categories=self._design.n_truths)
-        if x.size != ids.size:
+        if x.size != keys.size:
             raise DataError(
-                f"`truth` must have one answer per respondent ({ids.size}), got {x.size}."
+                f"`truth` must have one answer per respondent ({keys.size}), got {x.size}."
             )
         if ledger is not None and not isinstance(ledger, BudgetLedger):
             raise ParameterTypeError(
                 f"`ledger` must be a BudgetLedger or None, got {type(ledger).__name__}."
             )
         gen = resolve_rng(rng)
-        with self._lock:  # get-or-create, atomically: the check, the charge and the store
-            store = self._store.get(q, np.full(0, -1, dtype=np.int64))
-            # who gets a fresh draw is decided by this memo's store, never by the ledger's
-            new = np.ones(ids.size, dtype=np.bool_)
-            inside = ids < store.size
-            new[inside] = store[ids[inside]] < 0
-            # draw first (nothing is released yet), then charge (may refuse: nothing is
-            # stored), then store: a failure at any step leaves the memo as it was
-            fresh = self._design.randomize(x[new], rng=gen) if new.any() else None
+        design, eps = self._design, self.permanent_epsilon
+
+        def create(new: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+            # called inside the store's get-or-create, with the keys that have no report
+            # (decided by this memo's store, never by the ledger's record).  Draw first
+            # (nothing is released yet), then charge (may refuse: the store stores
+            # nothing), then the store stores: a failure at any step changes nothing.
+            fresh = np.zeros(0, dtype=np.int64)
+            if new.any():
+                fresh = np.asarray(design.randomize(x[new], rng=gen), dtype=np.int64)
             if ledger is not None:
-                ledger.spend(ids, q, self.permanent_epsilon, memoized=True, fresh=new)
-            top = int(ids.max()) + 1 if ids.size else 0
-            if top > store.size:
-                grown = np.full(max(top, 2 * store.size), -1, dtype=np.int64)
-                grown[: store.size] = store
-                store = grown
-            if fresh is not None:
-                store[ids[new]] = fresh
-            self._store[q] = store
-            permanent = store[ids].copy()
+                ledger.spend(keys, q, eps, memoized=True, fresh=new)
+            return fresh
+
+        permanent = np.asarray(self._store.get_or_create(q, keys, create), dtype=np.int64)
         if self._instantaneous is None:
             return permanent
         return np.asarray(self._instantaneous.randomize(permanent, rng=gen), dtype=np.int64)
@@ -250,31 +254,6 @@ def _question(question: Any) -> str:
             f"`question` must be a non-empty string naming the question, got {question!r}."
         )
     return question
-
-
-def _ids(respondents: Any, *, unique: bool) -> npt.NDArray[np.int64]:
-    arr = np.asarray(respondents)
-    if arr.ndim == 0:
-        arr = arr.reshape(1)
-    if arr.ndim != 1:
-        raise DataError(f"`respondents` must be a 1-D array of ids, got shape {arr.shape}.")
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
-        raise ParameterTypeError(
-            f"`respondents` must hold non-negative integer ids, got dtype {arr.dtype}."
-        )
-    if int(arr.min()) < 0:
-        raise DataError(f"`respondents` must hold non-negative ids, got {int(arr.min())}.")
-    if int(arr.max()) >= _MAX_ID:
-        raise DataError(
-            f"`respondents` must hold dense ids below {_MAX_ID} (the store is an array indexed "
-            f"by id; map sparse ids to 0..n-1 first), got {int(arr.max())}."
-        )
-    out = arr.astype(np.int64, copy=False)
-    if unique and (rep := first_repeat(out)) is not None:
-        raise DataError(f"`respondents` must not repeat an id within one round, got {rep} twice.")
-    return out
 
 
 # --------------------------------------------------------------------------- the attack

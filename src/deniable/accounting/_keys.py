@@ -1,0 +1,351 @@
+"""Respondent keys: opaque ids or tokens, checked once and mapped to dense indices.
+
+A respondent key is any hashable value that is not ``None``, not a bool and not a
+non-integer number: an integer id (Python or numpy, of any size), a string token, bytes,
+a UUID.  Floats are refused because ``1.0 == 1`` would merge two keys and ``nan != nan``
+could never be found again.  :func:`respondent_keys` turns what a caller passes into the
+canonical form every store takes: a 1-D numpy array, ``int64`` when every key is an integer
+that fits (the vectorized path), ``object`` otherwise (integers in an object array are Python
+ints, strings are ``str``).
+
+:class:`KeyIndex` maps keys to dense indices ``0, 1, 2, ...`` in the order they are first
+added, so that what a store keeps per respondent lives in compact arrays whatever the keys
+look like: id ``99_999_999`` or a 40-character token costs what id ``0`` costs.  Integer
+keys are found with a binary search over a sorted array (``np.searchsorted``: no Python loop
+per key); other keys with a dict.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Hashable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.exceptions import DataError, ParameterTypeError
+
+__all__ = ["KeyIndex", "Keys", "first_repeat", "format_key", "respondent_keys"]
+
+#: A canonical array of respondent keys (``int64`` or ``object``).
+Keys = npt.NDArray[Any]
+IdArray = npt.NDArray[np.int64]
+
+_LO, _HI = -(2**63), 2**63 - 1
+
+
+def format_key(key: Any) -> str:
+    """A key as an error message shows it: integers bare, everything else by ``repr``."""
+    if isinstance(key, numbers.Integral) and not isinstance(key, bool | np.bool_):
+        return str(int(key))
+    return repr(key)
+
+
+def _canonical(key: Any, name: str) -> Hashable:
+    if key is None or isinstance(key, bool | np.bool_):
+        raise ParameterTypeError(
+            f"`{name}` must hold respondent keys (integer ids or string tokens; not None, a "
+            f"bool or a float), got {key!r}."
+        )
+    if isinstance(key, numbers.Integral):
+        return int(key)
+    if isinstance(key, numbers.Number):
+        raise ParameterTypeError(
+            f"`{name}` must hold respondent keys (integer ids or string tokens; not a float, "
+            f"which could equal another key or be nan), got {type(key).__name__} {key!r}."
+        )
+    if isinstance(key, np.str_):
+        return str(key)
+    if isinstance(key, np.bytes_):
+        return bytes(key)
+    try:
+        hash(key)
+    except TypeError:
+        raise ParameterTypeError(
+            f"`{name}` must hold hashable respondent keys (integer ids or string tokens), got "
+            f"unhashable {type(key).__name__} {key!r}."
+        ) from None
+    return key  # type: ignore[no-any-return]
+
+
+def respondent_keys(respondents: Any, *, unique: bool, name: str = "respondents") -> Keys:
+    """``respondents`` as a canonical 1-D key array (see the module docstring).
+
+    A scalar is one key.  With ``unique``, a key given twice raises
+    :class:`~deniable.exceptions.DataError` (a spend or a memoized round charges each
+    respondent once).
+    """
+    if isinstance(respondents, np.ndarray):
+        arr = respondents
+    elif isinstance(respondents, range):
+        arr = np.arange(respondents.start, respondents.stop, respondents.step, dtype=np.int64)
+    elif isinstance(respondents, str | bytes) or not hasattr(respondents, "__len__"):
+        arr = np.empty(1, dtype=object)  # one key
+        arr[0] = respondents
+    else:
+        try:
+            arr = np.asarray(respondents)
+            kind = {"U": str, "S": bytes}.get(arr.dtype.kind)
+            # numpy turns [1, "a"] into ["1", "a"] and [1, True] into [1, 1]: keep each key
+            # as it was given (and have a bool refused below)
+            if kind is not None:
+                mixed = not all(isinstance(k, kind) for k in respondents)
+            else:
+                mixed = arr.dtype.kind in "iu" and any(
+                    isinstance(k, bool | np.bool_) for k in respondents
+                )
+        except ValueError:  # ragged, e.g. ["a", ["b"]]: each item is checked as a key below
+            mixed = True
+        if mixed:
+            arr = np.empty(len(respondents), dtype=object)
+            arr[:] = list(respondents)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1:
+        raise DataError(
+            f"`{name}` must be a 1-D array of respondent keys, got an array of shape {arr.shape}."
+        )
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    dkind = arr.dtype.kind
+    out: Keys
+    if dkind == "i" or (dkind == "u" and int(arr.max()) <= _HI):
+        out = arr.astype(np.int64, copy=False)
+    elif dkind in "uUSO":
+        items = [_canonical(k, name) for k in arr.tolist()]
+        if all(type(k) is int and _LO <= k <= _HI for k in items):
+            out = np.array(items, dtype=np.int64)
+        else:
+            out = np.empty(len(items), dtype=object)
+            out[:] = items
+    elif dkind == "b":
+        raise ParameterTypeError(
+            f"`{name}` must hold respondent keys (integer ids or string tokens), got booleans."
+        )
+    else:
+        raise ParameterTypeError(
+            f"`{name}` must hold respondent keys (integer ids or string tokens), got dtype "
+            f"{arr.dtype} (a float could equal another key or be nan)."
+        )
+    if unique and (rep := first_repeat(out)) is not None:
+        raise DataError(
+            f"`{name}` must not repeat a respondent within one call, got {format_key(rep)} "
+            "twice (ask again in a separate call)."
+        )
+    return out
+
+
+def first_repeat(keys: npt.NDArray[Any]) -> Any:
+    """The first key (the smallest, for integer ids) that occurs twice in ``keys``, or
+    ``None``."""
+    if keys.size < 2:
+        return None
+    if keys.dtype != object:
+        s = np.sort(keys)
+        dup = s[1:][s[1:] == s[:-1]]
+        return int(dup[0]) if dup.size else None
+    seen: set[Any] = set()
+    for k in keys.tolist():
+        if k in seen:
+            return k
+        seen.add(k)
+    return None
+
+
+def _int_mask(keys: Keys) -> npt.NDArray[np.bool_]:
+    """Which keys of an object array are integers that fit ``int64`` (they are indexed with
+    the integer keys, so an id is the same key however it was passed)."""
+    return np.fromiter(
+        (type(k) is int and _LO <= k <= _HI for k in keys.tolist()),
+        dtype=np.bool_,
+        count=keys.size,
+    )
+
+
+class KeyIndex:
+    """Respondent keys mapped to dense indices ``0 .. len - 1`` in order of first addition.
+
+    Integer keys are kept sorted with their dense indices, and found by binary search; when
+    they fill their range densely (a span at most twice their number, plus a little), a
+    direct table over the span is built on the next lookup instead, so that ids
+    ``0 .. n - 1`` are found by one array index.  Other keys are in a dict.  Memory stays
+    proportional to the number of keys, never to their size.
+
+    Not thread-safe on its own: the store that owns it holds its lock.  :meth:`add` is all
+    or nothing; the arrays are replaced, never written in place, so a copy may share them.
+    """
+
+    __slots__ = ("_int_keys", "_int_pos", "_n", "_other", "_table")
+
+    #: A direct table is built while the span of the integer keys is at most
+    #: ``2 * count + _SLACK``.
+    _SLACK = 1024
+
+    def __init__(self) -> None:
+        self._int_keys: IdArray = np.zeros(0, dtype=np.int64)  # sorted
+        self._int_pos: IdArray = np.zeros(0, dtype=np.int64)  # dense index of each
+        self._other: dict[Hashable, int] = {}
+        self._n = 0
+        self._table: IdArray | None = None  # dense index by key - min key, -1: none
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"int_keys": self._int_keys, "int_pos": self._int_pos, "other": self._other}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._int_keys = state["int_keys"]
+        self._int_pos = state["int_pos"]
+        self._other = state["other"]
+        self._n = int(self._int_keys.size) + len(self._other)
+        self._table = None
+
+    def copy(self) -> KeyIndex:
+        new = KeyIndex()
+        new.__setstate__(
+            {"int_keys": self._int_keys, "int_pos": self._int_pos, "other": dict(self._other)}
+        )
+        new._table = self._table
+        return new  # the arrays are never written in place, so they can be shared
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the integer arrays (the dict of other keys is not counted)."""
+        table = 0 if self._table is None else self._table.nbytes
+        return int(self._int_keys.nbytes + self._int_pos.nbytes + table)
+
+    def _dense_table(self) -> IdArray | None:
+        k = self._int_keys
+        if self._table is None and k.size:
+            span = int(k[-1]) - int(k[0]) + 1
+            if span <= 2 * k.size + self._SLACK:
+                table = np.full(span, -1, dtype=np.int64)
+                table[k - k[0]] = self._int_pos
+                self._table = table
+        return self._table
+
+    def _find_ints(self, ids: IdArray) -> IdArray:
+        k = self._int_keys
+        if k.size == 0:
+            return np.full(ids.size, -1, dtype=np.int64)
+        table = self._dense_table()
+        if table is not None:
+            inside = (ids >= k[0]) & (ids <= k[-1])
+            off = ids - k[0]  # may wrap around outside the span: only used inside it
+            out: IdArray
+            if inside.all():
+                out = table[off]
+                return out
+            out = np.full(ids.size, -1, dtype=np.int64)
+            out[inside] = table[off[inside]]
+            return out
+        pos = np.searchsorted(k, ids)
+        pos = np.minimum(pos, k.size - 1)
+        hit = k[pos] == ids
+        return np.where(hit, self._int_pos[pos], -1)
+
+    def find(self, keys: Keys) -> IdArray:
+        """The dense index of each key, ``-1`` for a key never added."""
+        if keys.dtype != object:
+            return self._find_ints(keys)
+        out = np.full(keys.size, -1, dtype=np.int64)
+        ints = _int_mask(keys)
+        if ints.any():
+            out[ints] = self._find_ints(keys[ints].astype(np.int64))
+        others = np.flatnonzero(~ints)
+        if others.size:
+            get = self._other.get
+            out[others] = [get(k, -1) for k in keys[others].tolist()]
+        return out
+
+    def add(self, keys: Keys, found: IdArray) -> IdArray:
+        """Add the keys with ``found == -1`` (``found`` is :meth:`find` of ``keys``) and
+        return the dense index of every key.  All or nothing: if adding fails midway (a
+        ``MemoryError``), the index is restored before the error propagates."""
+        missing = found < 0
+        if not missing.any():
+            return found
+        saved = (self._int_keys, self._int_pos, self._n, self._table)
+        added: list[Hashable] = []
+        try:
+            return self._add(keys, found, missing, added)
+        except BaseException:
+            self._int_keys, self._int_pos, self._n, self._table = saved
+            for k in added:
+                del self._other[k]
+            raise
+
+    def _merge(self, srt: IdArray, pos: IdArray) -> None:
+        """Merge new integer keys (sorted, absent) and their dense indices: linear time."""
+        old_keys, old_pos = self._int_keys, self._int_pos
+        if not old_keys.size:
+            self._int_keys, self._int_pos, self._table = srt, pos.astype(np.int64), None
+            return
+        # where each new key lands in the merged array: its rank among the old, plus its own
+        dest = np.searchsorted(old_keys, srt) + np.arange(srt.size)
+        rest = np.ones(old_keys.size + srt.size, dtype=np.bool_)
+        rest[dest] = False
+        int_keys = np.empty(rest.size, dtype=np.int64)
+        int_pos = np.empty(rest.size, dtype=np.int64)
+        int_keys[dest], int_keys[rest] = srt, old_keys
+        int_pos[dest], int_pos[rest] = pos, old_pos
+        self._int_keys, self._int_pos, self._table = int_keys, int_pos, None
+
+    def _add(
+        self, keys: Keys, found: IdArray, missing: npt.NDArray[np.bool_], added: list[Hashable]
+    ) -> IdArray:
+        out = found.copy()
+        rows = np.flatnonzero(missing)
+        fresh = keys[rows]
+        n = self._n
+        if keys.dtype != object:
+            perm = np.argsort(fresh, kind="stable")
+            srt = fresh[perm]
+            if srt.size < 2 or bool((srt[1:] != srt[:-1]).all()):
+                # distinct new integer ids (the usual case): row r gets index n + r
+                self._merge(srt, n + perm)
+                out[rows] = np.arange(n, n + rows.size, dtype=np.int64)
+                self._n = n + int(rows.size)
+                return out
+            ints, int_rows, other_rows = fresh, rows, rows[:0]
+        else:
+            mask = _int_mask(fresh)
+            ints, int_rows, other_rows = fresh[mask].astype(np.int64), rows[mask], rows[~mask]
+        # distinct new keys and the row where each first occurs
+        uniq, first, inverse = np.unique(ints, return_index=True, return_inverse=True)
+        firsts: dict[Hashable, int] = {}
+        for r, k in zip(other_rows.tolist(), keys[other_rows].tolist(), strict=True):
+            firsts.setdefault(k, r)
+        # dense indices in order of first occurrence
+        first_rows = np.concatenate([int_rows[first], np.fromiter(firsts.values(), np.int64)])
+        dense = np.empty(first_rows.size, dtype=np.int64)
+        dense[np.argsort(first_rows, kind="stable")] = np.arange(
+            n, n + first_rows.size, dtype=np.int64
+        )
+        if uniq.size:
+            pos = dense[: uniq.size]
+            self._merge(uniq, pos)
+            out[int_rows] = pos[inverse.reshape(-1)]
+        if firsts:
+            other = self._other
+            for k, i in zip(firsts, dense[uniq.size :].tolist(), strict=True):
+                other[k] = i
+                added.append(k)
+            get = other.__getitem__
+            out[other_rows] = [get(k) for k in keys[other_rows].tolist()]
+        self._n = n + int(first_rows.size)
+        return out
+
+    def keys(self) -> Keys:
+        """Every key, in order of dense index (``int64`` if all are integers)."""
+        if not self._other:
+            out = np.empty(self._n, dtype=np.int64)
+            out[self._int_pos] = self._int_keys
+            return out
+        obj = np.empty(self._n, dtype=object)
+        obj[self._int_pos] = self._int_keys.tolist()
+        for k, i in self._other.items():
+            obj[i] = k
+        return obj

@@ -1,0 +1,209 @@
+"""The in-memory stores: the store contract (tests/_store_contract.py), then what is
+particular to keeping keys and budgets in this process's memory."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from _store_contract import LedgerStoreContract, MemoStoreContract, keys, request
+from deniable.accounting import BudgetLedger, InMemoryLedgerStore
+from deniable.accounting._keys import KeyIndex, respondent_keys
+from deniable.designs import Warner
+from deniable.exceptions import DataError, ParameterTypeError
+from deniable.mechanisms import InMemoryMemoStore, MemoizedRandomizer
+
+
+class TestInMemoryLedgerStore(LedgerStoreContract):
+    @pytest.fixture
+    def make_store(self) -> Callable[[], InMemoryLedgerStore]:
+        return InMemoryLedgerStore
+
+
+class TestInMemoryMemoStore(MemoStoreContract):
+    @pytest.fixture
+    def make_store(self) -> Callable[[], InMemoryMemoStore]:
+        return InMemoryMemoStore
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def test_a_huge_or_sparse_id_costs_what_a_small_one_does() -> None:
+    """The old ledger and memo allocated arrays up to the largest id (id 99,999,999: about
+    800 MB per question); the stores keep one entry per respondent whatever the id."""
+    sizes = []
+    for rid in (0, 99_999_999, 2**62, 2**70, "a" * 40):
+        ledger = BudgetLedger(cap=1.0)
+        ledger.spend([rid], "q", 0.5)
+        ledger.spend([rid], "r", 0.25)
+        memo = MemoizedRandomizer(Warner(0.75))
+        memo.randomize([rid], [1], question="q", rng=1)
+        ledger_bytes = ledger.store.nbytes  # type: ignore[attr-defined]
+        memo_bytes = memo.store.nbytes  # type: ignore[attr-defined]
+        assert ledger_bytes < 1_000 and memo_bytes < 1_000, (rid, ledger_bytes, memo_bytes)
+        sizes.append((ledger_bytes, memo_bytes))
+    assert sizes[1] == sizes[0]  # id 99,999,999 exactly as id 0
+    # a million ids spread over [0, 10**12): memory linear in their number
+    ids = np.random.default_rng(3).choice(10**12, size=100_000, replace=False)
+    ledger = BudgetLedger(cap=1.0)
+    ledger.spend(ids, "q", 0.5)
+    assert ledger.store.nbytes < 64 * ids.size  # type: ignore[attr-defined]
+    assert ledger.spent(ids[::1000]).tolist() == [0.5] * 100
+
+
+def test_a_closed_ledger_of_many_ids_allocates_only_for_those_charged() -> None:
+    ledger = BudgetLedger(cap=1.0, n_respondents=10**9)
+    ledger.spend([999_999_999], "q", 0.5)
+    assert ledger.store.nbytes < 1_000  # type: ignore[attr-defined]
+    d = ledger.to_dict()
+    assert (d["n_respondents"], d["spent_min"], d["spent_max"]) == (10**9, 0.0, 0.5)
+    assert d["spent_mean"] == pytest.approx(0.5e-9)
+
+
+# --------------------------------------------------------------------------- keys
+
+
+@pytest.mark.parametrize(
+    ("given", "dtype", "expect"),
+    [
+        ([3, 1, 2], np.int64, [3, 1, 2]),
+        (np.array([5, 6], dtype=np.uint8), np.int64, [5, 6]),
+        (np.array([2**64 - 1], dtype=np.uint64), object, [2**64 - 1]),
+        ([2**70, 1], object, [2**70, 1]),
+        (["b", "a"], object, ["b", "a"]),
+        (np.array(["x", "yy"]), object, ["x", "yy"]),
+        ([1, "1"], object, [1, "1"]),  # numpy alone would make both "1"
+        ([b"k", "k"], object, [b"k", "k"]),
+        (np.int32(4), np.int64, [4]),
+        ("token", object, ["token"]),
+        (range(2, 5), np.int64, [2, 3, 4]),
+        ([], np.int64, []),
+    ],
+)
+def test_respondent_keys_canonical_forms(given: Any, dtype: Any, expect: list[Any]) -> None:
+    out = respondent_keys(given, unique=True)
+    assert out.dtype == dtype and out.tolist() == expect
+    assert [type(k) for k in out.tolist()] == [type(k) for k in expect]
+
+
+@pytest.mark.parametrize(
+    ("given", "error", "match"),
+    [
+        ([None], ParameterTypeError, "not None"),
+        ([0, None], ParameterTypeError, "not None"),
+        ([True], ParameterTypeError, "booleans"),
+        ([1, True], ParameterTypeError, "got True"),
+        ([1.0], ParameterTypeError, "dtype float64"),
+        ([1, float("nan")], ParameterTypeError, "float"),
+        (["a", 1.5], ParameterTypeError, "float 1.5"),
+        (["a", ["b"]], ParameterTypeError, "unhashable list"),
+        ([{"a": 1}], ParameterTypeError, "unhashable dict"),
+        ([[0, 1]], DataError, "1-D"),
+        (["a", "a"], DataError, "got 'a' twice"),
+        ([7, 8, 7], DataError, "got 7 twice"),
+    ],
+)
+def test_respondent_keys_bad_input(given: Any, error: type[Exception], match: str) -> None:
+    with pytest.raises(error, match=match) as info:
+        respondent_keys(given, unique=True)
+    assert "`respondents`" in str(info.value)
+
+
+def test_key_index_dense_and_sparse_paths_agree() -> None:
+    gen = np.random.default_rng(5)
+    dense, sparse, model = KeyIndex(), KeyIndex(), {}
+    for step in range(30):
+        batch = gen.choice(3000, size=int(gen.integers(1, 200)), replace=False)
+        for index, offset in ((dense, 0), (sparse, 10**15)):
+            k = respondent_keys(batch * (1 if offset == 0 else 10**9) + offset, unique=True)
+            found = index.find(k)
+            index.add(k, found)
+        for x in batch.tolist():
+            model.setdefault(x, len(model))
+        probe = np.arange(-5, 3005)
+        expect = [model.get(int(x), -1) for x in probe]
+        assert dense.find(probe).tolist() == expect, step
+        assert sparse.find(probe * 10**9 + 10**15).tolist() == expect, step
+    assert dense._table is not None or dense.find(np.arange(1)).size  # built on lookup
+    assert dense._table is not None and sparse._table is None
+
+
+def test_key_index_mixed_keys_in_order_of_first_addition() -> None:
+    index = KeyIndex()
+    first = keys("b", 5, "a", 2**70, -1)
+    index.add(first, index.find(first))
+    more = np.empty(5, dtype=object)
+    more[:] = ["a", 6, "c", 6, 5]  # repeats inside one call: one index each
+    idx = index.add(more, index.find(more))
+    assert idx.tolist() == [2, 5, 6, 5, 1]
+    assert index.keys().tolist() == ["b", 5, "a", 2**70, -1, 6, "c"]
+    assert index.find(keys(5, "5", 2**70)).tolist() == [1, -1, 3]
+    assert len(index) == 7
+    clone = pickle.loads(pickle.dumps(index))
+    assert clone.keys().tolist() == index.keys().tolist()
+
+
+def test_key_index_add_is_all_or_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    index = KeyIndex()
+    start = keys(1, 2, "x")
+    index.add(start, index.find(start))
+
+    def boom(*args: object) -> None:
+        raise MemoryError("simulated")
+
+    monkeypatch.setattr(KeyIndex, "_merge", boom)
+    for batch in (keys(3, 4), keys("y", 5, "z")):
+        with pytest.raises(MemoryError):
+            index.add(batch, index.find(batch))
+        assert len(index) == 3 and index.keys().tolist() == [1, 2, "x"]
+        assert index.find(keys("y", "z", 3)).tolist() == [-1, -1, -1]
+
+
+def test_a_store_spend_that_fails_midway_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    store = InMemoryLedgerStore()
+    store.spend(keys("a", 1), request("q", 0.25))
+    before = pickle.dumps(store)
+
+    def boom(*args: object) -> None:
+        raise MemoryError("simulated")
+
+    monkeypatch.setattr(KeyIndex, "add", boom)
+    with pytest.raises(MemoryError):
+        store.spend(keys("a", "new", 2), request("r", 0.25))
+    monkeypatch.undo()
+    after = pickle.loads(pickle.dumps(store))
+    restored = pickle.loads(before)
+    probe = keys("a", 1, "new", 2)
+    for s in (after, restored):
+        assert s.history(probe).spent.tolist() == [0.25, 0.25, 0.0, 0.0]
+    assert after.questions() == restored.questions() and "r" not in after.questions()
+    assert after.respondents().tolist() == restored.respondents().tolist()
+
+
+def test_in_memory_stores_pickle_and_print() -> None:
+    store = InMemoryLedgerStore()
+    store.spend(keys("a", 3), request("q", 0.5))
+    copy = pickle.loads(pickle.dumps(store))
+    copy.spend(keys("a"), request("r", 0.25))  # a working lock of its own
+    assert store.history(keys("a")).spent.tolist() == [0.5]
+    assert copy.history(keys("a")).spent.tolist() == [0.75]
+    assert repr(store) == "InMemoryLedgerStore(respondents=2, questions=1)"
+    memo = InMemoryMemoStore()
+    memo.get_or_create("q", keys("a"), lambda m: np.ones(int(m.sum()), np.int64))
+    again = pickle.loads(pickle.dumps(memo))
+    assert again.lookup("q", keys("a", "b")).tolist() == [1, -1]
+    assert repr(memo) == "InMemoryMemoStore({'q': 1})"
+
+
+def test_stores_are_checked_where_they_are_given() -> None:
+    with pytest.raises(ParameterTypeError, match="`store` must be a LedgerStore"):
+        BudgetLedger(cap=1.0, store={})  # type: ignore[arg-type]
+    with pytest.raises(ParameterTypeError, match="`store` must be a MemoStore"):
+        MemoizedRandomizer(Warner(0.75), store=InMemoryLedgerStore())  # type: ignore[arg-type]
+    with pytest.raises(ParameterTypeError, match="`composition` must be a Composition"):
+        BudgetLedger(cap=1.0, composition="basic")  # type: ignore[arg-type]
