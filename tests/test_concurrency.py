@@ -8,6 +8,12 @@ these scenarios failed in most trials (an overspend or a second "permanent" repo
 of every 10), so a run of 30 trials that passes leaves a race of that kind a chance below
 (1/2)^30 of going unseen.  The scenarios are deterministic in their outcome (no statistical
 false alarm): a correct implementation passes every trial whatever the schedule.
+
+The ledger and the memo keep their state in stores (an atomic check-and-spend, an atomic
+get-or-create); the scenarios with several ledgers over one store, string tokens and huge
+ids exercise the stores alone (the ledgers' own locks are then of no help).  Removing the
+store's lock makes them fail.  tests/_store_contract.py holds the same checks in a form any
+store (the service's SQL stores) can run.
 """
 
 from __future__ import annotations
@@ -270,8 +276,9 @@ def test_a_spend_that_fails_midway_changes_nothing(monkeypatch: pytest.MonkeyPat
     def boom(*args: object, **kwargs: object) -> None:
         raise MemoryError("simulated")
 
-    # count_nonzero is the last computation of a spend; the old code called it after the
-    # spent budget had been written, which left the spend half-applied
+    # count_nonzero is among the last computations of a spend (the plan's charge count); an
+    # older version called it after the spent budget had been written, which left the spend
+    # half-applied (tests/test_stores.py fails a spend inside the store's writes too)
     monkeypatch.setattr(np, "count_nonzero", boom)
     with pytest.raises(MemoryError):
         ledger.spend([0, 2], "b", 0.5)

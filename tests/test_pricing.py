@@ -11,7 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from deniable.accounting import Composition, History, PureEpsilonComposition, QuestionRecord
+from deniable.accounting import (
+    BudgetLedger,
+    Composition,
+    History,
+    PureEpsilonComposition,
+    QuestionRecord,
+    ZCDPComposition,
+    basic_composition,
+    pure_to_zcdp,
+    zcdp_epsilon,
+)
 from deniable.accounting import SpendRequest as Request
 from deniable.accounting._exact_sum import add_up
 from deniable.accounting._pricing import (
@@ -21,7 +31,7 @@ from deniable.accounting._pricing import (
     remaining_budget,
     spend_limit,
 )
-from deniable.exceptions import ParameterError
+from deniable.exceptions import ParameterError, PrivacyError
 
 T, F = True, False
 
@@ -183,3 +193,47 @@ def test_pricing_follows_the_composition_rule() -> None:
     )
     assert plan.refused and plan.cost.tolist() == [0.5, 0.5]
     assert plan.admitted.tolist() == [True, False]
+
+
+# --------------------------------------------------------------------------- zCDP
+
+
+@pytest.mark.parametrize("eps", [1e-300, 1e-3, 0.1, 0.5, 1.0, math.log(3), 5.0, 40.0])
+def test_zcdp_charge_is_the_sharp_conversion(eps: float) -> None:
+    rho = ZCDPComposition().charge(eps)
+    assert rho == pure_to_zcdp(eps).rho
+    # never below the exact eps * tanh(eps / 2), never above the classic eps^2 / 2 bound
+    assert rho >= eps * math.tanh(eps / 2) * (1 - 1e-15)
+    assert rho <= pure_to_zcdp(eps, method="classic").rho * (1 + 1e-15)
+
+
+def test_zcdp_charge_of_zero_and_infinity() -> None:
+    rule = ZCDPComposition()
+    assert rule.charge(0.0) == 0.0 and rule.charge(math.inf) == math.inf
+    assert isinstance(rule, Composition) and rule.unit == "rho"
+
+
+def test_a_zcdp_ledger_caps_rho_and_states_its_guarantee() -> None:
+    """100 questions of epsilon 0.1 under a cap of rho = 0.5: basic composition would state
+    epsilon 10; the zCDP total converts to (5.22, 1e-6)-DP by the package's conversion, below
+    the classic rho + 2 sqrt(rho ln(1/delta)) = 5.76 (Bun & Steinke 2016, Prop. 1.3)."""
+    ledger = BudgetLedger(cap=0.5, composition=ZCDPComposition())
+    rho = pure_to_zcdp(0.1).rho
+    fits = int(0.5 // rho)
+    assert fits == 100
+    for j in range(fits):
+        ledger.spend(["r"], f"q{j}", 0.1)
+    with pytest.raises(PrivacyError, match=r"question 'q100' costs rho 0\.004995"):
+        ledger.spend(["r"], "q100", 0.1)
+    spent = ledger.spent("r")
+    assert Fraction(spent) >= fits * Fraction(rho) and spent <= 0.5
+    classic = 0.5 + 2 * math.sqrt(0.5 * math.log(1e6))
+    assert zcdp_epsilon(spent, 1e-6) <= zcdp_epsilon(0.5, 1e-6) <= classic
+    assert zcdp_epsilon(0.5, 1e-6) == pytest.approx(5.2215, abs=1e-4)
+    assert zcdp_epsilon(0.5, 1e-6) < basic_composition([0.1] * 100) == pytest.approx(10.0)
+    # memoized replays stay free under any rule
+    ledger2 = BudgetLedger(cap=1.0, composition=ZCDPComposition())
+    for _ in range(5):
+        ledger2.spend(["r"], "panel", 1.0, memoized=True)
+    assert ledger2.spent("r") == pure_to_zcdp(1.0).rho
+    assert ledger2.remaining("r") == pytest.approx(1.0 - pure_to_zcdp(1.0).rho)

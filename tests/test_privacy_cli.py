@@ -88,7 +88,7 @@ RandomizedResponse Laplace Gaussian PrivacyAccountant COMPOSITION_METHODS Shuffl
 shuffle_delta_numerical shuffle_epsilon_closed_form shuffle_epsilon_numerical
 shuffle_epsilon_table shuffle_guarantee BudgetLedger BudgetFilter QuestionRecord
 Composition PureEpsilonComposition LedgerStore InMemoryLedgerStore History SpendRequest
-SpendPlan SpentSummary
+SpendPlan SpentSummary ZCDPComposition
 """.split()  # noqa: SIM905 (one name per word reads better than 48 quoted lines)
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from _store_contract import LedgerStoreContract, MemoStoreContract, keys, request
 from deniable.accounting import BudgetLedger, InMemoryLedgerStore
@@ -131,6 +133,41 @@ def test_key_index_dense_and_sparse_paths_agree() -> None:
         assert sparse.find(probe * 10**9 + 10**15).tolist() == expect, step
     assert dense._table is not None or dense.find(np.arange(1)).size  # built on lookup
     assert dense._table is not None and sparse._table is None
+
+
+def test_key_index_finds_many_unsorted_sparse_keys() -> None:
+    # past 4096 unsorted keys the lookup sorts them first: same answers as a dict
+    gen = np.random.default_rng(11)
+    ids = gen.choice(10**15, size=20_000, replace=False)
+    index = KeyIndex()
+    index.add(ids[:10_000], index.find(ids[:10_000]))
+    model = {int(x): i for i, x in enumerate(ids[:10_000])}
+    probe = gen.permutation(ids)
+    assert index.find(probe).tolist() == [model.get(int(x), -1) for x in probe]
+    assert index._table is None
+
+
+_KEY = st.one_of(
+    st.integers(-(2**65), 2**65),
+    st.integers(0, 50),
+    st.text(max_size=3),
+    st.binary(max_size=2),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_KEY, max_size=12), max_size=8))
+def test_property_key_index_is_a_dict_in_insertion_order(batches: list[list[Any]]) -> None:
+    index, model = KeyIndex(), {}
+    for batch in batches:
+        k = respondent_keys(batch, unique=False)
+        got = index.add(k, index.find(k))
+        for x in k.tolist():
+            model.setdefault(x, len(model))
+        assert got.tolist() == [model[x] for x in k.tolist()]
+    assert index.keys().tolist() == list(model)
+    probe = respondent_keys([*model, "absent", 2**66 + 1], unique=False)
+    assert index.find(probe).tolist() == [*range(len(model)), -1, -1]
 
 
 def test_key_index_mixed_keys_in_order_of_first_addition() -> None:

@@ -18,10 +18,10 @@ the plots in :mod:`deniable.plotting`.
   :class:`PrivacyAccountant`, and ``compare_composition`` (every method side by side).
 * **Amplification by shuffling** (Feldman, McMillan & Talwar 2021): ``shuffle_*``.
 * **Per-respondent budgets**: :class:`BudgetLedger`, :class:`BudgetFilter`; pricing by a
-  :class:`Composition` rule (:class:`PureEpsilonComposition`), storage behind the
-  :class:`LedgerStore` protocol (:class:`InMemoryLedgerStore`; a store performs each
-  :class:`SpendRequest` as one atomic check-and-spend of a :class:`SpendPlan` made from the
-  respondents' :class:`History`).
+  :class:`Composition` rule (:class:`PureEpsilonComposition`, :class:`ZCDPComposition`),
+  storage behind the :class:`LedgerStore` protocol (:class:`InMemoryLedgerStore`; a store
+  performs each :class:`SpendRequest` as one atomic check-and-spend of a :class:`SpendPlan`
+  made from the respondents' :class:`History`).
 
 See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
 
@@ -65,6 +65,7 @@ from deniable.accounting._pricing import (
     PureEpsilonComposition,
     SpendPlan,
     SpendRequest,
+    ZCDPComposition,
 )
 from deniable.accounting._rdp import (
     laplace_rdp,
@@ -112,6 +113,7 @@ __all__ = [
     "SpendPlan",
     "SpendRequest",
     "SpentSummary",
+    "ZCDPComposition",
     "advanced_composition",
     "basic_composition",
     "common_lattice",

@@ -90,7 +90,8 @@ class BudgetLedger:
     Parameters
     ----------
     cap : float
-        The most epsilon any one respondent may spend, in ``(0, inf)``.
+        The most epsilon any one respondent may spend, in ``(0, inf)`` (in the unit of the
+        ``composition`` rule: ``rho`` for :class:`ZCDPComposition`).
     n_respondents : int, optional
         Respondents are the ids ``0 .. n_respondents - 1`` (any other key is refused;
         :meth:`grow` adds more).  Default ``None``: respondents are opaque keys, integer
@@ -104,7 +105,9 @@ class BudgetLedger:
         one atomic check-and-spend in the store.
     composition : Composition, optional
         The rule that prices a question and adds charges; default basic composition of pure
-        epsilon (:class:`PureEpsilonComposition`).
+        epsilon (:class:`PureEpsilonComposition`); :class:`ZCDPComposition` caps ``rho``.
+        Questions are always given by their epsilon; spent, remaining and costs are in the
+        rule's unit.
 
     Notes
     -----
@@ -315,14 +318,16 @@ class BudgetLedger:
     # ------------------------------------------------------------------ queries
 
     def spent(self, respondents: Any) -> Floats | float:
-        """Epsilon spent so far (a float for one key, an array for an array of keys)."""
+        """Epsilon spent so far (a float for one key, an array for an array of keys; in the
+        composition rule's unit)."""
         with self._lock:
             out = self._store.history(self._keys(respondents, unique=False)).spent
         return float(out[0]) if np.ndim(respondents) == 0 else out
 
     def remaining(self, respondents: Any) -> Floats | float:
         """The largest epsilon the next question may use: ``cap - spent``, never below 0,
-        rounded down so that a question of exactly this epsilon is admitted."""
+        rounded down so that a question of exactly this epsilon is admitted (in the
+        composition rule's unit: the largest ``rho`` for :class:`ZCDPComposition`)."""
         with self._lock:
             spent = self._store.history(self._keys(respondents, unique=False)).spent
         out = remaining_budget(spent, self._cap, self._tolerance, self._composition)

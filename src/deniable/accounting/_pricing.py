@@ -23,7 +23,8 @@ Sums are rounded upward (:func:`~deniable.accounting._exact_sum.add_up`, TwoSum)
 stored total is never below the exact sum, and a respondent is admitted while
 ``total(spent, cost) <= limit`` with ``limit = cap * (1 + tolerance)``.  Another rule plugs in
 as an object with the same three members (``unit``, ``charge``, ``total``); it must never
-charge less than the privacy loss it accounts for.
+charge less than the privacy loss it accounts for.  :class:`ZCDPComposition` is the second
+rule: zero-concentrated DP, whose cap and totals are in ``rho``.
 
 This module is pure accounting: it never imports a mechanism.
 """
@@ -47,6 +48,7 @@ __all__ = [
     "QuestionRecord",
     "SpendPlan",
     "SpendRequest",
+    "ZCDPComposition",
     "admitted",
     "plan_spend",
     "question_costs",
@@ -111,6 +113,37 @@ class PureEpsilonComposition:
 
     def charge(self, epsilon: float) -> float:
         return float(epsilon)
+
+    def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats:
+        return add_up(spent, cost)
+
+
+@dataclass(frozen=True)
+class ZCDPComposition:
+    """Composition in zero-concentrated DP: the cap and the totals are in ``rho``.
+
+    A release of an ``eps``-LDP question is ``rho = eps * tanh(eps / 2)``-zCDP
+    (:func:`~deniable.accounting.pure_to_zcdp`, rounded up; ``eps^2 / 2`` is the classic
+    bound of Bun & Steinke 2016, Prop. 1.4), the rhos of adaptively composed releases add
+    (Bun & Steinke 2016, Lemma 2.3), and a respondent whose total is at most ``cap`` is
+    ``(zcdp_epsilon(cap, delta), delta)``-DP for every ``delta``
+    (:func:`~deniable.accounting.zcdp_epsilon`).  Many small questions then fit under a
+    stated ``(epsilon, delta)`` where basic composition of pure epsilon admits few; the price
+    is a ``delta > 0`` in the guarantee.  Sums are rounded upward (TwoSum).
+
+    >>> rule = ZCDPComposition()
+    >>> rule.unit, round(rule.charge(1.0), 6)
+    ('rho', 0.462117)
+    """
+
+    @property
+    def unit(self) -> str:
+        return "rho"
+
+    def charge(self, epsilon: float) -> float:
+        from deniable.accounting._conversions import pure_to_zcdp
+
+        return 0.0 if epsilon == 0 else pure_to_zcdp(epsilon).rho
 
     def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats:
         return add_up(spent, cost)
