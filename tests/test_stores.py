@@ -84,6 +84,8 @@ def test_a_closed_ledger_of_many_ids_allocates_only_for_those_charged() -> None:
         (np.int32(4), np.int64, [4]),
         ("token", object, ["token"]),
         (range(2, 5), np.int64, [2, 3, 4]),
+        ((k for k in ["a", 1]), object, ["a", 1]),
+        (("a", "b"), object, ["a", "b"]),
         ([], np.int64, []),
     ],
 )

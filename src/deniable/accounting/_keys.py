@@ -18,7 +18,7 @@ per key); other keys with a dict.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -80,10 +80,12 @@ def respondent_keys(respondents: Any, *, unique: bool, name: str = "respondents"
         arr = respondents
     elif isinstance(respondents, range):
         arr = np.arange(respondents.start, respondents.stop, respondents.step, dtype=np.int64)
-    elif isinstance(respondents, str | bytes) or not hasattr(respondents, "__len__"):
+    elif isinstance(respondents, str | bytes) or not isinstance(respondents, Iterable):
         arr = np.empty(1, dtype=object)  # one key
         arr[0] = respondents
     else:
+        if not hasattr(respondents, "__len__"):  # an iterator or generator of keys
+            respondents = list(respondents)
         try:
             arr = np.asarray(respondents)
             kind = {"U": str, "S": bytes}.get(arr.dtype.kind)
