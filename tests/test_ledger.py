@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import pickle
-import time
 from fractions import Fraction
 from typing import Any
 
@@ -208,15 +207,13 @@ def test_property_upward_sum_bounds_the_exact_sum(epsilons: list[float]) -> None
         assert Fraction(ledger.spent(0)) >= total
 
 
-def test_bulk_spend_is_vectorized() -> None:
+def test_bulk_spend_of_a_million_respondents() -> None:
+    # its speed is measured in benchmarks/bench_stores.py, not here
     n = 1_000_000
     ledger = BudgetLedger(cap=3.0, n_respondents=n)
     ids = np.arange(n)
-    start = time.perf_counter()
     for j in range(5):
         ledger.spend(ids[j % 2 :: 2], f"q{j}", 0.5)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 5.0  # a per-respondent Python loop would take far longer
     spent = ledger.spent(ids)
     assert spent[0] == 1.5 and spent[1] == 1.0
     mask = BudgetFilter(ledger).admit(ids, 1.75)
