@@ -96,7 +96,7 @@ DESIGNS: st.SearchStrategy[Design] = st.one_of(BINARY_DESIGNS, categoricals())
 
 @given(DESIGNS)
 def test_channels_are_stochastic(design: Design) -> None:
-    ch = design.channel
+    ch = np.asarray(design.channel)
     assert np.all(ch >= 0) and np.all(ch <= 1)
     np.testing.assert_allclose(ch.sum(axis=0), 1.0, rtol=0, atol=1e-12)
 
@@ -114,7 +114,7 @@ def test_epsilon_is_the_channel_epsilon_and_non_negative(design: Design) -> None
 
 @given(DESIGNS, st.data())
 def test_epsilon_does_not_depend_on_labels(design: Design, data: st.DataObject) -> None:
-    ch = design.channel
+    ch = np.asarray(design.channel)
     rows = data.draw(st.permutations(range(ch.shape[0])))
     cols = data.draw(st.permutations(range(ch.shape[1])))
     relabelled = ch[rows][:, cols]
@@ -147,8 +147,9 @@ def test_tallies_add(design: Design, a: list[int], b: list[int]) -> None:
     m = design.n_reports
     ra = [x % m for x in a]
     rb = [x % m for x in b]
-    merged = Tally((0,) * m) + design.tally(ra) + design.tally(rb)
-    assert merged == design.tally(ra + rb)
+    merged = design.tally_counts((0,) * m) + design.tally(ra) + design.tally(rb)
+    assert merged == design.tally(ra + rb) == sum([design.tally(ra), design.tally(rb)])
+    assert merged.mechanism == design.key
     assert merged.n == len(a) + len(b)
     assert design.tally(ra) + design.tally(rb) == design.tally(rb) + design.tally(ra)
 

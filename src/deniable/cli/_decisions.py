@@ -275,7 +275,7 @@ def _simulate_two_group(sim: Simulation, prevalence: float, level: float, as_jso
         ("true share (simulation only)", fmt_num(float(sim.true_share), 6)),
     ]
     for g in (0, 1):
-        y, ng = est.tally.yes_counts[g], est.tally.n_counts[g]
+        y, ng = est.yes_counts[g], est.n_counts[g]
         rows.append(
             (f"group {g + 1}: yes / n", f"{y} / {ng}  (share {fmt_num(est.lambda_hat[g])})")
         )

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate, TwoGroupTally
+from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate
 from deniable.exceptions import DataError
 from deniable.results import Estimate
 from deniable.survey._columns import check_columns, check_design, column_series
@@ -383,7 +383,7 @@ def _analysis(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float) -> Analy
     if kept == 0:
         raise DataError(f"`column` {plan.column!r} holds no reports (all {rows} rows are missing).")
     if isinstance(d, TwoGroupDesign):
-        est = d.estimate(TwoGroupTally((no1, yes1, no2, yes2)))
+        est = d.estimate(d.tally_counts([no1, yes1, no2, yes2]))
         return Analysis(plan.column, d, est, rows - kept, lvl, plan.group)
     return Analysis(plan.column, d, d.estimate(yes=yes, n=kept), int(c[0, 2]), lvl)
 
