@@ -242,7 +242,8 @@ def categorical_payload(
     out.update(est.to_dict(level))
     out["counts"] = est.tally.counts.tolist()
     out["lambda_hat"] = [c / est.n for c in est.tally.counts.tolist()]
-    out["se_unbiased"] = [float(x) for x in est.covariance_unbiased.diagonal() ** 0.5]
+    cov = est.covariance_unbiased
+    out["se_unbiased"] = [float(x) for x in (cov if cov.ndim == 1 else cov.diagonal()) ** 0.5]
     out["categories"] = []
     for j in range(design.k):
         cat = est.category(j)

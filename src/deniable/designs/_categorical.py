@@ -275,7 +275,8 @@ class CategoricalEstimate:
     ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
     simplex, by EM), ``covariance`` (plug-in, divides by n), ``covariance_unbiased``
     (divides by n - 1), and :meth:`category` for one category's :class:`Estimate` with exact
-    intervals.
+    intervals.  Above ``k = 4096`` (:data:`MAX_DENSE_K`) the covariances hold only their
+    diagonal, the variances (a 1-D array: a ``k x k`` matrix would not fit in memory).
     """
 
     design: Categorical
@@ -294,8 +295,8 @@ class CategoricalEstimate:
         values = (lam - (1 - t) * f) / t
         cov = (
             (np.diag(lam) - np.outer(lam, lam)) / (n * t * t)
-            if design.k <= 4096
-            else np.diag(lam * (1 - lam) / (n * t * t))
+            if design.k <= MAX_DENSE_K
+            else lam * (1 - lam) / (n * t * t)  # the diagonal only
         )
         cov_unb = cov * n / (n - 1) if n > 1 else np.full_like(cov, math.nan)
         return cls(design, tally, values, _simplex_mle(design, lam), cov, cov_unb)
@@ -307,7 +308,8 @@ class CategoricalEstimate:
     @property
     def se(self) -> npt.NDArray[np.float64]:
         """Plug-in standard errors per category."""
-        return np.sqrt(np.diag(self.covariance))
+        cov = self.covariance
+        return np.sqrt(cov if cov.ndim == 1 else np.diag(cov))
 
     def category(self, j: int) -> Estimate:
         """Category ``j`` as the binary design "report j or not", with exact intervals."""

@@ -53,6 +53,8 @@ def _as_counts(counts: Any) -> npt.NDArray[np.int64]:
         raise ParameterTypeError(
             f"`counts` must be a sequence of whole numbers, got {type(counts).__name__}."
         )
+    if isinstance(counts, list | tuple) and any(isinstance(c, bool | np.bool_) for c in counts):
+        _first_bad(counts)  # numpy would read True as 1
     try:
         arr = np.array(counts)
     except (OverflowError, ValueError, TypeError):
@@ -83,7 +85,7 @@ def _as_counts(counts: Any) -> npt.NDArray[np.int64]:
     if arr.size < 2:
         raise DataError(f"`counts` needs at least 2 report values, got {arr.size}.")
     _check_total(arr)
-    if not arr.flags.owndata or arr is counts:
+    if arr is counts or not arr.flags.owndata:  # np.array copied already; be sure
         arr = arr.copy()
     arr.setflags(write=False)
     return arr
