@@ -291,11 +291,13 @@ class Tally:
         if key is not None and not isinstance(key, str):
             raise DataError(f"`mechanism` must be a string or null, got {key!r}.")
         counts = data["counts"]
-        if not isinstance(counts, list) or not all(
-            isinstance(c, int) and not isinstance(c, bool) for c in counts
-        ):
+        if not isinstance(counts, list) or not all(type(c) is int for c in counts):
             raise DataError("`counts` must be a list of whole numbers (JSON integers).")
-        return _data_errors(lambda: cls(counts, key))
+        try:
+            arr: Any = np.array(counts, dtype=np.int64)
+        except OverflowError:
+            arr = counts  # beyond int64: the constructor names the entry
+        return _data_errors(lambda: cls(arr, key))
 
     def to_json(self) -> str:
         """Compact JSON of :meth:`to_dict`."""
