@@ -339,7 +339,7 @@ def simulate_command(
         _simulate_two_group(sim, pi, lvl, as_json)
         return
     est = sim.estimate
-    tally = d.tally(sim.reports)
+    tally = sim.tally()
     if isinstance(est, CategoricalEstimate):
         assert isinstance(d, Categorical)
         share = np.asarray(sim.true_share, dtype=float)

@@ -319,10 +319,8 @@ def run_estimate(
             f"`--method` applies to the kuk design only (design {design.name!r} has one "
             f"estimator), got {method!r}."
         )
-    if isinstance(design, Categorical):
-        return design.estimate(tally)
-    assert isinstance(design, BinaryDesign)
-    return design.estimate(tally)
+    result: Estimate | CategoricalEstimate = design.estimate(tally)
+    return result
 
 
 @app.command("estimate")
