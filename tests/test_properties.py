@@ -217,3 +217,24 @@ def test_from_epsilon_round_trips(make: object, eps: float) -> None:
 @given(st.floats(0.001, 15.0), st.integers(2, 50))
 def test_k_rr_from_epsilon_round_trips(eps: float, k: int) -> None:
     assert Categorical.from_epsilon(eps, k=k).epsilon == pytest.approx(eps, rel=1e-9)
+
+
+@given(
+    st.lists(st.integers(0, 10**15), min_size=2, max_size=40),
+    st.lists(st.integers(0, 10**15), min_size=2, max_size=40),
+    st.one_of(st.none(), st.text(min_size=1, max_size=30)),
+)
+def test_tally_serial_forms_round_trip_and_add(a: list[int], b: list[int], key: str | None) -> None:
+    import pickle
+
+    ta = Tally(a, mechanism=key)
+    for again in (
+        Tally.from_bytes(ta.to_bytes()),
+        Tally.from_json(ta.to_json()),
+        pickle.loads(pickle.dumps(ta)),
+    ):
+        assert again == ta and again.mechanism == key and again.counts.tolist() == a
+    if len(a) == len(b):
+        tb = Tally(b, mechanism=key)
+        assert (ta + tb).counts.tolist() == [x + y for x, y in zip(a, b, strict=True)]
+        assert sum([ta, tb]) == ta + tb == tb + ta

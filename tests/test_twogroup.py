@@ -898,3 +898,66 @@ def test_cli_bad_input_is_one_error_line(
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and result.stdout == ""
     assert needle in lines[0], lines[0]
+
+
+# ------------------------------------------------------------------ group share and protocol
+
+
+def test_group_share_is_a_parameter_listed_when_not_one_half() -> None:
+    d = StochasticLieDetector(0.2, 0.8)
+    e = StochasticLieDetector(0.2, 0.8, group_share=0.3)
+    assert d.group_share == 0.5 and "group_share" not in d.parameters()
+    assert e.parameters() == {"p1": 0.2, "p2": 0.8, "group_share": 0.3}
+    assert repr(d) == "StochasticLieDetector(p1=0.2, p2=0.8)"
+    assert repr(e) == "StochasticLieDetector(p1=0.2, p2=0.8, group_share=0.3)"
+    assert d != e and d.key != e.key and '"group_share":' in e.key and "group_share" not in d.key
+    assert make_design("sld", {"p1": "0.2", "p2": "0.8", "group_share": "0.3"}) == e
+    assert d.epsilon == e.epsilon  # the group is public: epsilon does not depend on it
+    # the estimator conditions on the group sizes: the same counts, the same estimate
+    assert (
+        d.estimate(yes=(300, 400), n=(500, 600)).to_dict()["estimates"]
+        == e.estimate(yes=(300, 400), n=(500, 600)).to_dict()["estimates"]
+    )
+    with pytest.raises(DataError, match="belongs to mechanism"):
+        d.estimate(e.tally_groups((300, 400), (500, 600)))
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, 1.5, 1e-20])
+def test_group_share_must_leave_both_groups_possible(share: float) -> None:
+    with pytest.raises(ParameterError, match="`group_share`"):
+        StochasticLieDetector(0.2, 0.8, group_share=share)
+
+
+def test_randomize_draws_the_groups_with_the_group_share() -> None:
+    """30000 respondents, group 1 with probability 0.3: within 4.5 binomial SE (false alarm
+    ~7e-6); the report is 2 (group - 1) + answer, and a given group is kept."""
+    d = CheaterDetection(0.2, 0.6, group_share=0.3)
+    reports = d.randomize(np.zeros(30_000, dtype=int), rng=4)
+    share = float(np.mean(reports < 2))
+    assert abs(share - 0.3) < 4.5 * math.sqrt(0.3 * 0.7 / 30_000)
+    assert d.group_threshold() == round(0.3 * 2**53)
+    fixed = d.randomize(np.zeros(6, dtype=int), group=[1, 2, 1, 2, 2, 2], rng=4)
+    assert (fixed // 2 + 1).tolist() == [1, 2, 1, 2, 2, 2]
+    # honest carriers (type 0) always say yes: reports 1 (group 1) or 3 (group 2)
+    assert set(reports.tolist()) <= {1, 3}
+
+
+def test_simulation_defaults_to_the_designs_group_share() -> None:
+    from deniable import simulate
+
+    sim = simulate(StochasticLieDetector(0.2, 0.8, group_share=0.3), 1000, 0.3, seed=1)
+    assert sim.settings["group_share"] == 0.3 and sim.group is not None
+    assert int(np.sum(sim.group == 1)) == 300
+    assert sim.tally() == sim.design.tally(sim.design.encode(sim.reports, sim.group))
+    assert sim.tally().n == 1000 and sim.estimate.tally == sim.tally()
+
+
+def test_two_group_design_under_the_protocol() -> None:
+    from deniable.designs import Mechanism
+
+    d = UnrelatedUnknown(0.7, 0.3)
+    assert isinstance(d, Mechanism) and d.n_groups == 2 and d.n_reports == 4
+    assert d.report_labels == ("group 1 no", "group 1 yes", "group 2 no", "group 2 yes")
+    assert d.n_truths == len(d.respondent_types) == 4
+    types = d.types([1, 1, 0, 0], unrelated=[1, 0, 1, 0])
+    assert types.tolist() == [0, 1, 2, 3]

@@ -147,8 +147,9 @@ class TwoGroupDesign(Design):
     def parameters(self) -> dict[str, Any]:
         """The design's parameters by name (``group_share`` only when it is not 1/2)."""
         out = super().parameters()
-        if out.get("group_share") == 0.5:
-            del out["group_share"]
+        share = out.pop("group_share")
+        if share != 0.5:
+            out["group_share"] = share  # last, after the design's own parameters
         return out
 
     def __repr__(self) -> str:

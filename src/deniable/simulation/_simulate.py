@@ -295,7 +295,8 @@ def simulate(
 
     Two-group designs only (:data:`~deniable.designs.TWO_GROUP_DESIGNS`):
 
-    * ``group_share`` (default 0.5): ``n1 = floor(n * group_share + 1/2)`` respondents,
+    * ``group_share`` (default: the design's ``group_share``, 1/2 unless set):
+      ``n1 = floor(n * group_share + 1/2)`` respondents,
       chosen at random, are in group 1, the rest in group 2 (both must be non-empty).
     * the latent quantity, drawn iid and independently of the truth: ``unrelated_prevalence``
       (``unrelated-unknown``; required) the share who would say "yes" to the unrelated
