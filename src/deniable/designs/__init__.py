@@ -1,4 +1,10 @@
-"""Randomized-response designs: each an exact channel, its epsilon, a randomizer and estimator."""
+"""Randomized-response designs: each an exact channel, its epsilon, a randomizer and estimator.
+
+Every design answers the one mechanism protocol (:class:`Mechanism`): ``name``, ``key``,
+``epsilon``, ``channel`` (a :class:`Channel` operator: :class:`DenseChannel`,
+:class:`SymmetricChannel` for k-ary RR, :class:`SupportChannel` for support counts),
+``randomize``, ``tally`` (a :class:`Tally` bound to ``key``) and ``estimate``.
+"""
 
 from __future__ import annotations
 
