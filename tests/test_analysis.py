@@ -300,7 +300,8 @@ def test_two_group_analysis_reproduces_the_published_minaret_estimates() -> None
     res = analyze(minaret_frame(), "minaret", SLD, group="version")
     est = res.estimate
     assert isinstance(est, TwoGroupEstimate) and res.group == "version"
-    assert est.tally.yes_counts == (373, 398) and est.tally.n_counts == (564, 692)
+    assert est.yes_counts == (373, 398) and est.n_counts == (564, 692)
+    assert est.tally.counts.tolist() == [191, 373, 294, 398] and est.tally.mechanism == SLD.key
     assert res.n == 1256 and res.missing == 0 and res.interval == "wald"
     assert round(est.prevalence.value, 4) == 0.8707 and round(est.prevalence.se, 4) == 0.0411
     assert round(est["honesty"].value, 4) == 0.6358 and round(est["honesty"].se, 4) == 0.0173

@@ -298,7 +298,7 @@ def test_direct_questioning_has_relative_efficiency_one() -> None:
 
 
 def _kuk_loglik(design: Kuk, counts: np.ndarray, pi: float) -> float:
-    ch = design.channel
+    ch = np.asarray(design.channel)
     mix = pi * ch[:, 1] + (1 - pi) * ch[:, 0]
     used = counts > 0
     return float((counts[used] * np.log(mix[used])).sum())
@@ -404,7 +404,7 @@ def test_kuk_several_draws_bounded_is_the_mixture_mle_not_the_clipped_moment() -
     # moment: mean red count 650/700 -> (0.3095 - 0.3) / 0.4 = 1/42
     assert moment.value == pytest.approx((650 / 700 / 3 - 0.3) / 0.4, rel=1e-12)
     grid = np.linspace(0, 1, 1_000_001)
-    ch = d.channel
+    ch = np.asarray(d.channel)
     mix = grid[:, None] * ch[:, 1] + (1 - grid[:, None]) * ch[:, 0]
     best = float(grid[np.argmax(np.log(mix) @ counts)])
 
@@ -494,7 +494,7 @@ def test_categorical_unbiased_and_covariance_against_simulation() -> None:
     gen = np.random.default_rng(53)
     truth = gen.choice(3, size=reps * n, p=CAT_PI)
     reports = CAT.randomize(truth, rng=gen).reshape(reps, n)
-    lam_true = CAT.channel @ CAT_PI
+    lam_true = np.asarray(CAT.channel) @ CAT_PI
     cov_true = (np.diag(lam_true) - np.outer(lam_true, lam_true)) / (n * CAT.truth**2)
     counts = np.stack([np.bincount(r, minlength=3) for r in reports])
     values = np.stack([CAT.estimate(Tally(tuple(int(c) for c in row))).values for row in counts])
@@ -518,7 +518,7 @@ def test_categorical_unbiased_and_covariance_against_simulation() -> None:
 
 
 def _cat_loglik(design: Categorical, counts: np.ndarray, pi: np.ndarray) -> float:
-    mix = design.channel @ pi
+    mix = np.asarray(design.channel) @ pi
     used = counts > 0
     return float((counts[used] * np.log(mix[used])).sum())
 

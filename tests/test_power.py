@@ -471,7 +471,8 @@ def test_two_group_simulation_matches_efficient_power() -> None:
     truth = (rng.random(size) < 0.25).astype(np.uint8)
     unrelated = (rng.random(size) < q).astype(np.uint8)
     group = np.tile(np.repeat([1, 2], m), trials)
-    reports = d.randomize(truth, group, unrelated=unrelated, rng=rng).reshape(trials, 2, m)
+    types = d.types(truth, unrelated=unrelated)
+    reports = (d.randomize(types, group=group, rng=rng) % 2).reshape(trials, 2, m)
     lam = reports.mean(axis=2)
     est = (0.7 * lam[:, 0] - 0.3 * lam[:, 1]) / 0.4
     rate = float(np.mean((est - 0.2) / r.se_null > zq(0.95)))

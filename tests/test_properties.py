@@ -96,7 +96,7 @@ DESIGNS: st.SearchStrategy[Design] = st.one_of(BINARY_DESIGNS, categoricals())
 
 @given(DESIGNS)
 def test_channels_are_stochastic(design: Design) -> None:
-    ch = design.channel
+    ch = np.asarray(design.channel)
     assert np.all(ch >= 0) and np.all(ch <= 1)
     np.testing.assert_allclose(ch.sum(axis=0), 1.0, rtol=0, atol=1e-12)
 
@@ -114,7 +114,7 @@ def test_epsilon_is_the_channel_epsilon_and_non_negative(design: Design) -> None
 
 @given(DESIGNS, st.data())
 def test_epsilon_does_not_depend_on_labels(design: Design, data: st.DataObject) -> None:
-    ch = design.channel
+    ch = np.asarray(design.channel)
     rows = data.draw(st.permutations(range(ch.shape[0])))
     cols = data.draw(st.permutations(range(ch.shape[1])))
     relabelled = ch[rows][:, cols]
@@ -147,8 +147,9 @@ def test_tallies_add(design: Design, a: list[int], b: list[int]) -> None:
     m = design.n_reports
     ra = [x % m for x in a]
     rb = [x % m for x in b]
-    merged = Tally((0,) * m) + design.tally(ra) + design.tally(rb)
-    assert merged == design.tally(ra + rb)
+    merged = design.tally_counts((0,) * m) + design.tally(ra) + design.tally(rb)
+    assert merged == design.tally(ra + rb) == sum([design.tally(ra), design.tally(rb)])
+    assert merged.mechanism == design.key
     assert merged.n == len(a) + len(b)
     assert design.tally(ra) + design.tally(rb) == design.tally(rb) + design.tally(ra)
 
@@ -216,3 +217,24 @@ def test_from_epsilon_round_trips(make: object, eps: float) -> None:
 @given(st.floats(0.001, 15.0), st.integers(2, 50))
 def test_k_rr_from_epsilon_round_trips(eps: float, k: int) -> None:
     assert Categorical.from_epsilon(eps, k=k).epsilon == pytest.approx(eps, rel=1e-9)
+
+
+@given(
+    st.lists(st.integers(0, 10**15), min_size=2, max_size=40),
+    st.lists(st.integers(0, 10**15), min_size=2, max_size=40),
+    st.one_of(st.none(), st.text(min_size=1, max_size=30)),
+)
+def test_tally_serial_forms_round_trip_and_add(a: list[int], b: list[int], key: str | None) -> None:
+    import pickle
+
+    ta = Tally(a, mechanism=key)
+    for again in (
+        Tally.from_bytes(ta.to_bytes()),
+        Tally.from_json(ta.to_json()),
+        pickle.loads(pickle.dumps(ta)),
+    ):
+        assert again == ta and again.mechanism == key and again.counts.tolist() == a
+    if len(a) == len(b):
+        tb = Tally(b, mechanism=key)
+        assert (ta + tb).counts.tolist() == [x + y for x, y in zip(a, b, strict=True)]
+        assert sum([ta, tb]) == ta + tb == tb + ta

@@ -165,7 +165,7 @@ def test_simulate_recovers_the_parameters(design: Any, kw: dict[str, float], x: 
     assert abs(realized["prevalence"] - targets(design, pi, x)["prevalence"]) < K * 0.5 / 200
     assert (
         sim.estimate.prevalence.value
-        == design.estimate(sim.reports, group=sim.group)["prevalence"].value
+        == design.estimate(design.encode(sim.reports, sim.group))["prevalence"].value
     )
 
 
@@ -221,7 +221,7 @@ def test_group_share_and_population_groups() -> None:
     assert sim.groups is not None and sim.group is not None and set(ests) == {"a", "b"}
     for label, pi in (("a", 0.1), ("b", 0.5)):
         mask = sim.groups == label
-        direct = UQT.estimate(sim.reports[mask], group=sim.group[mask])
+        direct = UQT.estimate(UQT.encode(sim.reports[mask], sim.group[mask]))
         assert ests[label].prevalence.value == direct.prevalence.value
         assert abs(direct.prevalence.value - pi) <= K * direct.prevalence.se
     assert list(sim.to_frame().columns) == ["group", "rr_group", "report"]
@@ -505,7 +505,7 @@ def assert_one_line_error(result: Any, *needles: str) -> None:
 def test_cli_simulate_sld(runner: CliRunner) -> None:
     out = run_json(runner, "simulate", "sld", *SLD_ARGS, "--honesty", "0.8")
     sim = simulate(SLD, 2000, 0.3, seed=1, honesty=0.8)
-    assert out["yes"] == list(sim.estimate.tally.yes_counts) and out["n"] == [1000, 1000]
+    assert out["yes"] == list(sim.estimate.yes_counts) and out["n"] == [1000, 1000]
     assert out["honesty"] == 0.8 and out["group_share"] == 0.5 and out["seed"] == 1
     assert out["prevalence"] == 0.3 and out["non_compliance"] == 0
     assert out["epsilon"] == "inf" and out["true_parameters"] == sim.true_parameters()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -40,9 +41,10 @@ from deniable.designs import (
     SymmetricCheaterDetection,
     Tally,
     TwoGroupDesign,
-    TwoGroupTally,
     UnrelatedQuestion,
     UnrelatedUnknown,
+    Warner,
+    group_counts,
     make_design,
 )
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
@@ -312,8 +314,15 @@ def test_group_channels_are_stochastic(design: TwoGroupDesign) -> None:
         ch = design.group_channel(g)
         assert ch.shape == (2, len(design.respondent_types))
         assert np.all(ch >= 0) and np.allclose(ch.sum(axis=0), 1.0, atol=0, rtol=1e-15)
-    assert design.channel.shape == (2, 2 * len(design.respondent_types))
-    assert np.abs(design.implemented_channel - design.channel).max() <= 2.0**-52
+    # the design's channel: report 2 (group - 1) + answer, groups weighted by group_share
+    m = len(design.respondent_types)
+    ch = np.asarray(design.channel)
+    assert ch.shape == (4, m) == design.channel.shape
+    w = design.group_share
+    assert np.array_equal(ch[:2], w * design.group_channel(1))
+    assert np.array_equal(ch[2:], (1 - w) * design.group_channel(2))
+    assert np.allclose(ch.sum(axis=0), 1.0, atol=1e-15)
+    assert np.abs(np.asarray(design.implemented_channel) - ch).max() <= 2.0**-52
 
 
 # ------------------------------------------------------------------ epsilon
@@ -382,6 +391,16 @@ def test_unrelated_epsilon_at_a_coin_prevalence() -> None:
 # ------------------------------------------------------------------ randomizer and tally
 
 
+def answers(
+    design: TwoGroupDesign, truth: Any, group: Any, rng: Any = None, **latent: Any
+) -> np.ndarray:
+    """The 0/1 randomized answers of respondents with the given truth, group and latent
+    indicator (the report is 2 (group - 1) + answer)."""
+    reports = design.randomize(design.types(truth, **latent), group=group, rng=rng)
+    assert np.array_equal(reports // 2 + 1, np.broadcast_to(group, reports.shape))
+    return reports % 2
+
+
 def latent_kw(design: TwoGroupDesign, latent: np.ndarray) -> dict[str, Any]:
     if isinstance(design, UnrelatedUnknown):
         return {"unrelated": latent}
@@ -413,7 +432,8 @@ def test_randomizer_realizes_each_group_channel(design: TwoGroupDesign) -> None:
              for x in (0, 1) for z in (0, 1)}  # fmt: skip
     truth = np.array([pairs[k][0] for k in range(m)])[kinds]
     latent = np.array([pairs[k][1] for k in range(m)])[kinds]
-    reports = design.randomize(truth, group, rng=rng, **latent_kw(design, latent))
+    assert np.array_equal(design.types(truth, **latent_kw(design, latent)), kinds)
+    reports = answers(design, truth, group, rng, **latent_kw(design, latent))
     assert reports.dtype == np.uint8 and reports.size == n
     for g in (1, 2):
         for k in range(m):
@@ -433,8 +453,8 @@ def test_randomizer_uses_the_same_randomness_for_every_type(design: TwoGroupDesi
     states = []
     for truth, latent in ((0, 0), (1, 1), (1, 0), (0, 1)):
         gen = np.random.default_rng(5)
-        design.randomize(np.full(size, truth), group, rng=gen,
-                         **latent_kw(design, np.full(size, latent)))  # fmt: skip
+        answers(design, np.full(size, truth), group, gen,
+                **latent_kw(design, np.full(size, latent)))  # fmt: skip
         states.append(gen.bit_generator.state["state"]["state"])
     assert len(set(states)) == 1
 
@@ -443,13 +463,13 @@ def test_defaults_of_the_latent_inputs() -> None:
     group = np.array([1, 2] * 50)
     carriers = np.ones(100, dtype=np.uint8)
     # nobody cheats: honest carriers always say "yes" in the CDM
-    assert CheaterDetection(0.2, 0.6).randomize(carriers, group, rng=1).all()
+    assert answers(CheaterDetection(0.2, 0.6), carriers, group, 1).all()
     # all carriers honest in the SLD
-    assert StochasticLieDetector(0.2, 0.6).randomize(carriers, group, rng=1).all()
+    assert answers(StochasticLieDetector(0.2, 0.6), carriers, group, 1).all()
     # cheaters and lying carriers always say "no"
-    cheat = CheaterDetection(0.2, 0.6).randomize(carriers, group, cheater=carriers, rng=1)
+    cheat = answers(CheaterDetection(0.2, 0.6), carriers, group, 1, cheater=carriers)
     assert not cheat.any()
-    liar = StochasticLieDetector(0.2, 0.6).randomize(carriers, group, honest=0 * carriers, rng=1)
+    liar = answers(StochasticLieDetector(0.2, 0.6), carriers, group, 1, honest=0 * carriers)
     assert not liar.any()
 
 
@@ -458,19 +478,25 @@ def test_tallies_add_and_estimates_agree() -> None:
     rng = np.random.default_rng(3)
     truth = (rng.random(5000) < 0.6).astype(np.uint8)
     group = rng.integers(1, 3, 5000)
-    reports = d.randomize(truth, group, rng=rng)
-    whole = d.tally(reports, group)
-    parts = d.tally(reports[:1234], group[:1234]) + d.tally(reports[1234:], group[1234:])
-    assert parts == whole and isinstance(parts, TwoGroupTally)
-    y = tuple(int(reports[group == g].sum()) for g in (1, 2))
+    reports = d.randomize(d.types(truth), group=group, rng=rng)
+    assert np.array_equal(reports, d.encode(reports % 2, group))
+    whole = d.tally(reports)
+    parts = d.tally(reports[:1234]) + d.tally(reports[1234:])
+    assert parts == whole == sum([d.tally(reports[:1234]), d.tally(reports[1234:])])
+    assert whole.mechanism == d.key and whole.counts.size == 4
+    y = tuple(int((reports[group == g] % 2).sum()) for g in (1, 2))
     n = tuple(int((group == g).sum()) for g in (1, 2))
-    assert whole.yes_counts == y and whole.n_counts == n
-    a = d.estimate(reports, group=group)
+    assert group_counts(whole) == (y, n)
+    a = d.estimate(reports)
     b = d.estimate(whole)
     c = d.estimate(yes=y, n=n)
-    e = d.estimate(whole.groups)
+    per_group = (Tally(whole.counts[:2]), Tally(whole.counts[2:]))
+    e = d.estimate(per_group)
+    f = d.estimate(Tally(whole.counts))  # an unbound tally of 4 counts is bound
     assert a.prevalence.value == b.prevalence.value == c.prevalence.value == e.prevalence.value
-    assert TwoGroupTally.from_groups(*whole.groups) == whole
+    assert f.prevalence.value == a.prevalence.value and f.tally == whole
+    assert d.tally_groups(y, n) == whole
+    assert a.yes_counts == y and a.n_counts == n
 
 
 # ------------------------------------------------------------------ simulation
@@ -509,7 +535,8 @@ def test_simulation_recovers_the_parameters(
 ) -> None:
     rng = np.random.default_rng(2024)
     x, group, latent = simulate_population(design, truth, 400_000, rng)
-    est = design.estimate(design.randomize(x, group, rng=rng, **latent), group=group)
+    reports = design.randomize(design.types(x, **latent), group=group, rng=rng)
+    est = design.estimate(reports)
     for name, value in truth.items():
         # 4.5-sigma band around the true parameter: false alarm ~7e-6 per check (plus the
         # population's own sampling, which the iid SE already includes)
@@ -663,13 +690,12 @@ def test_parameter_of_the_wrong_type() -> None:
         ({"yes": (300,), "n": (500,)}, "needs two groups"),
         ({"yes": (300, 0), "n": (500, 0)}, "needs two groups: group 2 has no reports"),
         ({"yes": (300, 700), "n": (500, 692)}, "`yes2` must be in [0, n2] = [0, 692], got 700."),
-        ({"data": Tally.binary(3, 10)}, "needs two groups: got one Tally"),
-        ({"data": np.array([0, 1, 1])}, "needs two groups: give `group`"),
-        ({"data": np.array([0, 1, 1]), "group": np.array([1, 1, 1])}, "group 2 has no reports"),
-        ({"data": np.array([0, 1, 1]), "group": np.array([1, 2, 0])}, "`group` must hold 1 or 2"),
-        ({"data": np.array([0, 1, 1]), "group": np.array([1, 2])}, "one entry per respondent"),
-        ({"data": np.array([0, 2, 1]), "group": np.array([1, 2, 2])}, "`reports`"),
-        ({}, "give reports with `group`"),
+        ({"data": Tally.binary(3, 10)}, "needs two groups: got a Tally of one group"),
+        ({"data": np.array([0, 1, 1])}, "needs two groups: group 2 has no reports"),
+        ({"data": np.array([0, 4, 1])}, "`reports` must hold integers in 0..3, got 4"),
+        ({"data": Tally((1, 2, 3, 4, 5))}, "the tally has 5 report values"),
+        ({"data": Warner(0.7).tally([0, 1])}, "belongs to mechanism warner"),
+        ({}, "give reports (2 (group - 1) + answer"),
     ],
 )  # fmt: skip
 def test_bad_data(kwargs: dict[str, Any], needle: str) -> None:
@@ -684,24 +710,42 @@ def test_bad_data(kwargs: dict[str, Any], needle: str) -> None:
 def test_bad_group_value_is_printed_plainly(group: Any) -> None:
     # the value as a person writes it (3), not numpy's repr (np.int64(3), np.float64(3.0))
     with pytest.raises(DataError) as err:
-        StochasticLieDetector(0.2, 0.8).estimate(np.array([0, 1, 1]), group=group)
+        StochasticLieDetector(0.2, 0.8).encode(np.array([0, 1, 1]), group)
     assert str(err.value) == "`group` must hold 1 or 2 (first or second group), got 3."
     with pytest.raises(DataError) as err:
-        StochasticLieDetector(0.2, 0.8).estimate(np.array([0, 1]), group=np.array([1.0, np.inf]))
+        StochasticLieDetector(0.2, 0.8).encode(np.array([0, 1]), np.array([1.0, np.inf]))
     assert str(err.value) == "`group` must hold 1 or 2 (first or second group), got inf."
 
 
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (([0, 1, 1], None), "needs two groups: give `groups`"),
+        (([0, 1, 1], [1, 2]), "one entry per respondent"),
+        (([0, 2, 1], [1, 2, 2]), "`reports` must hold integers in 0..1"),
+        (([0, 1, 1], [1, 2, 0]), "`group` must hold 1 or 2"),
+    ],
+)
+def test_bad_encode_input(args: tuple[Any, Any], needle: str) -> None:
+    with pytest.raises(DataError, match=re.escape(needle)):
+        StochasticLieDetector(0.2, 0.8).encode(*args)
+
+
 def test_bad_randomizer_and_tally_input() -> None:
-    with pytest.raises(DataError, match="needs two groups"):
-        StochasticLieDetector(0.2, 0.8).randomize([0, 1])
+    with pytest.raises(DataError, match=r"`types` must hold integers in 0\.\.2"):
+        StochasticLieDetector(0.2, 0.8).randomize([0, 3])
+    with pytest.raises(DataError, match="one entry per respondent"):
+        StochasticLieDetector(0.2, 0.8).randomize([0, 1], group=[1])
     with pytest.raises(ParameterError, match="`unrelated`"):
-        UnrelatedUnknown(0.7, 0.3).randomize([0, 1], [1, 2])
+        UnrelatedUnknown(0.7, 0.3).types([0, 1])
+    with pytest.raises(ParameterError, match="latent indicator `honest`"):
+        StochasticLieDetector(0.2, 0.8).types([0, 1], cheater=[0, 1])
     with pytest.raises(DataError, match="`cheater` must have one entry per respondent"):
-        CheaterDetection(0.2, 0.6).randomize([0, 1], [1, 2], cheater=[0])
+        CheaterDetection(0.2, 0.6).types([0, 1], cheater=[0])
     with pytest.raises(DataError, match="4 counts"):
-        TwoGroupTally((1, 2, 3))
+        group_counts(Tally((1, 2, 3)))
     with pytest.raises(ParameterError, match="`n1`"):
-        TwoGroupTally.from_yes_n((1, 2), (-1, 3))
+        StochasticLieDetector(0.2, 0.8).tally_groups((1, 2), (-1, 3))
 
 
 # ------------------------------------------------------------------ registry and results
@@ -854,3 +898,66 @@ def test_cli_bad_input_is_one_error_line(
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and result.stdout == ""
     assert needle in lines[0], lines[0]
+
+
+# ------------------------------------------------------------------ group share and protocol
+
+
+def test_group_share_is_a_parameter_listed_when_not_one_half() -> None:
+    d = StochasticLieDetector(0.2, 0.8)
+    e = StochasticLieDetector(0.2, 0.8, group_share=0.3)
+    assert d.group_share == 0.5 and "group_share" not in d.parameters()
+    assert e.parameters() == {"p1": 0.2, "p2": 0.8, "group_share": 0.3}
+    assert repr(d) == "StochasticLieDetector(p1=0.2, p2=0.8)"
+    assert repr(e) == "StochasticLieDetector(p1=0.2, p2=0.8, group_share=0.3)"
+    assert d != e and d.key != e.key and '"group_share":' in e.key and "group_share" not in d.key
+    assert make_design("sld", {"p1": "0.2", "p2": "0.8", "group_share": "0.3"}) == e
+    assert d.epsilon == e.epsilon  # the group is public: epsilon does not depend on it
+    # the estimator conditions on the group sizes: the same counts, the same estimate
+    assert (
+        d.estimate(yes=(300, 400), n=(500, 600)).to_dict()["estimates"]
+        == e.estimate(yes=(300, 400), n=(500, 600)).to_dict()["estimates"]
+    )
+    with pytest.raises(DataError, match="belongs to mechanism"):
+        d.estimate(e.tally_groups((300, 400), (500, 600)))
+
+
+@pytest.mark.parametrize("share", [0.0, 1.0, 1.5, 1e-20])
+def test_group_share_must_leave_both_groups_possible(share: float) -> None:
+    with pytest.raises(ParameterError, match="`group_share`"):
+        StochasticLieDetector(0.2, 0.8, group_share=share)
+
+
+def test_randomize_draws_the_groups_with_the_group_share() -> None:
+    """30000 respondents, group 1 with probability 0.3: within 4.5 binomial SE (false alarm
+    ~7e-6); the report is 2 (group - 1) + answer, and a given group is kept."""
+    d = CheaterDetection(0.2, 0.6, group_share=0.3)
+    reports = d.randomize(np.zeros(30_000, dtype=int), rng=4)
+    share = float(np.mean(reports < 2))
+    assert abs(share - 0.3) < 4.5 * math.sqrt(0.3 * 0.7 / 30_000)
+    assert d.group_threshold() == round(0.3 * 2**53)
+    fixed = d.randomize(np.zeros(6, dtype=int), group=[1, 2, 1, 2, 2, 2], rng=4)
+    assert (fixed // 2 + 1).tolist() == [1, 2, 1, 2, 2, 2]
+    # honest carriers (type 0) always say yes: reports 1 (group 1) or 3 (group 2)
+    assert set(reports.tolist()) <= {1, 3}
+
+
+def test_simulation_defaults_to_the_designs_group_share() -> None:
+    from deniable import simulate
+
+    sim = simulate(StochasticLieDetector(0.2, 0.8, group_share=0.3), 1000, 0.3, seed=1)
+    assert sim.settings["group_share"] == 0.3 and sim.group is not None
+    assert int(np.sum(sim.group == 1)) == 300
+    assert sim.tally() == sim.design.tally(sim.design.encode(sim.reports, sim.group))
+    assert sim.tally().n == 1000 and sim.estimate.tally == sim.tally()
+
+
+def test_two_group_design_under_the_protocol() -> None:
+    from deniable.designs import Mechanism
+
+    d = UnrelatedUnknown(0.7, 0.3)
+    assert isinstance(d, Mechanism) and d.n_groups == 2 and d.n_reports == 4
+    assert d.report_labels == ("group 1 no", "group 1 yes", "group 2 no", "group 2 yes")
+    assert d.n_truths == len(d.respondent_types) == 4
+    types = d.types([1, 1, 0, 0], unrelated=[1, 0, 1, 0])
+    assert types.tolist() == [0, 1, 2, 3]

@@ -29,8 +29,8 @@ def audit_two_group(
     honesty), and its epsilon is the largest log-ratio of one group's report probabilities
     between two types whose true answers differ (:func:`~deniable.designs.types_epsilon`;
     the group is known to the collector).  Every (group, type) is sampled ``trials`` times
-    with the design's own randomizer (the one its ``randomize`` uses, driven by type
-    indices), and every such pair within a group is compared, Bonferroni-corrected together.
+    with the design's randomizer (``randomize`` of type indices with the group given), and
+    every such pair within a group is compared, Bonferroni-corrected together.
     With ``compliant=True`` only compliant types are compared and the default claim is
     :attr:`~deniable.designs.TwoGroupDesign.epsilon_compliant`; otherwise the default claim
     is :attr:`~deniable.designs.TwoGroupDesign.epsilon` (infinite for every two-group design
@@ -52,10 +52,9 @@ def audit_two_group(
     types = design.respondent_types
     keep = [i for i, t in enumerate(types) if t.compliant or not compliant]
     inputs = [(g, i) for g in (1, 2) for i in keep]
+    # the protocol's randomizer with the group given: report 2 (g - 1) + answer
     samples = [
-        design._randomize_types(
-            np.full(n, i, dtype=np.intp), np.full(n, g, dtype=np.intp), gen
-        ).astype(np.int64)
+        design.randomize(np.full(n, i), group=np.full(n, g), rng=gen).astype(np.int64) % 2
         for g, i in inputs
     ]
     counts = np.stack([np.bincount(x, minlength=2) for x in samples])

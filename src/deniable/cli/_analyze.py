@@ -118,13 +118,13 @@ def parse_question(spec: str) -> Question:
     design = make_design(name.strip(), values)
     if at and not group:
         fail(f"`--question` {spec!r}: name the group column after '@' (e.g. @version).")
-    if isinstance(design, TwoGroupDesign) and not at:
+    if design.n_groups == 2 and not at:
         fail(
             f"`--question` {spec!r}: design {design.name!r} needs two groups: add the column "
             "of each respondent's group (1 or 2) after '@', e.g. "
             "cheat=sld:p1=2/12,p2=10/12@version."
         )
-    if at and not isinstance(design, TwoGroupDesign):
+    if at and design.n_groups == 1:
         fail(
             f"`--question` {spec!r}: '@{group}' names a group column, which only two-group "
             f"designs take ({', '.join(TWO_GROUP_DESIGNS)}); design {design.name!r} has one."
@@ -179,7 +179,7 @@ def analyze_command(
     from deniable.survey import analyze_file
 
     d = build_design(design, param)
-    two = isinstance(d, TwoGroupDesign)
+    two = d.n_groups == 2
     if two and group_column is None:
         fail(
             f"design {d.name!r} needs two groups: give --group-column COLUMN (the column of "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from deniable.cli._base import fail, parse_counts
 from deniable.cli._files import progress_bar
-from deniable.designs import BinaryDesign, Design, Tally, TwoGroupDesign, TwoGroupTally
+from deniable.designs import BinaryDesign, Design, Tally, TwoGroupDesign
 
 
 def needs_counts(design: Design) -> bool:
@@ -64,7 +64,7 @@ def read_reports(
     if rows - dropped == 0:
         where = f"{rows} rows, all missing" if rows else "no rows"
         fail(f"reports file {path!r} holds no reports ({where}).")
-    return Tally(tuple(int(c) for c in counts[:m])), dropped
+    return design.tally_counts(counts[:m]), dropped
 
 
 def parse_whole_numbers(option: str, text: str) -> tuple[int, ...]:
@@ -99,7 +99,7 @@ def gather_two_group_tally(
     reports: str | None,
     column: str | None,
     counts: str | None,
-) -> TwoGroupTally:
+) -> Tally:
     """The tally of a two-group design from ``--yes Y1,Y2 --n N1,N2`` or ``--counts``."""
     need = f"design {design.name!r} needs two groups"
     how = "--yes Y1,Y2 --n N1,N2 or --counts no1,yes1,no2,yes2"
@@ -114,14 +114,14 @@ def gather_two_group_tally(
         values = parse_counts(counts)
         if len(values) != 4:
             fail(f"{need}: `--counts` must have 4 entries (no1,yes1,no2,yes2), got {len(values)}.")
-        return TwoGroupTally(values)
+        return design.tally_counts(values)
     if yes is None or n is None:
         fail(f"give both --yes and --n, got only {'--yes' if n is None else '--n'}.")
     ys, ns = parse_whole_numbers("--yes", yes), parse_whole_numbers("--n", n)
     if len(ys) != 2 or len(ns) != 2:
         fail(f"{need}: give --yes Y1,Y2 and --n N1,N2 (one count per group), got "
              f"--yes {yes} --n {n}.")  # fmt: skip
-    return TwoGroupTally.from_yes_n(ys, ns)
+    return design.tally_groups(ys, ns)
 
 
 def gather_tally(

@@ -275,7 +275,7 @@ def _simulate_two_group(sim: Simulation, prevalence: float, level: float, as_jso
         ("true share (simulation only)", fmt_num(float(sim.true_share), 6)),
     ]
     for g in (0, 1):
-        y, ng = est.tally.yes_counts[g], est.tally.n_counts[g]
+        y, ng = est.yes_counts[g], est.n_counts[g]
         rows.append(
             (f"group {g + 1}: yes / n", f"{y} / {ng}  (share {fmt_num(est.lambda_hat[g])})")
         )
@@ -339,7 +339,7 @@ def simulate_command(
         _simulate_two_group(sim, pi, lvl, as_json)
         return
     est = sim.estimate
-    tally = d.tally(sim.reports)
+    tally = sim.tally()
     if isinstance(est, CategoricalEstimate):
         assert isinstance(d, Categorical)
         share = np.asarray(sim.true_share, dtype=float)

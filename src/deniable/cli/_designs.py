@@ -6,6 +6,7 @@ import inspect
 import math
 from typing import Annotated, Any
 
+import numpy as np
 import typer
 from rich import box
 from rich.table import Table
@@ -195,7 +196,7 @@ def designs_command(as_json: JsonOpt = False) -> None:
         if isinstance(d, BinaryDesign):
             p1, p0 = fmt_num(d.p_yes_given_1), fmt_num(d.p_yes_given_0)
         elif isinstance(d, Categorical):
-            ch = d.channel
+            ch = np.asarray(d.channel)
             p1, p0 = f"{fmt_num(float(ch[0, 0]))}†", f"{fmt_num(float(ch[1, 0]))}†"
         eps = "-" if d is None else fmt_epsilon(d.epsilon)
         table.add_row(Text(row["name"]), Text(_param_lines(row["name"])), p1, p0, eps)
@@ -227,7 +228,7 @@ def estimate_payload(design: Design, tally: Tally, est: Estimate, level: float) 
     if len(tally.counts) == 2:
         out["yes"] = tally.yes
     else:
-        out["counts"] = list(tally.counts)
+        out["counts"] = tally.counts.tolist()
     out.update(est.to_dict(level))
     out["n"] = tally.n
     return out
@@ -239,9 +240,10 @@ def categorical_payload(
     """The JSON fields of `deniable estimate` for the categorical design."""
     out = design_channel_fields(design)
     out.update(est.to_dict(level))
-    out["counts"] = list(est.tally.counts)
-    out["lambda_hat"] = [c / est.n for c in est.tally.counts]
-    out["se_unbiased"] = [float(x) for x in est.covariance_unbiased.diagonal() ** 0.5]
+    out["counts"] = est.tally.counts.tolist()
+    out["lambda_hat"] = [c / est.n for c in est.tally.counts.tolist()]
+    cov = est.covariance_unbiased
+    out["se_unbiased"] = [float(x) for x in (cov if cov.ndim == 1 else cov.diagonal()) ** 0.5]
     out["categories"] = []
     for j in range(design.k):
         cat = est.category(j)
@@ -265,7 +267,7 @@ def estimate_rows(
     if len(tally.counts) == 2:
         rows.append(("yes / n", f"{tally.yes} / {tally.n}"))
     else:
-        rows.append(("counts / n", f"{','.join(map(str, tally.counts))} / {tally.n}"))
+        rows.append(("counts / n", f"{','.join(map(str, tally.counts.tolist()))} / {tally.n}"))
     if est.lambda_hat is not None:
         label = "share of yes reports" if len(tally.counts) == 2 else "red share of cards"
         rows.append((label, fmt_num(est.lambda_hat, 6)))
@@ -317,10 +319,8 @@ def run_estimate(
             f"`--method` applies to the kuk design only (design {design.name!r} has one "
             f"estimator), got {method!r}."
         )
-    if isinstance(design, Categorical):
-        return design.estimate(tally)
-    assert isinstance(design, BinaryDesign)
-    return design.estimate(tally)
+    result: Estimate | CategoricalEstimate = design.estimate(tally)
+    return result
 
 
 @app.command("estimate")

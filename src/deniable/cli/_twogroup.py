@@ -54,8 +54,8 @@ def two_group_payload(
     body.pop("design")
     body.pop("parameters")
     out.update(body)
-    out["yes"] = list(est.tally.yes_counts)
-    out["n"] = list(est.tally.n_counts)
+    out["yes"] = list(est.yes_counts)
+    out["n"] = list(est.n_counts)
     out["lambda_hat"] = list(est.lambda_hat)
     out["n_total"] = est.tally.n
     return out
@@ -70,7 +70,7 @@ def two_group_rows(
         ("ε", epsilon_text),
     ]
     for g in (0, 1):
-        y, n = est.tally.yes_counts[g], est.tally.n_counts[g]
+        y, n = est.yes_counts[g], est.n_counts[g]
         rows.append((f"group {g + 1}: yes / n", f"{y} / {n}  (share {fmt_num(est.lambda_hat[g])})"))
     return rows
 

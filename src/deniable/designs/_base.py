@@ -12,12 +12,15 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import fields
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.designs._channel import Channel, DenseChannel, matrix_epsilon
+from deniable.designs._identity import mechanism_key
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
@@ -27,40 +30,44 @@ from deniable.randomness import (
     resolve_rng,
     words_below,
 )
-from deniable.results import Estimate, binomial_interval, map_interval
+from deniable.results import Estimate
+from deniable.results._estimate import MappedBinomialInterval as _Mapped
+from deniable.results._estimate import OutsideChannelNotes
 
 # Tally (_tally) is re-exported from here.
 __all__ = ["BinaryDesign", "Design", "Tally", "binary_estimate", "channel_epsilon"]
 
 
-def channel_epsilon(channel: npt.ArrayLike) -> float:
+def channel_epsilon(channel: Channel | npt.ArrayLike) -> float:
     """Exact epsilon of a channel ``P[report, truth]`` under replace-one neighbouring.
 
     ``max over reports r and truths x, x' of ln(P[r | x] / P[r | x'])``; ``math.inf`` when a
     report has probability 0 under one truth and not under another (it reveals the answer).
+    ``channel`` is a :class:`~deniable.designs.Channel` (a symmetric k-ary channel in O(1))
+    or a matrix.
     """
-    p = np.asarray(channel, dtype=float)
-    eps = 0.0
-    for row in p:
-        hi, lo = float(row.max()), float(row.min())
-        if hi == 0.0:
-            continue
-        if lo == 0.0:
-            return math.inf
-        eps = max(eps, math.log(hi / lo))
-    return eps
+    if isinstance(channel, Channel):
+        return channel.epsilon
+    return matrix_epsilon(channel)
 
 
 class Design(ABC):
-    """Base of every design: a channel, its exact epsilon, randomize, tally, estimate."""
+    """Base of every design: a channel, its exact epsilon, randomize, tally, estimate.
+
+    Every design satisfies the :class:`~deniable.designs.Mechanism` protocol: ``name``,
+    ``key`` (its identity, which its tallies carry), ``epsilon``, ``channel`` (an operator,
+    :class:`~deniable.designs.Channel`), ``randomize(values, rng=...)``,
+    ``tally(reports)`` and ``estimate(tally)``.
+    """
 
     #: Name used by the CLI and the registry.
     name: ClassVar[str]
 
     @property
     @abstractmethod
-    def channel(self) -> npt.NDArray[np.float64]:
-        """``P[report, truth]``: rows are reports, columns truths; columns sum to 1."""
+    def channel(self) -> Channel:
+        """``P[report, truth]`` as an operator (``np.asarray(channel)``: the matrix; rows
+        are reports, columns truths; columns sum to 1)."""
 
     @property
     @abstractmethod
@@ -69,7 +76,7 @@ class Design(ABC):
 
     @property
     @abstractmethod
-    def implemented_channel(self) -> npt.NDArray[np.float64]:
+    def implemented_channel(self) -> Channel:
         """The channel the randomizer realises exactly from its integer thresholds.
 
         Thresholds are rounded toward privacy, so ``channel_epsilon(implemented_channel)``
@@ -77,23 +84,79 @@ class Design(ABC):
         below ``2**-52`` per entry).
         """
 
+    @cached_property
+    def key(self) -> str:
+        """The design's identity: :func:`~deniable.designs.mechanism_key` of its name and
+        exact parameters.  Its tallies carry it; tallies of different keys never add."""
+        return mechanism_key(self.name, self.parameters())
+
     @property
     def n_reports(self) -> int:
-        """Number of distinct report values."""
-        return int(self.channel.shape[0])
+        """Number of distinct report values (the length of the tally)."""
+        return int(self.channel.n_cells)
 
     @property
     def n_truths(self) -> int:
-        """Number of distinct true answers."""
-        return int(self.channel.shape[1])
+        """Number of distinct inputs of :meth:`randomize`."""
+        k = self.channel.n_truths
+        assert k is not None
+        return int(k)
+
+    @property
+    def n_groups(self) -> int:
+        """Randomization groups whose label is part of the report (1; 2 for the two-group
+        designs, whose data carry a group column beside the answer)."""
+        return 1
+
+    @property
+    def report_labels(self) -> tuple[str, ...]:
+        """A label for each report value (each cell of the tally)."""
+        return tuple(str(r) for r in range(self.n_reports))
 
     @abstractmethod
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.integer[Any]]:
         """Randomize true answers into reports (CSPRNG unless ``rng`` is given)."""
 
+    @abstractmethod
+    def estimate(self, data: Any = None) -> Any:
+        """Estimate from reports or a :class:`Tally` (an unbound tally of the right length is
+        bound; a tally of another mechanism is refused)."""
+
     def tally(self, reports: npt.ArrayLike) -> Tally:
-        """Count reports into a mergeable :class:`Tally`."""
-        return Tally.from_reports(reports, self.n_reports)
+        """Count reports into a mergeable :class:`Tally` bound to this design."""
+        return Tally.from_reports(reports, self.n_reports, mechanism=self.key)
+
+    def encode(
+        self, answers: npt.ArrayLike, groups: npt.ArrayLike | None = None
+    ) -> npt.NDArray[np.integer[Any]]:
+        """Reports from data held in columns: the column of randomized answers (and, for a
+        two-group design, the column of groups), as :meth:`tally` counts them."""
+        if groups is not None:
+            raise DataError(
+                f"design {self.name!r} has one group: give the reports alone, got `groups`."
+            )
+        return v.reports_array("reports", answers, categories=self.n_reports)
+
+    def tally_counts(self, counts: Any) -> Tally:
+        """The tally of this design with the given ``counts`` of each report value."""
+        return self.bind(Tally(counts))
+
+    def bind(self, tally: Tally) -> Tally:
+        """``tally`` bound to this design: an unbound tally (built by hand) of the right
+        length gets this design's key; a tally of another mechanism is refused."""
+        if not isinstance(tally, Tally):
+            raise DataError(f"`tally` must be a Tally, got {type(tally).__name__}.")
+        if tally.mechanism is not None and tally.mechanism != self.key:
+            raise DataError(
+                f"the tally belongs to mechanism {tally.mechanism}, not to this design "
+                f"{self.key}: estimate it with its own design."
+            )
+        if len(tally.counts) != self.n_reports:
+            raise DataError(
+                f"the tally has {len(tally.counts)} report values, the design "
+                f"{self.name!r} has {self.n_reports}."
+            )
+        return tally.bind(self.key)
 
     def parameters(self) -> dict[str, Any]:
         """The design's parameters by name."""
@@ -103,16 +166,11 @@ class Design(ABC):
         if data is None:
             if yes is None or n is None:
                 raise DataError("give either reports / a Tally, or both `yes` and `n`.")
-            return Tally.binary(yes, n)
-        if yes is not None or n is not None:
+            tally = self.bind(Tally.binary(yes, n))
+        elif yes is not None or n is not None:
             raise DataError("give either reports / a Tally, or `yes` and `n`, not both.")
-        if isinstance(data, Tally):
-            if len(data.counts) != self.n_reports:
-                raise DataError(
-                    f"the tally has {len(data.counts)} report values, the design "
-                    f"{self.name!r} has {self.n_reports}."
-                )
-            tally = data
+        elif isinstance(data, Tally):
+            tally = self.bind(data)
         else:
             tally = self.tally(data)
         if tally.n == 0:
@@ -194,8 +252,12 @@ class BinaryDesign(Design):
         ]
 
     @property
-    def channel(self) -> npt.NDArray[np.float64]:
-        return np.array(self._bit_channel())
+    def channel(self) -> DenseChannel:
+        return DenseChannel(self._bit_channel())
+
+    @property
+    def report_labels(self) -> tuple[str, ...]:
+        return ("no", "yes")
 
     @property
     def epsilon(self) -> float:
@@ -233,11 +295,11 @@ class BinaryDesign(Design):
         return self.epsilon
 
     @property
-    def implemented_channel(self) -> npt.NDArray[np.float64]:
+    def implemented_channel(self) -> DenseChannel:
         """The channel the randomizer realises exactly (thresholds over ``2**53``)."""
         t0, t1 = self.thresholds()
         p0, p1 = t0 / 2.0**53, t1 / 2.0**53
-        return np.array([[1 - p0, 1 - p1], [p0, p1]])
+        return DenseChannel([[1 - p0, 1 - p1], [p0, p1]])
 
     def report_probability(self, prevalence: float) -> float:
         """``lambda = P0 + prevalence (P1 - P0)``: the probability of a "yes" report."""
@@ -337,6 +399,7 @@ def binary_estimate(
     p1: float, p0: float, yes: int, n: int, parameter: str = "prevalence"
 ) -> Estimate:
     """The moment estimate and its intervals for a binary channel (see :class:`BinaryDesign`)."""
+    yes, n = int(yes), int(n)
     slope = p1 - p0
     lam = yes / n
     value = (lam - p0) / slope
@@ -344,16 +407,6 @@ def binary_estimate(
     se = math.sqrt(var_core / n)
     se_unbiased = math.sqrt(var_core / (n - 1)) if n > 1 else math.nan
     bounded = min(max(value, 0.0), 1.0)
-
-    def exact(level: float) -> tuple[float, float]:
-        return map_interval(binomial_interval(yes, n, level, "exact"), p0, slope)
-
-    def wilson(level: float) -> tuple[float, float]:
-        return map_interval(binomial_interval(yes, n, level, "wilson"), p0, slope)
-
-    def notes(level: float) -> tuple[str, ...]:
-        return _outside_channel_notes(p1, p0, yes, n, level)
-
     return Estimate(
         value=value,
         bounded=bounded,
@@ -363,37 +416,11 @@ def binary_estimate(
         method="moment",
         parameter=parameter,
         lambda_hat=lam,
-        intervals={"exact": exact, "wilson": wilson},
-        level_notes=notes,
-    )
-
-
-def _outside_channel_notes(p1: float, p0: float, yes: int, n: int, level: float) -> tuple[str, ...]:
-    """A note when the exact or Wilson interval for ``lambda`` lies wholly outside
-    ``[min(P0, P1), max(P0, P1)]``, the shares of "yes" the design can produce: the mapped
-    prevalence interval is then clipped to a single point, ``[0, 0]`` or ``[1, 1]``."""
-    lo_p, hi_p = min(p0, p1), max(p0, p1)
-    lam = yes / n
-    if lo_p <= lam <= hi_p:  # the intervals contain lambda_hat: nothing to say
-        return ()
-    below = lam < lo_p
-    edge = lo_p if below else hi_p
-    which = ("0" if p0 < p1 else "1") if below else ("1" if p0 < p1 else "0")
-    methods = []
-    for method in ("exact", "wilson"):
-        a, b = binomial_interval(yes, n, level, method)
-        if (b < lo_p) if below else (a > hi_p):
-            methods.append(method)
-    if not methods:
-        return ()
-    point = map_interval((edge, edge), p0, p1 - p0)[0]
-    plural = len(methods) > 1
-    return (
-        f"the {level:.0%} {' and '.join(methods)} interval{'s' if plural else ''} for the "
-        f"share of yes reports lie{'' if plural else 's'} {'below' if below else 'above'} "
-        f"P(yes|{which}) = {edge:.6g}: the data are unlikely under this design (check the "
-        "design parameters or non-compliance); the prevalence interval"
-        f"{'s are' if plural else ' is'} clipped to [{point:g}, {point:g}].",
+        intervals={
+            "exact": _Mapped(yes, n, p0, slope, "exact"),
+            "wilson": _Mapped(yes, n, p0, slope, "wilson"),
+        },
+        level_notes=OutsideChannelNotes(p1, p0, yes, n),
     )
 
 

@@ -12,6 +12,7 @@ import numpy.typing as npt
 
 from deniable.common import _validation as v
 from deniable.designs._base import Design, binary_estimate
+from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
 from deniable.designs._from_epsilon import design_for_epsilon
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
@@ -130,11 +131,26 @@ class Categorical(Design):
         return np.asarray(self.forced, dtype=float)
 
     @property
-    def channel(self) -> npt.NDArray[np.float64]:
-        """The dense ``k x k`` channel (``k`` at most :data:`MAX_DENSE_K`)."""
+    def _uniform(self) -> bool:
+        return self.forced is None or all(f == self.forced[0] for f in self.forced)
+
+    @property
+    def channel(self) -> Channel:
+        """The channel ``truth * I + (1 - truth) * forced 1^T``: k-ary randomized response
+        (:class:`~deniable.designs.SymmetricChannel`, two numbers, any ``k``) when the forced
+        distribution is uniform, else the dense ``k x k`` matrix (``k`` at most
+        :data:`MAX_DENSE_K`)."""
+        if self._uniform:
+            f0 = 1 / self.k if self.forced is None else self.forced[0]
+            q = (1 - self.truth) * f0
+            return SymmetricChannel(self.k, self.truth + q, q)
         _check_dense(self.k)
         f = self.forced_distribution
-        return self.truth * np.eye(self.k) + (1 - self.truth) * f[:, None]
+        return DenseChannel(self.truth * np.eye(self.k) + (1 - self.truth) * f[:, None])
+
+    @property
+    def report_labels(self) -> tuple[str, ...]:
+        return tuple(str(j) for j in range(self.k))
 
     @property
     def epsilon(self) -> float:
@@ -189,14 +205,18 @@ class Categorical(Design):
         return keep, cum
 
     @property
-    def implemented_channel(self) -> npt.NDArray[np.float64]:
-        """The channel realised by the integer thresholds (see :meth:`thresholds`)."""
-        _check_dense(self.k)
+    def implemented_channel(self) -> Channel:
+        """The channel realised by the integer thresholds (see :meth:`thresholds`):
+        symmetric when every forced category has the same number of outcomes."""
         keep, _ = self.thresholds()
         _, counts, total = self._forced_counts()
         t = keep / 2.0**53
+        if all(c == counts[0] for c in counts):
+            q = (1 - t) * (counts[0] / total)
+            return SymmetricChannel(self.k, t + q, q)
+        _check_dense(self.k)
         f = np.asarray(counts, dtype=float) / total
-        return t * np.eye(self.k) + (1 - t) * f[:, None]
+        return DenseChannel(t * np.eye(self.k) + (1 - t) * f[:, None])
 
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.integer[Any]]:
         """Randomize categories ``0..k-1``; two 64-bit words per report whatever the answer.
@@ -255,7 +275,8 @@ class CategoricalEstimate:
     ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
     simplex, by EM), ``covariance`` (plug-in, divides by n), ``covariance_unbiased``
     (divides by n - 1), and :meth:`category` for one category's :class:`Estimate` with exact
-    intervals.
+    intervals.  Above ``k = 4096`` (:data:`MAX_DENSE_K`) the covariances hold only their
+    diagonal, the variances (a 1-D array: a ``k x k`` matrix would not fit in memory).
     """
 
     design: Categorical
@@ -274,8 +295,8 @@ class CategoricalEstimate:
         values = (lam - (1 - t) * f) / t
         cov = (
             (np.diag(lam) - np.outer(lam, lam)) / (n * t * t)
-            if design.k <= 4096
-            else np.diag(lam * (1 - lam) / (n * t * t))
+            if design.k <= MAX_DENSE_K
+            else lam * (1 - lam) / (n * t * t)  # the diagonal only
         )
         cov_unb = cov * n / (n - 1) if n > 1 else np.full_like(cov, math.nan)
         return cls(design, tally, values, _simplex_mle(design, lam), cov, cov_unb)
@@ -287,7 +308,8 @@ class CategoricalEstimate:
     @property
     def se(self) -> npt.NDArray[np.float64]:
         """Plug-in standard errors per category."""
-        return np.sqrt(np.diag(self.covariance))
+        cov = self.covariance
+        return np.sqrt(cov if cov.ndim == 1 else np.diag(cov))
 
     def category(self, j: int) -> Estimate:
         """Category ``j`` as the binary design "report j or not", with exact intervals."""

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from deniable.common import _validation as v
 from deniable.designs._base import BinaryDesign, channel_epsilon
+from deniable.designs._channel import DenseChannel
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.designs._tally import Tally
 from deniable.exceptions import ParameterError
@@ -125,7 +126,10 @@ class Kuk(BinaryDesign):
         return self.draws + 1
 
     @property
-    def channel(self) -> npt.NDArray[np.float64]:
+    def channel(self) -> DenseChannel:
+        return DenseChannel(self._binomial_matrix())
+
+    def _binomial_matrix(self) -> npt.NDArray[np.float64]:
         from scipy import stats
 
         r = np.arange(self.draws + 1)
@@ -136,19 +140,25 @@ class Kuk(BinaryDesign):
             ]
         )
 
+    @property
+    def report_labels(self) -> tuple[str, ...]:
+        if self.draws == 1:
+            return ("no", "yes")
+        return tuple(f"{r} red" for r in range(self.draws + 1))
+
     def _report_epsilon(self) -> float:
         # one draw: eps_1 = max(|ln(t1/t2)|, |ln((1-t1)/(1-t2))|); the k draws compose to k eps_1
         return channel_epsilon([[1 - self.theta2, 1 - self.theta1], [self.theta2, self.theta1]])
 
     @property
-    def implemented_channel(self) -> npt.NDArray[np.float64]:
+    def implemented_channel(self) -> DenseChannel:
         """Binomial channel of the per-draw probabilities the randomizer realises."""
         t0, t1 = (t / 2.0**53 for t in self.thresholds())
         k = self.draws
         cols = [
             [math.comb(k, r) * p**r * (1 - p) ** (k - r) for r in range(k + 1)] for p in (t0, t1)
         ]
-        return np.array(cols, dtype=float).T
+        return DenseChannel(np.array(cols, dtype=float).T)
 
     @property
     def epsilon(self) -> float:
@@ -258,41 +268,24 @@ def _moment_from_counts(design: Kuk, tally: Tally) -> Estimate:
 def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
     from scipy import optimize
 
-    ch = design.channel
+    ch = design._binomial_matrix()
     b1, b0 = ch[:, 1], ch[:, 0]
     c = np.asarray(tally.counts, dtype=float)
     used = c > 0
-    c, b1, b0 = c[used], b1[used], b0[used]
-    n = int(c.sum())
-
-    def loglik(pi: float) -> float:
-        with np.errstate(divide="ignore"):  # a report impossible at this pi: log 0 = -inf
-            return float((c * np.log(pi * b1 + (1 - pi) * b0)).sum())
+    lik = _MixtureLikelihood(c[used], b1[used], b0[used])
+    n = int(lik.counts.sum())
 
     res = optimize.minimize_scalar(
-        lambda p: -loglik(p), bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12}
+        lambda p: -lik(p), bounds=(0.0, 1.0), method="bounded", options={"xatol": 1e-12}
     )
     pi_hat = float(res.x)
     # endpoints: the bounded optimiser stops just inside; compare with the boundary values
     for edge in (0.0, 1.0):
-        if loglik(edge) >= loglik(pi_hat):
+        if lik(edge) >= lik(pi_hat):
             pi_hat = edge
-    mix = pi_hat * b1 + (1 - pi_hat) * b0
-    info = float((c * (b1 - b0) ** 2 / mix**2).sum())
+    mix = pi_hat * lik.b1 + (1 - pi_hat) * lik.b0
+    info = float((lik.counts * (lik.b1 - lik.b0) ** 2 / mix**2).sum())
     se = 1 / math.sqrt(info) if info > 0 else math.inf
-    top = loglik(pi_hat)
-
-    def likelihood(level: float) -> tuple[float, float]:
-        from scipy import optimize, stats
-
-        cut = top - float(stats.chi2.ppf(level, 1)) / 2
-
-        def f(p: float) -> float:
-            return loglik(p) - cut
-
-        lo = 0.0 if f(0.0) >= 0 else float(optimize.brentq(f, 0.0, pi_hat, xtol=1e-12))
-        hi = 1.0 if f(1.0) >= 0 else float(optimize.brentq(f, pi_hat, 1.0, xtol=1e-12))
-        return lo, hi
 
     return Estimate(
         value=pi_hat,
@@ -303,5 +296,41 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
         method="mle",
         lambda_hat=moment.lambda_hat,
         se_convention=SE_MLE,
-        intervals={"likelihood": likelihood},
+        intervals={"likelihood": _LikelihoodInterval(lik, pi_hat)},
     )
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _MixtureLikelihood:
+    """``pi -> sum_r c_r ln(pi b1_r + (1 - pi) b0_r)``: the binomial-mixture log-likelihood
+    of the red-card counts (only the observed counts)."""
+
+    counts: npt.NDArray[np.float64]
+    b1: npt.NDArray[np.float64]
+    b0: npt.NDArray[np.float64]
+
+    def __call__(self, pi: float) -> float:
+        with np.errstate(divide="ignore"):  # a report impossible at this pi: log 0 = -inf
+            return float((self.counts * np.log(pi * self.b1 + (1 - pi) * self.b0)).sum())
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _LikelihoodInterval:
+    """The likelihood-ratio interval ``{pi : 2 (l(pi_hat) - l(pi)) <= chi2_1(level)}`` (a
+    picklable callable ``level -> (lo, hi)``)."""
+
+    loglik: _MixtureLikelihood
+    pi_hat: float
+
+    def __call__(self, level: float) -> tuple[float, float]:
+        from scipy import optimize, stats
+
+        pi_hat = self.pi_hat
+        cut = self.loglik(pi_hat) - float(stats.chi2.ppf(level, 1)) / 2
+
+        def f(p: float) -> float:
+            return self.loglik(p) - cut
+
+        lo = 0.0 if f(0.0) >= 0 else float(optimize.brentq(f, 0.0, pi_hat, xtol=1e-12))
+        hi = 1.0 if f(1.0) >= 0 else float(optimize.brentq(f, pi_hat, 1.0, xtol=1e-12))
+        return lo, hi

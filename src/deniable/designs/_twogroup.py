@@ -23,6 +23,14 @@ parameter space, a polygon in ``phi``.  The log-likelihood is concave in ``phi``
 moment estimate lies in the polygon it is the MLE, otherwise the maximum is on an edge and is
 found by a bounded one-dimensional search on each edge (``scipy.optimize.minimize_scalar``).
 
+Reports.  A respondent's report carries the group: ``2 (group - 1) + answer`` (values 0..3,
+"no" and "yes" of group 1, then of group 2), so a tally has four cells and the design fits
+the one mechanism protocol (:class:`~deniable.designs.Mechanism`).  The inputs of
+:meth:`TwoGroupDesign.randomize` are respondent types (:attr:`respondent_types`;
+:meth:`TwoGroupDesign.types` builds them from the answers and the latent indicator), and
+each respondent's group is drawn with probability ``group_share`` (or given); data whose
+groups sit in a separate column are combined by :meth:`TwoGroupDesign.encode`.
+
 Privacy.  Each group's randomization is a channel ``P[report | respondent type]``; a type
 is the true answer together with whatever else drives the report (the answer to the unrelated
 question, being a cheater, a carrier's honesty).  The neighbouring relation is *replace one
@@ -37,6 +45,7 @@ from __future__ import annotations
 import math
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -44,13 +53,14 @@ import numpy.typing as npt
 
 from deniable.common import _validation as v
 from deniable.designs._base import Design
+from deniable.designs._channel import DenseChannel
 from deniable.designs._tally import Tally
 from deniable.designs._twogroup_fit import (
     polygon_mle,
     single_group_intervals,
     two_binomial_loglik,
 )
-from deniable.designs._twogroup_results import TwoGroupEstimate, TwoGroupTally, is_pair
+from deniable.designs._twogroup_results import TwoGroupEstimate, group_counts, is_pair
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
     CHUNK,
@@ -101,13 +111,21 @@ def types_epsilon(
 # --------------------------------------------------------------------------- design
 
 
+@dataclass(frozen=True, repr=False)
 class TwoGroupDesign(Design):
     """Base of the two-group designs: group channels, epsilon, randomizer, tally, estimator.
 
     Subclasses give the per-group channel over :attr:`respondent_types`, the linear system
     ``lambda = c + M phi``, the map from ``phi`` to the reported parameters, and the
     parameter polygon.  Groups are labelled 1 and 2 (as in RRreg's ``group`` vector).
+
+    ``group_share`` (keyword, default 1/2) is the probability that :meth:`randomize` puts a
+    respondent in group 1.  It does not enter the estimator (which conditions on the group
+    sizes) nor epsilon (the group is public); it is a parameter of the mechanism, listed by
+    :meth:`parameters` when it is not 1/2.
     """
+
+    group_share: float = field(default=0.5, kw_only=True)
 
     #: Names of the estimated parameters, the prevalence first.
     estimated: ClassVar[tuple[str, ...]]
@@ -117,6 +135,26 @@ class TwoGroupDesign(Design):
     nuisance: ClassVar[Mapping[str, float | None]]
     #: Corners of the parameter polygon in ``phi``, counter-clockwise.
     vertices: ClassVar[tuple[tuple[float, float], ...]]
+    #: The keyword of :meth:`types` for the latent indicator (``unrelated``, ``cheater``,
+    #: ``honest``) and its default (``None``: required).
+    latent: ClassVar[tuple[str, int | None]]
+
+    def _check_group_share(self) -> None:
+        share = v.probability("group_share", self.group_share, low_open=True, high_open=True)
+        object.__setattr__(self, "group_share", v.realizable("group_share", share))
+        v.realizable("1 - group_share", 1 - share)
+
+    def parameters(self) -> dict[str, Any]:
+        """The design's parameters by name (``group_share`` only when it is not 1/2)."""
+        out = super().parameters()
+        share = out.pop("group_share")
+        if share != 0.5:
+            out["group_share"] = share  # last, after the design's own parameters
+        return out
+
+    def __repr__(self) -> str:
+        body = ", ".join(f"{k}={x!r}" for k, x in self.parameters().items())
+        return f"{type(self).__name__}({body})"
 
     # ---- what a design supplies
 
@@ -151,9 +189,22 @@ class TwoGroupDesign(Design):
     # ---- the Design contract
 
     @property
-    def channel(self) -> FloatArray:
-        """Both group channels side by side: ``P[report, (group, type)]``, group 1 first."""
-        return np.hstack([self.group_channel(1), self.group_channel(2)])
+    def channel(self) -> DenseChannel:
+        """``P[report, type]`` with report ``2 (group - 1) + answer``: the group channels
+        stacked, weighted by the group probabilities ``group_share`` and
+        ``1 - group_share``.  Columns are :attr:`respondent_types`."""
+        w1 = self.group_share
+        return DenseChannel(
+            np.vstack([w1 * self.group_channel(1), (1 - w1) * self.group_channel(2)])
+        )
+
+    @property
+    def report_labels(self) -> tuple[str, ...]:
+        return ("group 1 no", "group 1 yes", "group 2 no", "group 2 yes")
+
+    @property
+    def n_groups(self) -> int:
+        return 2
 
     def thresholds(self, group: int) -> tuple[int, ...]:
         """Integer thresholds per type in ``group``: "yes" iff ``word >> 11 < t[type]``.
@@ -171,23 +222,25 @@ class TwoGroupDesign(Design):
             exact.update({inner[0]: t_lo, inner[1]: t_hi})
         return tuple(exact[p] if p in exact else probability_threshold(p) for p in yes)
 
+    def group_threshold(self) -> int:
+        """Integer threshold of the group draw: group 1 iff ``word >> 11 < t``."""
+        return probability_threshold(self.group_share)
+
     def implemented_group_channel(self, group: int) -> FloatArray:
         """The channel of ``group`` that the randomizer realises exactly (thresholds / 2**53)."""
         yes = np.array(self.thresholds(group), dtype=float) / 2.0**53
         return np.vstack([1 - yes, yes])
 
     @property
-    def implemented_channel(self) -> FloatArray:
-        """Both implemented group channels side by side, as :attr:`channel`."""
-        return np.hstack([self.implemented_group_channel(1), self.implemented_group_channel(2)])
-
-    @property
-    def n_reports(self) -> int:
-        return 2
-
-    @property
-    def n_truths(self) -> int:
-        return 2
+    def implemented_channel(self) -> DenseChannel:
+        """The implemented group channels, weighted by the implemented group probability."""
+        w1 = self.group_threshold() / 2.0**53
+        return DenseChannel(
+            np.vstack(
+                [w1 * self.implemented_group_channel(1),
+                 (1 - w1) * self.implemented_group_channel(2)]
+            )
+        )  # fmt: skip
 
     @property
     def epsilon_compliant(self) -> float:
@@ -203,7 +256,7 @@ class TwoGroupDesign(Design):
     def _group_array(self, group: Any, size: int) -> npt.NDArray[np.intp]:
         if group is None:
             raise DataError(
-                f"design {self.name!r} needs two groups: give `group` (1 or 2 per respondent)."
+                f"design {self.name!r} needs two groups: give `groups` (1 or 2 per respondent)."
             )
         arr = np.asarray(group)
         if arr.ndim == 0:
@@ -223,15 +276,70 @@ class TwoGroupDesign(Design):
             raise DataError(f"`group` must have one entry per respondent ({size}), got {arr.size}.")
         return arr.astype(np.intp)
 
-    def _latent(self, name: str, values: Any, size: int, default: int) -> npt.NDArray[np.intp]:
-        if values is None:
-            return np.full(size, default, dtype=np.intp)
-        arr = v.reports_array(name, values, categories=2)
-        if arr.size != size:
-            raise DataError(
-                f"`{name}` must have one entry per respondent ({size}), got {arr.size}."
+    @abstractmethod
+    def _types_of(
+        self, x: npt.NDArray[np.intp], latent: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.intp]:
+        """Type indices from 0/1 answers and the 0/1 latent indicator."""
+
+    def types(self, truth: npt.ArrayLike, **latent: npt.ArrayLike | None) -> npt.NDArray[np.intp]:
+        """Respondent types (indices into :attr:`respondent_types`, the inputs of
+        :meth:`randomize`) from 0/1 answers and the design's latent indicator: ``unrelated``
+        (each respondent's answer to the unrelated question; required), ``cheater`` (1 =
+        always says "no"; default nobody) or ``honest`` (1 = a carrier who answers honestly;
+        default everyone)."""
+        x = v.reports_array("truth", truth, categories=2).astype(np.intp)
+        keyword, default = self.latent
+        unknown = [k for k in latent if k != keyword]
+        if unknown:
+            raise ParameterError(
+                f"design {self.name!r} takes the latent indicator `{keyword}`, got "
+                f"{', '.join(repr(k) for k in unknown)}."
             )
-        return arr.astype(np.intp)
+        values = latent.get(keyword)
+        if values is None:
+            if default is None:
+                raise ParameterError(
+                    f"`{keyword}` (each respondent's 0/1 answer to the unrelated question) is "
+                    "required."
+                )
+            ind = np.full(x.size, default, dtype=np.intp)
+        else:
+            arr = v.reports_array(keyword, values, categories=2)
+            if arr.size != x.size:
+                raise DataError(
+                    f"`{keyword}` must have one entry per respondent ({x.size}), got {arr.size}."
+                )
+            ind = arr.astype(np.intp)
+        return self._types_of(x, ind)
+
+    def randomize(
+        self, types: npt.ArrayLike, *, group: npt.ArrayLike | None = None, rng: Any = None
+    ) -> npt.NDArray[np.uint8]:
+        """Reports ``2 (group - 1) + answer`` (0..3) for respondents of the given ``types``
+        (indices into :attr:`respondent_types`; :meth:`types` builds them).
+
+        Each respondent's group is drawn (group 1 with probability ``group_share``: one
+        64-bit word each, for the whole sample first) unless ``group`` (1 or 2 per
+        respondent) is given; then one word per respondent decides "yes" as
+        ``word >> 11 < t[group, type]``, the same work for every type.
+        """
+        t = v.reports_array("types", types, categories=len(self.respondent_types)).astype(np.intp)
+        gen = resolve_rng(rng)
+        if group is None:
+            g = np.empty(t.size, dtype=np.intp)
+            thr = self.group_threshold()
+            for start in range(0, t.size, CHUNK):
+                stop = min(start + CHUNK, t.size)
+                words = random_words(gen, stop - start)
+                # group 2 iff the word is not below the threshold
+                g[start:stop] = 1 + ((words >> np.uint64(11)) >= thr)
+        else:
+            g = self._group_array(group, t.size)
+        answers = self._randomize_types(t, g, gen)
+        out = np.asarray(2 * (g - 1), dtype=np.uint8)
+        out += answers
+        return out
 
     def _randomize_types(
         self, types: npt.NDArray[np.intp], group: npt.NDArray[np.intp], rng: Any
@@ -249,51 +357,64 @@ class TwoGroupDesign(Design):
             np.less(words >> np.uint64(11), thresholds, out=out[start:stop].view(np.bool_))
         return out
 
-    def tally(self, reports: npt.ArrayLike, group: npt.ArrayLike | None = None) -> TwoGroupTally:
-        """Count 0/1 ``reports`` by ``group`` (1 or 2) into a :class:`TwoGroupTally`."""
-        r = v.reports_array("reports", reports, categories=2).astype(np.intp)
-        g = self._group_array(group, r.size)
-        counts = np.bincount(2 * (g - 1) + r, minlength=4)
-        return TwoGroupTally(tuple(int(c) for c in counts))
+    def encode(
+        self, answers: npt.ArrayLike, groups: npt.ArrayLike | None = None
+    ) -> npt.NDArray[np.uint8]:
+        """Reports ``2 (group - 1) + answer`` from a column of 0/1 randomized answers and a
+        column of groups (1 or 2): data collected with the group in its own column."""
+        a = v.reports_array("reports", answers, categories=2)
+        g = self._group_array(groups, a.size)
+        out = np.asarray(2 * (g - 1), dtype=np.uint8)
+        out += a.astype(np.uint8, copy=False)
+        return out
 
-    def _as_tally(self, data: Any, yes: Any, n: Any, group: Any = None) -> TwoGroupTally:
+    def tally_groups(self, yes: Sequence[int], n: Sequence[int]) -> Tally:
+        """The tally of ``yes = (y1, y2)`` "yes" reports among ``n = (n1, n2)``."""
+        if not (is_pair(yes) and is_pair(n)):
+            raise DataError(
+                f"design {self.name!r} needs two groups: give `yes` and `n` as pairs "
+                f"(y1, y2) and (n1, n2), got yes={yes!r}, n={n!r}."
+            )
+        counts: list[int] = []
+        for g in (1, 2):
+            ng = v.integer(f"n{g}", n[g - 1], minimum=0)
+            yg = v.integer(f"yes{g}", yes[g - 1], minimum=0)
+            if yg > ng:
+                raise DataError(f"`yes{g}` must be in [0, n{g}] = [0, {ng}], got {yg}.")
+            counts += [ng - yg, yg]
+        return self.tally_counts(counts)
+
+    def _as_tally(self, data: Any, yes: Any, n: Any) -> Tally:
         need = f"design {self.name!r} needs two groups"
         if data is None:
             if yes is None or n is None:
                 raise DataError(
-                    "give reports with `group`, a TwoGroupTally (or two Tallies), or `yes` and "
-                    "`n` as pairs (y1, y2) and (n1, n2)."
+                    "give reports (2 (group - 1) + answer; design.encode(answers, groups)), a "
+                    "Tally of 4 counts, or `yes` and `n` as pairs (y1, y2) and (n1, n2)."
                 )
-            if group is not None:
-                raise DataError("`group` goes with reports, not with `yes` and `n`.")
-            if not (is_pair(yes) and is_pair(n)):
-                raise DataError(
-                    f"{need}: give `yes` and `n` as pairs (y1, y2) and (n1, n2), "
-                    f"got yes={yes!r}, n={n!r}."
-                )
-            tally = TwoGroupTally.from_yes_n(yes, n)
+            tally = self.tally_groups(yes, n)
         elif yes is not None or n is not None:
-            raise DataError("give either reports / tallies, or `yes` and `n`, not both.")
-        elif isinstance(data, TwoGroupTally):
-            tally = data
-        elif isinstance(data, Tally) and len(data.counts) == 4 and group is None:
-            tally = TwoGroupTally(data.counts)
+            raise DataError("give either reports / a tally, or `yes` and `n`, not both.")
         elif isinstance(data, Tally):
-            raise DataError(
-                f"{need}: got one Tally; give TwoGroupTally.from_groups(first, second) "
-                "or a pair of Tallies."
-            )
+            if len(data.counts) == 2 and data.mechanism is None:
+                raise DataError(
+                    f"{need}: got a Tally of one group (2 counts); give the 4 counts "
+                    "(no1, yes1, no2, yes2) or a pair of per-group Tallies."
+                )
+            tally = self.bind(data)
         elif (
             isinstance(data, tuple | list)
             and len(data) == 2
             and all(isinstance(t, Tally) for t in data)
         ):
-            tally = TwoGroupTally.from_groups(data[0], data[1])
+            for g, t in enumerate(data, start=1):
+                if len(t.counts) != 2:
+                    raise DataError(f"group {g} must be a binary Tally (no, yes), got {t!r}.")
+            tally = self.tally_counts([*data[0].counts.tolist(), *data[1].counts.tolist()])
         else:
-            if group is None:
-                raise DataError(f"{need}: give `group` (1 or 2 per report) with the reports.")
-            tally = self.tally(data, group)
-        for g, ng in enumerate(tally.n_counts, start=1):
+            tally = self.tally(data)
+        _, ns = group_counts(tally)
+        for g, ng in enumerate(ns, start=1):
             if ng == 0:
                 raise DataError(f"{need}: group {g} has no reports (n{g} = 0).")
         return tally
@@ -313,18 +434,19 @@ class TwoGroupDesign(Design):
         *,
         yes: Sequence[int] | None = None,
         n: Sequence[int] | None = None,
-        group: npt.ArrayLike | None = None,
     ) -> TwoGroupEstimate:
-        """Estimate every parameter from reports with ``group``, a :class:`TwoGroupTally`, a
-        pair of Tallies, or ``yes=(y1, y2)`` and ``n=(n1, n2)``.
+        """Estimate every parameter from reports (``2 (group - 1) + answer``), a
+        :class:`~deniable.designs.Tally` of the 4 counts ``(no1, yes1, no2, yes2)``, a pair of
+        per-group Tallies, or ``yes=(y1, y2)`` and ``n=(n1, n2)``.
 
         Moment estimates (unbiased for the linear parameters), the bounded MLE, delta-method
         SEs with ``n_g`` and with ``n_g - 1``, Wald intervals, and exact (Clopper-Pearson) and
         Wilson intervals for a parameter that depends on one group's share alone.
         """
-        tally = self._as_tally(data, yes, n, group)
-        y = np.array(tally.yes_counts, dtype=float)
-        nn = np.array(tally.n_counts, dtype=float)
+        tally = self._as_tally(data, yes, n)
+        ys, ns = group_counts(tally)
+        y = np.array(ys, dtype=float)
+        nn = np.array(ns, dtype=float)
         lam = y / nn
         c, m = self.linear_system()
         m_inv = np.asarray(np.linalg.inv(m), dtype=np.float64)
@@ -351,7 +473,7 @@ class TwoGroupDesign(Design):
                 n=tally.n,
                 method="moment",
                 parameter=pname,
-                intervals=single_group_intervals(affine[i], m_inv, c, tally),
+                intervals=single_group_intervals(affine[i], m_inv, c, ys, ns),
             )
         return TwoGroupEstimate(
             design=self,

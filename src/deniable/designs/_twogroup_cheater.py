@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
 from deniable.designs._twogroup import FloatArray, RespondentType, TwoGroupDesign
 from deniable.designs._twogroup_models import SIMPLEX, differ, prob
 from deniable.exceptions import ParameterError
@@ -36,6 +35,7 @@ class _CheaterBase(TwoGroupDesign):
         RespondentType("cheating non-carrier", 0, False),
     )
     vertices: ClassVar[tuple[tuple[float, float], ...]] = SIMPLEX
+    latent: ClassVar[tuple[str, int | None]] = ("cheater", 0)
 
     def _outputs(self, phi: FloatArray) -> tuple[FloatArray, FloatArray]:
         pi, beta = float(phi[0]), float(phi[1])
@@ -65,23 +65,14 @@ class _CheaterBase(TwoGroupDesign):
     def _known_slopes(self) -> FloatArray:
         """``d lambda_g / d pi`` with the cheating share held fixed."""
 
-    def randomize(
-        self,
-        truth: npt.ArrayLike,
-        group: npt.ArrayLike | None = None,
-        *,
-        cheater: npt.ArrayLike | None = None,
-        rng: Any = None,
-    ) -> npt.NDArray[np.uint8]:
-        """Reports for 0/1 ``truth`` in ``group`` (1 or 2); ``cheater``: 0/1 per respondent,
-        1 = ignores the randomization and says "no" (default: nobody cheats)."""
-        x = v.reports_array("truth", truth, categories=2).astype(np.intp)
-        g = self._group_array(group, x.size)
-        ch = self._latent("cheater", cheater, x.size, 0)
-        return self._randomize_types(2 * ch + (1 - x), g, rng)
+    def _types_of(
+        self, x: npt.NDArray[np.intp], latent: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.intp]:
+        # honest carrier 0, honest non-carrier 1, cheating carrier 2, cheating non-carrier 3
+        return 2 * latent + (1 - x)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CheaterDetection(_CheaterBase):
     """Cheater detection model (Clark & Desharnais 1998).
 
@@ -113,6 +104,7 @@ class CheaterDetection(_CheaterBase):
     name: ClassVar[str] = "cdm"
 
     def __post_init__(self) -> None:
+        self._check_group_share()
         object.__setattr__(self, "forced_yes1", prob("forced_yes1", self.forced_yes1))
         object.__setattr__(self, "forced_yes2", prob("forced_yes2", self.forced_yes2))
         differ("forced_yes1", self.forced_yes1, "forced_yes2", self.forced_yes2,
@@ -138,7 +130,7 @@ class CheaterDetection(_CheaterBase):
         return np.array([1 - self.forced_yes1, 1 - self.forced_yes2])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SymmetricCheaterDetection(_CheaterBase):
     """Symmetric cheater detection model (Ostapczuk, Moshagen, Zhao & Musch 2009).
 
@@ -170,6 +162,7 @@ class SymmetricCheaterDetection(_CheaterBase):
     name: ClassVar[str] = "cdm-symmetric"
 
     def __post_init__(self) -> None:
+        self._check_group_share()
         names = ("forced_yes1", "forced_no1", "forced_yes2", "forced_no2")
         for n in names:
             object.__setattr__(self, n, prob(n, getattr(self, n)))

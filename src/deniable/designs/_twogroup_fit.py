@@ -9,8 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs._twogroup_results import TwoGroupTally
-from deniable.results import binomial_interval, map_interval
+from deniable.results._estimate import MappedBinomialInterval
 
 __all__ = ["in_polygon", "polygon_mle", "single_group_intervals", "two_binomial_loglik"]
 
@@ -79,7 +78,8 @@ def single_group_intervals(
     affine: tuple[tuple[float, float], float] | None,
     m_inv: FloatArray,
     c: FloatArray,
-    tally: TwoGroupTally,
+    yes_counts: Sequence[int],
+    n_counts: Sequence[int],
 ) -> dict[str, Any]:
     """Exact and Wilson intervals for ``output = row @ phi + const`` when it depends on one
     group's share alone.
@@ -99,13 +99,9 @@ def single_group_intervals(
     if not single:
         return {}
     g = single[0]
-    yes, n = tally.yes_counts[g], tally.n_counts[g]
+    yes, n = int(yes_counts[g]), int(n_counts[g])
     slope, offset = 1 / float(u[g]), -k / float(u[g])
-
-    def exact(level: float) -> tuple[float, float]:
-        return map_interval(binomial_interval(yes, n, level, "exact"), offset, slope)
-
-    def wilson(level: float) -> tuple[float, float]:
-        return map_interval(binomial_interval(yes, n, level, "wilson"), offset, slope)
-
-    return {"exact": exact, "wilson": wilson}
+    return {
+        "exact": MappedBinomialInterval(yes, n, offset, slope, "exact"),
+        "wilson": MappedBinomialInterval(yes, n, offset, slope, "wilson"),
+    }

@@ -48,7 +48,7 @@ def prob(name: str, value: Any) -> float:
 # --------------------------------------------------------------------------- UQT unknown
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class UnrelatedUnknown(TwoGroupDesign):
     """Unrelated question with unknown prevalence (Greenberg et al. 1969).
 
@@ -68,7 +68,7 @@ class UnrelatedUnknown(TwoGroupDesign):
     non-carrier who says "no" to it never does.  :meth:`epsilon_at` gives the finite value
     under the weaker model where the unrelated answer is a coin with a given probability.
 
-    Randomizer: ``randomize(truth, group, unrelated=...)`` with each respondent's own 0/1
+    Randomizer inputs: ``types(truth, unrelated=...)`` with each respondent's own 0/1
     answer to the unrelated question.
 
     >>> d = UnrelatedUnknown(0.7, 0.3)
@@ -91,8 +91,10 @@ class UnrelatedUnknown(TwoGroupDesign):
         RespondentType("non-carrier, unrelated no", 0, True),
     )
     vertices: ClassVar[tuple[tuple[float, float], ...]] = SQUARE
+    latent: ClassVar[tuple[str, int | None]] = ("unrelated", None)
 
     def __post_init__(self) -> None:
+        self._check_group_share()
         object.__setattr__(self, "p1", prob("p1", self.p1))
         object.__setattr__(self, "p2", prob("p2", self.p2))
         differ("p1", self.p1, "p2", self.p2, "the sensitive-question probabilities")
@@ -138,30 +140,17 @@ class UnrelatedUnknown(TwoGroupDesign):
         phi = np.array([t["prevalence"], self._nuisance_value(t, "unrelated_prevalence")])
         return phi, np.array([self.p1, self.p2])  # d lambda_g / d pi = p_g
 
-    def randomize(
-        self,
-        truth: npt.ArrayLike,
-        group: npt.ArrayLike | None = None,
-        *,
-        unrelated: npt.ArrayLike | None = None,
-        rng: Any = None,
-    ) -> npt.NDArray[np.uint8]:
-        """Reports for 0/1 ``truth`` in ``group`` (1 or 2); ``unrelated``: each respondent's
-        0/1 answer to the unrelated question (required)."""
-        x = v.reports_array("truth", truth, categories=2).astype(np.intp)
-        g = self._group_array(group, x.size)
-        if unrelated is None:
-            raise ParameterError(
-                "`unrelated` (each respondent's 0/1 answer to the unrelated question) is required."
-            )
-        u = self._latent("unrelated", unrelated, x.size, 0)
-        return self._randomize_types(2 * (1 - x) + (1 - u), g, rng)
+    def _types_of(
+        self, x: npt.NDArray[np.intp], latent: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.intp]:
+        # (carrier, unrelated yes), (carrier, no), (non-carrier, yes), (non-carrier, no)
+        return 2 * (1 - x) + (1 - latent)
 
 
 # --------------------------------------------------------------------------- SLD
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StochasticLieDetector(TwoGroupDesign):
     """Stochastic lie detector (Moshagen, Musch & Erdfelder 2012).
 
@@ -180,7 +169,7 @@ class StochasticLieDetector(TwoGroupDesign):
     Epsilon is infinite: an honest carrier never says "no", a non-carrier does with
     probability ``p_g > 0`` (and a lying carrier never says "yes").
 
-    Randomizer: ``randomize(truth, group, honest=...)`` with 0/1 per respondent (1 = a carrier
+    Randomizer inputs: ``types(truth, honest=...)`` with 0/1 per respondent (1 = a carrier
     who answers honestly; ignored for non-carriers; default: everyone honest).
 
     The minaret survey of Heck & Moshagen (2018): 373 "yes" of 564 with ``p1 = 2/12`` and 398
@@ -204,8 +193,10 @@ class StochasticLieDetector(TwoGroupDesign):
         RespondentType("non-carrier", 0, True),
     )
     vertices: ClassVar[tuple[tuple[float, float], ...]] = ((0.0, 0.0), (1.0, 0.0), (1.0, 1.0))
+    latent: ClassVar[tuple[str, int | None]] = ("honest", 1)
 
     def __post_init__(self) -> None:
+        self._check_group_share()
         object.__setattr__(self, "p1", prob("p1", self.p1))
         object.__setattr__(self, "p2", prob("p2", self.p2))
         differ("p1", self.p1, "p2", self.p2, "the non-carriers' probabilities of 'no'")
@@ -241,17 +232,8 @@ class StochasticLieDetector(TwoGroupDesign):
         # t fixed: d lambda_g / d pi = t - (1 - p_g)
         return np.array([pi, pi * h]), np.array([h - (1 - self.p1), h - (1 - self.p2)])
 
-    def randomize(
-        self,
-        truth: npt.ArrayLike,
-        group: npt.ArrayLike | None = None,
-        *,
-        honest: npt.ArrayLike | None = None,
-        rng: Any = None,
-    ) -> npt.NDArray[np.uint8]:
-        """Reports for 0/1 ``truth`` in ``group`` (1 or 2); ``honest``: 0/1 per respondent
-        (1 = a carrier who answers honestly; default: all honest)."""
-        x = v.reports_array("truth", truth, categories=2).astype(np.intp)
-        g = self._group_array(group, x.size)
-        h = self._latent("honest", honest, x.size, 1)
-        return self._randomize_types(x * (1 - h) + 2 * (1 - x), g, rng)
+    def _types_of(
+        self, x: npt.NDArray[np.intp], latent: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.intp]:
+        # honest carrier 0, lying carrier 1, non-carrier 2
+        return x * (1 - latent) + 2 * (1 - x)

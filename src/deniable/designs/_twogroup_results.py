@@ -1,4 +1,4 @@
-"""Results of the two-group designs: the mergeable per-group tally and the estimates."""
+"""Results of the two-group designs: the counts of each group and the estimates."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from deniable.designs._tally import Tally
 from deniable.exceptions import DataError
 from deniable.results import Estimate
 
-__all__ = ["TwoGroupEstimate", "TwoGroupTally", "is_pair"]
+__all__ = ["TwoGroupEstimate", "group_counts", "is_pair"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -29,74 +29,19 @@ def is_pair(x: Any) -> bool:
 # --------------------------------------------------------------------------- tally
 
 
-@dataclass(frozen=True)
-class TwoGroupTally(Tally):
-    """Counts ``(no_1, yes_1, no_2, yes_2)`` of the two groups; tallies add across shards.
+def group_counts(tally: Tally) -> tuple[tuple[int, int], tuple[int, int]]:
+    """``((y1, y2), (n1, n2))`` from the four counts ``(no1, yes1, no2, yes2)`` of a
+    two-group tally.
 
-    >>> t = TwoGroupTally.from_yes_n((373, 398), (564, 692))
-    >>> t.counts, t.yes_counts, t.n_counts
-    ((191, 373, 294, 398), (373, 398), (564, 692))
-    >>> (t + t).counts
-    (382, 746, 588, 796)
+    >>> group_counts(Tally([191, 373, 294, 398]))
+    ((373, 398), (564, 692))
     """
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if len(self.counts) != 4:
-            raise DataError(
-                "a two-group tally needs 4 counts (no_1, yes_1, no_2, yes_2), "
-                f"got {len(self.counts)}."
-            )
-
-    @classmethod
-    def from_groups(cls, first: Tally, second: Tally) -> TwoGroupTally:
-        """The tally of two binary per-group tallies."""
-        for g, t in ((1, first), (2, second)):
-            if not isinstance(t, Tally) or len(t.counts) != 2:
-                raise DataError(f"group {g} must be a binary Tally (no, yes), got {t!r}.")
-        return cls((*first.counts, *second.counts))
-
-    @classmethod
-    def from_yes_n(cls, yes: Sequence[int], n: Sequence[int]) -> TwoGroupTally:
-        """The tally of ``yes = (y1, y2)`` "yes" reports among ``n = (n1, n2)``."""
-        if not (is_pair(yes) and is_pair(n)):
-            raise DataError(
-                "a two-group design needs two groups: give `yes` and `n` as pairs "
-                f"(y1, y2) and (n1, n2), got yes={yes!r}, n={n!r}."
-            )
-        counts: list[int] = []
-        for g in (1, 2):
-            ng = v.integer(f"n{g}", n[g - 1], minimum=0)
-            yg = v.integer(f"yes{g}", yes[g - 1], minimum=0)
-            if yg > ng:
-                raise DataError(f"`yes{g}` must be in [0, n{g}] = [0, {ng}], got {yg}.")
-            counts += [ng - yg, yg]
-        return cls(tuple(counts))
-
-    @property
-    def groups(self) -> tuple[Tally, Tally]:
-        """The binary tally ``(no, yes)`` of each group."""
-        c = self.counts
-        return Tally((c[0], c[1])), Tally((c[2], c[3]))
-
-    @property
-    def yes_counts(self) -> tuple[int, int]:
-        """``(y1, y2)``: "yes" reports per group."""
-        return self.counts[1], self.counts[3]
-
-    @property
-    def n_counts(self) -> tuple[int, int]:
-        """``(n1, n2)``: reports per group."""
-        return self.counts[0] + self.counts[1], self.counts[2] + self.counts[3]
-
-    def __add__(self, other: object) -> TwoGroupTally:
-        if not isinstance(other, Tally):
-            return NotImplemented
-        if len(other.counts) != 4:
-            raise DataError(
-                f"cannot add a two-group tally and a tally of {len(other.counts)} report values."
-            )
-        return TwoGroupTally(tuple(a + b for a, b in zip(self.counts, other.counts, strict=True)))
+    c = tally.counts.tolist()
+    if len(c) != 4:
+        raise DataError(
+            f"a two-group tally needs 4 counts (no_1, yes_1, no_2, yes_2), got {len(c)}."
+        )
+    return (c[1], c[3]), (c[0] + c[1], c[2] + c[3])
 
 
 # --------------------------------------------------------------------------- result
@@ -113,7 +58,8 @@ class TwoGroupEstimate:
     Attributes
     ----------
     design : the design.
-    tally : the counts of both groups.
+    tally : the four counts ``(no1, yes1, no2, yes2)`` of both groups (a bound
+        :class:`~deniable.designs.Tally`).
     estimates : parameter name -> :class:`~deniable.Estimate` (moment value, bounded MLE,
         SEs in both conventions, Wald interval; ``exact`` and ``wilson`` intervals where the
         parameter is a monotone function of one group's share of "yes" alone).
@@ -124,7 +70,7 @@ class TwoGroupEstimate:
     """
 
     design: Design  # the two-group design that produced it
-    tally: TwoGroupTally
+    tally: Tally
     estimates: Mapping[str, Estimate]
     covariance: FloatArray = field(repr=False, compare=False)
     covariance_unbiased: FloatArray = field(repr=False, compare=False)
@@ -148,12 +94,22 @@ class TwoGroupEstimate:
     @property
     def n(self) -> tuple[int, int]:
         """``(n1, n2)``."""
-        return self.tally.n_counts
+        return self.n_counts
+
+    @property
+    def yes_counts(self) -> tuple[int, int]:
+        """``(y1, y2)``: "yes" reports per group."""
+        return group_counts(self.tally)[0]
+
+    @property
+    def n_counts(self) -> tuple[int, int]:
+        """``(n1, n2)``: reports per group."""
+        return group_counts(self.tally)[1]
 
     @property
     def lambda_hat(self) -> tuple[float, float]:
         """Observed share of "yes" reports in each group."""
-        (y1, y2), (n1, n2) = self.tally.yes_counts, self.tally.n_counts
+        (y1, y2), (n1, n2) = group_counts(self.tally)
         return y1 / n1, y2 / n2
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
@@ -165,9 +121,7 @@ class TwoGroupEstimate:
             "epsilon": _jnum(self.design.epsilon),
             "groups": [
                 {"group": g + 1, "yes": y, "n": n, "lambda_hat": lam[g]}
-                for g, (y, n) in enumerate(
-                    zip(self.tally.yes_counts, self.tally.n_counts, strict=True)
-                )
+                for g, (y, n) in enumerate(zip(self.yes_counts, self.n_counts, strict=True))
             ],
             "level": level,
             "log_likelihood": _jnum(self.log_likelihood),
@@ -188,7 +142,7 @@ class TwoGroupEstimate:
         )
         lines = [f"design {d.name} ({params}); epsilon = {eps}"]
         for g, lam in enumerate(self.lambda_hat):
-            y, n = self.tally.yes_counts[g], self.tally.n_counts[g]
+            y, n = self.yes_counts[g], self.n_counts[g]
             lines.append(f"group {g + 1}: {y} yes of {n} (share {lam:.6f})")
         head = ("parameter", "estimate", "bounded MLE", "SE (n)", "SE (n - 1)",
                 f"{level:.0%} CI (wald)", f"{level:.0%} CI (exact)")  # fmt: skip

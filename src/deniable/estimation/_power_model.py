@@ -79,7 +79,7 @@ def unit_var(design: Design, pi: FloatArray, category: int | None) -> FloatArray
         out: FloatArray = lam * (1 - lam) / (p1 - p0) ** 2
         return np.maximum(out, 0.0)  # lam rounds to 1 + tiny: no negative variance
     assert isinstance(design, Kuk)
-    ch = design.channel
+    ch = np.asarray(design.channel)
     b1, b0 = ch[:, 1], ch[:, 0]
     mix = pi[..., None] * b1 + (1 - pi[..., None]) * b0
     with np.errstate(divide="ignore", invalid="ignore"):

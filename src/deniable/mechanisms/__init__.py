@@ -16,7 +16,9 @@ looking at the values it is added to.
 Layout: ``_noise_continuous`` (Laplace, Gaussian), ``_noise_discrete`` (discrete Laplace,
 discrete Gaussian), ``_noise_table`` (the error table; its plot is in
 :mod:`deniable.plotting`), with the shared helpers in ``_noise_common``; coins in ``_coins``
-and ``_coin_protocol``, memoization in ``_memoization`` with its stores in ``_memo_store``.
+and ``_coin_protocol``, memoization in ``_memoization`` with its stores in ``_memo_store``;
+``_adapters`` puts the noise mechanisms and memoization under the one mechanism protocol
+(:class:`NoiseMechanism`, :class:`MemoizedMechanism`).
 
 References
 ----------
@@ -31,6 +33,7 @@ References
 
 from __future__ import annotations
 
+from deniable.mechanisms._adapters import AdditiveNoiseChannel, MemoizedMechanism, NoiseMechanism
 from deniable.mechanisms._coin_protocol import DEVICES, CoinProtocol
 from deniable.mechanisms._coins import all_protocols, design_protocol
 from deniable.mechanisms._memo_store import InMemoryMemoStore, MemoStore
@@ -41,6 +44,7 @@ from deniable.mechanisms._noise_table import NoiseErrorTable, noise_error_table
 
 __all__ = [
     "DEVICES",
+    "AdditiveNoiseChannel",
     "CoinProtocol",
     "DiscreteGaussianMechanism",
     "DiscreteLaplaceMechanism",
@@ -48,8 +52,10 @@ __all__ = [
     "InMemoryMemoStore",
     "LaplaceMechanism",
     "MemoStore",
+    "MemoizedMechanism",
     "MemoizedRandomizer",
     "NoiseErrorTable",
+    "NoiseMechanism",
     "all_protocols",
     "averaging_attack",
     "design_protocol",

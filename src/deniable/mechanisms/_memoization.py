@@ -147,7 +147,7 @@ class MemoizedRandomizer:
     @property
     def channel(self) -> npt.NDArray[np.float64]:
         """One round's channel from the true answer to the report: ``P_inst @ P_perm``."""
-        perm = self._design.channel
+        perm = np.asarray(self._design.channel)
         if self._instantaneous is None:
             return perm
         return self._instantaneous.channel @ perm

@@ -122,6 +122,65 @@ def map_interval(interval: Interval, offset: float, slope: float) -> Interval:
     return min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
 
 
+@dataclass(frozen=True)
+class MappedBinomialInterval:
+    """An interval for ``(lambda - offset) / slope`` from a binomial interval for ``lambda``
+    (``yes`` of ``n``, method ``exact`` or ``wilson``), clipped to [0, 1].
+
+    A picklable callable ``level -> (lo, hi)``: an :class:`Estimate` stores the data of its
+    intervals, not closures, so it crosses process boundaries."""
+
+    yes: int
+    n: int
+    offset: float
+    slope: float
+    method: str
+
+    def __call__(self, level: float) -> Interval:
+        return map_interval(binomial_interval(self.yes, self.n, level, self.method),
+                            self.offset, self.slope)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class OutsideChannelNotes:
+    """A note when the exact or Wilson interval for ``lambda`` lies wholly outside
+    ``[min(P0, P1), max(P0, P1)]``, the shares of "yes" the design can produce: the mapped
+    prevalence interval is then clipped to a single point, ``[0, 0]`` or ``[1, 1]``.
+
+    A picklable callable ``level -> notes`` (see :class:`MappedBinomialInterval`)."""
+
+    p1: float
+    p0: float
+    yes: int
+    n: int
+
+    def __call__(self, level: float) -> tuple[str, ...]:
+        p1, p0, yes, n = self.p1, self.p0, self.yes, self.n
+        lo_p, hi_p = min(p0, p1), max(p0, p1)
+        lam = yes / n
+        if lo_p <= lam <= hi_p:  # the intervals contain lambda_hat: nothing to say
+            return ()
+        below = lam < lo_p
+        edge = lo_p if below else hi_p
+        which = ("0" if p0 < p1 else "1") if below else ("1" if p0 < p1 else "0")
+        methods = []
+        for method in ("exact", "wilson"):
+            a, b = binomial_interval(yes, n, level, method)
+            if (b < lo_p) if below else (a > hi_p):
+                methods.append(method)
+        if not methods:
+            return ()
+        point = map_interval((edge, edge), p0, p1 - p0)[0]
+        plural = len(methods) > 1
+        return (
+            f"the {level:.0%} {' and '.join(methods)} interval{'s' if plural else ''} for the "
+            f"share of yes reports lie{'' if plural else 's'} {'below' if below else 'above'} "
+            f"P(yes|{which}) = {edge:.6g}: the data are unlikely under this design (check the "
+            "design parameters or non-compliance); the prevalence interval"
+            f"{'s are' if plural else ' is'} clipped to [{point:g}, {point:g}].",
+        )
+
+
 def _num(x: float) -> float | str:
     return x if math.isfinite(x) else ("inf" if x > 0 else ("-inf" if x < 0 else "nan"))
 
@@ -158,6 +217,10 @@ class Estimate:
         default_factory=dict, repr=False, compare=False
     )
     level_notes: NotesFn | None = field(default=None, repr=False, compare=False)
+
+    # ``intervals`` and ``level_notes`` are picklable callables holding their data
+    # (MappedBinomialInterval, OutsideChannelNotes, ...), never closures, so an Estimate
+    # pickles and crosses process boundaries.
 
     @property
     def notes(self) -> tuple[str, ...]:

@@ -101,8 +101,9 @@ def two_group_options(
 ) -> TwoGroupSetting | None:
     """Check the two-group keywords (``None`` = not given) against ``design``.
 
-    One-group designs take none of them; a two-group design takes ``group_share`` (default
-    0.5, in (0, 1)) and its own latent keyword (see :func:`latent_of`).
+    One-group designs take none of them; a two-group design takes ``group_share`` (default:
+    the design's own ``group_share``, 1/2 unless set; in (0, 1)) and its own latent keyword
+    (see :func:`latent_of`).
     """
     given = {k: x for k, x in options.items() if x is not None}
     if not isinstance(design, TwoGroupDesign):
@@ -121,7 +122,7 @@ def two_group_options(
                 f"`{latent.option}` ({latent.meaning})."
             )
     share = v.probability(
-        "group_share", given.get("group_share", 0.5), low_open=True, high_open=True
+        "group_share", given.get("group_share", design.group_share), low_open=True, high_open=True
     )
     value = given.get(latent.option)
     zeroed = non_compliance

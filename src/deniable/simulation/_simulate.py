@@ -34,6 +34,7 @@ from deniable.designs import (
     Categorical,
     CategoricalEstimate,
     Design,
+    Tally,
     TwoGroupDesign,
     TwoGroupEstimate,
 )
@@ -61,12 +62,14 @@ class Simulation:
     without ``groups=``); ``complied[i]`` is ``False`` for a respondent who said "no"
     regardless of the randomizer (``None`` when everyone complied).
 
-    Two-group designs: ``group`` is each respondent's randomization group, 1 or 2 (what a
-    collector does store; ``None`` for one-group designs), and ``latent`` maps the design's
-    ``randomize`` keyword (``unrelated``, ``cheater`` or ``honest``) to the 0/1 latent
-    indicator of every respondent; ``settings`` holds the two-group inputs used
-    (``group_share`` and the latent share, defaults filled in); ``estimate`` is a
-    :class:`~deniable.designs.TwoGroupEstimate`.
+    Two-group designs: ``reports`` holds each respondent's randomized 0/1 answer and
+    ``group`` the randomization group, 1 or 2 (the two columns a collector stores; ``group``
+    is ``None`` for one-group designs; the design's reports are
+    ``design.encode(reports, group)``), and ``latent`` maps the design's
+    :meth:`~deniable.designs.TwoGroupDesign.types` keyword (``unrelated``, ``cheater`` or
+    ``honest``) to the 0/1 latent indicator of every respondent; ``settings`` holds the
+    two-group inputs used (``group_share`` and the latent share, defaults filled in);
+    ``estimate`` is a :class:`~deniable.designs.TwoGroupEstimate`.
     """
 
     design: Design
@@ -84,6 +87,11 @@ class Simulation:
     @property
     def n(self) -> int:
         return int(self.truth.size)
+
+    def tally(self) -> Tally:
+        """The design's tally of the simulated reports (both groups for a two-group
+        design), as a collector would build it."""
+        return self.design.tally(self.design.encode(self.reports, self.group))
 
     @property
     def true_share(self) -> float | npt.NDArray[np.float64]:
@@ -119,10 +127,8 @@ class Simulation:
         out: dict[Any, AnyEstimate] = {}
         for g in self.group_labels():
             mask = self.groups == g
-            if self.group is None:
-                out[g] = d.estimate(self.reports[mask])
-            else:
-                out[g] = d.estimate(self.reports[mask], group=self.group[mask])
+            rr_group = None if self.group is None else self.group[mask]
+            out[g] = d.estimate(d.encode(self.reports[mask], rr_group))
         return out
 
     def to_frame(self, *, truth: bool = False) -> Any:
@@ -289,7 +295,8 @@ def simulate(
 
     Two-group designs only (:data:`~deniable.designs.TWO_GROUP_DESIGNS`):
 
-    * ``group_share`` (default 0.5): ``n1 = floor(n * group_share + 1/2)`` respondents,
+    * ``group_share`` (default: the design's ``group_share``, 1/2 unless set):
+      ``n1 = floor(n * group_share + 1/2)`` respondents,
       chosen at random, are in group 1, the rest in group 2 (both must be non-empty).
     * the latent quantity, drawn iid and independently of the truth: ``unrelated_prevalence``
       (``unrelated-unknown``; required) the share who would say "yes" to the unrelated
@@ -344,14 +351,15 @@ def simulate(
     latent: dict[str, npt.NDArray[np.uint8]] = {}
     settings: dict[str, float] = {}
     zeroed = s
+    reports: npt.NDArray[np.integer[Any]]
     if isinstance(design, TwoGroupDesign):
         assert setting is not None and sizes is not None
         group = np.full(n, 2, dtype=np.intp)
         group[gen.permutation(n)[: sizes[0]]] = 1
         ind = (gen.random(n) < setting.value).view(np.uint8)
         latent[setting.latent.keyword] = ind
-        randomize: Any = design.randomize  # each two-group design names its latent input
-        reports = randomize(truth, group, rng=gen, **{setting.latent.keyword: ind})
+        types = design.types(truth, **{setting.latent.keyword: ind})
+        reports = design.randomize(types, group=group, rng=gen) % 2  # the 0/1 answers
         zeroed = setting.zeroed
         settings = {"group_share": setting.group_share, setting.latent.option: setting.value}
         if setting.latent.option == "cheating" and setting.value > 0:
@@ -361,12 +369,7 @@ def simulate(
     if zeroed > 0:
         complied = gen.random(n) >= zeroed
         reports = np.where(complied, reports, 0).astype(reports.dtype)
-    est: AnyEstimate
-    if group is not None:
-        assert isinstance(design, TwoGroupDesign)
-        est = design.estimate(reports, group=group)
-    else:
-        est = design.estimate(reports)  # type: ignore[attr-defined]
+    est: AnyEstimate = design.estimate(design.encode(reports, group))
     return Simulation(
         design, truth, reports, est, seed, labels_per, complied, s, group, latent, settings
     )

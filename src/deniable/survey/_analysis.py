@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any, overload
 
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate, TwoGroupTally
+from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate
 from deniable.exceptions import DataError
 from deniable.results import Estimate
 from deniable.survey._columns import check_columns, check_design, column_series
@@ -372,20 +372,15 @@ def _plan(d: BinaryDesign | TwoGroupDesign, column: Any, group: Any, by: Any, pl
 
 def _analysis(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float) -> Analysis:
     """The :class:`Analysis` of a question's counts (every label together)."""
-    c = plan.counts.total()
+    # (no, yes) of each randomization group (not the row of missing groups): the design's
+    # report is 2 (group - 1) + answer
+    counts = plan.counts.total()[: d.n_groups, :2].ravel()
     rows = plan.counts.rows
-    if isinstance(d, TwoGroupDesign):
-        no1, yes1, no2, yes2 = (int(x) for x in (c[0, 0], c[0, 1], c[1, 0], c[1, 1]))
-        kept = no1 + yes1 + no2 + yes2
-    else:
-        no, yes = int(c[0, 0]), int(c[0, 1])
-        kept = no + yes
+    kept = int(counts.sum())
     if kept == 0:
         raise DataError(f"`column` {plan.column!r} holds no reports (all {rows} rows are missing).")
-    if isinstance(d, TwoGroupDesign):
-        est = d.estimate(TwoGroupTally((no1, yes1, no2, yes2)))
-        return Analysis(plan.column, d, est, rows - kept, lvl, plan.group)
-    return Analysis(plan.column, d, d.estimate(yes=yes, n=kept), int(c[0, 2]), lvl)
+    est = d.estimate(d.tally_counts(counts))
+    return Analysis(plan.column, d, est, rows - kept, lvl, plan.group)
 
 
 def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: bool) -> Any:

@@ -47,7 +47,7 @@ def check_design(design: Any) -> BinaryDesign | TwoGroupDesign:
 def check_columns(design: Design, column: Any, group: Any, by: Any) -> None:
     """``group`` is given exactly for a two-group design; ``column``, ``group`` and ``by``
     name different columns."""
-    if isinstance(design, TwoGroupDesign):
+    if design.n_groups == 2:
         if group is None:
             raise DataError(
                 f"design {design.name!r} needs two groups: give group=... (the column holding "

@@ -76,7 +76,7 @@ class SurveyReport:
             for name, p in r.estimates().items():
                 lo, hi = p.ci(r.level, r.interval)
                 if isinstance(e, TwoGroupEstimate):
-                    yes = sum(e.tally.yes_counts)
+                    yes = sum(e.yes_counts)
                 else:
                     yes = round((e.lambda_hat or 0.0) * e.n)
                 rows.append(
