@@ -7,6 +7,7 @@ non-zero).  Run after changing a command: ``.venv/bin/python scripts/gen_cli_doc
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import shlex
@@ -51,6 +52,12 @@ def main() -> None:
         "respondent,answer\n" + "".join(f"{i},{b}\n" for i, b in enumerate(REPORTS, 1))
     )
     (cwd / "answers.txt").write_text("1\n0\n1\n\n1\nNA\n0\n1\n")
+    from deniable.designs import Warner, spec_of  # a spec file, and one with a changed threshold
+
+    spec = spec_of(Warner(0.75)).to_dict()
+    (cwd / "warner.json").write_text(json.dumps(spec, indent=2))
+    spec["thresholds"]["yes"][1] += 1
+    (cwd / "tampered.json").write_text(json.dumps(spec, indent=2))
     for template in sorted((ROOT / "docs/templates").glob("*.md.in")):
         out = []
         for line in template.read_text().splitlines(keepends=True):

@@ -150,7 +150,7 @@ class CliCase:
         return prefix + "deniable " + shlex.join(self.argv)
 
 
-OUTPUT_OPTIONS = {"--plot", "--html"}
+OUTPUT_OPTIONS = {"--plot", "--html", "--out"}
 DESIGN_ARGUMENTS = {"design", "--design", "-d"}
 
 

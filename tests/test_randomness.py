@@ -11,10 +11,12 @@ import pytest
 from scipy import stats
 
 from deniable.designs import Categorical, Kuk, TwoCoin
-from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,
+    ArrayWords,
     SystemRandom,
+    WordSource,
     bernoulli,
     probability_threshold,
     random_words,
@@ -243,3 +245,131 @@ def test_uniform_below_rejects_m_below_one() -> None:
 
 def test_chunk_is_a_power_of_two() -> None:
     assert CHUNK > 0 and CHUNK & (CHUNK - 1) == 0
+
+
+# --- word sources: ArrayWords, numpy bit generators, a client's own -------------------------
+
+
+def test_array_words_hands_out_words_in_order() -> None:
+    src = ArrayWords([5, "7", "0x10", 2**64 - 1, np.uint64(3)])
+    assert resolve_rng(src) is src
+    assert random_words(src, 2).tolist() == [5, 7]
+    assert (src.used, src.remaining, len(src)) == (2, 3, 5)
+    assert random_words(src, 3).tolist() == [16, 2**64 - 1, 3]
+    assert src.remaining == 0
+    assert random_words(src, 0).size == 0
+    assert repr(src) == "ArrayWords(5 words, 5 used)"
+
+
+def test_array_words_exhausted_names_rng_and_counts_and_hands_out_nothing() -> None:
+    src = ArrayWords([1, 2, 3])
+    random_words(src, 1)
+    with pytest.raises(DataError, match=r"`rng` \(ArrayWords\) has 2 of its 3 words left, 5 were"):
+        random_words(src, 5)
+    assert src.remaining == 2  # the failed request took nothing
+    assert random_words(src, 2).tolist() == [2, 3]
+
+
+def test_a_design_refuses_too_few_words() -> None:
+    with pytest.raises(DataError, match=r"`rng`.*has 3 of its 3 words left, 6 were asked"):
+        Categorical(k=3, truth=0.5).randomize([0, 1, 2], rng=ArrayWords([1, 2, 3]))
+
+
+def test_array_words_are_a_copy_and_read_only() -> None:
+    given = np.array([1, 2, 3], dtype=np.uint64)
+    src = ArrayWords(given)
+    given[0] = 99
+    out = src.random_raw(3)
+    assert out.tolist() == [1, 2, 3]
+    assert not out.flags.writeable
+
+
+@pytest.mark.parametrize(
+    ("words", "error", "needle"),
+    [
+        ([2**64], ParameterError, r"`words\[0\]` must be one of integers in \[0, 2\*\*64 - 1\]"),
+        ([1, -1], ParameterError, r"`words\[1\]`.*got -1"),
+        (["x"], ParameterTypeError, r"`words\[0\]`.*got 'x'"),
+        ([1.5], ParameterTypeError, r"`words\[0\]`.*got float 1.5"),
+        ([True], ParameterTypeError, r"`words\[0\]`.*got bool True"),
+        ("123", ParameterTypeError, "`words` must be a sequence"),
+        (np.array([1.0]), ParameterTypeError, "dtype float64"),
+        (np.array([-3, 1]), ParameterError, "got -3"),
+        (np.zeros((2, 2), dtype=np.uint64), ParameterError, "1-D"),
+    ],
+)
+def test_array_words_rejects_what_is_not_a_word(words: Any, error: type, needle: str) -> None:
+    with pytest.raises(error, match=needle):
+        ArrayWords(words)
+
+
+def test_array_words_rejects_a_bad_size() -> None:
+    with pytest.raises(ParameterError, match="`size` must be an integer >= 0, got -1"):
+        ArrayWords([1]).random_raw(-1)
+
+
+def test_array_words_replay_a_generator_bit_for_bit() -> None:
+    truth = np.arange(1000) % 3
+    design = Categorical(k=3, truth=0.6)
+    words = np.random.Generator(np.random.PCG64(9)).bit_generator.random_raw(2000)
+    seeded = design.randomize(truth, rng=9)
+    assert np.array_equal(design.randomize(truth, rng=ArrayWords(words)), seeded)
+    assert np.array_equal(design.randomize(truth, rng=ArrayWords(words.tolist())), seeded)
+
+
+def test_seeded_reports_are_unchanged() -> None:
+    # the first reports of seed 1 as every earlier version made them (docs' seeded outputs)
+    assert TwoCoin().randomize(np.arange(12) % 2, rng=1).tolist() == [
+        0, 0, 1, 0, 0, 1, 0, 1, 0, 1, 0, 1,
+    ]  # fmt: skip
+    kuk = Kuk(0.8, 0.4, draws=3)
+    assert kuk.randomize([0, 1, 0, 1], rng=np.random.default_rng(2)).tolist() == [2, 3, 1, 3]
+
+
+def test_a_numpy_bit_generator_is_a_word_source() -> None:
+    truth = np.arange(100) % 2
+    bitgen = np.random.PCG64(5)
+    assert isinstance(bitgen, WordSource)
+    assert resolve_rng(bitgen) is bitgen
+    assert np.array_equal(
+        TwoCoin().randomize(truth, rng=np.random.PCG64(5)),
+        TwoCoin().randomize(truth, rng=np.random.Generator(np.random.PCG64(5))),
+    )
+
+
+class _Counter:
+    """A client's own word source: 0, 1, 2, ... (or a wrong answer when told to)."""
+
+    def __init__(self, wrong: str = "") -> None:
+        self.next = 0
+        self.wrong = wrong
+
+    def random_raw(self, size: int) -> Any:
+        out = np.arange(self.next, self.next + size, dtype=np.uint64)
+        self.next += size
+        if self.wrong == "dtype":
+            return out.astype(np.int64)
+        if self.wrong == "size":
+            return out[:-1]
+        return out
+
+
+def test_a_word_source_of_ones_own() -> None:
+    src = _Counter()
+    assert resolve_rng(src) is src
+    assert random_words(src, 3).tolist() == [0, 1, 2]
+    # words 0.. are far below every threshold: every two-coin report is "yes"
+    assert TwoCoin(truth=0.5, yes=0.5).randomize([0, 0, 1], rng=_Counter()).tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize(("wrong", "needle"), [("dtype", "dtype int64"), ("size", r"shape \(3,\)")])
+def test_a_word_source_that_returns_the_wrong_words(wrong: str, needle: str) -> None:
+    with pytest.raises(
+        DataError, match=rf"`rng` \(_Counter\) must return 4 uint64 words.*{needle}"
+    ):
+        random_words(_Counter(wrong), 4)
+
+
+def test_a_class_is_not_a_word_source() -> None:
+    with pytest.raises(ParameterTypeError, match="`rng` must be None, an int seed"):
+        resolve_rng(SystemRandom)

@@ -11,6 +11,7 @@ content or the complete new one.  The temporary file is removed on any failure, 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +45,9 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
 
     The temporary name keeps the extension (``.x.csv.gz`` -> ``.x.csv.gz.<random>.csv.gz``)
     so that writers that choose a format or compression by extension still do.  A symbolic
-    link at ``path`` is followed: the file it points to is replaced, the link kept.  An
+    link at ``path`` is followed: the file it points to is replaced, the link kept.  A
+    character device (``/dev/null``) is written in place, never replaced; a pipe, socket or
+    block device is refused.  An
     ``OSError`` (no such directory, permission denied, disk full, ``path`` is a directory)
     becomes a :class:`~deniable.exceptions.DataError` naming ``path``.
     """
@@ -52,6 +55,23 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     real = Path(os.path.realpath(target))
     if real.is_dir():
         raise DataError(f"cannot write {str(target)!r}: it is a directory.")
+    try:
+        mode = os.stat(real).st_mode
+    except OSError:
+        mode = stat.S_IFREG  # a new file
+    if stat.S_ISCHR(mode):
+        # /dev/null, /dev/full: written in place, never replaced (root could rename a
+        # temporary file over the device node, destroying it for every program)
+        try:
+            write(real)
+        except OSError as exc:
+            raise DataError(f"cannot write {str(target)!r}: {exc.strerror or exc}.") from exc
+        return target
+    if not stat.S_ISREG(mode):
+        raise DataError(
+            f"cannot write {str(target)!r}: it is not a regular file (a pipe, socket or "
+            "block device)."
+        )
     suffix = "".join(real.suffixes[-2:]) if real.suffixes else ""
     try:
         fd, name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=suffix, dir=real.parent)

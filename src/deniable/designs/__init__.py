@@ -25,15 +25,20 @@ from deniable.designs._identity import mechanism_key
 from deniable.designs._kuk import Kuk
 from deniable.designs._protocol import Mechanism
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
+from deniable.designs._spec import QuestionSpec, design_from_spec, spec_of
+from deniable.designs._spec_algorithms import SPEC_SCHEMA, LatentInput
 from deniable.designs._tally import Tally
 from deniable.designs._twogroup import RespondentType, TwoGroupDesign, types_epsilon
 from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
 from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
 from deniable.designs._twogroup_results import TwoGroupEstimate, group_counts
+from deniable.designs._vectors import VECTORS_SCHEMA, dump_vectors, randomizer_vectors
 
 __all__ = [
     "DESIGNS",
+    "SPEC_SCHEMA",
     "TWO_GROUP_DESIGNS",
+    "VECTORS_SCHEMA",
     "BiasedCoin",
     "Binary",
     "BinaryDesign",
@@ -47,9 +52,11 @@ __all__ = [
     "Design",
     "ForcedResponse",
     "Kuk",
+    "LatentInput",
     "Mangat",
     "Mechanism",
     "Mirrored",
+    "QuestionSpec",
     "RespondentType",
     "StochasticLieDetector",
     "SupportChannel",
@@ -64,9 +71,13 @@ __all__ = [
     "UnrelatedUnknown",
     "Warner",
     "channel_epsilon",
+    "design_from_spec",
     "design_parameters",
+    "dump_vectors",
     "group_counts",
     "make_design",
     "mechanism_key",
+    "randomizer_vectors",
+    "spec_of",
     "types_epsilon",
 ]

@@ -1,9 +1,11 @@
-"""Designs by CLI name, and construction from ``NAME=VALUE`` strings."""
+"""Designs by name, and construction from parameters given as numbers or text."""
 
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Mapping
+from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
@@ -25,7 +27,7 @@ from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheate
 from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
 from deniable.exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["DESIGNS", "TWO_GROUP_DESIGNS", "design_parameters", "make_design"]
+__all__ = ["DESIGNS", "TWO_GROUP_DESIGNS", "design_parameters", "make_design", "parse_value"]
 
 #: Every design by its CLI name, in the order of the documentation (read-only: a registry
 #: shared by every thread cannot be changed behind their back).
@@ -79,9 +81,15 @@ def _lookup(name: str) -> type[Design]:
     return DESIGNS[name]
 
 
-def _parse_value(name: str, text: str) -> Any:
+def parse_value(text: str) -> Any:
+    """A parameter value from text: an integer (``"3"``), a decimal (``"0.75"``, ``"1e-1"``,
+    ``"inf"``), a fraction (``"3/4"``, read exactly and rounded once to the nearest float,
+    as are the ``"p/q"`` strings a question spec holds), or a comma-separated list of those
+    (``"0.2,0.3,0.5"``, a tuple).  Text that is none of these stays text (``"exact"``), for
+    the design to accept or reject by name."""
+    text = text.strip()
     if "," in text:
-        return tuple(_parse_value(name, part) for part in text.split(","))
+        return tuple(parse_value(part) for part in text.split(","))
     for kind in (int, float):
         try:
             return kind(text)
@@ -90,24 +98,54 @@ def _parse_value(name: str, text: str) -> Any:
     if "/" in text:
         num, _, den = text.partition("/")
         try:
-            return float(num) / float(den)
+            exact = Fraction(num.strip()) / Fraction(den.strip())
         except (ValueError, ZeroDivisionError):
-            pass
+            return text
+        try:
+            return float(exact)
+        except OverflowError:  # beyond every double, as float("1e400") reads it
+            return math.inf if exact > 0 else -math.inf
     return text
 
 
+def _value(value: Any) -> Any:
+    """A given parameter value as the constructor takes it: text parsed, fractions as floats,
+    lists as tuples."""
+    if isinstance(value, str):
+        return parse_value(value)
+    if isinstance(value, Fraction):
+        return float(value)
+    if isinstance(value, list | tuple):
+        return tuple(_value(x) for x in value)
+    return value
+
+
 def make_design(name: str, params: Mapping[str, Any] | None = None) -> Design:
-    """Build design ``name`` (one- or two-group) from parameters; string values are parsed
-    (``3/4`` allowed).
+    """Build design ``name`` (one- or two-group) from its parameters.
+
+    A value may be a number, a :class:`~fractions.Fraction`, or text: ``"0.75"``, ``"3/4"``,
+    a list ``"0.2,0.3,0.5"`` (see :func:`parse_value`), or the exact ``"p/q"`` form a question
+    spec writes (``deniable.designs.QuestionSpec``).  Errors name the design and the
+    parameter, the allowed values and the value given.
 
     >>> make_design("warner", {"p": "3/4"})
     Warner(p=0.75)
     >>> make_design("sld", {"p1": "2/12", "p2": "10/12"}).name
     'sld'
+    >>> make_design("warner", {})
+    Traceback (most recent call last):
+    ...
+    deniable.exceptions.ParameterError: design 'warner' needs parameter p (it takes p).
     """
     cls = _lookup(name)
     sig = design_parameters(name)
+    if params is not None and not isinstance(params, Mapping):
+        raise ParameterTypeError(
+            f"the parameters of design {name!r} must be a mapping of name to value, got "
+            f"{type(params).__name__}."
+        )
     given = dict(params or {})
+    takes = ", ".join(sig) or "no parameters"
     unknown = [k for k in given if k not in sig]
     if unknown:
         raise ParameterError(
@@ -118,9 +156,9 @@ def make_design(name: str, params: Mapping[str, Any] | None = None) -> Design:
     if missing:
         raise ParameterError(
             f"design {name!r} needs parameter{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(missing)} (e.g. --param {missing[0]}=VALUE)."
+            f"{', '.join(missing)} (it takes {takes})."
         )
-    values = {k: _parse_value(k, x) if isinstance(x, str) else x for k, x in given.items()}
+    values = {k: _value(x) for k, x in given.items()}
     if cls is Categorical and isinstance(values.get("forced"), int | float):
         values["forced"] = (values["forced"],)
     try:

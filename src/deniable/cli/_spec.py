@@ -1,0 +1,137 @@
+"""`deniable spec`: question specs (versioned JSON) and the randomizer test vectors.
+
+``show`` prints a design's spec, ``check`` validates a spec file and prints its epsilon,
+``vectors`` writes the test vectors other clients are checked against (``docs/specs.md``).
+Importing this module registers the sub-application on the main app.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from deniable.cli._base import app, build_design, console, emit_json, fail, guard_io, kv_table
+from deniable.cli._designs import DesignArg, ParamOpt, epsilon_note
+from deniable.cli._files import write_output
+from deniable.designs import QuestionSpec, dump_vectors, randomizer_vectors, spec_of
+
+__all__ = ["MAX_SPEC_BYTES", "spec_app"]
+
+#: The largest spec file ``deniable spec check`` reads.
+MAX_SPEC_BYTES = 64 << 20
+
+spec_app = typer.Typer(
+    name="spec",
+    help=(
+        "Question specs (versioned JSON that a server, a browser or a file can hold) and the "
+        "randomizer test vectors other clients are checked against."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of a table.")]
+
+
+@spec_app.command("show")
+def show_command(
+    design: DesignArg,
+    param: ParamOpt = None,
+    text: Annotated[
+        str | None, typer.Option("--text", help="The question's wording, stored in the spec.")
+    ] = None,
+    labels: Annotated[
+        str | None,
+        typer.Option(
+            "--labels",
+            metavar="A,B,...",
+            help="A label per true answer, comma-separated (e.g. no,yes).",
+        ),
+    ] = None,
+) -> None:
+    """Print the question spec of a design (JSON)."""
+    d = build_design(design, param)
+    names = None if labels is None else [x.strip() for x in labels.split(",")]
+    sys.stdout.write(spec_of(d, text=text, labels=names).to_json() + "\n")
+
+
+@spec_app.command("check")
+def check_command(
+    file: Annotated[
+        str, typer.Argument(metavar="FILE", help="A spec file (JSON).", show_default=False)
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a spec file against its parameters and print its ε."""
+    path = Path(file)
+    with guard_io(f"read {file!r}"):
+        if path.is_dir():
+            fail(f"`FILE` {file!r} is a directory, not a spec file.")
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_SPEC_BYTES + 1)
+    if len(data) > MAX_SPEC_BYTES:
+        fail(f"`FILE` {file!r} is larger than the {MAX_SPEC_BYTES >> 20} MB a spec may have.")
+    spec = QuestionSpec.from_json(data)
+    if as_json:
+        emit_json(
+            {
+                "file": file,
+                "valid": True,
+                "schema": spec.schema,
+                "mechanism": spec.mechanism,
+                "key": spec.key,
+                "algorithm": spec.algorithm,
+                "words_per_report": spec.words_per_report,
+                "epsilon": spec.epsilon,
+            }
+        )
+        return
+    params = ", ".join(f"{k}={_show(x)}" for k, x in spec.parameters.items())
+    words = spec.words_per_report
+    rows = [
+        ("file", file),
+        ("schema", spec.schema),
+        ("mechanism", spec.mechanism),
+        ("parameters", params or "(none)"),
+        ("key", spec.key),
+        ("algorithm", f"{spec.algorithm}, {words} word{'s' if words > 1 else ''} per report"),
+        ("ε", epsilon_note(spec.epsilon)),
+    ]
+    if spec.text is not None:
+        rows.insert(3, ("text", spec.text))
+    console().print(kv_table(rows, title="A valid question spec"))
+
+
+def _show(value: object) -> str:
+    """An exact parameter as written in the spec, without JSON quotes (``3/4``, ``0.2,0.8``)."""
+    if isinstance(value, list):
+        return ",".join(_show(x) for x in value)
+    return json.dumps(value) if value is None or isinstance(value, bool) else str(value)
+
+
+@spec_app.command("vectors")
+def vectors_command(
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out", metavar="FILE", help="Where to write the vectors (JSON).", show_default=False
+        ),
+    ],
+) -> None:
+    """Write the randomizer test vectors (every design; schema deniable.vectors/1)."""
+    vectors = randomizer_vectors()
+    text = dump_vectors(vectors)
+    if not out.strip():
+        fail(f"`--out` must be a file path, got {out!r}.")
+    write_output(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    cases = vectors["cases"]
+    designs = len({c["spec"]["mechanism"] for c in cases})
+    sys.stdout.write(f"wrote {len(cases)} test vectors of {designs} designs to {out}\n")
+
+
+app.add_typer(spec_app, name="spec")

@@ -1,0 +1,197 @@
+"""Randomizer test vectors: for each registered design at a few parameterisations, its spec,
+the random words, the true answers and the reports Python's randomizer makes from them.
+
+A client in another language (the survey service's browser module) runs each case's words
+through the algorithm its spec names and must get exactly the same reports; the schema is
+in ``docs/specs.md``.  The words are deterministic: the edge words ``0`` and ``2**64 - 1``,
+the two words on either side of every threshold (``(t << 11) - 1`` and ``t << 11``) and of
+every category boundary, each paired with every true answer, then words from PCG64 seeded
+by the case's name.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.designs._base import Design
+from deniable.designs._binary import (
+    BiasedCoin,
+    Binary,
+    Crosswise,
+    Custom,
+    Mirrored,
+    TwoCoin,
+    Warner,
+)
+from deniable.designs._categorical import Categorical
+from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
+from deniable.designs._kuk import Kuk
+from deniable.designs._spec import QuestionSpec
+from deniable.designs._spec_algorithms import latent_input
+from deniable.designs._twogroup import TwoGroupDesign
+from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
+from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
+from deniable.randomness import ArrayWords
+
+__all__ = ["VECTORS_SCHEMA", "VECTOR_DESIGNS", "dump_vectors", "randomizer_vectors"]
+
+#: The schema identifier of a vectors file.
+VECTORS_SCHEMA = "deniable.vectors/1"
+
+#: The parameterisations of every registered design (finite and infinite epsilon, dyadic
+#: and non-dyadic probabilities, thresholds 0 and 2**53, several draws, uniform forcing
+#: with k a power of two and not, a given forced distribution with a zero).
+VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
+    "warner": (lambda: Warner(0.75), lambda: Warner(0.2)),
+    "mirrored": (lambda: Mirrored(0.7), lambda: Mirrored(0.375)),
+    "two-coin": (lambda: TwoCoin(), lambda: TwoCoin(truth=0.5, yes=1.0)),
+    "biased-coin": (lambda: BiasedCoin(0.25), lambda: BiasedCoin(0.9)),
+    "binary": (lambda: Binary(1.0), lambda: Binary(2.0, calibration="half")),
+    "forced": (
+        lambda: ForcedResponse(0.25, 0.25),
+        lambda: ForcedResponse(1 / 6, 1 / 3),
+        lambda: ForcedResponse(0.2, 0.0),
+    ),
+    "unrelated": (lambda: UnrelatedQuestion(0.7, 0.3), lambda: UnrelatedQuestion(0.5, 0.0)),
+    "kuk": (lambda: Kuk(0.7, 0.3), lambda: Kuk(0.8, 0.4, draws=3), lambda: Kuk(1.0, 0.25, 2)),
+    "mangat": (lambda: Mangat(0.7), lambda: Mangat(1.0)),
+    "crosswise": (lambda: Crosswise(0.2), lambda: Crosswise(0.85)),
+    "triangular": (lambda: Triangular(0.3), lambda: Triangular(0.0)),
+    "custom": (lambda: Custom(0.6, 0.1), lambda: Custom(1.0, 0.3)),
+    "categorical": (
+        lambda: Categorical(k=4, truth=0.5),
+        lambda: Categorical(k=5, truth=0.6),
+        lambda: Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
+        lambda: Categorical(k=3, truth=0.5, forced=(0.5, 0.5, 0.0)),
+    ),
+    "unrelated-unknown": (lambda: UnrelatedUnknown(0.7, 0.3), lambda: UnrelatedUnknown(0.6, 0.0)),
+    "cdm": (lambda: CheaterDetection(0.2, 0.6), lambda: CheaterDetection(0.0, 0.5)),
+    "cdm-symmetric": (
+        lambda: SymmetricCheaterDetection(0.1, 0.1, 0.3, 0.1),
+        lambda: SymmetricCheaterDetection(0.25, 0.0, 0.5, 0.25),
+    ),
+    "sld": (
+        lambda: StochasticLieDetector(2 / 12, 10 / 12),
+        lambda: StochasticLieDetector(0.25, 1.0),
+    ),
+}
+
+_TOP = (1 << 64) - 1
+_TWO53 = 1 << 53
+#: Rows of plain random words after the edge rows, per combination of inputs.
+_RANDOM_ROWS = 3
+
+
+def _straddle(thresholds: list[int]) -> list[int]:
+    """Words just below and at ``t << 11`` for every threshold strictly inside (0, 2**53)."""
+    out = []
+    for t in sorted({t for t in thresholds if 0 < t < _TWO53}):
+        out += [(t << 11) - 1, t << 11]
+    return out
+
+
+def _category_edges(k: int) -> list[int]:
+    """Words on either side of each boundary of the uniform category draw (multiply-shift)."""
+    out = []
+    if k & (k - 1) == 0:
+        shift = 64 - (k.bit_length() - 1)
+        edges = [j << shift for j in range(1, k)]
+    else:
+        b = 64 - k.bit_length()
+        edges = [(-(-(j << b) // k)) << (64 - b) for j in range(1, k)]
+    for w in edges:
+        out += [w - 1, w]
+    return out
+
+
+def _slot_words(spec: QuestionSpec) -> list[list[int]]:
+    """The edge words of each of the ``words_per_report`` slots of one report."""
+    edge = [0, _TOP]
+    th = spec.thresholds
+    if spec.algorithm == "keep-or-forced/1":
+        forced = th["forced"]
+        category = _category_edges(spec.reports) if forced is None else _straddle(forced)
+        return [edge + _straddle([th["keep"]]), edge + category]
+    flat = [t for row in th["yes"] for t in row] if spec.algorithm == "two-group/1" else th["yes"]
+    words = edge + _straddle(flat)
+    # Kuk's draws: each draw sees the edge words, rotated so that they meet different draws
+    return [words[d % len(words) :] + words[: d % len(words)] for d in range(spec.words_per_report)]
+
+
+def _case(case_id: str, design: Design) -> dict[str, Any]:
+    spec = QuestionSpec(design)
+    slots = _slot_words(spec)
+    two_group = isinstance(design, TwoGroupDesign)
+    combos = 8 if two_group else spec.truths  # (truth, group, latent) or truth
+    rows = max(len(s) for s in slots) + _RANDOM_ROWS
+    n = rows * combos
+    rng = np.random.Generator(np.random.PCG64(zlib.crc32(case_id.encode())))
+    matrix = rng.bit_generator.random_raw((len(slots), n))
+    for s, edge in enumerate(slots):
+        for row, word in enumerate(edge):
+            matrix[s, row * combos : (row + 1) * combos] = word
+    words: npt.NDArray[np.uint64] = np.asarray(matrix, dtype=np.uint64).reshape(-1)
+    combo = np.arange(n) % combos
+    truth = combo % spec.truths if not two_group else combo % 2
+    source = ArrayWords(words)
+    case: dict[str, Any] = {"id": case_id, "spec": spec.to_dict(), "truth": truth.tolist()}
+    if isinstance(design, TwoGroupDesign):
+        group = 1 + (combo // 2) % 2
+        latent = (combo // 4) % 2
+        name = latent_input(design).name
+        randomize: Any = design.randomize
+        reports = randomize(truth, group, rng=source, **{name: latent})
+        case.update(group=group.tolist(), latent=latent.tolist())
+    else:
+        reports = design.randomize(truth, rng=source)
+    if source.remaining:  # pragma: no cover - words_per_report is wrong for this design
+        raise AssertionError(f"{case_id}: {source.remaining} words left unused")
+    case["words"] = [str(int(w)) for w in words]
+    case["reports"] = [int(r) for r in reports]
+    return case
+
+
+def randomizer_vectors() -> dict[str, Any]:
+    """The test vectors of every registered design (schema ``deniable.vectors/1``).
+
+    ``{"schema", "about", "cases"}``; each case has ``id``, ``spec`` (a question spec),
+    ``truth`` (one true answer per report), for two-group designs ``group`` (1 or 2) and
+    ``latent`` (0 or 1, the spec's ``latent.name`` input), ``words`` (decimal strings: a
+    64-bit word does not fit a JSON number) and ``reports``.  Deterministic: the same
+    ``deniable`` gives the same vectors.
+    """
+    cases = [
+        _case(f"{name}-{i}", make())
+        for name, makers in VECTOR_DESIGNS.items()
+        for i, make in enumerate(makers)
+    ]
+    return {
+        "schema": VECTORS_SCHEMA,
+        "about": (
+            "Randomizer test vectors of deniable: the words of each case, given in order to "
+            "the algorithm its spec names with each truth (and group and latent input), give "
+            "its reports. Schema and algorithms: docs/specs.md."
+        ),
+        "cases": cases,
+    }
+
+
+def dump_vectors(vectors: dict[str, Any]) -> str:
+    """The vectors as the text of ``tests/vectors/randomizers.json``: one case a line."""
+    head = {k: x for k, x in vectors.items() if k != "cases"}
+    lines = ["{"]
+    lines += [f"  {json.dumps(k)}: {json.dumps(x, ensure_ascii=False)}," for k, x in head.items()]
+    lines.append('  "cases": [')
+    cases = [
+        "    " + json.dumps(c, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        for c in vectors["cases"]
+    ]
+    lines.append(",\n".join(cases))
+    lines += ["  ]", "}"]
+    return "\n".join(lines) + "\n"
