@@ -131,7 +131,7 @@ class Categorical(Design):
 
     @property
     def channel(self) -> npt.NDArray[np.float64]:
-        """The dense ``k x k`` channel (``k`` at most :data:`MAX_DENSE_K`)."""
+        """The dense ``k x k`` channel (``k`` at most ``MAX_DENSE_K`` = 4096)."""
         _check_dense(self.k)
         f = self.forced_distribution
         return self.truth * np.eye(self.k) + (1 - self.truth) * f[:, None]

@@ -102,7 +102,7 @@ def two_group_options(
     """Check the two-group keywords (``None`` = not given) against ``design``.
 
     One-group designs take none of them; a two-group design takes ``group_share`` (default
-    0.5, in (0, 1)) and its own latent keyword (see :func:`latent_of`).
+    0.5, in (0, 1)) and its own latent keyword (see ``latent_of``).
     """
     given = {k: x for k, x in options.items() if x is not None}
     if not isinstance(design, TwoGroupDesign):
