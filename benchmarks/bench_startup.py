@@ -26,7 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ def main() -> int:
 
     result = {
         "benchmark": "startup: fresh processes, wall time",
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "python": platform.python_version(),
         "numpy": numpy.__version__,
         "machine": platform.machine(),
