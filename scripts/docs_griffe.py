@@ -20,6 +20,7 @@ The source is never changed: the extension rewrites the docstrings griffe has ju
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from typing import Any
 
@@ -36,7 +37,8 @@ BORDER = re.compile(r"^( *)=+(?: +=+)+ *$")
 def _role(match: re.Match[str]) -> str:
     tilde, target = match.groups()
     shown = target.rsplit(".", 1)[-1] if tilde else target
-    if "." in target and not target.startswith("deniable."):
+    first = target.split(".", 1)[0]
+    if "." in target and first != "deniable" and importlib.util.find_spec(first) is not None:
         return f"`{shown}`"  # another library's object: no inventory to link to offline
     return f"[`{shown}`][{target}]"
 
