@@ -11,6 +11,7 @@ content or the complete new one.  The temporary file is removed on any failure, 
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -44,7 +45,9 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
 
     The temporary name keeps the extension (``.x.csv.gz`` -> ``.x.csv.gz.<random>.csv.gz``)
     so that writers that choose a format or compression by extension still do.  A symbolic
-    link at ``path`` is followed: the file it points to is replaced, the link kept.  An
+    link at ``path`` is followed: the file it points to is replaced, the link kept.  A
+    device or a named pipe at ``path`` (``/dev/null``, ``/dev/full``) is written into, never
+    replaced by a regular file (which a process running as root could otherwise do).  An
     ``OSError`` (no such directory, permission denied, disk full, ``path`` is a directory)
     becomes a :class:`~deniable.exceptions.DataError` naming ``path``.
     """
@@ -52,6 +55,16 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     real = Path(os.path.realpath(target))
     if real.is_dir():
         raise DataError(f"cannot write {str(target)!r}: it is a directory.")
+    try:
+        special = not stat.S_ISREG(os.stat(real).st_mode)
+    except OSError:  # not there yet: the usual route
+        special = False
+    if special:  # a device or a pipe (``/dev/null``): write into it, never replace it
+        try:
+            write(real)
+        except OSError as exc:
+            raise DataError(f"cannot write {str(target)!r}: {exc.strerror or exc}.") from exc
+        return target
     suffix = "".join(real.suffixes[-2:]) if real.suffixes else ""
     try:
         fd, name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=suffix, dir=real.parent)
