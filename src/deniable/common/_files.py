@@ -46,8 +46,10 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     The temporary name keeps the extension (``.x.csv.gz`` -> ``.x.csv.gz.<random>.csv.gz``)
     so that writers that choose a format or compression by extension still do.  A symbolic
     link at ``path`` is followed: the file it points to is replaced, the link kept.  A
-    character device (``/dev/null``) is written in place, never replaced; a pipe, socket or
-    block device is refused.  An
+    character device or a named pipe at ``path`` (``/dev/null``, ``/dev/full``, a shell's
+    ``>(...)``) is written into, never replaced by a regular file (which a process running as
+    root could otherwise do, destroying the device for every program); a block device or a
+    socket is refused.  An
     ``OSError`` (no such directory, permission denied, disk full, ``path`` is a directory)
     becomes a :class:`~deniable.exceptions.DataError` naming ``path``.
     """
@@ -57,10 +59,10 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         raise DataError(f"cannot write {str(target)!r}: it is a directory.")
     try:
         mode = os.stat(real).st_mode
-    except OSError:
-        mode = stat.S_IFREG  # a new file
-    if stat.S_ISCHR(mode):
-        # /dev/null, /dev/full: written in place, never replaced (root could rename a
+    except OSError:  # not there yet: the usual route
+        mode = stat.S_IFREG
+    if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
+        # /dev/null, /dev/full, a pipe: written in place, never replaced (root could rename a
         # temporary file over the device node, destroying it for every program)
         try:
             write(real)
@@ -69,8 +71,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         return target
     if not stat.S_ISREG(mode):
         raise DataError(
-            f"cannot write {str(target)!r}: it is not a regular file (a pipe, socket or "
-            "block device)."
+            f"cannot write {str(target)!r}: it is not a regular file (a block device or a "
+            "socket)."
         )
     suffix = "".join(real.suffixes[-2:]) if real.suffixes else ""
     try:

@@ -63,7 +63,7 @@ class Kuk(BinaryDesign):
     the bounded estimate (and ``estimate(..., method="mle")``) maximises the binomial-mixture
     likelihood of the full count distribution over [0, 1], with the observed-information SE.
 
-    ``draws`` is at most 1000 (:data:`MAX_DRAWS`), and at most the number that keeps every
+    ``draws`` is at most 1000 (``MAX_DRAWS``), and at most the number that keeps every
     channel entry a normal float: ``min(theta, 1 - theta)^k >= 2.2e-308`` for both decks
     (e.g. 307 draws for decks 0.9 / 0.1).  More would make the channel's smallest
     probabilities underflow to 0, and its epsilon infinite while the design's is finite.

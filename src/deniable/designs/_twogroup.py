@@ -247,7 +247,7 @@ class TwoGroupDesign(Design):
         """Epsilon between compliant types only (everyone follows the instructions).
 
         Not the design's epsilon: a respondent who does not comply (a cheater, a lying
-        carrier) is a possible neighbour, and :attr:`epsilon` counts them.
+        carrier) is a possible neighbour, and :attr:`~deniable.designs.Design.epsilon` counts them.
         """
         return types_epsilon(
             [self.group_channel(1), self.group_channel(2)], self.respondent_types, compliant=True

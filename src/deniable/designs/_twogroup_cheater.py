@@ -88,7 +88,7 @@ class CheaterDetection(_CheaterBase):
 
     Estimated: ``prevalence`` (pi, the honest carriers), ``beta``, ``cheating`` (gamma).
     Truth keywords: ``prevalence`` and ``cheating`` (default 0) or ``beta``; the nuisance held
-    fixed by :meth:`prevalence_variance_known` is ``cheating``.
+    fixed by :meth:`~deniable.designs.TwoGroupDesign.prevalence_variance_known` is ``cheating``.
 
     Epsilon is infinite: an honest carrier never says "no" while an honest non-carrier does
     with probability ``1 - forced_yes_g > 0`` (a cheater vs an honest carrier also reveals).

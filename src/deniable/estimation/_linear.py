@@ -129,6 +129,8 @@ def linear_rr(
     se : ``"observed"`` (default, Louis' formula), ``"expected"`` (quadrature) or ``"opg"``.
     tol, max_iter : Newton tolerance (log-likelihood units) and iteration limit.
 
+    Notes
+    -----
     Model: ``y = x' beta + gamma Z + N(0, sigma^2)``, ``Z ~ Bernoulli(pi)``, ``Z`` observed
     through the design's channel; the likelihood sums over ``Z`` (RRreg's ``RRlin``).
 

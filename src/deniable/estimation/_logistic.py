@@ -302,6 +302,8 @@ def logistic_rr(
     tol : convergence tolerance on the Newton decrement (log-likelihood units).
     max_iter : maximum number of Newton iterations.
 
+    Notes
+    -----
     A ``RuntimeWarning`` is issued (and the note kept in ``notes``) when the iterations do
     not converge or the MLE lies on the boundary (a fitted prevalence within 1e-11 of 0 or
     1: no finite MLE, e.g. fewer yes reports than ``P0`` implies).

@@ -149,6 +149,8 @@ class MajorityDecision:
         be ``1 - false_positive_rate``, uninformative).  See
         :attr:`false_negative_prevalence`.
 
+    Notes
+    -----
     :meth:`to_dict` also carries ``false_positive_prevalence`` and
     ``false_negative_prevalence``, the truths at which the two rates are evaluated.
 
@@ -292,7 +294,7 @@ def majority_decision(
     Parameters
     ----------
     design : BinaryDesign (Kuk only with ``draws = 1``).
-    n : int >= 1, number of reports (at most :data:`MAX_FIXED_N` = 4 * 10**6 with
+    n : int >= 1, number of reports (at most ``MAX_FIXED_N`` = 4 * 10**6 with
         ``true_yes``; any size with ``prevalence``).
     prevalence : float in [0, 1], or ``None``.
     true_yes : int in [0, n], or ``None``.

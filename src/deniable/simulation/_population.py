@@ -103,7 +103,7 @@ def two_group_options(
 
     One-group designs take none of them; a two-group design takes ``group_share`` (default:
     the design's own ``group_share``, 1/2 unless set; in (0, 1)) and its own latent keyword
-    (see :func:`latent_of`).
+    (see ``latent_of``).
     """
     given = {k: x for k, x in options.items() if x is not None}
     if not isinstance(design, TwoGroupDesign):

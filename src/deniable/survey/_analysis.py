@@ -27,7 +27,7 @@ Conventions
 * **Two-group designs** (:data:`~deniable.designs.TWO_GROUP_DESIGNS`) need ``group=``: the
   column holding each respondent's randomization group, 1 or 2 (integers, or floats equal
   to 1 or 2).  Every estimated parameter (e.g. the SLD's ``prevalence`` and ``honesty``)
-  gets the delta-method SEs and a Wald interval (:class:`~deniable.TwoGroupEstimate`); a
+  gets the delta-method SEs and a Wald interval (:class:`~deniable.designs.TwoGroupEstimate`); a
   row whose group is missing is left out like a missing report.
 """
 
@@ -104,7 +104,7 @@ class Analysis:
     column : the analysed column.
     design : the design the reports were randomized with.
     estimate : the :class:`~deniable.Estimate` (moment value, bounded MLE, both SEs,
-        intervals), or for a two-group design the :class:`~deniable.TwoGroupEstimate` (one
+        intervals), or for a two-group design the :class:`~deniable.designs.TwoGroupEstimate` (one
         Estimate per parameter).
     missing : rows left out because the report (or, two-group designs, the group) was
         missing (``missing="drop"``).
@@ -232,7 +232,7 @@ def analyze(
 
     A two-group design (``unrelated-unknown``, ``cdm``, ``cdm-symmetric``, ``sld``) needs
     ``group=COLUMN``, each respondent's randomization group (1 or 2): the result holds a
-    :class:`~deniable.TwoGroupEstimate` with every parameter (for the stochastic lie
+    :class:`~deniable.designs.TwoGroupEstimate` with every parameter (for the stochastic lie
     detector the prevalence and the carriers' honesty; Moshagen et al. 2012).
 
     :func:`analyze_file` does the same on a CSV or Parquet file, reading it in batches.
@@ -255,6 +255,8 @@ def analyze(
         offending values are counted); no report is left; a two-group design without
         ``group``; a missing value with ``missing="error"``.
 
+    Examples
+    --------
     >>> import pandas as pd
     >>> from deniable import TwoCoin
     >>> df = pd.DataFrame({"q": [1, 0, 0, 1, None, 1, 0, 0], "g": list("aabbabab")})
