@@ -10,6 +10,7 @@ content or the complete new one.  The temporary file is removed on any failure, 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -47,7 +48,8 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     so that writers that choose a format or compression by extension still do.  A symbolic
     link at ``path`` is followed: the file it points to is replaced, the link kept.  A
     character device or a named pipe at ``path`` (``/dev/null``, ``/dev/full``, a shell's
-    ``>(...)``) is written into, never replaced by a regular file (which a process running as
+    ``>(...)``) is written into, never replaced by a regular file (a named pipe nobody reads is
+    refused rather than waited for) (which a process running as
     root could otherwise do, destroying the device for every program); a block device or a
     socket is refused.  An
     ``OSError`` (no such directory, permission denied, disk full, ``path`` is a directory)
@@ -61,6 +63,16 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         mode = os.stat(real).st_mode
     except OSError:  # not there yet: the usual route
         mode = stat.S_IFREG
+    if stat.S_ISFIFO(mode):
+        # opening a pipe nobody reads would block for ever: check for a reader first
+        try:
+            os.close(os.open(real, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:
+                raise DataError(
+                    f"cannot write {str(target)!r}: it is a named pipe that nobody reads."
+                ) from None
+            raise DataError(f"cannot write {str(target)!r}: {exc.strerror or exc}.") from exc
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         # /dev/null, /dev/full, a pipe: written in place, never replaced (root could rename a
         # temporary file over the device node, destroying it for every program)
@@ -71,8 +83,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         return target
     if not stat.S_ISREG(mode):
         raise DataError(
-            f"cannot write {str(target)!r}: it is not a regular file (a block device or a "
-            "socket)."
+            f"cannot write {str(target)!r}: it is not a regular file (a block device or a socket)."
         )
     suffix = "".join(real.suffixes[-2:]) if real.suffixes else ""
     try:
