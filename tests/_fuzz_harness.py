@@ -27,6 +27,7 @@ import resource
 import select
 import shlex
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -260,7 +261,7 @@ INPUT_PATHS = [
     "no-such-dir/x.csv",
     ".",
     "a-directory",
-    "/dev/null",
+    "null-device",
     "",
     " ",
     "-",
@@ -268,7 +269,12 @@ INPUT_PATHS = [
     "\u00e9\u00e8 missing.csv",
 ]
 
-#: Paths for options that write a file (never an input file).
+#: Character devices made in the fixture directory (never the system's /dev/null and
+#: /dev/full: a broken writer run as root would replace them for the whole machine).
+DEVICES = {"null-device": (1, 3), "full-device": (1, 7)}
+
+#: Paths for options that write a file (never an input file, never outside the fixture
+#: directory).
 OUTPUT_PATHS = [
     "out.png",
     "out.svg",
@@ -277,8 +283,8 @@ OUTPUT_PATHS = [
     "out",
     "no-such-dir/out.png",
     "a-directory",
-    "/dev/full",
-    "/dev/null",
+    "full-device",
+    "null-device",
     "",
     "sortie \u00e9 \u03b5.svg",
     "out.unknown",
@@ -295,6 +301,14 @@ def make_fixture_dir(root: Path) -> Path:
     ro = root / "read-only.png"
     ro.write_bytes(b"")
     ro.chmod(0o444)
+    for name, (major, minor) in DEVICES.items():
+        node = root / name
+        if node.is_char_device():
+            continue
+        node.unlink(missing_ok=True)
+        # root can make the node; a user cannot, and the name is then an ordinary path
+        with contextlib.suppress(PermissionError):
+            os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(major, minor))
     return root
 
 

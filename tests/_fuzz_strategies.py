@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from hypothesis import strategies as st
@@ -154,6 +155,20 @@ OUTPUT_OPTIONS = {"--plot", "--html", "--out"}
 DESIGN_ARGUMENTS = {"design", "--design", "-d"}
 
 
+def inside_fixture_dir(path: str) -> bool:
+    """Whether ``path`` stays in the worker's directory (its working directory, a
+    temporary one): relative, without ``..``.  An output option never aims anywhere else,
+    least of all at a system device: a writer that renamed a file over ``/dev/null`` as
+    root would break the machine (the fixture directory has its own device nodes)."""
+    pure = PurePosixPath(path)
+    return not pure.is_absolute() and ".." not in pure.parts and not path.startswith("~")
+
+
+_OUTSIDE = [p for p in OUTPUT_PATHS if not inside_fixture_dir(p)]
+if _OUTSIDE:  # pragma: no cover - a guard on the harness's list
+    raise AssertionError(f"output paths outside the fixture directory: {_OUTSIDE}")
+
+
 def _lookup(cmd: Command, token: str) -> Param | None:
     for p in cmd.params:
         if not p.argument and token in p.opts:
@@ -270,6 +285,11 @@ def cli_case(draw: Any, cmd: Command) -> CliCase:
                 options[same[0]] = item
             else:
                 options.append(item)
+    for i, item in enumerate(options):  # a doc example's output path too stays inside
+        p = _lookup(cmd, item[0])
+        output = p is not None and p.opts[0] in OUTPUT_OPTIONS and len(item) == 2
+        if output and not inside_fixture_dir(item[1]):
+            options[i] = [item[0], "out"]
     argv = list(cmd.path) + positionals
     for item in options:
         if len(item) == 2 and item[0].startswith("--") and draw(st.integers(0, 9)) == 0:

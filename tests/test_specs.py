@@ -134,8 +134,9 @@ def test_spec_algorithms_and_words_per_report() -> None:
     assert cat.thresholds == {"keep": keep, "forced": cumulative}
     assert spec_of(Categorical(k=4, truth=0.5)).thresholds["forced"] is None
     sld = spec_of(StochasticLieDetector(0.25, 0.75))
-    assert sld.algorithm == "two-group/1" and sld.words_per_report == 1
-    assert sld.thresholds == {"yes": [[2**53, 0, 3 * 2**51], [2**53, 0, 2**51]]}
+    # the group word, then the answer word
+    assert sld.algorithm == "two-group/2" and sld.words_per_report == 2
+    assert sld.thresholds == {"group": 2**52, "yes": [[2**53, 0, 3 * 2**51], [2**53, 0, 2**51]]}
     assert sld.to_dict()["latent"] == {
         "name": "honest",
         "default": 1,
@@ -164,6 +165,15 @@ def test_text_and_labels() -> None:
         spec_of(Warner(0.75), labels=("no", 1))  # type: ignore[list-item]
     with pytest.raises(ParameterTypeError, match="`text` must be a non-empty string"):
         spec_of(Warner(0.75), text=" ")
+
+
+def test_two_group_labels_are_per_answer_not_per_type() -> None:
+    design = StochasticLieDetector(0.25, 0.75)
+    spec = spec_of(design, text="Are you a carrier?", labels=("no", "yes"))
+    assert spec.truths == design.n_truths == 3 and spec.answers == 2
+    assert QuestionSpec.from_json(spec.to_json()).labels == ("no", "yes")
+    with pytest.raises(ParameterError, match=r"one label per true answer \(2\), got 3"):
+        spec_of(design, labels=("a", "b", "c"))
 
 
 def test_only_registered_designs_have_specs() -> None:
@@ -421,9 +431,17 @@ def test_vectors_cover_every_design(vectors: dict[str, Any]) -> None:
     epsilons = [c["spec"]["epsilon"] for c in cases]
     assert "inf" in epsilons and any(isinstance(e, float) for e in epsilons)
     assert {c["spec"]["algorithm"] for c in cases} == {
-        "bernoulli-count/1", "keep-or-forced/1", "two-group/1",
+        "bernoulli-count/1", "keep-or-forced/1", "two-group/2",
     }  # fmt: skip
     assert len({c["id"] for c in cases}) == len(cases)
+    # two-group designs: every parameterisation with the group drawn and with it given
+    for name in TWO_GROUP_DESIGNS:
+        drawn = [c["id"] for c in per_design[name] if "group" not in c]
+        given = [c["id"] for c in per_design[name] if "group" in c]
+        assert drawn and [f"{i}-group-given" for i in drawn] == given
+        shares = {c["spec"]["thresholds"]["group"] for c in per_design[name]}
+        assert 2**52 in shares  # group_share 1/2
+    assert any("group_share" in c["spec"]["parameters"] for c in cases)
 
 
 def test_every_vector_is_consistent(vectors: dict[str, Any]) -> None:
@@ -431,17 +449,31 @@ def test_every_vector_is_consistent(vectors: dict[str, Any]) -> None:
         spec = QuestionSpec.from_dict(case["spec"])  # a valid, current spec
         n = len(case["truth"])
         assert len(case["reports"]) == n
-        assert len(case["words"]) == n * spec.words_per_report
+        given = "group" in case  # two-group designs: the group given, no group words
+        assert len(case["words"]) == n * (spec.words_per_report - given)
         words = [int(w) for w in case["words"]]
         assert 0 in words and 2**64 - 1 in words
         assert all(0 <= w < 2**64 for w in words)
-        assert sorted(set(case["truth"])) == list(range(spec.truths))
-        if spec.algorithm == "two-group/1":
-            assert len(case["group"]) == len(case["latent"]) == n
-            combos = set(zip(case["truth"], case["group"], case["latent"], strict=True))
+        thresholds = _all_thresholds(spec.thresholds)
+        if spec.algorithm == "two-group/2":
+            # the randomizer's inputs are respondent types, built from 0/1 answers
+            assert sorted(set(case["truth"])) == [0, 1]
+            assert sorted(set(case["type"])) == list(range(spec.truths))
+            assert len(case["latent"]) == len(case["type"]) == n
+            table = case["spec"]["latent"]["type"]
+            pairs = zip(case["truth"], case["latent"], strict=True)
+            assert case["type"] == [table[x][lat] for x, lat in pairs]
+            groups = case["group"] if given else [1 + r // 2 for r in case["reports"]]
+            assert len(groups) == n
+            combos = set(zip(case["truth"], groups, case["latent"], strict=True))
             assert len(combos) == 8
+            if given:  # the group threshold is not used
+                thresholds = _all_thresholds(spec.thresholds["yes"])
+        else:
+            assert sorted(set(case["truth"])) == list(range(spec.truths))
+            assert not {"group", "latent", "type"} & set(case)
         # every threshold strictly inside (0, 2**53) is straddled by the words
-        for t in _all_thresholds(spec.thresholds):
+        for t in thresholds:
             if 0 < t < 2**53:
                 assert (t << 11) - 1 in words and t << 11 in words, (case["id"], t)
 
@@ -475,13 +507,8 @@ def _forced(word: int, cumulative: list[Any]) -> int:
     return sum(1 for c in cumulative if int(c) <= top)
 
 
-def reference_reports(
-    spec: dict[str, Any],
-    words: list[int],
-    truth: list[int],
-    group: list[int] | None = None,
-    latent: list[int] | None = None,
-) -> list[int]:
+def reference_reports(spec: dict[str, Any], words: list[int], truth: list[int]) -> list[int]:
+    """The one-group algorithms: blocks of REF_CHUNK reports, slot-major within a block."""
     algorithm, w, th = spec["algorithm"], spec["words_per_report"], spec["thresholds"]
     n = len(truth)
     assert len(words) == n * w, "each report consumes words_per_report words"
@@ -490,12 +517,12 @@ def reference_reports(
         m = min(REF_CHUNK, n - start)
         block = words[start * w : (start + m) * w]
         for j in range(m):
-            i = start + j
-            x = truth[i]
+            x = truth[start + j]
             if algorithm == "bernoulli-count/1":
                 t = int(th["yes"][x])
                 out.append(sum(_below(block[d * m + j], t) for d in range(w)))
-            elif algorithm == "keep-or-forced/1":
+            else:
+                assert algorithm == "keep-or-forced/1"
                 keep = _below(block[j], int(th["keep"]))
                 word = block[m + j]
                 other = (
@@ -504,30 +531,126 @@ def reference_reports(
                     else _forced(word, th["forced"])
                 )
                 out.append(x if keep else other)
-            else:
-                assert algorithm == "two-group/1" and group is not None and latent is not None
-                kind = spec["latent"]["type"][x][latent[i]]
-                out.append(int(_below(block[j], int(th["yes"][group[i] - 1][kind]))))
     return out
+
+
+def reference_two_group(
+    spec: dict[str, Any],
+    words: list[int],
+    truth: list[int],
+    latent: list[int],
+    group: list[int] | None = None,
+) -> list[int]:
+    """``two-group/2``: with the group drawn, word ``i`` is report ``i``'s group word and
+    word ``n + i`` its answer word, whatever ``n``; with ``group`` given, word ``i`` is its
+    answer word.  The report is ``2 (group - 1) + answer``."""
+    assert spec["algorithm"] == "two-group/2" and spec["words_per_report"] == 2
+    th, table = spec["thresholds"], spec["latent"]["type"]
+    n = len(truth)
+    assert len(words) == (2 * n if group is None else n)
+    out = []
+    for i in range(n):
+        kind = table[truth[i]][latent[i]]
+        if group is None:
+            g = 1 if _below(words[i], int(th["group"])) else 2
+            answer_word = words[n + i]
+        else:
+            g, answer_word = group[i], words[i]
+        out.append(2 * (g - 1) + int(_below(answer_word, int(th["yes"][g - 1][kind]))))
+    return out
+
+
+def _reference_case(case: dict[str, Any]) -> list[int]:
+    words = [int(w) for w in case["words"]]
+    if case["spec"]["algorithm"] == "two-group/2":
+        return reference_two_group(
+            case["spec"], words, case["truth"], case["latent"], case.get("group")
+        )
+    return reference_reports(case["spec"], words, case["truth"])
 
 
 def test_the_reference_reproduces_every_vector(vectors: dict[str, Any]) -> None:
     for case in vectors["cases"]:
-        got = reference_reports(
-            case["spec"],
-            [int(w) for w in case["words"]],
-            case["truth"],
-            case.get("group"),
-            case.get("latent"),
-        )
-        assert got == case["reports"], case["id"]
+        assert _reference_case(case) == case["reports"], case["id"]
 
 
 def test_the_reference_fails_on_a_tampered_vector(vectors: dict[str, Any]) -> None:
     case = copy.deepcopy(vectors["cases"][0])
     case["spec"]["thresholds"]["yes"][1] = 0  # truth 1 never says yes
-    got = reference_reports(case["spec"], [int(w) for w in case["words"]], case["truth"])
-    assert got != case["reports"]
+    assert _reference_case(case) != case["reports"]
+    two_group = [c for c in vectors["cases"] if "latent" in c]
+    drawn = copy.deepcopy(next(c for c in two_group if "group" not in c))
+    drawn["spec"]["thresholds"]["group"] = 2**53  # everyone in group 1
+    assert _reference_case(drawn) != drawn["reports"]
+    given = copy.deepcopy(next(c for c in two_group if "group" in c))
+    given["group"] = [3 - g for g in given["group"]]
+    assert _reference_case(given) != given["reports"]
+
+
+def test_two_group_words_group_first_then_answer() -> None:
+    design = CheaterDetection(0.2, 0.6)  # honest carriers (type 0) always say "yes"
+    top = 2**64 - 1
+    # one report: the group word (0: group 1; top: group 2), then the answer word
+    assert design.randomize([0], rng=ArrayWords([0, top])).tolist() == [1]
+    assert design.randomize([0], rng=ArrayWords([top, top])).tolist() == [3]
+    # three reports: three group words, then three answer words
+    t = design.group_threshold()
+    words = [(t << 11) - 1, t << 11, 0, top, top, top]
+    assert design.randomize([0, 0, 2], rng=ArrayWords(words)).tolist() == [1, 3, 0]
+    ref = reference_two_group(spec_of(design).to_dict(), words, [1, 1, 1], [0, 0, 1])
+    assert ref == [1, 3, 0]
+    # the group given: no group word
+    assert design.randomize([0, 0], group=[2, 1], rng=ArrayWords([top, top])).tolist() == [3, 1]
+
+
+@pytest.mark.parametrize(
+    ("make", "table"),
+    [
+        (lambda: UnrelatedUnknown(0.7, 0.3), [[3, 2], [1, 0]]),
+        (lambda: CheaterDetection(0.2, 0.6), [[1, 3], [0, 2]]),
+        (lambda: SymmetricCheaterDetection(0.1, 0.1, 0.3, 0.1), [[1, 3], [0, 2]]),
+        (lambda: StochasticLieDetector(0.25, 0.75), [[2, 2], [1, 0]]),
+    ],
+    ids=["unrelated-unknown", "cdm", "cdm-symmetric", "sld"],
+)
+def test_the_type_table_is_the_designs_own(
+    make: Callable[[], TwoGroupDesign], table: list[list[int]]
+) -> None:
+    design = make()
+    latent = spec_of(design).to_dict()["latent"]
+    assert latent["type"] == table
+    assert latent["types"] == [t.label for t in design.respondent_types]
+    assert [latent["name"], latent["default"]] == list(design.latent)
+    for x in (0, 1):
+        for lat in (0, 1):
+            kind = design.types([x], **{latent["name"]: [lat]})[0]
+            assert kind == table[x][lat]
+            assert design.respondent_types[kind].truth == x
+
+
+def test_spec_keys_are_the_design_keys(any_design: Design) -> None:
+    spec = spec_of(any_design)
+    assert spec.key == any_design.key == spec.to_dict()["key"]
+    assert QuestionSpec.from_json(spec.to_json()).design.key == any_design.key
+
+
+def test_the_group_share_round_trips_through_the_spec() -> None:
+    design = CheaterDetection(0.2, 0.6, group_share=0.25)
+    data = spec_of(design).to_dict()
+    assert data["parameters"]["group_share"] == "1/4"
+    assert data["thresholds"]["group"] == 2**51
+    back = design_from_spec(data)
+    assert back == design and back.key == design.key and "group_share" in back.key
+    # 1/2 is the default: not in the parameters nor in the key, even when written out
+    half = spec_of(CheaterDetection(0.2, 0.6)).to_dict()
+    assert "group_share" not in half["parameters"] and "group_share" not in half["key"]
+    assert half["thresholds"]["group"] == 2**52
+    half["parameters"]["group_share"] = "1/2"
+    assert design_from_spec(half) == CheaterDetection(0.2, 0.6)
+    # a spec whose parameters change the group share but not the key is refused
+    data["parameters"]["group_share"] = "1/3"
+    with pytest.raises(DataError, match="`key` does not match the parameters"):
+        QuestionSpec.from_dict(data)
 
 
 @pytest.mark.parametrize(
@@ -537,29 +660,53 @@ def test_the_reference_fails_on_a_tampered_vector(vectors: dict[str, Any]) -> No
         lambda: Kuk(0.8, 0.4, draws=3),
         lambda: Categorical(k=5, truth=0.6),
         lambda: Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
-        lambda: CheaterDetection(0.2, 0.6),
     ],
-    ids=["warner", "kuk-3", "categorical-5", "categorical-forced", "cdm"],
+    ids=["warner", "kuk-3", "categorical-5", "categorical-forced"],
 )
 def test_the_block_layout_beyond_one_chunk(make: Callable[[], Design]) -> None:
     # more reports than CHUNK: the words of each block of 2**16 reports are laid out apart
     design = make()
     spec = spec_of(design)
     n = REF_CHUNK + 3
-    rng = np.random.default_rng(7)
-    truth = rng.integers(0, spec.truths, n)
+    truth = np.random.default_rng(7).integers(0, spec.truths, n)
     words = np.random.Generator(np.random.PCG64(8)).bit_generator.random_raw(
         n * spec.words_per_report
     )
     source = ArrayWords(words)
-    if isinstance(design, TwoGroupDesign):
-        group, cheater = rng.integers(1, 3, n), rng.integers(0, 2, n)
-        got = design.randomize(truth, group, cheater=cheater, rng=source)  # type: ignore[call-arg]
-        ref = reference_reports(
-            spec.to_dict(), words.tolist(), truth.tolist(), group.tolist(), cheater.tolist()
-        )
-    else:
-        got = design.randomize(truth, rng=source)
-        ref = reference_reports(spec.to_dict(), words.tolist(), truth.tolist())
+    got = design.randomize(truth, rng=source)
     assert source.remaining == 0
+    assert got.tolist() == reference_reports(spec.to_dict(), words.tolist(), truth.tolist())
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: CheaterDetection(0.2, 0.6),
+        lambda: StochasticLieDetector(0.25, 0.75, group_share=0.75),
+        lambda: UnrelatedUnknown(0.7, 0.3, group_share=1 / 3),
+    ],
+    ids=["cdm", "sld-share-3/4", "unrelated-unknown-share-1/3"],
+)
+@pytest.mark.parametrize("drawn", [True, False], ids=["group-drawn", "group-given"])
+def test_the_two_group_layout_beyond_one_chunk(
+    make: Callable[[], TwoGroupDesign], drawn: bool
+) -> None:
+    # drawn groups: all n group words first (block after block), then all n answer words,
+    # so report i's answer word is word n + i, not where a block of two slots would put it
+    design = make()
+    spec = spec_of(design).to_dict()
+    n = 2 * REF_CHUNK + 5
+    rng = np.random.default_rng(7)
+    truth, latent = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    types = design.types(truth, **{spec["latent"]["name"]: latent})
+    group = None if drawn else rng.integers(1, 3, n)
+    words = np.random.Generator(np.random.PCG64(8)).bit_generator.random_raw(2 * n if drawn else n)
+    source = ArrayWords(words)
+    got = design.randomize(types, group=group, rng=source)
+    assert source.remaining == 0
+    ref = reference_two_group(
+        spec, words.tolist(), truth.tolist(), latent.tolist(),
+        None if group is None else group.tolist(),
+    )  # fmt: skip
     assert got.tolist() == ref
+    assert len(set(ref)) == 4

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.designs._base import Design
-from deniable.designs._identity import exact_value, mechanism_key
+from deniable.designs._identity import exact_value
 from deniable.designs._registry import make_design
 from deniable.designs._spec_algorithms import (
     SPEC_SCHEMA,
@@ -48,7 +48,9 @@ class QuestionSpec:
     fraction ``"p/q"`` it is), ``key`` (the identity tallies carry), ``truths`` and
     ``reports`` (numbers of values), ``algorithm``, ``words_per_report``, ``thresholds``
     (integers compared with ``word >> 11``), ``epsilon`` (a number, or ``"inf"``), for
-    two-group designs ``latent``, and optionally ``text`` and ``labels`` (one per truth).
+    two-group designs ``latent`` (the respondent-type table), and optionally ``text`` and
+    ``labels`` (one per true answer: :attr:`answers`).  ``key`` equals the design's
+    :attr:`~deniable.designs.Design.key`.
 
     >>> from deniable.designs import Warner
     >>> spec = spec_of(Warner(0.75), text="Have you ever cheated?", labels=("no", "yes"))
@@ -71,7 +73,7 @@ class QuestionSpec:
         if self.text is not None and (not isinstance(self.text, str) or not self.text.strip()):
             raise ParameterTypeError(f"`text` must be a non-empty string, got {self.text!r}.")
         if self.labels is not None:
-            labels = check_labels(self.labels, self.design.n_truths)
+            labels = check_labels(self.labels, self.answers)
             object.__setattr__(self, "labels", labels)
 
     # ---- the implied fields
@@ -94,12 +96,19 @@ class QuestionSpec:
     @property
     def key(self) -> str:
         """The mechanism's identity: name and exact parameters (as tallies carry it)."""
-        return mechanism_key(self.design.name, self.design.parameters())
+        return self.design.key
 
     @property
     def truths(self) -> int:
-        """Number of true-answer values."""
+        """Number of input values of the randomizer: true answers, or for a two-group
+        design respondent types (:attr:`latent`)."""
         return self.design.n_truths
+
+    @property
+    def answers(self) -> int:
+        """Number of true answers, what :attr:`labels` label: :attr:`truths`, or 2 for a
+        two-group design (whose inputs are respondent types built from a 0/1 answer)."""
+        return 2 if isinstance(self.design, TwoGroupDesign) else self.design.n_truths
 
     @property
     def reports(self) -> int:
@@ -109,12 +118,13 @@ class QuestionSpec:
     @property
     def algorithm(self) -> str:
         """The randomizer algorithm: ``bernoulli-count/1``, ``keep-or-forced/1`` or
-        ``two-group/1`` (``docs/specs.md``)."""
+        ``two-group/2`` (``docs/specs.md``)."""
         return spec_algorithm(self.design)[0]
 
     @property
     def words_per_report(self) -> int:
-        """64-bit words one report consumes, whatever the answer."""
+        """64-bit words one report consumes, whatever the answer (for ``two-group/2`` the
+        group word and the answer word; one word fewer when the group is given)."""
         return spec_algorithm(self.design)[1]
 
     @property
@@ -129,7 +139,8 @@ class QuestionSpec:
 
     @property
     def latent(self) -> LatentInput | None:
-        """The latent input of a two-group design; ``None`` for a one-group design."""
+        """The respondent-type table of a two-group design (how the truth and the latent
+        indicator give the randomizer's input); ``None`` for a one-group design."""
         if isinstance(self.design, TwoGroupDesign):
             return latent_input(self.design)
         return None

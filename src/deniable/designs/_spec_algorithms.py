@@ -1,6 +1,7 @@
 """The randomizer algorithms a question spec can name, and what each needs from a design:
 its integer thresholds, the number of 64-bit words per report, and for the two-group
-designs the latent input and the map from (truth, latent) to respondent type.
+designs the map from (truth, latent indicator) to respondent type, read off the design's
+own :meth:`~deniable.designs.TwoGroupDesign.types`.
 
 ``docs/specs.md`` states each algorithm exactly; ``tests/test_specs.py`` reimplements them
 from a spec alone and checks the reimplementation against every design's own randomizer.
@@ -12,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from deniable.designs._base import BinaryDesign, Design
 from deniable.designs._categorical import Categorical
 from deniable.designs._kuk import Kuk
@@ -22,6 +25,7 @@ from deniable.exceptions import ParameterError
 __all__ = [
     "ALGORITHMS",
     "SPEC_SCHEMA",
+    "TWO_GROUP_ALGORITHM",
     "LatentInput",
     "json_ints",
     "latent_input",
@@ -33,7 +37,11 @@ __all__ = [
 SPEC_SCHEMA = "deniable.question/1"
 
 #: The randomizer algorithms, by the name a spec gives (``docs/specs.md`` states each).
-ALGORITHMS = ("bernoulli-count/1", "keep-or-forced/1", "two-group/1")
+ALGORITHMS = ("bernoulli-count/1", "keep-or-forced/1", "two-group/2")
+
+#: The two-group algorithm: version 2 draws the group (one word) and reports
+#: ``2 (group - 1) + answer``; version 1 took the group as an input and reported the answer.
+TWO_GROUP_ALGORITHM = "two-group/2"
 
 #: Integers above this are written as strings (a JSON number may lose them in JavaScript).
 _JSON_INT_MAX = 1 << 53
@@ -41,12 +49,15 @@ _JSON_INT_MAX = 1 << 53
 
 @dataclass(frozen=True)
 class LatentInput:
-    """The second input of a two-group randomizer besides the true answer and the group.
+    """How a two-group randomizer's input, the respondent type, follows from the true
+    answer and the latent indicator.
 
-    ``name`` is the randomizer's keyword (``unrelated``, ``cheater`` or ``honest``), 0 or
-    1 per respondent; ``default`` its value when not given (``None``: it must be given).
-    The respondent's type, the column of the group's threshold table, is
-    ``type[truth][latent]``; ``types`` labels the columns.
+    ``name`` is the latent indicator's keyword of
+    :meth:`~deniable.designs.TwoGroupDesign.types` (``unrelated``, ``cheater`` or
+    ``honest``), 0 or 1 per respondent; ``default`` its value when not given (``None``: it
+    must be given).  The respondent's type, an index into ``types`` (the labels of
+    :attr:`~deniable.designs.TwoGroupDesign.respondent_types`) and the column of each
+    group's threshold row, is ``type[truth][latent]``.
     """
 
     name: str
@@ -63,28 +74,14 @@ class LatentInput:
         }
 
 
-#: How each two-group randomizer maps (truth, latent) to a respondent type (the column of
-#: ``thresholds(group)``); the conformance test of the spec checks these against each
-#: design's own ``randomize``.
-_LATENT: dict[str, tuple[str, int | None, tuple[tuple[int, int], tuple[int, int]]]] = {
-    # type = 2 (1 - truth) + (1 - unrelated)
-    "unrelated-unknown": ("unrelated", None, ((3, 2), (1, 0))),
-    # type = 2 cheater + (1 - truth)
-    "cdm": ("cheater", 0, ((1, 3), (0, 2))),
-    "cdm-symmetric": ("cheater", 0, ((1, 3), (0, 2))),
-    # type = truth (1 - honest) + 2 (1 - truth)
-    "sld": ("honest", 1, ((2, 2), (1, 0))),
-}
-
-
 def latent_input(design: TwoGroupDesign) -> LatentInput:
-    """The latent input of a two-group design's randomizer (see :class:`LatentInput`)."""
-    if design.name not in _LATENT:
-        raise ParameterError(
-            f"two-group mechanism {design.name!r} has no question-spec algorithm (known: "
-            f"{', '.join(_LATENT)})."
-        )
-    name, default, table = _LATENT[design.name]
+    """The respondent-type table of a two-group design (see :class:`LatentInput`): its
+    :attr:`~deniable.designs.TwoGroupDesign.latent` keyword and default, and
+    ``type[truth][latent]`` as :meth:`~deniable.designs.TwoGroupDesign.types` gives it."""
+    name, default = design.latent
+    truth = np.array([0, 0, 1, 1])
+    kinds = [int(t) for t in design.types(truth, **{name: np.array([0, 1, 0, 1])})]
+    table = ((kinds[0], kinds[1]), (kinds[2], kinds[3]))
     return LatentInput(name, default, table, tuple(t.label for t in design.respondent_types))
 
 
@@ -100,9 +97,9 @@ def spec_algorithm(design: Design) -> tuple[str, int, dict[str, Any]]:
             f"named {design.name!r}."
         )
     if isinstance(design, TwoGroupDesign):
-        latent_input(design)  # refuses a two-group design without a known latent mapping
+        # first the group word (group 1 iff below `group`), then the answer word
         table = [list(design.thresholds(1)), list(design.thresholds(2))]
-        return "two-group/1", 1, {"yes": table}
+        return TWO_GROUP_ALGORITHM, 2, {"group": design.group_threshold(), "yes": table}
     if isinstance(design, Categorical):
         keep, cumulative = design.thresholds()
         return "keep-or-forced/1", 2, {"keep": keep, "forced": cumulative}

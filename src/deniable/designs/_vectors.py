@@ -5,8 +5,9 @@ A client in another language (the survey service's browser module) runs each cas
 through the algorithm its spec names and must get exactly the same reports; the schema is
 in ``docs/specs.md``.  The words are deterministic: the edge words ``0`` and ``2**64 - 1``,
 the two words on either side of every threshold (``(t << 11) - 1`` and ``t << 11``) and of
-every category boundary, each paired with every true answer, then words from PCG64 seeded
-by the case's name.
+every category boundary, each paired with every true answer (two-group designs: with every
+combination of truth, latent indicator and group), then words from PCG64 seeded by the
+case's name.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from deniable.designs._categorical import Categorical
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._kuk import Kuk
 from deniable.designs._spec import QuestionSpec
-from deniable.designs._spec_algorithms import latent_input
+from deniable.designs._spec_algorithms import TWO_GROUP_ALGORITHM, latent_input
 from deniable.designs._twogroup import TwoGroupDesign
 from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
 from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
@@ -46,7 +47,8 @@ VECTORS_SCHEMA = "deniable.vectors/1"
 
 #: The parameterisations of every registered design (finite and infinite epsilon, dyadic
 #: and non-dyadic probabilities, thresholds 0 and 2**53, several draws, uniform forcing
-#: with k a power of two and not, a given forced distribution with a zero).
+#: with k a power of two and not, a given forced distribution with a zero, two-group
+#: designs with a group share of 1/2 and not).
 VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
     "warner": (lambda: Warner(0.75), lambda: Warner(0.2)),
     "mirrored": (lambda: Mirrored(0.7), lambda: Mirrored(0.375)),
@@ -70,7 +72,11 @@ VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
         lambda: Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
         lambda: Categorical(k=3, truth=0.5, forced=(0.5, 0.5, 0.0)),
     ),
-    "unrelated-unknown": (lambda: UnrelatedUnknown(0.7, 0.3), lambda: UnrelatedUnknown(0.6, 0.0)),
+    "unrelated-unknown": (
+        lambda: UnrelatedUnknown(0.7, 0.3),
+        lambda: UnrelatedUnknown(0.6, 0.0),
+        lambda: UnrelatedUnknown(0.7, 0.3, group_share=1 / 3),
+    ),
     "cdm": (lambda: CheaterDetection(0.2, 0.6), lambda: CheaterDetection(0.0, 0.5)),
     "cdm-symmetric": (
         lambda: SymmetricCheaterDetection(0.1, 0.1, 0.3, 0.1),
@@ -79,6 +85,7 @@ VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
     "sld": (
         lambda: StochasticLieDetector(2 / 12, 10 / 12),
         lambda: StochasticLieDetector(0.25, 1.0),
+        lambda: StochasticLieDetector(0.25, 0.75, group_share=0.75),
     ),
 }
 
@@ -111,15 +118,17 @@ def _category_edges(k: int) -> list[int]:
 
 
 def _slot_words(spec: QuestionSpec) -> list[list[int]]:
-    """The edge words of each of the ``words_per_report`` slots of one report."""
+    """The edge words of each of the ``words_per_report`` slots of one report (for a
+    two-group design: of the answer word)."""
     edge = [0, _TOP]
     th = spec.thresholds
     if spec.algorithm == "keep-or-forced/1":
         forced = th["forced"]
         category = _category_edges(spec.reports) if forced is None else _straddle(forced)
         return [edge + _straddle([th["keep"]]), edge + category]
-    flat = [t for row in th["yes"] for t in row] if spec.algorithm == "two-group/1" else th["yes"]
-    words = edge + _straddle(flat)
+    if spec.algorithm == TWO_GROUP_ALGORITHM:
+        return [edge + _straddle([t for row in th["yes"] for t in row])]
+    words = edge + _straddle(th["yes"])
     # Kuk's draws: each draw sees the edge words, rotated so that they meet different draws
     return [words[d % len(words) :] + words[: d % len(words)] for d in range(spec.words_per_report)]
 
@@ -127,56 +136,112 @@ def _slot_words(spec: QuestionSpec) -> list[list[int]]:
 def _case(case_id: str, design: Design) -> dict[str, Any]:
     spec = QuestionSpec(design)
     slots = _slot_words(spec)
-    two_group = isinstance(design, TwoGroupDesign)
-    combos = 8 if two_group else spec.truths  # (truth, group, latent) or truth
     rows = max(len(s) for s in slots) + _RANDOM_ROWS
-    n = rows * combos
+    n = rows * spec.truths
+    matrix = _words(case_id, slots, spec.truths, rows)
+    truth = np.arange(n) % spec.truths
+    source = ArrayWords(matrix.reshape(-1))
+    reports = design.randomize(truth, rng=source)
+    return _finish(case_id, spec, {"truth": truth.tolist()}, matrix, source, reports)
+
+
+def _words(case_id: str, slots: list[list[int]], combos: int, rows: int) -> npt.NDArray[np.uint64]:
+    """``(len(slots), rows * combos)`` words: PCG64 seeded by the case's name, with row
+    ``r < len(slot)`` of each slot set to its ``r``-th edge word for every combination."""
     rng = np.random.Generator(np.random.PCG64(zlib.crc32(case_id.encode())))
-    matrix = rng.bit_generator.random_raw((len(slots), n))
+    matrix = np.asarray(rng.bit_generator.random_raw((len(slots), rows * combos)), np.uint64)
     for s, edge in enumerate(slots):
         for row, word in enumerate(edge):
             matrix[s, row * combos : (row + 1) * combos] = word
-    words: npt.NDArray[np.uint64] = np.asarray(matrix, dtype=np.uint64).reshape(-1)
+    return matrix
+
+
+def _two_group_case(case_id: str, design: TwoGroupDesign, *, drawn: bool) -> dict[str, Any]:
+    """A two-group case: 8 combinations of (truth, latent, group); with ``drawn`` the group
+    words come first (edge words on either side of the group threshold pick each group),
+    otherwise the groups are given and the words are answer words only."""
+    spec = QuestionSpec(design)
+    (answer_edges,) = _slot_words(spec)
+    combos = 8
+    rows = len(answer_edges) + _RANDOM_ROWS
+    n = rows * combos
     combo = np.arange(n) % combos
-    truth = combo % spec.truths if not two_group else combo % 2
-    source = ArrayWords(words)
-    case: dict[str, Any] = {"id": case_id, "spec": spec.to_dict(), "truth": truth.tolist()}
-    if isinstance(design, TwoGroupDesign):
-        group = 1 + (combo // 2) % 2
-        latent = (combo // 4) % 2
-        name = latent_input(design).name
-        randomize: Any = design.randomize
-        reports = randomize(truth, group, rng=source, **{name: latent})
-        case.update(group=group.tolist(), latent=latent.tolist())
+    truth, latent, group = combo % 2, (combo // 2) % 2, 1 + (combo // 4) % 2
+    name = latent_input(design).name
+    types = design.types(truth, **{name: latent})
+    fields: dict[str, Any] = {"truth": truth.tolist(), "latent": latent.tolist()}
+    fields["type"] = types.tolist()
+    if drawn:
+        t = int(spec.thresholds["group"])  # strictly inside (0, 2**53): 0 < group_share < 1
+        picks = {1: [0, (t << 11) - 1], 2: [_TOP, t << 11]}  # words that give each group
+        matrix = _words(case_id, [[], answer_edges], combos, rows)
+        for row in range(len(answer_edges)):
+            for c in range(combos):
+                matrix[0, row * combos + c] = picks[int(group[c])][row % 2]
+        source = ArrayWords(matrix.reshape(-1))  # n group words, then n answer words
+        reports = design.randomize(types, rng=source)
     else:
-        reports = design.randomize(truth, rng=source)
+        matrix = _words(case_id, [answer_edges], combos, rows)
+        fields["group"] = group.tolist()
+        source = ArrayWords(matrix.reshape(-1))
+        reports = design.randomize(types, group=group, rng=source)
+    return _finish(case_id, spec, fields, matrix, source, reports)
+
+
+def _finish(
+    case_id: str,
+    spec: QuestionSpec,
+    fields: dict[str, Any],
+    matrix: npt.NDArray[np.uint64],
+    source: ArrayWords,
+    reports: npt.ArrayLike,
+) -> dict[str, Any]:
     if source.remaining:  # pragma: no cover - words_per_report is wrong for this design
         raise AssertionError(f"{case_id}: {source.remaining} words left unused")
-    case["words"] = [str(int(w)) for w in words]
-    case["reports"] = [int(r) for r in reports]
-    return case
+    return {
+        "id": case_id,
+        "spec": spec.to_dict(),
+        **fields,
+        "words": [str(int(w)) for w in matrix.reshape(-1)],
+        "reports": [int(r) for r in np.asarray(reports).ravel()],
+    }
+
+
+def _cases(case_id: str, design: Design) -> list[dict[str, Any]]:
+    if isinstance(design, TwoGroupDesign):
+        return [
+            _two_group_case(case_id, design, drawn=True),
+            _two_group_case(f"{case_id}-group-given", design, drawn=False),
+        ]
+    return [_case(case_id, design)]
 
 
 def randomizer_vectors() -> dict[str, Any]:
     """The test vectors of every registered design (schema ``deniable.vectors/1``).
 
     ``{"schema", "about", "cases"}``; each case has ``id``, ``spec`` (a question spec),
-    ``truth`` (one true answer per report), for two-group designs ``group`` (1 or 2) and
-    ``latent`` (0 or 1, the spec's ``latent.name`` input), ``words`` (decimal strings: a
-    64-bit word does not fit a JSON number) and ``reports``.  Deterministic: the same
-    ``deniable`` gives the same vectors.
+    ``truth`` (one true answer per report), for two-group designs ``latent`` (0 or 1, the
+    spec's ``latent.name`` indicator), ``type`` (the respondent type,
+    ``latent.type[truth][latent]``) and, in the ``-group-given`` cases only, ``group`` (1
+    or 2, given to the randomizer: no group words), ``words`` (decimal strings: a 64-bit
+    word does not fit a JSON number) and ``reports``.  A two-group design has two cases per
+    parameterisation: the group drawn from the words (the primary one: ``n`` group words,
+    then ``n`` answer words) and the group given.  Deterministic: the same ``deniable``
+    gives the same vectors.
     """
     cases = [
-        _case(f"{name}-{i}", make())
+        case
         for name, makers in VECTOR_DESIGNS.items()
         for i, make in enumerate(makers)
+        for case in _cases(f"{name}-{i}", make())
     ]
     return {
         "schema": VECTORS_SCHEMA,
         "about": (
             "Randomizer test vectors of deniable: the words of each case, given in order to "
-            "the algorithm its spec names with each truth (and group and latent input), give "
-            "its reports. Schema and algorithms: docs/specs.md."
+            "the algorithm its spec names with each truth (two-group designs: each "
+            "respondent type, and the group where it is given), give its reports. Schema "
+            "and algorithms: docs/specs.md."
         ),
         "cases": cases,
     }
