@@ -348,7 +348,7 @@ def test_huge_renyi_curves(x):
     rr = pure_to_rdp(x, alphas)
     assert np.all(rr <= x) and np.all(rr >= x * (1 - 1e-12))
     assert pure_to_rdp(x, math.inf) == x
-    k3 = rr_rdp(x, alphas, 3)
+    k3 = rr_rdp(x, alphas, k=3)
     assert np.all(k3 <= x) and np.all(k3 >= x * (1 - 1e-12))
     # Laplace: D_alpha = x + ln(alpha / (2 alpha - 1)) / (alpha - 1) + O(e^-x) (Mironov 2017,
     # Table II, the second term dropped), at most x
@@ -439,7 +439,7 @@ def test_tiny_epsilon_is_never_rounded_to_zero(eps):
     assert classic > 0 and Fraction(classic) >= e * e / 2
     d2 = pure_to_rdp(eps, 2.0)
     assert d2 > 0 and Fraction(d2) >= e * e * (1 - e * e)
-    assert rr_rdp(eps, 2.0, 4) > 0
+    assert rr_rdp(eps, 2.0, k=4) > 0
     assert laplace_rdp(eps, 2.0) > 0
     # the tight bound is kept where it is representable: within a few ulps of eps^2 (D_2)
     if eps * eps > 1e-300:

@@ -19,6 +19,11 @@ For ``n`` uses of mechanisms that are ``eps_i``-DP (``counts`` repeat an epsilon
 
   computed here in log space (k up to 10^5 and beyond).  Different epsilons go through the
   privacy loss distribution (``_pld``).
+
+Argument order, the same in every composition function: the per-use privacy parameter(s)
+first (``epsilons``, or one ``epsilon``), then the target (``delta``, or ``target_epsilon``
+for a delta), then the repetitions as a keyword (``counts=`` per epsilon, ``count=`` for
+one epsilon).
 """
 
 from __future__ import annotations
@@ -87,7 +92,7 @@ def _pairs(epsilons: Any, counts: Any) -> tuple[list[float], list[int]]:
     return [e for e, _ in keep], [c for _, c in keep]
 
 
-def basic_composition(epsilons: Sequence[float] | float, counts: Any = None) -> float:
+def basic_composition(epsilons: Sequence[float] | float, *, counts: Any = None) -> float:
     """``sum counts_i * epsilons_i``, rounded up; ``inf`` if any epsilon is, or if the sum
     exceeds the largest double.
 
@@ -112,11 +117,11 @@ def _with_basic(
     """The checked ``delta``, the (epsilon, count) pairs and their basic composition."""
     d = check_delta(delta)
     eps, cnt = _pairs(epsilons, counts)
-    return d, eps, cnt, basic_composition(eps, cnt)
+    return d, eps, cnt, basic_composition(eps, counts=cnt)
 
 
 def advanced_composition(
-    epsilons: Sequence[float] | float, delta: float, counts: Any = None
+    epsilons: Sequence[float] | float, delta: float, *, counts: Any = None
 ) -> float:
     """Dwork–Rothblum–Vadhan advanced composition, reported as the minimum with basic.
 
@@ -137,7 +142,9 @@ def advanced_composition(
     return min(basic, up(math.sqrt(2 * -math.log(d)) * root + drift))
 
 
-def kov_composition(epsilons: Sequence[float] | float, delta: float, counts: Any = None) -> float:
+def kov_composition(
+    epsilons: Sequence[float] | float, delta: float, *, counts: Any = None
+) -> float:
     """Kairouz–Oh–Viswanath (2015) Thm 3.4/3.5 approximation of the optimal composition.
 
     >>> e = 0.1; k = 100; d = 1e-6; s = k * e * math.tanh(e / 2)
@@ -190,14 +197,14 @@ def _count_weighted_sum(cnt: list[int], terms: list[float], *, sqrt: bool = Fals
 _EXACT_WHY = "an exact sum of count + 1 binomial terms; basic, advanced and kov take any count"
 
 
-def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float:
+def optimal_rr_delta(epsilon: float, target_epsilon: float, *, count: int = 1) -> float:
     """Exact ``delta(target_epsilon)`` of ``count`` uses of binary RR at ``epsilon`` (the
     optimal composition of ``count`` eps-DP mechanisms), summed over binomials in log space.
 
     One use: ``delta(eps') = max(0, (e^eps - e^eps') / (1 + e^eps))``.
 
     >>> e, t = 1.0, 0.5
-    >>> math.isclose(optimal_rr_delta(e, 1, t), (math.exp(e) - math.exp(t)) / (1 + math.exp(e)),
+    >>> math.isclose(optimal_rr_delta(e, t), (math.exp(e) - math.exp(t)) / (1 + math.exp(e)),
     ...              rel_tol=1e-9)
     True
     """
@@ -210,7 +217,7 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
         return 0.0
     if eps == math.inf:
         return 1.0
-    top = basic_composition(eps, c)
+    top = basic_composition(eps, counts=c)
     if t >= top:
         return 0.0  # no outcome has a loss above the (exact, rounded-up) maximum
     if top == math.inf:
@@ -232,12 +239,17 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
     return exp_up(log_delta, err / MARGIN)
 
 
-def optimal_rr_epsilon(epsilon: float, count: int, delta: float) -> float:
+def optimal_rr_epsilon(epsilon: float, delta: float, *, count: int = 1) -> float:
     """Exact ``epsilon(delta)`` of ``count`` uses of binary RR at ``epsilon``: bisection on
     :func:`optimal_rr_delta`, returning the upper end of the bracket.
 
-    >>> optimal_rr_epsilon(1.0, 1, 0.1) <= 1.0
-    True
+    One use: ``epsilon(delta) = ln(e^eps - delta (1 + e^eps))`` (the root of the one-use
+    formula of :func:`optimal_rr_delta`; 0 when that is negative).
+
+    >>> round(optimal_rr_epsilon(1.0, 0.1), 6), round(math.log(math.e - 0.1 * (1 + math.e)), 6)
+    (0.852905, 0.852905)
+    >>> round(optimal_rr_epsilon(0.1, 1e-6, count=1000), 4)
+    19.3447
     """
     eps = check_epsilon(epsilon)
     c = v.integer("count", count, minimum=0, maximum=MAX_EXACT_COUNT, why=_EXACT_WHY)
@@ -246,20 +258,23 @@ def optimal_rr_epsilon(epsilon: float, count: int, delta: float) -> float:
         return 0.0
     if eps == math.inf:
         return math.inf
-    top = basic_composition(eps, c)
+    top = basic_composition(eps, counts=c)
     if top == math.inf:
         return math.inf  # the count-fold loss overflows a double
-    return upper_root(lambda t: optimal_rr_delta(eps, c, t), d, 0.0, top)
+    return upper_root(lambda t: optimal_rr_delta(eps, t, count=c), d, 0.0, top)
 
 
-def common_lattice(epsilons: Sequence[float], counts: Sequence[int]) -> float | None:
+def common_lattice(
+    epsilons: Sequence[float], *, counts: Sequence[int] | None = None
+) -> float | None:
     """The largest ``g`` with every epsilon an integer multiple of it (each epsilon read as the
     decimal/rational with denominator <= 10^6 that it is within 4 ulps of), or ``None`` when
-    there is none or the composed lattice would exceed 2^23 points.
+    there is none or the composed lattice (each epsilon used ``counts[i]`` times, once by
+    default) would exceed 2^23 points.
 
-    >>> common_lattice([0.5, 0.25, 1.0], [1, 1, 1])
+    >>> common_lattice([0.5, 0.25, 1.0])
     0.25
-    >>> common_lattice([math.log(3)], [1]) is None
+    >>> common_lattice([math.log(3)]) is None
     True
     """
     fracs = []
@@ -273,7 +288,8 @@ def common_lattice(epsilons: Sequence[float], counts: Sequence[int]) -> float | 
     lcm = reduce(math.lcm, (f.denominator for f in fracs), 1)
     nums = [int(f * lcm) for f in fracs]
     g = reduce(math.gcd, nums, 0)
-    width = sum(2 * c * (n // g) for n, c in zip(nums, counts, strict=True))
+    cnt = [1] * len(nums) if counts is None else list(counts)
+    width = sum(2 * c * (n // g) for n, c in zip(nums, cnt, strict=True))
     if width > _MAX_LATTICE:
         return None
     return float(Fraction(g, lcm))

@@ -24,6 +24,10 @@ here exactly, term by term, with scipy's binomial pmf and cdf.
 Both bounds are capped at ``epsilon0``: the shuffled reports are a post-processing of the
 local reports, which are already ``epsilon0``-DP (with ``delta = 0``) for a change of one
 respondent's answer, so shuffling never hurts.
+
+Argument order, as in the composition functions: the local ``epsilon0`` first, then the
+target (``delta``, or ``epsilon`` for a delta), then the number of respondents as the
+keyword ``n=`` (``shuffle_epsilon_numerical(1.0, 1e-6, n=100_000)``).
 """
 
 from __future__ import annotations
@@ -75,7 +79,7 @@ def _closed_form_limit(n: int, delta: float) -> float:
     return math.log(ratio) if ratio > 0 else -math.inf
 
 
-def shuffle_epsilon_closed_form(epsilon0: float, n: int, delta: float) -> float:
+def shuffle_epsilon_closed_form(epsilon0: float, delta: float, *, n: int) -> float:
     """Central epsilon of ``n`` shuffled ``epsilon0``-LDP reports, closed form.
 
     Feldman, McMillan & Talwar (2021), Theorem 3.1 (arXiv:2012.12803, FOCS 2021 version):
@@ -88,7 +92,7 @@ def shuffle_epsilon_closed_form(epsilon0: float, n: int, delta: float) -> float:
     return a bound the theorem does not give.  The result is rounded up by 1e-12 relative and
     capped at ``epsilon0`` (shuffling never hurts).
 
-    >>> round(shuffle_epsilon_closed_form(1.0, 100_000, 1e-6), 4)
+    >>> round(shuffle_epsilon_closed_form(1.0, 1e-6, n=100_000), 4)
     0.0726
     """
     eps0, size, dlt = _check(epsilon0, n, delta)
@@ -191,11 +195,11 @@ class _Clones:
         return float(np.sum(terms) * (1 + self.slack) + self.outside * tv)
 
 
-def shuffle_delta_numerical(epsilon0: float, n: int, epsilon: float) -> float:
+def shuffle_delta_numerical(epsilon0: float, epsilon: float, *, n: int) -> float:
     """Upper bound on the ``delta`` at which ``n`` shuffled ``epsilon0``-LDP reports are
     (``epsilon``, delta)-DP: the exact clone hockey stick (module docstring), rounded up.
 
-    >>> shuffle_delta_numerical(1.0, 1, 1.0)
+    >>> shuffle_delta_numerical(1.0, 1.0, n=1)
     0.0
     """
     eps0 = v.positive("epsilon0", epsilon0)
@@ -207,7 +211,7 @@ def shuffle_delta_numerical(epsilon0: float, n: int, epsilon: float) -> float:
 
 
 def shuffle_epsilon_numerical(
-    epsilon0: float, n: int, delta: float, *, tolerance: float = 1e-6
+    epsilon0: float, delta: float, *, n: int, tolerance: float = 1e-6
 ) -> float:
     """Central epsilon of ``n`` shuffled ``epsilon0``-LDP reports: the numerical bound of
     Feldman, McMillan & Talwar (2021, Sec. 4, App. E).
@@ -218,7 +222,7 @@ def shuffle_epsilon_numerical(
     relative.  Valid for every ``n >= 1`` and ``epsilon0 > 0``; never above ``epsilon0``, and
     never above the closed form where that applies.
 
-    >>> round(shuffle_epsilon_numerical(1.0, 100_000, 1e-6), 4)
+    >>> round(shuffle_epsilon_numerical(1.0, 1e-6, n=100_000), 4)
     0.0153
     """
     eps0, size, dlt = _check(epsilon0, n, delta)
@@ -234,7 +238,7 @@ def shuffle_epsilon_numerical(
 
     hi = eps0  # delta(eps0) = 0: the likelihood ratio never exceeds e^eps0
     if eps0 <= _closed_form_limit(size, dlt):
-        cf = shuffle_epsilon_closed_form(eps0, size, dlt)
+        cf = shuffle_epsilon_closed_form(eps0, dlt, n=size)
         if ok(cf):
             hi = cf
     lo = 0.0
@@ -247,7 +251,7 @@ def shuffle_epsilon_numerical(
 
 
 def shuffle_guarantee(
-    epsilon0: float, n: int, delta: float, *, method: str = "numerical"
+    epsilon0: float, delta: float, *, n: int, method: str = "numerical"
 ) -> ApproxDP:
     """The central guarantee ``ApproxDP(epsilon, delta)`` of ``n`` shuffled ``epsilon0``-LDP
     reports, by ``method="numerical"`` (default, tighter, any n) or ``"closed_form"``.
@@ -255,13 +259,13 @@ def shuffle_guarantee(
     ``epsilon`` is a float computed by bisection, so the digits past the ``tolerance`` of
     :func:`shuffle_epsilon_numerical` (1e-6 relative) carry no meaning.
 
-    >>> shuffle_guarantee(1.0, 10_000, 1e-6)
+    >>> shuffle_guarantee(1.0, 1e-6, n=10_000)
     ApproxDP(epsilon=0.0530053, delta=1e-06)
     """
     v.choice("method", method, ("numerical", "closed_form"))
     if method == "closed_form":
-        return ApproxDP(shuffle_epsilon_closed_form(epsilon0, n, delta), delta)
-    return ApproxDP(shuffle_epsilon_numerical(epsilon0, n, delta), delta)
+        return ApproxDP(shuffle_epsilon_closed_form(epsilon0, delta, n=n), delta)
+    return ApproxDP(shuffle_epsilon_numerical(epsilon0, delta, n=n), delta)
 
 
 @dataclass(frozen=True)
@@ -299,11 +303,12 @@ class ShuffleTable:
 
 
 def shuffle_epsilon_table(
-    epsilon0: float, delta: float, n: Sequence[int] | npt.ArrayLike, *, tolerance: float = 1e-6
+    epsilon0: float, delta: float, *, n: Sequence[int] | npt.ArrayLike, tolerance: float = 1e-6
 ) -> ShuffleTable:
     """Both bounds for each ``n`` in a grid (closed form ``None`` outside its range).
 
-    >>> print(shuffle_epsilon_table(2.0, 1e-6, [1_000, 100_000]))  # doctest: +NORMALIZE_WHITESPACE
+    >>> table = shuffle_epsilon_table(2.0, 1e-6, n=[1_000, 100_000])
+    >>> print(table)  # doctest: +NORMALIZE_WHITESPACE
     shuffled randomized response: epsilon0 = 2, delta = 1e-06 (central epsilon; FMT 2021)
                n   closed form     numerical
             1000           n/a       0.54550
@@ -314,8 +319,8 @@ def shuffle_epsilon_table(
     closed: list[float | None] = []
     for size in ns:
         ok = eps0 <= _closed_form_limit(size, dlt)
-        closed.append(shuffle_epsilon_closed_form(eps0, size, dlt) if ok else None)
+        closed.append(shuffle_epsilon_closed_form(eps0, dlt, n=size) if ok else None)
     numerical = tuple(
-        shuffle_epsilon_numerical(eps0, size, dlt, tolerance=tolerance) for size in ns
+        shuffle_epsilon_numerical(eps0, dlt, n=size, tolerance=tolerance) for size in ns
     )
     return ShuffleTable(eps0, dlt, ns, tuple(closed), numerical)

@@ -247,7 +247,7 @@ def _approx(src: dict[str, Any], source: str, method: str) -> tuple[Curve, Curve
     """``(epsilon_of_delta, delta_of_epsilon)`` of the source under ``method``."""
     if source == "pure":
         e = src["epsilon"]
-        return (lambda d: optimal_rr_epsilon(e, 1, d)), (lambda t: optimal_rr_delta(e, 1, t))
+        return (lambda d: optimal_rr_epsilon(e, d)), (lambda t: optimal_rr_delta(e, t))
     if source == "zcdp":
         r = src["rho"]
         return (lambda d: zcdp_epsilon(r, d, method)), (lambda t: zcdp_delta(r, t, method))

@@ -124,7 +124,7 @@ def shuffle_command(
                     f"<= ln(n / (16 ln(2/δ))) = {_closed_form_limit(size, d):.6g} for n = {size}, "
                     f"got {e0:g}; use --method numerical."
                 )
-            row["closed_form"] = shuffle_epsilon_closed_form(e0, size, d) if applies else None
+            row["closed_form"] = shuffle_epsilon_closed_form(e0, d, n=size) if applies else None
         if m != "closed-form":
             if size > MAX_NUMERICAL_N and (m == "numerical" or plot is not None):
                 fail(
@@ -133,7 +133,7 @@ def shuffle_command(
                     f"grows like sqrt(n); --method closed-form takes any n), got {size}."
                 )
             big = size > MAX_NUMERICAL_N  # --method both: the closed form alone
-            row["numerical"] = None if big else shuffle_epsilon_numerical(e0, size, d)
+            row["numerical"] = None if big else shuffle_epsilon_numerical(e0, d, n=size)
         rows.append(row)
     if plot is not None:
         shuffled = ShuffleTable(
