@@ -192,7 +192,7 @@ def test_bad_arguments(survey: Any) -> None:
     with pytest.raises(ParameterTypeError, match="`design` must be a deniable design"):
         analyze(survey, "q", "two-coin")  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match=r"'categorical' reports one of k = 3 categories"):
-        analyze(survey, "q", Categorical(k=3, truth=0.5))
+        analyze(survey, "q", Categorical(k=3, p_truthful=0.5))
     with pytest.raises(ParameterError, match=r"'kuk' reports one of 4 values \(a count of red"):
         analyze(survey, "q", Kuk(0.7, 0.3, draws=3))
     with pytest.raises(ParameterError, match="`level` must be in"):

@@ -483,7 +483,7 @@ def test_kuk_bad_method() -> None:
 
 # --- Categorical -----------------------------------------------------------------------------
 
-CAT = Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5))
+CAT = Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5))
 CAT_PI = np.array([0.5, 0.3, 0.2])
 
 
@@ -495,7 +495,7 @@ def test_categorical_unbiased_and_covariance_against_simulation() -> None:
     truth = gen.choice(3, size=reps * n, p=CAT_PI)
     reports = CAT.randomize(truth, rng=gen).reshape(reps, n)
     lam_true = np.asarray(CAT.channel) @ CAT_PI
-    cov_true = (np.diag(lam_true) - np.outer(lam_true, lam_true)) / (n * CAT.truth**2)
+    cov_true = (np.diag(lam_true) - np.outer(lam_true, lam_true)) / (n * CAT.p_truthful**2)
     counts = np.stack([np.bincount(r, minlength=3) for r in reports])
     values = np.stack([CAT.estimate(Tally(tuple(int(c) for c in row))).values for row in counts])
     sd = np.sqrt(np.diag(cov_true))
@@ -541,14 +541,14 @@ def _scipy_simplex_mle(design: Categorical, counts: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize(
     ("design", "counts"),
     [
-        (Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)), (250, 300, 450)),  # inside
-        (Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)), (30, 300, 670)),  # outside
-        (Categorical(k=3, truth=0.05), (320, 330, 350)),  # inside, a weak design
-        (Categorical(k=3, truth=0.05), (300, 330, 370)),  # outside
-        (Categorical(k=3, truth=0.1), (300, 330, 370)),  # on the boundary
-        (Categorical(k=4, truth=0.3), (0, 0, 10, 90)),
-        (Categorical(k=3, truth=0.5, forced=(0.5, 0.5, 0.0)), (10, 60, 30)),
-        (Categorical(k=3, truth=0.5, forced=(0.5, 0.5, 0.0)), (40, 60, 0)),
+        (Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)), (250, 300, 450)),  # inside
+        (Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)), (30, 300, 670)),  # outside
+        (Categorical(k=3, p_truthful=0.05), (320, 330, 350)),  # inside, a weak design
+        (Categorical(k=3, p_truthful=0.05), (300, 330, 370)),  # outside
+        (Categorical(k=3, p_truthful=0.1), (300, 330, 370)),  # on the boundary
+        (Categorical(k=4, p_truthful=0.3), (0, 0, 10, 90)),
+        (Categorical(k=3, p_truthful=0.5, forced=(0.5, 0.5, 0.0)), (10, 60, 30)),
+        (Categorical(k=3, p_truthful=0.5, forced=(0.5, 0.5, 0.0)), (40, 60, 0)),
     ],
 )
 def test_categorical_bounded_mle(design: Categorical, counts: tuple[int, ...]) -> None:

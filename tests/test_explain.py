@@ -101,8 +101,12 @@ def test_sentences_and_explain() -> None:
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: epsilon_from_truth_probability(0.4), ParameterError, r"`truth` must be in \[0.5"),
-        (lambda: epsilon_from_truth_probability(1.2), ParameterError, "`truth`"),
+        (
+            lambda: epsilon_from_truth_probability(0.4),
+            ParameterError,
+            r"`truth_probability` must be in \[0.5",
+        ),
+        (lambda: epsilon_from_truth_probability(1.2), ParameterError, "`truth_probability`"),
         (lambda: epsilon_from_truth_probability(0.7, "double"), ParameterError, "`calibration`"),
         (lambda: epsilon_from_lying_probability("a"), ParameterTypeError, "`q`"),
         (lambda: posterior(1.5, 1.0), ParameterError, "`prior`"),

@@ -63,7 +63,7 @@ def channel(d: Design) -> tuple[float, float]:
     """(P1, P0) of a binary design, or of "report 0 or not" for a categorical one."""
     if isinstance(d, Categorical):
         f0 = float(d.forced_distribution[0])
-        return d.truth + (1 - d.truth) * f0, (1 - d.truth) * f0
+        return d.p_truthful + (1 - d.p_truthful) * f0, (1 - d.p_truthful) * f0
     assert isinstance(d, BinaryDesign)
     return d.p_yes_given_1, d.p_yes_given_0
 
@@ -314,7 +314,7 @@ def test_exact_tie_with_alpha_is_rejected() -> None:
 def test_exact_categorical_uses_the_category_count() -> None:
     # category 1 of k = 3, truth 0.6, forced (0.2, 0.3, 0.5): the count of reports "1" is
     # Binomial(n, lambda) with lambda = 0.4 * 0.3 + 0.6 * pi
-    d = Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5))
+    d = Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5))
     r = power(d, 80, 0.35, null=0.2, method="exact", category=1, alternative="greater")
     lam0, lam1 = 0.12 + 0.6 * 0.2, 0.12 + 0.6 * 0.35
     assert r.critical_region is not None
@@ -508,9 +508,9 @@ BAD = [
      "two-sample"),
     (lambda: power(Kuk(0.7, 0.3, draws=2), 10, 0.6, null=0.5, method="exact"),
      ParameterError, "3 report values"),
-    (lambda: power(Categorical(k=3, truth=0.5), 10, 0.6, null=0.5), ParameterError,
+    (lambda: power(Categorical(k=3, p_truthful=0.5), 10, 0.6, null=0.5), ParameterError,
      "`category`"),
-    (lambda: power(Categorical(k=3, truth=0.5), 10, 0.6, null=0.5, category=3),
+    (lambda: power(Categorical(k=3, p_truthful=0.5), 10, 0.6, null=0.5, category=3),
      ParameterError, "`category`"),
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, category=1), ParameterError,
      "`category`"),
@@ -668,12 +668,12 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
     from deniable.cli._power import epsilon_designs
 
     # categorical: from_epsilon(eps, k) with the k given by --param k=3
-    lines = epsilon_designs(Categorical(k=3, truth=0.6), [1.0, 2.0])
+    lines = epsilon_designs(Categorical(k=3, p_truthful=0.6), [1.0, 2.0])
     assert list(lines) == ["categorical(k=3), ε = 1", "categorical(k=3), ε = 2"]
     for eps, d in zip((1.0, 2.0), lines.values(), strict=True):
         assert isinstance(d, Categorical) and d.k == 3
         # k-ary RR: truth = (e^eps - 1) / (e^eps + k - 1), so epsilon is exact
-        assert d.truth == pytest.approx(math.expm1(eps) / (math.exp(eps) + 2), rel=1e-12)
+        assert d.p_truthful == pytest.approx(math.expm1(eps) / (math.exp(eps) + 2), rel=1e-12)
         assert d.epsilon == pytest.approx(eps, rel=1e-12)
     # kuk keeps its number of draws; warner needs nothing more
     kuk = epsilon_designs(Kuk(0.7, 0.3, draws=3), [1.5])
@@ -692,12 +692,12 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
     # through the CLI, with a plot (needs matplotlib)
     pytest.importorskip("matplotlib")
     path = tmp_path / "categorical.png"
-    out = run_json(runner, "power", "categorical", "-p", "k=3", "-p", "truth=0.6", "--category",
-                   "0", "--n", "300", "--prevalence", "0.4", "--null", "0.3", "--plot",
-                   str(path), "--epsilons", "1,2")  # fmt: skip
+    out = run_json(runner, "power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
+                   "--category", "0", "--n", "300", "--prevalence", "0.4", "--null", "0.3",
+                   "--plot", str(path), "--epsilons", "1,2")  # fmt: skip
     assert out["plot"] == str(path) and path.read_bytes()[:4] == b"\x89PNG"
     assert out["power"] == pytest.approx(
-        power(Categorical(k=3, truth=0.6), 300, 0.4, null=0.3, category=0).power
+        power(Categorical(k=3, p_truthful=0.6), 300, 0.4, null=0.3, category=0).power
     )
 
 
@@ -719,7 +719,7 @@ CLI_BAD = [
       "--epsilons", "1"), "--plot"),
     (("power", "mangat", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
       "--plot", "x.png", "--epsilons", "1"), "from_epsilon"),
-    (("power", "categorical", "-p", "k=3", "-p", "truth=0.6", "-p", "forced=0.2,0.3,0.5",
+    (("power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6", "-p", "forced=0.2,0.3,0.5",
       "--category", "0", "--n", "10", "--prevalence", "0.4", "--null", "0.3", "--plot",
       "x.png", "--epsilons", "1"), "`forced`"),
     (("power", "unrelated-unknown", "-p", "p1=0.7", "-p", "p2=0.3", "--n", "10",

@@ -78,23 +78,25 @@ def _odds_to_probability(log_odds: float) -> float:
     return 1 / (1 + math.exp(-log_odds))
 
 
-def epsilon_from_truth_probability(truth: float, calibration: str = "exact") -> float:
-    """The epsilon *parameter* whose calibration gives truth probability ``truth``.
+def epsilon_from_truth_probability(truth_probability: float, calibration: str = "exact") -> float:
+    """The epsilon *parameter* whose calibration gives the probability ``truth_probability``
+    (``t``) of reporting the true answer.
 
     ``exact``: ``eps = ln(t / (1 - t))``, the true epsilon of one bit.
     ``half``: ``eps' = 2 ln(t / (1 - t))``; one bit reported this way is ``eps'/2``-LDP.
-    ``truth`` must be in [1/2, 1]; ``truth = 1`` (always truthful) gives ``math.inf``.
+    ``t`` must be in [1/2, 1]; ``t = 1`` (always truthful) gives ``math.inf``.
 
     >>> round(epsilon_from_truth_probability(0.75), 6)   # ln 3
     1.098612
     >>> round(epsilon_from_truth_probability(0.75, "half"), 6)
     2.197225
     """
-    t = v.probability("truth", truth)
+    t = v.probability("truth_probability", truth_probability)
     v.choice("calibration", calibration, ("exact", "half"))
     if t < 0.5:
         raise ParameterError(
-            f"`truth` must be in [0.5, 1] (below 1/2 relabel the answers), got {truth}."
+            "`truth_probability` must be in [0.5, 1] (below 1/2 relabel the answers), got "
+            f"{truth_probability}."
         )
     eps = math.inf if t == 1 else math.log(t / (1 - t))
     return eps if calibration == "exact" else 2 * eps

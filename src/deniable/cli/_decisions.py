@@ -43,6 +43,7 @@ from deniable.designs import (
     BinaryDesign,
     Categorical,
     CategoricalEstimate,
+    Kuk,
     Tally,
     TwoGroupDesign,
     TwoGroupEstimate,
@@ -368,7 +369,7 @@ def simulate_command(
         out.print(table)
         out.print(Text(f"ε = {fmt_epsilon(d.epsilon)}"))
         return
-    assert isinstance(d, BinaryDesign) and isinstance(est, Estimate)
+    assert isinstance(d, BinaryDesign | Kuk) and isinstance(est, Estimate)
     share_1 = float(sim.true_share)
     intervals = {m: est.ci(lvl, m) for m in est.interval_methods}
     covers_1 = {m: bool(lo <= share_1 <= hi) for m, (lo, hi) in intervals.items()}

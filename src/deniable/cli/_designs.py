@@ -63,7 +63,7 @@ EXAMPLES: dict[str, dict[str, str]] = {
     "crosswise": {"p": "0.25"},
     "triangular": {"p": "0.25"},
     "custom": {"p_yes_given_1": "0.8", "p_yes_given_0": "0.3"},
-    "categorical": {"k": "4", "truth": "0.5"},
+    "categorical": {"k": "4", "p_truthful": "0.5"},
     "unrelated-unknown": {"p1": "0.7", "p2": "0.3"},
     "cdm": {"forced_yes1": "0.2", "forced_yes2": "0.6"},
     "cdm-symmetric": {
@@ -94,11 +94,12 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout inst
 def design_channel_fields(design: Design) -> dict[str, Any]:
     """``p_yes_given_1``, ``p_yes_given_0`` (per report or per draw) and ``epsilon``."""
     out: dict[str, Any] = {"design": design.name, "parameters": design.parameters()}
-    if isinstance(design, BinaryDesign):
+    if isinstance(design, BinaryDesign | Kuk):  # Kuk: per card drawn
         out["p_yes_given_1"] = design.p_yes_given_1
         out["p_yes_given_0"] = design.p_yes_given_0
     elif isinstance(design, Categorical):  # the channel's diagonal, without the k x k matrix
-        diagonal = design.truth + (1 - design.truth) * design.forced_distribution
+        t = design.p_truthful
+        diagonal = t + (1 - t) * design.forced_distribution
         out["p_report_true"] = [float(x) for x in diagonal]
     out["epsilon"] = design.epsilon
     return out
@@ -193,7 +194,7 @@ def designs_command(as_json: JsonOpt = False) -> None:
         table.add_column(col, justify="right" if right else "left", no_wrap=True)
     for row, d in rows:
         p1 = p0 = "-"
-        if isinstance(d, BinaryDesign):
+        if isinstance(d, BinaryDesign | Kuk):
             p1, p0 = fmt_num(d.p_yes_given_1), fmt_num(d.p_yes_given_0)
         elif isinstance(d, Categorical):
             ch = np.asarray(d.channel)
@@ -248,8 +249,9 @@ def categorical_payload(
     for j in range(design.k):
         cat = est.category(j)
         row = cat.to_dict(level)
-        p1 = design.truth + (1 - design.truth) * float(design.forced_distribution[j])
-        row["p_yes_given_1"], row["p_yes_given_0"] = p1, p1 - design.truth
+        t = design.p_truthful
+        p1 = t + (1 - t) * float(design.forced_distribution[j])
+        row["p_yes_given_1"], row["p_yes_given_0"] = p1, p1 - t
         out["categories"].append(row)
     return out
 
@@ -259,7 +261,7 @@ def estimate_rows(
 ) -> list[tuple[str, str]]:
     """Labelled rows for the human-readable estimate table."""
     rows = [("design", f"{design.name} ({fmt_params(design.parameters())})")]
-    if isinstance(design, BinaryDesign):
+    if isinstance(design, BinaryDesign | Kuk):
         per = " per card" if design.n_reports > 2 else ""
         shown = fmt_probabilities(design.p_yes_given_1, design.p_yes_given_0)
         rows.append((f"P(yes | 1), P(yes | 0){per}", ", ".join(shown)))

@@ -29,7 +29,7 @@ from deniable.cli._base import (
 )
 from deniable.cli._designs import JsonOpt, LevelOpt, ParamOpt, epsilon_note
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign
+from deniable.designs import BinaryDesign, Kuk
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _SE = ("observed", "expected", "opg")
@@ -191,15 +191,15 @@ def regress_command(
     v.choice("--se", se, _SE)
     lvl = v.level(level)
     d = build_design(design, param)
+    if isinstance(d, Kuk) and d.n_reports != 2:  # a red count, not a yes/no
+        fail(
+            f"`--design` must give one yes/no report per respondent; {d.name!r} with these "
+            f"parameters has {d.n_reports} report values."
+        )
     if not isinstance(d, BinaryDesign):
         fail(
             f"`--design` must be a one-group design with yes/no reports (regression needs its "
             f"P(yes | 1) and P(yes | 0)); {d.name!r} is not one."
-        )
-    if d.n_reports != 2:
-        fail(
-            f"`--design` must give one yes/no report per respondent; {d.name!r} with these "
-            f"parameters has {d.n_reports} report values."
         )
     frame = read_table(data, formula, predictor=predictor, direct=direct)
     with warnings.catch_warnings():  # shown as notes below the table instead

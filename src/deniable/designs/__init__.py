@@ -22,7 +22,7 @@ from deniable.designs._categorical import Categorical, CategoricalEstimate
 from deniable.designs._channel import Channel, DenseChannel, SupportChannel, SymmetricChannel
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._identity import mechanism_key
-from deniable.designs._kuk import Kuk
+from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw, KukStandardErrors
 from deniable.designs._protocol import Mechanism
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
 from deniable.designs._spec import QuestionSpec, design_from_spec, spec_of
@@ -52,6 +52,9 @@ __all__ = [
     "Design",
     "ForcedResponse",
     "Kuk",
+    "KukMultiDraw",
+    "KukSingleDraw",
+    "KukStandardErrors",
     "LatentInput",
     "Mangat",
     "Mechanism",

@@ -46,20 +46,20 @@ def _check_dense(k: int) -> None:
 
 @dataclass(frozen=True)
 class Categorical(Design):
-    """k-category forced response: with probability ``truth`` report the true category,
+    """k-category forced response: with probability ``p_truthful`` report the true category,
     otherwise a category drawn from ``forced`` (uniform over all ``k`` when omitted).
 
-    Channel ``P = truth * I + (1 - truth) * forced 1^T``.  For report ``r``:
-    ``P(r | r) / P(r | x != r) = (truth + (1 - truth) f_r) / ((1 - truth) f_r)``, so
-    ``epsilon = ln(1 + truth / ((1 - truth) min_r f_r))``, infinite if some ``f_r = 0``.
+    Channel ``P = t * I + (1 - t) * forced 1^T`` with ``t = p_truthful``.  For report ``r``:
+    ``P(r | r) / P(r | x != r) = (t + (1 - t) f_r) / ((1 - t) f_r)``, so
+    ``epsilon = ln(1 + t / ((1 - t) min_r f_r))``, infinite if some ``f_r = 0``.
 
     With uniform forcing this is k-ary randomized response / generalized RR
     (Warner 1971; Kairouz, Oh & Viswanath 2016): :meth:`from_epsilon` picks
-    ``truth = (e^eps - 1) / (e^eps + k - 1)`` so that
-    ``P(report = truth) = e^eps / (e^eps + k - 1)``.
+    ``p_truthful = (e^eps - 1) / (e^eps + k - 1)`` so that the true category is reported
+    with probability ``e^eps / (e^eps + k - 1)``.
 
-    The estimator inverts the channel: ``pi_hat = (lambda_hat - (1 - truth) f) / truth``
-    with covariance ``(diag(lambda) - lambda lambda^T) / (n truth^2)``; each category is also
+    The estimator inverts the channel: ``pi_hat = (lambda_hat - (1 - t) f) / t``
+    with covariance ``(diag(lambda) - lambda lambda^T) / (n t^2)``; each category is also
     the binary design "report j or not" and gets exact intervals from it.
 
     >>> d = Categorical.from_epsilon(1.0, k=4)
@@ -68,15 +68,15 @@ class Categorical(Design):
     """
 
     k: int
-    truth: float
+    p_truthful: float
     forced: tuple[float, ...] | None = field(default=None)
     name: ClassVar[str] = "categorical"
 
     def __post_init__(self) -> None:
         k = v.integer("k", self.k, minimum=2, maximum=1 << 24)
         object.__setattr__(self, "k", k)
-        t = v.probability("truth", self.truth, low_open=True)
-        object.__setattr__(self, "truth", v.realizable("truth", t))
+        t = v.probability("p_truthful", self.p_truthful, low_open=True)
+        object.__setattr__(self, "p_truthful", v.realizable("p_truthful", t))
         if self.forced is not None:
             if isinstance(self.forced, str | bytes) or not hasattr(self.forced, "__iter__"):
                 raise ParameterTypeError(
@@ -95,13 +95,13 @@ class Categorical(Design):
 
     @classmethod
     def from_epsilon(cls, epsilon: float, k: int) -> Categorical:
-        """k-ary RR at ``epsilon``: truth with ``(e^eps - 1) / (e^eps + k - 1)``.
+        """k-ary RR at ``epsilon``: ``p_truthful = (e^eps - 1) / (e^eps + k - 1)``.
 
-        ``truth`` is the float with the largest epsilon not above the request (near 1 floats
-        are ``2**-53`` apart, so a large epsilon is matched only that finely).  The largest
-        epsilon is ``ln(1 + k (2**53 - 1))`` (``truth = 1 - 2**-53``); above it, or below the
-        smallest (``truth = 2**-53``), ``ParameterError`` names ``epsilon``.  Never returns
-        ``truth = 1`` (epsilon infinite).
+        ``p_truthful`` is the float with the largest epsilon not above the request (near 1
+        floats are ``2**-53`` apart, so a large epsilon is matched only that finely).  The
+        largest epsilon is ``ln(1 + k (2**53 - 1))`` (``p_truthful = 1 - 2**-53``); above it,
+        or below the smallest (``p_truthful = 2**-53``), ``ParameterError`` names
+        ``epsilon``.  Never returns ``p_truthful = 1`` (epsilon infinite).
         """
         eps = v.positive("epsilon", epsilon)
         k = v.integer("k", k, minimum=2, maximum=1 << 24)
@@ -111,7 +111,7 @@ class Categorical(Design):
             return -math.expm1(-e) / (1 + (k - 1) * math.exp(-e))
 
         return design_for_epsilon(
-            lambda t: cls(k=k, truth=t), eps, closed_form(eps), neutral=0.0, extreme=1.0,
+            lambda t: cls(k=k, p_truthful=t), eps, closed_form(eps), neutral=0.0, extreme=1.0,
             fallback=closed_form(1.0), context=f"{cls.name!r} with k = {k}",
         )  # fmt: skip
 
@@ -136,17 +136,17 @@ class Categorical(Design):
 
     @property
     def channel(self) -> Channel:
-        """The channel ``truth * I + (1 - truth) * forced 1^T``: k-ary randomized response
-        (:class:`~deniable.designs.SymmetricChannel`, two numbers, any ``k``) when the forced
-        distribution is uniform, else the dense ``k x k`` matrix (``k`` at most
-        :data:`MAX_DENSE_K`)."""
+        """The channel ``t I + (1 - t) forced 1^T`` (``t = p_truthful``): k-ary randomized
+        response (:class:`~deniable.designs.SymmetricChannel`, two numbers, any ``k``) when
+        the forced distribution is uniform, else the dense ``k x k`` matrix (``k`` at most
+        ``MAX_DENSE_K``)."""
         if self._uniform:
             f0 = 1 / self.k if self.forced is None else self.forced[0]
-            q = (1 - self.truth) * f0
-            return SymmetricChannel(self.k, self.truth + q, q)
+            q = (1 - self.p_truthful) * f0
+            return SymmetricChannel(self.k, self.p_truthful + q, q)
         _check_dense(self.k)
         f = self.forced_distribution
-        return DenseChannel(self.truth * np.eye(self.k) + (1 - self.truth) * f[:, None])
+        return DenseChannel(self.p_truthful * np.eye(self.k) + (1 - self.p_truthful) * f[:, None])
 
     @property
     def report_labels(self) -> tuple[str, ...]:
@@ -154,11 +154,11 @@ class Categorical(Design):
 
     @property
     def epsilon(self) -> float:
-        # eps = ln(1 + truth / ((1 - truth) min f)): report r is likeliest from truth r
+        # eps = ln(1 + t / ((1 - t) min f)), t = p_truthful: report r is likeliest from answer r
         fmin = 1 / self.k if self.forced is None else min(self.forced)
-        if self.truth == 1 or fmin == 0:
+        if self.p_truthful == 1 or fmin == 0:
             return math.inf
-        return math.log1p(self.truth / ((1 - self.truth) * fmin))
+        return math.log1p(self.p_truthful / ((1 - self.p_truthful) * fmin))
 
     def _forced_counts(self) -> tuple[list[int] | None, list[int], int]:
         """(cumulative thresholds or None, outcome count per category, outcomes in all)."""
@@ -178,7 +178,8 @@ class Categorical(Design):
 
         ``keep`` is rounded down far enough that the implemented channel's epsilon,
         computed from the forced outcome counts actually realised, never exceeds
-        :attr:`epsilon`: ``keep' / (1 - keep') <= truth / (1 - truth) * f'_min / f_min``.
+        :attr:`epsilon`: ``keep' / (1 - keep') <= t / (1 - t) * f'_min / f_min`` with
+        ``t = p_truthful``.
         """
         if self.forced is None:
             cum = None
@@ -189,13 +190,13 @@ class Categorical(Design):
             )
         else:
             cum, counts, total = self._forced_counts()
-            if self.truth == 1 or min(self.forced) == 0:
-                return probability_threshold(self.truth), cum  # epsilon is infinite anyway
+            if self.p_truthful == 1 or min(self.forced) == 0:
+                return probability_threshold(self.p_truthful), cum  # epsilon is infinite anyway
             f_min = Fraction(min(self.forced))
             f_impl_min = Fraction(min(counts), total)
-        if self.truth == 1:
+        if self.p_truthful == 1:
             return 1 << 53, cum
-        t = Fraction(self.truth)
+        t = Fraction(self.p_truthful)
         ratio = t / (1 - t) * min(Fraction(1), f_impl_min / f_min)
         keep = probability_threshold(ratio / (1 + ratio), "down")
         # guard against float rounding in the stated epsilon: same formula, implemented values
@@ -275,7 +276,7 @@ class CategoricalEstimate:
     ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
     simplex, by EM), ``covariance`` (plug-in, divides by n), ``covariance_unbiased``
     (divides by n - 1), and :meth:`category` for one category's :class:`Estimate` with exact
-    intervals.  Above ``k = 4096`` (:data:`MAX_DENSE_K`) the covariances hold only their
+    intervals.  Above ``k = 4096`` (``MAX_DENSE_K``) the covariances hold only their
     diagonal, the variances (a 1-D array: a ``k x k`` matrix would not fit in memory).
     """
 
@@ -291,7 +292,7 @@ class CategoricalEstimate:
         n = tally.n
         lam = np.asarray(tally.counts, dtype=float) / n
         f = design.forced_distribution
-        t = design.truth
+        t = design.p_truthful
         values = (lam - (1 - t) * f) / t
         cov = (
             (np.diag(lam) - np.outer(lam, lam)) / (n * t * t)
@@ -314,7 +315,7 @@ class CategoricalEstimate:
     def category(self, j: int) -> Estimate:
         """Category ``j`` as the binary design "report j or not", with exact intervals."""
         j = v.integer("j", j, minimum=0, maximum=self.design.k - 1)
-        t, fj = self.design.truth, float(self.design.forced_distribution[j])
+        t, fj = self.design.p_truthful, float(self.design.forced_distribution[j])
         return binary_estimate(
             t + (1 - t) * fj, (1 - t) * fj, self.tally.counts[j], self.n, parameter=f"share of {j}"
         )
@@ -360,7 +361,7 @@ def _simplex_mle(design: Categorical, lam: npt.NDArray[np.float64]) -> npt.NDArr
     ``mu`` and the new ``tau``, so the active set is the longest prefix with ``tau > mu_A``.
     Inside the simplex every category is active, ``mu = t``, and this is the unbiased estimate.
     """
-    t = design.truth
+    t = design.p_truthful
     b = (1 - t) * design.forced_distribution
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(b > 0, t * lam / b, np.where(lam > 0, np.inf, 0.0))

@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign, Tally
+from deniable.designs import BinaryDesign, Kuk, Tally
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [
@@ -34,16 +34,15 @@ _SNAP = 1e-12
 
 def check_design(design: Any) -> BinaryDesign:
     """``design`` if it gives one informative binary report per respondent."""
+    if isinstance(design, Kuk) and design.draws != 1:
+        raise ParameterError(
+            f"`draws` must be 1 for a majority decision (one binary report per respondent); "
+            f"design {design.name!r} has draws = {design.draws}."
+        )
     if not isinstance(design, BinaryDesign):
         raise ParameterTypeError(
             "`design` must be a BinaryDesign (a design with binary reports, e.g. TwoCoin(), "
             f"Warner(0.75)), got {type(design).__name__} {design!r}."
-        )
-    draws = getattr(design, "draws", 1)
-    if design.n_reports != 2 or draws != 1:
-        raise ParameterError(
-            f"`draws` must be 1 for a majority decision (one binary report per respondent); "
-            f"design {design.name!r} has draws = {draws}."
         )
     if design.p_yes_given_1 == design.p_yes_given_0:
         raise ParameterError(

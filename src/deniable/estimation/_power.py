@@ -108,7 +108,7 @@ def unit_variance(
     Binary reports: ``lambda (1 - lambda) / (P1 - P0)^2``.  Kuk with ``draws > 1``: the
     inverse Fisher information ``1 / sum_r (P(r|1) - P(r|0))^2 / P(r)`` of the red count
     (the MLE's variance; the moment estimator's is larger, see ``Kuk.variance``).
-    Categorical: the binary design "report ``category`` or not" (``P1 - P0 = truth``).
+    Categorical: the binary design "report ``category`` or not" (``P1 - P0 = p_truthful``).
     Two-group designs: the efficient variance with the nuisance estimated (module
     docstring), a share ``share`` (default 1/2) in group 1.
 

@@ -49,20 +49,20 @@ def binary_view(design: Design, category: int | None) -> tuple[float, float] | N
                 f"[0, {design.k - 1}]: the category whose prevalence is tested), got None."
             )
         j = v.integer("category", category, minimum=0, maximum=design.k - 1)
-        p0 = (1 - design.truth) * float(design.forced_distribution[j])
-        return p0 + design.truth, p0  # "report j or not": P(j | j), P(j | not j)
+        p0 = (1 - design.p_truthful) * float(design.forced_distribution[j])
+        return p0 + design.p_truthful, p0  # "report j or not": P(j | j), P(j | not j)
     if category is not None:
         raise ParameterError(
             f"`category` applies to design 'categorical' only, got {category!r} for design "
             f"{design.name!r}."
         )
+    if isinstance(design, Kuk) and design.n_reports != 2:
+        return None  # a red count: no single binary count is sufficient
     if not isinstance(design, BinaryDesign):
         raise ParameterTypeError(
             "`design` must be a design with a binary true answer (a BinaryDesign, Kuk, "
             f"Categorical or TwoGroupDesign), got {type(design).__name__} {design!r}."
         )
-    if design.n_reports != 2:
-        return None
     if design.p_yes_given_1 == design.p_yes_given_0:
         raise ParameterError(
             f"`design` must have P(yes | 1) != P(yes | 0), got {design.p_yes_given_1} for both."
