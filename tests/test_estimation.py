@@ -4,8 +4,12 @@ library route (``scipy.stats.binomtest``) and seeded simulation with stated fals
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import inspect
 import json
 import math
+import pickle
 from typing import Any
 
 import numpy as np
@@ -18,11 +22,14 @@ from deniable.designs import (
     Custom,
     ForcedResponse,
     Kuk,
+    KukMultiDraw,
+    KukSingleDraw,
     Mangat,
     Tally,
     TwoCoin,
     UnrelatedQuestion,
     Warner,
+    make_design,
 )
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.results import Estimate
@@ -321,6 +328,89 @@ def test_kuk_moment_se_hand_formula() -> None:
     assert est.se_unbiased == pytest.approx(
         math.sqrt(var_plugin * n / (n - 1) / n) / (3 * 0.4), rel=1e-13
     )
+
+
+def test_kuk_model_se_is_rreg_formula_and_the_design_variance_at_the_estimate() -> None:
+    # RRreg (danheck/RRreg, R/RRuni_models.R, RRuni.Kuk; Heck & Moshagen 2018):
+    # piSE = sqrt(phi (1 - phi) / (rep n (p1 - p2)^2) + (1 - 1/rep) pi (1 - pi) / n) with
+    # phi = pi p1 + (1 - pi) p2 (older releases); the current one divides by rep n - 1, n - 1
+    d = Kuk(0.8, 0.4, draws=3)
+    counts = (100, 250, 400, 250)
+    n, k, dd = 1000, 3, 0.4
+    lam = (250 + 2 * 400 + 3 * 250) / (n * k)
+    pi = (lam - 0.4) / dd
+    phi = pi * 0.8 + (1 - pi) * 0.4
+    est = d.estimate(Tally(counts), se="model")
+    assert est.value == pytest.approx(pi, rel=1e-14)
+    n_form = math.sqrt(phi * (1 - phi) / (k * n * dd**2) + (1 - 1 / k) * pi * (1 - pi) / n)
+    n1_form = math.sqrt(
+        phi * (1 - phi) / ((k * n - 1) * dd**2) + (1 - 1 / k) * pi * (1 - pi) / (n - 1)
+    )
+    assert est.se == pytest.approx(n_form, rel=1e-13)
+    assert est.se_unbiased == pytest.approx(n1_form, rel=1e-13)
+    assert est.se_convention.startswith("model-based")
+    # it is the design's exact iid variance evaluated at the estimate
+    assert est.se == pytest.approx(math.sqrt(d.variance(pi, n)), rel=1e-13)
+    # the default is the empirical SE, unchanged
+    assert d.estimate(Tally(counts)).se == d.estimate(Tally(counts), se="empirical").se
+    assert d.estimate(Tally(counts)).se != est.se
+
+
+def test_kuk_standard_errors_side_by_side() -> None:
+    d = Kuk(0.8, 0.4, draws=3)
+    tally = Tally((100, 250, 400, 250))
+    ses = d.standard_errors(tally)
+    emp, model = d.estimate(tally), d.estimate(tally, se="model")
+    mle = d.estimate(tally, method="mle")
+    assert (ses.empirical, ses.empirical_unbiased) == (emp.se, emp.se_unbiased)
+    assert (ses.model, ses.model_unbiased) == (model.se, model.se_unbiased)
+    assert ses.observed_information == mle.se and ses.mle == mle.value
+    assert ses.moment == emp.value and ses.n == 1000
+    assert set(ses.to_dict()) == {
+        "n", "moment", "mle", "empirical", "empirical_unbiased", "model", "model_unbiased",
+        "observed_information",
+    }  # fmt: skip
+    assert "SE (model, RRreg, n - 1)" in str(ses)
+    with pytest.raises(ParameterError, match="`se` must be one of 'empirical', 'model'"):
+        d.estimate(tally, se="bootstrap")
+
+
+def test_kuk_model_and_empirical_se_agree_when_the_design_holds() -> None:
+    # seeded; both estimate sqrt(Var(pi_hat)) = 0.0096 here and differ by O(n^-1/2) relative:
+    # the sampling SD of the empirical variance's ratio is ~ sqrt(2 / n) = 0.6 %, so 3 % is
+    # five of them (false-alarm rate far below 1e-6)
+    d = Kuk(0.8, 0.4, draws=3)
+    tally = d.tally(_kuk_reports(d, 0.3, 50_000, seed=11))
+    ses = d.standard_errors(tally)
+    truth = math.sqrt(d.variance(0.3, 50_000))
+    assert ses.empirical == pytest.approx(truth, rel=0.03)
+    assert ses.model == pytest.approx(truth, rel=0.03)
+    # the MLE is efficient: its SE is below the moment estimator's
+    assert ses.observed_information < ses.model
+
+
+def test_kuk_forms() -> None:
+    one, three = Kuk(0.7, 0.3), Kuk(0.7, 0.3, draws=3)
+    assert type(one) is KukSingleDraw and type(three) is KukMultiDraw
+    assert isinstance(one, BinaryDesign) and not isinstance(three, BinaryDesign)
+    assert isinstance(one, Kuk) and isinstance(three, Kuk)
+    assert one.n_reports == 2 and three.n_reports == 4
+    # the class follows draws, however the design is made
+    assert type(KukSingleDraw(0.7, 0.3, 3)) is KukMultiDraw
+    assert type(KukMultiDraw(0.7, 0.3)) is KukSingleDraw
+    assert type(dataclasses.replace(one, draws=3)) is KukMultiDraw
+    assert dataclasses.replace(one, draws=3) == three
+    assert type(make_design("kuk", {"theta1": 0.7, "theta2": 0.3, "draws": 3})) is KukMultiDraw
+    assert pickle.loads(pickle.dumps(three)) == three
+    assert copy.deepcopy(one) == one
+    # keys and reports are those of the one Kuk class before 1.0
+    assert three.key.startswith('kuk{"draws":3,"theta1":"3152519739159347/4503599627370496"')
+    assert list(inspect.signature(Kuk).parameters) == ["theta1", "theta2", "draws"]
+    assert (
+        Kuk.from_epsilon(1.0, draws=3).draws == 3 and type(Kuk.from_epsilon(1.0)) is KukSingleDraw
+    )
+    with pytest.raises(ParameterTypeError, match="`draws`"):
+        Kuk(0.7, 0.3, draws=True)  # type: ignore[arg-type]
 
 
 def test_kuk_mle_maximises_the_likelihood_and_is_close_to_the_moment() -> None:
