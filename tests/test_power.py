@@ -181,6 +181,78 @@ def test_two_sample_closed_form_and_symmetry() -> None:
     assert power(d, 500, 0.3, control=0.3).power == pytest.approx(0.05)
 
 
+def _rr_se(pi: float, n: int, c: float, d: float) -> float:
+    """R's rr, power.rr.test's se.f.rr for "forced-known" / "unrelated-known" (transcribed
+    from rr's R/power.R; c, d from rrcd: c = p, d = p1 for the forced design):
+    information = c^2 ((c pi + d)^-1 + (1 - c pi - d)^-1), se = sqrt(1 / information / n)."""
+    info = c * c * (1 / (c * pi + d) + 1 / (1 - c * pi - d))
+    return math.sqrt(1 / info / n)
+
+
+@pytest.mark.parametrize("alt", ["greater", "two-sided"])
+@pytest.mark.parametrize(
+    ("pt", "pc", "pt0", "pc0"), [(0.3, 0.1, 0.1, 0.1), (0.45, 0.2, 0.25, 0.1), (0.2, 0.2, 0.3, 0.1)]
+)
+def test_two_sample_stated_null_is_rr_power_rr_test(
+    alt: str, pt: float, pc: float, pt0: float, pc0: float
+) -> None:
+    # rr's power.rr.test(type = "two.sample") for the forced design of its documentation
+    # example (p = 2/3 truthful, p1 = p0 = 1/6 forced, n respondents in each group):
+    # presp = prespT - prespC, presp.null = prespT.null - prespC.null,
+    # se = sqrt(se(prespT)^2 + se(prespC)^2), se.null = sqrt(se(prespT.null)^2 + se(prespC.null)^2),
+    # one.sided: pnorm(presp.null + qnorm(1 - alpha) se.null, presp, se, lower.tail = FALSE);
+    # two.sided: the two tails at qnorm(1 - alpha/2).  rr's one.sided is our "greater".
+    d, n, c, dd, alpha = ForcedResponse(1 / 6, 1 / 6), 400, 2 / 3, 1 / 6, 0.01
+    se = math.sqrt(_rr_se(pt, n, c, dd) ** 2 + _rr_se(pc, n, c, dd) ** 2)
+    se0 = math.sqrt(_rr_se(pt0, n, c, dd) ** 2 + _rr_se(pc0, n, c, dd) ** 2)
+    diff, diff0 = pt - pc, pt0 - pc0
+    if alt == "greater":
+        expect = 1 - PHI((diff0 + zq(1 - alpha) * se0 - diff) / se)
+    else:
+        z = zq(1 - alpha / 2)
+        expect = PHI((diff0 - z * se0 - diff) / se) + 1 - PHI((diff0 + z * se0 - diff) / se)
+    r = power(d, n, pt, control=pc, null=pt0, null_control=pc0, alternative=alt, alpha=alpha)
+    assert r.null_hypothesis == "stated" and (r.null, r.null_control) == (pt0, pc0)
+    assert r.se_null == pytest.approx(se0, rel=1e-12)
+    assert r.se_alternative == pytest.approx(se, rel=1e-12)
+    assert r.power == pytest.approx(float(expect), rel=1e-12)
+
+
+def test_two_sample_stated_null_defaults_and_differs_from_pooled() -> None:
+    d = TwoCoin()
+    # rr: prespT.null defaults to prespC.null; here either stated value stands for both
+    a = power(d, 800, 0.35, control=0.25, null_control=0.25)
+    b = power(d, 800, 0.35, control=0.25, null=0.25)
+    c = power(d, 800, 0.35, control=0.25, null=0.25, null_control=0.25)
+    assert a == b == c and a.null_hypothesis == "stated"
+    # stated SE0 at 0.25 in both groups, against the pooled prevalence 0.3 in both
+    pooled = power(d, 800, 0.35, control=0.25)
+    assert pooled.null_hypothesis == "pooled" and pooled.null is None
+    lam0, lam_bar = 0.25 + 0.25 / 2, 0.25 + 0.3 / 2
+    assert a.se_null == pytest.approx(math.sqrt(2 * lam0 * (1 - lam0) / 0.25 / 800), rel=1e-12)
+    assert pooled.se_null == pytest.approx(
+        math.sqrt(2 * lam_bar * (1 - lam_bar) / 0.25 / 800), rel=1e-12
+    )
+    assert a.se_alternative == pooled.se_alternative and a.power != pooled.power
+    out = a.to_dict()
+    assert (out["null"], out["null_control"], out["null_hypothesis"]) == (0.25, 0.25, "stated")
+    assert pooled.to_dict()["null_hypothesis"] == "pooled"
+    assert "null_control" not in power(d, 800, 0.35, null=0.25).to_dict()
+
+
+def test_two_sample_stated_null_sample_size_is_minimal() -> None:
+    d = Warner(0.7)
+    kw = {"control": 0.2, "null": 0.25, "null_control": 0.1, "alternative": "greater"}
+    for ratio in (1.0, 2.0, 1.5):
+        r = sample_size(d, 0.8, 0.45, ratio=ratio, **kw)
+        nb = r.n_control
+        assert r.power >= 0.8 > r.power_previous  # type: ignore[operator]
+        assert power(d, r.n, 0.45, n_control=nb, **kw).power == r.power
+        assert r.search == ("scan" if ratio == 1.5 else "bisection")
+    curve = power_curve(d, [10, 100, 1000], 0.45, **kw)
+    assert curve[2] == power(d, 1000, 0.45, **kw).power
+
+
 def test_power_at_the_null_is_alpha() -> None:
     for alt in ALTS:
         r = power(Warner(0.8), 300, 0.4, null=0.4, alternative=alt, alpha=0.01)
@@ -496,9 +568,13 @@ BAD = [
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, alternative="bigger"), ParameterError,
      "'two-sided', 'greater', 'less'"),
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, method="bayes"), ParameterError, "`method`"),
-    (lambda: power(Warner(0.7), 10, 0.6), ParameterError, "exactly one of `null`"),
-    (lambda: power(Warner(0.7), 10, 0.6, null=0.5, control=0.4), ParameterError,
-     "exactly one"),
+    (lambda: power(Warner(0.7), 10, 0.6), ParameterError, "got neither"),
+    (lambda: power(Warner(0.7), 10, 0.6, null=0.5, null_control=0.4), ParameterError,
+     "`null_control` applies to a two-sample test"),
+    (lambda: power(Warner(0.7), 10, 0.6, control=0.4, null_control=1.5), ParameterError,
+     "`null_control`"),
+    (lambda: sample_size(Warner(0.7), 0.8, 0.5, control=0.3, null=0.4, null_control=0.2),
+     ParameterError, "must differ"),
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, n_control=5), ParameterError,
      "`n_control`"),
     (lambda: power(Warner(0.7), 0, 0.6, null=0.5), ParameterError, "`n`"),
@@ -627,6 +703,16 @@ def test_cli_power_json(runner: Any) -> None:
     assert two["power"] == pytest.approx(
         power(TwoCoin(), 800, 0.35, control=0.25, n_control=600).power
     )
+    assert two["null_hypothesis"] == "pooled" and two["null_control"] is None
+    stated = run_json(runner, "power", "two-coin", "--n", "800", "--prevalence", "0.35",
+                      "--control", "0.25", "--null-control", "0.25")  # fmt: skip
+    assert stated["null_hypothesis"] == "stated"
+    assert (stated["null"], stated["null_control"]) == (0.25, 0.25)
+    assert stated["power"] == power(TwoCoin(), 800, 0.35, control=0.25, null_control=0.25).power
+    size = run_json(runner, "sample-size", "two-coin", "--power", "0.8", "--prevalence", "0.35",
+                    "--control", "0.25", "--null", "0.25", "--ratio", "2")  # fmt: skip
+    expect = sample_size(TwoCoin(), 0.8, 0.35, control=0.25, null=0.25, ratio=2)
+    assert (size["n"], size["n_control"]) == (expect.n, expect.n_control)
 
 
 def test_cli_sample_size_json(runner: Any) -> None:
@@ -706,7 +792,9 @@ CLI_BAD = [
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--null", "0.5"), "--prevalence"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6"), "neither"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
-      "--control", "0.4"), "both"),
+      "--null-control", "0.4"), "`--null-control` applies to a two-sample test"),
+    (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--control", "0.5",
+      "--null-control", "x"), "`--null-control` must be a number"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
       "--alternative", "bigger"), "`alternative`"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",

@@ -34,11 +34,23 @@ PrevalenceOpt = Annotated[
 ]
 NullOpt = Annotated[
     str | None,
-    typer.Option("--null", help="Prevalence under H0 (one-sample test; e.g. 0)."),
+    typer.Option(
+        "--null",
+        help="Prevalence under H0 (one-sample test; e.g. 0); with --control, the treatment "
+        "group's stated null prevalence.",
+    ),
 ]
 ControlOpt = Annotated[
     str | None,
     typer.Option("--control", help="Control group's true prevalence (two-sample test)."),
+]
+NullControlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--null-control",
+        help="With --control: the control group's stated null prevalence (as R's rr; "
+        "without it and --null, H0 is equal prevalences with a pooled SE).",
+    ),
 ]
 AlternativeOpt = Annotated[
     str,
@@ -74,6 +86,7 @@ def _test_options(
     prevalence: str | None,
     null: str | None,
     control: str | None,
+    null_control: str | None,
     alternative: str,
     alpha: str,
     exact: bool,
@@ -84,16 +97,20 @@ def _test_options(
     """Keyword arguments shared by `power` and `sample_size`, parsed from the options."""
     if prevalence is None:
         fail("`--prevalence` (the true prevalence) is required.")
-    if (null is None) == (control is None):
-        got = "both" if null is not None else "neither"
+    if null is None and control is None:
         fail(
-            "give exactly one of --null PI0 (one-sample test, e.g. --null 0) and --control PI_B "
-            f"(two-sample test), got {got}."
+            "give --null PI0 (one-sample test, e.g. --null 0) or --control PI_B (two-sample "
+            "test), got neither."
         )
+    if null_control is not None and control is None:
+        fail("`--null-control` applies to a two-sample test: give --control PI_B too.")
     return {
         "prevalence": parse_number("--prevalence", prevalence),
         "null": None if null is None else parse_number("--null", null),
         "control": None if control is None else parse_number("--control", control),
+        "null_control": None
+        if null_control is None
+        else parse_number("--null-control", null_control),
         "alternative": alternative,
         "alpha": parse_number("--alpha", alpha),
         "method": "exact" if exact else "normal",
@@ -107,6 +124,10 @@ def _test_options(
 
 def _hypothesis(r: PowerResult) -> str:
     rel = _RELATION[r.alternative]
+    if r.control is not None and r.null is not None:
+        assert r.null_control is not None
+        d0 = r.null - r.null_control
+        return f"H0: π_a − π_b = {d0:g} against H1: π_a − π_b {rel} {d0:g}"
     if r.control is not None:
         return f"H0: π_a = π_b against H1: π_a {rel} π_b"
     return f"H0: π = {r.null:g} against H1: π {rel} {r.null:g}"
@@ -115,8 +136,11 @@ def _hypothesis(r: PowerResult) -> str:
 def _method(r: PowerResult) -> str:
     if r.method == "exact":
         return "exact binomial test of the yes count"
-    pooled = ", pooled null SE" if r.control is not None else ""
-    return f"Wald test, normal approximation{pooled}"
+    if r.control is None:
+        return "Wald test, normal approximation"
+    if r.null is None:
+        return "Wald test, normal approximation, pooled null SE"
+    return "Wald test, normal approximation, null SE at the stated prevalences (as R's rr)"
 
 
 def power_rows(r: PowerResult) -> list[tuple[str, str]]:
@@ -132,6 +156,9 @@ def power_rows(r: PowerResult) -> list[tuple[str, str]]:
         rows.append(("category tested", str(r.category)))
     if r.control is not None:
         rows.append(("true prevalence (treatment, control)", f"{r.prevalence:g}, {r.control:g}"))
+        if r.null is not None:
+            stated = f"{r.null:g}, {r.null_control:g}"
+            rows.append(("prevalence under H0 (treatment, control)", stated))
         rows.append(("n (treatment, control)", f"{r.n}, {r.n_control}"))
     else:
         rows.append(("true prevalence", f"{r.prevalence:g}"))
@@ -222,6 +249,8 @@ def _plot(
     if epsilons is not None:
         lines.update(epsilon_designs(design, parse_numbers("--epsilons", epsilons)))
     test = {k: x for k, x in opts.items() if k not in ("prevalence", "null")}
+    if test["null_control"] is None:
+        del test["null_control"]
     if test["control"] is not None:
         test["ratio"] = ratio
     try:
@@ -251,6 +280,7 @@ def power_command(
     n_control: Annotated[
         int | None, typer.Option("--n-control", help="Control group size (default: --n).")
     ] = None,
+    null_control: NullControlOpt = None,
     alternative: AlternativeOpt = "two-sided",
     alpha: AlphaOpt = "0.05",
     exact: ExactOpt = False,
@@ -284,8 +314,9 @@ def power_command(
     if plot is None and (plot_n_max is not None or epsilons is not None):
         fail("`--plot-n-max` and `--epsilons` are used only with --plot FILE.")
     opts = _test_options(
-        d, prevalence, null, control, alternative, alpha, exact, category, share, nuisance
-    )
+        d, prevalence, null, control, null_control, alternative, alpha, exact, category, share,
+        nuisance,
+    )  # fmt: skip
     result = power(d, n, n_control=n_control, **opts)
     written = None
     if plot is not None:
@@ -314,6 +345,7 @@ def sample_size_command(
     prevalence: PrevalenceOpt = None,
     null: NullOpt = None,
     control: ControlOpt = None,
+    null_control: NullControlOpt = None,
     ratio: Annotated[
         str, typer.Option("--ratio", help="Two samples: controls per treated respondent.")
     ] = "1",
@@ -332,8 +364,9 @@ def sample_size_command(
     if target is None:
         fail("`--power` (the target power, e.g. 0.8) is required.")
     opts = _test_options(
-        d, prevalence, null, control, alternative, alpha, exact, category, share, nuisance
-    )
+        d, prevalence, null, control, null_control, alternative, alpha, exact, category, share,
+        nuisance,
+    )  # fmt: skip
     if control is None and ratio != "1":
         fail(f"`--ratio` applies to a two-sample test (give --control), got {ratio!r}.")
     result = sample_size(

@@ -30,6 +30,10 @@ class PowerResult:
     parameters): the power and SEs use the efficient variance with the nuisance estimated;
     ``power_known``, ``se_null_known`` and ``se_alternative_known`` are the naive figures
     that would hold if the nuisance were known (never below the efficient power).
+
+    Two samples: ``null`` and ``null_control`` are the stated null prevalences of the
+    treatment and control groups (``None`` for the pooled test of equal prevalences; see
+    :attr:`null_hypothesis`).
     """
 
     design: Design
@@ -52,11 +56,18 @@ class PowerResult:
     se_alternative_known: float | None = None
     group_share: float | None = None
     nuisance: Mapping[str, float] | None = field(default=None, hash=False)
+    null_control: float | None = None
 
     @property
     def test(self) -> str:
         """``one-sample`` or ``two-sample``."""
         return "one-sample" if self.control is None else "two-sample"
+
+    @property
+    def null_hypothesis(self) -> str:
+        """``"stated"`` (one sample, or two samples with stated null prevalences ``null`` and
+        ``null_control``) or ``"pooled"`` (two samples, H0: equal prevalences, pooled SE)."""
+        return "pooled" if self.control is not None and self.null is None else "stated"
 
     @property
     def epsilon(self) -> float:
@@ -76,6 +87,11 @@ class PowerResult:
             "prevalence": self.prevalence,
             "null": self.null,
             "control": self.control,
+            **(
+                {"null_control": self.null_control, "null_hypothesis": self.null_hypothesis}
+                if self.control is not None
+                else {}
+            ),
             "n": self.n,
             "n_control": self.n_control,
             "power": self.power,
