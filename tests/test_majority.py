@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -514,3 +515,54 @@ def test_invalid_threshold_decide_and_simulation_arguments() -> None:
         simulate_majority(TwoCoin(), 10, prevalence=0.5, seed=-1)
     with pytest.raises(ParameterTypeError, match="`seed` must be an integer"):
         simulate_majority(TwoCoin(), 10, prevalence=0.5, seed="x")  # type: ignore[arg-type]
+
+
+# --- each public entry point checks its inputs once ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: majority_decision(d, 400, prevalence=0.6, offset=1.0),
+        lambda d: majority_decision(d, 400, true_yes=230, offset=1.0),
+        lambda d: simulate_majority(d, 400, prevalence=0.6, offset=1.0, trials=10, seed=1),
+        lambda d: majority_threshold(d, 400, offset=1.0),
+        lambda d: decide_majority(d, 230, 400, offset=1.0),
+    ],
+    ids=["decision-iid", "decision-fixed", "simulate", "threshold", "decide"],
+)
+def test_inputs_are_checked_once_at_the_public_entry_point(
+    call: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before 1.0, n went back and forth between the two modules and was checked five times
+    from deniable.common import _validation
+    from deniable.estimation import _majority_rule
+
+    design = ForcedResponse(0.2, 0.1)
+    checked: list[str] = []
+    depth = [0]  # probability() calls real(): count the outer check only
+    for name in ("integer", "real", "probability"):
+        original = getattr(_validation, name)
+
+        def spy(arg: str, *a: Any, _f: Any = original, **kw: Any) -> Any:
+            if depth[0] == 0:
+                checked.append(arg)
+            depth[0] += 1
+            try:
+                return _f(arg, *a, **kw)
+            finally:
+                depth[0] -= 1
+
+        monkeypatch.setattr(_validation, name, spy)
+    designs: list[Any] = []
+    original_check = _majority_rule.check_design
+
+    def check_design(d: Any) -> Any:
+        designs.append(d)
+        return original_check(d)
+
+    monkeypatch.setattr(_majority_rule, "check_design", check_design)
+    call(design)
+    assert designs == [design]
+    assert checked.count("n") == 1 and checked.count("offset") == 1
+    assert len(checked) == len(set(checked))  # no argument is checked twice

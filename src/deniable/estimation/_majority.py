@@ -40,12 +40,9 @@ import numpy as np
 from deniable.common import _validation as v
 from deniable.designs import BinaryDesign
 from deniable.estimation._majority_rule import (
-    check_design,
-    check_offset,
+    MajorityRule,
+    checked_rule,
     decide_majority,
-    indicating,
-    indicating_threshold,
-    last_silent,
     majority_threshold,
 )
 from deniable.exceptions import ParameterError
@@ -243,26 +240,26 @@ class MajorityDecision:
         return self.table()
 
 
-def _tails(
-    design: BinaryDesign, n: int, last: int, *, prevalence: float | None, k: int | None
-) -> tuple[float, float]:
-    q1, q0, _ = indicating(design)
-    if k is not None:
-        return _tails_fixed(n, k, q1, q0, last)
-    assert prevalence is not None
-    return _tails_iid(n, q0 + prevalence * (q1 - q0), last)
+def _tails_iid_at(rule: MajorityRule, prevalence: float) -> tuple[float, float]:
+    """``(P(decide majority), P(not))`` for iid sampling at ``prevalence``."""
+    return _tails_iid(rule.n, rule.indicating_probability(prevalence), rule.last_silent)
 
 
-def _check_truth(n: int, prevalence: Any, true_yes: Any) -> tuple[float | None, int | None]:
+def _tails_fixed_at(rule: MajorityRule, k: int) -> tuple[float, float]:
+    """``(P(decide majority), P(not))`` for a fixed population with ``k`` carriers."""
+    return _tails_fixed(rule.n, k, rule.q1, rule.q0, rule.last_silent)
+
+
+def _checked_truth(prevalence: Any, true_yes: Any) -> tuple[float | None, Any]:
+    """The checked ``prevalence`` (or ``None``) and the ``true_yes`` given (checked against
+    ``n`` by the caller, once ``n`` is checked)."""
     if (prevalence is None) == (true_yes is None):
         got = "both" if prevalence is not None else "neither"
         raise ParameterError(
             "give exactly one of `prevalence` (iid sampling) and `true_yes` (a fixed "
             f"population with that many carriers), got {got}."
         )
-    if true_yes is not None:
-        return None, v.integer("true_yes", true_yes, minimum=0, maximum=n)
-    return v.probability("prevalence", prevalence), None
+    return (None if prevalence is None else v.probability("prevalence", prevalence)), true_yes
 
 
 def majority_decision(
@@ -309,36 +306,40 @@ def majority_decision(
     >>> round(d.error_probability, 4), round(d.false_positive_rate, 4)
     (0.0025, 0.4806)
     """
-    design = check_design(design)
-    n = v.integer("n", n, minimum=1)
-    pi, k = _check_truth(n, prevalence, true_yes)
-    if k is not None:
-        n = v.integer("n", n, minimum=1, maximum=MAX_FIXED_N, why=_FIXED_WHY)
-    c = check_offset(offset)
-    last = last_silent(indicating_threshold(design, n, c), n)
-    population = "fixed" if k is not None else "iid"
+    pi, given_k = _checked_truth(prevalence, true_yes)
+    if given_k is None:
+        rule = checked_rule(design, n, offset)
+        return _decision(rule, pi, None)
+    rule = checked_rule(design, n, offset, max_n=MAX_FIXED_N, why=_FIXED_WHY)
+    return _decision(rule, None, v.integer("true_yes", given_k, minimum=0, maximum=rule.n))
+
+
+def _decision(rule: MajorityRule, pi: float | None, k: int | None) -> MajorityDecision:
+    """The decision's error probabilities at a checked truth (``pi`` or ``k`` carriers)."""
+    n, half = rule.n, rule.n // 2
     if k is not None:
         pi = k / n
-    assert pi is not None
-    is_majority = pi > 0.5 if k is None else 2 * k > n
-    p_yes, p_no = _tails(design, n, last, prevalence=pi, k=k)
-
-    half = n // 2
-    if k is not None:
-        fp = _tails(design, n, last, prevalence=None, k=half)[0]
-        fn = p_no if is_majority else _tails(design, n, last, prevalence=None, k=half + 1)[1]
+        is_majority = 2 * k > n
+        p_yes, p_no = _tails_fixed_at(rule, k)
+        fp = _tails_fixed_at(rule, half)[0]
+        fn = p_no if is_majority else _tails_fixed_at(rule, half + 1)[1]
     else:
-        fp = _tails(design, n, last, prevalence=0.5, k=None)[0]
-        fn = p_no if is_majority else _tails(design, n, last, prevalence=(half + 1) / n, k=None)[1]
+        assert pi is not None
+        is_majority = pi > 0.5
+        p_yes, p_no = _tails_iid_at(rule, pi)
+        fp = _tails_iid_at(rule, 0.5)[0]
+        fn = p_no if is_majority else _tails_iid_at(rule, (half + 1) / n)[1]
+    design = rule.design
     return MajorityDecision(
         design=design,
         n=n,
-        offset=c,
-        threshold=majority_threshold(design, n, c),
-        population=population,
+        offset=rule.offset,
+        threshold=rule.threshold,
+        population="fixed" if k is not None else "iid",
         prevalence=pi,
         true_yes=k,
-        report_probability=design.report_probability(pi),
+        report_probability=design.p_yes_given_0
+        + pi * (design.p_yes_given_1 - design.p_yes_given_0),
         p_decide_majority=p_yes,
         is_majority=is_majority,
         error_probability=p_no if is_majority else p_yes,
@@ -372,12 +373,11 @@ def simulate_majority(
     >>> abs(sim - exact) < 4 * (exact * (1 - exact) / 20_000) ** 0.5
     True
     """
-    design = check_design(design)
-    n = v.integer(
-        "n", n, minimum=1, maximum=MAX_SIMULATED_N, why="counts are drawn as 64-bit integers"
+    pi, given_k = _checked_truth(prevalence, true_yes)
+    rule = checked_rule(
+        design, n, offset, max_n=MAX_SIMULATED_N, why="counts are drawn as 64-bit integers"
     )
-    pi, k = _check_truth(n, prevalence, true_yes)
-    c = check_offset(offset)
+    k = None if given_k is None else v.integer("true_yes", given_k, minimum=0, maximum=rule.n)
     trials = v.integer(
         "trials", trials, minimum=1, maximum=MAX_TRIALS, why="time and memory linear in trials"
     )
@@ -385,15 +385,11 @@ def simulate_majority(
         seed = v.integer("seed", seed, minimum=0)
     gen = resolve_rng(np.random.SeedSequence().entropy if seed is None else seed)
     assert isinstance(gen, np.random.Generator)
+    n, d = rule.n, rule.design
     if k is not None:
         carriers = np.full(trials, k, dtype=np.int64)
     else:
         assert pi is not None
         carriers = gen.binomial(n, pi, size=trials)
-    yes = gen.binomial(carriers, design.p_yes_given_1) + gen.binomial(
-        n - carriers, design.p_yes_given_0
-    )
-    _, _, yes_indicates = indicating(design)
-    m = yes if yes_indicates else n - yes
-    decided = m > indicating_threshold(design, n, c)
-    return float(np.count_nonzero(decided)) / trials
+    yes = gen.binomial(carriers, d.p_yes_given_1) + gen.binomial(n - carriers, d.p_yes_given_0)
+    return float(np.count_nonzero(rule.decides(yes))) / trials
