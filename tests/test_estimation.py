@@ -80,7 +80,7 @@ def test_one_report_has_no_unbiased_se() -> None:
 
 def test_moment_estimate_may_leave_the_unit_interval_and_bounded_does_not() -> None:
     est = TwoCoin().estimate(yes=100, n=1000)  # lambda_hat 0.1 < P0 = 0.25
-    assert est.value == pytest.approx(-0.3)
+    assert est.value == pytest.approx(-0.3, rel=1e-12)
     assert est.bounded == 0.0
     lo, hi = est.ci(method="exact")
     assert 0.0 <= lo <= hi <= 1.0
@@ -122,14 +122,18 @@ def test_yes_zero_and_yes_n_edges() -> None:
     d = TwoCoin()  # P1 = 3/4, P0 = 1/4
     n = 40
     zero = d.estimate(yes=0, n=n)
-    assert zero.value == pytest.approx(-0.5) and zero.bounded == 0.0 and zero.se == 0.0
+    assert zero.value == pytest.approx(-0.5, rel=1e-12) and zero.bounded == 0.0 and zero.se == 0.0
     # Clopper-Pearson with no successes: [0, 1 - (alpha/2)^(1/n)]; mapped and clipped
     hi_lam = 1 - 0.025 ** (1 / n)
-    assert zero.ci(0.95, "exact") == pytest.approx((0.0, max(0.0, (hi_lam - 0.25) / 0.5)))
+    assert zero.ci(0.95, "exact") == pytest.approx(
+        (0.0, max(0.0, (hi_lam - 0.25) / 0.5)), rel=1e-12
+    )
     full = d.estimate(yes=n, n=n)
-    assert full.value == pytest.approx(1.5) and full.bounded == 1.0 and full.se == 0.0
+    assert full.value == pytest.approx(1.5, rel=1e-12) and full.bounded == 1.0 and full.se == 0.0
     lo_lam = 0.025 ** (1 / n)
-    assert full.ci(0.95, "exact") == pytest.approx((min(1.0, (lo_lam - 0.25) / 0.5), 1.0))
+    assert full.ci(0.95, "exact") == pytest.approx(
+        (min(1.0, (lo_lam - 0.25) / 0.5), 1.0), rel=1e-12
+    )
 
 
 def test_negative_slope_designs_map_intervals_in_order() -> None:
@@ -298,7 +302,7 @@ def test_relative_efficiency(d: BinaryDesign, pi: float) -> None:
 
 
 def test_direct_questioning_has_relative_efficiency_one() -> None:
-    assert Custom(1.0, 0.0).relative_efficiency(0.3) == pytest.approx(1.0)
+    assert Custom(1.0, 0.0).relative_efficiency(0.3) == pytest.approx(1.0, rel=1e-12)
 
 
 # --- Kuk: moment and maximum likelihood ------------------------------------------------------
