@@ -18,8 +18,10 @@ Timing is not tested here: speed belongs to ``scripts/bench`` (benchmarks/bench_
 
 from __future__ import annotations
 
+import copy
 import json
 import math
+import pickle
 import sys
 from pathlib import Path
 from typing import Any
@@ -404,3 +406,20 @@ def test_tally_count_checks_still_refuse_booleans_anywhere() -> None:
             Tally(wrong)
         with pytest.raises(ParameterTypeError, match=rf"`counts\[{where}\]` must be an integer"):
             Tally(tuple(wrong))
+
+
+@pytest.mark.parametrize("make", [f for _, f in DESIGN_CASES], ids=[i for i, _ in DESIGN_CASES])
+def test_pickles_and_copies_carry_parameters_not_caches(make: Any) -> None:
+    """The cached thresholds and plans are recomputed by whoever loads a design (another
+    version of the code may round differently), and the loaded design randomizes alike."""
+    design = make()
+    design.randomize(np.zeros(3, dtype=np.uint8), rng=1)
+    _ = design.key
+    cached = {name for name in vars(design) if name not in {f for f in design.__dataclass_fields__}}
+    assert cached  # the key at least
+    for twin in (pickle.loads(pickle.dumps(design)), copy.copy(design), copy.deepcopy(design)):
+        assert twin == design
+        assert not cached & set(vars(twin))
+        truth = np.array([0, 1, 1, 0, 1], dtype=np.uint8)
+        assert twin.randomize(truth, rng=7).tolist() == design.randomize(truth, rng=7).tolist()
+        assert twin.key == design.key

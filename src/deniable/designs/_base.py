@@ -95,6 +95,17 @@ class Design(ABC):
         exact parameters.  Its tallies carry it; tallies of different keys never add."""
         return mechanism_key(self.name, self.parameters())
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle (and copy) the parameters, not the values cached from them (thresholds,
+        key, plans: ``functools.cached_property``), which whoever loads the design
+        recomputes with its own version of the code."""
+        cls = type(self)
+        return {
+            name: value
+            for name, value in self.__dict__.items()
+            if not isinstance(getattr(cls, name, None), cached_property)
+        }
+
     @property
     def n_reports(self) -> int:
         """Number of distinct report values (the length of the tally)."""

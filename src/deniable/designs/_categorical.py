@@ -376,13 +376,24 @@ class CategoricalEstimate:
             return self.variances
         lam = self.tally.counts / self.n
         t = self.design.truth
-        return (np.diag(lam) - np.outer(lam, lam)) / (self.n * t * t)
+        # in one k x k array, the same floats as (diag(lam) - outer(lam, lam)) / (n t^2):
+        # -(lam_i lam_j), plus lam_i on the diagonal (lam_i - lam_i^2), then / (n t^2)
+        cov = np.multiply.outer(lam, lam)
+        np.negative(cov, out=cov)
+        diagonal = cov.reshape(-1)[:: self.design.k + 1]
+        np.add(diagonal, lam, out=diagonal)
+        cov /= self.n * t * t
+        return cov
 
     @cached_property
     def covariance_unbiased(self) -> npt.NDArray[np.float64]:
         """:attr:`covariance` times ``n / (n - 1)`` (NaN for n = 1)."""
         cov, n = self.covariance, self.n
-        return cov * n / (n - 1) if n > 1 else np.full_like(cov, math.nan)
+        if n == 1:
+            return np.full_like(cov, math.nan)
+        out = cov * n
+        out /= n - 1
+        return out
 
     @property
     def n(self) -> int:
