@@ -154,7 +154,7 @@ class Categorical(Design):
         """The channel ``truth * I + (1 - truth) * forced 1^T``: k-ary randomized response
         (:class:`~deniable.designs.SymmetricChannel`, two numbers, any ``k``) when the forced
         distribution is uniform, else the dense ``k x k`` matrix (``k`` at most
-        :data:`MAX_DENSE_K`)."""
+        ``MAX_DENSE_K``)."""
         if self._uniform:
             f0 = 1 / self.k if self.forced is None else self.forced[0]
             q = (1 - self.truth) * f0
@@ -347,7 +347,7 @@ class CategoricalEstimate:
     :meth:`category` for one category's :class:`Estimate` with exact intervals: all O(k).
     The full covariances, ``covariance`` (plug-in, divides by n) and
     ``covariance_unbiased`` (divides by n - 1), are ``k x k`` matrices computed on first
-    access; above ``k = 4096`` (:data:`MAX_DENSE_K`) they hold only their diagonal, the
+    access; above ``k = 4096`` (``MAX_DENSE_K``) they hold only their diagonal, the
     variances (a 1-D array: a ``k x k`` matrix would not fit in memory).
     """
 
@@ -371,7 +371,7 @@ class CategoricalEstimate:
     def covariance(self) -> npt.NDArray[np.float64]:
         """Plug-in covariance of :attr:`values`, ``(diag(lambda) - lambda lambda^T) / (n
         truth^2)`` (divides by n): built on first access, ``k x k`` up to ``k = 4096``
-        (:data:`MAX_DENSE_K`), above it only the diagonal (:attr:`variances`)."""
+        (``MAX_DENSE_K``), above it only the diagonal (:attr:`variances`)."""
         if self.design.k > MAX_DENSE_K:
             return self.variances
         lam = self.tally.counts / self.n
