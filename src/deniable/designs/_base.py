@@ -337,6 +337,9 @@ class BinaryDesign(Design):
         consumed is the same for every answer.  It is computed without indexing by the answer:
         with ``t_lo <= t_hi`` the two thresholds, a report is "yes" when ``w_i`` is below
         ``t_lo``, or below ``t_hi`` and ``x_i`` is the answer whose threshold is ``t_hi``.
+        One answer given as a Python ``int`` or ``bool`` takes a scalar path (Python
+        integers, the threshold selected arithmetically): the same word, the same report,
+        the same 1-element array.
         """
         if truth.__class__ in _SCALAR and 0 <= truth <= 1:
             # one answer (a Python int or bool): one word as a Python int, the threshold of

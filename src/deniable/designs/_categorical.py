@@ -265,7 +265,9 @@ class Categorical(Design):
         forced category
         (:func:`~deniable.randomness.uniform_below`, or the cumulative thresholds of
         ``forced``).  The report is selected arithmetically, ``other + keep * (x - other)``
-        in wrapping unsigned arithmetic, so no step depends on the answer.
+        in wrapping unsigned arithmetic, so no step depends on the answer.  One answer
+        given as a Python ``int`` or ``bool`` takes a scalar path (Python integers, the same
+        two words and the same report, a 1-element array).
         """
         plan = self._plan
         if truth.__class__ in _SCALAR and 0 <= truth < self.k:
