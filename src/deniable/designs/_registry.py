@@ -124,7 +124,7 @@ def make_design(name: str, params: Mapping[str, Any] | None = None) -> Design:
     """Build design ``name`` (one- or two-group) from its parameters.
 
     A value may be a number, a :class:`~fractions.Fraction`, or text: ``"0.75"``, ``"3/4"``,
-    a list ``"0.2,0.3,0.5"`` (see :func:`parse_value`), or the exact ``"p/q"`` form a question
+    a list ``"0.2,0.3,0.5"`` (see ``parse_value``), or the exact ``"p/q"`` form a question
     spec writes (``deniable.designs.QuestionSpec``).  Errors name the design and the
     parameter, the allowed values and the value given.
 
