@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import threading
 from collections.abc import Iterable
 from fractions import Fraction
@@ -245,6 +246,29 @@ def random_words(rng: RandomSource, size: int) -> npt.NDArray[np.uint64]:
             f"random_raw({size}), got an array of dtype {arr.dtype} and shape {arr.shape}."
         )
     return arr
+
+
+def _python_words(rng: Any, size: int) -> list[int]:
+    """The next ``size`` words of ``rng`` as Python ints: the words
+    ``random_words(resolve_rng(rng), size)`` returns, in the same order and taken with the
+    same calls on a word source, without building arrays (the scalar fast paths).
+
+    ``None`` (the CSPRNG) reads ``os.urandom(8 * size)`` as native-order 64-bit words, as
+    :class:`SystemRandom` does; a ``Generator`` hands out its bit generator's raw words (one
+    word is ``random_raw()``, the same word as ``random_raw(1)[0]``); every other source goes
+    through :func:`random_words` and its checks.
+    """
+    if rng is None or rng.__class__ is SystemRandom:
+        buf = os.urandom(8 * size)
+        if size == 1:
+            return [int.from_bytes(buf, sys.byteorder)]
+        return [int.from_bytes(buf[i : i + 8], sys.byteorder) for i in range(0, 8 * size, 8)]
+    if rng.__class__ is np.random.Generator:
+        bits = rng.bit_generator
+        if size <= 4:  # a few scalar calls beat building an array (same words, in order)
+            return [bits.random_raw() for _ in range(size)]
+        return list(bits.random_raw(size).tolist())
+    return list(random_words(resolve_rng(rng), size).tolist())
 
 
 def probability_threshold(p: float | Fraction, rounding: str = "nearest") -> int:

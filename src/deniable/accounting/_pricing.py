@@ -2,7 +2,7 @@
 
 Pure functions of a respondent's history, vectorized over respondents (numpy arrays), with
 no state and no storage: a :class:`~deniable.accounting.LedgerStore` reads the history,
-:func:`plan_spend` decides, and the store writes the plan, all in one atomic step.
+``plan_spend`` decides, and the store writes the plan, all in one atomic step.
 
 Pricing a question ``q`` of epsilon ``eps`` for one respondent, by its history:
 
@@ -252,7 +252,7 @@ class SpendRequest:
     composition: Composition = PURE_EPSILON
 
     def plan(self, history: History) -> SpendPlan:
-        """:func:`plan_spend` of this request."""
+        """``plan_spend`` of this request."""
         return plan_spend(self, history)
 
 

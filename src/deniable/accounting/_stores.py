@@ -109,7 +109,7 @@ def _grown(buf: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
 class InMemoryLedgerStore:
     """A :class:`LedgerStore` in this process's memory, safe under threads (one lock).
 
-    Keys are mapped to dense indices (:class:`~deniable.accounting._keys.KeyIndex`: a
+    Keys are mapped to dense indices (``KeyIndex`` (in ``deniable.accounting._keys``): a
     binary search for integer ids, a dict for other keys), and the totals and charged
     flags live in numpy arrays over those indices, grown by doubling.  Memory follows the
     number of respondents charged, never the size of their ids: id ``99_999_999`` costs

@@ -25,6 +25,7 @@ from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
     CHUNK,
+    _python_words,
     binary_thresholds,
     random_words,
     resolve_rng,
@@ -36,6 +37,10 @@ from deniable.results._estimate import OutsideChannelNotes
 
 # Tally (_tally) is re-exported from here.
 __all__ = ["BinaryDesign", "Design", "Tally", "binary_estimate", "channel_epsilon"]
+
+#: Types of one answer that the randomizers take on their scalar fast path (a Python int or
+#: bool; anything else, numpy scalars included, takes the array path).
+_SCALAR = (int, bool)
 
 
 def channel_epsilon(channel: Channel | npt.ArrayLike) -> float:
@@ -89,6 +94,17 @@ class Design(ABC):
         """The design's identity: :func:`~deniable.designs.mechanism_key` of its name and
         exact parameters.  Its tallies carry it; tallies of different keys never add."""
         return mechanism_key(self.name, self.parameters())
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle (and copy) the parameters, not the values cached from them (thresholds,
+        key, plans: ``functools.cached_property``), which whoever loads the design
+        recomputes with its own version of the code."""
+        cls = type(self)
+        return {
+            name: value
+            for name, value in self.__dict__.items()
+            if not isinstance(getattr(cls, name, None), cached_property)
+        }
 
     @property
     def n_reports(self) -> int:
@@ -268,8 +284,15 @@ class BinaryDesign(Design):
         """Integer thresholds ``(t0, t1)``: a report is "yes" iff ``word >> 11 < t[truth]``.
 
         Rounded toward privacy (:func:`~deniable.randomness.binary_thresholds`), so the
-        implemented channel's epsilon never exceeds :attr:`epsilon`.
+        implemented channel's epsilon never exceeds :attr:`epsilon`.  Computed once per
+        design (at construction, which checks them) and cached.
         """
+        return self._thresholds
+
+    @cached_property
+    def _thresholds(self) -> tuple[int, int]:
+        # cached in the instance's __dict__ (not a dataclass field: no effect on eq, hash,
+        # repr or parameters); every design is immutable, so the thresholds cannot go stale
         p1, p0 = self.p_yes_given_1, self.p_yes_given_0
         t0, t1 = binary_thresholds(p1, p0)
         target = min(self._report_epsilon(), channel_epsilon(self._bit_channel()))
@@ -297,7 +320,7 @@ class BinaryDesign(Design):
     @property
     def implemented_channel(self) -> DenseChannel:
         """The channel the randomizer realises exactly (thresholds over ``2**53``)."""
-        t0, t1 = self.thresholds()
+        t0, t1 = self._thresholds
         p0, p1 = t0 / 2.0**53, t1 / 2.0**53
         return DenseChannel([[1 - p0, 1 - p1], [p0, p1]])
 
@@ -314,10 +337,21 @@ class BinaryDesign(Design):
         consumed is the same for every answer.  It is computed without indexing by the answer:
         with ``t_lo <= t_hi`` the two thresholds, a report is "yes" when ``w_i`` is below
         ``t_lo``, or below ``t_hi`` and ``x_i`` is the answer whose threshold is ``t_hi``.
+        One answer given as a Python ``int`` or ``bool`` takes a scalar path (Python
+        integers, the threshold selected arithmetically): the same word, the same report,
+        the same 1-element array.
         """
+        if truth.__class__ in _SCALAR and 0 <= truth <= 1:
+            # one answer (a Python int or bool): one word as a Python int, the threshold of
+            # the answer's column selected by arithmetic, t0 + x (t1 - t0), then one
+            # comparison -- no branch on the answer (both answers run the same statements),
+            # and the same word and report as the array path (tests/test_fast_paths.py)
+            (word,) = _python_words(rng, 1)
+            t0, t1 = self._thresholds
+            return np.array([(word >> 11) < t0 + truth * (t1 - t0)], dtype=np.uint8)
         x = v.reports_array("truth", truth, categories=2)
         gen = resolve_rng(rng)
-        t0, t1 = self.thresholds()
+        t0, t1 = self._thresholds
         t_lo, t_hi = min(t0, t1), max(t0, t1)
         out = np.empty(x.size, dtype=np.uint8)
         size = min(CHUNK, x.size)

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs._base import Design, binary_estimate
+from deniable.designs._base import _SCALAR, Design, binary_estimate
 from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
 from deniable.designs._from_epsilon import design_for_epsilon
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,
+    _python_words,
     probability_threshold,
     random_words,
     resolve_rng,
@@ -125,12 +128,24 @@ class Categorical(Design):
 
     @property
     def forced_distribution(self) -> npt.NDArray[np.float64]:
-        """The forced distribution ``f`` (uniform when not given)."""
-        if self.forced is None:
-            return np.full(self.k, 1 / self.k)
-        return np.asarray(self.forced, dtype=float)
+        """The forced distribution ``f`` (uniform when not given): a new array each time."""
+        return self._forced_array.copy()
 
-    @property
+    # What a design needs on every call is computed once and cached in the instance's
+    # __dict__ (functools.cached_property: not dataclass fields, so eq, hash, repr and
+    # parameters() are unchanged; the design is immutable, so nothing goes stale).
+
+    @cached_property
+    def _forced_array(self) -> npt.NDArray[np.float64]:
+        """The forced distribution, read-only (shared by the estimators)."""
+        if self.forced is None:
+            f = np.full(self.k, 1 / self.k)
+        else:
+            f = np.asarray(self.forced, dtype=float)
+        f.setflags(write=False)
+        return f
+
+    @cached_property
     def _uniform(self) -> bool:
         return self.forced is None or all(f == self.forced[0] for f in self.forced)
 
@@ -162,15 +177,20 @@ class Categorical(Design):
 
     def _forced_counts(self) -> tuple[list[int] | None, list[int], int]:
         """(cumulative thresholds or None, outcome count per category, outcomes in all)."""
+        cum, counts, total = self._forced_plan
+        return None if cum is None else list(cum), list(counts), total
+
+    @cached_property
+    def _forced_plan(self) -> tuple[tuple[int, ...] | None, tuple[int, ...], int]:
         if self.forced is None:
             if self.k & (self.k - 1) == 0:
-                return None, [1] * self.k, self.k
+                return None, (1,) * self.k, self.k
             b = 64 - self.k.bit_length()  # uniform_below uses b bits: counts floor/ceil(2^b/k)
             edges = [-(-(j * (1 << b)) // self.k) for j in range(self.k + 1)]
-            return None, [edges[j + 1] - edges[j] for j in range(self.k)], 1 << b
+            return None, tuple(edges[j + 1] - edges[j] for j in range(self.k)), 1 << b
         cum = [probability_threshold(min(c, 1.0)) for c in np.cumsum(self.forced)[:-1]]
         edges = [0, *cum, 1 << 53]
-        return cum, [edges[j + 1] - edges[j] for j in range(self.k)], 1 << 53
+        return tuple(cum), tuple(edges[j + 1] - edges[j] for j in range(self.k)), 1 << 53
 
     def thresholds(self) -> tuple[int, list[int] | None]:
         """``(keep, cumulative)``: keep the answer iff ``word >> 11 < keep``; the forced
@@ -180,7 +200,13 @@ class Categorical(Design):
         computed from the forced outcome counts actually realised, never exceeds
         :attr:`epsilon`: ``keep' / (1 - keep') <= t / (1 - t) * f'_min / f_min`` with
         ``t = p_truthful``.
+        Computed once per design and cached (``cumulative`` is a new list each call).
         """
+        keep, cum = self._thresholds
+        return keep, None if cum is None else list(cum)
+
+    @cached_property
+    def _thresholds(self) -> tuple[int, tuple[int, ...] | None]:
         if self.forced is None:
             cum = None
             f_min = Fraction(1, self.k)
@@ -189,7 +215,7 @@ class Categorical(Design):
                 f_min if self.k & (self.k - 1) == 0 else Fraction((1 << b) // self.k, 1 << b)
             )
         else:
-            cum, counts, total = self._forced_counts()
+            cum, counts, total = self._forced_plan
             if self.p_truthful == 1 or min(self.forced) == 0:
                 return probability_threshold(self.p_truthful), cum  # epsilon is infinite anyway
             f_min = Fraction(min(self.forced))
@@ -205,12 +231,25 @@ class Categorical(Design):
             keep -= 1
         return keep, cum
 
+    @cached_property
+    def _plan(self) -> _Plan:
+        keep, cum = self._thresholds
+        dtype = np.uint16 if self.k <= 1 << 16 else np.uint32
+        cum_array = None if cum is None else np.array(cum, dtype=np.uint64)
+        if cum is not None:
+            shift = mul = 0
+        elif self.k & (self.k - 1) == 0:  # the top log2(k) bits
+            shift, mul = 64 - (self.k.bit_length() - 1), 0
+        else:  # multiply-shift on the top b bits
+            shift, mul = 64 - self.k.bit_length(), self.k
+        return _Plan(keep, cum, cum_array, dtype, shift, mul)
+
     @property
     def implemented_channel(self) -> Channel:
         """The channel realised by the integer thresholds (see :meth:`thresholds`):
         symmetric when every forced category has the same number of outcomes."""
-        keep, _ = self.thresholds()
-        _, counts, total = self._forced_counts()
+        keep, _ = self._thresholds
+        _, counts, total = self._forced_plan
         t = keep / 2.0**53
         if all(c == counts[0] for c in counts):
             q = (1 - t) * (counts[0] / total)
@@ -227,13 +266,23 @@ class Categorical(Design):
         forced category
         (:func:`~deniable.randomness.uniform_below`, or the cumulative thresholds of
         ``forced``).  The report is selected arithmetically, ``other + keep * (x - other)``
-        in wrapping unsigned arithmetic, so no step depends on the answer.
+        in wrapping unsigned arithmetic, so no step depends on the answer.  One answer
+        given as a Python ``int`` or ``bool`` takes a scalar path (Python integers, the same
+        two words and the same report, a 1-element array).
         """
+        plan = self._plan
+        if truth.__class__ in _SCALAR and 0 <= truth < self.k:
+            # one answer (a Python int or bool): its two words as Python ints, in the order
+            # of the array path (keep word, then category word); the forced category from
+            # the category word alone, and the report selected arithmetically,
+            # other + keep (x - other) -- no branch on the answer
+            keep_word, category_word = _python_words(rng, 2)
+            keep = (keep_word >> 11) < plan.keep
+            other = plan.category(category_word)
+            return np.array([other + keep * (truth - other)], dtype=plan.dtype)
         x = v.reports_array("truth", truth, categories=self.k)
         gen = resolve_rng(rng)
-        keep_t, cum_list = self.thresholds()
-        cum = None if cum_list is None else np.array(cum_list, dtype=np.uint64)
-        dtype = np.uint16 if self.k <= 1 << 16 else np.uint32
+        keep_t, cum, dtype = plan.keep, plan.cum_array, plan.dtype
         out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(x.size, dtype=dtype)
         size = min(CHUNK, x.size)
         keep = np.empty(size, dtype=np.bool_)
@@ -270,37 +319,84 @@ class Categorical(Design):
 
 
 @dataclass(frozen=True)
+class _Plan:
+    """What :meth:`Categorical.randomize` needs on every call (computed once per design)."""
+
+    keep: int  # keep the answer iff word >> 11 < keep
+    cum: tuple[int, ...] | None  # cumulative thresholds of a non-uniform forced distribution
+    cum_array: npt.NDArray[np.uint64] | None  # the same as an array (None: uniform)
+    dtype: type[np.unsignedinteger[Any]]  # of the reports
+    # uniform forcing: category = word >> shift when mul = 0 (k a power of two), else the
+    # multiply-shift ((word >> (64 - shift)) * mul) >> shift
+    shift: int
+    mul: int
+
+    def category(self, word: int) -> int:
+        """The forced category of one word, as the array path draws it
+        (:func:`~deniable.randomness.uniform_below` or the cumulative thresholds)."""
+        if self.cum is not None:
+            return bisect.bisect_right(self.cum, word >> 11)
+        if self.mul == 0:
+            return word >> self.shift
+        return ((word >> (64 - self.shift)) * self.mul) >> self.shift
+
+
+@dataclass(frozen=True)
 class CategoricalEstimate:
     """Per-category estimates from a :class:`Categorical` design.
 
     ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
-    simplex, by EM), ``covariance`` (plug-in, divides by n), ``covariance_unbiased``
-    (divides by n - 1), and :meth:`category` for one category's :class:`Estimate` with exact
-    intervals.  Above ``k = 4096`` (``MAX_DENSE_K``) the covariances hold only their
-    diagonal, the variances (a 1-D array: a ``k x k`` matrix would not fit in memory).
+    simplex), ``variances`` (plug-in, divides by n; :attr:`se` is their square root), and
+    :meth:`category` for one category's :class:`Estimate` with exact intervals: all O(k).
+    The full covariances, ``covariance`` (plug-in, divides by n) and
+    ``covariance_unbiased`` (divides by n - 1), are ``k x k`` matrices computed on first
+    access; above ``k = 4096`` (``MAX_DENSE_K``) they hold only their diagonal, the
+    variances (a 1-D array: a ``k x k`` matrix would not fit in memory).
     """
 
     design: Categorical
     tally: Tally
     values: npt.NDArray[np.float64] = field(repr=False)
     bounded: npt.NDArray[np.float64] = field(repr=False)
-    covariance: npt.NDArray[np.float64] = field(repr=False)
-    covariance_unbiased: npt.NDArray[np.float64] = field(repr=False)
+    variances: npt.NDArray[np.float64] = field(repr=False)
 
     @classmethod
     def from_tally(cls, design: Categorical, tally: Tally) -> CategoricalEstimate:
         n = tally.n
-        lam = np.asarray(tally.counts, dtype=float) / n
-        f = design.forced_distribution
+        lam = tally.counts / n
         t = design.p_truthful
-        values = (lam - (1 - t) * f) / t
-        cov = (
-            (np.diag(lam) - np.outer(lam, lam)) / (n * t * t)
-            if design.k <= MAX_DENSE_K
-            else lam * (1 - lam) / (n * t * t)  # the diagonal only
-        )
-        cov_unb = cov * n / (n - 1) if n > 1 else np.full_like(cov, math.nan)
-        return cls(design, tally, values, _simplex_mle(design, lam), cov, cov_unb)
+        values = (lam - (1 - t) * design._forced_array) / t
+        # the diagonal of (diag(lam) - lam lam^T) / (n t^2), entry by entry as the dense form
+        variances = (lam - lam * lam) / (n * t * t)
+        return cls(design, tally, values, _simplex_mle(design, lam), variances)
+
+    @cached_property
+    def covariance(self) -> npt.NDArray[np.float64]:
+        """Plug-in covariance of :attr:`values`, ``(diag(lambda) - lambda lambda^T) / (n
+        t^2)`` with ``t = p_truthful`` (divides by n): built on first access, ``k x k`` up
+        to ``k = 4096`` (``MAX_DENSE_K``), above it only the diagonal (:attr:`variances`)."""
+        if self.design.k > MAX_DENSE_K:
+            return self.variances
+        lam = self.tally.counts / self.n
+        t = self.design.p_truthful
+        # in one k x k array, the same floats as (diag(lam) - outer(lam, lam)) / (n t^2):
+        # -(lam_i lam_j), plus lam_i on the diagonal (lam_i - lam_i^2), then / (n t^2)
+        cov = np.multiply.outer(lam, lam)
+        np.negative(cov, out=cov)
+        diagonal = cov.reshape(-1)[:: self.design.k + 1]
+        np.add(diagonal, lam, out=diagonal)
+        cov /= self.n * t * t
+        return cov
+
+    @cached_property
+    def covariance_unbiased(self) -> npt.NDArray[np.float64]:
+        """:attr:`covariance` times ``n / (n - 1)`` (NaN for n = 1)."""
+        cov, n = self.covariance, self.n
+        if n == 1:
+            return np.full_like(cov, math.nan)
+        out = cov * n
+        out /= n - 1
+        return out
 
     @property
     def n(self) -> int:
@@ -308,14 +404,13 @@ class CategoricalEstimate:
 
     @property
     def se(self) -> npt.NDArray[np.float64]:
-        """Plug-in standard errors per category."""
-        cov = self.covariance
-        return np.sqrt(cov if cov.ndim == 1 else np.diag(cov))
+        """Plug-in standard errors per category (square roots of :attr:`variances`)."""
+        return np.sqrt(self.variances)
 
     def category(self, j: int) -> Estimate:
         """Category ``j`` as the binary design "report j or not", with exact intervals."""
         j = v.integer("j", j, minimum=0, maximum=self.design.k - 1)
-        t, fj = self.design.p_truthful, float(self.design.forced_distribution[j])
+        t, fj = self.design.p_truthful, float(self.design._forced_array[j])
         return binary_estimate(
             t + (1 - t) * fj, (1 - t) * fj, self.tally.counts[j], self.n, parameter=f"share of {j}"
         )
@@ -362,7 +457,7 @@ def _simplex_mle(design: Categorical, lam: npt.NDArray[np.float64]) -> npt.NDArr
     Inside the simplex every category is active, ``mu = t``, and this is the unbiased estimate.
     """
     t = design.p_truthful
-    b = (1 - t) * design.forced_distribution
+    b = (1 - t) * design._forced_array
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(b > 0, t * lam / b, np.where(lam > 0, np.inf, 0.0))
     order = np.argsort(-tau, kind="stable")

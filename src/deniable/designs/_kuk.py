@@ -15,12 +15,12 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs._base import BinaryDesign, Design, channel_epsilon
+from deniable.designs._base import _SCALAR, BinaryDesign, Design, channel_epsilon
 from deniable.designs._channel import DenseChannel
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.designs._tally import Tally
 from deniable.exceptions import ParameterError
-from deniable.randomness import CHUNK, random_words, resolve_rng
+from deniable.randomness import CHUNK, _python_words, random_words, resolve_rng
 from deniable.results import Estimate
 
 __all__ = ["MAX_DRAWS", "Kuk", "KukMultiDraw", "KukSingleDraw", "KukStandardErrors"]
@@ -205,7 +205,7 @@ class Kuk(Design):
     @property
     def implemented_channel(self) -> DenseChannel:
         """Binomial channel of the per-draw probabilities the randomizer realises."""
-        t0, t1 = (t / 2.0**53 for t in self.card.thresholds())
+        t0, t1 = (t / 2.0**53 for t in self.card._thresholds)
         k = self.draws
         cols = [
             [math.comb(k, r) * p**r * (1 - p) ** (k - r) for r in range(k + 1)] for p in (t0, t1)
@@ -246,9 +246,17 @@ class Kuk(Design):
 
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint8]:
         """Report the number of red cards in ``draws`` draws (``draws`` words per report)."""
+        t0, t1 = self.card._thresholds
+        if truth.__class__ in _SCALAR and 0 <= truth <= 1:
+            # one answer (a Python int or bool): the deck's threshold selected by arithmetic,
+            # t0 + x (t1 - t0), then one comparison per draw, one word each, drawn one call
+            # at a time as the array path draws them -- no branch on the answer
+            t = t0 + truth * (t1 - t0)
+            red = sum((_python_words(rng, 1)[0] >> 11) < t for _ in range(self.draws))
+            return np.array([red], dtype=np.uint8 if self.draws < 256 else np.uint16)
         x = v.reports_array("truth", truth, categories=2)
         gen = resolve_rng(rng)
-        table = np.array(self.card.thresholds(), dtype=np.uint64)
+        table = np.array((t0, t1), dtype=np.uint64)
         dtype = np.uint8 if self.draws < 256 else np.uint16
         out = np.zeros(x.size, dtype=dtype)
         for start in range(0, x.size, CHUNK):

@@ -41,6 +41,9 @@ _HEADER = struct.Struct("<4sHBI")
 _LENGTH = struct.Struct("<Q")
 
 
+_BOOLS = frozenset((bool, np.bool_))
+
+
 def _first_bad(values: Any) -> None:
     """Raise the per-entry message (``counts[i]``) for the first invalid entry."""
     for i, c in enumerate(values):
@@ -53,8 +56,10 @@ def _as_counts(counts: Any) -> npt.NDArray[np.int64]:
         raise ParameterTypeError(
             f"`counts` must be a sequence of whole numbers, got {type(counts).__name__}."
         )
-    if isinstance(counts, list | tuple) and any(isinstance(c, bool | np.bool_) for c in counts):
-        _first_bad(counts)  # numpy would read True as 1
+    # numpy would read True as 1; the entries' types are collected at C speed (bool and
+    # numpy.bool_ cannot be subclassed, so an exact type test finds every boolean)
+    if isinstance(counts, list | tuple) and not _BOOLS.isdisjoint(map(type, counts)):
+        _first_bad(counts)
     try:
         arr = np.array(counts)
     except (OverflowError, ValueError, TypeError):

@@ -85,7 +85,7 @@ class InMemoryMemoStore:
     """A :class:`MemoStore` in this process's memory, safe under threads (one lock).
 
     Per question, the keys that have a report are mapped to dense indices
-    (:class:`~deniable.accounting._keys.KeyIndex`) and the reports kept in an array over
+    (``KeyIndex`` (in ``deniable.accounting._keys``)) and the reports kept in an array over
     them, so memory follows the number of reports stored, never the size of the ids.
 
     >>> store = InMemoryMemoStore()

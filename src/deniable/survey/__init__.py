@@ -1,6 +1,7 @@
-"""Survey data: read report files (streaming CSV and Parquet), estimate from columns of
-reports (overall, by group, two-group designs with their group column), and whole-survey
-reports (table, JSON, HTML with a forest plot).
+"""Survey files and survey data: questionnaires of question specs with a per-respondent
+epsilon cap (``deniable.survey/1`` files); report files read in streaming batches (CSV and
+Parquet); estimates from columns of reports (overall, by group, two-group designs with their
+group column); whole-survey reports (table, JSON, HTML with a forest plot).
 
 pandas and pyarrow (the ``[data]`` extra) are imported only when a function needs them.
 May import every layer below it (plotting, estimation, designs, results, common).
@@ -16,17 +17,35 @@ from deniable.survey._analysis import (
     analyze_file,
     grouped,
 )
+from deniable.survey._questionnaire import (
+    SURVEY_SCHEMA,
+    Survey,
+    SurveyBudget,
+    SurveyQuestion,
+    demo_survey,
+    demo_survey_text,
+    load_survey,
+    loads_survey,
+)
 from deniable.survey._readers import read_reports, require_pandas, write_reports
 from deniable.survey._report import SurveyReport, survey_report, survey_report_file
 
 __all__ = [
     "GROUPED_COLUMNS",
+    "SURVEY_SCHEMA",
     "TWO_GROUP_COLUMNS",
     "Analysis",
+    "Survey",
+    "SurveyBudget",
+    "SurveyQuestion",
     "SurveyReport",
     "analyze",
     "analyze_file",
+    "demo_survey",
+    "demo_survey_text",
     "grouped",
+    "load_survey",
+    "loads_survey",
     "read_reports",
     "require_pandas",
     "survey_report",
