@@ -324,7 +324,7 @@ class ShuffleTable(Result):
                 "apply) and the numerical clone bound ('-' for n above "
                 f"{fmt_limit(MAX_NUMERICAL_N)}, where it would take too long). Never above ε0.",
             ),
-            align="l" + "r" * len(cols),
+            align="r" * (len(cols) + 1),
         )
 
 
@@ -351,7 +351,7 @@ def shuffle_epsilon_table(
       1,000              -       0.5455
     100,000         0.1862       0.0450
     Feldman, McMillan & Talwar 2021: Thm. 3.1 (closed form; '-' where it does not apply) and
-    the numerical clone bound ('-' for n above 10^8, where it would take too long). Never
+    the numerical clone bound ('-' for n above 10**8, where it would take too long). Never
     above ε0.
     """
     ns = tuple(_check(1.0, x, 0.5)[1] for x in np.atleast_1d(np.asarray(n, dtype=object)).tolist())

@@ -110,7 +110,8 @@ class CoinProtocol(Result):
 
     Examples
     --------
-    >>>     >>> p = CoinProtocol("d6", 6, 1, 1)
+    >>> import textwrap
+    >>> p = CoinProtocol("d6", 6, 1, 1)
     >>> p.truth_probability, p.p_yes_given_1, p.p_yes_given_0
     (Fraction(2, 3), Fraction(5, 6), Fraction(1, 6))
     >>> p.likelihood_ratio, round(p.epsilon, 6)

@@ -335,13 +335,15 @@ def survey_report(
     >>> df = pd.DataFrame({"drugs": [1, 0, 1, 1, 0, 0, 0, 1], "tax": [0, 0, 1, 0, 1, 1, 0, 0]})
     >>> rep = survey_report(df, {"drugs": Warner(0.75), "tax": Mangat(0.5)})
     >>> print(rep.table())
-    Survey report
-    question  design          n  missing  estimate      SE    95% CI (exact)       ε
-    --------  --------------  -  -------  --------  ------  ----------------  ------
-    drugs     warner(p=0.75)  8        0    0.5000  0.3536  [0.0000, 1.0000]  1.0986
-    tax       mangat(p=0.5)   8        0   -0.2500  0.3423  [0.0000, 0.5103]       ∞
-    8 respondents. estimate: unbiased moment estimate (may leave [0, 1]).
-    SE: plug-in (divides by n). ε = ∞: some report reveals the answer.
+    Survey report: 8 respondents
+    question  design  n  missing  estimate      SE    95% CI (exact)       ε
+    --------  ------  -  -------  --------  ------  ----------------  ------
+    drugs     warner  8        0    0.5000  0.3536  [0.0000, 1.0000]  1.0986
+    tax       mangat  8        0   -0.2500  0.3423  [0.0000, 0.5103]       ∞
+    drugs: warner (p=0.75)
+    tax: mangat (p=0.5)
+    estimate: unbiased (may leave [0, 1]); SE: plug-in (n); ε = ∞: a report can reveal the
+    answer.
     """
     check_frame(df)
     specs = _questions(questions, title, level, missing)
