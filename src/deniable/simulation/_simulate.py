@@ -186,8 +186,7 @@ class Simulation(Result):
             return self._two_group_table(level)
         if self.design.n_truths > 2:
             return self._category_table(level)
-        d, est = self.design, self.estimate
-        assert isinstance(est, Estimate)
+        d, est = self.design, cast(Estimate, self.estimate)
         _, covers = self._covers(level)
         assert isinstance(covers, dict)
         rows = [
@@ -210,8 +209,7 @@ class Simulation(Result):
         return Table.pairs(rows, title="Simulated survey: truth beside the estimate")
 
     def _category_table(self, level: float) -> Table:
-        d, est = self.design, self.estimate
-        assert isinstance(est, CategoricalEstimate)
+        d, est = self.design, cast(CategoricalEstimate, self.estimate)
         share = np.asarray(self.true_share, dtype=float)
         ci = est.ci(level, "exact")
         rows = [
@@ -230,8 +228,7 @@ class Simulation(Result):
         )  # fmt: skip
 
     def _two_group_table(self, level: float) -> Table:
-        d, est = self.design, self.estimate
-        assert isinstance(est, TwoGroupEstimate)
+        d, est = self.design, cast(TwoGroupEstimate, self.estimate)
         truth = self.true_parameters()
         n1, n2 = est.n
         drawn = {"prevalence": self.prevalence, **self.settings,
@@ -469,8 +466,9 @@ def simulate(
     assert isinstance(gen, np.random.Generator)
     labels_per: npt.NDArray[Any] | None = None
     truth: npt.NDArray[np.integer[Any]]
-    if isinstance(design, Categorical):
-        truth, labels_per = _categorical_truth(gen, design, n, prevalence, groups)
+    if design.n_groups == 1 and design.n_truths > 2:  # a category per respondent
+        truth, labels_per = _categorical_truth(gen, cast(Categorical, design), n, prevalence,
+                                               groups)  # fmt: skip
     else:
         if groups is None and isinstance(prevalence, Mapping):
             groups = {g: 1 / len(prevalence) for g in prevalence}
@@ -486,8 +484,9 @@ def simulate(
     settings: dict[str, float] = {}
     zeroed = s
     reports: npt.NDArray[np.integer[Any]]
-    if isinstance(design, TwoGroupDesign):
+    if design.n_groups == 2:
         assert setting is not None and sizes is not None
+        design = cast(TwoGroupDesign, design)
         group = np.full(n, 2, dtype=np.intp)
         group[gen.permutation(n)[: sizes[0]]] = 1
         ind = (gen.random(n) < setting.value).view(np.uint8)

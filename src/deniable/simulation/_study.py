@@ -38,7 +38,7 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +46,7 @@ import numpy.typing as npt
 from deniable.common import _validation as v
 from deniable.common._format import epsilon_note, format_number, format_parameters
 from deniable.common._json import to_jsonable
-from deniable.designs import BinaryDesign, Categorical, Design, TwoGroupDesign
+from deniable.designs import BinaryDesign, Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
 from deniable.results import Result, Table
@@ -215,8 +215,8 @@ def exact_bounds(
 def _unsupported(design: Design) -> ParameterError:
     m = design.n_reports
     what = (
-        f"reports one of k = {design.k} categories"
-        if isinstance(design, Categorical)
+        f"reports one of k = {m} categories"
+        if design.n_truths > 2
         else f"reports one of {m} values"
         + (" (a count of red cards)" if design.name == "kuk" else "")
     )
@@ -317,11 +317,11 @@ def simulation_study(
                "cheating": cheating, "honesty": honesty}  # fmt: skip
     setting = two_group_options(design, options, s)
     used_seed = secrets.randbelow(2**32) if seed is None else v.integer("seed", seed, minimum=0)
-    if isinstance(design, TwoGroupDesign):
+    if design.n_groups == 2:
         assert setting is not None
         return two_group_study(
-            design, n, pi, setting, reps=reps, used_seed=used_seed, s=s, lvl=lvl, pi0=pi0,
-            method=method, progress=progress,
+            cast(TwoGroupDesign, design), n, pi, setting, reps=reps, used_seed=used_seed, s=s,
+            lvl=lvl, pi0=pi0, method=method, progress=progress,
             options={k: x for k, x in options.items() if x is not None}, block=STUDY_BLOCK,
         )  # fmt: skip
     if not isinstance(design, BinaryDesign) or design.n_reports != 2:

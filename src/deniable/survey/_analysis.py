@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, cast, overload
 
 from deniable.common import _validation as v
 from deniable.common._format import (
@@ -483,13 +483,14 @@ def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: 
     rows: list[tuple[Any, ...]] = []
     for i, label in label_order(plan.labels, text):
         c = counts[i]
-        if isinstance(d, TwoGroupDesign):  # (two) narrows the type
+        if two:
+            td = cast(TwoGroupDesign, d)
             ns = (int(c[0, 0] + c[0, 1]), int(c[1, 0] + c[1, 1]))
             ys = (int(c[0, 1]), int(c[1, 1]))
             n = sum(ns)
             miss = int(c.sum()) - n
-            ests = dict(d.estimate(yes=ys, n=ns).estimates) if min(ns) > 0 else {}
-            for pname in d.estimated:
+            ests = dict(td.estimate(yes=ys, n=ns).estimates) if min(ns) > 0 else {}
+            for pname in td.estimated:
                 e = ests.get(pname)
                 nums = (math.nan,) * 6 if e is None else (
                     e.value, e.bounded, e.se, e.se_unbiased, *e.ci(lvl, "wald"))  # fmt: skip
@@ -499,7 +500,7 @@ def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: 
         if n == 0:
             est_v = bnd = se = seu = lo = hi = math.nan
         else:
-            est = d.estimate(yes=yes, n=n)
+            est = cast(BinaryDesign, d).estimate(yes=yes, n=n)
             lo, hi = est.ci(lvl, "exact")
             est_v, bnd, se, seu = est.value, est.bounded, est.se, est.se_unbiased
         rows.append((label, n, yes, miss, est_v, bnd, se, seu, lo, hi, eps))
