@@ -3,6 +3,7 @@ or one of them (:func:`compose_questions`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -30,6 +31,11 @@ _NOTES = {
 }
 
 
+def _show(epsilon: float) -> str:
+    """An epsilon as the description states it: ``0.5``, ``∞``."""
+    return "∞" if epsilon == math.inf else f"{epsilon:g}"
+
+
 def _accountant(
     eps: list[float], cnt: list[int], k: int, step: float
 ) -> tuple[PrivacyAccountant, str]:
@@ -43,9 +49,9 @@ def _accountant(
     )
     n = sum(cnt)
     if eps and all(e == eps[0] for e in eps):
-        desc = f"{n} question{'' if n == 1 else 's'} at epsilon = {eps[0]:g}"
+        desc = f"{n} question{'' if n == 1 else 's'} at epsilon = {_show(eps[0])}"
     elif eps:
-        desc = f"{n} questions, epsilon {min(eps):g} to {max(eps):g}"
+        desc = f"{n} questions, epsilon {_show(min(eps))} to {_show(max(eps))}"
     else:
         desc = "no questions"
     return acct, desc
