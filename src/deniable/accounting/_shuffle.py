@@ -275,7 +275,7 @@ class ShuffleTable(Result):
     ``closed_form[i]`` is ``None`` where Theorem 3.1 does not apply
     (``epsilon0 > ln(n / (16 ln(2/delta)))``) or was not asked for; ``numerical[i]`` is
     ``None`` where it was not computed (``method="closed-form"``, or ``n`` above
-    :data:`MAX_NUMERICAL_N` with ``method="both"``).  ``method`` says which bounds were
+    ``MAX_NUMERICAL_N`` (10^8) with ``method="both"``).  ``method`` says which bounds were
     asked for: ``both``, ``numerical`` or ``closed-form``.
     """
 
@@ -341,7 +341,7 @@ def shuffle_epsilon_table(
     tolerance: float = 1e-6,
 ) -> ShuffleTable:
     """The bounds for each ``n`` in a grid: ``method="both"`` (the closed form, ``None``
-    outside its range, and the numerical bound, ``None`` above :data:`MAX_NUMERICAL_N`),
+    outside its range, and the numerical bound, ``None`` above ``MAX_NUMERICAL_N`` (10^8)),
     ``"numerical"`` or ``"closed-form"``.
 
     >>> print(shuffle_epsilon_table(2.0, 1e-6, [1_000, 100_000]))  # doctest: +NORMALIZE_WHITESPACE

@@ -85,7 +85,7 @@ class Table(Result):
     ----------
     columns : the column names.
     rows : one tuple of values per row (strings are printed as they are; numbers by
-        :func:`format_cell`; a cell may hold several lines).
+        ``format_cell``; a cell may hold several lines).
     title : printed above the table.
     notes : lines printed below the table.
     header : ``False`` for a table of labelled values (:meth:`pairs`): no header line, the
@@ -194,7 +194,7 @@ class Table(Result):
         return "".join(out)
 
     def cells(self) -> list[list[str]]:
-        """The rows as text, one string per cell (numbers by :func:`format_cell`)."""
+        """The rows as text, one string per cell (numbers by ``format_cell``)."""
         return [[format_cell(x) for x in row] for row in self.rows]
 
     def __str__(self) -> str:
