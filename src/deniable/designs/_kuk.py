@@ -270,6 +270,7 @@ def _moment_from_counts(design: Kuk, tally: Tally) -> Estimate:
         method="moment",
         lambda_hat=lam,
         se_convention="plug-in: empirical variance of the red count, divides by n",
+        lambda_label="red share of cards",
     )
 
 
@@ -303,6 +304,7 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
         n=n,
         method="mle",
         lambda_hat=moment.lambda_hat,
+        lambda_label=moment.lambda_label,
         se_convention=SE_MLE,
         intervals={"likelihood": _LikelihoodInterval(lik, pi_hat)},
     )
