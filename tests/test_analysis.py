@@ -206,7 +206,7 @@ def test_bad_arguments(survey: Any) -> None:
 
 def test_analysis_table_and_dict_state_infinite_epsilon(survey: Any) -> None:
     res = analyze(survey, "q", Mangat(0.6))
-    assert "∞" in res.table() and "inf" not in res.table()
+    assert "∞" in str(res.table()) and "inf" not in str(res.table())
     d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
     assert d["epsilon"] == "inf" and d["missing"] == 3 and d["column"] == "q"
     assert "1.0986" in str(analyze(survey, "q", TwoCoin()))
@@ -373,7 +373,7 @@ def test_two_group_bad_arguments() -> None:
 
 def test_two_group_output_shows_every_parameter_and_infinite_epsilon() -> None:
     res = analyze(minaret_frame(), "minaret", SLD, group="version")
-    text = res.table()
+    text = str(res.table())
     assert "honesty" in text and "∞" in text and "version" in text
     d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
     assert d["epsilon"] == "inf" and d["group"] == "version" and d["n"] == 1256

@@ -412,7 +412,7 @@ BAD_INPUTS = [
     (("estimate", "warner", "-p", "p=0.7", "--n", "2"), "--yes"),
     (("estimate", "warner", "-p", "p=0.7"), "give exactly one of"),
     (("estimate", "warner", "-p", "p=0.7", "--yes", "1", "--n", "2", "--level", "1.5"),
-     "`level`"),
+     "'--level': must be in (0, 1), got '1.5'"),
     (("estimate", "warner", "-p", "p=0.7", "--yes", "one", "--n", "2"), "--yes"),
     (("estimate", "warner", "-p", "p=0.7", "--reports", "/nonexistent/r.csv"),
      "cannot read reports file"),

@@ -131,7 +131,7 @@ def test_bad_input(call: Any, error: type[Exception], match: str) -> None:
 
 
 def test_table_printing() -> None:
-    t = Table(("x", "value"), ((1, 0.5), (2, math.inf), (3, 1e-7)), title="T", note="n")
+    t = Table(("x", "value"), ((1, 0.5), (2, math.inf), (3, 1e-7)), title="T", notes=("n",))
     lines = str(t).splitlines()
     assert lines[0] == "T" and lines[-1] == "n"
     assert lines[1].split() == ["x", "value"]

@@ -378,10 +378,10 @@ def test_to_dict_table_and_str() -> None:
     assert out["threshold"] == pytest.approx(220 + math.sqrt(400 * 0.55 * 0.45), rel=1e-12)
     assert out["true_yes"] is None and out["population"] == "iid"
     text = str(d)
-    assert text == d.table()
+    assert text == str(d.table())
     assert "P(decide majority)" in text and "prevalence 1/2" in text
     fixed = majority_decision(TwoCoin(), 9, true_yes=3)
-    assert "K = 4" in fixed.table() and "K = 5" in fixed.table()
+    assert "K = 4" in str(fixed.table()) and "K = 5" in str(fixed.table())
     assert fixed.to_dict()["true_yes"] == 3 and fixed.prevalence == pytest.approx(1 / 3, rel=1e-12)
     assert fixed.false_negative_prevalence == pytest.approx(5 / 9, rel=1e-12)
     assert fixed.false_positive_prevalence == pytest.approx(4 / 9, rel=1e-12)

@@ -276,7 +276,7 @@ def test_boundary_fit_is_a_note_not_a_warning(runner: CliRunner, tmp_path: Path)
             "the randomized predictor 'x1' must hold 0/1 values",
         ),
         (("--data", "{csv}", "--formula", "y ~ x1 +"), "`formula` 'y ~ x1 +' cannot be used"),
-        (("--data", "{csv}", "--formula", "y ~ x1", "--level", "2"), "`level` must be in (0, 1)"),
+        (("--data", "{csv}", "--formula", "y ~ x1", "--level", "2"), "'--level': must be in (0,"),
         (
             (
                 "--data",

@@ -57,6 +57,7 @@ from deniable.accounting._rdp import (
 )
 from deniable.accounting._safety import MARGIN, half_square_up, up, upper_root
 from deniable.common import _validation as v
+from deniable.common._format import format_epsilon
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 __all__ = ["COMPOSITION_METHODS", "PrivacyAccountant"]
@@ -529,8 +530,7 @@ class PrivacyAccountant:
             if not self._active or self._blatant:
                 return "pessimistic PLD"
             lo = self.pld("down").epsilon(d)
-            lo_s = "inf" if lo == math.inf else f"{lo:.4f}" if lo < 1e9 else f"{lo:.7g}"
-            return f"pessimistic PLD, step {self.grid_step():g}; true value >= {lo_s}"
+            return f"pessimistic PLD, step {self.grid_step():g}; true value >= {format_epsilon(lo)}"
         return _ROUTES[m]
 
 

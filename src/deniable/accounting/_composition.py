@@ -42,7 +42,10 @@ import numpy as np
 from deniable.accounting._rdp import check_delta, check_epsilon
 from deniable.accounting._safety import MARGIN, exp_up, expm1_or_inf, up, upper_root
 from deniable.common import _validation as v
+from deniable.common._format import format_delta, format_epsilon
+from deniable.common._json import to_jsonable
 from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.results import Result, Table
 
 __all__ = [
     "CompositionRow",
@@ -308,15 +311,23 @@ class CompositionRow:
 
 
 @dataclass(frozen=True)
-class CompositionTable:
+class CompositionTable(Result):
     """Total epsilon at one ``delta`` under each composition method, side by side.
 
-    Prints as a plain-text table; ``inf`` is printed as ``inf``, never as a number.
+    Prints as a table (:meth:`table`); an infinite epsilon is printed as ``∞``, never as a
+    number.  A table made by :func:`~deniable.accounting.compose_questions` also records
+    the questionnaire: ``epsilons``, ``counts``, ``k``, ``method`` and
+    ``optimal_is_exact``.
     """
 
     delta: float
     rows: tuple[CompositionRow, ...]
     description: str = ""
+    epsilons: tuple[float, ...] = ()
+    counts: tuple[int, ...] = ()
+    k: int | None = None
+    method: str | None = None
+    optimal_is_exact: bool | None = None
 
     def __getitem__(self, method: str) -> float:
         for row in self.rows:
@@ -327,15 +338,33 @@ class CompositionTable:
     def to_dicts(self) -> list[dict[str, Any]]:
         return [row.to_dict() for row in self.rows]
 
-    def __str__(self) -> str:
-        head = (
-            f"{self.description}, delta = {self.delta:g}"
-            if self.description
-            else (f"delta = {self.delta:g}")
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: the description, delta, one dict per method (``rows``) and
+        ``epsilon`` (method -> total epsilon); for a questionnaire also its epsilons,
+        counts, ``k``, number of questions, method and ``optimal_is_exact``."""
+        out: dict[str, Any] = {"description": self.description}
+        if self.method is not None:
+            same = len(set(self.counts)) == 1
+            out.update(
+                epsilons=self.epsilons, count=self.counts[0] if same else self.counts,
+                counts=self.counts, k=self.k, questions=sum(self.counts),
+            )  # fmt: skip
+        out["delta"] = self.delta
+        if self.method is not None:
+            out.update(method=self.method, optimal_is_exact=self.optimal_is_exact)
+        out["rows"] = self.to_dicts()
+        out["epsilon"] = {r.method: r.epsilon for r in self.rows}
+        result: dict[str, Any] = to_jsonable(out)
+        return result
+
+    def table(self) -> Table:
+        """One row per method: the total epsilon (an upper bound) and a note."""
+        where = f"{self.description}, " if self.description else ""
+        k = f"k = {self.k}, " if self.k is not None else ""
+        return Table(
+            ("method", "total ε", "note"),
+            tuple((r.method, format_epsilon(r.epsilon), r.note) for r in self.rows),
+            title=f"{where}{k}δ = {format_delta(self.delta)}",
+            notes=("Every value is an upper bound on the true total ε (never below it).",),
+            align="lrl",
         )
-        width = max(len(r.method) for r in self.rows) if self.rows else 6
-        lines = [head, f"{'method':<{width}}  {'epsilon':>10}  note"]
-        for r in self.rows:
-            val = "inf" if r.epsilon == math.inf else f"{r.epsilon:.4f}"
-            lines.append(f"{r.method:<{width}}  {val:>10}  {r.note}".rstrip())
-        return "\n".join(lines)

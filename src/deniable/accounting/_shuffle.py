@@ -43,7 +43,11 @@ import numpy.typing as npt
 from deniable.accounting._measures import ApproxDP
 from deniable.accounting._safety import exp_or_inf, expm1_or_inf
 from deniable.common import _validation as v
+from deniable.common._format import format_delta, format_epsilon
+from deniable.common._json import to_jsonable
+from deniable.common._validation import fmt_limit
 from deniable.exceptions import ParameterError
+from deniable.results import Result, Table
 
 __all__ = [
     "ShuffleTable",
@@ -269,18 +273,22 @@ def shuffle_guarantee(
 
 
 @dataclass(frozen=True)
-class ShuffleTable:
+class ShuffleTable(Result):
     """Central epsilon of shuffled ``epsilon0``-LDP reports for a grid of ``n``.
 
     ``closed_form[i]`` is ``None`` where Theorem 3.1 does not apply
-    (``epsilon0 > ln(n / (16 ln(2/delta)))``).
+    (``epsilon0 > ln(n / (16 ln(2/delta)))``) or was not asked for; ``numerical[i]`` is
+    ``None`` where it was not computed (``method="closed-form"``, or ``n`` above
+    ``MAX_NUMERICAL_N`` (10^8) with ``method="both"``).  ``method`` says which bounds were
+    asked for: ``both``, ``numerical`` or ``closed-form``.
     """
 
     epsilon0: float
     delta: float
     n: tuple[int, ...]
     closed_form: tuple[float | None, ...]
-    numerical: tuple[float, ...]
+    numerical: tuple[float | None, ...]
+    method: str = "both"
 
     def rows(self) -> list[dict[str, float | int | None]]:
         """One dict per ``n``: ``{"n", "closed_form", "numerical"}``."""
@@ -289,38 +297,79 @@ class ShuffleTable:
             for size, cf, num in zip(self.n, self.closed_form, self.numerical, strict=True)
         ]
 
-    def __str__(self) -> str:
-        lines = [
-            f"shuffled randomized response: epsilon0 = {self.epsilon0:g}, "
-            f"delta = {self.delta:g} (central epsilon; FMT 2021)",
-            f"{'n':>12}  {'closed form':>12}  {'numerical':>12}",
-        ]
-        for row in self.rows():
-            cf = row["closed_form"]
-            cell = f"{'n/a':>12}" if cf is None else f"{cf:>12.5f}"
-            lines.append(f"{row['n']:>12}  {cell}  {row['numerical']:>12.5f}")
-        return "\n".join(lines)
+    @property
+    def _columns(self) -> tuple[str, ...]:
+        return tuple(c for c, skip in (("closed_form", "numerical"), ("numerical", "closed-form"))
+                     if self.method != skip)  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: ``epsilon0``, ``delta``, ``method`` and ``rows`` (``n`` and the
+        bounds asked for; ``null`` where a bound does not apply)."""
+        rows = [{"n": r["n"], **{c: r[c] for c in self._columns}} for r in self.rows()]
+        result: dict[str, Any] = to_jsonable(
+            {"epsilon0": self.epsilon0, "delta": self.delta, "method": self.method, "rows": rows}
+        )
+        return result
+
+    def table(self) -> Table:
+        """One row per ``n``: the central epsilon by each bound (``-`` where it does not
+        apply)."""
+        cols = self._columns
+        rows = [(f"{r['n']:,}", *(_cell(r[c]) for c in cols)) for r in self.rows()]
+        return Table(
+            ("n", *(c.replace("_", " ") + " ε" for c in cols)),
+            tuple(rows),
+            title=(
+                f"Shuffled reports, ε0 = {self.epsilon0:g} each: central ε at "
+                f"δ = {format_delta(self.delta)}"
+            ),
+            notes=(
+                "Feldman, McMillan & Talwar 2021: Thm. 3.1 (closed form; '-' where it does not "
+                "apply) and the numerical clone bound ('-' for n above "
+                f"{fmt_limit(MAX_NUMERICAL_N)}, where it would take too long). Never above ε0.",
+            ),
+            align="r" * (len(cols) + 1),
+        )
+
+
+def _cell(x: float | int | None) -> str:
+    return "-" if x is None else format_epsilon(x)
 
 
 def shuffle_epsilon_table(
-    epsilon0: float, delta: float, *, n: Sequence[int] | npt.ArrayLike, tolerance: float = 1e-6
+    epsilon0: float,
+    delta: float,
+    *,
+    n: Sequence[int] | npt.ArrayLike,
+    method: str = "both",
+    tolerance: float = 1e-6,
 ) -> ShuffleTable:
-    """Both bounds for each ``n`` in a grid (closed form ``None`` outside its range).
+    """The bounds for each ``n`` in a grid: ``method="both"`` (the closed form, ``None``
+    outside its range, and the numerical bound, ``None`` above ``MAX_NUMERICAL_N`` (10^8)),
+    ``"numerical"`` or ``"closed-form"``.
 
     >>> table = shuffle_epsilon_table(2.0, 1e-6, n=[1_000, 100_000])
     >>> print(table)  # doctest: +NORMALIZE_WHITESPACE
-    shuffled randomized response: epsilon0 = 2, delta = 1e-06 (central epsilon; FMT 2021)
-               n   closed form     numerical
-            1000           n/a       0.54550
-          100000       0.18619       0.04503
+    Shuffled reports, ε0 = 2 each: central ε at δ = 1e-06
+          n  closed form ε  numerical ε
+    -------  -------------  -----------
+      1,000              -       0.5455
+    100,000         0.1862       0.0450
+    Feldman, McMillan & Talwar 2021: Thm. 3.1 (closed form; '-' where it does not apply) and
+    the numerical clone bound ('-' for n above 10**8, where it would take too long). Never
+    above ε0.
     """
     ns = tuple(_check(1.0, x, 0.5)[1] for x in np.atleast_1d(np.asarray(n, dtype=object)).tolist())
     eps0, _, dlt = _check(epsilon0, 1, delta)
+    m = v.choice("method", method, ("both", "numerical", "closed-form"))
     closed: list[float | None] = []
+    numerical: list[float | None] = []
     for size in ns:
-        ok = eps0 <= _closed_form_limit(size, dlt)
+        ok = m != "numerical" and eps0 <= _closed_form_limit(size, dlt)
         closed.append(shuffle_epsilon_closed_form(eps0, dlt, n=size) if ok else None)
-    numerical = tuple(
-        shuffle_epsilon_numerical(eps0, dlt, n=size, tolerance=tolerance) for size in ns
-    )
-    return ShuffleTable(eps0, dlt, ns, tuple(closed), numerical)
+        big = m == "both" and size > MAX_NUMERICAL_N
+        numerical.append(
+            None if m == "closed-form" or big
+            else shuffle_epsilon_numerical(eps0, dlt, n=size, tolerance=tolerance)
+        )  # fmt: skip
+    return ShuffleTable(eps0, dlt, ns, tuple(closed), tuple(numerical), m)

@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import format_interval, format_number
+from deniable.common._json import to_jsonable
 from deniable.designs._base import _SCALAR, Design, binary_estimate
 from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
 from deniable.designs._from_epsilon import design_for_epsilon
@@ -27,7 +29,7 @@ from deniable.randomness import (
     uniform_below_into,
     words_below,
 )
-from deniable.results import Estimate
+from deniable.results import Estimate, Result, Table
 
 __all__ = ["Categorical", "CategoricalEstimate"]
 
@@ -125,6 +127,10 @@ class Categorical(Design):
     @property
     def n_truths(self) -> int:
         return self.k
+
+    def _channel_fields(self) -> dict[str, Any]:
+        # the channel's diagonal P(report = the true category), without the k x k matrix
+        return {"p_report_true": self.p_truthful + (1 - self.p_truthful) * self.forced_distribution}
 
     @property
     def forced_distribution(self) -> npt.NDArray[np.float64]:
@@ -342,7 +348,7 @@ class _Plan:
 
 
 @dataclass(frozen=True)
-class CategoricalEstimate:
+class CategoricalEstimate(Result):
     """Per-category estimates from a :class:`Categorical` design.
 
     ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
@@ -420,29 +426,48 @@ class CategoricalEstimate:
         return np.array([self.category(j).ci(level, method) for j in range(self.design.k)])
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
-        return {
+        """Plain-JSON dict: the lists of estimates, bounded MLEs, both SEs and exact
+        intervals (one entry per category), the counts and shares of reports, and
+        ``categories``: each category as the binary design "report j or not"."""
+        cov = self.covariance_unbiased
+        out: dict[str, Any] = {
             "n": self.n,
-            "estimate": self.values.tolist(),
-            "estimate_bounded": self.bounded.tolist(),
-            "se": self.se.tolist(),
-            "ci_exact": self.ci(level, "exact").tolist(),
+            "estimate": self.values,
+            "estimate_bounded": self.bounded,
+            "se": self.se,
+            "ci_exact": self.ci(level, "exact"),
             "level": level,
+            "counts": self.tally.counts,
+            "lambda_hat": [c / self.n for c in self.tally.counts.tolist()],
+            "se_unbiased": np.sqrt(cov if cov.ndim == 1 else cov.diagonal()),
+            "categories": [],
         }
-
-    def table(self, level: float = 0.95) -> str:
-        ci = self.ci(level, "exact")
-        lines = [
-            f"{'category':>8}  {'estimate':>10}  {'bounded':>10}  {'SE':>10}  {level:.0%} exact CI"
-        ]
+        t, forced = self.design.p_truthful, self.design.forced_distribution
         for j in range(self.design.k):
-            lines.append(
-                f"{j:>8}  {self.values[j]:>10.6f}  {self.bounded[j]:>10.6f}  {self.se[j]:>10.6f}  "
-                f"[{ci[j, 0]:.6f}, {ci[j, 1]:.6f}]"
-            )
-        return "\n".join(lines)
+            row = self.category(j).to_dict(level)
+            p1 = t + (1 - t) * float(forced[j])
+            row["p_yes_given_1"], row["p_yes_given_0"] = p1, p1 - t
+            out["categories"].append(row)
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def __str__(self) -> str:
-        return self.table()
+    def table(self, level: float = 0.95) -> Table:
+        """One row per category: reports, unbiased estimate, MLE on the simplex, plug-in SE
+        and the exact interval at ``level``."""
+        ci = self.ci(level, "exact")
+        rows = [
+            (str(j), str(self.tally.counts[j]), format_number(float(self.values[j]), 6),
+             format_number(float(self.bounded[j]), 6), format_number(float(self.se[j]), 6),
+             format_interval(ci[j], 6))
+            for j in range(self.design.k)
+        ]  # fmt: skip
+        return Table(
+            ("category", "reports", "estimate", "MLE", "SE", f"{level:.0%} CI (exact)"),
+            tuple(rows),
+            title=f"Estimate of {self.design.k} category shares from {self.n} reports",
+            notes=("estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)",),
+            align="rrrrrr",
+        )
 
 
 def _simplex_mle(design: Categorical, lam: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -505,6 +505,7 @@ def _moment_from_counts(design: Kuk, tally: Tally, se: str = "empirical") -> Est
         method="moment",
         lambda_hat=lam,
         se_convention=convention,
+        lambda_label="red share of cards",
     )
 
 
@@ -544,6 +545,7 @@ def _mle_from_counts(design: Kuk, tally: Tally, moment: Estimate) -> Estimate:
         n=n,
         method="mle",
         lambda_hat=moment.lambda_hat,
+        lambda_label=moment.lambda_label,
         se_convention=SE_MLE,
         intervals={"likelihood": _LikelihoodInterval(lik, pi_hat)},
     )

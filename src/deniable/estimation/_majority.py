@@ -32,12 +32,15 @@ W. Hoeffding (1963), Probability inequalities for sums of bounded random variabl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from deniable.common import _validation as v
+from deniable.common._format import epsilon_note, format_number, format_parameters
+from deniable.common._json import to_jsonable
 from deniable.designs import BinaryDesign
 from deniable.estimation._majority_rule import (
     MajorityRule,
@@ -47,6 +50,7 @@ from deniable.estimation._majority_rule import (
 )
 from deniable.exceptions import ParameterError
 from deniable.randomness import resolve_rng
+from deniable.results import Result, Table
 
 __all__ = [
     "MajorityDecision",
@@ -113,7 +117,7 @@ def _tails_fixed(n: int, k: int, q1: float, q0: float, last: int) -> tuple[float
 
 
 @dataclass(frozen=True)
-class MajorityDecision:
+class MajorityDecision(Result):
     """The decision "the majority carries A" and its exact error probabilities.
 
     Attributes
@@ -145,6 +149,8 @@ class MajorityDecision:
         of ``n`` can hold above 1/2 (the supremum over all prevalences just above 1/2 would
         be ``1 - false_positive_rate``, uninformative).  See
         :attr:`false_negative_prevalence`.
+    simulated : with :meth:`simulate`, the share of ``trials`` simulated surveys (seed
+        ``seed``) that decided "majority"; else ``None``.
 
     Notes
     -----
@@ -172,6 +178,9 @@ class MajorityDecision:
     error_probability: float
     false_positive_rate: float
     false_negative_rate: float
+    simulated: float | None = None
+    trials: int | None = None
+    seed: int | None = None
 
     @property
     def decision_rule(self) -> str:
@@ -189,9 +198,24 @@ class MajorityDecision:
         """The truth at which :attr:`false_negative_rate` is evaluated."""
         return self.prevalence if self.is_majority else (self.n // 2 + 1) / self.n
 
+    def simulate(self, trials: int = 10_000, seed: int | None = None) -> MajorityDecision:
+        """This decision with a seeded Monte Carlo check of :attr:`p_decide_majority`
+        (:func:`simulate_majority` with the same truth and offset) in :attr:`simulated`.
+
+        Without ``seed`` a fresh one is drawn and kept in :attr:`seed`, so the check can be
+        repeated."""
+        used = secrets.randbelow(2**32) if seed is None else v.integer("seed", seed, minimum=0)
+        sim = simulate_majority(
+            self.design, self.n, prevalence=None if self.true_yes is not None else self.prevalence,
+            true_yes=self.true_yes, offset=self.offset, trials=trials, seed=used,
+        )  # fmt: skip
+        return replace(self, simulated=sim, trials=trials, seed=used)
+
     def to_dict(self) -> dict[str, Any]:
-        """A plain-JSON dict (the CLI's ``--json`` output)."""
-        return {
+        """A plain-JSON dict: the decision, its exact probabilities and the design's
+        epsilon (with :meth:`simulate`: ``simulated_p_decide_majority``, ``trials``,
+        ``seed``)."""
+        out: dict[str, Any] = {
             "design": self.design.name,
             "parameters": dict(self.design.parameters()),
             "n": self.n,
@@ -209,35 +233,49 @@ class MajorityDecision:
             "false_positive_prevalence": self.false_positive_prevalence,
             "false_negative_rate": self.false_negative_rate,
             "false_negative_prevalence": self.false_negative_prevalence,
+            "epsilon": self.design.epsilon,
         }
+        if self.simulated is not None:
+            out.update(simulated_p_decide_majority=self.simulated, trials=self.trials,
+                       seed=self.seed)  # fmt: skip
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def table(self) -> str:
-        """A readable plain-text table."""
-        if self.population == "fixed":
-            truth = f"K = {self.true_yes} of {self.n} carriers ({self.prevalence:.6g})"
+    def table(self) -> Table:
+        """The decision for people: the truth, the rule, its exact error probabilities and
+        the two points where the error rates are evaluated."""
+        if self.true_yes is not None:
+            truth = f"K = {self.true_yes} carriers of {self.n} (fixed population)"
             fp_at = f"K = {self.n // 2}"
-            fn_at = f"K = {self.true_yes if self.is_majority else self.n // 2 + 1}"
+            fn_at = f"K = {self.true_yes}" if self.is_majority else f"K = {self.n // 2 + 1}"
         else:
             truth = f"prevalence {self.prevalence:.6g} (iid sampling)"
             fp_at = "prevalence 1/2"
             fn_at = f"prevalence {self.false_negative_prevalence:.6g}"
+        truth += ": a majority" if self.is_majority else ": not a majority"
+        if not self.is_majority:
+            fn_at += ", the smallest majority"
+        d = self.design
         rows = [
-            ("design", repr(self.design)),
+            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
             ("n", str(self.n)),
-            ("truth", truth + (", a majority" if self.is_majority else ", not a majority")),
-            ("lambda (mean share of yes)", f"{self.report_probability:.6g}"),
-            ("offset c (SDs)", f"{self.offset:.6g}"),
-            ("decision", self.decision_rule),
-            ("P(decide majority)", f"{self.p_decide_majority:.6g}"),
-            ("error probability", f"{self.error_probability:.6g}"),
-            (f"false positive rate (at {fp_at})", f"{self.false_positive_rate:.6g}"),
-            (f"false negative rate (at {fn_at})", f"{self.false_negative_rate:.6g}"),
-        ]
-        width = max(len(r[0]) for r in rows)
-        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
-
-    def __str__(self) -> str:
-        return self.table()
+            ("truth", truth),
+            ("λ (mean share of yes reports)", format_number(self.report_probability, 6)),
+            ("offset c (SDs)", f"{self.offset:g}"),
+            ("threshold", f"{self.threshold:.6g}  ({self.decision_rule})"),
+            ("P(decide majority)", format_number(self.p_decide_majority, 6)),
+            ("error probability (exact)", format_number(self.error_probability, 6)),
+            (f"false positive rate (at {fp_at}: the worst case)",
+             format_number(self.false_positive_rate, 6)),
+            (f"false negative rate (at {fn_at})", format_number(self.false_negative_rate, 6)),
+        ]  # fmt: skip
+        if self.simulated is not None:
+            rows.append(
+                (f"P(decide majority), simulated ({self.trials} trials, seed {self.seed})",
+                 format_number(self.simulated, 6))
+            )  # fmt: skip
+        return Table.pairs(rows, title="Majority decision")
 
 
 def _tails_iid_at(rule: MajorityRule, prevalence: float) -> tuple[float, float]:
