@@ -25,12 +25,15 @@ def free_port() -> int:
 class Server:
     """``deniable serve --db URL`` on a free loopback port, started by :meth:`start`."""
 
-    def __init__(self, db_url: str, workdir: Path, *, rate_limit: int = 10**9) -> None:
+    def __init__(
+        self, db_url: str, workdir: Path, *, rate_limit: int = 10**9, admin: str | None = ADMIN
+    ) -> None:
         self.db_url = db_url
         self.workdir = workdir
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.rate_limit = rate_limit
+        self.admin = admin
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
 
@@ -41,10 +44,10 @@ class Server:
             if key.startswith("DENIABLE_") or key == "DATABASE_URL":
                 del env[key]
         env.update(
-            DENIABLE_ADMIN_TOKEN=ADMIN,
-            DENIABLE_RATE_LIMIT_PER_MINUTE=str(self.rate_limit),
-            DENIABLE_DATA=str(self.workdir),
+            DENIABLE_RATE_LIMIT_PER_MINUTE=str(self.rate_limit), DENIABLE_DATA=str(self.workdir)
         )
+        if self.admin is not None:
+            env["DENIABLE_ADMIN_TOKEN"] = self.admin
         out = open(self.workdir / f"server{self.runs}.out", "wb")  # noqa: SIM115
         err = open(self.workdir / f"server{self.runs}.err", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
