@@ -400,12 +400,12 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
 
     @app.get("/s/{survey_id}", include_in_schema=False)
     def respondent_page(request: Request, survey_id: str) -> FileResponse:
-        api.get_survey(request, survey_id)
+        api.survey_info(request, survey_id)
         return _page("respondent.html")
 
     @app.get("/interviewer/{survey_id}", include_in_schema=False)
     def interviewer_page(request: Request, survey_id: str) -> FileResponse:
-        api.get_survey(request, survey_id)
+        api.survey_info(request, survey_id)
         return _page("interviewer.html")
 
     app.include_router(api.router)
