@@ -21,7 +21,8 @@ second with p99 under 100 ms; at least 100,000 reports per second through the ba
 endpoint.
 
 Writes ``benchmarks/results/service.md`` and ``service.json``.
-Run: ``.venv/bin/python benchmarks/bench_service.py`` (``--quick``: a tenth of the load, printed only).
+Run: ``.venv/bin/python benchmarks/bench_service.py`` (``--quick``: a tenth of the load,
+printed only).
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ async def _sessions(port: int, n: int) -> list[str]:
 
 def _percentile(values: list[float], q: float) -> float:
     s = sorted(values)
-    return s[min(len(s) - 1, max(0, int(round(q / 100 * len(s))) - 1))]
+    return s[min(len(s) - 1, max(0, round(q / 100 * len(s)) - 1))]
 
 
 async def _single(port: int, tokens: list[str], total: int) -> dict[str, Any]:

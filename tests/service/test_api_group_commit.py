@@ -40,7 +40,7 @@ async def _post_all(app: Any, requests: list[tuple[str, str, int]]) -> list[http
                         "/api/surveys/g/reports",
                         json={"question": q, "report": r},
                         headers={"Authorization": f"Bearer {t}"},
-                    )  # fmt: skip
+                    )
                     for t, q, r in requests
                 )
             )
@@ -104,7 +104,7 @@ def test_a_failing_group_is_retried_one_report_at_a_time(
 def test_an_idle_submitter_forgets_its_loop(store: ServiceStore) -> None:
     add_survey(store, "g")
     group = GroupSubmitter(store)
-    token, rid = store.create_respondent("g")
+    _, rid = store.create_respondent("g")
 
     async def one() -> Any:
         return await group.submit("g", rid, "a", 1)
