@@ -54,6 +54,7 @@ SINGLE_REPORTS = 20_000
 BATCH_REPORTS = 100_000
 BATCH_SIZE = 10_000
 BATCH_CLIENTS = 2
+WORKERS = int(os.environ.get("BENCH_WORKERS", "1"))
 PHASE_LIMIT = 180.0  # seconds: a phase that takes longer stops and says so
 
 
@@ -214,15 +215,26 @@ async def _batch(port: int, tokens: list[str], total: int, size: int) -> dict[st
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of process ``pid`` (all its threads) so far (Linux)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """User + system CPU seconds so far of process ``pid`` and its live descendants (the
+    worker processes), all threads (Linux ``/proc``)."""
+    total = 0.0
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            children = Path(f"/proc/{p}/task/{p}/children").read_text().split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        todo += [int(c) for c in children]
+    return total
 
 
 def run_backend(name: str, url: str, workdir: Path, scale: float) -> dict[str, Any]:
     survey = workdir / "bench.yaml"
     survey.write_text(survey_text())
-    server = Server(url, workdir, extra_args=["--survey", str(survey)])
+    server = Server(url, workdir, extra_args=["--survey", str(survey), "--workers", str(WORKERS)])
     server.start()
     try:
         single_n = int(SINGLE_REPORTS * scale)
@@ -257,8 +269,10 @@ def _markdown(result: dict[str, Any]) -> str:
     lines = [
         "# Survey service under load (loopback)",
         "",
-        f"One `deniable serve` process (uvicorn) on 127.0.0.1, Python {result['python']}, "
-        f"{result['cpus']} CPUs shared with the load generator; a survey of {QUESTIONS} "
+        f"`deniable serve --workers {result['workers']}` (uvicorn) on 127.0.0.1, Python "
+        f"{result['python']}, {result['cpus']} CPUs shared with the load generator and with "
+        f"whatever else ran (load average {result['load_average_before']:.1f} before, "
+        f"{result['load_average_after']:.1f} after); a survey of {QUESTIONS} "
         "binary questions. Single reports: "
         f"{CLIENTS} concurrent keep-alive clients, one report per request. Batch: "
         f"{BATCH_CLIENTS} clients, {BATCH_SIZE:,} reports per request. Respondents created "
@@ -295,6 +309,8 @@ def main() -> int:
         "python": platform.python_version(),
         "cpus": os.cpu_count(),
         "scale": scale,
+        "workers": WORKERS,
+        "load_average_before": os.getloadavg()[0],
         "backends": [],
         "notes": [],
     }
@@ -319,6 +335,7 @@ def main() -> int:
                     pg.stop()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    result["load_average_after"] = os.getloadavg()[0]
     for b in result["backends"]:
         for phase in ("single", "batch"):
             if not b[phase]["complete"]:

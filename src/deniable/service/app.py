@@ -65,6 +65,7 @@ __all__ = [
     "CatchAllMiddleware",
     "RateLimitMiddleware",
     "SecurityHeadersMiddleware",
+    "app_from_environment",
     "create_app",
     "open_store",
 ]
@@ -421,6 +422,19 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(AccessLogMiddleware)
     return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one worker process of ``deniable serve --workers N``: settings from the
+    environment (the parent set them), the store opened (the parent migrated it and loaded
+    the survey), logs as JSON lines."""
+    from deniable.service.logging import configure_logging
+    from deniable.service.settings import Settings
+    from deniable.service.storage import ServiceStore
+
+    configure_logging()
+    settings = Settings()
+    return create_app(settings, ServiceStore(settings.database_url))
 
 
 def open_store(settings: Any) -> Any:
