@@ -89,6 +89,9 @@ class Conn:
         )
         self.writer.write(head.encode() + body)
         await self.writer.drain()
+        return await self._response()
+
+    async def _response(self) -> tuple[int, bytes]:
         status_line = await self.reader.readline()
         status = int(status_line.split()[1])
         length = 0
@@ -100,6 +103,11 @@ class Conn:
             if name.strip().lower() == b"content-length":
                 length = int(value)
         return status, await self.reader.readexactly(length)
+
+    async def get(self, path: str) -> tuple[int, bytes]:
+        self.writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+        await self.writer.drain()
+        return await self._response()
 
     def close(self) -> None:
         self.writer.close()
@@ -124,6 +132,23 @@ async def _sessions(port: int, n: int) -> list[str]:
 def _percentile(values: list[float], q: float) -> float:
     s = sorted(values)
     return s[min(len(s) - 1, max(0, round(q / 100 * len(s)) - 1))]
+
+
+async def _baseline(port: int, total: int) -> dict[str, Any]:
+    """``GET /healthz`` (no work behind it) from the same clients: the framework's floor."""
+    start = time.perf_counter()
+
+    async def worker(count: int) -> None:
+        conn = await Conn.open(port)
+        for _ in range(count):
+            status, _ = await conn.get("/healthz")
+            assert status == 200
+        conn.close()
+
+    await asyncio.gather(*(worker(total // CLIENTS) for _ in range(CLIENTS)))
+    elapsed = time.perf_counter() - start
+    n = total // CLIENTS * CLIENTS
+    return {"requests": n, "seconds": elapsed, "requests_per_s": n / elapsed}
 
 
 async def _single(port: int, tokens: list[str], total: int) -> dict[str, Any]:
@@ -247,6 +272,11 @@ def run_backend(name: str, url: str, workdir: Path, scale: float) -> dict[str, A
         setup = time.perf_counter() - t0
         assert server.proc is not None
         pid = server.proc.pid
+        cb = cpu_seconds(pid)
+        baseline = asyncio.run(_baseline(server.port, single_n // 4))
+        baseline["server_cpu_ms_per_request"] = (
+            1000 * (cpu_seconds(pid) - cb) / max(1, baseline["requests"])
+        )
         c0 = cpu_seconds(pid)
         single = asyncio.run(_single(server.port, tokens[:n_single], single_n))
         c1 = cpu_seconds(pid)
@@ -260,6 +290,7 @@ def run_backend(name: str, url: str, workdir: Path, scale: float) -> dict[str, A
         "backend": name,
         "respondents": len(tokens),
         "sessions_per_s": len(tokens) / setup,
+        "healthz": baseline,
         "single": single,
         "batch": batch,
     }
@@ -292,6 +323,19 @@ def _markdown(result: dict[str, Any]) -> str:
             f"{s['server_cpu_ms_per_report']:.3f} | {t['stored']:,} | "
             f"{t['reports_per_s']:,.0f} | {t['p50_batch_ms']:.0f} | "
             f"{t['server_cpu_ms_per_report']:.4f} | {b['sessions_per_s']:,.0f} |"
+        )
+    lines += [
+        "",
+        "The framework's floor, from the same clients: `GET /healthz` (no work behind it).",
+        "",
+        "| backend | requests | requests/s | server CPU ms/request |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for b in result["backends"]:
+        h = b["healthz"]
+        lines.append(
+            f"| {b['backend']} | {h['requests']:,} | {h['requests_per_s']:,.0f} | "
+            f"{h['server_cpu_ms_per_request']:.3f} |"
         )
     for note in result["notes"]:
         lines += ["", note]

@@ -140,6 +140,11 @@ def serve_command(
     typer.echo(f"  dashboard:       {base}/dashboard/{the_survey.id}")
     typer.echo(f"  interviewer:     {base}/interviewer/{the_survey.id}")
     typer.echo(f"  API schema:      {base}/docs")
+    if the_survey.respondents == "invitation":
+        typer.echo(
+            "  respondents come by invitation: the admin creates them with "
+            f"POST {base}/api/surveys/{the_survey.id}/invitations"
+        )
     if generated:
         typer.echo(f"  admin token:     {settings.admin_token}")
         typer.echo("  (generated for this run; set DENIABLE_ADMIN_TOKEN to keep one)")

@@ -391,7 +391,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.add_exception_handler(DeniableError, _library_error)
 
     @app.get("/healthz", summary="Liveness")
-    def healthz() -> dict[str, bool]:
+    async def healthz() -> dict[str, bool]:
         """``{"ok": true}`` while the process serves."""
         return {"ok": True}
 
