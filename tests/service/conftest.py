@@ -47,9 +47,19 @@ def _create_database(server: PgServer, template: str | None = None) -> str:
 
     name = f"t{next(_COUNTER)}"
     with psycopg.connect(server.url, autocommit=True) as conn:
-        extra = f" TEMPLATE {template}" if template else ""
+        extra = f" TEMPLATE {template} STRATEGY FILE_COPY" if template else ""
         conn.execute(f"CREATE DATABASE {name}{extra}")  # type: ignore[arg-type]
     return server.url_of(name)
+
+
+def _drop_databases(server: PgServer, urls: list[str]) -> None:
+    """Drop the databases a test made (closing what still connects to them)."""
+    import psycopg
+
+    with psycopg.connect(server.url, autocommit=True) as conn:
+        for url in urls:
+            name = url.rsplit("/", 1)[1]
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")
@@ -81,14 +91,20 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     if backend == "sqlite":
-        return f"sqlite:///{tmp_path}/deniable.db"
-    return _create_database(request.getfixturevalue("pg_server"))
+        yield f"sqlite:///{tmp_path}/deniable.db"
+        return
+    server = request.getfixturevalue("pg_server")
+    url = _create_database(server)
+    yield url
+    _drop_databases(server, [url])
 
 
 @pytest.fixture
-def fresh_db(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[], str]:
+def fresh_db(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[], str]]:
     if backend == "sqlite":
         template = request.getfixturevalue("sqlite_template")
 
@@ -97,10 +113,18 @@ def fresh_db(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> Ca
             shutil.copyfile(template, path)
             return f"sqlite:///{path}"
 
-        return make_sqlite
+        yield make_sqlite
+        return
     server = request.getfixturevalue("pg_server")
     template_name = request.getfixturevalue("pg_template")
-    return lambda: _create_database(server, template_name)
+    made: list[str] = []
+
+    def make_pg() -> str:
+        made.append(_create_database(server, template_name))
+        return made[-1]
+
+    yield make_pg
+    _drop_databases(server, made)
 
 
 @pytest.fixture

@@ -353,3 +353,22 @@ def test_submitted_is_a_frozen_value() -> None:
     s = Submitted("stored", 0.5)
     with pytest.raises(dataclasses.FrozenInstanceError):
         s.status = "x"  # type: ignore[misc]
+
+
+def test_the_ledger_store_sees_the_service_charges(store: ServiceStore) -> None:
+    # the service records a charge as the stored report: the ledger protocol shows it
+    _, a = store.open_session(SID, None)
+    _, b = store.open_session(SID, None)
+    store.submit_batch(SID, [(a, "happy", 1), (a, "hours", 2), (b, "hours", 0)])
+    keys = np.array([f"{SID}:{a}", f"{SID}:{b}", f"{SID}:999"], dtype=object)
+    assert store.ledger.history(keys, f"{SID}/happy").charged.tolist() == [True, False, False]
+    assert store.ledger.history(keys, f"{SID}/hours").charged.tolist() == [True, True, False]
+    assert store.ledger.respondents().tolist() == [f"{SID}:{a}", f"{SID}:{b}"]
+    snap = store.ledger.snapshot()
+    assert snap.history(keys, f"{SID}/hours").charged.tolist() == [True, True, False]
+    assert snap.history(keys).spent.tolist() == store.ledger.history(keys).spent.tolist()
+    assert snap.questions() == store.ledger.questions()
+    assert {n: r.charges for n, r in store.ledger.questions().items()} == {
+        f"{SID}/happy": 1,
+        f"{SID}/hours": 2,
+    }

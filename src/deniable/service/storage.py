@@ -21,6 +21,8 @@ SHA-256 is stored, and they are looked up by it.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import hmac
 import secrets
@@ -51,12 +53,16 @@ from deniable.service.models import (
 from deniable.service.stores import (
     SqlLedgerStore,
     SqlMemoStore,
-    ensure_question,
+    in_list,
     ledger_history,
+    listed,
     lock_respondents,
     many,
-    next_first,
+    q,
+    question_records,
     retrying,
+    write_records,
+    write_spent,
 )
 from deniable.survey import Survey
 
@@ -410,102 +416,99 @@ class ServiceStore:
     def _submit(
         self, survey_id: str, items: Sequence[tuple[int, str, int]], *, single: bool
     ) -> list[Submitted]:
-        n = len(items)
-        if n == 0:
-            return []
-        with read_tx(self._engine) as conn:
-            survey = self._survey(conn, survey_id)
-        qpos = {q.id: i for i, q in enumerate(survey.questions)}
-        sizes = [q.spec.reports for q in survey.questions]
-        rid = np.empty(n, dtype=np.int64)
-        qix = np.empty(n, dtype=np.int64)
-        rep = np.empty(n, dtype=np.int64)
-        for i, item in enumerate(items):
-            where = "" if single else f"items[{i}]."
+        for _ in range(3):
+            survey, stamp = self._survey_now(survey_id)
+            rid, qix, rep = _checked(survey, items, single=single)
+            if not rid.size:
+                return []
+            if not survey.is_open():
+                return [Submitted("closed")] * rid.size
             try:
-                r, q, v = item
-            except (TypeError, ValueError):
-                raise DataError(
-                    f"`items[{i}]` must be (respondent id, question id, report), got {item!r}."
-                ) from None
-            if isinstance(r, bool) or not isinstance(r, int | np.integer):
-                raise DataError(f"`{where}respondent_id` must be an integer id, got {r!r}.")
-            j = qpos.get(q) if isinstance(q, str) else None
-            if j is None:
-                known = ", ".join(map(repr, qpos))
-                raise DataError(
-                    f"`{where}question_id` must be a question of survey {survey_id!r} ({known}), "
-                    f"got {q!r}."
-                )
-            k = sizes[j]
-            if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < k:
-                raise DataError(
-                    f"`{where}report` must be a report of question {q!r}: an integer in "
-                    f"[0, {k - 1}], got {v!r}."
-                )
-            rid[i], qix[i], rep[i] = r, j, v
-        if not survey.is_open():
-            return [Submitted("closed")] * n
-        return retrying(self._engine, lambda conn: self._store(conn, survey, rid, qix, rep))
+                work = functools.partial(self._store, survey, stamp, rid, qix, rep)
+                return retrying(self._engine, work)
+            except _Stale:  # a new version was loaded meanwhile: read it, check again
+                with self._lock:
+                    self._cache.pop(survey_id, None)
+        raise DataError(f"survey {survey_id!r} keeps changing: try again.")  # pragma: no cover
+
+    def _survey_now(self, survey_id: str) -> tuple[Survey, tuple[int, str]]:
+        """The survey and its stamp (version, load time): the cached one (the transaction
+        that stores checks that the stamp is still current), else read."""
+        with self._lock:
+            hit = self._cache.get(survey_id)
+        if hit is None:
+            with read_tx(self._engine) as conn:
+                self._survey(conn, survey_id)
+            with self._lock:
+                hit = self._cache[survey_id]
+        return hit[2], (hit[0], hit[1])
 
     def _store(
         self,
-        conn: Connection,
         survey: Survey,
+        stamp: tuple[int, str],
         rid: npt.NDArray[np.int64],
         qix: npt.NDArray[np.int64],
         rep: npt.NDArray[np.int64],
+        conn: Connection,
     ) -> list[Submitted]:
         sid = survey.id
         n = rid.size
-        qpos = {q.id: i for i, q in enumerate(survey.questions)}
-        ids, ipos = np.unique(rid, return_inverse=True)
+        row = q(conn, "SELECT version, loaded_at FROM surveys WHERE id = ?", [sid]).first()
+        if row is None or (int(row[0]), repr(row[1])) != stamp:
+            raise _Stale
+        # the respondents in the order of their first item (a new one is ranked so in the
+        # ledger), ``ipos``: each item's respondent in that order
+        uniq, first_item, inverse = np.unique(rid, return_index=True, return_inverse=True)
+        order = np.argsort(first_item, kind="stable")
+        ids = uniq[order]
+        rank = np.empty(order.size, dtype=np.int64)
+        rank[order] = np.arange(order.size)
+        ipos = rank[inverse]
         id_list = ids.tolist()
-        # the respondents must exist, in this survey
-        have: set[int] = set()
-        r = respondents.c
-        for start in range(0, len(id_list), _CHUNK):
-            part = id_list[start : start + _CHUNK]
-            have.update(
-                conn.execute(sa.select(r.id).where(r.survey_id == sid, r.id.in_(part))).scalars()
+        found = q(
+            conn,
+            "SELECT count(*) FROM respondents WHERE survey_id = ? AND id "
+            f"{in_list(conn, 'bigint')}",
+            [sid, listed(conn, id_list)],
+        ).scalar()
+        if found != len(id_list):
+            have = set(
+                q(
+                    conn,
+                    f"SELECT id FROM respondents WHERE survey_id = ? AND id "
+                    f"{in_list(conn, 'bigint')}",
+                    [sid, listed(conn, id_list)],
+                ).scalars()
             )
-        if len(have) != len(id_list):
             bad = next(i for i in id_list if i not in have)
             raise DataError(f"`respondent_id` {bad} is not a respondent of survey {sid!r}.")
-        # lock: the questions (by name), then the respondents (by key)
-        used = sorted(
-            set(qix.tolist()), key=lambda j: ledger_question_name(sid, survey.questions[j].id)
-        )
-        records: dict[int, QuestionRecord | None] = {}
-        for j in used:
-            records[j] = ensure_question(conn, ledger_question_name(sid, survey.questions[j].id))
+        qids = [x.id for x in survey.questions]
+        qpos = {x: j for j, x in enumerate(qids)}
+        used = sorted(set(qix.tolist()))
+        names = {j: ledger_question_name(sid, qids[j]) for j in used}
+        records = question_records(conn, [names[j] for j in used], lock=False)
+        before = {j: records[names[j]] for j in used}
         enc = [_enc(sid, i) for i in id_list]
-        base = next_first(conn)
-        first = np.empty(len(enc), dtype=np.int64)
-        # a new respondent's ``first`` follows the order of its first item in the batch
-        _, first_item = np.unique(rid, return_index=True)
-        first[:] = base + first_item
-        new = lock_respondents(conn, enc, first.tolist())
-        spent = ledger_history(conn, enc, None, None).spent.copy()
-        # the reports already stored for these respondents
+        spent, new = lock_respondents(conn, enc)
+        # the reports these respondents stored before
         done: dict[tuple[int, int], int] = {}
-        rp = reports.c
-        for start in range(0, len(id_list), _CHUNK):
-            part = id_list[start : start + _CHUNK]
-            for i, q, v in conn.execute(
-                sa.select(rp.respondent_id, rp.question_id, rp.report).where(
-                    rp.survey_id == sid, rp.respondent_id.in_(part)
-                )
-            ).all():
-                done[(int(i), qpos.get(q, -1))] = int(v)
-        # passes: a respondent's k-th item is in pass k, so each pass holds a respondent
-        # at most once and its items are decided in the order given
+        for i, qid, v in q(
+            conn,
+            "SELECT respondent_id, question_id, report FROM reports "
+            f"WHERE survey_id = ? AND respondent_id {in_list(conn, 'bigint')}",
+            [sid, listed(conn, id_list)],
+        ).all():
+            done[(int(i), qpos.get(qid, -1))] = int(v)
+        # passes: a respondent's k-th item is in pass k, so that each pass holds a
+        # respondent at most once and its items are decided in the order given
         occ = _occurrence(ipos)
         status = np.zeros(n, dtype=np.int8)  # index into STATUSES
         charged = np.zeros(n, dtype=np.float64)
         limit = spend_limit(survey.cap, 0.0)
         rid_l, qix_l, rep_l = rid.tolist(), qix.tolist(), rep.tolist()
-        for p in range(int(occ.max()) + 1 if n else 0):
+        now_records: dict[int, QuestionRecord | None] = dict(before)
+        for p in range(int(occ.max()) + 1):
             in_pass = np.flatnonzero(occ == p)
             for j in used:
                 sel = in_pass[qix[in_pass] == j]
@@ -523,30 +526,23 @@ class ServiceStore:
                 pend_a = np.array(pend, dtype=np.int64)
                 who = ipos[pend_a]
                 question = survey.questions[j]
-                request = SpendRequest(
-                    ledger_question_name(sid, question.id),
-                    question.epsilon,
-                    False,
-                    limit,
-                    partial=True,
+                request = SpendRequest(names[j], question.epsilon, False, limit, partial=True)
+                plan = request.plan(
+                    History(spent[who], np.zeros(who.size, dtype=np.bool_), now_records[j])
                 )
-                history = History(spent[who], np.zeros(who.size, dtype=np.bool_), records[j])
-                plan = request.plan(history)
                 ok = plan.write
                 spent[who[ok]] = plan.new_spent
-                records[j] = plan.record
+                now_records[j] = plan.record
                 status[pend_a[~ok]] = 3
                 stored = pend_a[ok]
                 charged[stored] = plan.cost[ok]
                 for i in stored.tolist():
                     done[(rid_l[i], j)] = rep_l[i]
-        stored_idx = np.flatnonzero(status == 0)
-        if not stored_idx.size:
+        stored_l = np.flatnonzero(status == 0).tolist()
+        if not stored_l:
             conn.rollback()  # drop the ledger rows inserted only to be locked
-            return [Submitted(STATUSES[s]) for s in status.tolist()]
+            return [Submitted(STATUSES[x]) for x in status.tolist()]
         now = time.time()
-        qids = [q.id for q in survey.questions]
-        stored_l = stored_idx.tolist()
         many(
             conn,
             "INSERT INTO reports (survey_id, respondent_id, question_id, report, received_at) "
@@ -554,34 +550,20 @@ class ServiceStore:
             [(sid, rid_l[i], qids[qix_l[i]], rep_l[i], now) for i in stored_l],
         )
         paid = np.zeros(ids.size, dtype=np.bool_)
-        paid[ipos[stored_idx]] = True
-        payers = np.flatnonzero(paid).tolist()
-        many(
-            conn,
-            "UPDATE ledger_respondent SET spent = ? WHERE key = ?",
-            list(zip(spent[paid].tolist(), [enc[x] for x in payers], strict=True)),
-        )
-        unpaid = sorted(new.difference(enc[x] for x in payers))
-        many(conn, "DELETE FROM ledger_respondent WHERE key = ?", [(k,) for k in unpaid])
-        names = {j: ledger_question_name(sid, qids[j]) for j in used}
-        ipos_l = ipos.tolist()
-        many(
-            conn,
-            "INSERT INTO ledger_charged (question, key) VALUES (?, ?)",
-            [(names[qix_l[i]], enc[ipos_l[i]]) for i in stored_l],
-        )
-        many(
-            conn,
-            "UPDATE ledger_question SET epsilon = ?, memoized = ?, charges = ? WHERE name = ?",
-            [
-                (rec.epsilon, rec.memoized, rec.charges, names[j])
-                for j in used
-                if (rec := records[j]) is not None
-            ],
-        )
+        paid[ipos[stored_l]] = True
+        write_spent(conn, enc, paid, spent[paid], new)
+        # (no ledger_charged rows: a stored report is the charge's record, charged_keys)
+        # add the charges to the question rows (not locked: other writers add theirs)
+        added = []
+        for j in used:
+            rec = now_records[j]
+            if rec is not None and rec is not before[j]:
+                prior = 0 if before[j] is None else before[j].charges  # type: ignore[union-attr]
+                added.append(dataclasses.replace(rec, charges=rec.charges - prior))
+        write_records(conn, added, add=True)
         return [
-            Submitted(STATUSES[s], float(c))
-            for s, c in zip(status.tolist(), charged.tolist(), strict=True)
+            Submitted(STATUSES[x], float(c))
+            for x, c in zip(status.tolist(), charged.tolist(), strict=True)
         ]
 
     # ------------------------------------------------------------------ analysis
@@ -677,6 +659,59 @@ class ServiceStore:
                     row[q] = int(v)
             if row is not None:
                 yield row
+
+
+class _Stale(Exception):
+    """The survey changed between checking the items and storing them."""
+
+
+def _checked(
+    survey: Survey, items: Sequence[tuple[int, str, int]], *, single: bool
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The items as arrays (respondent id, question index, report); the first bad item is a
+    DataError naming its field (``items[3].report``) and the allowed values."""
+    qpos = {q.id: i for i, q in enumerate(survey.questions)}
+    sizes = np.array([q.spec.reports for q in survey.questions], dtype=np.int64)
+    try:  # the common case at array speed: well-formed items of plain ints and strs
+        rs, qs, vs = zip(*items, strict=True) if items else ((), (), ())
+        if set(map(type, rs)) <= {int} and set(map(type, vs)) <= {int}:
+            rid = np.array(rs, dtype=np.int64)
+            rep = np.array(vs, dtype=np.int64)
+            qix = np.array([qpos.get(x, -1) if type(x) is str else -1 for x in qs], np.int64)
+            ok = (rid > 0) & (qix >= 0) & (rep >= 0) & (rep < sizes[qix])
+            if ok.all():
+                return rid, qix, rep
+    except (TypeError, ValueError, OverflowError):
+        pass
+    # find the first bad item and say what is wrong with it
+    for i, item in enumerate(items):
+        where = "" if single else f"items[{i}]."
+        try:
+            r, qid, v = item
+        except (TypeError, ValueError):
+            raise DataError(
+                f"`items[{i}]` must be (respondent id, question id, report), got {item!r}."
+            ) from None
+        if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 < r < 2**63:
+            raise DataError(f"`{where}respondent_id` must be an integer id, got {r!r}.")
+        j = qpos.get(qid) if isinstance(qid, str) else None
+        if j is None:
+            known = ", ".join(map(repr, qpos))
+            raise DataError(
+                f"`{where}question_id` must be a question of survey {survey.id!r} ({known}), "
+                f"got {qid!r}."
+            )
+        k = int(sizes[j])
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or not 0 <= v < k:
+            raise DataError(
+                f"`{where}report` must be a report of question {qid!r}: an integer in "
+                f"[0, {k - 1}], got {v!r}."
+            )
+    # numpy integers or the like, all valid
+    rid = np.array([int(it[0]) for it in items], dtype=np.int64)
+    qix = np.array([qpos[it[1]] for it in items], dtype=np.int64)
+    rep = np.array([int(it[2]) for it in items], dtype=np.int64)
+    return rid, qix, rep
 
 
 def _occurrence(groups: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -28,6 +28,7 @@ spend commit together (:class:`~deniable.service.storage.ServiceStore`).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -63,15 +64,23 @@ from deniable.service.models import (
 __all__ = [
     "SqlLedgerStore",
     "SqlMemoStore",
+    "charged_keys",
     "decode_key",
     "encode_key",
     "encode_keys",
-    "ensure_question",
+    "in_list",
     "ledger_history",
+    "listed",
     "lock_respondents",
     "many",
+    "q",
+    "question_records",
     "retrying",
-    "write_plan",
+    "service_charges",
+    "spend_in",
+    "write_charged",
+    "write_records",
+    "write_spent",
 ]
 
 #: Keys per statement (SQLite allows 32766 bound values, PostgreSQL 65535).
@@ -80,6 +89,8 @@ CHUNK = 5000
 ATTEMPTS = 8
 
 T = TypeVar("T")
+Floats = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
 
 
 # --------------------------------------------------------------------------- keys
@@ -169,132 +180,230 @@ def retrying(engine: Engine, work: Callable[[Connection], T]) -> T:
 
 
 # --------------------------------------------------------------------------- ledger steps
+# Plain SQL through the driver (no SQLAlchemy compilation per call: these run on every
+# submission).  ``?`` placeholders become ``%s`` on PostgreSQL; a list parameter is a JSON
+# array read with ``json_each`` on SQLite and an array on PostgreSQL.
 
 
-def ensure_question(conn: Connection, question: str) -> QuestionRecord | None:
-    """Lock ``question``'s row (inserted if missing; PostgreSQL ``FOR UPDATE``) and return
-    its record (``None`` if it was never charged)."""
-    conn.execute(
-        _insert(conn, ledger_question)
-        .values(name=question, epsilon=None, memoized=False, charges=0)
-        .on_conflict_do_nothing()
-    )
-    q = ledger_question.c
-    stmt = sa.select(q.epsilon, q.memoized, q.charges).where(q.name == question)
+def q(conn: Connection, text: str, params: Sequence[Any] = ()) -> Any:
+    """Execute ``text`` (``?`` placeholders) with positional ``params``; the result."""
     if is_postgres(conn):
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).one()
-    if row.epsilon is None:
-        return None
-    return QuestionRecord(question, float(row.epsilon), bool(row.memoized), int(row.charges))
+        text = text.replace("?", "%s")
+    return conn.exec_driver_sql(text, tuple(params))
 
 
-def lock_respondents(conn: Connection, enc: Sequence[str], first: Sequence[int]) -> set[str]:
-    """Insert the missing respondent rows (``spent`` 0, ``first`` as given per key) and lock
-    every row (PostgreSQL: in key order); return the keys that were inserted (new)."""
-    r = ledger_respondent.c
-    new: set[str] = set()
-    order = sorted(range(len(enc)), key=enc.__getitem__)
+def in_list(conn: Connection, kind: str = "text") -> str:
+    """``IN`` a list parameter: ``= ANY(?::kind[])`` or ``IN (SELECT value FROM json_each(?))``."""
     if is_postgres(conn):
-        for pos in _chunks(order):
-            rows = [{"key": enc[i], "spent": 0.0, "first": first[i]} for i in pos]
-            stmt = (
-                pg.insert(ledger_respondent).values(rows).on_conflict_do_nothing().returning(r.key)
-            )
-            new.update(conn.execute(stmt).scalars())
-        for part in _chunks(sorted(enc)):
-            conn.execute(
-                sa.select(r.key)
-                .where(r.key.in_(part))
-                .order_by(r.key.collate("C"))  # Python's order of str (code points)
-                .with_for_update()
-            ).all()
-        return new
-    # SQLite: the write lock is already held; find the missing keys, then insert them
-    have: set[str] = set()
-    for part in _chunks(list(enc)):
-        have.update(conn.execute(sa.select(r.key).where(r.key.in_(part))).scalars())
-    fresh = [(k, f) for k, f in zip(enc, first, strict=True) if k not in have]
-    if fresh:
-        conn.execute(
-            sa.insert(ledger_respondent), [{"key": k, "spent": 0.0, "first": f} for k, f in fresh]
+        return f"= ANY(?::{kind}[])"
+    return "IN (SELECT value FROM json_each(?))"
+
+
+def listed(conn: Connection, values: Iterable[Any]) -> Any:
+    """A list parameter for :func:`in_list`."""
+    return list(values) if is_postgres(conn) else json.dumps(list(values))
+
+
+def question_records(
+    conn: Connection, names: Sequence[str], *, lock: bool
+) -> dict[str, QuestionRecord | None]:
+    """The records of ``names`` (``None``: never charged).  With ``lock`` on PostgreSQL,
+    each question's row is inserted if missing and locked ``FOR UPDATE`` (in name order)."""
+    rows: list[Any]
+    if lock and is_postgres(conn):
+        q(
+            conn,
+            "INSERT INTO ledger_question (name, epsilon, memoized, charges) "
+            "SELECT n, NULL, false, 0 FROM unnest(?::text[]) AS t(n) "
+            'ORDER BY n COLLATE "C" ON CONFLICT DO NOTHING',
+            [list(names)],
         )
-    return {k for k, _ in fresh}
+        rows = q(
+            conn,
+            "SELECT name, epsilon, memoized, charges FROM ledger_question "
+            f'WHERE name {in_list(conn)} ORDER BY name COLLATE "C" FOR UPDATE',
+            [listed(conn, names)],
+        ).all()
+    else:
+        rows = q(
+            conn,
+            f"SELECT name, epsilon, memoized, charges FROM ledger_question WHERE name "
+            f"{in_list(conn)}",
+            [listed(conn, names)],
+        ).all()
+    out: dict[str, QuestionRecord | None] = dict.fromkeys(names)
+    for name, eps, memoized, charges in rows:
+        if eps is not None:
+            out[name] = QuestionRecord(name, float(eps), bool(memoized), int(charges))
+    return out
 
 
-def next_first(conn: Connection) -> int:
-    """The ``first`` value of the next new respondent (orders respondents by first charge):
-    one past the largest on SQLite (one writer); ``nextval * 2**32`` on PostgreSQL, so
-    concurrent spends never share a value (a spend adds its position, < 2**32)."""
+def lock_respondents(conn: Connection, enc: Sequence[str]) -> tuple[Floats, set[str]]:
+    """The totals of ``enc`` (0 for a new key) and the set of new keys.
+
+    On PostgreSQL the missing rows are inserted (``spent`` 0, ``first`` from the sequence
+    and the key's position in ``enc``) and every row is locked ``FOR UPDATE``, both in key
+    order; on SQLite (the write lock already held) nothing is inserted."""
+    spent_of: dict[str, float]
     if is_postgres(conn):
-        return int(conn.execute(sa.text("SELECT nextval('ledger_spend_seq')")).scalar_one()) << 32
-    top = conn.execute(sa.select(sa.func.max(ledger_respondent.c.first))).scalar_one()
-    return 0 if top is None else int(top) + 1
+        new = set(
+            q(
+                conn,
+                "INSERT INTO ledger_respondent (key, spent, first) "
+                "SELECT k, 0, (SELECT nextval('ledger_spend_seq')) * 4294967296 + n - 1 "
+                "FROM unnest(?::text[]) WITH ORDINALITY AS t(k, n) "
+                'ORDER BY k COLLATE "C" ON CONFLICT DO NOTHING RETURNING key',
+                [list(enc)],
+            ).scalars()
+        )
+        spent_of = dict(
+            q(
+                conn,
+                f"SELECT key, spent FROM ledger_respondent WHERE key {in_list(conn)} "
+                'ORDER BY key COLLATE "C" FOR UPDATE',
+                [listed(conn, enc)],
+            ).all()
+        )
+    else:
+        spent_of = dict(
+            q(
+                conn,
+                f"SELECT key, spent FROM ledger_respondent WHERE key {in_list(conn)}",
+                [listed(conn, enc)],
+            ).all()
+        )
+        new = {k for k in enc if k not in spent_of}
+    spent = np.fromiter((spent_of.get(k, 0.0) for k in enc), dtype=np.float64, count=len(enc))
+    return spent, new
+
+
+def charged_keys(conn: Connection, question: str, enc: Sequence[str]) -> set[str]:
+    """The keys of ``enc`` charged for ``question`` before: the ``ledger_charged`` rows,
+    and for a survey question (``"<survey>/<question>"``) its respondents' stored reports
+    (the service records a charge as the report itself, see :func:`service_charges`)."""
+    found = set(
+        q(
+            conn,
+            f"SELECT key FROM ledger_charged WHERE question = ? AND key {in_list(conn)}",
+            [question, listed(conn, enc)],
+        ).scalars()
+    )
+    sid, slash, qid = question.partition("/")
+    if slash:
+        prefix = f"s{sid}:"
+        ids = {
+            int(k[len(prefix) :]): k
+            for k in enc
+            if k.startswith(prefix) and k[len(prefix) :].isascii() and k[len(prefix) :].isdigit()
+        }
+        if ids:
+            found.update(
+                ids[int(i)]
+                for i in q(
+                    conn,
+                    "SELECT respondent_id FROM reports WHERE survey_id = ? AND question_id = ? "
+                    f"AND respondent_id {in_list(conn, 'bigint')}",
+                    [sid, qid, listed(conn, ids)],
+                ).scalars()
+            )
+    return found
+
+
+def service_charges(conn: Connection) -> list[tuple[str, str]]:
+    """Every ``(question, key)`` the survey service charged: one per stored report (the
+    service keeps no ``ledger_charged`` row for them: the report is the record)."""
+    rows = q(conn, "SELECT survey_id, question_id, respondent_id FROM reports").all()
+    return [(f"{s}/{qid}", f"s{s}:{r}") for s, qid, r in rows]
+
+
+def write_spent(
+    conn: Connection, enc: Sequence[str], paid: Mask, totals: Floats, new: set[str]
+) -> None:
+    """Write the new totals of the keys ``enc[paid]`` (``totals``, one per paid key, in
+    order); drop the rows of new keys that were not charged (PostgreSQL's lock rows)."""
+    keys = [k for k, p in zip(enc, paid.tolist(), strict=True) if p]
+    vals = totals.tolist()
+    pg_ = is_postgres(conn)
+    update = [(s, k) for s, k in zip(vals, keys, strict=True) if pg_ or k not in new]
+    many(conn, "UPDATE ledger_respondent SET spent = ? WHERE key = ?", update)
+    if pg_:
+        unpaid = new.difference(keys)
+        if unpaid:
+            q(
+                conn,
+                f"DELETE FROM ledger_respondent WHERE key {in_list(conn)}",
+                [listed(conn, unpaid)],
+            )
+        return
+    fresh = [(k, s) for s, k in zip(vals, keys, strict=True) if k in new]
+    if fresh:
+        top = q(conn, "SELECT max(first) FROM ledger_respondent").scalar()
+        base = 0 if top is None else int(top) + 1
+        pos = {k: i for i, k in enumerate(enc)}
+        many(
+            conn,
+            "INSERT INTO ledger_respondent (key, spent, first) VALUES (?, ?, ?)",
+            [(k, s, base + pos[k]) for k, s in fresh],
+        )
+
+
+def write_charged(conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
+    """Mark ``(question, key)`` pairs charged."""
+    many(
+        conn,
+        "INSERT INTO ledger_charged (question, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        pairs,
+    )
+
+
+def write_records(conn: Connection, records: Sequence[QuestionRecord], *, add: bool) -> None:
+    """Write question records: their charges as given, or (``add``) added to the stored
+    ones (a writer that did not lock the question's row), in name order."""
+    charges = "ledger_question.charges + excluded.charges" if add else "excluded.charges"
+    many(
+        conn,
+        "INSERT INTO ledger_question (name, epsilon, memoized, charges) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (name) DO UPDATE SET epsilon = excluded.epsilon, "
+        f"memoized = excluded.memoized, charges = {charges}",
+        [
+            (r.question, r.epsilon, r.memoized, r.charges)
+            for r in sorted(records, key=lambda r: r.question)
+        ],
+    )
 
 
 def ledger_history(
     conn: Connection, enc: Sequence[str], question: str | None, record: QuestionRecord | None
 ) -> History:
     """The totals and charged flags of ``enc`` for ``question`` (read in ``conn``)."""
-    r = ledger_respondent.c
-    spent_of: dict[str, float] = {}
-    for part in _chunks(list(enc)):
-        spent_of.update(conn.execute(sa.select(r.key, r.spent).where(r.key.in_(part))).all())
-    charged_set: set[str] = set()
-    if question is not None:
-        c = ledger_charged.c
-        for part in _chunks(list(enc)):
-            charged_set.update(
-                conn.execute(
-                    sa.select(c.key).where(c.question == question, c.key.in_(part))
-                ).scalars()
-            )
+    spent_of = dict(
+        q(
+            conn,
+            f"SELECT key, spent FROM ledger_respondent WHERE key {in_list(conn)}",
+            [listed(conn, enc)],
+        ).all()
+    )
+    charged_set = set() if question is None else charged_keys(conn, question, enc)
     spent = np.fromiter((spent_of.get(k, 0.0) for k in enc), dtype=np.float64, count=len(enc))
     charged = np.fromiter((k in charged_set for k in enc), dtype=np.bool_, count=len(enc))
     return History(spent, charged, record)
-
-
-def write_plan(
-    conn: Connection, enc: Sequence[str], plan: SpendPlan, new: set[str], question: str
-) -> None:
-    """Write a plan that was not refused: the totals of the charged keys, their charged
-    flags, the question's record; delete the rows of new keys not charged."""
-    written = [k for k, w in zip(enc, plan.write.tolist(), strict=True) if w]
-    r = ledger_respondent.c
-    if written:
-        many(
-            conn,
-            "UPDATE ledger_respondent SET spent = ? WHERE key = ?",
-            list(zip(plan.new_spent.tolist(), written, strict=True)),
-        )
-        many(
-            conn,
-            "INSERT INTO ledger_charged (question, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            [(question, k) for k in written],
-        )
-    unpaid = new.difference(written)
-    for part in _chunks(sorted(unpaid)):
-        conn.execute(sa.delete(ledger_respondent).where(r.key.in_(part)))
-    record = plan.record
-    assert record is not None
-    q = ledger_question.c
-    conn.execute(
-        sa.update(ledger_question)
-        .where(q.name == question)
-        .values(epsilon=record.epsilon, memoized=record.memoized, charges=record.charges)
-    )
 
 
 def spend_in(conn: Connection, keys: Keys, request: SpendRequest) -> SpendPlan:
     """One check-and-spend inside ``conn``'s write transaction (the caller commits; on a
     refused plan the caller must roll back, which drops the rows inserted to be locked)."""
     enc = encode_keys(keys)
-    record = ensure_question(conn, request.question)
-    base = next_first(conn)
-    new = lock_respondents(conn, enc, range(base, base + len(enc)))
-    plan = request.plan(ledger_history(conn, enc, request.question, record))
+    name = request.question
+    record = question_records(conn, [name], lock=True)[name]
+    spent, new = lock_respondents(conn, enc)
+    charged_set = charged_keys(conn, name, enc)
+    charged = np.fromiter((k in charged_set for k in enc), dtype=np.bool_, count=len(enc))
+    plan = request.plan(History(spent, charged, record))
     if not plan.refused:
-        write_plan(conn, enc, plan, new, request.question)
+        write_spent(conn, enc, plan.write, plan.new_spent, new)
+        write_charged(conn, [(name, k) for k, w in zip(enc, plan.write.tolist(), strict=True) if w])
+        assert plan.record is not None
+        write_records(conn, [plan.record], add=False)
     return plan
 
 
@@ -369,7 +478,8 @@ class SqlLedgerStore:
         r, c = ledger_respondent.c, ledger_charged.c
         with read_tx(self._engine) as conn:
             rows = conn.execute(sa.select(r.key, r.spent).order_by(r.first)).all()
-            charged = conn.execute(sa.select(c.question, c.key)).all()
+            charged = [(a, b) for a, b in conn.execute(sa.select(c.question, c.key))]
+            charged += service_charges(conn)
             records = _records(conn)
         index = KeyIndex()
         keys = _decoded([k for k, _ in rows])
@@ -379,8 +489,9 @@ class SqlLedgerStore:
         flags: dict[str, npt.NDArray[np.bool_]] = {
             q: np.zeros(len(rows), dtype=np.bool_) for q in records
         }
-        for q, k in charged:
-            flags.setdefault(q, np.zeros(len(rows), dtype=np.bool_))[pos[k]] = True
+        for name, k in charged:
+            if k in pos:
+                flags.setdefault(name, np.zeros(len(rows), dtype=np.bool_))[pos[k]] = True
         out = InMemoryLedgerStore.__new__(InMemoryLedgerStore)
         out.__setstate__(
             {
@@ -419,7 +530,6 @@ def _records(conn: Connection) -> dict[str, QuestionRecord]:
 
 
 Reports = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
 
 
 class SqlMemoStore:
