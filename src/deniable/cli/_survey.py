@@ -34,7 +34,9 @@ survey_app = typer.Typer(
 
 FileArg = Annotated[
     str,
-    typer.Argument(metavar="FILE", help="A survey file (.yaml, .yml or .json).", show_default=False),
+    typer.Argument(
+        metavar="FILE", help="A survey file (.yaml, .yml or .json).", show_default=False
+    ),
 ]
 
 
@@ -74,9 +76,7 @@ def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
             title="A valid survey file",
         )
         print_table(head)
-        rows = [
-            (q.id, q.design.name, format_epsilon(q.epsilon), q.text) for q in survey.questions
-        ]
+        rows = [(q.id, q.design.name, format_epsilon(q.epsilon), q.text) for q in survey.questions]
         print_table(Table(("question", "design", "ε", "text"), tuple(rows)))
         print_table(budget.table())
     if not budget.cap_holds:
