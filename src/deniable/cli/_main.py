@@ -94,6 +94,12 @@ COMMANDS: dict[str, Command] = {
         "randomizer test vectors other clients are checked against.",
         group=True,
     ),
+    "survey": Command(
+        "deniable.cli._survey", "survey_app",
+        "Survey files (deniable.survey/1): check one and see what it costs a respondent, or "
+        "start from the demo survey.",
+        group=True,
+    ),
 }  # fmt: skip
 
 
