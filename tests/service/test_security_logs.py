@@ -52,10 +52,8 @@ def test_logs_hold_no_token_no_report_and_no_raw_path(
                     headers=h)  # fmt: skip
         client.post(f"/api/surveys/{SURVEY}/reports",
                     json={"question": "hours", "report": 987654321}, headers=h)  # fmt: skip
-    client.post(
-        f"/api/surveys/{SURVEY}/reports/batch",
-        json={"reports": [{"token": tokens[0], "question": "harassment", "report": 1}]},
-    )
+    client.post(f"/api/surveys/{SURVEY}/reports/batch",
+                json={"reports": [{"token": tokens[0], "question": "harassment", "report": 1}]})
     client.post(f"/api/surveys/{SURVEY}/reports/batch",
                 json={"reports": [{"token": "FORGED-TOKEN-123456", "question": "happy",
                                    "report": 1}]})  # fmt: skip
