@@ -502,3 +502,26 @@ def test_page_escapes_survey_text(app_client: TestClient, store: ServiceStore) -
     assert r.status_code == 200 and "<script>alert" not in r.text
     assert "&lt;script&gt;alert" in r.text
     _page(app_client, "/dashboard/evil")
+
+
+def test_failed_logins_are_limited(app_client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    from deniable.service import dashboard
+
+    now = [1000.0]
+    monkeypatch.setattr(dashboard, "_clock", lambda: now[0])
+    for _ in range(dashboard.LOGIN_FAILURES):
+        r = app_client.post("/dashboard/login", data={"secret": "guess"}, follow_redirects=False)
+        assert r.status_code == 401
+    for secret in ("guess", PASSWORD):  # blocked: even the right password waits
+        r = app_client.post("/dashboard/login", data={"secret": secret}, follow_redirects=False)
+        assert r.status_code == 429 and "set-cookie" not in r.headers
+        assert r.headers["retry-after"] == "60"
+    bearer = {"Authorization": f"Bearer {TOKEN}"}  # the token still works
+    assert app_client.get(f"/api/surveys/{SID}/results", headers=bearer).status_code == 200
+    now[0] += dashboard.LOGIN_WINDOW + 1
+    r = app_client.post("/dashboard/login", data={"secret": PASSWORD}, follow_redirects=False)
+    assert r.status_code == 303
+    # a success forgets the failures: the next nine wrong guesses are 401, not 429
+    for _ in range(dashboard.LOGIN_FAILURES - 1):
+        r = app_client.post("/dashboard/login", data={"secret": "guess"}, follow_redirects=False)
+        assert r.status_code == 401
