@@ -487,6 +487,27 @@ def test_pages_have_no_inline_script_or_style_and_show_every_number(
         assert float(row[6]) == pytest.approx(m["error_probability"], abs=6e-7)
         assert float(row[7]) == pytest.approx(m["false_positive_rate"], abs=6e-7)
     assert str(N_RESPONDENTS) in text
+    budget = _get(app_client, f"/api/surveys/{SID}/budget")
+    summary = next(r for r in page.rows if r and r[0] == str(budget["respondents"]))
+    assert float(summary[3]) == pytest.approx(budget["mean"], abs=6e-7)
+    for v in budget["values"]:  # every amount spent, with its count
+        assert any(
+            len(r) == 2 and r[1] == str(v["respondents"]) and abs(float(r[0]) - v["spent"]) < 6e-5
+            for r in page.rows
+        ), v
+    for qid in ("harassment", "hours"):  # the timeline tables
+        tl = _get(app_client, f"/api/surveys/{SID}/results/{qid}/timeline", level=0.9)
+        last = tl["points"][-1]
+        if tl["kind"] == "categorical":
+            want = [[last["end"], label, str(last["n"]), e]
+                    for label, e in zip(tl["labels"], last["estimate"], strict=True)]  # fmt: skip
+        else:
+            want = [[last["end"], str(last["n"]), last["estimate"]]]
+        for w in want:
+            assert any(
+                r[: len(w) - 1] == w[:-1] and abs(float(r[len(w) - 1]) - w[-1]) < 6e-7
+                for r in page.rows
+            ), w
 
 
 def test_page_escapes_survey_text(app_client: TestClient, store: ServiceStore) -> None:
