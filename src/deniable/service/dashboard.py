@@ -333,6 +333,8 @@ def results_json(request: Request, survey_id: str, level: Level = 0.95) -> JSONR
 
 
 # --------------------------------------------------------------------------- pages
+# The pages are HTML for people, not API: they stay out of the OpenAPI schema (their
+# refusals are pages too, e.g. 401 with the login form), like the respondent's page.
 def _html(text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(text, status_code=status, headers=_NO_STORE)
 
@@ -347,7 +349,9 @@ def _survey_ids(request: Request) -> list[str]:
     return ids
 
 
-@router.get("/dashboard/login", response_class=HTMLResponse, tags=["dashboard"])
+@router.get(
+    "/dashboard/login", response_class=HTMLResponse, tags=["dashboard"], include_in_schema=False
+)
 def login_form() -> HTMLResponse:
     """The login form."""
     return _html(pages.login_page())
@@ -389,7 +393,9 @@ def _login_failures(request: Request) -> _LoginFailures:
     return failures
 
 
-@router.post("/dashboard/login", response_class=HTMLResponse, tags=["dashboard"])
+@router.post(
+    "/dashboard/login", response_class=HTMLResponse, tags=["dashboard"], include_in_schema=False
+)
 def login(request: Request, secret: Annotated[str, Form(max_length=1024)] = "") -> Response:
     """Check the admin token or password; on success set the signed cookie and go to the
     dashboard (303), else 401 and the form again; after :data:`LOGIN_FAILURES` failures
@@ -411,7 +417,7 @@ def login(request: Request, secret: Annotated[str, Form(max_length=1024)] = "") 
     return response
 
 
-@router.post("/dashboard/logout", tags=["dashboard"])
+@router.post("/dashboard/logout", tags=["dashboard"], include_in_schema=False)
 def logout(request: Request) -> Response:
     """Clear the cookie and go to the login form (303)."""
     response = RedirectResponse("/dashboard/login", status_code=303, headers=_NO_STORE)
@@ -419,7 +425,7 @@ def logout(request: Request) -> Response:
     return response
 
 
-@router.get("/dashboard", response_class=HTMLResponse, tags=["dashboard"])
+@router.get("/dashboard", response_class=HTMLResponse, tags=["dashboard"], include_in_schema=False)
 def dashboard(request: Request) -> HTMLResponse:
     """The list of surveys (401 and the login form when not logged in)."""
     if not is_admin(request):
@@ -434,7 +440,12 @@ def dashboard(request: Request) -> HTMLResponse:
     return _html(pages.survey_list_page(rows))
 
 
-@router.get("/dashboard/{survey_id}", response_class=HTMLResponse, tags=["dashboard"])
+@router.get(
+    "/dashboard/{survey_id}",
+    response_class=HTMLResponse,
+    tags=["dashboard"],
+    include_in_schema=False,
+)
 def survey_dashboard(
     request: Request, survey_id: str, level: Level = 0.95, bucket: Bucket = "day"
 ) -> HTMLResponse:
