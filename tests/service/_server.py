@@ -26,7 +26,13 @@ class Server:
     """``deniable serve --db URL`` on a free loopback port, started by :meth:`start`."""
 
     def __init__(
-        self, db_url: str, workdir: Path, *, rate_limit: int = 10**9, admin: str | None = ADMIN
+        self,
+        db_url: str,
+        workdir: Path,
+        *,
+        rate_limit: int = 10**9,
+        admin: str | None = ADMIN,
+        extra_args: list[str] | None = None,
     ) -> None:
         self.db_url = db_url
         self.workdir = workdir
@@ -34,6 +40,7 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.rate_limit = rate_limit
         self.admin = admin
+        self.extra_args = list(extra_args or [])
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
 
@@ -52,7 +59,7 @@ class Server:
         err = open(self.workdir / f"server{self.runs}.err", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "deniable.cli", "serve", "--db", self.db_url,
-             "--host", "127.0.0.1", "--port", str(self.port)],
+             "--host", "127.0.0.1", "--port", str(self.port), *self.extra_args],
             stdout=out, stderr=err, cwd=self.workdir, env=env,
         )  # fmt: skip
         out.close()

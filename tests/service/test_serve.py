@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from _server import Server
+from _server import ADMIN, Server
 from typer.testing import CliRunner
 
 from deniable.cli import app
@@ -90,3 +90,26 @@ def test_start_prints_urls_and_the_generated_token_once(tmp_path: Path) -> None:
     logs = server.logs()
     assert token not in logs
     assert '"event":"request"' in logs
+
+
+def test_workers_share_one_database(tmp_path: Path) -> None:
+    server = Server(f"sqlite:///{tmp_path}/w.db", tmp_path, extra_args=["--workers", "2"])
+    server.start()
+    try:
+        with httpx.Client(base_url=server.base, timeout=10.0) as c:
+            tokens = [c.post("/api/surveys/workplace/sessions", json={}).json()["token"]
+                      for _ in range(20)]  # fmt: skip
+            for t in tokens:  # connections spread over both processes: each knows every token
+                with httpx.Client(base_url=server.base, timeout=10.0) as fresh:
+                    r = fresh.post("/api/surveys/workplace/reports",
+                                   json={"question": "happy", "report": 1},
+                                   headers={"Authorization": f"Bearer {t}"})  # fmt: skip
+                    assert r.status_code == 201, r.text
+            r = c.get("/api/surveys/workplace/protocols",
+                      headers={"Authorization": f"Bearer {ADMIN}"})  # fmt: skip
+            assert r.status_code == 200
+    finally:
+        server.stop()
+    logs = server.logs()
+    assert logs.count('"path":"/api/surveys/{survey_id}/reports"') == 20
+    assert not any(t in logs for t in tokens)

@@ -10,6 +10,7 @@ on stderr (``deniable.service.logging``).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,7 +19,7 @@ import typer
 
 from deniable.cli._base import fail
 
-__all__ = ["cli", "display_host"]
+__all__ = ["cli", "display_host", "worker_environment"]
 
 cli = typer.Typer()
 
@@ -86,6 +87,15 @@ def serve_command(
             "demo survey.",
         ),
     ] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Server processes (default 1); rate limits are counted per process.",
+        ),
+    ] = 1,
 ) -> None:
     """Run the survey service: respondent pages, the dashboard and the JSON API."""
     try:
@@ -130,18 +140,47 @@ def serve_command(
     typer.echo(f"  dashboard:       {base}/dashboard/{the_survey.id}")
     typer.echo(f"  interviewer:     {base}/interviewer/{the_survey.id}")
     typer.echo(f"  API schema:      {base}/docs")
+    if the_survey.respondents == "invitation":
+        typer.echo(
+            "  respondents come by invitation: the admin creates them with "
+            f"POST {base}/api/surveys/{the_survey.id}/invitations"
+        )
     if generated:
         typer.echo(f"  admin token:     {settings.admin_token}")
         typer.echo("  (generated for this run; set DENIABLE_ADMIN_TOKEN to keep one)")
     else:
         typer.echo("  admin token:     from DENIABLE_ADMIN_TOKEN")
     sys.stdout.flush()  # the URLs before the server blocks (stdout may be a pipe)
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": int(settings.port),
+        "access_log": False,  # it logs raw paths; the app logs route templates instead
+        "log_config": None,
+        "server_header": False,
+    }
     configure_logging()
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=int(settings.port),
-        access_log=False,  # it logs raw paths; the app logs route templates instead
-        log_config=None,
-        server_header=False,
-    )
+    if workers == 1:
+        uvicorn.run(app, **options)
+        return
+    # several processes: each builds its app from the environment (already migrated)
+    os.environ.update(worker_environment(settings))
+    uvicorn.run("deniable.service.app:app_from_environment", factory=True, workers=workers,
+                **options)  # fmt: skip
+
+
+def worker_environment(settings: Any) -> dict[str, str]:
+    """The variables from which each worker process rebuilds ``settings``."""
+    env = {
+        "DATABASE_URL": str(settings.database_url),
+        "DENIABLE_ADMIN_TOKEN": str(settings.admin_token),
+        "DENIABLE_HOST": str(settings.host),
+        "DENIABLE_PORT": str(settings.port),
+        "DENIABLE_MAX_BODY_BYTES": str(settings.max_body_bytes),
+        "DENIABLE_RATE_LIMIT_PER_MINUTE": str(settings.rate_limit_per_minute),
+        "DENIABLE_BATCH_MAX_ITEMS": str(settings.batch_max_items),
+    }
+    if settings.admin_password:
+        env["DENIABLE_ADMIN_PASSWORD"] = str(settings.admin_password)
+    if settings.survey_file is not None:
+        env["DENIABLE_SURVEY"] = str(settings.survey_file)
+    return env

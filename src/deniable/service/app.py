@@ -65,6 +65,7 @@ __all__ = [
     "CatchAllMiddleware",
     "RateLimitMiddleware",
     "SecurityHeadersMiddleware",
+    "app_from_environment",
     "create_app",
     "open_store",
 ]
@@ -390,7 +391,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.add_exception_handler(DeniableError, _library_error)
 
     @app.get("/healthz", summary="Liveness")
-    def healthz() -> dict[str, bool]:
+    async def healthz() -> dict[str, bool]:
         """``{"ok": true}`` while the process serves."""
         return {"ok": True}
 
@@ -400,12 +401,12 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
 
     @app.get("/s/{survey_id}", include_in_schema=False)
     def respondent_page(request: Request, survey_id: str) -> FileResponse:
-        api.get_survey(request, survey_id)
+        api.survey_info(request, survey_id)
         return _page("respondent.html")
 
     @app.get("/interviewer/{survey_id}", include_in_schema=False)
     def interviewer_page(request: Request, survey_id: str) -> FileResponse:
-        api.get_survey(request, survey_id)
+        api.survey_info(request, survey_id)
         return _page("interviewer.html")
 
     app.include_router(api.router)
@@ -420,6 +421,19 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.add_middleware(SecurityHeadersMiddleware)
     app.add_middleware(AccessLogMiddleware)
     return app
+
+
+def app_from_environment() -> FastAPI:
+    """The app of one worker process of ``deniable serve --workers N``: settings from the
+    environment (the parent set them), the store opened (the parent migrated it and loaded
+    the survey), logs as JSON lines."""
+    from deniable.service.logging import configure_logging
+    from deniable.service.settings import Settings
+    from deniable.service.storage import ServiceStore
+
+    configure_logging()
+    settings = Settings()
+    return create_app(settings, ServiceStore(settings.database_url))
 
 
 def open_store(settings: Any) -> Any:

@@ -26,6 +26,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import threading
+import time
+from collections import OrderedDict
 from typing import Any
 
 from fastapi import HTTPException, Request, Response
@@ -35,10 +38,12 @@ __all__ = [
     "ADMIN_COOKIE",
     "ADMIN_COOKIE_MAX_AGE",
     "ApiError",
+    "RespondentCache",
     "bearer_token",
     "check_admin_credential",
     "clear_admin_cookie",
     "is_admin",
+    "lookup_respondent",
     "require_admin",
     "require_respondent",
     "set_admin_cookie",
@@ -159,11 +164,82 @@ def require_admin(request: Request) -> None:
         )
 
 
+class RespondentCache:
+    """Which respondent a token is, remembered in the process: ``(survey, sha256(token))``
+    -> respondent id, at most ``size`` entries (least recently used dropped) for at most
+    ``ttl`` seconds each.
+
+    A respondent's token never changes hands, so an entry stays true; the time limit only
+    bounds how long a respondent deleted from the database by hand would still be let in.
+    Only hashes are kept, as in the database; unknown tokens are not remembered.
+    """
+
+    def __init__(self, size: int = 100_000, ttl: float = 600.0) -> None:
+        self.size, self.ttl = size, ttl
+        self._entries: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, survey_id: str, token: str) -> int | None:
+        key = (survey_id, token_key(token))
+        now = time.monotonic()
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            if now - hit[0] > self.ttl:
+                del self._entries[key]
+                return None
+            self._entries.move_to_end(key)
+            return hit[1]
+
+    def put(self, survey_id: str, token: str, respondent: int) -> None:
+        key = (survey_id, token_key(token))
+        with self._lock:
+            self._entries[key] = (time.monotonic(), int(respondent))
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+
+def respondent_cache(app: Any) -> RespondentCache:
+    """The app's :class:`RespondentCache` (made on first use)."""
+    cache = getattr(app.state, "respondent_cache", None)
+    if cache is None:
+        cache = app.state.respondent_cache = RespondentCache()
+    return cache
+
+
+def lookup_respondent(request: Request, survey_id: str, token: str) -> int | None:
+    """The respondent id of ``token`` in ``survey_id`` (the cache, else the store), or None."""
+    cache = respondent_cache(request.app)
+    found = cache.get(survey_id, token)
+    if found is not None:
+        return found
+    respondent = request.app.state.store.respondent(survey_id, token)
+    if respondent is None:
+        return None
+    cache.put(survey_id, token, int(respondent))
+    return int(respondent)
+
+
+def no_token(survey_id: str) -> ApiError:
+    return _unauthorized(
+        "header `Authorization` must be `Bearer <respondent token>` (get one from "
+        f"POST /api/surveys/{survey_id}/sessions)"
+    )
+
+
+def bad_token() -> ApiError:
+    return _unauthorized(
+        "header `Authorization`: the token is not a respondent token of this survey"
+    )
+
+
 def require_respondent(request: Request, survey_id: str) -> int:
     """FastAPI dependency: the respondent id of the request's Bearer token for ``survey_id``.
 
-    The store looks the token up by its sha256; an unknown, forged or other survey's token
-    is refused alike.
+    The store looks the token up by its sha256 (and the process remembers the answer: see
+    :class:`RespondentCache`); an unknown, forged or other survey's token is refused alike.
 
     Raises
     ------
@@ -173,16 +249,11 @@ def require_respondent(request: Request, survey_id: str) -> int:
     """
     token = bearer_token(request)
     if token is None:
-        raise _unauthorized(
-            "header `Authorization` must be `Bearer <respondent token>` (get one from "
-            f"POST /api/surveys/{survey_id}/sessions)"
-        )
-    respondent = request.app.state.store.respondent(survey_id, token)
+        raise no_token(survey_id)
+    respondent = lookup_respondent(request, survey_id, token)
     if respondent is None:
-        raise _unauthorized(
-            "header `Authorization`: the token is not a respondent token of this survey"
-        )
-    return int(respondent)
+        raise bad_token()
+    return respondent
 
 
 def _is_https(request: Request) -> bool:
