@@ -526,10 +526,10 @@ def test_page_escapes_survey_text(app_client: TestClient, store: ServiceStore) -
 
 
 def test_failed_logins_are_limited(app_client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deniable.service import dashboard
+    from deniable.service import dashboard_login as dashboard
 
     now = [1000.0]
-    monkeypatch.setattr(dashboard, "_clock", lambda: now[0])
+    monkeypatch.setattr(dashboard, "clock", lambda: now[0])
     for _ in range(dashboard.LOGIN_FAILURES):
         r = app_client.post("/dashboard/login", data={"secret": "guess"}, follow_redirects=False)
         assert r.status_code == 401
