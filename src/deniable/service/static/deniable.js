@@ -838,7 +838,7 @@ function svgEl(doc, tag, attrs = {}) {
 export function picture(doc, explanation, idBase) {
   const figure = el(doc, "figure", { class: "picture" });
   const titleId = `${idBase}-pic`;
-  const svg = svgEl(doc, "svg", { viewBox: "0 0 100 10", class: "bar", role: "img", "aria-labelledby": titleId, focusable: "false" });
+  const svg = svgEl(doc, "svg", { viewBox: "0 0 100 10", preserveAspectRatio: "none", class: "bar", role: "img", "aria-labelledby": titleId, focusable: "false" });
   const title = svgEl(doc, "title", { id: titleId });
   title.textContent = explanation.parts.map((p) => `${chance(p.share)}: ${p.label}`).join("; ");
   svg.append(title);
@@ -884,7 +884,7 @@ function reportLabel(question, report) {
   return labels && labels[report] !== undefined ? labels[report] : String(report);
 }
 
-function renderQuestion(doc, session, question, index, announce) {
+function renderQuestion(doc, session, question, index) {
   const qid = `q${index}`;
   const form = el(doc, "form", { class: "question", id: `${qid}-form`, novalidate: true });
   const fieldset = el(doc, "fieldset", { "aria-describedby": `${qid}-how` });
@@ -1032,24 +1032,23 @@ async function runInterviewer(win) {
     login.hidden = true;
     work.hidden = false;
     list.replaceChildren();
-    const fields = entry.querySelector(".fields");
-    fields.replaceChildren();
     protocols.forEach((p, i) => {
+      const id = `r${i}`;
       const steps = el(doc, "ol", { class: "steps" });
       for (const s of p.steps ?? []) steps.append(el(doc, "li", { text: s }));
-      list.append(el(doc, "section", { class: "protocol" }, el(doc, "h3", { text: p.text ?? p.question }), steps));
-      const id = `r${i}`;
       const labels = p.labels ?? p.spec?.labels ?? null;
       const reports = p.reports ?? p.spec?.reports ?? (labels ? labels.length : null);
       let control;
       if (labels && reports === labels.length) {
         control = el(doc, "select", { id, "data-question": p.question });
         control.append(el(doc, "option", { value: "", text: "(not asked)" }));
-        labels.forEach((label, v) => control.append(el(doc, "option", { value: v, text: `${v}: ${label}` })));
+        labels.forEach((label, v) => control.append(el(doc, "option", { value: v, text: label })));
       } else {
-        control = el(doc, "input", { id, type: "number", min: 0, max: reports ? reports - 1 : null, step: 1, inputmode: "numeric", "data-question": p.question });
+        const hint = reports ? `a number from 0 to ${reports - 1}` : "a number, 0 for the first answer";
+        control = el(doc, "input", { id, type: "number", min: 0, max: reports ? reports - 1 : null, step: 1, inputmode: "numeric", placeholder: hint, "data-question": p.question });
       }
-      fields.append(el(doc, "div", { class: "field" }, el(doc, "label", { for: id, text: `${p.text ?? p.question}: the report` }), control));
+      const field = el(doc, "div", { class: "field" }, el(doc, "label", { for: id, text: "The result the respondent gave" }), control);
+      list.append(el(doc, "section", { class: "protocol", "aria-labelledby": `${id}-title` }, el(doc, "h3", { id: `${id}-title`, text: p.text ?? p.question }), steps, field));
     });
     say(`${protocols.length} questions. Read each protocol to the respondent, then enter the reports they produced.`);
   };
