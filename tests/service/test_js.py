@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import subprocess
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from deniable.survey import demo_survey
 
 ROOT = Path(__file__).resolve().parents[2]
 JS_TESTS = ROOT / "tests" / "js"
+STATIC = ROOT / "src" / "deniable" / "service" / "static"
 
 
 def _examples() -> object:
@@ -98,3 +100,60 @@ def test_js_matches_python_beyond_the_vectors_file(tmp_path: Path) -> None:
     ids = {c["id"] for c in cases}
     assert {f"demo-{q.id}" for q in demo_survey().questions} <= ids
     assert any(i.endswith("-group-given") for i in ids)
+
+
+class _Page(HTMLParser):
+    """Collects what a strict CSP (script-src 'self'; style-src 'self') would block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[str] = []
+        self.scripts: list[str] = []
+        self.styles: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        names = {k for k, _ in attrs}
+        if "style" in names:
+            self.problems.append(f"<{tag} style=...>")
+        self.problems += [f"<{tag} {k}=...>" for k in names if k.startswith("on")]
+        if tag == "style":
+            self.problems.append("<style> element")
+        if tag == "script":
+            src = dict(attrs).get("src")
+            if not src:
+                self.problems.append("<script> without src")
+            else:
+                self.scripts.append(src)
+        if tag == "link" and dict(attrs).get("rel") == "stylesheet":
+            self.styles.append(str(dict(attrs).get("href")))
+        href = dict(attrs).get("href") or dict(attrs).get("src") or ""
+        if href.startswith(("http:", "https:", "//", "javascript:")):
+            self.problems.append(f"<{tag}> loads {href}")
+
+
+@pytest.mark.parametrize("page", ["respondent.html", "interviewer.html"])
+def test_pages_have_no_inline_script_or_style(page: str) -> None:
+    parser = _Page()
+    parser.feed((STATIC / page).read_text(encoding="utf-8"))
+    assert parser.problems == []
+    assert parser.scripts == ["/static/deniable.js"]
+    assert parser.styles == ["/static/style.css"]
+    body = re.search(r"<body[^>]*data-page=\"(\w+)\"", (STATIC / page).read_text())
+    assert body is not None and f"{body.group(1)}.html" == page
+
+
+def test_module_builds_the_dom_without_inline_styles_or_eval() -> None:
+    source = (STATIC / "deniable.js").read_text(encoding="utf-8")
+    forbidden = [".style.", '"style"', "innerHTML", "outerHTML", "insertAdjacentHTML"]
+    forbidden += ["eval(", "new Function", "document.write", "console.log", "import("]
+    for text in forbidden:
+        assert text not in source, text
+    # every static file the pages use ships (package data) and nothing else is referenced
+    assert sorted(p.name for p in STATIC.iterdir()) == [
+        "deniable.js",
+        "icon.svg",
+        "interviewer.html",
+        "respondent.html",
+        "style.css",
+    ]

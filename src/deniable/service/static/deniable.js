@@ -811,7 +811,7 @@ export class InterviewerSession {
 }
 
 // ---------------------------------------------------------------------------------------
-// The pages (browser only).  DOM built with createElement / textContent: no innerHTML, no
+// The pages (browser only).  DOM built with createElement / textContent (never HTML text), no
 // inline styles (the CSP forbids them), classes from style.css.
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -991,7 +991,10 @@ async function runRespondent(win) {
   const rendered = survey.questions.map((q, i) => renderQuestion(doc, session, q, i));
   for (const r of rendered) list.append(r.form);
   if (survey.questions.length === 0) list.append(el(doc, "p", { text: "There are no questions left for you in this survey." }));
-  if (survey.open === false) say("This survey is closed: answers are no longer received.", true);
+  if (survey.open === false) {
+    for (const r of rendered) r.form.querySelector("fieldset").disabled = true;
+    say("This survey is closed: answers are no longer received.", true);
+  }
   else say(`${survey.questions.length} question${survey.questions.length === 1 ? "" : "s"}. Your answers are randomized on this device before they are sent.`);
   // send again what this device already answered (the same reports: nothing new leaks)
   try {
