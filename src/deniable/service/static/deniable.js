@@ -1040,15 +1040,23 @@ async function runInterviewer(win) {
       const steps = el(doc, "ol", { class: "steps" });
       for (const s of p.steps ?? []) steps.append(el(doc, "li", { text: s }));
       const labels = p.labels ?? p.spec?.labels ?? null;
-      const reports = p.reports ?? p.spec?.reports ?? (labels ? labels.length : null);
+      // protocols are binary coin/dice procedures: two reports unless the server says more
+      const reports = p.reports ?? p.spec?.reports ?? (labels ? labels.length : p.protocol ? 2 : null);
+      if (p.protocol === null) {
+        // no physical protocol gives this design exactly: not asked on paper
+        list.append(el(doc, "section", { class: "protocol off" }, el(doc, "h3", { text: p.text ?? p.question }), steps));
+        return;
+      }
       let control;
-      if (labels && reports === labels.length) {
+      if (reports) {
         control = el(doc, "select", { id, "data-question": p.question });
         control.append(el(doc, "option", { value: "", text: "(not asked)" }));
-        labels.forEach((label, v) => control.append(el(doc, "option", { value: v, text: label })));
+        for (let v = 0; v < reports; v++) {
+          const name = labels && labels.length === reports ? `${labels[v]} (report ${v})` : `report ${v}`;
+          control.append(el(doc, "option", { value: v, text: name }));
+        }
       } else {
-        const hint = reports ? `a number from 0 to ${reports - 1}` : "a number, 0 for the first answer";
-        control = el(doc, "input", { id, type: "number", min: 0, max: reports ? reports - 1 : null, step: 1, inputmode: "numeric", placeholder: hint, "data-question": p.question });
+        control = el(doc, "input", { id, type: "number", min: 0, step: 1, inputmode: "numeric", placeholder: "the report, a number from 0", "data-question": p.question });
       }
       const field = el(doc, "div", { class: "field" }, el(doc, "label", { for: id, text: "The result the respondent gave" }), control);
       list.append(el(doc, "section", { class: "protocol", "aria-labelledby": `${id}-title` }, el(doc, "h3", { id: `${id}-title`, text: p.text ?? p.question }), steps, field));
