@@ -78,6 +78,10 @@ COMMANDS: dict[str, Command] = {
         "deniable.cli._tour", "cli",
         "A guided tour: randomize with two coins, estimate, decide, and pick fair dice.",
     ),
+    "serve": Command(
+        "deniable.cli._serve", "cli",
+        "Run the survey service: respondent pages, the dashboard and the JSON API.",
+    ),
     "privacy": Command(
         "deniable.cli._privacy", "privacy_app",
         "Privacy accounting: composition, conversions between DP flavours, amplification by "

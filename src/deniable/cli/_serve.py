@@ -1,0 +1,147 @@
+"""`deniable serve`: run the survey service (needs the ``[service]`` extra).
+
+Settings come from the environment and ``.env`` (``deniable.service.settings``); the options
+override them.  At start the command migrates the database, loads the survey (the demo
+survey unless ``--survey`` or ``DENIABLE_SURVEY`` names a file), and prints the respondent
+page's URL, the dashboard's, and — when ``DENIABLE_ADMIN_TOKEN`` is not set — the admin
+token it generated for this run: printed once on stdout, never logged.  Logs are JSON lines
+on stderr (``deniable.service.logging``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from deniable.cli._base import fail
+
+__all__ = ["cli", "display_host"]
+
+cli = typer.Typer()
+
+_MISSING = (
+    "fastapi",
+    "uvicorn",
+    "sqlalchemy",
+    "alembic",
+    "pydantic",
+    "pydantic_settings",
+    "itsdangerous",
+    "yaml",
+    "psycopg",
+)
+
+
+def display_host(host: str) -> str:
+    """The host to put in a printed URL: a wildcard address is reached on loopback.
+
+    >>> display_host("0.0.0.0"), display_host("::"), display_host("::1")
+    ('127.0.0.1', '[::1]', '[::1]')
+    """
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def _settings(overrides: dict[str, Any]) -> Any:
+    from pydantic import ValidationError
+
+    from deniable.service.settings import Settings
+
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ())) or "settings"
+        fail(f"setting `{field}`: {first.get('msg', 'invalid')}")
+
+
+@cli.command("serve")
+def serve_command(
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Database URL (sqlite:///PATH or postgresql+psycopg://...); default: "
+            "DATABASE_URL, else SQLite in $DENIABLE_DATA or ./.deniable.",
+        ),
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Address to listen on (default 127.0.0.1).")
+    ] = None,
+    port: Annotated[
+        int | None,
+        typer.Option("--port", min=1, max=65535, help="Port to listen on (default 8000)."),
+    ] = None,
+    survey: Annotated[
+        Path | None,
+        typer.Option(
+            "--survey",
+            help="Survey file (YAML or JSON) to load; default: DENIABLE_SURVEY, else the "
+            "demo survey.",
+        ),
+    ] = None,
+) -> None:
+    """Run the survey service: respondent pages, the dashboard and the JSON API."""
+    try:
+        import uvicorn
+
+        from deniable.service.app import create_app
+        from deniable.service.logging import configure_logging
+        from deniable.service.storage import ServiceStore
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] not in _MISSING:
+            raise
+        fail(
+            f"deniable serve needs the [service] extra ({exc.name} is missing): "
+            "pip install 'deniable[service]'."
+        )
+    from deniable.exceptions import DeniableError
+
+    overrides: dict[str, Any] = {}
+    for key, value in (("database_url", db), ("host", host), ("port", port)):
+        if value is not None:
+            overrides[key] = value
+    if survey is not None:
+        overrides["survey_file"] = str(survey)
+    settings = _settings(overrides)
+    try:
+        the_survey = settings.survey()
+    except (DeniableError, OSError) as exc:
+        fail(f"--survey: {exc}")
+    generated = bool(settings.admin_token_generated)
+    try:
+        store = ServiceStore(settings.database_url)
+        store.migrate()
+        store.load_survey(the_survey)
+    except DeniableError as exc:
+        fail(f"--db: {exc}")
+    except Exception as exc:  # the database cannot be opened or migrated
+        fail(f"--db: cannot open the database ({type(exc).__name__}: {exc})")
+    app = create_app(settings, store)
+    base = f"http://{display_host(settings.host)}:{settings.port}"
+    typer.echo(f"Survey {the_survey.id!r}: {the_survey.title}")
+    typer.echo(f"  respondent page: {base}/s/{the_survey.id}")
+    typer.echo(f"  dashboard:       {base}/dashboard/{the_survey.id}")
+    typer.echo(f"  interviewer:     {base}/interviewer/{the_survey.id}")
+    typer.echo(f"  API schema:      {base}/docs")
+    if generated:
+        typer.echo(f"  admin token:     {settings.admin_token}")
+        typer.echo("  (generated for this run; set DENIABLE_ADMIN_TOKEN to keep one)")
+    else:
+        typer.echo("  admin token:     from DENIABLE_ADMIN_TOKEN")
+    sys.stdout.flush()  # the URLs before the server blocks (stdout may be a pipe)
+    configure_logging()
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=int(settings.port),
+        access_log=False,  # it logs raw paths; the app logs route templates instead
+        log_config=None,
+        server_header=False,
+    )

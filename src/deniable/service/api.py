@@ -1,0 +1,424 @@
+"""The JSON API of the respondent side and the admin's write endpoints.
+
+=========================================================  ==========  =====================
+method, path                                               who         answers
+=========================================================  ==========  =====================
+``POST /api/surveys/{survey_id}/sessions``                 anyone      201 ``{"token"}``
+``GET /api/surveys/{survey_id}``                           respondent  the survey to answer
+``POST /api/surveys/{survey_id}/reports``                  respondent  201/200/409/403/422
+``POST /api/surveys/{survey_id}/reports/batch``            devices     200 ``{"results"}``
+``POST /api/surveys/{survey_id}/interviewer``              admin       201, a new respondent
+``GET /api/surveys/{survey_id}/protocols``                 admin       coin/dice protocols
+``POST /api/surveys/{survey_id}/invitations``              admin       201 ``{"invitations"}``
+=========================================================  ==========  =====================
+
+Every refusal is a 4xx with ``{"error": "<message naming the field>"}`` and stores nothing:
+the survey, the question and the report's range are checked before the store is asked to
+write, and the store writes a report and spends its epsilon in one transaction.
+
+A report's outcome maps to the HTTP status: ``stored`` 201, ``duplicate`` 200 (the same
+report again: idempotent, nothing spent twice), ``conflict`` 409 (a different report is
+already stored; it is kept), ``over_cap`` 403 (the respondent's epsilon cap would be
+passed; nothing stored), ``closed`` 409 (the survey is not open).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from deniable.accounting._exact_sum import add_up
+from deniable.designs import BinaryDesign
+from deniable.exceptions import DeniableError
+from deniable.mechanisms import CoinProtocol, all_protocols
+from deniable.service.storage import SurveyClosedError
+from deniable.service.security import ApiError, require_admin, require_respondent
+from deniable.survey import Survey, SurveyQuestion
+
+__all__ = [
+    "BatchItem",
+    "BatchRequest",
+    "InterviewerRequest",
+    "InvitationRequest",
+    "ReportRequest",
+    "SessionRequest",
+    "get_survey",
+    "router",
+]
+
+router = APIRouter()
+
+#: HTTP status of each submission outcome.
+STATUS_CODES = {"stored": 201, "duplicate": 200, "conflict": 409, "over_cap": 403, "closed": 409}
+_MESSAGES = {
+    "conflict": "question `{q}`: a different report from this respondent is already stored "
+    "(a report cannot be changed; it is kept)",
+    "over_cap": "question `{q}`: answering it would pass this respondent's epsilon cap; "
+    "nothing was stored",
+    "closed": "survey `{s}` is closed: it takes no reports",
+}
+_ID = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_SURVEY_TTL = 5.0  # seconds a survey definition is cached in the process
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class SessionRequest(_Strict):
+    """``{"invitation": str}`` for invitation surveys; an empty object (or no body) for
+    anonymous ones (an invitation sent to an anonymous survey is ignored)."""
+
+    invitation: Annotated[str | None, Field(min_length=1, max_length=256)] = None
+
+
+class ReportRequest(_Strict):
+    """One randomized report: the question's id and the report, an integer in
+    ``range(spec.reports)``."""
+
+    question: Annotated[str, Field(min_length=1, max_length=64)]
+    report: int
+
+
+class BatchItem(_Strict):
+    """One report of a batch, with the token of the respondent who made it."""
+
+    token: Annotated[str, Field(min_length=1, max_length=256)]
+    question: Annotated[str, Field(min_length=1, max_length=64)]
+    report: int
+
+
+class BatchRequest(_Strict):
+    """Many reports at once (at most ``batch_max_items``)."""
+
+    reports: list[BatchItem]
+
+
+class InterviewerItem(_Strict):
+    """One report an interviewer enters: the question and the report the respondent made
+    with coins or dice."""
+
+    question: Annotated[str, Field(min_length=1, max_length=64)]
+    report: int
+
+
+class InterviewerRequest(_Strict):
+    """The reports of one respondent interviewed on paper or by phone."""
+
+    reports: Annotated[list[InterviewerItem], Field(min_length=1, max_length=1000)]
+
+
+class InvitationRequest(_Strict):
+    """How many single-use invitation tokens to create."""
+
+    count: Annotated[int, Field(ge=1, le=10_000)]
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _cached_survey(request: Request, survey_id: str) -> Survey:
+    """The survey (from the store, cached in the process for a few seconds)."""
+    state = request.app.state
+    cache: dict[str, tuple[float, Survey]] | None = getattr(state, "survey_cache", None)
+    if cache is None:
+        cache = {}
+        state.survey_cache = cache
+    now = time.monotonic()
+    hit = cache.get(survey_id)
+    if hit is not None and now - hit[0] < _SURVEY_TTL:
+        return hit[1]
+    try:
+        survey: Survey = state.store.survey(survey_id)
+    except DeniableError:
+        raise ApiError(404, f"path `survey_id`: no survey {survey_id!r}") from None
+    cache[survey_id] = (now, survey)
+    return survey
+
+
+def get_survey(request: Request, survey_id: str) -> Survey:
+    """FastAPI dependency: the survey of the path (404 naming ``survey_id`` if unknown)."""
+    if not re.match(_ID, survey_id):
+        raise ApiError(404, f"path `survey_id`: no survey {survey_id!r}")
+    return _cached_survey(request, survey_id)
+
+
+def _question(survey: Survey, question_id: str, field: str) -> SurveyQuestion:
+    for q in survey.questions:
+        if q.id == question_id:
+            return q
+    known = ", ".join(q.id for q in survey.questions)
+    raise ApiError(
+        404, f"`{field}`: survey {survey.id!r} has no such question (its questions: {known})"
+    )
+
+
+def _check_report(question: SurveyQuestion, report: int, field: str) -> None:
+    k = question.spec.reports
+    if not 0 <= report < k:
+        # the message names the allowed range, not the value sent
+        raise ApiError(
+            422, f"`{field}` must be an integer from 0 to {k - 1} for question {question.id!r}"
+        )
+
+
+def _check_open(survey: Survey) -> None:
+    if not survey.is_open():
+        raise ApiError(409, _MESSAGES["closed"].format(s=survey.id, q=""))
+
+
+def _outcome(status: str, survey: Survey, question: str) -> JSONResponse:
+    code = STATUS_CODES.get(status)
+    if code is None:  # a store answering something the contract does not know
+        raise RuntimeError(f"unknown submission status {status!r}")
+    body: dict[str, Any] = {"status": status}
+    if code >= 400:
+        body["error"] = _MESSAGES[status].format(q=question, s=survey.id)
+    return JSONResponse(body, status_code=code)
+
+
+SurveyDep = Annotated[Survey, Depends(get_survey)]
+RespondentDep = Annotated[int, Depends(require_respondent)]
+
+
+# ---------------------------------------------------------------------------- respondents
+
+
+@router.post(
+    "/api/surveys/{survey_id}/sessions",
+    status_code=201,
+    summary="Start answering: a respondent token",
+    responses={403: {"description": "bad or used invitation"}, 409: {"description": "closed"}},
+)
+def create_session(
+    request: Request, survey: SurveyDep, body: Annotated[SessionRequest | None, Body()] = None
+) -> dict[str, str]:
+    """A new respondent of an anonymous survey, or the redemption of a single-use
+    invitation: ``{"token": ...}`` (shown once; the server keeps only its hash)."""
+    _check_open(survey)
+    invitation = body.invitation if body is not None else None
+    if survey.respondents == "invitation":
+        if invitation is None:
+            raise ApiError(
+                403, f"`invitation`: survey {survey.id!r} takes respondents by invitation only"
+            )
+    else:
+        invitation = None
+    try:
+        token, _ = request.app.state.store.open_session(survey.id, invitation)
+    except SurveyClosedError:
+        raise ApiError(409, _MESSAGES["closed"].format(s=survey.id, q="")) from None
+    except DeniableError:
+        raise ApiError(
+            403, "`invitation`: not a valid invitation of this survey, or already used"
+        ) from None
+    return {"token": token}
+
+
+def _visible(survey: Survey, answered: dict[str, int], remaining: float) -> list[dict[str, Any]]:
+    out = []
+    for q in survey.questions:
+        report = answered.get(q.id)
+        if report is None and q.epsilon > remaining:
+            continue  # it would pass the cap: not shown
+        out.append(
+            {
+                "id": q.id,
+                "text": q.text,
+                "labels": list(q.labels),
+                "spec": q.spec.to_dict(),
+                "epsilon": q.epsilon,
+                "answered": report,
+            }
+        )
+    return out
+
+
+@router.get("/api/surveys/{survey_id}", summary="The survey to answer")
+def read_survey(request: Request, survey: SurveyDep, respondent: RespondentDep) -> dict[str, Any]:
+    """The survey for this respondent: every question it may still answer (with its spec,
+    epsilon and the report already sent, if any), its remaining epsilon and the cap.
+
+    A question not answered yet whose epsilon is more than what remains is left out.
+    """
+    store = request.app.state.store
+    answered = store.answered(survey.id, respondent)
+    remaining = float(store.remaining(survey.id, respondent))
+    return {
+        "id": survey.id,
+        "title": survey.title,
+        "description": survey.description,
+        "questions": _visible(survey, answered, remaining),
+        "remaining": remaining,
+        "cap": survey.cap,
+        "open": survey.is_open(),
+    }
+
+
+@router.post(
+    "/api/surveys/{survey_id}/reports",
+    status_code=201,
+    summary="Send one randomized report",
+    responses={
+        200: {"description": "duplicate: the same report again (nothing changes)"},
+        403: {"description": "over_cap"},
+        409: {"description": "conflict or closed"},
+    },
+)
+def submit_report(
+    request: Request, survey: SurveyDep, respondent: RespondentDep, body: ReportRequest
+) -> JSONResponse:
+    """Store one report and spend its question's epsilon, atomically."""
+    question = _question(survey, body.question, "question")
+    _check_report(question, body.report, "report")
+    _check_open(survey)
+    result = request.app.state.store.submit(survey.id, respondent, question.id, body.report)
+    return _outcome(result.status, survey, question.id)
+
+
+@router.post(
+    "/api/surveys/{survey_id}/reports/batch",
+    summary="Send many randomized reports",
+    responses={413: {"description": "more than batch_max_items reports, or too large a body"}},
+)
+def submit_batch(request: Request, survey: SurveyDep, body: BatchRequest) -> dict[str, Any]:
+    """Many reports in one transaction, each with its respondent's token; per-item
+    outcomes in order (``stored``, ``duplicate``, ``conflict``, ``over_cap``).
+
+    The whole batch is refused (nothing stored) if any item names an unknown token, an
+    unknown question or a report out of range; the error names the item.
+    """
+    settings = request.app.state.settings
+    limit = int(settings.batch_max_items)
+    if len(body.reports) > limit:
+        raise ApiError(413, f"`reports`: at most {limit} items per batch, got {len(body.reports)}")
+    store = request.app.state.store
+    respondents: dict[str, int] = {}
+    items: list[tuple[int, str, int]] = []
+    for i, item in enumerate(body.reports):
+        question = _question(survey, item.question, f"reports[{i}].question")
+        _check_report(question, item.report, f"reports[{i}].report")
+        rid = respondents.get(item.token)
+        if rid is None:
+            found = store.respondent(survey.id, item.token)
+            if found is None:
+                raise ApiError(401, f"`reports[{i}].token`: not a respondent token of this survey")
+            rid = respondents[item.token] = int(found)
+        items.append((rid, question.id, item.report))
+    _check_open(survey)
+    results = store.submit_batch(survey.id, items) if items else []
+    return {"results": [{"status": r.status} for r in results]}
+
+
+# ---------------------------------------------------------------------------- admin
+
+
+@router.post(
+    "/api/surveys/{survey_id}/interviewer",
+    status_code=201,
+    summary="Enter one interviewed respondent's reports (paper / phone mode)",
+    dependencies=[Depends(require_admin)],
+)
+def interviewer(request: Request, survey: SurveyDep, body: InterviewerRequest) -> dict[str, Any]:
+    """Create a respondent and store the reports it made with coins or dice.
+
+    Checked before anything is written: every question exists and appears once, every
+    report is in range, and the questions' epsilons add up (rounded upward, as the ledger
+    adds them) to at most the cap.
+    """
+    _check_open(survey)
+    seen: set[str] = set()
+    eps = 0.0
+    for i, item in enumerate(body.reports):
+        question = _question(survey, item.question, f"reports[{i}].question")
+        if question.id in seen:
+            raise ApiError(422, f"`reports[{i}].question`: question {question.id!r} given twice")
+        seen.add(question.id)
+        _check_report(question, item.report, f"reports[{i}].report")
+        eps = float(add_up(eps, question.epsilon))
+    if eps > survey.cap:
+        raise ApiError(
+            403, f"`reports`: these questions spend epsilon {eps:.6g}, past the cap {survey.cap:g}"
+        )
+    store = request.app.state.store
+    _, respondent = store.create_respondent(survey.id)
+    results = store.submit_batch(
+        survey.id, [(respondent, item.question, item.report) for item in body.reports]
+    )
+    return {"respondent": respondent, "results": [{"status": r.status} for r in results]}
+
+
+@router.post(
+    "/api/surveys/{survey_id}/invitations",
+    status_code=201,
+    summary="Create single-use invitation tokens",
+    dependencies=[Depends(require_admin)],
+)
+def invitations(request: Request, survey: SurveyDep, body: InvitationRequest) -> dict[str, Any]:
+    """``count`` new invitation tokens (shown once; the server keeps only their hashes)."""
+    tokens = request.app.state.store.create_invitations(survey.id, body.count)
+    return {"invitations": list(tokens)}
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+(?=[A-Z])", text.strip()) if s]
+
+
+def protocol_for(question: SurveyQuestion) -> CoinProtocol | None:
+    """The coin or dice protocol whose channel *is* the question's design, or None.
+
+    Only an exact match will do: reports made with another channel would be estimated
+    with the wrong one (and a protocol of higher epsilon would spend more than stated).
+    """
+    design = question.design
+    if not isinstance(design, BinaryDesign):
+        return None
+    p1, p0 = float(design.p_yes_given_1), float(design.p_yes_given_0)
+    for p in all_protocols():
+        if math.isclose(float(p.p_yes_given_1), p1, rel_tol=1e-12) and math.isclose(
+            float(p.p_yes_given_0), p0, rel_tol=1e-12
+        ):
+            return p
+    return None
+
+
+def _protocol_entry(question: SurveyQuestion) -> dict[str, Any]:
+    p = protocol_for(question)
+    labels: Sequence[str] = question.labels
+    if p is None:
+        steps = [
+            "No coin or dice protocol gives exactly this question's design "
+            f"({question.design.name}, epsilon {question.epsilon:.4g}): do not ask it on "
+            "paper; the respondent answers it on the survey page instead."
+        ]
+        return {"question": question.id, "text": question.text, "steps": steps, "protocol": None}
+    yes, no = (labels[1], labels[0]) if len(labels) == 2 else ("yes", "no")
+    steps = [
+        *_sentences(p.instructions),
+        f'Enter the answer the respondent says: "{yes}" as report 1, "{no}" as report 0.',
+    ]
+    return {
+        "question": question.id,
+        "text": question.text,
+        "steps": steps,
+        "protocol": p.to_dict(),
+    }
+
+
+@router.get(
+    "/api/surveys/{survey_id}/protocols",
+    summary="The coin or dice protocol of each question (for the interviewer page)",
+    dependencies=[Depends(require_admin)],
+)
+def protocols(survey: SurveyDep) -> list[dict[str, Any]]:
+    """Per question: the steps a respondent follows with physical coins or dice, when a
+    protocol reproduces the question's design exactly (``protocol`` is then its exact
+    probabilities), else one step saying it cannot be asked on paper."""
+    return [_protocol_entry(q) for q in survey.questions]

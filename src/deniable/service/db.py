@@ -1,0 +1,178 @@
+"""Database engines and migrations: SQLite (the embedded default) and PostgreSQL.
+
+:func:`database_url` maps the URLs people write (``postgres://``, ``postgresql://``, as
+hosting platforms put in ``DATABASE_URL``) to SQLAlchemy's psycopg 3 driver
+(``postgresql+psycopg://``).  :func:`make_engine` sets every SQLite connection up for a
+server: write-ahead logging (readers never block the writer), ``synchronous=FULL`` (a
+committed transaction survives a crash of the process or the machine), a busy timeout (a
+writer waits for the lock instead of failing), foreign keys on.  Transactions on SQLite
+begin ``DEFERRED`` unless the connection asks for ``BEGIN IMMEDIATE`` with the execution
+option ``sqlite_begin="IMMEDIATE"`` (:func:`write_tx`): every transaction that writes
+takes the write lock at its start, so two writers never read, plan and then collide.
+
+:func:`migrate` runs the Alembic migrations (``alembic upgrade head``) with a
+programmatic configuration: no ``alembic.ini`` is needed.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from deniable.exceptions import ParameterError
+
+__all__ = [
+    "BUSY_TIMEOUT_MS",
+    "database_url",
+    "is_postgres",
+    "is_sqlite",
+    "make_engine",
+    "migrate",
+    "read_tx",
+    "write_tx",
+]
+
+#: How long a SQLite writer waits for the write lock before failing (milliseconds).
+BUSY_TIMEOUT_MS = 60_000
+
+_SCHEMES = ("sqlite", "postgresql", "postgres")
+
+
+def database_url(url: str) -> str:
+    """``url`` with PostgreSQL mapped to the psycopg 3 driver; an unsupported scheme is a
+    :class:`~deniable.exceptions.ParameterError` naming the supported ones.
+
+    >>> database_url("postgres://u:p@db:5432/survey")
+    'postgresql+psycopg://u:p@db:5432/survey'
+    >>> database_url("sqlite:///data/deniable.db")
+    'sqlite:///data/deniable.db'
+    """
+    if not isinstance(url, str) or "://" not in url:
+        raise ParameterError(
+            "`database_url` must be a database URL (sqlite:///path/to/file.db or "
+            f"postgresql://user:password@host/dbname), got {url!r}."
+        )
+    scheme, rest = url.split("://", 1)
+    base = scheme.split("+", 1)[0].lower()
+    if base not in _SCHEMES:
+        raise ParameterError(
+            "`database_url` must start with sqlite://, postgresql:// or postgres:// "
+            f"(the supported databases), got {scheme + '://'!r}."
+        )
+    if base == "sqlite":
+        return url
+    if "+" in scheme and scheme.split("+", 1)[1] != "psycopg":
+        raise ParameterError(
+            "`database_url` must use the psycopg driver for PostgreSQL (postgresql:// or "
+            f"postgresql+psycopg://), got {scheme + '://'!r}."
+        )
+    return f"postgresql+psycopg://{rest}"
+
+
+def is_sqlite(bind: Engine | Connection) -> bool:
+    """Whether ``bind`` talks to SQLite."""
+    return bind.dialect.name == "sqlite"
+
+
+def is_postgres(bind: Engine | Connection) -> bool:
+    """Whether ``bind`` talks to PostgreSQL."""
+    return bind.dialect.name == "postgresql"
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @sa.event.listens_for(engine, "connect")
+    def _connect(dbapi_conn: Any, _record: Any) -> None:
+        # let SQLAlchemy's "begin" event below emit BEGIN: pysqlite's own implicit
+        # transactions would begin DEFERRED, too late for the write lock
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        try:
+            cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            cur.execute("PRAGMA journal_mode = WAL")
+            cur.execute("PRAGMA synchronous = FULL")
+            cur.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cur.close()
+
+    @sa.event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for ``url`` (see the module docstring); the directory of a SQLite file is
+    created.  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
+    full = database_url(url)
+    if full.startswith("sqlite"):
+        path = sa.engine.make_url(full).database
+        if path and path != ":memory:" and not path.startswith("file:"):
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        args = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+        engine = sa.create_engine(full, connect_args=args, **kwargs)
+        _sqlite_setup(engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    return sa.create_engine(full, **kwargs)
+
+
+@contextmanager
+def write_tx(engine: Engine) -> Iterator[Connection]:
+    """A transaction that will write: ``BEGIN IMMEDIATE`` on SQLite (the write lock from the
+    start), a plain ``BEGIN`` on PostgreSQL (whose writers lock rows).  Commits on success,
+    rolls back on any error."""
+    with engine.connect() as conn:
+        if is_sqlite(conn):
+            conn = conn.execution_options(sqlite_begin="IMMEDIATE")
+        with conn.begin():
+            yield conn
+
+
+@contextmanager
+def read_tx(engine: Engine) -> Iterator[Connection]:
+    """A read-only transaction: one consistent snapshot on both backends (SQLite's
+    deferred transaction; PostgreSQL ``REPEATABLE READ``)."""
+    with engine.connect() as conn:
+        if is_postgres(conn):
+            conn = conn.execution_options(isolation_level="REPEATABLE READ")
+        with conn.begin():
+            yield conn
+
+
+_MIGRATE_LOCK = threading.Lock()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database to the newest schema (``alembic upgrade head``); a database that
+    is already there is left alone.  On PostgreSQL, concurrent migrations of one database
+    (several workers starting at once) are serialized by an advisory lock."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    # the env script reads the connection from here, never from an ini file or the environment
+    with _MIGRATE_LOCK, engine.connect() as conn:
+        if is_postgres(conn):
+            conn.exec_driver_sql("SELECT pg_advisory_lock(7340158)")  # a fixed id for migrations
+            conn.commit()
+        try:
+            cfg.attributes["connection"] = conn
+            command.upgrade(cfg, "head")
+            conn.commit()
+        finally:
+            if is_postgres(conn):
+                conn.exec_driver_sql("SELECT pg_advisory_unlock(7340158)")
+                conn.commit()
+
+
+def default_sqlite_url(data_dir: str | os.PathLike[str]) -> str:
+    """``sqlite:///<data_dir>/deniable.db`` with an absolute path."""
+    return f"sqlite:///{Path(data_dir).resolve() / 'deniable.db'}"

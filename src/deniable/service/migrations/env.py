@@ -1,0 +1,20 @@
+"""Alembic's environment: migrate the connection ``deniable.service.db.migrate`` hands over
+(online only; there is no ini file and no offline SQL generation)."""
+
+from __future__ import annotations
+
+from alembic import context
+
+from deniable.service.models import metadata
+
+connection = context.config.attributes.get("connection")
+if connection is None:  # pragma: no cover - only deniable.service.db.migrate runs this
+    raise RuntimeError("run migrations with deniable.service.db.migrate(engine)")
+context.configure(
+    connection=connection,
+    target_metadata=metadata,
+    render_as_batch=connection.dialect.name == "sqlite",
+    compare_type=True,
+)
+with context.begin_transaction():
+    context.run_migrations()

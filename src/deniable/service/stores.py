@@ -1,0 +1,510 @@
+"""The library's store protocols on SQL: :class:`SqlLedgerStore` (a
+:class:`~deniable.accounting.LedgerStore`) and :class:`SqlMemoStore` (a
+:class:`~deniable.mechanisms.MemoStore`), on SQLite and PostgreSQL.
+
+Keys are kept as text (:func:`encode_key`): ``i<decimal>`` for an integer, ``s<text>`` for
+a string, ``b<hex>`` for bytes, so ``0`` and ``"0"`` stay different respondents and an
+integer is the same key however it is passed.
+
+How :meth:`SqlLedgerStore.spend` is one atomic check-and-spend (the recipe of the
+protocol's docstring):
+
+* **SQLite** has one writer at a time: the transaction begins ``BEGIN IMMEDIATE`` (the write
+  lock first), then reads, plans and writes.
+* **PostgreSQL**: in one transaction, the question's row is inserted if missing (``ON
+  CONFLICT DO NOTHING``) and locked (``SELECT ... FOR UPDATE``); the missing respondent rows
+  are inserted in key order and every respondent row is locked in key order (a fixed order:
+  two spends never wait for each other in a cycle); then read, plan (pure Python), write.
+  A row inserted only to be locked disappears with the transaction when the spend is
+  refused, and is deleted when a partial spend does not charge it, so the protocol never
+  shows a respondent who was never charged.  A deadlock or serialization failure (which
+  the fixed order should prevent) rolls back and retries the whole transaction: the plan is
+  a pure function of what was read.
+
+The functions taking a ``conn`` run inside a transaction the caller opened with
+:func:`~deniable.service.db.write_tx`, so that the service's report insert and the budget
+spend commit together (:class:`~deniable.service.storage.ServiceStore`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+
+from deniable.accounting import (
+    History,
+    InMemoryLedgerStore,
+    QuestionRecord,
+    SpendPlan,
+    SpendRequest,
+    SpentSummary,
+)
+from deniable.accounting._keys import KeyIndex, Keys, respondent_keys
+from deniable.exceptions import DataError, ParameterTypeError
+from deniable.mechanisms import InMemoryMemoStore
+from deniable.service.db import is_postgres, make_engine, read_tx, write_tx
+from deniable.service.models import (
+    ledger_charged,
+    ledger_question,
+    ledger_respondent,
+    memo,
+    memo_question,
+)
+
+__all__ = [
+    "SqlLedgerStore",
+    "SqlMemoStore",
+    "decode_key",
+    "encode_key",
+    "encode_keys",
+    "ensure_question",
+    "ledger_history",
+    "lock_respondents",
+    "retrying",
+    "write_plan",
+]
+
+#: Keys per statement (SQLite allows 32766 bound values, PostgreSQL 65535).
+CHUNK = 5000
+#: Attempts of a transaction that failed on a deadlock or a serialization failure.
+ATTEMPTS = 8
+
+T = TypeVar("T")
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def encode_key(key: Any) -> str:
+    """A canonical respondent key as text (see the module docstring).
+
+    >>> encode_key(7), encode_key("7"), encode_key(b"\\x00a")
+    ('i7', 's7', 'b0061')
+    """
+    if type(key) is int or isinstance(key, np.integer):
+        return f"i{int(key)}"
+    if isinstance(key, str):
+        return "s" + key
+    if isinstance(key, bytes):
+        return "b" + key.hex()
+    raise ParameterTypeError(
+        "`respondents` of a SQL store must be integer ids, string tokens or bytes, got "
+        f"{type(key).__name__} {key!r}."
+    )
+
+
+def decode_key(text: str) -> Any:
+    """The key :func:`encode_key` encoded.
+
+    >>> decode_key("i-5"), decode_key("stok"), decode_key("b0061")
+    (-5, 'tok', b'\\x00a')
+    """
+    tag, body = text[:1], text[1:]
+    if tag == "i":
+        return int(body)
+    if tag == "s":
+        return body
+    if tag == "b":
+        return bytes.fromhex(body)
+    raise DataError(f"the store holds a key it cannot read: {text!r}.")
+
+
+def encode_keys(keys: Keys) -> list[str]:
+    """Every key of a canonical key array, encoded."""
+    if keys.dtype != object:
+        return [f"i{k}" for k in keys.tolist()]
+    return [encode_key(k) for k in keys.tolist()]
+
+
+def _decoded(texts: Sequence[str]) -> Keys:
+    if not texts:
+        return np.zeros(0, dtype=np.int64)
+    return respondent_keys([decode_key(t) for t in texts], unique=False)
+
+
+def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _insert(conn: Connection, table: sa.Table) -> Any:
+    """An ``INSERT`` of the connection's dialect (for ``ON CONFLICT``)."""
+    return (pg.insert if is_postgres(conn) else sqlite.insert)(table)
+
+
+def retrying(engine: Engine, work: Callable[[Connection], T]) -> T:
+    """Run ``work(conn)`` in a write transaction (:func:`write_tx`); on PostgreSQL, a
+    deadlock or serialization failure rolls back and runs it again (a few times)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            with write_tx(engine) as conn:
+                return work(conn)
+        except DBAPIError as exc:
+            code = getattr(exc.orig, "sqlstate", None)
+            if code not in ("40001", "40P01") or attempt == ATTEMPTS - 1:
+                raise
+            time.sleep(0.001 * 2**attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+# --------------------------------------------------------------------------- ledger steps
+
+
+def ensure_question(conn: Connection, question: str) -> QuestionRecord | None:
+    """Lock ``question``'s row (inserted if missing; PostgreSQL ``FOR UPDATE``) and return
+    its record (``None`` if it was never charged)."""
+    conn.execute(
+        _insert(conn, ledger_question)
+        .values(name=question, epsilon=None, memoized=False, charges=0)
+        .on_conflict_do_nothing()
+    )
+    q = ledger_question.c
+    stmt = sa.select(q.epsilon, q.memoized, q.charges).where(q.name == question)
+    if is_postgres(conn):
+        stmt = stmt.with_for_update()
+    row = conn.execute(stmt).one()
+    if row.epsilon is None:
+        return None
+    return QuestionRecord(question, float(row.epsilon), bool(row.memoized), int(row.charges))
+
+
+def lock_respondents(conn: Connection, enc: Sequence[str], first: Sequence[int]) -> set[str]:
+    """Insert the missing respondent rows (``spent`` 0, ``first`` as given per key) and lock
+    every row (PostgreSQL: in key order); return the keys that were inserted (new)."""
+    r = ledger_respondent.c
+    new: set[str] = set()
+    order = sorted(range(len(enc)), key=enc.__getitem__)
+    if is_postgres(conn):
+        for pos in _chunks(order):
+            rows = [{"key": enc[i], "spent": 0.0, "first": first[i]} for i in pos]
+            stmt = (
+                pg.insert(ledger_respondent).values(rows).on_conflict_do_nothing().returning(r.key)
+            )
+            new.update(conn.execute(stmt).scalars())
+        for part in _chunks(sorted(enc)):
+            conn.execute(
+                sa.select(r.key)
+                .where(r.key.in_(part))
+                .order_by(r.key.collate("C"))  # Python's order of str (code points)
+                .with_for_update()
+            ).all()
+        return new
+    # SQLite: the write lock is already held; find the missing keys, then insert them
+    have: set[str] = set()
+    for part in _chunks(list(enc)):
+        have.update(conn.execute(sa.select(r.key).where(r.key.in_(part))).scalars())
+    fresh = [(k, f) for k, f in zip(enc, first, strict=True) if k not in have]
+    if fresh:
+        conn.execute(
+            sa.insert(ledger_respondent), [{"key": k, "spent": 0.0, "first": f} for k, f in fresh]
+        )
+    return {k for k, _ in fresh}
+
+
+def next_first(conn: Connection) -> int:
+    """The ``first`` value of the next new respondent (orders respondents by first charge):
+    one past the largest on SQLite (one writer); ``nextval * 2**32`` on PostgreSQL, so
+    concurrent spends never share a value (a spend adds its position, < 2**32)."""
+    if is_postgres(conn):
+        return int(conn.execute(sa.text("SELECT nextval('ledger_spend_seq')")).scalar_one()) << 32
+    top = conn.execute(sa.select(sa.func.max(ledger_respondent.c.first))).scalar_one()
+    return 0 if top is None else int(top) + 1
+
+
+def ledger_history(
+    conn: Connection, enc: Sequence[str], question: str | None, record: QuestionRecord | None
+) -> History:
+    """The totals and charged flags of ``enc`` for ``question`` (read in ``conn``)."""
+    r = ledger_respondent.c
+    spent_of: dict[str, float] = {}
+    for part in _chunks(list(enc)):
+        spent_of.update(conn.execute(sa.select(r.key, r.spent).where(r.key.in_(part))).all())
+    charged_set: set[str] = set()
+    if question is not None:
+        c = ledger_charged.c
+        for part in _chunks(list(enc)):
+            charged_set.update(
+                conn.execute(
+                    sa.select(c.key).where(c.question == question, c.key.in_(part))
+                ).scalars()
+            )
+    spent = np.fromiter((spent_of.get(k, 0.0) for k in enc), dtype=np.float64, count=len(enc))
+    charged = np.fromiter((k in charged_set for k in enc), dtype=np.bool_, count=len(enc))
+    return History(spent, charged, record)
+
+
+def write_plan(
+    conn: Connection, enc: Sequence[str], plan: SpendPlan, new: set[str], question: str
+) -> None:
+    """Write a plan that was not refused: the totals of the charged keys, their charged
+    flags, the question's record; delete the rows of new keys not charged."""
+    written = [k for k, w in zip(enc, plan.write.tolist(), strict=True) if w]
+    r = ledger_respondent.c
+    if written:
+        conn.execute(
+            sa.update(ledger_respondent)
+            .where(r.key == sa.bindparam("k"))
+            .values(spent=sa.bindparam("s")),
+            [{"k": k, "s": s} for k, s in zip(written, plan.new_spent.tolist(), strict=True)],
+        )
+        conn.execute(
+            _insert(conn, ledger_charged).on_conflict_do_nothing(),
+            [{"question": question, "key": k} for k in written],
+        )
+    unpaid = new.difference(written)
+    for part in _chunks(sorted(unpaid)):
+        conn.execute(sa.delete(ledger_respondent).where(r.key.in_(part)))
+    record = plan.record
+    assert record is not None
+    q = ledger_question.c
+    conn.execute(
+        sa.update(ledger_question)
+        .where(q.name == question)
+        .values(epsilon=record.epsilon, memoized=record.memoized, charges=record.charges)
+    )
+
+
+def spend_in(conn: Connection, keys: Keys, request: SpendRequest) -> SpendPlan:
+    """One check-and-spend inside ``conn``'s write transaction (the caller commits; on a
+    refused plan the caller must roll back, which drops the rows inserted to be locked)."""
+    enc = encode_keys(keys)
+    record = ensure_question(conn, request.question)
+    base = next_first(conn)
+    new = lock_respondents(conn, enc, range(base, base + len(enc)))
+    plan = request.plan(ledger_history(conn, enc, request.question, record))
+    if not plan.refused:
+        write_plan(conn, enc, plan, new, request.question)
+    return plan
+
+
+# --------------------------------------------------------------------------- stores
+
+
+def _engine(bind: str | Engine) -> Engine:
+    return make_engine(bind) if isinstance(bind, str) else bind
+
+
+class SqlLedgerStore:
+    """A :class:`~deniable.accounting.LedgerStore` in a SQL database (SQLite or
+    PostgreSQL) whose schema :func:`~deniable.service.db.migrate` created; safe under
+    threads and processes (see the module docstring).
+
+    ``bind`` is a database URL or an engine (shared with the service).  :meth:`snapshot`
+    returns an :class:`~deniable.accounting.InMemoryLedgerStore`.
+    """
+
+    def __init__(self, bind: str | Engine) -> None:
+        self._engine = _engine(bind)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine (a connection pool)."""
+        return self._engine
+
+    def __repr__(self) -> str:
+        return f"SqlLedgerStore({self._engine.url.render_as_string(hide_password=True)!r})"
+
+    def spend(self, keys: Keys, request: SpendRequest) -> SpendPlan:
+        def work(conn: Connection) -> SpendPlan:
+            plan = spend_in(conn, keys, request)
+            if plan.refused:
+                conn.rollback()
+            return plan
+
+        return retrying(self._engine, work)
+
+    def history(self, keys: Keys, question: str | None = None) -> History:
+        enc = encode_keys(keys)
+        with read_tx(self._engine) as conn:
+            record = None if question is None else _record(conn, question)
+            return ledger_history(conn, enc, question, record)
+
+    def questions(self) -> dict[str, QuestionRecord]:
+        with read_tx(self._engine) as conn:
+            return _records(conn)
+
+    def respondents(self) -> Keys:
+        r = ledger_respondent.c
+        with read_tx(self._engine) as conn:
+            texts = list(conn.execute(sa.select(r.key).order_by(r.first)).scalars())
+        return _decoded(texts)
+
+    def summary(self, threshold: float) -> SpentSummary:
+        s = ledger_respondent.c.spent
+        stmt = sa.select(
+            sa.func.count(),
+            sa.func.sum(s),
+            sa.func.min(s),
+            sa.func.max(s),
+            sa.func.sum(sa.case((s >= float(threshold), 1), else_=0)),
+        )
+        with read_tx(self._engine) as conn:
+            n, total, lo, hi, hit = conn.execute(stmt).one()
+        if not n:
+            return SpentSummary(0, 0.0, 0.0, 0.0, 0)
+        return SpentSummary(int(n), float(total), float(lo), float(hi), int(hit or 0))
+
+    def snapshot(self) -> InMemoryLedgerStore:
+        r, c = ledger_respondent.c, ledger_charged.c
+        with read_tx(self._engine) as conn:
+            rows = conn.execute(sa.select(r.key, r.spent).order_by(r.first)).all()
+            charged = conn.execute(sa.select(c.question, c.key)).all()
+            records = _records(conn)
+        index = KeyIndex()
+        keys = _decoded([k for k, _ in rows])
+        pos = {k: i for i, (k, _) in enumerate(rows)}
+        if keys.size:
+            index.add(keys, np.full(keys.size, -1, dtype=np.int64))
+        flags: dict[str, npt.NDArray[np.bool_]] = {
+            q: np.zeros(len(rows), dtype=np.bool_) for q in records
+        }
+        for q, k in charged:
+            flags.setdefault(q, np.zeros(len(rows), dtype=np.bool_))[pos[k]] = True
+        out = InMemoryLedgerStore.__new__(InMemoryLedgerStore)
+        out.__setstate__(
+            {
+                "index": index,
+                "spent": np.array([s for _, s in rows], dtype=np.float64),
+                "charged": flags,
+                "records": records,
+            }
+        )
+        return out
+
+
+def _record(conn: Connection, question: str) -> QuestionRecord | None:
+    q = ledger_question.c
+    row = conn.execute(
+        sa.select(q.epsilon, q.memoized, q.charges).where(
+            q.name == question, q.epsilon.is_not(None)
+        )
+    ).first()
+    if row is None:
+        return None
+    return QuestionRecord(question, float(row.epsilon), bool(row.memoized), int(row.charges))
+
+
+def _records(conn: Connection) -> dict[str, QuestionRecord]:
+    q = ledger_question.c
+    rows = conn.execute(
+        sa.select(q.name, q.epsilon, q.memoized, q.charges)
+        .where(q.epsilon.is_not(None))
+        .order_by(q.name)
+    )
+    return {
+        name: QuestionRecord(name, float(eps), bool(memoized), int(charges))
+        for name, eps, memoized, charges in rows
+    }
+
+
+Reports = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
+
+
+class SqlMemoStore:
+    """A :class:`~deniable.mechanisms.MemoStore` in a SQL database (SQLite or PostgreSQL):
+    one permanent report per (question, key), a unique primary key, and creators of one
+    question serialized (``BEGIN IMMEDIATE`` on SQLite; the question's row locked ``FOR
+    UPDATE`` on PostgreSQL).  :meth:`snapshot` returns an
+    :class:`~deniable.mechanisms.InMemoryMemoStore`."""
+
+    def __init__(self, bind: str | Engine) -> None:
+        self._engine = _engine(bind)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine (a connection pool)."""
+        return self._engine
+
+    def __repr__(self) -> str:
+        return f"SqlMemoStore({self._engine.url.render_as_string(hide_password=True)!r})"
+
+    def get_or_create(
+        self, question: str, keys: Keys, create: Callable[[Mask], npt.ArrayLike]
+    ) -> Reports:
+        enc = encode_keys(keys)
+
+        def work(conn: Connection) -> Reports:
+            if is_postgres(conn):
+                conn.execute(
+                    pg.insert(memo_question).values(name=question).on_conflict_do_nothing()
+                )
+                conn.execute(
+                    sa.select(memo_question.c.name)
+                    .where(memo_question.c.name == question)
+                    .with_for_update()
+                ).one()
+            stored = _memo_lookup(conn, question, enc)
+            missing = stored < 0
+            n_new = int(np.count_nonzero(missing))
+            new = np.asarray(create(missing.copy()))
+            if new.shape != (n_new,) or (n_new and (new.dtype.kind not in "iu" or new.min() < 0)):
+                raise DataError(
+                    f"`create` must return {n_new} non-negative integer reports (one per "
+                    f"missing key), got dtype {new.dtype} and shape {new.shape}."
+                )
+            if n_new:
+                fresh = [k for k, m in zip(enc, missing.tolist(), strict=True) if m]
+                conn.execute(
+                    _insert(conn, memo).on_conflict_do_nothing(),
+                    [
+                        {"question": question, "key": k, "report": int(v)}
+                        for k, v in zip(fresh, new.tolist(), strict=True)
+                    ],
+                )
+                # what is stored is what counts (the protocol: never the fresh draws)
+                stored = _memo_lookup(conn, question, enc)
+            return stored
+
+        return retrying(self._engine, work)
+
+    def lookup(self, question: str, keys: Keys) -> Reports:
+        with read_tx(self._engine) as conn:
+            return _memo_lookup(conn, question, encode_keys(keys))
+
+    def forget(self, question: str) -> None:
+        def work(conn: Connection) -> None:
+            conn.execute(sa.delete(memo).where(memo.c.question == question))
+
+        retrying(self._engine, work)
+
+    def snapshot(self) -> InMemoryMemoStore:
+        m = memo.c
+        with read_tx(self._engine) as conn:
+            rows = conn.execute(sa.select(m.question, m.key, m.report).order_by(m.question)).all()
+        by_q: dict[str, tuple[list[str], list[int]]] = {}
+        for q, k, rep in rows:
+            ks, rs = by_q.setdefault(q, ([], []))
+            ks.append(k)
+            rs.append(int(rep))
+        state: dict[str, tuple[KeyIndex, Reports]] = {}
+        for q, (ks, rs) in by_q.items():
+            index = KeyIndex()
+            keys = _decoded(ks)
+            index.add(keys, np.full(keys.size, -1, dtype=np.int64))
+            state[q] = (index, np.array(rs, dtype=np.int64))
+        out = InMemoryMemoStore.__new__(InMemoryMemoStore)
+        out.__setstate__({"memo": state})
+        return out
+
+
+def _memo_lookup(conn: Connection, question: str, enc: Iterable[str]) -> Reports:
+    m = memo.c
+    enc = list(enc)
+    found: dict[str, int] = {}
+    for part in _chunks(enc):
+        found.update(
+            conn.execute(
+                sa.select(m.key, m.report).where(m.question == question, m.key.in_(part))
+            ).all()
+        )
+    return np.fromiter((found.get(k, -1) for k in enc), dtype=np.int64, count=len(enc))
