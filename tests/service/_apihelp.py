@@ -58,10 +58,10 @@ def survey_text(
     if closes is not None:
         dates += f"closes: {closes.isoformat()}\n"
     qs = questions or (
-        "  - {id: a, text: First?, labels: ['no', 'yes'], design: {mechanism: two-coin}}\n"
-        "  - {id: b, text: Second?, labels: ['no', 'yes'],"
+        "  - {id: a, text: 'First?', labels: ['no', 'yes'], design: {mechanism: two-coin}}\n"
+        "  - {id: b, text: 'Second?', labels: ['no', 'yes'],"
         " design: {mechanism: warner, epsilon: 1}}\n"
-        "  - {id: c, text: Third?, labels: [w, x, y, z],"
+        "  - {id: c, text: 'Third?', labels: [w, x, y, z],"
         " design: {mechanism: categorical, parameters: {k: 4}, epsilon: 1}}\n"
     )
     return (

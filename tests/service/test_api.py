@@ -19,8 +19,10 @@ from _apihelp import (
     past,
     snapshot,
 )
+from fastapi import Request, Response
 
 from deniable.accounting._exact_sum import add_up
+from deniable.service.security import set_admin_cookie
 from deniable.service.storage import ServiceStore
 from deniable.survey import demo_survey
 
@@ -269,10 +271,6 @@ def test_protocols_only_where_a_device_gives_the_design_exactly(store: ServiceSt
 
 
 def test_admin_cookie_from_security_passes_admin_endpoints(store: ServiceStore) -> None:
-    from fastapi import Request, Response
-
-    from deniable.service.security import set_admin_cookie
-
     client = make_client(store)
     app = client.app
 
@@ -282,7 +280,7 @@ def test_admin_cookie_from_security_passes_admin_endpoints(store: ServiceStore) 
         return {"ok": True}
 
     assert client.get(f"/api/surveys/{SURVEY}/protocols").status_code == 401
-    client.post("/test-login")
+    assert client.post("/test-login").status_code == 200
     assert client.get(f"/api/surveys/{SURVEY}/protocols").status_code == 200
     assert ADMIN not in client.cookies.get("deniable_admin", "")
 

@@ -23,9 +23,14 @@ def log_buffer() -> Iterator[io.StringIO]:
     saved = (list(root.handlers), root.level)
     buffer = io.StringIO()
     configure_logging(logging.DEBUG, stream=buffer)
+    # the test client's own request log (httpx2) shows the URLs it sent: not the server's
+    client_log = logging.getLogger("httpx2")
+    client_level = client_log.level
+    client_log.setLevel(logging.WARNING)
     try:
         yield buffer
     finally:
+        client_log.setLevel(client_level)
         root.handlers[:] = saved[0]
         root.setLevel(saved[1])
 
@@ -52,8 +57,10 @@ def test_logs_hold_no_token_no_report_and_no_raw_path(
                     headers=h)  # fmt: skip
         client.post(f"/api/surveys/{SURVEY}/reports",
                     json={"question": "hours", "report": 987654321}, headers=h)  # fmt: skip
-    client.post(f"/api/surveys/{SURVEY}/reports/batch",
-                json={"reports": [{"token": tokens[0], "question": "harassment", "report": 1}]})
+    client.post(
+        f"/api/surveys/{SURVEY}/reports/batch",
+        json={"reports": [{"token": tokens[0], "question": "harassment", "report": 1}]},
+    )
     client.post(f"/api/surveys/{SURVEY}/reports/batch",
                 json={"reports": [{"token": "FORGED-TOKEN-123456", "question": "happy",
                                    "report": 1}]})  # fmt: skip

@@ -38,8 +38,8 @@ from deniable.accounting._exact_sum import add_up
 from deniable.designs import BinaryDesign
 from deniable.exceptions import DeniableError
 from deniable.mechanisms import CoinProtocol, all_protocols
-from deniable.service.storage import SurveyClosedError
 from deniable.service.security import ApiError, require_admin, require_respondent
+from deniable.service.storage import SurveyClosedError
 from deniable.survey import Survey, SurveyQuestion
 
 __all__ = [
@@ -278,7 +278,8 @@ def submit_report(
     """Store one report and spend its question's epsilon, atomically."""
     question = _question(survey, body.question, "question")
     _check_report(question, body.report, "report")
-    _check_open(survey)
+    if not survey.is_open():
+        return _outcome("closed", survey, question.id)
     result = request.app.state.store.submit(survey.id, respondent, question.id, body.report)
     return _outcome(result.status, survey, question.id)
 
@@ -286,9 +287,12 @@ def submit_report(
 @router.post(
     "/api/surveys/{survey_id}/reports/batch",
     summary="Send many randomized reports",
+    response_model=None,
     responses={413: {"description": "more than batch_max_items reports, or too large a body"}},
 )
-def submit_batch(request: Request, survey: SurveyDep, body: BatchRequest) -> dict[str, Any]:
+def submit_batch(
+    request: Request, survey: SurveyDep, body: BatchRequest
+) -> dict[str, Any] | JSONResponse:
     """Many reports in one transaction, each with its respondent's token; per-item
     outcomes in order (``stored``, ``duplicate``, ``conflict``, ``over_cap``).
 
@@ -312,7 +316,8 @@ def submit_batch(request: Request, survey: SurveyDep, body: BatchRequest) -> dic
                 raise ApiError(401, f"`reports[{i}].token`: not a respondent token of this survey")
             rid = respondents[item.token] = int(found)
         items.append((rid, question.id, item.report))
-    _check_open(survey)
+    if not survey.is_open():
+        return _outcome("closed", survey, "")
     results = store.submit_batch(survey.id, items) if items else []
     return {"results": [{"status": r.status} for r in results]}
 

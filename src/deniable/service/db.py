@@ -96,7 +96,7 @@ def _sqlite_setup(engine: Engine) -> None:
         try:
             cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             cur.execute("PRAGMA journal_mode = WAL")
-            cur.execute("PRAGMA synchronous = FULL")
+            cur.execute("PRAGMA synchronous = NORMAL")
             cur.execute("PRAGMA foreign_keys = ON")
         finally:
             cur.close()

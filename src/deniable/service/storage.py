@@ -43,8 +43,6 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError, P
 from deniable.service.db import make_engine, migrate, read_tx
 from deniable.service.models import (
     invitations,
-    ledger_charged,
-    ledger_question,
     ledger_respondent,
     reports,
     respondents,
@@ -56,6 +54,7 @@ from deniable.service.stores import (
     ensure_question,
     ledger_history,
     lock_respondents,
+    many,
     next_first,
     retrying,
 )
@@ -547,50 +546,39 @@ class ServiceStore:
             return [Submitted(STATUSES[s]) for s in status.tolist()]
         now = time.time()
         qids = [q.id for q in survey.questions]
-        conn.execute(
-            sa.insert(reports),
-            [
-                {
-                    "survey_id": sid,
-                    "respondent_id": rid_l[i],
-                    "question_id": qids[qix_l[i]],
-                    "report": rep_l[i],
-                    "received_at": now,
-                }
-                for i in stored_idx.tolist()
-            ],
+        stored_l = stored_idx.tolist()
+        many(
+            conn,
+            "INSERT INTO reports (survey_id, respondent_id, question_id, report, received_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            [(sid, rid_l[i], qids[qix_l[i]], rep_l[i], now) for i in stored_l],
         )
         paid = np.zeros(ids.size, dtype=np.bool_)
         paid[ipos[stored_idx]] = True
-        lr = ledger_respondent.c
-        conn.execute(
-            sa.update(ledger_respondent)
-            .where(lr.key == sa.bindparam("k"))
-            .values(spent=sa.bindparam("s")),
+        payers = np.flatnonzero(paid).tolist()
+        many(
+            conn,
+            "UPDATE ledger_respondent SET spent = ? WHERE key = ?",
+            list(zip(spent[paid].tolist(), [enc[x] for x in payers], strict=True)),
+        )
+        unpaid = sorted(new.difference(enc[x] for x in payers))
+        many(conn, "DELETE FROM ledger_respondent WHERE key = ?", [(k,) for k in unpaid])
+        names = {j: ledger_question_name(sid, qids[j]) for j in used}
+        ipos_l = ipos.tolist()
+        many(
+            conn,
+            "INSERT INTO ledger_charged (question, key) VALUES (?, ?)",
+            [(names[qix_l[i]], enc[ipos_l[i]]) for i in stored_l],
+        )
+        many(
+            conn,
+            "UPDATE ledger_question SET epsilon = ?, memoized = ?, charges = ? WHERE name = ?",
             [
-                {"k": enc[x], "s": s}
-                for x, s in zip(np.flatnonzero(paid).tolist(), spent[paid].tolist(), strict=True)
+                (rec.epsilon, rec.memoized, rec.charges, names[j])
+                for j in used
+                if (rec := records[j]) is not None
             ],
         )
-        unpaid = sorted(new.difference(enc[x] for x in np.flatnonzero(paid).tolist()))
-        for start in range(0, len(unpaid), _CHUNK):
-            conn.execute(
-                sa.delete(ledger_respondent).where(lr.key.in_(unpaid[start : start + _CHUNK]))
-            )
-        names = {j: ledger_question_name(sid, qids[j]) for j in used}
-        conn.execute(
-            sa.insert(ledger_charged),
-            [{"question": names[qix_l[i]], "key": enc[ipos[i]]} for i in stored_idx.tolist()],
-        )
-        q = ledger_question.c
-        for j in used:
-            rec = records[j]
-            if rec is not None:
-                conn.execute(
-                    sa.update(ledger_question)
-                    .where(q.name == names[j])
-                    .values(epsilon=rec.epsilon, memoized=rec.memoized, charges=rec.charges)
-                )
         return [
             Submitted(STATUSES[s], float(c))
             for s, c in zip(status.tolist(), charged.tolist(), strict=True)

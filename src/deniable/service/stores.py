@@ -69,6 +69,7 @@ __all__ = [
     "ensure_question",
     "ledger_history",
     "lock_respondents",
+    "many",
     "retrying",
     "write_plan",
 ]
@@ -139,6 +140,17 @@ def _chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
 def _insert(conn: Connection, table: sa.Table) -> Any:
     """An ``INSERT`` of the connection's dialect (for ``ON CONFLICT``)."""
     return (pg.insert if is_postgres(conn) else sqlite.insert)(table)
+
+
+def many(conn: Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    """``sql`` (placeholders ``?``) executed once per row with the driver's ``executemany``:
+    the bulk path, without SQLAlchemy's per-row parameter processing (only plain ints,
+    floats and strings go through it)."""
+    if not rows:
+        return
+    if is_postgres(conn):
+        sql = sql.replace("?", "%s")
+    conn.exec_driver_sql(sql, list(rows))
 
 
 def retrying(engine: Engine, work: Callable[[Connection], T]) -> T:
@@ -250,15 +262,15 @@ def write_plan(
     written = [k for k, w in zip(enc, plan.write.tolist(), strict=True) if w]
     r = ledger_respondent.c
     if written:
-        conn.execute(
-            sa.update(ledger_respondent)
-            .where(r.key == sa.bindparam("k"))
-            .values(spent=sa.bindparam("s")),
-            [{"k": k, "s": s} for k, s in zip(written, plan.new_spent.tolist(), strict=True)],
+        many(
+            conn,
+            "UPDATE ledger_respondent SET spent = ? WHERE key = ?",
+            list(zip(plan.new_spent.tolist(), written, strict=True)),
         )
-        conn.execute(
-            _insert(conn, ledger_charged).on_conflict_do_nothing(),
-            [{"question": question, "key": k} for k in written],
+        many(
+            conn,
+            "INSERT INTO ledger_charged (question, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            [(question, k) for k in written],
         )
     unpaid = new.difference(written)
     for part in _chunks(sorted(unpaid)):
