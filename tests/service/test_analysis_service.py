@@ -12,7 +12,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-from scipy import stats
+from _closed_forms import binary, binom_sf
 
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError
@@ -29,29 +29,6 @@ def survey() -> Survey:
 
 def _tally(survey: Survey, qid: str, counts: list[int]) -> Tally:
     return survey.question(qid).design.tally_counts(counts)
-
-
-def _clopper_pearson(yes: int, n: int, level: float) -> tuple[float, float]:
-    a = 1 - level
-    lo = 0.0 if yes == 0 else float(stats.beta.ppf(a / 2, yes, n - yes + 1))
-    hi = 1.0 if yes == n else float(stats.beta.ppf(1 - a / 2, yes + 1, n - yes))
-    return lo, hi
-
-
-def _binary_closed_form(
-    yes: int, n: int, p1: float, p0: float, level: float
-) -> dict[str, float | tuple[float, float]]:
-    lam = yes / n
-    slope = p1 - p0
-    est = (lam - p0) / slope
-    se = math.sqrt(lam * (1 - lam) / n) / abs(slope)
-    se_u = math.sqrt(lam * (1 - lam) / (n - 1)) / abs(slope)
-    z = NormalDist().inv_cdf(0.5 + level / 2)
-    lo, hi = _clopper_pearson(yes, n, level)
-    ends = sorted(((lo - p0) / slope, (hi - p0) / slope))
-    exact = (min(max(ends[0], 0.0), 1.0), min(max(ends[1], 0.0), 1.0))
-    return {"estimate": est, "se": se, "se_unbiased": se_u, "wald": (est - z * se, est + z * se),
-            "exact": exact}  # fmt: skip
 
 
 def test_demo_designs_are_the_closed_forms(survey: Survey) -> None:
@@ -80,14 +57,14 @@ def test_binary_results_match_closed_forms(survey: Survey, level: float) -> None
         ("harassment", 29, 100, E / (1 + E), 1 / (1 + E)),
     ):
         q = by_id[qid]
-        cf = _binary_closed_form(yes, n, p1, p0, level)
+        cf = binary(yes, n, p1, p0, level)
         assert q["kind"] == "binary" and q["n"] == n and q["counts"] == [n - yes, yes]
         assert q["epsilon"] == pytest.approx(math.log(3) if qid == "happy" else 1.0, rel=1e-12)
         assert q["estimate"] == pytest.approx(cf["estimate"], rel=1e-12)
         assert q["se"] == pytest.approx(cf["se"], rel=1e-12)
         assert q["se_unbiased"] == pytest.approx(cf["se_unbiased"], rel=1e-12)
-        assert q["ci_wald"] == pytest.approx(list(cf["wald"]), rel=1e-12)  # type: ignore[arg-type]
-        assert q["ci_exact"] == pytest.approx(list(cf["exact"]), rel=1e-9)  # type: ignore[arg-type]
+        assert q["ci_wald"] == pytest.approx(cf["ci_wald"], rel=1e-12)
+        assert q["ci_exact"] == pytest.approx(cf["ci_exact"], rel=1e-9)
         assert q["level"] == level
 
 
@@ -101,13 +78,13 @@ def test_categorical_results_per_category(survey: Survey) -> None:
     p, r = E / (E + 3), 1 / (E + 3)  # 4-ary RR at epsilon 1: P(report j | j), P(report j | i != j)
     z = NormalDist().inv_cdf(0.975)
     for j, c in enumerate(counts):
-        cf = _binary_closed_form(c, n, p, r, 0.95)
+        cf = binary(c, n, p, r, 0.95)
         assert q["estimate"][j] == pytest.approx((c / n - r) / (p - r), rel=1e-12)
         assert q["se"][j] == pytest.approx(math.sqrt(c / n * (1 - c / n) / n) / (p - r), rel=1e-12)
         assert q["se_unbiased"][j] == pytest.approx(cf["se_unbiased"], rel=1e-12)
         est, se = q["estimate"][j], q["se"][j]
         assert q["ci_wald"][j] == pytest.approx([est - z * se, est + z * se], rel=1e-12)
-        assert q["ci_exact"][j] == pytest.approx(list(cf["exact"]), rel=1e-9)  # type: ignore[arg-type]
+        assert q["ci_exact"][j] == pytest.approx(cf["ci_exact"], rel=1e-9)
     assert sum(q["estimate"]) == pytest.approx(1.0, abs=1e-12)  # shares add to one
     assert sum(q["estimate_bounded"]) == pytest.approx(1.0, abs=1e-9)
     assert all(0 <= x <= 1 for x in q["estimate_bounded"])
@@ -176,11 +153,6 @@ def test_budget_histogram_and_values(survey: Survey) -> None:
         an.budget(survey, [1.0, -0.5])
 
 
-def _binom_sf(k: int, n: int, p: float) -> float:
-    """P(Bin(n, p) > k), summed exactly term by term."""
-    return math.fsum(math.comb(n, j) * p**j * (1 - p) ** (n - j) for j in range(k + 1, n + 1))
-
-
 def test_majority_two_coin_exact_tails(survey: Survey) -> None:
     m = an.majority(survey, "happy", _tally(survey, "happy", [3, 7]))
     assert m["n"] == 10 and m["yes"] == 7 and m["threshold"] == 5.0
@@ -188,20 +160,20 @@ def test_majority_two_coin_exact_tails(survey: Survey) -> None:
     assert m["false_positive_rate"] == pytest.approx(386 / 1024, rel=1e-12)  # P(Bin(10,1/2) > 5)
     # the bounded estimate 2 (7/10) - 1/2 = 0.9 gives lambda = 1/4 + 0.9/2 = 0.7
     assert m["prevalence"] == pytest.approx(0.9, rel=1e-12)
-    wrong = 1 - _binom_sf(5, 10, 0.7)  # P(#yes <= 5): deciding "not a majority"
+    wrong = 1 - binom_sf(5, 10, 0.7)  # P(#yes <= 5): deciding "not a majority"
     assert m["error_probability"] == pytest.approx(wrong, rel=1e-10)
     assert m["false_negative_rate"] == pytest.approx(wrong, rel=1e-10)
     no = an.majority(survey, "happy", _tally(survey, "happy", [6, 4]))
     assert no["decision"] is False
     # estimate 0.3 is no majority: the error is deciding one at lambda = 1/4 + 0.15 = 0.4
-    assert no["error_probability"] == pytest.approx(_binom_sf(5, 10, 0.4), rel=1e-10)
+    assert no["error_probability"] == pytest.approx(binom_sf(5, 10, 0.4), rel=1e-10)
 
 
 def test_majority_offset_and_refusals(survey: Survey) -> None:
     # c = 2 SDs at the boundary: 50 + 2 sqrt(100 / 4) = 60
     m = an.majority(survey, "happy", _tally(survey, "happy", [41, 59]), offset=2.0)
     assert m["threshold"] == 60.0 and m["decision"] is False
-    assert m["false_positive_rate"] == pytest.approx(_binom_sf(60, 100, 0.5), rel=1e-10)
+    assert m["false_positive_rate"] == pytest.approx(binom_sf(60, 100, 0.5), rel=1e-10)
     with pytest.raises(ParameterError, match="binary"):
         an.majority(survey, "hours", _tally(survey, "hours", [1, 1, 1, 1]))
     with pytest.raises(DataError, match="no question"):

@@ -45,7 +45,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import deniable
 from deniable.exceptions import DeniableError
-from deniable.service import api
+from deniable.service import api, dashboard
 from deniable.service.logging import (
     AccessLogMiddleware,
     ASGIApp,
@@ -409,8 +409,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
         return _page("interviewer.html")
 
     app.include_router(api.router)
-    # the dashboard's router (service/dashboard.py) is included here once it is merged:
-    # from deniable.service import dashboard; app.include_router(dashboard.router)
+    app.include_router(dashboard.router)
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

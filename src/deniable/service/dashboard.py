@@ -33,6 +33,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -64,6 +67,13 @@ Level = Annotated[float, Query(description="Confidence level of the intervals, i
 Bucket = Annotated[str, Query(description="Time bucket: hour or day.")]
 
 T = TypeVar("T")
+
+#: Failed logins allowed from one client address in any :data:`LOGIN_WINDOW` seconds; past
+#: that every login from the address is refused (429) until the window has passed, so that a
+#: password cannot be guessed online (the admin token is 32 random bytes: no guessing).
+LOGIN_FAILURES = 10
+LOGIN_WINDOW = 60.0
+_clock = time.monotonic
 
 
 # --------------------------------------------------------------------------- helpers
@@ -343,12 +353,59 @@ def login_form() -> HTMLResponse:
     return _html(pages.login_page())
 
 
+class _LoginFailures:
+    """Recent failed logins per client address (in this process)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.times: dict[str, deque[float]] = {}
+
+    def blocked(self, who: str, now: float) -> bool:
+        with self.lock:
+            window = self.times.get(who)
+            while window and window[0] <= now - LOGIN_WINDOW:
+                window.popleft()
+            if window is not None and not window:
+                del self.times[who]
+            return window is not None and len(window) >= LOGIN_FAILURES
+
+    def failed(self, who: str, now: float) -> None:
+        with self.lock:
+            if len(self.times) > 100_000:  # many addresses: forget those that went quiet
+                for key in [k for k, w in self.times.items() if w[-1] <= now - LOGIN_WINDOW]:
+                    del self.times[key]
+            self.times.setdefault(who, deque()).append(now)
+
+    def succeeded(self, who: str) -> None:
+        with self.lock:
+            self.times.pop(who, None)
+
+
+def _login_failures(request: Request) -> _LoginFailures:
+    state = request.app.state
+    failures = getattr(state, "dashboard_login_failures", None)
+    if failures is None:
+        failures = state.dashboard_login_failures = _LoginFailures()
+    return failures
+
+
 @router.post("/dashboard/login", response_class=HTMLResponse, tags=["dashboard"])
 def login(request: Request, secret: Annotated[str, Form(max_length=1024)] = "") -> Response:
     """Check the admin token or password; on success set the signed cookie and go to the
-    dashboard (303), else 401 and the form again."""
+    dashboard (303), else 401 and the form again; after :data:`LOGIN_FAILURES` failures
+    from one address within :data:`LOGIN_WINDOW` seconds, 429 until the window passes."""
+    failures = _login_failures(request)
+    who = request.client.host if request.client is not None else "unknown"
+    now = _clock()
+    if failures.blocked(who, now):
+        message = f"Too many failed logins: try again in {LOGIN_WINDOW:g} seconds."
+        refused = _html(pages.login_page(message), 429)
+        refused.headers["Retry-After"] = f"{LOGIN_WINDOW:.0f}"
+        return refused
     if not secret or not check_admin_credential(request.app.state.settings, secret):
+        failures.failed(who, now)
         return _html(pages.login_page("That is not the admin token or password."), 401)
+    failures.succeeded(who)
     response = RedirectResponse("/dashboard", status_code=303, headers=_NO_STORE)
     set_admin_cookie(response, request)
     return response
