@@ -206,6 +206,16 @@ def test_respondent_interviewer_and_dashboard_in_chromium(server: str, tmp_path:
             _screenshot(page, "respondent")  # before answering: what a respondent sees
             _to_docs("respondent", "respondent")
             assert page.locator("svg.bar").count() == len(questions)
+            # for a screen reader: each question a named group of named radios, a picture
+            # with a text alternative, a live status line
+            for i, q in enumerate(SURVEY.questions):
+                group = page.get_by_role("group", name=q.text)
+                assert group.count() == 1
+                for label in q.labels:
+                    assert group.get_by_role("radio", name=label, exact=True).count() == 1
+                assert group.get_by_role("img").count() == 1
+                assert page.locator(f"#q{i}-status").get_attribute("aria-live") == "polite"
+            assert page.locator("#status[role=status][aria-live=polite]").count() == 1
             assert "3 times in 4" in page.locator("#q0-form").inner_text()
             for i, q in enumerate(SURVEY.questions):
                 answer = (i + 1) % len(q.labels)
@@ -251,6 +261,12 @@ def test_respondent_interviewer_and_dashboard_in_chromium(server: str, tmp_path:
                 assert status.inner_text().startswith("Already received"), status.inner_text()
             assert watch.posts("/sessions") == []
             assert watch.posts("/reports") == sent
+
+            # a phone-width screen: nothing wider than the screen
+            page.set_viewport_size({"width": 360, "height": 740})
+            wide = "() => document.documentElement.scrollWidth > window.innerWidth"
+            assert page.evaluate(wide) is False
+            _screenshot(page, "respondent-phone")
 
             # ---- the interviewer page: one paper respondent (questions with a protocol)
             interviewer = context.new_page()

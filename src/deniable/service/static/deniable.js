@@ -858,12 +858,13 @@ export function picture(doc, explanation, idBase) {
 }
 
 function statusText(status, label) {
-  const sent = label === null ? "" : ` Your device sent the randomized report ${quote(label)}: it may or may not be your true answer.`;
+  const what = label === null ? "" : ` ${quote(label)}`;
+  const note = label === null ? "" : " (it may or may not be your true answer)";
   switch (status) {
     case "stored":
-      return `Received.${sent}`;
+      return `Received. Your device sent the randomized report${what}${note}.`;
     case "duplicate":
-      return `Already received; your device sent the same randomized report again.${sent}`;
+      return `Already received: your device sent its randomized report${what} again${note}.`;
     case "conflict":
       return "The server holds a different report for this question: nothing was changed.";
     case "over_cap":
