@@ -24,8 +24,11 @@ test("a valid spec is accepted, and the result is frozen", () => {
   assert.equal(c.algorithm, "bernoulli-count/1");
 });
 
-test("not an object", () => {
+test("not an object, or not JSON data", () => {
   for (const bad of [null, undefined, 3, "spec", [warner()]]) throwsField(bad, "spec");
+  const big = warner();
+  big.thresholds.yes[0] = 2n ** 51n;
+  throwsField(big, "spec");
 });
 
 test("schema: missing, wrong, newer (with a message to reload)", () => {

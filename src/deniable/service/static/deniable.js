@@ -166,7 +166,14 @@ function checkLatent(latent, truths) {
 export function checkSpec(spec) {
   // a spec object is checked once per content: the cache entry holds its JSON text, so a
   // spec edited after its check is checked again
-  const text = isObject(spec) ? JSON.stringify(spec) : null;
+  let text = null;
+  if (isObject(spec)) {
+    try {
+      text = JSON.stringify(spec);
+    } catch {
+      throw new SpecError("spec", "must be JSON data (a BigInt or a cycle is not).");
+    }
+  }
   const hit = text === null ? undefined : CHECKED.get(spec);
   if (hit && hit.text === text) return hit.checked;
   const checked = checkSpecNow(spec);
