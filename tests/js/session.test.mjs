@@ -1,0 +1,235 @@
+// The page logic (RespondentSession, InterviewerSession) against a fake server, a fake
+// localStorage and a crypto stand-in: only randomized reports are ever sent or stored, the
+// same report is sent again on reload, and nothing is randomized twice.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { InterviewerSession, RespondentSession, randomize } from "../../src/deniable/service/static/deniable.js";
+import { VECTORS, wordsCrypto } from "./_helpers.mjs";
+
+const spec = (id, labels, text) => ({ ...structuredClone(VECTORS.cases.find((c) => c.id === id).spec), labels, text });
+const QUESTIONS = [
+  { id: "happy", spec: spec("two-coin-0", ["no", "yes"], "Are you happy at work?") },
+  { id: "harassment", spec: spec("binary-0", ["no", "yes"], "Witnessed harassment?") },
+  { id: "hours", spec: spec("categorical-0", ["under 35", "35 to 40", "41 to 50", "over 50"], "Hours?") },
+];
+const TOP = 2n ** 64n - 1n;
+
+class FakeStorage {
+  constructor() {
+    this.map = new Map();
+    this.writes = [];
+  }
+  getItem(k) {
+    return this.map.has(k) ? this.map.get(k) : null;
+  }
+  setItem(k, v) {
+    this.writes.push([k, String(v)]);
+    this.map.set(k, String(v));
+  }
+  removeItem(k) {
+    this.map.delete(k);
+  }
+}
+
+/** An in-memory server following the API of SERVICE.md; records every request. */
+function fakeServer({ questions = QUESTIONS, invitations = null } = {}) {
+  const requests = [];
+  const respondents = new Map(); // token -> {question: report}
+  let next = 0;
+  let down = false;
+  const reply = (status, data) => ({ ok: status < 300, status, json: async () => data });
+  async function fetch(url, init = {}) {
+    const body = init.body === undefined ? undefined : JSON.parse(init.body);
+    requests.push({ url, method: init.method, auth: init.headers?.Authorization ?? null, body, raw: init.body });
+    if (down) throw new TypeError("Failed to fetch");
+    const token = (init.headers?.Authorization ?? "").replace(/^Bearer /, "");
+    const m = /^\/api\/surveys\/demo(\/[a-z]+)?$/.exec(url);
+    if (!m) return reply(404, { error: "not found" });
+    if (m[1] === "/sessions" && init.method === "POST") {
+      if (invitations) {
+        if (!invitations.has(body.invitation)) return reply(403, { error: "`invitation` is unknown or used." });
+        invitations.delete(body.invitation);
+      }
+      const t = `tok${next++}`;
+      respondents.set(t, {});
+      return reply(201, { token: t });
+    }
+    if (!respondents.has(token)) return reply(401, { error: "`Authorization`: unknown token." });
+    const mine = respondents.get(token);
+    if (m[1] === undefined && init.method === "GET") {
+      return reply(200, {
+        id: "demo", title: "Demo", description: "d", cap: 3.25, remaining: 3.25, open: true,
+        questions: questions.map((q) => ({ id: q.id, text: q.spec.text, labels: q.spec.labels, spec: q.spec, epsilon: q.spec.epsilon, answered: mine[q.id] ?? null })),
+      });
+    }
+    if (m[1] === "/reports" && init.method === "POST") {
+      const q = questions.find((x) => x.id === body.question);
+      if (!q || !Number.isInteger(body.report) || body.report < 0 || body.report >= q.spec.reports) return reply(422, { error: "`report` out of range" });
+      if (!(q.id in mine)) {
+        mine[q.id] = body.report;
+        return reply(201, { status: "stored" });
+      }
+      return mine[q.id] === body.report ? reply(200, { status: "duplicate" }) : reply(409, { error: "a different report is stored", status: "conflict" });
+    }
+    return reply(405, { error: "method" });
+  }
+  return { fetch, requests, respondents, setDown: (v) => { down = v; } };
+}
+
+/** Answers such that the given words make report != answer: the true answer cannot hide in a report. */
+const WORDS = { happy: [0n], harassment: [TOP], hours: [TOP, 0n] };
+function answerNotReport(q) {
+  for (let a = 0; a < q.spec.truths; a++) {
+    const r = randomize(q.spec, a, WORDS[q.id]);
+    if (r !== a) return { answer: a, report: r };
+  }
+  throw new Error(`no such answer for ${q.id}`);
+}
+
+test("only {question, report} is sent and only reports are stored; never the true answer", async () => {
+  const server = fakeServer();
+  const storage = new FakeStorage();
+  const crypto = wordsCrypto(QUESTIONS.flatMap((q) => WORDS[q.id]));
+  const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage, crypto });
+  assert.deepEqual(await session.open(), { token: "tok0", fresh: true });
+  const survey = await session.load();
+  const expected = {};
+  for (const q of survey.questions) {
+    const { answer, report } = answerNotReport(q);
+    expected[q.id] = report;
+    const result = await session.answer(q, answer);
+    assert.deepEqual(result, { status: "stored", report });
+  }
+  assert.equal(crypto.left, 0, "every drawn word used, one draw per question");
+  const posts = server.requests.filter((r) => r.url.endsWith("/reports"));
+  assert.equal(posts.length, 3);
+  for (const p of posts) {
+    assert.deepEqual(Object.keys(p.body).sort(), ["question", "report"]);
+    assert.equal(p.body.report, expected[p.body.question]);
+    assert.equal(p.auth, "Bearer tok0");
+  }
+  assert.deepEqual(server.respondents.get("tok0"), expected);
+  // every request body: nothing but the session request and the three reports
+  for (const r of server.requests) if (r.body !== undefined) assert.match(r.raw, /^\{\}$|^\{"question":"[a-z]+","report":[0-9]\}$/);
+  // storage: the token and one {report, key} per question, nothing else
+  for (const [k, v] of storage.writes) {
+    if (k === "deniable/token/demo") continue;
+    const m = /^deniable\/report\/demo\/tok0\/([a-z]+)$/.exec(k);
+    assert.ok(m, k);
+    const kept = JSON.parse(v);
+    assert.deepEqual(Object.keys(kept).sort(), ["key", "report"]);
+    assert.equal(kept.report, expected[m[1]]);
+  }
+});
+
+test("a reload sends the same reports again (duplicate) and never randomizes again", async () => {
+  const server = fakeServer();
+  const storage = new FakeStorage();
+  const first = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage, crypto: wordsCrypto([0n, TOP, TOP, 0n]) });
+  await first.open();
+  const survey = await first.load();
+  const sent = {};
+  for (const q of survey.questions) sent[q.id] = (await first.answer(q, 1)).report;
+
+  const crypto = wordsCrypto([]); // any draw would throw: nothing is randomized again
+  const again = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage, crypto });
+  assert.deepEqual(await again.open(), { token: "tok0", fresh: false });
+  await again.load();
+  const replayed = await again.replay();
+  for (const q of QUESTIONS) assert.deepEqual(replayed[q.id], { status: "duplicate", report: sent[q.id] });
+  // answering again, with another answer, sends the kept report
+  for (const q of again.survey.questions) assert.deepEqual(await again.answer(q, 0), { status: "duplicate", report: sent[q.id] });
+  assert.equal(crypto.calls, 0);
+  assert.equal(server.requests.filter((r) => r.url.endsWith("/sessions")).length, 1);
+});
+
+test("the report is kept before it is sent: a failed send is retried with the same report", async () => {
+  const server = fakeServer();
+  const storage = new FakeStorage();
+  const crypto = wordsCrypto([0n]);
+  const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage, crypto });
+  await session.open();
+  const [q] = (await session.load()).questions;
+  server.setDown(true);
+  await assert.rejects(session.answer(q, 0), /Failed to fetch/);
+  server.setDown(false);
+  assert.deepEqual(await session.answer(q, 1), { status: "stored", report: 1 });
+  assert.equal(crypto.calls, 1);
+});
+
+test("a report the server holds (another tab) is adopted, not re-randomized", async () => {
+  const server = fakeServer();
+  const storage = new FakeStorage();
+  const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage, crypto: wordsCrypto([]) });
+  await session.open();
+  server.respondents.get("tok0").happy = 1;
+  const survey = await session.load();
+  assert.equal(session.stored(survey.questions[0]), 1);
+  assert.deepEqual(await session.answer(survey.questions[0], 0), { status: "duplicate", report: 1 });
+});
+
+test("a question whose design changed since this device answered is not sent", async () => {
+  const server = fakeServer();
+  const storage = new FakeStorage();
+  const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage, crypto: wordsCrypto([]) });
+  await session.open();
+  const survey = await session.load();
+  storage.setItem("deniable/report/demo/tok0/happy", JSON.stringify({ report: 1, key: "warner{}" }));
+  const before = server.requests.length;
+  assert.deepEqual(await session.answer(survey.questions[0], 1), { status: "changed", report: null });
+  assert.equal(server.requests.length, before);
+});
+
+test("invitations: the token is redeemed once and kept; a bad one is refused", async () => {
+  const server = fakeServer({ invitations: new Set(["inv-1"]) });
+  const storage = new FakeStorage();
+  const session = new RespondentSession({ surveyId: "demo", invitation: "inv-1", fetch: server.fetch, storage });
+  await session.open();
+  assert.deepEqual(server.requests[0].body, { invitation: "inv-1" });
+  const other = new RespondentSession({ surveyId: "demo", invitation: "inv-1", fetch: server.fetch, storage: new FakeStorage() });
+  await assert.rejects(other.open(), (e) => e.status === 403 && /invitation/.test(e.message));
+  // the same device does not redeem again
+  await new RespondentSession({ surveyId: "demo", invitation: "inv-1", fetch: server.fetch, storage }).open();
+  assert.equal(server.requests.length, 2);
+});
+
+test("server outcomes map to statuses: conflict, bad spec marked, bad survey id refused", async () => {
+  const server = fakeServer();
+  const storage = new FakeStorage();
+  const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage, crypto: wordsCrypto([0n]) });
+  await session.open();
+  const survey = await session.load();
+  server.respondents.get("tok0").happy = 0; // the server holds another report
+  assert.equal((await session.answer(survey.questions[0], 1)).status, "conflict");
+  const broken = fakeServer({ questions: [{ id: "x", spec: { ...QUESTIONS[0].spec, epsilon: 0.1 } }] });
+  const s2 = new RespondentSession({ surveyId: "demo", fetch: broken.fetch, storage: new FakeStorage() });
+  await s2.open();
+  const [q] = (await s2.load()).questions;
+  assert.match(q.problem, /`epsilon`/);
+  assert.throws(() => new RespondentSession({ surveyId: "../admin", fetch: server.fetch, storage }), /surveyId/);
+});
+
+test("interviewer: the admin token from sessionStorage, protocols, and reports posted", async () => {
+  const requests = [];
+  const fetch = async (url, init) => {
+    requests.push({ url, init });
+    const data = url.endsWith("/protocols") ? [{ question: "happy", text: "Q", steps: ["Flip a coin."] }] : { status: "stored" };
+    return { ok: true, status: url.endsWith("/protocols") ? 200 : 201, json: async () => data };
+  };
+  const storage = new FakeStorage();
+  const session = new InterviewerSession({ surveyId: "demo", fetch, storage });
+  session.setToken("admin-secret");
+  assert.deepEqual(storage.writes, [["deniable/admin", "admin-secret"]]);
+  const protocols = await session.protocols();
+  assert.equal(protocols[0].steps[0], "Flip a coin.");
+  await session.submit([{ question: "happy", report: 1 }]);
+  assert.equal(requests[0].init.headers.Authorization, "Bearer admin-secret");
+  assert.equal(requests[1].url, "/api/surveys/demo/interviewer");
+  assert.deepEqual(JSON.parse(requests[1].init.body), { reports: [{ question: "happy", report: 1 }] });
+  session.setToken(null);
+  assert.equal(session.token, null);
+});
+
+test("importing the module in node runs no page (no document)", async () => {
+  assert.equal(typeof globalThis.document, "undefined");
+});

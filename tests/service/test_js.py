@@ -1,0 +1,154 @@
+"""The JavaScript randomizer (``deniable/service/static/deniable.js``) under Node.
+
+* ``node --test tests/js/`` runs the Node suite (every case of tests/vectors/randomizers.json
+  bit for bit, the output distribution against the channel, malformed specs, the page logic
+  against a fake server); this test fails with node's output when it fails, so the suite's
+  one runner reports it.
+* Beyond the committed vectors: Python builds vectors for every example design of
+  tests/conftest.py (both groups of designs) and for the demo survey's questions, with
+  deniable's own randomizers, and the JavaScript module must reproduce every report.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from deniable.designs._vectors import _cases
+from deniable.survey import demo_survey
+
+ROOT = Path(__file__).resolve().parents[2]
+JS_TESTS = ROOT / "tests" / "js"
+STATIC = ROOT / "src" / "deniable" / "service" / "static"
+
+
+def _examples() -> object:
+    # tests/conftest.py by path: `import conftest` here would find tests/service/conftest.py
+    # (pytest keeps one module named conftest at a time)
+    spec = importlib.util.spec_from_file_location("_root_conftest", ROOT / "tests" / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _node() -> str:
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node (>= 18) is not installed: scripts/test installs Debian's nodejs.")
+    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True)
+    match = re.match(r"v(\d+)\.", version.stdout)
+    if not match or int(match.group(1)) < 18:
+        pytest.fail(f"node >= 18 is needed for `node --test`, found {version.stdout.strip()}.")
+    return node
+
+
+def test_node_suite() -> None:
+    result = subprocess.run(
+        [_node(), "--test", "tests/js/"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if result.returncode != 0:
+        failed = "\n".join(line for line in result.stdout.splitlines() if line.startswith("not ok"))
+        pytest.fail(
+            f"node --test tests/js/ failed (exit {result.returncode}):\n{failed}\n\n"
+            f"--- stdout ---\n{result.stdout[-20000:]}\n--- stderr ---\n{result.stderr[-5000:]}",
+            pytrace=False,
+        )
+    assert re.search(r"^# fail 0$", result.stdout, re.M), result.stdout[-2000:]
+    assert re.search(r"^# pass [1-9]\d*$", result.stdout, re.M), result.stdout[-2000:]
+
+
+def test_js_matches_python_beyond_the_vectors_file(tmp_path: Path) -> None:
+    examples = _examples()
+    designs = [(f"example-{name}", make()) for name, make in examples.DESIGN_CASES]  # type: ignore[attr-defined]
+    designs += [
+        (f"two-group-{name}-{i}", make())
+        for name, makers in examples.TWO_GROUP_EXAMPLES.items()  # type: ignore[attr-defined]
+        for i, make in enumerate(makers)
+    ]
+    designs += [(f"demo-{q.id}", q.design) for q in demo_survey().questions]
+    cases = [case for case_id, design in designs for case in _cases(case_id, design)]
+    path = tmp_path / "vectors.json"
+    path.write_text(json.dumps({"schema": "deniable.vectors/1", "cases": cases}))
+    result = subprocess.run(
+        [_node(), str(JS_TESTS / "_replay.mjs"), str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["errors"] == []
+    assert out["mismatches"] == []
+    assert out["cases"] == len(cases)
+    assert out["reports"] == sum(len(c["reports"]) for c in cases)
+    # every demo question and both two-group forms were replayed
+    ids = {c["id"] for c in cases}
+    assert {f"demo-{q.id}" for q in demo_survey().questions} <= ids
+    assert any(i.endswith("-group-given") for i in ids)
+
+
+class _Page(HTMLParser):
+    """Collects what a strict CSP (script-src 'self'; style-src 'self') would block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.problems: list[str] = []
+        self.scripts: list[str] = []
+        self.styles: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        names = {k for k, _ in attrs}
+        if "style" in names:
+            self.problems.append(f"<{tag} style=...>")
+        self.problems += [f"<{tag} {k}=...>" for k in names if k.startswith("on")]
+        if tag == "style":
+            self.problems.append("<style> element")
+        if tag == "script":
+            src = dict(attrs).get("src")
+            if not src:
+                self.problems.append("<script> without src")
+            else:
+                self.scripts.append(src)
+        if tag == "link" and dict(attrs).get("rel") == "stylesheet":
+            self.styles.append(str(dict(attrs).get("href")))
+        href = dict(attrs).get("href") or dict(attrs).get("src") or ""
+        if href.startswith(("http:", "https:", "//", "javascript:")):
+            self.problems.append(f"<{tag}> loads {href}")
+
+
+@pytest.mark.parametrize("page", ["respondent.html", "interviewer.html"])
+def test_pages_have_no_inline_script_or_style(page: str) -> None:
+    parser = _Page()
+    parser.feed((STATIC / page).read_text(encoding="utf-8"))
+    assert parser.problems == []
+    assert parser.scripts == ["/static/deniable.js"]
+    assert parser.styles == ["/static/style.css"]
+    body = re.search(r"<body[^>]*data-page=\"(\w+)\"", (STATIC / page).read_text())
+    assert body is not None and f"{body.group(1)}.html" == page
+
+
+def test_module_builds_the_dom_without_inline_styles_or_eval() -> None:
+    source = (STATIC / "deniable.js").read_text(encoding="utf-8")
+    forbidden = [".style.", '"style"', "innerHTML", "outerHTML", "insertAdjacentHTML"]
+    forbidden += ["eval(", "new Function", "document.write", "console.log", "import("]
+    for text in forbidden:
+        assert text not in source, text
+    # the files the pages use are there (package data: service/static/*)
+    mine = {"deniable.js", "icon.svg", "interviewer.html", "respondent.html", "style.css"}
+    assert mine <= {p.name for p in STATIC.iterdir()}
