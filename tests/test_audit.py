@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import DESIGN_CASES
+from _cases import DESIGN_CASES
 from deniable.audit import (
     AuditResult,
     UnaryEncoding,

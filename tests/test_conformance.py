@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import DESIGN_CASES, TWO_GROUP_ESTIMANDS
+from _cases import DESIGN_CASES, TWO_GROUP_ESTIMANDS
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,

@@ -32,7 +32,7 @@ import pytest
 
 import deniable.designs._base as base_module
 import deniable.designs._categorical as categorical_module
-from conftest import DESIGN_CASES
+from _cases import DESIGN_CASES
 from deniable.designs import (
     Binary,
     BinaryDesign,

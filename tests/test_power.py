@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import DESIGN_CASES
+from _cases import DESIGN_CASES
 from deniable.designs import (
     BinaryDesign,
     Categorical,

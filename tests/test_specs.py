@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from conftest import DESIGN_CASES
+from _cases import DESIGN_CASES
 from deniable.designs import (
     DESIGNS,
     SPEC_SCHEMA,

@@ -5,7 +5,7 @@
   against a fake server); this test fails with node's output when it fails, so the suite's
   one runner reports it.
 * Beyond the committed vectors: Python builds vectors for every example design of
-  tests/conftest.py (both groups of designs) and for the demo survey's questions, with
+  tests/_cases.py (both groups of designs) and for the demo survey's questions, with
   deniable's own randomizers, and the JavaScript module must reproduce every report.
 """
 
@@ -30,9 +30,8 @@ STATIC = ROOT / "src" / "deniable" / "service" / "static"
 
 
 def _examples() -> object:
-    # tests/conftest.py by path: `import conftest` here would find tests/service/conftest.py
-    # (pytest keeps one module named conftest at a time)
-    spec = importlib.util.spec_from_file_location("_root_conftest", ROOT / "tests" / "conftest.py")
+    # tests/_cases.py by path: tests/ need not be on sys.path when tests/service runs alone
+    spec = importlib.util.spec_from_file_location("_cases_by_path", ROOT / "tests" / "_cases.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,7 +1,7 @@
 """The admin check, the dashboard's signed cookie and bearer parsing (service/security.py).
 
 These run on a bare FastAPI app whose state holds only settings: the admin check needs no
-store.  The respondent check against a real store is in test_api.py.
+store.  The respondent check against a real store is in test_service_api.py.
 """
 
 from __future__ import annotations
