@@ -97,6 +97,16 @@ class FrequencyOracle(ABC):
     def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
         """``(counts of the k values, n)`` of a batch of reports (validated)."""
 
+    @abstractmethod
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        """Whether each (validated) report supports ``value``."""
+
+    def supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        """Whether each report supports ``value`` (its tally counts these): a boolean array
+        with one entry per report.  ``tally(reports).counts[value]`` is its sum."""
+        j = v.integer("value", value, minimum=0, maximum=self.k - 1)
+        return self._supports(reports, j)
+
     # ---- identity
 
     @cached_property

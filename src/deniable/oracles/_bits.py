@@ -23,7 +23,14 @@ import numpy.typing as npt
 
 from deniable.exceptions import DataError, ParameterTypeError
 
-__all__ = ["lanes", "pack_words", "packed_support_counts", "parity"]
+__all__ = [
+    "lanes",
+    "pack_words",
+    "packed_bit",
+    "packed_support_counts",
+    "parity",
+    "row_popcounts",
+]
 
 _ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 #: Rows of packed reports unpacked at once when counting (bits: 1024 x k bytes).
@@ -97,6 +104,12 @@ def packed_support_counts(
         np.add.reduce(bits, axis=0, dtype=np.uint16, out=acc)
         counts += acc
     return counts, arr
+
+
+def packed_bit(reports: Any, k: int, j: int) -> npt.NDArray[np.bool_]:
+    """Bit ``j`` of each packed report, as booleans."""
+    arr = _packed(reports, k)
+    return np.asarray((arr[:, j >> 3] >> np.uint8(j & 7)) & np.uint8(1), dtype=np.bool_)
 
 
 def row_popcounts(arr: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:

@@ -162,5 +162,10 @@ class HadamardResponse(FrequencyOracle):
         transform = walsh_hadamard(signed)[: self.k]
         return (n + transform) // 2, n
 
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        arr = v.reports_array("reports", reports, categories=self.n_reports).astype(np.uint64)
+        row, bit = arr >> np.uint64(1), arr & np.uint64(1)
+        return np.asarray(bit == parity(row & np.uint64(value)), dtype=np.bool_)
+
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
         return "hadamard-response/1", 2, {"rows": self.rows, "flip": self.flip_threshold}

@@ -158,7 +158,7 @@ class LocalHashing(FrequencyOracle):
             block[:, 2] = np.where(keep, hashed, other)
         return out
 
-    def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
+    def _reports(self, reports: Any) -> npt.NDArray[np.uint64]:
         arr = as_uint_array("reports", reports, ndim=2)
         if arr.shape[1] != 3 or (arr.size and arr.dtype != np.uint64):
             raise DataError(
@@ -168,6 +168,17 @@ class LocalHashing(FrequencyOracle):
         g = self._buckets()
         if arr.size and int(arr[:, 2].max()) >= g:
             raise DataError(f"`reports` buckets must be in 0..{g - 1}, got {int(arr[:, 2].max())}.")
+        return arr
+
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        arr = self._reports(reports)
+        x = np.full(arr.shape[0], value, dtype=np.uint64)
+        hashed = ((arr[:, 0] * x + arr[:, 1]) >> _32) * np.uint64(self._buckets()) >> _32
+        return np.asarray(hashed == arr[:, 2], dtype=np.bool_)
+
+    def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
+        arr = self._reports(reports)
+        g = self._buckets()
         counts = np.zeros(self.k, dtype=np.int64)
         for start in range(0, arr.shape[0], _DECODE_BLOCK):
             block = arr[start : start + _DECODE_BLOCK]

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import Channel, Tally, mechanism_key
+from deniable.designs import Channel, Tally, channel_epsilon, mechanism_key
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._choose import choose_oracle
@@ -93,6 +93,14 @@ class Histogram:
     def epsilon(self) -> float:
         """The oracle's epsilon."""
         return float(self.oracle.epsilon)
+
+    @property
+    def implemented_epsilon(self) -> float:
+        """The oracle's implemented epsilon (never above :attr:`epsilon`)."""
+        inner = getattr(self.oracle, "implemented_epsilon", None)
+        if inner is None:  # the categorical design: from its implemented channel
+            return float(channel_epsilon(self.oracle.implemented_channel))
+        return float(inner)
 
     @property
     def channel(self) -> Channel:

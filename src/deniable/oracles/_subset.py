@@ -38,7 +38,7 @@ from deniable.common import _validation as v
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import FrequencyOracle, check_epsilon, check_k
-from deniable.oracles._bits import packed_support_counts, row_popcounts
+from deniable.oracles._bits import packed_bit, packed_support_counts, row_popcounts
 from deniable.oracles._variance import total_variance
 from deniable.randomness import random_words, resolve_rng, uniform_below, words_below
 
@@ -252,6 +252,9 @@ class SubsetSelection(FrequencyOracle):
                 f"with {int(sizes[bad[0]])}."
             )
         return counts, int(arr.shape[0])
+
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        return packed_bit(reports, self.k, value)
 
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
         return "subset-selection/1", self.words_per_report, {

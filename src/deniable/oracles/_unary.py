@@ -35,7 +35,7 @@ from deniable.common import _validation as v
 from deniable.designs._from_epsilon import expit
 from deniable.exceptions import ParameterError
 from deniable.oracles._base import FrequencyOracle, check_epsilon, check_k, open_probability
-from deniable.oracles._bits import lanes, pack_words, packed_support_counts
+from deniable.oracles._bits import lanes, pack_words, packed_bit, packed_support_counts
 from deniable.randomness import random_words, resolve_rng
 
 __all__ = ["OUE", "SUE", "UnaryEncoding"]
@@ -182,6 +182,9 @@ class UnaryEncoding(FrequencyOracle):
     def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
         counts, arr = packed_support_counts(reports, self.k)
         return counts, int(arr.shape[0])
+
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        return packed_bit(reports, self.k, value)
 
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
         return self._algorithm, self.words_per_report, {"bits": self.bits, "set": self.set_count}
