@@ -35,11 +35,15 @@ def source_version() -> str:
 
 
 def package_files() -> set[str]:
-    """The package's files as installed: ``deniable/...`` (modules and ``py.typed``)."""
-    files = {p for p in (SRC / "deniable").rglob("*") if p.is_file()}
-    return {
-        p.relative_to(SRC).as_posix() for p in files if p.suffix == ".py" or p.name == "py.typed"
+    """The package's files as installed: ``deniable/...`` (modules, ``py.typed`` and the
+    package data such as the demo survey), i.e. every file under ``src/deniable`` except
+    byte-code caches."""
+    files = {
+        p
+        for p in (SRC / "deniable").rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
     }
+    return {p.relative_to(SRC).as_posix() for p in files}
 
 
 def check_wheel(path: pathlib.Path, version: str, problems: list[str]) -> None:

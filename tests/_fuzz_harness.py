@@ -364,10 +364,11 @@ def walk_commands() -> list[Command]:
     out: list[Command] = []
 
     def walk(cmd: Any, path: list[str]) -> None:
-        subs = getattr(cmd, "commands", None)
-        if subs:
-            for name, sub in sorted(subs.items()):
-                walk(sub, [*path, name])
+        # a group lists its commands (the root group loads each command's module on request)
+        names = cmd.list_commands(None) if hasattr(cmd, "list_commands") else []
+        if names:
+            for name in sorted(names):
+                walk(cmd.get_command(None, name), [*path, name])
             return
         params = [
             Param(

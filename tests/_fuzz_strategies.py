@@ -98,8 +98,8 @@ DESIGN_PARAMS = _design_names()
 PARAM_NAMES = sorted({k for ps in DESIGN_PARAMS.values() for k in ps})
 #: Valid-looking values of each design parameter, fuzzed by mutation.
 PARAM_VALUES = {
-    "p": ["0.7", "3/4", "0.25"], "q": ["0.5", "0.25"], "truth": ["0.6", "0.5"],
-    "yes": ["0.5"], "epsilon": ["1", "0.5"], "calibration": ["exact", "half", "bogus"],
+    "p": ["0.7", "3/4", "0.25"], "q": ["0.5", "0.25"], "p_truthful": ["0.6", "0.5"],
+    "p_yes": ["0.5"], "epsilon": ["1", "0.5"], "calibration": ["exact", "half", "bogus"],
     "forced_yes": ["1/6", "0.2"], "forced_no": ["1/6", "0.1"], "theta1": ["0.8", "0.7"],
     "theta2": ["0.4", "0.3"], "draws": ["1", "3", "1000000000"], "p_yes_given_1": ["0.8"],
     "p_yes_given_0": ["0.3"], "k": ["3", "4", "2", "100000000"], "forced": ["0.2,0.3,0.5"],
@@ -384,7 +384,7 @@ def _design_expr() -> st.SearchStrategy[str]:
             "deniable.ForcedResponse(1/6, 1/6)", "deniable.ForcedResponse(0.2, 0.0)",
             "deniable.Binary(1e-9)", "deniable.Binary(700.0)", "deniable.Kuk(0.8, 0.4, 3)",
             "deniable.Mangat(0.7)", "deniable.Crosswise(0.25)", "deniable.Custom(0.8, 0.3)",
-            "deniable.UnrelatedQuestion(0.7, 0.5)", "deniable.Categorical(k=3, truth=0.6)",
+            "deniable.UnrelatedQuestion(0.7, 0.5)", "deniable.Categorical(k=3, p_truthful=0.6)",
             "deniable.Binary(30.0)", "deniable.Warner(0.9999999999)",
         ]
     )  # fmt: skip
@@ -495,13 +495,15 @@ API_CASES: dict[str, st.SearchStrategy[str]] = {
         count(),
     ),
     "advanced": _call(
-        "accounting.advanced_composition({0}, {1}, {2})", [], real(), prob(), count()
+        "accounting.advanced_composition({0}, {1}, counts={2})", [], real(), prob(), count()
     ),
-    "optimal": _call("accounting.optimal_rr_epsilon({0}, {1}, {2})", [], real(), count(), prob()),
+    "optimal": _call(
+        "accounting.optimal_rr_epsilon({0}, {2}, count={1})", [], real(), count(), prob()
+    ),
     "zcdp": _call("accounting.zcdp_epsilon({0}, {1})", [], real(), prob()),
     "pure_to_zcdp": _call("accounting.pure_to_zcdp({0})", [], real()),
     "shuffle": _call(
-        "accounting.shuffle_epsilon_numerical({0}, {1}, {2})", ["x"], real(), count(), prob()
+        "accounting.shuffle_epsilon_numerical({0}, {2}, n={1})", ["x"], real(), count(), prob()
     ),
     "coins": _call("deniable.mechanisms.design_protocol(epsilon={0})", [], real()),
 }

@@ -77,8 +77,8 @@ EXAMPLES: dict[str, list[Callable[[], Design]]] = {
     "mirrored": [lambda: Mirrored(0.7), lambda: Mirrored(0.35)],
     "two-coin": [
         lambda: TwoCoin(),
-        lambda: TwoCoin(truth=0.3, yes=0.8),
-        lambda: TwoCoin(truth=0.5, yes=1.0),  # a "no" reveals a non-carrier: eps = inf
+        lambda: TwoCoin(p_truthful=0.3, p_yes=0.8),
+        lambda: TwoCoin(p_truthful=0.5, p_yes=1.0),  # a "no" reveals a non-carrier: eps = inf
     ],
     "biased-coin": [lambda: BiasedCoin(0.25), lambda: BiasedCoin(0.9)],
     "binary": [
@@ -110,9 +110,9 @@ EXAMPLES: dict[str, list[Callable[[], Design]]] = {
         lambda: Custom(1.0, 0.3),  # eps = inf
     ],
     "categorical": [
-        lambda: Categorical(k=4, truth=0.5),
-        lambda: Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
-        lambda: Categorical(k=3, truth=0.5, forced=(0.5, 0.5, 0.0)),  # eps = inf
+        lambda: Categorical(k=4, p_truthful=0.5),
+        lambda: Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)),
+        lambda: Categorical(k=3, p_truthful=0.5, forced=(0.5, 0.5, 0.0)),  # eps = inf
     ],
 }
 
@@ -201,7 +201,7 @@ OTHER_MECHANISMS: dict[str, list[Callable[[], Any]]] = {
     "memoized": [
         lambda: MemoizedMechanism(Warner(0.75)),
         lambda: MemoizedMechanism(Warner(0.8), instantaneous=Binary(1.0)),
-        lambda: MemoizedMechanism(Categorical(k=3, truth=0.5)),
+        lambda: MemoizedMechanism(Categorical(k=3, p_truthful=0.5)),
     ],
 }
 

@@ -58,10 +58,10 @@ def test_single_rr_delta_closed_form(eps, frac):
     # one use: only the output with loss +eps counts: delta = p (1 - e^{t - eps})
     t = frac * eps
     expected = max(0.0, (math.exp(eps) - math.exp(t)) / (1 + math.exp(eps)))
-    assert optimal_rr_delta(eps, 1, t) == pytest.approx(expected, rel=1e-9)
-    assert optimal_rr_delta(eps, 1, t) >= expected
-    assert optimal_rr_delta(eps, 1, eps) == 0.0  # at the largest loss: exactly 0
-    assert optimal_rr_delta(eps, 1, eps * (1 - 1e-15)) <= 1e-14
+    assert optimal_rr_delta(eps, t, count=1) == pytest.approx(expected, rel=1e-9)
+    assert optimal_rr_delta(eps, t, count=1) >= expected
+    assert optimal_rr_delta(eps, eps, count=1) == 0.0  # at the largest loss: exactly 0
+    assert optimal_rr_delta(eps, eps * (1 - 1e-15), count=1) <= 1e-14
     assert rr_pld(eps).delta(t) == pytest.approx(expected, rel=1e-9)
 
 
@@ -70,14 +70,14 @@ def test_single_rr_delta_closed_form(eps, frac):
 def test_equal_eps_matches_brute_force(n, eps):
     for t in [0.0, 0.5 * eps, eps, 0.4 * n * eps]:
         bf = brute_force_delta([eps] * n, t)
-        assert optimal_rr_delta(eps, n, t) == pytest.approx(bf, rel=1e-9, abs=1e-15)
-        assert optimal_rr_delta(eps, n, t) >= bf * (1 - 1e-12)
+        assert optimal_rr_delta(eps, t, count=n) == pytest.approx(bf, rel=1e-9, abs=1e-15)
+        assert optimal_rr_delta(eps, t, count=n) >= bf * (1 - 1e-12)
 
 
 def test_heterogeneous_lattice_pld_matches_brute_force():
     eps = [0.2, 0.5, 0.5, 0.7, 1.0, 0.1, 0.3]
     acct = PrivacyAccountant(tuple(RandomizedResponse(e) for e in eps))
-    assert acct.lattice == pytest.approx(0.1)
+    assert acct.lattice == pytest.approx(0.1, rel=1e-12)
     assert acct.optimal_is_exact
     for t in [0.0, 0.35, 1.0, 2.0, 3.0]:
         bf = brute_force_delta(eps, t)
@@ -168,14 +168,14 @@ def test_equal_eps_closed_form_agrees_with_lattice_pld():
 
 def test_large_k_in_log_space():
     # k = 10^5 uses: exact, finite, between the KOV bound and the lower bound of a Gaussian
-    e = optimal_rr_epsilon(0.01, 100_000, 1e-6)
+    e = optimal_rr_epsilon(0.01, 1e-6, count=100_000)
     assert math.isfinite(e)
     assert e <= kov_composition(0.01, 1e-6, counts=100_000)
-    assert e > 0.9 * optimal_rr_epsilon(0.01, 100_000, 1e-5)
+    assert e > 0.9 * optimal_rr_epsilon(0.01, 1e-5, count=100_000)
     # tiny delta: finite and below basic composition
-    assert optimal_rr_epsilon(0.01, 10_000, 1e-300) < 100.0
+    assert optimal_rr_epsilon(0.01, 1e-300, count=10_000) < 100.0
     # here P(all answers favour x) = 0.731^1000 ~ 1e-136 > 1e-300: the answer is basic
-    assert optimal_rr_epsilon(1.0, 1000, 1e-300) == 1000.0
+    assert optimal_rr_epsilon(1.0, 1e-300, count=1000) == 1000.0
 
 
 # ------------------------------------------------------------------ count and edges
@@ -214,7 +214,7 @@ def test_zero_epsilon_and_empty():
     acct = PrivacyAccountant((RandomizedResponse(0.0, count=100),))
     assert acct.epsilon(1e-9) == 0.0 and acct.delta(0.0) == 0.0
     assert PrivacyAccountant().epsilon(0.5, "rdp") == 0.0
-    assert optimal_rr_epsilon(0.0, 10, 0.1) == 0.0
+    assert optimal_rr_epsilon(0.0, 0.1, count=10) == 0.0
 
 
 def test_delta_limits():
@@ -294,10 +294,10 @@ def test_compare_table():
 
 
 def test_common_lattice():
-    assert common_lattice([0.5, 0.25, 1.0], [1, 1, 1]) == 0.25
-    assert common_lattice([0.37, 0.5], [1, 1]) == pytest.approx(0.01)
-    assert common_lattice([math.pi], [1]) is None
-    assert common_lattice([1e-6, 1.0], [10**6, 10**6]) is None  # lattice too fine
+    assert common_lattice([0.5, 0.25, 1.0], counts=[1, 1, 1]) == 0.25
+    assert common_lattice([0.37, 0.5], counts=[1, 1]) == pytest.approx(0.01, rel=1e-12)
+    assert common_lattice([math.pi], counts=[1]) is None
+    assert common_lattice([1e-6, 1.0], counts=[10**6, 10**6]) is None  # lattice too fine
 
 
 @pytest.mark.parametrize(
@@ -315,7 +315,7 @@ def test_common_lattice():
         (lambda: PrivacyAccountant(step=0.0), "step"),
         (lambda: advanced_composition([-0.1], 0.1), "epsilons"),
         (lambda: kov_composition([0.1], 1.5), "delta"),
-        (lambda: optimal_rr_epsilon(0.5, 10, 0.0), "delta"),
+        (lambda: optimal_rr_epsilon(0.5, 0.0, count=10), "delta"),
         (lambda: compare_composition([0.5], counts=[1, 2]), "counts"),
         (lambda: rr_pld(0.5, rounding="sideways"), "rounding"),
     ],
@@ -366,8 +366,8 @@ def test_basic_composition_overflows_to_inf() -> None:
     assert basic_composition([8e307, 8e307]) == 1.6e308  # exact, just below the largest double
     # two uses of RR(1e308): the total loss 2e308 overflows, and so does the optimum
     # 2e308 + ln(1 - delta): inf everywhere, delta = 1 (vacuous) at every finite epsilon
-    assert optimal_rr_epsilon(1e308, 2, 0.5) == math.inf
-    assert optimal_rr_delta(1e308, 2, 1.0) == 1.0
+    assert optimal_rr_epsilon(1e308, 0.5, count=2) == math.inf
+    assert optimal_rr_delta(1e308, 1.0, count=2) == 1.0
     acct = PrivacyAccountant((RandomizedResponse(1e308, count=2),))
     for m in PURE_METHODS:
         assert acct.epsilon(0.5, m) == math.inf and acct.delta(1e300, m) == 1.0
@@ -386,10 +386,10 @@ def test_huge_epsilon_closed_forms_and_optimum(x: float, d: float) -> None:
     assert advanced_composition([x, 1.0], d) == basic_composition([x, 1.0])
     assert kov_composition([x] * 3, d) == 3 * x  # S = 3 x tanh(x/2) = 3 x: KOV is basic
     t = _rr_optimum(x, 3, d)
-    opt = optimal_rr_epsilon(x, 3, d)
+    opt = optimal_rr_epsilon(x, d, count=3)
     assert t * (1 - 1e-15) <= opt <= min(3 * x, t + 1e-11 * 3 * x)
-    assert 1 - 1e-12 <= optimal_rr_delta(x, 3, 1.0) <= 1.0
-    assert optimal_rr_delta(x, 3, 3 * x) == 0.0  # at the largest loss: exactly 0
+    assert 1 - 1e-12 <= optimal_rr_delta(x, 1.0, count=3) <= 1.0
+    assert optimal_rr_delta(x, 3 * x, count=3) == 0.0  # at the largest loss: exactly 0
     # the exact lattice PLD (step = x): the same delta
     pld = rr_pld(x, count=3)
     # (its grid losses carry a rounding slack of a few ulps: delta is 0 just above 3 x)
@@ -478,3 +478,76 @@ def test_tiny_gaussian_mu_keeps_a_positive_delta() -> None:
     acct = PrivacyAccountant((Gaussian(1e200, count=3),))
     for method in ("zcdp", "rdp", "pld", "gdp", "optimal", "best"):
         assert acct.delta(0.0, method) >= tv, method
+
+
+# ------------------------------------------------------------------ the default route
+def _gdp_delta_by_hand(mu: float, eps: float) -> float:
+    """Dong, Roth & Su (2019), Cor. 2.13: Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2)."""
+    from scipy import stats
+
+    return float(
+        stats.norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * stats.norm.cdf(-eps / mu - mu / 2)
+    )
+
+
+def test_default_route_for_gaussian_events_is_the_exact_gdp_value():
+    # 4 releases at sigma = 2 and 3 at sigma = 1 (sensitivity 1): mu = sqrt(4/4 + 3) = 2
+    acct = PrivacyAccountant((Gaussian(2.0, count=4), Gaussian(1.0, count=3)))
+    assert acct.route() == "exact: GDP composition (Dong-Roth-Su 2019)"
+    assert acct.optimal_is_exact
+    for eps in (0.5, 1.0, 3.0):
+        # deterministic: the formula to 1e-9 (the pessimistic PLD is off by ~1e-5)
+        assert acct.delta(eps) == pytest.approx(_gdp_delta_by_hand(2.0, eps), rel=1e-9)
+        assert acct.delta(eps) >= _gdp_delta_by_hand(2.0, eps)
+    eps = acct.epsilon(1e-6)
+    assert eps == acct.epsilon(1e-6, "gdp")  # mu rounded up by compose_gdp: never below
+    assert gdp_epsilon(2.0, 1e-6) <= eps == pytest.approx(gdp_epsilon(2.0, 1e-6), rel=1e-9)
+    assert _gdp_delta_by_hand(2.0, eps) <= 1e-6 < _gdp_delta_by_hand(2.0, eps * (1 - 1e-7))
+    assert acct.epsilon_bounds(1e-6) == (eps, eps)
+    assert eps < acct.epsilon(1e-6, "pld")
+
+
+@pytest.mark.parametrize("k", [3, 4])
+def test_default_route_for_one_kary_group_is_the_exact_rr_pld(k):
+    # ln 3 is on no decimal lattice: before, "optimal" fell back to the pessimistic PLD
+    eps, n = math.log(3), 6
+    acct = PrivacyAccountant((RandomizedResponse(eps, k=k, count=n),))
+    assert acct.lattice is None and acct.optimal_is_exact
+    assert acct.route() == "exact: k-ary RR PLD on the lattice epsilon Z"
+    for t in (0.0, 0.5, 2.0, 4.0):
+        bf = brute_force_delta([eps] * n, t, k=k)
+        assert acct.delta(t) == pytest.approx(bf, rel=1e-9, abs=1e-15)
+        assert acct.delta(t) >= bf * (1 - 1e-12)
+    lo, hi = acct.epsilon_bounds(1e-3)
+    assert lo == hi == acct.epsilon(1e-3)
+    assert brute_force_delta([eps] * n, hi, k=k) <= 1e-3 * (1 + 1e-9)
+    assert brute_force_delta([eps] * n, hi * (1 - 1e-6), k=k) > 1e-3
+
+
+def test_route_names_every_method():
+    acct = PrivacyAccountant((RandomizedResponse(0.5, count=3), Laplace(2.0)))
+    assert acct.route() == "not exact here: pessimistic PLD (see pld)"
+    assert not acct.optimal_is_exact
+    assert acct.route("pld").startswith("pessimistic PLD, step")
+    assert acct.route("kov") == "Kairouz-Oh-Viswanath 2015, Thm 3.4/3.5"
+    assert acct.route("best").startswith("the smallest of basic, advanced, kov")
+    assert PrivacyAccountant().route() == "exact: every event has epsilon = 0"
+    with pytest.raises(ParameterError, match="`method`"):
+        acct.route("exact")
+
+
+def test_dp_accounting_randomized_response_pld_golden_values():
+    # google/differential-privacy, python/dp_accounting/dp_accounting/pld/
+    # privacy_loss_distribution_test.py, RandomizedResponsePrivacyLossDistributionTest:
+    # noise_parameter 0.2, 4 buckets has the true PLD {2.83321334: 0.85, -2.83321334: 0.05,
+    # 0: 0.1}; noise 0.5, 2 buckets rounded up to a unit grid is {2: 0.75, -1: 0.25}.
+    # Their RR reports a uniform bucket with probability p: eps = ln((1 - p + p/k) / (p/k)).
+    pld = rr_pld(math.log(17), k=4)
+    assert math.log(17) == pytest.approx(2.83321334, abs=1e-8)
+    atoms = {
+        round(float(x), 8): float(q) for x, q in zip(pld.losses, pld.probs, strict=True) if q > 0
+    }
+    assert atoms == pytest.approx({2.83321334: 0.85, -2.83321334: 0.05, 0.0: 0.1}, rel=1e-12)
+    up = rr_pld(math.log(3), step=1.0, rounding="up")
+    grid = {round(float(x)): float(q) for x, q in zip(up.losses, up.probs, strict=True) if q > 0}
+    assert grid == pytest.approx({2: 0.75, -1: 0.25}, rel=1e-12)

@@ -192,7 +192,7 @@ def test_bad_arguments(survey: Any) -> None:
     with pytest.raises(ParameterTypeError, match="`design` must be a deniable design"):
         analyze(survey, "q", "two-coin")  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match=r"'categorical' reports one of k = 3 categories"):
-        analyze(survey, "q", Categorical(k=3, truth=0.5))
+        analyze(survey, "q", Categorical(k=3, p_truthful=0.5))
     with pytest.raises(ParameterError, match=r"'kuk' reports one of 4 values \(a count of red"):
         analyze(survey, "q", Kuk(0.7, 0.3, draws=3))
     with pytest.raises(ParameterError, match="`level` must be in"):
@@ -206,7 +206,7 @@ def test_bad_arguments(survey: Any) -> None:
 
 def test_analysis_table_and_dict_state_infinite_epsilon(survey: Any) -> None:
     res = analyze(survey, "q", Mangat(0.6))
-    assert "∞" in res.table() and "inf" not in res.table()
+    assert "∞" in str(res.table()) and "inf" not in str(res.table())
     d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
     assert d["epsilon"] == "inf" and d["missing"] == 3 and d["column"] == "q"
     assert "1.0986" in str(analyze(survey, "q", TwoCoin()))
@@ -373,7 +373,7 @@ def test_two_group_bad_arguments() -> None:
 
 def test_two_group_output_shows_every_parameter_and_infinite_epsilon() -> None:
     res = analyze(minaret_frame(), "minaret", SLD, group="version")
-    text = res.table()
+    text = str(res.table())
     assert "honesty" in text and "∞" in text and "version" in text
     d = json.loads(json.dumps(res.to_dict(), allow_nan=False))
     assert d["epsilon"] == "inf" and d["group"] == "version" and d["n"] == 1256

@@ -94,7 +94,7 @@ def test_audit_passes_every_finite_design(factory: Any) -> None:
         Warner(0.75),
         TwoCoin(),
         Kuk(0.8, 0.4, draws=3),
-        Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
+        Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)),
     ],
     ids=repr,
 )

@@ -85,13 +85,13 @@ def test_symmetric_channel_rejects() -> None:
 
 
 def test_categorical_channel_is_symmetric_when_forcing_is_uniform() -> None:
-    d = Categorical(k=4, truth=0.5)
+    d = Categorical(k=4, p_truthful=0.5)
     assert isinstance(d.channel, SymmetricChannel)
     assert (d.channel.p, d.channel.q) == (0.625, 0.125)
     assert np.array_equal(np.asarray(d.channel), 0.5 * np.eye(4) + 0.5 * np.full((4, 4), 0.25))
-    uniform = Categorical(k=4, truth=0.5, forced=(0.25,) * 4)
+    uniform = Categorical(k=4, p_truthful=0.5, forced=(0.25,) * 4)
     assert isinstance(uniform.channel, SymmetricChannel) and uniform.channel == d.channel
-    skewed = Categorical(k=3, truth=0.5, forced=(0.2, 0.3, 0.5))
+    skewed = Categorical(k=3, p_truthful=0.5, forced=(0.2, 0.3, 0.5))
     assert isinstance(skewed.channel, DenseChannel)
 
 

@@ -118,7 +118,7 @@ def test_estimate_two_coin_json_matches_closed_form(runner: CliRunner) -> None:
     assert out["p_yes_given_1"] == 0.75 and out["p_yes_given_0"] == 0.25
     assert out["epsilon"] == pytest.approx(math.log(3))
     assert (out["design"], out["n"], out["yes"], out["level"]) == ("two-coin", 1000, 400, 0.95)
-    assert out["parameters"] == {"truth": 0.5, "yes": 0.5}
+    assert out["parameters"] == {"p_truthful": 0.5, "p_yes": 0.5}
 
 
 def test_estimate_level_changes_the_intervals(runner: CliRunner) -> None:
@@ -223,7 +223,7 @@ def test_estimate_kuk_mle_maximises_the_mixture_likelihood(runner: CliRunner) ->
 
 def test_estimate_categorical_counts(runner: CliRunner) -> None:
     out = run_json(
-        runner, "estimate", "categorical", "-p", "k=3", "-p", "truth=0.6",
+        runner, "estimate", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
         "--counts", "500,300,200",
     )  # fmt: skip
     lam = np.array([0.5, 0.3, 0.2])
@@ -233,7 +233,7 @@ def test_estimate_categorical_counts(runner: CliRunner) -> None:
     assert out["epsilon"] == pytest.approx(math.log(1 + 0.6 / (0.4 / 3)))
     assert out["counts"] == [500, 300, 200] and len(out["categories"]) == 3
     human = run(
-        runner, "estimate", "categorical", "-p", "k=3", "-p", "truth=0.6",
+        runner, "estimate", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
         "--counts", "500,300,200",
     ).stdout  # fmt: skip
     assert f"{(0.5 - 0.4 / 3) / 0.6:.6f}" in human
@@ -273,7 +273,7 @@ def test_designs_json_lists_every_design(runner: CliRunner) -> None:
     rows = {row["name"]: row for row in out["designs"]}
     assert list(rows) == list(DESIGNS)
     assert rows["warner"]["p_yes_given_1"] == 0.75 and rows["warner"]["required"] == ["p"]
-    assert rows["two-coin"]["parameters"] == {"truth": 0.5, "yes": 0.5}
+    assert rows["two-coin"]["parameters"] == {"p_truthful": 0.5, "p_yes": 0.5}
     assert rows["two-coin"]["epsilon"] == pytest.approx(math.log(3))
     assert rows["kuk"]["parameters"]["draws"] == 1
     for name in ("mangat", "triangular"):
@@ -385,7 +385,7 @@ def test_simulate_binary_truth_beside_estimate(runner: CliRunner) -> None:
 
 
 def test_simulate_categorical_takes_a_prevalence_list(runner: CliRunner) -> None:
-    out = run_json(runner, "simulate", "categorical", "-p", "k=3", "-p", "truth=0.7",
+    out = run_json(runner, "simulate", "categorical", "-p", "k=3", "-p", "p_truthful=0.7",
                    "--n", "3000", "--prevalence", "0.5,0.3,0.2", "--seed", "3")  # fmt: skip
     assert len(out["true_share"]) == 3 and sum(out["true_share"]) == pytest.approx(1)
     lam = np.array(out["counts"]) / 3000
@@ -412,7 +412,7 @@ BAD_INPUTS = [
     (("estimate", "warner", "-p", "p=0.7", "--n", "2"), "--yes"),
     (("estimate", "warner", "-p", "p=0.7"), "give exactly one of"),
     (("estimate", "warner", "-p", "p=0.7", "--yes", "1", "--n", "2", "--level", "1.5"),
-     "`level`"),
+     "'--level': must be in (0, 1), got '1.5'"),
     (("estimate", "warner", "-p", "p=0.7", "--yes", "one", "--n", "2"), "--yes"),
     (("estimate", "warner", "-p", "p=0.7", "--reports", "/nonexistent/r.csv"),
      "cannot read reports file"),
@@ -424,7 +424,7 @@ BAD_INPUTS = [
       "--yes", "3", "--n", "10"), "--counts"),
     (("estimate", "kuk", "-p", "theta1=0.7", "-p", "theta2=0.3", "--yes", "3", "--n", "10",
       "--method", "best"), "`method`"),
-    (("estimate", "categorical", "-p", "k=3", "-p", "truth=0.5", "--yes", "1", "--n", "2"),
+    (("estimate", "categorical", "-p", "k=3", "-p", "p_truthful=0.5", "--yes", "1", "--n", "2"),
      "--counts"),
     (("majority", "two-coin", "--n", "10"), "neither"),
     (("majority", "two-coin", "--n", "10", "--prevalence", "0.3", "--true-yes", "3"), "both"),
@@ -439,7 +439,7 @@ BAD_INPUTS = [
     (("coins", "--epsilon", "abc"), "`--epsilon` must be a number"),
     (("simulate", "two-coin", "--n", "10", "--prevalence", "0.3,0.7"), "one number"),
     (("simulate", "two-coin", "--n", "10", "--prevalence", "2"), "`prevalence`"),
-    (("simulate", "categorical", "-p", "k=3", "-p", "truth=0.5", "--n", "10",
+    (("simulate", "categorical", "-p", "k=3", "-p", "p_truthful=0.5", "--n", "10",
       "--prevalence", "0.5,0.5"), "length k = 3"),
     (("simulate", "two-coin", "--n", "0", "--prevalence", "0.3"), "`n`"),
     (("tour", "--n", "3"), "--n"),
@@ -582,7 +582,7 @@ def flat(text: str) -> str:
     "args",
     [
         ("binary", "--param", "epsilon=1e-17"),  # ZeroDivisionError traceback before
-        ("two-coin", "--param", "truth=1e-20"),
+        ("two-coin", "--param", "p_truthful=1e-20"),
         ("unrelated", "--param", "p=1e-20", "--param", "q=0.5"),
     ],
 )

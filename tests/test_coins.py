@@ -372,7 +372,7 @@ def test_to_dict_and_table() -> None:
     assert d["p_yes_given_0"] == "1/4" and d["p_yes_given_0_float"] == 0.25
     assert d["epsilon"] == math.log(3) and d["epsilon_exact"] == "ln(3)"
     assert d["instructions"] == p.instructions
-    text = p.table()
+    text = str(p.table())
     assert str(p) == text
     for piece in (
         "2 coins",
@@ -384,7 +384,7 @@ def test_to_dict_and_table() -> None:
         assert piece in text
     assert " ".join(text.split()).count("Flip two coins") == 1
     q = CoinProtocol("d100", 100, 27, 27)
-    assert "ln(73/27) = 0.994623" in q.table()
+    assert "ln(73/27) = 0.994623" in str(q.table())
     assert q.to_dict()["truth_probability"] == "23/50"
 
 

@@ -126,7 +126,9 @@ def test_every_registered_design_has_at_least_two_parameterisations() -> None:
 
 def test_design_is_registered_under_its_name(design: Design) -> None:
     registry = DESIGNS if design.n_groups == 1 else TWO_GROUP_DESIGNS
-    assert registry[design.name] is type(design)
+    # Kuk(...) makes one of its two forms: KukSingleDraw (binary) or KukMultiDraw
+    assert registry[design.name] in (type(design), *type(design).__bases__)
+    assert isinstance(design, registry[design.name])
 
 
 def test_parameters_rebuild_the_design(design: Design) -> None:

@@ -109,11 +109,11 @@ def test_two_fair_coins() -> None:
     assert_binary(TwoCoin(), 0.75, 0.25, LN3)
 
 
-@pytest.mark.parametrize(("truth", "yes"), [(0.3, 0.8), (0.9, 0.1), (0.5, 1.0), (1.0, 0.5)])
-def test_two_coin_closed_form(truth: float, yes: float) -> None:
-    p1 = truth + (1 - truth) * yes
-    p0 = (1 - truth) * yes
-    assert_binary(TwoCoin(truth=truth, yes=yes), p1, p0, binary_eps(p1, p0))
+@pytest.mark.parametrize(("t", "yes"), [(0.3, 0.8), (0.9, 0.1), (0.5, 1.0), (1.0, 0.5)])
+def test_two_coin_closed_form(t: float, yes: float) -> None:
+    p1 = t + (1 - t) * yes
+    p0 = (1 - t) * yes
+    assert_binary(TwoCoin(p_truthful=t, p_yes=yes), p1, p0, binary_eps(p1, p0))
 
 
 @pytest.mark.parametrize("q", [0.25, 0.1, 0.9])
@@ -132,7 +132,8 @@ def test_binary_exact_calibration_is_exactly_eps(eps: float) -> None:
     d = Binary(eps)
     t = math.exp(eps) / (1 + math.exp(eps))
     assert d.p_yes_given_1 == pytest.approx(t, rel=1e-15)
-    assert d.p_yes_given_0 == pytest.approx(1 - t, rel=1e-6)
+    # computed directly as 1 / (1 + e^eps), not as 1 - t (which loses ~1e-8 relative at 20)
+    assert d.p_yes_given_0 == pytest.approx(1 / (1 + math.exp(eps)), rel=1e-15)
     assert d.epsilon == eps
 
 
@@ -151,7 +152,8 @@ def test_binary_half_calibration_is_only_half_eps_for_one_bit(eps: float) -> Non
 
 def test_binary_repr_round_trips() -> None:
     d = Binary(1.5, calibration="half")
-    assert repr(d) == "Binary(epsilon=1.5, calibration='half')"
+    assert repr(d) == "Binary(epsilon=1.5, calibration='half')  # true epsilon 0.75"
+    assert repr(Binary(1.5)) == "Binary(epsilon=1.5, calibration='exact')"
     assert eval(repr(d), {"Binary": Binary}) == d
 
 
@@ -305,7 +307,7 @@ def test_k_rr_with_two_categories_is_the_binary_mechanism() -> None:
     ("truth", "forced"), [(0.6, (0.2, 0.3, 0.5)), (0.3, (0.1, 0.1, 0.8)), (0.9, (0.5, 0.25, 0.25))]
 )
 def test_categorical_forced_closed_form(truth: float, forced: tuple[float, ...]) -> None:
-    d = Categorical(k=3, truth=truth, forced=forced)
+    d = Categorical(k=3, p_truthful=truth, forced=forced)
     f = np.array(forced)
     np.testing.assert_allclose(d.channel, truth * np.eye(3) + (1 - truth) * f[:, None])
     # report r is likeliest from truth r: (truth + (1 - truth) f_r) / ((1 - truth) f_r)
@@ -316,11 +318,11 @@ def test_categorical_forced_closed_form(truth: float, forced: tuple[float, ...])
     ("truth", "forced"), [(0.5, (0.5, 0.5, 0.0)), (1.0, None), (1.0, (0.2, 0.3, 0.5))]
 )
 def test_categorical_infinite_epsilon(truth: float, forced: tuple[float, ...] | None) -> None:
-    assert Categorical(k=3, truth=truth, forced=forced).epsilon == math.inf
+    assert Categorical(k=3, p_truthful=truth, forced=forced).epsilon == math.inf
 
 
 def test_categorical_estimator_closed_form() -> None:
-    d = Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5))
+    d = Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5))
     counts = (250, 300, 450)
     lam = np.array(counts) / 1000
     expected = (lam - 0.4 * np.array([0.2, 0.3, 0.5])) / 0.6
@@ -330,9 +332,9 @@ def test_categorical_estimator_closed_form() -> None:
 @pytest.mark.parametrize(
     "design",
     [
-        Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
-        Categorical(k=4, truth=0.5),
-        Categorical(k=5, truth=0.3),
+        Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)),
+        Categorical(k=4, p_truthful=0.5),
+        Categorical(k=5, p_truthful=0.3),
         Categorical.from_epsilon(2.0, k=7),
     ],
     ids=["forced", "uniform-4", "uniform-5", "k-rr-7"],
@@ -341,7 +343,7 @@ def test_categorical_realized_channel_has_the_stated_epsilon(design: Categorical
     """Rebuild the channel the randomizer implements from its 53-bit thresholds."""
     keep_t, cum_t = design.thresholds()
     keep = keep_t / 2**53
-    assert keep <= design.truth  # rounded toward privacy
+    assert keep <= design.p_truthful  # rounded toward privacy
     k = design.k
     if design.forced is None:
         # uniform_below keeps b = 64 - bit_length(k) bits u and returns floor(u k / 2**b)
@@ -390,9 +392,11 @@ def test_from_epsilon_picks_the_documented_parameters() -> None:
     e = math.exp(1.0)
     assert Warner.from_epsilon(1.0).p == pytest.approx(e / (1 + e), rel=1e-15)
     assert BiasedCoin.from_epsilon(1.0).q == pytest.approx(1 / (1 + e), rel=1e-15)
-    assert TwoCoin.from_epsilon(1.0).truth == pytest.approx((e - 1) / (e + 1), rel=1e-15)
+    assert TwoCoin.from_epsilon(1.0).p_truthful == pytest.approx((e - 1) / (e + 1), rel=1e-15)
     assert ForcedResponse.from_epsilon(1.0).forced_yes == pytest.approx(1 / (1 + e), rel=1e-15)
-    assert Categorical.from_epsilon(1.0, k=4).truth == pytest.approx((e - 1) / (e + 3), rel=1e-15)
+    assert Categorical.from_epsilon(1.0, k=4).p_truthful == pytest.approx(
+        (e - 1) / (e + 3), rel=1e-15
+    )
     # unrelated question with q = 1/2 is two fair-ish coins: p = tanh(eps / 2)
     assert UnrelatedQuestion.from_epsilon(1.0).p == pytest.approx(math.tanh(0.5), rel=1e-12)
 
@@ -449,9 +453,9 @@ INVALID: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("mirrored-half", lambda: Mirrored(0.5), ParameterError, "`p`"),
     ("crosswise-half", lambda: Crosswise(0.5), ParameterError, "`p`"),
     ("crosswise-1", lambda: Crosswise(1.0), ParameterError, "`p`"),
-    ("two-coin-truth-0", lambda: TwoCoin(truth=0), ParameterError, "`truth`"),
-    ("two-coin-yes", lambda: TwoCoin(yes=1.5), ParameterError, "`yes`"),
-    ("two-coin-str", lambda: TwoCoin(truth="a"), ParameterTypeError, "`truth`"),  # type: ignore[arg-type]
+    ("two-coin-truth-0", lambda: TwoCoin(p_truthful=0), ParameterError, "`p_truthful`"),
+    ("two-coin-yes", lambda: TwoCoin(p_yes=1.5), ParameterError, "`p_yes`"),
+    ("two-coin-str", lambda: TwoCoin(p_truthful="a"), ParameterTypeError, "`p_truthful`"),  # type: ignore[arg-type]
     ("biased-half", lambda: BiasedCoin(0.5), ParameterError, "`q`"),
     ("biased-0", lambda: BiasedCoin(0.0), ParameterError, "`q`"),
     ("biased-nan", lambda: BiasedCoin(NAN), ParameterError, "`q`"),
@@ -491,38 +495,38 @@ INVALID: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("custom-equal", lambda: Custom(0.3, 0.3), ParameterError, "`p_yes_given_1` and"),
     ("custom-range", lambda: Custom(1.2, 0.1), ParameterError, "`p_yes_given_1`"),
     ("custom-nan", lambda: Custom(0.2, NAN), ParameterError, "`p_yes_given_0`"),
-    ("categorical-k1", lambda: Categorical(k=1, truth=0.5), ParameterError, "`k`"),
-    ("categorical-kstr", lambda: Categorical(k="3", truth=0.5), ParameterTypeError, "`k`"),  # type: ignore[arg-type]
-    ("categorical-kbool", lambda: Categorical(k=True, truth=0.5), ParameterTypeError, "`k`"),
-    ("categorical-kfrac", lambda: Categorical(k=2.5, truth=0.5), ParameterTypeError, "`k`"),  # type: ignore[arg-type]
-    ("categorical-truth", lambda: Categorical(k=3, truth=0.0), ParameterError, "`truth`"),
+    ("categorical-k1", lambda: Categorical(k=1, p_truthful=0.5), ParameterError, "`k`"),
+    ("categorical-kstr", lambda: Categorical(k="3", p_truthful=0.5), ParameterTypeError, "`k`"),  # type: ignore[arg-type]
+    ("categorical-kbool", lambda: Categorical(k=True, p_truthful=0.5), ParameterTypeError, "`k`"),
+    ("categorical-kfrac", lambda: Categorical(k=2.5, p_truthful=0.5), ParameterTypeError, "`k`"),  # type: ignore[arg-type]
+    ("categorical-truth", lambda: Categorical(k=3, p_truthful=0.0), ParameterError, "`p_truthful`"),
     (
         "categorical-sum",
-        lambda: Categorical(k=3, truth=0.5, forced=(0.5, 0.4, 0.2)),
+        lambda: Categorical(k=3, p_truthful=0.5, forced=(0.5, 0.4, 0.2)),
         ParameterError,
         "`forced` must sum to 1",
     ),
     (
         "categorical-len",
-        lambda: Categorical(k=3, truth=0.5, forced=(0.5, 0.5)),
+        lambda: Categorical(k=3, p_truthful=0.5, forced=(0.5, 0.5)),
         ParameterError,
         "`forced` must have",
     ),
     (
         "categorical-neg",
-        lambda: Categorical(k=3, truth=0.5, forced=(0.6, -0.1, 0.5)),
+        lambda: Categorical(k=3, p_truthful=0.5, forced=(0.6, -0.1, 0.5)),
         ParameterError,
         "`forced\\[1\\]`",
     ),
     (
         "categorical-forced-scalar",
-        lambda: Categorical(k=3, truth=0.5, forced=0.5),  # type: ignore[arg-type]
+        lambda: Categorical(k=3, p_truthful=0.5, forced=0.5),  # type: ignore[arg-type]
         ParameterTypeError,
         "`forced` must be a sequence",
     ),
     (
         "categorical-forced-str",
-        lambda: Categorical(k=3, truth=0.5, forced="0.5"),  # type: ignore[arg-type]
+        lambda: Categorical(k=3, p_truthful=0.5, forced="0.5"),  # type: ignore[arg-type]
         ParameterTypeError,
         "`forced` must be a sequence",
     ),
@@ -537,12 +541,17 @@ INVALID: list[tuple[str, Callable[[], object], type[Exception], str]] = [
     ("forced-tiny-yes", lambda: ForcedResponse(1e-20, 0.5), ParameterError, "`forced_yes`"),
     ("forced-tiny-no", lambda: ForcedResponse(0.5, 1e-20), ParameterError, "`forced_no`"),
     ("unrelated-tiny", lambda: UnrelatedQuestion(0.5, 1e-20), ParameterError, "q`"),
-    ("two-coin-tiny", lambda: TwoCoin(truth=1 - 2**-30, yes=2**-30), ParameterError, "yes`"),
+    (
+        "two-coin-tiny",
+        lambda: TwoCoin(p_truthful=1 - 2**-30, p_yes=2**-30),
+        ParameterError,
+        "p_yes`",
+    ),
     ("kuk-tiny", lambda: Kuk(1e-20, 0.5), ParameterError, "`theta1`"),
     ("custom-tiny", lambda: Custom(0.5, 1e-20), ParameterError, "`p_yes_given_0`"),
     (
         "categorical-tiny",
-        lambda: Categorical(k=3, truth=0.5, forced=(1e-20, 0.5, 0.5)),
+        lambda: Categorical(k=3, p_truthful=0.5, forced=(1e-20, 0.5, 0.5)),
         ParameterError,
         "`forced\\[0\\]`",
     ),
@@ -606,7 +615,11 @@ def _up(x: float, toward: float) -> float:
 NUDGE: list[tuple[str, Callable[[float], Design], Callable[[Any], Design]]] = [
     ("warner", Warner.from_epsilon, lambda d: Warner(_up(d.p, 1.0))),
     ("crosswise", Crosswise.from_epsilon, lambda d: Crosswise(_up(d.p, 1.0))),
-    ("two-coin", TwoCoin.from_epsilon, lambda d: TwoCoin(truth=_up(d.truth, 1.0), yes=0.5)),
+    (
+        "two-coin",
+        TwoCoin.from_epsilon,
+        lambda d: TwoCoin(p_truthful=_up(d.p_truthful, 1.0), p_yes=0.5),
+    ),
     ("biased-coin", BiasedCoin.from_epsilon, lambda d: BiasedCoin(_up(d.q, 0.0))),
     (
         "forced",
@@ -626,7 +639,7 @@ NUDGE: list[tuple[str, Callable[[float], Design], Callable[[Any], Design]]] = [
     (
         "categorical-4",
         lambda e: Categorical.from_epsilon(e, k=4),
-        lambda d: Categorical(k=4, truth=_up(d.truth, 1.0)),
+        lambda d: Categorical(k=4, p_truthful=_up(d.p_truthful, 1.0)),
     ),
 ]
 
@@ -728,7 +741,7 @@ UNINFORMATIVE: list[tuple[str, Callable[[], Design], str]] = [
     ("binary", lambda: Binary(1e-17), "`epsilon`"),
     ("binary-20", lambda: Binary(1e-20), "`epsilon`"),
     ("binary-half", lambda: Binary(1e-17, calibration="half"), "`epsilon`"),
-    ("two-coin", lambda: TwoCoin(truth=1e-20), "truth=1e-20"),
+    ("two-coin", lambda: TwoCoin(p_truthful=1e-20), "p_truthful=1e-20"),
     ("unrelated", lambda: UnrelatedQuestion(1e-20, 0.5), "p=1e-20"),
     ("mangat", lambda: Mangat(1e-20), "p=1e-20"),  # P(yes | 0) = 1 - 1e-20 rounds to 1
     # (forced response: 1 - forced_no is exact, so P(yes | 1) = P(yes | 0) only when the
@@ -736,7 +749,7 @@ UNINFORMATIVE: list[tuple[str, Callable[[], Design], str]] = [
     # distinct floats closer than 2**-53: the randomizer's thresholds would collapse
     ("custom", lambda: Custom(0.3, float(np.nextafter(0.3, 1))), "resolution"),
     ("kuk", lambda: Kuk(0.3, float(np.nextafter(0.3, 1))), "resolution"),
-    ("two-coin-near", lambda: TwoCoin(truth=2**-54), "truth"),
+    ("two-coin-near", lambda: TwoCoin(p_truthful=2**-54), "p_truthful"),
 ]
 
 
@@ -819,10 +832,10 @@ def test_kuk_epsilon_equals_its_channel_epsilon(draws: int) -> None:
     ("design", "field"),
     [
         (Warner(0.75), "p"),
-        (TwoCoin(), "truth"),
+        (TwoCoin(), "p_truthful"),
         (Binary(1.0), "nominal_epsilon"),
         (Kuk(0.7, 0.3, draws=2), "draws"),
-        (Categorical(k=3, truth=0.5), "k"),
+        (Categorical(k=3, p_truthful=0.5), "k"),
         (Custom(0.6, 0.1), "yes_given_1"),
     ],
 )
@@ -836,8 +849,8 @@ def test_designs_compare_and_hash_by_value() -> None:
     assert hash(Warner(0.75)) == hash(Warner(3 / 4))
     assert Warner(0.75) != Mirrored(0.75)
     assert Kuk(0.7, 0.3, draws=2.0) == Kuk(0.7, 0.3, draws=2)  # type: ignore[arg-type]
-    assert Categorical(k=3, truth=0.5, forced=[0.2, 0.3, 0.5]) == Categorical(  # type: ignore[arg-type]
-        k=3, truth=0.5, forced=(0.2, 0.3, 0.5)
+    assert Categorical(k=3, p_truthful=0.5, forced=[0.2, 0.3, 0.5]) == Categorical(  # type: ignore[arg-type]
+        k=3, p_truthful=0.5, forced=(0.2, 0.3, 0.5)
     )
 
 
@@ -851,7 +864,7 @@ def test_designs_compare_and_hash_by_value() -> None:
         ("warner", {"p": 0.75}, Warner(0.75)),
         ("mirrored", {"p": "0.3"}, Mirrored(0.3)),
         ("two-coin", {}, TwoCoin()),
-        ("two-coin", {"truth": "1/2", "yes": "1/3"}, TwoCoin(0.5, 1 / 3)),
+        ("two-coin", {"p_truthful": "1/2", "p_yes": "1/3"}, TwoCoin(0.5, 1 / 3)),
         ("forced", {"forced_yes": "1/6", "forced_no": "1/3"}, ForcedResponse(1 / 6, 1 / 3)),
         ("kuk", {"theta1": "0.7", "theta2": "0.3", "draws": "3"}, Kuk(0.7, 0.3, 3)),
         ("binary", {"epsilon": "1"}, Binary(1.0)),
@@ -859,10 +872,10 @@ def test_designs_compare_and_hash_by_value() -> None:
         ("custom", {"p_yes_given_1": "0.6", "p_yes_given_0": "1e-1"}, Custom(0.6, 0.1)),
         (
             "categorical",
-            {"k": "3", "truth": "0.5", "forced": "0.2,0.3,0.5"},
+            {"k": "3", "p_truthful": "0.5", "forced": "0.2,0.3,0.5"},
             Categorical(3, 0.5, (0.2, 0.3, 0.5)),
         ),
-        ("categorical", {"k": 4, "truth": "1/2"}, Categorical(4, 0.5)),
+        ("categorical", {"k": 4, "p_truthful": "1/2"}, Categorical(4, 0.5)),
     ],
 )
 def test_make_design_parses_values(name: str, params: dict[str, Any], expected: Design) -> None:
@@ -958,4 +971,4 @@ def test_binary_estimate_needs_data_or_counts() -> None:
 
 def test_categorical_estimate_needs_data() -> None:
     with pytest.raises(DataError):
-        Categorical(k=3, truth=0.5).estimate()
+        Categorical(k=3, p_truthful=0.5).estimate()

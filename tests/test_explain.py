@@ -101,8 +101,12 @@ def test_sentences_and_explain() -> None:
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: epsilon_from_truth_probability(0.4), ParameterError, r"`truth` must be in \[0.5"),
-        (lambda: epsilon_from_truth_probability(1.2), ParameterError, "`truth`"),
+        (
+            lambda: epsilon_from_truth_probability(0.4),
+            ParameterError,
+            r"`truth_probability` must be in \[0.5",
+        ),
+        (lambda: epsilon_from_truth_probability(1.2), ParameterError, "`truth_probability`"),
         (lambda: epsilon_from_truth_probability(0.7, "double"), ParameterError, "`calibration`"),
         (lambda: epsilon_from_lying_probability("a"), ParameterTypeError, "`q`"),
         (lambda: posterior(1.5, 1.0), ParameterError, "`prior`"),
@@ -127,7 +131,7 @@ def test_bad_input(call: Any, error: type[Exception], match: str) -> None:
 
 
 def test_table_printing() -> None:
-    t = Table(("x", "value"), ((1, 0.5), (2, math.inf), (3, 1e-7)), title="T", note="n")
+    t = Table(("x", "value"), ((1, 0.5), (2, math.inf), (3, 1e-7)), title="T", notes=("n",))
     lines = str(t).splitlines()
     assert lines[0] == "T" and lines[-1] == "n"
     assert lines[1].split() == ["x", "value"]

@@ -299,6 +299,8 @@ def test_cached_thresholds_equal_recomputed_ones(make: Any) -> None:
     if isinstance(design, BinaryDesign):
         fresh = type(design)._thresholds.func(design)  # type: ignore[attr-defined]
         assert design.thresholds() == fresh
+    elif isinstance(design, Kuk):  # several draws: one card's thresholds, drawn per card
+        assert design.card.thresholds() == BinaryDesign._thresholds.func(design.card)  # type: ignore[attr-defined]
     elif isinstance(design, Categorical):
         fresh_keep, fresh_cum = Categorical._thresholds.func(design)
         keep, cum = design.thresholds()
@@ -348,7 +350,7 @@ def old_dense(design: Categorical, tally: Tally) -> dict[str, npt.NDArray[np.flo
     n = tally.n
     lam = np.asarray(tally.counts, dtype=float) / n
     f = design.forced_distribution
-    t = design.truth
+    t = design.p_truthful
     values = (lam - (1 - t) * f) / t
     cov = (np.diag(lam) - np.outer(lam, lam)) / (n * t * t)
     cov_unb = cov * n / (n - 1) if n > 1 else np.full_like(cov, math.nan)
@@ -390,7 +392,7 @@ def test_estimate_above_the_dense_limit_keeps_variances_only() -> None:
     counts = np.arange(k) % 5
     est = design.estimate(design.tally_counts(counts))
     lam = counts / counts.sum()
-    t = design.truth
+    t = design.p_truthful
     np.testing.assert_allclose(est.variances, lam * (1 - lam) / (counts.sum() * t * t), rtol=1e-12)
     assert est.covariance.shape == est.covariance_unbiased.shape == (k,)
     np.testing.assert_array_equal(est.covariance, est.variances)

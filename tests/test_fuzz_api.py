@@ -69,10 +69,10 @@ REGRESSIONS = [
     " prevalence=1), ['x.false_positive_rate'])",
     "check(deniable.majority_decision(deniable.Mangat(0.7), 10**159, prevalence=0.3,"
     " offset=34), ['x.error_probability'])",
-    "check(accounting.shuffle_epsilon_numerical(5e-324, 4548, 0.36), ['x'])",
-    "check(accounting.advanced_composition(0.5, 1e-6, 3.0), ['x'])",
+    "check(accounting.shuffle_epsilon_numerical(5e-324, 0.36, n=4548), ['x'])",
+    "check(accounting.advanced_composition(0.5, 1e-6, counts=3.0), ['x'])",
     "check(deniable.simulate(deniable.TwoCoin(), 10**14, 0.3, seed=1), [])",
-    "check(accounting.optimal_rr_epsilon(0.01, 10**9, 1e-6), [])",
+    "check(accounting.optimal_rr_epsilon(0.01, 1e-6, count=10**9), [])",
 ]
 
 

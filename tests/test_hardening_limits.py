@@ -33,7 +33,7 @@ def test_limits_name_the_argument_the_range_and_the_value() -> None:
     with pytest.raises(ParameterError, match=r"`n` must be an integer in \[1, 10\*\*7\] .*got 10"):
         deniable.simulate(deniable.TwoCoin(), 10**14, 0.3, seed=1)
     with pytest.raises(ParameterError, match=r"`count` must be an integer in \[0, 10\*\*6\]"):
-        accounting.optimal_rr_epsilon(0.01, 10**9, 1e-6)
+        accounting.optimal_rr_epsilon(0.01, 1e-6, count=10**9)
     with pytest.raises(ParameterError, match=r"`n` must be an integer in \[1, 4000000\]"):
         deniable.majority_decision(deniable.TwoCoin(), 10**21, true_yes=3)
 
@@ -56,4 +56,4 @@ def test_composition_beyond_the_exact_size_keeps_the_closed_forms() -> None:
     methods = [r.method for r in table.rows]
     assert "optimal" not in methods and {"basic", "kov", "rdp"} <= set(methods)
     assert "optimal and pld not computed" in table.description
-    assert accounting.kov_composition([1e-270], 0.5, [10**400]) < math.inf
+    assert accounting.kov_composition([1e-270], 0.5, counts=[10**400]) < math.inf

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -92,9 +93,13 @@ def test_two_coin_n3_closed_forms() -> None:
     d = TwoCoin()
     assert majority_threshold(d, 3) == 1.5
     # iid, pi = 1/2: lambda = 1/2, P(Bin(3, 1/2) >= 2) = 4/8.
-    assert majority_decision(d, 3, prevalence=0.5).p_decide_majority == pytest.approx(0.5)
+    assert majority_decision(d, 3, prevalence=0.5).p_decide_majority == pytest.approx(
+        0.5, rel=1e-12
+    )
     # iid, pi = 1: lambda = 3/4, 3 (3/4)^2 (1/4) + (3/4)^3 = 54/64 = 27/32.
-    assert majority_decision(d, 3, prevalence=1.0).p_decide_majority == pytest.approx(27 / 32)
+    assert majority_decision(d, 3, prevalence=1.0).p_decide_majority == pytest.approx(
+        27 / 32, rel=1e-12
+    )
     # fixed K = 2: A ~ Bin(2, 3/4), B ~ Bin(1, 1/4); P(A + B >= 2) = 9/16 + (6/16)(1/4) = 21/32.
     fixed = majority_decision(d, 3, true_yes=2)
     assert fixed.is_majority
@@ -109,7 +114,7 @@ def test_two_coin_n3_closed_forms() -> None:
     assert not low.is_majority
     assert low.false_positive_rate == pytest.approx(0.5, abs=1e-15)
     assert low.false_negative_rate == pytest.approx(325 / 864, abs=1e-15)
-    assert low.report_probability == pytest.approx(0.25 + 0.2 / 2)
+    assert low.report_probability == pytest.approx(0.25 + 0.2 / 2, rel=1e-12)
 
 
 def test_two_coin_n3_eight_report_vectors() -> None:
@@ -211,7 +216,7 @@ def test_iid_and_fixed_agree_at_unanimous_truths() -> None:
                 b = majority_decision(design, n, prevalence=pi, offset=0.5)
                 assert a.p_decide_majority == pytest.approx(b.p_decide_majority, rel=1e-12)
                 assert a.error_probability == pytest.approx(b.error_probability, rel=1e-10)
-                assert a.report_probability == pytest.approx(b.report_probability)
+                assert a.report_probability == pytest.approx(b.report_probability, rel=1e-12)
 
 
 def test_fixed_population_against_full_convolution() -> None:
@@ -235,8 +240,8 @@ def test_fixed_population_against_full_convolution() -> None:
 def test_warner_below_half_mirrors_warner_above_half() -> None:
     # Warner(0.3) reports "yes" exactly when Warner(0.7) would report "no".
     n = 10
-    assert majority_threshold(Warner(0.3), n, 1.0) == pytest.approx(5 - math.sqrt(2.5))
-    assert majority_threshold(Warner(0.7), n, 1.0) == pytest.approx(5 + math.sqrt(2.5))
+    assert majority_threshold(Warner(0.3), n, 1.0) == pytest.approx(5 - math.sqrt(2.5), rel=1e-12)
+    assert majority_threshold(Warner(0.7), n, 1.0) == pytest.approx(5 + math.sqrt(2.5), rel=1e-12)
     # 5 - 1.5811 = 3.419: decide iff #yes <= 3
     assert decide_majority(Warner(0.3), 3, n, 1.0)
     assert not decide_majority(Warner(0.3), 4, n, 1.0)
@@ -246,7 +251,7 @@ def test_warner_below_half_mirrors_warner_above_half() -> None:
         assert lo.p_decide_majority == pytest.approx(hi.p_decide_majority, rel=1e-12)
         # lambda = 0.7 - 0.4 pi (the share of yes); decide iff Bin(10, lambda) <= 3
         lam = 0.7 - 0.4 * pi
-        assert lo.report_probability == pytest.approx(lam)
+        assert lo.report_probability == pytest.approx(lam, rel=1e-12)
         assert lo.p_decide_majority == pytest.approx(stats.binom.cdf(3, n, lam), rel=1e-12)
     assert "<" in lo.decision_rule and ">" in hi.decision_rule
 
@@ -288,7 +293,7 @@ def test_offset_trades_false_positives_for_false_negatives() -> None:
 
 def test_asymmetric_design_uses_the_noisy_threshold() -> None:
     design, n = ForcedResponse(0.2, 0.1), 1000  # P1 = 0.9, P0 = 0.2
-    assert majority_threshold(design, n) == pytest.approx(n * (0.2 + 0.9) / 2)
+    assert majority_threshold(design, n) == pytest.approx(n * (0.2 + 0.9) / 2, rel=1e-12)
     assert majority_threshold(design, n) == 550.0
     # At prevalence 1/2 the count is centred on the threshold: error about 1/2 (the atom at
     # 550 has mass ~ 1 / sqrt(2 pi n 0.55 0.45) = 0.025).
@@ -369,17 +374,17 @@ def test_to_dict_table_and_str() -> None:
         assert key in out
     assert out["design"] == "forced"
     assert out["parameters"] == {"forced_yes": 0.2, "forced_no": 0.1}
-    assert out["lambda"] == pytest.approx(0.2 + 0.6 * 0.7)
-    assert out["threshold"] == pytest.approx(220 + math.sqrt(400 * 0.55 * 0.45))
+    assert out["lambda"] == pytest.approx(0.2 + 0.6 * 0.7, rel=1e-12)
+    assert out["threshold"] == pytest.approx(220 + math.sqrt(400 * 0.55 * 0.45), rel=1e-12)
     assert out["true_yes"] is None and out["population"] == "iid"
     text = str(d)
-    assert text == d.table()
+    assert text == str(d.table())
     assert "P(decide majority)" in text and "prevalence 1/2" in text
     fixed = majority_decision(TwoCoin(), 9, true_yes=3)
-    assert "K = 4" in fixed.table() and "K = 5" in fixed.table()
-    assert fixed.to_dict()["true_yes"] == 3 and fixed.prevalence == pytest.approx(1 / 3)
-    assert fixed.false_negative_prevalence == pytest.approx(5 / 9)
-    assert fixed.false_positive_prevalence == pytest.approx(4 / 9)
+    assert "K = 4" in str(fixed.table()) and "K = 5" in str(fixed.table())
+    assert fixed.to_dict()["true_yes"] == 3 and fixed.prevalence == pytest.approx(1 / 3, rel=1e-12)
+    assert fixed.false_negative_prevalence == pytest.approx(5 / 9, rel=1e-12)
+    assert fixed.false_positive_prevalence == pytest.approx(4 / 9, rel=1e-12)
     assert isinstance(fixed, MajorityDecision)
 
 
@@ -388,13 +393,13 @@ def test_to_dict_states_where_the_error_rates_are_evaluated() -> None:
     (floor(n/2) + 1) / n; at a majority truth, at that truth.  The false-positive rate at 1/2
     (iid) or floor(n/2) / n (fixed).  to_dict() carries both prevalences."""
     iid = majority_decision(TwoCoin(), 100, prevalence=0.3).to_dict()
-    assert iid["false_negative_prevalence"] == pytest.approx(51 / 100)
+    assert iid["false_negative_prevalence"] == pytest.approx(51 / 100, rel=1e-12)
     assert iid["false_positive_prevalence"] == 0.5
     majority = majority_decision(TwoCoin(), 100, prevalence=0.7).to_dict()
-    assert majority["false_negative_prevalence"] == pytest.approx(0.7)
+    assert majority["false_negative_prevalence"] == pytest.approx(0.7, rel=1e-12)
     fixed = majority_decision(TwoCoin(), 9, true_yes=3).to_dict()
-    assert fixed["false_negative_prevalence"] == pytest.approx(5 / 9)
-    assert fixed["false_positive_prevalence"] == pytest.approx(4 / 9)
+    assert fixed["false_negative_prevalence"] == pytest.approx(5 / 9, rel=1e-12)
+    assert fixed["false_positive_prevalence"] == pytest.approx(4 / 9, rel=1e-12)
     json.dumps(fixed)
 
 
@@ -514,3 +519,54 @@ def test_invalid_threshold_decide_and_simulation_arguments() -> None:
         simulate_majority(TwoCoin(), 10, prevalence=0.5, seed=-1)
     with pytest.raises(ParameterTypeError, match="`seed` must be an integer"):
         simulate_majority(TwoCoin(), 10, prevalence=0.5, seed="x")  # type: ignore[arg-type]
+
+
+# --- each public entry point checks its inputs once ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d: majority_decision(d, 400, prevalence=0.6, offset=1.0),
+        lambda d: majority_decision(d, 400, true_yes=230, offset=1.0),
+        lambda d: simulate_majority(d, 400, prevalence=0.6, offset=1.0, trials=10, seed=1),
+        lambda d: majority_threshold(d, 400, offset=1.0),
+        lambda d: decide_majority(d, 230, 400, offset=1.0),
+    ],
+    ids=["decision-iid", "decision-fixed", "simulate", "threshold", "decide"],
+)
+def test_inputs_are_checked_once_at_the_public_entry_point(
+    call: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before 1.0, n went back and forth between the two modules and was checked five times
+    from deniable.common import _validation
+    from deniable.estimation import _majority_rule
+
+    design = ForcedResponse(0.2, 0.1)
+    checked: list[str] = []
+    depth = [0]  # probability() calls real(): count the outer check only
+    for name in ("integer", "real", "probability"):
+        original = getattr(_validation, name)
+
+        def spy(arg: str, *a: Any, _f: Any = original, **kw: Any) -> Any:
+            if depth[0] == 0:
+                checked.append(arg)
+            depth[0] += 1
+            try:
+                return _f(arg, *a, **kw)
+            finally:
+                depth[0] -= 1
+
+        monkeypatch.setattr(_validation, name, spy)
+    designs: list[Any] = []
+    original_check = _majority_rule.check_design
+
+    def check_design(d: Any) -> Any:
+        designs.append(d)
+        return original_check(d)
+
+    monkeypatch.setattr(_majority_rule, "check_design", check_design)
+    call(design)
+    assert designs == [design]
+    assert checked.count("n") == 1 and checked.count("offset") == 1
+    assert len(checked) == len(set(checked))  # no argument is checked twice

@@ -222,7 +222,7 @@ def test_averaging_attack_simulation() -> None:
 
 
 def test_averaging_attack_asymmetric_design_and_prevalence() -> None:
-    d = TwoCoin(truth=0.6, yes=0.3)  # P1 = 0.72, P0 = 0.12
+    d = TwoCoin(p_truthful=0.6, p_yes=0.3)  # P1 = 0.72, P0 = 0.12
     table = averaging_attack(d, rounds=(1, 50), n=20_000, prevalence=0.3, seed=5)
     single = 0.3 * 0.72 + 0.7 * 0.88
     assert table.column("exact with") == pytest.approx([single, single])
@@ -292,7 +292,7 @@ def test_threshold_variances_match_simulation() -> None:
     cat = Categorical.from_epsilon(eps, k=4)
     rep_b = cat.randomize(brackets.reshape(-1), rng=gen).reshape(reps, n)
     lam = np.stack([(rep_b == j).mean(axis=1) for j in range(4)], axis=1)
-    pi_b = (lam - (1 - cat.truth) / 4) / cat.truth
+    pi_b = (lam - (1 - cat.p_truthful) / 4) / cat.p_truthful
     for j in range(4):
         # the truth-sampling share varies too (iid respondents), as in the exact formula
         assert pi_a[:, j].std(ddof=1) == pytest.approx(table.column("SE thresholds")[j], rel=0.15)

@@ -404,7 +404,8 @@ def test_noise_error_table() -> None:
     assert rows[0]["gaussian_classic"] is not None
     assert rows[2]["gaussian_classic"] is None
     text = str(table)
-    assert "n/a" in text and "discrete_gaussian" in text
+    # '-' where the classic Gaussian is not proved
+    assert " - " in text and "discrete gaussian" in text and "n/a" not in text
 
 
 def test_plot_needs_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -127,9 +127,9 @@ CATEGORICAL_DESIGNS = [
     Categorical.from_epsilon(1.0, 16),
     Categorical.from_epsilon(2.0, 1000),
     Categorical.from_epsilon(1.0, 1024),
-    Categorical(k=3, truth=1.0),  # keep threshold 2**53
-    Categorical(k=4, truth=0.5, forced=(0.5, 0.0, 0.5, 0.0)),
-    Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
+    Categorical(k=3, p_truthful=1.0),  # keep threshold 2**53
+    Categorical(k=4, p_truthful=0.5, forced=(0.5, 0.0, 0.5, 0.0)),
+    Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)),
 ]
 
 
@@ -163,7 +163,7 @@ def test_categorical_input_dtypes_give_the_same_reports(dtype: type[Any]) -> Non
 
 def test_categorical_extreme_values_survive_the_wrapping_select() -> None:
     # x - other wraps modulo 2**16; keep * (...) + other must give back x exactly
-    design = Categorical(k=1 << 16, truth=1.0)  # always keep
+    design = Categorical(k=1 << 16, p_truthful=1.0)  # always keep
     x = np.array([0, 1, (1 << 16) - 1, 32768, 12345] * 100, dtype=np.int64)
     np.testing.assert_array_equal(design.randomize(x, rng=pcg(1)), x)
 
@@ -195,7 +195,7 @@ def test_categorical_consumes_two_words_per_report(fill: str) -> None:
         "last": np.full(n, k - 1),
         "mixed": pcg(0).integers(0, k, n),
     }[fill]
-    for design in (Categorical.from_epsilon(1.0, k), Categorical(k=k, truth=1.0)):
+    for design in (Categorical.from_epsilon(1.0, k), Categorical(k=k, p_truthful=1.0)):
         g = pcg(13)
         design.randomize(x, rng=g)
         assert g.bit_generator.state == _state_after(2 * n)
@@ -270,7 +270,7 @@ def test_categorical_csprng_frequencies() -> None:
     # k = 4, truth = 1/2, all answers 0: P(0) = 1/2 + 1/8 = 5/8, P(j) = 1/8 otherwise.
     # 5-sigma bands: false alarm ~6e-7 per check, four checks.
     n = 200_000
-    r = Categorical(k=4, truth=0.5).randomize(np.zeros(n, dtype=np.uint8), rng=SystemRandom())
+    r = Categorical(k=4, p_truthful=0.5).randomize(np.zeros(n, dtype=np.uint8), rng=SystemRandom())
     counts = np.bincount(r, minlength=4)
     for got, p in zip(counts, (5 / 8, 1 / 8, 1 / 8, 1 / 8), strict=True):
         assert abs(int(got) - n * p) < 5 * (n * p * (1 - p)) ** 0.5

@@ -63,7 +63,7 @@ def channel(d: Design) -> tuple[float, float]:
     """(P1, P0) of a binary design, or of "report 0 or not" for a categorical one."""
     if isinstance(d, Categorical):
         f0 = float(d.forced_distribution[0])
-        return d.truth + (1 - d.truth) * f0, (1 - d.truth) * f0
+        return d.p_truthful + (1 - d.p_truthful) * f0, (1 - d.p_truthful) * f0
     assert isinstance(d, BinaryDesign)
     return d.p_yes_given_1, d.p_yes_given_0
 
@@ -112,7 +112,9 @@ def test_warner_closed_form_by_hand() -> None:
     assert r.power == pytest.approx(0.812680, abs=1e-6)
     # less, same numbers: Phi((-0.1 - 0.0650186) / 0.0394018) = Phi(-4.18809) = 1.41e-5
     less = power(Warner(0.7), 1000, 0.6, null=0.5, alternative="less")
-    assert less.power == pytest.approx(float(PHI(-4.188092)), rel=1e-4)
+    se0, se1 = math.sqrt(0.25 / 1000) / 0.4, math.sqrt(0.2484 / 1000) / 0.4
+    assert less.power == pytest.approx(float(PHI((-0.1 - zq(0.95) * se0) / se1)), rel=1e-12)
+    assert less.power == pytest.approx(float(PHI(-4.188092)), rel=5e-5)  # the rounded z above
     # two-sided: z = 1.959964; Phi((0.1 - 0.077474) / 0.0394018) + Phi(-4.50412) = 0.716237
     two = power(Warner(0.7), 1000, 0.6, null=0.5)
     assert two.power == pytest.approx(0.716237, abs=2e-6)
@@ -125,8 +127,8 @@ def test_direct_questioning_limit() -> None:
     #          = Phi(0.040862) + Phi(-4.041704) = 0.516297 + 0.0000265 = 0.516324
     for direct in (Custom(1.0, 0.0), Mangat(1.0), ForcedResponse(0.0, 0.0)):
         r = power(direct, 100, 0.6, null=0.5)
-        assert r.se_null == pytest.approx(0.05)
-        assert r.se_alternative == pytest.approx(math.sqrt(0.24) / 10)
+        assert r.se_null == pytest.approx(0.05, rel=1e-12)
+        assert r.se_alternative == pytest.approx(math.sqrt(0.24) / 10, rel=1e-12)
         assert r.power == pytest.approx(0.516324, abs=2e-6)
 
 
@@ -150,7 +152,9 @@ def test_kuk_several_draws_uses_fisher_information() -> None:
     assert unit_variance(d, 0.3) < d.variance(0.3, 1)
     assert unit_variance(d, 0.3) == pytest.approx(hand_s2(d, 0.3), rel=1e-12)
     # one draw: the binary closed form
-    assert unit_variance(Kuk(0.8, 0.4), 0.3) == pytest.approx(Kuk(0.8, 0.4).variance(0.3, 1))
+    assert unit_variance(Kuk(0.8, 0.4), 0.3) == pytest.approx(
+        Kuk(0.8, 0.4).variance(0.3, 1), rel=1e-12
+    )
 
 
 def test_two_sample_closed_form_and_symmetry() -> None:
@@ -177,14 +181,88 @@ def test_two_sample_closed_form_and_symmetry() -> None:
         b = power(d, 900, 0.2, control=0.3, alternative=mirror).power
         assert a == pytest.approx(b, rel=1e-12)
     # equal groups, equal prevalences: the size alpha (one-sided) or alpha (two-sided)
-    assert power(d, 500, 0.3, control=0.3, alternative="greater").power == pytest.approx(0.05)
-    assert power(d, 500, 0.3, control=0.3).power == pytest.approx(0.05)
+    assert power(d, 500, 0.3, control=0.3, alternative="greater").power == pytest.approx(
+        0.05, rel=1e-12
+    )
+    assert power(d, 500, 0.3, control=0.3).power == pytest.approx(0.05, rel=1e-12)
+
+
+def _rr_se(pi: float, n: int, c: float, d: float) -> float:
+    """R's rr, power.rr.test's se.f.rr for "forced-known" / "unrelated-known" (transcribed
+    from rr's R/power.R; c, d from rrcd: c = p, d = p1 for the forced design):
+    information = c^2 ((c pi + d)^-1 + (1 - c pi - d)^-1), se = sqrt(1 / information / n)."""
+    info = c * c * (1 / (c * pi + d) + 1 / (1 - c * pi - d))
+    return math.sqrt(1 / info / n)
+
+
+@pytest.mark.parametrize("alt", ["greater", "two-sided"])
+@pytest.mark.parametrize(
+    ("pt", "pc", "pt0", "pc0"), [(0.3, 0.1, 0.1, 0.1), (0.45, 0.2, 0.25, 0.1), (0.2, 0.2, 0.3, 0.1)]
+)
+def test_two_sample_stated_null_is_rr_power_rr_test(
+    alt: str, pt: float, pc: float, pt0: float, pc0: float
+) -> None:
+    # rr's power.rr.test(type = "two.sample") for the forced design of its documentation
+    # example (p = 2/3 truthful, p1 = p0 = 1/6 forced, n respondents in each group):
+    # presp = prespT - prespC, presp.null = prespT.null - prespC.null,
+    # se = sqrt(se(prespT)^2 + se(prespC)^2), se.null = sqrt(se(prespT.null)^2 + se(prespC.null)^2),
+    # one.sided: pnorm(presp.null + qnorm(1 - alpha) se.null, presp, se, lower.tail = FALSE);
+    # two.sided: the two tails at qnorm(1 - alpha/2).  rr's one.sided is our "greater".
+    d, n, c, dd, alpha = ForcedResponse(1 / 6, 1 / 6), 400, 2 / 3, 1 / 6, 0.01
+    se = math.sqrt(_rr_se(pt, n, c, dd) ** 2 + _rr_se(pc, n, c, dd) ** 2)
+    se0 = math.sqrt(_rr_se(pt0, n, c, dd) ** 2 + _rr_se(pc0, n, c, dd) ** 2)
+    diff, diff0 = pt - pc, pt0 - pc0
+    if alt == "greater":
+        expect = 1 - PHI((diff0 + zq(1 - alpha) * se0 - diff) / se)
+    else:
+        z = zq(1 - alpha / 2)
+        expect = PHI((diff0 - z * se0 - diff) / se) + 1 - PHI((diff0 + z * se0 - diff) / se)
+    r = power(d, n, pt, control=pc, null=pt0, null_control=pc0, alternative=alt, alpha=alpha)
+    assert r.null_hypothesis == "stated" and (r.null, r.null_control) == (pt0, pc0)
+    assert r.se_null == pytest.approx(se0, rel=1e-12)
+    assert r.se_alternative == pytest.approx(se, rel=1e-12)
+    assert r.power == pytest.approx(float(expect), rel=1e-12)
+
+
+def test_two_sample_stated_null_defaults_and_differs_from_pooled() -> None:
+    d = TwoCoin()
+    # rr: prespT.null defaults to prespC.null; here either stated value stands for both
+    a = power(d, 800, 0.35, control=0.25, null_control=0.25)
+    b = power(d, 800, 0.35, control=0.25, null=0.25)
+    c = power(d, 800, 0.35, control=0.25, null=0.25, null_control=0.25)
+    assert a == b == c and a.null_hypothesis == "stated"
+    # stated SE0 at 0.25 in both groups, against the pooled prevalence 0.3 in both
+    pooled = power(d, 800, 0.35, control=0.25)
+    assert pooled.null_hypothesis == "pooled" and pooled.null is None
+    lam0, lam_bar = 0.25 + 0.25 / 2, 0.25 + 0.3 / 2
+    assert a.se_null == pytest.approx(math.sqrt(2 * lam0 * (1 - lam0) / 0.25 / 800), rel=1e-12)
+    assert pooled.se_null == pytest.approx(
+        math.sqrt(2 * lam_bar * (1 - lam_bar) / 0.25 / 800), rel=1e-12
+    )
+    assert a.se_alternative == pooled.se_alternative and a.power != pooled.power
+    out = a.to_dict()
+    assert (out["null"], out["null_control"], out["null_hypothesis"]) == (0.25, 0.25, "stated")
+    assert pooled.to_dict()["null_hypothesis"] == "pooled"
+    assert "null_control" not in power(d, 800, 0.35, null=0.25).to_dict()
+
+
+def test_two_sample_stated_null_sample_size_is_minimal() -> None:
+    d = Warner(0.7)
+    kw = {"control": 0.2, "null": 0.25, "null_control": 0.1, "alternative": "greater"}
+    for ratio in (1.0, 2.0, 1.5):
+        r = sample_size(d, 0.8, 0.45, ratio=ratio, **kw)
+        nb = r.n_control
+        assert r.power >= 0.8 > r.power_previous  # type: ignore[operator]
+        assert power(d, r.n, 0.45, n_control=nb, **kw).power == r.power
+        assert r.search == ("scan" if ratio == 1.5 else "bisection")
+    curve = power_curve(d, [10, 100, 1000], 0.45, **kw)
+    assert curve[2] == power(d, 1000, 0.45, **kw).power
 
 
 def test_power_at_the_null_is_alpha() -> None:
     for alt in ALTS:
         r = power(Warner(0.8), 300, 0.4, null=0.4, alternative=alt, alpha=0.01)
-        assert r.power == pytest.approx(0.01)
+        assert r.power == pytest.approx(0.01, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- sample size
@@ -314,7 +392,7 @@ def test_exact_tie_with_alpha_is_rejected() -> None:
 def test_exact_categorical_uses_the_category_count() -> None:
     # category 1 of k = 3, truth 0.6, forced (0.2, 0.3, 0.5): the count of reports "1" is
     # Binomial(n, lambda) with lambda = 0.4 * 0.3 + 0.6 * pi
-    d = Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5))
+    d = Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5))
     r = power(d, 80, 0.35, null=0.2, method="exact", category=1, alternative="greater")
     lam0, lam1 = 0.12 + 0.6 * 0.2, 0.12 + 0.6 * 0.35
     assert r.critical_region is not None
@@ -329,8 +407,8 @@ def test_exact_result_fields() -> None:
     lo, hi = r.critical_region or (None, None)
     assert hi == 61 and lo is not None and lo >= 0
     lam0, lam1 = 0.75 - 0.5 * 0.2, 0.75 - 0.5 * 0.5
-    assert r.size == pytest.approx(float(stats.binom.cdf(lo, 60, lam0)))
-    assert r.power == pytest.approx(float(stats.binom.cdf(lo, 60, lam1)))
+    assert r.size == pytest.approx(float(stats.binom.cdf(lo, 60, lam0)), rel=1e-12)
+    assert r.power == pytest.approx(float(stats.binom.cdf(lo, 60, lam1)), rel=1e-12)
     assert r.size is not None and r.size <= 0.05
     d = r.to_dict()
     assert d["critical_region"] == {"at_most": lo, "at_least": 61}
@@ -417,7 +495,7 @@ def test_two_group_uses_efficient_variance() -> None:
     e1, k1 = uq_unknown_vars(0.7, 0.3, 0.3, q, 500, 500)
     # by hand at pi = 0.2: l = (0.26, 0.34), efficient 1.4309 / n, naive 0.678461 / n
     assert e0 * n == pytest.approx(1.4309, rel=1e-9)
-    assert k0 * n == pytest.approx(0.678461, rel=1e-5)
+    assert k0 * n == pytest.approx(0.678461, rel=1e-6)  # six digits by hand
     r = power(d, n, 0.3, null=0.2, nuisance={"unrelated_prevalence": q})
     assert r.se_null == pytest.approx(math.sqrt(e0), rel=1e-9)
     assert r.se_alternative == pytest.approx(math.sqrt(e1), rel=1e-9)
@@ -496,9 +574,13 @@ BAD = [
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, alternative="bigger"), ParameterError,
      "'two-sided', 'greater', 'less'"),
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, method="bayes"), ParameterError, "`method`"),
-    (lambda: power(Warner(0.7), 10, 0.6), ParameterError, "exactly one of `null`"),
-    (lambda: power(Warner(0.7), 10, 0.6, null=0.5, control=0.4), ParameterError,
-     "exactly one"),
+    (lambda: power(Warner(0.7), 10, 0.6), ParameterError, "got neither"),
+    (lambda: power(Warner(0.7), 10, 0.6, null=0.5, null_control=0.4), ParameterError,
+     "`null_control` applies to a two-sample test"),
+    (lambda: power(Warner(0.7), 10, 0.6, control=0.4, null_control=1.5), ParameterError,
+     "`null_control`"),
+    (lambda: sample_size(Warner(0.7), 0.8, 0.5, control=0.3, null=0.4, null_control=0.2),
+     ParameterError, "must differ"),
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, n_control=5), ParameterError,
      "`n_control`"),
     (lambda: power(Warner(0.7), 0, 0.6, null=0.5), ParameterError, "`n`"),
@@ -508,9 +590,9 @@ BAD = [
      "two-sample"),
     (lambda: power(Kuk(0.7, 0.3, draws=2), 10, 0.6, null=0.5, method="exact"),
      ParameterError, "3 report values"),
-    (lambda: power(Categorical(k=3, truth=0.5), 10, 0.6, null=0.5), ParameterError,
+    (lambda: power(Categorical(k=3, p_truthful=0.5), 10, 0.6, null=0.5), ParameterError,
      "`category`"),
-    (lambda: power(Categorical(k=3, truth=0.5), 10, 0.6, null=0.5, category=3),
+    (lambda: power(Categorical(k=3, p_truthful=0.5), 10, 0.6, null=0.5, category=3),
      ParameterError, "`category`"),
     (lambda: power(Warner(0.7), 10, 0.6, null=0.5, category=1), ParameterError,
      "`category`"),
@@ -616,7 +698,7 @@ def test_cli_power_json(runner: Any) -> None:
     assert out["power"] == pytest.approx(0.812680, abs=1e-6)
     assert (out["n"], out["alpha"], out["alternative"]) == (1000, 0.05, "greater")
     assert out["design"] == "warner" and out["parameters"] == {"p": 0.7}
-    assert out["epsilon"] == pytest.approx(math.log(7 / 3))
+    assert out["epsilon"] == pytest.approx(math.log(7 / 3), rel=1e-12)
     inf = run_json(runner, "power", "mangat", "-p", "p=0.7", "--n", "50", "--prevalence",
                    "0.3", "--null", "0.1", "--exact")  # fmt: skip
     assert inf["epsilon"] == "inf"
@@ -625,8 +707,18 @@ def test_cli_power_json(runner: Any) -> None:
                    "--control", "0.25", "--n-control", "600")  # fmt: skip
     assert two["test"] == "two-sample" and two["n_control"] == 600
     assert two["power"] == pytest.approx(
-        power(TwoCoin(), 800, 0.35, control=0.25, n_control=600).power
+        power(TwoCoin(), 800, 0.35, control=0.25, n_control=600).power, rel=1e-12
     )
+    assert two["null_hypothesis"] == "pooled" and two["null_control"] is None
+    stated = run_json(runner, "power", "two-coin", "--n", "800", "--prevalence", "0.35",
+                      "--control", "0.25", "--null-control", "0.25")  # fmt: skip
+    assert stated["null_hypothesis"] == "stated"
+    assert (stated["null"], stated["null_control"]) == (0.25, 0.25)
+    assert stated["power"] == power(TwoCoin(), 800, 0.35, control=0.25, null_control=0.25).power
+    size = run_json(runner, "sample-size", "two-coin", "--power", "0.8", "--prevalence", "0.35",
+                    "--control", "0.25", "--null", "0.25", "--ratio", "2")  # fmt: skip
+    expect = sample_size(TwoCoin(), 0.8, 0.35, control=0.25, null=0.25, ratio=2)
+    assert (size["n"], size["n_control"]) == (expect.n, expect.n_control)
 
 
 def test_cli_sample_size_json(runner: Any) -> None:
@@ -668,12 +760,12 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
     from deniable.cli._power import epsilon_designs
 
     # categorical: from_epsilon(eps, k) with the k given by --param k=3
-    lines = epsilon_designs(Categorical(k=3, truth=0.6), [1.0, 2.0])
+    lines = epsilon_designs(Categorical(k=3, p_truthful=0.6), [1.0, 2.0])
     assert list(lines) == ["categorical(k=3), ε = 1", "categorical(k=3), ε = 2"]
     for eps, d in zip((1.0, 2.0), lines.values(), strict=True):
         assert isinstance(d, Categorical) and d.k == 3
         # k-ary RR: truth = (e^eps - 1) / (e^eps + k - 1), so epsilon is exact
-        assert d.truth == pytest.approx(math.expm1(eps) / (math.exp(eps) + 2), rel=1e-12)
+        assert d.p_truthful == pytest.approx(math.expm1(eps) / (math.exp(eps) + 2), rel=1e-12)
         assert d.epsilon == pytest.approx(eps, rel=1e-12)
     # kuk keeps its number of draws; warner needs nothing more
     kuk = epsilon_designs(Kuk(0.7, 0.3, draws=3), [1.5])
@@ -692,12 +784,12 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
     # through the CLI, with a plot (needs matplotlib)
     pytest.importorskip("matplotlib")
     path = tmp_path / "categorical.png"
-    out = run_json(runner, "power", "categorical", "-p", "k=3", "-p", "truth=0.6", "--category",
-                   "0", "--n", "300", "--prevalence", "0.4", "--null", "0.3", "--plot",
-                   str(path), "--epsilons", "1,2")  # fmt: skip
+    out = run_json(runner, "power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
+                   "--category", "0", "--n", "300", "--prevalence", "0.4", "--null", "0.3",
+                   "--plot", str(path), "--epsilons", "1,2")  # fmt: skip
     assert out["plot"] == str(path) and path.read_bytes()[:4] == b"\x89PNG"
     assert out["power"] == pytest.approx(
-        power(Categorical(k=3, truth=0.6), 300, 0.4, null=0.3, category=0).power
+        power(Categorical(k=3, p_truthful=0.6), 300, 0.4, null=0.3, category=0).power, rel=1e-12
     )
 
 
@@ -706,7 +798,9 @@ CLI_BAD = [
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--null", "0.5"), "--prevalence"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6"), "neither"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
-      "--control", "0.4"), "both"),
+      "--null-control", "0.4"), "`--null-control` applies to a two-sample test"),
+    (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--control", "0.5",
+      "--null-control", "x"), "`--null-control` must be a number"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
       "--alternative", "bigger"), "`alternative`"),
     (("power", "warner", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
@@ -719,7 +813,7 @@ CLI_BAD = [
       "--epsilons", "1"), "--plot"),
     (("power", "mangat", "-p", "p=0.7", "--n", "10", "--prevalence", "0.6", "--null", "0.5",
       "--plot", "x.png", "--epsilons", "1"), "from_epsilon"),
-    (("power", "categorical", "-p", "k=3", "-p", "truth=0.6", "-p", "forced=0.2,0.3,0.5",
+    (("power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6", "-p", "forced=0.2,0.3,0.5",
       "--category", "0", "--n", "10", "--prevalence", "0.4", "--null", "0.3", "--plot",
       "x.png", "--epsilons", "1"), "`forced`"),
     (("power", "unrelated-unknown", "-p", "p1=0.7", "-p", "p2=0.3", "--n", "10",

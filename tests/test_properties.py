@@ -69,12 +69,12 @@ def categoricals(draw: st.DrawFn) -> Categorical:
     k = draw(st.integers(2, 6))
     truth = draw(edge_or(probs(0.01, 0.95), 1.0))
     if draw(st.booleans()):
-        return Categorical(k=k, truth=truth)
+        return Categorical(k=k, p_truthful=truth)
     weights = draw(st.lists(edge_or(probs(0.01, 1.0), 0.0), min_size=k, max_size=k))
     if sum(weights) == 0:
         weights[0] = 1.0
     total = math.fsum(weights)
-    return Categorical(k=k, truth=truth, forced=tuple(w / total for w in weights))
+    return Categorical(k=k, p_truthful=truth, forced=tuple(w / total for w in weights))
 
 
 BINARY_DESIGNS: st.SearchStrategy[BinaryDesign] = st.one_of(
@@ -82,7 +82,7 @@ BINARY_DESIGNS: st.SearchStrategy[BinaryDesign] = st.one_of(
     st.builds(Mirrored, not_half()),
     st.builds(Crosswise, not_half()),
     st.builds(BiasedCoin, not_half()),
-    st.builds(TwoCoin, truth=edge_or(probs(0.02), 1.0), yes=edge_or(probs(), 0.0, 1.0)),
+    st.builds(TwoCoin, p_truthful=edge_or(probs(0.02), 1.0), p_yes=edge_or(probs(), 0.0, 1.0)),
     st.builds(Binary, st.floats(0.01, 10.0), st.sampled_from(["exact", "half"])),
     forced_pairs(),
     st.builds(UnrelatedQuestion, edge_or(probs(0.02), 1.0), edge_or(probs(), 0.0, 1.0)),
@@ -134,7 +134,8 @@ def test_swapping_answers_or_reports_keeps_epsilon(design: Custom) -> None:
 def test_permuting_forced_categories_keeps_epsilon(design: Categorical, perm: list[int]) -> None:
     f = design.forced_distribution
     order = [i for i in perm if i < design.k]
-    other = Categorical(k=design.k, truth=design.truth, forced=tuple(float(x) for x in f[order]))
+    forced = tuple(float(x) for x in f[order])
+    other = Categorical(k=design.k, p_truthful=design.p_truthful, forced=forced)
     assert other.epsilon == pytest.approx(design.epsilon, rel=1e-12)
 
 

@@ -167,7 +167,7 @@ def test_system_random_has_no_state_to_save() -> None:
 
 
 @pytest.mark.parametrize(
-    "design", [TwoCoin(), Kuk(0.7, 0.3, draws=3), Categorical(k=3, truth=0.5)], ids=str
+    "design", [TwoCoin(), Kuk(0.7, 0.3, draws=3), Categorical(k=3, p_truthful=0.5)], ids=str
 )
 def test_randomize_uses_the_csprng_by_default(design: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[int] = []
@@ -272,7 +272,7 @@ def test_array_words_exhausted_names_rng_and_counts_and_hands_out_nothing() -> N
 
 def test_a_design_refuses_too_few_words() -> None:
     with pytest.raises(DataError, match=r"`rng`.*has 3 of its 3 words left, 6 were asked"):
-        Categorical(k=3, truth=0.5).randomize([0, 1, 2], rng=ArrayWords([1, 2, 3]))
+        Categorical(k=3, p_truthful=0.5).randomize([0, 1, 2], rng=ArrayWords([1, 2, 3]))
 
 
 def test_array_words_are_a_copy_and_read_only() -> None:
@@ -310,7 +310,7 @@ def test_array_words_rejects_a_bad_size() -> None:
 
 def test_array_words_replay_a_generator_bit_for_bit() -> None:
     truth = np.arange(1000) % 3
-    design = Categorical(k=3, truth=0.6)
+    design = Categorical(k=3, p_truthful=0.6)
     words = np.random.Generator(np.random.PCG64(9)).bit_generator.random_raw(2000)
     seeded = design.randomize(truth, rng=9)
     assert np.array_equal(design.randomize(truth, rng=ArrayWords(words)), seeded)
@@ -359,7 +359,11 @@ def test_a_word_source_of_ones_own() -> None:
     assert resolve_rng(src) is src
     assert random_words(src, 3).tolist() == [0, 1, 2]
     # words 0.. are far below every threshold: every two-coin report is "yes"
-    assert TwoCoin(truth=0.5, yes=0.5).randomize([0, 0, 1], rng=_Counter()).tolist() == [1, 1, 1]
+    assert TwoCoin(p_truthful=0.5, p_yes=0.5).randomize([0, 0, 1], rng=_Counter()).tolist() == [
+        1,
+        1,
+        1,
+    ]
 
 
 @pytest.mark.parametrize(("wrong", "needle"), [("dtype", "dtype int64"), ("size", r"shape \(3,\)")])

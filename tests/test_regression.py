@@ -616,7 +616,7 @@ def test_bad_input_logistic(frame: Any) -> None:
     with pytest.raises(ParameterTypeError, match="`data` must be a pandas DataFrame"):
         logistic_rr("y ~ x1", [1, 2, 3], d)
     with pytest.raises(ParameterTypeError, match="one-group binary design"):
-        logistic_rr("y ~ x1", frame, Categorical(k=3, truth=0.5))  # type: ignore[arg-type]
+        logistic_rr("y ~ x1", frame, Categorical(k=3, p_truthful=0.5))  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="3 report values"):
         logistic_rr("y ~ x1", frame, Kuk(0.7, 0.3, draws=2))
     with pytest.raises(DataError, match="`direct` names column 'nope'"):

@@ -276,7 +276,7 @@ def test_boundary_fit_is_a_note_not_a_warning(runner: CliRunner, tmp_path: Path)
             "the randomized predictor 'x1' must hold 0/1 values",
         ),
         (("--data", "{csv}", "--formula", "y ~ x1 +"), "`formula` 'y ~ x1 +' cannot be used"),
-        (("--data", "{csv}", "--formula", "y ~ x1", "--level", "2"), "`level` must be in (0, 1)"),
+        (("--data", "{csv}", "--formula", "y ~ x1", "--level", "2"), "'--level': must be in (0,"),
         (
             (
                 "--data",
@@ -296,7 +296,7 @@ def test_bad_input_is_one_error_line(
 def test_bad_designs(runner: CliRunner, files: Any) -> None:
     base = ["--data", files["csv"], "--formula", "y ~ x1"]
     one_line_error(
-        run(runner, "--design", "categorical", "-p", "k=3", "-p", "truth=0.5", *base),
+        run(runner, "--design", "categorical", "-p", "k=3", "-p", "p_truthful=0.5", *base),
         "`--design` must be a one-group design with yes/no reports (regression",
     )
     one_line_error(

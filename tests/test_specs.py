@@ -128,11 +128,11 @@ def test_spec_of_warner_field_by_field() -> None:
 
 def test_spec_algorithms_and_words_per_report() -> None:
     assert spec_of(Kuk(0.8, 0.4, draws=3)).words_per_report == 3
-    cat = spec_of(Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)))
+    cat = spec_of(Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)))
     assert (cat.algorithm, cat.words_per_report) == ("keep-or-forced/1", 2)
-    keep, cumulative = Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)).thresholds()
+    keep, cumulative = Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)).thresholds()
     assert cat.thresholds == {"keep": keep, "forced": cumulative}
-    assert spec_of(Categorical(k=4, truth=0.5)).thresholds["forced"] is None
+    assert spec_of(Categorical(k=4, p_truthful=0.5)).thresholds["forced"] is None
     sld = spec_of(StochasticLieDetector(0.25, 0.75))
     # the group word, then the answer word
     assert sld.algorithm == "two-group/2" and sld.words_per_report == 2
@@ -155,10 +155,10 @@ def test_parameters_in_other_exact_forms_are_read_and_written_exactly() -> None:
 
 
 def test_text_and_labels() -> None:
-    spec = spec_of(Categorical(k=3, truth=0.5), text="Which?", labels=("a", "b", "c"))
+    spec = spec_of(Categorical(k=3, p_truthful=0.5), text="Which?", labels=("a", "b", "c"))
     assert QuestionSpec.from_json(spec.to_json()).labels == ("a", "b", "c")
     with pytest.raises(ParameterError, match=r"`labels` must have one label per true answer \(3\)"):
-        spec_of(Categorical(k=3, truth=0.5), labels=("a", "b"))
+        spec_of(Categorical(k=3, p_truthful=0.5), labels=("a", "b"))
     with pytest.raises(ParameterError, match="`labels` must be distinct"):
         spec_of(Warner(0.75), labels=("x", "x"))
     with pytest.raises(ParameterTypeError, match=r"`labels\[1\]` must be a non-empty string"):
@@ -394,7 +394,9 @@ def test_make_design_takes_fractions_and_lists() -> None:
     from fractions import Fraction
 
     assert make_design("warner", {"p": Fraction(3, 4)}) == Warner(0.75)
-    forced = make_design("categorical", {"k": 3, "truth": "1/2", "forced": ["1/5", "3/10", "1/2"]})
+    forced = make_design(
+        "categorical", {"k": 3, "p_truthful": "1/2", "forced": ["1/5", "3/10", "1/2"]}
+    )
     assert forced == Categorical(3, 0.5, (0.2, 0.3, 0.5))
     with pytest.raises(ParameterTypeError, match="must be a mapping of name to value"):
         make_design("warner", [("p", 0.75)])  # type: ignore[arg-type]
@@ -658,8 +660,8 @@ def test_the_group_share_round_trips_through_the_spec() -> None:
     [
         lambda: Warner(0.7),
         lambda: Kuk(0.8, 0.4, draws=3),
-        lambda: Categorical(k=5, truth=0.6),
-        lambda: Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
+        lambda: Categorical(k=5, p_truthful=0.6),
+        lambda: Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)),
     ],
     ids=["warner", "kuk-3", "categorical-5", "categorical-forced"],
 )

@@ -98,7 +98,7 @@ def test_adding() -> None:
 def test_a_categorical_tally_does_not_add_to_a_two_group_tally() -> None:
     # the bug this identity fixes: a k = 4 categorical tally plus a two-group tally silently
     # gave a two-group tally
-    cat = Categorical(k=4, truth=0.5).tally([0, 1, 2, 3])
+    cat = Categorical(k=4, p_truthful=0.5).tally([0, 1, 2, 3])
     sld = StochasticLieDetector(2 / 12, 10 / 12).tally([0, 1, 2, 3])
     with pytest.raises(DataError, match="different mechanisms"):
         _ = cat + sld

@@ -34,7 +34,12 @@ from __future__ import annotations
 
 from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccountant
 from deniable.accounting._budget_filter import BudgetFilter
-from deniable.accounting._compare import compare_composition
+from deniable.accounting._budget_plan import BudgetPlan, budget_plan
+from deniable.accounting._compare import (
+    QUESTIONNAIRE_METHODS,
+    compare_composition,
+    compose_questions,
+)
 from deniable.accounting._composition import (
     CompositionRow,
     CompositionTable,
@@ -54,6 +59,12 @@ from deniable.accounting._conversions import (
     zcdp_delta,
     zcdp_epsilon,
     zcdp_to_approx,
+)
+from deniable.accounting._convert_table import (
+    CONVERSIONS,
+    Conversion,
+    conversion_methods,
+    convert_guarantee,
 )
 from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
 from deniable.accounting._ledger import BudgetLedger, QuestionRecord
@@ -89,15 +100,19 @@ from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentS
 
 __all__ = [
     "COMPOSITION_METHODS",
+    "CONVERSIONS",
     "GDP",
+    "QUESTIONNAIRE_METHODS",
     "RDP",
     "ZCDP",
     "ApproxDP",
     "BudgetFilter",
     "BudgetLedger",
+    "BudgetPlan",
     "Composition",
     "CompositionRow",
     "CompositionTable",
+    "Conversion",
     "Gaussian",
     "History",
     "InMemoryLedgerStore",
@@ -116,9 +131,13 @@ __all__ = [
     "ZCDPComposition",
     "advanced_composition",
     "basic_composition",
+    "budget_plan",
     "common_lattice",
     "compare_composition",
     "compose_gdp",
+    "compose_questions",
+    "conversion_methods",
+    "convert_guarantee",
     "gaussian_pld",
     "gdp_delta",
     "gdp_epsilon",

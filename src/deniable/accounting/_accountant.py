@@ -46,20 +46,31 @@ from deniable.accounting._pld import (
 )
 from deniable.accounting._rdp import (
     FloatArray,
+    alpha_array,
     check_delta,
     check_epsilon,
     laplace_rdp,
     rdp_curve_delta,
     rdp_curve_epsilon,
     rr_rdp,
+    scalar_or_array,
 )
 from deniable.accounting._safety import MARGIN, half_square_up, up, upper_root
 from deniable.common import _validation as v
+from deniable.common._format import format_epsilon
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 __all__ = ["COMPOSITION_METHODS", "PrivacyAccountant"]
 
 COMPOSITION_METHODS = ("basic", "advanced", "kov", "optimal", "pld", "rdp", "zcdp", "gdp", "best")
+_ROUTES = {
+    "basic": "sum of epsilons",
+    "advanced": "Dwork-Rothblum-Vadhan 2010, min with basic",
+    "kov": "Kairouz-Oh-Viswanath 2015, Thm 3.4/3.5",
+    "rdp": "Renyi curves summed, CKS 2020 conversion",
+    "zcdp": "rho summed, CKS 2020 conversion",
+    "gdp": "exact (Dong-Roth-Su 2019)",
+}
 _MAX_GRID = 2**20  # entries of a discretised PLD; the step is coarsened beyond this
 _CLOSED_FORMS = "basic, advanced, kov, rdp and zcdp take any count"
 
@@ -69,16 +80,26 @@ class PrivacyAccountant:
     """Total privacy loss of a sequence of events (one respondent's view).
 
     Methods: ``"basic"``, ``"advanced"``, ``"kov"`` (pure-DP bounds; ``inf`` with Gaussian
-    events, which have no pure-DP epsilon), ``"optimal"`` (exact when every event is
-    randomized response on a common lattice; otherwise the pessimistic PLD, flagged by
-    :attr:`optimal_is_exact`), ``"pld"`` (pessimistic discretisation with ``step``), ``"rdp"``,
-    ``"zcdp"``, ``"gdp"`` (Gaussian events only) and ``"best"`` (minimum of all that apply).
+    events, which have no pure-DP epsilon), ``"optimal"`` (the default: the exact answer
+    wherever one exists, else the pessimistic PLD; :meth:`route` says which),
+    ``"pld"`` (pessimistic discretisation with ``step``), ``"rdp"``, ``"zcdp"``, ``"gdp"``
+    (Gaussian events only) and ``"best"`` (minimum of all that apply).
+
+    The exact routes of ``"optimal"``, in order: one binary RR group, the binomial sum
+    (Kairouz, Oh & Viswanath 2015, Thm 3.3); one k-ary RR group, its exact three-atom PLD on
+    the lattice ``epsilon Z``; several RR groups whose epsilons share a lattice, the exact
+    lattice PLD; only Gaussian events, the exact GDP composition (Dong, Roth & Su 2019,
+    Cor. 2.13 and 3.3).  Anything else (Laplace, epsilons without a common lattice, mixed
+    kinds) goes through the pessimistic PLD, an upper bound (:meth:`epsilon_bounds` brackets
+    the truth).
 
     >>> acct = PrivacyAccountant([RandomizedResponse(0.5, count=10)])
     >>> acct.epsilon(1e-6, method="basic")
     5.0
     >>> acct.epsilon(1e-6) <= acct.epsilon(1e-6, method="rdp")
     True
+    >>> acct.route()
+    'exact: binomial sum (KOV 2015 Thm 3.3)'
     """
 
     events: tuple[Event, ...] = ()
@@ -131,7 +152,7 @@ class PrivacyAccountant:
         ``delta = 1``."""
         pure = [e for e in self._active if not isinstance(e, Gaussian)]
         eps = [e.pure_epsilon for e in pure]
-        return bool(pure) and basic_composition(eps, [e.count for e in pure]) == math.inf
+        return bool(pure) and basic_composition(eps, counts=[e.count for e in pure]) == math.inf
 
     @cached_property
     def _pure(self) -> tuple[list[float], list[int]]:
@@ -155,18 +176,59 @@ class PrivacyAccountant:
         if not groups or self._blatant:
             return None
         keys = list(groups)
-        return common_lattice([e for e, _ in keys], [groups[k] for k in keys])
+        return common_lattice([e for e, _ in keys], counts=[groups[k] for k in keys])
 
     @property
     def optimal_is_exact(self) -> bool:
         """Whether ``method="optimal"`` is the exact optimum (no discretisation)."""
-        if self._blatant or not self._active:
-            return True
+        return self._exact_kind() is not None
+
+    def _exact_kind(self) -> str | None:
+        """The exact route of ``"optimal"``: ``"none"`` (no active event), ``"blatant"``,
+        ``"binomial"``, ``"rr-pld"`` (one k-ary group), ``"lattice"``, ``"gdp"``; or
+        ``None`` (the pessimistic PLD)."""
+        if not self._active:
+            return "none"
+        if self._blatant or self._overflows:
+            return "blatant"
+        if all(isinstance(e, Gaussian) for e in self._active):
+            return "gdp"
         groups = self._rr_groups
         if groups is None:
-            return False
-        single = len(groups) == 1 and next(iter(groups))[1] == 2
-        return single or self.lattice is not None
+            return None
+        if len(groups) == 1:
+            return "binomial" if next(iter(groups))[1] == 2 else "rr-pld"
+        return "lattice" if self.lattice is not None else None
+
+    def route(self, method: str = "optimal") -> str:
+        """How ``method`` computes its answer for these events, in words (for ``"optimal"``:
+        which exact route, or that the pessimistic PLD is used).
+
+        >>> from deniable.accounting import Gaussian, Laplace
+        >>> PrivacyAccountant([Gaussian(2.0, count=4)]).route()
+        'exact: GDP composition (Dong-Roth-Su 2019)'
+        >>> PrivacyAccountant([RandomizedResponse(1.0, k=4, count=3)]).route()
+        'exact: k-ary RR PLD on the lattice epsilon Z'
+        >>> PrivacyAccountant([Laplace(1.0)]).route()
+        'not exact here: pessimistic PLD (see pld)'
+        """
+        m = v.choice("method", method, COMPOSITION_METHODS)
+        if m == "optimal":
+            kind = self._exact_kind()
+            if kind == "lattice":
+                return f"exact: lattice PLD, step {self.lattice:g}"
+            return {
+                "none": "exact: every event has epsilon = 0",
+                "blatant": "exact: an event has epsilon = inf (or the losses overflow)",
+                "binomial": "exact: binomial sum (KOV 2015 Thm 3.3)",
+                "rr-pld": "exact: k-ary RR PLD on the lattice epsilon Z",
+                "gdp": "exact: GDP composition (Dong-Roth-Su 2019)",
+            }.get(kind or "", "not exact here: pessimistic PLD (see pld)")
+        if m == "pld":
+            return f"pessimistic PLD, step {self.grid_step():g}"
+        if m == "best":
+            return "the smallest of " + ", ".join(self._applicable())
+        return _ROUTES[m]
 
     def zcdp(self) -> ZCDP:
         """The zCDP guarantee: sharp ``eps tanh(eps/2)`` per pure-DP use, ``mu^2/2`` per
@@ -181,19 +243,28 @@ class PrivacyAccountant:
             rho += _as_float(e.count) * per
         return ZCDP(up(rho) if math.isfinite(rho) else math.inf)
 
-    def rdp_curve(self, alphas: Any) -> FloatArray:
-        """The summed Renyi curve at ``alphas`` (k-ary RR, Laplace and Gaussian exactly)."""
-        a = np.atleast_1d(np.asarray(alphas, dtype=float))
+    def rdp_curve(self, alphas: Any) -> Any:
+        """The summed Renyi curve at ``alphas`` (k-ary RR, Laplace and Gaussian exactly): a
+        ``float`` for a scalar order, an array of the same shape for an array of orders.
+
+        >>> acct = PrivacyAccountant([RandomizedResponse(1.0, count=2)])
+        >>> acct.rdp_curve(math.inf), acct.rdp_curve([2.0, math.inf]).shape
+        (2.0, (2,))
+        """
+        return scalar_or_array(self._rdp_curve(alpha_array(alphas)), alphas)
+
+    def _rdp_curve(self, a: FloatArray) -> FloatArray:
         total = np.zeros_like(a)
         for e in self._active:
             if isinstance(e, RandomizedResponse):
-                part = rr_rdp(e.epsilon, a, e.k)
+                part = rr_rdp(e.epsilon, a, k=e.k)
             elif isinstance(e, Laplace):
                 part = laplace_rdp(e.pure_epsilon, a)
             else:
                 part = a * half_square_up(e.mu) * (1 + MARGIN)
             total = total + _as_float(e.count) * np.asarray(part)
-        return total * (1 + MARGIN)
+        out: FloatArray = total * (1 + MARGIN)
+        return out
 
     def gdp(self) -> GDP:
         """The composed Gaussian-DP guarantee; only for Gaussian events."""
@@ -254,11 +325,15 @@ class PrivacyAccountant:
         return out
 
     def exact_pld(self) -> PrivacyLossDistribution | None:
-        """The exact lattice PLD when every event is RR on a common lattice, else None."""
+        """The exact PLD when every event is RR, in one group (any epsilon: the lattice
+        ``epsilon Z``) or on a common lattice, else None."""
         if "pld-exact" not in self._cache:
             groups, g = self._rr_groups, self.lattice
             pld = None
-            if groups and g is not None:
+            if groups and len(groups) == 1 and not self._blatant:
+                (e, k), c = next(iter(groups.items()))
+                pld = rr_pld(e, k=k, count=c)  # exact, on the lattice e Z
+            elif groups and g is not None:
                 parts = [
                     rr_pld(e, k=k, count=c, step=g, rounding="exact")
                     for (e, k), c in groups.items()
@@ -334,14 +409,15 @@ class PrivacyAccountant:
             if any(isinstance(e, Gaussian) for e in self._active):
                 return math.inf  # Gaussian noise has no pure-DP epsilon
             if m == "basic":
-                return basic_composition(eps, cnt)
-            return (advanced_composition if m == "advanced" else kov_composition)(eps, d, cnt)
+                return basic_composition(eps, counts=cnt)
+            fn = advanced_composition if m == "advanced" else kov_composition
+            return fn(eps, d, counts=cnt)
         if m in ("optimal", "pld"):
             exact = self._exact_epsilon(d) if m == "optimal" else None
             out = exact if exact is not None else self.pld("up").epsilon(d)
             return min(out, self._basic())  # delta(basic) = 0 exactly
         if m == "rdp":
-            return rdp_curve_epsilon(self.rdp_curve, d)
+            return rdp_curve_epsilon(self._rdp_curve, d)
         if m == "zcdp":
             return zcdp_epsilon(self.zcdp(), d)
         return gdp_epsilon(self.gdp(), d)
@@ -361,24 +437,26 @@ class PrivacyAccountant:
         if m in ("basic", "advanced", "kov"):
             if any(isinstance(e, Gaussian) for e in self._active):
                 return 1.0
-            if t >= basic_composition(eps, cnt):
+            if t >= basic_composition(eps, counts=cnt):
                 return 0.0
             if m == "basic":
                 return 1.0
             fn = advanced_composition if m == "advanced" else kov_composition
-            return _invert_in_delta(lambda d: fn(eps, d, cnt), t)
+            return _invert_in_delta(lambda d: fn(eps, d, counts=cnt), t)
         if m in ("optimal", "pld") and t >= self._basic():
             return 0.0
         if m == "optimal":
             single = self._single_binary()
             if single is not None:
-                return optimal_rr_delta(single[0], single[1], t)
+                return optimal_rr_delta(single[0], t, count=single[1])
+            if self._exact_kind() == "gdp":
+                return gdp_delta(self.gdp(), t)
             exact = self.exact_pld()
             return (exact if exact is not None else self.pld("up")).delta(t)
         if m == "pld":
             return self.pld("up").delta(t)
         if m == "rdp":
-            return rdp_curve_delta(self.rdp_curve, t)
+            return rdp_curve_delta(self._rdp_curve, t)
         if m == "zcdp":
             return zcdp_delta(self.zcdp(), t)
         return gdp_delta(self.gdp(), t)
@@ -401,7 +479,7 @@ class PrivacyAccountant:
     # ----------------------------------------------------------------- helpers
     def _basic(self) -> float:
         eps, cnt = self._pure
-        return basic_composition(eps, cnt)
+        return basic_composition(eps, counts=cnt)
 
     def _single_binary(self) -> tuple[float, int] | None:
         groups = self._rr_groups
@@ -419,7 +497,9 @@ class PrivacyAccountant:
         self._check_size("optimal")
         single = self._single_binary()
         if single is not None:
-            return optimal_rr_epsilon(single[0], single[1], d)
+            return optimal_rr_epsilon(single[0], d, count=single[1])
+        if self._exact_kind() == "gdp":
+            return gdp_epsilon(self.gdp(), d)
         exact = self.exact_pld()
         return exact.epsilon(d) if exact is not None else None
 
@@ -436,33 +516,22 @@ class PrivacyAccountant:
         gaussian = any(isinstance(e, Gaussian) for e in self._active)
         if m in ("basic", "advanced", "kov") and gaussian:
             return "n/a: Gaussian noise has no pure-DP epsilon"
-        notes = {
-            "basic": "sum of epsilons",
-            "advanced": "Dwork-Rothblum-Vadhan 2010, min with basic",
-            "kov": "Kairouz-Oh-Viswanath 2015, Thm 3.4/3.5",
-            "rdp": "Renyi curves summed, CKS 2020 conversion",
-            "zcdp": f"rho = {self.zcdp().rho:.4g}, CKS 2020 conversion",
-            "gdp": "exact (Dong-Roth-Su 2019)",
-        }
         if self._blatant:
             return "an event has epsilon = inf"
         if self._overflows:
             return "the losses sum beyond the largest double"
         if m == "optimal":
-            if self._single_binary() is not None:
-                return "exact: binomial sum (KOV 2015 Thm 3.3)"
             if not self._active:
                 return "exact: every question has epsilon = 0"
-            if self.optimal_is_exact and self.lattice is not None:
-                return f"exact: lattice PLD, step {self.lattice:g}"
-            return "not exact here: pessimistic PLD (see pld)"
+            return self.route("optimal")
+        if m == "zcdp":
+            return f"rho = {self.zcdp().rho:.4g}, CKS 2020 conversion"
         if m == "pld":
             if not self._active or self._blatant:
                 return "pessimistic PLD"
             lo = self.pld("down").epsilon(d)
-            lo_s = "inf" if lo == math.inf else f"{lo:.4f}" if lo < 1e9 else f"{lo:.7g}"
-            return f"pessimistic PLD, step {self.grid_step():g}; true value >= {lo_s}"
-        return notes[m]
+            return f"pessimistic PLD, step {self.grid_step():g}; true value >= {format_epsilon(lo)}"
+        return _ROUTES[m]
 
 
 def _as_float(count: int) -> float:

@@ -19,6 +19,11 @@ For ``n`` uses of mechanisms that are ``eps_i``-DP (``counts`` repeat an epsilon
 
   computed here in log space (k up to 10^5 and beyond).  Different epsilons go through the
   privacy loss distribution (``_pld``).
+
+Argument order, the same in every composition function: the per-use privacy parameter(s)
+first (``epsilons``, or one ``epsilon``), then the target (``delta``, or ``target_epsilon``
+for a delta), then the repetitions as a keyword (``counts=`` per epsilon, ``count=`` for
+one epsilon).
 """
 
 from __future__ import annotations
@@ -37,7 +42,10 @@ import numpy as np
 from deniable.accounting._rdp import check_delta, check_epsilon
 from deniable.accounting._safety import MARGIN, exp_up, expm1_or_inf, up, upper_root
 from deniable.common import _validation as v
+from deniable.common._format import format_delta, format_epsilon
+from deniable.common._json import to_jsonable
 from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.results import Result, Table
 
 __all__ = [
     "CompositionRow",
@@ -87,7 +95,7 @@ def _pairs(epsilons: Any, counts: Any) -> tuple[list[float], list[int]]:
     return [e for e, _ in keep], [c for _, c in keep]
 
 
-def basic_composition(epsilons: Sequence[float] | float, counts: Any = None) -> float:
+def basic_composition(epsilons: Sequence[float] | float, *, counts: Any = None) -> float:
     """``sum counts_i * epsilons_i``, rounded up; ``inf`` if any epsilon is, or if the sum
     exceeds the largest double.
 
@@ -112,11 +120,11 @@ def _with_basic(
     """The checked ``delta``, the (epsilon, count) pairs and their basic composition."""
     d = check_delta(delta)
     eps, cnt = _pairs(epsilons, counts)
-    return d, eps, cnt, basic_composition(eps, cnt)
+    return d, eps, cnt, basic_composition(eps, counts=cnt)
 
 
 def advanced_composition(
-    epsilons: Sequence[float] | float, delta: float, counts: Any = None
+    epsilons: Sequence[float] | float, delta: float, *, counts: Any = None
 ) -> float:
     """Dwork–Rothblum–Vadhan advanced composition, reported as the minimum with basic.
 
@@ -137,7 +145,9 @@ def advanced_composition(
     return min(basic, up(math.sqrt(2 * -math.log(d)) * root + drift))
 
 
-def kov_composition(epsilons: Sequence[float] | float, delta: float, counts: Any = None) -> float:
+def kov_composition(
+    epsilons: Sequence[float] | float, delta: float, *, counts: Any = None
+) -> float:
     """Kairouz–Oh–Viswanath (2015) Thm 3.4/3.5 approximation of the optimal composition.
 
     >>> e = 0.1; k = 100; d = 1e-6; s = k * e * math.tanh(e / 2)
@@ -190,14 +200,14 @@ def _count_weighted_sum(cnt: list[int], terms: list[float], *, sqrt: bool = Fals
 _EXACT_WHY = "an exact sum of count + 1 binomial terms; basic, advanced and kov take any count"
 
 
-def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float:
+def optimal_rr_delta(epsilon: float, target_epsilon: float, *, count: int = 1) -> float:
     """Exact ``delta(target_epsilon)`` of ``count`` uses of binary RR at ``epsilon`` (the
     optimal composition of ``count`` eps-DP mechanisms), summed over binomials in log space.
 
     One use: ``delta(eps') = max(0, (e^eps - e^eps') / (1 + e^eps))``.
 
     >>> e, t = 1.0, 0.5
-    >>> math.isclose(optimal_rr_delta(e, 1, t), (math.exp(e) - math.exp(t)) / (1 + math.exp(e)),
+    >>> math.isclose(optimal_rr_delta(e, t), (math.exp(e) - math.exp(t)) / (1 + math.exp(e)),
     ...              rel_tol=1e-9)
     True
     """
@@ -210,7 +220,7 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
         return 0.0
     if eps == math.inf:
         return 1.0
-    top = basic_composition(eps, c)
+    top = basic_composition(eps, counts=c)
     if t >= top:
         return 0.0  # no outcome has a loss above the (exact, rounded-up) maximum
     if top == math.inf:
@@ -232,12 +242,17 @@ def optimal_rr_delta(epsilon: float, count: int, target_epsilon: float) -> float
     return exp_up(log_delta, err / MARGIN)
 
 
-def optimal_rr_epsilon(epsilon: float, count: int, delta: float) -> float:
+def optimal_rr_epsilon(epsilon: float, delta: float, *, count: int = 1) -> float:
     """Exact ``epsilon(delta)`` of ``count`` uses of binary RR at ``epsilon``: bisection on
     :func:`optimal_rr_delta`, returning the upper end of the bracket.
 
-    >>> optimal_rr_epsilon(1.0, 1, 0.1) <= 1.0
-    True
+    One use: ``epsilon(delta) = ln(e^eps - delta (1 + e^eps))`` (the root of the one-use
+    formula of :func:`optimal_rr_delta`; 0 when that is negative).
+
+    >>> round(optimal_rr_epsilon(1.0, 0.1), 6), round(math.log(math.e - 0.1 * (1 + math.e)), 6)
+    (0.852905, 0.852905)
+    >>> round(optimal_rr_epsilon(0.1, 1e-6, count=1000), 4)
+    19.3447
     """
     eps = check_epsilon(epsilon)
     c = v.integer("count", count, minimum=0, maximum=MAX_EXACT_COUNT, why=_EXACT_WHY)
@@ -246,20 +261,23 @@ def optimal_rr_epsilon(epsilon: float, count: int, delta: float) -> float:
         return 0.0
     if eps == math.inf:
         return math.inf
-    top = basic_composition(eps, c)
+    top = basic_composition(eps, counts=c)
     if top == math.inf:
         return math.inf  # the count-fold loss overflows a double
-    return upper_root(lambda t: optimal_rr_delta(eps, c, t), d, 0.0, top)
+    return upper_root(lambda t: optimal_rr_delta(eps, t, count=c), d, 0.0, top)
 
 
-def common_lattice(epsilons: Sequence[float], counts: Sequence[int]) -> float | None:
+def common_lattice(
+    epsilons: Sequence[float], *, counts: Sequence[int] | None = None
+) -> float | None:
     """The largest ``g`` with every epsilon an integer multiple of it (each epsilon read as the
     decimal/rational with denominator <= 10^6 that it is within 4 ulps of), or ``None`` when
-    there is none or the composed lattice would exceed 2^23 points.
+    there is none or the composed lattice (each epsilon used ``counts[i]`` times, once by
+    default) would exceed 2^23 points.
 
-    >>> common_lattice([0.5, 0.25, 1.0], [1, 1, 1])
+    >>> common_lattice([0.5, 0.25, 1.0])
     0.25
-    >>> common_lattice([math.log(3)], [1]) is None
+    >>> common_lattice([math.log(3)]) is None
     True
     """
     fracs = []
@@ -273,7 +291,8 @@ def common_lattice(epsilons: Sequence[float], counts: Sequence[int]) -> float | 
     lcm = reduce(math.lcm, (f.denominator for f in fracs), 1)
     nums = [int(f * lcm) for f in fracs]
     g = reduce(math.gcd, nums, 0)
-    width = sum(2 * c * (n // g) for n, c in zip(nums, counts, strict=True))
+    cnt = [1] * len(nums) if counts is None else list(counts)
+    width = sum(2 * c * (n // g) for n, c in zip(nums, cnt, strict=True))
     if width > _MAX_LATTICE:
         return None
     return float(Fraction(g, lcm))
@@ -292,15 +311,23 @@ class CompositionRow:
 
 
 @dataclass(frozen=True)
-class CompositionTable:
+class CompositionTable(Result):
     """Total epsilon at one ``delta`` under each composition method, side by side.
 
-    Prints as a plain-text table; ``inf`` is printed as ``inf``, never as a number.
+    Prints as a table (:meth:`table`); an infinite epsilon is printed as ``∞``, never as a
+    number.  A table made by :func:`~deniable.accounting.compose_questions` also records
+    the questionnaire: ``epsilons``, ``counts``, ``k``, ``method`` and
+    ``optimal_is_exact``.
     """
 
     delta: float
     rows: tuple[CompositionRow, ...]
     description: str = ""
+    epsilons: tuple[float, ...] = ()
+    counts: tuple[int, ...] = ()
+    k: int | None = None
+    method: str | None = None
+    optimal_is_exact: bool | None = None
 
     def __getitem__(self, method: str) -> float:
         for row in self.rows:
@@ -311,15 +338,33 @@ class CompositionTable:
     def to_dicts(self) -> list[dict[str, Any]]:
         return [row.to_dict() for row in self.rows]
 
-    def __str__(self) -> str:
-        head = (
-            f"{self.description}, delta = {self.delta:g}"
-            if self.description
-            else (f"delta = {self.delta:g}")
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: the description, delta, one dict per method (``rows``) and
+        ``epsilon`` (method -> total epsilon); for a questionnaire also its epsilons,
+        counts, ``k``, number of questions, method and ``optimal_is_exact``."""
+        out: dict[str, Any] = {"description": self.description}
+        if self.method is not None:
+            same = len(set(self.counts)) == 1
+            out.update(
+                epsilons=self.epsilons, count=self.counts[0] if same else self.counts,
+                counts=self.counts, k=self.k, questions=sum(self.counts),
+            )  # fmt: skip
+        out["delta"] = self.delta
+        if self.method is not None:
+            out.update(method=self.method, optimal_is_exact=self.optimal_is_exact)
+        out["rows"] = self.to_dicts()
+        out["epsilon"] = {r.method: r.epsilon for r in self.rows}
+        result: dict[str, Any] = to_jsonable(out)
+        return result
+
+    def table(self) -> Table:
+        """One row per method: the total epsilon (an upper bound) and a note."""
+        where = f"{self.description}, " if self.description else ""
+        k = f"k = {self.k}, " if self.k is not None else ""
+        return Table(
+            ("method", "total ε", "note"),
+            tuple((r.method, format_epsilon(r.epsilon), r.note) for r in self.rows),
+            title=f"{where}{k}δ = {format_delta(self.delta)}",
+            notes=("Every value is an upper bound on the true total ε (never below it).",),
+            align="lrl",
         )
-        width = max(len(r.method) for r in self.rows) if self.rows else 6
-        lines = [head, f"{'method':<{width}}  {'epsilon':>10}  note"]
-        for r in self.rows:
-            val = "inf" if r.epsilon == math.inf else f"{r.epsilon:.4f}"
-            lines.append(f"{r.method:<{width}}  {val:>10}  {r.note}".rstrip())
-        return "\n".join(lines)

@@ -4,6 +4,12 @@ Every function returns a value that is never below the true one (see ``_safety``
 negative, NaN or infinite epsilon where a finite one exists, and ``inf`` (never a finite number)
 where the input carries no guarantee.
 
+What comes back, by one rule (``docs/accounting.md``): a conversion *to a measure*
+(``pure_to_zcdp``, ``*_to_approx``, ``compose_gdp``) returns the measure object; ``*_epsilon``
+and ``*_delta`` return a Python ``float``; a Renyi curve (``*_rdp``) returns a ``float`` for a
+scalar order and an array for an array of orders.  A measure argument is the measure object
+or its parameter as a number (``ZCDP(0.5)`` or ``0.5``).
+
 References
 ----------
 * Bun & Steinke (2016), "Concentrated differential privacy: simplifications, extensions, and
@@ -23,11 +29,12 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from deniable.accounting._measures import GDP, ZCDP, ApproxDP
+from deniable.accounting._measures import GDP, ZCDP, ApproxDP, PureDP
 from deniable.accounting._rdp import (
     check_delta,
     check_epsilon,
     laplace_rdp,
+    pure_epsilon,
     pure_to_rdp,
     rdp_curve_delta,
     rdp_curve_epsilon,
@@ -76,8 +83,8 @@ def _mu(mu: float | GDP) -> float:
 
 
 # ---------------------------------------------------------------- pure DP
-def pure_to_zcdp(epsilon: float, method: str = "sharp") -> ZCDP:
-    """The zCDP guarantee implied by ``epsilon``-DP.
+def pure_to_zcdp(epsilon: float | PureDP, method: str = "sharp") -> ZCDP:
+    """The zCDP guarantee implied by ``epsilon``-DP (a float or a :class:`PureDP`).
 
     ``method="sharp"`` (default): ``rho = eps * tanh(eps / 2)``, attained by binary randomized
     response as ``alpha -> 1`` (its KL divergence), and sufficient for every eps-DP mechanism
@@ -95,7 +102,7 @@ def pure_to_zcdp(epsilon: float, method: str = "sharp") -> ZCDP:
     >>> pure_to_zcdp(1e-300).rho > 0
     True
     """
-    eps = check_epsilon(epsilon)
+    eps = pure_epsilon(epsilon)
     v.choice("method", method, ("sharp", "classic"))
     if eps == math.inf:
         return ZCDP(math.inf)

@@ -9,6 +9,11 @@ References
   mechanism.
 * Canonne, Kamath & Steinke (2020), "The discrete Gaussian for differential privacy",
   Prop. 12 (improved conversion); also Asoodeh et al. (2021), Balle et al. (2020).
+
+The Renyi curves (``rr_rdp``, ``pure_to_rdp``, ``laplace_rdp``, and the accountant's
+``rdp_curve``) are vectorized over the order: a scalar order (a Python or numpy number, or a
+0-d array) gives a Python ``float``, an array of orders gives a numpy array of the same
+shape.  ``RDP.from_curve`` turns a curve into an :class:`RDP` measure.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._measures import RDP, ApproxDP
+from deniable.accounting._measures import RDP, ApproxDP, PureDP
 from deniable.accounting._safety import MARGIN, exp_up, half_square_up_array
 from deniable.common import _validation as v
 from deniable.exceptions import ParameterError, PrivacyError
@@ -58,7 +63,12 @@ def check_delta(value: Any, name: str = "delta") -> float:
     return v.probability(name, value, low_open=True, high_open=True)
 
 
-def _alpha_array(alpha: Any) -> FloatArray:
+def pure_epsilon(value: Any) -> float:
+    """The epsilon of a :class:`PureDP` guarantee, or a checked epsilon in ``[0, inf]``."""
+    return value.epsilon if isinstance(value, PureDP) else check_epsilon(value)
+
+
+def alpha_array(alpha: Any) -> FloatArray:
     arr = np.atleast_1d(np.asarray(alpha, dtype=float))
     if arr.size and (np.isnan(arr).any() or not np.all(arr > 1)):
         bad = arr[~(arr > 1)][0]
@@ -66,11 +76,13 @@ def _alpha_array(alpha: Any) -> FloatArray:
     return arr
 
 
-def _scalar_or_array(arr: FloatArray, like: Any) -> Any:
-    return float(arr[0]) if np.ndim(like) == 0 else arr
+def scalar_or_array(arr: FloatArray, like: Any) -> Any:
+    """``float`` for a scalar ``like`` (Python or numpy number, 0-d array), else ``arr``
+    (of ``like``'s shape)."""
+    return float(arr.reshape(-1)[0]) if np.ndim(like) == 0 else arr.reshape(np.shape(like))
 
 
-def rr_rdp(epsilon: float, alpha: Any, k: int = 2) -> Any:
+def rr_rdp(epsilon: float, alpha: Any, *, k: int = 2) -> Any:
     """Renyi divergence of order ``alpha`` between k-ary randomized response on two different
     inputs: ``(1/(alpha-1)) ln((e^{alpha eps} + e^{(1-alpha) eps} + k - 2) / (e^eps + k - 1))``.
 
@@ -79,7 +91,8 @@ def rr_rdp(epsilon: float, alpha: Any, k: int = 2) -> Any:
     one term ``e^{alpha eps}`` (the true answer under ``x``), one ``e^{(1-alpha) eps}`` (the true
     answer under ``x'``) and ``k - 2`` ones.  For ``k = 2`` this is the tight pure-DP curve.
     Evaluated without cancellation as ``log1p(A sinh(x) + 2 B sinh^2(x/2)) / (alpha - 1)`` with
-    ``x = (alpha-1) eps``; vectorized over ``alpha`` (in ``(1, inf]``).
+    ``x = (alpha-1) eps``; vectorized over ``alpha`` (in ``(1, inf]``): a scalar order gives a
+    ``float``, an array of orders an array of the same shape.
 
     Never below the true value: where the divergence is too small for floating point (below
     ``2^-960``, e.g. ``eps = 1e-200``) the upper bound ``min(eps, alpha eps^2 / 2)`` (sharp
@@ -92,18 +105,21 @@ def rr_rdp(epsilon: float, alpha: Any, k: int = 2) -> Any:
     """
     eps = check_epsilon(epsilon)
     kk = v.integer("k", k, minimum=2, maximum=2**1000, why="k - 1 must be a double")
-    alphas = _alpha_array(alpha)
-    return _scalar_or_array(_rr_rdp(eps, alphas, kk), alpha)
+    alphas = alpha_array(alpha)
+    return scalar_or_array(_rr_rdp(eps, alphas, kk), alpha)
 
 
-def pure_to_rdp(epsilon: float, alpha: Any) -> Any:
-    """The tight Renyi curve of ``epsilon``-DP: binary RR's,
+def pure_to_rdp(epsilon: float | PureDP, alpha: Any) -> Any:
+    """The tight Renyi curve of ``epsilon``-DP (a float or a :class:`PureDP`): binary RR's,
     ``(1/(alpha-1)) ln((e^{alpha eps} + e^eps e^{-alpha eps}) / (e^eps + 1))`` (Steinke 2024).
 
-    >>> pure_to_rdp(1.0, math.inf)
-    1.0
+    A curve, like :func:`rr_rdp`: a scalar order gives a ``float``, an array an array;
+    ``RDP.from_curve(lambda a: pure_to_rdp(eps, a), alphas)`` gives the :class:`RDP` measure.
+
+    >>> pure_to_rdp(1.0, math.inf), pure_to_rdp(PureDP(1.0), [2.0, math.inf]).tolist()[1]
+    (1.0, 1.0)
     """
-    return rr_rdp(epsilon, alpha, 2)
+    return rr_rdp(pure_epsilon(epsilon), alpha, k=2)
 
 
 def _rr_rdp(eps: float, alphas: FloatArray, k: int) -> FloatArray:
@@ -158,11 +174,11 @@ def laplace_rdp(epsilon: float, alpha: Any) -> Any:
     1.0
     """
     eps = check_epsilon(epsilon)
-    alphas = _alpha_array(alpha)
+    alphas = alpha_array(alpha)
     out = np.empty_like(alphas)
     if eps in (0.0, math.inf):
         out[:] = eps
-        return _scalar_or_array(out, alpha)
+        return scalar_or_array(out, alpha)
     finite = np.isfinite(alphas)
     out[~finite] = eps
     t = alphas[finite] - 1.0
@@ -183,7 +199,7 @@ def laplace_rdp(epsilon: float, alpha: Any) -> Any:
         )
         res[~small] = lse / tl
     out[finite] = _tiny_fallback(np.minimum(res * (1.0 + MARGIN), eps), eps, alphas[finite])
-    return _scalar_or_array(out, alpha)
+    return scalar_or_array(out, alpha)
 
 
 # ---------------------------------------------------------------- RDP -> (eps, delta)

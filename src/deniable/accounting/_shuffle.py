@@ -24,6 +24,10 @@ here exactly, term by term, with scipy's binomial pmf and cdf.
 Both bounds are capped at ``epsilon0``: the shuffled reports are a post-processing of the
 local reports, which are already ``epsilon0``-DP (with ``delta = 0``) for a change of one
 respondent's answer, so shuffling never hurts.
+
+Argument order, as in the composition functions: the local ``epsilon0`` first, then the
+target (``delta``, or ``epsilon`` for a delta), then the number of respondents as the
+keyword ``n=`` (``shuffle_epsilon_numerical(1.0, 1e-6, n=100_000)``).
 """
 
 from __future__ import annotations
@@ -39,7 +43,11 @@ import numpy.typing as npt
 from deniable.accounting._measures import ApproxDP
 from deniable.accounting._safety import exp_or_inf, expm1_or_inf
 from deniable.common import _validation as v
+from deniable.common._format import format_delta, format_epsilon
+from deniable.common._json import to_jsonable
+from deniable.common._validation import fmt_limit
 from deniable.exceptions import ParameterError
+from deniable.results import Result, Table
 
 __all__ = [
     "ShuffleTable",
@@ -75,7 +83,7 @@ def _closed_form_limit(n: int, delta: float) -> float:
     return math.log(ratio) if ratio > 0 else -math.inf
 
 
-def shuffle_epsilon_closed_form(epsilon0: float, n: int, delta: float) -> float:
+def shuffle_epsilon_closed_form(epsilon0: float, delta: float, *, n: int) -> float:
     """Central epsilon of ``n`` shuffled ``epsilon0``-LDP reports, closed form.
 
     Feldman, McMillan & Talwar (2021), Theorem 3.1 (arXiv:2012.12803, FOCS 2021 version):
@@ -88,7 +96,7 @@ def shuffle_epsilon_closed_form(epsilon0: float, n: int, delta: float) -> float:
     return a bound the theorem does not give.  The result is rounded up by 1e-12 relative and
     capped at ``epsilon0`` (shuffling never hurts).
 
-    >>> round(shuffle_epsilon_closed_form(1.0, 100_000, 1e-6), 4)
+    >>> round(shuffle_epsilon_closed_form(1.0, 1e-6, n=100_000), 4)
     0.0726
     """
     eps0, size, dlt = _check(epsilon0, n, delta)
@@ -191,11 +199,11 @@ class _Clones:
         return float(np.sum(terms) * (1 + self.slack) + self.outside * tv)
 
 
-def shuffle_delta_numerical(epsilon0: float, n: int, epsilon: float) -> float:
+def shuffle_delta_numerical(epsilon0: float, epsilon: float, *, n: int) -> float:
     """Upper bound on the ``delta`` at which ``n`` shuffled ``epsilon0``-LDP reports are
     (``epsilon``, delta)-DP: the exact clone hockey stick (module docstring), rounded up.
 
-    >>> shuffle_delta_numerical(1.0, 1, 1.0)
+    >>> shuffle_delta_numerical(1.0, 1.0, n=1)
     0.0
     """
     eps0 = v.positive("epsilon0", epsilon0)
@@ -207,7 +215,7 @@ def shuffle_delta_numerical(epsilon0: float, n: int, epsilon: float) -> float:
 
 
 def shuffle_epsilon_numerical(
-    epsilon0: float, n: int, delta: float, *, tolerance: float = 1e-6
+    epsilon0: float, delta: float, *, n: int, tolerance: float = 1e-6
 ) -> float:
     """Central epsilon of ``n`` shuffled ``epsilon0``-LDP reports: the numerical bound of
     Feldman, McMillan & Talwar (2021, Sec. 4, App. E).
@@ -218,7 +226,7 @@ def shuffle_epsilon_numerical(
     relative.  Valid for every ``n >= 1`` and ``epsilon0 > 0``; never above ``epsilon0``, and
     never above the closed form where that applies.
 
-    >>> round(shuffle_epsilon_numerical(1.0, 100_000, 1e-6), 4)
+    >>> round(shuffle_epsilon_numerical(1.0, 1e-6, n=100_000), 4)
     0.0153
     """
     eps0, size, dlt = _check(epsilon0, n, delta)
@@ -234,7 +242,7 @@ def shuffle_epsilon_numerical(
 
     hi = eps0  # delta(eps0) = 0: the likelihood ratio never exceeds e^eps0
     if eps0 <= _closed_form_limit(size, dlt):
-        cf = shuffle_epsilon_closed_form(eps0, size, dlt)
+        cf = shuffle_epsilon_closed_form(eps0, dlt, n=size)
         if ok(cf):
             hi = cf
     lo = 0.0
@@ -247,7 +255,7 @@ def shuffle_epsilon_numerical(
 
 
 def shuffle_guarantee(
-    epsilon0: float, n: int, delta: float, *, method: str = "numerical"
+    epsilon0: float, delta: float, *, n: int, method: str = "numerical"
 ) -> ApproxDP:
     """The central guarantee ``ApproxDP(epsilon, delta)`` of ``n`` shuffled ``epsilon0``-LDP
     reports, by ``method="numerical"`` (default, tighter, any n) or ``"closed_form"``.
@@ -255,28 +263,32 @@ def shuffle_guarantee(
     ``epsilon`` is a float computed by bisection, so the digits past the ``tolerance`` of
     :func:`shuffle_epsilon_numerical` (1e-6 relative) carry no meaning.
 
-    >>> shuffle_guarantee(1.0, 10_000, 1e-6)
+    >>> shuffle_guarantee(1.0, 1e-6, n=10_000)
     ApproxDP(epsilon=0.0530053, delta=1e-06)
     """
     v.choice("method", method, ("numerical", "closed_form"))
     if method == "closed_form":
-        return ApproxDP(shuffle_epsilon_closed_form(epsilon0, n, delta), delta)
-    return ApproxDP(shuffle_epsilon_numerical(epsilon0, n, delta), delta)
+        return ApproxDP(shuffle_epsilon_closed_form(epsilon0, delta, n=n), delta)
+    return ApproxDP(shuffle_epsilon_numerical(epsilon0, delta, n=n), delta)
 
 
 @dataclass(frozen=True)
-class ShuffleTable:
+class ShuffleTable(Result):
     """Central epsilon of shuffled ``epsilon0``-LDP reports for a grid of ``n``.
 
     ``closed_form[i]`` is ``None`` where Theorem 3.1 does not apply
-    (``epsilon0 > ln(n / (16 ln(2/delta)))``).
+    (``epsilon0 > ln(n / (16 ln(2/delta)))``) or was not asked for; ``numerical[i]`` is
+    ``None`` where it was not computed (``method="closed-form"``, or ``n`` above
+    ``MAX_NUMERICAL_N`` (10^8) with ``method="both"``).  ``method`` says which bounds were
+    asked for: ``both``, ``numerical`` or ``closed-form``.
     """
 
     epsilon0: float
     delta: float
     n: tuple[int, ...]
     closed_form: tuple[float | None, ...]
-    numerical: tuple[float, ...]
+    numerical: tuple[float | None, ...]
+    method: str = "both"
 
     def rows(self) -> list[dict[str, float | int | None]]:
         """One dict per ``n``: ``{"n", "closed_form", "numerical"}``."""
@@ -285,37 +297,79 @@ class ShuffleTable:
             for size, cf, num in zip(self.n, self.closed_form, self.numerical, strict=True)
         ]
 
-    def __str__(self) -> str:
-        lines = [
-            f"shuffled randomized response: epsilon0 = {self.epsilon0:g}, "
-            f"delta = {self.delta:g} (central epsilon; FMT 2021)",
-            f"{'n':>12}  {'closed form':>12}  {'numerical':>12}",
-        ]
-        for row in self.rows():
-            cf = row["closed_form"]
-            cell = f"{'n/a':>12}" if cf is None else f"{cf:>12.5f}"
-            lines.append(f"{row['n']:>12}  {cell}  {row['numerical']:>12.5f}")
-        return "\n".join(lines)
+    @property
+    def _columns(self) -> tuple[str, ...]:
+        return tuple(c for c, skip in (("closed_form", "numerical"), ("numerical", "closed-form"))
+                     if self.method != skip)  # fmt: skip
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: ``epsilon0``, ``delta``, ``method`` and ``rows`` (``n`` and the
+        bounds asked for; ``null`` where a bound does not apply)."""
+        rows = [{"n": r["n"], **{c: r[c] for c in self._columns}} for r in self.rows()]
+        result: dict[str, Any] = to_jsonable(
+            {"epsilon0": self.epsilon0, "delta": self.delta, "method": self.method, "rows": rows}
+        )
+        return result
+
+    def table(self) -> Table:
+        """One row per ``n``: the central epsilon by each bound (``-`` where it does not
+        apply)."""
+        cols = self._columns
+        rows = [(f"{r['n']:,}", *(_cell(r[c]) for c in cols)) for r in self.rows()]
+        return Table(
+            ("n", *(c.replace("_", " ") + " ε" for c in cols)),
+            tuple(rows),
+            title=(
+                f"Shuffled reports, ε0 = {self.epsilon0:g} each: central ε at "
+                f"δ = {format_delta(self.delta)}"
+            ),
+            notes=(
+                "Feldman, McMillan & Talwar 2021: Thm. 3.1 (closed form; '-' where it does not "
+                "apply) and the numerical clone bound ('-' for n above "
+                f"{fmt_limit(MAX_NUMERICAL_N)}, where it would take too long). Never above ε0.",
+            ),
+            align="r" * (len(cols) + 1),
+        )
+
+
+def _cell(x: float | int | None) -> str:
+    return "-" if x is None else format_epsilon(x)
 
 
 def shuffle_epsilon_table(
-    epsilon0: float, delta: float, n: Sequence[int] | npt.ArrayLike, *, tolerance: float = 1e-6
+    epsilon0: float,
+    delta: float,
+    *,
+    n: Sequence[int] | npt.ArrayLike,
+    method: str = "both",
+    tolerance: float = 1e-6,
 ) -> ShuffleTable:
-    """Both bounds for each ``n`` in a grid (closed form ``None`` outside its range).
+    """The bounds for each ``n`` in a grid: ``method="both"`` (the closed form, ``None``
+    outside its range, and the numerical bound, ``None`` above ``MAX_NUMERICAL_N`` (10^8)),
+    ``"numerical"`` or ``"closed-form"``.
 
-    >>> print(shuffle_epsilon_table(2.0, 1e-6, [1_000, 100_000]))  # doctest: +NORMALIZE_WHITESPACE
-    shuffled randomized response: epsilon0 = 2, delta = 1e-06 (central epsilon; FMT 2021)
-               n   closed form     numerical
-            1000           n/a       0.54550
-          100000       0.18619       0.04503
+    >>> table = shuffle_epsilon_table(2.0, 1e-6, n=[1_000, 100_000])
+    >>> print(table)  # doctest: +NORMALIZE_WHITESPACE
+    Shuffled reports, ε0 = 2 each: central ε at δ = 1e-06
+          n  closed form ε  numerical ε
+    -------  -------------  -----------
+      1,000              -       0.5455
+    100,000         0.1862       0.0450
+    Feldman, McMillan & Talwar 2021: Thm. 3.1 (closed form; '-' where it does not apply) and
+    the numerical clone bound ('-' for n above 10**8, where it would take too long). Never
+    above ε0.
     """
     ns = tuple(_check(1.0, x, 0.5)[1] for x in np.atleast_1d(np.asarray(n, dtype=object)).tolist())
     eps0, _, dlt = _check(epsilon0, 1, delta)
+    m = v.choice("method", method, ("both", "numerical", "closed-form"))
     closed: list[float | None] = []
+    numerical: list[float | None] = []
     for size in ns:
-        ok = eps0 <= _closed_form_limit(size, dlt)
-        closed.append(shuffle_epsilon_closed_form(eps0, size, dlt) if ok else None)
-    numerical = tuple(
-        shuffle_epsilon_numerical(eps0, size, dlt, tolerance=tolerance) for size in ns
-    )
-    return ShuffleTable(eps0, dlt, ns, tuple(closed), numerical)
+        ok = m != "numerical" and eps0 <= _closed_form_limit(size, dlt)
+        closed.append(shuffle_epsilon_closed_form(eps0, dlt, n=size) if ok else None)
+        big = m == "both" and size > MAX_NUMERICAL_N
+        numerical.append(
+            None if m == "closed-form" or big
+            else shuffle_epsilon_numerical(eps0, dlt, n=size, tolerance=tolerance)
+        )  # fmt: skip
+    return ShuffleTable(eps0, dlt, ns, tuple(closed), tuple(numerical), m)

@@ -8,9 +8,10 @@ May import :mod:`deniable.mechanisms`, :mod:`deniable.designs`, :mod:`deniable.r
 
 from __future__ import annotations
 
-from deniable.audit._audit import audit, audit_design
+from deniable.audit._audit import audit, audit_design, audit_unary
 from deniable.audit._core import clopper_pearson_bounds
 from deniable.audit._explain import (
+    Explanation,
     epsilon_from_lying_probability,
     epsilon_from_truth_probability,
     explain,
@@ -27,11 +28,13 @@ from deniable.audit._unary_encoding import UnaryEncoding
 
 __all__ = [
     "AuditResult",
+    "Explanation",
     "LeaveOneOut",
     "UnaryEncoding",
     "audit",
     "audit_design",
     "audit_two_group",
+    "audit_unary",
     "clopper_pearson_bounds",
     "epsilon_from_lying_probability",
     "epsilon_from_truth_probability",

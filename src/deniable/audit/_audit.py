@@ -39,7 +39,10 @@ Laplace noise of scale ``b`` to the query hides row ``i`` up to a privacy loss
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from deniable.audit._core import _common, _evaluate, _event_masks, _sample, clopper_pearson_bounds
 from deniable.audit._leave_one_out import LeaveOneOut, leave_one_out
@@ -47,6 +50,7 @@ from deniable.audit._result import AuditResult
 from deniable.audit._two_group import audit_two_group
 from deniable.audit._unary_encoding import UnaryEncoding
 from deniable.common import _validation as v
+from deniable.common._format import format_epsilon, format_parameters
 from deniable.designs import Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 
@@ -57,6 +61,7 @@ __all__ = [
     "audit",
     "audit_design",
     "audit_two_group",
+    "audit_unary",
     "clopper_pearson_bounds",
     "leave_one_out",
 ]
@@ -172,7 +177,7 @@ def audit_design(
     samples = [_sample(design, x, gen, n, True) for x in range(k)]
     labels, counts = _event_masks(samples, None, design)
     pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
-    return _evaluate(
+    result = _evaluate(
         counts,
         labels,
         [f"truth {x}" for x in range(k)],
@@ -182,3 +187,55 @@ def audit_design(
         claimed=claimed,
         seed=s,
     )
+    label = (
+        f"{design.name} ({format_parameters(design.parameters())}), true ε "
+        f"{format_epsilon(design.epsilon)}"
+    )
+    return replace(result, mechanism=design.name, parameters=design.parameters(),
+                   true_epsilon=design.epsilon, label=label)  # fmt: skip
+
+
+def _bits_event(a: int, b: int) -> Callable[[Any], Any]:
+    def event(reports: Any) -> Any:
+        return np.asarray((reports[:, 0] == a) & (reports[:, 1] == b), dtype=np.bool_)
+
+    event.__name__ = f"bits 0,1 = {a}{b}"
+    return event
+
+
+def audit_unary(
+    epsilon: float,
+    k: int = 4,
+    *,
+    calibration: str = "half",
+    claimed_epsilon: float | None = None,
+    trials: int = 100_000,
+    seed: int | None = None,
+    level: float = 0.95,
+) -> AuditResult:
+    """Audit :class:`UnaryEncoding` (``k`` categories, parameter ``epsilon``) on the answers
+    0 and 1; the default claim is the parameter ``epsilon``.
+
+    A report's likelihood ratio between answers 0 and 1 depends on bits 0 and 1 only, so
+    the four values of those bits are the events (fixed in advance).  With
+    ``calibration="exact"`` (the one-bit calibration, really ``2 epsilon``-LDP) the audit
+    refutes the claim given enough trials.
+
+    >>> audit_unary(1.0, calibration="exact", trials=50_000, seed=1).passed
+    False
+    """
+    mech = UnaryEncoding(epsilon, k, calibration=calibration)
+    claim = mech.epsilon_parameter if claimed_epsilon is None else claimed_epsilon
+    events = [_bits_event(a, b) for a in (0, 1) for b in (0, 1)]
+    result = audit(mech, 0, 1, claimed_epsilon=claim, event=events, trials=trials, seed=seed,
+                   level=level)  # fmt: skip
+    how = (
+        "t = e^(ε/2)/(1+e^(ε/2)), correct"
+        if mech.calibration == "half"
+        else "t = e^ε/(1+e^ε): one-bit calibration, really 2ε-LDP"
+    )
+    name = "unary" if mech.calibration == "half" else "unary-broken"
+    params = {"epsilon": mech.epsilon_parameter, "k": mech.k, "calibration": mech.calibration}
+    label = f"{name} (k = {mech.k}, ε = {mech.epsilon_parameter:g}; {how})"
+    return replace(result, mechanism=name, parameters=params, true_epsilon=mech.epsilon,
+                   label=label)  # fmt: skip

@@ -26,18 +26,22 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from deniable.common import _validation as v
+from deniable.common._json import to_jsonable
 from deniable.designs import Design
 from deniable.exceptions import ParameterError
-from deniable.results import Table
+from deniable.results import Result, Table
 from deniable.results._table import format_cell as _cell
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
 
 __all__ = [
+    "DEFAULT_EPSILONS",
+    "Explanation",
     "epsilon_from_lying_probability",
     "epsilon_from_truth_probability",
     "explain",
@@ -78,23 +82,25 @@ def _odds_to_probability(log_odds: float) -> float:
     return 1 / (1 + math.exp(-log_odds))
 
 
-def epsilon_from_truth_probability(truth: float, calibration: str = "exact") -> float:
-    """The epsilon *parameter* whose calibration gives truth probability ``truth``.
+def epsilon_from_truth_probability(truth_probability: float, calibration: str = "exact") -> float:
+    """The epsilon *parameter* whose calibration gives the probability ``truth_probability``
+    (``t``) of reporting the true answer.
 
     ``exact``: ``eps = ln(t / (1 - t))``, the true epsilon of one bit.
     ``half``: ``eps' = 2 ln(t / (1 - t))``; one bit reported this way is ``eps'/2``-LDP.
-    ``truth`` must be in [1/2, 1]; ``truth = 1`` (always truthful) gives ``math.inf``.
+    ``t`` must be in [1/2, 1]; ``t = 1`` (always truthful) gives ``math.inf``.
 
     >>> round(epsilon_from_truth_probability(0.75), 6)   # ln 3
     1.098612
     >>> round(epsilon_from_truth_probability(0.75, "half"), 6)
     2.197225
     """
-    t = v.probability("truth", truth)
+    t = v.probability("truth_probability", truth_probability)
     v.choice("calibration", calibration, ("exact", "half"))
     if t < 0.5:
         raise ParameterError(
-            f"`truth` must be in [0.5, 1] (below 1/2 relabel the answers), got {truth}."
+            "`truth_probability` must be in [0.5, 1] (below 1/2 relabel the answers), got "
+            f"{truth_probability}."
         )
     eps = math.inf if t == 1 else math.log(t / (1 - t))
     return eps if calibration == "exact" else 2 * eps
@@ -258,39 +264,31 @@ def _fill(text: str) -> str:
     return textwrap.fill(text, _WIDTH, break_on_hyphens=False, break_long_words=False)
 
 
-def explain(epsilon: float | Design, attribute: str = "has A") -> str:
-    """A plain-language explanation of ``epsilon`` (a number, or a design's exact epsilon).
-
-    >>> print(explain(1.0).partition("A 'yes'")[0].strip())
-    epsilon = 1: one answer reported with the binary mechanism is told truthfully with
-    probability 0.7311 (odds 2.718 to 1) and flipped with probability 0.2689.
-    >>> print(explain(math.inf).splitlines()[0])
-    epsilon = inf: some report can only come from one answer, so it reveals that answer.
-    """
-    name = ""
-    if isinstance(epsilon, Design):
-        name = f"design {epsilon.name!r}: "
-        eps = epsilon.epsilon
-    else:
-        eps = _epsilon("epsilon", epsilon)
+def _pieces(eps: float, attribute: str, name: str = "") -> tuple[list[str], bool, list[str]]:
+    """The explanation of ``eps``: paragraphs before the posterior table, whether the table
+    is shown, and paragraphs after it (unfilled)."""
     if math.isinf(eps):
-        return "\n".join(
+        return (
             [
                 f"{name}epsilon = inf: some report can only come from one answer, so it "
                 "reveals that answer.",
-                _fill(
-                    "There is no deniability for a respondent who gives that report; no "
-                    "finite privacy budget can pay for this question."
-                ),
-            ]
+                "There is no deniability for a respondent who gives that report; no "
+                "finite privacy budget can pay for this question.",
+            ],
+            False,
+            [],
         )
     if eps == 0:
         return (
-            f"{name}epsilon = 0: reports do not depend on the answer, so they reveal nothing "
-            "about anyone, and estimate nothing either."
+            [
+                f"{name}epsilon = 0: reports do not depend on the answer, so they reveal "
+                "nothing about anyone, and estimate nothing either."
+            ],
+            False,
+            [],
         )
     t = _odds_to_probability(eps)
-    paragraphs = [
+    intro = [
         f"{name}epsilon = {_cell(eps)}: one answer reported with the binary mechanism is told "
         f"truthfully with probability {_cell(t)} (odds {math.exp(eps):.4g} to 1) and flipped "
         f"with probability {_cell(1 - t)}.",
@@ -306,10 +304,103 @@ def explain(epsilon: float | Design, attribute: str = "has A") -> str:
         f"Ten questions at this epsilon cost at most {_cell(10 * eps)} in total (basic "
         "composition); asking the same question again with memoization costs nothing more.",
     ]
-    text = [_fill(p) for p in paragraphs]
+    return intro, True, closing
+
+
+def explain(epsilon: float | Design, attribute: str = "has A") -> str:
+    """A plain-language explanation of ``epsilon`` (a number, or a design's exact epsilon).
+
+    >>> print(explain(1.0).partition("A 'yes'")[0].strip())
+    epsilon = 1: one answer reported with the binary mechanism is told truthfully with
+    probability 0.7311 (odds 2.718 to 1) and flipped with probability 0.2689.
+    >>> print(explain(math.inf).splitlines()[0])
+    epsilon = inf: some report can only come from one answer, so it reveals that answer.
+    """
+    name = ""
+    if isinstance(epsilon, Design):
+        name = f"design {epsilon.name!r}: "
+        eps = epsilon.epsilon
+    else:
+        eps = _epsilon("epsilon", epsilon)
+    intro, table, closing = _pieces(eps, attribute, name)
+    if math.isinf(eps):  # the first line as it is, the second filled
+        return "\n".join([intro[0], _fill(intro[1])])
+    if not table:
+        return intro[0]
+    text = [_fill(p) for p in intro]
     text += ["", str(posterior_table(eps)), ""]
     text += [_fill(p) for p in closing]
     return "\n".join(text)
+
+
+@dataclass(frozen=True)
+class Explanation(Result):
+    """An epsilon explained (what ``deniable privacy explain`` prints): the truth and lying
+    probabilities of the binary mechanism at this epsilon, the likelihood ratio, the
+    sentence and text of :func:`explain`, what one report does to a belief
+    (:func:`posterior_table`), and the truth and lying tables around it.
+
+    >>> e = Explanation(math.log(3))
+    >>> round(e.truth_probability, 4), round(e.lying_probability, 4), round(e.likelihood_ratio, 6)
+    (0.75, 0.25, 3.0)
+    """
+
+    epsilon: float
+    attribute: str = "has A"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "epsilon", _epsilon("epsilon", self.epsilon))
+        likelihood_sentence(self.epsilon, self.attribute)  # checks the attribute
+
+    @property
+    def truth_probability(self) -> float:
+        """``e^eps / (1 + e^eps)``: one bit is reported truthfully (1 for an infinite eps)."""
+        return _odds_to_probability(self.epsilon)
+
+    @property
+    def lying_probability(self) -> float:
+        """``1 / (1 + e^eps)``: one bit is flipped (0 for an infinite eps)."""
+        return _odds_to_probability(-self.epsilon)
+
+    @property
+    def likelihood_ratio(self) -> float:
+        """``e^eps``: the most one report moves the odds."""
+        return math.exp(self.epsilon)
+
+    @property
+    def text(self) -> str:
+        """:func:`explain` of this epsilon."""
+        return explain(self.epsilon, self.attribute)
+
+    def truth_table(self) -> Table:
+        """:func:`truth_table` of the usual epsilons and this one."""
+        return truth_table(sorted(set(DEFAULT_EPSILONS) | {self.epsilon}))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: the probabilities, ratio, sentence, text and the three tables."""
+        result: dict[str, Any] = to_jsonable(
+            {
+                "epsilon": self.epsilon,
+                "attribute": self.attribute,
+                "truth_probability": self.truth_probability,
+                "lying_probability": self.lying_probability,
+                "likelihood_ratio": self.likelihood_ratio,
+                "sentence": likelihood_sentence(self.epsilon, self.attribute),
+                "text": self.text,
+                "posterior_table": posterior_table(self.epsilon).to_json(),
+                "truth_table": self.truth_table().to_json(),
+                "lying_table": lying_table().to_json(),
+            }
+        )
+        return result
+
+    def table(self) -> Table:
+        """The explanation's paragraphs, the posterior table, then the truth and lying
+        tables."""
+        intro, show, closing = _pieces(self.epsilon, self.attribute)
+        sections = [replace(posterior_table(self.epsilon), notes=tuple(closing))] if show else []
+        sections += [self.truth_table(), lying_table()]
+        return Table((), (), notes=tuple(intro), sections=tuple(sections))
 
 
 # --------------------------------------------------------------------------- plots

@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from deniable.common._format import format_epsilon
+from deniable.common._json import json_number, to_jsonable
 from deniable.exceptions import PrivacyError
-from deniable.results._table import Table
+from deniable.results._table import Result, Table
 
 __all__ = ["AuditResult"]
 
-
-def _num(x: float) -> float | str:
-    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+_num = json_number
 
 
 @dataclass(frozen=True)
-class AuditResult:
+class AuditResult(Result):
     """The outcome of an audit: the confident lower bound on epsilon beside the claim.
 
     ``lower_bound`` is ``max(0, max over events and directions of ln((p_lo - delta) /
@@ -26,6 +27,10 @@ class AuditResult:
     ``empirical_epsilon`` is the plain plug-in ``max |ln(c0 / c1)|`` (no confidence; ``inf``
     when an event was seen under one input only).  ``passed`` is ``lower_bound <=
     claimed_epsilon``; :meth:`raise_if_failed` raises :class:`PrivacyError` otherwise.
+
+    :func:`~deniable.audit.audit_design` and :func:`~deniable.audit.audit_unary` also
+    record what was audited: ``mechanism`` (a name), its ``parameters``, its
+    ``true_epsilon`` and ``label`` (all three in words).
     """
 
     claimed_epsilon: float
@@ -38,6 +43,10 @@ class AuditResult:
     worst_pair: tuple[str, str]
     events: Table = field(repr=False)
     claimed_delta: float = 0.0
+    mechanism: str | None = None
+    parameters: Mapping[str, Any] | None = field(default=None, repr=False)
+    true_epsilon: float | None = None
+    label: str | None = field(default=None, repr=False)
 
     @property
     def passed(self) -> bool:
@@ -58,20 +67,59 @@ class AuditResult:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON summary (infinities as strings)."""
-        return {
-            "claimed_epsilon": _num(self.claimed_epsilon),
-            "claimed_delta": self.claimed_delta,
-            "lower_bound": _num(self.lower_bound),
-            "empirical_epsilon": _num(self.empirical_epsilon),
-            "passed": self.passed,
-            "level": self.level,
-            "trials": self.trials,
-            "seed": self.seed,
-            "worst_event": self.worst_event,
-            "worst_pair": list(self.worst_pair),
-            "events": self.events.to_json(),
-        }
+        """Plain-JSON summary (infinities as strings); first what was audited, when
+        recorded (``mechanism``, ``parameters``, ``true_epsilon``)."""
+        out: dict[str, Any] = {}
+        if self.mechanism is not None:
+            out.update(mechanism=self.mechanism, parameters=self.parameters,
+                       true_epsilon=self.true_epsilon)  # fmt: skip
+        out.update(
+            {
+                "claimed_epsilon": _num(self.claimed_epsilon),
+                "claimed_delta": self.claimed_delta,
+                "lower_bound": _num(self.lower_bound),
+                "empirical_epsilon": _num(self.empirical_epsilon),
+                "passed": self.passed,
+                "level": self.level,
+                "trials": self.trials,
+                "seed": self.seed,
+                "worst_event": self.worst_event,
+                "worst_pair": list(self.worst_pair),
+                "events": self.events.to_json(),
+            }
+        )
+        result: dict[str, Any] = to_jsonable(out)
+        return result
+
+    @property
+    def verdict(self) -> str:
+        """PASSED or FAILED, in a sentence."""
+        claim = "∞" if math.isinf(self.claimed_epsilon) else f"{self.claimed_epsilon:.6g}"
+        bound = f"{self.lower_bound:.4f}"
+        if self.passed:
+            return f"PASSED: the data do not refute ε = {claim} (lower bound {bound} <= {claim})."
+        return (
+            f"FAILED: ε >= {bound} with confidence {self.level:g}, above the claimed "
+            f"ε = {claim}: the mechanism is NOT {claim}-DP."
+        )
+
+    def table(self) -> Table:
+        """What was audited, the claim, the confident lower bound, the plug-in epsilon, the
+        worst event, and the verdict."""
+        a, b = self.worst_pair
+        rows = [
+            *([("mechanism", self.label or self.mechanism)] if self.mechanism else []),
+            ("claimed ε", format_epsilon(self.claimed_epsilon)),
+            (f"lower bound ({self.level:g} confidence)", f"{self.lower_bound:.4f}"),
+            ("plug-in ε", format_epsilon(self.empirical_epsilon)),
+            ("worst event", f"{self.worst_event} ({a} vs {b})"),
+            ("trials per input, seed", f"{self.trials}, {self.seed}"),
+        ]
+        return Table.pairs(
+            rows,
+            title="Empirical privacy audit (Clopper-Pearson, Bonferroni)",
+            notes=(self.verdict,),
+        )
 
     def __str__(self) -> str:
         verdict = "passed" if self.passed else "FAILED"

@@ -1,8 +1,11 @@
 """The ``deniable`` command line (needs the ``[cli]`` extra: typer and rich).
 
 ``main()`` is the console entry point; ``app`` is the Typer application (for
-``typer.testing.CliRunner``).  Commands: ``designs``, ``estimate``, ``majority``, ``coins``,
-``simulate`` and ``tour``; see ``docs/cli.md``.  The core package never imports this one.
+``typer.testing.CliRunner``).  The commands are listed in ``deniable.cli._main.COMMANDS``
+(see ``docs/cli.md`` and ``docs/privacy-cli.md``); each one's module is imported only when
+it runs.  A command parses its options (the shared ones are in ``_options``), calls the
+library and prints the result it returns: ``result.table()`` rendered with rich, or
+``result.to_dict()`` as JSON (``_render``).  The core package never imports this one.
 """
 
 from __future__ import annotations

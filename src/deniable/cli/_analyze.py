@@ -10,51 +10,20 @@ first ``@`` that follows the design name, so a group column may hold ``@`` too).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated, NamedTuple
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from deniable.cli._base import (
-    app,
-    build_design,
-    console,
-    emit_json,
-    fail,
-    fmt_epsilon,
-    fmt_interval,
-    fmt_num,
-    fmt_params,
-    kv_table,
-)
-from deniable.cli._designs import (
-    JsonOpt,
-    LevelOpt,
-    ParamOpt,
-    design_channel_fields,
-    epsilon_note,
-    estimate_payload,
-    estimate_rows,
-)
+from deniable.cli._base import build_design, fail
 from deniable.cli._files import progress_bar, refuse_inputs, write_output
-from deniable.cli._twogroup import two_group_payload, two_group_rows, two_group_table
+from deniable.cli._options import DesignOpt, JsonOpt, LevelOpt, ParamOpt
+from deniable.cli._render import console, emit_json, show
 from deniable.common import _validation as v
-from deniable.designs import (
-    DESIGNS,
-    TWO_GROUP_DESIGNS,
-    Design,
-    Tally,
-    TwoGroupDesign,
-    TwoGroupEstimate,
-    make_design,
-)
-from deniable.results import Estimate
-from deniable.survey import Analysis
+from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
+
+cli = typer.Typer()
 
 FileArg = Annotated[
     str,
@@ -135,31 +104,11 @@ def parse_question(spec: str) -> Question:
 # --------------------------------------------------------------------------- analyze
 
 
-def _group_table(frame: Any, level: float, two: bool) -> Table:
-    ci = "Wald" if two else "exact"
-    table = Table(
-        caption=f"estimate: unbiased (may leave [0, 1]); SE: plug-in (n); CI: {ci}",
-        caption_justify="left",
-    )
-    cols = ("group", *(("parameter",) if two else ()), "n", "missing", "estimate", "bounded",
-            "SE", f"{level:.0%} CI ({ci})")  # fmt: skip
-    for col in cols:
-        text = col in ("group", "parameter")
-        table.add_column(col, justify="left" if text else "right", no_wrap=col != "group")
-    for row in frame.itertuples(index=False):
-        table.add_row(
-            Text(str(row.group)), *((Text(row.parameter),) if two else ()), str(row.n),
-            str(row.missing), fmt_num(row.estimate), fmt_num(row.bounded), fmt_num(row.se),
-            Text(fmt_interval((row.ci_lower, row.ci_upper))),
-        )  # fmt: skip
-    return table
-
-
-@app.command("analyze")
+@cli.command("analyze")
 def analyze_command(
     file: FileArg,
     column: Annotated[str, typer.Option("--column", help="Column of 0/1 reports.")],
-    design: Annotated[str, typer.Option("--design", help="Design name (see `deniable designs`).")],
+    design: DesignOpt,
     param: ParamOpt = None,
     group_column: Annotated[
         str | None,
@@ -176,7 +125,7 @@ def analyze_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence from a column of reports in a CSV or Parquet file."""
-    from deniable.survey import analyze_file
+    from deniable.survey import GroupedAnalysis, analyze_file
 
     d = build_design(design, param)
     two = d.n_groups == 2
@@ -190,82 +139,20 @@ def analyze_command(
             f"`--group-column` applies to the two-group designs ({', '.join(TWO_GROUP_DESIGNS)})"
             f"; design {d.name!r} has one group (--by estimates per subgroup)."
         )
-    lvl = v.level(level)
     miss = v.choice("--missing", missing, ("drop", "error"))
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
-        result: Any = analyze_file(file, column, d, group=group_column, by=by, level=lvl,
+        result = analyze_file(file, column, d, group=group_column, by=by, level=level,
                               missing=miss, progress=progress)  # fmt: skip
     if by is not None:
-        frame = result
-        groups = [
-            {k: (None if isinstance(x, float) and math.isnan(x) else x) for k, x in row.items()}
-            for row in frame.to_dict(orient="records")
-        ]
-        if as_json:
-            payload = {
-                "file": file, "column": column, "by": by, "design": d.name,
-                "parameters": d.parameters(), "epsilon": d.epsilon, "level": lvl,
-                "interval": "wald" if two else "exact",
-                "missing_group": frame.attrs["missing_group"], "groups": groups,
-            }  # fmt: skip
-            if two:
-                payload["group_column"] = group_column
-            for g in payload["groups"]:
-                g.pop("epsilon")
-            emit_json(payload)
-            return
-        out = console()
-        rows = [
-            ("file, column, by", f"{file}, {column}, {by}"),
-            ("design", f"{d.name} ({fmt_params(d.parameters())})"),
-            ("ε", epsilon_note(d.epsilon)),
-            ("rows without a group (dropped)", str(frame.attrs["missing_group"])),
-        ]
-        if two:
-            rows.insert(1, ("group column (1 or 2)", str(group_column)))
-        out.print(kv_table(rows, title="Prevalence by group"))
-        out.print(_group_table(frame, lvl, two))
-        return
-    res: Analysis = result
-    est = res.estimate
-    if isinstance(est, TwoGroupEstimate):
-        assert isinstance(d, TwoGroupDesign)
-        if as_json:
-            payload = two_group_payload(d, est, lvl, design_channel_fields(d))
-            payload.update(file=file, column=column, group_column=group_column,
-                           missing=res.missing)  # fmt: skip
-            emit_json(payload)
-            return
-        rows = [("file, column, group column", f"{file}, {column}, {group_column}"),
-                *two_group_rows(d, est, epsilon_note(d.epsilon)),
-                ("missing reports or groups (dropped)", str(res.missing))]  # fmt: skip
-        out = console()
-        out.print(kv_table(rows, title="Two-group estimate"))
-        out.print(two_group_table(est, lvl))
-        return
-    assert isinstance(est, Estimate)
-    yes = round((est.lambda_hat or 0.0) * est.n)
-    tally = Tally.binary(yes, est.n)
-    if as_json:
-        payload = estimate_payload(d, tally, est, lvl)
-        payload.update(file=file, column=column, missing=res.missing)
-        emit_json(payload)
-        return
-    rows = [("file, column", f"{file}, {column}"), *estimate_rows(d, tally, est, lvl)]
-    at = next((i + 1 for i, (k, _) in enumerate(rows) if k == "yes / n"), len(rows))
-    rows.insert(at, ("missing reports (dropped)", str(res.missing)))
-    console().print(kv_table(rows, title="Prevalence estimate"))
+        show(GroupedAnalysis(result, d, file), as_json)
+    else:
+        show(result.summary(), as_json)
 
 
 # --------------------------------------------------------------------------- report
 
 
-def _row_results(rep: Any) -> list[Any]:
-    """The analysis behind each row of ``rep.to_frame()`` (one per parameter)."""
-    return [res for res in rep.results for _ in res.estimates()]
-
-
-@app.command("report")
+@cli.command("report")
 def report_command(
     file: FileArg,
     question: Annotated[
@@ -297,60 +184,24 @@ def report_command(
         if col in questions:
             fail(f"`--question` names column {col!r} twice.")
         questions[col] = d if group is None else (d, group)
-    lvl = v.level(level)
     miss = v.choice("--missing", missing, ("drop", "error"))
     refuse_inputs([("--html", html)], [("FILE", file)])
     with _extras():
         with progress_bar(not as_json, f"reading {file}") as progress:
-            rep = survey_report_file(file, questions, level=lvl, missing=miss, title=title,
+            rep = survey_report_file(file, questions, level=level, missing=miss, title=title,
                                      progress=progress)  # fmt: skip
         if html is not None:
             page = rep.to_html()
             write_output(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     if as_json:
         payload = rep.to_dict()
-        payload["file"] = file
         if html is not None:
             payload["html"] = html
         emit_json(payload)
         return
-    table = Table(
-        title=f"{title}: {file}, {rep.respondents} respondents",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        pad_edge=False,
-        collapse_padding=True,
-        show_edge=False,
-    )
-    two = rep.two_group  # then a parameter column replaces the design (named in the notes)
-    for col in ("question", "parameter" if two else "design", "n", "missing", "estimate",
-                "SE", f"{lvl:.0%} CI" + ("" if two else " (exact)"), "ε"):  # fmt: skip
-        text = col in ("question", "design", "parameter")
-        table.add_column(
-            col, justify="left" if text else "right", no_wrap=col == "parameter" or not text,
-            overflow="fold",
-        )  # fmt: skip
-    for row, res in zip(rep.to_frame().itertuples(index=False), _row_results(rep), strict=True):
-        table.add_row(
-            Text(str(row.question)), Text(row.parameter if two else res.design.name),
-            str(row.n), str(row.missing), fmt_num(row.estimate), fmt_num(row.se),
-            Text(fmt_interval((row.ci_lower, row.ci_upper))), fmt_epsilon(row.epsilon),
-        )  # fmt: skip
-    notes = [f"{q}: {res.design.name} ({fmt_params(res.design.parameters())})"
-             + (f", groups in {res.group}" if res.group is not None else "")
-             for q, res in zip(questions, rep.results, strict=True)]  # fmt: skip
-    notes.append(
-        "estimate: unbiased (may leave [0, 1]); SE: plug-in (n); "
-        "ε = ∞: a report can reveal the answer."
-    )
-    if two:
-        wald = [str(res.column) for res in rep.results if res.interval == "wald"]
-        notes.append(f"CI: exact, but Wald (delta method) for two-group: {', '.join(wald)}.")
-    out = console()
-    out.print(table)
-    out.print(Text("\n".join(notes)))
+    show(rep)
     if html is not None:
-        out.print(Text(f"wrote {html}"))
+        console().print(f"wrote {html}", markup=False, highlight=False)
 
 
-__all__ = ["Question", "parse_question"]
+__all__ = ["Question", "cli", "parse_question"]

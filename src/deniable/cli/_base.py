@@ -8,42 +8,32 @@ bug and shows its traceback.
 from __future__ import annotations
 
 import codecs
-import json
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from fractions import Fraction
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import numpy as np
-import numpy.typing as npt
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 from typer.core import TyperGroup
 
-from deniable.designs import Design, make_design
 from deniable.exceptions import DeniableError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deniable.designs import Design
 
 __all__ = [
     "USAGE_EXIT",
     "CliError",
-    "app",
+    "CommandGroup",
     "build_design",
-    "console",
-    "emit_json",
     "fail",
-    "fmt_epsilon",
-    "fmt_num",
-    "fmt_probabilities",
-    "fmt_probability",
     "guard_io",
-    "jsonable",
-    "kv_table",
+    "parse_counts",
     "parse_number",
+    "parse_numbers",
     "parse_params",
 ]
 
@@ -172,7 +162,7 @@ def _given_value(args: Sequence[str] | None, param: Any) -> str | None:
     return found
 
 
-class _Group(TyperGroup):
+class CommandGroup(TyperGroup):
     """Typer's command group, but every anticipated error is ONE ``error: ...`` stderr line.
 
     Typer prints parser errors as a multi-line panel; here they, ``deniable``'s own
@@ -238,24 +228,6 @@ class _Group(TyperGroup):
         sys.exit(rv if isinstance(rv, int) else 0)
 
 
-app = typer.Typer(
-    cls=_Group,
-    name="deniable",
-    help=(
-        "Randomized response with exact epsilon: designs, estimates with exact intervals, "
-        "majority decisions, coin protocols, and a guided tour (`deniable tour`)."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_show_locals=False,
-)
-
-
-def console() -> Console:
-    """A console on the current stdout (made per call so test runners can capture it)."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
-
-
 @contextmanager
 def guard_io(what: str) -> Iterator[None]:
     """Turn an ``OSError`` while doing ``what`` into one error line."""
@@ -285,6 +257,8 @@ def parse_params(items: Sequence[str] | None) -> dict[str, str]:
 
 def build_design(name: str, params: Sequence[str] | None) -> Design:
     """The design ``name`` from ``--param NAME=VALUE`` strings (see ``make_design``)."""
+    from deniable.designs import make_design
+
     return make_design(name, parse_params(params))
 
 
@@ -317,109 +291,3 @@ def parse_counts(text: str) -> tuple[int, ...]:
             fail(f"`--counts` must be >= 0, got {c}.")
         out.append(c)
     return tuple(out)
-
-
-# --------------------------------------------------------------------------- output
-
-
-def jsonable(value: Any) -> Any:
-    """Plain JSON values: infinities become ``"inf"`` / ``"-inf"``, NaN ``"nan"``,
-    numpy values Python values, fractions ``"p/q"`` strings, tuples lists."""
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(x) for k, x in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(x) for x in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, np.generic):
-        return jsonable(value.item())
-    if isinstance(value, bool) or value is None or isinstance(value, str | int):
-        return value
-    if isinstance(value, Fraction):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "nan"
-        if math.isinf(value):
-            return "inf" if value > 0 else "-inf"
-        return value
-    return str(value)
-
-
-def emit_json(payload: Mapping[str, Any]) -> None:
-    """Write ``payload`` as JSON (never NaN or Infinity) to stdout."""
-    sys.stdout.write(json.dumps(jsonable(payload), indent=2, allow_nan=False) + "\n")
-
-
-def fmt_epsilon(eps: float) -> str:
-    """``∞`` for an infinite epsilon; 4 decimals from 0.1 on, 4 significant digits below
-    (``1e-06``, never ``0.0000``); never a finite stand-in for ∞."""
-    if math.isinf(eps):
-        return "∞"
-    if eps == 0 or eps >= 0.1:
-        return f"{eps:.4f}"
-    return f"{eps:.4g}"
-
-
-def fmt_probability(p: float, digits: int = 6) -> str:
-    """A probability with ``digits`` significant digits; near 1/2 with enough more to show
-    its distance from 1/2 to 3 digits (``0.50000025``, not ``0.5``); within rounding of 1 (but
-    not 1) as ``1 − 2.22e-16``.  Only an exact 0, 1/2 or 1 is shown as ``0``, ``0.5``, ``1``."""
-    text = f"{p:.{digits}g}"
-    if p < 1 and float(text) == 1.0:
-        return f"1 − {1 - p:.3g}"
-    off = abs(p - 0.5)
-    while digits < 17 and off > 0 and abs(float(text) - p) > 1e-3 * off:
-        digits += 1
-        text = f"{p:.{digits}g}"
-    return text
-
-
-def fmt_probabilities(*values: float) -> list[str]:
-    """:func:`fmt_probability` of each value, with enough digits that different values never
-    look the same (``P(yes | 1), P(yes | 0)`` of a tiny epsilon are not ``0.5, 0.5``)."""
-    for digits in range(6, 17):
-        out = [fmt_probability(x, digits) for x in values]
-        if len(set(out)) == len(set(values)):
-            return out
-    return [repr(x) for x in values]
-
-
-def fmt_num(x: float | None, digits: int = 4) -> str:
-    """A probability or estimate for people: fixed decimals, scientific when tiny."""
-    if x is None:
-        return "-"
-    if math.isnan(x):
-        return "n/a"
-    if math.isinf(x):
-        return "∞" if x > 0 else "-∞"
-    if x != 0 and abs(x) < 10 ** (-digits):
-        return f"{x:.2e}"
-    return f"{x:.{digits}f}"
-
-
-def fmt_interval(ci: Sequence[float] | npt.NDArray[np.float64], digits: int = 4) -> str:
-    return f"[{fmt_num(ci[0], digits)}, {fmt_num(ci[1], digits)}]"
-
-
-def fmt_params(params: Mapping[str, Any]) -> str:
-    """``p=0.75, q=0.166667``: floats to 6 significant digits."""
-
-    def show(x: Any) -> str:
-        if isinstance(x, float):
-            return f"{x:.6g}"
-        if isinstance(x, tuple | list):
-            return ",".join(show(y) for y in x)
-        return str(x)
-
-    return ", ".join(f"{k}={show(x)}" for k, x in params.items()) or "(defaults)"
-
-
-def kv_table(rows: Sequence[tuple[str, str]], title: str | None = None) -> Table:
-    """A two-column rich table of labelled values (values are plain text, not markup)."""
-    table = Table(title=title, show_header=False, title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
-    for key, value in rows:
-        table.add_row(Text(key), Text(value))
-    return table

@@ -6,14 +6,17 @@ One-group designs take ``--yes Y --n N``; two-group designs take ``--yes Y1,Y2 -
 
 from __future__ import annotations
 
+from typing import cast
+
 from deniable.cli._base import fail, parse_counts
 from deniable.cli._files import progress_bar
-from deniable.designs import BinaryDesign, Design, Tally, TwoGroupDesign
+from deniable.designs import Design, Tally, TwoGroupDesign
 
 
 def needs_counts(design: Design) -> bool:
-    """True when one report is not a yes/no (categorical, Kuk with several draws)."""
-    return design.n_reports != 2 or not isinstance(design, BinaryDesign)
+    """True when a report is not a yes/no about a yes/no truth (categorical, Kuk with
+    several draws)."""
+    return design.n_reports != 2 or design.n_truths != 2
 
 
 def read_reports(
@@ -92,7 +95,7 @@ def _single(option: str, text: str, design: Design) -> int:
 
 
 def gather_two_group_tally(
-    design: TwoGroupDesign,
+    design: Design,
     *,
     yes: str | None,
     n: str | None,
@@ -121,7 +124,7 @@ def gather_two_group_tally(
     if len(ys) != 2 or len(ns) != 2:
         fail(f"{need}: give --yes Y1,Y2 and --n N1,N2 (one count per group), got "
              f"--yes {yes} --n {n}.")  # fmt: skip
-    return design.tally_groups(ys, ns)
+    return cast(TwoGroupDesign, design).tally_groups(ys, ns)
 
 
 def gather_tally(

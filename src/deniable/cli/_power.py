@@ -11,22 +11,22 @@ from typing import Annotated, Any
 import typer
 
 from deniable.cli._base import (
-    app,
     build_design,
-    console,
-    emit_json,
     fail,
-    fmt_num,
-    fmt_params,
     guard_io,
-    kv_table,
     parse_number,
     parse_numbers,
     parse_params,
 )
-from deniable.cli._designs import DesignArg, JsonOpt, ParamOpt, epsilon_note
+from deniable.cli._options import DesignArg, JsonOpt, ParamOpt
+from deniable.cli._render import console, emit_json, show
+from deniable.common._format import format_parameters
 from deniable.designs import Design
-from deniable.estimation import PowerResult, SampleSizeResult, power, sample_size
+from deniable.estimation import power, sample_size
+
+__all__ = ["cli", "epsilon_designs"]
+
+cli = typer.Typer()
 
 PrevalenceOpt = Annotated[
     str | None,
@@ -34,11 +34,23 @@ PrevalenceOpt = Annotated[
 ]
 NullOpt = Annotated[
     str | None,
-    typer.Option("--null", help="Prevalence under H0 (one-sample test; e.g. 0)."),
+    typer.Option(
+        "--null",
+        help="Prevalence under H0 (one-sample test; e.g. 0); with --control, the treatment "
+        "group's stated null prevalence.",
+    ),
 ]
 ControlOpt = Annotated[
     str | None,
     typer.Option("--control", help="Control group's true prevalence (two-sample test)."),
+]
+NullControlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--null-control",
+        help="With --control: the control group's stated null prevalence (as R's rr; "
+        "without it and --null, H0 is equal prevalences with a pooled SE).",
+    ),
 ]
 AlternativeOpt = Annotated[
     str,
@@ -66,14 +78,13 @@ NuisanceOpt = Annotated[
     ),
 ]
 
-_RELATION = {"two-sided": "≠", "greater": ">", "less": "<"}
-
 
 def _test_options(
     design: Design,
     prevalence: str | None,
     null: str | None,
     control: str | None,
+    null_control: str | None,
     alternative: str,
     alpha: str,
     exact: bool,
@@ -84,16 +95,20 @@ def _test_options(
     """Keyword arguments shared by `power` and `sample_size`, parsed from the options."""
     if prevalence is None:
         fail("`--prevalence` (the true prevalence) is required.")
-    if (null is None) == (control is None):
-        got = "both" if null is not None else "neither"
+    if null is None and control is None:
         fail(
-            "give exactly one of --null PI0 (one-sample test, e.g. --null 0) and --control PI_B "
-            f"(two-sample test), got {got}."
+            "give --null PI0 (one-sample test, e.g. --null 0) or --control PI_B (two-sample "
+            "test), got neither."
         )
+    if null_control is not None and control is None:
+        fail("`--null-control` applies to a two-sample test: give --control PI_B too.")
     return {
         "prevalence": parse_number("--prevalence", prevalence),
         "null": None if null is None else parse_number("--null", null),
         "control": None if control is None else parse_number("--control", control),
+        "null_control": None
+        if null_control is None
+        else parse_number("--null-control", null_control),
         "alternative": alternative,
         "alpha": parse_number("--alpha", alpha),
         "method": "exact" if exact else "normal",
@@ -103,74 +118,6 @@ def _test_options(
         if not nuisance
         else {k: parse_number(f"--nuisance {k}", x) for k, x in parse_params(nuisance).items()},
     }
-
-
-def _hypothesis(r: PowerResult) -> str:
-    rel = _RELATION[r.alternative]
-    if r.control is not None:
-        return f"H0: π_a = π_b against H1: π_a {rel} π_b"
-    return f"H0: π = {r.null:g} against H1: π {rel} {r.null:g}"
-
-
-def _method(r: PowerResult) -> str:
-    if r.method == "exact":
-        return "exact binomial test of the yes count"
-    pooled = ", pooled null SE" if r.control is not None else ""
-    return f"Wald test, normal approximation{pooled}"
-
-
-def power_rows(r: PowerResult) -> list[tuple[str, str]]:
-    """Labelled rows of a power result for people."""
-    rows = [
-        ("design", f"{r.design.name} ({fmt_params(r.design.parameters())})"),
-        ("ε", epsilon_note(r.epsilon)),
-        ("test", f"{r.test}, {_method(r)}"),
-        ("hypotheses", _hypothesis(r)),
-        ("α", f"{r.alpha:g}"),
-    ]
-    if r.category is not None:
-        rows.append(("category tested", str(r.category)))
-    if r.control is not None:
-        rows.append(("true prevalence (treatment, control)", f"{r.prevalence:g}, {r.control:g}"))
-        rows.append(("n (treatment, control)", f"{r.n}, {r.n_control}"))
-    else:
-        rows.append(("true prevalence", f"{r.prevalence:g}"))
-        rows.append(("n", str(r.n)))
-    if r.group_share is not None:
-        rows.append(("share in group 1", f"{r.group_share:g}"))
-        rows.append(("nuisance (true)", fmt_params(r.nuisance or {})))
-    note = " (nuisance estimated)" if r.group_share is not None else ""
-    rows.append(("SE under H0", fmt_num(r.se_null, 6)))
-    rows.append(("SE under H1", fmt_num(r.se_alternative, 6)))
-    if r.critical_region is not None:
-        lo, hi = r.critical_region
-        parts = [f"yes <= {lo}"] if lo >= 0 else []
-        parts += [f"yes >= {hi}"] if hi <= r.n else []
-        rows.append(("reject when", " or ".join(parts) or "never (no region of size <= α)"))
-        rows.append(("size (exact P(reject | H0))", fmt_num(r.size, 6)))
-    rows.append((f"power{note}", fmt_num(r.power, 6)))
-    if r.power_known is not None:
-        known = f"{fmt_num(r.se_null_known, 6)}, {fmt_num(r.se_alternative_known, 6)}"
-        rows.append(("SE under H0, H1 (nuisance known)", known))
-        rows.append(("power (nuisance known: naive)", fmt_num(r.power_known, 6)))
-    return rows
-
-
-def sample_size_rows(s: SampleSizeResult) -> list[tuple[str, str]]:
-    """Labelled rows of a sample-size result for people."""
-    rows = [(f"minimal {k}" if k.split(" ")[0] == "n" else k, x) for k, x in power_rows(s.result)]
-    at = 5 if s.result.category is None else 6
-    rows.insert(at, ("target power", f"{s.target:g}"))
-    previous = "-" if s.power_previous is None else fmt_num(s.power_previous, 6)
-    rows.append(("power at n - 1", previous))
-    how = {
-        "bisection": "bisection (power increases with n)",
-        "scan": "every n checked (power not monotone in n)",
-    }
-    rows.append(("search", how.get(s.search, s.search)))
-    if s.n_known is not None:
-        rows.append(("minimal n (nuisance known: naive)", str(s.n_known)))
-    return rows
 
 
 def epsilon_designs(design: Design, epsilons: list[float]) -> dict[str, Design]:
@@ -201,7 +148,7 @@ def epsilon_designs(design: Design, epsilons: list[float]) -> dict[str, Design]:
             "cannot be rebuilt per ε (from_epsilon forces uniformly); drop `forced` or plot "
             "without --epsilons."
         )
-    extra = f"({fmt_params(carried)})" if carried else ""
+    extra = f"({format_parameters(carried)})" if carried else ""
     return {f"{design.name}{extra}, ε = {eps:g}": make(eps, **carried) for eps in epsilons}
 
 
@@ -222,6 +169,8 @@ def _plot(
     if epsilons is not None:
         lines.update(epsilon_designs(design, parse_numbers("--epsilons", epsilons)))
     test = {k: x for k, x in opts.items() if k not in ("prevalence", "null")}
+    if test["null_control"] is None:
+        del test["null_control"]
     if test["control"] is not None:
         test["ratio"] = ratio
     try:
@@ -238,7 +187,7 @@ def _plot(
         fail(str(exc))
 
 
-@app.command("power")
+@cli.command("power")
 def power_command(
     design: DesignArg,
     param: ParamOpt = None,
@@ -248,6 +197,7 @@ def power_command(
     prevalence: PrevalenceOpt = None,
     null: NullOpt = None,
     control: ControlOpt = None,
+    null_control: NullControlOpt = None,
     n_control: Annotated[
         int | None, typer.Option("--n-control", help="Control group size (default: --n).")
     ] = None,
@@ -284,8 +234,9 @@ def power_command(
     if plot is None and (plot_n_max is not None or epsilons is not None):
         fail("`--plot-n-max` and `--epsilons` are used only with --plot FILE.")
     opts = _test_options(
-        d, prevalence, null, control, alternative, alpha, exact, category, share, nuisance
-    )
+        d, prevalence, null, control, null_control, alternative, alpha, exact, category, share,
+        nuisance,
+    )  # fmt: skip
     result = power(d, n, n_control=n_control, **opts)
     written = None
     if plot is not None:
@@ -298,13 +249,12 @@ def power_command(
             payload["plot"] = str(written)
         emit_json(payload)
         return
-    out = console()
-    out.print(kv_table(power_rows(result), title="Power"))
+    show(result)
     if written is not None:
-        out.print(f"power curve written to {written}", markup=False, highlight=False)
+        console().print(f"power curve written to {written}", markup=False, highlight=False)
 
 
-@app.command("sample-size")
+@cli.command("sample-size")
 def sample_size_command(
     design: DesignArg,
     param: ParamOpt = None,
@@ -314,6 +264,7 @@ def sample_size_command(
     prevalence: PrevalenceOpt = None,
     null: NullOpt = None,
     control: ControlOpt = None,
+    null_control: NullControlOpt = None,
     ratio: Annotated[
         str, typer.Option("--ratio", help="Two samples: controls per treated respondent.")
     ] = "1",
@@ -332,8 +283,9 @@ def sample_size_command(
     if target is None:
         fail("`--power` (the target power, e.g. 0.8) is required.")
     opts = _test_options(
-        d, prevalence, null, control, alternative, alpha, exact, category, share, nuisance
-    )
+        d, prevalence, null, control, null_control, alternative, alpha, exact, category, share,
+        nuisance,
+    )  # fmt: skip
     if control is None and ratio != "1":
         fail(f"`--ratio` applies to a two-sample test (give --control), got {ratio!r}.")
     result = sample_size(
@@ -343,7 +295,4 @@ def sample_size_command(
         max_n=max_n,
         **opts,
     )
-    if as_json:
-        emit_json(result.to_dict())
-        return
-    console().print(kv_table(sample_size_rows(result), title="Minimal sample size"))
+    show(result, as_json)

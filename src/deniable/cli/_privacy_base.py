@@ -15,31 +15,22 @@ from fractions import Fraction
 from typing import Annotated
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from deniable.cli._base import console, fail, parse_number
+from deniable.cli._base import fail, parse_number
 from deniable.common._validation import fmt_limit
 from deniable.exceptions import DeniableError
 
 __all__ = [
     "DeltaOpt",
-    "JsonOpt",
     "check_choice",
-    "fmt_delta",
-    "fmt_eps",
     "option_names",
     "parse_count",
     "parse_counts_per",
     "parse_delta",
     "parse_epsilon",
-    "parse_level",
     "parse_value",
     "parse_values",
-    "print_table",
     "privacy_app",
-    "simple_table",
 ]
 
 privacy_app = typer.Typer(
@@ -53,7 +44,6 @@ privacy_app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of a table.")]
 DeltaOpt = Annotated[str, typer.Option("--delta", help="Target delta, in (0, 1).")]
 
 _INF = ("inf", "+inf", "infinity", "∞")
@@ -127,14 +117,6 @@ def parse_epsilon(
     return x
 
 
-def parse_level(option: str, text: str) -> float:
-    """A confidence level in the open interval (0, 1)."""
-    x = parse_value(option, text)
-    if not 0 < x < 1:
-        fail(f"`{option}` must be in (0, 1), got {text.strip()}.")
-    return x
-
-
 @contextmanager
 def option_names(names: Mapping[str, str]) -> Iterator[None]:
     """Report a library error that names a Python parameter (`` `claimed_epsilon` ``) with
@@ -154,43 +136,3 @@ def check_choice(option: str, value: str, choices: Sequence[str]) -> str:
     if value not in choices:
         fail(f"`{option}` must be one of {', '.join(choices)}; got {value!r}.")
     return value
-
-
-def fmt_eps(eps: float | None, digits: int = 4) -> str:
-    """ε for people: ``∞`` for an infinite ε, ``-`` for none, fixed decimals, or 7 significant
-    digits from 1e9 on (``1e+300``, not 300 digits)."""
-    if eps is None:
-        return "-"
-    if math.isinf(eps):
-        return "∞"
-    if abs(eps) >= 1e9:
-        return f"{eps:.7g}"
-    return f"{eps:.{digits}f}"
-
-
-def fmt_delta(delta: float) -> str:
-    """δ for people: ``0``, ``1 (vacuous)``, or 4 significant digits."""
-    if delta == 0:
-        return "0"
-    if delta >= 1:
-        return "1 (vacuous)"
-    return f"{delta:.4g}"
-
-
-def simple_table(*columns: str) -> Table:
-    """A compact rich table: the first column left-aligned, the others right-aligned."""
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for i, col in enumerate(columns):
-        table.add_column(col, justify="left" if i == 0 else "right")
-    return table
-
-
-def print_table(table: Table, *, title: str | None = None, note: str | None = None) -> None:
-    """Print ``title``, ``table`` and ``note`` (the text lines wrap at the terminal width,
-    not at the table's)."""
-    out = console()
-    if title:
-        out.print(Text(title, style="bold"))
-    out.print(table)
-    if note:
-        out.print(Text(note))

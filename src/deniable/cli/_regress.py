@@ -12,24 +12,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich import box
-from rich.table import Table
-from rich.text import Text
 
-from deniable.cli._base import (
-    app,
-    build_design,
-    console,
-    emit_json,
-    fail,
-    fmt_interval,
-    fmt_num,
-    fmt_params,
-    kv_table,
-)
-from deniable.cli._designs import JsonOpt, LevelOpt, ParamOpt, epsilon_note
+from deniable.cli._base import build_design, fail
+from deniable.cli._options import DesignOpt, JsonOpt, LevelOpt, ParamOpt
+from deniable.cli._render import emit_json, show
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign
+from deniable.designs import BinaryDesign, Kuk
+
+__all__ = ["cli", "read_table"]
+
+cli = typer.Typer()
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _SE = ("observed", "expected", "opg")
@@ -102,47 +94,9 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _coef_table(result: Any, level: float) -> Table:
-    pct = f"{level:.0%}"
-    table = Table(
-        title="Coefficients",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        caption=f"SE from the {_describe(result.se_type)}; z and p from the normal distribution",
-        caption_justify="left",
-    )
-    for col in ("term", "coef", "std err", "z", "P>|z|", f"{pct} CI"):
-        table.add_column(col, justify="left" if col == "term" else "right", no_wrap=True)
-    ci = result.conf_int(1 - level).to_numpy()
-    bse, z, p = result.bse, result.tvalues, result.pvalues
-    for i, term in enumerate(result.terms):
-        table.add_row(
-            Text(term),
-            fmt_num(float(result.params.iloc[i])),
-            fmt_num(float(bse.iloc[i])),
-            f"{float(z.iloc[i]):.3f}",
-            fmt_num(float(p.iloc[i])),
-            Text(fmt_interval(ci[i])),
-        )
-    for name, est, se, lo, hi in result._ancillary_rows(level):
-        table.add_row(Text(name), fmt_num(est), fmt_num(se), "", "", Text(fmt_interval((lo, hi))))
-    return table
-
-
-def _describe(se: str) -> str:
-    from deniable.estimation import SE_TYPES
-
-    return SE_TYPES[se]
-
-
-@app.command("regress")
+@cli.command("regress")
 def regress_command(
-    design: Annotated[
-        str,
-        typer.Option(
-            "--design", "-d", help="Design name (see `deniable designs`).", show_default=False
-        ),
-    ],
+    design: DesignOpt,
     data: Annotated[
         str,
         typer.Option(
@@ -189,17 +143,17 @@ def regress_command(
     from deniable.estimation import linear_rr, logistic_rr
 
     v.choice("--se", se, _SE)
-    lvl = v.level(level)
+    lvl = level
     d = build_design(design, param)
+    if isinstance(d, Kuk) and d.n_reports != 2:  # a red count, not a yes/no
+        fail(
+            f"`--design` must give one yes/no report per respondent; {d.name!r} with these "
+            f"parameters has {d.n_reports} report values."
+        )
     if not isinstance(d, BinaryDesign):
         fail(
             f"`--design` must be a one-group design with yes/no reports (regression needs its "
             f"P(yes | 1) and P(yes | 0)); {d.name!r} is not one."
-        )
-    if d.n_reports != 2:
-        fail(
-            f"`--design` must give one yes/no report per respondent; {d.name!r} with these "
-            f"parameters has {d.n_reports} report values."
         )
     frame = read_table(data, formula, predictor=predictor, direct=direct)
     with warnings.catch_warnings():  # shown as notes below the table instead
@@ -209,53 +163,6 @@ def regress_command(
         else:
             result = linear_rr(formula, frame, d, predictor, direct=direct, se=se)
     if as_json:
-        payload = {"data": data, **result.to_dict(lvl)}
-        emit_json(payload)
+        emit_json({"data": data, **result.to_dict(lvl)})
         return
-    rows = [
-        ("model", f"{result.title} ({result.model})"),
-        ("formula", formula),
-        ("design", f"{d.name} ({fmt_params(d.parameters())})"),
-        ("P(yes | 1), P(yes | 0)", f"{d.p_yes_given_1:.6g}, {d.p_yes_given_0:.6g}"),
-        ("ε", epsilon_note(d.epsilon)),
-        (
-            "respondents",
-            str(result.nobs)
-            + (
-                f" ({result.n_dropped} rows with missing values dropped)"
-                if result.n_dropped
-                else ""
-            ),
-        ),
-        ("log-likelihood", f"{result.llf:.4f}"),
-        (
-            "converged",
-            ("yes" if result.converged else "NO")
-            + " ("
-            + ", ".join(f"{n} {k}" for k, n in result.iterations.items())
-            + " iterations)",
-        ),
-    ]
-    prev = result.prevalence(level=lvl)
-    rows.append(
-        (
-            prev.description,
-            f"{fmt_num(prev.value)} (SE {fmt_num(prev.se)}), "
-            f"{lvl:.0%} CI {fmt_interval((prev.lower, prev.upper))}",
-        )
-    )
-    test = getattr(result, "direct_test", None)
-    if test is not None:
-        rows.append(
-            (
-                "direct vs randomized",
-                f"logit shift {fmt_num(test.delta)} "
-                f"(SE {fmt_num(test.se)}), LR χ²(1) = {test.lr.statistic:.3f}, "
-                f"p = {fmt_num(test.lr.pvalue)}",
-            )
-        )
-    out = console()
-    out.print(kv_table(rows, title="Regression with randomized answers"))
-    out.print(_coef_table(result, lvl))
-    for note in result.notes:
-        out.print(Text(f"note: {note}"))
+    show(result, level=lvl)

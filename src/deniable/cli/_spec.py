@@ -14,10 +14,13 @@ from typing import Annotated
 
 import typer
 
-from deniable.cli._base import app, build_design, console, emit_json, fail, guard_io, kv_table
-from deniable.cli._designs import DesignArg, ParamOpt, epsilon_note
+from deniable.cli._base import build_design, fail, guard_io
 from deniable.cli._files import write_output
+from deniable.cli._options import DesignArg, JsonOpt, ParamOpt
+from deniable.cli._render import emit_json, print_table
+from deniable.common._format import epsilon_note
 from deniable.designs import QuestionSpec, dump_vectors, randomizer_vectors, spec_of
+from deniable.results import Table
 
 __all__ = ["MAX_SPEC_BYTES", "spec_app"]
 
@@ -34,8 +37,6 @@ spec_app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of a table.")]
 
 
 @spec_app.command("show")
@@ -104,7 +105,7 @@ def check_command(
     ]
     if spec.text is not None:
         rows.insert(3, ("text", spec.text))
-    console().print(kv_table(rows, title="A valid question spec"))
+    print_table(Table.pairs(rows, title="A valid question spec"))
 
 
 def _show(value: object) -> str:
@@ -132,6 +133,3 @@ def vectors_command(
     cases = vectors["cases"]
     designs = len({c["spec"]["mechanism"] for c in cases})
     sys.stdout.write(f"wrote {len(cases)} test vectors of {designs} designs to {out}\n")
-
-
-app.add_typer(spec_app, name="spec")

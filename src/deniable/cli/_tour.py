@@ -7,7 +7,7 @@ shown in columns labelled "simulation only" and never as if they had been collec
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, cast
 
 import numpy as np
 import typer
@@ -16,16 +16,22 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from deniable.cli._base import app, console, fmt_interval, fmt_num
-from deniable.cli._decisions import coin_rows
+from deniable.cli._options import SeedOpt
+from deniable.cli._render import console
+from deniable.common._format import format_interval as fmt_interval
+from deniable.common._format import format_number as fmt_num
 from deniable.designs import TwoCoin
 from deniable.estimation import majority_decision
 from deniable.mechanisms import design_protocol
 from deniable.results import Estimate
 from deniable.simulation import simulate
 
+__all__ = ["TOUR_SEED", "cli"]
+
 #: The default seed: the tour is the same on every machine unless asked otherwise.
 TOUR_SEED = 2024
+
+cli = typer.Typer()
 _WIDTH = 88
 _SHOWN = 6
 
@@ -46,24 +52,22 @@ def _table(*columns: str) -> Table:
     return table
 
 
-@app.command("tour")
+@cli.command("tour")
 def tour_command(
-    seed: Annotated[
-        int, typer.Option("--seed", min=0, help="Seed of the simulated population.")
-    ] = TOUR_SEED,
+    seed: SeedOpt = TOUR_SEED,
     n: Annotated[
         int, typer.Option("--n", "-n", min=10, max=10**6, help="Number of respondents.")
     ] = 2000,
 ) -> None:
     """A guided tour: randomize with two coins, estimate, decide, and pick fair dice."""
     out = console()
+    seed = TOUR_SEED if seed is None else seed
     design = TwoCoin()
     hidden = round(float(np.random.default_rng([seed, 1]).uniform(0.10, 0.60)), 2)
     sim = simulate(design, n, hidden, seed=seed)
     carriers = int(np.count_nonzero(sim.truth))
     reports = sim.reports
-    est = sim.estimate
-    assert isinstance(est, Estimate)
+    est = cast(Estimate, sim.estimate)  # a binary design's estimate
 
     out.rule(Text("deniable: a guided tour of a randomized-response survey", style="bold"))
     _section(out, 1, "The population")
@@ -140,7 +144,7 @@ def tour_command(
     _say(out, protocol.instructions)
     coins = _table("", "")
     coins.show_header = False
-    for key, value in coin_rows(protocol)[2:]:
+    for key, value in protocol.rows()[2:]:
         coins.add_row(Text(key), Text(value))
     out.print(coins)
 

@@ -1,15 +1,30 @@
-"""Shared plumbing of every layer: argument validation and safe file writing.
+"""Shared plumbing of every layer: argument validation, safe file writing, and the one
+epsilon formatter and JSON encoder.
 
 Holds no mathematics.  May import only :mod:`deniable.exceptions` (and numpy).
 
 * ``_validation``: the checks every public entry point runs on its arguments, with
   messages that name the parameter, the allowed values and the value received;
 * ``_files``: :func:`atomic_write` (a temporary file renamed into place, so a failure never
-  leaves a half-written file) and :func:`same_file` (an output must not be an input).
+  leaves a half-written file) and :func:`same_file` (an output must not be an input);
+* ``_format``: :func:`format_epsilon`, the one way an epsilon becomes text (``∞`` for an
+  infinite one, never a finite stand-in; a tiny one never as ``0``), and the number,
+  interval and parameter formats of printed results;
+* ``_json``: :func:`to_jsonable` and :func:`dumps`, the one JSON encoder (an infinite value
+  is ``"inf"``, NaN ``"nan"``; always valid JSON).
 """
 
 from __future__ import annotations
 
 from deniable.common._files import atomic_write, atomic_write_text, same_file
+from deniable.common._format import format_epsilon
+from deniable.common._json import dumps, to_jsonable
 
-__all__ = ["atomic_write", "atomic_write_text", "same_file"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "dumps",
+    "format_epsilon",
+    "same_file",
+    "to_jsonable",
+]

@@ -18,15 +18,17 @@ from deniable.designs._binary import (
     TwoCoin,
     Warner,
 )
+from deniable.designs._catalog import DesignCatalog, design_catalog
 from deniable.designs._categorical import Categorical, CategoricalEstimate
 from deniable.designs._channel import Channel, DenseChannel, SupportChannel, SymmetricChannel
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._identity import mechanism_key
-from deniable.designs._kuk import Kuk
+from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw, KukStandardErrors
 from deniable.designs._protocol import Mechanism
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
 from deniable.designs._spec import QuestionSpec, design_from_spec, spec_of
 from deniable.designs._spec_algorithms import SPEC_SCHEMA, LatentInput
+from deniable.designs._summary import DesignEstimate
 from deniable.designs._tally import Tally
 from deniable.designs._twogroup import RespondentType, TwoGroupDesign, types_epsilon
 from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
@@ -50,8 +52,13 @@ __all__ = [
     "Custom",
     "DenseChannel",
     "Design",
+    "DesignCatalog",
+    "DesignEstimate",
     "ForcedResponse",
     "Kuk",
+    "KukMultiDraw",
+    "KukSingleDraw",
+    "KukStandardErrors",
     "LatentInput",
     "Mangat",
     "Mechanism",
@@ -71,6 +78,7 @@ __all__ = [
     "UnrelatedUnknown",
     "Warner",
     "channel_epsilon",
+    "design_catalog",
     "design_from_spec",
     "design_parameters",
     "dump_vectors",

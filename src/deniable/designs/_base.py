@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._json import to_jsonable
 from deniable.designs._channel import Channel, DenseChannel, matrix_epsilon
 from deniable.designs._identity import mechanism_key
 from deniable.designs._tally import Tally
@@ -178,6 +179,20 @@ class Design(ABC):
         """The design's parameters by name."""
         return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
 
+    def describe(self) -> dict[str, Any]:
+        """The design as plain JSON data: ``design`` (the name), ``parameters``, the
+        probabilities that define its channel (binary designs: ``p_yes_given_1`` and
+        ``p_yes_given_0``; the categorical design: ``p_report_true``, the channel's
+        diagonal) and ``epsilon`` (``"inf"`` when infinite)."""
+        out = {"design": self.name, "parameters": self.parameters(), **self._channel_fields()}
+        out["epsilon"] = self.epsilon
+        described: dict[str, Any] = to_jsonable(out)
+        return described
+
+    def _channel_fields(self) -> dict[str, Any]:
+        """The channel's defining probabilities for :meth:`describe` (none by default)."""
+        return {}
+
     def _as_tally(self, data: Any, yes: Any, n: Any) -> Tally:
         if data is None:
             if yes is None or n is None:
@@ -235,6 +250,9 @@ class BinaryDesign(Design):
     @property
     def n_truths(self) -> int:
         return 2
+
+    def _channel_fields(self) -> dict[str, Any]:
+        return {"p_yes_given_1": self.p_yes_given_1, "p_yes_given_0": self.p_yes_given_0}
 
     def _parameter_text(self) -> str:
         return ", ".join(f"{k}={x!r}" for k, x in self.parameters().items())

@@ -94,54 +94,57 @@ class Mirrored(Warner):
 @dataclass(frozen=True)
 class TwoCoin(BinaryDesign):
     """Two coins (Dwork & Roth 2014, sec. 3.2): the first coin says "answer truthfully" with
-    probability ``truth``; otherwise a second coin says "yes" with probability ``yes``.
+    probability ``p_truthful``; otherwise a second coin says "yes" with probability
+    ``p_yes``.
 
-    ``P(yes | 1) = truth + (1 - truth) yes``, ``P(yes | 0) = (1 - truth) yes``.  With fair
-    coins: 3/4 and 1/4, ``epsilon = ln 3``.
+    ``P(yes | 1) = p_truthful + (1 - p_truthful) p_yes``,
+    ``P(yes | 0) = (1 - p_truthful) p_yes``.  With fair coins: 3/4 and 1/4,
+    ``epsilon = ln 3``.
     """
 
-    truth: float = 0.5
-    yes: float = 0.5
+    p_truthful: float = 0.5
+    p_yes: float = 0.5
     name: ClassVar[str] = "two-coin"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "truth", v.probability("truth", self.truth, low_open=True))
-        object.__setattr__(self, "yes", v.probability("yes", self.yes))
-        v.realizable("truth + (1 - truth) * yes", self.p_yes_given_1)
-        v.realizable("(1 - truth) * yes", self.p_yes_given_0)
-        v.realizable("(1 - truth) * (1 - yes)", self.p_no_given_1)
+        t = v.probability("p_truthful", self.p_truthful, low_open=True)
+        object.__setattr__(self, "p_truthful", t)
+        object.__setattr__(self, "p_yes", v.probability("p_yes", self.p_yes))
+        v.realizable("p_truthful + (1 - p_truthful) * p_yes", self.p_yes_given_1)
+        v.realizable("(1 - p_truthful) * p_yes", self.p_yes_given_0)
+        v.realizable("(1 - p_truthful) * (1 - p_yes)", self.p_no_given_1)
         self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
-        return self.truth + (1 - self.truth) * self.yes
+        return self.p_truthful + (1 - self.p_truthful) * self.p_yes
 
     @property
     def p_yes_given_0(self) -> float:
-        return (1 - self.truth) * self.yes
+        return (1 - self.p_truthful) * self.p_yes
 
     @property
     def p_no_given_1(self) -> float:
-        return (1 - self.truth) * (1 - self.yes)
+        return (1 - self.p_truthful) * (1 - self.p_yes)
 
     @property
     def p_no_given_0(self) -> float:
-        return self.truth + (1 - self.truth) * (1 - self.yes)
+        return self.p_truthful + (1 - self.p_truthful) * (1 - self.p_yes)
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> TwoCoin:
         """Fair second coin, first coin biased so that ``epsilon`` is met:
-        ``truth = (e^eps - 1) / (e^eps + 1) = tanh(eps / 2)``.
+        ``p_truthful = (e^eps - 1) / (e^eps + 1) = tanh(eps / 2)``.
 
-        ``truth`` is the float with the largest epsilon not above the request (near 1 floats
-        are ``2**-53`` apart, so large epsilons are matched only that finely).  Above
+        ``p_truthful`` is the float with the largest epsilon not above the request (near 1
+        floats are ``2**-53`` apart, so large epsilons are matched only that finely).  Above
         ``ln(2**53 - 1)`` = 36.7368 (a lie probability of ``2**-53``) it raises
-        ``ParameterError`` naming ``epsilon``; it never returns ``truth = 1`` (direct
+        ``ParameterError`` naming ``epsilon``; it never returns ``p_truthful = 1`` (direct
         questioning, epsilon infinite).
         """
         eps = v.positive("epsilon", epsilon)
         return design_for_epsilon(
-            lambda t: cls(truth=t, yes=0.5), eps, math.tanh(eps / 2), neutral=0.0,
+            lambda t: cls(p_truthful=t, p_yes=0.5), eps, math.tanh(eps / 2), neutral=0.0,
             extreme=1.0, fallback=math.tanh(0.5), context=repr(cls.name),
         )  # fmt: skip
 
@@ -204,10 +207,15 @@ class Binary(BinaryDesign):
     ``calibration="half"``: truth with probability ``e^(eps/2) / (1 + e^(eps/2))``, the
     calibration needed when one answer changes *two* reported coordinates (one-hot /
     unary encoding).  Used for a single bit it is only ``eps/2``-LDP, and
-    :attr:`epsilon` reports that true value, not the parameter.
+    :attr:`epsilon` reports that true value, not the parameter; the repr says so, so that
+    the parameter is never read as the design's epsilon.
 
     >>> Binary(1.0, calibration="half").epsilon
     0.5
+    >>> Binary(1.0, calibration="half")
+    Binary(epsilon=1.0, calibration='half')  # true epsilon 0.5
+    >>> Binary(1.0)
+    Binary(epsilon=1.0, calibration='exact')
     """
 
     nominal_epsilon: float
@@ -244,7 +252,9 @@ class Binary(BinaryDesign):
             )
 
     def __repr__(self) -> str:
-        return f"Binary(epsilon={self.nominal_epsilon!r}, calibration={self.calibration!r})"
+        call = f"Binary(epsilon={self.nominal_epsilon!r}, calibration={self.calibration!r})"
+        # "half": the parameter is the budget of two coordinates, not this bit's epsilon
+        return call if self.calibration == "exact" else f"{call}  # true epsilon {self.epsilon!r}"
 
     def parameters(self) -> dict[str, object]:
         return {"epsilon": self.nominal_epsilon, "calibration": self.calibration}

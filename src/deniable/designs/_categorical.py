@@ -13,6 +13,8 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import format_interval, format_number
+from deniable.common._json import to_jsonable
 from deniable.designs._base import _SCALAR, Design, binary_estimate
 from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
 from deniable.designs._from_epsilon import design_for_epsilon
@@ -27,7 +29,7 @@ from deniable.randomness import (
     uniform_below_into,
     words_below,
 )
-from deniable.results import Estimate
+from deniable.results import Estimate, Result, Table
 
 __all__ = ["Categorical", "CategoricalEstimate"]
 
@@ -49,20 +51,20 @@ def _check_dense(k: int) -> None:
 
 @dataclass(frozen=True)
 class Categorical(Design):
-    """k-category forced response: with probability ``truth`` report the true category,
+    """k-category forced response: with probability ``p_truthful`` report the true category,
     otherwise a category drawn from ``forced`` (uniform over all ``k`` when omitted).
 
-    Channel ``P = truth * I + (1 - truth) * forced 1^T``.  For report ``r``:
-    ``P(r | r) / P(r | x != r) = (truth + (1 - truth) f_r) / ((1 - truth) f_r)``, so
-    ``epsilon = ln(1 + truth / ((1 - truth) min_r f_r))``, infinite if some ``f_r = 0``.
+    Channel ``P = t * I + (1 - t) * forced 1^T`` with ``t = p_truthful``.  For report ``r``:
+    ``P(r | r) / P(r | x != r) = (t + (1 - t) f_r) / ((1 - t) f_r)``, so
+    ``epsilon = ln(1 + t / ((1 - t) min_r f_r))``, infinite if some ``f_r = 0``.
 
     With uniform forcing this is k-ary randomized response / generalized RR
     (Warner 1971; Kairouz, Oh & Viswanath 2016): :meth:`from_epsilon` picks
-    ``truth = (e^eps - 1) / (e^eps + k - 1)`` so that
-    ``P(report = truth) = e^eps / (e^eps + k - 1)``.
+    ``p_truthful = (e^eps - 1) / (e^eps + k - 1)`` so that the true category is reported
+    with probability ``e^eps / (e^eps + k - 1)``.
 
-    The estimator inverts the channel: ``pi_hat = (lambda_hat - (1 - truth) f) / truth``
-    with covariance ``(diag(lambda) - lambda lambda^T) / (n truth^2)``; each category is also
+    The estimator inverts the channel: ``pi_hat = (lambda_hat - (1 - t) f) / t``
+    with covariance ``(diag(lambda) - lambda lambda^T) / (n t^2)``; each category is also
     the binary design "report j or not" and gets exact intervals from it.
 
     >>> d = Categorical.from_epsilon(1.0, k=4)
@@ -71,15 +73,15 @@ class Categorical(Design):
     """
 
     k: int
-    truth: float
+    p_truthful: float
     forced: tuple[float, ...] | None = field(default=None)
     name: ClassVar[str] = "categorical"
 
     def __post_init__(self) -> None:
         k = v.integer("k", self.k, minimum=2, maximum=1 << 24)
         object.__setattr__(self, "k", k)
-        t = v.probability("truth", self.truth, low_open=True)
-        object.__setattr__(self, "truth", v.realizable("truth", t))
+        t = v.probability("p_truthful", self.p_truthful, low_open=True)
+        object.__setattr__(self, "p_truthful", v.realizable("p_truthful", t))
         if self.forced is not None:
             if isinstance(self.forced, str | bytes) or not hasattr(self.forced, "__iter__"):
                 raise ParameterTypeError(
@@ -98,13 +100,13 @@ class Categorical(Design):
 
     @classmethod
     def from_epsilon(cls, epsilon: float, k: int) -> Categorical:
-        """k-ary RR at ``epsilon``: truth with ``(e^eps - 1) / (e^eps + k - 1)``.
+        """k-ary RR at ``epsilon``: ``p_truthful = (e^eps - 1) / (e^eps + k - 1)``.
 
-        ``truth`` is the float with the largest epsilon not above the request (near 1 floats
-        are ``2**-53`` apart, so a large epsilon is matched only that finely).  The largest
-        epsilon is ``ln(1 + k (2**53 - 1))`` (``truth = 1 - 2**-53``); above it, or below the
-        smallest (``truth = 2**-53``), ``ParameterError`` names ``epsilon``.  Never returns
-        ``truth = 1`` (epsilon infinite).
+        ``p_truthful`` is the float with the largest epsilon not above the request (near 1
+        floats are ``2**-53`` apart, so a large epsilon is matched only that finely).  The
+        largest epsilon is ``ln(1 + k (2**53 - 1))`` (``p_truthful = 1 - 2**-53``); above it,
+        or below the smallest (``p_truthful = 2**-53``), ``ParameterError`` names
+        ``epsilon``.  Never returns ``p_truthful = 1`` (epsilon infinite).
         """
         eps = v.positive("epsilon", epsilon)
         k = v.integer("k", k, minimum=2, maximum=1 << 24)
@@ -114,7 +116,7 @@ class Categorical(Design):
             return -math.expm1(-e) / (1 + (k - 1) * math.exp(-e))
 
         return design_for_epsilon(
-            lambda t: cls(k=k, truth=t), eps, closed_form(eps), neutral=0.0, extreme=1.0,
+            lambda t: cls(k=k, p_truthful=t), eps, closed_form(eps), neutral=0.0, extreme=1.0,
             fallback=closed_form(1.0), context=f"{cls.name!r} with k = {k}",
         )  # fmt: skip
 
@@ -125,6 +127,10 @@ class Categorical(Design):
     @property
     def n_truths(self) -> int:
         return self.k
+
+    def _channel_fields(self) -> dict[str, Any]:
+        # the channel's diagonal P(report = the true category), without the k x k matrix
+        return {"p_report_true": self.p_truthful + (1 - self.p_truthful) * self.forced_distribution}
 
     @property
     def forced_distribution(self) -> npt.NDArray[np.float64]:
@@ -151,17 +157,17 @@ class Categorical(Design):
 
     @property
     def channel(self) -> Channel:
-        """The channel ``truth * I + (1 - truth) * forced 1^T``: k-ary randomized response
-        (:class:`~deniable.designs.SymmetricChannel`, two numbers, any ``k``) when the forced
-        distribution is uniform, else the dense ``k x k`` matrix (``k`` at most
+        """The channel ``t I + (1 - t) forced 1^T`` (``t = p_truthful``): k-ary randomized
+        response (:class:`~deniable.designs.SymmetricChannel`, two numbers, any ``k``) when
+        the forced distribution is uniform, else the dense ``k x k`` matrix (``k`` at most
         ``MAX_DENSE_K``)."""
         if self._uniform:
             f0 = 1 / self.k if self.forced is None else self.forced[0]
-            q = (1 - self.truth) * f0
-            return SymmetricChannel(self.k, self.truth + q, q)
+            q = (1 - self.p_truthful) * f0
+            return SymmetricChannel(self.k, self.p_truthful + q, q)
         _check_dense(self.k)
         f = self.forced_distribution
-        return DenseChannel(self.truth * np.eye(self.k) + (1 - self.truth) * f[:, None])
+        return DenseChannel(self.p_truthful * np.eye(self.k) + (1 - self.p_truthful) * f[:, None])
 
     @property
     def report_labels(self) -> tuple[str, ...]:
@@ -169,11 +175,11 @@ class Categorical(Design):
 
     @property
     def epsilon(self) -> float:
-        # eps = ln(1 + truth / ((1 - truth) min f)): report r is likeliest from truth r
+        # eps = ln(1 + t / ((1 - t) min f)), t = p_truthful: report r is likeliest from answer r
         fmin = 1 / self.k if self.forced is None else min(self.forced)
-        if self.truth == 1 or fmin == 0:
+        if self.p_truthful == 1 or fmin == 0:
             return math.inf
-        return math.log1p(self.truth / ((1 - self.truth) * fmin))
+        return math.log1p(self.p_truthful / ((1 - self.p_truthful) * fmin))
 
     def _forced_counts(self) -> tuple[list[int] | None, list[int], int]:
         """(cumulative thresholds or None, outcome count per category, outcomes in all)."""
@@ -198,7 +204,8 @@ class Categorical(Design):
 
         ``keep`` is rounded down far enough that the implemented channel's epsilon,
         computed from the forced outcome counts actually realised, never exceeds
-        :attr:`epsilon`: ``keep' / (1 - keep') <= truth / (1 - truth) * f'_min / f_min``.
+        :attr:`epsilon`: ``keep' / (1 - keep') <= t / (1 - t) * f'_min / f_min`` with
+        ``t = p_truthful``.
         Computed once per design and cached (``cumulative`` is a new list each call).
         """
         keep, cum = self._thresholds
@@ -215,13 +222,13 @@ class Categorical(Design):
             )
         else:
             cum, counts, total = self._forced_plan
-            if self.truth == 1 or min(self.forced) == 0:
-                return probability_threshold(self.truth), cum  # epsilon is infinite anyway
+            if self.p_truthful == 1 or min(self.forced) == 0:
+                return probability_threshold(self.p_truthful), cum  # epsilon is infinite anyway
             f_min = Fraction(min(self.forced))
             f_impl_min = Fraction(min(counts), total)
-        if self.truth == 1:
+        if self.p_truthful == 1:
             return 1 << 53, cum
-        t = Fraction(self.truth)
+        t = Fraction(self.p_truthful)
         ratio = t / (1 - t) * min(Fraction(1), f_impl_min / f_min)
         keep = probability_threshold(ratio / (1 + ratio), "down")
         # guard against float rounding in the stated epsilon: same formula, implemented values
@@ -341,7 +348,7 @@ class _Plan:
 
 
 @dataclass(frozen=True)
-class CategoricalEstimate:
+class CategoricalEstimate(Result):
     """Per-category estimates from a :class:`Categorical` design.
 
     ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
@@ -363,7 +370,7 @@ class CategoricalEstimate:
     def from_tally(cls, design: Categorical, tally: Tally) -> CategoricalEstimate:
         n = tally.n
         lam = tally.counts / n
-        t = design.truth
+        t = design.p_truthful
         values = (lam - (1 - t) * design._forced_array) / t
         # the diagonal of (diag(lam) - lam lam^T) / (n t^2), entry by entry as the dense form
         variances = (lam - lam * lam) / (n * t * t)
@@ -372,12 +379,12 @@ class CategoricalEstimate:
     @cached_property
     def covariance(self) -> npt.NDArray[np.float64]:
         """Plug-in covariance of :attr:`values`, ``(diag(lambda) - lambda lambda^T) / (n
-        truth^2)`` (divides by n): built on first access, ``k x k`` up to ``k = 4096``
-        (``MAX_DENSE_K``), above it only the diagonal (:attr:`variances`)."""
+        t^2)`` with ``t = p_truthful`` (divides by n): built on first access, ``k x k`` up
+        to ``k = 4096`` (``MAX_DENSE_K``), above it only the diagonal (:attr:`variances`)."""
         if self.design.k > MAX_DENSE_K:
             return self.variances
         lam = self.tally.counts / self.n
-        t = self.design.truth
+        t = self.design.p_truthful
         # in one k x k array, the same floats as (diag(lam) - outer(lam, lam)) / (n t^2):
         # -(lam_i lam_j), plus lam_i on the diagonal (lam_i - lam_i^2), then / (n t^2)
         cov = np.multiply.outer(lam, lam)
@@ -409,7 +416,7 @@ class CategoricalEstimate:
     def category(self, j: int) -> Estimate:
         """Category ``j`` as the binary design "report j or not", with exact intervals."""
         j = v.integer("j", j, minimum=0, maximum=self.design.k - 1)
-        t, fj = self.design.truth, float(self.design._forced_array[j])
+        t, fj = self.design.p_truthful, float(self.design._forced_array[j])
         return binary_estimate(
             t + (1 - t) * fj, (1 - t) * fj, self.tally.counts[j], self.n, parameter=f"share of {j}"
         )
@@ -419,29 +426,48 @@ class CategoricalEstimate:
         return np.array([self.category(j).ci(level, method) for j in range(self.design.k)])
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
-        return {
+        """Plain-JSON dict: the lists of estimates, bounded MLEs, both SEs and exact
+        intervals (one entry per category), the counts and shares of reports, and
+        ``categories``: each category as the binary design "report j or not"."""
+        cov = self.covariance_unbiased
+        out: dict[str, Any] = {
             "n": self.n,
-            "estimate": self.values.tolist(),
-            "estimate_bounded": self.bounded.tolist(),
-            "se": self.se.tolist(),
-            "ci_exact": self.ci(level, "exact").tolist(),
+            "estimate": self.values,
+            "estimate_bounded": self.bounded,
+            "se": self.se,
+            "ci_exact": self.ci(level, "exact"),
             "level": level,
+            "counts": self.tally.counts,
+            "lambda_hat": [c / self.n for c in self.tally.counts.tolist()],
+            "se_unbiased": np.sqrt(cov if cov.ndim == 1 else cov.diagonal()),
+            "categories": [],
         }
-
-    def table(self, level: float = 0.95) -> str:
-        ci = self.ci(level, "exact")
-        lines = [
-            f"{'category':>8}  {'estimate':>10}  {'bounded':>10}  {'SE':>10}  {level:.0%} exact CI"
-        ]
+        t, forced = self.design.p_truthful, self.design.forced_distribution
         for j in range(self.design.k):
-            lines.append(
-                f"{j:>8}  {self.values[j]:>10.6f}  {self.bounded[j]:>10.6f}  {self.se[j]:>10.6f}  "
-                f"[{ci[j, 0]:.6f}, {ci[j, 1]:.6f}]"
-            )
-        return "\n".join(lines)
+            row = self.category(j).to_dict(level)
+            p1 = t + (1 - t) * float(forced[j])
+            row["p_yes_given_1"], row["p_yes_given_0"] = p1, p1 - t
+            out["categories"].append(row)
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def __str__(self) -> str:
-        return self.table()
+    def table(self, level: float = 0.95) -> Table:
+        """One row per category: reports, unbiased estimate, MLE on the simplex, plug-in SE
+        and the exact interval at ``level``."""
+        ci = self.ci(level, "exact")
+        rows = [
+            (str(j), str(self.tally.counts[j]), format_number(float(self.values[j]), 6),
+             format_number(float(self.bounded[j]), 6), format_number(float(self.se[j]), 6),
+             format_interval(ci[j], 6))
+            for j in range(self.design.k)
+        ]  # fmt: skip
+        return Table(
+            ("category", "reports", "estimate", "MLE", "SE", f"{level:.0%} CI (exact)"),
+            tuple(rows),
+            title=f"Estimate of {self.design.k} category shares from {self.n} reports",
+            notes=("estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)",),
+            align="rrrrrr",
+        )
 
 
 def _simplex_mle(design: Categorical, lam: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -455,7 +481,7 @@ def _simplex_mle(design: Categorical, lam: npt.NDArray[np.float64]) -> npt.NDArr
     ``mu`` and the new ``tau``, so the active set is the longest prefix with ``tau > mu_A``.
     Inside the simplex every category is active, ``mu = t``, and this is the unbiased estimate.
     """
-    t = design.truth
+    t = design.p_truthful
     b = (1 - t) * design._forced_array
     with np.errstate(divide="ignore", invalid="ignore"):
         tau = np.where(b > 0, t * lam / b, np.where(lam > 0, np.inf, 0.0))

@@ -52,8 +52,8 @@ def mechanism_key(name: str, parameters: Mapping[str, Any]) -> str:
 
     >>> mechanism_key("warner", {"p": 0.75})
     'warner{"p":"3/4"}'
-    >>> mechanism_key("categorical", {"k": 4, "truth": 0.5, "forced": None})
-    'categorical{"forced":null,"k":4,"truth":"1/2"}'
+    >>> mechanism_key("categorical", {"k": 4, "p_truthful": 0.5, "forced": None})
+    'categorical{"forced":null,"k":4,"p_truthful":"1/2"}'
     """
     body = {str(k): exact_value(v) for k, v in parameters.items()}
     return name + json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)

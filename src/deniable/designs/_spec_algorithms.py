@@ -17,7 +17,7 @@ import numpy as np
 
 from deniable.designs._base import BinaryDesign, Design
 from deniable.designs._categorical import Categorical
-from deniable.designs._kuk import Kuk
+from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS
 from deniable.designs._twogroup import TwoGroupDesign
 from deniable.exceptions import ParameterError
@@ -90,7 +90,10 @@ def spec_algorithm(design: Design) -> tuple[str, int, dict[str, Any]]:
     registry: Mapping[str, type[Design]] = (
         TWO_GROUP_DESIGNS if isinstance(design, TwoGroupDesign) else DESIGNS
     )
-    if registry.get(design.name) is not type(design):
+    cls = registry.get(design.name)
+    # Kuk(...) makes one of its two forms (one draw, several draws)
+    forms = (cls, KukSingleDraw, KukMultiDraw) if cls is Kuk else (cls,)
+    if cls is None or type(design) not in forms:
         raise ParameterError(
             f"`design` must be a registered design (deniable.designs.DESIGNS or "
             f"TWO_GROUP_DESIGNS) to have a question spec, got {type(design).__name__} "
@@ -103,9 +106,10 @@ def spec_algorithm(design: Design) -> tuple[str, int, dict[str, Any]]:
     if isinstance(design, Categorical):
         keep, cumulative = design.thresholds()
         return "keep-or-forced/1", 2, {"keep": keep, "forced": cumulative}
+    if isinstance(design, Kuk):  # one card per draw: the count of "yes" (red) words
+        return "bernoulli-count/1", design.draws, {"yes": list(design.card.thresholds())}
     if isinstance(design, BinaryDesign):
-        draws = design.draws if isinstance(design, Kuk) else 1
-        return "bernoulli-count/1", draws, {"yes": list(design.thresholds())}
+        return "bernoulli-count/1", 1, {"yes": list(design.thresholds())}
     raise ParameterError(  # pragma: no cover - every registered design is one of the above
         f"mechanism {design.name!r} has no question-spec algorithm."
     )

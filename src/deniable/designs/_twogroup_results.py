@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,10 +10,12 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import format_number, format_parameters
+from deniable.common._json import to_jsonable
 from deniable.designs._base import Design
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError
-from deniable.results import Estimate
+from deniable.results import Estimate, Result, Table
 
 __all__ = ["TwoGroupEstimate", "group_counts", "is_pair"]
 
@@ -47,12 +48,8 @@ def group_counts(tally: Tally) -> tuple[tuple[int, int], tuple[int, int]]:
 # --------------------------------------------------------------------------- result
 
 
-def _jnum(x: float) -> float | str:
-    return x if math.isfinite(x) else ("nan" if math.isnan(x) else ("inf" if x > 0 else "-inf"))
-
-
 @dataclass(frozen=True)
-class TwoGroupEstimate:
+class TwoGroupEstimate(Result):
     """The estimates of a two-group design: one :class:`~deniable.Estimate` per parameter.
 
     Attributes
@@ -113,49 +110,67 @@ class TwoGroupEstimate:
         return y1 / n1, y2 / n2
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
-        """Plain-JSON dict: numbers stay numbers; infinities and NaN become strings."""
+        """Plain-JSON dict: numbers stay numbers; infinities and NaN become strings.
+
+        ``groups`` holds each group's counts; ``yes``, ``n`` and ``lambda_hat`` hold the
+        same as pairs (group 1, group 2) and ``n_total`` both groups' reports."""
         lam = self.lambda_hat
-        return {
+        out = {
             "design": self.design.name,
             "parameters": self.design.parameters(),
-            "epsilon": _jnum(self.design.epsilon),
+            "epsilon": self.design.epsilon,
             "groups": [
                 {"group": g + 1, "yes": y, "n": n, "lambda_hat": lam[g]}
                 for g, (y, n) in enumerate(zip(self.yes_counts, self.n_counts, strict=True))
             ],
             "level": level,
-            "log_likelihood": _jnum(self.log_likelihood),
+            "log_likelihood": self.log_likelihood,
             "estimates": {k: e.to_dict(level) for k, e in self.estimates.items()},
             "parameter_order": list(self.parameters),
-            "covariance": [[_jnum(float(x)) for x in row] for row in self.covariance],
-            "covariance_unbiased": [
-                [_jnum(float(x)) for x in row] for row in self.covariance_unbiased
-            ],
+            "covariance": self.covariance,
+            "covariance_unbiased": self.covariance_unbiased,
+            "yes": self.yes_counts,
+            "n": self.n_counts,
+            "lambda_hat": lam,
+            "n_total": self.tally.n,
         }
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def table(self, level: float = 0.95) -> str:
-        """A readable plain-text table (SE: plug-in ``n_g``, and unbiased ``n_g - 1``)."""
-        d = self.design
-        params = ", ".join(f"{k}={x:.6g}" for k, x in d.parameters().items())
-        eps = (
-            "inf (some report reveals the answer)" if math.isinf(d.epsilon) else f"{d.epsilon:.6g}"
+    def table(self, level: float = 0.95) -> Table:
+        """Each group's reports, then one row per parameter: the moment estimate, the
+        bounded MLE, both SEs and the Wald interval at ``level``; below it the exact
+        intervals of the parameters one group's share of "yes" determines alone."""
+        groups = [
+            (f"group {g + 1}: yes / n", f"{y} / {n}  (share {format_number(lam)})")
+            for g, (y, n, lam) in enumerate(
+                zip(self.yes_counts, self.n_counts, self.lambda_hat, strict=True)
+            )
+        ]
+        rows = [
+            (name, format_number(e.value), format_number(e.bounded), format_number(e.se),
+             format_number(e.se_unbiased), e.ci(level, "wald").format())
+            for name, e in self.estimates.items()
+        ]  # fmt: skip
+        exact = tuple(
+            f"{level:.0%} CI (exact, from one group's share) for {name}: "
+            f"{e.ci(level, 'exact').format()}"
+            for name, e in self.estimates.items()
+            if "exact" in e.intervals
         )
-        lines = [f"design {d.name} ({params}); epsilon = {eps}"]
-        for g, lam in enumerate(self.lambda_hat):
-            y, n = self.yes_counts[g], self.n_counts[g]
-            lines.append(f"group {g + 1}: {y} yes of {n} (share {lam:.6f})")
-        head = ("parameter", "estimate", "bounded MLE", "SE (n)", "SE (n - 1)",
-                f"{level:.0%} CI (wald)", f"{level:.0%} CI (exact)")  # fmt: skip
-        rows = [head]
-        for name, e in self.estimates.items():
-            wald = "[{:.6f}, {:.6f}]".format(*e.ci(level, "wald"))
-            exact = "[{:.6f}, {:.6f}]".format(*e.ci(level, "exact")) if e.intervals else "-"
-            rows.append((name, f"{e.value:.6f}", f"{e.bounded:.6f}", f"{e.se:.6f}",
-                         f"{e.se_unbiased:.6f}", wald, exact))  # fmt: skip
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                  for r in rows]  # fmt: skip
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
+        parameters = Table(
+            ("parameter", "estimate", "MLE", "SE", "SE n-1", f"{level:.0%} CI (Wald)"),
+            tuple(rows),
+            notes=(
+                "estimate: moment (may leave [0, 1]); MLE: bounded to the parameter space; "
+                "SE: delta method, plug-in (n_g) and unbiased (n_g - 1)",
+                *exact,
+            ),
+            align="lrrrrr",
+        )
+        return Table.pairs(
+            groups,
+            title=f"Two-group estimate: {self.design.name} "
+            f"({format_parameters(self.design.parameters())})",
+            sections=(parameters,),
+        )

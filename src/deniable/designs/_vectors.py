@@ -52,7 +52,7 @@ VECTORS_SCHEMA = "deniable.vectors/1"
 VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
     "warner": (lambda: Warner(0.75), lambda: Warner(0.2)),
     "mirrored": (lambda: Mirrored(0.7), lambda: Mirrored(0.375)),
-    "two-coin": (lambda: TwoCoin(), lambda: TwoCoin(truth=0.5, yes=1.0)),
+    "two-coin": (lambda: TwoCoin(), lambda: TwoCoin(p_truthful=0.5, p_yes=1.0)),
     "biased-coin": (lambda: BiasedCoin(0.25), lambda: BiasedCoin(0.9)),
     "binary": (lambda: Binary(1.0), lambda: Binary(2.0, calibration="half")),
     "forced": (
@@ -67,10 +67,10 @@ VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
     "triangular": (lambda: Triangular(0.3), lambda: Triangular(0.0)),
     "custom": (lambda: Custom(0.6, 0.1), lambda: Custom(1.0, 0.3)),
     "categorical": (
-        lambda: Categorical(k=4, truth=0.5),
-        lambda: Categorical(k=5, truth=0.6),
-        lambda: Categorical(k=3, truth=0.6, forced=(0.2, 0.3, 0.5)),
-        lambda: Categorical(k=3, truth=0.5, forced=(0.5, 0.5, 0.0)),
+        lambda: Categorical(k=4, p_truthful=0.5),
+        lambda: Categorical(k=5, p_truthful=0.6),
+        lambda: Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)),
+        lambda: Categorical(k=3, p_truthful=0.5, forced=(0.5, 0.5, 0.0)),
     ),
     "unrelated-unknown": (
         lambda: UnrelatedUnknown(0.7, 0.3),

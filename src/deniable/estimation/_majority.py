@@ -32,24 +32,25 @@ W. Hoeffding (1963), Probability inequalities for sums of bounded random variabl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from deniable.common import _validation as v
+from deniable.common._format import epsilon_note, format_number, format_parameters
+from deniable.common._json import to_jsonable
 from deniable.designs import BinaryDesign
 from deniable.estimation._majority_rule import (
-    check_design,
-    check_offset,
+    MajorityRule,
+    checked_rule,
     decide_majority,
-    indicating,
-    indicating_threshold,
-    last_silent,
     majority_threshold,
 )
 from deniable.exceptions import ParameterError
 from deniable.randomness import resolve_rng
+from deniable.results import Result, Table
 
 __all__ = [
     "MajorityDecision",
@@ -116,7 +117,7 @@ def _tails_fixed(n: int, k: int, q1: float, q0: float, last: int) -> tuple[float
 
 
 @dataclass(frozen=True)
-class MajorityDecision:
+class MajorityDecision(Result):
     """The decision "the majority carries A" and its exact error probabilities.
 
     Attributes
@@ -148,6 +149,8 @@ class MajorityDecision:
         of ``n`` can hold above 1/2 (the supremum over all prevalences just above 1/2 would
         be ``1 - false_positive_rate``, uninformative).  See
         :attr:`false_negative_prevalence`.
+    simulated : with :meth:`simulate`, the share of ``trials`` simulated surveys (seed
+        ``seed``) that decided "majority"; else ``None``.
 
     Notes
     -----
@@ -175,6 +178,9 @@ class MajorityDecision:
     error_probability: float
     false_positive_rate: float
     false_negative_rate: float
+    simulated: float | None = None
+    trials: int | None = None
+    seed: int | None = None
 
     @property
     def decision_rule(self) -> str:
@@ -192,9 +198,24 @@ class MajorityDecision:
         """The truth at which :attr:`false_negative_rate` is evaluated."""
         return self.prevalence if self.is_majority else (self.n // 2 + 1) / self.n
 
+    def simulate(self, trials: int = 10_000, seed: int | None = None) -> MajorityDecision:
+        """This decision with a seeded Monte Carlo check of :attr:`p_decide_majority`
+        (:func:`simulate_majority` with the same truth and offset) in :attr:`simulated`.
+
+        Without ``seed`` a fresh one is drawn and kept in :attr:`seed`, so the check can be
+        repeated."""
+        used = secrets.randbelow(2**32) if seed is None else v.integer("seed", seed, minimum=0)
+        sim = simulate_majority(
+            self.design, self.n, prevalence=None if self.true_yes is not None else self.prevalence,
+            true_yes=self.true_yes, offset=self.offset, trials=trials, seed=used,
+        )  # fmt: skip
+        return replace(self, simulated=sim, trials=trials, seed=used)
+
     def to_dict(self) -> dict[str, Any]:
-        """A plain-JSON dict (the CLI's ``--json`` output)."""
-        return {
+        """A plain-JSON dict: the decision, its exact probabilities and the design's
+        epsilon (with :meth:`simulate`: ``simulated_p_decide_majority``, ``trials``,
+        ``seed``)."""
+        out: dict[str, Any] = {
             "design": self.design.name,
             "parameters": dict(self.design.parameters()),
             "n": self.n,
@@ -212,57 +233,71 @@ class MajorityDecision:
             "false_positive_prevalence": self.false_positive_prevalence,
             "false_negative_rate": self.false_negative_rate,
             "false_negative_prevalence": self.false_negative_prevalence,
+            "epsilon": self.design.epsilon,
         }
+        if self.simulated is not None:
+            out.update(simulated_p_decide_majority=self.simulated, trials=self.trials,
+                       seed=self.seed)  # fmt: skip
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def table(self) -> str:
-        """A readable plain-text table."""
-        if self.population == "fixed":
-            truth = f"K = {self.true_yes} of {self.n} carriers ({self.prevalence:.6g})"
+    def table(self) -> Table:
+        """The decision for people: the truth, the rule, its exact error probabilities and
+        the two points where the error rates are evaluated."""
+        if self.true_yes is not None:
+            truth = f"K = {self.true_yes} carriers of {self.n} (fixed population)"
             fp_at = f"K = {self.n // 2}"
-            fn_at = f"K = {self.true_yes if self.is_majority else self.n // 2 + 1}"
+            fn_at = f"K = {self.true_yes}" if self.is_majority else f"K = {self.n // 2 + 1}"
         else:
             truth = f"prevalence {self.prevalence:.6g} (iid sampling)"
             fp_at = "prevalence 1/2"
             fn_at = f"prevalence {self.false_negative_prevalence:.6g}"
+        truth += ": a majority" if self.is_majority else ": not a majority"
+        if not self.is_majority:
+            fn_at += ", the smallest majority"
+        d = self.design
         rows = [
-            ("design", repr(self.design)),
+            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
             ("n", str(self.n)),
-            ("truth", truth + (", a majority" if self.is_majority else ", not a majority")),
-            ("lambda (mean share of yes)", f"{self.report_probability:.6g}"),
-            ("offset c (SDs)", f"{self.offset:.6g}"),
-            ("decision", self.decision_rule),
-            ("P(decide majority)", f"{self.p_decide_majority:.6g}"),
-            ("error probability", f"{self.error_probability:.6g}"),
-            (f"false positive rate (at {fp_at})", f"{self.false_positive_rate:.6g}"),
-            (f"false negative rate (at {fn_at})", f"{self.false_negative_rate:.6g}"),
-        ]
-        width = max(len(r[0]) for r in rows)
-        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
-
-    def __str__(self) -> str:
-        return self.table()
-
-
-def _tails(
-    design: BinaryDesign, n: int, last: int, *, prevalence: float | None, k: int | None
-) -> tuple[float, float]:
-    q1, q0, _ = indicating(design)
-    if k is not None:
-        return _tails_fixed(n, k, q1, q0, last)
-    assert prevalence is not None
-    return _tails_iid(n, q0 + prevalence * (q1 - q0), last)
+            ("truth", truth),
+            ("λ (mean share of yes reports)", format_number(self.report_probability, 6)),
+            ("offset c (SDs)", f"{self.offset:g}"),
+            ("threshold", f"{self.threshold:.6g}  ({self.decision_rule})"),
+            ("P(decide majority)", format_number(self.p_decide_majority, 6)),
+            ("error probability (exact)", format_number(self.error_probability, 6)),
+            (f"false positive rate (at {fp_at}: the worst case)",
+             format_number(self.false_positive_rate, 6)),
+            (f"false negative rate (at {fn_at})", format_number(self.false_negative_rate, 6)),
+        ]  # fmt: skip
+        if self.simulated is not None:
+            rows.append(
+                (f"P(decide majority), simulated ({self.trials} trials, seed {self.seed})",
+                 format_number(self.simulated, 6))
+            )  # fmt: skip
+        return Table.pairs(rows, title="Majority decision")
 
 
-def _check_truth(n: int, prevalence: Any, true_yes: Any) -> tuple[float | None, int | None]:
+def _tails_iid_at(rule: MajorityRule, prevalence: float) -> tuple[float, float]:
+    """``(P(decide majority), P(not))`` for iid sampling at ``prevalence``."""
+    return _tails_iid(rule.n, rule.indicating_probability(prevalence), rule.last_silent)
+
+
+def _tails_fixed_at(rule: MajorityRule, k: int) -> tuple[float, float]:
+    """``(P(decide majority), P(not))`` for a fixed population with ``k`` carriers."""
+    return _tails_fixed(rule.n, k, rule.q1, rule.q0, rule.last_silent)
+
+
+def _checked_truth(prevalence: Any, true_yes: Any) -> tuple[float | None, Any]:
+    """The checked ``prevalence`` (or ``None``) and the ``true_yes`` given (checked against
+    ``n`` by the caller, once ``n`` is checked)."""
     if (prevalence is None) == (true_yes is None):
         got = "both" if prevalence is not None else "neither"
         raise ParameterError(
             "give exactly one of `prevalence` (iid sampling) and `true_yes` (a fixed "
             f"population with that many carriers), got {got}."
         )
-    if true_yes is not None:
-        return None, v.integer("true_yes", true_yes, minimum=0, maximum=n)
-    return v.probability("prevalence", prevalence), None
+    return (None if prevalence is None else v.probability("prevalence", prevalence)), true_yes
 
 
 def majority_decision(
@@ -309,36 +344,40 @@ def majority_decision(
     >>> round(d.error_probability, 4), round(d.false_positive_rate, 4)
     (0.0025, 0.4806)
     """
-    design = check_design(design)
-    n = v.integer("n", n, minimum=1)
-    pi, k = _check_truth(n, prevalence, true_yes)
-    if k is not None:
-        n = v.integer("n", n, minimum=1, maximum=MAX_FIXED_N, why=_FIXED_WHY)
-    c = check_offset(offset)
-    last = last_silent(indicating_threshold(design, n, c), n)
-    population = "fixed" if k is not None else "iid"
+    pi, given_k = _checked_truth(prevalence, true_yes)
+    if given_k is None:
+        rule = checked_rule(design, n, offset)
+        return _decision(rule, pi, None)
+    rule = checked_rule(design, n, offset, max_n=MAX_FIXED_N, why=_FIXED_WHY)
+    return _decision(rule, None, v.integer("true_yes", given_k, minimum=0, maximum=rule.n))
+
+
+def _decision(rule: MajorityRule, pi: float | None, k: int | None) -> MajorityDecision:
+    """The decision's error probabilities at a checked truth (``pi`` or ``k`` carriers)."""
+    n, half = rule.n, rule.n // 2
     if k is not None:
         pi = k / n
-    assert pi is not None
-    is_majority = pi > 0.5 if k is None else 2 * k > n
-    p_yes, p_no = _tails(design, n, last, prevalence=pi, k=k)
-
-    half = n // 2
-    if k is not None:
-        fp = _tails(design, n, last, prevalence=None, k=half)[0]
-        fn = p_no if is_majority else _tails(design, n, last, prevalence=None, k=half + 1)[1]
+        is_majority = 2 * k > n
+        p_yes, p_no = _tails_fixed_at(rule, k)
+        fp = _tails_fixed_at(rule, half)[0]
+        fn = p_no if is_majority else _tails_fixed_at(rule, half + 1)[1]
     else:
-        fp = _tails(design, n, last, prevalence=0.5, k=None)[0]
-        fn = p_no if is_majority else _tails(design, n, last, prevalence=(half + 1) / n, k=None)[1]
+        assert pi is not None
+        is_majority = pi > 0.5
+        p_yes, p_no = _tails_iid_at(rule, pi)
+        fp = _tails_iid_at(rule, 0.5)[0]
+        fn = p_no if is_majority else _tails_iid_at(rule, (half + 1) / n)[1]
+    design = rule.design
     return MajorityDecision(
         design=design,
         n=n,
-        offset=c,
-        threshold=majority_threshold(design, n, c),
-        population=population,
+        offset=rule.offset,
+        threshold=rule.threshold,
+        population="fixed" if k is not None else "iid",
         prevalence=pi,
         true_yes=k,
-        report_probability=design.report_probability(pi),
+        report_probability=design.p_yes_given_0
+        + pi * (design.p_yes_given_1 - design.p_yes_given_0),
         p_decide_majority=p_yes,
         is_majority=is_majority,
         error_probability=p_no if is_majority else p_yes,
@@ -372,12 +411,11 @@ def simulate_majority(
     >>> abs(sim - exact) < 4 * (exact * (1 - exact) / 20_000) ** 0.5
     True
     """
-    design = check_design(design)
-    n = v.integer(
-        "n", n, minimum=1, maximum=MAX_SIMULATED_N, why="counts are drawn as 64-bit integers"
+    pi, given_k = _checked_truth(prevalence, true_yes)
+    rule = checked_rule(
+        design, n, offset, max_n=MAX_SIMULATED_N, why="counts are drawn as 64-bit integers"
     )
-    pi, k = _check_truth(n, prevalence, true_yes)
-    c = check_offset(offset)
+    k = None if given_k is None else v.integer("true_yes", given_k, minimum=0, maximum=rule.n)
     trials = v.integer(
         "trials", trials, minimum=1, maximum=MAX_TRIALS, why="time and memory linear in trials"
     )
@@ -385,15 +423,11 @@ def simulate_majority(
         seed = v.integer("seed", seed, minimum=0)
     gen = resolve_rng(np.random.SeedSequence().entropy if seed is None else seed)
     assert isinstance(gen, np.random.Generator)
+    n, d = rule.n, rule.design
     if k is not None:
         carriers = np.full(trials, k, dtype=np.int64)
     else:
         assert pi is not None
         carriers = gen.binomial(n, pi, size=trials)
-    yes = gen.binomial(carriers, design.p_yes_given_1) + gen.binomial(
-        n - carriers, design.p_yes_given_0
-    )
-    _, _, yes_indicates = indicating(design)
-    m = yes if yes_indicates else n - yes
-    decided = m > indicating_threshold(design, n, c)
-    return float(np.count_nonzero(decided)) / trials
+    yes = gen.binomial(carriers, d.p_yes_given_1) + gen.binomial(n - carriers, d.p_yes_given_0)
+    return float(np.count_nonzero(rule.decides(yes))) / trials

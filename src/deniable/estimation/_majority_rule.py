@@ -1,28 +1,35 @@
-"""The majority decision rule: the threshold on the count of "yes" reports
-(:func:`majority_threshold`) and the decision (:func:`decide_majority`).
+"""The majority decision rule: checked inputs in, a :class:`MajorityRule` out.
+
+One concept, one place: this module checks the inputs of a majority decision (the design,
+``n``, the offset) and builds the rule from them; everything downstream
+(:func:`majority_threshold`, :func:`decide_majority`, and the error probabilities and
+simulation of :mod:`deniable.estimation._majority`) takes the checked rule and never checks
+again.  Each public entry point checks its arguments exactly once.
 
 Every computation works on ``M``, the number of *majority-indicating* reports ("yes" when
 ``P1 > P0``, "no" otherwise), whose per-report probabilities ``Q1 > Q0`` increase with the
-truth; the rule is always ``M > t_M`` (see :mod:`deniable.estimation`, which
-evaluates the rule's exact error probabilities and re-exports these functions).
+truth; the rule is always ``M > t_M`` (see :mod:`deniable.estimation`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign, Tally
+from deniable.designs import BinaryDesign, Kuk, Tally
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [
+    "MajorityRule",
     "check_design",
     "check_offset",
+    "checked_rule",
     "decide_majority",
-    "indicating",
-    "indicating_threshold",
-    "last_silent",
     "majority_threshold",
 ]
 
@@ -32,18 +39,18 @@ __all__ = [
 _SNAP = 1e-12
 
 
+# --------------------------------------------------------------------------- checks
 def check_design(design: Any) -> BinaryDesign:
     """``design`` if it gives one informative binary report per respondent."""
+    if isinstance(design, Kuk) and design.draws != 1:
+        raise ParameterError(
+            f"`draws` must be 1 for a majority decision (one binary report per respondent); "
+            f"design {design.name!r} has draws = {design.draws}."
+        )
     if not isinstance(design, BinaryDesign):
         raise ParameterTypeError(
             "`design` must be a BinaryDesign (a design with binary reports, e.g. TwoCoin(), "
             f"Warner(0.75)), got {type(design).__name__} {design!r}."
-        )
-    draws = getattr(design, "draws", 1)
-    if design.n_reports != 2 or draws != 1:
-        raise ParameterError(
-            f"`draws` must be 1 for a majority decision (one binary report per respondent); "
-            f"design {design.name!r} has draws = {draws}."
         )
     if design.p_yes_given_1 == design.p_yes_given_0:
         raise ParameterError(
@@ -60,14 +67,17 @@ def check_offset(offset: Any) -> float:
     return c
 
 
-def indicating(design: BinaryDesign) -> tuple[float, float, bool]:
-    """``(Q1, Q0, yes_indicates)``: probabilities of the majority-indicating report."""
-    p1, p0 = design.p_yes_given_1, design.p_yes_given_0
-    if p1 > p0:
-        return p1, p0, True
-    return 1.0 - p1, 1.0 - p0, False
+def checked_rule(
+    design: Any, n: Any, offset: Any, *, max_n: int | None = None, why: str = ""
+) -> MajorityRule:
+    """The rule for ``n`` reports of ``design`` at ``offset``, every input checked once
+    (``n`` an integer in ``[1, max_n]``, ``why`` saying why there is a maximum)."""
+    d = check_design(design)
+    size = v.integer("n", n, minimum=1, maximum=max_n, why=why)
+    return MajorityRule.of(d, size, check_offset(offset))
 
 
+# --------------------------------------------------------------------------- the rule
 def _snap(t: float) -> float:
     if not math.isfinite(t):  # an offset of 1e308 SDs: no count passes (or every count does)
         return t
@@ -75,21 +85,58 @@ def _snap(t: float) -> float:
     return float(r) if abs(t - r) <= _SNAP * max(1.0, abs(t)) else t
 
 
-def indicating_threshold(design: BinaryDesign, n: int, offset: float) -> float:
-    """``t_M = n (Q0 + Q1) / 2 + c sqrt(n lambda_b (1 - lambda_b))``, snapped (see ``_SNAP``)."""
-    q1, q0, _ = indicating(design)
-    lam_b = (design.p_yes_given_0 + design.p_yes_given_1) / 2
-    sd = math.sqrt(n * lam_b * (1 - lam_b))
-    return _snap(n * (q0 + q1) / 2 + offset * sd)
+@dataclass(frozen=True)
+class MajorityRule:
+    """Decide "the majority carries A" from ``n`` reports of ``design`` (inputs checked).
+
+    ``q1``, ``q0``: the probabilities of a majority-indicating report for a carrier and a
+    non-carrier (``q1 > q0``); ``yes_indicates``: whether that report is "yes";
+    ``t_m = n (q0 + q1) / 2 + c sqrt(n lambda_b (1 - lambda_b))``, snapped to a whole count
+    within a relative 1e-12, with ``lambda_b = (P0 + P1) / 2``; the rule is ``M > t_m``.
+    """
+
+    design: BinaryDesign
+    n: int
+    offset: float
+    q1: float
+    q0: float
+    yes_indicates: bool
+    t_m: float
+
+    @classmethod
+    def of(cls, design: BinaryDesign, n: int, offset: float) -> MajorityRule:
+        """The rule from checked inputs (no check here)."""
+        p1, p0 = design.p_yes_given_1, design.p_yes_given_0
+        q1, q0, yes_indicates = (p1, p0, True) if p1 > p0 else (1.0 - p1, 1.0 - p0, False)
+        lam_b = (p0 + p1) / 2
+        sd = math.sqrt(n * lam_b * (1 - lam_b))
+        return cls(design, n, offset, q1, q0, yes_indicates, _snap(n * (q0 + q1) / 2 + offset * sd))
+
+    @property
+    def threshold(self) -> float:
+        """The threshold on the number of "yes" reports (:func:`majority_threshold`)."""
+        return self.t_m if self.yes_indicates else _snap(self.n - self.t_m)
+
+    @property
+    def last_silent(self) -> int:
+        """Largest count ``m`` in ``[-1, n]`` with ``m <= t_m``: no decision at ``M <= m``."""
+        if not math.isfinite(self.t_m):
+            return self.n if self.t_m > 0 else -1
+        return min(max(math.floor(self.t_m), -1), self.n)
+
+    def indicating_probability(self, prevalence: float) -> float:
+        """``lambda_M = Q0 + prevalence (Q1 - Q0)``: the mean share of indicating reports."""
+        return self.q0 + prevalence * (self.q1 - self.q0)
+
+    def decides(self, yes: npt.ArrayLike) -> Any:
+        """Whether ``yes`` "yes" reports (a count or an array of counts) decide "majority"."""
+        y = np.asarray(yes)
+        m = y if self.yes_indicates else self.n - y
+        out = m > self.t_m
+        return bool(out) if out.ndim == 0 else out
 
 
-def last_silent(t_m: float, n: int) -> int:
-    """Largest count ``m`` in ``[-1, n]`` with ``m <= t_m`` (no decision at ``M <= m``)."""
-    if not math.isfinite(t_m):
-        return n if t_m > 0 else -1
-    return min(max(math.floor(t_m), -1), n)
-
-
+# --------------------------------------------------------------------------- public
 def majority_threshold(design: BinaryDesign, n: int, offset: float = 0.0) -> float:
     """The threshold on the number of "yes" reports for the decision "the majority carries A".
 
@@ -122,11 +169,7 @@ def majority_threshold(design: BinaryDesign, n: int, offset: float = 0.0) -> flo
     >>> majority_threshold(Warner(0.25), 100, offset=2.0)   # "no" points to carriers
     40.0
     """
-    design = check_design(design)
-    n = v.integer("n", n, minimum=1)
-    c = check_offset(offset)
-    t_m = indicating_threshold(design, n, c)
-    return t_m if indicating(design)[2] else _snap(n - t_m)
+    return checked_rule(design, n, offset).threshold
 
 
 def decide_majority(design: BinaryDesign, yes: int, n: int, offset: float = 0.0) -> bool:
@@ -140,9 +183,7 @@ def decide_majority(design: BinaryDesign, yes: int, n: int, offset: float = 0.0)
     >>> decide_majority(TwoCoin(), 51, 100), decide_majority(TwoCoin(), 50, 100)
     (True, False)
     """
-    design = check_design(design)
-    tally = Tally.binary(yes, n)
-    c = check_offset(offset)
-    _, _, yes_indicates = indicating(design)
-    m = tally.yes if yes_indicates else tally.n - tally.yes
-    return m > indicating_threshold(design, tally.n, c)
+    d = check_design(design)
+    tally = Tally.binary(yes, n)  # checks yes and n
+    rule = MajorityRule.of(d, tally.n, check_offset(offset))
+    return bool(rule.decides(tally.yes))

@@ -17,9 +17,20 @@ Tests (``alternative`` names H1 in terms of the prevalence):
 * one sample, ``H0: pi = pi0`` against ``pi1`` with ``Delta = pi1 - pi0``,
   ``SE0 = s(pi0)/sqrt(n)``, ``SE1 = s(pi1)/sqrt(n)``;
 * two samples (treatment ``a`` of size ``n_a``, control ``b`` of size ``n_b``, the same
-  design in both), ``H0: pi_a = pi_b`` with the pooled null prevalence
-  ``pi_bar = (n_a pi_a + n_b pi_b) / (n_a + n_b)``, ``Delta = pi_a - pi_b``,
-  ``SE0^2 = s(pi_bar)^2 (1/n_a + 1/n_b)``, ``SE1^2 = s(pi_a)^2/n_a + s(pi_b)^2/n_b``.
+  design in both), testing the difference ``pi_a - pi_b``, ``SE1^2 = s(pi_a)^2/n_a +
+  s(pi_b)^2/n_b``, and two ways to state H0:
+
+  - *pooled* (give ``control`` only): ``H0: pi_a = pi_b``, with the null SE at the pooled
+    prevalence ``pi_bar = (n_a pi_a + n_b pi_b) / (n_a + n_b)``,
+    ``SE0^2 = s(pi_bar)^2 (1/n_a + 1/n_b)``, ``Delta = pi_a - pi_b`` (Fleiss, Levin & Paik
+    2003, ch. 4);
+  - *stated* (give ``control`` and ``null`` and/or ``null_control``): the null prevalences
+    ``pi_a0 = null`` and ``pi_b0 = null_control`` of each group are given (the one left out
+    equals the other), ``H0: pi_a - pi_b = pi_a0 - pi_b0``, ``SE0^2 = s(pi_a0)^2/n_a +
+    s(pi_b0)^2/n_b``, ``Delta = (pi_a - pi_b) - (pi_a0 - pi_b0)``.  This is R's rr
+    ``power.rr.test(type = "two.sample")`` (Blair, Imai & Zhou 2015): ``prespT.null`` and
+    ``prespC.null`` are ``null`` and ``null_control``, ``prespT.null`` defaulting to
+    ``prespC.null`` there too; rr takes ``n`` in each group.
 
 The Wald test rejects when ``(pi_hat - pi0) / SE0`` exceeds ``z_(1-alpha)`` (``greater``),
 falls below ``-z_(1-alpha)`` (``less``), or leaves ``[-z_(1-alpha/2), z_(1-alpha/2)]``
@@ -47,6 +58,8 @@ only the prevalence's own entry: that is the naive figure.
 References
 ----------
 S. L. Warner (1965), Randomized response, JASA 60(309), 63-69.
+G. Blair, K. Imai & Y.-Y. Zhou (2015), Design and analysis of the randomized response
+technique, JASA 110(511), 1304-1319 (R package rr, ``power.rr.test``).
 J. M. Lachin (1981), Introduction to sample size determination and power analysis for
 clinical trials, Controlled Clinical Trials 2(2), 93-113.
 J. L. Fleiss, B. Levin & M. C. Paik (2003), Statistical Methods for Rates and Proportions,
@@ -108,7 +121,7 @@ def unit_variance(
     Binary reports: ``lambda (1 - lambda) / (P1 - P0)^2``.  Kuk with ``draws > 1``: the
     inverse Fisher information ``1 / sum_r (P(r|1) - P(r|0))^2 / P(r)`` of the red count
     (the MLE's variance; the moment estimator's is larger, see ``Kuk.variance``).
-    Categorical: the binary design "report ``category`` or not" (``P1 - P0 = truth``).
+    Categorical: the binary design "report ``category`` or not" (``P1 - P0 = p_truthful``).
     Two-group designs: the efficient variance with the nuisance estimated (module
     docstring), a share ``share`` (default 1/2) in group 1.
 
@@ -123,6 +136,25 @@ def unit_variance(
     return float(t.var(np.array(t.prevalence)))
 
 
+def _test(
+    design: Any,
+    prevalence: Any,
+    null: Any,
+    control: Any,
+    null_control: Any,
+    alternative: Any,
+    alpha: Any,
+    method: Any,
+    category: Any,
+    share: Any,
+    nuisance: Any,
+) -> PowerTest:
+    return make_test(
+        design, prevalence, null, control, alternative, alpha, method, category, share,
+        nuisance, null_control,
+    )  # fmt: skip
+
+
 def power(
     design: Design,
     n: int,
@@ -131,6 +163,7 @@ def power(
     *,
     control: float | None = None,
     n_control: int | None = None,
+    null_control: float | None = None,
     alternative: str = "two-sided",
     alpha: float = 0.05,
     method: str = "normal",
@@ -142,8 +175,11 @@ def power(
 
     One sample (give ``null``): ``H0: pi = null`` when the true prevalence is ``prevalence``.
     Two samples (give ``control``): ``n`` respondents with prevalence ``prevalence`` against
-    ``n_control`` (default ``n``) with prevalence ``control``; ``H0``: equal prevalences,
-    pooled null SE.  Formulas in the module docstring.
+    ``n_control`` (default ``n``) with prevalence ``control``.  ``H0``: equal prevalences
+    with the pooled null SE; or, given ``null`` and/or ``null_control`` (the stated null
+    prevalences of the treatment and control groups, R's rr convention),
+    ``pi_a - pi_b = null - null_control`` with each group's SE at its null prevalence.
+    Formulas in the module docstring.
 
     Parameters
     ----------
@@ -155,9 +191,13 @@ def power(
     prevalence : float
         The true prevalence in [0, 1] (of the treatment group for two samples).
     null : float, optional
-        The prevalence under H0 (one-sample test).
+        The prevalence under H0 (one-sample test); with ``control``, the treatment group's
+        stated null prevalence (default ``null_control``).
     control, n_control : float, int, optional
         The control group's prevalence and size (two-sample test).
+    null_control : float, optional
+        With ``control``: the control group's stated null prevalence (default ``null``).
+        Without ``null`` and ``null_control`` the two-sample test is the pooled one.
     alternative : {"two-sided", "greater", "less"}
         H1: the prevalence differs from / is above / is below ``null`` (or ``control``).
     alpha : float
@@ -180,10 +220,17 @@ def power(
     >>> r = power(Warner(0.7), 1000, 0.6, null=0.5, alternative="greater")
     >>> round(r.power, 4), round(r.se_null, 6), round(r.se_alternative, 6)
     (0.8127, 0.039528, 0.039402)
+    >>> pooled = power(Warner(0.7), 1000, 0.3, control=0.2)
+    >>> stated = power(Warner(0.7), 1000, 0.3, control=0.2, null_control=0.2)
+    >>> pooled.null_hypothesis, round(pooled.power, 4)
+    ('pooled', 0.4466)
+    >>> stated.null_hypothesis, round(stated.power, 4)
+    ('stated', 0.4538)
     """
-    t = make_test(
-        design, prevalence, null, control, alternative, alpha, method, category, share, nuisance
-    )
+    t = _test(
+        design, prevalence, null, control, null_control, alternative, alpha, method, category,
+        share, nuisance,
+    )  # fmt: skip
     size = v.integer("n", n, minimum=1, maximum=MAX_N, why="counts are 64-bit integers")
     if control is None:
         if n_control is not None:
@@ -208,6 +255,7 @@ def power_curve(
     null: float | None = None,
     *,
     control: float | None = None,
+    null_control: float | None = None,
     ratio: float = 1.0,
     alternative: str = "two-sided",
     alpha: float = 0.05,
@@ -226,9 +274,10 @@ def power_curve(
     >>> power_curve(Warner(0.7), [10, 100, 1000], 0.6, null=0.5).round(3)
     array([0.057, 0.125, 0.716])
     """
-    t = make_test(
-        design, prevalence, null, control, alternative, alpha, method, category, share, nuisance
-    )
+    t = _test(
+        design, prevalence, null, control, null_control, alternative, alpha, method, category,
+        share, nuisance,
+    )  # fmt: skip
     ns = np.asarray(n)
     if ns.ndim != 1 or (ns.size and (ns.dtype.kind not in "iu" or ns.min() < 1)):
         raise ParameterError(f"`n` must be a 1-D array of integers >= 1, got {ns.tolist()!r}.")
@@ -271,6 +320,7 @@ def sample_size(
     null: float | None = None,
     *,
     control: float | None = None,
+    null_control: float | None = None,
     ratio: float = 1.0,
     alternative: str = "two-sided",
     alpha: float = 0.05,
@@ -316,14 +366,17 @@ def sample_size(
     >>> round(r.power, 4), round(r.power_previous, 4)
     (0.8013, 0.7989)
     """
-    t = make_test(
-        design, prevalence, null, control, alternative, alpha, method, category, share, nuisance
-    )
+    t = _test(
+        design, prevalence, null, control, null_control, alternative, alpha, method, category,
+        share, nuisance,
+    )  # fmt: skip
     target = v.probability("power", power, low_open=True, high_open=True)
     limit = v.integer(
         "max_n", max_n, minimum=1, maximum=MAX_SCAN * 10, why="the scan's time grows with max_n"
     )
     base = "null" if control is None else "control"
+    if t.stated:
+        base = "control` + (`null` - `null_control`)"
     if t.delta == 0:
         raise ParameterError(
             f"`prevalence` must differ from `{base}` to find a sample size (the power stays "
@@ -396,8 +449,12 @@ def _bracket(
         assert t.null is not None
         s0, s1 = math.sqrt(s2(t.null)), math.sqrt(s2(t.prevalence))
     else:
-        pooled = (t.prevalence + k * t.control) / (1 + k)
-        s0 = math.sqrt(s2(pooled) * (1 + 1 / k))
+        if t.stated:
+            assert t.null is not None and t.null_control is not None
+            s0 = math.sqrt(s2(t.null) + s2(t.null_control) / k)
+        else:
+            pooled = (t.prevalence + k * t.control) / (1 + k)
+            s0 = math.sqrt(s2(pooled) * (1 + 1 / k))
         s1 = math.sqrt(s2(t.prevalence) + s2(t.control) / k)
     root = (z * s0 + zb * s1) / abs(t.delta)
     hi = max(1, math.ceil(root * root)) if 0 < root * root <= 10**15 else 1

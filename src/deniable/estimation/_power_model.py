@@ -49,20 +49,20 @@ def binary_view(design: Design, category: int | None) -> tuple[float, float] | N
                 f"[0, {design.k - 1}]: the category whose prevalence is tested), got None."
             )
         j = v.integer("category", category, minimum=0, maximum=design.k - 1)
-        p0 = (1 - design.truth) * float(design.forced_distribution[j])
-        return p0 + design.truth, p0  # "report j or not": P(j | j), P(j | not j)
+        p0 = (1 - design.p_truthful) * float(design.forced_distribution[j])
+        return p0 + design.p_truthful, p0  # "report j or not": P(j | j), P(j | not j)
     if category is not None:
         raise ParameterError(
             f"`category` applies to design 'categorical' only, got {category!r} for design "
             f"{design.name!r}."
         )
+    if isinstance(design, Kuk) and design.n_reports != 2:
+        return None  # a red count: no single binary count is sufficient
     if not isinstance(design, BinaryDesign):
         raise ParameterTypeError(
             "`design` must be a design with a binary true answer (a BinaryDesign, Kuk, "
             f"Categorical or TwoGroupDesign), got {type(design).__name__} {design!r}."
         )
-    if design.n_reports != 2:
-        return None
     if design.p_yes_given_1 == design.p_yes_given_0:
         raise ParameterError(
             f"`design` must have P(yes | 1) != P(yes | 0), got {design.p_yes_given_1} for both."
@@ -159,16 +159,35 @@ class PowerTest:
     category: int | None
     share: float = 0.5
     nuisance: tuple[tuple[str, float], ...] = ()
+    #: two samples with stated null prevalences: the control group's (``null`` is the
+    #: treatment group's); ``None`` for one sample and for the pooled test of equality
+    null_control: float | None = None
 
     @property
     def two_group(self) -> bool:
         return isinstance(self.design, TwoGroupDesign)
 
     @property
+    def stated(self) -> bool:
+        """A two-sample test with stated null prevalences (R's rr convention)."""
+        return self.control is not None and self.null is not None
+
+    @property
+    def null_difference(self) -> float:
+        """The difference of prevalences under H0 (two samples: 0 for the pooled test)."""
+        if self.stated:
+            assert self.null is not None and self.null_control is not None
+            return self.null - self.null_control
+        return 0.0
+
+    @property
     def delta(self) -> float:
-        base = self.null if self.control is None else self.control
-        assert base is not None
-        return self.prevalence - base
+        """How far the truth is from H0 in the tested quantity (the prevalence, or the
+        difference of prevalences)."""
+        if self.control is None:
+            assert self.null is not None
+            return self.prevalence - self.null
+        return (self.prevalence - self.control) - self.null_difference
 
     def var(self, pi: FloatArray, known: bool = False) -> FloatArray:
         """``s(pi)^2`` (see ``unit_var``; two-group: efficient, or naive when ``known``)."""
@@ -187,10 +206,15 @@ class PowerTest:
             v0, v1 = self.var(self.null * ones, known), self.var(self.prevalence * ones, known)
             return np.sqrt(v0 / na), np.sqrt(v1 / na)
         nb = np.asarray(n_b, dtype=float)
-        pooled = (na * self.prevalence + nb * self.control) / (na + nb)
         va = self.var(self.prevalence * ones, known)
         vb = self.var(self.control * ones, known)
-        se0 = np.sqrt(self.var(pooled, known) * (1 / na + 1 / nb))
+        if self.stated:  # each group's SE at its stated null prevalence (R's rr)
+            assert self.null is not None and self.null_control is not None
+            v0a, v0b = self.var(self.null * ones, known), self.var(self.null_control * ones, known)
+            se0 = np.sqrt(v0a / na + v0b / nb)
+        else:  # the pooled prevalence estimates the common one under H0: pi_a = pi_b
+            pooled = (na * self.prevalence + nb * self.control) / (na + nb)
+            se0 = np.sqrt(self.var(pooled, known) * (1 / na + 1 / nb))
         return se0, np.sqrt(va / na + vb / nb)
 
     def exact_setup(self) -> tuple[float, float, str]:
@@ -255,6 +279,7 @@ class PowerTest:
             se_alternative_known=None if known is None else known[2],
             group_share=self.share if self.two_group else None,
             nuisance=dict(self.nuisance) if self.two_group else None,
+            null_control=self.null_control,
         )
 
 
@@ -269,22 +294,31 @@ def make_test(
     category: Any,
     share: Any = None,
     nuisance: Mapping[str, Any] | None = None,
+    null_control: Any = None,
 ) -> PowerTest:
-    """Validate a test description (see :func:`deniable.estimation.power`)."""
+    """Validate a test description (see :func:`deniable.estimation.power`): the public entry
+    points pass their arguments here once, and everything after takes checked values."""
     pi1 = v.probability("prevalence", prevalence)
-    if (null is None) == (control is None):
+    if null is None and control is None:
         raise ParameterError(
-            "give exactly one of `null` (one-sample test of H0: prevalence = null) and "
-            f"`control` (two-sample test of H0: prevalence = control), got null={null!r} and "
-            f"control={control!r}."
+            "give `null` (one-sample test of H0: prevalence = null) or `control` (two-sample "
+            "test; with `null` / `null_control` for stated null prevalences), got neither."
+        )
+    if control is None and null_control is not None:
+        raise ParameterError(
+            f"`null_control` applies to a two-sample test (give `control`), got {null_control!r}."
         )
     pi0 = None if null is None else v.probability("null", null)
     pib = None if control is None else v.probability("control", control)
+    pic = None if null_control is None else v.probability("null_control", null_control)
+    if pib is not None and (pi0 is not None or pic is not None):
+        # stated null prevalences (R's rr): the one not given equals the other
+        pi0, pic = (pic if pi0 is None else pi0), (pi0 if pic is None else pic)
     alt = v.choice("alternative", alternative, ALTERNATIVES)
     a = v.probability("alpha", alpha, low_open=True, high_open=True)
     m = v.choice("method", method, METHODS)
     if isinstance(design, TwoGroupDesign):
-        return _two_group_test(design, pi1, pi0, pib, alt, a, m, category, share, nuisance)
+        return _two_group_test(design, pi1, pi0, pib, alt, a, m, category, share, nuisance, pic)
     for name, given in (("share", share), ("nuisance", nuisance)):
         if given is not None:
             raise ParameterError(
@@ -303,7 +337,7 @@ def make_test(
             "report values (the exact test needs one binomial count of yes reports), got "
             "'exact'."
         )
-    return PowerTest(design, pi1, pi0, pib, alt, a, m, category)
+    return PowerTest(design, pi1, pi0, pib, alt, a, m, category, null_control=pic)
 
 
 def _two_group_test(
@@ -317,6 +351,7 @@ def _two_group_test(
     category: Any,
     share: Any,
     nuisance: Mapping[str, Any] | None,
+    pic: float | None,
 ) -> PowerTest:
     if category is not None:
         raise ParameterError(
@@ -342,8 +377,8 @@ def _two_group_test(
             "`nuisance` must not hold 'prevalence' (give it as `prevalence`, `null`, "
             f"`control`), got {given!r}."
         )
-    t = PowerTest(design, pi1, pi0, pib, alt, a, m, None, g, tuple(sorted(given.items())))
-    for pi in (pi1, pi0, pib):  # the design validates the truth keywords and their ranges
+    t = PowerTest(design, pi1, pi0, pib, alt, a, m, None, g, tuple(sorted(given.items())), pic)
+    for pi in (pi1, pi0, pib, pic):  # the design validates the truth keywords and ranges
         if pi is not None:
             t.var(np.array(pi))
     return t

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign
+from deniable.designs import BinaryDesign, Kuk
 from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
@@ -51,15 +51,15 @@ def require_data_extras() -> tuple[Any, Any]:
 
 def check_design(design: Any) -> BinaryDesign:
     """A one-group design with one binary report per respondent and ``P1 != P0``."""
+    if isinstance(design, Kuk) and design.n_reports != 2:
+        raise ParameterError(
+            f"`design` must give one binary report per respondent; design {design.name!r} "
+            f"has {design.n_reports} report values (Kuk with draws > 1)."
+        )
     if not isinstance(design, BinaryDesign):
         raise ParameterTypeError(
             "`design` must be a one-group binary design (a BinaryDesign such as Warner(0.75), "
             f"ForcedResponse(1/6, 1/6)), got {type(design).__name__} {design!r}."
-        )
-    if design.n_reports != 2:
-        raise ParameterError(
-            f"`design` must give one binary report per respondent; design {design.name!r} "
-            f"has {design.n_reports} report values (Kuk with draws > 1)."
         )
     if design.p_yes_given_1 == design.p_yes_given_0:
         raise ParameterError(

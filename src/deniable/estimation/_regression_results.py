@@ -33,17 +33,18 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._json import to_jsonable
 from deniable.designs import BinaryDesign
 from deniable.estimation._regression_stats import (
     SE_TYPES,
     FitData,
     LRTest,
     Prevalence,
-    jsonnum,
     logit_interval,
     zquantile,
 )
 from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.results import Result, Table
 
 __all__ = ["SE_TYPES", "FitData", "LRTest", "Prevalence", "RegressionResult", "logit_interval"]
 
@@ -57,7 +58,7 @@ def _pd() -> Any:
 
 
 @dataclass(frozen=True, eq=False)
-class RegressionResult:
+class RegressionResult(Result):
     """A randomized-response regression fitted by maximum likelihood.
 
     Attributes
@@ -177,10 +178,11 @@ class RegressionResult:
             p = 2 * stats.norm.sf(np.abs(self._coef() / self._se()))
         return _pd().Series(p, index=list(self.terms), name="pvalue")
 
-    def conf_int(self, alpha: float = 0.05) -> Any:
-        """Wald intervals ``coef -+ z_{1-alpha/2} se`` (DataFrame, columns ``0`` and ``1``)."""
-        a = v.probability("alpha", alpha, low_open=True, high_open=True)
-        z = zquantile(1 - a)
+    def conf_int(self, *, level: float = 0.95) -> Any:
+        """Wald intervals ``coef -+ z se`` at confidence ``level``, ``z`` the two-sided
+        normal quantile (DataFrame, columns ``0`` and ``1`` as in statsmodels, whose
+        ``alpha`` is ``1 - level``)."""
+        z = zquantile(v.level(level))
         coef, se = self._coef(), self._se()
         return _pd().DataFrame({0: coef - z * se, 1: coef + z * se}, index=list(self.terms))
 
@@ -334,7 +336,7 @@ class RegressionResult:
         cols = ["coef", "std err", "z", "P>|z|", lo_name, hi_name]
         lines.append(" " * name_w + "".join(f"{c:>10}" for c in cols))
         lines.append("-" * width)
-        ci = self.conf_int(1 - lvl).to_numpy()
+        ci = self.conf_int(level=lvl).to_numpy()
         for i, t in enumerate(self.terms):
             coef, se = float(self._coef()[i]), float(self._se()[i])
             zval = coef / se if se > 0 else math.nan
@@ -367,7 +369,7 @@ class RegressionResult:
 
         lvl = v.level(level)
         d = self.design
-        ci = self.conf_int(1 - lvl).to_numpy()
+        ci = self.conf_int(level=lvl).to_numpy()
         coefs = []
         for i, t in enumerate(self.terms):
             coef, se = float(self._coef()[i]), float(self._se()[i])
@@ -375,13 +377,11 @@ class RegressionResult:
             coefs.append(
                 {
                     "term": t,
-                    "coef": jsonnum(coef),
-                    "se": jsonnum(se),
-                    "z": jsonnum(zval),
-                    "pvalue": jsonnum(
-                        2 * stats.norm.sf(abs(zval)) if math.isfinite(zval) else math.nan
-                    ),
-                    "ci": [jsonnum(ci[i, 0]), jsonnum(ci[i, 1])],
+                    "coef": (coef),
+                    "se": (se),
+                    "z": (zval),
+                    "pvalue": (2 * stats.norm.sf(abs(zval)) if math.isfinite(zval) else math.nan),
+                    "ci": [(ci[i, 0]), (ci[i, 1])],
                 }
             )
         out: dict[str, Any] = {
@@ -389,17 +389,15 @@ class RegressionResult:
             "formula": self.formula,
             "outcome": self.outcome,
             "design": d.name,
-            "parameters": {
-                k: jsonnum(x) if isinstance(x, float) else x for k, x in d.parameters().items()
-            },
+            "parameters": {k: x for k, x in d.parameters().items()},
             "p_yes_given_1": d.p_yes_given_1,
             "p_yes_given_0": d.p_yes_given_0,
-            "epsilon": jsonnum(d.epsilon),
+            "epsilon": (d.epsilon),
             "nobs": self.nobs,
             "n_dropped": self.n_dropped,
-            "llf": jsonnum(self.llf),
-            "aic": jsonnum(self.aic),
-            "bic": jsonnum(self.bic),
+            "llf": (self.llf),
+            "aic": (self.aic),
+            "bic": (self.bic),
             "df_model": self.df_model,
             "df_resid": self.df_resid,
             "k_params": self.k_params,
@@ -416,16 +414,25 @@ class RegressionResult:
             out["ancillary"] = [
                 {
                     "name": n,
-                    "estimate": jsonnum(e),
-                    "se": jsonnum(s),
-                    "ci": [jsonnum(lo), jsonnum(hi)],
+                    "estimate": (e),
+                    "se": (s),
+                    "ci": [(lo), (hi)],
                 }
                 for n, e, s, lo, hi in anc
             ]
         out.update(self._extra_dict(lvl))
         if self.notes:
             out["notes"] = list(self.notes)
-        return out
+        result: dict[str, Any] = to_jsonable(out)
+        return result
+
+    def table(self, level: float = 0.95) -> Table:
+        """The fit for people: model, formula, design and ε, respondents, convergence, the
+        prevalence, then the coefficients with their intervals at ``level`` (the
+        statsmodels-style text is :meth:`summary`)."""
+        from deniable.estimation._regression_table import regression_table
+
+        return regression_table(self, v.level(level))
 
 
 def _cell(x: float, digits: int) -> str:

@@ -11,6 +11,8 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._json import to_jsonable
+from deniable.results import ConfidenceInterval
 
 __all__ = [
     "SE_TYPES",
@@ -19,7 +21,6 @@ __all__ = [
     "LRTest",
     "Prevalence",
     "invert_information",
-    "jsonnum",
     "logit_interval",
     "zquantile",
 ]
@@ -32,12 +33,6 @@ SE_TYPES: Mapping[str, str] = {
     "expected": "expected (Fisher) information at the MLE",
     "opg": "outer product of the scores (BHHH)",
 }
-
-
-def jsonnum(x: float) -> float | str:
-    """A float for JSON: infinities and NaN become strings."""
-    x = float(x)
-    return x if math.isfinite(x) else ("inf" if x > 0 else ("-inf" if x < 0 else "nan"))
 
 
 def zquantile(level: float) -> float:
@@ -80,15 +75,18 @@ class LRTest:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON dict."""
-        return {
-            "statistic": jsonnum(self.statistic),
-            "df": self.df,
-            "pvalue": jsonnum(self.pvalue),
-            "llf_full": jsonnum(self.llf_full),
-            "llf_restricted": jsonnum(self.llf_restricted),
-            "full": self.full,
-            "restricted": self.restricted,
-        }
+        result: dict[str, Any] = to_jsonable(
+            {
+                "statistic": self.statistic,
+                "df": self.df,
+                "pvalue": self.pvalue,
+                "llf_full": self.llf_full,
+                "llf_restricted": self.llf_restricted,
+                "full": self.full,
+                "restricted": self.restricted,
+            }
+        )
+        return result
 
     def __str__(self) -> str:
         return (
@@ -112,15 +110,23 @@ class Prevalence:
     level: float
     description: str
 
+    @property
+    def ci(self) -> ConfidenceInterval:
+        """``(lower, upper)`` as a :class:`~deniable.results.ConfidenceInterval`."""
+        return ConfidenceInterval(self.lower, self.upper)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON dict."""
-        return {
-            "estimate": jsonnum(self.value),
-            "se": jsonnum(self.se),
-            "ci": [jsonnum(self.lower), jsonnum(self.upper)],
-            "level": self.level,
-            "description": self.description,
-        }
+        result: dict[str, Any] = to_jsonable(
+            {
+                "estimate": self.value,
+                "se": self.se,
+                "ci": self.ci,
+                "level": self.level,
+                "description": self.description,
+            }
+        )
+        return result
 
     def __str__(self) -> str:
         return (
@@ -129,15 +135,15 @@ class Prevalence:
         )
 
 
-def logit_interval(value: float, se_logit: float, level: float) -> tuple[float, float]:
+def logit_interval(value: float, se_logit: float, level: float) -> ConfidenceInterval:
     """``expit(logit(value) -+ z se_logit)``."""
     from scipy.special import expit
 
     z = zquantile(level)
     if not 0 < value < 1:
-        return (value, value)
+        return ConfidenceInterval(value, value)
     eta = math.log(value / (1 - value))
-    return float(expit(eta - z * se_logit)), float(expit(eta + z * se_logit))
+    return ConfidenceInterval(float(expit(eta - z * se_logit)), float(expit(eta + z * se_logit)))
 
 
 def invert_information(info: Array) -> Array:

@@ -69,7 +69,7 @@ def threshold_vs_bracket(
             diff[j, j - 1] = -1.0
     var_a = np.diag(diff @ cov_f @ diff.T)
     # design B: one k-ary question at eps
-    tau = Categorical.from_epsilon(eps, k).truth
+    tau = Categorical.from_epsilon(eps, k).p_truthful
     lam_b = tau * pi + (1 - tau) / k
     var_b = lam_b * (1 - lam_b) / (size * tau * tau)
     rows = tuple(

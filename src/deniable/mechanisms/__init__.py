@@ -38,12 +38,18 @@ from deniable.mechanisms._coin_protocol import DEVICES, CoinProtocol
 from deniable.mechanisms._coins import all_protocols, design_protocol
 from deniable.mechanisms._memo_store import InMemoryMemoStore, MemoStore
 from deniable.mechanisms._memoization import MemoizedRandomizer, averaging_attack
+from deniable.mechanisms._noise_calibration import (
+    NOISE_MECHANISMS,
+    NoiseCalibration,
+    calibrate_noise,
+)
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism
 from deniable.mechanisms._noise_discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from deniable.mechanisms._noise_table import NoiseErrorTable, noise_error_table
 
 __all__ = [
     "DEVICES",
+    "NOISE_MECHANISMS",
     "AdditiveNoiseChannel",
     "CoinProtocol",
     "DiscreteGaussianMechanism",
@@ -54,10 +60,12 @@ __all__ = [
     "MemoStore",
     "MemoizedMechanism",
     "MemoizedRandomizer",
+    "NoiseCalibration",
     "NoiseErrorTable",
     "NoiseMechanism",
     "all_protocols",
     "averaging_attack",
+    "calibrate_noise",
     "design_protocol",
     "noise_error_table",
 ]

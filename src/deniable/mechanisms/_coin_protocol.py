@@ -8,7 +8,6 @@ re-exports :data:`DEVICES` and :class:`CoinProtocol` and chooses among the proto
 from __future__ import annotations
 
 import math
-import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from deniable.common import _validation as v
 from deniable.designs import ForcedResponse
 from deniable.exceptions import ParameterError
+from deniable.results import Result, Table
 
 __all__ = ["COINS", "DEVICES", "CoinProtocol", "coin_rules", "ratio_text"]
 
@@ -91,7 +91,7 @@ def ratio_text(r: Fraction) -> str:
 
 
 @dataclass(frozen=True)
-class CoinProtocol:
+class CoinProtocol(Result):
     """A forced-response protocol run with a fair physical device.
 
     The device has ``outcomes = N`` equally likely outcomes; ``forced_yes`` of them say
@@ -242,30 +242,28 @@ class CoinProtocol:
         out["instructions"] = self.instructions
         return out
 
-    def table(self) -> str:
-        """A readable plain-text table: device, exact probabilities, epsilon, instructions."""
+    def rows(self) -> list[tuple[str, str]]:
+        """The device, the exact probabilities (``3/4 = 0.750000``) and epsilon, labelled."""
 
         def frac(x: Fraction) -> str:
             return f"{x} = {float(x):.6f}"
 
-        def count(k: int) -> str:
-            return f"{k} of {self.outcomes} outcome" + ("s" if self.outcomes != 1 else "")
-
-        rows = [
+        return [
             ("device", f"{self.device} ({self.outcomes} equally likely outcomes)"),
-            ('forced "yes"', count(self.forced_yes)),
-            ('forced "no"', count(self.forced_no)),
+            ('forced "yes" / "no"',
+             f"{self.forced_yes} / {self.forced_no} of {self.outcomes} outcomes"),
             ("P(answer truthfully)", frac(self.truth_probability)),
-            ("P(yes | true answer 1)", frac(self.p_yes_given_1)),
-            ("P(yes | true answer 0)", frac(self.p_yes_given_0)),
-            ("epsilon", f"{ratio_text(self.likelihood_ratio)} = {self.epsilon:.6f}"),
-        ]
-        width = max(len(k) for k, _ in rows)
-        lines = [f"{k.ljust(width)}  {val}" for k, val in rows]
-        wrapped = textwrap.wrap(self.instructions, width=88 - width - 2)
-        lines.append(f"{'instructions'.ljust(width)}  {wrapped[0]}")
-        lines.extend(" " * (width + 2) + line for line in wrapped[1:])
-        return "\n".join(lines)
+            ("P(yes | has A)", frac(self.p_yes_given_1)),
+            ("P(yes | does not have A)", frac(self.p_yes_given_0)),
+            ("ε", f"{ratio_text(self.likelihood_ratio)} = {self.epsilon:.6f}"),
+        ]  # fmt: skip
 
-    def __str__(self) -> str:
-        return self.table()
+    def table(self) -> Table:
+        """The instructions for each respondent, then :meth:`rows`."""
+        return Table(
+            (),
+            (),
+            title="Instructions for each respondent:",
+            notes=(self.instructions,),
+            sections=(Table.pairs(self.rows()),),
+        )

@@ -352,6 +352,8 @@ def averaging_attack(
         ("rounds", "accuracy without", "accuracy with", "exact without", "exact with"),
         tuple(rows),
         title=f"averaging attacker, {d!r}, n = {size}, seed = {seed}",
-        note="without memoization the attacker recovers the answers; with it, never "
-        "better than one report",
+        notes=(
+            "without memoization the attacker recovers the answers; with it, never "
+            "better than one report",
+        ),
     )

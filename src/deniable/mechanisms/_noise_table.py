@@ -4,14 +4,18 @@ epsilon: :func:`noise_error_table` and its plot."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import format_delta
+from deniable.common._json import to_jsonable
 from deniable.mechanisms._noise_common import _int_sensitivity
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism
 from deniable.mechanisms._noise_discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from deniable.results import Result, Table
 
 __all__ = ["NoiseErrorTable", "noise_error_table"]
 
@@ -26,7 +30,7 @@ _COLUMNS = (
 
 
 @dataclass(frozen=True)
-class NoiseErrorTable:
+class NoiseErrorTable(Result):
     """Expected absolute error of a released count against epsilon, one row per epsilon.
 
     Columns: ``laplace`` and ``discrete_laplace`` (pure ``epsilon``-DP); ``gaussian``
@@ -49,20 +53,30 @@ class NoiseErrorTable:
             out.append(row)
         return out
 
-    def __str__(self) -> str:
-        head = ("epsilon", *_COLUMNS)
-        lines = [
-            f"expected |error| of a count (sensitivity {self.sensitivity}, "
-            f"delta {self.delta:g} for the Gaussians)",
-            "  ".join(f"{h:>17}" for h in head),
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: ``delta``, ``sensitivity`` and :meth:`rows`."""
+        result: dict[str, Any] = to_jsonable(
+            {"delta": self.delta, "sensitivity": self.sensitivity, "rows": self.rows()}
+        )
+        return result
+
+    def table(self) -> Table:
+        """One row per epsilon: each mechanism's expected absolute error (``-`` where the
+        classic Gaussian bound is not proved)."""
+        rows = [
+            (f"{row['epsilon']:g}", *("-" if row[c] is None else f"{row[c]:.4f}" for c in _COLUMNS))
+            for row in self.rows()
         ]
-        for row in self.rows():
-            cells = [f"{row['epsilon']:>17g}"]
-            for name in _COLUMNS:
-                value = row[name]
-                cells.append(f"{'n/a':>17}" if value is None else f"{value:>17.4f}")
-            lines.append("  ".join(cells))
-        return "\n".join(lines)
+        return Table(
+            ("ε", *(c.replace("_", " ") for c in _COLUMNS)),
+            tuple(rows),
+            title=f"Expected |error| of a count, sensitivity {self.sensitivity}",
+            notes=(
+                f"Gaussians at δ = {format_delta(self.delta)}; 'gaussian classic' (Dwork-Roth) "
+                "is proved for ε < 1 only ('-' above).",
+            ),
+            align="l" + "r" * len(_COLUMNS),
+        )
 
 
 def noise_error_table(

@@ -1,6 +1,8 @@
 """Result objects shared by every layer: :class:`Estimate` (a value with both standard-error
-conventions and its intervals), binomial intervals, and :class:`Table` (a titled table of
-rows that prints for people and converts to plain data).
+conventions and its intervals), :class:`ConfidenceInterval` (the one interval type),
+binomial intervals, :class:`Table` (a titled table of rows that prints for people, renders
+as HTML in Jupyter and converts to plain data) and :class:`Result`, the base of every
+result that prints (``table()`` and ``to_dict()``).
 
 May import :mod:`deniable.common` and :mod:`deniable.exceptions`; scipy is imported only when
 an interval needs it.
@@ -9,6 +11,14 @@ an interval needs it.
 from __future__ import annotations
 
 from deniable.results._estimate import Estimate, binomial_interval, map_interval
-from deniable.results._table import Table
+from deniable.results._interval import ConfidenceInterval
+from deniable.results._table import Result, Table
 
-__all__ = ["Estimate", "Table", "binomial_interval", "map_interval"]
+__all__ = [
+    "ConfidenceInterval",
+    "Estimate",
+    "Result",
+    "Table",
+    "binomial_interval",
+    "map_interval",
+]

@@ -15,7 +15,11 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import format_number
+from deniable.common._json import to_jsonable
 from deniable.exceptions import ParameterError
+from deniable.results._interval import ConfidenceInterval
+from deniable.results._table import Result, Table
 
 __all__ = [
     "Estimate",
@@ -94,7 +98,7 @@ def _beta_quantile(q: float, a: float, b: float, *, upper: bool) -> float:
     return right if upper else left
 
 
-def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:
+def binomial_interval(yes: int, n: int, level: float, method: str) -> ConfidenceInterval:
     """Two-sided interval for a binomial proportion ``lambda`` from ``yes`` of ``n``.
 
     ``exact``: Clopper & Pearson (1934), from beta quantiles; never below nominal coverage.
@@ -103,23 +107,23 @@ def binomial_interval(yes: int, n: int, level: float, method: str) -> Interval:
     alpha = 1 - v.level(level)
     if method == "exact":
         lo, hi = beta_quantile_bounds([yes], n, alpha / 2)
-        return float(lo[0]), float(hi[0])
+        return ConfidenceInterval(float(lo[0]), float(hi[0]))
     if method == "wilson":
         z = normal_quantile(level)
         phat = yes / n
         denom = 1 + z * z / n
         centre = (phat + z * z / (2 * n)) / denom
         half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denom
-        return max(0.0, centre - half), min(1.0, centre + half)
+        return ConfidenceInterval(max(0.0, centre - half), min(1.0, centre + half))
     raise ParameterError(f"`method` must be one of 'exact', 'wilson', got {method!r}.")
 
 
-def map_interval(interval: Interval, offset: float, slope: float) -> Interval:
+def map_interval(interval: Interval, offset: float, slope: float) -> ConfidenceInterval:
     """Map an interval for ``lambda`` to ``(lambda - offset) / slope``, clipped to [0, 1]."""
     a = (interval[0] - offset) / slope
     b = (interval[1] - offset) / slope
     lo, hi = (a, b) if a <= b else (b, a)
-    return min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0)
+    return ConfidenceInterval(min(max(lo, 0.0), 1.0), min(max(hi, 0.0), 1.0))
 
 
 @dataclass(frozen=True)
@@ -181,12 +185,8 @@ class OutsideChannelNotes:
         )
 
 
-def _num(x: float) -> float | str:
-    return x if math.isfinite(x) else ("inf" if x > 0 else ("-inf" if x < 0 else "nan"))
-
-
 @dataclass(frozen=True)
-class Estimate:
+class Estimate(Result):
     """An estimate of one prevalence (or other parameter) with its errors and intervals.
 
     Attributes
@@ -199,6 +199,8 @@ class Estimate:
     method : how ``value`` was computed (``moment``, ``mle``).
     parameter : what is estimated (``prevalence`` unless stated).
     lambda_hat : observed share of "yes" reports, where that applies.
+    lambda_label : what ``lambda_hat`` is, as printed (``share of yes reports``; Kuk's
+        several draws: ``red share of cards``).
     level_notes : remarks that depend on the interval level (e.g. an interval for the share
         of "yes" reports outside what the design can produce); see :attr:`notes` and
         :meth:`notes_at`.
@@ -217,6 +219,7 @@ class Estimate:
         default_factory=dict, repr=False, compare=False
     )
     level_notes: NotesFn | None = field(default=None, repr=False, compare=False)
+    lambda_label: str = field(default="share of yes reports", repr=False, compare=False)
 
     # ``intervals`` and ``level_notes`` are picklable callables holding their data
     # (MappedBinomialInterval, OutsideChannelNotes, ...), never closures, so an Estimate
@@ -243,8 +246,8 @@ class Estimate:
         """Interval methods this estimate supports (``wald`` always)."""
         return ("wald", *self.intervals)
 
-    def ci(self, level: float = 0.95, method: str = "wald") -> Interval:
-        """Two-sided confidence interval at ``level``.
+    def ci(self, level: float = 0.95, method: str = "wald") -> ConfidenceInterval:
+        """Two-sided confidence interval at ``level``, a :class:`ConfidenceInterval`.
 
         ``wald``: ``value +- z * se`` (plug-in SE), not clipped. Others (``exact``,
         ``wilson``, ``likelihood``, where offered) respect [0, 1].
@@ -252,57 +255,56 @@ class Estimate:
         lvl = v.level(level)
         if method == "wald":
             z = normal_quantile(lvl)
-            return self.value - z * self.se, self.value + z * self.se
+            return ConfidenceInterval(self.value - z * self.se, self.value + z * self.se)
         if method not in self.intervals:
             v.choice("method", method, self.interval_methods)
-        return self.intervals[method](lvl)
+        return ConfidenceInterval(*self.intervals[method](lvl))
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
-        """Plain-JSON dict: numbers stay numbers, infinities become strings."""
+        """Plain-JSON dict: numbers stay numbers, infinities and NaN become strings."""
         out: dict[str, Any] = {
             "parameter": self.parameter,
             "method": self.method,
             "n": self.n,
-            "estimate": _num(self.value),
-            "estimate_bounded": _num(self.bounded),
-            "se": _num(self.se),
-            "se_unbiased": _num(self.se_unbiased),
+            "estimate": self.value,
+            "estimate_bounded": self.bounded,
+            "se": self.se,
+            "se_unbiased": self.se_unbiased,
             "se_convention": self.se_convention,
             "level": level,
         }
         if self.lambda_hat is not None:
             out["lambda_hat"] = self.lambda_hat
         for m in self.interval_methods:
-            out[f"ci_{m}"] = [_num(x) for x in self.ci(level, m)]
+            out[f"ci_{m}"] = self.ci(level, m)
         out["notes"] = list(self.notes_at(level))
-        return out
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def table(self, level: float = 0.95) -> str:
-        """A readable plain-text table."""
-        rows = [
-            ("parameter", self.parameter),
-            ("n", str(self.n)),
-            (
-                "estimate (moment, unbiased)"
-                if self.method == "moment"
-                else f"estimate ({self.method})",
-                f"{self.value:.6f}",
-            ),
-            ("estimate (bounded MLE)", f"{self.bounded:.6f}"),
-            ("SE (plug-in, n)", f"{self.se:.6f}"),
-            (
-                "SE (unbiased, n - 1)",
-                "n/a" if math.isnan(self.se_unbiased) else f"{self.se_unbiased:.6f}",
-            ),
-        ]
+    def rows(self, level: float = 0.95) -> list[tuple[str, str]]:
+        """The labelled values of :meth:`table`: the share of "yes" reports, the estimates,
+        both SEs, every interval and the notes."""
+        rows = []
         if self.lambda_hat is not None:
-            rows.insert(2, ("share of yes reports", f"{self.lambda_hat:.6f}"))
+            rows.append((self.lambda_label, format_number(self.lambda_hat, 6)))
+        if self.method == "moment":
+            rows.append(("estimate (unbiased moment)", format_number(self.value, 6)))
+            rows.append(("estimate (bounded MLE, in [0, 1])", format_number(self.bounded, 6)))
+        else:
+            rows.append((f"estimate ({self.method})", format_number(self.value, 6)))
+        rows.append((f"SE ({self.se_convention})", format_number(self.se, 6)))
+        if self.method == "mle" and math.isnan(self.se_unbiased):
+            unbiased = "n/a (the MLE's observed-information SE has no n − 1 version)"
+        else:
+            unbiased = format_number(self.se_unbiased, 6)
+        rows.append(("SE (unbiased: divides by n - 1)", unbiased))
         for m in self.interval_methods:
-            lo, hi = self.ci(level, m)
-            rows.append((f"{level:.0%} CI ({m})", f"[{lo:.6f}, {hi:.6f}]"))
+            rows.append((f"{level:.0%} CI ({m})", self.ci(level, m).format(6)))
         rows.extend(("note", text) for text in self.notes_at(level))
-        width = max(len(r[0]) for r in rows)
-        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
+        return rows
 
-    def __str__(self) -> str:
-        return self.table()
+    def table(self, level: float = 0.95) -> Table:
+        """The estimate for people: both estimates, both SEs, the intervals at ``level``."""
+        return Table.pairs(
+            self.rows(level), title=f"Estimate of the {self.parameter} from {self.n} reports"
+        )

@@ -10,20 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import (
-    CheaterDetection,
-    Design,
-    StochasticLieDetector,
-    SymmetricCheaterDetection,
-    TwoGroupDesign,
-    UnrelatedUnknown,
-)
+from deniable.designs import Design, TwoGroupDesign
 from deniable.exceptions import ParameterError
 
 __all__ = [
@@ -61,24 +54,33 @@ class Latent(NamedTuple):
     meaning: str
 
 
+#: Each latent quantity, by the keyword of the design's ``types`` (``design.latent[0]``).
+_LATENTS = {
+    "unrelated": Latent(
+        "unrelated_prevalence", "unrelated", None,
+        "the share who would say yes to the unrelated question",
+    ),
+    "cheater": Latent(
+        "cheating", "cheater", 0.0, "the share of respondents who cheat and always say no"
+    ),
+    "honest": Latent("honesty", "honest", 1.0, "carriers' probability of answering honestly"),
+}  # fmt: skip
+
+
+def _latent_keyword(design: Design) -> str:
+    latent = getattr(design, "latent", None)
+    return str(latent[0]) if latent else ""
+
+
 def latent_of(design: TwoGroupDesign) -> Latent:
-    """The latent quantity that :func:`~deniable.simulation.simulate` draws for ``design``."""
-    if isinstance(design, UnrelatedUnknown):
-        return Latent(
-            "unrelated_prevalence",
-            "unrelated",
-            None,
-            "the share who would say yes to the unrelated question",
+    """The latent quantity that :func:`~deniable.simulation.simulate` draws for ``design``
+    (from its latent keyword: ``unrelated``, ``cheater`` or ``honest``)."""
+    found = _LATENTS.get(_latent_keyword(design))
+    if found is None:  # pragma: no cover - every registered two-group design has one
+        raise ParameterError(
+            f"simulation does not know the latent quantity of design {design.name!r}."
         )
-    if isinstance(design, CheaterDetection | SymmetricCheaterDetection):
-        return Latent(
-            "cheating", "cheater", 0.0, "the share of respondents who cheat and always say no"
-        )
-    if isinstance(design, StochasticLieDetector):
-        return Latent("honesty", "honest", 1.0, "carriers' probability of answering honestly")
-    raise ParameterError(
-        f"simulation does not know the latent quantity of design {design.name!r}."
-    )  # pragma: no cover - every registered two-group design is handled above
+    return found
 
 
 class TwoGroupSetting(NamedTuple):
@@ -93,7 +95,7 @@ class TwoGroupSetting(NamedTuple):
 
 
 def _is_cheater_design(design: Design) -> bool:
-    return isinstance(design, CheaterDetection | SymmetricCheaterDetection)
+    return _latent_keyword(design) == "cheater"
 
 
 def two_group_options(
@@ -106,7 +108,7 @@ def two_group_options(
     (see ``latent_of``).
     """
     given = {k: x for k, x in options.items() if x is not None}
-    if not isinstance(design, TwoGroupDesign):
+    if design.n_groups != 2:
         if given:
             first = next(iter(given))
             raise ParameterError(
@@ -114,6 +116,7 @@ def two_group_options(
                 f"); design {design.name!r} has one group."
             )
         return None
+    design = cast(TwoGroupDesign, design)
     latent = latent_of(design)
     for key in given:
         if key not in ("group_share", latent.option):
@@ -159,7 +162,7 @@ def group_sizes(n: int, group_share: float) -> tuple[int, int]:
 
 def _types(design: TwoGroupDesign, pi: float, x: float) -> list[float]:
     """P(type) in the order of ``design.respondent_types`` (latent independent of truth)."""
-    if isinstance(design, UnrelatedUnknown):
+    if _latent_keyword(design) == "unrelated":
         return [pi * x, pi * (1 - x), (1 - pi) * x, (1 - pi) * (1 - x)]
     if _is_cheater_design(design):
         return [pi * (1 - x), (1 - pi) * (1 - x), pi * x, (1 - pi) * x]
@@ -169,7 +172,7 @@ def _types(design: TwoGroupDesign, pi: float, x: float) -> list[float]:
 def population_targets(design: TwoGroupDesign, pi: float, x: float) -> dict[str, float]:
     """The population value of every estimated parameter (the table of estimands in
     :mod:`deniable.simulation`)."""
-    if isinstance(design, UnrelatedUnknown):
+    if _latent_keyword(design) == "unrelated":
         return {"prevalence": pi, "unrelated_prevalence": x}
     if _is_cheater_design(design):
         return {"prevalence": pi * (1 - x), "beta": (1 - pi) * (1 - x), "cheating": x}
@@ -194,7 +197,7 @@ def realized_parameters(
     carriers who answer honestly (NaN without carriers)."""
     t, x = truth.astype(bool), latent.astype(bool)
     n = t.size
-    if isinstance(design, UnrelatedUnknown):
+    if _latent_keyword(design) == "unrelated":
         return {"prevalence": int(t.sum()) / n, "unrelated_prevalence": int(x.sum()) / n}
     if _is_cheater_design(design):
         return {"prevalence": int((t & ~x).sum()) / n, "beta": int((~t & ~x).sum()) / n,

@@ -24,23 +24,32 @@ from __future__ import annotations
 import numbers
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import (
+    epsilon_note,
+    format_epsilon,
+    format_interval,
+    format_number,
+    format_parameters,
+)
+from deniable.common._json import to_jsonable
 from deniable.designs import (
     Categorical,
     CategoricalEstimate,
     Design,
+    DesignEstimate,
     Tally,
     TwoGroupDesign,
     TwoGroupEstimate,
 )
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
-from deniable.results import Estimate
+from deniable.results import Estimate, Result, Table
 from deniable.simulation._population import (
     MAX_RESPONDENTS,
     group_sizes,
@@ -54,7 +63,7 @@ AnyEstimate = Estimate | CategoricalEstimate | TwoGroupEstimate
 
 
 @dataclass(frozen=True, eq=False)  # numpy array fields: compare by identity
-class Simulation:
+class Simulation(Result):
     """One simulated survey: true answers, randomized reports and the estimate from them.
 
     ``truth``, ``complied`` and ``latent`` exist only because this is a simulation: a real
@@ -70,6 +79,10 @@ class Simulation:
     ``honest``) to the 0/1 latent indicator of every respondent; ``settings`` holds the
     two-group inputs used (``group_share`` and the latent share, defaults filled in);
     ``estimate`` is a :class:`~deniable.designs.TwoGroupEstimate`.
+
+    ``prevalence`` is the prevalence the truths were drawn with (as given to
+    :func:`simulate`).  :meth:`table` and :meth:`to_dict` show the truth beside the estimate
+    and whether each interval covers it.
     """
 
     design: Design
@@ -83,6 +96,7 @@ class Simulation:
     group: npt.NDArray[np.intp] | None = field(default=None, repr=False)
     latent: Mapping[str, npt.NDArray[np.uint8]] = field(default_factory=dict, repr=False)
     settings: Mapping[str, float] = field(default_factory=dict)
+    prevalence: Any = None
 
     @property
     def n(self) -> int:
@@ -96,8 +110,8 @@ class Simulation:
     @property
     def true_share(self) -> float | npt.NDArray[np.float64]:
         """The realised share of carriers (of each category for categorical designs)."""
-        if isinstance(self.design, Categorical):
-            return np.bincount(self.truth, minlength=self.design.k) / self.n
+        if self.design.n_groups == 1 and self.design.n_truths > 2:  # a share per category
+            return np.bincount(self.truth, minlength=self.design.n_truths) / self.n
         return float(np.count_nonzero(self.truth)) / self.n
 
     def true_parameters(self) -> dict[str, float]:
@@ -105,13 +119,13 @@ class Simulation:
         population (e.g. the realised share of carriers who answer honestly); simulation
         only.  For the cheater detection models ``prevalence`` is the share of *honest*
         carriers."""
-        if not isinstance(self.design, TwoGroupDesign):
+        if self.design.n_groups != 2:
             raise ParameterError(
                 f"`true_parameters` is for two-group designs; design {self.design.name!r} "
                 "estimates the prevalence alone (see `true_share`)."
             )
         (latent,) = self.latent.values()
-        return realized_parameters(self.design, self.truth, latent)
+        return realized_parameters(cast(TwoGroupDesign, self.design), self.truth, latent)
 
     def group_labels(self) -> list[Any]:
         """The distinct group labels, sorted (empty without groups)."""
@@ -130,6 +144,123 @@ class Simulation:
             rr_group = None if self.group is None else self.group[mask]
             out[g] = d.estimate(d.encode(self.reports[mask], rr_group))
         return out
+
+    def _covers(self, level: float) -> tuple[str, dict[str, Any] | list[bool]]:
+        """Which intervals cover the truth: ``(name, covers)`` of :meth:`to_dict`."""
+        est: Any = self.estimate
+        if self.design.n_groups == 2:
+            truth = self.true_parameters()
+            wald = {k: e.ci(level, "wald").covers(truth[k]) for k, e in est.estimates.items()}
+            return "covers_wald", wald
+        if self.design.n_truths > 2:  # (one group) a share per category
+            share = np.asarray(self.true_share, dtype=float)
+            ci = est.ci(level, "exact")
+            return "covers_exact", [
+                bool(lo <= x <= hi) for x, (lo, hi) in zip(share, ci, strict=True)
+            ]
+        share_1 = float(self.true_share)
+        return "covers", {m: est.ci(level, m).covers(share_1) for m in est.interval_methods}
+
+    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+        """Plain-JSON dict: the estimate as ``deniable estimate`` gives it
+        (:class:`~deniable.designs.DesignEstimate`), then ``seed``, ``prevalence``,
+        ``non_compliance``, the two-group settings, the truth (``true_share``; one-group
+        binary designs ``true_carriers``; two-group designs ``true_parameters``) and which
+        intervals at ``level`` cover it (``covers``, ``covers_exact`` or ``covers_wald``)."""
+        out = DesignEstimate(self.design, self.tally(), self.estimate, level).to_dict()
+        out.update(seed=self.seed, prevalence=self.prevalence,
+                   non_compliance=self.non_compliance, **self.settings)  # fmt: skip
+        out["true_share"] = self.true_share
+        if self.design.n_groups == 2:
+            out["true_parameters"] = self.true_parameters()
+        elif self.design.n_truths == 2:
+            out["true_carriers"] = int(np.count_nonzero(self.truth))
+        key, covers = self._covers(level)
+        out[key] = covers
+        result: dict[str, Any] = to_jsonable(out)
+        return result
+
+    def table(self, level: float = 0.95) -> Table:
+        """The truth (simulation only) beside the estimate and its intervals at ``level``."""
+        if self.design.n_groups == 2:
+            return self._two_group_table(level)
+        if self.design.n_truths > 2:
+            return self._category_table(level)
+        d, est = self.design, cast(Estimate, self.estimate)
+        _, covers = self._covers(level)
+        assert isinstance(covers, dict)
+        rows = [
+            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
+            ("n, seed", f"{self.n}, {self.seed}"),
+            ("prevalence drawn from", f"{self.prevalence:g}"),
+            ("true share (simulation only)", format_number(float(self.true_share), 6)),
+            ("estimate (unbiased moment)" if est.method == "moment" else "estimate",
+             format_number(est.value, 6)),
+            ("estimate (bounded)", format_number(est.bounded, 6)),
+            ("SE (plug-in, n) / (unbiased, n - 1)",
+             f"{format_number(est.se, 6)} / {format_number(est.se_unbiased, 6)}"),
+        ]  # fmt: skip
+        if self.non_compliance > 0:
+            rows.insert(4, ("non-compliance (always no)", f"{self.non_compliance:g}"))
+        for m in est.interval_methods:
+            mark = "covers the truth" if covers[m] else "misses the truth"
+            rows.append((f"{level:.0%} CI ({m})", f"{est.ci(level, m).format(6)}  {mark}"))
+        return Table.pairs(rows, title="Simulated survey: truth beside the estimate")
+
+    def _category_table(self, level: float) -> Table:
+        d, est = self.design, cast(CategoricalEstimate, self.estimate)
+        share = np.asarray(self.true_share, dtype=float)
+        ci = est.ci(level, "exact")
+        rows = [
+            (str(j), format_number(float(share[j])), format_number(float(est.values[j])),
+             format_number(float(est.se[j])), format_interval(ci[j]),
+             "yes" if lo <= share[j] <= hi else "no")
+            for j, (lo, hi) in enumerate(ci)
+        ]  # fmt: skip
+        return Table(
+            ("category", "true share (simulation only)", "estimate", "SE",
+             f"{level:.0%} CI (exact)", "covers"),
+            tuple(rows),
+            title=f"Simulated survey: {d.name}, n = {self.n}, seed {self.seed}",
+            notes=(f"ε = {format_epsilon(d.epsilon)}",),
+            align="rrrrrr",
+        )  # fmt: skip
+
+    def _two_group_table(self, level: float) -> Table:
+        d, est = self.design, cast(TwoGroupEstimate, self.estimate)
+        truth = self.true_parameters()
+        n1, n2 = est.n
+        drawn = {"prevalence": self.prevalence, **self.settings,
+                 "non_compliance": self.non_compliance}  # fmt: skip
+        rows = [
+            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
+            ("n (group 1 + group 2), seed", f"{n1 + n2} ({n1} + {n2}), {self.seed}"),
+            ("drawn with", format_parameters(drawn)),
+            ("true share (simulation only)", format_number(float(self.true_share), 6)),
+        ]
+        for g in (0, 1):
+            y, ng = est.yes_counts[g], est.n_counts[g]
+            rows.append((f"group {g + 1}: yes / n",
+                         f"{y} / {ng}  (share {format_number(est.lambda_hat[g])})"))  # fmt: skip
+        params = []
+        for k, e in est.estimates.items():
+            ci = e.ci(level, "wald")
+            params.append((k, format_number(truth[k]), format_number(e.value),
+                           format_number(e.bounded), format_number(e.se), ci.format(),
+                           "yes" if ci.covers(truth[k]) else "no"))  # fmt: skip
+        table = Table(
+            ("parameter", "true value", "estimate", "MLE", "SE", f"{level:.0%} CI (Wald)",
+             "covers"),
+            tuple(params),
+            notes=("true value: among these simulated respondents (simulation only); MLE: "
+                   "bounded to the parameter space; SE: delta method, plug-in (n_g)",),
+            align="lrrrrrr",
+        )  # fmt: skip
+        return Table.pairs(
+            rows, title="Simulated two-group survey: truth beside the estimate", sections=(table,)
+        )
 
     def to_frame(self, *, truth: bool = False) -> Any:
         """The reports (and groups) as a pandas DataFrame, one row per respondent.
@@ -335,8 +466,9 @@ def simulate(
     assert isinstance(gen, np.random.Generator)
     labels_per: npt.NDArray[Any] | None = None
     truth: npt.NDArray[np.integer[Any]]
-    if isinstance(design, Categorical):
-        truth, labels_per = _categorical_truth(gen, design, n, prevalence, groups)
+    if design.n_groups == 1 and design.n_truths > 2:  # a category per respondent
+        truth, labels_per = _categorical_truth(gen, cast(Categorical, design), n, prevalence,
+                                               groups)  # fmt: skip
     else:
         if groups is None and isinstance(prevalence, Mapping):
             groups = {g: 1 / len(prevalence) for g in prevalence}
@@ -352,8 +484,9 @@ def simulate(
     settings: dict[str, float] = {}
     zeroed = s
     reports: npt.NDArray[np.integer[Any]]
-    if isinstance(design, TwoGroupDesign):
+    if design.n_groups == 2:
         assert setting is not None and sizes is not None
+        design = cast(TwoGroupDesign, design)
         group = np.full(n, 2, dtype=np.intp)
         group[gen.permutation(n)[: sizes[0]]] = 1
         ind = (gen.random(n) < setting.value).view(np.uint8)
@@ -371,5 +504,16 @@ def simulate(
         reports = np.where(complied, reports, 0).astype(reports.dtype)
     est: AnyEstimate = design.estimate(design.encode(reports, group))
     return Simulation(
-        design, truth, reports, est, seed, labels_per, complied, s, group, latent, settings
+        design,
+        truth,
+        reports,
+        est,
+        seed,
+        labels_per,
+        complied,
+        s,
+        group,
+        latent,
+        settings,
+        prevalence,
     )

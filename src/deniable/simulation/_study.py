@@ -38,15 +38,18 @@ import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign, Categorical, Design, TwoGroupDesign
+from deniable.common._format import epsilon_note, format_number, format_parameters
+from deniable.common._json import to_jsonable
+from deniable.designs import BinaryDesign, Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
+from deniable.results import Result, Table
 from deniable.results._estimate import beta_quantile_bounds, normal_quantile
 from deniable.simulation._population import MAX_RESPONDENTS, TWO_GROUP_OPTIONS, two_group_options
 from deniable.simulation._population import Latent as Latent
@@ -84,7 +87,7 @@ STUDY_BLOCK = 8192
 
 
 @dataclass(frozen=True)
-class SimulationStudy:
+class SimulationStudy(Result):
     """Monte Carlo properties of a binary design's moment estimator (see :func:`simulation_study`).
 
     All figures are against the population prevalence ``prevalence`` (the estimand under
@@ -128,11 +131,10 @@ class SimulationStudy:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON dict (infinite epsilon as ``"inf"``)."""
-        eps = self.design.epsilon
         out: dict[str, Any] = {
             "design": self.design.name,
             "parameters": self.design.parameters(),
-            "epsilon": eps if math.isfinite(eps) else "inf",
+            "epsilon": self.design.epsilon,
             "n": self.n,
             "prevalence": self.prevalence,
             "non_compliance": self.non_compliance,
@@ -159,40 +161,41 @@ class SimulationStudy:
                 rejection_exact=self.rejection_exact,
                 rejection_wald=self.rejection_wald,
             )
-        return out
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def table(self) -> str:
-        """A plain-text summary."""
-        eps = self.design.epsilon
-        mc = self.mc_se_coverage
+    def table(self) -> Table:
+        """The setting, bias, SEs, RMSE, coverage of both intervals (and power), each with
+        its Monte Carlo SE where it has one."""
+        d, mc = self.design, self.mc_se_coverage
         rows = [
-            ("design", f"{self.design!r}, ε = {'∞' if math.isinf(eps) else f'{eps:.4f}'}"),
+            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
             ("n, replications, seed", f"{self.n}, {self.replications}, {self.seed}"),
             ("prevalence, non-compliance", f"{self.prevalence:g}, {self.non_compliance:g}"),
-            ("expected estimate (closed form)", f"{self.expected_estimate:.6f}"),
-            ("bias (± MC SE)", f"{self.bias:+.6f} ± {self.mc_se_bias:.6f}"),
-            ("empirical SE / true SE", f"{self.empirical_se:.6f} / {self.true_se:.6f}"),
-            ("mean estimated SE (plug-in)", f"{self.mean_se:.6f}"),
-            ("RMSE", f"{self.rmse:.6f}"),
-            (
-                f"coverage {self.level:.0%} exact / Wald",
-                f"{self.coverage_exact:.4f} ± {mc(self.coverage_exact):.4f} / "
-                f"{self.coverage_wald:.4f} ± {mc(self.coverage_wald):.4f}",
-            ),
-        ]
+            ("expected estimate (closed form)", format_number(self.expected_estimate, 6)),
+            ("bias (± Monte Carlo SE)", f"{self.bias:+.6f} ± {self.mc_se_bias:.6f}"),
+            ("empirical SE (true SE)",
+             f"{format_number(self.empirical_se, 6)} ({format_number(self.true_se, 6)})"),
+            ("mean estimated SE (plug-in)", format_number(self.mean_se, 6)),
+            ("RMSE", format_number(self.rmse, 6)),
+            (f"coverage of {self.level:.0%} exact CI",
+             f"{self.coverage_exact:.4f} ± {mc(self.coverage_exact):.4f}"),
+            (f"coverage of {self.level:.0%} Wald CI",
+             f"{self.coverage_wald:.4f} ± {mc(self.coverage_wald):.4f}"),
+        ]  # fmt: skip
         if self.null is not None:
             assert self.rejection_exact is not None and self.rejection_wald is not None
             rows.append(
-                (
-                    f"rejects π = {self.null:g} (exact / Wald)",
-                    f"{self.rejection_exact:.4f} / {self.rejection_wald:.4f}",
-                )
-            )
-        width = max(len(k) for k, _ in rows)
-        return "\n".join(f"{k.ljust(width)}  {val}" for k, val in rows)
-
-    def __str__(self) -> str:
-        return self.table()
+                (f"rejects π = {self.null:g} at {1 - self.level:.0%} (exact / Wald)",
+                 f"{self.rejection_exact:.4f} / {self.rejection_wald:.4f}")
+            )  # fmt: skip
+        method = (
+            "yes counts drawn from Binomial(n, λ)" if self.method == "binomial"
+            else "every respondent"
+        )  # fmt: skip
+        rows.append(("simulated", method))
+        return Table.pairs(rows, title="Simulation study")
 
 
 def exact_bounds(
@@ -212,8 +215,8 @@ def exact_bounds(
 def _unsupported(design: Design) -> ParameterError:
     m = design.n_reports
     what = (
-        f"reports one of k = {design.k} categories"
-        if isinstance(design, Categorical)
+        f"reports one of k = {m} categories"
+        if design.n_truths > 2
         else f"reports one of {m} values"
         + (" (a count of red cards)" if design.name == "kuk" else "")
     )
@@ -314,11 +317,11 @@ def simulation_study(
                "cheating": cheating, "honesty": honesty}  # fmt: skip
     setting = two_group_options(design, options, s)
     used_seed = secrets.randbelow(2**32) if seed is None else v.integer("seed", seed, minimum=0)
-    if isinstance(design, TwoGroupDesign):
+    if design.n_groups == 2:
         assert setting is not None
         return two_group_study(
-            design, n, pi, setting, reps=reps, used_seed=used_seed, s=s, lvl=lvl, pi0=pi0,
-            method=method, progress=progress,
+            cast(TwoGroupDesign, design), n, pi, setting, reps=reps, used_seed=used_seed, s=s,
+            lvl=lvl, pi0=pi0, method=method, progress=progress,
             options={k: x for k, x in options.items() if x is not None}, block=STUDY_BLOCK,
         )  # fmt: skip
     if not isinstance(design, BinaryDesign) or design.n_reports != 2:

@@ -16,9 +16,12 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import epsilon_note, format_number, format_parameters
+from deniable.common._json import to_jsonable
 from deniable.designs import TwoGroupDesign
 from deniable.exceptions import ParameterError
 from deniable.randomness import resolve_rng
+from deniable.results import Result, Table
 from deniable.results._estimate import normal_quantile
 from deniable.simulation._population import (
     TwoGroupSetting,
@@ -90,7 +93,7 @@ class ParameterStudy:
 
 
 @dataclass(frozen=True)
-class TwoGroupSimulationStudy:
+class TwoGroupSimulationStudy(Result):
     """Monte Carlo properties of a two-group design's moment estimates (one
     :class:`ParameterStudy` per estimated parameter; see
     :func:`~deniable.simulation.simulation_study`).
@@ -125,14 +128,10 @@ class TwoGroupSimulationStudy:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain-JSON dict (infinite epsilon as ``"inf"``, NaN as ``"nan"``)."""
-
-        def num(x: float) -> float | str:
-            return x if math.isfinite(x) else ("nan" if math.isnan(x) else "inf")
-
         out: dict[str, Any] = {
             "design": self.design.name,
             "parameters": self.design.parameters(),
-            "epsilon": num(self.design.epsilon),
+            "epsilon": self.design.epsilon,
             "n": self.n,
             "group_sizes": list(self.group_sizes),
             "group_share": self.group_share,
@@ -145,48 +144,60 @@ class TwoGroupSimulationStudy:
             "method": self.method,
             "interval": "wald (delta method, plug-in SE with n_g)",
             "yes_probabilities": list(self.yes_probabilities),
-            "estimates": {
-                k: {f: num(x) if isinstance(x, float) else x for f, x in p.to_dict().items()}
-                for k, p in self.parameters.items()
-            },
+            "estimates": {k: p.to_dict() for k, p in self.parameters.items()},
         }
         if self.null is not None:
             out.update(null=self.null, rejection_wald=self.rejection_wald)
-        return out
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def table(self) -> str:
-        """A plain-text summary: the setting, then one line per parameter."""
-        eps = self.design.epsilon
+    def table(self) -> Table:
+        """The setting, then one column per parameter: truth, expected estimate, bias, SEs,
+        RMSE and Wald coverage (each with its Monte Carlo SE where it has one)."""
+        d = self.design
         (n1, n2), (l1, l2) = self.group_sizes, self.yes_probabilities
-        head = [
-            ("design", f"{self.design!r}, ε = {'∞' if math.isinf(eps) else f'{eps:.4f}'}"),
+        rows = [
+            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
             ("n (n1 + n2), replications, seed",
              f"{self.n} ({n1} + {n2}), {self.replications}, {self.seed}"),
             (f"prevalence, {self.latent}, non-compliance",
              f"{self.prevalence:g}, {self.latent_value:g}, {self.non_compliance:g}"),
-            ("P(yes) in group 1, 2", f"{l1:.6f}, {l2:.6f}"),
+            ("P(yes) in group 1, group 2", f"{format_number(l1, 6)}, {format_number(l2, 6)}"),
         ]  # fmt: skip
         if self.null is not None:
-            head.append((f"rejects π = {self.null:g} (Wald)", f"{self.rejection_wald:.4f}"))
-        width = max(len(k) for k, _ in head)
-        lines = [f"{k.ljust(width)}  {val}" for k, val in head]
-        cols = ("parameter", "truth", "expected", "bias ± MC SE", "emp. SE", "true SE",
-                "mean SE", "RMSE", f"{self.level:.0%} Wald coverage")  # fmt: skip
-        rows = [cols]
-        for name, p in self.parameters.items():
-            rows.append((name, f"{p.truth:.4f}", f"{p.expected:.4f}" + ("" if p.expected_exact
-                         else "*"), f"{p.bias:+.5f} ± {p.mc_se_bias:.5f}", f"{p.empirical_se:.5f}",
-                         f"{p.true_se:.5f}", f"{p.mean_se:.5f}", f"{p.rmse:.5f}",
-                         f"{p.coverage_wald:.4f} ± {p.mc_se_coverage:.4f}"))  # fmt: skip
-        widths = [max(len(r[i]) for r in rows) for i in range(len(cols))]
-        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                  for r in rows]  # fmt: skip
-        if not all(p.expected_exact for p in self.parameters.values()):
-            lines.append("* large-n limit (the parameter is not linear in the group shares)")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
+            rows.append((f"rejects π = {self.null:g} at {1 - self.level:.0%} (Wald)",
+                         format_number(self.rejection_wald)))  # fmt: skip
+        method = "yes counts drawn from Binomial(n_g, λ_g)" if self.method == "binomial" else (
+            "every respondent")  # fmt: skip
+        rows.append(("simulated", method))
+        ps = list(self.parameters.values())
+        lines = [
+            ("truth", [format_number(p.truth, 6) for p in ps]),
+            ("expected (closed form)",
+             [format_number(p.expected, 6) + ("" if p.expected_exact else "*") for p in ps]),
+            ("bias ± MC SE", [f"{p.bias:+.5f} ± {p.mc_se_bias:.5f}" for p in ps]),
+            ("empirical SE (true)",
+             [f"{format_number(p.empirical_se, 5)} ({format_number(p.true_se, 5)})" for p in ps]),
+            ("mean estimated SE", [format_number(p.mean_se, 5) for p in ps]),
+            ("RMSE", [format_number(p.rmse, 5) for p in ps]),
+            (f"{self.level:.0%} Wald coverage",
+             [f"{p.coverage_wald:.4f} ± {p.mc_se_coverage:.4f}" for p in ps]),
+        ]  # fmt: skip
+        if any(p.undefined for p in ps):
+            lines.append(("undefined estimates (left out)", [str(p.undefined) for p in ps]))
+        table = Table(
+            ("", *(p.parameter for p in ps)),
+            tuple((label, *cells) for label, cells in lines),
+            notes=(
+                "truth: population value"
+                + (" (prevalence: honest carriers)" if "cheating" in self.parameters else "")
+                + "; SE: delta method, plug-in (n_g); * large-n limit (not linear in the "
+                "group shares)",
+            ),
+            align="l" + "r" * len(ps),
+        )
+        return Table.pairs(rows, title="Simulation study (two groups)", sections=(table,))
 
 
 def _vector_outputs(design: TwoGroupDesign, phi: FloatArray) -> tuple[FloatArray, FloatArray]:

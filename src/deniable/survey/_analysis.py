@@ -35,13 +35,27 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import Any, overload
+from dataclasses import dataclass, field
+from typing import Any, cast, overload
 
 from deniable.common import _validation as v
-from deniable.designs import BinaryDesign, Design, TwoGroupDesign, TwoGroupEstimate
+from deniable.common._format import (
+    epsilon_note,
+    format_interval,
+    format_number,
+    format_parameters,
+)
+from deniable.common._json import to_jsonable
+from deniable.designs import (
+    BinaryDesign,
+    Design,
+    DesignEstimate,
+    Tally,
+    TwoGroupDesign,
+    TwoGroupEstimate,
+)
 from deniable.exceptions import DataError
-from deniable.results import Estimate
+from deniable.results import ConfidenceInterval, Estimate, Result, Table
 from deniable.survey._columns import check_columns, check_design, column_series
 from deniable.survey._files import Progress, SurveyFile
 from deniable.survey._questions import Plan, file_batches, frame_batches, label_order, run
@@ -52,6 +66,7 @@ __all__ = [
     "GROUPED_COLUMNS",
     "TWO_GROUP_COLUMNS",
     "Analysis",
+    "GroupedAnalysis",
     "analyze",
     "analyze_file",
     "grouped",
@@ -96,7 +111,7 @@ TWO_GROUP_COLUMNS = (
 
 
 @dataclass(frozen=True)
-class Analysis:
+class Analysis(Result):
     """The estimate from one column of reports (see :func:`analyze`).
 
     Attributes
@@ -110,6 +125,8 @@ class Analysis:
         missing (``missing="drop"``).
     level : confidence level of :attr:`ci` and the printed table.
     group : the column of randomization groups (two-group designs; else ``None``).
+    tally : the counts of the reports used.
+    file : the file the reports were read from (:func:`analyze_file`; else ``None``).
     """
 
     column: Any
@@ -118,73 +135,142 @@ class Analysis:
     missing: int
     level: float
     group: Any = None
+    tally: Tally | None = field(default=None, compare=False)
+    file: str | None = None
 
     @property
     def n(self) -> int:
         """Reports used (missing ones excluded; both groups together)."""
-        e = self.estimate
-        return e.tally.n if isinstance(e, TwoGroupEstimate) else e.n
+        e: Any = self.estimate
+        return int(e.tally.n) if self.design.n_groups == 2 else int(e.n)
 
     @property
     def interval(self) -> str:
         """The interval method of :attr:`ci` and of reports: ``exact`` (one-group designs) or
         ``wald`` (the delta-method interval of every two-group parameter)."""
-        return "wald" if isinstance(self.estimate, TwoGroupEstimate) else "exact"
+        return "wald" if self.design.n_groups == 2 else "exact"
 
     def estimates(self) -> dict[str, Estimate]:
         """Every estimated parameter by name (``{"prevalence": ...}`` for one group)."""
-        e = self.estimate
-        return dict(e.estimates) if isinstance(e, TwoGroupEstimate) else {e.parameter: e}
+        e: Any = self.estimate
+        return dict(e.estimates) if self.design.n_groups == 2 else {e.parameter: e}
 
     @property
-    def ci(self) -> tuple[float, float]:
+    def ci(self) -> ConfidenceInterval:
         """The prevalence interval at :attr:`level` (method :attr:`interval`)."""
         return self.estimates()["prevalence"].ci(self.level, self.interval)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict: the estimate's fields plus column, design, missing and epsilon."""
-        eps = self.design.epsilon
+        """Plain-JSON dict: the estimate's fields plus column, design, missing and epsilon
+        (a question of :meth:`SurveyReport.to_dict`; :meth:`summary` gives the fields of
+        ``deniable analyze --json``)."""
         out: dict[str, Any] = {
             "column": str(self.column),
             "design": self.design.name,
             "parameters": self.design.parameters(),
-            "epsilon": eps if math.isfinite(eps) else "inf",
+            "epsilon": self.design.epsilon,
             "missing": self.missing,
         }
-        e = self.estimate
-        if isinstance(e, TwoGroupEstimate):
-            body = e.to_dict(self.level)
-            for key in ("design", "parameters", "epsilon"):
+        body = self.estimate.to_dict(self.level)
+        if self.design.n_groups == 2:
+            for key in ("design", "parameters", "epsilon", "yes", "n", "lambda_hat", "n_total"):
                 body.pop(key)
             out.update(group=str(self.group), n=self.n, interval="wald", **body)
         else:
-            out.update(e.to_dict(self.level))
-        return out
+            out.update(body)
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
-    def table(self) -> str:
-        """A readable plain-text table (ε printed as ∞ when infinite)."""
-        eps = self.design.epsilon
-        head = [
-            ("column", str(self.column)),
-            ("design", repr(self.design)),
-            ("ε", "∞" if math.isinf(eps) else f"{eps:.4f}"),
-            ("missing (dropped)", str(self.missing)),
+    def summary(self) -> DesignEstimate:
+        """The estimate beside the design and the data (file, column, missing reports): what
+        ``deniable analyze`` prints."""
+        source: dict[str, Any] = {} if self.file is None else {"file": self.file}
+        source["column"] = self.column
+        if self.design.n_groups == 2:
+            source["group_column"] = self.group
+        tally = self.tally
+        if tally is None:  # built by hand: the counts from the estimate
+            e: Any = self.estimate
+            tally = e.tally if self.design.n_groups == 2 else Tally.binary(
+                round((e.lambda_hat or 0.0) * e.n), e.n)  # fmt: skip
+        return DesignEstimate(self.design, tally, self.estimate, self.level, self.missing, source)
+
+    def table(self) -> Table:
+        """The estimate for people (:meth:`summary`), ε printed as ∞ when infinite."""
+        return self.summary().table()
+
+
+@dataclass(frozen=True)
+class GroupedAnalysis(Result):
+    """The per-group estimates of :func:`grouped` (``analyze(..., by=...)``) as a result
+    that prints: ``frame`` is the DataFrame :func:`grouped` returns.
+
+    ``file`` (optional) is the file the reports were read from.  A subgroup without reports
+    (or, two-group designs, without reports in one randomization group) has no estimate:
+    NaN in the frame, ``null`` in :meth:`to_dict`.
+    """
+
+    frame: Any = field(compare=False)
+    design: Design
+    file: str | None = None
+
+    def to_frame(self) -> Any:
+        """The per-group DataFrame."""
+        return self.frame
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain-JSON dict: the question (``file``, ``column``, ``by``, design, ``level``,
+        ``interval``, ``missing_group``) and ``groups``, one dict per row of the frame
+        (without ``epsilon``, given once)."""
+        two = self.design.n_groups == 2
+        attrs = self.frame.attrs
+        d = self.design
+        groups = []
+        for row in self.frame.to_dict(orient="records"):
+            row.pop("epsilon")
+            groups.append({k: (None if isinstance(x, float) and math.isnan(x) else x)
+                           for k, x in row.items()})  # fmt: skip
+        out: dict[str, Any] = {} if self.file is None else {"file": self.file}
+        out.update(
+            column=attrs["column"], by=attrs["by"], design=d.name, parameters=d.parameters(),
+            epsilon=d.epsilon, level=attrs["level"], interval="wald" if two else "exact",
+            missing_group=attrs["missing_group"], groups=groups,
+        )  # fmt: skip
+        if two:
+            out["group_column"] = attrs["group"]
+        result: dict[str, Any] = to_jsonable(out)
+        return result
+
+    def table(self) -> Table:
+        """The question, then one row per group (and parameter, for two-group designs):
+        n, missing reports, estimate, bounded MLE, SE and interval."""
+        two = self.design.n_groups == 2
+        attrs, d = self.frame.attrs, self.design
+        where = ("file, " if self.file is not None else "") + "column, by"
+        values = [*([self.file] if self.file is not None else []), attrs["column"], attrs["by"]]
+        rows = [
+            (where, ", ".join(str(x) for x in values)),
+            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
+            ("ε", epsilon_note(d.epsilon)),
+            ("rows without a group (dropped)", str(attrs["missing_group"])),
         ]
-        if isinstance(self.estimate, TwoGroupEstimate):
-            head.insert(1, ("group column", str(self.group)))
-            width = max(len(k) for k, _ in head)
-            lines = [f"{k.ljust(width)}  {val}" for k, val in head]
-            return "\n".join([*lines, *self.estimate.table(self.level).splitlines()[1:]])
-        body = self.estimate.table(self.level).splitlines()
-        width = max(max(len(k) for k, _ in head), max(len(line.split("  ")[0]) for line in body))
-        lines = [f"{k.ljust(width)}  {val}" for k, val in head]
-        for line in body:
-            key, _, val = line.partition("  ")
-            lines.append(f"{key.ljust(width)}  {val.strip()}")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
+        if two:
+            rows.insert(1, ("group column (1 or 2)", str(attrs["group"])))
+        ci = "Wald" if two else "exact"
+        body = [
+            (str(r.group), *((str(r.parameter),) if two else ()), str(r.n), str(r.missing),
+             format_number(r.estimate), format_number(r.bounded), format_number(r.se),
+             format_interval((r.ci_lower, r.ci_upper)))
+            for r in self.frame.itertuples(index=False)
+        ]  # fmt: skip
+        table = Table(
+            ("group", *(("parameter",) if two else ()), "n", "missing", "estimate", "bounded",
+             "SE", f"{attrs['level']:.0%} CI ({ci})"),
+            tuple(body),
+            notes=(f"estimate: unbiased (may leave [0, 1]); SE: plug-in (n); CI: {ci}",),
+            align=("ll" if two else "l") + "rrrrrr",
+        )  # fmt: skip
+        return Table.pairs(rows, title="Prevalence by group", sections=(table,))
 
 
 @overload
@@ -355,7 +441,7 @@ def analyze_file(
         text = f.kind == "csv"
     if by is not None:
         return _grouped(plan, d, lvl, text=text)
-    return _analysis(plan, d, lvl)
+    return _analysis(plan, d, lvl, label)
 
 
 def _check(
@@ -372,7 +458,9 @@ def _plan(d: BinaryDesign | TwoGroupDesign, column: Any, group: Any, by: Any, pl
     return Plan(column, report_rule(2, d.name), 2, place, group=group, by=by)
 
 
-def _analysis(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float) -> Analysis:
+def _analysis(
+    plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, file: str | None = None
+) -> Analysis:
     """The :class:`Analysis` of a question's counts (every label together)."""
     # (no, yes) of each randomization group (not the row of missing groups): the design's
     # report is 2 (group - 1) + answer
@@ -381,8 +469,9 @@ def _analysis(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float) -> Analy
     kept = int(counts.sum())
     if kept == 0:
         raise DataError(f"`column` {plan.column!r} holds no reports (all {rows} rows are missing).")
-    est = d.estimate(d.tally_counts(counts))
-    return Analysis(plan.column, d, est, rows - kept, lvl, plan.group)
+    tally = d.tally_counts(counts)
+    est = d.estimate(tally)
+    return Analysis(plan.column, d, est, rows - kept, lvl, plan.group, tally, file)
 
 
 def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: bool) -> Any:
@@ -390,17 +479,18 @@ def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: 
     pd = require_pandas()
     counts = plan.counts.label_counts(len(plan.labels))
     eps = d.epsilon
-    two = isinstance(d, TwoGroupDesign)
+    two = d.n_groups == 2
     rows: list[tuple[Any, ...]] = []
     for i, label in label_order(plan.labels, text):
         c = counts[i]
-        if isinstance(d, TwoGroupDesign):
+        if two:
+            td = cast(TwoGroupDesign, d)
             ns = (int(c[0, 0] + c[0, 1]), int(c[1, 0] + c[1, 1]))
             ys = (int(c[0, 1]), int(c[1, 1]))
             n = sum(ns)
             miss = int(c.sum()) - n
-            ests = dict(d.estimate(yes=ys, n=ns).estimates) if min(ns) > 0 else {}
-            for pname in d.estimated:
+            ests = dict(td.estimate(yes=ys, n=ns).estimates) if min(ns) > 0 else {}
+            for pname in td.estimated:
                 e = ests.get(pname)
                 nums = (math.nan,) * 6 if e is None else (
                     e.value, e.bounded, e.se, e.se_unbiased, *e.ci(lvl, "wald"))  # fmt: skip
@@ -410,7 +500,7 @@ def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: 
         if n == 0:
             est_v = bnd = se = seu = lo = hi = math.nan
         else:
-            est = d.estimate(yes=yes, n=n)
+            est = cast(BinaryDesign, d).estimate(yes=yes, n=n)
             lo, hi = est.ci(lvl, "exact")
             est_v, bnd, se, seu = est.value, est.bounded, est.se, est.se_unbiased
         rows.append((label, n, yes, miss, est_v, bnd, se, seu, lo, hi, eps))

@@ -5,12 +5,11 @@ subgroup columns and whether a DataFrame has them.  The values themselves are ju
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from deniable.designs import (
     TWO_GROUP_DESIGNS,
     BinaryDesign,
-    Categorical,
     Design,
     TwoGroupDesign,
 )
@@ -27,12 +26,12 @@ def check_design(design: Any) -> BinaryDesign | TwoGroupDesign:
             f"`design` must be a deniable design (e.g. deniable.Warner(0.75)), got "
             f"{type(design).__name__} {design!r}."
         )
-    if isinstance(design, TwoGroupDesign):
-        return design
+    if design.n_groups == 2:
+        return cast(TwoGroupDesign, design)
     if not isinstance(design, BinaryDesign) or design.n_reports != 2:
         what = (
-            f"reports one of k = {design.k} categories"
-            if isinstance(design, Categorical)
+            f"reports one of k = {design.n_reports} categories"
+            if design.n_truths > 2
             else f"reports one of {design.n_reports} values (a count of red cards, 0 to "
             f"{design.n_reports - 1})"
         )

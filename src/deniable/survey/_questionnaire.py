@@ -33,7 +33,7 @@ from deniable.accounting._exact_sum import add_up
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, QuestionSpec, spec_of
 from deniable.designs._spec import design_from_spec
 from deniable.exceptions import DataError, DeniableError, ParameterError
-from deniable.results import Table
+from deniable.results import Result, Table
 
 __all__ = [
     "SURVEY_SCHEMA",
@@ -101,7 +101,7 @@ class SurveyQuestion:
 
 
 @dataclass(frozen=True)
-class SurveyBudget:
+class SurveyBudget(Result):
     """What a survey costs one respondent.
 
     ``epsilons`` per question; ``basic`` the sum of all of them, rounded upward as the
@@ -145,7 +145,7 @@ class SurveyBudget:
                 f"compared with), {self.optimal:.6g} at delta = {self.delta:g} by optimal "
                 "composition"
             ),
-            note=verdict,
+            notes=(verdict,),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -13,7 +13,6 @@ delta-method Wald interval; the table then gains ``parameter`` and ``interval`` 
 from __future__ import annotations
 
 import html
-import json
 import math
 import os
 from collections.abc import Mapping
@@ -23,8 +22,16 @@ from typing import Any
 
 from deniable.common import _validation as v
 from deniable.common._files import atomic_write_text
-from deniable.designs import Design, TwoGroupDesign, TwoGroupEstimate
+from deniable.common._format import (
+    format_epsilon,
+    format_interval,
+    format_number,
+    format_parameters,
+)
+from deniable.common._json import dumps, to_jsonable
+from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.results import Result, Table
 from deniable.survey._analysis import Analysis, _analysis, _check, _plan
 from deniable.survey._files import Progress, SurveyFile
 from deniable.survey._questions import file_batches, frame_batches, run
@@ -38,11 +45,6 @@ _INTERVAL = (
 _INTERVAL_WALD = "wald (two-group questions): estimate ± z SE, delta-method SE"
 
 
-def fmt_epsilon(eps: float) -> str:
-    """``∞`` for an infinite ε, else 4 decimals."""
-    return "∞" if math.isinf(eps) else f"{eps:.4f}"
-
-
 def _design_label(design: Design) -> str:
     params = ", ".join(
         f"{k}={x:.6g}" if isinstance(x, float) else f"{k}={x}"
@@ -52,17 +54,19 @@ def _design_label(design: Design) -> str:
 
 
 @dataclass(frozen=True)
-class SurveyReport:
+class SurveyReport(Result):
     """Every question of a survey analysed with its design (see :func:`survey_report`).
 
     ``results`` holds one :class:`~deniable.survey.Analysis` per question, in the order
-    given; ``respondents`` is the number of rows of the data.
+    given; ``respondents`` is the number of rows of the data; ``file`` the file they were
+    read from (:func:`survey_report_file`; else ``None``).
     """
 
     results: tuple[Analysis, ...]
     level: float
     respondents: int
     title: str = "Survey report"
+    file: str | None = None
 
     @property
     def two_group(self) -> bool:
@@ -72,10 +76,10 @@ class SurveyReport:
     def _rows(self) -> list[dict[str, Any]]:
         rows = []
         for r in self.results:
-            e = r.estimate
+            e: Any = r.estimate
             for name, p in r.estimates().items():
                 lo, hi = p.ci(r.level, r.interval)
-                if isinstance(e, TwoGroupEstimate):
+                if r.design.n_groups == 2:
                     yes = sum(e.yes_counts)
                 else:
                     yes = round((e.lambda_hat or 0.0) * e.n)
@@ -120,7 +124,7 @@ class SurveyReport:
             item = {"question": str(r.column), **r.to_dict()}
             item.pop("column")
             questions.append(item)
-        return {
+        out: dict[str, Any] = {
             "title": self.title,
             "level": self.level,
             "respondents": self.respondents,
@@ -128,10 +132,14 @@ class SurveyReport:
             "se_convention": "se: plug-in (divides by n); se_unbiased: divides by n - 1",
             "questions": questions,
         }
+        if self.file is not None:
+            out["file"] = self.file
+        result: dict[str, Any] = to_jsonable(out)
+        return result
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text."""
-        return json.dumps(self.to_dict(), indent=indent, allow_nan=False, ensure_ascii=False)
+        return dumps(self.to_dict(), indent=indent)
 
     def _cells(self, *, html: bool = False) -> tuple[list[str], list[list[str]]]:
         """Header and rows of the table (and of the HTML page with ``html``)."""
@@ -150,33 +158,44 @@ class SurveyReport:
                  *([f"{row['bounded']:.4f}"] if html else []), f"{row['se']:.4f}",
                  *([f"{seu:.4f}" if math.isfinite(seu) else "n/a"] if html else []),
                  f"[{row['ci_lower']:.4f}, {row['ci_upper']:.4f}]",
-                 *([row["interval"]] if two else []), fmt_epsilon(row["epsilon"])]
+                 *([row["interval"]] if two else []), format_epsilon(row["epsilon"])]
             )  # fmt: skip
         return head, body
 
-    def table(self) -> str:
-        """A plain-text table, one line per question (per parameter of a two-group one)."""
-        head, body = self._cells()
-        widths = [max(len(c[i]) for c in (head, *body)) for i in range(len(head))]
-        left = {0, 1, 2} if self.two_group else {0, 1}
-
-        def line(cells: list[str]) -> str:
-            return "  ".join(
-                c.ljust(w) if i in left else c.rjust(w)
-                for i, (c, w) in enumerate(zip(cells, widths, strict=True))
-            ).rstrip()
-
-        rule = "  ".join("-" * w for w in widths)
-        notes = (
-            f"{self.respondents} respondents. estimate: unbiased moment estimate (may leave "
-            "[0, 1]).\nSE: plug-in (divides by n). ε = ∞: some report reveals the answer."
+    def table(self) -> Table:
+        """One row per question (per parameter of a two-group one): n, missing reports,
+        estimate, SE, interval and ε; below it each question's design."""
+        two = self.two_group  # then a parameter column replaces the design (in the notes)
+        rows = []
+        for row, res in zip(self._rows(), [r for r in self.results for _ in r.estimates()],
+                            strict=True):  # fmt: skip
+            rows.append(
+                (row["question"], row["parameter"] if two else res.design.name,
+                 str(row["n"]), str(row["missing"]), format_number(row["estimate"]),
+                 format_number(row["se"]), format_interval((row["ci_lower"], row["ci_upper"])),
+                 format_epsilon(row["epsilon"]))
+            )  # fmt: skip
+        notes = [
+            f"{r.column}: {r.design.name} ({format_parameters(r.design.parameters())})"
+            + (f", groups in {r.group}" if r.group is not None else "")
+            for r in self.results
+        ]
+        notes.append(
+            "estimate: unbiased (may leave [0, 1]); SE: plug-in (n); "
+            "ε = ∞: a report can reveal the answer."
         )
-        if self.two_group:
-            notes += "\nCI: exact for one-group questions, Wald (delta method) for two-group ones."
-        return "\n".join([self.title, line(head), rule, *map(line, body), notes])
-
-    def __str__(self) -> str:
-        return self.table()
+        if two:
+            wald = [str(r.column) for r in self.results if r.interval == "wald"]
+            notes.append(f"CI: exact, but Wald (delta method) for two-group: {', '.join(wald)}.")
+        where = f"{self.file}, " if self.file is not None else ""
+        return Table(
+            ("question", "parameter" if two else "design", "n", "missing", "estimate", "SE",
+             f"{self.level:.0%} CI" + ("" if two else " (exact)"), "ε"),
+            tuple(rows),
+            title=f"{self.title}: {where}{self.respondents} respondents",
+            notes=tuple(notes),
+            align="llrrrrrr",
+        )  # fmt: skip
 
     def forest_svg(self) -> str:
         """The forest plot (estimate and exact interval per question) as SVG text.
@@ -190,7 +209,7 @@ class SurveyReport:
         rows = self._rows()
         labels = [
             f"{r['question']}{': ' + r['parameter'] if self.two_group else ''}  "
-            f"(ε = {fmt_epsilon(r['epsilon'])})"
+            f"(ε = {format_epsilon(r['epsilon'])})"
             for r in rows
         ]
         kind = "interval (exact; Wald for two-group)" if self.two_group else "exact interval"
@@ -283,7 +302,7 @@ def _questions(
                     f"group_column), got {spec!r}."
                 )
             design, group = spec
-        elif isinstance(spec, TwoGroupDesign):
+        elif getattr(spec, "n_groups", 1) == 2:
             raise DataError(
                 f"design {spec.name!r} needs two groups: give group=... as "
                 f"questions[{column!r}] = (design, group_column), the column holding each "
@@ -316,13 +335,15 @@ def survey_report(
     >>> df = pd.DataFrame({"drugs": [1, 0, 1, 1, 0, 0, 0, 1], "tax": [0, 0, 1, 0, 1, 1, 0, 0]})
     >>> rep = survey_report(df, {"drugs": Warner(0.75), "tax": Mangat(0.5)})
     >>> print(rep.table())
-    Survey report
-    question  design          n  missing  estimate      SE    95% CI (exact)       ε
-    --------  --------------  -  -------  --------  ------  ----------------  ------
-    drugs     warner(p=0.75)  8        0    0.5000  0.3536  [0.0000, 1.0000]  1.0986
-    tax       mangat(p=0.5)   8        0   -0.2500  0.3423  [0.0000, 0.5103]       ∞
-    8 respondents. estimate: unbiased moment estimate (may leave [0, 1]).
-    SE: plug-in (divides by n). ε = ∞: some report reveals the answer.
+    Survey report: 8 respondents
+    question  design  n  missing  estimate      SE    95% CI (exact)       ε
+    --------  ------  -  -------  --------  ------  ----------------  ------
+    drugs     warner  8        0    0.5000  0.3536  [0.0000, 1.0000]  1.0986
+    tax       mangat  8        0   -0.2500  0.3423  [0.0000, 0.5103]       ∞
+    drugs: warner (p=0.75)
+    tax: mangat (p=0.5)
+    estimate: unbiased (may leave [0, 1]); SE: plug-in (n); ε = ∞: a report can reveal the
+    answer.
     """
     check_frame(df)
     specs = _questions(questions, title, level, missing)
@@ -358,5 +379,5 @@ def survey_report_file(
         f.check_columns([(w, c) for c, _, g, _ in specs
                          for w, c in (("column", c), ("group", g)) if c is not None])  # fmt: skip
         rows = run(plans, file_batches(f, [c for p in plans for c in p.columns()]), missing)
-    results = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
-    return SurveyReport(tuple(results), v.level(level), rows, title)
+    results = [_analysis(p, d, lvl, label) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
+    return SurveyReport(tuple(results), v.level(level), rows, title, label)

@@ -1,0 +1,115 @@
+"""`deniable survey`: survey files (``deniable.survey/1``, docs/surveys.md).
+
+``validate`` checks a file and prints each question's epsilon, the respondent's total by
+basic and by optimal composition and whether the cap holds; ``demo`` prints (or writes) the
+demo survey that ``deniable serve`` runs by default.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from deniable.cli._base import fail, guard_io
+from deniable.cli._files import write_output
+from deniable.cli._options import JsonOpt
+from deniable.cli._render import emit_json, print_table
+from deniable.common._format import format_epsilon
+from deniable.results import Table
+
+__all__ = ["survey_app"]
+
+survey_app = typer.Typer(
+    name="survey",
+    help=(
+        "Survey files (deniable.survey/1): check one and see what it costs a respondent, "
+        "or start from the demo survey."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+FileArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FILE", help="A survey file (.yaml, .yml or .json).", show_default=False
+    ),
+]
+
+
+@survey_app.command("validate")
+def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
+    """Check a survey file: each question's ε, the total by basic and optimal composition,
+    and whether the cap holds (exit 1 when it does not)."""
+    from deniable.survey import load_survey
+
+    if not file.strip():
+        fail(f"`FILE` must name a survey file, got {file!r}.")
+    survey = load_survey(file)
+    budget = survey.budget()
+    if as_json:
+        payload: dict[str, Any] = {
+            "file": file,
+            "valid": True,
+            "id": survey.id,
+            "version": survey.version,
+            "title": survey.title,
+            "respondents": survey.respondents,
+            "opens": None if survey.opens is None else survey.opens.isoformat(),
+            "closes": None if survey.closes is None else survey.closes.isoformat(),
+            "budget": budget.to_dict(),
+            "cap_holds": budget.cap_holds,
+        }
+        emit_json(payload)
+    else:
+        head = Table.pairs(
+            [
+                ("file", file),
+                ("survey", f"{survey.id} (version {survey.version}): {survey.title}"),
+                ("respondents", survey.respondents),
+                ("open", _window(survey.opens, survey.closes)),
+                ("cap (per respondent)", f"ε = {survey.cap:g} by basic composition"),
+            ],
+            title="A valid survey file",
+        )
+        print_table(head)
+        rows = [(q.id, q.design.name, format_epsilon(q.epsilon), q.text) for q in survey.questions]
+        print_table(Table(("question", "design", "ε", "text"), tuple(rows)))
+        print_table(budget.table())
+    if not budget.cap_holds:
+        raise typer.Exit(1)
+
+
+def _window(opens: Any, closes: Any) -> str:
+    start = "always" if opens is None else opens.isoformat()
+    end = "never closes" if closes is None else f"until {closes.isoformat()}"
+    return f"from {start}, {end}" if opens is not None else end
+
+
+@survey_app.command("demo")
+def demo_command(
+    out: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            metavar="FILE",
+            help="Write the demo survey (YAML) to FILE instead of printing it.",
+            show_default=False,
+        ),
+    ] = None,
+) -> None:
+    """Print the demo survey file that `deniable serve` runs by default (YAML)."""
+    from deniable.survey import demo_survey_text
+
+    text = demo_survey_text()
+    if out is None:
+        with guard_io("write to stdout"):
+            sys.stdout.write(text)
+        return
+    if not out.strip():
+        fail(f"`--out` must be a file path, got {out!r}.")
+    write_output(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    sys.stdout.write(f"wrote the demo survey to {out}\n")
