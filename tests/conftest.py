@@ -223,7 +223,7 @@ ORACLES: dict[str, list[Callable[[], Any]]] = {
     "olh": [
         lambda: OLH.from_epsilon(1.0, k=1024),  # g = 4
         lambda: OLH.from_epsilon(2.5, k=37),  # g = 13
-        lambda: OLH(k=5, g=3, truth=0.5),
+        lambda: OLH(k=5, g=3, p_truthful=0.5),
     ],
     "hadamard": [
         lambda: HadamardResponse.from_epsilon(1.0, k=1000),  # K = 1024

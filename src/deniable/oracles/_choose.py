@@ -18,7 +18,7 @@ from deniable.oracles._hashing import BLH, OLH
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
 from deniable.oracles._variance import support_probabilities
-from deniable.results import Table
+from deniable.results import Result, Table
 
 __all__ = ["CRITERION", "OracleChoice", "choose_oracle"]
 
@@ -55,7 +55,7 @@ _CANDIDATES: tuple[tuple[str, Callable[[float, int], Any], Callable[[Any], int],
 
 
 @dataclass(frozen=True)
-class OracleChoice:
+class OracleChoice(Result):
     """The result of :func:`choose_oracle`: the chosen ``oracle``, the ``reason`` (printed
     by :meth:`table` and ``str``), and one row per candidate in :attr:`candidates`."""
 
@@ -66,10 +66,11 @@ class OracleChoice:
     reason: str
     candidates: Table = field(repr=False)
 
-    def table(self) -> str:
+    def table(self) -> Table:
         """The candidates (exact epsilon, variance per category and SE at ``n``, relative
-        variance, report size, words per report, decoding cost) and the reason."""
-        return f"{self.candidates}\n{self.reason}"
+        variance, report size, words per report, decoding cost) with the reason below."""
+        c = self.candidates
+        return Table(c.columns, c.rows, title=c.title, notes=(*c.notes, self.reason))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON: the request, the chosen oracle's key, the reason and the rows."""
@@ -82,9 +83,6 @@ class OracleChoice:
             "reason": self.reason,
             "candidates": self.candidates.to_json(),
         }
-
-    def __str__(self) -> str:
-        return self.table()
 
 
 def _words(oracle: Any) -> int:
@@ -154,10 +152,9 @@ def choose_oracle(epsilon: float, k: int, n: int) -> OracleChoice:
         f"{best_var:.4g} per category at n = {size} (SE {math.sqrt(best_var):.4g}){behind}. "
         f"Ranked by {CRITERION}."
     )
-    note = "".join(f"\nnot a candidate: {s}" for s in skipped)
     table = Table(
         _COLUMNS, table_rows,
         title=f"frequency oracles for k = {kk}, epsilon = {eps:g}, n = {size}",
-        note=note.strip(),
+        notes=tuple(f"not a candidate: {s}" for s in skipped),
     )  # fmt: skip
     return OracleChoice(eps, kk, size, best, reason, table)

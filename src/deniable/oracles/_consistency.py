@@ -31,6 +31,7 @@ from deniable.common import _validation as v
 from deniable.designs import CategoricalEstimate, SupportChannel, SymmetricChannel
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.oracles._results import FrequencyEstimate
+from deniable.results import Result, Table
 
 __all__ = [
     "ConsistentFrequencies",
@@ -46,7 +47,7 @@ CONVERGENCE = "max_j |pi_j(t + 1) - pi_j(t)| <= tol"
 
 
 @dataclass(frozen=True)
-class ConsistentFrequencies:
+class ConsistentFrequencies(Result):
     """Frequencies on the probability simplex from a post-processing ``method`` of the
     unbiased estimates ``raw``; :func:`maximum_likelihood` also states its ``iterations``,
     whether it ``converged`` (:data:`CONVERGENCE` with ``tol``) and the final
@@ -73,22 +74,20 @@ class ConsistentFrequencies:
             "log_likelihood": self.log_likelihood,
         }
 
-    def table(self, rows: int = 32) -> str:
-        """The first ``rows`` categories: raw and consistent frequency."""
+    def table(self, rows: int = 32) -> Table:
+        """The first ``rows`` categories: raw and consistent frequency (the method, the sum
+        and, for :func:`maximum_likelihood`, the iterations and convergence in the title)."""
         k = self.values.size
         head = f"{self.method}: {k} categories, sum {self.values.sum():.6f}"
         if self.iterations is not None:
             state = "converged" if self.converged else "NOT converged"
             head += f"; {self.iterations} iterations, {state} ({CONVERGENCE}, tol {self.tol:g})"
-        lines = [head, f"{'category':>8}  {'raw':>10}  {'consistent':>10}"]
         shown = min(v.integer("rows", rows, minimum=0), k)
-        lines += [f"{j:>8}  {self.raw[j]:>10.6f}  {self.values[j]:>10.6f}" for j in range(shown)]
-        if shown < k:
-            lines.append(f"... {k - shown} more categories")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
+        body = tuple((j, float(self.raw[j]), float(self.values[j])) for j in range(shown))
+        notes = (
+            (f"... {k - shown} more categories (table(rows=...) shows them)",) if shown < k else ()
+        )
+        return Table(("category", "raw", "consistent"), body, title=head, notes=notes)
 
 
 def _raw(estimate: Any) -> FloatArray:

@@ -82,7 +82,7 @@ class LocalHashing(FrequencyOracle):
     docstring).  :class:`BLH` and :class:`OLH` are its two settings of ``g``."""
 
     k: int
-    truth: float
+    p_truthful: float
 
     def _buckets(self) -> int:
         """Number of buckets ``g``."""
@@ -91,12 +91,12 @@ class LocalHashing(FrequencyOracle):
     @cached_property
     def randomized_response(self) -> Categorical:
         """The k-ary randomized response over the ``g`` buckets: keep the bucket with
-        probability ``truth``, else report a uniform bucket."""
-        return Categorical(k=self._buckets(), truth=self.truth)
+        probability ``p_truthful``, else report a uniform bucket."""
+        return Categorical(k=self._buckets(), p_truthful=self.p_truthful)
 
     def _check(self) -> None:
         object.__setattr__(self, "k", check_k(self.k, self.max_k))
-        self.randomized_response  # noqa: B018 - validates `truth` (the error names it)
+        self.randomized_response  # noqa: B018 - validates `p_truthful` (the error names it)
 
     def _support(self) -> tuple[float, float]:
         channel = self.randomized_response.channel
@@ -210,10 +210,10 @@ def _decode_block(block: npt.NDArray[np.uint64], g: int, counts: npt.NDArray[np.
 @dataclass(frozen=True)
 class BLH(LocalHashing):
     """Binary local hashing: one bit of a hash of the value, kept with probability
-    ``(1 + truth) / 2`` (``g = 2``; Bassily & Smith 2015, Wang et al. 2017).
+    ``(1 + p_truthful) / 2`` (``g = 2``; Bassily & Smith 2015, Wang et al. 2017).
 
-    ``epsilon = ln((1 + truth) / (1 - truth))``; support probabilities ``p = (1 + truth) /
-    2`` and ``q = 1/2``.
+    ``epsilon = ln((1 + p_truthful) / (1 - p_truthful))``; support probabilities
+    ``p = (1 + p_truthful) / 2`` and ``q = 1/2``.
 
     >>> blh = BLH.from_epsilon(1.0, k=100)
     >>> round(blh.epsilon, 12), blh.g, round(blh.p, 6), blh.q
@@ -221,7 +221,7 @@ class BLH(LocalHashing):
     """
 
     k: int
-    truth: float
+    p_truthful: float
     name: ClassVar[str] = "blh"
 
     def __post_init__(self) -> None:
@@ -237,21 +237,21 @@ class BLH(LocalHashing):
 
     @classmethod
     def from_epsilon(cls, epsilon: float, k: int) -> BLH:
-        """``truth`` from :meth:`~deniable.designs.Categorical.from_epsilon` over 2 buckets
+        """``p_truthful`` from :meth:`~deniable.designs.Categorical.from_epsilon` over 2 buckets
         (the largest epsilon at most the request)."""
         eps = check_epsilon(epsilon)
         kk = check_k(k, cls.max_k)
-        return cls(kk, Categorical.from_epsilon(eps, 2).truth)
+        return cls(kk, Categorical.from_epsilon(eps, 2).p_truthful)
 
 
 @dataclass(frozen=True)
 class OLH(LocalHashing):
     """Optimized local hashing: ``g`` buckets, randomized response over them (keep the
-    bucket with probability ``truth``, else a uniform bucket).
+    bucket with probability ``p_truthful``, else a uniform bucket).
 
-    ``epsilon = ln(1 + g truth / (1 - truth))``.  :meth:`from_epsilon` takes ``g`` near
-    ``e^eps + 1`` (Wang et al. 2017 round it; here the neighbour with the smaller exact
-    variance).
+    ``epsilon = ln(1 + g p_truthful / (1 - p_truthful))``.  :meth:`from_epsilon` takes ``g``
+    near ``e^eps + 1`` (Wang et al. 2017 round it; here the neighbour with the smaller
+    exact variance).
 
     >>> olh = OLH.from_epsilon(1.0, k=1024)
     >>> olh.g, round(olh.epsilon, 12), round(olh.q, 6)
@@ -260,7 +260,7 @@ class OLH(LocalHashing):
 
     k: int
     g: int
-    truth: float
+    p_truthful: float
     name: ClassVar[str] = "olh"
 
     def __post_init__(self) -> None:
@@ -277,7 +277,7 @@ class OLH(LocalHashing):
         eps = check_epsilon(epsilon)
         kk = check_k(k, cls.max_k)
         if g is not None:
-            return cls(kk, g, Categorical.from_epsilon(eps, g).truth)
+            return cls(kk, g, Categorical.from_epsilon(eps, g).p_truthful)
         ideal = math.exp(min(eps, 30.0)) + 1
         candidates = sorted(
             {min(max(2, int(f(ideal))), MAX_BUCKETS) for f in (math.floor, math.ceil)}
@@ -286,7 +286,7 @@ class OLH(LocalHashing):
         best_variance = math.inf
         for buckets in candidates:
             try:
-                oracle = cls(kk, buckets, Categorical.from_epsilon(eps, buckets).truth)
+                oracle = cls(kk, buckets, Categorical.from_epsilon(eps, buckets).p_truthful)
             except ParameterError:
                 continue
             p, q = oracle._support()

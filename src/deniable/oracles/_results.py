@@ -11,14 +11,16 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._format import format_epsilon
 from deniable.designs import Tally
 from deniable.oracles._variance import support_probabilities
-from deniable.results import Estimate
+from deniable.results import Estimate, Result, Table
 from deniable.results._estimate import (
     MappedBinomialInterval,
     beta_quantile_bounds,
     normal_quantile,
 )
+from deniable.results._table import format_cell
 
 __all__ = ["SE_EXACT", "FrequencyEstimate"]
 
@@ -40,7 +42,7 @@ def _nums(xs: npt.ArrayLike) -> list[Any]:
 
 
 @dataclass(frozen=True)
-class FrequencyEstimate:
+class FrequencyEstimate(Result):
     """The frequency of each of ``k`` values from a frequency oracle's support counts.
 
     With ``lambda_j = c_j / n`` the share of reports that support ``j``:
@@ -205,31 +207,28 @@ class FrequencyEstimate:
             "level": level,
         }
 
-    def table(self, level: float = 0.95, rows: int | None = None) -> str:
-        """A plain-text table: one row per category (the first ``rows``; default all up to
-        32 categories, else the first 32 and a count of the rest)."""
+    def table(self, level: float = 0.95, rows: int | None = None) -> Table:
+        """One row per category (the first ``rows``; default all up to 32 categories, else
+        the first 32 and a note counting the rest): estimate, SE, Wald and exact interval."""
         limit = (self.k if self.k <= TABLE_ROWS else TABLE_ROWS) if rows is None else rows
         limit = v.integer("rows", limit, minimum=0)
         shown = min(limit, self.k)
         wald = self.ci(level, "wald")[:shown]
         exact = self.ci(level, "exact")[:shown]
-        head = (
+        title = (
             f"{self.oracle.name}: {self.k} categories, n = {self.n}, epsilon = "
-            f"{self.oracle.epsilon:.6g}; SE {SE_EXACT}"
+            f"{format_epsilon(self.oracle.epsilon)}"
         )
-        lines = [
-            head,
-            f"{'category':>8}  {'estimate':>10}  {'SE':>10}  {level:.0%} Wald CI"
-            f"{'':>16}  {level:.0%} exact CI",
-        ]
-        for j in range(shown):
-            lines.append(
-                f"{j:>8}  {self.values[j]:>10.6f}  {self.se[j]:>10.6f}  "
-                f"[{wald[j, 0]:.6f}, {wald[j, 1]:.6f}]  [{exact[j, 0]:.6f}, {exact[j, 1]:.6f}]"
-            )
+        body = tuple(
+            (j, float(self.values[j]), float(self.se[j]),
+             f"[{format_cell(float(wald[j, 0]))}, {format_cell(float(wald[j, 1]))}]",
+             f"[{format_cell(float(exact[j, 0]))}, {format_cell(float(exact[j, 1]))}]")
+            for j in range(shown)
+        )  # fmt: skip
+        notes = [f"SE {SE_EXACT}"]
         if shown < self.k:
-            lines.append(f"... {self.k - shown} more categories (table(rows=...) shows them)")
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
+            notes.append(f"... {self.k - shown} more categories (table(rows=...) shows them)")
+        return Table(
+            ("category", "estimate", "SE", f"{level:.0%} CI (Wald)", f"{level:.0%} CI (exact)"),
+            body, title=title, notes=tuple(notes), align="rrrll",
+        )  # fmt: skip
