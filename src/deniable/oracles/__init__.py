@@ -18,6 +18,7 @@ conventions and intervals).
 :class:`HadamardResponse`   a Hadamard row and one randomized bit
 :class:`SubsetSelection`    a random subset of about ``k / (e^eps + 1)`` values
 :func:`choose_oracle`       the oracle with the smallest exact variance for ``k``, eps, n
+:func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -42,15 +43,19 @@ from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probabil
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
 from deniable.oracles._results import FrequencyEstimate
+from deniable.oracles._spec import ORACLE_SPEC_SCHEMA, oracle_from_spec, oracle_spec
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE, UnaryEncoding
 from deniable.oracles._variance import exact_variance, support_probabilities, total_variance
+from deniable.oracles._vectors import ORACLE_VECTORS_SCHEMA, dump_oracle_vectors, oracle_vectors
 
 __all__ = [
     "BLH",
     "CRITERION",
     "GRR",
     "OLH",
+    "ORACLE_SPEC_SCHEMA",
+    "ORACLE_VECTORS_SCHEMA",
     "OUE",
     "SUE",
     "ConsistentFrequencies",
@@ -68,8 +73,12 @@ __all__ = [
     "choose_oracle",
     "clip_and_normalize",
     "collision_probability",
+    "dump_oracle_vectors",
     "exact_variance",
     "maximum_likelihood",
+    "oracle_from_spec",
+    "oracle_spec",
+    "oracle_vectors",
     "project_to_simplex",
     "support_probabilities",
     "total_variance",

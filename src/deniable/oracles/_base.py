@@ -101,6 +101,10 @@ class FrequencyOracle(ABC):
     def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
         """Whether each (validated) report supports ``value``."""
 
+    @abstractmethod
+    def _spec(self) -> tuple[str, int, dict[str, Any]]:
+        """``(algorithm, words per report, constants)`` of its spec (``oracles._spec``)."""
+
     def supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
         """Whether each report supports ``value`` (its tally counts these): a boolean array
         with one entry per report.  ``tally(reports).counts[value]`` is its sum."""
