@@ -536,3 +536,31 @@ def test_histogram_buckets_numbers_into_an_oracle() -> None:
         Histogram((0.0, 1.0, 2.0), OLH.from_epsilon(2.0, k=3))
     auto = Histogram.from_epsilon(1.0, (0, 10, 20, 30, 40))
     assert auto.oracle.channel.n_truths == 4
+
+
+# ------------------------------------------------------------------ the post-processing study
+
+
+def test_post_processing_study_and_its_plot() -> None:
+    from deniable.oracles import METHODS, post_processing_study
+
+    study = post_processing_study(OUE.from_epsilon(1.0, k=6), [0.5, 0.3, 0.1, 0.1, 0.0, 0.0],
+                                  600, repeats=40, seed=3)  # fmt: skip
+    assert list(study.bias) == list(METHODS) and study.truth.sum() == pytest.approx(1.0)
+    # clipping pushes the empty categories up; the raw estimate's bias is only noise
+    assert study.bias["clip and normalize"][4] > 0 and study.bias["clip and normalize"][5] > 0
+    raw_se = np.sqrt(exact_variance(study.oracle, 600, study.truth) / 40)
+    assert np.all(np.abs(study.bias["raw (unbiased)"]) <= 6 * raw_se)
+    assert "simplex projection" in str(study)
+    assert json.loads(json.dumps(study.to_dict()))["repeats"] == 40
+    with pytest.raises(DataError, match="`frequencies` must be 6 non-negative numbers"):
+        post_processing_study(study.oracle, [0.5, 0.5], 100)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from deniable.plotting import plot_post_processing
+
+    fig = plot_post_processing(study)
+    left, right = fig.axes
+    assert len(left.get_lines()) == len(METHODS) + 1 and len(right.get_lines()) == len(METHODS)
+    matplotlib.pyplot.close(fig)

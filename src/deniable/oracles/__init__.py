@@ -44,6 +44,7 @@ from deniable.oracles._histogram import Histogram
 from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
 from deniable.oracles._results import FrequencyEstimate
 from deniable.oracles._spec import ORACLE_SPEC_SCHEMA, oracle_from_spec, oracle_spec
+from deniable.oracles._study import METHODS, PostProcessingStudy, post_processing_study
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE, UnaryEncoding
 from deniable.oracles._variance import exact_variance, support_probabilities, total_variance
@@ -53,6 +54,7 @@ __all__ = [
     "BLH",
     "CRITERION",
     "GRR",
+    "METHODS",
     "OLH",
     "ORACLE_SPEC_SCHEMA",
     "ORACLE_VECTORS_SCHEMA",
@@ -68,6 +70,7 @@ __all__ = [
     "MeanChannel",
     "OracleChoice",
     "PiecewiseMechanism",
+    "PostProcessingStudy",
     "SubsetSelection",
     "UnaryEncoding",
     "choose_oracle",
@@ -79,6 +82,7 @@ __all__ = [
     "oracle_from_spec",
     "oracle_spec",
     "oracle_vectors",
+    "post_processing_study",
     "project_to_simplex",
     "support_probabilities",
     "total_variance",

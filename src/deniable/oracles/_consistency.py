@@ -50,8 +50,8 @@ CONVERGENCE = "max_j |pi_j(t + 1) - pi_j(t)| <= tol"
 class ConsistentFrequencies(Result):
     """Frequencies on the probability simplex from a post-processing ``method`` of the
     unbiased estimates ``raw``; :func:`maximum_likelihood` also states its ``iterations``,
-    whether it ``converged`` (:data:`CONVERGENCE` with ``tol``) and the final
-    ``log_likelihood``."""
+    whether it ``converged`` (the rule ``max_j |pi_j(t + 1) - pi_j(t)| <= tol``) and the
+    final ``log_likelihood``."""
 
     method: str
     values: FloatArray = field(repr=False)
@@ -168,9 +168,9 @@ def maximum_likelihood(
 
     From the uniform distribution, repeat ``pi_x <- pi_x sum_j (c_j / C) A[j, x] / (A
     pi)_j`` (``A`` the normalized channel of the module docstring, ``C`` the sum of the
-    counts) until :data:`CONVERGENCE` (``max_j |change| <= tol``) or ``max_iter``
-    iterations; the result states which.  Every step increases the likelihood and stays on
-    the simplex.
+    counts) until the convergence rule ``max_j |pi_j(t + 1) - pi_j(t)| <= tol`` or
+    ``max_iter`` iterations; the result states which.  Every step increases the likelihood
+    and stays on the simplex.
 
     >>> from deniable.oracles import OUE
     >>> oue = OUE.from_epsilon(2.0, k=4)

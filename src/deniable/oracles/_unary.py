@@ -207,7 +207,7 @@ class SUE(UnaryEncoding):
 
     ``epsilon = 2 ln((1 - q) / q)``: one answer changes two bits, each with likelihood ratio
     ``(1 - q) / q`` (Erlingsson, Pihur & Korolova 2014; Wang et al. 2017).
-    :meth:`from_epsilon` uses ``q = 1 / (e^(eps / 2) + 1)``, each bit at ``epsilon / 2``.
+    ``from_epsilon`` uses ``q = 1 / (e^(eps / 2) + 1)``, each bit at ``epsilon / 2``.
 
     >>> sue = SUE.from_epsilon(2.0, k=8)
     >>> sue.q, round(sue.epsilon, 4), sue.words_per_report
@@ -251,7 +251,7 @@ class OUE(UnaryEncoding):
     bit with ``q``.
 
     ``epsilon = ln((1 - q) / q)`` (the ratio ``p (1 - q) / ((1 - p) q)`` at ``p = 1/2``);
-    :meth:`from_epsilon` uses ``q = 1 / (e^eps + 1)``, the variance-optimal choice (Wang et
+    ``from_epsilon`` uses ``q = 1 / (e^eps + 1)``, the variance-optimal choice (Wang et
     al. 2017).  The true bit comes from the top bit of one more word.
 
     >>> oue = OUE.from_epsilon(1.0, k=1024)

@@ -116,7 +116,7 @@ def _case(case_id: str, oracle: FrequencyOracle) -> dict[str, Any]:
 
 
 def oracle_vectors() -> dict[str, Any]:
-    """Every case of :data:`VECTOR_ORACLES` as one JSON-ready dict (schema
+    """Every case of ``VECTOR_ORACLES`` (``oracles._vectors``) as one JSON-ready dict (schema
     ``deniable.oracle-vectors/1``, ``docs/specs.md``)."""
     cases = [
         _case(f"{name}-{i}", make())
