@@ -45,6 +45,9 @@ from deniable.oracles import (
     oracle_from_spec,
     oracle_spec,
     project_to_simplex,
+    tally_batches,
+    tally_file,
+    write_reports,
 )
 from deniable.oracles._vectors import VECTOR_ORACLES
 
@@ -564,3 +567,62 @@ def test_post_processing_study_and_its_plot() -> None:
     left, right = fig.axes
     assert len(left.get_lines()) == len(METHODS) + 1 and len(right.get_lines()) == len(METHODS)
     matplotlib.pyplot.close(fig)
+
+
+# ------------------------------------------------------------------ report files, chunked tallies
+
+
+@pytest.mark.parametrize(
+    "make",
+    [*ORACLE_MAKERS, lambda: GRR.from_epsilon(1.0, k=300)],
+    ids=[*ORACLE_IDS, "grr"],
+)
+def test_a_report_file_tallies_in_batches_to_the_in_memory_tally(make: Any, tmp_path: Path) -> None:
+    oracle = make()
+    reports = oracle.randomize(np.arange(10_007) % oracle.k, rng=12)
+    path = write_reports(tmp_path / "r.dnrp", oracle, reports)
+    seen: list[tuple[int, int]] = []
+    got = tally_file(oracle, path, batch=1000, progress=lambda d, t: seen.append((d, t)))
+    assert got == oracle.tally(reports)
+    assert seen[0] == (1000, 10_007) and seen[-1] == (10_007, 10_007) and len(seen) == 11
+    batches = (reports[i : i + 3000] for i in range(0, len(reports), 3000))
+    assert tally_batches(oracle, batches) == got
+
+
+def test_a_truncated_or_foreign_report_file_is_refused_before_counting(tmp_path: Path) -> None:
+    olh = OLH.from_epsilon(1.0, k=50)
+    path = write_reports(tmp_path / "r.dnrp", olh, olh.randomize(np.arange(100) % 50, rng=1))
+    data = path.read_bytes()
+    calls: list[int] = []
+    cut = tmp_path / "cut.dnrp"
+    cut.write_bytes(data[:-5])
+    with pytest.raises(DataError, match=r"promises 100 reports of 24 bytes .* 99 whole reports "
+                       r"and 19 bytes of a partial one \(truncated\)"):  # fmt: skip
+        tally_file(olh, cut, progress=lambda d, t: calls.append(d))
+    assert calls == []
+    long = tmp_path / "long.dnrp"
+    long.write_bytes(data + b"\0")
+    with pytest.raises(DataError, match="bytes after the last report"):
+        tally_file(olh, long)
+    other = OLH.from_epsilon(2.0, k=50)
+    with pytest.raises(DataError, match=r"holds reports of olh.* not of this oracle olh"):
+        tally_file(other, path)
+    for bad, match in (
+        (b"PK\x03\x04xxxx", "not a report file"),
+        (data[:9], "ends inside its header"),
+    ):
+        (tmp_path / "bad.dnrp").write_bytes(bad)
+        with pytest.raises(DataError, match=match):
+            tally_file(olh, tmp_path / "bad.dnrp")
+    with pytest.raises(ParameterError, match="`batch`"):
+        tally_file(olh, path, batch=0)
+
+
+def test_write_reports_refuses_malformed_reports_and_writes_nothing(tmp_path: Path) -> None:
+    oue = OUE.from_epsilon(1.0, k=20)
+    target = tmp_path / "r.dnrp"
+    with pytest.raises(DataError, match="`reports`"):
+        write_reports(target, oue, np.zeros((4, 2), dtype=np.uint8))
+    assert not target.exists() and list(tmp_path.iterdir()) == []
+    with pytest.raises(DataError, match="`batches` must hold at least one batch"):
+        tally_batches(oue, [])

@@ -38,6 +38,7 @@ from deniable.oracles._consistency import (
     maximum_likelihood,
     project_to_simplex,
 )
+from deniable.oracles._files import REPORTS_MAGIC, tally_batches, tally_file, write_reports
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
@@ -59,6 +60,7 @@ __all__ = [
     "ORACLE_SPEC_SCHEMA",
     "ORACLE_VECTORS_SCHEMA",
     "OUE",
+    "REPORTS_MAGIC",
     "SUE",
     "ConsistentFrequencies",
     "DuchiMechanism",
@@ -85,6 +87,9 @@ __all__ = [
     "post_processing_study",
     "project_to_simplex",
     "support_probabilities",
+    "tally_batches",
+    "tally_file",
     "total_variance",
     "walsh_hadamard",
+    "write_reports",
 ]
