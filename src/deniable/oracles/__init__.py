@@ -38,13 +38,25 @@ from deniable.oracles._consistency import (
     maximum_likelihood,
     project_to_simplex,
 )
-from deniable.oracles._files import REPORTS_MAGIC, tally_batches, tally_file, write_reports
+from deniable.oracles._files import (
+    REPORTS_MAGIC,
+    read_report_key,
+    tally_batches,
+    tally_file,
+    write_report_batches,
+    write_reports,
+)
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
 from deniable.oracles._results import FrequencyEstimate
-from deniable.oracles._spec import ORACLE_SPEC_SCHEMA, oracle_from_spec, oracle_spec
+from deniable.oracles._spec import (
+    ORACLE_SPEC_SCHEMA,
+    oracle_from_key,
+    oracle_from_spec,
+    oracle_spec,
+)
 from deniable.oracles._study import METHODS, PostProcessingStudy, post_processing_study
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE, UnaryEncoding
@@ -81,15 +93,18 @@ __all__ = [
     "dump_oracle_vectors",
     "exact_variance",
     "maximum_likelihood",
+    "oracle_from_key",
     "oracle_from_spec",
     "oracle_spec",
     "oracle_vectors",
     "post_processing_study",
     "project_to_simplex",
+    "read_report_key",
     "support_probabilities",
     "tally_batches",
     "tally_file",
     "total_variance",
     "walsh_hadamard",
+    "write_report_batches",
     "write_reports",
 ]

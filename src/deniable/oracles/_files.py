@@ -18,10 +18,11 @@ bytes       field
 n w s       the reports, ``s`` bytes per item
 ==========  ===========================================================================
 
-:func:`write_reports` writes one atomically (a temporary file renamed into place: never
-half-written); :func:`tally_file` reads it in batches of ``batch`` reports and adds their
-tallies, so memory is O(k) plus one batch, and calls ``progress(done, total)`` after each
-batch (the command line draws a progress bar with it).  A file of another oracle, a
+:func:`write_reports` (or :func:`write_report_batches`, a batch at a time) writes one
+atomically (a temporary file renamed into place: never half-written); :func:`tally_file`
+reads it in batches of ``batch`` reports and adds their tallies, so memory is O(k) plus
+one batch, and calls ``progress(done, total)`` after each batch (the command line draws a
+progress bar with it).  A file of another oracle, a
 header that does not parse, or a file whose size is not the header plus ``n`` whole
 reports (truncated, or with bytes after the last report) is refused with
 :class:`~deniable.exceptions.DataError` before any report is counted.
@@ -44,7 +45,14 @@ from deniable.common import atomic_write
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterTypeError
 
-__all__ = ["REPORTS_MAGIC", "tally_batches", "tally_file", "write_reports"]
+__all__ = [
+    "REPORTS_MAGIC",
+    "read_report_key",
+    "tally_batches",
+    "tally_file",
+    "write_report_batches",
+    "write_reports",
+]
 
 REPORTS_MAGIC = b"DNRP"
 _VERSION = 1
@@ -73,10 +81,26 @@ def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayL
     The reports are checked first (the oracle's ``tally`` validates them), so a file is
     never written with reports its oracle would refuse.
     """
-    dtype, width = _record(oracle)
     arr = np.asarray(reports)
-    oracle.tally(arr)  # validates shape, dtype and range; raises DataError naming `reports`
     n = int(arr.shape[0]) if arr.ndim else 0
+    return write_report_batches(path, oracle, n, [arr])
+
+
+def write_report_batches(
+    path: str | os.PathLike[str],
+    oracle: Any,
+    n: int,
+    batches: Iterable[npt.ArrayLike],
+    *,
+    progress: Progress | None = None,
+) -> Path:
+    """Write ``n`` reports of ``oracle``, given in ``batches`` (any iterable of report
+    arrays), to a report file, atomically: memory one batch.  Each batch is validated by the
+    oracle's ``tally`` before it is written; batches that do not hold exactly ``n`` reports
+    in all raise :class:`~deniable.exceptions.DataError` and leave no file.
+    ``progress(done, n)`` is called after each batch."""
+    total = v.integer("n", n, minimum=0)
+    dtype, width = _record(oracle)
     key = str(oracle.key).encode("utf-8")
     dt = dtype.str.encode("ascii")
     head = (
@@ -84,16 +108,34 @@ def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayL
         + struct.pack("<H", _VERSION)
         + struct.pack("<I", len(key)) + key
         + struct.pack("<I", len(dt)) + dt
-        + struct.pack("<IQ", width, n)
+        + struct.pack("<IQ", width, total)
     )  # fmt: skip
-    body = np.ascontiguousarray(arr.reshape(n, width), dtype=dtype)
 
     def write(tmp: Path) -> None:
+        done = 0
         with open(tmp, "wb") as fh:
             fh.write(head)
-            body.tofile(fh)
+            for reports in batches:
+                arr = np.asarray(reports)
+                oracle.tally(arr)  # validates shape, dtype and range, naming `reports`
+                m = int(arr.shape[0]) if arr.ndim else 0
+                if done + m > total:
+                    raise DataError(f"`batches` hold more than the n = {total} reports promised.")
+                np.ascontiguousarray(arr.reshape(m, width), dtype=dtype).tofile(fh)
+                done += m
+                if progress is not None:
+                    progress(done, total)
+        if done != total:
+            raise DataError(f"`batches` hold {done} reports, not the n = {total} promised.")
 
     return atomic_write(path, write)
+
+
+def read_report_key(path: str | os.PathLike[str]) -> str:
+    """The key of the oracle whose reports a report file holds (from its header)."""
+    name = os.fspath(path)
+    with open(name, "rb") as fh:
+        return _header(fh, name)[0]
 
 
 def _header(fh: Any, path: str) -> tuple[str, str, int, int, int]:

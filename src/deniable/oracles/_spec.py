@@ -172,3 +172,40 @@ def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
                 f"{spec[field]!r}, the parameters imply {implied[field]!r}."
             )
     return oracle
+
+
+def oracle_from_key(key: str) -> Any:
+    """The oracle (or k-ary randomized response, the design ``categorical`` with uniform
+    forcing) whose :attr:`key` is ``key``, e.g. the key a report file or a tally carries.
+
+    >>> from deniable.oracles import OUE
+    >>> oracle_from_key(OUE(k=8, q=0.25).key) == OUE(k=8, q=0.25)
+    True
+    """
+    from deniable.designs import Categorical
+
+    if not isinstance(key, str):
+        raise ParameterTypeError(f"`key` must be a string, got {type(key).__name__}.")
+    name, brace, rest = key.partition("{")
+    try:
+        params = json.loads(brace + rest) if brace else None
+    except ValueError:
+        params = None
+    if not isinstance(params, dict):
+        raise DataError(f"`key` must look like NAME{{JSON parameters}}, got {key!r}.")
+    values: dict[str, Any] = {n: x if x is None else _parameter(n, x) for n, x in params.items()}
+    try:
+        if name == "categorical" and values.get("forced") is None:
+            out: Any = Categorical(**values)
+        elif name in ORACLES:
+            out = ORACLES[name](**values)
+        else:
+            raise DataError(
+                f"`key` must name a frequency oracle ({', '.join(sorted(ORACLES))}) or "
+                f"categorical with uniform forcing, got {key!r}."
+            )
+    except TypeError as exc:
+        raise DataError(f"`key` {key!r} does not fit its mechanism: {exc}.") from None
+    if out.key != key:
+        raise DataError(f"`key` {key!r} is not canonical (the mechanism's key is {out.key}).")
+    return out
