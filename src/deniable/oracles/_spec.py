@@ -176,7 +176,7 @@ def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
 
 def oracle_from_key(key: str) -> Any:
     """The oracle (or k-ary randomized response, the design ``categorical`` with uniform
-    forcing) whose :attr:`key` is ``key``, e.g. the key a report file or a tally carries.
+    forcing) whose ``key`` is ``key``, e.g. the key a report file or a tally carries.
 
     >>> from deniable.oracles import OUE
     >>> oracle_from_key(OUE(k=8, q=0.25).key) == OUE(k=8, q=0.25)
