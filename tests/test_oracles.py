@@ -626,3 +626,20 @@ def test_write_reports_refuses_malformed_reports_and_writes_nothing(tmp_path: Pa
     assert not target.exists() and list(tmp_path.iterdir()) == []
     with pytest.raises(DataError, match="`batches` must hold at least one batch"):
         tally_batches(oue, [])
+
+
+def test_oracle_from_key_rebuilds_every_oracle_and_refuses_others() -> None:
+    from deniable.designs import Warner
+    from deniable.oracles import oracle_from_key
+
+    for make in [*ORACLE_MAKERS, lambda: GRR.from_epsilon(1.0, k=300)]:
+        oracle = make()
+        assert oracle_from_key(oracle.key) == oracle
+    with pytest.raises(DataError, match="must name a frequency oracle"):
+        oracle_from_key(Warner(0.75).key)
+    with pytest.raises(DataError, match=r"must look like NAME\{JSON parameters\}"):
+        oracle_from_key("olh[1, 2]")
+    with pytest.raises(DataError, match="does not fit its mechanism"):
+        oracle_from_key('oue{"k":8}')
+    with pytest.raises(DataError, match="not canonical"):
+        oracle_from_key('oue{"q":"1/4","k":8}')
