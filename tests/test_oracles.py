@@ -484,6 +484,8 @@ def test_choose_oracle_textbook_regimes() -> None:
     assert choose_oracle(1.0, k=1024, n=10**6).oracle.name in {"subset", "oue", "olh"}
     with pytest.raises(ParameterError, match="`k` must be an integer in"):
         choose_oracle(1.0, k=1, n=10)
+    with pytest.raises(ParameterError, match=r"no frequency oracle takes k = 57216 at epsilon"):
+        choose_oracle(122.0, k=57216, n=10)
 
 
 # ------------------------------------------------------------------ numeric means, histograms

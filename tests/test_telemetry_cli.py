@@ -57,7 +57,7 @@ def test_simulate_then_aggregate_in_batches(
     assert info["devices"] == 5000 and info["seed"] == 4 and info["bytes"] == out.stat().st_size
     oracle = oracle_from_key(read_report_key(out))
     assert oracle.key == info["mechanism"]
-    agg = run(runner, "telemetry", "aggregate", str(out), "--batch", "700", "--json")
+    agg = run(runner, "telemetry", "aggregate", str(out), "--batch", "1024", "--json")
     assert agg.exit_code == 0, agg.output
     est = json.loads(agg.stdout)
     assert est["n"] == 5000 and len(est["estimate"]) == 20
@@ -88,6 +88,11 @@ def test_bad_input_is_one_error_line_and_no_file(runner: CliRunner, tmp_path: Pa
     one_error(run(runner, "telemetry", "simulate", "--out", str(out), "--devices", "10",
                   "--k", "4", "--epsilon", "0"), "`epsilon`")  # fmt: skip
     assert list(tmp_path.iterdir()) == []
+    one_error(run(runner, "telemetry", "simulate", "--out", str(out), "--devices", "10000000",
+                  "--k", "65536", "--epsilon", "1", "--mechanism", "oue"),
+              "larger than 16 GiB")  # fmt: skip
+    one_error(run(runner, "telemetry", "choose", "--k", "57216", "--epsilon", "122"),
+              "no frequency oracle takes k = 57216")  # fmt: skip
     one_error(run(runner, "telemetry", "aggregate", str(tmp_path / "missing.dnrp")),
               "cannot read")  # fmt: skip
     one_error(run(runner, "telemetry", "aggregate", str(tmp_path)), "is a directory")

@@ -26,8 +26,13 @@ __all__ = ["MECHANISMS", "telemetry_app"]
 
 #: The mechanisms ``simulate`` takes, by their ``--mechanism`` name.
 MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "hadamard", "subset")
-#: Devices randomized and written at once by ``simulate``.
+#: Devices randomized and written at once by ``simulate`` (fewer for large reports).
 _BATCH = 1 << 18
+#: Bytes of reports ``simulate`` randomizes at once.
+_BATCH_BYTES = 1 << 25
+#: The largest report file ``simulate`` writes (16 GiB) and the most devices.
+MAX_FILE_BYTES = 1 << 34
+MAX_DEVICES = 10**9
 
 telemetry_app = typer.Typer(
     name="telemetry",
@@ -87,14 +92,25 @@ def simulate_command(
     if mechanism not in makers:
         fail(f"`--mechanism` must be one of {', '.join(MECHANISMS)}, got {mechanism!r}.")
     oracle: Any = makers[mechanism](epsilon, k)
+    if devices > MAX_DEVICES:
+        fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
+    one = oracle.randomize([0], rng=np.random.default_rng(0))
+    per_report = int(one.nbytes)
+    if devices * per_report > MAX_FILE_BYTES:
+        fail(
+            f"`--devices` {devices} reports of {per_report} bytes ({mechanism}, k = {k}) would "
+            f"make a report file larger than {MAX_FILE_BYTES >> 30} GiB; simulate fewer "
+            "devices or write several files."
+        )
+    step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
     used = fresh_seed() if seed is None else seed
     gen = np.random.default_rng(used)
     weights = 1 / np.arange(1, k + 1)
     weights /= weights.sum()
 
     def batches() -> Iterator[Any]:
-        for start in range(0, devices, _BATCH):
-            m = min(_BATCH, devices - start)
+        for start in range(0, devices, step):
+            m = min(step, devices - start)
             yield oracle.randomize(gen.choice(k, size=m, p=weights), rng=gen)
 
     with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:

@@ -101,6 +101,14 @@ class FrequencyOracle(ABC):
     def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
         """Whether each (validated) report supports ``value``."""
 
+    def check_reports(self, reports: Any) -> None:
+        """Refuse reports this oracle cannot have made (wrong shape, dtype or range), as
+        :meth:`tally` would, without counting them (O(n) whatever ``k``)."""
+        self._check_reports(reports)
+
+    def _check_reports(self, reports: Any) -> None:
+        self._support_counts(reports)  # a subclass with costly decoding overrides this
+
     @abstractmethod
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
         """``(algorithm, words per report, constants)`` of its spec (``oracles._spec``)."""

@@ -11,7 +11,7 @@ from typing import Any
 from deniable.common import _validation as v
 from deniable.designs import Categorical
 from deniable.designs._tally import MAX_COUNT
-from deniable.exceptions import DeniableError
+from deniable.exceptions import DeniableError, ParameterError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
@@ -132,6 +132,11 @@ def choose_oracle(epsilon: float, k: int, n: int) -> OracleChoice:
         built.append((_label(name, oracle), oracle, var))
         rows.append((_label(name, oracle), oracle.epsilon, var, math.sqrt(var),
                      report_bits(oracle), _words(oracle), decoding))  # fmt: skip
+    if not built:
+        raise ParameterError(
+            f"no frequency oracle takes k = {kk} at epsilon = {eps:g} (`epsilon` or `k` too "
+            "large for every candidate): " + "; ".join(skipped)
+        )
     least = min(t[2] for t in built)
     # the first (cheapest) of the candidates within float rounding of the least variance
     best_label, best, best_var = next(t for t in built if t[2] <= least * (1 + _TIE))

@@ -75,10 +75,19 @@ def _record(oracle: Any) -> tuple[np.dtype[Any], int]:
     return sample.dtype.newbyteorder("<"), width
 
 
+def _check(oracle: Any, reports: npt.NDArray[Any]) -> None:
+    """The oracle's check of reports (k-ary RR: its tally, O(n + k))."""
+    check = getattr(oracle, "check_reports", None)
+    if check is not None:
+        check(reports)
+    else:
+        oracle.tally(reports)
+
+
 def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayLike) -> Path:
     """Write ``reports`` of ``oracle`` to a report file (module docstring), atomically.
 
-    The reports are checked first (the oracle's ``tally`` validates them), so a file is
+    The reports are checked first (as the oracle's ``tally`` checks them), so a file is
     never written with reports its oracle would refuse.
     """
     arr = np.asarray(reports)
@@ -117,7 +126,7 @@ def write_report_batches(
             fh.write(head)
             for reports in batches:
                 arr = np.asarray(reports)
-                oracle.tally(arr)  # validates shape, dtype and range, naming `reports`
+                _check(oracle, arr)  # shape, dtype and range, naming `reports`
                 m = int(arr.shape[0]) if arr.ndim else 0
                 if done + m > total:
                     raise DataError(f"`batches` hold more than the n = {total} reports promised.")

@@ -170,6 +170,9 @@ class LocalHashing(FrequencyOracle):
             raise DataError(f"`reports` buckets must be in 0..{g - 1}, got {int(arr[:, 2].max())}.")
         return arr
 
+    def _check_reports(self, reports: Any) -> None:
+        self._reports(reports)
+
     def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
         arr = self._reports(reports)
         x = np.full(arr.shape[0], value, dtype=np.uint64)
