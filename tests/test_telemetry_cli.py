@@ -103,6 +103,7 @@ def test_bad_input_is_one_error_line_and_no_file(runner: CliRunner, tmp_path: Pa
     cut = tmp_path / "cut.dnrp"
     cut.write_bytes(good.read_bytes()[:-3])
     one_error(run(runner, "telemetry", "aggregate", str(cut)), "(truncated)")
+    one_error(run(runner, "telemetry", "aggregate", str(good), "--batch", "1"), "--batch")
     junk = tmp_path / "junk.dnrp"
     junk.write_bytes(b"hello world, not reports")
     one_error(run(runner, "telemetry", "aggregate", str(junk)), "not a report file")

@@ -134,7 +134,9 @@ def simulate_command(
 @telemetry_app.command("aggregate")
 def aggregate_command(
     file: Annotated[str, typer.Argument(metavar="FILE", help="A report file.", show_default=False)],
-    batch: Annotated[int, typer.Option("--batch", min=1, help="Reports read at once.")] = 1 << 20,
+    batch: Annotated[
+        int, typer.Option("--batch", min=1024, help="Reports read at once, >= 1024.")
+    ] = 1 << 20,
     rows: Annotated[
         int | None, typer.Option("--rows", min=0, help="Categories shown (default: up to 32).")
     ] = None,
