@@ -1,12 +1,13 @@
 """Example parameterisations of every design in ``deniable.designs.DESIGNS`` and
 ``TWO_GROUP_DESIGNS``, and of the other mechanisms (noise, memoization) that answer the
-mechanism protocol (the fixtures of tests/conftest.py draw on them).
+mechanism protocol.
 
 A new design gets the whole conformance suite (tests/test_conformance.py) by adding its
 parameterisations to ``EXAMPLES`` (or ``TWO_GROUP_EXAMPLES``, with its estimands in
 ``TWO_GROUP_ESTIMANDS``) below; a design with a one-argument ``from_epsilon`` gets two by
 default and needs nothing at all.  A new mechanism of another kind is added to
-``OTHER_MECHANISMS``.
+``OTHER_MECHANISMS``; a frequency oracle of :mod:`deniable.oracles` to ``ORACLES`` (it then
+also gets the oracle clauses: support probabilities, unbiasedness, the variance formula).
 """
 
 from __future__ import annotations
@@ -49,6 +50,18 @@ from deniable.mechanisms import (
     LaplaceMechanism,
     MemoizedMechanism,
     NoiseMechanism,
+)
+from deniable.oracles import (
+    BLH,
+    GRR,
+    OLH,
+    OUE,
+    SUE,
+    DuchiMechanism,
+    HadamardResponse,
+    Histogram,
+    PiecewiseMechanism,
+    SubsetSelection,
 )
 
 # Property tests: reproducible (derandomized), no example database written to the tree, no
@@ -191,9 +204,60 @@ OTHER_MECHANISMS: dict[str, list[Callable[[], Any]]] = {
     ],
 }
 
+#: The frequency oracles of deniable.oracles (k-ary RR, the design Categorical, among
+#: them at k = 128): small and large k, k a power of two and not, probabilities on the
+#: oracles' grids and off them (unary encoding at 32 bits), g a power of two and not.
+ORACLES: dict[str, list[Callable[[], Any]]] = {
+    "sue": [
+        lambda: SUE.from_epsilon(1.0, k=8),
+        lambda: SUE(k=1024, q=0.25),
+        lambda: SUE(k=5, q=0.1),  # not dyadic: 32-bit lanes, q rounded up
+    ],
+    "oue": [
+        lambda: OUE.from_epsilon(1.0, k=1024),
+        lambda: OUE(k=3, q=0.3),
+        lambda: OUE.from_epsilon(3.0, k=70),
+    ],
+    "blh": [lambda: BLH.from_epsilon(1.0, k=2), lambda: BLH.from_epsilon(0.5, k=1024)],
+    "olh": [
+        lambda: OLH.from_epsilon(1.0, k=1024),  # g = 4
+        lambda: OLH.from_epsilon(2.5, k=37),  # g = 13
+        lambda: OLH(k=5, g=3, p_truthful=0.5),
+    ],
+    "hadamard": [
+        lambda: HadamardResponse.from_epsilon(1.0, k=1000),  # K = 1024
+        lambda: HadamardResponse(k=2, p=0.75),
+        lambda: HadamardResponse.from_epsilon(2.0, k=1024),
+    ],
+    "subset": [
+        lambda: SubsetSelection.from_epsilon(1.0, k=16),
+        lambda: SubsetSelection(k=5, d=2, p=0.7),
+        lambda: SubsetSelection.from_epsilon(0.5, k=300),
+    ],
+    "grr": [lambda: GRR.from_epsilon(1.0, k=128)],  # (a dense k x k epsilon check: O(k^3))
+}
+
+#: Mechanisms of deniable.oracles that are not frequency oracles of values 0..k-1: a
+#: histogram of numbers (edges at 0..4, so the integer values of the suite are bins) and the
+#: means of numbers in [0, 4].
+TELEMETRY_MECHANISMS: dict[str, list[Callable[[], Any]]] = {
+    "histogram": [lambda: Histogram((0.0, 1.0, 2.0, 3.0, 4.0), OUE.from_epsilon(1.0, k=4))],
+    "duchi": [lambda: DuchiMechanism(1.0, lower=0.0, upper=4.0)],
+    "piecewise": [
+        lambda: PiecewiseMechanism(2.0, lower=0.0, upper=4.0),
+        lambda: PiecewiseMechanism(0.5, lower=0.0, upper=4.0),
+    ],
+}
+
+ORACLE_CASES: list[tuple[str, Callable[[], Any]]] = [
+    (f"{name}-{i}", f) for name, fs in ORACLES.items() for i, f in enumerate(fs)
+]
+
 MECHANISM_CASES: list[tuple[str, Callable[[], Any]]] = [
     *DESIGN_CASES,
     *((f"{name}-{i}", f) for name, fs in OTHER_MECHANISMS.items() for i, f in enumerate(fs)),
+    *ORACLE_CASES,
+    *((f"{name}-{i}", f) for name, fs in TELEMETRY_MECHANISMS.items() for i, f in enumerate(fs)),
 ]
 
 

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from _cases import DESIGN_CASES, FINITE_EPSILON_CASES, MECHANISM_CASES, ONE_BIT_CASES
+from _cases import (
+    DESIGN_CASES,
+    FINITE_EPSILON_CASES,
+    MECHANISM_CASES,
+    ONE_BIT_CASES,
+    ORACLE_CASES,
+)
 from deniable.designs import Design
 
 
@@ -22,7 +28,14 @@ def design(request: pytest.FixtureRequest) -> Design:
 
 @pytest.fixture(params=[f for _, f in MECHANISM_CASES], ids=[i for i, _ in MECHANISM_CASES])
 def mechanism(request: pytest.FixtureRequest) -> Any:
-    """Every design example, and every noise and memoized mechanism."""
+    """Every design example, every noise and memoized mechanism, every frequency oracle and
+    the other mechanisms of deniable.oracles."""
+    return request.param()
+
+
+@pytest.fixture(params=[f for _, f in ORACLE_CASES], ids=[i for i, _ in ORACLE_CASES])
+def oracle(request: pytest.FixtureRequest) -> Any:
+    """Every frequency oracle example (k-ary RR included)."""
     return request.param()
 
 

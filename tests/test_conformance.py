@@ -1,5 +1,6 @@
 """The mechanism contract, run on every parameterisation of every registered design (one-
-and two-group) and of the other mechanisms (noise, memoized randomized response).
+and two-group) and of the other mechanisms (noise, memoized randomized response, the
+frequency oracles and numeric means of deniable.oracles).
 
 A mechanism is an exact channel ``P[report | input]`` plus a randomizer that realizes it, a
 mergeable tally bound to its identity and an unbiased estimator, reached only through the
@@ -33,13 +34,17 @@ from deniable.designs import (
     Channel,
     Design,
     Mechanism,
+    SupportChannel,
+    SymmetricChannel,
     Tally,
     Warner,
     channel_epsilon,
     make_design,
     mechanism_key,
 )
-from deniable.exceptions import DataError
+from deniable.exceptions import DataError, ParameterError
+from deniable.mechanisms import AdditiveNoiseChannel
+from deniable.oracles import MeanChannel, exact_variance, support_probabilities
 from deniable.randomness import CHUNK
 
 REL = 1e-12
@@ -541,9 +546,14 @@ def test_channel_epsilon_and_dense_form(mechanism: Any) -> None:
     """The channel operator states the mechanism's epsilon and gives its dense matrix (or a
     clear error for unbounded noise); ``channel @ shares`` is the expected report share."""
     ch = mechanism.channel
+    if isinstance(ch, MeanChannel):
+        _check_mean_channel(mechanism, ch)
+        return
+    if isinstance(ch, SupportChannel):
+        _check_support_channel(mechanism, ch)
+        return
     if ch.n_truths is None:  # additive noise: no matrix, a density that integrates to 1
-        from deniable.exceptions import ParameterError
-
+        assert isinstance(ch, AdditiveNoiseChannel)
         with pytest.raises(ParameterError, match="no dense matrix"):
             np.asarray(ch)
         assert ch.epsilon == mechanism.epsilon
@@ -568,6 +578,46 @@ def test_channel_epsilon_and_dense_form(mechanism: Any) -> None:
     shares = np.arange(1, ch.n_truths + 1) / (ch.n_truths * (ch.n_truths + 1) / 2)
     np.testing.assert_allclose(ch @ shares, dense @ shares, rtol=0, atol=1e-15)
     np.testing.assert_allclose(ch.expected(shares), dense @ shares, rtol=0, atol=1e-15)
+
+
+def _check_support_channel(mechanism: Any, ch: SupportChannel) -> None:
+    """A support channel: ``k + 1`` cells (the supports, then the reports), expectation from
+    ``p`` and ``q``; it does not determine epsilon (the mechanism states it, the audits check
+    it), and the randomizer as implemented is never less private than stated."""
+    k = ch.n_truths
+    dense = np.asarray(ch)
+    assert dense.shape == (k + 1, k) == (ch.n_cells, k)
+    assert np.all(dense[:k][np.eye(k, dtype=bool)] == ch.p)
+    assert np.all(dense[:k][~np.eye(k, dtype=bool)] == ch.q) and np.all(dense[k] == 1)
+    shares = np.arange(1, k + 1) / (k * (k + 1) / 2)
+    np.testing.assert_allclose(ch @ shares, dense @ shares, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(ch.invert(dense @ shares * 1000), shares, rtol=0, atol=1e-12)
+    with pytest.raises(ParameterError, match="does not determine epsilon"):
+        _ = ch.epsilon
+    eps = mechanism.epsilon
+    assert 0 < eps < math.inf
+    assert mechanism.implemented_epsilon <= eps
+    assert ch.p > ch.q  # a report supports the true value more often than any other
+
+
+def _check_mean_channel(mechanism: Any, ch: MeanChannel) -> None:
+    """A mean mechanism on real numbers: no matrix; at every value the implemented report
+    distribution sums to 1, its likelihood ratios stay within the implemented epsilon (never
+    above the stated one), and the report's expected value is the value (unbiased)."""
+    with pytest.raises(ParameterError, match="no dense matrix"):
+        np.asarray(ch)
+    assert ch.epsilon == mechanism.epsilon
+    lo, hi = mechanism.lower, mechanism.upper
+    grid = np.linspace(lo, hi, 41)
+    dists = np.array([ch.report_distribution(x) for x in grid])
+    np.testing.assert_allclose(dists.sum(axis=1), 1.0, rtol=0, atol=1e-12)
+    assert np.all(dists > 0)
+    worst = float(np.max(np.log(dists.max(axis=0) / dists.min(axis=0))))
+    assert worst <= mechanism.implemented_epsilon * (1 + 1e-12)
+    assert mechanism.implemented_epsilon <= mechanism.epsilon
+    assert worst >= 0.99 * mechanism.epsilon  # the extreme values use almost all of it
+    means = dists @ mechanism.report_values()
+    np.testing.assert_allclose(means, grid, rtol=0, atol=1e-9 * (hi - lo))
 
 
 def test_tally_is_bound_and_serializes(mechanism: Any) -> None:
@@ -637,15 +687,15 @@ def _headline(mechanism: Any, result: Any) -> tuple[float, float]:
     return result.value, result.se
 
 
-def _reference(mechanism: Any, values: np.ndarray) -> float:
+def _reference(mechanism: Any, values: np.ndarray, result: Any) -> float:
     """What the first estimated quantity estimates, from the true inputs."""
     k = mechanism.channel.n_truths
     if k is None:
-        return float(values.mean())  # noise: the mean value
+        return float(values.mean())  # noise, numeric means: the mean value
     shares = np.bincount(values, minlength=k) / values.size
     if getattr(mechanism, "n_groups", 1) == 2:
         return TWO_GROUP_ESTIMANDS[mechanism.name][0](shares)["prevalence"]
-    if isinstance(mechanism, Categorical) or (k > 2 and not isinstance(mechanism, Design)):
+    if hasattr(result, "values"):  # one estimate per value: the first is value 0's
         return float(shares[0])
     return float(shares[1])
 
@@ -657,6 +707,135 @@ def test_randomize_tally_estimate_recovers_the_truth(mechanism: Any) -> None:
     values = _values(mechanism, 30_000, gen)
     reports = mechanism.randomize(values, rng=gen)  # one round: respondents 0..n-1
     total = sum(mechanism.tally(s) for s in np.array_split(reports, 3))
-    value, se = _headline(mechanism, mechanism.estimate(total))
-    truth = _reference(mechanism, values)
+    result = mechanism.estimate(total)
+    value, se = _headline(mechanism, result)
+    truth = _reference(mechanism, values, result)
     assert abs(value - truth) <= 5 * se + 1e-12, (value, truth, se)
+
+
+# --- frequency oracles: support probabilities, unbiasedness, the exact variance --------------
+
+
+def _population(k: int, n: int) -> np.ndarray:
+    """``n`` values with frequencies proportional to ``1 / (j + 1)`` (a few values common,
+    most rare), as evenly as integers allow, in a fixed shuffled order."""
+    weights = 1 / np.arange(1, k + 1)
+    counts = np.floor(weights / weights.sum() * n).astype(int)
+    counts[: n - counts.sum()] += 1
+    values = np.repeat(np.arange(k), counts)
+    return np.random.default_rng(k).permutation(values)
+
+
+def _supported(oracle: Any, reports: np.ndarray) -> np.ndarray:
+    """Support counts (k-ary RR: report counts) of a batch, through the tally."""
+    return oracle.tally(reports).counts[: oracle.channel.n_truths]
+
+
+def test_oracle_support_probabilities_are_the_randomizers(oracle: Any) -> None:
+    """``channel.p`` and ``channel.q`` are what the randomizer does: for three true values,
+    20 000 reports each, every value's support share is within 6 binomial SEs of ``p`` (the
+    true value) or ``q`` (any other); false alarm ~2e-9 per value and input."""
+    p, q = support_probabilities(oracle)
+    k = oracle.channel.n_truths
+    gen = np.random.default_rng(21)
+    n = 20_000
+    for x in sorted({0, k // 2, k - 1}):
+        counts = _supported(oracle, oracle.randomize(np.full(n, x), rng=gen))
+        expected = np.full(k, q)
+        expected[x] = p
+        se = np.sqrt(expected * (1 - expected) / n)
+        z = (counts / n - expected) / se
+        assert np.max(np.abs(z)) <= 6, (x, int(np.argmax(np.abs(z))), float(np.max(np.abs(z))))
+
+
+#: Repetitions of the unbiasedness and variance simulation, reports per repetition.
+REPEATS, REPORTS = 300, 2_000
+
+
+def test_oracle_is_unbiased_with_the_exact_variance(oracle: Any) -> None:
+    """One fixed population of 2 000 values randomized 300 times (seeded):
+
+    * unbiased: each value's mean estimate is within 6 of its exact SEs / sqrt(300) of the
+      true frequency (false alarm ~2e-9 per value);
+    * the exact variance (Wang et al. 2017, ``exact_variance`` at the population's
+      frequencies): the mean over repetitions of the total squared error is within 6 of its
+      own standard errors of the sum of the exact variances (false alarm ~2e-9), and for
+      the commonest value the empirical variance is within the chi-square(299) band at
+      1e-6 on each side (about [0.67, 1.43] times the exact one);
+    * the reported ``variances`` (the exact variance at the estimate) average to the exact
+      variance, within 6 of their SEs."""
+    k = oracle.channel.n_truths
+    values = _population(k, REPORTS)
+    truth = np.bincount(values, minlength=k) / REPORTS
+    gen = np.random.default_rng(22)
+    reports = oracle.randomize(np.tile(values, REPEATS), rng=gen)
+    estimates = np.empty((REPEATS, k))
+    reported = np.empty((REPEATS, k))
+    for r in range(REPEATS):
+        est = oracle.estimate(reports[r * REPORTS : (r + 1) * REPORTS])
+        estimates[r] = est.values
+        reported[r] = est.variances if hasattr(est, "variances") else est.se**2
+    exact = exact_variance(oracle, REPORTS, truth)
+    z = (estimates.mean(axis=0) - truth) / np.sqrt(exact / REPEATS)
+    assert np.max(np.abs(z)) <= 6, (int(np.argmax(np.abs(z))), float(np.max(np.abs(z))))
+    total = ((estimates - truth) ** 2).sum(axis=1)
+    z_total = (total.mean() - exact.sum()) / (total.std(ddof=1) / math.sqrt(REPEATS))
+    assert abs(z_total) <= 6, (total.mean(), exact.sum())
+    top = int(np.argmax(truth))
+    ratio = estimates[:, top].var(ddof=1) / exact[top]
+    lo, hi = stats.chi2.ppf([1e-6, 1 - 1e-6], REPEATS - 1) / (REPEATS - 1)
+    assert lo <= ratio <= hi, (ratio, lo, hi)
+    if isinstance(oracle.channel, SymmetricChannel):
+        return  # the categorical design reports the plug-in variance, not the exact one
+    mean_reported = reported.mean(axis=0)
+    se_reported = reported.std(axis=0, ddof=1) / math.sqrt(REPEATS)
+    # (SUE and other p + q = 1 oracles: a constant variance, so only rounding is left)
+    assert np.all(np.abs(mean_reported - exact) <= 6 * se_reported + 1e-9 * exact)
+
+
+def test_oracle_variance_formula_is_wangs(oracle: Any) -> None:
+    """``exact_variance`` is Wang et al.'s ``q (1 - q) / (n (p - q)^2) + pi (1 - p - q) / (n (p -
+    q))`` (their Theorem 2), and its sum over the values does not depend on them."""
+    p, q = support_probabilities(oracle)
+    k = oracle.channel.n_truths
+    pi = _population(k, 10_000)
+    pi = np.bincount(pi, minlength=k) / pi.size
+    n = 12_345
+    wang = q * (1 - q) / (n * (p - q) ** 2) + pi * (1 - p - q) / (n * (p - q))
+    np.testing.assert_allclose(exact_variance(oracle, n, pi), wang, rtol=1e-12)
+    uniform = exact_variance(oracle, n)
+    assert exact_variance(oracle, n, pi).sum() == pytest.approx(uniform.sum(), rel=1e-12)
+
+
+def _supports(oracle: Any, reports: np.ndarray, j: int) -> np.ndarray:
+    """Whether each report supports ``j`` (k-ary randomized response: equals it)."""
+    if hasattr(oracle, "supports"):
+        return np.asarray(oracle.supports(reports, j))
+    return np.asarray(reports == j)
+
+
+def test_oracle_epsilon_audit_through_the_protocol(oracle: Any) -> None:
+    """The audit (deniable.audit.audit) of inputs 0 and 1 through ``randomize`` only, on the
+    four events "supports 0 / 1 or not", 100 000 trials per input: the stated epsilon passes
+    (its lower bound at level 1 - 1e-6 stays at most epsilon: false alarm 1e-6), and half
+    of it is refuted where those events carry the whole likelihood ratio (unary encoding,
+    Hadamard response, subset selection, k-ary RR)."""
+    from deniable.audit import audit
+
+    def mech(x: int, rng: Any, trials: int) -> np.ndarray:
+        return np.asarray(oracle.randomize(np.full(trials, x), rng=rng))
+
+    events = []
+    for a in (False, True):
+        for b in (False, True):
+
+            def event(reports: np.ndarray, a: bool = a, b: bool = b) -> np.ndarray:
+                return (_supports(oracle, reports, 0) == a) & (_supports(oracle, reports, 1) == b)
+
+            event.__name__ = f"supports 0: {a}, 1: {b}"
+            events.append(event)
+    eps = oracle.epsilon
+    kw = {"event": events, "trials": 100_000, "seed": 5, "level": 1 - 1e-6, "vectorized": True}
+    assert audit(mech, 0, 1, claimed_epsilon=eps, **kw).passed
+    if getattr(oracle, "name", "") not in ("blh", "olh"):  # hashing dilutes these events
+        assert not audit(mech, 0, 1, claimed_epsilon=eps / 2, **kw).passed

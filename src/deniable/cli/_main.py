@@ -94,6 +94,12 @@ COMMANDS: dict[str, Command] = {
         "randomizer test vectors other clients are checked against.",
         group=True,
     ),
+    "telemetry": Command(
+        "deniable.cli._telemetry", "telemetry_app",
+        "Frequency oracles for telemetry: choose one, simulate devices into a report file, "
+        "aggregate a report file in batches.",
+        group=True,
+    ),
     "survey": Command(
         "deniable.cli._survey", "survey_app",
         "Survey files (deniable.survey/1): check one and see what it costs a respondent, or "

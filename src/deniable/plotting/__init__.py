@@ -1,7 +1,8 @@
 """Every plot in deniable (matplotlib, the ``[plot]`` extra, imported only when a plot is drawn).
 
-Power curves, the noise error table, amplification by shuffling, and the plots that explain
-epsilon.  May import every layer below it (estimation, audit, mechanisms, accounting,
+Power curves, the noise error table, amplification by shuffling, the plots that explain
+epsilon, and what post-processing does to frequency estimates.
+May import every layer below it (estimation, audit, mechanisms, accounting,
 designs); only :mod:`deniable.survey`, :mod:`deniable.simulation` and the CLI import it.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from deniable.plotting._explain import plot_epsilon_lying, plot_epsilon_truth, plot_posterior
 from deniable.plotting._noise import plot_noise_error
+from deniable.plotting._oracles import plot_post_processing
 from deniable.plotting._power import plot_power_curves
 from deniable.plotting._shuffle import plot_shuffle
 
@@ -16,6 +18,7 @@ __all__ = [
     "plot_epsilon_lying",
     "plot_epsilon_truth",
     "plot_noise_error",
+    "plot_post_processing",
     "plot_posterior",
     "plot_power_curves",
     "plot_shuffle",

@@ -1,0 +1,162 @@
+"""`deniable telemetry`: frequency oracles for telemetry (``docs/telemetry.md``).
+
+``choose`` ranks the oracles by their exact variance for ``--k``, ``--epsilon`` and ``--n``;
+``simulate`` writes a report file of simulated devices (seeded; a progress bar on a
+terminal); ``aggregate`` tallies a report file in batches (memory O(k) plus one batch, a
+progress bar) and prints every frequency with its exact SE and intervals.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from deniable.cli._base import fail, guard_io
+from deniable.cli._files import progress_bar
+from deniable.cli._options import JsonOpt, LevelOpt, SeedOpt, fresh_seed
+from deniable.cli._render import emit_json, print_table, show
+from deniable.common._format import format_epsilon
+from deniable.results import Table
+
+__all__ = ["MECHANISMS", "telemetry_app"]
+
+#: The mechanisms ``simulate`` takes, by their ``--mechanism`` name.
+MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "hadamard", "subset")
+#: Devices randomized and written at once by ``simulate`` (fewer for large reports).
+_BATCH = 1 << 18
+#: Bytes of reports ``simulate`` randomizes at once.
+_BATCH_BYTES = 1 << 25
+#: The largest report file ``simulate`` writes (16 GiB) and the most devices.
+MAX_FILE_BYTES = 1 << 34
+MAX_DEVICES = 10**9
+
+telemetry_app = typer.Typer(
+    name="telemetry",
+    help=(
+        "Frequency oracles for telemetry: choose one, simulate devices into a report file, "
+        "aggregate a report file in batches."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+)
+
+KOpt = Annotated[int, typer.Option("--k", min=2, help="Number of values (categories), >= 2.")]
+EpsOpt = Annotated[float, typer.Option("--epsilon", help="The epsilon of one report, > 0.")]
+
+
+@telemetry_app.command("choose")
+def choose_command(
+    k: KOpt,
+    epsilon: EpsOpt,
+    n: Annotated[
+        int, typer.Option("--n", min=1, help="Number of reports (sets the printed SEs).")
+    ] = 1_000_000,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rank the frequency oracles by exact variance and say which to use and why."""
+    from deniable.oracles import choose_oracle
+
+    show(choose_oracle(epsilon, k, n), as_json)
+
+
+@telemetry_app.command("simulate")
+def simulate_command(
+    out: Annotated[
+        str, typer.Option("--out", help="The report file to write.", show_default=False)
+    ],
+    devices: Annotated[int, typer.Option("--devices", min=1, help="Number of devices.")],
+    k: KOpt,
+    epsilon: EpsOpt,
+    mechanism: Annotated[
+        str, typer.Option("--mechanism", help=f"The oracle: {', '.join(MECHANISMS)}.")
+    ] = "olh",
+    seed: SeedOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Simulate devices (values 0..k-1, frequencies proportional to 1/(j+1)) and write their
+    reports to a report file."""
+    import numpy as np
+
+    from deniable import oracles as o
+
+    makers = {
+        "grr": o.GRR.from_epsilon, "sue": o.SUE.from_epsilon, "oue": o.OUE.from_epsilon,
+        "blh": o.BLH.from_epsilon, "olh": o.OLH.from_epsilon,
+        "hadamard": o.HadamardResponse.from_epsilon, "subset": o.SubsetSelection.from_epsilon,
+    }  # fmt: skip
+    if mechanism not in makers:
+        fail(f"`--mechanism` must be one of {', '.join(MECHANISMS)}, got {mechanism!r}.")
+    oracle: Any = makers[mechanism](epsilon, k)
+    if devices > MAX_DEVICES:
+        fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
+    one = oracle.randomize([0], rng=np.random.default_rng(0))
+    per_report = int(one.nbytes)
+    if devices * per_report > MAX_FILE_BYTES:
+        fail(
+            f"`--devices` {devices} reports of {per_report} bytes ({mechanism}, k = {k}) would "
+            f"make a report file larger than {MAX_FILE_BYTES >> 30} GiB; simulate fewer "
+            "devices or write several files."
+        )
+    step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
+    used = fresh_seed() if seed is None else seed
+    gen = np.random.default_rng(used)
+    weights = 1 / np.arange(1, k + 1)
+    weights /= weights.sum()
+
+    def batches() -> Iterator[Any]:
+        for start in range(0, devices, step):
+            m = min(step, devices - start)
+            yield oracle.randomize(gen.choice(k, size=m, p=weights), rng=gen)
+
+    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
+        path = o.write_report_batches(out, oracle, devices, batches(), progress=progress)
+    size = Path(path).stat().st_size
+    data = {
+        "file": str(out),
+        "devices": devices,
+        "mechanism": oracle.key,
+        "epsilon": float(oracle.epsilon),
+        "seed": used,
+        "bytes": size,
+    }
+    if as_json:
+        emit_json(data)
+    else:  # the key (exact parameters) is in the file's header and the JSON
+        shown = {**data, "mechanism": oracle.name, "epsilon": format_epsilon(oracle.epsilon)}
+        print_table(Table.pairs(shown.items(), title="simulated telemetry reports"))
+
+
+@telemetry_app.command("aggregate")
+def aggregate_command(
+    file: Annotated[str, typer.Argument(metavar="FILE", help="A report file.", show_default=False)],
+    batch: Annotated[
+        int, typer.Option("--batch", min=1024, help="Reports read at once, >= 1024.")
+    ] = 1 << 20,
+    rows: Annotated[
+        int | None, typer.Option("--rows", min=0, help="Categories shown (default: up to 32).")
+    ] = None,
+    level: LevelOpt = 0.95,
+    as_json: JsonOpt = False,
+) -> None:
+    """Tally a report file in batches (memory O(k)) and estimate every frequency."""
+    from deniable.oracles import FrequencyEstimate, oracle_from_key, read_report_key, tally_file
+
+    with guard_io(f"read {file!r}"):
+        if Path(file).is_dir():
+            fail(f"`FILE` {file!r} is a directory, not a report file.")
+        oracle = oracle_from_key(read_report_key(file))
+        with progress_bar(not as_json, f"reading {file}") as progress:
+            tally = tally_file(oracle, file, batch=batch, progress=progress)
+    est = oracle.estimate(tally)
+    if as_json:
+        emit_json(est.to_dict(level))
+    elif isinstance(est, FrequencyEstimate):  # rows on request
+        print_table(est.table(level, rows))
+    else:  # k-ary randomized response: the categorical design's estimate
+        print_table(est.table(level))
+    sys.stdout.flush()

@@ -1,0 +1,110 @@
+"""Telemetry at scale: frequency oracles, their post-processing, and means of numbers.
+
+Every oracle is a mechanism of the one protocol (:class:`~deniable.designs.Mechanism`):
+``name``, ``key``, an exact ``epsilon`` in closed form, ``channel``
+(:class:`~deniable.designs.SupportChannel`, or :class:`~deniable.designs.SymmetricChannel`
+for k-ary randomized response), ``randomize(values, rng=...)`` over numpy arrays (a fixed
+number of 64-bit words per report, thresholds rounded toward privacy), ``tally(reports)``
+(a :class:`~deniable.designs.Tally` of support counts that adds across batches, O(k)
+memory) and ``estimate(tally)`` (a :class:`FrequencyEstimate`: the unbiased frequency of
+each value with its exact variance, Wang et al. 2017, both empirical standard-error
+conventions and intervals).
+
+========================  ==============================================================
+:data:`GRR`               k-ary randomized response (direct encoding): the design
+                          :class:`~deniable.designs.Categorical`
+:class:`SUE`, :class:`OUE`  symmetric (basic one-time RAPPOR) and optimized unary encoding
+:class:`BLH`, :class:`OLH`  binary and optimized local hashing
+:class:`HadamardResponse`   a Hadamard row and one randomized bit
+:class:`SubsetSelection`    a random subset of about ``k / (e^eps + 1)`` values
+:func:`choose_oracle`       the oracle with the smallest exact variance for ``k``, eps, n
+:func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
+========================  ==============================================================
+
+May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
+:mod:`deniable.common`, :mod:`deniable.accounting` and :mod:`deniable.mechanisms`; nothing
+below it imports it (``docs/architecture.md``).  Importing it registers the oracles'
+question-spec algorithms with :mod:`deniable.designs`.
+"""
+
+from __future__ import annotations
+
+from deniable.designs import Categorical as GRR
+from deniable.oracles._base import FrequencyOracle
+from deniable.oracles._choose import CRITERION, OracleChoice, choose_oracle
+from deniable.oracles._consistency import (
+    ConsistentFrequencies,
+    clip_and_normalize,
+    maximum_likelihood,
+    project_to_simplex,
+)
+from deniable.oracles._files import (
+    REPORTS_MAGIC,
+    read_report_key,
+    tally_batches,
+    tally_file,
+    write_report_batches,
+    write_reports,
+)
+from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
+from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
+from deniable.oracles._histogram import Histogram
+from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
+from deniable.oracles._results import FrequencyEstimate
+from deniable.oracles._spec import (
+    ORACLE_SPEC_SCHEMA,
+    oracle_from_key,
+    oracle_from_spec,
+    oracle_spec,
+)
+from deniable.oracles._study import METHODS, PostProcessingStudy, post_processing_study
+from deniable.oracles._subset import SubsetSelection
+from deniable.oracles._unary import OUE, SUE, UnaryEncoding
+from deniable.oracles._variance import exact_variance, support_probabilities, total_variance
+from deniable.oracles._vectors import ORACLE_VECTORS_SCHEMA, dump_oracle_vectors, oracle_vectors
+
+__all__ = [
+    "BLH",
+    "CRITERION",
+    "GRR",
+    "METHODS",
+    "OLH",
+    "ORACLE_SPEC_SCHEMA",
+    "ORACLE_VECTORS_SCHEMA",
+    "OUE",
+    "REPORTS_MAGIC",
+    "SUE",
+    "ConsistentFrequencies",
+    "DuchiMechanism",
+    "FrequencyEstimate",
+    "FrequencyOracle",
+    "HadamardResponse",
+    "Histogram",
+    "LocalHashing",
+    "MeanChannel",
+    "OracleChoice",
+    "PiecewiseMechanism",
+    "PostProcessingStudy",
+    "SubsetSelection",
+    "UnaryEncoding",
+    "choose_oracle",
+    "clip_and_normalize",
+    "collision_probability",
+    "dump_oracle_vectors",
+    "exact_variance",
+    "maximum_likelihood",
+    "oracle_from_key",
+    "oracle_from_spec",
+    "oracle_spec",
+    "oracle_vectors",
+    "post_processing_study",
+    "project_to_simplex",
+    "read_report_key",
+    "support_probabilities",
+    "tally_batches",
+    "tally_file",
+    "total_variance",
+    "walsh_hadamard",
+    "write_report_batches",
+    "write_reports",
+]

@@ -1,0 +1,265 @@
+"""What every frequency oracle shares: the support-count tally, the estimate and its exact
+variance, identity, binding and validation.
+
+A frequency oracle randomizes a value ``x`` in ``0..k-1`` into a report that *supports* some
+values (Wang, Blocki, Li & Jha 2017, "pure" protocols): the report supports ``x`` with
+probability ``p`` and each other value with probability ``q``.  Its tally is the support
+count of every value plus the number of reports (``k + 1`` int64 cells, the form
+:class:`~deniable.designs.SupportChannel` reads), and the estimate of the share of ``j`` is
+
+    pi_hat_j = (c_j / n - q) / (p - q),
+
+unbiased, with the exact variance (each report's support of ``j`` is an independent
+Bernoulli(``p``) or Bernoulli(``q``) draw)
+
+    Var(pi_hat_j) = (pi_j p (1 - p) + (1 - pi_j) q (1 - q)) / (n (p - q)^2)
+                  = q (1 - q) / (n (p - q)^2) + pi_j (1 - p - q) / (n (p - q))
+
+(Wang et al. 2017, Theorem 2).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import fields
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import _validation as v
+from deniable.designs import Channel, SupportChannel, Tally, mechanism_key
+from deniable.designs._tally import MAX_COUNT
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.oracles._results import FrequencyEstimate
+from deniable.oracles._variance import exact_variance
+
+__all__ = ["FrequencyOracle"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class FrequencyOracle(ABC):
+    """Base of the frequency oracles: a randomizer of values ``0..k-1`` whose reports
+    support values, with a support-count tally and the unbiased estimator (module doc).
+
+    Every oracle answers the mechanism protocol (:class:`~deniable.designs.Mechanism`):
+    ``name``, ``key``, ``epsilon`` (exact, closed form), ``channel``
+    (:class:`~deniable.designs.SupportChannel` ``(k, p, q)``), ``randomize``, ``tally`` (``k``
+    support counts and the number of reports) and ``estimate``
+    (:class:`~deniable.oracles.FrequencyEstimate`).  Subclasses are frozen dataclasses with a
+    field ``k``; they give the support probabilities, epsilon, the randomizer and the
+    support counts of a batch of reports.
+    """
+
+    #: Registry name (the spec's ``mechanism``).
+    name: ClassVar[str]
+    #: Largest number of categories the oracle takes.
+    max_k: ClassVar[int] = 1 << 24
+    k: int
+
+    # ---- what a subclass gives
+
+    @abstractmethod
+    def _support(self) -> tuple[float, float]:
+        """``(p, q)``: P(the report supports the true value), P(it supports one given other
+        value)."""
+
+    @property
+    @abstractmethod
+    def epsilon(self) -> float:
+        """The exact epsilon (closed form from the parameters)."""
+
+    @property
+    @abstractmethod
+    def implemented_epsilon(self) -> float:
+        """An upper bound on the epsilon of the randomizer as implemented, computed from its
+        integer thresholds: never above :attr:`epsilon` (thresholds round toward privacy)."""
+
+    @property
+    @abstractmethod
+    def words_per_report(self) -> int:
+        """64-bit words one report consumes, whatever the value."""
+
+    @property
+    @abstractmethod
+    def n_reports(self) -> int:
+        """The size of a report's value space as its question spec states it (the bits of a
+        bit-vector report, the buckets of a hashed one, the values of a numbered one)."""
+
+    @abstractmethod
+    def randomize(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[Any]:
+        """Reports for the values ``0..k-1`` (CSPRNG unless ``rng`` is given)."""
+
+    @abstractmethod
+    def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
+        """``(counts of the k values, n)`` of a batch of reports (validated)."""
+
+    @abstractmethod
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        """Whether each (validated) report supports ``value``."""
+
+    def check_reports(self, reports: Any) -> None:
+        """Refuse reports this oracle cannot have made (wrong shape, dtype or range), as
+        :meth:`tally` would, without counting them (O(n) whatever ``k``)."""
+        self._check_reports(reports)
+
+    def _check_reports(self, reports: Any) -> None:
+        self._support_counts(reports)  # a subclass with costly decoding overrides this
+
+    @abstractmethod
+    def _spec(self) -> tuple[str, int, dict[str, Any]]:
+        """``(algorithm, words per report, constants)`` of its spec (``oracles._spec``)."""
+
+    def supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        """Whether each report supports ``value`` (its tally counts these): a boolean array
+        with one entry per report.  ``tally(reports).counts[value]`` is its sum."""
+        j = v.integer("value", value, minimum=0, maximum=self.k - 1)
+        return self._supports(reports, j)
+
+    # ---- identity
+
+    @cached_property
+    def key(self) -> str:
+        """The identity its tallies carry: :func:`~deniable.designs.mechanism_key` of the
+        name and exact parameters."""
+        return mechanism_key(self.name, self.parameters())
+
+    def parameters(self) -> dict[str, Any]:
+        """The oracle's parameters by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the parameters, not the values cached from them."""
+        cls = type(self)
+        return {
+            name: value
+            for name, value in self.__dict__.items()
+            if not isinstance(getattr(cls, name, None), cached_property)
+        }
+
+    # ---- channel
+
+    @property
+    def n_truths(self) -> int:
+        """Number of input values, ``k``."""
+        return self.k
+
+    @property
+    def channel(self) -> Channel:
+        """:class:`~deniable.designs.SupportChannel` ``(k, p, q)``: cell ``j < k`` counts the
+        reports that support ``j``, the last cell the reports."""
+        p, q = self._support()
+        return SupportChannel(self.k, p, q)
+
+    @property
+    def report_labels(self) -> tuple[str, ...]:
+        """Labels of the tally's cells: ``support 0 .. support k-1``, ``n``."""
+        return (*(f"support {j}" for j in range(self.k)), "n")
+
+    def variance(self, n: int, frequencies: npt.ArrayLike | None = None) -> FloatArray:
+        """Exact variance of each category's estimate from ``n`` reports at the true
+        ``frequencies`` (default uniform): :func:`~deniable.oracles.exact_variance`."""
+        return exact_variance(self, n, frequencies)
+
+    # ---- values
+
+    def _values(self, values: npt.ArrayLike) -> npt.NDArray[np.integer[Any]]:
+        return v.reports_array("values", values, categories=self.k)
+
+    # ---- tally
+
+    def tally(self, reports: npt.ArrayLike) -> Tally:
+        """The support count of every value and the number of reports: a
+        :class:`~deniable.designs.Tally` of ``k + 1`` cells bound to :attr:`key` (adds
+        across batches; memory O(k) beyond the reports)."""
+        counts, n = self._support_counts(reports)
+        if n > MAX_COUNT:  # pragma: no cover - needs 10**18 reports in memory
+            raise DataError(f"too many reports for one tally (at most {MAX_COUNT}).")
+        out = np.empty(self.k + 1, dtype=np.int64)
+        out[: self.k] = counts
+        out[self.k] = n
+        return Tally(out, mechanism=self.key)
+
+    def tally_counts(self, counts: Any) -> Tally:
+        """The tally of this oracle with the given ``k + 1`` cells (support counts, then n)."""
+        return self.bind(Tally(counts))
+
+    def bind(self, tally: Tally) -> Tally:
+        """``tally`` bound to this oracle: an unbound tally of ``k + 1`` cells whose support
+        counts are at most its last cell gets :attr:`key`; a tally of another mechanism is
+        refused."""
+        if not isinstance(tally, Tally):
+            raise DataError(f"`tally` must be a Tally, got {type(tally).__name__}.")
+        if tally.mechanism is not None and tally.mechanism != self.key:
+            raise DataError(
+                f"the tally belongs to mechanism {tally.mechanism}, not to this oracle "
+                f"{self.key}: estimate it with its own oracle."
+            )
+        counts = tally.counts
+        if len(counts) != self.k + 1:
+            raise DataError(
+                f"the tally has {len(counts)} report values, the oracle {self.name!r} has "
+                f"{self.k + 1} (a support count for each of k = {self.k} values, then n)."
+            )
+        n = int(counts[-1])
+        if int(counts[:-1].max()) > n:
+            j = int(np.argmax(counts[:-1]))
+            raise DataError(
+                f"a support count must be at most the number of reports n = {n} (the last "
+                f"cell), got {int(counts[j])} for value {j}."
+            )
+        return tally.bind(self.key)
+
+    # ---- estimate
+
+    def estimate(self, data: Any) -> FrequencyEstimate:
+        """The unbiased frequency of every value, with its exact variance and intervals
+        (:class:`~deniable.oracles.FrequencyEstimate`), from reports or a tally."""
+        if data is None:
+            raise DataError("give reports or a Tally of the k support counts and n.")
+        tally = self.bind(data) if isinstance(data, Tally) else self.tally(data)
+        if int(tally.counts[-1]) == 0:
+            raise DataError("`n` must be at least 1, got 0 reports.")
+        return FrequencyEstimate.from_tally(self, tally)
+
+
+def check_k(value: Any, maximum: int) -> int:
+    """``k``: an integer in ``[2, maximum]``."""
+    return v.integer("k", value, minimum=2, maximum=maximum)
+
+
+def check_epsilon(value: Any) -> float:
+    """A requested epsilon: a finite real > 0 (NaN, infinity and 0 refused by name)."""
+    return v.positive("epsilon", value)
+
+
+def open_probability(name: str, value: Any, low: float, high: float) -> float:
+    """A probability strictly inside ``(low, high)``."""
+    x = v.real(name, value)
+    if not low < x < high:
+        raise ParameterError(f"`{name}` must be in ({low:g}, {high:g}), got {value!r}.")
+    return x
+
+
+def as_uint_array(name: str, reports: Any, *, ndim: int) -> npt.NDArray[Any]:
+    """``reports`` as an unsigned/signed integer numpy array of ``ndim`` dimensions."""
+    if isinstance(reports, str | bytes):
+        raise ParameterTypeError(
+            f"`{name}` must be an array of reports, got {type(reports).__name__}."
+        )
+    arr = np.asarray(reports)
+    if arr.ndim != ndim:
+        raise DataError(
+            f"`{name}` must be a {ndim}-D array of reports, got an array of shape {arr.shape}."
+        )
+    if arr.dtype.kind not in "iu" and not (arr.size == 0 and arr.dtype.kind == "f"):
+        raise DataError(f"`{name}` must hold integers, got dtype {arr.dtype}.")
+    return arr
+
+
+def log_ratio(a: float, b: float) -> float:
+    """``ln(a / b)`` for positive ``a``, ``b`` (``inf`` when ``b`` is 0)."""
+    return math.inf if b == 0 else math.log(a / b)

@@ -1,0 +1,247 @@
+"""Report files and chunked aggregation: a tally in O(k) memory however many reports.
+
+A **report file** (``deniable.reports/1``) holds the reports of one oracle as fixed-size
+little-endian records after a header that names the oracle:
+
+==========  ===========================================================================
+bytes       field
+==========  ===========================================================================
+4           magic ``DNRP``
+2           version (``uint16``, 1)
+4           length ``L`` of the key (``uint32``), then the key (UTF-8): the oracle's
+            :attr:`key`, the identity its tallies carry
+4           length ``D`` of the record dtype (``uint32``), then the dtype (ASCII, numpy's
+            ``str``, e.g. ``<u8``)
+4           items per report ``w`` (``uint32``): one for a numbered report, ``ceil(k /
+            8)`` bytes for a packed bit vector, 3 for a hashed report
+8           number of reports ``n`` (``uint64``)
+n w s       the reports, ``s`` bytes per item
+==========  ===========================================================================
+
+:func:`write_reports` (or :func:`write_report_batches`, a batch at a time) writes one
+atomically (a temporary file renamed into place: never half-written); :func:`tally_file`
+reads it in batches of ``batch`` reports and adds their tallies, so memory is O(k) plus
+one batch, and calls ``progress(done, total)`` after each batch (the command line draws a
+progress bar with it).  A file of another oracle, a
+header that does not parse, or a file whose size is not the header plus ``n`` whole
+reports (truncated, or with bytes after the last report) is refused with
+:class:`~deniable.exceptions.DataError` before any report is counted.
+:func:`tally_batches` adds the tallies of any iterable of report arrays the same way.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import _validation as v
+from deniable.common import atomic_write
+from deniable.designs import Tally
+from deniable.exceptions import DataError, ParameterTypeError
+
+__all__ = [
+    "REPORTS_MAGIC",
+    "read_report_key",
+    "tally_batches",
+    "tally_file",
+    "write_report_batches",
+    "write_reports",
+]
+
+REPORTS_MAGIC = b"DNRP"
+_VERSION = 1
+#: Reports read at once by default (at most 128 MB of packed reports at k = 2**20).
+DEFAULT_BATCH = 1 << 20
+
+Progress = Callable[[int, int], object]
+
+
+def _record(oracle: Any) -> tuple[np.dtype[Any], int]:
+    """The little-endian dtype of one report item and the items per report."""
+    if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
+        raise ParameterTypeError(
+            f"`oracle` must be a frequency oracle (randomize and tally), got "
+            f"{type(oracle).__name__}."
+        )
+    zero = np.zeros(1, dtype=np.int64)
+    sample = np.asarray(oracle.randomize(zero, rng=np.random.default_rng(0)))
+    width = int(np.prod(sample.shape[1:], dtype=np.int64)) if sample.ndim > 1 else 1
+    return sample.dtype.newbyteorder("<"), width
+
+
+def _check(oracle: Any, reports: npt.NDArray[Any]) -> None:
+    """The oracle's check of reports (k-ary RR: its tally, O(n + k))."""
+    check = getattr(oracle, "check_reports", None)
+    if check is not None:
+        check(reports)
+    else:
+        oracle.tally(reports)
+
+
+def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayLike) -> Path:
+    """Write ``reports`` of ``oracle`` to a report file (module docstring), atomically.
+
+    The reports are checked first (as the oracle's ``tally`` checks them), so a file is
+    never written with reports its oracle would refuse.
+    """
+    arr = np.asarray(reports)
+    n = int(arr.shape[0]) if arr.ndim else 0
+    return write_report_batches(path, oracle, n, [arr])
+
+
+def write_report_batches(
+    path: str | os.PathLike[str],
+    oracle: Any,
+    n: int,
+    batches: Iterable[npt.ArrayLike],
+    *,
+    progress: Progress | None = None,
+) -> Path:
+    """Write ``n`` reports of ``oracle``, given in ``batches`` (any iterable of report
+    arrays), to a report file, atomically: memory one batch.  Each batch is validated by the
+    oracle's ``tally`` before it is written; batches that do not hold exactly ``n`` reports
+    in all raise :class:`~deniable.exceptions.DataError` and leave no file.
+    ``progress(done, n)`` is called after each batch."""
+    total = v.integer("n", n, minimum=0)
+    dtype, width = _record(oracle)
+    key = str(oracle.key).encode("utf-8")
+    dt = dtype.str.encode("ascii")
+    head = (
+        REPORTS_MAGIC
+        + struct.pack("<H", _VERSION)
+        + struct.pack("<I", len(key)) + key
+        + struct.pack("<I", len(dt)) + dt
+        + struct.pack("<IQ", width, total)
+    )  # fmt: skip
+
+    def write(tmp: Path) -> None:
+        done = 0
+        with open(tmp, "wb") as fh:
+            fh.write(head)
+            for reports in batches:
+                arr = np.asarray(reports)
+                _check(oracle, arr)  # shape, dtype and range, naming `reports`
+                m = int(arr.shape[0]) if arr.ndim else 0
+                if done + m > total:
+                    raise DataError(f"`batches` hold more than the n = {total} reports promised.")
+                np.ascontiguousarray(arr.reshape(m, width), dtype=dtype).tofile(fh)
+                done += m
+                if progress is not None:
+                    progress(done, total)
+        if done != total:
+            raise DataError(f"`batches` hold {done} reports, not the n = {total} promised.")
+
+    return atomic_write(path, write)
+
+
+def read_report_key(path: str | os.PathLike[str]) -> str:
+    """The key of the oracle whose reports a report file holds (from its header)."""
+    name = os.fspath(path)
+    with open(name, "rb") as fh:
+        return _header(fh, name)[0]
+
+
+def _header(fh: Any, path: str) -> tuple[str, str, int, int, int]:
+    """``(key, dtype, width, n, header bytes)`` of an open report file."""
+
+    def read(size: int, what: str) -> bytes:
+        data = fh.read(size)
+        if len(data) != size:
+            raise DataError(f"report file {path!r} ends inside its header ({what}).")
+        return bytes(data)
+
+    if read(4, "magic") != REPORTS_MAGIC:
+        raise DataError(f"{path!r} is not a report file (it does not start with DNRP).")
+    (version,) = struct.unpack("<H", read(2, "version"))
+    if version != _VERSION:
+        raise DataError(f"report file {path!r} has version {version}; this reads version 1.")
+    (klen,) = struct.unpack("<I", read(4, "key length"))
+    if klen > 1 << 20:
+        raise DataError(f"report file {path!r}: key length {klen} is not plausible.")
+    key = read(klen, "key").decode("utf-8", errors="replace")
+    (dlen,) = struct.unpack("<I", read(4, "dtype length"))
+    if dlen > 16:
+        raise DataError(f"report file {path!r}: dtype length {dlen} is not plausible.")
+    dt = read(dlen, "dtype").decode("ascii", errors="replace")
+    width, n = struct.unpack("<IQ", read(12, "report count"))
+    return key, dt, width, n, fh.tell()
+
+
+def tally_file(
+    oracle: Any,
+    path: str | os.PathLike[str],
+    *,
+    batch: int = DEFAULT_BATCH,
+    progress: Progress | None = None,
+) -> Tally:
+    """The tally of a report file of ``oracle``, read ``batch`` reports at a time (memory:
+    O(k) for the tally plus one batch); ``progress(done, total)`` is called after each
+    batch.  Refuses a file of another oracle (naming both keys), a malformed header and a
+    truncated or overlong file, before counting anything."""
+    size = v.integer("batch", batch, minimum=1)
+    name = os.fspath(path)
+    dtype, width = _record(oracle)
+    with open(name, "rb") as fh:
+        key, file_dtype, file_width, n, start = _header(fh, name)
+        if key != oracle.key:
+            raise DataError(
+                f"report file {name!r} holds reports of {key}, not of this oracle {oracle.key}."
+            )
+        if file_dtype != dtype.str or file_width != width:
+            raise DataError(
+                f"report file {name!r}: records of {file_width} x {file_dtype}, the oracle "
+                f"writes {width} x {dtype.str}."
+            )
+        record = width * dtype.itemsize
+        expected = start + n * record
+        actual = os.fstat(fh.fileno()).st_size
+        if actual != expected:
+            whole, extra = divmod(max(actual - start, 0), record)
+            raise DataError(
+                f"report file {name!r} is {actual} bytes; its header promises {n} reports "
+                f"of {record} bytes ({expected} bytes in all): it holds {whole} whole reports"
+                + (f" and {extra} bytes of a partial one" if extra else "")
+                + (" (truncated)." if actual < expected else " (bytes after the last report).")
+            )
+        total: Tally | None = None
+        done = 0
+        while done < n:
+            m = min(size, n - done)
+            chunk = np.fromfile(fh, dtype=dtype, count=m * width)
+            if chunk.size != m * width:  # pragma: no cover - the file shrank while read
+                raise DataError(f"report file {name!r} ended early while it was read.")
+            reports = chunk.reshape(m, width) if width > 1 else chunk
+            part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
+            total = part if total is None else total + part
+            done += m
+            if progress is not None:
+                progress(done, n)
+    if total is None:
+        total = oracle.tally(np.empty((0, width) if width > 1 else 0, dtype=dtype))
+    return total
+
+
+def tally_batches(
+    oracle: Any, batches: Iterable[npt.ArrayLike], *, progress: Progress | None = None
+) -> Tally:
+    """The sum of the tallies of ``batches`` of reports (any iterable of report arrays, a
+    generator reading a file for instance): memory O(k) plus one batch.
+    ``progress(done, -1)`` is called after each batch with the reports counted so far."""
+    total: Tally | None = None
+    done = 0
+    for reports in batches:
+        arr = np.asarray(reports)
+        part = oracle.tally(arr)
+        total = part if total is None else total + part
+        done += int(arr.shape[0]) if arr.ndim else 1
+        if progress is not None:
+            progress(done, -1)
+    if total is None:
+        raise DataError("`batches` must hold at least one batch of reports, got none.")
+    return total

@@ -1,0 +1,211 @@
+"""Oracle specs: a versioned JSON description of a frequency oracle, complete enough to
+randomize a value without ``deniable``, and read back with every implied field checked.
+
+Fields (schema ``deniable.oracle/1``, ``docs/specs.md``): ``schema``, ``mechanism`` (the
+oracle's name), ``parameters`` (exact: a float as the fraction ``"p/q"`` it is), ``key``
+(the identity its tallies carry), ``k`` (values ``0..k-1``), ``algorithm``,
+``words_per_report`` (64-bit words one report consumes, whatever the value), ``constants``
+(the integers the algorithm compares words with), ``report`` (how a report is written),
+``hash`` (the hash family and where its seeds come from, for local hashing; otherwise
+``null``), ``epsilon`` (the stated, exact epsilon) and ``implemented_epsilon`` (an upper
+bound for the randomizer as implemented, never above ``epsilon``).
+
+k-ary randomized response (GRR) is the design :class:`~deniable.designs.Categorical`, whose
+question spec (``deniable.question/1``, :func:`~deniable.designs.spec_of`) already states it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from deniable.designs._identity import exact_value
+from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.oracles._base import FrequencyOracle
+from deniable.oracles._hadamard import HadamardResponse
+from deniable.oracles._hashing import BLH, OLH
+from deniable.oracles._subset import SubsetSelection
+from deniable.oracles._unary import OUE, SUE
+
+__all__ = ["ORACLES", "ORACLE_SPEC_SCHEMA", "oracle_from_spec", "oracle_spec"]
+
+#: The schema identifier of an oracle spec.
+ORACLE_SPEC_SCHEMA = "deniable.oracle/1"
+
+#: The oracles a spec can name, by name.
+ORACLES: dict[str, type[FrequencyOracle]] = {
+    cls.name: cls for cls in (SUE, OUE, BLH, OLH, HadamardResponse, SubsetSelection)
+}
+
+#: How each algorithm writes its reports (``docs/specs.md``).
+_REPORTS = {
+    "symmetric-unary/1": "packed-bits",
+    "optimized-unary/1": "packed-bits",
+    "subset-selection/1": "packed-bits",
+    "local-hashing/1": "hash-bucket",
+    "hadamard-response/1": "row-bit",
+}
+
+#: The hash family of local hashing; its seeds are the first two words of each report.
+HASH_FAMILY = {
+    "family": "multiply-add-shift/1",
+    "formula": "bucket(x) = (((a * x + b) mod 2**64) >> 32) * g >> 32",
+    "seeds": "a = word 0, b = word 1 of the report (sent in the report)",
+    "independence": "strongly universal (2-independent) on 32-bit hashes for x < 2**33",
+}
+
+_FIELDS = (
+    "schema", "mechanism", "parameters", "key", "k", "algorithm", "words_per_report",
+    "constants", "report", "hash", "epsilon", "implemented_epsilon",
+)  # fmt: skip
+
+
+def _number(x: float) -> float | str:
+    return x if math.isfinite(x) else "inf"
+
+
+def oracle_spec(oracle: FrequencyOracle) -> dict[str, Any]:
+    """The spec of a frequency oracle, as plain JSON data (schema ``deniable.oracle/1``).
+
+    >>> from deniable.oracles import OLH
+    >>> spec = oracle_spec(OLH(k=5, g=3, p_truthful=0.5))
+    >>> spec["algorithm"], spec["words_per_report"], spec["constants"]
+    ('local-hashing/1', 4, {'buckets': 3, 'keep': 4503599627370495})
+    >>> oracle_from_spec(spec) == OLH(k=5, g=3, p_truthful=0.5)
+    True
+    """
+    if not isinstance(oracle, FrequencyOracle) or oracle.name not in ORACLES:
+        raise ParameterTypeError(
+            f"`oracle` must be one of the frequency oracles {', '.join(sorted(ORACLES))} "
+            f"(k-ary randomized response has a question spec: designs.spec_of), got "
+            f"{type(oracle).__name__}."
+        )
+    algorithm, words, constants = oracle._spec()
+    return {
+        "schema": ORACLE_SPEC_SCHEMA,
+        "mechanism": oracle.name,
+        "parameters": {n: exact_value(x) for n, x in oracle.parameters().items()},
+        "key": oracle.key,
+        "k": oracle.k,
+        "algorithm": algorithm,
+        "words_per_report": words,
+        "constants": dict(sorted(constants.items())),
+        "report": _REPORTS[algorithm],
+        "hash": dict(HASH_FAMILY) if algorithm == "local-hashing/1" else None,
+        "epsilon": _number(oracle.epsilon),
+        "implemented_epsilon": _number(oracle.implemented_epsilon),
+    }
+
+
+def _parameter(name: str, value: Any) -> Any:
+    """A spec parameter back to a Python number: ints stay, ``"p/q"`` becomes its float."""
+    if isinstance(value, bool):
+        raise DataError(f"spec field `parameters.{name}` must be a number, got {value!r}.")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            frac = Fraction(value)
+        except (ValueError, ZeroDivisionError):
+            raise DataError(
+                f"spec field `parameters.{name}` must be an integer or an exact fraction "
+                f'"p/q", got {value!r}.'
+            ) from None
+        if float(frac) != frac:
+            raise DataError(
+                f"spec field `parameters.{name}` must be a fraction a double holds exactly, "
+                f"got {value!r}."
+            )
+        return float(frac)
+    raise DataError(
+        f'spec field `parameters.{name}` must be an integer or an exact fraction "p/q", '
+        f"got {type(value).__name__}."
+    )
+
+
+def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
+    """The oracle a spec describes (a mapping or its JSON text), with every implied field
+    recomputed and compared: a spec with an unknown, missing or altered field (a tampered
+    threshold, another epsilon, another hash family) is refused with
+    :class:`~deniable.exceptions.DataError` naming the field."""
+    if isinstance(spec, str | bytes):
+        try:
+            spec = json.loads(spec)
+        except ValueError as exc:
+            raise DataError(f"`spec` must be JSON text of an oracle spec: {exc}.") from None
+    if not isinstance(spec, Mapping):
+        raise ParameterTypeError(
+            f"`spec` must be a mapping or JSON text, got {type(spec).__name__}."
+        )
+    unknown = sorted(set(spec) - set(_FIELDS))
+    missing = [f for f in _FIELDS if f not in spec]
+    if unknown:
+        raise DataError(f"unknown spec field `{unknown[0]}` (fields: {', '.join(_FIELDS)}).")
+    if missing:
+        raise DataError(f"spec field `{missing[0]}` is missing.")
+    if spec["schema"] != ORACLE_SPEC_SCHEMA:
+        raise DataError(
+            f"spec field `schema` must be {ORACLE_SPEC_SCHEMA!r}, got {spec['schema']!r}."
+        )
+    name = spec["mechanism"]
+    if name not in ORACLES:
+        raise DataError(
+            f"spec field `mechanism` must be one of {', '.join(sorted(ORACLES))}, got {name!r}."
+        )
+    params = spec["parameters"]
+    if not isinstance(params, Mapping):
+        raise DataError(f"spec field `parameters` must be an object, got {params!r}.")
+    try:
+        oracle = ORACLES[name](**{n: _parameter(n, x) for n, x in params.items()})
+    except TypeError as exc:
+        raise DataError(f"spec field `parameters` does not fit {name!r}: {exc}.") from None
+    except DeniableError as exc:
+        raise DataError(f"spec field `parameters`: {exc}") from None
+    implied = oracle_spec(oracle)
+    for field in _FIELDS:
+        if json.dumps(spec[field], sort_keys=True) != json.dumps(implied[field], sort_keys=True):
+            raise DataError(
+                f"spec field `{field}` does not match the parameters: it says "
+                f"{spec[field]!r}, the parameters imply {implied[field]!r}."
+            )
+    return oracle
+
+
+def oracle_from_key(key: str) -> Any:
+    """The oracle (or k-ary randomized response, the design ``categorical`` with uniform
+    forcing) whose ``key`` is ``key``, e.g. the key a report file or a tally carries.
+
+    >>> from deniable.oracles import OUE
+    >>> oracle_from_key(OUE(k=8, q=0.25).key) == OUE(k=8, q=0.25)
+    True
+    """
+    from deniable.designs import Categorical
+
+    if not isinstance(key, str):
+        raise ParameterTypeError(f"`key` must be a string, got {type(key).__name__}.")
+    name, brace, rest = key.partition("{")
+    try:
+        params = json.loads(brace + rest) if brace else None
+    except ValueError:
+        params = None
+    if not isinstance(params, dict):
+        raise DataError(f"`key` must look like NAME{{JSON parameters}}, got {key!r}.")
+    values: dict[str, Any] = {n: x if x is None else _parameter(n, x) for n, x in params.items()}
+    try:
+        if name == "categorical" and values.get("forced") is None:
+            out: Any = Categorical(**values)
+        elif name in ORACLES:
+            out = ORACLES[name](**values)
+        else:
+            raise DataError(
+                f"`key` must name a frequency oracle ({', '.join(sorted(ORACLES))}) or "
+                f"categorical with uniform forcing, got {key!r}."
+            )
+    except TypeError as exc:
+        raise DataError(f"`key` {key!r} does not fit its mechanism: {exc}.") from None
+    if out.key != key:
+        raise DataError(f"`key` {key!r} is not canonical (the mechanism's key is {out.key}).")
+    return out
