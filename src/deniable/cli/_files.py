@@ -40,9 +40,12 @@ def refuse_inputs(
                 )
 
 
-def write_output(path: str | Path, write: Callable[[Path], object]) -> Path:
-    """``write(tmp)`` to a temporary file, renamed onto ``path`` (see module docstring)."""
-    return atomic_write(path, write)
+def write_output(
+    path: str | Path, write: Callable[[Path], object], *, mode: int | None = None
+) -> Path:
+    """``write(tmp)`` to a temporary file, renamed onto ``path`` (see module docstring);
+    ``mode``: the file's permission bits (``0o600`` for secrets)."""
+    return atomic_write(path, write, mode=mode)
 
 
 @contextmanager

@@ -102,8 +102,8 @@ COMMANDS: dict[str, Command] = {
     ),
     "survey": Command(
         "deniable.cli._survey", "survey_app",
-        "Survey files (deniable.survey/1): check one and see what it costs a respondent, or "
-        "start from the demo survey.",
+        "Survey files (deniable.survey/1): check one and see what it costs a respondent, "
+        "start from the demo survey, or invite respondents.",
         group=True,
     ),
 }  # fmt: skip

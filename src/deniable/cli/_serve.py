@@ -19,7 +19,7 @@ import typer
 
 from deniable.cli._base import fail
 
-__all__ = ["cli", "display_host", "worker_environment"]
+__all__ = ["cli", "display_host", "serve_settings", "worker_environment"]
 
 cli = typer.Typer()
 
@@ -60,6 +60,19 @@ def _settings(overrides: dict[str, Any]) -> Any:
         first = exc.errors()[0]
         field = ".".join(str(p) for p in first.get("loc", ())) or "settings"
         fail(f"setting `{field}`: {first.get('msg', 'invalid')}")
+
+
+def serve_settings(
+    db: str | None, survey: str | None, host: str | None = None, port: int | None = None
+) -> Any:
+    """The service's settings from the environment and ``.env``, with the options given."""
+    overrides: dict[str, Any] = {}
+    for key, value in (("database_url", db), ("host", host), ("port", port)):
+        if value is not None:
+            overrides[key] = value
+    if survey is not None:
+        overrides["survey_file"] = survey
+    return _settings(overrides)
 
 
 @cli.command("serve")
@@ -113,13 +126,7 @@ def serve_command(
         )
     from deniable.exceptions import DeniableError
 
-    overrides: dict[str, Any] = {}
-    for key, value in (("database_url", db), ("host", host), ("port", port)):
-        if value is not None:
-            overrides[key] = value
-    if survey is not None:
-        overrides["survey_file"] = str(survey)
-    settings = _settings(overrides)
+    settings = serve_settings(db, None if survey is None else str(survey), host, port)
     try:
         the_survey = settings.survey()
     except (DeniableError, OSError) as exc:

@@ -40,9 +40,13 @@ def _mode_for(target: Path) -> int:
         return 0o666 & ~mask
 
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) -> Path:
+def atomic_write(
+    path: str | os.PathLike[str], write: Callable[[Path], object], *, mode: int | None = None
+) -> Path:
     """Call ``write(tmp)`` to write a temporary file beside ``path``, then rename it over
-    ``path``; return ``path``.
+    ``path``; return ``path``.  The file gets the permission bits ``mode`` if given (``0o600``
+    for secrets: the temporary file has them from its creation, so the content is never
+    readable by others), else the old file's, else the umask's default.
 
     The temporary name keeps the extension (``.x.csv.gz`` -> ``.x.csv.gz.<random>.csv.gz``)
     so that writers that choose a format or compression by extension still do.  A symbolic
@@ -55,6 +59,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
     ``OSError`` (no such directory, permission denied, disk full, ``path`` is a directory)
     becomes a :class:`~deniable.exceptions.DataError` naming ``path``.
     """
+    wanted = mode  # `mode` below is the target's file type
     target = Path(path)
     real = Path(os.path.realpath(target))
     if real.is_dir():
@@ -96,7 +101,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object]) 
         write(tmp)
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
-        os.chmod(tmp, _mode_for(real))
+        os.chmod(tmp, _mode_for(real) if wanted is None else wanted)
         os.replace(tmp, real)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
