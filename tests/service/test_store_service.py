@@ -215,7 +215,12 @@ def test_the_cap_is_compared_as_the_ledger_compares_it(fresh_db: Any) -> None:
         ((0, "hours", 1.0), "report", r"must be .* got 1\.0"),
         ((0, "nope", 1), "question_id", r"must be a question of survey 'workplace' \('happy'"),
         ((0, None, 1), "question_id", r"must be a question of survey 'workplace' .* got None"),
-        (("1", "happy", 1), "respondent_id", r"must be an integer id, got '1'"),
+        (
+            ("1", "happy", 1),
+            "respondent_id",
+            r"must be an integer id in \[1, 2147483647\], got '1'",
+        ),
+        ((2**31, "happy", 1), "respondent_id", r"must be an integer id .* got 2147483648"),
     ],
 )
 def test_bad_input_is_named_and_stores_nothing(

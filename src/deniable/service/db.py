@@ -115,12 +115,16 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         path = sa.engine.make_url(full).database
         if path and path != ":memory:" and not path.startswith("file:"):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        args = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
-        engine = sa.create_engine(full, connect_args=args, **kwargs)
+        lite = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+        engine = sa.create_engine(full, connect_args=lite, **kwargs)
         _sqlite_setup(engine)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    return sa.create_engine(full, **kwargs)
+    # no server-side prepared statements: a generic plan made while a table was small (a new
+    # survey) would go on treating it as small once it is large; plan every execution
+    args: dict[str, Any] = dict(kwargs.pop("connect_args", {}))
+    args.setdefault("prepare_threshold", None)
+    return sa.create_engine(full, connect_args=args, **kwargs)
 
 
 @contextmanager

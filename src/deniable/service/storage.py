@@ -42,7 +42,7 @@ from deniable.accounting import SpendRequest
 from deniable.accounting._pricing import History, QuestionRecord, remaining_budget, spend_limit
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
-from deniable.service.db import make_engine, migrate, read_tx
+from deniable.service.db import is_postgres, make_engine, migrate, read_tx
 from deniable.service.models import (
     invitations,
     ledger_respondent,
@@ -80,6 +80,8 @@ __all__ = [
 STATUSES = ("stored", "duplicate", "conflict", "over_cap", "closed")
 #: The most invitations one call creates.
 MAX_INVITATIONS = 100_000
+#: The largest respondent id (the column is a 32-bit integer).
+MAX_ID = 2**31 - 1
 #: Seconds per timeline bucket.
 BUCKETS = {"hour": 3600, "day": 86400}
 
@@ -468,16 +470,14 @@ class ServiceStore:
         id_list = ids.tolist()
         found = q(
             conn,
-            "SELECT count(*) FROM respondents WHERE survey_id = ? AND id "
-            f"{in_list(conn, 'bigint')}",
+            f"SELECT count(*) FROM respondents WHERE survey_id = ? AND id {in_list(conn, 'int')}",
             [sid, listed(conn, id_list)],
         ).scalar()
         if found != len(id_list):
             have = set(
                 q(
                     conn,
-                    f"SELECT id FROM respondents WHERE survey_id = ? AND id "
-                    f"{in_list(conn, 'bigint')}",
+                    f"SELECT id FROM respondents WHERE survey_id = ? AND id {in_list(conn, 'int')}",
                     [sid, listed(conn, id_list)],
                 ).scalars()
             )
@@ -496,7 +496,7 @@ class ServiceStore:
         for i, qid, v in q(
             conn,
             "SELECT respondent_id, question_id, report FROM reports "
-            f"WHERE survey_id = ? AND respondent_id {in_list(conn, 'bigint')}",
+            f"WHERE survey_id = ? AND respondent_id {in_list(conn, 'int')}",
             [sid, listed(conn, id_list)],
         ).all():
             done[(int(i), qpos.get(qid, -1))] = int(v)
@@ -543,12 +543,27 @@ class ServiceStore:
             conn.rollback()  # drop the ledger rows inserted only to be locked
             return [Submitted(STATUSES[x]) for x in status.tolist()]
         now = time.time()
-        many(
-            conn,
-            "INSERT INTO reports (survey_id, respondent_id, question_id, report, received_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(sid, rid_l[i], qids[qix_l[i]], rep_l[i], now) for i in stored_l],
-        )
+        if is_postgres(conn):  # one statement of arrays
+            q(
+                conn,
+                "INSERT INTO reports (survey_id, respondent_id, question_id, report, "
+                "received_at) SELECT ?, r, qid, v, ? FROM unnest(?::int[], ?::text[], ?::int[]) "
+                "AS u(r, qid, v)",
+                [
+                    sid,
+                    now,
+                    [rid_l[i] for i in stored_l],
+                    [qids[qix_l[i]] for i in stored_l],
+                    [rep_l[i] for i in stored_l],
+                ],
+            )
+        else:
+            many(
+                conn,
+                "INSERT INTO reports (survey_id, respondent_id, question_id, report, "
+                "received_at) VALUES (?, ?, ?, ?, ?)",
+                [(sid, rid_l[i], qids[qix_l[i]], rep_l[i], now) for i in stored_l],
+            )
         paid = np.zeros(ids.size, dtype=np.bool_)
         paid[ipos[stored_l]] = True
         write_spent(conn, enc, paid, spent[paid], new)
@@ -678,7 +693,7 @@ def _checked(
             rid = np.array(rs, dtype=np.int64)
             rep = np.array(vs, dtype=np.int64)
             qix = np.array([qpos.get(x, -1) if type(x) is str else -1 for x in qs], np.int64)
-            ok = (rid > 0) & (qix >= 0) & (rep >= 0) & (rep < sizes[qix])
+            ok = (rid > 0) & (rid <= MAX_ID) & (qix >= 0) & (rep >= 0) & (rep < sizes[qix])
             if ok.all():
                 return rid, qix, rep
     except (TypeError, ValueError, OverflowError):
@@ -692,8 +707,10 @@ def _checked(
             raise DataError(
                 f"`items[{i}]` must be (respondent id, question id, report), got {item!r}."
             ) from None
-        if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 < r < 2**63:
-            raise DataError(f"`{where}respondent_id` must be an integer id, got {r!r}.")
+        if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 < r <= MAX_ID:
+            raise DataError(
+                f"`{where}respondent_id` must be an integer id in [1, {MAX_ID}], got {r!r}."
+            )
         j = qpos.get(qid) if isinstance(qid, str) else None
         if j is None:
             known = ", ".join(map(repr, qpos))

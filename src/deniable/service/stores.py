@@ -193,9 +193,12 @@ def q(conn: Connection, text: str, params: Sequence[Any] = ()) -> Any:
 
 
 def in_list(conn: Connection, kind: str = "text") -> str:
-    """``IN`` a list parameter: ``= ANY(?::kind[])`` or ``IN (SELECT value FROM json_each(?))``."""
+    """``IN`` a list parameter: ``IN (SELECT unnest(?::kind[]))`` on PostgreSQL, ``IN
+    (SELECT value FROM json_each(?))`` on SQLite.  (A semi-join, never ``= ANY(array)``:
+    on a table last analyzed when it was small, that filter compares every row with every
+    element of the array.)"""
     if is_postgres(conn):
-        return f"= ANY(?::{kind}[])"
+        return f"IN (SELECT unnest(?::{kind}[]))"
     return "IN (SELECT value FROM json_each(?))"
 
 
@@ -325,7 +328,15 @@ def write_spent(
     vals = totals.tolist()
     pg_ = is_postgres(conn)
     update = [(s, k) for s, k in zip(vals, keys, strict=True) if pg_ or k not in new]
-    many(conn, "UPDATE ledger_respondent SET spent = ? WHERE key = ?", update)
+    if pg_ and update:  # one statement (the rows are locked already)
+        q(
+            conn,
+            "UPDATE ledger_respondent AS l SET spent = u.s "
+            "FROM unnest(?::float8[], ?::text[]) AS u(s, k) WHERE l.key = u.k",
+            [[s for s, _ in update], [k for _, k in update]],
+        )
+    else:
+        many(conn, "UPDATE ledger_respondent SET spent = ? WHERE key = ?", update)
     if pg_:
         unpaid = new.difference(keys)
         if unpaid:
