@@ -164,8 +164,12 @@ def test_over_cap_stores_nothing_and_spends_nothing(db_url: str) -> None:
     store.migrate()
     store.load_survey(survey_with(cap=2.1))  # happy (ln 3 = 1.0986) + one epsilon-1 question
     _, rid = store.open_session(SID, None)
+    assert store.affordable(SID, rid) == {"happy": True, "harassment": True, "hours": True}
     assert store.submit(SID, rid, "happy", 1).status == "stored"
+    assert store.affordable(SID, rid) == {"happy": True, "harassment": True, "hours": True}
     assert store.submit(SID, rid, "hours", 2).status == "stored"
+    # answered questions stay shown (a resend costs nothing); the third would pass the cap
+    assert store.affordable(SID, rid) == {"happy": True, "harassment": False, "hours": True}
     before = everything(store)
     assert store.submit(SID, rid, "harassment", 1) == Submitted("over_cap")
     assert everything(store) == before
@@ -189,8 +193,11 @@ def test_the_cap_is_compared_as_the_ledger_compares_it(fresh_db: Any) -> None:
         survey = Survey.from_dict(data)
         store.load_survey(survey)
         _, rid = store.open_session(SID, None)
-        got = [store.submit(SID, rid, q.id, 1).status for q in survey.questions]
+        got = [store.submit(SID, rid, q.id, 1).status for q in survey.questions[:2]]
+        shown = store.affordable(SID, rid)[survey.questions[2].id]
+        got.append(store.submit(SID, rid, survey.questions[2].id, 1).status)
         assert got == ["stored", "stored", expect]
+        assert shown == (expect == "stored")
         ledger = BudgetLedger(cap=cap)
         for q in survey.questions[:2]:
             ledger.spend(["r"], q.id, q.epsilon)

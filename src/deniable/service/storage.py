@@ -39,7 +39,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from deniable.accounting import SpendRequest
-from deniable.accounting._pricing import History, QuestionRecord, remaining_budget, spend_limit
+from deniable.accounting._pricing import (
+    History,
+    QuestionRecord,
+    admitted,
+    remaining_budget,
+    spend_limit,
+)
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.service.db import is_postgres, make_engine, migrate, read_tx
@@ -396,6 +402,26 @@ class ServiceStore:
             survey = self._survey(conn, survey_id)
             spent = ledger_history(conn, [_enc(survey_id, rid)], None, None).spent
         return float(remaining_budget(spent, survey.cap)[0])
+
+    def affordable(self, survey_id: str, respondent_id: int) -> dict[str, bool]:
+        """For each question, whether it may be shown to this respondent now: answered
+        already (resending the report costs nothing), or a new report would be admitted
+        (``admitted``: the upward-rounded total within the cap, as :meth:`submit` decides;
+        a snapshot, not a reservation)."""
+        rid = _check_id("respondent_id", respondent_id)
+        with read_tx(self._engine) as conn:
+            survey = self._survey(conn, survey_id)
+            spent = ledger_history(conn, [_enc(survey_id, rid)], None, None).spent
+            done = set(
+                q(
+                    conn,
+                    "SELECT question_id FROM reports WHERE survey_id = ? AND respondent_id = ?",
+                    [survey_id, rid],
+                ).scalars()
+            )
+        eps = np.array([x.epsilon for x in survey.questions], dtype=np.float64)
+        ok = admitted(np.full(eps.size, spent[0]), eps, spend_limit(survey.cap, 0.0))
+        return {x.id: x.id in done or bool(a) for x, a in zip(survey.questions, ok, strict=True)}
 
     def submit(
         self, survey_id: str, respondent_id: int, question_id: str, report: int
