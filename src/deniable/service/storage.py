@@ -57,6 +57,7 @@ from deniable.service.models import (
     surveys,
 )
 from deniable.service.stores import (
+    Rollback,
     SqlLedgerStore,
     SqlMemoStore,
     in_list,
@@ -566,8 +567,8 @@ class ServiceStore:
                     done[(rid_l[i], j)] = rep_l[i]
         stored_l = np.flatnonzero(status == 0).tolist()
         if not stored_l:
-            conn.rollback()  # drop the ledger rows inserted only to be locked
-            return [Submitted(STATUSES[x]) for x in status.tolist()]
+            # nothing to store: roll back the ledger rows inserted only to be locked
+            raise Rollback([Submitted(STATUSES[x]) for x in status.tolist()])
         now = time.time()
         if is_postgres(conn):  # one statement of arrays
             q(
