@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -26,6 +27,28 @@ from deniable.service.storage import ServiceStore
 from deniable.survey import demo_survey
 
 BACKENDS = ["sqlite", "postgres"]
+
+# pytest imports this file as the module ``conftest`` (tests/service has no __init__.py),
+# in place of tests/conftest.py, which tests collected after this directory import from
+# (``from conftest import DESIGN_CASES``): once this directory is collected, put the
+# parent back.
+_PARENT: list[object] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    parent = (Path(__file__).parent.parent / "conftest.py").resolve()
+    _PARENT[:] = [
+        p
+        for p in config.pluginmanager.get_plugins()
+        if getattr(p, "__file__", None) and Path(p.__file__).resolve() == parent
+    ]
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if _PARENT and sys.modules.get("conftest") is not _PARENT[0]:
+        sys.modules["conftest"] = _PARENT[0]  # type: ignore[assignment]
+
+
 _COUNTER = itertools.count()
 TEMPLATE = "deniable_template"
 

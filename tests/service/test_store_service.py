@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import threading
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -384,3 +385,26 @@ def test_the_ledger_store_sees_the_service_charges(store: ServiceStore) -> None:
         f"{SID}/happy": 1,
         f"{SID}/hours": 2,
     }
+
+
+def test_servers_starting_together_load_the_survey_once(db_url: str) -> None:
+    # several server processes migrate and load the same survey at once: no error, one row
+    store = ServiceStore(db_url)
+    store.migrate()
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def start() -> None:
+        try:
+            barrier.wait()
+            store.load_survey(demo_survey())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and store.survey_ids() == [SID]
+    store.close()

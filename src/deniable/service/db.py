@@ -170,8 +170,9 @@ _MIGRATE_LOCK = threading.Lock()
 
 def migrate(engine: Engine) -> None:
     """Bring the database to the newest schema (``alembic upgrade head``); a database that
-    is already there is left alone.  On PostgreSQL, concurrent migrations of one database
-    (several workers starting at once) are serialized by an advisory lock."""
+    is already there is left alone.  Concurrent migrations of one database (several workers
+    starting at once) are serialized: by an advisory lock on PostgreSQL, by taking the write
+    lock first on SQLite."""
     from alembic import command
     from alembic.config import Config
 
@@ -179,6 +180,8 @@ def migrate(engine: Engine) -> None:
     cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     # the env script reads the connection from here, never from an ini file or the environment
     with _MIGRATE_LOCK, engine.connect() as conn:
+        if is_sqlite(conn):  # the write lock first: a second process waits, then finds head
+            conn = conn.execution_options(sqlite_begin="IMMEDIATE")
         if is_postgres(conn):
             conn.exec_driver_sql("SELECT pg_advisory_lock(7340158)")  # a fixed id for migrations
             conn.commit()

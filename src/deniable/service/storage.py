@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from deniable.accounting import SpendRequest
@@ -193,17 +195,24 @@ class ServiceStore:
         definition = survey.to_dict()
 
         def work(conn: Connection) -> None:
-            row = conn.execute(
-                sa.select(surveys.c.version, surveys.c.definition).where(surveys.c.id == survey.id)
-            ).first()
+            stored = sa.select(surveys.c.version, surveys.c.definition).where(
+                surveys.c.id == survey.id
+            )
+            row = conn.execute(stored).first()
             now = time.time()
             if row is None:
-                conn.execute(
-                    sa.insert(surveys).values(
+                # several server processes may start at once: the first insert wins, the
+                # others compare with it
+                done = conn.execute(
+                    (pg.insert if is_postgres(conn) else sqlite.insert)(surveys)
+                    .values(
                         id=survey.id, version=survey.version, definition=definition, loaded_at=now
                     )
+                    .on_conflict_do_nothing()
                 )
-                return
+                if done.rowcount == 1:
+                    return
+                row = conn.execute(stored).one()
             if row.definition == definition:
                 return
             if survey.version <= row.version:
