@@ -94,6 +94,15 @@ def test_tokens_are_random_and_stored_only_as_hashes(store: ServiceStore) -> Non
     assert store.respondent(SID, token + "x") is None
     assert store.respondent("other", token) is None
     assert store.respondent(SID, "") is None
+    assert store.respondent_ids(SID, [token2, "nope", token, "", token2]) == [
+        rid2,
+        None,
+        rid,
+        None,
+        rid2,
+    ]
+    assert store.respondent_ids("other", [token]) == [None]
+    assert store.respondent_ids(SID, []) == []
     with store.engine.connect() as conn:
         stored = conn.execute(sa.select(respondents.c.token_hash)).scalars().all()
     assert hashlib.sha256(token.encode()).hexdigest() in stored
@@ -114,6 +123,11 @@ def test_invitations_are_single_use(db_url: str) -> None:
     with pytest.raises(PrivacyError, match="by invitation"):
         store.open_session(SID, None)
     assert store.open_session(SID, second)[1] != rid
+    # the interviewer's paper/phone mode creates respondents without an invitation
+    token3, rid3 = store.create_respondent(SID)
+    assert store.respondent(SID, token3) == rid3 and rid3 not in (rid,)
+    with pytest.raises(DataError, match="there is no survey 'nope'"):
+        store.create_respondent("nope")
     with pytest.raises(ParameterError, match=r"`count` must be in \[1, 100000\]"):
         store.create_invitations(SID, 0)
     store.close()

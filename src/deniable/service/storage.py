@@ -371,6 +371,22 @@ class ServiceStore:
             return None
         return int(row.id)
 
+    def respondent_ids(self, survey_id: str, tokens: Sequence[str]) -> list[int | None]:
+        """:meth:`respondent` of many tokens at once (one query; a batch upload's tokens):
+        the id of each token's respondent in this survey, ``None`` where there is none."""
+        digests = [hash_token(t) if isinstance(t, str) and t else "" for t in tokens]
+        wanted = sorted({d for d in digests if d})
+        with read_tx(self._engine) as conn:
+            found = dict(
+                q(
+                    conn,
+                    f"SELECT token_hash, id FROM respondents WHERE survey_id = ? AND token_hash "
+                    f"{in_list(conn)}",
+                    [survey_id, listed(conn, wanted)],
+                ).all()
+            )
+        return [None if not d or d not in found else int(found[d]) for d in digests]
+
     def create_respondent(self, survey_id: str) -> tuple[str, int]:
         """A new respondent whatever the survey's admission rule (the interviewer's paper and
         phone mode, an admin): ``(token, respondent id)``."""
