@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import itertools
 import shutil
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,11 +26,12 @@ from deniable.service.storage import ServiceStore
 from deniable.survey import demo_survey
 
 BACKENDS = ["sqlite", "postgres"]
+_COUNTER = itertools.count()
+TEMPLATE = "deniable_template"
 
 # pytest imports this file as the module ``conftest`` (tests/service has no __init__.py),
-# in place of tests/conftest.py, which tests collected after this directory import from
-# (``from conftest import DESIGN_CASES``): once this directory is collected, put the
-# parent back.
+# in place of tests/conftest.py, which tests outside this directory import constants from
+# (``from conftest import DESIGN_CASES``): this module hands them the parent's (PEP 562).
 _PARENT: list[object] = []
 
 
@@ -44,13 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
     ]
 
 
-def pytest_collectreport(report: pytest.CollectReport) -> None:
-    if _PARENT and sys.modules.get("conftest") is not _PARENT[0]:
-        sys.modules["conftest"] = _PARENT[0]  # type: ignore[assignment]
-
-
-_COUNTER = itertools.count()
-TEMPLATE = "deniable_template"
+def __getattr__(name: str) -> object:
+    if name.isupper() and _PARENT and hasattr(_PARENT[0], name):
+        return getattr(_PARENT[0], name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @pytest.fixture(scope="session")
