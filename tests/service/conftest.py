@@ -29,7 +29,6 @@ BACKENDS = ["sqlite", "postgres"]
 _COUNTER = itertools.count()
 TEMPLATE = "deniable_template"
 
-
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     try:

@@ -4,10 +4,12 @@ migrating again changes nothing; on SQLite the connections are set up for a serv
 
 from __future__ import annotations
 
+import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
+from deniable.exceptions import ParameterError
 from deniable.service.db import make_engine
 from deniable.service.models import metadata
 from deniable.service.storage import ServiceStore
@@ -54,3 +56,12 @@ def test_sqlite_connections_are_set_up_for_a_server(tmp_path: object) -> None:
     assert pragmas == {"journal_mode": "wal", "foreign_keys": 1, "busy_timeout": 60000,
                        "synchronous": 1}  # fmt: skip
     engine.dispose()
+
+
+def test_sqlite_synchronous_from_the_url(tmp_path: object) -> None:
+    engine = make_engine(f"sqlite:///{tmp_path}/x.db?synchronous=full")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+    engine.dispose()
+    with pytest.raises(ParameterError, match=r"`synchronous` .* NORMAL, FULL, EXTRA .* got 'off'"):
+        make_engine(f"sqlite:///{tmp_path}/x.db?synchronous=off")

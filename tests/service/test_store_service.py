@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+import threading
 from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 from typing import Any
@@ -93,6 +94,15 @@ def test_tokens_are_random_and_stored_only_as_hashes(store: ServiceStore) -> Non
     assert store.respondent(SID, token + "x") is None
     assert store.respondent("other", token) is None
     assert store.respondent(SID, "") is None
+    assert store.respondent_ids(SID, [token2, "nope", token, "", token2]) == [
+        rid2,
+        None,
+        rid,
+        None,
+        rid2,
+    ]
+    assert store.respondent_ids("other", [token]) == [None]
+    assert store.respondent_ids(SID, []) == []
     with store.engine.connect() as conn:
         stored = conn.execute(sa.select(respondents.c.token_hash)).scalars().all()
     assert hashlib.sha256(token.encode()).hexdigest() in stored
@@ -113,6 +123,11 @@ def test_invitations_are_single_use(db_url: str) -> None:
     with pytest.raises(PrivacyError, match="by invitation"):
         store.open_session(SID, None)
     assert store.open_session(SID, second)[1] != rid
+    # the interviewer's paper/phone mode creates respondents without an invitation
+    token3, rid3 = store.create_respondent(SID)
+    assert store.respondent(SID, token3) == rid3 and rid3 not in (rid,)
+    with pytest.raises(DataError, match="there is no survey 'nope'"):
+        store.create_respondent("nope")
     with pytest.raises(ParameterError, match=r"`count` must be in \[1, 100000\]"):
         store.create_invitations(SID, 0)
     store.close()
@@ -164,8 +179,12 @@ def test_over_cap_stores_nothing_and_spends_nothing(db_url: str) -> None:
     store.migrate()
     store.load_survey(survey_with(cap=2.1))  # happy (ln 3 = 1.0986) + one epsilon-1 question
     _, rid = store.open_session(SID, None)
+    assert store.affordable(SID, rid) == {"happy": True, "harassment": True, "hours": True}
     assert store.submit(SID, rid, "happy", 1).status == "stored"
+    assert store.affordable(SID, rid) == {"happy": True, "harassment": True, "hours": True}
     assert store.submit(SID, rid, "hours", 2).status == "stored"
+    # answered questions stay shown (a resend costs nothing); the third would pass the cap
+    assert store.affordable(SID, rid) == {"happy": True, "harassment": False, "hours": True}
     before = everything(store)
     assert store.submit(SID, rid, "harassment", 1) == Submitted("over_cap")
     assert everything(store) == before
@@ -189,8 +208,11 @@ def test_the_cap_is_compared_as_the_ledger_compares_it(fresh_db: Any) -> None:
         survey = Survey.from_dict(data)
         store.load_survey(survey)
         _, rid = store.open_session(SID, None)
-        got = [store.submit(SID, rid, q.id, 1).status for q in survey.questions]
+        got = [store.submit(SID, rid, q.id, 1).status for q in survey.questions[:2]]
+        shown = store.affordable(SID, rid)[survey.questions[2].id]
+        got.append(store.submit(SID, rid, survey.questions[2].id, 1).status)
         assert got == ["stored", "stored", expect]
+        assert shown == (expect == "stored")
         ledger = BudgetLedger(cap=cap)
         for q in survey.questions[:2]:
             ledger.spend(["r"], q.id, q.epsilon)
@@ -215,7 +237,12 @@ def test_the_cap_is_compared_as_the_ledger_compares_it(fresh_db: Any) -> None:
         ((0, "hours", 1.0), "report", r"must be .* got 1\.0"),
         ((0, "nope", 1), "question_id", r"must be a question of survey 'workplace' \('happy'"),
         ((0, None, 1), "question_id", r"must be a question of survey 'workplace' .* got None"),
-        (("1", "happy", 1), "respondent_id", r"must be an integer id, got '1'"),
+        (
+            ("1", "happy", 1),
+            "respondent_id",
+            r"must be an integer id in \[1, 2147483647\], got '1'",
+        ),
+        ((2**31, "happy", 1), "respondent_id", r"must be an integer id .* got 2147483648"),
     ],
 )
 def test_bad_input_is_named_and_stores_nothing(
@@ -372,3 +399,26 @@ def test_the_ledger_store_sees_the_service_charges(store: ServiceStore) -> None:
         f"{SID}/happy": 1,
         f"{SID}/hours": 2,
     }
+
+
+def test_servers_starting_together_load_the_survey_once(db_url: str) -> None:
+    # several server processes migrate and load the same survey at once: no error, one row
+    store = ServiceStore(db_url)
+    store.migrate()
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(6)
+
+    def start() -> None:
+        try:
+            barrier.wait()
+            store.load_survey(demo_survey())
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and store.survey_ids() == [SID]
+    store.close()

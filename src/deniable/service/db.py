@@ -3,9 +3,11 @@
 :func:`database_url` maps the URLs people write (``postgres://``, ``postgresql://``, as
 hosting platforms put in ``DATABASE_URL``) to SQLAlchemy's psycopg 3 driver
 (``postgresql+psycopg://``).  :func:`make_engine` sets every SQLite connection up for a
-server: write-ahead logging (readers never block the writer), ``synchronous=FULL`` (a
-committed transaction survives a crash of the process or the machine), a busy timeout (a
-writer waits for the lock instead of failing), foreign keys on.  Transactions on SQLite
+server: write-ahead logging (readers never block the writer), ``synchronous=NORMAL`` (a
+committed transaction survives a killed process; ``?synchronous=full`` in the URL makes it
+survive a power loss too, at an fsync per commit), a busy timeout (a writer waits for the
+lock instead of failing), foreign keys on.  PostgreSQL connections make no server-side
+prepared statements (a plan made while a table was small would stay).  Transactions on SQLite
 begin ``DEFERRED`` unless the connection asks for ``BEGIN IMMEDIATE`` with the execution
 option ``sqlite_begin="IMMEDIATE"`` (:func:`write_tx`): every transaction that writes
 takes the write lock at its start, so two writers never read, plan and then collide.
@@ -30,6 +32,7 @@ from deniable.exceptions import ParameterError
 
 __all__ = [
     "BUSY_TIMEOUT_MS",
+    "SYNCHRONOUS",
     "database_url",
     "is_postgres",
     "is_sqlite",
@@ -86,7 +89,11 @@ def is_postgres(bind: Engine | Connection) -> bool:
     return bind.dialect.name == "postgresql"
 
 
-def _sqlite_setup(engine: Engine) -> None:
+#: SQLite's ``synchronous`` levels a URL may ask for (``?synchronous=full``).
+SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
+
+
+def _sqlite_setup(engine: Engine, synchronous: str) -> None:
     @sa.event.listens_for(engine, "connect")
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         # let SQLAlchemy's "begin" event below emit BEGIN: pysqlite's own implicit
@@ -96,7 +103,7 @@ def _sqlite_setup(engine: Engine) -> None:
         try:
             cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             cur.execute("PRAGMA journal_mode = WAL")
-            cur.execute("PRAGMA synchronous = NORMAL")
+            cur.execute(f"PRAGMA synchronous = {synchronous}")
             cur.execute("PRAGMA foreign_keys = ON")
         finally:
             cur.close()
@@ -112,15 +119,27 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     created.  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
     full = database_url(url)
     if full.startswith("sqlite"):
-        path = sa.engine.make_url(full).database
+        parsed = sa.engine.make_url(full)
+        sync = str(parsed.query.get("synchronous", "NORMAL")).upper()
+        if sync not in SYNCHRONOUS:
+            raise ParameterError(
+                f"`synchronous` in a SQLite URL must be one of {', '.join(SYNCHRONOUS)} (any "
+                f"case), got {parsed.query['synchronous']!r}."
+            )
+        full = parsed.difference_update_query(["synchronous"]).render_as_string(hide_password=False)
+        path = parsed.database
         if path and path != ":memory:" and not path.startswith("file:"):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        args = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
-        engine = sa.create_engine(full, connect_args=args, **kwargs)
-        _sqlite_setup(engine)
+        lite = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+        engine = sa.create_engine(full, connect_args=lite, **kwargs)
+        _sqlite_setup(engine, sync)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
-    return sa.create_engine(full, **kwargs)
+    # no server-side prepared statements: a generic plan made while a table was small (a new
+    # survey) would go on treating it as small once it is large; plan every execution
+    args: dict[str, Any] = dict(kwargs.pop("connect_args", {}))
+    args.setdefault("prepare_threshold", None)
+    return sa.create_engine(full, connect_args=args, **kwargs)
 
 
 @contextmanager
@@ -151,8 +170,9 @@ _MIGRATE_LOCK = threading.Lock()
 
 def migrate(engine: Engine) -> None:
     """Bring the database to the newest schema (``alembic upgrade head``); a database that
-    is already there is left alone.  On PostgreSQL, concurrent migrations of one database
-    (several workers starting at once) are serialized by an advisory lock."""
+    is already there is left alone.  Concurrent migrations of one database (several workers
+    starting at once) are serialized: by an advisory lock on PostgreSQL, by taking the write
+    lock first on SQLite."""
     from alembic import command
     from alembic.config import Config
 
@@ -160,6 +180,8 @@ def migrate(engine: Engine) -> None:
     cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
     # the env script reads the connection from here, never from an ini file or the environment
     with _MIGRATE_LOCK, engine.connect() as conn:
+        if is_sqlite(conn):  # the write lock first: a second process waits, then finds head
+            conn = conn.execution_options(sqlite_begin="IMMEDIATE")
         if is_postgres(conn):
             conn.exec_driver_sql("SELECT pg_advisory_lock(7340158)")  # a fixed id for migrations
             conn.commit()

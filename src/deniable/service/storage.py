@@ -36,13 +36,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from deniable.accounting import SpendRequest
-from deniable.accounting._pricing import History, QuestionRecord, remaining_budget, spend_limit
+from deniable.accounting._pricing import (
+    History,
+    QuestionRecord,
+    admitted,
+    remaining_budget,
+    spend_limit,
+)
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
-from deniable.service.db import make_engine, migrate, read_tx
+from deniable.service.db import is_postgres, make_engine, migrate, read_tx
 from deniable.service.models import (
     invitations,
     ledger_respondent,
@@ -51,6 +59,7 @@ from deniable.service.models import (
     surveys,
 )
 from deniable.service.stores import (
+    Rollback,
     SqlLedgerStore,
     SqlMemoStore,
     in_list,
@@ -80,6 +89,8 @@ __all__ = [
 STATUSES = ("stored", "duplicate", "conflict", "over_cap", "closed")
 #: The most invitations one call creates.
 MAX_INVITATIONS = 100_000
+#: The largest respondent id (the column is a 32-bit integer).
+MAX_ID = 2**31 - 1
 #: Seconds per timeline bucket.
 BUCKETS = {"hour": 3600, "day": 86400}
 
@@ -184,17 +195,24 @@ class ServiceStore:
         definition = survey.to_dict()
 
         def work(conn: Connection) -> None:
-            row = conn.execute(
-                sa.select(surveys.c.version, surveys.c.definition).where(surveys.c.id == survey.id)
-            ).first()
+            stored = sa.select(surveys.c.version, surveys.c.definition).where(
+                surveys.c.id == survey.id
+            )
+            row = conn.execute(stored).first()
             now = time.time()
             if row is None:
-                conn.execute(
-                    sa.insert(surveys).values(
+                # several server processes may start at once: the first insert wins, the
+                # others compare with it
+                done = conn.execute(
+                    (pg.insert if is_postgres(conn) else sqlite.insert)(surveys)
+                    .values(
                         id=survey.id, version=survey.version, definition=definition, loaded_at=now
                     )
+                    .on_conflict_do_nothing()
                 )
-                return
+                if done.rowcount == 1:
+                    return
+                row = conn.execute(stored).one()
             if row.definition == definition:
                 return
             if survey.version <= row.version:
@@ -353,6 +371,22 @@ class ServiceStore:
             return None
         return int(row.id)
 
+    def respondent_ids(self, survey_id: str, tokens: Sequence[str]) -> list[int | None]:
+        """:meth:`respondent` of many tokens at once (one query; a batch upload's tokens):
+        the id of each token's respondent in this survey, ``None`` where there is none."""
+        digests = [hash_token(t) if isinstance(t, str) and t else "" for t in tokens]
+        wanted = sorted({d for d in digests if d})
+        with read_tx(self._engine) as conn:
+            found = dict(
+                q(
+                    conn,
+                    f"SELECT token_hash, id FROM respondents WHERE survey_id = ? AND token_hash "
+                    f"{in_list(conn)}",
+                    [survey_id, listed(conn, wanted)],
+                ).all()
+            )
+        return [None if not d or d not in found else int(found[d]) for d in digests]
+
     def create_respondent(self, survey_id: str) -> tuple[str, int]:
         """A new respondent whatever the survey's admission rule (the interviewer's paper and
         phone mode, an admin): ``(token, respondent id)``."""
@@ -394,6 +428,26 @@ class ServiceStore:
             survey = self._survey(conn, survey_id)
             spent = ledger_history(conn, [_enc(survey_id, rid)], None, None).spent
         return float(remaining_budget(spent, survey.cap)[0])
+
+    def affordable(self, survey_id: str, respondent_id: int) -> dict[str, bool]:
+        """For each question, whether it may be shown to this respondent now: answered
+        already (resending the report costs nothing), or a new report would be admitted
+        (``admitted``: the upward-rounded total within the cap, as :meth:`submit` decides;
+        a snapshot, not a reservation)."""
+        rid = _check_id("respondent_id", respondent_id)
+        with read_tx(self._engine) as conn:
+            survey = self._survey(conn, survey_id)
+            spent = ledger_history(conn, [_enc(survey_id, rid)], None, None).spent
+            done = set(
+                q(
+                    conn,
+                    "SELECT question_id FROM reports WHERE survey_id = ? AND respondent_id = ?",
+                    [survey_id, rid],
+                ).scalars()
+            )
+        eps = np.array([x.epsilon for x in survey.questions], dtype=np.float64)
+        ok = admitted(np.full(eps.size, spent[0]), eps, spend_limit(survey.cap, 0.0))
+        return {x.id: x.id in done or bool(a) for x, a in zip(survey.questions, ok, strict=True)}
 
     def submit(
         self, survey_id: str, respondent_id: int, question_id: str, report: int
@@ -468,16 +522,14 @@ class ServiceStore:
         id_list = ids.tolist()
         found = q(
             conn,
-            "SELECT count(*) FROM respondents WHERE survey_id = ? AND id "
-            f"{in_list(conn, 'bigint')}",
+            f"SELECT count(*) FROM respondents WHERE survey_id = ? AND id {in_list(conn, 'int')}",
             [sid, listed(conn, id_list)],
         ).scalar()
         if found != len(id_list):
             have = set(
                 q(
                     conn,
-                    f"SELECT id FROM respondents WHERE survey_id = ? AND id "
-                    f"{in_list(conn, 'bigint')}",
+                    f"SELECT id FROM respondents WHERE survey_id = ? AND id {in_list(conn, 'int')}",
                     [sid, listed(conn, id_list)],
                 ).scalars()
             )
@@ -496,7 +548,7 @@ class ServiceStore:
         for i, qid, v in q(
             conn,
             "SELECT respondent_id, question_id, report FROM reports "
-            f"WHERE survey_id = ? AND respondent_id {in_list(conn, 'bigint')}",
+            f"WHERE survey_id = ? AND respondent_id {in_list(conn, 'int')}",
             [sid, listed(conn, id_list)],
         ).all():
             done[(int(i), qpos.get(qid, -1))] = int(v)
@@ -540,15 +592,30 @@ class ServiceStore:
                     done[(rid_l[i], j)] = rep_l[i]
         stored_l = np.flatnonzero(status == 0).tolist()
         if not stored_l:
-            conn.rollback()  # drop the ledger rows inserted only to be locked
-            return [Submitted(STATUSES[x]) for x in status.tolist()]
+            # nothing to store: roll back the ledger rows inserted only to be locked
+            raise Rollback([Submitted(STATUSES[x]) for x in status.tolist()])
         now = time.time()
-        many(
-            conn,
-            "INSERT INTO reports (survey_id, respondent_id, question_id, report, received_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [(sid, rid_l[i], qids[qix_l[i]], rep_l[i], now) for i in stored_l],
-        )
+        if is_postgres(conn):  # one statement of arrays
+            q(
+                conn,
+                "INSERT INTO reports (survey_id, respondent_id, question_id, report, "
+                "received_at) SELECT ?, r, qid, v, ? FROM unnest(?::int[], ?::text[], ?::int[]) "
+                "AS u(r, qid, v)",
+                [
+                    sid,
+                    now,
+                    [rid_l[i] for i in stored_l],
+                    [qids[qix_l[i]] for i in stored_l],
+                    [rep_l[i] for i in stored_l],
+                ],
+            )
+        else:
+            many(
+                conn,
+                "INSERT INTO reports (survey_id, respondent_id, question_id, report, "
+                "received_at) VALUES (?, ?, ?, ?, ?)",
+                [(sid, rid_l[i], qids[qix_l[i]], rep_l[i], now) for i in stored_l],
+            )
         paid = np.zeros(ids.size, dtype=np.bool_)
         paid[ipos[stored_l]] = True
         write_spent(conn, enc, paid, spent[paid], new)
@@ -678,7 +745,7 @@ def _checked(
             rid = np.array(rs, dtype=np.int64)
             rep = np.array(vs, dtype=np.int64)
             qix = np.array([qpos.get(x, -1) if type(x) is str else -1 for x in qs], np.int64)
-            ok = (rid > 0) & (qix >= 0) & (rep >= 0) & (rep < sizes[qix])
+            ok = (rid > 0) & (rid <= MAX_ID) & (qix >= 0) & (rep >= 0) & (rep < sizes[qix])
             if ok.all():
                 return rid, qix, rep
     except (TypeError, ValueError, OverflowError):
@@ -692,8 +759,10 @@ def _checked(
             raise DataError(
                 f"`items[{i}]` must be (respondent id, question id, report), got {item!r}."
             ) from None
-        if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 < r < 2**63:
-            raise DataError(f"`{where}respondent_id` must be an integer id, got {r!r}.")
+        if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 < r <= MAX_ID:
+            raise DataError(
+                f"`{where}respondent_id` must be an integer id in [1, {MAX_ID}], got {r!r}."
+            )
         j = qpos.get(qid) if isinstance(qid, str) else None
         if j is None:
             known = ", ".join(map(repr, qpos))

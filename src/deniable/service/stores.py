@@ -29,6 +29,7 @@ spend commit together (:class:`~deniable.service.storage.ServiceStore`).
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -62,6 +63,7 @@ from deniable.service.models import (
 )
 
 __all__ = [
+    "Rollback",
     "SqlLedgerStore",
     "SqlMemoStore",
     "charged_keys",
@@ -164,13 +166,53 @@ def many(conn: Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
     conn.exec_driver_sql(sql, list(rows))
 
 
+class Rollback(Exception):
+    """Raised by the work of :func:`retrying` to roll its transaction back and return
+    ``value`` (a refused spend: nothing may stay, not even the rows inserted to lock)."""
+
+    def __init__(self, value: Any) -> None:
+        super().__init__("rollback")
+        self.value = value
+
+
+_ACTIVE = threading.local()
+
+
+def _active() -> dict[str, Connection]:
+    conns: dict[str, Connection] | None = getattr(_ACTIVE, "conns", None)
+    if conns is None:
+        conns = _ACTIVE.conns = {}
+    return conns
+
+
 def retrying(engine: Engine, work: Callable[[Connection], T]) -> T:
-    """Run ``work(conn)`` in a write transaction (:func:`write_tx`); on PostgreSQL, a
-    deadlock or serialization failure rolls back and runs it again (a few times)."""
+    """Run ``work(conn)`` in a write transaction (:func:`write_tx`) and commit; if it raises
+    :class:`Rollback`, roll back and return its value.  On PostgreSQL, a deadlock or
+    serialization failure rolls back and runs the work again (a few times).
+
+    Called while this thread is already inside such a transaction on the same database (a
+    memo store's ``create`` charging the ledger store), the work joins that transaction
+    (in a savepoint) instead of opening a second one, which on SQLite would wait for the
+    first's write lock forever: the memo and the charge then commit together."""
+    key = engine.url.render_as_string(hide_password=False)
+    active = _active()
+    outer = active.get(key)
+    if outer is not None:
+        try:
+            with outer.begin_nested():
+                return work(outer)
+        except Rollback as back:
+            return back.value  # type: ignore[no-any-return]
     for attempt in range(ATTEMPTS):
         try:
             with write_tx(engine) as conn:
-                return work(conn)
+                active[key] = conn
+                try:
+                    return work(conn)
+                finally:
+                    del active[key]
+        except Rollback as back:
+            return back.value  # type: ignore[no-any-return]
         except DBAPIError as exc:
             code = getattr(exc.orig, "sqlstate", None)
             if code not in ("40001", "40P01") or attempt == ATTEMPTS - 1:
@@ -193,9 +235,12 @@ def q(conn: Connection, text: str, params: Sequence[Any] = ()) -> Any:
 
 
 def in_list(conn: Connection, kind: str = "text") -> str:
-    """``IN`` a list parameter: ``= ANY(?::kind[])`` or ``IN (SELECT value FROM json_each(?))``."""
+    """``IN`` a list parameter: ``IN (SELECT unnest(?::kind[]))`` on PostgreSQL, ``IN
+    (SELECT value FROM json_each(?))`` on SQLite.  (A semi-join, never ``= ANY(array)``:
+    on a table last analyzed when it was small, that filter compares every row with every
+    element of the array.)"""
     if is_postgres(conn):
-        return f"= ANY(?::{kind}[])"
+        return f"IN (SELECT unnest(?::{kind}[]))"
     return "IN (SELECT value FROM json_each(?))"
 
 
@@ -325,7 +370,15 @@ def write_spent(
     vals = totals.tolist()
     pg_ = is_postgres(conn)
     update = [(s, k) for s, k in zip(vals, keys, strict=True) if pg_ or k not in new]
-    many(conn, "UPDATE ledger_respondent SET spent = ? WHERE key = ?", update)
+    if pg_ and update:  # one statement (the rows are locked already)
+        q(
+            conn,
+            "UPDATE ledger_respondent AS l SET spent = u.s "
+            "FROM unnest(?::float8[], ?::text[]) AS u(s, k) WHERE l.key = u.k",
+            [[s for s, _ in update], [k for _, k in update]],
+        )
+    else:
+        many(conn, "UPDATE ledger_respondent SET spent = ? WHERE key = ?", update)
     if pg_:
         unpaid = new.difference(keys)
         if unpaid:
@@ -438,7 +491,7 @@ class SqlLedgerStore:
         def work(conn: Connection) -> SpendPlan:
             plan = spend_in(conn, keys, request)
             if plan.refused:
-                conn.rollback()
+                raise Rollback(plan)
             return plan
 
         return retrying(self._engine, work)

@@ -1,5 +1,6 @@
 """Alembic's environment: migrate the connection ``deniable.service.db.migrate`` hands over
-(online only; there is no ini file and no offline SQL generation)."""
+(online only; there is no ini file and no offline SQL generation).  Importing this module
+outside Alembic (a doctest collector, say) does nothing."""
 
 from __future__ import annotations
 
@@ -7,14 +8,21 @@ from alembic import context
 
 from deniable.service.models import metadata
 
-connection = context.config.attributes.get("connection")
-if connection is None:  # pragma: no cover - only deniable.service.db.migrate runs this
-    raise RuntimeError("run migrations with deniable.service.db.migrate(engine)")
-context.configure(
-    connection=connection,
-    target_metadata=metadata,
-    render_as_batch=connection.dialect.name == "sqlite",
-    compare_type=True,
-)
-with context.begin_transaction():
-    context.run_migrations()
+
+def run() -> None:
+    """Run the migrations on the connection in ``config.attributes["connection"]``."""
+    connection = context.config.attributes.get("connection")
+    if connection is None:  # pragma: no cover - only deniable.service.db.migrate runs this
+        raise RuntimeError("run migrations with deniable.service.db.migrate(engine)")
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+if getattr(context, "config", None) is not None:  # run by Alembic
+    run()
