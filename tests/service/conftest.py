@@ -29,6 +29,7 @@ BACKENDS = ["sqlite", "postgres"]
 _COUNTER = itertools.count()
 TEMPLATE = "deniable_template"
 
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
     try:
