@@ -17,6 +17,8 @@ conventions and intervals).
 :class:`BLH`, :class:`OLH`  binary and optimized local hashing
 :class:`HadamardResponse`   a Hadamard row and one randomized bit
 :class:`SubsetSelection`    a random subset of about ``k / (e^eps + 1)`` values
+:class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
+                          (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``)
 :func:`choose_oracle`       the oracle with the smallest exact variance for ``k``, eps, n
 :func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
 ========================  ==============================================================
@@ -50,6 +52,8 @@ from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
+from deniable.oracles._rappor import Rappor, RapporClient, RapporReports, string_digest
+from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._results import FrequencyEstimate
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
@@ -85,6 +89,10 @@ __all__ = [
     "OracleChoice",
     "PiecewiseMechanism",
     "PostProcessingStudy",
+    "Rappor",
+    "RapporClient",
+    "RapporEstimate",
+    "RapporReports",
     "SubsetSelection",
     "UnaryEncoding",
     "choose_oracle",
@@ -100,6 +108,7 @@ __all__ = [
     "post_processing_study",
     "project_to_simplex",
     "read_report_key",
+    "string_digest",
     "support_probabilities",
     "tally_batches",
     "tally_file",

@@ -1,0 +1,551 @@
+"""RAPPOR (Erlingsson, Pihur & Korolova, CCS 2014): strings through a Bloom filter, a
+permanent and an instantaneous randomized response, and the per-cohort support-count tally.
+
+**The Bloom filter.**  A client belongs to one of ``cohorts`` cohorts; cohort ``c`` has
+``h`` hash functions into ``m`` bits.  A string ``s`` is first reduced to a 33-bit integer
+``x(s)``: the top 33 bits of its 8-byte BLAKE2b digest (UTF-8, ``person =
+b"deniable-rappor"``).  Hash ``i`` of cohort ``c`` is the multiply-add-shift function of
+``deniable.oracles._hashing`` (Dietzfelbinger 1996),
+
+    bit_ci(s) = ((((a_ci x + b_ci) mod 2**64) >> 32) m) >> 32,
+
+with ``(a_ci, b_ci)`` the two little-endian 64-bit words of the 16-byte BLAKE2b digest of
+``"deniable.rappor/1:<c>:<i>"``: deterministic, the same on every client and the server.
+On inputs below ``2**33`` the family is strongly universal, so for two distinct ``x``
+a cohort's functions behave as independent uniform draws of the family; two strings share
+``x`` with probability ``2**-33``.
+
+**Permanent randomized response (PRR)**, parameter ``f``: each Bloom bit ``B_i`` becomes
+``B'_i`` = 1 with probability ``f / 2``, 0 with probability ``f / 2``, ``B_i`` otherwise.
+It is drawn once per (client, value) and kept in a :class:`~deniable.mechanisms.MemoStore`
+(:class:`RapporClient`), so averaging any number of reports reveals at most ``B'``.
+
+**Instantaneous randomized response (IRR)**, parameters ``p < q``: on every report bit
+``S_i`` is 1 with probability ``q`` if ``B'_i = 1``, ``p`` if ``B'_i = 0``.  Reports are
+bit-packed, ``m / 8`` bytes, bit ``i`` at bit ``i % 8`` of byte ``i // 8``.
+
+**Epsilon** (the paper, sec. 4), exact for strings whose ``h`` bits are distinct (the worst
+case: two such strings with disjoint bits differ in ``2 h`` bits):
+
+* the PRR, which bounds any number of reports of one value: ``eps_inf = 2 h ln((1 - f/2) /
+  (f/2))``;
+* one report (PRR and IRR together): with ``q* = P(S_i = 1 | B_i = 1) = f (p + q) / 2 +
+  (1 - f) q`` and ``p* = P(S_i = 1 | B_i = 0) = f (p + q) / 2 + (1 - f) p``, ``eps_1 = h
+  ln(q* (1 - p*) / (p* (1 - q*)))``.
+
+Probabilities are realized by comparing the top 53 bits of a uniform 64-bit word with the
+probability rounded to a multiple of ``2**-53``.
+
+**Tally.**  ``cohorts (m + 1)`` int64 cells: for each cohort its ``m`` support counts (the
+reports with bit ``i`` set) and then its number of reports ``N_c``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from functools import cached_property
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.accounting._keys import respondent_keys
+from deniable.common import _validation as v
+from deniable.designs import Tally, mechanism_key
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.oracles._rappor_decode import RapporEstimate, _strings, decode
+from deniable.randomness import random_words, resolve_rng
+
+__all__ = ["Rappor", "RapporClient", "RapporReports", "string_digest"]
+
+_32 = np.uint64(32)
+#: Largest Bloom filter (bits).
+MAX_BITS = 1 << 16
+#: Largest number of cohorts.
+MAX_COHORTS = 1 << 16
+#: Bits of the PRR kept in one memo-store report (a non-negative int64): 7 bytes.
+_CHUNK_BYTES = 7
+_53 = float(1 << 53)
+
+
+@runtime_checkable
+class _MemoStore(Protocol):
+    """The part of :class:`~deniable.mechanisms.MemoStore` the client uses (``oracles`` and
+    ``mechanisms`` are sibling layers, so the protocol is matched by structure)."""
+
+    def get_or_create(
+        self,
+        question: str,
+        keys: npt.NDArray[Any],
+        create: Callable[[npt.NDArray[np.bool_]], npt.ArrayLike],
+    ) -> npt.NDArray[np.int64]: ...
+
+    def lookup(self, question: str, keys: npt.NDArray[Any]) -> npt.NDArray[np.int64]: ...
+
+
+def string_digest(values: Any) -> npt.NDArray[np.uint64]:
+    """The 33-bit integer ``x(s)`` of each string (the top 33 bits of its 8-byte BLAKE2b
+    digest with ``person = b"deniable-rappor"``), the hash family's input.
+
+    >>> string_digest(["a", "a", "b"]).tolist()[0] == string_digest(["a"]).tolist()[0]
+    True
+    """
+    arr = _strings("values", values)
+    uniq, inverse = np.unique(arr, return_inverse=True)
+    out = np.empty(uniq.size, dtype=np.uint64)
+    for j, s in enumerate(uniq.tolist()):  # one digest per distinct string
+        d = hashlib.blake2b(s.encode("utf-8"), digest_size=8, person=b"deniable-rappor")
+        out[j] = int.from_bytes(d.digest(), "big") >> 31
+    return out[inverse.reshape(-1)]
+
+
+def _threshold(prob: float) -> np.uint64:
+    """``round(prob 2**53)``: a 53-bit uniform is below it with probability ``prob`` (to
+    ``2**-53``)."""
+    return np.uint64(round(prob * _53))
+
+
+def _bernoulli(words: npt.NDArray[np.uint64], prob: float) -> npt.NDArray[np.bool_]:
+    """``words >> 11 < round(prob 2**53)``: True with probability ``prob``."""
+    return np.asarray((words >> np.uint64(11)) < _threshold(prob), dtype=np.bool_)
+
+
+def _probability(name: str, value: Any, *, top: bool) -> float:
+    x = v.real(name, value)
+    if not (0.0 <= x < 1.0 if not top else 0.0 <= x <= 1.0):
+        allowed = "[0, 1)" if not top else "[0, 1]"
+        raise ParameterError(f"`{name}` must be in {allowed}, got {value!r}.")
+    return x
+
+
+@dataclass(frozen=True)
+class RapporReports:
+    """A batch of RAPPOR reports: each report's cohort and its ``m`` bits packed into
+    ``m / 8`` bytes (``bits``, a ``(n, m / 8)`` uint8 array)."""
+
+    cohorts: npt.NDArray[np.int64]
+    bits: npt.NDArray[np.uint8]
+
+    def __len__(self) -> int:
+        return int(self.cohorts.size)
+
+
+@dataclass(frozen=True)
+class Rappor:
+    """The RAPPOR mechanism: Bloom filter of ``m`` bits with ``h`` hashes per cohort, PRR
+    ``f``, IRR ``p < q`` (module docstring).
+
+    Parameters
+    ----------
+    m : int
+        Bloom filter bits, a positive multiple of 8 (at most 65536).
+    h : int
+        Hash functions per cohort, ``1 <= h <= m``.
+    cohorts : int
+        Number of cohorts (1..65536), each with its own hash functions.
+    f : float
+        PRR probability of replacing a bit by a fair coin, in ``[0, 1)``.
+    p, q : float
+        IRR probability of a set bit when the PRR bit is 0 (``p``) or 1 (``q``),
+        ``0 <= p < q <= 1``.
+
+    Examples
+    --------
+    >>> r = Rappor(m=128, h=2, cohorts=64, f=0.5, p=0.5, q=0.75)  # the paper's setting
+    >>> round(r.permanent_epsilon, 4), round(r.epsilon, 4)
+    (4.3944, 1.0743)
+    """
+
+    m: int
+    h: int
+    cohorts: int
+    f: float
+    p: float
+    q: float
+    name: ClassVar[str] = "rappor"
+
+    def __post_init__(self) -> None:
+        m = v.integer("m", self.m, minimum=8, maximum=MAX_BITS)
+        if m % 8:
+            raise ParameterError(
+                f"`m` (Bloom filter bits) must be a positive multiple of 8, got {self.m!r}."
+            )
+        object.__setattr__(self, "m", m)
+        object.__setattr__(self, "h", v.integer("h", self.h, minimum=1, maximum=m))
+        object.__setattr__(
+            self, "cohorts", v.integer("cohorts", self.cohorts, minimum=1, maximum=MAX_COHORTS)
+        )
+        object.__setattr__(self, "f", _probability("f", self.f, top=False))
+        p = _probability("p", self.p, top=True)
+        q = _probability("q", self.q, top=True)
+        if not p < q:
+            raise ParameterError(
+                f"`p` must be less than `q` (0 <= p < q <= 1), got p = {self.p!r}, q = {self.q!r}."
+            )
+        object.__setattr__(self, "p", p)
+        object.__setattr__(self, "q", q)
+
+    # ---- identity
+
+    def parameters(self) -> dict[str, Any]:
+        """The parameters by name."""
+        return {fl.name: getattr(self, fl.name) for fl in fields(self)}
+
+    @cached_property
+    def key(self) -> str:
+        """The identity its tallies carry (:func:`~deniable.designs.mechanism_key`)."""
+        return mechanism_key(self.name, self.parameters())
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {fl.name: getattr(self, fl.name) for fl in fields(self)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+
+    @property
+    def width(self) -> int:
+        """Bytes of a packed report: ``m / 8``."""
+        return self.m // 8
+
+    # ---- the channel and epsilon
+
+    @property
+    def q_star(self) -> float:
+        """``P(S_i = 1 | B_i = 1) = f (p + q) / 2 + (1 - f) q``."""
+        return self.f * (self.p + self.q) / 2 + (1 - self.f) * self.q
+
+    @property
+    def p_star(self) -> float:
+        """``P(S_i = 1 | B_i = 0) = f (p + q) / 2 + (1 - f) p``."""
+        return self.f * (self.p + self.q) / 2 + (1 - self.f) * self.p
+
+    @property
+    def permanent_epsilon(self) -> float:
+        """Epsilon of the PRR, the bound over any number of reports of one value:
+        ``2 h ln((1 - f/2) / (f/2))`` (infinite at ``f = 0``)."""
+        if self.f == 0:
+            return math.inf
+        return 2 * self.h * math.log((1 - self.f / 2) / (self.f / 2))
+
+    @property
+    def epsilon(self) -> float:
+        """Epsilon of one report: ``h ln(q* (1 - p*) / (p* (1 - q*)))`` (infinite if
+        ``p* = 0`` or ``q* = 1``)."""
+        ps, qs = self.p_star, self.q_star
+        if ps == 0 or qs == 1:
+            return math.inf
+        return self.h * math.log(qs * (1 - ps) / (ps * (1 - qs)))
+
+    # ---- the Bloom filter
+
+    @cached_property
+    def hash_words(self) -> npt.NDArray[np.uint64]:
+        """``(cohorts, h, 2)``: the words ``(a, b)`` of each cohort's hash functions."""
+        out = np.empty((self.cohorts, self.h, 2), dtype=np.uint64)
+        for c in range(self.cohorts):
+            for i in range(self.h):
+                d = hashlib.blake2b(f"deniable.rappor/1:{c}:{i}".encode(), digest_size=16)
+                raw = d.digest()
+                out[c, i, 0] = int.from_bytes(raw[:8], "little")
+                out[c, i, 1] = int.from_bytes(raw[8:], "little")
+        out.setflags(write=False)
+        return out
+
+    def _cohorts(self, cohorts: Any, n: int) -> npt.NDArray[np.int64]:
+        arr = np.asarray(cohorts)
+        if arr.ndim == 0:
+            arr = np.full(n, arr)
+        if arr.shape != (n,):
+            raise DataError(
+                f"`cohorts` must have one cohort per value ({n}), got shape {arr.shape}."
+            )
+        if arr.size and arr.dtype.kind not in "iu":
+            raise DataError(f"`cohorts` must hold integers, got dtype {arr.dtype}.")
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.cohorts):
+            bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+            raise ParameterError(
+                f"`cohorts` must be in 0..{self.cohorts - 1} (cohorts = {self.cohorts}), got {bad}."
+            )
+        return arr.astype(np.int64)
+
+    def bloom_bits(self, values: Any, cohorts: Any) -> npt.NDArray[np.int64]:
+        """``(n, h)``: the Bloom bit each hash of each cohort sets for each string."""
+        x = string_digest(values)
+        c = self._cohorts(cohorts, x.size)
+        words = self.hash_words[c]  # (n, h, 2)
+        hashed = (words[:, :, 0] * x[:, None] + words[:, :, 1]) >> _32
+        return ((hashed * np.uint64(self.m)) >> _32).astype(np.int64)
+
+    def bloom(self, values: Any, cohorts: Any) -> npt.NDArray[np.bool_]:
+        """``(n, m)`` booleans: the Bloom filter of each string in its cohort."""
+        idx = self.bloom_bits(values, cohorts)
+        out = np.zeros((idx.shape[0], self.m), dtype=np.bool_)
+        out[np.arange(idx.shape[0])[:, None], idx] = True
+        return out
+
+    def design_matrix(self, candidates: Any) -> npt.NDArray[np.bool_]:
+        """``(cohorts, m, K)``: whether candidate ``k`` sets bit ``i`` in cohort ``c``."""
+        cand = _strings("candidates", candidates)
+        k = cand.size
+        cs = np.repeat(np.arange(self.cohorts), k)
+        bits = self.bloom(np.tile(cand, self.cohorts), cs).reshape(self.cohorts, k, self.m)
+        return np.ascontiguousarray(bits.transpose(0, 2, 1))
+
+    # ---- the randomizers
+
+    def permanent(self, bloom: npt.NDArray[np.bool_], *, rng: Any = None) -> npt.NDArray[np.bool_]:
+        """The PRR of ``(n, m)`` Bloom bits: each bit replaced by a fair coin with
+        probability ``f`` (one word per bit: its top 53 bits decide, its lowest is the coin)."""
+        words = random_words(resolve_rng(rng), bloom.size).reshape(bloom.shape)
+        coin = (words & np.uint64(1)).astype(np.bool_)
+        return np.where(_bernoulli(words, self.f), coin, bloom)
+
+    def instantaneous(
+        self, prr: npt.NDArray[np.bool_], *, rng: Any = None
+    ) -> npt.NDArray[np.uint8]:
+        """The IRR of ``(n, m)`` PRR bits, packed: bit set with ``q`` where the PRR bit is
+        1, ``p`` where it is 0 (one word per bit)."""
+        words = random_words(resolve_rng(rng), prr.size).reshape(prr.shape) >> np.uint64(11)
+        bits = np.where(prr, words < _threshold(self.q), words < _threshold(self.p))
+        return np.packbits(bits, axis=1, bitorder="little")
+
+    # ---- reports and tally
+
+    def _reports(self, reports: Any) -> RapporReports:
+        if not isinstance(reports, RapporReports):
+            raise ParameterTypeError(
+                f"`reports` must be RapporReports (cohorts and packed bits), got "
+                f"{type(reports).__name__}."
+            )
+        bits = np.asarray(reports.bits)
+        if bits.ndim != 2 or bits.shape[1] != self.width or bits.dtype != np.uint8:
+            raise DataError(
+                f"`reports.bits` must be a 2-D uint8 array of {self.width} bytes a row (m = "
+                f"{self.m} bits), got an array of dtype {bits.dtype} and shape {bits.shape}."
+            )
+        cohorts = self._cohorts(reports.cohorts, bits.shape[0])
+        return RapporReports(cohorts, bits)
+
+    def tally(self, reports: RapporReports) -> Tally:
+        """Per cohort, the number of reports with each bit set and the number of reports: a
+        :class:`~deniable.designs.Tally` of ``cohorts (m + 1)`` cells bound to :attr:`key`
+        (adds across batches)."""
+        rep = self._reports(reports)
+        order = np.argsort(rep.cohorts, kind="stable")
+        sizes = np.bincount(rep.cohorts, minlength=self.cohorts)
+        bounds = np.concatenate(([0], np.cumsum(sizes)))
+        out = np.zeros((self.cohorts, self.m + 1), dtype=np.int64)
+        out[:, self.m] = sizes
+        sorted_bits = rep.bits[order]
+        for c in np.flatnonzero(sizes):
+            block = sorted_bits[bounds[c] : bounds[c + 1]]
+            for start in range(0, block.shape[0], 4096):
+                unpacked = np.unpackbits(block[start : start + 4096], axis=1, bitorder="little")
+                out[c, : self.m] += unpacked.sum(axis=0, dtype=np.int64)
+        return Tally(out.reshape(-1), mechanism=self.key)
+
+    def bind(self, tally: Tally) -> Tally:
+        """``tally`` bound to this mechanism (a tally of another mechanism is refused)."""
+        if not isinstance(tally, Tally):
+            raise ParameterTypeError(f"`tally` must be a Tally, got {type(tally).__name__}.")
+        if tally.mechanism is not None and tally.mechanism != self.key:
+            raise DataError(
+                f"the tally belongs to mechanism {tally.mechanism}, not to {self.key}: decode "
+                "it with its own mechanism."
+            )
+        cells = self.cohorts * (self.m + 1)
+        if tally.counts.size != cells:
+            raise DataError(
+                f"the tally must have cohorts (m + 1) = {cells} cells, got {tally.counts.size}."
+            )
+        grid = tally.counts.reshape(self.cohorts, self.m + 1)
+        if (grid[:, : self.m] > grid[:, self.m : self.m + 1]).any():
+            raise DataError("a support count must be at most its cohort's number of reports.")
+        return tally.bind(self.key)
+
+    def counts(self, tally: Tally) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """``(c, N)``: the ``(cohorts, m)`` support counts and each cohort's reports."""
+        grid = self.bind(tally).counts.reshape(self.cohorts, self.m + 1)
+        return grid[:, : self.m].copy(), grid[:, self.m].copy()
+
+    def bit_estimates(self, tally: Tally) -> npt.NDArray[np.float64]:
+        """The unbiased estimate of each Bloom bit's true count per cohort:
+        ``t_ci = (c_ci - (p + f q / 2 - f p / 2) N_c) / ((1 - f)(q - p))``."""
+        c, n = self.counts(tally)
+        base = self.p + self.f * self.q / 2 - self.f * self.p / 2
+        return (c - base * n[:, None]) / ((1 - self.f) * (self.q - self.p))
+
+    def decode(self, tally: Tally, candidates: Any, *, alpha: float = 0.05) -> RapporEstimate:
+        """The frequency of each candidate string, its standard error and whether it is
+        reported at Bonferroni level ``alpha``: a
+        :class:`~deniable.oracles.RapporEstimate` (``deniable.oracles._rappor_decode``)."""
+        return decode(self, tally, candidates, alpha=alpha)
+
+
+class RapporClient:
+    """The RAPPOR client of many devices: cohorts and PRRs memoized in a
+    :class:`~deniable.mechanisms.MemoStore` (``store``, required: where a device keeps its
+    permanent state is its choice), a fresh IRR on every report.
+
+    Each client's cohort is kept under the question ``"rappor/<key>/cohort"`` and the PRR of
+    a (client, value) in ``ceil(m / 56)`` reports of 56 bits under ``"rappor/<key>/<value>/
+    <chunk>"`` (``<key>`` the mechanism's :attr:`Rappor.key`), so a client object over the
+    same store (a device restarted, with a store that persists, e.g.
+    ``deniable.service.stores.SqlMemoStore``) replays the same permanent bits.  Every chunk
+    is one atomic get-or-create; the PRR's bits are independent given the Bloom filter, so
+    chunks stored by different calls still make one exact PRR draw.
+
+    >>> from deniable.mechanisms import InMemoryMemoStore
+    >>> rappor = Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.25, q=0.75)
+    >>> client = RapporClient(rappor, InMemoryMemoStore())
+    >>> a = client.report([1, 2], ["x", "y"], rng=1)
+    >>> a.bits.shape, bool((client.permanent([1, 2], ["x", "y"]) ==
+    ...                     client.permanent([1, 2], ["x", "y"])).all())
+    ((2, 2), True)
+    """
+
+    __slots__ = ("_rappor", "_store")
+
+    def __init__(self, rappor: Rappor, store: Any) -> None:
+        if not isinstance(rappor, Rappor):
+            raise ParameterTypeError(f"`rappor` must be a Rappor, got {type(rappor).__name__}.")
+        if not isinstance(store, _MemoStore):
+            raise ParameterTypeError(
+                "`store` must be a MemoStore (e.g. deniable.mechanisms.InMemoryMemoStore() or "
+                f"deniable.service.stores.SqlMemoStore(url)), got {type(store).__name__}."
+            )
+        self._rappor = rappor
+        self._store = store
+
+    def __repr__(self) -> str:
+        return f"RapporClient({self._rappor!r})"
+
+    @property
+    def rappor(self) -> Rappor:
+        """The mechanism."""
+        return self._rappor
+
+    @property
+    def store(self) -> Any:
+        """Where cohorts and PRRs live."""
+        return self._store
+
+    def _question(self, *parts: object) -> str:
+        return "/".join(("rappor", self._rappor.key, *map(str, parts)))
+
+    def cohorts_of(
+        self, clients: Any, cohorts: Any = None, *, rng: Any = None
+    ) -> npt.NDArray[np.int64]:
+        """Each client's cohort: stored, else ``cohorts`` (given) or uniform (drawn), then
+        stored.  A given cohort that differs from a stored one is refused."""
+        keys = respondent_keys(clients, unique=False, name="clients")
+        uniq, inverse = _unique(keys)
+        r = self._rappor
+        given = None
+        if cohorts is not None:
+            per = r._cohorts(cohorts, keys.size)
+            given = np.full(uniq.size, -1, dtype=np.int64)
+            given[inverse] = per
+            if (given[inverse] != per).any():
+                raise DataError("`cohorts` must give one cohort per client, got two for one.")
+        gen = resolve_rng(rng)
+
+        def create(missing: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+            if given is not None:
+                return given[missing]
+            words = random_words(gen, int(missing.sum()))
+            return ((words >> _32) * np.uint64(r.cohorts) >> _32).astype(np.int64)
+
+        stored = np.asarray(self._store.get_or_create(self._question("cohort"), uniq, create))
+        if given is not None and (stored != given).any():
+            j = int(np.flatnonzero(stored != given)[0])
+            raise DataError(
+                f"`cohorts`: client {uniq.tolist()[j]!r} is in cohort {int(stored[j])} "
+                f"(stored), got {int(given[j])}; a client's cohort is permanent."
+            )
+        return stored[inverse].astype(np.int64)
+
+    def permanent(
+        self, clients: Any, values: Any, *, cohorts: Any = None, rng: Any = None
+    ) -> npt.NDArray[np.bool_]:
+        """``(n, m)``: the PRR bits of each (client, value), drawn and stored on first use."""
+        r = self._rappor
+        keys = respondent_keys(clients, unique=False, name="clients")
+        vals = _strings("values", values)
+        if vals.size != keys.size:
+            raise DataError(
+                f"`values` must have one value per client ({keys.size}), got {vals.size}."
+            )
+        gen = resolve_rng(rng)
+        coh = self.cohorts_of(keys, cohorts, rng=gen)
+        out = np.zeros((keys.size, r.m), dtype=np.bool_)
+        uvals, vinv = np.unique(vals, return_inverse=True)
+        vinv = vinv.reshape(-1)
+        for j, value in enumerate(uvals.tolist()):  # one pass per distinct value
+            rows = np.flatnonzero(vinv == j)
+            ukeys, kinv = _unique(keys[rows])
+            first = rows[np.unique(kinv, return_index=True)[1]]
+            bits = self._stored_prr(value, ukeys, coh[first], gen)
+            out[rows] = bits[kinv]
+        return out
+
+    def _stored_prr(
+        self, value: str, keys: npt.NDArray[Any], cohorts: npt.NDArray[np.int64], gen: Any
+    ) -> npt.NDArray[np.bool_]:
+        """The PRR of ``value`` for distinct ``keys`` in ``cohorts``: get-or-create of each
+        56-bit chunk; the clients missing a chunk get it from one fresh PRR draw."""
+        r = self._rappor
+        nchunks = -(-r.width // _CHUNK_BYTES)
+        cache: dict[bytes, npt.NDArray[np.uint8]] = {}
+
+        def draw(missing: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint8]:
+            if missing.tobytes() not in cache:
+                sel = np.flatnonzero(missing)
+                bloom = r.bloom(np.full(sel.size, value), cohorts[sel])
+                packed = np.packbits(r.permanent(bloom, rng=gen), axis=1, bitorder="little")
+                padded = np.zeros((sel.size, nchunks * 8), dtype=np.uint8)
+                for ch in range(nchunks):
+                    part = packed[:, ch * _CHUNK_BYTES : (ch + 1) * _CHUNK_BYTES]
+                    padded[:, ch * 8 : ch * 8 + part.shape[1]] = part
+                cache[missing.tobytes()] = padded
+            return cache[missing.tobytes()]
+
+        stored = np.zeros((keys.size, nchunks * _CHUNK_BYTES), dtype=np.uint8)
+        for ch in range(nchunks):
+            lo = ch * 8
+
+            def create(missing: npt.NDArray[np.bool_], lo: int = lo) -> npt.NDArray[np.int64]:
+                if not missing.any():
+                    return np.zeros(0, dtype=np.int64)
+                return draw(missing)[:, lo : lo + 8].copy().view("<i8").reshape(-1)
+
+            got = self._store.get_or_create(self._question(value, ch), keys, create)
+            chunk = np.asarray(got, dtype="<i8").reshape(-1, 1).view(np.uint8)
+            stored[:, ch * _CHUNK_BYTES : (ch + 1) * _CHUNK_BYTES] = chunk[:, :_CHUNK_BYTES]
+        packed = np.ascontiguousarray(stored[:, : r.width])
+        return np.unpackbits(packed, axis=1, bitorder="little").astype(np.bool_)
+
+    def report(
+        self, clients: Any, values: Any, *, cohorts: Any = None, rng: Any = None
+    ) -> RapporReports:
+        """One report per (client, value): the stored PRR (drawn on first use) through a
+        fresh IRR, packed, with each client's cohort."""
+        gen = resolve_rng(rng)
+        keys = respondent_keys(clients, unique=False, name="clients")
+        prr = self.permanent(keys, values, cohorts=cohorts, rng=gen)
+        coh = self.cohorts_of(keys)
+        return RapporReports(coh, self._rappor.instantaneous(prr, rng=gen))
+
+
+def _unique(keys: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[np.intp]]:
+    try:
+        uniq, inverse = np.unique(keys, return_inverse=True)
+    except TypeError:
+        raise DataError(
+            "`clients` must be keys of one kind (all integers or all strings) to be sorted."
+        ) from None
+    return uniq, inverse.reshape(-1)

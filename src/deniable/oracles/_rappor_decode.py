@@ -1,0 +1,213 @@
+"""RAPPOR decoding: candidate strings against the per-cohort bit counts (Erlingsson, Pihur &
+Korolova 2014, sec. 4; Fanti, Pihur & Erlingsson 2016, sec. 3).
+
+With ``N_c`` reports in cohort ``c`` and ``c_ci`` of them with bit ``i`` set,
+
+    t_ci = (c_ci - (p + f q / 2 - f p / 2) N_c) / ((1 - f)(q - p))
+
+is an unbiased estimate of the number of clients of cohort ``c`` whose Bloom bit ``i`` is
+set.  If clients' cohorts do not depend on their values, ``E t_ci = N_c sum_k X_cik pi_k``
+with ``X_cik`` = 1 iff candidate ``k`` sets bit ``i`` in cohort ``c`` (the design matrix)
+and ``pi_k`` the candidate's frequency.  The decoder stacks the cohorts' rows and
+
+1. weights each row by ``1 / sd(t_ci)``, ``Var(t_ci) = N_c l (1 - l) / ((1 - f)(q - p))^2``
+   with ``l = c_ci / N_c`` clipped to ``[p*, q*]`` (the binomial variance of the count);
+2. fits ``pi >= 0`` by non-negative least squares (``scipy.optimize.nnls``) over all
+   candidates: the candidates with a positive coefficient are *selected*;
+3. refits the selected columns by weighted least squares (the paper refits by ordinary
+   least squares after its Lasso selection), ``pi_hat = (A' W A)^+ A' W t``, with the
+   covariance ``s^2 (A' W A)^+``, ``s^2 = max(1, weighted RSS / (rows - selected))``: the
+   binomial model's covariance, inflated when the residuals show more spread than it
+   predicts (strings outside the candidate list, hash collisions);
+4. reports a selected candidate when its one-sided z-test ``pi_hat / se`` has a p-value
+   below ``alpha / K`` (Bonferroni over all ``K`` candidates): a family-wise false-alarm
+   rate of at most about ``alpha`` for candidates absent from the population.
+
+Unselected candidates get the estimate 0, no standard error and p-value 1.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import _validation as v
+from deniable.common import to_jsonable
+from deniable.designs import Tally
+from deniable.exceptions import DataError, ParameterTypeError
+from deniable.results import Result, Table
+
+__all__ = ["RapporEstimate", "decode"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class RapporEstimate(Result):
+    """Decoded RAPPOR frequencies of candidate strings (``deniable.oracles._rappor_decode``).
+
+    Attributes
+    ----------
+    candidates : the candidate strings, in the order given.
+    values : the estimated frequency of each (0 for unselected candidates).
+    se : standard errors (NaN for unselected candidates).
+    p_values : one-sided p-values of ``frequency > 0`` (1 for unselected candidates).
+    reported : whether each candidate passes the Bonferroni threshold.
+    alpha : the family-wise level; ``threshold = alpha / K`` is the per-candidate level.
+    n : the number of reports decoded.
+    key : the mechanism's key.
+    """
+
+    candidates: tuple[str, ...]
+    values: FloatArray = field(repr=False)
+    se: FloatArray = field(repr=False)
+    p_values: FloatArray = field(repr=False)
+    reported: npt.NDArray[np.bool_] = field(repr=False)
+    alpha: float
+    n: int
+    key: str = field(repr=False)
+    scale: float = 1.0
+
+    @property
+    def threshold(self) -> float:
+        """The per-candidate level: ``alpha / K``."""
+        return self.alpha / len(self.candidates)
+
+    @property
+    def counts(self) -> FloatArray:
+        """Estimated number of clients of each candidate: ``n`` times its frequency."""
+        return np.asarray(self.values * self.n, dtype=np.float64)
+
+    def top(self) -> list[tuple[str, float]]:
+        """The reported candidates and their frequencies, most frequent first."""
+        idx = np.flatnonzero(self.reported)
+        idx = idx[np.argsort(-self.values[idx], kind="stable")]
+        return [(self.candidates[i], float(self.values[i])) for i in idx]
+
+    def table(self) -> Table:
+        """The reported candidates, most frequent first: frequency, SE, p-value."""
+        rows = tuple(
+            (self.candidates[i], float(self.values[i]), float(self.se[i]),
+             float(self.p_values[i]))
+            for i in sorted(np.flatnonzero(self.reported), key=lambda j: -self.values[j])
+        )  # fmt: skip
+        return Table(
+            ("candidate", "frequency", "SE", "p-value"),
+            rows,
+            title=f"RAPPOR: {int(self.reported.sum())} of {len(self.candidates)} candidates "
+            f"reported, n = {self.n}",
+            notes=(
+                f"reported: one-sided p-value < alpha / K = {self.alpha:g} / "
+                f"{len(self.candidates)} (Bonferroni); residual scale s^2 = {self.scale:.3g}",
+            ),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON: mechanism, n, alpha, threshold, and per candidate its estimate."""
+        return {
+            "mechanism": self.key,
+            "n": self.n,
+            "alpha": self.alpha,
+            "threshold": self.threshold,
+            "scale": self.scale,
+            "candidates": [
+                {
+                    "candidate": c,
+                    "frequency": to_jsonable(float(self.values[i])),
+                    "se": to_jsonable(float(self.se[i])),
+                    "p_value": to_jsonable(float(self.p_values[i])),
+                    "reported": bool(self.reported[i]),
+                }
+                for i, c in enumerate(self.candidates)
+            ],
+        }
+
+
+def _strings(name: str, values: Any) -> npt.NDArray[np.str_]:
+    if isinstance(values, str):
+        values = [values]
+    if isinstance(values, bytes) or not hasattr(values, "__len__"):
+        raise ParameterTypeError(
+            f"`{name}` must be a sequence of strings, got {type(values).__name__}."
+        )
+    arr = np.asarray(values)
+    if arr.dtype.kind == "U" and not isinstance(values, np.ndarray):
+        # numpy turns ["a", 3] into ["a", "3"]: refuse what was not a string
+        bad_item = next((x for x in values if not isinstance(x, str)), None)
+        if bad_item is not None:
+            arr = np.asarray(values, dtype=object)
+    if arr.ndim != 1:
+        raise DataError(f"`{name}` must be a 1-D sequence of strings, got shape {arr.shape}.")
+    if arr.size and arr.dtype.kind != "U":
+        bad = next((x for x in arr.tolist() if not isinstance(x, str)), arr.dtype)
+        raise DataError(
+            f"`{name}` must hold strings, got {type(bad).__name__} {bad!r} (dtype {arr.dtype})."
+        )
+    return arr.astype(str)
+
+
+def decode(rappor: Any, tally: Tally, candidates: Any, *, alpha: float = 0.05) -> RapporEstimate:
+    """Decode ``tally`` against ``candidates`` (the module docstring has the method)."""
+    from scipy.optimize import nnls
+    from scipy.stats import norm
+
+    a = v.real("alpha", alpha)
+    if not 0 < a < 1:
+        raise DataError(f"`alpha` must be in (0, 1), got {alpha!r}.")
+    cand = _strings("candidates", candidates)
+    if cand.size == 0:
+        raise DataError("`candidates` must hold at least one string, got none.")
+    if np.unique(cand).size != cand.size:
+        raise DataError("`candidates` must be distinct strings, got a repeated one.")
+    c, n_c = rappor.counts(tally)
+    n = int(n_c.sum())
+    if n == 0:
+        raise DataError("`tally` must hold at least one report, got 0.")
+    t = rappor.bit_estimates(tally)
+    x = rappor.design_matrix(cand).astype(np.float64)  # (cohorts, m, K)
+    live = n_c > 0
+    scale_t = (1 - rappor.f) * (rappor.q - rappor.p)
+    lo, hi = sorted((rappor.p_star, rappor.q_star))
+    share = np.clip(c[live] / n_c[live, None], lo, hi)
+    share = np.clip(share, 0.5 / n_c[live, None], 1 - 0.5 / n_c[live, None])
+    var = n_c[live, None] * share * (1 - share) / scale_t**2
+    w = 1 / np.sqrt(var).reshape(-1)
+    design = (x[live] * n_c[live, None, None]).reshape(-1, cand.size)
+    y = t[live].reshape(-1)
+    aw, yw = design * w[:, None], y * w
+    coef, _ = nnls(aw, yw, maxiter=50 * cand.size)
+    k = cand.size
+    values = np.zeros(k)
+    se = np.full(k, math.nan)
+    p_values = np.ones(k)
+    sel = np.flatnonzero(coef > 0)
+    s2 = 1.0
+    if sel.size:
+        a_s = aw[:, sel]
+        gram_inv = np.linalg.pinv(a_s.T @ a_s)
+        beta = gram_inv @ (a_s.T @ yw)
+        resid = yw - a_s @ beta
+        dof = max(1, a_s.shape[0] - sel.size)
+        s2 = max(1.0, float(resid @ resid) / dof)
+        sd = np.sqrt(np.maximum(np.diag(gram_inv) * s2, 0.0))
+        values[sel] = beta
+        se[sel] = sd
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(sd > 0, beta / sd, 0.0)
+        p_values[sel] = norm.sf(z)
+    reported = p_values < a / k
+    return RapporEstimate(
+        candidates=tuple(cand.tolist()),
+        values=values,
+        se=se,
+        p_values=p_values,
+        reported=reported,
+        alpha=a,
+        n=n,
+        key=rappor.key,
+        scale=s2,
+    )

@@ -1,0 +1,317 @@
+"""RAPPOR (deniable.oracles._rappor, _rappor_decode): the Bloom filter as documented, exact
+epsilons against a brute-force channel, the randomizers' bit probabilities, memoized PRRs
+that survive a restart, tallies, decoding end to end and under the null, and bad input."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from deniable.designs import Tally
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.mechanisms import InMemoryMemoStore
+from deniable.oracles import Rappor, RapporClient, RapporEstimate, RapporReports
+
+PAPER = {"m": 128, "h": 2, "f": 0.5, "p": 0.5, "q": 0.75}
+
+
+def zipf_population(k: int, n: int, seed: int) -> tuple[list[str], np.ndarray, np.ndarray]:
+    cands = [f"https://site{i}.example/" for i in range(k)]
+    w = 1 / np.arange(1, k + 1) ** 1.1
+    w /= w.sum()
+    rng = np.random.default_rng(seed)
+    idx = rng.choice(k, n, p=w)
+    return cands, np.asarray(cands)[idx], np.bincount(idx, minlength=k) / n
+
+
+# --------------------------------------------------------------------------- Bloom filter
+
+
+def test_bloom_bits_follow_the_documented_hash() -> None:
+    """Recompute bit_ci(s) from the module docstring with Python integers."""
+    r = Rappor(m=64, h=3, cohorts=5, f=0.5, p=0.25, q=0.75)
+    values = ["", "a", "héllo", "https://example.org/x"]
+    for cohort in range(5):
+        got = r.bloom_bits(values, cohort).tolist()
+        for s, bits in zip(values, got, strict=True):
+            d = hashlib.blake2b(s.encode(), digest_size=8, person=b"deniable-rappor").digest()
+            x = int.from_bytes(d, "big") >> 31
+            want = []
+            for i in range(3):
+                raw = hashlib.blake2b(f"deniable.rappor/1:{cohort}:{i}".encode(), digest_size=16)
+                a = int.from_bytes(raw.digest()[:8], "little")
+                b = int.from_bytes(raw.digest()[8:], "little")
+                want.append(((((a * x + b) % 2**64) >> 32) * 64) >> 32)
+            assert bits == want
+
+
+def test_cohorts_hash_differently_and_the_design_matrix_matches_bloom() -> None:
+    r = Rappor(m=128, h=2, cohorts=8, f=0.5, p=0.5, q=0.75)
+    cands = [f"c{i}" for i in range(20)]
+    x = r.design_matrix(cands)
+    assert x.shape == (8, 128, 20)
+    assert x.sum(axis=1).min() >= 1 and x.sum(axis=1).max() <= 2
+    for c in range(8):
+        np.testing.assert_array_equal(x[c].T, r.bloom(cands, c))
+    assert not (x[0] == x[1]).all()
+
+
+# --------------------------------------------------------------------------- epsilon
+
+
+def _brute_epsilon(m: int, h: int, p1: float, p0: float) -> float:
+    """Worst-case log likelihood ratio of the channel that sets output bit i with p1 where
+    the Bloom bit is 1 and p0 where it is 0, over every Bloom filter of 1..h set bits and
+    every output of m bits (enumerated)."""
+    inputs = [s for r in range(1, h + 1) for s in itertools.combinations(range(m), r)]
+    outputs = np.array(list(itertools.product((0, 1), repeat=m)), dtype=bool)
+    logs = []
+    for s in inputs:
+        b = np.zeros(m, dtype=bool)
+        b[list(s)] = True
+        prob = np.where(b, p1, p0)
+        logs.append(np.where(outputs, np.log(prob), np.log1p(-prob)).sum(axis=1))
+    arr = np.array(logs)
+    return float((arr.max(axis=0) - arr.min(axis=0)).max())
+
+
+@pytest.mark.parametrize(
+    ("h", "f", "p", "q"), [(2, 0.5, 0.5, 0.75), (1, 0.25, 0.3, 0.9), (3, 0.7, 0.1, 0.6)]
+)
+def test_epsilons_equal_the_brute_force_worst_case(h: int, f: float, p: float, q: float) -> None:
+    r = Rappor(m=8, h=h, cohorts=1, f=f, p=p, q=q)
+    # the PRR channel per bit: keep with 1 - f, else a fair coin
+    assert r.permanent_epsilon == pytest.approx(_brute_epsilon(8, h, 1 - f / 2, f / 2), rel=1e-12)
+    # PRR then IRR, composed per bit from the two stages (not from the closed form)
+    p1 = (1 - f / 2) * q + f / 2 * p
+    p0 = f / 2 * q + (1 - f / 2) * p
+    assert (r.q_star, r.p_star) == pytest.approx((p1, p0), rel=1e-12)
+    assert r.epsilon == pytest.approx(_brute_epsilon(8, h, p1, p0), rel=1e-12)
+    assert r.epsilon <= r.permanent_epsilon
+
+
+def test_epsilon_is_infinite_where_the_channel_is_deterministic() -> None:
+    assert Rappor(m=8, h=1, cohorts=1, f=0.0, p=0.2, q=0.8).permanent_epsilon == math.inf
+    assert Rappor(m=8, h=1, cohorts=1, f=0.0, p=0.0, q=0.8).epsilon == math.inf
+
+
+def test_the_randomizers_set_bits_with_the_stated_probabilities() -> None:
+    """50,000 reports of one string: the rate of each bit is q* on the string's Bloom bits
+    and p* elsewhere (|z| < 5 on every bit: false alarm below 1e-4)."""
+    r = Rappor(m=16, h=2, cohorts=1, **{k: PAPER[k] for k in ("f", "p", "q")})
+    n = 50_000
+    client = RapporClient(r, InMemoryMemoStore())
+    rep = client.report(np.arange(n), ["abc"] * n, rng=7)
+    rate = np.unpackbits(rep.bits, axis=1, bitorder="little").mean(axis=0)
+    b = r.bloom(["abc"], 0)[0]
+    want = np.where(b, r.q_star, r.p_star)
+    z = (rate - want) / np.sqrt(want * (1 - want) / n)
+    assert np.abs(z).max() < 5
+    prr = client.permanent(np.arange(n), ["abc"] * n)
+    prate = prr.mean(axis=0)
+    pwant = np.where(b, 1 - r.f / 2, r.f / 2)
+    assert np.abs((prate - pwant) / np.sqrt(pwant * (1 - pwant) / n)).max() < 5
+
+
+# --------------------------------------------------------------------------- memoization
+
+
+def test_prr_survives_a_restart_with_a_persistent_store(tmp_path: Path) -> None:
+    from deniable.service.db import make_engine, migrate
+    from deniable.service.stores import SqlMemoStore
+
+    url = f"sqlite:///{tmp_path / 'memo.db'}"
+    migrate(make_engine(url))  # the service's schema: a SQLite file that persists
+    r = Rappor(m=72, h=2, cohorts=4, f=0.5, p=0.5, q=0.75)  # 72 bits: two store chunks
+    ids = np.arange(200)
+    values = [f"v{i % 7}" for i in range(200)]
+    first = RapporClient(r, SqlMemoStore(url))
+    prr = first.permanent(ids, values, rng=1)
+    cohorts = first.cohorts_of(ids)
+    rep1 = first.report(ids, values, rng=2)
+    del first
+    again = RapporClient(r, SqlMemoStore(url))  # a restarted device: a new object, same file
+    np.testing.assert_array_equal(again.permanent(ids, values, rng=3), prr)
+    np.testing.assert_array_equal(again.cohorts_of(ids), cohorts)
+    rep2 = again.report(ids, values, rng=4)
+    np.testing.assert_array_equal(rep2.cohorts, cohorts)
+    assert not np.array_equal(rep1.bits, rep2.bits)  # a fresh IRR on every report
+    # a client object over a new store draws fresh PRRs
+    fresh = RapporClient(r, InMemoryMemoStore()).permanent(ids, values, rng=1 + 10)
+    assert not np.array_equal(fresh, prr)
+    # another value of the same client is another PRR
+    other = again.permanent(ids, [f"w{i % 7}" for i in range(200)], rng=5)
+    assert not np.array_equal(other, prr)
+
+
+def test_memoized_within_a_batch_and_across_batches() -> None:
+    r = Rappor(m=32, h=2, cohorts=2, f=0.5, p=0.5, q=0.75)
+    client = RapporClient(r, InMemoryMemoStore())
+    prr = client.permanent([1, 1, 2, 1], ["a", "a", "a", "b"], rng=1)
+    np.testing.assert_array_equal(prr[0], prr[1])
+    np.testing.assert_array_equal(client.permanent([1], ["b"], rng=9)[0], prr[3])
+    np.testing.assert_array_equal(client.permanent(["x"], ["a"], rng=9).shape, (1, 32))
+
+
+def test_a_clients_cohort_is_permanent() -> None:
+    r = Rappor(m=16, h=1, cohorts=4, f=0.5, p=0.5, q=0.75)
+    client = RapporClient(r, InMemoryMemoStore())
+    rep = client.report([10, 11], ["a", "b"], cohorts=[3, 1], rng=1)
+    assert rep.cohorts.tolist() == [3, 1]
+    with pytest.raises(DataError, match=r"client 10 is in cohort 3 \(stored\), got 2"):
+        client.report([10], ["a"], cohorts=[2], rng=1)
+
+
+# --------------------------------------------------------------------------- tally
+
+
+def test_tally_adds_across_batches_refuses_others_and_pickles() -> None:
+    r = Rappor(m=32, h=2, cohorts=3, f=0.5, p=0.5, q=0.75)
+    client = RapporClient(r, InMemoryMemoStore())
+    a = client.report(np.arange(100), ["x"] * 100, rng=1)
+    b = client.report(np.arange(100, 150), ["y"] * 50, rng=2)
+    both = RapporReports(np.concatenate([a.cohorts, b.cohorts]), np.vstack([a.bits, b.bits]))
+    ta, tb = r.tally(a), r.tally(b)
+    assert ta + tb == r.tally(both)
+    assert ta.mechanism == r.key and ta.counts.size == 3 * 33
+    grid = (ta + tb).counts.reshape(3, 33)
+    assert grid[:, 32].sum() == 150
+    unpacked = np.unpackbits(both.bits, axis=1, bitorder="little")
+    for c in range(3):
+        np.testing.assert_array_equal(grid[c, :32], unpacked[both.cohorts == c].sum(axis=0))
+    other = Rappor(m=32, h=2, cohorts=3, f=0.25, p=0.5, q=0.75)
+    with pytest.raises(DataError, match="belongs to mechanism"):
+        other.decode(ta, ["x", "y"])
+    with pytest.raises(DataError):
+        _ = ta + other.tally(RapporClient(other, InMemoryMemoStore()).report([1], ["x"], rng=1))
+    assert pickle.loads(pickle.dumps(ta)) == ta
+    r2 = pickle.loads(pickle.dumps(r))
+    assert r2 == r and r2.key == r.key
+    est = r.decode(ta + tb, ["x", "y", "z"])
+    est2 = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(est2.values, est.values)
+    assert est2.candidates == est.candidates
+
+
+def test_an_unbound_tally_of_the_right_size_is_bound() -> None:
+    r = Rappor(m=8, h=1, cohorts=2, f=0.5, p=0.5, q=0.75)
+    t = r.bind(Tally([0] * 8 + [1] + [0] * 8 + [1]))
+    assert t.mechanism == r.key
+    with pytest.raises(DataError, match="must have cohorts \\(m \\+ 1\\) = 18 cells, got 3"):
+        r.bind(Tally([1, 2, 3]))
+    with pytest.raises(DataError, match="at most its cohort's number of reports"):
+        r.bind(Tally([2] + [0] * 7 + [1] + [0] * 9))
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def test_end_to_end_recovers_the_top_strings() -> None:
+    """100,000 clients, 16 cohorts, the paper's m, h, f, p, q; a Zipf(1.1) population over 50
+    strings and 50 absent candidates.  Every reported estimate lies within 4 SE of the true
+    frequency (two-sided false alarm 6e-5 per candidate), the 5 most frequent strings (above
+    3.5%, 4 SE) are
+    reported, and no absent candidate is (Bonferroni at alpha = 0.05: family-wise false
+    alarm about 5%)."""
+    r = Rappor(cohorts=16, **PAPER)
+    cands, values, truth = zipf_population(50, 100_000, seed=11)
+    rep = RapporClient(r, InMemoryMemoStore()).report(np.arange(values.size), values, rng=12)
+    absent = [f"https://absent{i}.example/" for i in range(50)]
+    est = r.decode(r.tally(rep), cands + absent, alpha=0.05)
+    assert isinstance(est, RapporEstimate)
+    assert est.n == 100_000
+    assert not est.reported[50:].any()
+    assert est.reported[:5].all()
+    idx = np.flatnonzero(est.reported)
+    assert (np.abs(est.values[idx] - truth[idx]) < 4 * est.se[idx]).all()
+    assert (np.abs(est.values[:3] - truth[:3]) < 0.03).all()
+    assert [name for name, _ in est.top()[:3]] == cands[:3]
+    text = str(est.table())
+    assert "https://site0.example/" in text and "Bonferroni" in text
+    data = json.loads(json.dumps(est.to_dict()))
+    assert data["threshold"] == pytest.approx(0.05 / 100)
+    assert data["candidates"][0]["reported"] is True
+
+
+def test_null_simulation_reports_no_absent_candidate_beyond_the_stated_rate() -> None:
+    """10 seeded runs of 20,000 clients over 5 strings, decoded against them and 45 absent
+    candidates: a run reports an absent one with probability about alpha = 0.05, so at most
+    2 of 10 runs may (P(Binomial(10, 0.05) >= 3) = 1.2%)."""
+    r = Rappor(cohorts=8, **PAPER)
+    present = [f"p{i}" for i in range(5)]
+    absent = [f"a{i}" for i in range(45)]
+    runs_with_false = 0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        values = np.asarray(present)[rng.integers(0, 5, 20_000)]
+        rep = RapporClient(r, InMemoryMemoStore()).report(np.arange(values.size), values, rng=rng)
+        est = r.decode(r.tally(rep), present + absent)
+        runs_with_false += bool(est.reported[5:].any())
+    assert runs_with_false <= 2
+
+
+def test_bit_estimates_are_unbiased_counts() -> None:
+    r = Rappor(m=16, h=1, cohorts=1, f=0.5, p=0.5, q=0.75)
+    n = 40_000
+    rep = RapporClient(r, InMemoryMemoStore()).report(np.arange(n), ["s"] * n, rng=3)
+    t = r.bit_estimates(r.tally(rep))[0]
+    b = r.bloom(["s"], 0)[0]
+    sd = math.sqrt(n * 0.25) / ((1 - r.f) * (r.q - r.p))
+    assert (np.abs(t - np.where(b, n, 0)) < 5 * sd).all()
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"m": 12}, r"`m` \(Bloom filter bits\) must be a positive multiple of 8, got 12"),
+        ({"m": 0}, r"`m`.*got 0"),
+        ({"h": 0}, r"`h`.*got 0"),
+        ({"f": 1.0}, r"`f` must be in \[0, 1\), got 1.0"),
+        ({"f": -0.1}, r"`f` must be in \[0, 1\), got -0.1"),
+        ({"q": 1.5}, r"`q` must be in \[0, 1\], got 1.5"),
+        ({"p": 0.8, "q": 0.5}, r"`p` must be less than `q` \(0 <= p < q <= 1\), got p = 0.8"),
+        ({"cohorts": 0}, r"`cohorts`.*got 0"),
+    ],
+)
+def test_bad_parameters_name_the_parameter(kwargs: dict[str, float], match: str) -> None:
+    base: dict[str, float] = {"m": 16, "h": 2, "cohorts": 2, "f": 0.5, "p": 0.5, "q": 0.75}
+    with pytest.raises(ParameterError, match=match):
+        Rappor(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+def test_bad_client_input_and_malformed_reports() -> None:
+    r = Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.5, q=0.75)
+    client = RapporClient(r, InMemoryMemoStore())
+    with pytest.raises(ParameterError, match=r"`cohorts` must be in 0..3 \(cohorts = 4\), got 9"):
+        client.report([1], ["a"], cohorts=[9])
+    with pytest.raises(DataError, match=r"`values` must have one value per client \(2\), got 1"):
+        client.report([1, 2], ["a"])
+    with pytest.raises(DataError, match=r"`values` must hold strings, got int 3"):
+        client.report([1, 2], ["a", 3])
+    good = client.report([1, 2], ["a", "b"], rng=1)
+    with pytest.raises(DataError, match=r"`reports.bits` must be a 2-D uint8 array of 2 bytes"):
+        r.tally(RapporReports(good.cohorts, good.bits[:, :1]))
+    with pytest.raises(DataError, match="got an array of dtype int64"):
+        r.tally(RapporReports(good.cohorts, good.bits.astype(np.int64)))
+    with pytest.raises(ParameterError, match=r"`cohorts` must be in 0..3"):
+        r.tally(RapporReports(np.array([0, 7]), good.bits))
+    with pytest.raises(DataError, match=r"one cohort per value \(2\), got shape \(3,\)"):
+        r.tally(RapporReports(np.array([0, 1, 2]), good.bits))
+    with pytest.raises(ParameterTypeError, match="`reports` must be RapporReports"):
+        r.tally(good.bits)  # type: ignore[arg-type]
+    with pytest.raises(ParameterTypeError, match="`store` must be a MemoStore"):
+        RapporClient(r, store={})
+    with pytest.raises(DataError, match=r"`alpha` must be in \(0, 1\), got 2"):
+        r.decode(r.tally(good), ["a"], alpha=2)
+    with pytest.raises(DataError, match="`candidates` must be distinct"):
+        r.decode(r.tally(good), ["a", "a"])
