@@ -22,6 +22,12 @@ run is the least disturbed).  Targets (issue 10): OUE at k = 1024 at least 1 M r
 OLH at k = 1024 at least 300 k reports/s including server decoding; Hadamard response at
 least 5 M reports/s (both k), each on the total.
 
+RAPPOR (a section of its own): ``RapporClient.report`` at m = 128, h = 2, 16 cohorts, the
+paper's f = 0.5, p = 0.5, q = 0.75, over 10**5 clients and 1,000 Zipf-like strings, with an
+``InMemoryMemoStore``: the first report of each client (PRR drawn and stored) and a second
+one (PRR replayed, fresh IRR); ``Rappor.tally``; ``Rappor.decode`` against the 1,000
+candidates.  ``--rappor`` runs only this section and updates it in the result files.
+
 Writes ``benchmarks/results/oracles.md`` and ``oracles.json`` and prints the markdown.
 Run: ``.venv/bin/python benchmarks/bench_oracles.py`` (``--quick``: n = 10**5, one run).
 """
@@ -44,6 +50,7 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from deniable.mechanisms import InMemoryMemoStore  # noqa: E402
 from deniable.oracles import (  # noqa: E402
     BLH,
     GRR,
@@ -51,6 +58,8 @@ from deniable.oracles import (  # noqa: E402
     OUE,
     SUE,
     HadamardResponse,
+    Rappor,
+    RapporClient,
     SubsetSelection,
 )
 
@@ -124,6 +133,68 @@ def measure(
     }
 
 
+RAPPOR_CLIENTS = 10**5
+RAPPOR_CANDIDATES = 1000
+
+
+def measure_rappor(repeats: int) -> dict[str, Any]:
+    """RAPPOR client, tally and decoding (module docstring)."""
+    rappor = Rappor(m=128, h=2, cohorts=16, f=0.5, p=0.5, q=0.75)
+    cands = np.asarray([f"https://site{j}.example/" for j in range(RAPPOR_CANDIDATES)])
+    values = cands[population(RAPPOR_CANDIDATES, RAPPOR_CLIENTS)]
+    ids = np.arange(RAPPOR_CLIENTS)
+    first = []
+    for _ in range(repeats):  # a new store each time: every PRR is drawn and stored
+        client = RapporClient(rappor, InMemoryMemoStore())
+        t0 = time.perf_counter()
+        client.report(ids, values, rng=np.random.default_rng(SEED))
+        first.append(time.perf_counter() - t0)
+    t_again, reports = best_of(
+        repeats, lambda: client.report(ids, values, rng=np.random.default_rng(SEED + 1))
+    )
+    t_tally, tally = best_of(repeats, lambda: rappor.tally(reports))
+    t_decode, est = best_of(max(1, repeats - 1), lambda: rappor.decode(tally, cands))
+    truth = np.bincount(population(RAPPOR_CANDIDATES, RAPPOR_CLIENTS), minlength=RAPPOR_CANDIDATES)
+    top = set(np.argsort(-truth)[:10].tolist())
+    found = {i for i in np.flatnonzero(est.reported).tolist()}
+    return {
+        "m": 128,
+        "h": 2,
+        "cohorts": 16,
+        "clients": RAPPOR_CLIENTS,
+        "candidates": RAPPOR_CANDIDATES,
+        "epsilon_one_report": rappor.epsilon,
+        "epsilon_permanent": rappor.permanent_epsilon,
+        "first_report_per_s": RAPPOR_CLIENTS / min(first),
+        "replayed_report_per_s": RAPPOR_CLIENTS / t_again,
+        "tally_per_s": RAPPOR_CLIENTS / t_tally,
+        "decode_s": t_decode,
+        "reported": int(est.reported.sum()),
+        "top10_reported": len(top & found),
+    }
+
+
+def rappor_markdown(r: dict[str, Any]) -> str:
+    return "\n".join(
+        [
+            "## RAPPOR",
+            "",
+            f"m = {r['m']}, h = {r['h']}, {r['cohorts']} cohorts, f = 0.5, p = 0.5, q = 0.75 "
+            f"(epsilon {r['epsilon_one_report']:.4f} a report, {r['epsilon_permanent']:.4f} "
+            f"permanent); {r['clients']:,} clients over {r['candidates']:,} Zipf-like strings, "
+            "an InMemoryMemoStore.",
+            "",
+            "| first report /s (PRR drawn) | replayed report /s | tally /s "
+            "| decode s (1,000 candidates) | reported | of the top 10 |",
+            "| ---: | ---: | ---: | ---: | ---: | ---: |",
+            f"| {_rate(r['first_report_per_s'])} | {_rate(r['replayed_report_per_s'])} "
+            f"| {_rate(r['tally_per_s'])} | {r['decode_s']:.2f} | {r['reported']} "
+            f"| {r['top10_reported']} |",
+            "",
+        ]
+    )
+
+
 def _rate(x: float) -> str:
     if x >= 1e6:
         return f"{x / 1e6:.2f} M"
@@ -156,7 +227,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="n = 10**5, one run")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rappor", action="store_true", help="only the RAPPOR section")
     args = parser.parse_args()
+    if args.rappor:
+        r = measure_rappor(args.repeats)
+        section = rappor_markdown(r)
+        md, js = OUT / "oracles.md", OUT / "oracles.json"
+        old = md.read_text(encoding="utf-8")
+        head = old.split("\n## RAPPOR\n")[0].rstrip("\n")
+        md.write_text(head + "\n\n" + section, encoding="utf-8")
+        data = json.loads(js.read_text(encoding="utf-8"))
+        data["rappor"] = r
+        js.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        print(section)
+        return 0
     n = 10**5 if args.quick else 10**6
     repeats = 1 if args.quick else args.repeats
     rows = [measure(name, make, k, n, repeats) for k in KS for name, make in ORACLES]
@@ -174,10 +258,12 @@ def main() -> int:
         "date": datetime.date.today().isoformat(),
     }
     text = markdown(rows, meta, verdicts)
+    rappor = measure_rappor(repeats)
+    text += "\n" + rappor_markdown(rappor)
     if not args.quick:
         OUT.mkdir(exist_ok=True)
         (OUT / "oracles.md").write_text(text, encoding="utf-8")
-        data = {"meta": meta, "rows": rows, "targets": verdicts}
+        data = {"meta": meta, "rows": rows, "targets": verdicts, "rappor": rappor}
         (OUT / "oracles.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text)
     return 0

@@ -485,8 +485,10 @@ class RapporClient:
         out = np.zeros((keys.size, r.m), dtype=np.bool_)
         uvals, vinv = np.unique(vals, return_inverse=True)
         vinv = vinv.reshape(-1)
+        order = np.argsort(vinv, kind="stable")
+        bounds = np.concatenate(([0], np.cumsum(np.bincount(vinv, minlength=uvals.size))))
         for j, value in enumerate(uvals.tolist()):  # one pass per distinct value
-            rows = np.flatnonzero(vinv == j)
+            rows = order[bounds[j] : bounds[j + 1]]
             ukeys, kinv = _unique(keys[rows])
             first = rows[np.unique(kinv, return_index=True)[1]]
             bits = self._stored_prr(value, ukeys, coh[first], gen)
