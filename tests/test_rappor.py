@@ -315,3 +315,22 @@ def test_bad_client_input_and_malformed_reports() -> None:
         r.decode(r.tally(good), ["a"], alpha=2)
     with pytest.raises(DataError, match="`candidates` must be distinct"):
         r.decode(r.tally(good), ["a", "a"])
+
+
+def test_thresholds_round_toward_privacy() -> None:
+    """f and p are realized at least as large, q at most as large as stated (53 bits)."""
+    from fractions import Fraction
+
+    from deniable.oracles._rappor import _threshold
+
+    for prob in (1 / 3, 0.1, 0.7, 0.5):
+        up, down = _threshold(prob, up=True), _threshold(prob, up=False)
+        assert Fraction(int(up), 2**53) >= Fraction(prob) >= Fraction(int(down), 2**53)
+        assert int(up) - int(down) <= 1
+
+
+def test_reports_slice_into_batches() -> None:
+    r = Rappor(m=16, h=1, cohorts=2, f=0.5, p=0.5, q=0.75)
+    rep = RapporClient(r, InMemoryMemoStore()).report(np.arange(10), ["a"] * 10, rng=1)
+    assert len(rep[:4]) == 4 and rep[4:].bits.shape == (6, 2)
+    assert r.tally(rep[:4]) + r.tally(rep[4:]) == r.tally(rep)

@@ -34,7 +34,8 @@ case: two such strings with disjoint bits differ in ``2 h`` bits):
   ln(q* (1 - p*) / (p* (1 - q*)))``.
 
 Probabilities are realized by comparing the top 53 bits of a uniform 64-bit word with the
-probability rounded to a multiple of ``2**-53``.
+probability rounded to a multiple of ``2**-53`` toward privacy (``f`` and ``p`` up, ``q``
+down: the implemented channel is never less private than the stated one).
 
 **Tally.**  ``cohorts (m + 1)`` int64 cells: for each cohort its ``m`` support counts (the
 reports with bit ``i`` set) and then its number of reports ``N_c``.
@@ -102,15 +103,16 @@ def string_digest(values: Any) -> npt.NDArray[np.uint64]:
     return out[inverse.reshape(-1)]
 
 
-def _threshold(prob: float) -> np.uint64:
-    """``round(prob 2**53)``: a 53-bit uniform is below it with probability ``prob`` (to
-    ``2**-53``)."""
-    return np.uint64(round(prob * _53))
+def _threshold(prob: float, *, up: bool) -> np.uint64:
+    """``prob 2**53`` rounded up (``up``) or down: a 53-bit uniform is below it with
+    probability ``prob`` to within ``2**-53``, on the side that is more private."""
+    scaled = prob * _53  # exact: a power-of-two scaling
+    return np.uint64(math.ceil(scaled) if up else math.floor(scaled))
 
 
-def _bernoulli(words: npt.NDArray[np.uint64], prob: float) -> npt.NDArray[np.bool_]:
-    """``words >> 11 < round(prob 2**53)``: True with probability ``prob``."""
-    return np.asarray((words >> np.uint64(11)) < _threshold(prob), dtype=np.bool_)
+def _bernoulli(words: npt.NDArray[np.uint64], prob: float, *, up: bool) -> npt.NDArray[np.bool_]:
+    """``words >> 11 < threshold(prob)``: True with probability ``prob`` (to ``2**-53``)."""
+    return np.asarray((words >> np.uint64(11)) < _threshold(prob, up=up), dtype=np.bool_)
 
 
 def _probability(name: str, value: Any, *, top: bool) -> float:
@@ -131,6 +133,10 @@ class RapporReports:
 
     def __len__(self) -> int:
         return int(self.cohorts.size)
+
+    def __getitem__(self, rows: Any) -> RapporReports:
+        """The reports of ``rows`` (a slice, indices or a mask): batches of a batch."""
+        return RapporReports(np.asarray(self.cohorts)[rows], np.asarray(self.bits)[rows])
 
 
 @dataclass(frozen=True)
@@ -302,7 +308,7 @@ class Rappor:
         probability ``f`` (one word per bit: its top 53 bits decide, its lowest is the coin)."""
         words = random_words(resolve_rng(rng), bloom.size).reshape(bloom.shape)
         coin = (words & np.uint64(1)).astype(np.bool_)
-        return np.where(_bernoulli(words, self.f), coin, bloom)
+        return np.where(_bernoulli(words, self.f, up=True), coin, bloom)
 
     def instantaneous(
         self, prr: npt.NDArray[np.bool_], *, rng: Any = None
@@ -310,7 +316,9 @@ class Rappor:
         """The IRR of ``(n, m)`` PRR bits, packed: bit set with ``q`` where the PRR bit is
         1, ``p`` where it is 0 (one word per bit)."""
         words = random_words(resolve_rng(rng), prr.size).reshape(prr.shape) >> np.uint64(11)
-        bits = np.where(prr, words < _threshold(self.q), words < _threshold(self.p))
+        bits = np.where(
+            prr, words < _threshold(self.q, up=False), words < _threshold(self.p, up=True)
+        )
         return np.packbits(bits, axis=1, bitorder="little")
 
     # ---- reports and tally
