@@ -158,6 +158,8 @@ def test_memoized_within_a_batch_and_across_batches() -> None:
     np.testing.assert_array_equal(prr[0], prr[1])
     np.testing.assert_array_equal(client.permanent([1], ["b"], rng=9)[0], prr[3])
     np.testing.assert_array_equal(client.permanent(["x"], ["a"], rng=9).shape, (1, 32))
+    as_objects = np.array(["a", "b"], dtype=object)  # strings in an object array
+    np.testing.assert_array_equal(client.permanent([1, 1], as_objects), prr[[0, 3]])
 
 
 def test_a_clients_cohort_is_permanent() -> None:

@@ -142,6 +142,8 @@ def _strings(name: str, values: Any) -> npt.NDArray[np.str_]:
             arr = np.asarray(values, dtype=object)
     if arr.ndim != 1:
         raise DataError(f"`{name}` must be a 1-D sequence of strings, got shape {arr.shape}.")
+    if arr.size and arr.dtype.kind == "O" and all(isinstance(x, str) for x in arr.tolist()):
+        return arr.astype(str)
     if arr.size and arr.dtype.kind != "U":
         bad = next((x for x in arr.tolist() if not isinstance(x, str)), arr.dtype)
         raise DataError(
