@@ -1,9 +1,11 @@
 """`deniable telemetry`: frequency oracles for telemetry (``docs/telemetry.md``).
 
 ``choose`` ranks the oracles by their exact variance for ``--k``, ``--epsilon`` and ``--n``;
-``simulate`` writes a report file of simulated devices (seeded; a progress bar on a
-terminal); ``aggregate`` tallies a report file in batches (memory O(k) plus one batch, a
-progress bar) and prints every frequency with its exact SE and intervals.
+``simulate`` writes a report file, or a Parquet or CSV report table, of simulated devices
+(seeded; a progress bar on a terminal); ``aggregate`` tallies a report file in batches
+(memory O(k) plus one batch, a progress bar), or report tables on a Dask cluster (a local
+one by default, ``--scheduler ADDRESS`` for an existing one; ``deniable.distributed``), and
+prints every frequency with its exact SE and intervals.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from deniable.cli._render import emit_json, print_table, show
 from deniable.common._format import format_epsilon
 from deniable.results import Table
 
-__all__ = ["MECHANISMS", "telemetry_app"]
+__all__ = ["FORMATS", "MECHANISMS", "telemetry_app"]
 
 #: The mechanisms ``simulate`` takes, by their ``--mechanism`` name.
 MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "hadamard", "subset")
@@ -30,6 +32,10 @@ MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "hadamard", "subset")
 _BATCH = 1 << 18
 #: Bytes of reports ``simulate`` randomizes at once.
 _BATCH_BYTES = 1 << 25
+#: The formats ``simulate`` writes: a report file (``DNRP``) or a report table.
+FORMATS = ("reports", "parquet", "csv")
+#: The most local Dask workers ``aggregate --local-workers`` starts.
+MAX_LOCAL_WORKERS = 64
 #: The largest report file ``simulate`` writes (16 GiB) and the most devices.
 MAX_FILE_BYTES = 1 << 34
 MAX_DEVICES = 10**9
@@ -76,10 +82,20 @@ def simulate_command(
         str, typer.Option("--mechanism", help=f"The oracle: {', '.join(MECHANISMS)}.")
     ] = "olh",
     seed: SeedOpt = None,
+    file_format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="reports (a report file), parquet or csv (a report table for `aggregate` "
+            "on a Dask cluster); default: by the suffix of --out (.parquet, .csv), else "
+            "reports.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Simulate devices (values 0..k-1, frequencies proportional to 1/(j+1)) and write their
-    reports to a report file."""
+    reports to a report file, or a Parquet or CSV report table."""
     import numpy as np
 
     from deniable import oracles as o
@@ -91,6 +107,14 @@ def simulate_command(
     }  # fmt: skip
     if mechanism not in makers:
         fail(f"`--mechanism` must be one of {', '.join(MECHANISMS)}, got {mechanism!r}.")
+    if file_format is None:
+        suffix = out.lower().rstrip()
+        file_format = (
+            "parquet" if suffix.endswith((".parquet", ".pq"))
+            else "csv" if suffix.endswith(".csv") else "reports"
+        )  # fmt: skip
+    if file_format not in FORMATS:
+        fail(f"`--format` must be one of {', '.join(FORMATS)}, got {file_format!r}.")
     oracle: Any = makers[mechanism](epsilon, k)
     if devices > MAX_DEVICES:
         fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
@@ -114,10 +138,18 @@ def simulate_command(
             yield oracle.randomize(gen.choice(k, size=m, p=weights), rng=gen)
 
     with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = o.write_report_batches(out, oracle, devices, batches(), progress=progress)
+        if file_format == "reports":
+            path = o.write_report_batches(out, oracle, devices, batches(), progress=progress)
+        else:
+            from deniable.distributed import write_report_table
+
+            path = write_report_table(
+                out, oracle, devices, batches(), format=file_format, progress=progress
+            )
     size = Path(path).stat().st_size
     data = {
         "file": str(out),
+        "format": file_format,
         "devices": devices,
         "mechanism": oracle.key,
         "epsilon": float(oracle.epsilon),
@@ -133,25 +165,88 @@ def simulate_command(
 
 @telemetry_app.command("aggregate")
 def aggregate_command(
-    file: Annotated[str, typer.Argument(metavar="FILE", help="A report file.", show_default=False)],
+    file: Annotated[
+        str,
+        typer.Argument(
+            metavar="FILE",
+            help="A report file, or Parquet or CSV report tables: a path, a glob, a "
+            "directory or a URL dask reads.",
+            show_default=False,
+        ),
+    ],
     batch: Annotated[
         int, typer.Option("--batch", min=1024, help="Reports read at once, >= 1024.")
     ] = 1 << 20,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="Tally report tables on the existing Dask cluster of this scheduler "
+            "(tcp://host:8786).",
+            show_default=False,
+        ),
+    ] = None,
+    local_workers: Annotated[
+        int,
+        typer.Option(
+            "--local-workers",
+            min=0,
+            help="Worker processes of the local Dask cluster for report tables (0: no "
+            f"cluster, in this process), at most {MAX_LOCAL_WORKERS}.",
+        ),
+    ] = 2,
+    mechanism: Annotated[
+        str | None,
+        typer.Option(
+            "--mechanism",
+            help="The oracle's key or spec (JSON) for CSV tables; a Parquet table and a "
+            "report file name their own.",
+            show_default=False,
+        ),
+    ] = None,
     rows: Annotated[
         int | None, typer.Option("--rows", min=0, help="Categories shown (default: up to 32).")
     ] = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
-    """Tally a report file in batches (memory O(k)) and estimate every frequency."""
+    """Tally a report file in batches, or report tables on a Dask cluster (memory O(k)), and
+    estimate every frequency."""
     from deniable.oracles import FrequencyEstimate, oracle_from_key, read_report_key, tally_file
 
-    with guard_io(f"read {file!r}"):
-        if Path(file).is_dir():
-            fail(f"`FILE` {file!r} is a directory, not a report file.")
-        oracle = oracle_from_key(read_report_key(file))
-        with progress_bar(not as_json, f"reading {file}") as progress:
-            tally = tally_file(oracle, file, batch=batch, progress=progress)
+    if local_workers > MAX_LOCAL_WORKERS:
+        fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
+    lowered = file.lower().rstrip("/")
+    table = lowered.endswith((".parquet", ".pq", ".csv")) or "://" in file
+    if not table and Path(file).is_dir():
+        table = True  # a directory of report tables
+    if not table:
+        if scheduler is not None or mechanism is not None:
+            fail(
+                "`--scheduler` and `--mechanism` apply to Parquet or CSV report tables; "
+                f"`FILE` {file!r} is tallied as a report file in this process."
+            )
+        with guard_io(f"read {file!r}"):
+            oracle = oracle_from_key(read_report_key(file))
+            with progress_bar(not as_json, f"reading {file}") as progress:
+                tally = tally_file(oracle, file, batch=batch, progress=progress)
+    else:
+        from deniable.distributed import aggregate
+
+        if scheduler is not None and "://" not in scheduler:
+            fail(f"`--scheduler` must be an address like tcp://host:8786, got {scheduler!r}.")
+        where: Any = scheduler if scheduler is not None else (
+            None if local_workers else "synchronous"
+        )  # fmt: skip
+        with guard_io(f"read {file!r}"):
+            tally = aggregate(
+                file,
+                mechanism,
+                scheduler=where,
+                batch=batch,
+                local_workers=max(local_workers, 1),
+            )
+        oracle = oracle_from_key(tally.mechanism or "")
     est = oracle.estimate(tally)
     if as_json:
         emit_json(est.to_dict(level))

@@ -1,0 +1,56 @@
+"""Aggregation beyond one machine: report tables tallied on a Dask cluster.
+
+Telemetry reports as **tables** (Parquet or CSV, one column per report item:
+:func:`report_columns`), written by :func:`write_report_table` (or ``deniable telemetry
+simulate --format parquet``), are tallied by :func:`aggregate` partition by partition on
+the workers of a Dask cluster (a ``LocalCluster`` by default, or an existing one given its
+scheduler address), with each oracle's own vectorized tally, and the partial tallies are
+added in a tree.  Only tallies (``k + 1`` integers and the oracle's key) and the oracle's
+parameters cross a process boundary; the result is **equal** to the in-process tally of
+the same reports (integer addition is exact and associative), so the estimate is too.
+
+========================  ==============================================================
+:func:`aggregate`         the tally of Parquet or CSV reports (a path, a glob, a list, a
+                          directory or any fsspec URL), on a Dask cluster or in-process
+:func:`write_report_table`  reports of an oracle, given in batches, to a Parquet or CSV
+                          table (atomically; Parquet carries the oracle's key)
+:func:`report_columns`    the column names of an oracle's reports
+:func:`table_mechanism`   the oracle whose key a Parquet report table carries
+========================  ==============================================================
+
+May import :mod:`deniable.oracles`, :mod:`deniable.designs`, :mod:`deniable.common` and
+the layers below them; nothing in the library imports it except the command line
+(``docs/architecture.md``).  dask, distributed, fsspec and pyarrow (the ``dask`` extra)
+are imported inside the functions that use them: importing this package loads none of
+them.
+"""
+
+from __future__ import annotations
+
+from deniable.distributed._aggregate import (
+    DEFAULT_BATCH,
+    LOCAL_WORKERS,
+    aggregate,
+    resolve_mechanism,
+    table_mechanism,
+)
+from deniable.distributed._tables import (
+    KEY_METADATA,
+    TABLE_FORMATS,
+    report_columns,
+    table_format,
+    write_report_table,
+)
+
+__all__ = [
+    "DEFAULT_BATCH",
+    "KEY_METADATA",
+    "LOCAL_WORKERS",
+    "TABLE_FORMATS",
+    "aggregate",
+    "report_columns",
+    "resolve_mechanism",
+    "table_format",
+    "table_mechanism",
+    "write_report_table",
+]

@@ -1,0 +1,424 @@
+"""`aggregate`: the tally of report tables, partition by partition on a Dask cluster.
+
+The client lists the files (fsspec: a local path, a glob, a directory or any URL dask
+reads), checks each file's columns (and a Parquet file's oracle key) before anything is
+counted, and builds one task per partition: a Parquet row group, or a block of about
+``batch`` rows of a CSV file (``dask.bytes.read_bytes`` splits it at line ends).  A
+worker reads its partition with pyarrow, checks the values fit the oracle's item type and
+tallies them with the oracle's own vectorized ``tally`` (numpy), then partial tallies are
+added pairwise (a tree of depth ``log2`` of the partitions).  Memory per worker: one
+partition plus O(k).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from deniable.common import _validation as v
+from deniable.designs import Tally
+from deniable.distributed._tables import KEY_METADATA, record, report_columns, table_format
+from deniable.exceptions import DataError, DeniableError, ParameterError, ParameterTypeError
+
+__all__ = ["DEFAULT_BATCH", "LOCAL_WORKERS", "aggregate", "resolve_mechanism", "table_mechanism"]
+
+#: Reports in one partition by default (a CSV block is sized to hold about this many).
+DEFAULT_BATCH = 1 << 20
+#: Workers of the local cluster started when no scheduler is given.
+LOCAL_WORKERS = 2
+#: Where the scheduler of a local cluster serves its HTTP health routes (any free port: the
+#: default 8787 may be taken by another cluster).
+LOOPBACK = "127.0.0.1:0"
+#: Seconds to wait for the scheduler of an existing cluster.
+CONNECT_TIMEOUT = 10.0
+
+
+def resolve_mechanism(mechanism: Any) -> Any:
+    """The oracle ``mechanism`` names: an oracle itself, its key (``olh{...}``, as a report
+    file or a Parquet table carries it) or its spec (a mapping or JSON text, schema
+    ``deniable.oracle/1``)."""
+    from deniable.oracles import oracle_from_key, oracle_from_spec
+
+    if isinstance(mechanism, Mapping):
+        return oracle_from_spec(mechanism)
+    if isinstance(mechanism, str):
+        text = mechanism.strip()
+        if text.startswith("{"):
+            return oracle_from_spec(text)
+        return oracle_from_key(text)
+    if hasattr(mechanism, "randomize") and hasattr(mechanism, "tally"):
+        record(mechanism)
+        return mechanism
+    raise ParameterTypeError(
+        "`mechanism` must be a frequency oracle, its key or its spec, got "
+        f"{type(mechanism).__name__}."
+    )
+
+
+def _files(source: Any) -> tuple[Any, list[str]]:
+    """``(filesystem, paths)`` of ``source``: each existing file it names (a directory
+    stands for the files in it), sorted within each pattern."""
+    import fsspec
+
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    if not items:
+        raise DataError("`source` must name at least one file, got an empty list.")
+    fs: Any = None
+    paths: list[str] = []
+    for item in items:
+        if not isinstance(item, str | os.PathLike):
+            raise ParameterTypeError(
+                f"`source` must be a path, a glob, a URL or a list of them, got "
+                f"{type(item).__name__}."
+            )
+        name = os.fspath(item)
+        try:
+            ifs, _, found = fsspec.core.get_fs_token_paths(name)
+        except (ValueError, ImportError, OSError) as exc:
+            raise DataError(f"cannot read `source` {name!r}: {exc}") from None
+        if fs is None:
+            fs = ifs
+        elif type(ifs) is not type(fs):
+            raise DataError("`source` mixes file systems; give files of one file system.")
+        pattern = any(ch in name for ch in "*?[")
+        for path in sorted(found):
+            if pattern and _hidden(path):  # a temporary file being written, say
+                continue
+            if fs.isdir(path):
+                inner = sorted(p for p in fs.ls(path, detail=False) if fs.isfile(p))
+                paths.extend(p for p in inner if not _hidden(p))
+            elif fs.isfile(path):
+                paths.append(path)
+        if not paths:
+            if found and all(fs.isdir(p) for p in found):
+                raise DataError(f"`source` {name!r} is a directory with no report tables in it.")
+            raise DataError(f"`source` {name!r} names no file (no such file, or no match).")
+    return fs, paths
+
+
+def _hidden(path: str) -> bool:
+    return os.path.basename(path.rstrip("/")).startswith((".", "_"))
+
+
+def _parquet_key(fs: Any, path: str) -> tuple[str | None, list[str], list[int]]:
+    """``(oracle key or None, column names, rows of each row group)`` of a Parquet file."""
+    import pyarrow.parquet as pq
+
+    try:
+        with fs.open(path, "rb") as fh:
+            meta = pq.ParquetFile(fh).metadata
+    except Exception as exc:  # pyarrow raises ArrowInvalid (a ValueError) and OSError
+        raise DataError(
+            f"{path!r} is not a readable Parquet file (truncated or malformed?): {exc}"
+        ) from None
+    schema = meta.schema.to_arrow_schema()
+    raw = (schema.metadata or {}).get(KEY_METADATA)
+    key = raw.decode("utf-8", errors="replace") if raw is not None else None
+    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    return key, list(schema.names), groups
+
+
+def table_mechanism(path: str | os.PathLike[str]) -> str:
+    """The key of the oracle whose reports the Parquet report table ``path`` (the first file
+    a glob or directory names) holds, from its schema metadata."""
+    fs, paths = _files(path)
+    key, _, _ = _parquet_key(fs, paths[0])
+    if key is None:
+        raise DataError(
+            f"{paths[0]!r} carries no oracle key (it was not written by deniable); give "
+            "`mechanism`."
+        )
+    return key
+
+
+def _csv_header(fs: Any, path: str) -> list[str]:
+    with fs.open(path, "rb") as fh:
+        line = fh.readline(1 << 16)
+    try:
+        text = line.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise DataError(
+            f"{path!r} is not a CSV file of reports (its header is not UTF-8)."
+        ) from None
+    return [c.strip().strip('"') for c in text.split(",")] if text else []
+
+
+def _columns(oracle: Any, columns: Sequence[str] | None) -> tuple[str, ...]:
+    wanted = report_columns(oracle)
+    if columns is None:
+        return wanted
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise ParameterTypeError("`columns` must be a sequence of column names (str).")
+    given = tuple(columns)
+    if len(given) != len(wanted) or len(set(given)) != len(given):
+        raise ParameterError(
+            f"`columns` must name {len(wanted)} distinct columns (the items of one report of "
+            f"{oracle.name}), got {len(given)}: {', '.join(given)}."
+        )
+    return given
+
+
+def _check_has(path: str, names: Sequence[str], columns: Sequence[str], oracle: Any) -> None:
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise DataError(
+            f"{path!r} has no column {', '.join(missing)} (reports of {oracle.name} need "
+            f"{', '.join(columns)}; it has {', '.join(names) or 'no columns'})."
+        )
+
+
+# ---- the tasks (run on the workers; module-level so they pickle by reference)
+
+
+def _reports(table: Any, columns: Sequence[str], dtype: Any, where: str) -> Any:
+    """The (m, w) or (m,) report array of a pyarrow table, each value checked to fit
+    ``dtype``."""
+    m = table.num_rows
+    out = np.empty((m, len(columns)), dtype=dtype)
+    info = np.iinfo(dtype)
+    for i, name in enumerate(columns):
+        col = table.column(name)
+        if col.null_count:
+            raise DataError(f"{where}: column {name!r} has {col.null_count} missing values.")
+        arr = col.to_numpy()
+        if arr.dtype.kind not in "iu":
+            raise DataError(
+                f"{where}: column {name!r} must hold whole numbers ({dtype.name}), got {arr.dtype}."
+            )
+        if arr.size and (arr.min() < info.min or arr.max() > info.max):
+            bad = arr[(arr < info.min) | (arr > info.max)][0]
+            raise DataError(
+                f"{where}: column {name!r} must hold values in {info.min}..{info.max} "
+                f"({dtype.name}), got {bad}."
+            )
+        out[:, i] = arr
+    return out if len(columns) > 1 else out[:, 0]
+
+
+def _tally_parquet(
+    oracle: Any, fs: Any, path: str, group: int, columns: Sequence[str], dtype: Any
+) -> Tally:
+    import pyarrow.parquet as pq
+
+    where = f"{path!r} row group {group}"
+    try:
+        with fs.open(path, "rb") as fh:
+            table = pq.ParquetFile(fh).read_row_group(group, columns=list(columns))
+    except Exception as exc:
+        raise DataError(f"{where} cannot be read (truncated or malformed?): {exc}") from None
+    return _tally(oracle, _reports(table, columns, dtype, where), where)
+
+
+def _tally_csv(
+    oracle: Any,
+    block: bytes,
+    path: str,
+    index: int,
+    names: Sequence[str],
+    columns: Sequence[str],
+    dtype: Any,
+) -> Tally:
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    where = f"{path!r} block {index}"
+    types = {c: pa.int64() if dtype.kind == "i" or dtype.itemsize < 8 else pa.uint64()
+             for c in columns}  # fmt: skip
+    try:
+        table = pcsv.read_csv(
+            io.BytesIO(block),
+            read_options=pcsv.ReadOptions(column_names=list(names), skip_rows=int(index == 0)),
+            convert_options=pcsv.ConvertOptions(
+                column_types=types, include_columns=list(columns), strings_can_be_null=False
+            ),
+        )
+    except Exception as exc:
+        raise DataError(f"{where} is not a CSV of reports: {exc}") from None
+    return _tally(oracle, _reports(table, columns, dtype, where), where)
+
+
+def _tally(oracle: Any, reports: Any, where: str) -> Tally:
+    try:
+        out: Tally = oracle.tally(reports)
+    except DeniableError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+    return out
+
+
+def _add(a: Tally, b: Tally) -> Tally:
+    return a + b
+
+
+# ---- the client
+
+
+def _tasks(
+    oracle: Any, source: Any, fmt: str | None, columns: Sequence[str] | None, batch: int
+) -> list[Any]:
+    """The delayed tally of every partition, after checking every file's columns."""
+    from dask import delayed
+
+    fs, paths = _files(source)
+    kind = table_format(paths[0], fmt)
+    cols = _columns(oracle, columns)
+    dtype, _ = record(oracle)
+    tasks: list[Any] = []
+    if kind == "parquet":
+        for path in paths:
+            key, names, groups = _parquet_key(fs, path)
+            if key is not None and key != oracle.key:
+                raise DataError(
+                    f"{path!r} holds reports of {key}, not of this oracle {oracle.key}."
+                )
+            _check_has(path, names, cols, oracle)
+            part = delayed(_tally_parquet, pure=True)
+            tasks.extend(part(oracle, fs, path, g, cols, dtype) for g in range(len(groups)))
+        if not tasks:  # files without row groups: the tally of no reports
+            tasks.append(delayed(_tally_none)(oracle))
+        return tasks
+    from dask.bytes import read_bytes
+
+    headers = {}
+    for path in paths:
+        names = _csv_header(fs, path)
+        _check_has(path, names, cols, oracle)
+        headers[path] = names
+    row = sum(len(str(np.iinfo(dtype).max)) + 1 for _ in cols)
+    blocksize = max(1 << 16, batch * row)
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    urls = [p if protocol == "file" else f"{protocol}://{p}" for p in paths]
+    _, blocks = read_bytes(urls, delimiter=b"\n", blocksize=blocksize, sample=False)
+    for path, file_blocks in zip(paths, blocks, strict=True):
+        part = delayed(_tally_csv, pure=True)
+        tasks.extend(
+            part(oracle, b, path, i, headers[path], cols, dtype) for i, b in enumerate(file_blocks)
+        )
+    return tasks
+
+
+def _tally_none(oracle: Any) -> Tally:
+    dtype, width = record(oracle)
+    out: Tally = oracle.tally(np.empty((0, width) if width > 1 else 0, dtype=dtype))
+    return out
+
+
+def _tree(tasks: list[Any]) -> Any:
+    """The sum of delayed tallies as a balanced tree of additions."""
+    from dask import delayed
+
+    add = delayed(_add, pure=True)
+    while len(tasks) > 1:
+        pairs = [add(tasks[i], tasks[i + 1]) for i in range(0, len(tasks) - 1, 2)]
+        tasks = pairs + ([tasks[-1]] if len(tasks) % 2 else [])
+    return tasks[0]
+
+
+def aggregate(
+    source: Any,
+    mechanism: Any = None,
+    *,
+    scheduler: Any = None,
+    columns: Sequence[str] | None = None,
+    batch: int = DEFAULT_BATCH,
+    format: str | None = None,
+    local_workers: int = LOCAL_WORKERS,
+    timeout: float = CONNECT_TIMEOUT,
+) -> Tally:
+    """The tally of the reports in a Parquet or CSV report table, computed with Dask.
+
+    Parameters
+    ----------
+    source : str, os.PathLike or list of them
+        A file, a glob (``day-*.parquet``), a directory (its files) or any URL dask and
+        fsspec read (``s3://bucket/day/*.parquet``), or a list of them.
+    mechanism : oracle, str or mapping, optional
+        The oracle, its key or its spec.  Default: the key a Parquet table carries (a CSV
+        table needs it).  A Parquet file whose key differs is refused, naming both keys.
+    scheduler : None, str or distributed.Client, optional
+        ``None`` (default): a ``LocalCluster`` of ``local_workers`` worker processes with
+        one thread each and no dashboard, started for this call and closed after it; a
+        scheduler address (``tcp://host:8786``) to use an existing cluster; a
+        ``distributed.Client``; or ``"synchronous"``: no cluster, the partitions tallied
+        one after another in this process.
+    columns : sequence of str, optional
+        The report columns (default :func:`report_columns`: ``report`` or ``report_0 ..``).
+    batch : int
+        Reports in one CSV partition (about; blocks are cut at line ends).  A Parquet
+        partition is one row group (``write_report_table`` writes ``2**20`` rows a group).
+    format : {"parquet", "csv"}, optional
+        Default: by the suffix of the first file.
+
+    Returns
+    -------
+    Tally
+        The oracle's tally of every report (``k + 1`` support counts, then ``n``), equal to
+        ``oracle.tally(all_reports)``: estimate with ``oracle.estimate(tally)``.
+
+    Every file's columns (and a Parquet file's key) are checked before anything is counted;
+    a value outside the oracle's range, a truncated or malformed file raise one
+    :class:`~deniable.exceptions.DataError` naming the file and the problem.  Nothing is
+    written.
+    """
+    size = v.integer("batch", batch, minimum=1)
+    workers = v.integer("local_workers", local_workers, minimum=1, maximum=256)
+    if mechanism is None:
+        _, paths = _files(source)
+        if table_format(paths[0], format) != "parquet":
+            raise ParameterError(
+                "`mechanism` must be given for CSV reports (a CSV table does not name its "
+                "oracle), got None."
+            )
+        from deniable.oracles import oracle_from_key
+
+        oracle = oracle_from_key(table_mechanism(paths[0]))
+    else:
+        oracle = resolve_mechanism(mechanism)
+    if scheduler is not None and not isinstance(scheduler, str):
+        from distributed import Client
+
+        if not isinstance(scheduler, Client):
+            raise ParameterTypeError(
+                "`scheduler` must be None, an address, 'synchronous' or a distributed.Client, "
+                f"got {type(scheduler).__name__}."
+            )
+    total = _tree(_tasks(oracle, source, format, columns, size))
+    return _run(total, scheduler, workers, timeout)
+
+
+def _run(total: Any, scheduler: Any, workers: int, timeout: float) -> Tally:
+    def done(result: Any) -> Tally:
+        if not isinstance(result, Tally):  # pragma: no cover - the graph returns a Tally
+            raise DataError("the cluster returned no tally.")
+        return result
+
+    try:
+        if scheduler == "synchronous":
+            return done(total.compute(scheduler="synchronous"))
+        from distributed import Client, LocalCluster
+
+        if scheduler is None:
+            with (
+                LocalCluster(
+                    n_workers=workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,  # no dashboard; its health routes on any port
+                    scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK},
+                ) as cluster,
+                Client(cluster) as client,
+            ):
+                return done(client.compute(total).result())
+        if isinstance(scheduler, str):
+            with Client(scheduler, timeout=timeout) as client:
+                return done(client.compute(total).result())
+        return done(scheduler.compute(total).result())
+    except DeniableError:
+        raise
+    except (OSError, TimeoutError) as exc:
+        raise DataError(f"`scheduler` {scheduler!r}: cannot reach it ({exc}).") from None
+    except Exception as exc:
+        raise DataError(f"aggregation failed: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,151 @@
+"""Report tables: an oracle's reports as Parquet or CSV columns.
+
+A report of ``w`` items (one for a numbered report such as k-ary RR or Hadamard
+response, ``ceil(k / 8)`` bytes for a packed bit vector, three 64-bit words for a hashed
+report) is one row: column ``report`` when ``w = 1``, else ``report_0 .. report_{w-1}``,
+each of the oracle's item type (``uint8`` ... ``uint64``).  A Parquet table also carries
+the oracle's key in its schema metadata (:data:`KEY_METADATA`), so it names its oracle as
+a report file does; a CSV table does not, and is read with the oracle given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import _validation as v
+from deniable.common import atomic_write
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+
+__all__ = ["KEY_METADATA", "TABLE_FORMATS", "report_columns", "table_format", "write_report_table"]
+
+#: The schema-metadata field of a Parquet report table that holds the oracle's key.
+KEY_METADATA = b"deniable.mechanism"
+#: The table formats, by name.
+TABLE_FORMATS = ("parquet", "csv")
+#: Rows in one Parquet row group / one CSV write by default.
+ROW_GROUP = 1 << 20
+
+Progress = Callable[[int, int], object]
+
+
+def record(oracle: Any) -> tuple[np.dtype[Any], int]:
+    """The dtype of one report item (native order) and the items per report of ``oracle``."""
+    if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
+        raise ParameterTypeError(
+            f"`mechanism` must be a frequency oracle (randomize and tally), got "
+            f"{type(oracle).__name__}."
+        )
+    sample = np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0))
+    width = int(np.prod(sample.shape[1:], dtype=np.int64)) if sample.ndim > 1 else 1
+    return sample.dtype.newbyteorder("="), width
+
+
+def report_columns(oracle: Any) -> tuple[str, ...]:
+    """The column names of ``oracle``'s reports in a report table: ``("report",)`` for a
+    report of one item, else ``report_0 .. report_{w-1}``.
+
+    >>> from deniable.oracles import OLH, GRR
+    >>> report_columns(OLH.from_epsilon(1.0, k=1024))
+    ('report_0', 'report_1', 'report_2')
+    >>> report_columns(GRR.from_epsilon(1.0, k=16))
+    ('report',)
+    """
+    _, width = record(oracle)
+    return ("report",) if width == 1 else tuple(f"report_{i}" for i in range(width))
+
+
+def table_format(path: str | os.PathLike[str], format: str | None = None) -> str:
+    """``format`` if given (``parquet`` or ``csv``), else the one the suffix of ``path``
+    names (``.parquet``, ``.pq``, ``.csv``)."""
+    if format is not None:
+        if format not in TABLE_FORMATS:
+            raise ParameterError(
+                f"`format` must be one of {', '.join(TABLE_FORMATS)}, got {format!r}."
+            )
+        return format
+    name = os.fspath(path).rstrip("/").lower()
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    if name.endswith(".csv"):
+        return "csv"
+    raise ParameterError(
+        f"`format` must be given (parquet or csv) when the path does not end in .parquet, "
+        f".pq or .csv, got path {os.fspath(path)!r}."
+    )
+
+
+def write_report_table(
+    path: str | os.PathLike[str],
+    oracle: Any,
+    n: int,
+    batches: Iterable[npt.ArrayLike],
+    *,
+    format: str | None = None,
+    row_group: int = ROW_GROUP,
+    progress: Progress | None = None,
+) -> Path:
+    """Write ``n`` reports of ``oracle``, given in ``batches`` (any iterable of report
+    arrays), to a Parquet or CSV report table (``format``, else by the suffix of ``path``),
+    atomically (a temporary file renamed into place: never half-written).
+
+    Each batch is checked by the oracle first (shape, type, range); batches that do not hold
+    exactly ``n`` reports in all raise :class:`~deniable.exceptions.DataError` and leave no
+    file.  Parquet row groups hold at most ``row_group`` reports (the partitions
+    :func:`~deniable.distributed.aggregate` tallies); ``progress(done, n)`` is called after
+    each batch.  Memory: one batch.
+    """
+    import pyarrow as pa
+
+    total = v.integer("n", n, minimum=0)
+    size = v.integer("row_group", row_group, minimum=1)
+    fmt = table_format(path, format)
+    dtype, width = record(oracle)
+    names = report_columns(oracle)
+    schema = pa.schema(
+        [pa.field(c, pa.from_numpy_dtype(dtype), nullable=False) for c in names],
+        metadata={KEY_METADATA: str(oracle.key).encode("utf-8")},
+    )
+    check = getattr(oracle, "check_reports", None) or oracle.tally
+
+    def table(arr: npt.NDArray[Any]) -> Any:
+        rows = arr.reshape(arr.shape[0], width)
+        return pa.table([pa.array(rows[:, i]) for i in range(width)], schema=schema)
+
+    def write(tmp: Path) -> None:
+        done = 0
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            writer: Any = pq.ParquetWriter(tmp, schema)
+        else:
+            import pyarrow.csv as pcsv
+
+            writer = pcsv.CSVWriter(tmp, schema)
+        try:
+            for reports in batches:
+                arr = np.asarray(reports)
+                check(arr)  # shape, dtype and range, naming `reports`
+                m = int(arr.shape[0]) if arr.ndim else 0
+                if done + m > total:
+                    raise DataError(f"`batches` hold more than the n = {total} reports promised.")
+                for start in range(0, m, size):
+                    piece = table(arr[start : start + size])
+                    if fmt == "parquet":
+                        writer.write_table(piece, row_group_size=size)
+                    else:
+                        writer.write_table(piece)
+                done += m
+                if progress is not None:
+                    progress(done, total)
+            if done != total:
+                raise DataError(f"`batches` hold {done} reports, not the n = {total} promised.")
+        finally:
+            writer.close()
+
+    return atomic_write(path, write)

@@ -1,0 +1,276 @@
+"""deniable.distributed: report tables tallied on a real Dask cluster (a LocalCluster of two
+worker processes) equal the in-process tally and estimate exactly; bad tables are one
+clear error naming the problem, and nothing is half-written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+
+from typer.testing import CliRunner
+
+from deniable.cli import app
+from deniable.distributed import (
+    KEY_METADATA,
+    aggregate,
+    report_columns,
+    table_mechanism,
+    write_report_table,
+)
+from deniable.exceptions import DataError, ParameterError
+from deniable.oracles import GRR, OLH, OUE, HadamardResponse, oracle_from_key
+
+ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
+
+ORACLES = {
+    "grr": GRR.from_epsilon(1.0, 16),
+    "olh": OLH.from_epsilon(1.0, 64),
+    "oue": OUE.from_epsilon(1.0, 20),  # 3 bytes a report, 4 padding bits
+    "hadamard": HadamardResponse.from_epsilon(1.0, 16),
+}
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        ) as cluster,
+        Client(cluster) as c,
+    ):
+        yield c
+
+
+def reports_of(oracle: Any, n: int = 20_000, seed: int = 3) -> Any:
+    rng = np.random.default_rng(seed)
+    weights = 1 / np.arange(1, oracle.k + 1)
+    values = rng.choice(oracle.k, size=n, p=weights / weights.sum())
+    return oracle.randomize(values, rng=rng)
+
+
+def split(path: Path, oracle: Any, reports: Any, suffix: str, parts: int = 3) -> list[Path]:
+    """Write the reports to ``parts`` files of unequal size (several row groups each)."""
+    cuts = [0, len(reports) // 5, len(reports) // 2, len(reports)][: parts + 1]
+    out = []
+    for i in range(parts):
+        piece = reports[cuts[i] : cuts[i + 1]]
+        out.append(path / f"part-{i}{suffix}")
+        write_report_table(out[-1], oracle, len(piece), [piece], row_group=1500)
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(ORACLES))
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_the_cluster_tally_and_estimate_equal_the_in_process_ones(
+    client: Any, tmp_path: Path, name: str, suffix: str
+) -> None:
+    oracle = ORACLES[name]
+    reports = reports_of(oracle)
+    split(tmp_path, oracle, reports, suffix)
+    expected = oracle.tally(reports)
+    mechanism = None if suffix == ".parquet" else oracle.key  # a CSV does not name it
+    got = aggregate(str(tmp_path / f"part-*{suffix}"), mechanism, scheduler=client, batch=2000)
+    assert got == expected and got.mechanism == oracle.key
+    a, b = oracle.estimate(got), oracle.estimate(expected)
+    assert np.array_equal(a.values, b.values) and np.array_equal(a.variances, b.variances)
+    # the same in this process, with no cluster
+    assert aggregate(str(tmp_path), oracle, scheduler="synchronous", batch=1024) == expected
+
+
+def test_an_address_a_list_of_files_and_the_default_local_cluster(
+    client: Any, tmp_path: Path
+) -> None:
+    oracle = ORACLES["olh"]
+    reports = reports_of(oracle, n=5000)
+    files = split(tmp_path, oracle, reports, ".parquet")
+    expected = oracle.tally(reports)
+    address = client.scheduler.address
+    assert aggregate([str(f) for f in files], scheduler=address) == expected
+    assert aggregate(tmp_path, oracle.key) == expected  # starts and closes its own cluster
+    assert table_mechanism(files[0]) == oracle.key
+
+
+def test_columns_are_named_by_report_item_and_parquet_names_its_oracle(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    oue = ORACLES["oue"]
+    path = write_report_table(tmp_path / "r.parquet", oue, 10, [reports_of(oue, 10)])
+    schema = pq.read_schema(path)
+    assert schema.names == ["report_0", "report_1", "report_2"] == list(report_columns(oue))
+    assert schema.metadata[KEY_METADATA].decode() == oue.key
+    assert str(schema.field("report_0").type) == "uint8"
+
+
+def test_renamed_columns(tmp_path: Path) -> None:
+    grr = ORACLES["grr"]
+    reports = reports_of(grr, 3000)
+    (tmp_path / "r.csv").write_text("answer\n" + "".join(f"{r}\n" for r in reports.tolist()))
+    got = aggregate(tmp_path / "r.csv", grr, columns=["answer"], scheduler="synchronous")
+    assert got == grr.tally(reports)
+
+
+# ---- bad input: one clear error naming the problem
+
+
+def test_a_truncated_parquet_file_is_refused_before_anything_is_counted(
+    client: Any, tmp_path: Path
+) -> None:
+    oracle = ORACLES["olh"]
+    files = split(tmp_path, oracle, reports_of(oracle, 5000), ".parquet")
+    data = files[1].read_bytes()
+    files[1].write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match=r"part-1\.parquet.* is not a readable Parquet file"):
+        aggregate(str(tmp_path / "*.parquet"), scheduler=client)
+    files[1].write_bytes(b"not parquet at all")
+    with pytest.raises(DataError, match=r"part-1\.parquet"):
+        aggregate(str(tmp_path / "*.parquet"), scheduler=client)
+
+
+def test_a_table_of_another_oracle_is_refused(client: Any, tmp_path: Path) -> None:
+    olh, grr = ORACLES["olh"], ORACLES["grr"]
+    other = OLH.from_epsilon(2.0, 64)
+    split(tmp_path, olh, reports_of(olh, 3000), ".parquet")
+    with pytest.raises(DataError, match=r"holds reports of olh.*not of this oracle olh"):
+        aggregate(str(tmp_path / "*.parquet"), other, scheduler=client)
+    write_report_table(tmp_path / "g.csv", olh, 3000, [reports_of(olh, 3000)])
+    with pytest.raises(DataError, match=r"has no column report \(reports of categorical"):
+        aggregate(tmp_path / "g.csv", grr, scheduler=client)
+
+
+def test_values_out_of_range_name_the_file_and_the_values(client: Any, tmp_path: Path) -> None:
+    grr, oue = ORACLES["grr"], ORACLES["oue"]
+    body = "".join(f"{i % 16}\n" for i in range(5000))
+    (tmp_path / "bad.csv").write_text("report\n" + body + "16\n" + body)
+    with pytest.raises(DataError, match=r"bad\.csv' block.*`reports`.*0\.\.15, got 16"):
+        aggregate(tmp_path / "bad.csv", grr, scheduler=client, batch=1024)
+    (tmp_path / "big.csv").write_text("report_0,report_1,report_2\n1,2,3\n1,300,3\n")
+    with pytest.raises(
+        DataError,
+        match=r"big\.csv' block 0: column 'report_1' must hold values in 0\.\.255 \(uint8\), "
+        r"got 300",
+    ):
+        aggregate(tmp_path / "big.csv", oue, scheduler=client)
+    (tmp_path / "text.csv").write_text("report\n1\nabc\n")
+    with pytest.raises(
+        DataError, match=r"text\.csv' block 0 is not a CSV of reports.*invalid value 'abc'"
+    ):
+        aggregate(tmp_path / "text.csv", grr, scheduler="synchronous")
+    # the padding bits of a packed report (k = 20: the last 4 bits of byte 3)
+    (tmp_path / "pad.csv").write_text("report_0,report_1,report_2\n1,2,255\n")
+    with pytest.raises(DataError, match=r"pad\.csv' block 0: `reports` must have the padding bits"):
+        aggregate(tmp_path / "pad.csv", oue, scheduler="synchronous")
+
+
+def test_bad_sources_and_options(tmp_path: Path) -> None:
+    grr = ORACLES["grr"]
+    with pytest.raises(DataError, match="names no file"):
+        aggregate(tmp_path / "missing-*.parquet", grr, scheduler="synchronous")
+    with pytest.raises(DataError, match="is a directory with no report tables"):
+        aggregate(tmp_path, grr, scheduler="synchronous")
+    write_report_table(tmp_path / "r.csv", grr, 10, [reports_of(grr, 10)])
+    with pytest.raises(ParameterError, match="`mechanism` must be given for CSV"):
+        aggregate(tmp_path / "r.csv", scheduler="synchronous")
+    with pytest.raises(ParameterError, match="`columns` must name 1 distinct columns"):
+        aggregate(tmp_path / "r.csv", grr, columns=["a", "b"], scheduler="synchronous")
+    (tmp_path / "r.txt").write_text("report\n1\n")
+    with pytest.raises(ParameterError, match="`format` must be given"):
+        aggregate(tmp_path / "r.txt", grr, scheduler="synchronous")
+    with pytest.raises(DataError, match="`key` must look like"):
+        aggregate(tmp_path / "r.csv", "not a key", scheduler="synchronous")
+    with pytest.raises(DataError, match=r"`scheduler` 'tcp://127\.0\.0\.1:9': cannot reach it"):
+        aggregate(tmp_path / "r.csv", grr, scheduler="tcp://127.0.0.1:9", timeout=1.0)
+
+
+def test_a_failed_write_leaves_no_table(tmp_path: Path) -> None:
+    grr = ORACLES["grr"]
+    good = reports_of(grr, 100)
+    for suffix in (".parquet", ".csv"):
+        out = tmp_path / f"r{suffix}"
+        with pytest.raises(DataError, match="`reports`"):
+            write_report_table(out, grr, 200, [good, np.full(100, 16, dtype=good.dtype)])
+        with pytest.raises(DataError, match="hold 100 reports, not the n = 200 promised"):
+            write_report_table(out, grr, 200, [good])
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_importing_the_package_loads_no_dask() -> None:
+    code = (
+        "import sys, deniable.distributed\n"
+        "heavy = [m for m in ('dask', 'distributed', 'fsspec', 'pyarrow', 'pandas')"
+        " if m in sys.modules]\n"
+        "assert heavy == [], heavy\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+# ---- the command line
+
+
+def run(*args: str) -> Any:
+    return CliRunner(env=ENV).invoke(app, list(args), catch_exceptions=False)
+
+
+def test_simulate_parquet_then_aggregate_on_the_cluster(client: Any, tmp_path: Path) -> None:
+    for i, seed in enumerate(("1", "2")):
+        out = str(tmp_path / f"day-{i}.parquet")
+        res = run("telemetry", "simulate", "--out", out, "--devices", "3000", "--k", "32",
+                  "--epsilon", "2", "--seed", seed, "--json")  # fmt: skip
+        assert res.exit_code == 0, res.output
+        info = json.loads(res.stdout)
+        assert (
+            info["format"] == "parquet"
+            and table_mechanism(tmp_path / f"day-{i}.parquet") == info["mechanism"]
+        )
+    oracle = oracle_from_key(info["mechanism"])
+    expected = aggregate(str(tmp_path / "day-*.parquet"), scheduler="synchronous")
+    for how in (["--scheduler", client.scheduler.address], ["--local-workers", "0"]):
+        res = run("telemetry", "aggregate", str(tmp_path / "day-*.parquet"), *how, "--json")
+        assert res.exit_code == 0, res.output
+        assert json.loads(res.stdout) == json.loads(
+            json.dumps(oracle.estimate(expected).to_dict(0.95))
+        )
+    res = run("telemetry", "simulate", "--out", str(tmp_path / "day.txt"), "--format", "csv",
+              "--devices", "100", "--k", "8", "--epsilon", "1", "--mechanism", "grr",
+              "--seed", "1")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "day.txt").read_text().startswith('"report"\n')
+
+
+def one_error(result: Any, *needles: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def test_command_line_errors(tmp_path: Path) -> None:
+    grr = ORACLES["grr"]
+    write_report_table(tmp_path / "r.csv", grr, 10, [reports_of(grr, 10)])
+    one_error(run("telemetry", "aggregate", str(tmp_path / "r.csv")), "`mechanism` must be given")
+    one_error(run("telemetry", "aggregate", str(tmp_path / "r.csv"), "--scheduler", "here"),
+              "`--scheduler` must be an address")  # fmt: skip
+    one_error(run("telemetry", "aggregate", str(tmp_path / "r.csv"), "--local-workers", "65"),
+              "`--local-workers` must be at most 64")  # fmt: skip
+    one_error(run("telemetry", "aggregate", str(tmp_path / "x.dnrp"), "--scheduler", "tcp://h:1"),
+              "apply to Parquet or CSV report tables")  # fmt: skip
+    one_error(run("telemetry", "simulate", "--out", str(tmp_path / "o"), "--format", "feather",
+                  "--devices", "10", "--k", "4", "--epsilon", "1"),
+              "`--format` must be one of")  # fmt: skip
+    assert not (tmp_path / "o").exists()
