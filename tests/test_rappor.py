@@ -10,6 +10,7 @@ import json
 import math
 import pickle
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -124,20 +125,31 @@ def test_the_randomizers_set_bits_with_the_stated_probabilities() -> None:
 
 
 def test_prr_survives_a_restart_with_a_persistent_store(tmp_path: Path) -> None:
-    from deniable.service.db import make_engine, migrate
-    from deniable.service.stores import SqlMemoStore
+    from deniable.service.db import make_engine
 
     url = f"sqlite:///{tmp_path / 'memo.db'}"
-    migrate(make_engine(url))  # the service's schema: a SQLite file that persists
+    engines = [make_engine(url), make_engine(url)]  # one per "device start", disposed below
+    try:
+        _restart(engines, tmp_path)
+    finally:
+        for engine in engines:
+            engine.dispose()  # no connection left open (a ResourceWarning on Python 3.13)
+
+
+def _restart(engines: list[Any], tmp_path: Path) -> None:
+    from deniable.service.db import migrate
+    from deniable.service.stores import SqlMemoStore
+
+    migrate(engines[0])  # the service's schema: a SQLite file that persists
     r = Rappor(m=72, h=2, cohorts=4, f=0.5, p=0.5, q=0.75)  # 72 bits: two store chunks
     ids = np.arange(200)
     values = [f"v{i % 7}" for i in range(200)]
-    first = RapporClient(r, SqlMemoStore(url))
+    first = RapporClient(r, SqlMemoStore(engines[0]))
     prr = first.permanent(ids, values, rng=1)
     cohorts = first.cohorts_of(ids)
     rep1 = first.report(ids, values, rng=2)
     del first
-    again = RapporClient(r, SqlMemoStore(url))  # a restarted device: a new object, same file
+    again = RapporClient(r, SqlMemoStore(engines[1]))  # a restarted device: same file
     np.testing.assert_array_equal(again.permanent(ids, values, rng=3), prr)
     np.testing.assert_array_equal(again.cohorts_of(ids), cohorts)
     rep2 = again.report(ids, values, rng=4)
