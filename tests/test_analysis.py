@@ -29,10 +29,8 @@ pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
 from deniable import (  # noqa: E402
-    Categorical,
     DataError,
     ForcedResponse,
-    Kuk,
     Mangat,
     ParameterError,
     ParameterTypeError,
@@ -191,10 +189,6 @@ def test_bad_arguments(survey: Any) -> None:
         analyze({"q": [1, 0]}, "q", TwoCoin())
     with pytest.raises(ParameterTypeError, match="`design` must be a deniable design"):
         analyze(survey, "q", "two-coin")  # type: ignore[arg-type]
-    with pytest.raises(ParameterError, match=r"'categorical' reports one of k = 3 categories"):
-        analyze(survey, "q", Categorical(k=3, p_truthful=0.5))
-    with pytest.raises(ParameterError, match=r"'kuk' reports one of 4 values \(a count of red"):
-        analyze(survey, "q", Kuk(0.7, 0.3, draws=3))
     with pytest.raises(ParameterError, match="`level` must be in"):
         analyze(survey, "q", TwoCoin(), level=1.5)
     with pytest.raises(ParameterError, match="`missing` must be one of 'drop', 'error'"):

@@ -488,6 +488,22 @@ def test_choose_oracle_textbook_regimes() -> None:
         choose_oracle(122.0, k=57216, n=10)
 
 
+def test_a_tiny_epsilon_is_refused_by_every_oracle_and_names_it() -> None:
+    """Below the randomizers' resolution (here 1e-200) every oracle says so; subset
+    selection used to search its inclusion threshold down one step at a time (2**40 steps,
+    found by the CLI fuzz test as a hang), and OLH used to say epsilon was too *large*."""
+    with pytest.raises(ParameterError, match=r"`epsilon` must be at least .* 'subset'"):
+        SubsetSelection.from_epsilon(1e-200, k=64)
+    with pytest.raises(ParameterError, match=r"'olh' at k = 64: `epsilon` must be at least"):
+        OLH.from_epsilon(1e-200, k=64)
+    with pytest.raises(ParameterError, match=r"out of every candidate's range"):
+        choose_oracle(1e-200, k=64, n=10)
+    # the search still finds the largest threshold within epsilon where one exists
+    ss = SubsetSelection.from_epsilon(1e-9, k=64)
+    t = ss.include_threshold
+    assert t > 0 and ss._bound(t) <= ss.epsilon < ss._bound(t + 1)
+
+
 # ------------------------------------------------------------------ numeric means, histograms
 
 

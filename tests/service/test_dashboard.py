@@ -11,7 +11,7 @@ TestClient:
 * ``deniable analyze`` (the CLI) on the CSV export, and ``analyze_file`` on the Parquet one,
   give the results endpoint's numbers for every yes/no question; a categorical question's
   column, counted and estimated with its design, gives its per-category numbers
-  (``deniable analyze`` reads yes/no columns only);
+  (categorical questions too, with ``--survey``);
 * the exports hold the report values and nothing else;
 * the pages carry no inline script or style (parsed), every number of the results is in a
   table, and the strict CSP header is sent.
@@ -306,20 +306,29 @@ def test_cli_analyze_on_csv_export_gives_the_results(
         assert cli["epsilon"] == pytest.approx(q["epsilon"], rel=1e-15)
         for key in ("estimate", "estimate_bounded", "se", "se_unbiased", "ci_exact", "ci_wald"):
             assert cli[key] == pytest.approx(q[key], rel=1e-12, abs=1e-15), key
-    # categorical: deniable analyze reads yes/no columns only; the design's estimator on the
-    # column of the export gives the dashboard's per-category numbers
-    from deniable.survey import demo_survey
+    # categorical: `deniable analyze --survey` reads the question's design from the survey
+    # file and gives the dashboard's per-category numbers
+    from deniable.survey import demo_survey_text
 
-    hours = demo_survey().question("hours").design
-    col = pd.read_csv(path)["hours"].dropna().astype(int).to_numpy()
-    est = hours.estimate(hours.tally(col))
+    spec = tmp_path / "workplace.yaml"
+    spec.write_text(demo_survey_text())
+    out = runner.invoke(app, ["analyze", str(path), "--column", "hours", "--survey", str(spec),
+                              "--json"], catch_exceptions=False)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    cli = json.loads(out.stdout)
     q = res["hours"]
-    assert q["n"] == est.n
-    for j in range(4):
-        c = est.category(j)
-        assert q["estimate"][j] == pytest.approx(c.value, rel=1e-12)
-        assert q["se"][j] == pytest.approx(c.se, rel=1e-12)
-        assert q["ci_exact"][j] == pytest.approx(list(c.ci(0.95, "exact")), rel=1e-12, abs=1e-15)
+    assert cli["n"] == q["n"] and cli["counts"] == q["counts"]
+    assert cli["missing"] == len(filled.answers) - q["n"]
+    for key in ("estimate", "estimate_bounded", "se", "se_unbiased", "ci_exact", "ci_wald"):
+        got, want = np.asarray(cli[key], dtype=float), np.asarray(q[key], dtype=float)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-15, err_msg=key)
+    # and the whole survey at once
+    out = runner.invoke(app, ["report", str(path), "--survey", str(spec), "--json"],
+                        catch_exceptions=False)  # fmt: skip
+    assert out.exit_code == 0, out.output
+    rows = {r["question"]: r for r in json.loads(out.stdout)["questions"]}
+    assert rows["hours"]["estimate"] == pytest.approx(q["estimate"], rel=1e-12)
+    assert rows["happy"]["estimate"] == pytest.approx(res["happy"]["estimate"], rel=1e-12)
 
 
 def test_parquet_export_gives_the_results(

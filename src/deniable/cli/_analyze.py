@@ -12,16 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
 from deniable.cli._base import build_design, fail
 from deniable.cli._files import progress_bar, refuse_inputs, write_output
-from deniable.cli._options import DesignOpt, JsonOpt, LevelOpt, ParamOpt
+from deniable.cli._options import JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
 from deniable.common import _validation as v
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
+from deniable.exceptions import DeniableError
+
+if TYPE_CHECKING:
+    from deniable.survey import Survey
 
 cli = typer.Typer()
 
@@ -35,6 +39,26 @@ MissingOpt = Annotated[
     str,
     typer.Option("--missing", help="Missing reports: drop (default; counted and shown) or error."),
 ]
+SurveyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--survey",
+        metavar="SURVEY_FILE",
+        help="A survey file (deniable.survey/1): the designs of its questions, whose ids name "
+        "the columns (as in the service's report export).",
+        show_default=False,
+    ),
+]
+
+
+def _survey(path: str) -> Survey:
+    """The survey file at ``path``, or one error line."""
+    from deniable.survey import load_survey
+
+    try:
+        return load_survey(path)
+    except DeniableError as exc:
+        fail(f"`--survey`: {exc}")
 
 
 @contextmanager
@@ -107,9 +131,20 @@ def parse_question(spec: str) -> Question:
 @cli.command("analyze")
 def analyze_command(
     file: FileArg,
-    column: Annotated[str, typer.Option("--column", help="Column of 0/1 reports.")],
-    design: DesignOpt,
+    column: Annotated[
+        str,
+        typer.Option(
+            "--column", help="Column of reports: 0/1, or a category 0..k-1 (categorical designs)."
+        ),
+    ],
+    design: Annotated[
+        str | None,
+        typer.Option(
+            "--design", "-d", help="Design name (see `deniable designs`).", show_default=False
+        ),
+    ] = None,
     param: ParamOpt = None,
+    survey: SurveyOpt = None,
     group_column: Annotated[
         str | None,
         typer.Option(
@@ -124,10 +159,25 @@ def analyze_command(
     missing: MissingOpt = "drop",
     as_json: JsonOpt = False,
 ) -> None:
-    """Estimate the prevalence from a column of reports in a CSV or Parquet file."""
+    """Estimate the prevalence (or a categorical question's shares) from a column of reports
+    in a CSV or Parquet file; the design from --design/--param or from --survey."""
     from deniable.survey import GroupedAnalysis, analyze_file
 
-    d = build_design(design, param)
+    if survey is not None:
+        if design is not None or param:
+            fail("give the design either by --design/--param or by --survey, not both.")
+        found = _survey(survey)
+        ids = [q.id for q in found.questions]
+        if column not in ids:
+            fail(
+                f"`--column` must name a question of the survey {found.id!r} ({', '.join(ids)}) "
+                f"when --survey is given, got {column!r}."
+            )
+        d = found.question(column).design
+    elif design is None:
+        fail("give the design: --design NAME (with --param NAME=VALUE ...) or --survey FILE.")
+    else:
+        d = build_design(design, param)
     two = d.n_groups == 2
     if two and group_column is None:
         fail(
@@ -165,21 +215,39 @@ def report_command(
             "two-group design adds @GROUP_COLUMN (e.g. -q q=sld:p1=2/12,p2=10/12@version).",
         ),
     ] = None,
+    survey: SurveyOpt = None,
     html: Annotated[
         str | None, typer.Option("--html", metavar="OUT", help="Also write an HTML page here.")
     ] = None,
-    title: Annotated[str, typer.Option("--title", help="Title of the report.")] = "Survey report",
+    title: Annotated[
+        str | None,
+        typer.Option(
+            "--title",
+            help="Title of the report [default: the survey's title, or Survey report].",
+            show_default=False,
+        ),
+    ] = None,
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
     as_json: JsonOpt = False,
 ) -> None:
-    """A whole-survey report: every question's n, estimate, interval and ε."""
+    """A whole-survey report: every question's n, estimate, interval and ε (by --question, or
+    every question of a survey file by --survey)."""
     from deniable.survey import survey_report_file
 
-    if not question:
-        fail("give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75).")
+    if survey is not None and question:
+        fail("give the questions either by --question or by --survey, not both.")
+    if survey is None and not question:
+        fail(
+            "give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75) "
+            "or a survey file by --survey FILE."
+        )
     questions: dict[str, Design | tuple[Design, str]] = {}
-    for spec in question:
+    if survey is not None:
+        found = _survey(survey)
+        questions = {q.id: q.design for q in found.questions}
+        title = found.title if title is None else title
+    for spec in question or ():
         col, d, group = parse_question(spec)
         if col in questions:
             fail(f"`--question` names column {col!r} twice.")
@@ -188,7 +256,8 @@ def report_command(
     refuse_inputs([("--html", html)], [("FILE", file)])
     with _extras():
         with progress_bar(not as_json, f"reading {file}") as progress:
-            rep = survey_report_file(file, questions, level=level, missing=miss, title=title,
+            rep = survey_report_file(file, questions, level=level, missing=miss,
+                                     title="Survey report" if title is None else title,
                                      progress=progress)  # fmt: skip
         if html is not None:
             page = rep.to_html()

@@ -426,7 +426,7 @@ class CategoricalEstimate(Result):
         return np.array([self.category(j).ci(level, method) for j in range(self.design.k)])
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
-        """Plain-JSON dict: the lists of estimates, bounded MLEs, both SEs and exact
+        """Plain-JSON dict: the lists of estimates, bounded MLEs, both SEs, exact and Wald
         intervals (one entry per category), the counts and shares of reports, and
         ``categories``: each category as the binary design "report j or not"."""
         cov = self.covariance_unbiased
@@ -436,6 +436,7 @@ class CategoricalEstimate(Result):
             "estimate_bounded": self.bounded,
             "se": self.se,
             "ci_exact": self.ci(level, "exact"),
+            "ci_wald": self.ci(level, "wald"),
             "level": level,
             "counts": self.tally.counts,
             "lambda_hat": [c / self.n for c in self.tally.counts.tolist()],

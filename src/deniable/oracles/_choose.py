@@ -134,8 +134,8 @@ def choose_oracle(epsilon: float, k: int, n: int) -> OracleChoice:
                      report_bits(oracle), _words(oracle), decoding))  # fmt: skip
     if not built:
         raise ParameterError(
-            f"no frequency oracle takes k = {kk} at epsilon = {eps:g} (`epsilon` or `k` too "
-            "large for every candidate): " + "; ".join(skipped)
+            f"no frequency oracle takes k = {kk} at epsilon = {eps:g} (`epsilon` or `k` out of "
+            "every candidate's range): " + "; ".join(skipped)
         )
     least = min(t[2] for t in built)
     # the first (cheapest) of the candidates within float rounding of the least variance

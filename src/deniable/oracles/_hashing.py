@@ -287,18 +287,23 @@ class OLH(LocalHashing):
         )
         best: OLH | None = None
         best_variance = math.inf
+        failure: ParameterError | None = None
         for buckets in candidates:
             try:
                 oracle = cls(kk, buckets, Categorical.from_epsilon(eps, buckets).p_truthful)
-            except ParameterError:
+            except ParameterError as exc:  # epsilon out of the buckets' representable range
+                failure = exc
                 continue
             p, q = oracle._support()
             var = total_variance(p, q, kk, 1)
             if var < best_variance:
                 best, best_variance = oracle, var
         if best is None:
-            raise ParameterError(
-                f"`epsilon` must be at most 30 for {cls.name!r} (its buckets grow as e^eps), "
-                f"got {epsilon!r}."
-            )
+            if eps > 1:  # the buckets, e^eps + 1, outgrow what a report holds
+                raise ParameterError(
+                    f"`epsilon` must be at most 30 for {cls.name!r} (its buckets grow as "
+                    f"e^eps), got {epsilon!r}."
+                )
+            assert failure is not None
+            raise ParameterError(f"{cls.name!r} at k = {kk}: {failure}") from None
         return best

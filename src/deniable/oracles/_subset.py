@@ -184,9 +184,28 @@ class SubsetSelection(FrequencyOracle):
         t = min(
             _TWO53 - 1, math.floor(expit(target + math.log(self.d / (self.k - self.d))) * _TWO53)
         )
-        while t > 0 and self._bound(t) > self.epsilon:
-            t -= max(1, t >> 40)
-        return t
+        eps = self.epsilon
+        if t <= 0 or self._bound(t) <= eps:
+            return max(t, 0)
+        # galloping down from the guess (usually within a few steps of it), then bisection
+        # between the last threshold over epsilon and the first within it: O(log t) bounds
+        # even where no threshold fits (a tiny epsilon, below the rounding slack)
+        bad, step = t, max(1, t >> 40)
+        while True:
+            t = max(bad - step, 0)
+            if t == 0 or self._bound(t) <= eps:
+                break
+            bad, step = t, 2 * step
+        if t == 0:  # no threshold fits (t = 0 would never include x)
+            return 0
+        good = t
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            if self._bound(mid) <= eps:
+                good = mid
+            else:
+                bad = mid
+        return good
 
     @property
     def include_threshold(self) -> int:

@@ -10,6 +10,7 @@ May import every layer below it (plotting, estimation, designs, results, common)
 from __future__ import annotations
 
 from deniable.survey._analysis import (
+    CATEGORY_COLUMNS,
     GROUPED_COLUMNS,
     TWO_GROUP_COLUMNS,
     Analysis,
@@ -32,6 +33,7 @@ from deniable.survey._readers import read_reports, require_pandas, write_reports
 from deniable.survey._report import SurveyReport, survey_report, survey_report_file
 
 __all__ = [
+    "CATEGORY_COLUMNS",
     "GROUPED_COLUMNS",
     "SURVEY_SCHEMA",
     "TWO_GROUP_COLUMNS",

@@ -10,7 +10,14 @@ Conventions
   booleans (a pandas nullable ``Int64`` / ``boolean`` column too), and text by the same
   rules as a file (``"1"``, ``"0.0"``, ``"true"``; :mod:`deniable.survey`).  Text
   such as ``"yes"`` / ``"no"`` is rejected: map it first
-  (``df[c].map({"yes": 1, "no": 0})``).
+  (``df[c].map({"yes": 1, "no": 0})``).  A design with ``m > 2`` report values reads the
+  integers ``0..m-1`` (never booleans): a :class:`~deniable.designs.Categorical` design
+  the reported category, Kuk's multi-draw design the count of red cards.
+* **Categorical designs** estimate every category's share: the
+  :class:`~deniable.designs.CategoricalEstimate` (unbiased shares, the MLE on the simplex,
+  SEs) with each category as the binary design "report j or not" and its exact interval
+  (:meth:`Analysis.estimates`); with ``by=`` one row per subgroup and category
+  (:data:`CATEGORY_COLUMNS`).
 * **Files** (:func:`analyze_file`, :func:`read_reports`): CSV with a header row (never
   guessed; duplicate column names are an error; a blank line is a row of missing values)
   or Parquet, read in batches; the rules are in docs/analysis.md, "The file rules".
@@ -33,36 +40,37 @@ Conventions
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, cast, overload
+from typing import Any, overload
 
 from deniable.common import _validation as v
-from deniable.common._format import (
-    epsilon_note,
-    format_interval,
-    format_number,
-    format_parameters,
-)
 from deniable.common._json import to_jsonable
 from deniable.designs import (
-    BinaryDesign,
+    CategoricalEstimate,
     Design,
     DesignEstimate,
     Tally,
-    TwoGroupDesign,
     TwoGroupEstimate,
 )
 from deniable.exceptions import DataError
 from deniable.results import ConfidenceInterval, Estimate, Result, Table
 from deniable.survey._columns import check_columns, check_design, column_series
 from deniable.survey._files import Progress, SurveyFile
-from deniable.survey._questions import Plan, file_batches, frame_batches, label_order, run
+from deniable.survey._grouped import (
+    CATEGORY_COLUMNS,
+    GROUPED_COLUMNS,
+    TWO_GROUP_COLUMNS,
+    GroupedAnalysis,
+    _grouped,
+    _reports,
+)
+from deniable.survey._questions import Plan, file_batches, frame_batches, run
 from deniable.survey._readers import check_frame, read_reports, require_pandas, write_reports
 from deniable.survey._values import report_rule
 
 __all__ = [
+    "CATEGORY_COLUMNS",
     "GROUPED_COLUMNS",
     "TWO_GROUP_COLUMNS",
     "Analysis",
@@ -75,40 +83,6 @@ __all__ = [
     "write_reports",
 ]
 
-#: Columns of the DataFrame returned by :func:`grouped` (``analyze(..., by=...)``).
-GROUPED_COLUMNS = (
-    "group",
-    "n",
-    "yes",
-    "missing",
-    "estimate",
-    "bounded",
-    "se",
-    "se_unbiased",
-    "ci_lower",
-    "ci_upper",
-    "epsilon",
-)
-
-#: Columns of :func:`grouped` for a two-group design: one row per (group, parameter).
-TWO_GROUP_COLUMNS = (
-    "group",
-    "parameter",
-    "n",
-    "n1",
-    "n2",
-    "yes1",
-    "yes2",
-    "missing",
-    "estimate",
-    "bounded",
-    "se",
-    "se_unbiased",
-    "ci_lower",
-    "ci_upper",
-    "epsilon",
-)
-
 
 @dataclass(frozen=True)
 class Analysis(Result):
@@ -119,8 +93,9 @@ class Analysis(Result):
     column : the analysed column.
     design : the design the reports were randomized with.
     estimate : the :class:`~deniable.Estimate` (moment value, bounded MLE, both SEs,
-        intervals), or for a two-group design the :class:`~deniable.designs.TwoGroupEstimate` (one
-        Estimate per parameter).
+        intervals); for a two-group design the :class:`~deniable.designs.TwoGroupEstimate`
+        (one Estimate per parameter); for a categorical design the
+        :class:`~deniable.designs.CategoricalEstimate` (one share per category).
     missing : rows left out because the report (or, two-group designs, the group) was
         missing (``missing="drop"``).
     level : confidence level of :attr:`ci` and the printed table.
@@ -130,13 +105,18 @@ class Analysis(Result):
     """
 
     column: Any
-    design: BinaryDesign | TwoGroupDesign
-    estimate: Estimate | TwoGroupEstimate
+    design: Design
+    estimate: Estimate | TwoGroupEstimate | CategoricalEstimate
     missing: int
     level: float
     group: Any = None
     tally: Tally | None = field(default=None, compare=False)
     file: str | None = None
+
+    @property
+    def categorical(self) -> bool:
+        """True for a categorical design (one estimate per category)."""
+        return isinstance(self.estimate, CategoricalEstimate)
 
     @property
     def n(self) -> int:
@@ -147,17 +127,34 @@ class Analysis(Result):
     @property
     def interval(self) -> str:
         """The interval method of :attr:`ci` and of reports: ``exact`` (one-group designs) or
-        ``wald`` (the delta-method interval of every two-group parameter)."""
-        return "wald" if self.design.n_groups == 2 else "exact"
+        ``wald`` (the delta-method interval of every two-group parameter, and of Kuk's
+        multi-draw design, whose report is a count)."""
+        if self.design.n_groups == 2:
+            return "wald"
+        return _method(next(iter(self.estimates().values())))
 
     def estimates(self) -> dict[str, Estimate]:
-        """Every estimated parameter by name (``{"prevalence": ...}`` for one group)."""
+        """Every estimated parameter by name (``{"prevalence": ...}`` for one group;
+        ``{"share of 0": ..., "share of 1": ...}`` for a categorical design: category ``j``
+        as the binary design "report j or not")."""
         e: Any = self.estimate
+        if isinstance(e, CategoricalEstimate):
+            cats = [e.category(j) for j in range(e.design.k)]
+            return {c.parameter: c for c in cats}
         return dict(e.estimates) if self.design.n_groups == 2 else {e.parameter: e}
 
     @property
     def ci(self) -> ConfidenceInterval:
-        """The prevalence interval at :attr:`level` (method :attr:`interval`)."""
+        """The prevalence interval at :attr:`level` (method :attr:`interval`).  A
+        categorical design has one interval per category: ``estimates()[...].ci(...)`` or
+        ``estimate.ci(level)``; asking it for one raises
+        :class:`~deniable.exceptions.DataError`."""
+        if self.categorical:
+            raise DataError(
+                f"`ci`: design {self.design.name!r} estimates {self.design.n_truths} shares, "
+                "one interval each: use estimates()['share of j'].ci(level) or "
+                "estimate.ci(level)."
+            )
         return self.estimates()["prevalence"].ci(self.level, self.interval)
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,86 +188,13 @@ class Analysis(Result):
         tally = self.tally
         if tally is None:  # built by hand: the counts from the estimate
             e: Any = self.estimate
-            tally = e.tally if self.design.n_groups == 2 else Tally.binary(
+            tally = e.tally if self.design.n_groups == 2 or self.categorical else Tally.binary(
                 round((e.lambda_hat or 0.0) * e.n), e.n)  # fmt: skip
         return DesignEstimate(self.design, tally, self.estimate, self.level, self.missing, source)
 
     def table(self) -> Table:
         """The estimate for people (:meth:`summary`), ε printed as ∞ when infinite."""
         return self.summary().table()
-
-
-@dataclass(frozen=True)
-class GroupedAnalysis(Result):
-    """The per-group estimates of :func:`grouped` (``analyze(..., by=...)``) as a result
-    that prints: ``frame`` is the DataFrame :func:`grouped` returns.
-
-    ``file`` (optional) is the file the reports were read from.  A subgroup without reports
-    (or, two-group designs, without reports in one randomization group) has no estimate:
-    NaN in the frame, ``null`` in :meth:`to_dict`.
-    """
-
-    frame: Any = field(compare=False)
-    design: Design
-    file: str | None = None
-
-    def to_frame(self) -> Any:
-        """The per-group DataFrame."""
-        return self.frame
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict: the question (``file``, ``column``, ``by``, design, ``level``,
-        ``interval``, ``missing_group``) and ``groups``, one dict per row of the frame
-        (without ``epsilon``, given once)."""
-        two = self.design.n_groups == 2
-        attrs = self.frame.attrs
-        d = self.design
-        groups = []
-        for row in self.frame.to_dict(orient="records"):
-            row.pop("epsilon")
-            groups.append({k: (None if isinstance(x, float) and math.isnan(x) else x)
-                           for k, x in row.items()})  # fmt: skip
-        out: dict[str, Any] = {} if self.file is None else {"file": self.file}
-        out.update(
-            column=attrs["column"], by=attrs["by"], design=d.name, parameters=d.parameters(),
-            epsilon=d.epsilon, level=attrs["level"], interval="wald" if two else "exact",
-            missing_group=attrs["missing_group"], groups=groups,
-        )  # fmt: skip
-        if two:
-            out["group_column"] = attrs["group"]
-        result: dict[str, Any] = to_jsonable(out)
-        return result
-
-    def table(self) -> Table:
-        """The question, then one row per group (and parameter, for two-group designs):
-        n, missing reports, estimate, bounded MLE, SE and interval."""
-        two = self.design.n_groups == 2
-        attrs, d = self.frame.attrs, self.design
-        where = ("file, " if self.file is not None else "") + "column, by"
-        values = [*([self.file] if self.file is not None else []), attrs["column"], attrs["by"]]
-        rows = [
-            (where, ", ".join(str(x) for x in values)),
-            ("design", f"{d.name} ({format_parameters(d.parameters())})"),
-            ("ε", epsilon_note(d.epsilon)),
-            ("rows without a group (dropped)", str(attrs["missing_group"])),
-        ]
-        if two:
-            rows.insert(1, ("group column (1 or 2)", str(attrs["group"])))
-        ci = "Wald" if two else "exact"
-        body = [
-            (str(r.group), *((str(r.parameter),) if two else ()), str(r.n), str(r.missing),
-             format_number(r.estimate), format_number(r.bounded), format_number(r.se),
-             format_interval((r.ci_lower, r.ci_upper)))
-            for r in self.frame.itertuples(index=False)
-        ]  # fmt: skip
-        table = Table(
-            ("group", *(("parameter",) if two else ()), "n", "missing", "estimate", "bounded",
-             "SE", f"{attrs['level']:.0%} CI ({ci})"),
-            tuple(body),
-            notes=(f"estimate: unbiased (may leave [0, 1]); SE: plug-in (n); CI: {ci}",),
-            align=("ll" if two else "l") + "rrrrrr",
-        )  # fmt: skip
-        return Table.pairs(rows, title="Prevalence by group", sections=(table,))
 
 
 @overload
@@ -446,7 +370,7 @@ def analyze_file(
 
 def _check(
     design: Design, column: Any, group: Any, by: Any, level: float, missing: str
-) -> tuple[BinaryDesign | TwoGroupDesign, float]:
+) -> tuple[Design, float]:
     d = check_design(design)
     lvl = v.level(level)
     v.choice("missing", missing, ("drop", "error"))
@@ -454,17 +378,21 @@ def _check(
     return d, lvl
 
 
-def _plan(d: BinaryDesign | TwoGroupDesign, column: Any, group: Any, by: Any, place: Any) -> Plan:
-    return Plan(column, report_rule(2, d.name), 2, place, group=group, by=by)
+def _method(estimate: Estimate) -> str:
+    """``exact`` when the estimate has it, else ``wald``."""
+    return "exact" if "exact" in estimate.interval_methods else "wald"
 
 
-def _analysis(
-    plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, file: str | None = None
-) -> Analysis:
+def _plan(d: Design, column: Any, group: Any, by: Any, place: Any) -> Plan:
+    m = _reports(d)
+    return Plan(column, report_rule(m, d.name), m, place, group=group, by=by)
+
+
+def _analysis(plan: Plan, d: Design, lvl: float, file: str | None = None) -> Analysis:
     """The :class:`Analysis` of a question's counts (every label together)."""
-    # (no, yes) of each randomization group (not the row of missing groups): the design's
-    # report is 2 (group - 1) + answer
-    counts = plan.counts.total()[: d.n_groups, :2].ravel()
+    # one group: the count of each report value; two: (no, yes) of each randomization group
+    # (not the row of missing groups), as the design's report is 2 (group - 1) + answer
+    counts = plan.counts.total()[: d.n_groups, : _reports(d)].ravel()
     rows = plan.counts.rows
     kept = int(counts.sum())
     if kept == 0:
@@ -472,49 +400,3 @@ def _analysis(
     tally = d.tally_counts(counts)
     est = d.estimate(tally)
     return Analysis(plan.column, d, est, rows - kept, lvl, plan.group, tally, file)
-
-
-def _grouped(plan: Plan, d: BinaryDesign | TwoGroupDesign, lvl: float, *, text: bool) -> Any:
-    """The per-label DataFrame of :func:`grouped` from a question's counts."""
-    pd = require_pandas()
-    counts = plan.counts.label_counts(len(plan.labels))
-    eps = d.epsilon
-    two = d.n_groups == 2
-    rows: list[tuple[Any, ...]] = []
-    for i, label in label_order(plan.labels, text):
-        c = counts[i]
-        if two:
-            td = cast(TwoGroupDesign, d)
-            ns = (int(c[0, 0] + c[0, 1]), int(c[1, 0] + c[1, 1]))
-            ys = (int(c[0, 1]), int(c[1, 1]))
-            n = sum(ns)
-            miss = int(c.sum()) - n
-            ests = dict(td.estimate(yes=ys, n=ns).estimates) if min(ns) > 0 else {}
-            for pname in td.estimated:
-                e = ests.get(pname)
-                nums = (math.nan,) * 6 if e is None else (
-                    e.value, e.bounded, e.se, e.se_unbiased, *e.ci(lvl, "wald"))  # fmt: skip
-                rows.append((label, pname, n, *ns, *ys, miss, *nums, eps))
-            continue
-        n, yes, miss = int(c[0, 0] + c[0, 1]), int(c[0, 1]), int(c[0, 2])
-        if n == 0:
-            est_v = bnd = se = seu = lo = hi = math.nan
-        else:
-            est = cast(BinaryDesign, d).estimate(yes=yes, n=n)
-            lo, hi = est.ci(lvl, "exact")
-            est_v, bnd, se, seu = est.value, est.bounded, est.se, est.se_unbiased
-        rows.append((label, n, yes, miss, est_v, bnd, se, seu, lo, hi, eps))
-    out = pd.DataFrame(rows, columns=list(TWO_GROUP_COLUMNS if two else GROUPED_COLUMNS))
-    out.attrs.update(
-        column=plan.column,
-        by=plan.by,
-        design=d.name,
-        level=lvl,
-        interval="wald (delta method)"
-        if two
-        else "exact (Clopper-Pearson for lambda, mapped through the design)",
-        missing_group=int(counts[0].sum()),
-    )
-    if two:
-        out.attrs["group"] = plan.group
-    return out

@@ -5,40 +5,21 @@ subgroup columns and whether a DataFrame has them.  The values themselves are ju
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
-from deniable.designs import (
-    TWO_GROUP_DESIGNS,
-    BinaryDesign,
-    Design,
-    TwoGroupDesign,
-)
+from deniable.designs import TWO_GROUP_DESIGNS, Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = ["check_columns", "check_design", "column_series"]
 
 
-def check_design(design: Any) -> BinaryDesign | TwoGroupDesign:
-    """``design`` if :func:`~deniable.survey.analyze` reads its reports: a two-group design,
-    or a binary design with two report values."""
+def check_design(design: Any) -> Design:
+    """``design`` if :func:`~deniable.survey.analyze` reads its reports: any deniable design
+    (yes/no, a count of cards, one of ``k`` categories, two-group)."""
     if not isinstance(design, Design):
         raise ParameterTypeError(
             f"`design` must be a deniable design (e.g. deniable.Warner(0.75)), got "
             f"{type(design).__name__} {design!r}."
-        )
-    if design.n_groups == 2:
-        return cast(TwoGroupDesign, design)
-    if not isinstance(design, BinaryDesign) or design.n_reports != 2:
-        what = (
-            f"reports one of k = {design.n_reports} categories"
-            if design.n_truths > 2
-            else f"reports one of {design.n_reports} values (a count of red cards, 0 to "
-            f"{design.n_reports - 1})"
-        )
-        raise ParameterError(
-            "`design`: analyze reads a column of yes/no (0/1) reports, for designs with two "
-            f"report values (one- or two-group); design {design.name!r} {what}: estimate it "
-            "with design.estimate(reports) instead."
         )
     return design
 

@@ -34,6 +34,7 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table
 from deniable.survey._analysis import Analysis, _analysis, _check, _plan
 from deniable.survey._files import Progress, SurveyFile
+from deniable.survey._questionnaire import Survey
 from deniable.survey._questions import file_batches, frame_batches, run
 from deniable.survey._readers import check_frame, require_pandas
 
@@ -70,17 +71,26 @@ class SurveyReport(Result):
 
     @property
     def two_group(self) -> bool:
-        """True when some question uses a two-group design (one row per parameter)."""
+        """True when some question has Wald intervals (two-group designs, one row per
+        parameter; Kuk's multi-draw design)."""
         return any(r.interval == "wald" for r in self.results)
+
+    @property
+    def several(self) -> bool:
+        """True when some question has several rows (a two-group design's parameters, a
+        categorical design's categories): the table then names each row's parameter."""
+        return any(len(r.estimates()) > 1 for r in self.results)
 
     def _rows(self) -> list[dict[str, Any]]:
         rows = []
         for r in self.results:
             e: Any = r.estimate
-            for name, p in r.estimates().items():
+            for j, (name, p) in enumerate(r.estimates().items()):
                 lo, hi = p.ci(r.level, r.interval)
                 if r.design.n_groups == 2:
                     yes = sum(e.yes_counts)
+                elif r.categorical:
+                    yes = int(e.tally.counts[j])  # the reports of category j
                 else:
                     yes = round((e.lambda_hat or 0.0) * e.n)
                 rows.append(
@@ -143,9 +153,9 @@ class SurveyReport(Result):
 
     def _cells(self, *, html: bool = False) -> tuple[list[str], list[list[str]]]:
         """Header and rows of the table (and of the HTML page with ``html``)."""
-        two = self.two_group
+        two, several = self.two_group, self.several
         ci = f"{self.level:.0%} CI" + ("" if two else " (exact)")
-        head = ["question", "design", *(["parameter"] if two else []), "n", "missing",
+        head = ["question", "design", *(["parameter"] if several else []), "n", "missing",
                 "estimate", *(["bounded MLE"] if html else []), "SE",
                 *(["SE (n − 1)"] if html else []), ci,
                 *(["interval"] if two else []), "ε"]  # fmt: skip
@@ -153,7 +163,7 @@ class SurveyReport(Result):
         for row in self._rows():
             seu = row["se_unbiased"]
             body.append(
-                [row["question"], row["design"], *([row["parameter"]] if two else []),
+                [row["question"], row["design"], *([row["parameter"]] if several else []),
                  str(row["n"]), str(row["missing"]), f"{row['estimate']:.4f}",
                  *([f"{row['bounded']:.4f}"] if html else []), f"{row['se']:.4f}",
                  *([f"{seu:.4f}" if math.isfinite(seu) else "n/a"] if html else []),
@@ -163,14 +173,16 @@ class SurveyReport(Result):
         return head, body
 
     def table(self) -> Table:
-        """One row per question (per parameter of a two-group one): n, missing reports,
-        estimate, SE, interval and ε; below it each question's design."""
-        two = self.two_group  # then a parameter column replaces the design (in the notes)
+        """One row per question (per parameter of a two-group one, per category of a
+        categorical one): n, missing reports, estimate, SE, interval and ε; below it each
+        question's design."""
+        two = self.two_group
+        several = self.several  # then a parameter column replaces the design (in the notes)
         rows = []
         for row, res in zip(self._rows(), [r for r in self.results for _ in r.estimates()],
                             strict=True):  # fmt: skip
             rows.append(
-                (row["question"], row["parameter"] if two else res.design.name,
+                (row["question"], row["parameter"] if several else res.design.name,
                  str(row["n"]), str(row["missing"]), format_number(row["estimate"]),
                  format_number(row["se"]), format_interval((row["ci_lower"], row["ci_upper"])),
                  format_epsilon(row["epsilon"]))
@@ -185,11 +197,15 @@ class SurveyReport(Result):
             "ε = ∞: a report can reveal the answer."
         )
         if two:
-            wald = [str(r.column) for r in self.results if r.interval == "wald"]
-            notes.append(f"CI: exact, but Wald (delta method) for two-group: {', '.join(wald)}.")
+            wald = [r for r in self.results if r.interval == "wald"]
+            kinds = sorted({"two-group" if r.design.n_groups == 2 else "multi-draw" for r in wald})
+            notes.append(
+                f"CI: exact, but Wald (delta method) for {' and '.join(kinds)}: "
+                f"{', '.join(str(r.column) for r in wald)}."
+            )
         where = f"{self.file}, " if self.file is not None else ""
         return Table(
-            ("question", "parameter" if two else "design", "n", "missing", "estimate", "SE",
+            ("question", "parameter" if several else "design", "n", "missing", "estimate", "SE",
              f"{self.level:.0%} CI" + ("" if two else " (exact)"), "ε"),
             tuple(rows),
             title=f"{self.title}: {where}{self.respondents} respondents",
@@ -208,7 +224,7 @@ class SurveyReport(Result):
 
         rows = self._rows()
         labels = [
-            f"{r['question']}{': ' + r['parameter'] if self.two_group else ''}  "
+            f"{r['question']}{': ' + r['parameter'] if self.several else ''}  "
             f"(ε = {format_epsilon(r['epsilon'])})"
             for r in rows
         ]
@@ -278,10 +294,15 @@ guarantee.</p>
         return page
 
 
+Questions = Mapping[Any, Design | tuple[Design, Any]] | Survey
+
+
 def _questions(
-    questions: Mapping[Any, Design | tuple[Design, Any]], title: str, level: float, missing: str
+    questions: Questions, title: str, level: float, missing: str
 ) -> list[tuple[Any, Any, Any, float]]:
     """``(column, design, group column or None, level)`` per question, checked."""
+    if isinstance(questions, Survey):  # the columns of a service export: the question ids
+        questions = {q.id: q.design for q in questions.questions}
     if not isinstance(questions, Mapping):
         raise ParameterTypeError(
             "`questions` must be a mapping {column: design} (or {column: (design, "
@@ -315,7 +336,7 @@ def _questions(
 
 def survey_report(
     df: Any,
-    questions: Mapping[Any, Design | tuple[Design, Any]],
+    questions: Questions,
     *,
     level: float = 0.95,
     missing: str = "drop",
@@ -323,11 +344,13 @@ def survey_report(
 ) -> SurveyReport:
     """Analyse every question of a survey: ``questions`` maps a column to its design, or for
     a two-group design to ``(design, group_column)`` (the column of randomization groups,
-    1 or 2).
+    1 or 2); or it is a :class:`~deniable.survey.Survey` (a survey file), whose question ids
+    name the columns, as in the service's report export.
 
     Each question is :func:`~deniable.survey.analyze` of its column (same validation and
     missing-value handling); the report lists n, estimate, interval and ε (one row per
-    estimated parameter of a two-group question).  :func:`survey_report_file` does the same
+    estimated parameter of a two-group question, per category of a categorical one).
+    :func:`survey_report_file` does the same
     on a file, reading it once, in batches.
 
     >>> import pandas as pd
@@ -361,7 +384,7 @@ def survey_report(
 
 def survey_report_file(
     path: str | os.PathLike[str],
-    questions: Mapping[str, Design | tuple[Design, str]],
+    questions: Questions,
     *,
     level: float = 0.95,
     missing: str = "drop",
