@@ -24,6 +24,7 @@ passed; nothing stored), ``closed`` 409 (the survey is not open).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -415,27 +416,66 @@ async def submit_batch(request: Request, survey_id: str) -> Response:
     items that is a tenth of the time FastAPI's generic path takes.)
     """
     info = await get_survey(request, survey_id)
-    body = await parse_body(request, BatchRequest)
-    return await run_in_threadpool(_submit_batch, request, info, body)
+    raw = await request.body()
+    reports = _batch_items(raw)
+    if reports is None:  # not the plain shape: the strict model says what is wrong
+        body = await parse_body(request, BatchRequest)
+        reports = [(x.token, x.question, x.report) for x in body.reports]
+    return await run_in_threadpool(_submit_batch, request, info, reports)
 
 
-def _submit_batch(request: Request, info: SurveyInfo, body: BatchRequest) -> Response:
+def _batch_items(raw: bytes) -> list[tuple[str, str, int]] | None:
+    """The items of a batch body as ``(token, question, report)``, when the body has
+    exactly :class:`BatchRequest`'s shape with ASCII strings; else None (then the strict
+    model parses it and names what is wrong).  A third of the model's time per item."""
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return None
+    if type(doc) is not dict or len(doc) != 1 or type(doc.get("reports")) is not list:
+        return None
+    out: list[tuple[str, str, int]] = []
+    add = out.append
+    for item in doc["reports"]:
+        if type(item) is not dict or len(item) != 3:
+            return None
+        token, question, report = item.get("token"), item.get("question"), item.get("report")
+        if (
+            type(token) is not str
+            or type(question) is not str
+            or type(report) is not int  # not bool, not float: as the strict model
+            or not 0 < len(token) <= 256
+            or not 0 < len(question) <= 64
+            or not token.isascii()
+            or not question.isascii()
+        ):
+            return None
+        add((token, question, report))
+    return out
+
+
+def _submit_batch(
+    request: Request, info: SurveyInfo, reports: list[tuple[str, str, int]]
+) -> Response:
     limit = int(request.app.state.settings.batch_max_items)
-    if len(body.reports) > limit:
-        raise ApiError(413, f"`reports`: at most {limit} items per batch, got {len(body.reports)}")
+    if len(reports) > limit:
+        raise ApiError(413, f"`reports`: at most {limit} items per batch, got {len(reports)}")
     survey = info.survey
     respondents: dict[str, int] = {}
     items: list[tuple[int, str, int]] = []
-    for i, item in enumerate(body.reports):
-        question, k = info.question(item.question, f"reports[{i}].question")
-        _check_report(question, k, item.report, f"reports[{i}].report")
-        rid = respondents.get(item.token)
+    known = info.questions
+    for i, (token, qid, report) in enumerate(reports):
+        found_q = known.get(qid)
+        if found_q is None or not 0 <= report < found_q[1]:  # the same errors, named
+            question, k = info.question(qid, f"reports[{i}].question")
+            _check_report(question, k, report, f"reports[{i}].report")
+        rid = respondents.get(token)
         if rid is None:
-            found = lookup_respondent(request, survey.id, item.token)
+            found = lookup_respondent(request, survey.id, token)
             if found is None:
                 raise ApiError(401, f"`reports[{i}].token`: not a respondent token of this survey")
-            rid = respondents[item.token] = int(found)
-        items.append((rid, question.id, item.report))
+            rid = respondents[token] = int(found)
+        items.append((rid, qid, report))
     if not survey.is_open():
         return _outcome("closed", survey, "")
     results = request.app.state.store.submit_batch(survey.id, items) if items else []

@@ -628,10 +628,16 @@ class ServiceStore:
                 prior = 0 if before[j] is None else before[j].charges  # type: ignore[union-attr]
                 added.append(dataclasses.replace(rec, charges=rec.charges - prior))
         write_records(conn, added, add=True)
-        return [
-            Submitted(STATUSES[x], float(c))
-            for x, c in zip(status.tolist(), charged.tolist(), strict=True)
-        ]
+        # one (frozen, so shareable) outcome per distinct (status, charge): a batch has a
+        # few, and building 10,000 dataclasses cost a third of the batch
+        made: dict[tuple[int, float], Submitted] = {}
+        out = []
+        for key in zip(status.tolist(), charged.tolist(), strict=True):
+            hit = made.get(key)
+            if hit is None:
+                hit = made[key] = Submitted(STATUSES[key[0]], float(key[1]))
+            out.append(hit)
+        return out
 
     # ------------------------------------------------------------------ analysis
 
