@@ -64,6 +64,9 @@ def test_simulate_then_aggregate_in_batches(
     assert est == json.loads(json.dumps(oracle.estimate(tally_file(oracle, out)).to_dict()))
     # the commonest value (frequency 1/H_20 = 0.28) is found
     assert abs(est["estimate"][0] - 0.278) < 6 * est["se"][0]
+    # `deniable aggregate` is the same command at the top level
+    top = run(runner, "aggregate", str(out), "--batch", "2048", "--json")
+    assert top.exit_code == 0 and json.loads(top.stdout) == est
     table = run(runner, "telemetry", "aggregate", str(out), "--rows", "3")
     assert table.exit_code == 0
     shown = "17 more categories" if mechanism != "grr" else "Estimate of 20 category shares"

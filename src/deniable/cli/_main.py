@@ -51,11 +51,13 @@ COMMANDS: dict[str, Command] = {
     ),
     "analyze": Command(
         "deniable.cli._analyze", "cli",
-        "Estimate the prevalence from a column of reports in a CSV or Parquet file.",
+        "Estimate the prevalence (or a categorical question's shares) from a column of reports "
+        "in a CSV or Parquet file; the design from --design/--param or from --survey.",
     ),
     "report": Command(
         "deniable.cli._analyze", "cli",
-        "A whole-survey report: every question's n, estimate, interval and ε.",
+        "A whole-survey report: every question's n, estimate, interval and ε (by --question, or "
+        "every question of a survey file by --survey).",
     ),
     "simulation-study": Command(
         "deniable.cli._study", "cli",
@@ -93,6 +95,11 @@ COMMANDS: dict[str, Command] = {
         "Question specs (versioned JSON that a server, a browser or a file can hold) and the "
         "randomizer test vectors other clients are checked against.",
         group=True,
+    ),
+    "aggregate": Command(
+        "deniable.cli._telemetry", "cli",
+        "Tally a report file in batches, or report tables on a Dask cluster (memory O(k)), and "
+        "estimate every frequency.",
     ),
     "telemetry": Command(
         "deniable.cli._telemetry", "telemetry_app",

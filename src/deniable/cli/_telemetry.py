@@ -24,7 +24,7 @@ from deniable.cli._render import emit_json, print_table, show
 from deniable.common._format import format_epsilon
 from deniable.results import Table
 
-__all__ = ["FORMATS", "MECHANISMS", "telemetry_app"]
+__all__ = ["FORMATS", "MECHANISMS", "cli", "telemetry_app"]
 
 #: The mechanisms ``simulate`` takes, by their ``--mechanism`` name.
 MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "hadamard", "subset")
@@ -255,3 +255,9 @@ def aggregate_command(
     else:  # k-ary randomized response: the categorical design's estimate
         print_table(est.table(level))
     sys.stdout.flush()
+
+
+#: ``deniable aggregate``: the same command at the top level (the name the issue and the
+#: docs use for the job a telemetry pipeline runs every day).
+cli = typer.Typer()
+cli.command("aggregate")(aggregate_command)
