@@ -133,6 +133,7 @@ REGRESSIONS = [
     ("privacy budget --cap 1 --question a=1.7976931348623157e+308 --question b=0.25", 0),
     ("estimate two-coin --yes 10000000000000000 --n 1000000000000000000", 0),
     ("estimate two-coin --yes 1 --n 10000000000000000000 --json", 2),
+    ("telemetry choose --k 64 --epsilon 7.560296645572211e-206 --n 100000", 2),
 ]
 
 

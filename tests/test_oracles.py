@@ -498,9 +498,16 @@ def test_a_tiny_epsilon_is_refused_by_every_oracle_and_names_it() -> None:
         OLH.from_epsilon(1e-200, k=64)
     with pytest.raises(ParameterError, match=r"out of every candidate's range"):
         choose_oracle(1e-200, k=64, n=10)
-    # the search still finds the largest threshold within epsilon where one exists
-    ss = SubsetSelection.from_epsilon(1e-9, k=64)
-    t = ss.include_threshold
+    # the galloping search still ends on a threshold within epsilon, next to one over it
+    ss = SubsetSelection(64, 32, 0.5 + 1e-12)
+    ss.__dict__.pop("_include_threshold", None)
+    from deniable.oracles import _subset
+
+    steps, _subset._STEPS = _subset._STEPS, 0  # gallop from the start
+    try:
+        t = ss._include_threshold
+    finally:
+        _subset._STEPS = steps
     assert t > 0 and ss._bound(t) <= ss.epsilon < ss._bound(t + 1)
 
 

@@ -45,6 +45,8 @@ from deniable.randomness import random_words, resolve_rng, uniform_below, words_
 __all__ = ["SubsetSelection"]
 
 _TWO53 = 1 << 53
+#: Steps of t / 2**40 down from the guess before the threshold search gallops.
+_STEPS = 4096
 #: Words a block of reports draws at once.
 _BLOCK_WORDS = 1 << 17
 
@@ -177,27 +179,30 @@ class SubsetSelection(FrequencyOracle):
 
     @cached_property
     def _include_threshold(self) -> int:
-        """Include ``x`` iff ``word >> 11 < t``: ``t`` the largest with the implemented
-        bound at most :attr:`epsilon` (toward privacy)."""
+        """Include ``x`` iff ``word >> 11 < t``: from the closed-form guess down in steps of
+        ``t / 2**40`` to the first ``t`` whose implemented bound is at most :attr:`epsilon`
+        (toward privacy)."""
         up1, _, _, down = self._spreads
         target = self.epsilon - (up1 - down)
         t = min(
             _TWO53 - 1, math.floor(expit(target + math.log(self.d / (self.k - self.d))) * _TWO53)
         )
         eps = self.epsilon
-        if t <= 0 or self._bound(t) <= eps:
-            return max(t, 0)
-        # galloping down from the guess (usually within a few steps of it), then bisection
-        # between the last threshold over epsilon and the first within it: O(log t) bounds
-        # even where no threshold fits (a tiny epsilon, below the rounding slack)
+        # down from the guess in steps of t / 2**40 (the thresholds of the published specs
+        # and test vectors); a guess that many steps cannot fix (an epsilon below the
+        # rounding slack) switches to galloping and bisection: O(log t) bounds, not 2**40
+        for _ in range(_STEPS):
+            if t <= 0 or self._bound(t) <= eps:
+                return max(t, 0)
+            t -= max(1, t >> 40)
         bad, step = t, max(1, t >> 40)
         while True:
             t = max(bad - step, 0)
-            if t == 0 or self._bound(t) <= eps:
+            if t == 0:  # no threshold fits (t = 0 would never include x)
+                return 0
+            if self._bound(t) <= eps:
                 break
             bad, step = t, 2 * step
-        if t == 0:  # no threshold fits (t = 0 would never include x)
-            return 0
         good = t
         while bad - good > 1:
             mid = (good + bad) // 2
