@@ -387,11 +387,25 @@ class Rappor:
         base = self.p + self.f * self.q / 2 - self.f * self.p / 2
         return (c - base * n[:, None]) / ((1 - self.f) * (self.q - self.p))
 
-    def decode(self, tally: Tally, candidates: Any, *, alpha: float = 0.05) -> RapporEstimate:
+    def decode(
+        self,
+        tally: Tally,
+        candidates: Any,
+        *,
+        alpha: float = 0.05,
+        method: str = "nnls",
+        penalty: float | None = None,
+    ) -> RapporEstimate:
         """The frequency of each candidate string, its standard error and whether it is
         reported at Bonferroni level ``alpha``: a
-        :class:`~deniable.oracles.RapporEstimate` (``deniable.oracles._rappor_decode``)."""
-        return decode(self, tally, candidates, alpha=alpha)
+        :class:`~deniable.oracles.RapporEstimate` (``deniable.oracles._rappor_decode``).
+
+        ``method`` selects the candidates that are refit: ``"nnls"`` (non-negative least
+        squares, the default) or ``"lasso"`` (the paper's non-negative Lasso, with
+        ``penalty`` in noise standard deviations on unit-norm columns, by default
+        ``sqrt(2 ln K)`` for ``K`` candidates; ``penalty`` is refused with ``"nnls"``).
+        """
+        return decode(self, tally, candidates, alpha=alpha, method=method, penalty=penalty)
 
 
 class RapporClient:

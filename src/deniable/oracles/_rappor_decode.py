@@ -11,9 +11,29 @@ with ``X_cik`` = 1 iff candidate ``k`` sets bit ``i`` in cohort ``c`` (the desig
 and ``pi_k`` the candidate's frequency.  The decoder stacks the cohorts' rows and
 
 1. weights each row by ``1 / sd(t_ci)``, ``Var(t_ci) = N_c l (1 - l) / ((1 - f)(q - p))^2``
-   with ``l = c_ci / N_c`` clipped to ``[p*, q*]`` (the binomial variance of the count);
-2. fits ``pi >= 0`` by non-negative least squares (``scipy.optimize.nnls``) over all
-   candidates: the candidates with a positive coefficient are *selected*;
+   with ``l = c_ci / N_c`` clipped to ``[p*, q*]`` (the binomial variance of the count):
+   the weighted system ``y = A pi + e`` has noise of unit variance in every row;
+2. *selects* candidates on it, by ``method``:
+
+   * ``"nnls"`` (the default): non-negative least squares (``scipy.optimize.nnls``) over
+     all candidates; the candidates with a positive coefficient are selected;
+   * ``"lasso"`` (the paper's method): the non-negative Lasso
+     (``deniable.oracles._lasso``, cyclic coordinate descent) on the columns of ``A``
+     scaled to unit Euclidean norm, ``a_k / ||a_k||`` (no centering, no intercept),
+
+         minimize (1/2) ||y - sum_k b_k a_k / ||a_k|| ||^2 + penalty sum_k b_k,  b >= 0,
+
+     (``b_k = ||a_k|| pi_k``); the candidates with a positive ``b_k`` are selected.  On
+     unit-norm columns ``a_k' e / ||a_k||`` is a standard normal, and a zero coefficient
+     stays zero while the residual's correlation with its column is at most ``penalty``:
+     the penalty is a threshold in units of the noise's standard deviation.  The default
+     is the universal threshold ``penalty = sqrt(2 ln K)`` (Donoho & Johnstone 1994): the
+     largest of ``K`` independent standard normals stays below it with probability tending
+     to 1, so pure noise selects few absent candidates; it lies below the reporting
+     threshold ``z(alpha / K)`` of step 4 (for ``alpha <= 0.05``, ``K <= 10**9``), so the
+     screening is looser than the test.  ``penalty = 0`` selects as NNLS does; ``penalty
+     >= max_k a_k' y / ||a_k||`` selects nothing;
+
 3. refits the selected columns by weighted least squares (the paper refits by ordinary
    least squares after its Lasso selection), ``pi_hat = (A' W A)^+ A' W t``, with the
    covariance ``s^2 (A' W A)^+``, ``s^2 = max(1, weighted RSS / (rows - selected))``: the
@@ -23,7 +43,8 @@ and ``pi_k`` the candidate's frequency.  The decoder stacks the cohorts' rows an
    below ``alpha / K`` (Bonferroni over all ``K`` candidates): a family-wise false-alarm
    rate of at most about ``alpha`` for candidates absent from the population.
 
-Unselected candidates get the estimate 0, no standard error and p-value 1.
+Unselected candidates get the estimate 0, no standard error and p-value 1.  Steps 3 and 4
+are the same for both methods: the selection only decides which columns are refit.
 """
 
 from __future__ import annotations
@@ -38,12 +59,22 @@ import numpy.typing as npt
 from deniable.common import _validation as v
 from deniable.common import to_jsonable
 from deniable.designs import Tally
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.oracles._lasso import nonnegative_lasso
 from deniable.results import Result, Table
 
-__all__ = ["RapporEstimate", "decode"]
+__all__ = ["METHODS", "RapporEstimate", "decode", "default_penalty"]
 
 FloatArray = npt.NDArray[np.float64]
+
+#: The selection methods of :func:`decode`.
+METHODS = ("nnls", "lasso")
+
+
+def default_penalty(k: int) -> float:
+    """The Lasso's default penalty for ``k`` candidates: the universal threshold
+    ``sqrt(2 ln k)`` in noise standard deviations (module docstring, step 2)."""
+    return math.sqrt(2 * math.log(k))
 
 
 @dataclass(frozen=True)
@@ -60,6 +91,9 @@ class RapporEstimate(Result):
     alpha : the family-wise level; ``threshold = alpha / K`` is the per-candidate level.
     n : the number of reports decoded.
     key : the mechanism's key.
+    scale : the residual scale ``s^2`` of the refit.
+    method : how candidates were selected, ``"nnls"`` or ``"lasso"``.
+    penalty : the Lasso penalty in noise standard deviations (None for ``"nnls"``).
     """
 
     candidates: tuple[str, ...]
@@ -71,6 +105,24 @@ class RapporEstimate(Result):
     n: int
     key: str = field(repr=False)
     scale: float = 1.0
+    method: str = "nnls"
+    penalty: float | None = None
+
+    @property
+    def selected(self) -> npt.NDArray[np.bool_]:
+        """Whether each candidate was selected (and refit): those with a standard error."""
+        return np.asarray(~np.isnan(self.se))
+
+    def _selection(self) -> str:
+        k = len(self.candidates)
+        chosen = f"{int(self.selected.sum())} of {k} selected"
+        if self.method == "lasso" and self.penalty is not None:
+            rule = " = sqrt(2 ln K)" if self.penalty == default_penalty(k) else ""
+            return (
+                f"selection: non-negative Lasso, penalty {self.penalty:.4g}{rule} noise sd "
+                f"on unit-norm columns ({chosen}); refit by weighted least squares"
+            )
+        return f"selection: non-negative least squares ({chosen}); refit by weighted least squares"
 
     @property
     def threshold(self) -> float:
@@ -101,16 +153,20 @@ class RapporEstimate(Result):
             title=f"RAPPOR: {int(self.reported.sum())} of {len(self.candidates)} candidates "
             f"reported, n = {self.n}",
             notes=(
+                self._selection(),
                 f"reported: one-sided p-value < alpha / K = {self.alpha:g} / "
                 f"{len(self.candidates)} (Bonferroni); residual scale s^2 = {self.scale:.3g}",
             ),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON: mechanism, n, alpha, threshold, and per candidate its estimate."""
+        """Plain JSON: mechanism, n, method, penalty, alpha, threshold, and per candidate its
+        estimate."""
         return {
             "mechanism": self.key,
             "n": self.n,
+            "method": self.method,
+            "penalty": self.penalty,
             "alpha": self.alpha,
             "threshold": self.threshold,
             "scale": self.scale,
@@ -120,6 +176,7 @@ class RapporEstimate(Result):
                     "frequency": to_jsonable(float(self.values[i])),
                     "se": to_jsonable(float(self.se[i])),
                     "p_value": to_jsonable(float(self.p_values[i])),
+                    "selected": bool(self.selected[i]),
                     "reported": bool(self.reported[i]),
                 }
                 for i, c in enumerate(self.candidates)
@@ -152,14 +209,32 @@ def _strings(name: str, values: Any) -> npt.NDArray[np.str_]:
     return arr.astype(str)
 
 
-def decode(rappor: Any, tally: Tally, candidates: Any, *, alpha: float = 0.05) -> RapporEstimate:
-    """Decode ``tally`` against ``candidates`` (the module docstring has the method)."""
-    from scipy.optimize import nnls
+def decode(
+    rappor: Any,
+    tally: Tally,
+    candidates: Any,
+    *,
+    alpha: float = 0.05,
+    method: str = "nnls",
+    penalty: float | None = None,
+) -> RapporEstimate:
+    """Decode ``tally`` against ``candidates`` (the module docstring has the method).
+
+    ``method`` is ``"nnls"`` or ``"lasso"``; ``penalty`` (Lasso only, in noise standard
+    deviations, ``>= 0``) defaults to ``sqrt(2 ln K)``.
+    """
     from scipy.stats import norm
 
-    a = v.real("alpha", alpha)
-    if not 0 < a < 1:
-        raise DataError(f"`alpha` must be in (0, 1), got {alpha!r}.")
+    a = v.probability("alpha", alpha, low_open=True, high_open=True)
+    how = v.choice("method", method, METHODS)
+    lam: float | None = None
+    if penalty is not None:
+        if how != "lasso":
+            raise ParameterError(
+                f"`penalty` applies to method='lasso' only, got penalty = {penalty!r} with "
+                f"method = {how!r}."
+            )
+        lam = v.positive("penalty", penalty, allow_zero=True)
     cand = _strings("candidates", candidates)
     if cand.size == 0:
         raise DataError("`candidates` must hold at least one string, got none.")
@@ -181,12 +256,15 @@ def decode(rappor: Any, tally: Tally, candidates: Any, *, alpha: float = 0.05) -
     design = (x[live] * n_c[live, None, None]).reshape(-1, cand.size)
     y = t[live].reshape(-1)
     aw, yw = design * w[:, None], y * w
-    coef, _ = nnls(aw, yw, maxiter=50 * cand.size)
     k = cand.size
+    if how == "lasso":
+        lam = default_penalty(k) if lam is None else lam
+        sel = _lasso_selection(aw, yw, lam)
+    else:
+        sel = _nnls_selection(aw, yw)
     values = np.zeros(k)
     se = np.full(k, math.nan)
     p_values = np.ones(k)
-    sel = np.flatnonzero(coef > 0)
     s2 = 1.0
     if sel.size:
         a_s = aw[:, sel]
@@ -212,4 +290,23 @@ def decode(rappor: Any, tally: Tally, candidates: Any, *, alpha: float = 0.05) -
         n=n,
         key=rappor.key,
         scale=s2,
+        method=how,
+        penalty=lam,
     )
+
+
+def _nnls_selection(aw: FloatArray, yw: FloatArray) -> npt.NDArray[np.intp]:
+    """The columns with a positive NNLS coefficient (step 2, ``"nnls"``)."""
+    from scipy.optimize import nnls
+
+    coef, _ = nnls(aw, yw, maxiter=50 * aw.shape[1])
+    return np.flatnonzero(coef > 0)
+
+
+def _lasso_selection(aw: FloatArray, yw: FloatArray, penalty: float) -> npt.NDArray[np.intp]:
+    """The columns with a positive non-negative Lasso coefficient on unit-norm columns
+    (step 2, ``"lasso"``)."""
+    norms = np.sqrt(np.einsum("ij,ij->j", aw, aw))
+    unit = aw / np.where(norms > 0, norms, 1.0)
+    fit = nonnegative_lasso(unit, yw, penalty)
+    return np.flatnonzero(fit.coef > 0)
