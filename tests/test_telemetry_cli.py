@@ -41,7 +41,7 @@ def test_choose_prints_the_ranking_and_the_reason(runner: CliRunner) -> None:
     assert "GRR has the smallest exact variance" in res.stdout
     data = json.loads(run(runner, "telemetry", "choose", "--k", "4", "--epsilon", "4",
                           "--json").stdout)  # fmt: skip
-    assert data["oracle"].startswith("categorical{") and len(data["candidates"]) == 7
+    assert data["oracle"].startswith("categorical{") and len(data["candidates"]) == 8
 
 
 @pytest.mark.parametrize("mechanism", ["olh", "oue", "hadamard", "grr"])
