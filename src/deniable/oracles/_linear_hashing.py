@@ -393,13 +393,14 @@ class LinearOLH(FrequencyOracle):
         for start in range(0, n, block):
             rows, y = self._split(arr[start : start + block])
             # index 2 a_S + y_S of every subset S: the xor of 2 a_r + y_r over r in S
-            idx = np.empty((g, y.size), dtype=np.uint64)
+            # (int64 throughout: below 2**21, and bincount takes them without a copy)
+            idx = np.empty((g, y.size), dtype=np.int64)
             idx[0] = 0
             for r, a in enumerate(rows):
                 gen_r = (a << np.uint64(1)) | ((y >> np.uint64(r)) & np.uint64(1))
                 half = 1 << r
-                np.bitwise_xor(idx[:half], gen_r, out=idx[half : 2 * half])
-            hist += np.bincount(idx[1:].ravel().astype(np.intp), minlength=size)
+                np.bitwise_xor(idx[:half], gen_r.view(np.int64), out=idx[half : 2 * half])
+            hist += np.bincount(idx[1:].ravel(), minlength=size)
         signed = hist[0::2] - hist[1::2]  # F(u): sum of (-1)^(y_S) over a_S = u, S nonempty
         transform = walsh_hadamard(signed)[: self.k]
         # S_v = (n + W(F)(v)) / g, an integer in [0, n] (module docstring)
