@@ -111,9 +111,10 @@ def choose_oracle(epsilon: float, k: int, n: int) -> OracleChoice:
     ``epsilon`` from ``n`` reports.
 
     Every oracle of :mod:`deniable.oracles` that takes ``k`` (GRR, Hadamard response, OLH
-    with a linear hash, OLH, BLH, OUE, SUE, subset selection) is built with its ``from_epsilon`` and ranked by
-    :data:`CRITERION`; the variance scales as ``1 / n`` for all of them, so ``n`` sets the
-    printed standard errors, not the order.  Ties go to the cheaper report and decoding.
+    with a linear hash, OLH, BLH, OUE, SUE, subset selection) is built with its
+    ``from_epsilon`` and ranked by :data:`CRITERION`; the variance scales as ``1 / n`` for
+    all of them, so ``n`` sets the printed standard errors, not the order.  Ties go to the
+    cheaper report and decoding (OLH with a linear hash before OLH at the same ``g``).
 
     >>> choice = choose_oracle(1.0, k=1024, n=10**6)
     >>> choice.oracle.name, choice.oracle.d

@@ -301,6 +301,23 @@ class LinearOLH(FrequencyOracle):
             h |= parity(a & x).astype(np.uint64) << np.uint64(r)
         return h
 
+    def _hash_in_place(
+        self, words: npt.NDArray[np.uint64], x: npt.NDArray[np.uint64]
+    ) -> npt.NDArray[np.unsignedinteger[Any]]:
+        """``A x`` from the row words, the rows left in place: ``a_r & x`` has the parity of
+        ``word & (x << shift_r)`` (``x < 2**L`` stays inside row ``r``); small integers."""
+        lay = self.layout
+        dtype = np.uint8 if lay.bucket_bits <= 8 else np.uint16
+        h = np.zeros(x.shape, dtype=dtype)
+        tmp = np.empty(x.shape, dtype=np.uint64)
+        for r in range(lay.bucket_bits):
+            word, shift = lay.row_slot(r)
+            np.left_shift(x, np.uint64(shift), out=tmp)
+            np.bitwise_and(tmp, words[:, word], out=tmp)
+            bit: npt.NDArray[Any] = parity(tmp).astype(dtype, copy=False)
+            h |= np.left_shift(bit, r, dtype=dtype)
+        return h
+
     def randomize(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint64]:
         """Reports ``(A, y)`` packed in uint64 words (module docstring): ``(n,)`` when one
         word holds a report, else ``(n, report_words)``.
@@ -321,10 +338,10 @@ class LinearOLH(FrequencyOracle):
         for start in range(0, x.size, CHUNK):
             stop = min(start + CHUNK, x.size)
             words = random_words(gen, w * (stop - start)).reshape(-1, w)
-            hashed = self._hash(self._rows(words), x[start:stop])
+            hashed = self._hash_in_place(words, x[start:stop])
             keep = words_below(words[:, rw], keep_t)
-            other = words[:, rw + 1] >> np.uint64(64 - lay.bucket_bits)
-            y = np.where(keep, hashed, other)
+            other = (words[:, rw + 1] >> np.uint64(64 - lay.bucket_bits)).astype(hashed.dtype)
+            y = np.where(keep, hashed, other).astype(np.uint64)
             block = out[start:stop]
             for j in range(rw):
                 np.bitwise_and(words[:, j], masks[j], out=block[:, j])
