@@ -48,9 +48,9 @@ histogram, O(2**L L) for the transform, whatever ``k`` up to ``2**20``.
 keep word ``u`` (keep the bucket iff ``below(u, keep)``) and a bucket word ``w`` (the
 uniform bucket is ``w >> (64 - l)``).  The report is the row words with the unused bits
 cleared, and ``y`` in the bits ``s .. s + l - 1`` of the last row word right after its last
-row (``s = ((l - 1) mod R + 1) L``) when ``s + l <= 64``, else alone in one more word: one
-word (an ``(n,)`` uint64 array) when ``l L + l <= 64``, else ``(n, w)`` uint64.  Every
-other bit of a report is 0.
+row (``s = ((l - 1) mod R + 1) L``) when ``s + l <= 64``, else alone in one more word:
+``m`` report words, one (an ``(n,)`` uint64 array) exactly when ``l L + l <= 64``, else an
+``(n, m)`` uint64 array.  Every other bit of a report is 0.
 """
 
 from __future__ import annotations
