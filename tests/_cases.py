@@ -60,6 +60,7 @@ from deniable.oracles import (
     DuchiMechanism,
     HadamardResponse,
     Histogram,
+    LinearOLH,
     PiecewiseMechanism,
     SubsetSelection,
 )
@@ -223,6 +224,12 @@ ORACLES: dict[str, list[Callable[[], Any]]] = {
         lambda: OLH.from_epsilon(1.0, k=1024),  # g = 4
         lambda: OLH.from_epsilon(2.5, k=37),  # g = 13
         lambda: OLH(k=5, g=3, p_truthful=0.5),
+    ],
+    "olh-linear": [
+        lambda: LinearOLH.from_epsilon(1.0, k=1024),  # g = 4, one word a report
+        lambda: LinearOLH.from_epsilon(2.5, k=37),  # g = 16
+        lambda: LinearOLH(k=5, g=2, p_truthful=0.5),
+        lambda: LinearOLH(k=40, g=2048, p_truthful=0.75),  # two words a report
     ],
     "hadamard": [
         lambda: HadamardResponse.from_epsilon(1.0, k=1000),  # K = 1024

@@ -34,6 +34,7 @@ from deniable.oracles import (
     FrequencyEstimate,
     HadamardResponse,
     Histogram,
+    LinearOLH,
     PiecewiseMechanism,
     SubsetSelection,
     choose_oracle,
@@ -59,10 +60,11 @@ ORACLE_MAKERS = [
     lambda: OUE.from_epsilon(1.0, k=70),
     lambda: BLH.from_epsilon(1.0, k=9),
     lambda: OLH.from_epsilon(2.0, k=33),
+    lambda: LinearOLH.from_epsilon(2.0, k=33),
     lambda: HadamardResponse.from_epsilon(1.0, k=20),
     lambda: SubsetSelection.from_epsilon(1.0, k=17),
 ]
-ORACLE_IDS = ["sue", "oue", "blh", "olh", "hadamard", "subset"]
+ORACLE_IDS = ["sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset"]
 
 
 @pytest.fixture(params=ORACLE_MAKERS, ids=ORACLE_IDS)
@@ -82,7 +84,7 @@ def test_the_vectors_cover_every_oracle_and_threshold_edge() -> None:
     data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
     assert data["schema"] == "deniable.oracle-vectors/1"
     names = {c["spec"]["mechanism"] for c in data["cases"]}
-    assert names == set(VECTOR_ORACLES) == {"sue", "oue", "blh", "olh", "hadamard", "subset"}
+    assert names == set(VECTOR_ORACLES) == set(ORACLE_IDS)
     for case in data["cases"]:
         words = [int(w) for w in case["words"]]
         w = case["spec"]["words_per_report"]
@@ -134,6 +136,25 @@ def _replay(spec: dict[str, Any], value: int, words: list[int]) -> Any:
         bucket = ((((a * value + b) & M64) >> 32) * g) >> 32
         y = bucket if (keep_word >> 11) < c["keep"] else _uniform(bucket_word, g)
         return [str(a), str(b), y]
+    if alg == "linear-local-hashing/1":
+        # docs/specs.md: R rows of L bits a row word, keep word, bucket word; the report is
+        # the rows in place, y after the last row if it fits, else in a word of its own
+        big_l, per, l_bits = c["value_bits"], c["rows_per_word"], c["buckets"].bit_length() - 1
+        row_words = len(words) - 2
+        out = [0] * c["report_words"]
+        bucket = 0
+        for r in range(l_bits):
+            word, shift = r // per, (r % per) * big_l
+            row = (words[word] >> shift) & ((1 << big_l) - 1)
+            out[word] |= row << shift
+            bucket |= (bin(row & value).count("1") & 1) << r
+        keep_word, bucket_word = words[row_words], words[row_words + 1]
+        y = bucket if (keep_word >> 11) < c["keep"] else bucket_word >> (64 - l_bits)
+        word, shift = (l_bits - 1) // per, ((l_bits - 1) % per + 1) * big_l
+        if shift + l_bits > 64:
+            word, shift = word + 1, 0
+        out[word] |= y << shift
+        return [str(x) for x in out]
     if alg == "hadamard-response/1":
         rows = c["rows"]
         j = words[0] >> (64 - (rows.bit_length() - 1))
@@ -179,6 +200,9 @@ def test_every_vector_tallies_to_its_support_counts() -> None:
             reports = np.array([list(bytes.fromhex(r)) for r in case["reports"]], np.uint8)
         elif kind == "hash-bucket":
             reports = np.array([[int(a), int(b), y] for a, b, y in case["reports"]], np.uint64)
+        elif kind == "linear-hash":
+            reports = np.array([[int(w) for w in r] for r in case["reports"]], np.uint64)
+            reports = reports[:, 0] if reports.shape[1] == 1 else reports
         else:
             reports = np.array(case["reports"])
         assert oracle.tally(reports).counts.tolist() == case["tally"], case["id"]
@@ -190,7 +214,7 @@ def test_spec_round_trips(oracle: Any) -> None:
     assert oracle_from_spec(json.dumps(spec)) == oracle
     assert spec["key"] == oracle.key and spec["epsilon"] == oracle.epsilon
     assert spec["implemented_epsilon"] <= spec["epsilon"]
-    assert (spec["hash"] is not None) == isinstance(oracle, BLH | OLH)
+    assert (spec["hash"] is not None) == isinstance(oracle, BLH | OLH | LinearOLH)
 
 
 @pytest.mark.parametrize(
@@ -295,14 +319,18 @@ def test_values_outside_the_range_name_values(oracle: Any, bad: Any) -> None:
         oracle.randomize([0, bad])
 
 
-@pytest.mark.parametrize("maker", [SUE, OUE, BLH, OLH, HadamardResponse, SubsetSelection])
+@pytest.mark.parametrize(
+    "maker", [SUE, OUE, BLH, OLH, LinearOLH, HadamardResponse, SubsetSelection]
+)
 @pytest.mark.parametrize("k", [1, 0, -3])
 def test_k_below_two_is_refused(maker: Any, k: int) -> None:
     with pytest.raises(ParameterError, match=rf"`k` must be an integer in \[2, .*got {k}"):
         maker.from_epsilon(1.0, k=k)
 
 
-@pytest.mark.parametrize("maker", [SUE, OUE, BLH, OLH, HadamardResponse, SubsetSelection])
+@pytest.mark.parametrize(
+    "maker", [SUE, OUE, BLH, OLH, LinearOLH, HadamardResponse, SubsetSelection]
+)
 def test_k_of_the_wrong_type_and_a_bad_epsilon(maker: Any) -> None:
     with pytest.raises(ParameterTypeError, match=r"`k` must be an integer, got float 4\.5"):
         maker.from_epsilon(1.0, k=4.5)
@@ -314,7 +342,9 @@ def test_k_of_the_wrong_type_and_a_bad_epsilon(maker: Any) -> None:
 def test_malformed_reports_are_refused_naming_reports(oracle: Any) -> None:
     good = oracle.randomize(np.arange(oracle.k), rng=1)
     bad = [np.zeros((3, 99), dtype=np.uint8), "reports", np.array([[1.5, 2.0]])]
-    if good.ndim == 1:  # Hadamard response: integers below 2 K
+    if isinstance(oracle, LinearOLH):  # packed words: only the layout's bits may be set
+        bad += [good.astype(np.int64), good.reshape(-1, 1), good | np.uint64(1 << 63)]
+    elif good.ndim == 1:  # Hadamard response: integers below 2 K
         bad = [np.array([2 * oracle.rows]), np.array([-1]), good.reshape(-1, 1)]
     elif good.dtype == np.uint64:  # local hashing: (a, b, bucket)
         bad.append(np.array([[1, 2, oracle.n_reports]], dtype=np.uint64))

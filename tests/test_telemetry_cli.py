@@ -41,10 +41,10 @@ def test_choose_prints_the_ranking_and_the_reason(runner: CliRunner) -> None:
     assert "GRR has the smallest exact variance" in res.stdout
     data = json.loads(run(runner, "telemetry", "choose", "--k", "4", "--epsilon", "4",
                           "--json").stdout)  # fmt: skip
-    assert data["oracle"].startswith("categorical{") and len(data["candidates"]) == 7
+    assert data["oracle"].startswith("categorical{") and len(data["candidates"]) == 8
 
 
-@pytest.mark.parametrize("mechanism", ["olh", "oue", "hadamard", "grr"])
+@pytest.mark.parametrize("mechanism", ["olh", "olh-linear", "oue", "hadamard", "grr"])
 def test_simulate_then_aggregate_in_batches(
     runner: CliRunner, tmp_path: Path, mechanism: str
 ) -> None:

@@ -27,7 +27,7 @@ from deniable.results import Table
 __all__ = ["FORMATS", "MECHANISMS", "cli", "telemetry_app"]
 
 #: The mechanisms ``simulate`` takes, by their ``--mechanism`` name.
-MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "hadamard", "subset")
+MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset")
 #: Devices randomized and written at once by ``simulate`` (fewer for large reports).
 _BATCH = 1 << 18
 #: Bytes of reports ``simulate`` randomizes at once.
@@ -103,6 +103,7 @@ def simulate_command(
     makers = {
         "grr": o.GRR.from_epsilon, "sue": o.SUE.from_epsilon, "oue": o.OUE.from_epsilon,
         "blh": o.BLH.from_epsilon, "olh": o.OLH.from_epsilon,
+        "olh-linear": o.LinearOLH.from_epsilon,
         "hadamard": o.HadamardResponse.from_epsilon, "subset": o.SubsetSelection.from_epsilon,
     }  # fmt: skip
     if mechanism not in makers:

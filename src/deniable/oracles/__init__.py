@@ -15,6 +15,8 @@ conventions and intervals).
                           :class:`~deniable.designs.Categorical`
 :class:`SUE`, :class:`OUE`  symmetric (basic one-time RAPPOR) and optimized unary encoding
 :class:`BLH`, :class:`OLH`  binary and optimized local hashing
+:class:`LinearOLH`          OLH with a linear hash over GF(2): decoded by one Walsh-Hadamard
+                          transform, O(n g + k log k)
 :class:`HadamardResponse`   a Hadamard row and one randomized bit
 :class:`SubsetSelection`    a random subset of about ``k / (e^eps + 1)`` values
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
@@ -51,6 +53,7 @@ from deniable.oracles._files import (
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
+from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
 from deniable.oracles._rappor import Rappor, RapporClient, RapporReports, string_digest
 from deniable.oracles._rappor_decode import RapporEstimate
@@ -84,6 +87,7 @@ __all__ = [
     "FrequencyOracle",
     "HadamardResponse",
     "Histogram",
+    "LinearOLH",
     "LocalHashing",
     "MeanChannel",
     "OracleChoice",

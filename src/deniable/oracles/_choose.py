@@ -15,6 +15,7 @@ from deniable.exceptions import DeniableError, ParameterError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
+from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
 from deniable.oracles._variance import support_probabilities
@@ -41,11 +42,18 @@ def _bits(n: int) -> int:
     return max(1, (n - 1).bit_length())
 
 
+def _linear_bits(oracle: Any) -> int:
+    """Bits of a LinearOLH report: ``l`` rows of ``L`` bits and the ``l``-bit bucket."""
+    return int((oracle.value_bits + 1) * oracle.bucket_bits)
+
+
 #: (label, constructor, report bits, decoding cost) in the order ties are broken: the
-#: cheaper report and decoding first.
+#: cheaper report and decoding first (OLH-linear before OLH: the same variance at the same
+#: g, decoded in O(n g + k log k) rather than O(n k)).
 _CANDIDATES: tuple[tuple[str, Callable[[float, int], Any], Callable[[Any], int], str], ...] = (
     ("GRR", lambda e, k: Categorical.from_epsilon(e, k), lambda m: _bits(m.k), "O(n + k)"),
     ("HR", HadamardResponse.from_epsilon, lambda m: _bits(m.n_reports), "O(n + k log k)"),
+    ("OLH-linear", LinearOLH.from_epsilon, lambda m: _linear_bits(m), "O(n g + k log k)"),
     ("OLH", OLH.from_epsilon, lambda m: 128 + _bits(m.g), "O(n k)"),
     ("BLH", BLH.from_epsilon, lambda m: 129, "O(n k)"),
     ("OUE", OUE.from_epsilon, lambda m: m.k, "O(n k / 8)"),
@@ -91,8 +99,8 @@ def _words(oracle: Any) -> int:
 
 
 def _label(name: str, oracle: Any) -> str:
-    if name == "OLH":
-        return f"OLH (g = {oracle.g})"
+    if name in ("OLH", "OLH-linear"):
+        return f"{name} (g = {oracle.g})"
     if name == "SS":
         return f"SS (d = {oracle.d})"
     return name
@@ -102,10 +110,11 @@ def choose_oracle(epsilon: float, k: int, n: int) -> OracleChoice:
     """The frequency oracle with the smallest exact variance for ``k`` values at
     ``epsilon`` from ``n`` reports.
 
-    Every oracle of :mod:`deniable.oracles` that takes ``k`` (GRR, Hadamard response, OLH,
-    BLH, OUE, SUE, subset selection) is built with its ``from_epsilon`` and ranked by
-    :data:`CRITERION`; the variance scales as ``1 / n`` for all of them, so ``n`` sets the
-    printed standard errors, not the order.  Ties go to the cheaper report and decoding.
+    Every oracle of :mod:`deniable.oracles` that takes ``k`` (GRR, Hadamard response, OLH
+    with a linear hash, OLH, BLH, OUE, SUE, subset selection) is built with its
+    ``from_epsilon`` and ranked by :data:`CRITERION`; the variance scales as ``1 / n`` for
+    all of them, so ``n`` sets the printed standard errors, not the order.  Ties go to the
+    cheaper report and decoding (OLH with a linear hash before OLH at the same ``g``).
 
     >>> choice = choose_oracle(1.0, k=1024, n=10**6)
     >>> choice.oracle.name, choice.oracle.d

@@ -27,6 +27,7 @@ from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
+from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
 
@@ -37,7 +38,7 @@ ORACLE_SPEC_SCHEMA = "deniable.oracle/1"
 
 #: The oracles a spec can name, by name.
 ORACLES: dict[str, type[FrequencyOracle]] = {
-    cls.name: cls for cls in (SUE, OUE, BLH, OLH, HadamardResponse, SubsetSelection)
+    cls.name: cls for cls in (SUE, OUE, BLH, OLH, LinearOLH, HadamardResponse, SubsetSelection)
 }
 
 #: How each algorithm writes its reports (``docs/specs.md``).
@@ -46,6 +47,7 @@ _REPORTS = {
     "optimized-unary/1": "packed-bits",
     "subset-selection/1": "packed-bits",
     "local-hashing/1": "hash-bucket",
+    "linear-local-hashing/1": "linear-hash",
     "hadamard-response/1": "row-bit",
 }
 
@@ -56,6 +58,17 @@ HASH_FAMILY = {
     "seeds": "a = word 0, b = word 1 of the report (sent in the report)",
     "independence": "strongly universal (2-independent) on 32-bit hashes for x < 2**33",
 }
+
+#: The hash family of linear local hashing; its matrix is in each report.
+LINEAR_HASH_FAMILY = {
+    "family": "linear-gf2/1",
+    "formula": "bit r of bucket(x) = parity(a_r & x), a_r the r-th row of A (l = log2 g rows)",
+    "seeds": "the rows of A = the row words of the report (sent in the report)",
+    "independence": "P(bucket(x) = bucket(x')) = 1/g exactly for x != x'",
+}
+
+#: The hash field of each algorithm that hashes.
+_HASHES = {"local-hashing/1": HASH_FAMILY, "linear-local-hashing/1": LINEAR_HASH_FAMILY}
 
 _FIELDS = (
     "schema", "mechanism", "parameters", "key", "k", "algorithm", "words_per_report",
@@ -94,7 +107,7 @@ def oracle_spec(oracle: FrequencyOracle) -> dict[str, Any]:
         "words_per_report": words,
         "constants": dict(sorted(constants.items())),
         "report": _REPORTS[algorithm],
-        "hash": dict(HASH_FAMILY) if algorithm == "local-hashing/1" else None,
+        "hash": dict(_HASHES[algorithm]) if algorithm in _HASHES else None,
         "epsilon": _number(oracle.epsilon),
         "implemented_epsilon": _number(oracle.implemented_epsilon),
     }

@@ -23,6 +23,7 @@ import numpy.typing as npt
 from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
+from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._spec import oracle_spec
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
@@ -35,12 +36,17 @@ ORACLE_VECTORS_SCHEMA = "deniable.oracle-vectors/1"
 
 #: The parameterisations: k a power of two and not, k not a multiple of 8 (padding bits),
 #: more than 64 values (several lane words), probabilities on a dyadic grid and off it,
-#: g a power of two and not.
+#: g a power of two and not, a linear-hash report of one word and of two.
 VECTOR_ORACLES: dict[str, tuple[Callable[[], FrequencyOracle], ...]] = {
     "sue": (lambda: SUE(k=5, q=0.25), lambda: SUE.from_epsilon(1.0, k=70, bits=8)),
     "oue": (lambda: OUE(k=8, q=0.1), lambda: OUE.from_epsilon(2.0, k=13, bits=12)),
     "blh": (lambda: BLH.from_epsilon(1.0, k=6),),
     "olh": (lambda: OLH(k=5, g=3, p_truthful=0.5), lambda: OLH.from_epsilon(1.0, k=16)),
+    "olh-linear": (
+        lambda: LinearOLH(k=5, g=2, p_truthful=0.5),
+        lambda: LinearOLH.from_epsilon(1.0, k=16),
+        lambda: LinearOLH(k=40, g=2048, p_truthful=0.75),  # rows in two words, y in the 2nd
+    ),
     "hadamard": (
         lambda: HadamardResponse(k=5, p=0.75),
         lambda: HadamardResponse.from_epsilon(1.0, k=16),
@@ -59,6 +65,7 @@ _RANDOM_ROWS = 4
 #: The word of a report that is compared with each scalar threshold.
 _THRESHOLD_SLOT = {
     "local-hashing/1": ("keep", 2),
+    "linear-local-hashing/1": ("keep", -2),  # the word before the last
     "hadamard-response/1": ("flip", 1),
     "subset-selection/1": ("include", 0),
 }
@@ -77,12 +84,15 @@ def _edge_rows(spec: dict[str, Any]) -> list[tuple[int | None, int]]:
 
 def _encode(spec: dict[str, Any], reports: npt.NDArray[Any]) -> list[Any]:
     """Reports as JSON: packed bit vectors as hex strings (byte 0 first), hashed reports as
-    ``[a, b, bucket]`` with the 64-bit words as decimal strings, row-bit reports as ints."""
+    ``[a, b, bucket]`` with the 64-bit words as decimal strings, linear-hash reports as the
+    list of their words as decimal strings, row-bit reports as ints."""
     kind = spec["report"]
     if kind == "packed-bits":
         return [bytes(row).hex() for row in reports]
     if kind == "hash-bucket":
         return [[str(int(a)), str(int(b)), int(y)] for a, b, y in reports]
+    if kind == "linear-hash":
+        return [[str(int(w)) for w in row] for row in reports.reshape(reports.shape[0], -1)]
     return [int(r) for r in reports]
 
 
