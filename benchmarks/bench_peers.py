@@ -99,7 +99,15 @@ from typing import Any  # noqa: E402
 import numpy as np  # noqa: E402
 
 from deniable.designs import Binary  # noqa: E402
-from deniable.oracles import GRR, OLH, OUE, SUE, HadamardResponse, exact_variance  # noqa: E402
+from deniable.oracles import (  # noqa: E402
+    GRR,
+    OLH,
+    OUE,
+    SUE,
+    HadamardResponse,
+    LinearOLH,
+    exact_variance,
+)
 
 OUT = Path(__file__).resolve().parent / "results"
 SEED = 20261201
@@ -198,7 +206,10 @@ def our_mechanism(key: str, k: int) -> Any:
         "grr": lambda: GRR.from_epsilon(EPSILON, k),
         "sue": lambda: SUE.from_epsilon(EPSILON, k),
         "oue": lambda: OUE.from_epsilon(EPSILON, k),
-        "olh": lambda: OLH.from_epsilon(EPSILON, k),
+        # OLH with a linear hash over GF(2) (what choose_oracle picks at eps = 1): the same
+        # channel, estimate and variance as OLH at its g, decoded by one Walsh-Hadamard
+        # transform; the multiply-shift OLH is timed beside it (`ours_alt`)
+        "olh": lambda: LinearOLH.from_epsilon(EPSILON, k),
         "hr": lambda: HadamardResponse.from_epsilon(EPSILON, k),
     }[key]()
 
@@ -235,8 +246,10 @@ def our_run(mech: Any, key: str, values: np.ndarray, run: int) -> tuple[float, n
     return seconds, np.asarray(est.values, dtype=float)
 
 
-def measure_ours(key: str, k: int, n: int, repeats: int, runs: int) -> dict[str, Any]:
-    mech = our_mechanism(key, k)
+def measure_ours(
+    key: str, k: int, n: int, repeats: int, runs: int, mech: Any = None
+) -> dict[str, Any]:
+    mech = our_mechanism(key, k) if mech is None else mech
     values = population(k, n)
     if key == "binary":
         values = values.astype(np.uint8)
@@ -721,6 +734,9 @@ def run_all(ns: tuple[int, ...], repeats: int, budget: float, only: set[str]) ->
             print(f"  {label} k={k} n={n:,}", flush=True)
             runs = ERRORS if key == "binary" else max(3, math.ceil(ERRORS / k))
             ours = measure_ours(key, k, n, repeats, runs)
+            alt = None
+            if key == "olh":  # the multiply-shift OLH, O(n k) decoding
+                alt = measure_ours(key, k, n, repeats, repeats, OLH.from_epsilon(EPSILON, k))
             peer_cells = []
             for cell in cells:
                 got = cell.measure(n, budget)
@@ -734,9 +750,11 @@ def run_all(ns: tuple[int, ...], repeats: int, budget: float, only: set[str]) ->
                         **got,
                     }
                 )
-            rows.append(
-                {"workload": key, "label": label, "k": k, "n": n, "ours": ours, "peers": peer_cells}
-            )
+            row = {"workload": key, "label": label, "k": k, "n": n, "ours": ours,
+                   "peers": peer_cells}  # fmt: skip
+            if alt is not None:
+                row["ours_alt"] = alt
+            rows.append(row)
     return {"rows": rows, "library_failures": failures}
 
 
@@ -788,8 +806,9 @@ def verdicts(rows: list[dict[str, Any]]) -> list[str]:
         got = [r for r in rows if r["workload"] == key and (k is None or r["k"] == k)]
         if not got:
             continue
-        worst = min(got, key=lambda r: r["ours"]["per_s"])
-        rate = worst["ours"]["per_s"]
+        # every implementation of ours in the row must meet it (OLH: linear and multiply-shift)
+        worst = min(got, key=lambda r: min(r[x]["per_s"] for x in ("ours", "ours_alt") if x in r))
+        rate = min(worst[x]["per_s"] for x in ("ours", "ours_alt") if x in worst)
         out.append(
             f"{text}: {'met' if rate >= minimum else 'NOT met'} (slowest {_rate(rate)}/s at "
             f"{_row_name(worst)})"
@@ -896,8 +915,11 @@ def markdown(data: dict[str, Any]) -> str:
             if other is not None and other["per_s"] > best["per_s"]:
                 ratio += f"; {_ratio(ours['per_s'] / other['per_s'])} ({other['variant']})"
             peer_mae = f"{best['mae']:.2e} ({best['mae'] / best['expected_mae']:.2f}x its expected)"
+        mine = _rate(ours["per_s"])
+        if "ours_alt" in r:
+            mine += f" (OLH-linear); {_rate(r['ours_alt']['per_s'])} (OLH, multiply-shift)"
         lines.append(
-            f"| {r['label']} | {r['k']} | {_n(r['n'])} | {_rate(ours['per_s'])} | "
+            f"| {r['label']} | {r['k']} | {_n(r['n'])} | {mine} | "
             + " | ".join(cells)
             + f" | {ratio} | {ours['mae']:.3e} | {ours['expected_mae']:.3e} "
             f"| {ours['mae'] / ours['expected_mae']:.3f} | {peer_mae} |"
@@ -908,6 +930,10 @@ def markdown(data: dict[str, Any]) -> str:
     lines += ["", "Notes:", ""]
     lines += [f"* {n}" for n in notes]
     lines += [
+        "* Our OLH rows: `LinearOLH` (OLH with a linear hash over GF(2), what `choose_oracle` "
+        "picks at epsilon = 1: the same channel, estimate and exact variance as OLH at its g, "
+        "decoded by one Walsh-Hadamard transform in O(n g + k log k)) gives the ratio and the "
+        "MAE; the multiply-shift `OLH` (O(n k) decoding) is timed beside it.",
         "* multi-freq-ldpy's `*_Aggregator_MI` clips negative estimates to 0 and renormalizes "
         "to sum 1: a biased estimator, whose MAE can fall below the unbiased one's.",
         "* OpenDP and diffprivlib have no estimator for these mechanisms: their reports are "

@@ -698,3 +698,24 @@ def test_oracle_from_key_rebuilds_every_oracle_and_refuses_others() -> None:
         oracle_from_key('oue{"k":8}')
     with pytest.raises(DataError, match="not canonical"):
         oracle_from_key('oue{"q":"1/4","k":8}')
+
+
+def test_local_hashing_implemented_epsilon_is_at_most_the_stated_one_exactly() -> None:
+    """The realised ratio of the bucket randomized response, in exact arithmetic from its
+    integer keep threshold and outcome counts, is at most the stated ``1 + g t / ((1 - t)
+    f_min)``; so reporting ``implemented_epsilon <= epsilon`` (float logs once landed an ulp
+    above it, e.g. g = 2 at t = 0.7) is the truth, not a clip."""
+    for g in (2, 3, 4, 5, 8, 16, 21):
+        for t in np.linspace(0.05, 0.95, 19):
+            olh = OLH(k=64, g=g, p_truthful=float(t))
+            rr = olh.randomized_response
+            keep, _ = rr.thresholds()
+            _, counts, total = rr._forced_plan
+            kept = Fraction(keep, 1 << 53)
+            low = (1 - kept) * Fraction(min(counts), total)
+            high = kept + (1 - kept) * Fraction(max(counts), total)
+            tt = Fraction(float(t))
+            stated = 1 + tt / ((1 - tt) * Fraction(1, g))
+            assert high / low <= stated, (g, t)
+            assert olh.implemented_epsilon <= olh.epsilon
+            assert olh.implemented_epsilon == pytest.approx(math.log(high / low), rel=1e-12)
