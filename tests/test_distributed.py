@@ -92,6 +92,61 @@ def test_the_cluster_tally_and_estimate_equal_the_in_process_ones(
     assert aggregate(str(tmp_path), oracle, scheduler="synchronous", batch=1024) == expected
 
 
+def _compress(path: Path, suffix: str) -> Path:
+    """``path`` compressed into ``path + suffix`` (gzip, bz2 or zstd), the plain file removed."""
+    import pyarrow as pa
+
+    codec = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}[suffix]
+    out = Path(str(path) + suffix)
+    with pa.CompressedOutputStream(str(out), codec) as sink:
+        sink.write(path.read_bytes())
+    path.unlink()
+    return out
+
+
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".zst"])
+def test_compressed_csv_tables_stream_and_equal_the_in_process_tally(
+    client: Any, tmp_path: Path, suffix: str
+) -> None:
+    oracle = ORACLES["oue"]
+    reports = reports_of(oracle)
+    files = split(tmp_path, oracle, reports, ".csv")
+    _compress(files[1], suffix)  # one compressed file beside two plain ones
+    expected = oracle.tally(reports)
+    seen: list[tuple[int, int]] = []
+    got = aggregate(str(tmp_path / "part-*"), oracle.key, scheduler=client, batch=1024,
+                    progress=lambda done, total: seen.append((done, total)))  # fmt: skip
+    assert got == expected
+    # one task for the compressed file, blocks for the plain ones; every one reported once
+    total = seen[-1][1]
+    assert [d for d, _ in seen] == list(range(1, total + 1)) and total >= 3
+    assert all(t == total for _, t in seen)
+    assert aggregate(str(tmp_path), oracle, scheduler="synchronous", batch=1024) == expected
+    # the command line takes them too
+    res = run("aggregate", str(tmp_path / f"part-1.csv{suffix}"), "--mechanism", oracle.key,
+              "--local-workers", "0", "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    part = reports[len(reports) // 5 : len(reports) // 2]
+    assert json.loads(res.stdout)["n"] == len(part)
+
+
+def test_a_truncated_compressed_csv_is_one_error_naming_it(tmp_path: Path) -> None:
+    oracle = ORACLES["grr"]
+    path = tmp_path / "r.csv"
+    write_report_table(path, oracle, 5000, [reports_of(oracle, 5000)])
+    gz = _compress(path, ".gz")
+    data = gz.read_bytes()
+    gz.write_bytes(data[: len(data) // 2])
+    with pytest.raises(DataError, match=r"r\.csv\.gz.*not a CSV of reports"):
+        aggregate(str(gz), oracle.key, scheduler="synchronous", batch=1024)
+    bad = tmp_path / "s.csv.gz"
+    bad.write_bytes(b"not gzip at all")
+    with pytest.raises(DataError, match=r"s\.csv\.gz.*cannot be read as a CSV"):
+        aggregate(str(bad), oracle.key, scheduler="synchronous")
+    with pytest.raises(TypeError, match="`progress` must be a callable"):
+        aggregate(str(tmp_path / "s.csv.gz"), oracle.key, progress=3)  # type: ignore[arg-type]
+
+
 def test_an_address_a_list_of_files_and_the_default_local_cluster(
     client: Any, tmp_path: Path
 ) -> None:

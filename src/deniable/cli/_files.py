@@ -49,20 +49,29 @@ def write_output(
 
 
 @contextmanager
-def progress_bar(show: bool, what: str) -> Iterator[Callable[[int, int], None] | None]:
+def progress_bar(
+    show: bool, what: str, unit: str = "bytes"
+) -> Iterator[Callable[[int, int], None] | None]:
     """A callback ``(done, total)`` that draws a progress bar on stderr, or ``None`` when
-    ``show`` is false or stderr is not a terminal (pipes, files, ``--json`` runs)."""
+    ``show`` is false or stderr is not a terminal (pipes, files, ``--json`` runs).
+    ``unit``: ``bytes`` (sizes shown as such) or anything else (``done/total unit``)."""
     if not show or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
     from rich.markup import escape
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TimeRemainingColumn,
+    )
 
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
-        DownloadColumn(),
+        DownloadColumn() if unit == "bytes" else MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=Console(file=sys.stderr),
         transient=True,

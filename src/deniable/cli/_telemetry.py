@@ -170,7 +170,8 @@ def aggregate_command(
         str,
         typer.Argument(
             metavar="FILE",
-            help="A report file, or Parquet or CSV report tables: a path, a glob, a "
+            help="A report file, or Parquet or CSV (also .csv.gz, .csv.bz2, .csv.zst) report "
+            "tables: a path, a glob, a "
             "directory or a URL dask reads.",
             show_default=False,
         ),
@@ -217,8 +218,10 @@ def aggregate_command(
 
     if local_workers > MAX_LOCAL_WORKERS:
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
+    from deniable.distributed._tables import CSV_SUFFIXES
+
     lowered = file.lower().rstrip("/")
-    table = lowered.endswith((".parquet", ".pq", ".csv")) or "://" in file
+    table = lowered.endswith((".parquet", ".pq", *CSV_SUFFIXES)) or "://" in file
     if not table and Path(file).is_dir():
         table = True  # a directory of report tables
     if not table:
@@ -239,13 +242,17 @@ def aggregate_command(
         where: Any = scheduler if scheduler is not None else (
             None if local_workers else "synchronous"
         )  # fmt: skip
-        with guard_io(f"read {file!r}"):
+        with (
+            guard_io(f"read {file!r}"),
+            progress_bar(not as_json, f"tallying {file}", unit="partitions") as progress,
+        ):
             tally = aggregate(
                 file,
                 mechanism,
                 scheduler=where,
                 batch=batch,
                 local_workers=max(local_workers, 1),
+                progress=progress,
             )
         oracle = oracle_from_key(tally.mechanism or "")
     est = oracle.estimate(tally)

@@ -3,11 +3,14 @@
 The client lists the files (fsspec: a local path, a glob, a directory or any URL dask
 reads), checks each file's columns (and a Parquet file's oracle key) before anything is
 counted, and builds one task per partition: a Parquet row group, or a block of about
-``batch`` rows of a CSV file (``dask.bytes.read_bytes`` splits it at line ends).  A
+``batch`` rows of a CSV file (``dask.bytes.read_bytes`` splits it at line ends), or a whole
+compressed CSV file (``.csv.gz``, ``.csv.bz2``, ``.csv.zst``: a compressed stream cannot be
+split, so its task decompresses it as a stream and tallies it ``batch`` rows at a time).  A
 worker reads its partition with pyarrow, checks the values fit the oracle's item type and
 tallies them with the oracle's own vectorized ``tally`` (numpy), then partial tallies are
-added pairwise (a tree of depth ``log2`` of the partitions).  Memory per worker: one
-partition plus O(k).
+added pairwise (a tree of depth ``log2`` of the partitions), or, when a ``progress``
+callback is given, added as they finish, each finished partition reported.  Memory per
+worker: one partition (one batch of a compressed file) plus O(k).
 """
 
 from __future__ import annotations
@@ -21,7 +24,13 @@ import numpy as np
 
 from deniable.common import _validation as v
 from deniable.designs import Tally
-from deniable.distributed._tables import KEY_METADATA, record, report_columns, table_format
+from deniable.distributed._tables import (
+    KEY_METADATA,
+    Progress,
+    record,
+    report_columns,
+    table_format,
+)
 from deniable.exceptions import DataError, DeniableError, ParameterError, ParameterTypeError
 
 __all__ = ["DEFAULT_BATCH", "LOCAL_WORKERS", "aggregate", "resolve_mechanism", "table_mechanism"]
@@ -135,9 +144,34 @@ def table_mechanism(path: str | os.PathLike[str]) -> str:
     return key
 
 
+#: pyarrow's codec of each compressed CSV suffix.
+_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+
+
+def _codec(path: str) -> str | None:
+    """The compression codec a CSV path's suffix names, or None for a plain ``.csv``."""
+    return next((c for suf, c in _CODECS.items() if path.lower().endswith(".csv" + suf)), None)
+
+
+def _open_csv(fs: Any, path: str) -> Any:
+    """A binary stream of the CSV text of ``path`` (decompressed as it is read)."""
+    codec = _codec(path)
+    raw = fs.open(path, "rb")
+    if codec is None:
+        return raw
+    import pyarrow as pa
+
+    return pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), codec)
+
+
 def _csv_header(fs: Any, path: str) -> list[str]:
-    with fs.open(path, "rb") as fh:
-        line = fh.readline(1 << 16)
+    try:
+        with _open_csv(fs, path) as fh:
+            line = bytes(fh.readline(1 << 16) if _codec(path) is None else _first_line(fh))
+    except DeniableError:
+        raise
+    except Exception as exc:  # a corrupt compressed stream
+        raise DataError(f"{path!r} cannot be read as a CSV file of reports: {exc}") from None
     try:
         text = line.decode("utf-8").strip()
     except UnicodeDecodeError:
@@ -160,6 +194,17 @@ def _columns(oracle: Any, columns: Sequence[str] | None) -> tuple[str, ...]:
             f"{oracle.name}), got {len(given)}: {', '.join(given)}."
         )
     return given
+
+
+def _first_line(stream: Any) -> bytes:
+    """The first line of a (decompressing) pyarrow stream, at most 64 KiB."""
+    got = b""
+    while b"\n" not in got and len(got) < 1 << 16:
+        chunk = stream.read(4096)
+        if not chunk:
+            break
+        got += bytes(chunk)
+    return got.split(b"\n", 1)[0]
 
 
 def _check_has(path: str, names: Sequence[str], columns: Sequence[str], oracle: Any) -> None:
@@ -241,6 +286,50 @@ def _tally_csv(
     return _tally(oracle, _reports(table, columns, dtype, where), where)
 
 
+def _tally_csv_stream(
+    oracle: Any,
+    fs: Any,
+    path: str,
+    names: Sequence[str],
+    columns: Sequence[str],
+    dtype: Any,
+    block: int,
+) -> Tally:
+    """The tally of a whole compressed CSV file, decompressed as a stream and read about
+    ``block`` bytes of text at a time (memory: one block plus O(k))."""
+    import pyarrow as pa
+    import pyarrow.csv as pcsv
+
+    types = {c: pa.int64() if dtype.kind == "i" or dtype.itemsize < 8 else pa.uint64()
+             for c in columns}  # fmt: skip
+    total: Tally | None = None
+    index = 0
+    try:
+        with _open_csv(fs, path) as fh:
+            reader = pcsv.open_csv(
+                fh,
+                read_options=pcsv.ReadOptions(
+                    column_names=list(names), skip_rows=1, block_size=block
+                ),
+                convert_options=pcsv.ConvertOptions(
+                    column_types=types, include_columns=list(columns), strings_can_be_null=False
+                ),
+            )
+            for index, batch in enumerate(reader):
+                where = f"{path!r} batch {index}"
+                part = _tally(oracle, _reports(pa.Table.from_batches([batch]), columns, dtype,
+                                               where), where)  # fmt: skip
+                total = part if total is None else total + part
+    except DeniableError:
+        raise
+    except Exception as exc:
+        raise DataError(
+            f"{path!r} (from batch {index}) is not a CSV of reports (truncated or malformed?): "
+            f"{exc}"
+        ) from None
+    return _tally_none(oracle) if total is None else total
+
+
 def _tally(oracle: Any, reports: Any, where: str) -> Tally:
     try:
         out: Tally = oracle.tally(reports)
@@ -289,10 +378,17 @@ def _tasks(
         headers[path] = names
     row = sum(len(str(np.iinfo(dtype).max)) + 1 for _ in cols)
     blocksize = max(1 << 16, batch * row)
+    for path in paths:  # a compressed file: one task that streams it
+        if _codec(path) is not None:
+            part = delayed(_tally_csv_stream, pure=True)
+            tasks.append(part(oracle, fs, path, headers[path], cols, dtype, blocksize))
+    plain = [p for p in paths if _codec(p) is None]
+    if not plain:
+        return tasks
     protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
-    urls = [p if protocol == "file" else f"{protocol}://{p}" for p in paths]
+    urls = [p if protocol == "file" else f"{protocol}://{p}" for p in plain]
     _, blocks = read_bytes(urls, delimiter=b"\n", blocksize=blocksize, sample=False)
-    for path, file_blocks in zip(paths, blocks, strict=True):
+    for path, file_blocks in zip(plain, blocks, strict=True):
         part = delayed(_tally_csv, pure=True)
         tasks.extend(
             part(oracle, b, path, i, headers[path], cols, dtype) for i, b in enumerate(file_blocks)
@@ -327,6 +423,7 @@ def aggregate(
     format: str | None = None,
     local_workers: int = LOCAL_WORKERS,
     timeout: float = CONNECT_TIMEOUT,
+    progress: Progress | None = None,
 ) -> Tally:
     """The tally of the reports in a Parquet or CSV report table, computed with Dask.
 
@@ -350,7 +447,12 @@ def aggregate(
         Reports in one CSV partition (about; blocks are cut at line ends).  A Parquet
         partition is one row group (``write_report_table`` writes ``2**20`` rows a group).
     format : {"parquet", "csv"}, optional
-        Default: by the suffix of the first file.
+        Default: by the suffix of the first file (``.csv.gz``, ``.csv.bz2`` and ``.csv.zst``
+        are CSV, each file read as one decompressing stream).
+    progress : callable, optional
+        ``progress(done, total)`` after each partition is tallied (``total`` partitions);
+        the partial tallies are then added as they finish instead of in a tree on the
+        cluster (the same sum: integer addition).
 
     Returns
     -------
@@ -385,19 +487,50 @@ def aggregate(
                 "`scheduler` must be None, an address, 'synchronous' or a distributed.Client, "
                 f"got {type(scheduler).__name__}."
             )
-    total = _tree(_tasks(oracle, source, format, columns, size))
-    return _run(total, scheduler, workers, timeout)
+    if progress is not None and not callable(progress):
+        raise ParameterTypeError(
+            f"`progress` must be a callable (done, total) or None, got {type(progress).__name__}."
+        )
+    tasks = _tasks(oracle, source, format, columns, size)
+    return _run(tasks, scheduler, workers, timeout, progress)
 
 
-def _run(total: Any, scheduler: Any, workers: int, timeout: float) -> Tally:
+def _as_completed(client: Any, tasks: list[Any], progress: Progress) -> Any:
+    """The sum of the partitions' tallies, added as they finish, ``progress`` after each."""
+    from distributed import as_completed
+
+    futures = client.compute(tasks)
+    total: Tally | None = None
+    for count, future in enumerate(as_completed(futures), start=1):
+        part = future.result()
+        total = part if total is None else total + part
+        progress(count, len(futures))
+    return total
+
+
+def _run(
+    tasks: list[Any], scheduler: Any, workers: int, timeout: float, progress: Progress | None
+) -> Tally:
     def done(result: Any) -> Tally:
         if not isinstance(result, Tally):  # pragma: no cover - the graph returns a Tally
             raise DataError("the cluster returned no tally.")
         return result
 
+    def on(client: Any) -> Tally:
+        if progress is None:
+            return done(client.compute(_tree(tasks)).result())
+        return done(_as_completed(client, tasks, progress))
+
     try:
         if scheduler == "synchronous":
-            return done(total.compute(scheduler="synchronous"))
+            if progress is None:
+                return done(_tree(tasks).compute(scheduler="synchronous"))
+            total: Tally | None = None
+            for count, task in enumerate(tasks, start=1):
+                part = task.compute(scheduler="synchronous")
+                total = part if total is None else total + part
+                progress(count, len(tasks))
+            return done(total)
         from distributed import Client, LocalCluster
 
         if scheduler is None:
@@ -411,11 +544,11 @@ def _run(total: Any, scheduler: Any, workers: int, timeout: float) -> Tally:
                 ) as cluster,
                 Client(cluster) as client,
             ):
-                return done(client.compute(total).result())
+                return on(client)
         if isinstance(scheduler, str):
             with Client(scheduler, timeout=timeout) as client:
-                return done(client.compute(total).result())
-        return done(scheduler.compute(total).result())
+                return on(client)
+        return on(scheduler)
     except DeniableError:
         raise
     except (OSError, TimeoutError) as exc:

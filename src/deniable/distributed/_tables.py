@@ -22,12 +22,21 @@ from deniable.common import _validation as v
 from deniable.common import atomic_write
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
-__all__ = ["KEY_METADATA", "TABLE_FORMATS", "report_columns", "table_format", "write_report_table"]
+__all__ = [
+    "CSV_SUFFIXES",
+    "KEY_METADATA",
+    "TABLE_FORMATS",
+    "report_columns",
+    "table_format",
+    "write_report_table",
+]
 
 #: The schema-metadata field of a Parquet report table that holds the oracle's key.
 KEY_METADATA = b"deniable.mechanism"
 #: The table formats, by name.
 TABLE_FORMATS = ("parquet", "csv")
+#: The suffixes of CSV report tables: plain, or compressed (read as one stream per file).
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst")
 #: Rows in one Parquet row group / one CSV write by default.
 ROW_GROUP = 1 << 20
 
@@ -62,7 +71,8 @@ def report_columns(oracle: Any) -> tuple[str, ...]:
 
 def table_format(path: str | os.PathLike[str], format: str | None = None) -> str:
     """``format`` if given (``parquet`` or ``csv``), else the one the suffix of ``path``
-    names (``.parquet``, ``.pq``, ``.csv``)."""
+    names (``.parquet``, ``.pq``, ``.csv``, or a compressed ``.csv.gz``, ``.csv.bz2`` or
+    ``.csv.zst``)."""
     if format is not None:
         if format not in TABLE_FORMATS:
             raise ParameterError(
@@ -72,11 +82,12 @@ def table_format(path: str | os.PathLike[str], format: str | None = None) -> str
     name = os.fspath(path).rstrip("/").lower()
     if name.endswith((".parquet", ".pq")):
         return "parquet"
-    if name.endswith(".csv"):
+    if name.endswith(CSV_SUFFIXES):
         return "csv"
     raise ParameterError(
         f"`format` must be given (parquet or csv) when the path does not end in .parquet, "
-        f".pq or .csv, got path {os.fspath(path)!r}."
+        f".pq, .csv or a compressed .csv ({', '.join(CSV_SUFFIXES[1:])}), got path "
+        f"{os.fspath(path)!r}."
     )
 
 
