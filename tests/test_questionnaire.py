@@ -81,6 +81,8 @@ def test_load_survey_reads_files(tmp_path: Path) -> None:
         ({"schema": "other/1"}, "schema", "must be"),
         ({"colour": "red"}, "(top level)", "unknown field(s) 'colour'"),
         ({"id": "Has Spaces"}, "id", "lowercase letters"),
+        ({"id": "login"}, "id", "must not be one of login, logout"),
+        ({"id": "logout"}, "id", "/dashboard/logout"),
         ({"title": ""}, "title", "non-empty string"),
         ({"version": 0}, "version", ">= 1"),
         ({"cap": 0}, "cap", "(0, inf)"),

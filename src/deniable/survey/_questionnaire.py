@@ -50,6 +50,8 @@ __all__ = [
 SURVEY_SCHEMA = "deniable.survey/1"
 _SCHEMA_RE = re.compile(r"deniable\.survey/(\d+)")
 _ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+#: Survey ids the service needs for pages of its own (``/dashboard/login``, ``/logout``).
+RESERVED_IDS = ("login", "logout")
 _TOP = {
     "schema",
     "id",
@@ -250,6 +252,12 @@ class Survey:
         _check_keys("(top level)", data, _TOP, _REQUIRED)
         _check_schema(data["schema"])
         sid = _ident("id", data["id"])
+        if sid in RESERVED_IDS:  # the service's dashboard has pages of these names
+            raise _where(
+                "id",
+                f"must not be one of {', '.join(RESERVED_IDS)} (the survey service's "
+                f"dashboard uses them: /dashboard/{sid}), got {sid!r}.",
+            )
         version = data.get("version", 1)
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
             raise _where("version", f"must be a whole number >= 1, got {version!r}.")
