@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -47,7 +47,14 @@ from deniable.oracles._base import FrequencyOracle, as_uint_array, check_epsilon
 from deniable.oracles._variance import total_variance
 from deniable.randomness import CHUNK, random_words, resolve_rng, uniform_below, words_below
 
-__all__ = ["BLH", "OLH", "LocalHashing", "collision_probability"]
+__all__ = [
+    "BLH",
+    "OLH",
+    "BucketHashing",
+    "LocalHashing",
+    "collision_probability",
+    "least_variance",
+]
 
 _32 = np.uint64(32)
 #: Largest number of buckets (bucket bounds are computed in 64-bit arithmetic).
@@ -77,15 +84,23 @@ def bucket_bounds(y: npt.NDArray[np.uint64], g: int) -> tuple[npt.NDArray[np.uin
     return lo, hi
 
 
-class LocalHashing(FrequencyOracle):
-    """Local hashing into ``g`` buckets with randomized response over the buckets (module
-    docstring).  :class:`BLH` and :class:`OLH` are its two settings of ``g``."""
+class BucketHashing(FrequencyOracle):
+    """What every local-hashing oracle shares: each report hashes the value into ``g``
+    buckets with a hash of its own, independent of the value, and randomizes the bucket by
+    k-ary randomized response over the buckets.  A report then supports the true value with
+    ``p = p'`` and any other with ``q = c p' + (1 - c) q'``, ``c`` the hash family's pairwise
+    collision probability, and epsilon is the randomized response's.  Subclasses give ``g``
+    (:meth:`_buckets`) and ``c`` (:meth:`_collision`)."""
 
     k: int
     p_truthful: float
 
     def _buckets(self) -> int:
         """Number of buckets ``g``."""
+        raise NotImplementedError  # pragma: no cover - subclasses
+
+    def _collision(self) -> float:
+        """``P(h(x) = h(x'))`` for ``x != x'`` over the hash family."""
         raise NotImplementedError  # pragma: no cover - subclasses
 
     @cached_property
@@ -101,7 +116,7 @@ class LocalHashing(FrequencyOracle):
     def _support(self) -> tuple[float, float]:
         channel = self.randomized_response.channel
         p1, q1 = channel.p, channel.q  # type: ignore[attr-defined]
-        c = float(collision_probability(self._buckets()))
+        c = self._collision()
         return p1, c * p1 + (1 - c) * q1
 
     @property
@@ -117,8 +132,39 @@ class LocalHashing(FrequencyOracle):
     @property
     def epsilon(self) -> float:
         # eps = ln(p' / q') of the randomized response over the buckets (ln(1 + g t / (1 - t))):
-        # the hash words (a, b) are independent of the value
+        # the hash is independent of the value
         return self.randomized_response.epsilon
+
+
+def least_variance(
+    make: Any, epsilon: float, k: int, buckets: Any
+) -> tuple[BucketHashing | None, ParameterError | None]:
+    """The oracle ``make(k, g, p_truthful)`` at ``epsilon`` with the smallest exact variance
+    over the bucket counts ``buckets`` (``p_truthful`` from the categorical design over the
+    ``g`` buckets), and the last refusal (``None, error`` when every ``g`` was refused)."""
+    best: BucketHashing | None = None
+    best_variance = math.inf
+    failure: ParameterError | None = None
+    for g in buckets:
+        try:
+            oracle = make(k, g, Categorical.from_epsilon(epsilon, g).p_truthful)
+        except ParameterError as exc:  # epsilon out of the buckets' representable range
+            failure = exc
+            continue
+        p, q = oracle._support()
+        var = total_variance(p, q, k, 1)
+        if var < best_variance:
+            best, best_variance = oracle, var
+    return best, failure
+
+
+class LocalHashing(BucketHashing):
+    """Local hashing into ``g`` buckets by the multiply-add-shift family, with randomized
+    response over the buckets (module docstring).  :class:`BLH` and :class:`OLH` are its
+    two settings of ``g``."""
+
+    def _collision(self) -> float:
+        return float(collision_probability(self._buckets()))
 
     @property
     def implemented_epsilon(self) -> float:
@@ -291,19 +337,7 @@ class OLH(LocalHashing):
         candidates = sorted(
             {min(max(2, int(f(ideal))), MAX_BUCKETS) for f in (math.floor, math.ceil)}
         )
-        best: OLH | None = None
-        best_variance = math.inf
-        failure: ParameterError | None = None
-        for buckets in candidates:
-            try:
-                oracle = cls(kk, buckets, Categorical.from_epsilon(eps, buckets).p_truthful)
-            except ParameterError as exc:  # epsilon out of the buckets' representable range
-                failure = exc
-                continue
-            p, q = oracle._support()
-            var = total_variance(p, q, kk, 1)
-            if var < best_variance:
-                best, best_variance = oracle, var
+        best, failure = least_variance(cls, eps, kk, candidates)
         if best is None:
             if eps > 1:  # the buckets, e^eps + 1, outgrow what a report holds
                 raise ParameterError(
@@ -312,4 +346,4 @@ class OLH(LocalHashing):
                 )
             assert failure is not None
             raise ParameterError(f"{cls.name!r} at k = {kk}: {failure}") from None
-        return best
+        return cast(OLH, best)

@@ -57,8 +57,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -66,10 +65,10 @@ import numpy.typing as npt
 from deniable.common import _validation as v
 from deniable.designs import Categorical
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
-from deniable.oracles._base import FrequencyOracle, check_epsilon, check_k
+from deniable.oracles._base import check_epsilon, check_k
 from deniable.oracles._bits import parity
 from deniable.oracles._hadamard import walsh_hadamard
-from deniable.oracles._variance import total_variance
+from deniable.oracles._hashing import BucketHashing, least_variance
 from deniable.randomness import CHUNK, random_words, resolve_rng, words_below
 
 __all__ = ["MAX_BUCKET_BITS", "LinearOLH", "ReportLayout"]
@@ -146,7 +145,7 @@ def _bucket_bits(g: Any) -> int:
 
 
 @dataclass(frozen=True)
-class LinearOLH(FrequencyOracle):
+class LinearOLH(BucketHashing):
     """Optimized local hashing with a linear hash over GF(2) (module docstring): bucket
     ``A v`` for a uniform ``log2 g x L`` bit matrix ``A`` of each report, randomized by
     k-ary randomized response over the ``g`` buckets (keep it with probability
@@ -178,8 +177,7 @@ class LinearOLH(FrequencyOracle):
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "g", 1 << _bucket_bits(self.g))
-        object.__setattr__(self, "k", check_k(self.k, self.max_k))
-        self.randomized_response  # noqa: B018 - validates `p_truthful` (the error names it)
+        self._check()
 
     @classmethod
     def from_epsilon(cls, epsilon: float, k: int, g: int | None = None) -> LinearOLH:
@@ -201,23 +199,11 @@ class LinearOLH(FrequencyOracle):
                 f"a power of two next to e^eps + 1, are at most 2**{MAX_BUCKET_BITS}), got "
                 f"{epsilon!r}."
             )
-        best: LinearOLH | None = None
-        best_variance = math.inf
-        failure: ParameterError | None = None
-        for b in bits:
-            try:
-                oracle = cls(kk, 1 << b, Categorical.from_epsilon(eps, 1 << b).p_truthful)
-            except ParameterError as exc:  # epsilon out of the buckets' representable range
-                failure = exc
-                continue
-            p, q = oracle._support()
-            var = total_variance(p, q, kk, 1)
-            if var < best_variance:
-                best, best_variance = oracle, var
+        best, failure = least_variance(cls, eps, kk, [1 << b for b in bits])
         if best is None:
             assert failure is not None
             raise ParameterError(f"{cls.name!r} at k = {kk}: {failure}") from None
-        return best
+        return cast(LinearOLH, best)
 
     # ---- parameters derived
 
@@ -236,32 +222,11 @@ class LinearOLH(FrequencyOracle):
         """Where a report's rows and bucket sit (module docstring)."""
         return ReportLayout(self.value_bits, self.bucket_bits)
 
-    @cached_property
-    def randomized_response(self) -> Categorical:
-        """The k-ary randomized response over the ``g`` buckets."""
-        return Categorical(k=self.g, p_truthful=self.p_truthful)
+    def _buckets(self) -> int:
+        return self.g
 
-    def _support(self) -> tuple[float, float]:
-        channel = self.randomized_response.channel
-        p1, q1 = channel.p, channel.q  # type: ignore[attr-defined]
-        c = 1 / self.g  # the exact pairwise collision probability of A v (module docstring)
-        return p1, c * p1 + (1 - c) * q1
-
-    @property
-    def p(self) -> float:
-        """P(the report supports the true value): the randomized response's ``p'``."""
-        return self._support()[0]
-
-    @property
-    def q(self) -> float:
-        """P(the report supports another value): ``p' / g + (1 - 1/g) q'``."""
-        return self._support()[1]
-
-    @property
-    def epsilon(self) -> float:
-        # eps = ln(p' / q') of the randomized response over the buckets (ln(1 + g t / (1 - t))):
-        # the matrix A is independent of the value
-        return self.randomized_response.epsilon
+    def _collision(self) -> float:
+        return 1 / self.g  # the exact pairwise collision probability of A v (module docstring)
 
     @property
     def implemented_epsilon(self) -> float:
