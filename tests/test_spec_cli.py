@@ -9,12 +9,11 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from deniable.cli import app
+from _cli import one_error, run
 from deniable.designs import QuestionSpec, Warner, spec_of
 
 ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
@@ -24,20 +23,6 @@ VECTORS_FILE = Path(__file__).parent / "vectors" / "randomizers.json"
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def run(runner: CliRunner, *args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def one_error(result: Any, *needles: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return str(lines[0])
 
 
 def test_show_prints_the_spec(runner: CliRunner) -> None:

@@ -5,34 +5,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from deniable.cli import app
+from _cli import ENV, one_error, run
 from deniable.oracles import OLH, oracle_from_key, read_report_key, tally_file
-
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def run(runner: CliRunner, *args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def one_error(result: Any, *needles: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return str(lines[0])
 
 
 def test_choose_prints_the_ranking_and_the_reason(runner: CliRunner) -> None:
