@@ -229,9 +229,14 @@ def test_a_secret_keeps_mode_0600_when_replaced(tmp_path: Path) -> None:
     claimed = claim_output("--out", str(out), force=True, formats=["json"])
     claimed.write_text('{"token": 1}', mode=0o600)
     assert out.read_text() == '{"token": 1}' and stat.S_IMODE(os.stat(out).st_mode) == 0o600
-    fresh = claim_output("--out", str(tmp_path / "new.json"), force=False, formats=["json"])
-    fresh.write_text("{}", mode=0o600)
-    assert stat.S_IMODE(os.stat(tmp_path / "new.json").st_mode) == 0o600
+    # a format of the command's own (as `survey invite` may declare its file of links)
+    links = {"links": (".txt",)}
+    fresh = claim_output("--out", str(tmp_path / "new.txt"), force=False, formats=links)
+    assert (fresh.format, fresh.suffix) == ("links", ".txt")
+    fresh.write_text("https://x/i/token\n", mode=0o600)
+    assert stat.S_IMODE(os.stat(tmp_path / "new.txt").st_mode) == 0o600
+    with pytest.raises(CliError, match=r"ending in \.txt"):
+        claim_output("--out", str(tmp_path / "new.json"), force=False, formats=links)
 
 
 # ------------------------------------------------------------------ telemetry formats

@@ -67,13 +67,15 @@ SUFFIXES: dict[str, tuple[str, ...]] = {
 COMPRESSIONS = (".gz", ".bz2", ".zst", ".xz", ".zip", ".z", ".lz4", ".br")
 
 
-def suffix_format(path: str | Path) -> tuple[str, str] | None:
-    """``(format, suffix)`` that the name of ``path`` ends in (:data:`SUFFIXES`, the longest
-    match, case ignored), or ``None``."""
+def suffix_format(
+    path: str | Path, table: Mapping[str, Sequence[str]] = SUFFIXES
+) -> tuple[str, str] | None:
+    """``(format, suffix)`` that the name of ``path`` ends in (by ``table``, default
+    :data:`SUFFIXES`; the longest match, case ignored), or ``None``."""
     name = os.path.basename(str(path).rstrip()).lower()
     found = [
         (len(suf), fmt, suf)
-        for fmt, sufs in SUFFIXES.items()
+        for fmt, sufs in table.items()
         for suf in sufs
         if name.endswith(suf) and len(name) > len(suf)
     ]
@@ -131,7 +133,7 @@ def _format(
                 f"`{format_option}` ({', '.join(formats)})."
             )
         return given or formats[0], ""
-    named = suffix_format(path)
+    named = suffix_format(path, allowed) or suffix_format(path)
     lowered = path.rstrip().lower()
     compressed = next((c for c in COMPRESSIONS if lowered.endswith(c)), None)
     if compressed is not None and (named is None or named[1] not in suffixes):
