@@ -17,7 +17,6 @@ Run by hand to explore (every failure collected, grouped by its first line)::
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import math
@@ -273,13 +272,31 @@ INPUT_PATHS = [
 #: /dev/full: a broken writer run as root would replace them for the whole machine).
 DEVICES = {"null-device": (1, 3), "full-device": (1, 7)}
 
-#: Paths for options that write a file (never an input file, never outside the fixture
-#: directory).
+#: Files that exist before a case, for options that write: a command must leave each as
+#: it was unless ``--force`` is given (checked after every case, then restored).
+EXISTING_OUTPUTS: dict[str, bytes] = {
+    f"existing{suffix}": f"existing {suffix} \x00".encode()
+    for suffix in (".png", ".svg", ".html", ".json", ".dnrp", ".csv.gz", ".parquet")
+}
+
+#: Links to an input file, named like outputs: a command that reads the input must refuse
+#: them as outputs even with ``--force`` (symbolic and hard link, by name -> input).
+INPUT_LINKS = {"survey-link.html": "survey.csv", "survey-hardlink.html": "survey.csv"}
+
+#: Paths for options that write a file (never outside the fixture directory): new paths of
+#: every output format, existing files, an input file and links to one.
 OUTPUT_PATHS = [
     "out.png",
     "out.svg",
     "out.html",
     "out.pdf",
+    "out.json",
+    "out.dnrp",
+    "out.parquet",
+    "out.csv",
+    "out.csv.gz",
+    "out.csv.zst",
+    "out.parquet.gz",
     "out",
     "no-such-dir/out.png",
     "a-directory",
@@ -289,14 +306,26 @@ OUTPUT_PATHS = [
     "sortie \u00e9 \u03b5.svg",
     "out.unknown",
     "read-only.png",
+    *EXISTING_OUTPUTS,
+    *INPUT_LINKS,
+    "survey.csv",
 ]
+#: The options that name an output file.
+OUTPUT_OPTIONS = {"--plot", "--html", "--out"}
 
 
 def make_fixture_dir(root: Path) -> Path:
-    """Write the input files (and a directory) under ``root``; return ``root``."""
+    """Write the input files, the existing outputs and the links to an input (and a
+    directory) under ``root``; return ``root``."""
     root.mkdir(parents=True, exist_ok=True)
-    for name, data in INPUT_FILES.items():
+    for name, data in {**INPUT_FILES, **EXISTING_OUTPUTS}.items():
         (root / name).write_bytes(data)
+    for name, target in INPUT_LINKS.items():
+        (root / name).unlink(missing_ok=True)
+        if "hard" in name:
+            os.link(root / target, root / name)
+        else:
+            (root / name).symlink_to(target)
     (root / "a-directory").mkdir(exist_ok=True)
     ro = root / "read-only.png"
     ro.write_bytes(b"")
@@ -312,8 +341,56 @@ def make_fixture_dir(root: Path) -> Path:
     return root
 
 
-def input_hashes(root: Path) -> dict[str, str]:
-    return {n: hashlib.sha256((root / n).read_bytes()).hexdigest() for n in INPUT_FILES}
+def fixture_state(root: Path) -> dict[str, Any]:
+    """What a case may not change: every input and existing output (content), and the
+    links to an input (their target, and the hard link's inode)."""
+    state: dict[str, Any] = {}
+    for name in [*INPUT_FILES, *EXISTING_OUTPUTS, *INPUT_LINKS]:
+        p = root / name
+        try:
+            st = os.lstat(p)
+            state[name] = (p.read_bytes(), os.readlink(p) if p.is_symlink() else st.st_ino)
+        except OSError:
+            state[name] = None
+    return state
+
+
+def output_values(argv: Sequence[str]) -> set[str]:
+    """The paths given to output options in ``argv`` (``--out X`` and ``--out=X``)."""
+    found = set()
+    for i, token in enumerate(argv):
+        if token in OUTPUT_OPTIONS and i + 1 < len(argv):
+            found.add(argv[i + 1])
+        name, eq, value = token.partition("=")
+        if eq and name in OUTPUT_OPTIONS:
+            found.add(value)
+    return found
+
+
+def fixture_problems(root: Path, argv: Sequence[str], before: dict[str, Any]) -> list[str]:
+    """What a case did to the fixture files that it must not have (restoring them):
+
+    * an input file changed, unless the case named it only as an output, with ``--force``
+      (a file that is not an input of the run may be replaced on request, also through a
+      link to it);
+    * an existing output replaced without ``--force``;
+    * a link to an input replaced without ``--force``.
+    """
+    after = fixture_state(root)
+    if after == before:
+        return []
+    forced = "--force" in argv
+    outputs = output_values(argv)
+    inputs = {t for t in argv if t not in outputs}
+    problems = []
+    for name in INPUT_FILES:
+        if after[name] != before[name] and (not forced or name in inputs):
+            problems.append(f"an input file changed: {name}")
+    for name in [*EXISTING_OUTPUTS, *INPUT_LINKS]:
+        if after[name] != before[name] and not forced:
+            problems.append(f"an existing file was replaced without --force: {name}")
+    make_fixture_dir(root)
+    return problems
 
 
 # --------------------------------------------------------------------------- the commands
@@ -479,7 +556,6 @@ def explore(
     groups: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = make_fixture_dir(Path(tmp))
-        hashes = input_hashes(root)
         worker = Worker(root)
         cases: list[tuple[str, Callable[[], Any]]] = []
         if kind == "cli":
@@ -493,11 +569,10 @@ def explore(
                 )  # fmt: skip
                 @given(case=fs.cli_case(cmd))
                 def run(case: fs.CliCase) -> None:
+                    before = fixture_state(root)
                     result = worker.run(case.request(), timeout=10)
                     problems = cli_problems(case.argv, result)
-                    if input_hashes(root) != hashes:
-                        problems.append("an input file changed")
-                        make_fixture_dir(root)
+                    problems += fixture_problems(root, case.argv, before)
                     if problems:
                         key = first_line(problems)
                         groups.setdefault(key, []).append(case.show() + "  ## " + problems[0])

@@ -13,7 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from _fuzz_harness import INPUT_PATHS, OUTPUT_PATHS, Command, Param
+from _fuzz_harness import INPUT_PATHS, OUTPUT_OPTIONS, OUTPUT_PATHS, Command, Param
 
 # --------------------------------------------------------------------------- numbers
 
@@ -151,7 +151,6 @@ class CliCase:
         return prefix + "deniable " + shlex.join(self.argv)
 
 
-OUTPUT_OPTIONS = {"--plot", "--html", "--out"}
 DESIGN_ARGUMENTS = {"design", "--design", "-d"}
 
 
@@ -164,6 +163,8 @@ def inside_fixture_dir(path: str) -> bool:
     return not pure.is_absolute() and ".." not in pure.parts and not path.startswith("~")
 
 
+#: Output paths that name a file of the fixture: an existing output, an input, a link to one.
+EXISTING_PATHS = [p for p in OUTPUT_PATHS if p.startswith(("existing", "survey"))]
 _OUTSIDE = [p for p in OUTPUT_PATHS if not inside_fixture_dir(p)]
 if _OUTSIDE:  # pragma: no cover - a guard on the harness's list
     raise AssertionError(f"output paths outside the fixture directory: {_OUTSIDE}")
@@ -220,10 +221,19 @@ def nasty_integer() -> st.SearchStrategy[str]:
     )
 
 
+#: Options that take one of a few words: those words, near misses and junk.
+CHOICES = {
+    "--format": ["reports", "parquet", "csv", "json", "png", "CSV", "csv.gz", ""],
+    "--se": ["empirical", "model", "mle", "Model", ""],
+}
+
+
 def option_value(cmd: Command, p: Param, doc: dict[str, list[str]]) -> st.SearchStrategy[str]:
     name = p.opts[0]
     if p.kind == "path" or name in OUTPUT_OPTIONS:
         return st.sampled_from(OUTPUT_PATHS if name in OUTPUT_OPTIONS else INPUT_PATHS)
+    if name in CHOICES:
+        return _weighted((4, st.sampled_from(CHOICES[name])), (1, junk_text()))
     if name in ("--reports", "--data"):
         return st.sampled_from(INPUT_PATHS)
     if name == "--param":
@@ -285,6 +295,14 @@ def cli_case(draw: Any, cmd: Command) -> CliCase:
                 options[same[0]] = item
             else:
                 options.append(item)
+    has_force = any("--force" in p.opts for p in named)
+    if has_force and not any(o[0] == "--force" for o in options) and draw(st.integers(0, 2)) == 0:
+        options.append(["--force"])  # replacing is allowed: never an input, though
+    if any(o[0] in OUTPUT_OPTIONS for o in options) and draw(st.integers(0, 3)) == 0:
+        # an output that exists already, or is (a link to) an input of the fixture
+        i = next(j for j, o in enumerate(options) if o[0] in OUTPUT_OPTIONS)
+        if len(options[i]) == 2:
+            options[i] = [options[i][0], draw(st.sampled_from(EXISTING_PATHS))]
     for i, item in enumerate(options):  # a doc example's output path too stays inside
         p = _lookup(cmd, item[0])
         output = p is not None and p.opts[0] in OUTPUT_OPTIONS and len(item) == 2

@@ -619,6 +619,66 @@ def test_estimate_kuk_several_draws_bounded_is_the_mle(runner: CliRunner) -> Non
     assert "no n − 1 version" in mle_text
 
 
+def test_estimate_kuk_se_model_is_rrreg_model_based_se(runner: CliRunner) -> None:
+    """`--se model`: RRreg's model-based SE of Kuk's moment estimate (issue 14), the
+    closed form sqrt(phi (1 - phi) / (k n d^2) + (1 - 1/k) pi (1 - pi) / n), phi = mean/k,
+    with k n - 1 and n - 1 in the unbiased form; the default stays the empirical SE."""
+    from deniable.designs import Kuk, Tally
+
+    counts = [400, 100, 50, 150]
+    args = ("estimate", "kuk", "-p", "theta1=0.7", "-p", "theta2=0.3", "-p", "draws=3",
+            "--counts", ",".join(map(str, counts)))  # fmt: skip
+    k, n, d = 3, sum(counts), 0.4
+    phi = sum(r * c for r, c in enumerate(counts)) / n / k
+    pi = (phi - 0.3) / d
+    within, between = phi * (1 - phi) / d**2, (1 - 1 / k) * pi * (1 - pi)
+    model = run_json(runner, *args, "--se", "model")
+    assert model["se"] == pytest.approx(math.sqrt(within / (k * n) + between / n), rel=1e-12)
+    unbiased = math.sqrt(within / (k * n - 1) + between / (n - 1))
+    assert model["se_unbiased"] == pytest.approx(unbiased, rel=1e-12)
+    assert model["se_convention"].startswith("model-based")
+    library = Kuk(0.7, 0.3, 3).standard_errors(Tally(counts))
+    assert (model["se"], model["se_unbiased"]) == pytest.approx(
+        (library.model, library.model_unbiased), rel=1e-12
+    )
+    default = run_json(runner, *args)
+    assert default == run_json(runner, *args, "--se", "empirical")  # what the CLI printed
+    assert default["se"] == pytest.approx(library.empirical, rel=1e-12)
+    assert default["se"] != pytest.approx(model["se"], rel=1e-3)
+    assert default["estimate"] == model["estimate"]
+    assert "model-based (binomial mixture" in flat(run(runner, *args, "--se", "model").stdout)
+    # one draw: the empirical and the model-based SE are one number
+    one = ("estimate", "kuk", "-p", "theta1=0.7", "-p", "theta2=0.3", "--yes", "40", "--n", "100")
+    assert run_json(runner, *one, "--se", "model") == run_json(runner, *one)
+
+
+@pytest.mark.parametrize(
+    ("extra", "needles"),
+    [
+        (("--se", "observed"), ("`--se` must be one of", "'empirical'", "'model'", "'observed'")),
+        (("--se", "model", "--method", "mle"), ("`--se`", "observed-information", "'model'")),
+    ],
+)
+def test_estimate_kuk_se_errors(
+    runner: CliRunner, extra: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
+    args = ("estimate", "kuk", "-p", "theta1=0.7", "-p", "theta2=0.3", "-p", "draws=3",
+            "--counts", "400,100,50,150")  # fmt: skip
+    assert_one_line_error(run(runner, *args, *extra), *needles)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("estimate", "warner", "-p", "p=0.7", "--yes", "30", "--n", "100", "--se", "model"),
+        ("estimate", "sld", "-p", "p1=2/12", "-p", "p2=10/12", "--yes", "3,7", "--n", "10,10",
+         "--se", "model"),
+    ],
+)  # fmt: skip
+def test_estimate_se_is_for_kuk_only(runner: CliRunner, args: tuple[str, ...]) -> None:
+    assert_one_line_error(run(runner, *args), "`--se` applies to the kuk design only", "model")
+
+
 def test_majority_table_says_where_the_error_rates_are_evaluated(runner: CliRunner) -> None:
     args = ("majority", "two-coin", "--n", "100", "--prevalence", "0.3")
     wide = CliRunner(env={**ENV, "COLUMNS": "160"})  # the labels on one line each

@@ -4,7 +4,9 @@ unicode, odd paths and files, a terminal that only speaks ASCII).
 
 Every run must end within its time limit with exit status 0, 1 or 2; print no traceback
 and no warning; on status 2 print exactly one ``error:`` line; with ``--json`` and status 0
-print strict JSON (no NaN or Infinity); and leave the input files unchanged.  Runs happen
+print strict JSON (no NaN or Infinity); leave the input files unchanged (an input named
+only as an output may be replaced with ``--force``), and leave existing outputs and links
+to an input as they were unless ``--force`` is given.  Runs happen
 in a worker process with an address-space limit (see tests/_fuzz_harness.py), so a run that
 would allocate without bound fails here instead of exhausting the machine.
 
@@ -58,7 +60,13 @@ def worker(fuzz_dir: Path) -> Iterator[h.Worker]:
 # paths (they are someone else's in this round of issue 7): generated cases of `analyze`,
 # `report`, `estimate --reports` and `regress` that fail for reasons outside this branch.
 # Each entry is (command, substring of the problem); see the report of hardening-fuzz.
-KNOWN_ELSEWHERE: list[tuple[str, str]] = []
+KNOWN_ELSEWHERE: list[tuple[str, str]] = [
+    # issue 14, part 2: `survey demo` and `survey invite` (cli/_survey.py, the service
+    # helper's) take --force through deniable.cli._files.claim_output in their branch;
+    # remove these two once it is merged.
+    ("survey", "an existing file was replaced without --force"),
+    ("survey", "an input file changed"),
+]
 
 
 def _known_elsewhere(case: fs.CliCase, problem: str) -> bool:
@@ -66,12 +74,10 @@ def _known_elsewhere(case: fs.CliCase, problem: str) -> bool:
 
 
 def check_case(worker: h.Worker, root: Path, case: fs.CliCase, timeout: float) -> None:
-    before = h.input_hashes(root)
+    before = h.fixture_state(root)
     result = worker.run(case.request(), timeout)
     problems = h.cli_problems(case.argv, result)
-    if h.input_hashes(root) != before:
-        problems.append("an input file changed")
-        h.make_fixture_dir(root)
+    problems += h.fixture_problems(root, case.argv, before)
     problems = [p for p in problems if not _known_elsewhere(case, p)]
     detail = (result.get("crash") or "")[-2000:]
     assert not problems, f"{case.show()}\n" + "\n".join(problems) + "\n" + detail
@@ -96,6 +102,11 @@ def test_the_walk_finds_every_command() -> None:
     assert {"designs", "estimate", "majority", "simulate", "tour"} <= names
     assert {"privacy compose", "privacy audit", "privacy budget"} <= names
     assert all(c.examples for c in COMMANDS if c.name != "tour"), "docs examples are found"
+    options = {c.name: {o for p in c.params for o in p.opts} for c in COMMANDS}
+    writing = {n for n, opts in options.items() if opts & h.OUTPUT_OPTIONS}
+    assert {"report", "power", "spec vectors", "telemetry simulate"} <= writing
+    assert all("--force" in options[n] for n in writing if not n.startswith("survey"))
+    assert {"--se", "--method"} <= options["estimate"]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=IDS)
@@ -134,6 +145,18 @@ REGRESSIONS = [
     ("estimate two-coin --yes 10000000000000000 --n 1000000000000000000", 0),
     ("estimate two-coin --yes 1 --n 10000000000000000000 --json", 2),
     ("telemetry choose --k 64 --epsilon 7.560296645572211e-206 --n 100000", 2),
+    # issue 14: outputs never replace a file unasked, never an input, in the format named
+    ("report survey.csv -q drugs=two-coin --html survey-link.html --force", 2),
+    ("report survey.csv -q drugs=two-coin --html survey-hardlink.html --force", 2),
+    ("report reports.csv -q answer=two-coin --html existing.html", 2),
+    ("report reports.csv -q answer=two-coin --html existing.html --force", 0),
+    ("report reports.csv -q answer=two-coin --html survey-link.html --force", 0),
+    ("telemetry simulate --out existing.dnrp --devices 10 --k 4 --epsilon 1 --seed 1", 2),
+    ("telemetry simulate --out existing.csv.gz --devices 10 --k 4 --epsilon 1 --format parquet", 2),
+    ("telemetry simulate --out survey.csv --devices 10 --k 4 --epsilon 1 --seed 1 --force", 0),
+    ("privacy explain --epsilon 1 --plot existing.svg", 2),
+    ("spec vectors --out null-device", 0),
+    ("estimate kuk -p theta1=0.8 -p theta2=0.4 -p draws=3 --counts 1,2,3,4 --se model", 0),
 ]
 
 

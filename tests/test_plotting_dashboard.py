@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,47 @@ def test_timeline_svg_is_deterministic_and_escapes_labels() -> None:
     one = timeline_svg(ends[:1], [("q", [0.5], [0.2], [0.8])], ylabel="share")
     assert one != a
     _parse(one)
+
+
+def _time_axis(monkeypatch: pytest.MonkeyPatch, ends: list[datetime]) -> tuple[Any, Any]:
+    """The limits of the time axis of the timeline through ``ends`` (the figure caught on
+    its way to SVG), as datetimes."""
+    from matplotlib import dates
+
+    from deniable.plotting import _dashboard
+
+    figures = []
+    to_svg = _dashboard._svg
+
+    def catch(fig: Any) -> str:
+        figures.append(fig)
+        return to_svg(fig)
+
+    monkeypatch.setattr(_dashboard, "_svg", catch)
+    n = len(ends)
+    timeline_svg(ends, [("q", [0.5] * n, [0.2] * n, [0.8] * n)], ylabel="share")
+    lo, hi = figures[-1].axes[0].get_xlim()
+    return dates.num2date(lo), dates.num2date(hi)
+
+
+def test_a_single_point_gets_a_day_not_four_years(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before: matplotlib widened the zero-width date range to about four years (2023-12 to
+    2028-05 around one point), so the point sat alone in an empty plot."""
+    t0 = datetime(2026, 3, 1, 17, 30, tzinfo=UTC)
+    lo, hi = _time_axis(monkeypatch, [t0])
+    assert lo < t0 < hi
+    assert hi - lo == timedelta(days=1) and t0 - lo == hi - t0
+
+
+def test_close_points_fill_the_time_axis(monkeypatch: pytest.MonkeyPatch) -> None:
+    t0 = datetime(2026, 3, 1, 9, tzinfo=UTC)
+    hourly = [t0 + timedelta(hours=i) for i in range(3)]
+    lo, hi = _time_axis(monkeypatch, hourly)
+    assert lo < hourly[0] and hi > hourly[-1]
+    assert hi - lo <= timedelta(hours=3)  # 2 h of points and half an hour on each side
+    daily = [t0 + timedelta(days=i) for i in range(30)]
+    lo, hi = _time_axis(monkeypatch, daily)
+    assert timedelta(days=29) < hi - lo <= timedelta(days=29) * 1.1 + timedelta(seconds=1)
 
 
 def test_timeline_svg_refuses_mismatched_series() -> None:

@@ -106,7 +106,7 @@ def test_report_html_elsewhere_is_written(runner: CliRunner, tmp_path: Path) -> 
     path = survey_csv(tmp_path)
     out = tmp_path / "page.html"
     out.write_text("old")
-    res = run(runner, "report", str(path), "-q", "q=two-coin", "--html", str(out))
+    res = run(runner, "report", str(path), "-q", "q=two-coin", "--html", str(out), "--force")
     assert res.exit_code == 0, res.output
     assert out.read_text().startswith("<!DOCTYPE html>")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html", "survey.csv"]
@@ -125,7 +125,7 @@ def test_failed_html_write_keeps_the_old_file(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Path, "write_text", half_then_full_disk)
-    res = run(runner, "report", str(path), "-q", "q=two-coin", "--html", str(out))
+    res = run(runner, "report", str(path), "-q", "q=two-coin", "--html", str(out), "--force")
     monkeypatch.undo()
     one_line_error(res, "cannot write", "page.html", "No space left on device")
     assert out.read_text() == "old page"
@@ -181,7 +181,7 @@ def test_plot_output_is_atomic(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(Figure, "savefig", broken)
-    res = run(runner, "privacy", "explain", "--epsilon", "1", "--plot", str(out))
+    res = run(runner, "privacy", "explain", "--epsilon", "1", "--plot", str(out), "--force")
     monkeypatch.undo()
     assert res.exit_code == 2 and "No space left on device" in res.stderr
     assert out.read_bytes() == b"old plot"

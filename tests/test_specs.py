@@ -418,7 +418,7 @@ def vectors() -> dict[str, Any]:
 
 
 def test_the_vectors_file_is_current() -> None:
-    # regenerate with `deniable spec vectors --out tests/vectors/randomizers.json`
+    # regenerate with `deniable spec vectors --out tests/vectors/randomizers.json --force`
     assert VECTORS_FILE.read_text(encoding="utf-8") == dump_vectors(randomizer_vectors())
 
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 import typer
 
 from deniable.cli._base import build_design, fail
-from deniable.cli._files import progress_bar, refuse_inputs, write_output
-from deniable.cli._options import JsonOpt, LevelOpt, ParamOpt
+from deniable.cli._files import claim_output, progress_bar
+from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
 from deniable.common import _validation as v
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
@@ -217,7 +217,8 @@ def report_command(
     ] = None,
     survey: SurveyOpt = None,
     html: Annotated[
-        str | None, typer.Option("--html", metavar="OUT", help="Also write an HTML page here.")
+        str | None,
+        typer.Option("--html", metavar="OUT", help="Also write an HTML page here (OUT.html)."),
     ] = None,
     title: Annotated[
         str | None,
@@ -229,6 +230,7 @@ def report_command(
     ] = None,
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """A whole-survey report: every question's n, estimate, interval and ε (by --question, or
@@ -242,6 +244,9 @@ def report_command(
             "give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75) "
             "or a survey file by --survey FILE."
         )
+    page_out = claim_output(
+        "--html", html, force=force, formats=["html"], inputs=[("FILE", file), ("--survey", survey)]
+    )
     questions: dict[str, Design | tuple[Design, str]] = {}
     if survey is not None:
         found = _survey(survey)
@@ -253,15 +258,13 @@ def report_command(
             fail(f"`--question` names column {col!r} twice.")
         questions[col] = d if group is None else (d, group)
     miss = v.choice("--missing", missing, ("drop", "error"))
-    refuse_inputs([("--html", html)], [("FILE", file)])
     with _extras():
         with progress_bar(not as_json, f"reading {file}") as progress:
             rep = survey_report_file(file, questions, level=level, missing=miss,
                                      title="Survey report" if title is None else title,
                                      progress=progress)  # fmt: skip
-        if html is not None:
-            page = rep.to_html()
-            write_output(html, lambda tmp: tmp.write_text(page, encoding="utf-8"))
+        if page_out is not None:
+            page_out.write_text(rep.to_html())
     if as_json:
         payload = rep.to_dict()
         if html is not None:

@@ -11,9 +11,10 @@ from deniable.cli._data import gather_tally, gather_two_group_tally
 from deniable.cli._options import DesignArg, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import show
 from deniable.common import _validation as v
-from deniable.designs import Design, DesignEstimate, Kuk, Tally, design_catalog
+from deniable.designs import Design, DesignEstimate, Kuk, KukMultiDraw, Tally, design_catalog
+from deniable.designs._kuk import SE_CHOICES
 
-__all__ = ["cli", "run_estimate"]
+__all__ = ["check_se", "cli", "run_estimate"]
 
 cli = typer.Typer()
 
@@ -24,9 +25,29 @@ def designs_command(as_json: JsonOpt = False) -> None:
     show(design_catalog(), as_json)
 
 
-def run_estimate(design: Design, tally: Tally, method: str | None) -> object:
-    """Estimate with the right call for the design (``method`` for Kuk only)."""
-    if isinstance(design, Kuk):  # validation: only Kuk has a second estimator
+def check_se(design: Design, method: str | None, se: str | None) -> None:
+    """One error line for an ``--se`` that is not a choice or does not apply."""
+    if se is None:
+        return
+    v.choice("--se", se, SE_CHOICES)
+    if not isinstance(design, Kuk):
+        fail(
+            f"`--se` applies to the kuk design only (design {design.name!r} has one SE of "
+            f"its moment estimate), got {se!r}."
+        )
+    if method == "mle":
+        fail(
+            "`--se` chooses the SE of the moment estimate; --method mle has its "
+            f"observed-information SE, got --se {se!r}."
+        )
+
+
+def run_estimate(design: Design, tally: Tally, method: str | None, se: str | None = None) -> object:
+    """Estimate with the right call for the design (``method`` and ``se`` for Kuk only)."""
+    check_se(design, method, se)
+    if isinstance(design, KukMultiDraw):  # validation: only Kuk has a second estimator
+        return design.estimate(tally, method=method or "moment", se=se or "empirical")
+    if isinstance(design, Kuk):  # one draw: the empirical and the model SE are one number
         return design.estimate(tally, method=method or "moment")
     if method is not None:
         fail(
@@ -76,6 +97,16 @@ def estimate_command(
     method: Annotated[
         str | None, typer.Option("--method", help="kuk only: moment (default) or mle.")
     ] = None,
+    se: Annotated[
+        str | None,
+        typer.Option(
+            "--se",
+            help="kuk only, the SE of the moment estimate: empirical (default; the variance "
+            "of the red counts) or model (the binomial-mixture variance at the estimate, as R's "
+            "RRreg; with one draw the two are the same number).",
+            show_default=False,
+        ),
+    ] = None,
     missing: Annotated[
         str,
         typer.Option("--missing", help="--reports: missing reports are drop (default) or error."),
@@ -86,13 +117,15 @@ def estimate_command(
     """Estimate the prevalence from randomized reports: estimate, both SEs, intervals."""
     d = build_design(design, param)
     if d.n_groups == 2:
-        if method is not None:
-            fail(f"`--method` applies to the kuk design only, got {method!r}.")
+        if method is not None or se is not None:
+            which = "--method" if method is not None else "--se"
+            fail(f"`{which}` applies to the kuk design only, got {method or se!r}.")
         tally = gather_two_group_tally(d, yes=yes, n=n, reports=reports, column=column,
                                        counts=counts)  # fmt: skip
         show(DesignEstimate(d, tally, d.estimate(tally), level), as_json)
         return
     v.choice("--missing", missing, ("drop", "error"))
+    check_se(d, method, se)
     tally, dropped = gather_tally(d, yes=yes, n=n, reports=reports, column=column,
                                   counts=counts, missing=missing, show=not as_json)  # fmt: skip
-    show(DesignEstimate(d, tally, run_estimate(d, tally, method), level, dropped), as_json)
+    show(DesignEstimate(d, tally, run_estimate(d, tally, method, se), level, dropped), as_json)

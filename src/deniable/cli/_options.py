@@ -1,5 +1,8 @@
 """The options every command shares, declared once: the design and its ``--param``,
-``--level``, ``--seed`` and ``--json``.
+``--level``, ``--seed``, ``--json`` and ``--force``.
+
+``--force`` lets a command replace an existing output file (never one of its inputs); the
+checks and the write are :func:`deniable.cli._files.claim_output`.
 
 ``--seed`` is a non-negative integer everywhere; a command that draws random numbers without
 one draws a fresh seed and prints it (text and JSON), so that any run can be repeated.
@@ -17,6 +20,7 @@ import typer
 __all__ = [
     "DesignArg",
     "DesignOpt",
+    "ForceOpt",
     "JsonOpt",
     "LevelOpt",
     "ParamOpt",
@@ -54,6 +58,13 @@ LevelOpt = Annotated[
     typer.Option("--level", callback=_level, help="Confidence level of the intervals, in (0, 1)."),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout instead of a table.")]
+ForceOpt = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Replace the output file if it exists (never one of the command's inputs).",
+    ),
+]
 SeedOpt = Annotated[
     int | None,
     typer.Option(

@@ -13,12 +13,12 @@ import typer
 from deniable.cli._base import (
     build_design,
     fail,
-    guard_io,
     parse_number,
     parse_numbers,
     parse_params,
 )
-from deniable.cli._options import DesignArg, JsonOpt, ParamOpt
+from deniable.cli._files import Output, claim_output
+from deniable.cli._options import DesignArg, ForceOpt, JsonOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
 from deniable.common._format import format_parameters
 from deniable.designs import Design
@@ -153,7 +153,7 @@ def epsilon_designs(design: Design, epsilons: list[float]) -> dict[str, Design]:
 
 
 def _plot(
-    path: str,
+    out: Output,
     design: Design,
     epsilons: str | None,
     n_max: int,
@@ -161,10 +161,8 @@ def _plot(
     ratio: float,
 ) -> Path:
     from deniable.plotting import plot_power_curves
-    from deniable.plotting._power import PLOT_FORMATS, design_label
+    from deniable.plotting._power import design_label
 
-    if Path(path).suffix.lower() not in PLOT_FORMATS:
-        fail(f"`--plot` must name a {', '.join(PLOT_FORMATS)} file, got {path!r}.")
     lines: dict[str, Design] = {design_label(design): design}
     if epsilons is not None:
         lines.update(epsilon_designs(design, parse_numbers("--epsilons", epsilons)))
@@ -173,16 +171,12 @@ def _plot(
         del test["null_control"]
     if test["control"] is not None:
         test["ratio"] = ratio
+
+    def draw(tmp: Path) -> Path:
+        return plot_power_curves(tmp, lines, opts["prevalence"], opts["null"], n_max=n_max, **test)
+
     try:
-        with guard_io(f"write {path}"):
-            return plot_power_curves(
-                path,
-                lines,
-                opts["prevalence"],
-                opts["null"],
-                n_max=n_max,
-                **test,
-            )
+        return out.write(draw)
     except ImportError as exc:
         fail(str(exc))
 
@@ -209,7 +203,9 @@ def power_command(
     nuisance: NuisanceOpt = None,
     plot: Annotated[
         str | None,
-        typer.Option("--plot", metavar="FILE", help="Also draw power against n (.png/.svg/.pdf)."),
+        typer.Option(
+            "--plot", metavar="FILE", help="Also draw power against n (FILE.png, .svg or .pdf)."
+        ),
     ] = None,
     plot_n_max: Annotated[
         int | None, typer.Option("--plot-n-max", help="Largest n on the plot (default 2 n).")
@@ -225,6 +221,7 @@ def power_command(
             ),
         ),
     ] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Power of a one- or two-sample test of the prevalence, with the SEs under H0 and H1."""
@@ -233,16 +230,19 @@ def power_command(
         fail("`--n` (the sample size) is required.")
     if plot is None and (plot_n_max is not None or epsilons is not None):
         fail("`--plot-n-max` and `--epsilons` are used only with --plot FILE.")
+    from deniable.plotting._power import PLOT_FORMATS
+
+    out = claim_output("--plot", plot, force=force, formats=[f[1:] for f in PLOT_FORMATS])
     opts = _test_options(
         d, prevalence, null, control, null_control, alternative, alpha, exact, category, share,
         nuisance,
     )  # fmt: skip
     result = power(d, n, n_control=n_control, **opts)
     written = None
-    if plot is not None:
+    if out is not None:
         top = plot_n_max if plot_n_max is not None else max(2 * result.n, 10)
         ratio = (result.n_control or result.n) / result.n
-        written = _plot(plot, d, epsilons, top, opts, ratio)
+        written = _plot(out, d, epsilons, top, opts, ratio)
     if as_json:
         payload = result.to_dict()
         if written is not None:

@@ -13,8 +13,9 @@ import typer
 
 from deniable.accounting import shuffle_epsilon_table
 from deniable.accounting._shuffle import MAX_NUMERICAL_N
-from deniable.cli._base import fail, guard_io
-from deniable.cli._options import JsonOpt
+from deniable.cli._base import fail
+from deniable.cli._files import Output, claim_output
+from deniable.cli._options import ForceOpt, JsonOpt
 from deniable.cli._privacy_base import (
     DeltaOpt,
     check_choice,
@@ -26,29 +27,32 @@ from deniable.cli._privacy_base import (
     privacy_app,
 )
 from deniable.cli._render import console, emit_json, print_table
-from deniable.common._files import atomic_write
 from deniable.common._validation import fmt_limit
 from deniable.mechanisms import NOISE_MECHANISMS, calibrate_noise, noise_error_table
 
-__all__ = ["noise_command", "save_figure", "shuffle_command"]
+__all__ = ["PLOT_FORMATS", "claim_plot", "noise_command", "save_figure", "shuffle_command"]
 
 SHUFFLE_METHODS = ("both", "numerical", "closed-form")
 MECHANISMS = NOISE_MECHANISMS
 DEFAULT_EPSILONS = "0.1,0.25,0.5,1,2,4"
+#: The formats of the privacy commands' ``--plot`` (by its suffix).
+PLOT_FORMATS = ("png", "svg")
 
 
-def save_figure(make: Callable[[], Any], path: Path) -> None:
-    """Draw the figure ``make()`` returns and write it to ``path`` (``.png`` or ``.svg``);
-    a missing matplotlib is one error line."""
-    suffix = path.suffix.lower()
-    if suffix not in (".png", ".svg"):
-        fail(f"`--plot` must be a file name ending in .png or .svg, got {str(path)!r}.")
+def claim_plot(plot: Path | None, force: bool) -> Output | None:
+    """The ``--plot`` output of a privacy command, checked before any work."""
+    return claim_output("--plot", plot, force=force, formats=PLOT_FORMATS)
+
+
+def save_figure(make: Callable[[], Any], out: Output) -> None:
+    """Draw the figure ``make()`` returns and write it to the claimed ``out`` (its format:
+    ``.png`` or ``.svg``); a missing matplotlib is one error line."""
     try:
         fig = make()
     except ImportError as exc:
         fail(str(exc))
-    with guard_io(f"write {path}"):  # a temporary file renamed into place: never half-written
-        atomic_write(path, lambda tmp: fig.savefig(tmp, format=suffix[1:]))
+    # a temporary file renamed into place: never half-written
+    out.write(lambda tmp: fig.savefig(tmp, format=out.format))
     if "matplotlib.pyplot" in sys.modules:  # a pyplot figure: free it
         sys.modules["matplotlib.pyplot"].close(fig)
 
@@ -80,6 +84,7 @@ def shuffle_command(
         Path | None,
         typer.Option("--plot", help="Also plot ε against n (log-log) to FILE.png or FILE.svg."),
     ] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Central (ε, δ) of n shuffled ε0-LDP reports (Feldman-McMillan-Talwar 2021)."""
@@ -111,11 +116,12 @@ def shuffle_command(
                 f"[1, {fmt_limit(MAX_NUMERICAL_N)}] for the numerical bound (its work "
                 f"grows like sqrt(n); --method closed-form takes any n), got {size}."
             )
+    out = claim_plot(plot, force)
     table = shuffle_epsilon_table(e0, d, n=sizes, method=m)
-    if plot is not None:
+    if out is not None:
         from deniable.plotting import plot_shuffle
 
-        save_figure(lambda: plot_shuffle(table).figure, plot)
+        save_figure(lambda: plot_shuffle(table).figure, out)
     if as_json:
         emit_json({**table.to_dict(), "plot": None if plot is None else str(plot)})
         return
@@ -202,13 +208,14 @@ def noise_command(
     plot: Annotated[
         Path | None, typer.Option("--plot", help="--table: also plot it to FILE.png / .svg.")
     ] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Noise for a released count: scale or σ, ε / ρ, and expected absolute error."""
     check_choice("--method", method, ("analytic", "classic"))
     if not table:
-        if plot is not None:
-            fail("`--plot` goes with --table.")
+        if plot is not None or force:
+            fail(f"`{'--plot' if plot is not None else '--force'}` goes with --table.")
         if mechanism is None:
             fail("give --mechanism (one of " + ", ".join(MECHANISMS) + ") or --table.")
         with option_names(_NOISE_OPTIONS):
@@ -230,6 +237,7 @@ def noise_command(
             "`--table` compares every mechanism over --epsilons; drop --mechanism, --epsilon "
             "and --rho."
         )
+    out = claim_plot(plot, force)
     sens = _sensitivity("discrete", sensitivity)
     d = parse_delta("--delta", delta or "1e-6")
     grid = [
@@ -238,10 +246,10 @@ def noise_command(
     ]
     with option_names(_NOISE_OPTIONS):
         result = noise_error_table(grid, delta=d, sensitivity=int(sens))
-    if plot is not None:
+    if out is not None:
         from deniable.plotting import plot_noise_error
 
-        save_figure(lambda: plot_noise_error(result).figure, plot)
+        save_figure(lambda: plot_noise_error(result).figure, out)
     if as_json:
         emit_json({**result.to_dict(), "plot": None if plot is None else str(plot)})
         return

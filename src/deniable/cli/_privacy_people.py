@@ -13,7 +13,7 @@ import typer
 from deniable.accounting import budget_plan
 from deniable.audit import AuditResult, Explanation, audit_design, audit_unary
 from deniable.cli._base import build_design, fail
-from deniable.cli._options import JsonOpt, LevelOpt, ParamOpt, SeedOpt
+from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, ParamOpt, SeedOpt
 from deniable.cli._privacy_base import (
     check_choice,
     option_names,
@@ -22,7 +22,7 @@ from deniable.cli._privacy_base import (
     parse_value,
     privacy_app,
 )
-from deniable.cli._privacy_noise import save_figure
+from deniable.cli._privacy_noise import claim_plot, save_figure
 from deniable.cli._render import emit_json, print_table, show
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS
 
@@ -76,6 +76,7 @@ def explain_command(
             help="truth (ε vs P(truth) and odds), lying (ε vs P(lie)) or posterior.",
         ),
     ] = "truth",
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """ε in words: truth and lying probabilities, odds, what one answer tells an adversary."""
@@ -86,10 +87,11 @@ def explain_command(
             f"`--epsilon` must be at most {_MAX_EXPLAINED:g} or inf (e^ε overflows), got {epsilon}."
         )
     kind = check_choice("--plot-kind", plot_kind, PLOT_KINDS)
+    out = claim_plot(plot, force)
     with option_names({"epsilon": "--epsilon", "attribute": "--attribute"}):
         explained = Explanation(eps, attribute)
-    if plot is not None:
-        save_figure(_plot_maker(kind, eps), plot)
+    if out is not None:
+        save_figure(_plot_maker(kind, eps), out)
     if as_json:
         emit_json({**explained.to_dict(), "plot": None if plot is None else str(plot)})
         return

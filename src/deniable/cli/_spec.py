@@ -15,8 +15,8 @@ from typing import Annotated
 import typer
 
 from deniable.cli._base import build_design, fail, guard_io
-from deniable.cli._files import write_output
-from deniable.cli._options import DesignArg, JsonOpt, ParamOpt
+from deniable.cli._files import claim_output
+from deniable.cli._options import DesignArg, ForceOpt, JsonOpt, ParamOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.common._format import epsilon_note
 from deniable.designs import QuestionSpec, dump_vectors, randomizer_vectors, spec_of
@@ -120,16 +120,18 @@ def vectors_command(
     out: Annotated[
         str,
         typer.Option(
-            "--out", metavar="FILE", help="Where to write the vectors (JSON).", show_default=False
+            "--out",
+            metavar="FILE",
+            help="Where to write the vectors (JSON, FILE.json).",
+            show_default=False,
         ),
     ],
+    force: ForceOpt = False,
 ) -> None:
     """Write the randomizer test vectors (every design; schema deniable.vectors/1)."""
+    target = claim_output("--out", out, force=force, formats=["json"])
     vectors = randomizer_vectors()
-    text = dump_vectors(vectors)
-    if not out.strip():
-        fail(f"`--out` must be a file path, got {out!r}.")
-    write_output(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    target.write_text(dump_vectors(vectors))
     cases = vectors["cases"]
     designs = len({c["spec"]["mechanism"] for c in cases})
     sys.stdout.write(f"wrote {len(cases)} test vectors of {designs} designs to {out}\n")

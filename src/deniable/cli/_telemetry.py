@@ -18,8 +18,8 @@ from typing import Annotated, Any
 import typer
 
 from deniable.cli._base import fail, guard_io
-from deniable.cli._files import progress_bar
-from deniable.cli._options import JsonOpt, LevelOpt, SeedOpt, fresh_seed
+from deniable.cli._files import claim_output, progress_bar
+from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, SeedOpt, fresh_seed
 from deniable.cli._render import emit_json, print_table, show
 from deniable.common._format import format_epsilon
 from deniable.results import Table
@@ -73,7 +73,13 @@ def choose_command(
 @telemetry_app.command("simulate")
 def simulate_command(
     out: Annotated[
-        str, typer.Option("--out", help="The report file to write.", show_default=False)
+        str,
+        typer.Option(
+            "--out",
+            help="The file to write: FILE.dnrp (a report file), FILE.parquet (or .pq), or "
+            "FILE.csv (also .csv.gz, .csv.bz2, .csv.zst: compressed).",
+            show_default=False,
+        ),
     ],
     devices: Annotated[int, typer.Option("--devices", min=1, help="Number of devices.")],
     k: KOpt,
@@ -87,11 +93,12 @@ def simulate_command(
         typer.Option(
             "--format",
             help="reports (a report file), parquet or csv (a report table for `aggregate` "
-            "on a Dask cluster); default: by the suffix of --out (.parquet, .csv), else "
-            "reports.",
+            "on a Dask cluster); default: the one the suffix of --out names (.dnrp, "
+            ".parquet, .csv, ...); a suffix that names another format is an error.",
             show_default=False,
         ),
     ] = None,
+    force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Simulate devices (values 0..k-1, frequencies proportional to 1/(j+1)) and write their
@@ -108,14 +115,17 @@ def simulate_command(
     }  # fmt: skip
     if mechanism not in makers:
         fail(f"`--mechanism` must be one of {', '.join(MECHANISMS)}, got {mechanism!r}.")
-    if file_format is None:
-        suffix = out.lower().rstrip()
-        file_format = (
-            "parquet" if suffix.endswith((".parquet", ".pq"))
-            else "csv" if suffix.endswith(".csv") else "reports"
-        )  # fmt: skip
-    if file_format not in FORMATS:
-        fail(f"`--format` must be one of {', '.join(FORMATS)}, got {file_format!r}.")
+    from deniable.distributed._tables import CSV_SUFFIXES
+
+    target = claim_output(
+        "--out",
+        out,
+        force=force,
+        formats={"reports": (".dnrp",), "parquet": (".parquet", ".pq"), "csv": CSV_SUFFIXES},
+        format=file_format,
+        format_option="--format",
+    )
+    file_format = target.format
     oracle: Any = makers[mechanism](epsilon, k)
     if devices > MAX_DEVICES:
         fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
@@ -140,13 +150,17 @@ def simulate_command(
 
     with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
         if file_format == "reports":
-            path = o.write_report_batches(out, oracle, devices, batches(), progress=progress)
+            path = target.write(
+                lambda tmp: o.write_report_batches(tmp, oracle, devices, batches(),
+                                                   progress=progress)
+            )  # fmt: skip
         else:
             from deniable.distributed import write_report_table
 
-            path = write_report_table(
-                out, oracle, devices, batches(), format=file_format, progress=progress
-            )
+            path = target.write(
+                lambda tmp: write_report_table(tmp, oracle, devices, batches(),
+                                               format=file_format, progress=progress)
+            )  # fmt: skip
     size = Path(path).stat().st_size
     data = {
         "file": str(out),

@@ -6,7 +6,9 @@ Holds no mathematics.  May import only :mod:`deniable.exceptions` (and numpy).
 * ``_validation``: the checks every public entry point runs on its arguments, with
   messages that name the parameter, the allowed values and the value received;
 * ``_files``: :func:`atomic_write` (a temporary file renamed into place, so a failure never
-  leaves a half-written file) and :func:`same_file` (an output must not be an input);
+  leaves a half-written file; ``replace=False`` never replaces an existing one),
+  :func:`same_file` (an output must not be an input) and :func:`existing_file` (whether a
+  write would replace a file);
 * ``_format``: :func:`format_epsilon`, the one way an epsilon becomes text (``∞`` for an
   infinite one, never a finite stand-in; a tiny one never as ``0``), and the number,
   interval and parameter formats of printed results;
@@ -16,7 +18,7 @@ Holds no mathematics.  May import only :mod:`deniable.exceptions` (and numpy).
 
 from __future__ import annotations
 
-from deniable.common._files import atomic_write, atomic_write_text, same_file
+from deniable.common._files import atomic_write, atomic_write_text, existing_file, same_file
 from deniable.common._format import format_epsilon
 from deniable.common._json import dumps, to_jsonable
 
@@ -24,6 +26,7 @@ __all__ = [
     "atomic_write",
     "atomic_write_text",
     "dumps",
+    "existing_file",
     "format_epsilon",
     "same_file",
     "to_jsonable",

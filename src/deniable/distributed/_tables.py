@@ -37,6 +37,8 @@ KEY_METADATA = b"deniable.mechanism"
 TABLE_FORMATS = ("parquet", "csv")
 #: The suffixes of CSV report tables: plain, or compressed (read as one stream per file).
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst")
+#: pyarrow's codec of each compressed CSV suffix (written and read with it).
+CSV_CODECS = {".csv.gz": "gzip", ".csv.bz2": "bz2", ".csv.zst": "zstd"}
 #: Rows in one Parquet row group / one CSV write by default.
 ROW_GROUP = 1 << 20
 
@@ -72,18 +74,25 @@ def report_columns(oracle: Any) -> tuple[str, ...]:
 def table_format(path: str | os.PathLike[str], format: str | None = None) -> str:
     """``format`` if given (``parquet`` or ``csv``), else the one the suffix of ``path``
     names (``.parquet``, ``.pq``, ``.csv``, or a compressed ``.csv.gz``, ``.csv.bz2`` or
-    ``.csv.zst``)."""
+    ``.csv.zst``).  A ``format`` that contradicts the suffix is an error naming both."""
+    name = os.fspath(path).rstrip("/").lower()
+    named = (
+        "parquet" if name.endswith((".parquet", ".pq"))
+        else "csv" if name.endswith(CSV_SUFFIXES) else None
+    )  # fmt: skip
     if format is not None:
         if format not in TABLE_FORMATS:
             raise ParameterError(
                 f"`format` must be one of {', '.join(TABLE_FORMATS)}, got {format!r}."
             )
+        if named is not None and named != format:
+            raise ParameterError(
+                f"`format` {format!r} contradicts the path {os.fspath(path)!r}, whose suffix "
+                f"names {named}."
+            )
         return format
-    name = os.fspath(path).rstrip("/").lower()
-    if name.endswith((".parquet", ".pq")):
-        return "parquet"
-    if name.endswith(CSV_SUFFIXES):
-        return "csv"
+    if named is not None:
+        return named
     raise ParameterError(
         f"`format` must be given (parquet or csv) when the path does not end in .parquet, "
         f".pq, .csv or a compressed .csv ({', '.join(CSV_SUFFIXES[1:])}), got path "
@@ -103,7 +112,9 @@ def write_report_table(
 ) -> Path:
     """Write ``n`` reports of ``oracle``, given in ``batches`` (any iterable of report
     arrays), to a Parquet or CSV report table (``format``, else by the suffix of ``path``),
-    atomically (a temporary file renamed into place: never half-written).
+    atomically (a temporary file renamed into place: never half-written).  A CSV table whose
+    path ends in ``.csv.gz``, ``.csv.bz2`` or ``.csv.zst`` is compressed with that codec
+    (as :func:`~deniable.distributed.aggregate` reads it back).
 
     Each batch is checked by the oracle first (shape, type, range); batches that do not hold
     exactly ``n`` reports in all raise :class:`~deniable.exceptions.DataError` and leave no
@@ -128,8 +139,12 @@ def write_report_table(
         rows = arr.reshape(arr.shape[0], width)
         return pa.table([pa.array(rows[:, i]) for i in range(width)], schema=schema)
 
+    lowered = os.fspath(path).lower()
+    codec = next((c for suf, c in CSV_CODECS.items() if lowered.endswith(suf)), None)
+
     def write(tmp: Path) -> None:
         done = 0
+        sink: Any = None
         if fmt == "parquet":
             import pyarrow.parquet as pq
 
@@ -137,7 +152,8 @@ def write_report_table(
         else:
             import pyarrow.csv as pcsv
 
-            writer = pcsv.CSVWriter(tmp, schema)
+            sink = pa.CompressedOutputStream(str(tmp), codec) if codec else None
+            writer = pcsv.CSVWriter(tmp if sink is None else sink, schema)
         try:
             for reports in batches:
                 arr = np.asarray(reports)
@@ -158,5 +174,7 @@ def write_report_table(
                 raise DataError(f"`batches` hold {done} reports, not the n = {total} promised.")
         finally:
             writer.close()
+            if sink is not None:
+                sink.close()
 
     return atomic_write(path, write)

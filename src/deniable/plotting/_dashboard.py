@@ -13,12 +13,12 @@ import itertools
 import math
 import re
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from deniable.exceptions import ParameterError
 
-__all__ = ["budget_svg", "message_svg", "timeline_svg"]
+__all__ = ["budget_svg", "message_svg", "time_limits", "timeline_svg"]
 
 _BLUE = "#1f4e79"
 _COLORS = ("#1f4e79", "#c0504d", "#4f8f3a", "#8064a2", "#d68a1a", "#2c8c99", "#7f7f7f")
@@ -54,6 +54,33 @@ def message_svg(text: str, *, width: float = 7.5, height: float = 1.2) -> str:
     return _svg(fig)
 
 
+#: The time axis around a single bucket end: half a day on each side.
+SINGLE_POINT_HALF_SPAN = timedelta(hours=12)
+
+
+def time_limits(ends: Sequence[datetime]) -> tuple[datetime, datetime] | None:
+    """The time axis of a timeline through the bucket ends ``ends``: the points with a
+    margin of half the smallest gap between two of them (half a bucket: hourly points get
+    half an hour, daily ones half a day), at least 5% of their span on each side; a single
+    point gets half a day on each side.  ``None`` when there is no point.
+
+    (Matplotlib widens a zero-width date range to four years, so one point would sit alone
+    in the middle of 2024-2028.)
+
+    >>> from datetime import datetime
+    >>> lo, hi = time_limits([datetime(2026, 3, 1, 12)])
+    >>> lo.isoformat(), hi.isoformat()
+    ('2026-03-01T00:00:00', '2026-03-02T00:00:00')
+    """
+    if not ends:
+        return None
+    points = sorted(set(ends))
+    gaps = [b - a for a, b in itertools.pairwise(points)]
+    half_gap = min(gaps) / 2 if gaps else SINGLE_POINT_HALF_SPAN
+    pad = max(half_gap, (points[-1] - points[0]) / 20)
+    return points[0] - pad, points[-1] + pad
+
+
 def timeline_svg(
     ends: Sequence[datetime],
     series: Sequence[tuple[str, Sequence[float], Sequence[float], Sequence[float]]],
@@ -64,7 +91,9 @@ def timeline_svg(
     through the estimates at the bucket ends and a band for the interval.
 
     Points without a number (NaN, e.g. before the first report) are left out.  The y axis
-    always shows [0, 1] and whatever lies outside it (unbiased estimates may).
+    always shows [0, 1] and whatever lies outside it (unbiased estimates may); the time axis
+    spans the bucket ends with a margin (:func:`time_limits`), so a single point or a few
+    close together fill the plot instead of sitting in a four-year axis.
     """
     if not series or any(len(s[1]) != len(ends) for s in series):
         raise ParameterError(
@@ -96,6 +125,9 @@ def timeline_svg(
             low = min(low, *(est[j] for j in keep))
             high = max(high, *(est[j] for j in keep))
     ax.set_ylim(low - 0.03, high + 0.03)
+    span = time_limits(ends)
+    if span is not None:
+        ax.set_xlim(*span)
     for y in (0.0, 1.0):
         ax.axhline(y, color="#999999", linewidth=0.8, linestyle=":")
     locator = mdates.AutoDateLocator()
