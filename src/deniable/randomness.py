@@ -26,6 +26,8 @@ Sources accepted wherever a function takes ``rng``:
 
 from __future__ import annotations
 
+import decimal
+import functools
 import math
 import os
 import sys
@@ -47,6 +49,7 @@ __all__ = [
     "WordSource",
     "bernoulli",
     "binary_thresholds",
+    "exp_lower_bound",
     "probability_threshold",
     "random_words",
     "resolve_rng",
@@ -288,6 +291,28 @@ def probability_threshold(p: float | Fraction, rounding: str = "nearest") -> int
     if rounding == "up":
         return math.ceil(scaled)
     raise ParameterError(f"`rounding` must be one of 'nearest', 'down', 'up', got {rounding!r}.")
+
+
+@functools.lru_cache(maxsize=4096)
+def exp_lower_bound(x: float) -> Fraction:
+    """A rational at most ``e**x``, below it by less than ``10**-45`` relative: the largest
+    likelihood ratio a threshold may realise for an ``x``-LDP claim to hold exactly.
+
+    ``decimal`` computes ``exp`` correctly rounded at 50 digits, so one unit of the 50th
+    digit below it is a proven lower bound (``math.exp`` promises no error bound).  ``x``
+    must be finite and at most 700.
+
+    >>> lower = exp_lower_bound(1.0)
+    >>> e_below = Fraction("2.718281828459045235360287471352662497757247093699959")  # e cut
+    >>> lower < e_below and e_below - lower < Fraction(1, 10**45)
+    True
+    """
+    if not (math.isfinite(x) and abs(x) <= 700):
+        raise ParameterError(f"`x` must be a finite number in [-700, 700], got {x!r}.")
+    with decimal.localcontext() as ctx:
+        ctx.prec = 50
+        value = decimal.Decimal(x).exp()  # exact input (a float is a dyadic rational)
+        return Fraction(value.next_minus(ctx))
 
 
 def binary_thresholds(p_yes_given_1: float, p_yes_given_0: float) -> tuple[int, int]:

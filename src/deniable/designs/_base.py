@@ -12,6 +12,7 @@ import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import fields
+from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -32,7 +33,7 @@ from deniable.randomness import (
     resolve_rng,
     words_below,
 )
-from deniable.results import Estimate
+from deniable.results import Estimate, information_note
 from deniable.results._estimate import MappedBinomialInterval as _Mapped
 from deniable.results._estimate import OutsideChannelNotes
 
@@ -42,6 +43,7 @@ __all__ = ["BinaryDesign", "Design", "Tally", "binary_estimate", "channel_epsilo
 #: Types of one answer that the randomizers take on their scalar fast path (a Python int or
 #: bool; anything else, numpy scalars included, takes the array path).
 _SCALAR = (int, bool)
+_TWO53 = 1 << 53
 
 
 def channel_epsilon(channel: Channel | npt.ArrayLike) -> float:
@@ -318,10 +320,17 @@ class BinaryDesign(Design):
             return t0, t1
         # float rounding of the stated probabilities (e.g. 1 - p for p near 1) can still leave
         # the implemented ratio above e^eps: move the thresholds toward each other until the
-        # implemented epsilon, computed the same way as the stated one, is not larger
+        # implemented epsilon, computed the same way as the stated one, is not larger, and
+        # (for a design whose epsilon is its parameter: Binary) both likelihood ratios in
+        # exact integer arithmetic are at most e^eps (tests/test_implemented_epsilon.py)
+        bound = self._ratio_bound()
         for _ in range(1 << 16):
             q0, q1 = t0 / 2.0**53, t1 / 2.0**53
-            if channel_epsilon([[1 - q0, 1 - q1], [q0, q1]]) <= target:
+            lo, hi = min(t0, t1), max(t0, t1)
+            exact = bound is None or (
+                lo > 0 and hi <= bound * lo and _TWO53 - lo <= bound * (_TWO53 - hi)
+            )
+            if exact and channel_epsilon([[1 - q0, 1 - q1], [q0, q1]]) <= target:
                 return t0, t1
             t0, t1 = (t0 + 1, t1 - 1) if t1 > t0 else (t0 - 1, t1 + 1)
             if (t1 - t0) * (p1 - p0) <= 0:
@@ -334,6 +343,15 @@ class BinaryDesign(Design):
     def _report_epsilon(self) -> float:
         """Epsilon of one randomized bit (the stated epsilon; per draw for Kuk)."""
         return self.epsilon
+
+    def _ratio_bound(self) -> Fraction | None:
+        """A proven bound on ``e^eps`` that the implemented likelihood ratios must meet in
+        exact arithmetic, or None.  None for designs whose epsilon is derived from their
+        stated probabilities (the thresholds are rounded toward privacy from them, so the
+        implemented ratios are at most the stated ones exactly); a design whose epsilon is
+        its parameter (Binary) gives ``exp_lower_bound(epsilon)``, since its float
+        probabilities ``e^eps / (1 + e^eps)`` may themselves round past ``e^eps``."""
+        return None
 
     @property
     def implemented_channel(self) -> DenseChannel:
@@ -473,6 +491,7 @@ def binary_estimate(
             "wilson": _Mapped(yes, n, p0, slope, "wilson"),
         },
         level_notes=OutsideChannelNotes(p1, p0, yes, n),
+        remarks=information_note(slope, n),
     )
 
 

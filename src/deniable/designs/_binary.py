@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar
 
 from deniable.common import _validation as v
 from deniable.designs._base import BinaryDesign, channel_epsilon
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError
+from deniable.randomness import exp_lower_bound
 
 __all__ = ["BiasedCoin", "Binary", "Crosswise", "Custom", "Mirrored", "TwoCoin", "Warner"]
 
@@ -291,6 +293,11 @@ class Binary(BinaryDesign):
     def epsilon(self) -> float:
         # eps = ln(t / (1 - t)) with t the truth probability: eps, or eps/2 for "half"
         return self.nominal_epsilon if self.calibration == "exact" else self.nominal_epsilon / 2
+
+    def _ratio_bound(self) -> Fraction:
+        # the stated epsilon is the parameter, exactly: the implemented ratios must meet
+        # e^eps itself, not the float probabilities' ratio (which rounds past it at small eps)
+        return exp_lower_bound(self.epsilon)
 
     @classmethod
     def from_epsilon(cls, epsilon: float, calibration: str = "exact") -> Binary:

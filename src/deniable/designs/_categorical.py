@@ -29,11 +29,12 @@ from deniable.randomness import (
     uniform_below_into,
     words_below,
 )
-from deniable.results import Estimate, Result, Table
+from deniable.results import Estimate, Result, Table, information_note
 
 __all__ = ["Categorical", "CategoricalEstimate"]
 
 _TOP53 = np.uint64(11)
+_TWO53_INT = 1 << 53
 
 
 #: Largest ``k`` whose dense ``k x k`` channel is built (128 MB of doubles); the design
@@ -212,14 +213,39 @@ class Categorical(Design):
         return keep, None if cum is None else list(cum)
 
     @cached_property
+    def _implemented_forced_min(self) -> Fraction:
+        """The smallest probability of a forced category as implemented (O(1) for uniform
+        forcing: ``uniform_below``'s ``floor(2**b / k) / 2**b`` when k is no power of 2)."""
+        if self.forced is None:
+            if self.k & (self.k - 1) == 0:
+                return Fraction(1, self.k)
+            b = 64 - self.k.bit_length()  # uniform_below's resolution when k is no power of 2
+            return Fraction((1 << b) // self.k, 1 << b)
+        _, counts, total = self._forced_plan
+        return Fraction(min(counts), total)
+
+    @property
+    def implemented_epsilon(self) -> float:
+        """The epsilon of the channel the integer thresholds realise, in O(1) (no dense
+        matrix, so any ``k``): ``ln(1 + keep / ((2**53 - keep) f'_min))`` with ``f'_min`` the
+        smallest implemented forced probability; at most :attr:`epsilon`."""
+        keep, _ = self._thresholds
+        if math.isinf(self.epsilon) or keep >= _TWO53_INT:
+            return math.inf
+        f_min = self._implemented_forced_min
+        if f_min == 0:
+            return math.inf
+        # keep / (2**53 - keep) <= t / (1 - t) * f'_min / f_min holds exactly (_thresholds),
+        # so the realised ratio is at most the stated one; the float log1p can land an ulp
+        # above it, so state the proven bound
+        return min(math.log1p(keep / ((_TWO53_INT - keep) * float(f_min))), self.epsilon)
+
+    @cached_property
     def _thresholds(self) -> tuple[int, tuple[int, ...] | None]:
         if self.forced is None:
             cum = None
             f_min = Fraction(1, self.k)
-            b = 64 - self.k.bit_length()  # uniform_below's resolution when k is no power of 2
-            f_impl_min = (
-                f_min if self.k & (self.k - 1) == 0 else Fraction((1 << b) // self.k, 1 << b)
-            )
+            f_impl_min = self._implemented_forced_min
         else:
             cum, counts, total = self._forced_plan
             if self.p_truthful == 1 or min(self.forced) == 0:
@@ -442,6 +468,7 @@ class CategoricalEstimate(Result):
             "lambda_hat": [c / self.n for c in self.tally.counts.tolist()],
             "se_unbiased": np.sqrt(cov if cov.ndim == 1 else cov.diagonal()),
             "categories": [],
+            "notes": list(information_note(self.design.p_truthful, self.n)),
         }
         t, forced = self.design.p_truthful, self.design.forced_distribution
         for j in range(self.design.k):
@@ -466,7 +493,10 @@ class CategoricalEstimate(Result):
             ("category", "reports", "estimate", "MLE", "SE", f"{level:.0%} CI (exact)"),
             tuple(rows),
             title=f"Estimate of {self.design.k} category shares from {self.n} reports",
-            notes=("estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)",),
+            notes=(
+                "estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)",
+                *information_note(self.design.p_truthful, self.n),
+            ),
             align="rrrrrr",
         )
 

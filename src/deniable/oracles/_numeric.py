@@ -7,7 +7,8 @@ lower) - 1`` in ``[-1, 1]``; the estimates are mapped back.
 **Duchi, Jordan & Wainwright (2018)**, one dimension: report ``+C`` with probability ``1/2 +
 t / (2 C)``, else ``-C``, with ``C = (e^eps + 1) / (e^eps - 1)``; ``E[report] = t`` and
 ``Var = C^2 - t^2``.  Implemented with one word: ``+C`` iff ``word >> 11 < 2**52 +
-floor(t D)``, ``D = t_hi - 2**52``, ``t_hi = floor(2**53 e^eps / (e^eps + 1))``.  Every
+floor(t D)``, ``D = t_hi - 2**52``, ``t_hi = floor(2**53 L / (L + 1))`` with ``L`` a proven
+lower bound of ``e^eps`` (``deniable.randomness.exp_lower_bound``).  Every
 threshold lies in ``[2**53 - t_hi, t_hi]``, so the implemented epsilon is ``ln(t_hi / (2**53
 - t_hi)) <= eps``, and the estimator uses the implemented ``C = 2**52 / D``.  The tally is
 ``(n_minus, n_plus)``.
@@ -59,7 +60,7 @@ from deniable.oracles._numeric_base import (
     _BoundedMean,
     _Interval,
 )
-from deniable.randomness import CHUNK, random_words, resolve_rng
+from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
 from deniable.results import Estimate
 from deniable.results._estimate import beta_quantile_bounds
 
@@ -92,8 +93,12 @@ class DuchiMechanism(_BoundedMean):
 
     @cached_property
     def _t_hi(self) -> int:
-        """``floor(2**53 e^eps / (e^eps + 1))``: the threshold of ``t = 1`` (rounded down)."""
-        return min(_TWO53 - 1, math.floor(Fraction(expit(self.epsilon)) * _TWO53))
+        """The threshold of ``t = 1``: the largest integer with ``t_hi / (2**53 - t_hi) <=
+        e^eps``, i.e. ``floor(2**53 L / (1 + L))`` for a proven lower bound ``L`` of
+        ``e^eps`` (so the implemented ratio is at most ``e^eps`` exactly, whatever ``eps``),
+        and at most ``2**53 - 1``."""
+        low = exp_lower_bound(min(self.epsilon, 700.0))
+        return min(_TWO53 - 1, math.floor(_TWO53 * low / (1 + low)))
 
     @property
     def thresholds(self) -> tuple[int, int]:
@@ -107,8 +112,10 @@ class DuchiMechanism(_BoundedMean):
 
     @property
     def implemented_epsilon(self) -> float:
+        # ln(t_hi / t_lo): t_hi / t_lo <= e^eps holds exactly (see _t_hi); the float log can
+        # land an ulp above eps, so state the proven bound
         t_lo, t_hi = self.thresholds
-        return math.log(t_hi / t_lo)
+        return min(math.log(t_hi / t_lo), self.epsilon)
 
     @property
     def n_cells(self) -> int:
@@ -224,7 +231,7 @@ class PiecewiseMechanism(_BoundedMean):
         """``(alpha, beta)``: integers with ``w alpha + (N - w) beta = 2**64`` and ``alpha /
         beta`` the largest such ratio at most ``e^eps`` (toward privacy)."""
         w, rest = self.window, GRID - self.window
-        ratio = Fraction(math.exp(min(self.epsilon, 700.0))) * Fraction(1 - 2.0**-50)
+        ratio = exp_lower_bound(min(self.epsilon, 700.0))  # proven: at most e^eps
         # w alpha + rest beta = 2**64 with alpha = ratio beta: beta = 2**64 / (w ratio + rest)
         beta = math.floor(_TWO64 / (w * ratio + rest))
         g = math.gcd(rest, w)
@@ -248,8 +255,10 @@ class PiecewiseMechanism(_BoundedMean):
 
     @property
     def implemented_epsilon(self) -> float:
+        # ln(alpha / beta): alpha / beta <= e^eps holds exactly (see _weights); the float
+        # log can land an ulp above eps, so state the proven bound
         alpha, beta = self._weights
-        return math.log(alpha / beta)
+        return min(math.log(alpha / beta), self.epsilon)
 
     @cached_property
     def _linear(self) -> tuple[float, float]:

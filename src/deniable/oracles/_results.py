@@ -14,7 +14,7 @@ from deniable.common import _validation as v
 from deniable.common._format import format_epsilon
 from deniable.designs import Tally
 from deniable.oracles._variance import support_probabilities
-from deniable.results import Estimate, Result, Table
+from deniable.results import Estimate, Result, Table, information_note
 from deniable.results._estimate import (
     MappedBinomialInterval,
     beta_quantile_bounds,
@@ -184,6 +184,7 @@ class FrequencyEstimate(Result):
             intervals={
                 m: MappedBinomialInterval(c, self.n, q, p - q, m) for m in ("exact", "wilson")
             },
+            remarks=information_note(p - q, self.n),
         )
 
     # ---- output
@@ -205,6 +206,7 @@ class FrequencyEstimate(Result):
             "ci_wald": [_nums(row) for row in self.ci(level, "wald")],
             "ci_exact": [_nums(row) for row in self.ci(level, "exact")],
             "level": level,
+            "notes": list(information_note(self.p - self.q, self.n)),
         }
 
     def table(self, level: float = 0.95, rows: int | None = None) -> Table:
@@ -225,7 +227,7 @@ class FrequencyEstimate(Result):
              f"[{format_cell(float(exact[j, 0]))}, {format_cell(float(exact[j, 1]))}]")
             for j in range(shown)
         )  # fmt: skip
-        notes = [f"SE {SE_EXACT}"]
+        notes = [f"SE {SE_EXACT}", *information_note(self.p - self.q, self.n)]
         if shown < self.k:
             notes.append(f"... {self.k - shown} more categories (table(rows=...) shows them)")
         return Table(

@@ -10,7 +10,12 @@ an interval needs it.
 
 from __future__ import annotations
 
-from deniable.results._estimate import Estimate, binomial_interval, map_interval
+from deniable.results._estimate import (
+    Estimate,
+    binomial_interval,
+    information_note,
+    map_interval,
+)
 from deniable.results._interval import ConfidenceInterval
 from deniable.results._table import Result, Table
 
@@ -20,5 +25,6 @@ __all__ = [
     "Result",
     "Table",
     "binomial_interval",
+    "information_note",
     "map_interval",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "Estimate",
     "beta_quantile_bounds",
     "binomial_interval",
+    "information_note",
     "map_interval",
     "normal_quantile",
 ]
@@ -185,6 +186,34 @@ class OutsideChannelNotes:
         )
 
 
+def information_note(slope: float, n: int) -> tuple[str, ...]:
+    """A note when ``n`` reports through a channel whose report probabilities differ by
+    ``slope`` between the answers (``P1 - P0``; ``p - q`` for a frequency oracle) carry less
+    information than one direct answer: ``4 n slope^2 < 1``.
+
+    The largest moment-estimate SE is then ``1 / (2 |slope| sqrt(n)) > 1``, wider than the
+    whole of ``[0, 1]``: a design within a few float ulps of uninformative (e.g. ``Warner(0.5
+    + 1e-16)``) prints an SE of ``10**14`` and estimates far outside ``[0, 1]``.  The note
+    says so and points at the interval that stays honest (the exact one, mapped into
+    ``[0, 1]``); the numbers themselves stay as computed (they are the unbiased ones).
+
+    >>> information_note(0.5, 100)
+    ()
+    >>> print(information_note(2.0**-52, 100)[0])  # doctest: +ELLIPSIS
+    the design is nearly uninformative: P1 - P0 = 2.2e-16, so these 100 reports carry the ...
+    """
+    s = abs(float(slope))
+    if n < 1 or 4 * n * s * s >= 1:
+        return ()
+    worst = math.inf if s == 0 else 1 / (2 * s * math.sqrt(n))
+    return (
+        f"the design is nearly uninformative: P1 - P0 = {s:.2g}, so these {n} reports carry "
+        f"the information of {n * s * s:.2g} direct answers; the moment estimate and its SE "
+        f"(up to {worst:.3g}) say nothing: read the exact interval, which stays in [0, 1], "
+        "or use a design farther from P1 = P0.",
+    )
+
+
 @dataclass(frozen=True)
 class Estimate(Result):
     """An estimate of one prevalence (or other parameter) with its errors and intervals.
@@ -204,6 +233,7 @@ class Estimate(Result):
     level_notes : remarks that depend on the interval level (e.g. an interval for the share
         of "yes" reports outside what the design can produce); see :attr:`notes` and
         :meth:`notes_at`.
+    remarks : remarks that hold at every level (e.g. :func:`information_note`).
     """
 
     value: float
@@ -220,6 +250,7 @@ class Estimate(Result):
     )
     level_notes: NotesFn | None = field(default=None, repr=False, compare=False)
     lambda_label: str = field(default="share of yes reports", repr=False, compare=False)
+    remarks: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     # ``intervals`` and ``level_notes`` are picklable callables holding their data
     # (MappedBinomialInterval, OutsideChannelNotes, ...), never closures, so an Estimate
@@ -239,7 +270,7 @@ class Estimate(Result):
     def notes_at(self, level: float = DEFAULT_LEVEL) -> tuple[str, ...]:
         """The remarks on the data with intervals at ``level``."""
         lvl = v.level(level)
-        return () if self.level_notes is None else self.level_notes(lvl)
+        return (() if self.level_notes is None else self.level_notes(lvl)) + self.remarks
 
     @property
     def interval_methods(self) -> tuple[str, ...]:
