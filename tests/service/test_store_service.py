@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from deniable.accounting import BudgetLedger
+from deniable.accounting import BudgetLedger, ZCDPComposition
 from deniable.accounting._exact_sum import add_up
 from deniable.exceptions import DataError, ParameterError, PrivacyError
 from deniable.service.models import reports, respondents
@@ -399,6 +399,34 @@ def test_the_ledger_store_sees_the_service_charges(store: ServiceStore) -> None:
         f"{SID}/happy": 1,
         f"{SID}/hours": 2,
     }
+
+
+@pytest.mark.parametrize("zcdp_first", [False, True])
+def test_the_service_and_a_ledger_of_another_unit_never_share_the_budgets(
+    fresh_db: Any, zcdp_first: bool
+) -> None:
+    # the service prices in pure epsilon: a zCDP ledger over its ledger store is refused
+    # once the service spent, and the service refuses to add epsilon to a store of rho
+    store = ServiceStore(fresh_db())
+    store.load_survey(demo_survey())
+    _, rid = store.open_session(SID, None)
+    key = f"{SID}:{rid}"
+    if zcdp_first:
+        zcdp = BudgetLedger(cap=5.0, store=store.ledger, composition=ZCDPComposition())
+        zcdp.spend([key], "panel", 0.5)
+        before = everything(store)
+        with pytest.raises(PrivacyError, match=r"totals in rho .* counts epsilon"):
+            store.submit(SID, rid, "happy", 1)
+        with pytest.raises(PrivacyError, match=r"totals in rho .* counts epsilon"):
+            store.submit_batch(SID, [(rid, "hours", 1)])
+        assert everything(store) == before
+    else:
+        assert store.submit(SID, rid, "happy", 1).stored
+        with pytest.raises(PrivacyError, match=r"totals in epsilon .* counts rho"):
+            BudgetLedger(cap=5.0, store=store.ledger, composition=ZCDPComposition())
+        BudgetLedger(cap=5.0, store=store.ledger).spend([key], "panel", 0.5)  # epsilon: fine
+        assert store.spent(SID).tolist() == [pytest.approx(math.log(3) + 0.5)]
+    store.close()
 
 
 def test_servers_starting_together_load_the_survey_once(db_url: str) -> None:
