@@ -78,6 +78,33 @@ def test_a_new_version_replaces_unanswered_questions_only(store: ServiceStore) -
     assert store.survey(SID).title == "A new title"
 
 
+def test_a_question_nobody_was_charged_for_may_change_in_a_new_version(db_url: str) -> None:
+    # a batch in which one question was over the cap for everyone still wrote its ledger
+    # record (0 charges); the record fixed the question's epsilon, so a new version that
+    # changed it (accepted: the question had no report) made the question unanswerable
+    store = ServiceStore(db_url)
+    store.migrate()
+    data = demo_survey().to_dict()
+    data["cap"] = 2.1  # happy (ln 3) and one epsilon-1 question fit, not three
+    store.load_survey(Survey.from_dict(data))
+    _, a = store.open_session(SID, None)
+    _, b = store.open_session(SID, None)
+    assert store.submit(SID, a, "happy", 1).stored and store.submit(SID, a, "hours", 1).stored
+    got = store.submit_batch(SID, [(a, "harassment", 1), (b, "happy", 1)])
+    assert [x.status for x in got] == ["over_cap", "stored"]
+    data["version"] = 2
+    data["questions"][1]["design"] = {"mechanism": "warner", "epsilon": 0.5}
+    store.load_survey(Survey.from_dict(data))  # no report of "harassment": taken
+    assert store.submit(SID, b, "harassment", 1) == Submitted("stored", pytest.approx(0.5))
+    assert store.ledger.questions()[f"{SID}/harassment"].epsilon == pytest.approx(0.5)
+    # a question somebody was charged for keeps its epsilon (as its reports keep the design)
+    data["version"] = 3
+    data["questions"][1]["design"] = {"mechanism": "warner", "epsilon": 0.25}
+    with pytest.raises(DataError, match=r"changes or removes question\(s\) 'harassment'"):
+        store.load_survey(Survey.from_dict(data))
+    store.close()
+
+
 def test_a_changed_survey_needs_a_higher_version(store: ServiceStore) -> None:
     with pytest.raises(DataError, match="needs a higher `version`, got 1"):
         store.load_survey(survey_with(title="Other"))

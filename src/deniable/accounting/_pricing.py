@@ -315,8 +315,13 @@ def check_record(
     question: str, epsilon: float, memoized: bool, record: QuestionRecord | None
 ) -> None:
     """A question name stands for one mechanism: its epsilon and memoization are fixed at
-    its first spend."""
-    if record is not None and (record.epsilon != epsilon or record.memoized != memoized):
+    its first charge.  A record that charged nobody (a partial spend that admitted no one)
+    released nothing and binds nothing: a survey's new version may still change it."""
+    if (
+        record is not None
+        and record.charges > 0
+        and (record.epsilon != epsilon or record.memoized != memoized)
+    ):
         raise ParameterError(
             f"question {question!r} was first charged with epsilon "
             f"{fmt_budget(record.epsilon)}, memoized={record.memoized}; a question name stands "
