@@ -28,6 +28,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from fractions import Fraction
+from re import escape as re_escape
 from typing import Any
 
 import numpy as np
@@ -36,18 +37,26 @@ import pytest
 from deniable.accounting import (
     BudgetFilter,
     BudgetLedger,
+    Composition,
     History,
     LedgerStore,
+    PureEpsilonComposition,
     SpendPlan,
     SpendRequest,
+    ZCDPComposition,
 )
 from deniable.accounting._keys import respondent_keys
-from deniable.designs import Warner
-from deniable.exceptions import DataError, ParameterError, PrivacyError
+from deniable.designs import BiasedCoin, Binary, Categorical, Warner
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms import MemoizedRandomizer, MemoStore
 
 THREADS = 8
 TRIALS = 10
+
+#: The mechanism that draws the contract's reports, and another one.
+M = Warner(0.75).key
+OTHER = Categorical(3, 0.5).key
+PURE, ZCDP = PureEpsilonComposition(), ZCDPComposition()
 
 #: Keys of every kind a store must take: small, negative and huge ids, tokens, bytes.
 ODD_KEYS: list[Any] = [0, -5, 99_999_999, 2**62, 2**70, "tok-" + "f" * 36, "0", b"\x00raw"]
@@ -65,8 +74,15 @@ def request(
     limit: float = 1.0,
     fresh: Any = None,
     partial: bool = False,
+    composition: Composition = PURE,
 ) -> SpendRequest:
-    return SpendRequest(question, epsilon, memoized, limit, fresh=fresh, partial=partial)
+    return SpendRequest(
+        question, epsilon, memoized, limit, fresh=fresh, partial=partial, composition=composition
+    )
+
+
+def ones(missing: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+    return np.ones(int(missing.sum()), dtype=np.int64)
 
 
 def observable(store: LedgerStore, probe: np.ndarray) -> tuple[Any, ...]:  # type: ignore[type-arg]
@@ -223,6 +239,53 @@ class LedgerStoreContract(_Contract):
         store = make_store()
         assert store.spend(keys("a"), request("q", math.inf, limit=1e300)).refused
         assert store.questions() == {}
+        assert store.history(keys("a")).unit is None  # a refused spend records no unit
+
+    @pytest.mark.parametrize(("first", "second"), [(PURE, ZCDP), (ZCDP, PURE)])
+    def test_a_store_keeps_its_totals_in_one_unit(
+        self, make_store: Callable[[], LedgerStore], first: Composition, second: Composition
+    ) -> None:
+        # rho of zCDP and epsilon of pure DP are not one number: the store records the unit
+        # of its first spend and refuses a spend of the other, naming both
+        store = make_store()
+        assert store.history(keys("a")).unit is None
+        store.spend(keys("a"), request("q", 0.5, composition=first))
+        assert store.history(keys("a", "b"), "q").unit == first.unit
+        probe = keys("a", "b")
+        before = observable(store, probe)
+        both = rf"totals in {first.unit} .* counts {second.unit} would add {second.unit}"
+        for who in (keys("b"), keys("a")):
+            with pytest.raises(PrivacyError, match=both):
+                store.spend(who, request("r", 0.125, composition=second))
+        assert observable(store, probe) == before
+        assert store.snapshot().history(probe).unit == first.unit
+        store.spend(keys("b"), request("r", 0.125, composition=first))  # its own unit: fine
+
+    @pytest.mark.parametrize(("first", "second"), [(PURE, ZCDP), (ZCDP, PURE)])
+    def test_ledgers_of_two_compositions_never_share_a_store(
+        self, make_store: Callable[[], LedgerStore], first: Composition, second: Composition
+    ) -> None:
+        store = make_store()
+        early = BudgetLedger(cap=2.0, store=store, composition=second)  # empty: any unit
+        BudgetLedger(cap=2.0, store=store, composition=first).spend(["ann", 7], "q", 0.5)
+        both = rf"totals in {first.unit} .* counts {second.unit}"
+        with pytest.raises(PrivacyError, match=both):
+            BudgetLedger(cap=2.0, store=store, composition=second)
+        calls: list[Callable[[], object]] = [
+            lambda: early.spend(["bob"], "r", 0.125),
+            lambda: early.spent(["ann"]),
+            lambda: early.remaining("ann"),
+            lambda: early.can_afford(["ann"], "r", 0.125),
+            lambda: early.costs(["ann"], "r", 0.125),
+            lambda: BudgetFilter(early).commit_admitted(["bob"], 0.125, question="r"),
+            lambda: early.to_dict(),
+            lambda: list(early),
+        ]
+        for call in calls:
+            with pytest.raises(PrivacyError, match=both):
+                call()
+        later = BudgetLedger(cap=2.0, store=store, composition=first)
+        assert later.spent(["ann", "bob"]).tolist() == [first.charge(0.5), 0.0]
 
     def test_snapshot_is_independent(self, make_store: Callable[[], LedgerStore]) -> None:
         store = make_store()
@@ -297,51 +360,60 @@ class MemoStoreContract(_Contract):
             calls.append(missing.tolist())
             return np.arange(int(missing.sum()), dtype=np.int64) + 10 * len(calls)
 
-        first = store.get_or_create("q", keys("a", 2**70, -3), create)
+        first = store.get_or_create("q", keys("a", 2**70, -3), create, mechanism=M)
         assert first.tolist() == [10, 11, 12] and calls == [[True, True, True]]
-        again = store.get_or_create("q", keys(-3, "b", "a"), create)
+        again = store.get_or_create("q", keys(-3, "b", "a"), create, mechanism=M)
         assert again.tolist() == [12, 20, 10] and calls[-1] == [False, True, False]
-        replay = store.get_or_create("q", keys("b"), create)
+        replay = store.get_or_create("q", keys("b"), create, mechanism=M)
         assert replay.tolist() == [20] and calls[-1] == [False]  # called even if none missing
-        assert store.lookup("q", keys("a", "b", "c", 2**70)).tolist() == [10, 20, -1, 11]
-        assert store.lookup("other", keys("a")).tolist() == [-1]
+        assert store.lookup("q", keys("a", "b", "c", 2**70), mechanism=M).tolist() == [
+            10,
+            20,
+            -1,
+            11,
+        ]
+        assert store.lookup("other", keys("a"), mechanism=M).tolist() == [-1]
 
     def test_questions_are_separate_and_forget_drops_one(
         self, make_store: Callable[[], MemoStore]
     ) -> None:
         store = make_store()
-        store.get_or_create("q", keys(*ODD_KEYS), lambda m: np.ones(int(m.sum()), np.int64))
-        store.get_or_create("r", keys(*ODD_KEYS), lambda m: np.zeros(int(m.sum()), np.int64))
-        assert store.lookup("q", keys(*ODD_KEYS)).tolist() == [1] * len(ODD_KEYS)
-        assert store.lookup("r", keys(*ODD_KEYS)).tolist() == [0] * len(ODD_KEYS)
+        store.get_or_create(
+            "q", keys(*ODD_KEYS), lambda m: np.ones(int(m.sum()), np.int64), mechanism=M
+        )
+        store.get_or_create(
+            "r", keys(*ODD_KEYS), lambda m: np.zeros(int(m.sum()), np.int64), mechanism=M
+        )
+        assert store.lookup("q", keys(*ODD_KEYS), mechanism=M).tolist() == [1] * len(ODD_KEYS)
+        assert store.lookup("r", keys(*ODD_KEYS), mechanism=M).tolist() == [0] * len(ODD_KEYS)
         store.forget("q")
         store.forget("never")
-        assert store.lookup("q", keys(*ODD_KEYS)).tolist() == [-1] * len(ODD_KEYS)
-        assert store.lookup("r", keys(*ODD_KEYS)).tolist() == [0] * len(ODD_KEYS)
+        assert store.lookup("q", keys(*ODD_KEYS), mechanism=M).tolist() == [-1] * len(ODD_KEYS)
+        assert store.lookup("r", keys(*ODD_KEYS), mechanism=M).tolist() == [0] * len(ODD_KEYS)
 
     def test_a_failed_create_stores_nothing(self, make_store: Callable[[], MemoStore]) -> None:
         store = make_store()
-        store.get_or_create("q", keys("a"), lambda m: np.ones(int(m.sum()), np.int64))
+        store.get_or_create("q", keys("a"), lambda m: np.ones(int(m.sum()), np.int64), mechanism=M)
 
         def boom(missing: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
             raise PrivacyError("refused")
 
         with pytest.raises(PrivacyError):
-            store.get_or_create("q", keys("a", "b", 7), boom)
-        assert store.lookup("q", keys("a", "b", 7)).tolist() == [1, -1, -1]
+            store.get_or_create("q", keys("a", "b", 7), boom, mechanism=M)
+        assert store.lookup("q", keys("a", "b", 7), mechanism=M).tolist() == [1, -1, -1]
         with pytest.raises(ValueError, match="one per missing key"):
-            store.get_or_create("q", keys("b", 7), lambda m: np.ones(1, np.int64))
+            store.get_or_create("q", keys("b", 7), lambda m: np.ones(1, np.int64), mechanism=M)
         with pytest.raises(ValueError, match="non-negative integer"):
-            store.get_or_create("q", keys("b"), lambda m: np.full(1, -1, np.int64))
-        assert store.lookup("q", keys("a", "b", 7)).tolist() == [1, -1, -1]
+            store.get_or_create("q", keys("b"), lambda m: np.full(1, -1, np.int64), mechanism=M)
+        assert store.lookup("q", keys("a", "b", 7), mechanism=M).tolist() == [1, -1, -1]
 
     def test_snapshot_is_independent(self, make_store: Callable[[], MemoStore]) -> None:
         store = make_store()
-        store.get_or_create("q", keys("a"), lambda m: np.ones(int(m.sum()), np.int64))
+        store.get_or_create("q", keys("a"), lambda m: np.ones(int(m.sum()), np.int64), mechanism=M)
         snap = store.snapshot()
-        store.get_or_create("q", keys("b"), lambda m: np.ones(int(m.sum()), np.int64))
+        store.get_or_create("q", keys("b"), lambda m: np.ones(int(m.sum()), np.int64), mechanism=M)
         store.forget("q")
-        assert snap.lookup("q", keys("a", "b")).tolist() == [1, -1]
+        assert snap.lookup("q", keys("a", "b"), mechanism=M).tolist() == [1, -1]
 
     def test_through_the_memoizer(self, make_store: Callable[[], MemoStore]) -> None:
         memo = MemoizedRandomizer(Warner(0.75), store=make_store())
@@ -352,6 +424,74 @@ class MemoStoreContract(_Contract):
         assert again[::-1].tolist() == first.tolist()
         assert ledger.spent(who).tolist() == [math.log(3)] * 3
         assert memo.memoized("q", ["ann", "cy"]).tolist() == [True, False]
+
+    def test_a_report_is_only_replayed_to_the_mechanism_that_drew_it(
+        self, make_store: Callable[[], MemoStore]
+    ) -> None:
+        store = make_store()
+        store.get_or_create("q", keys("a", 7), ones, mechanism=M)
+        called: list[list[bool]] = []
+
+        def twos(missing: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+            called.append(missing.tolist())
+            return np.full(int(missing.sum()), 2, dtype=np.int64)
+
+        for call in (
+            lambda: store.get_or_create("q", keys("new", 7), twos, mechanism=OTHER),
+            lambda: store.lookup("q", keys("new", 7), mechanism=OTHER),
+        ):
+            with pytest.raises(PrivacyError) as err:
+                call()
+            text = str(err.value)
+            assert "question 'q'" in text and "respondent 7 " in text, text
+            assert f"drawn by {M}" in text and f"the mechanism {OTHER}" in text, text
+        assert called == []  # refused before drawing: nothing drawn, charged or stored
+        assert store.lookup("q", keys("a", 7, "new"), mechanism=M).tolist() == [1, 1, -1]
+        # a respondent without a report holds nothing to replay or to draw twice
+        assert store.lookup("q", keys("new"), mechanism=OTHER).tolist() == [-1]
+        assert store.get_or_create("q", keys("new"), twos, mechanism=OTHER).tolist() == [2]
+        with pytest.raises(PrivacyError, match=rf"respondent 'new' .* drawn by {re_escape(OTHER)}"):
+            store.lookup("q", keys("a", "new"), mechanism=M)
+        assert store.get_or_create("r", keys("a"), twos, mechanism=OTHER).tolist() == [2]
+        # the mechanism survives a snapshot; forget drops the reports with their mechanism
+        with pytest.raises(PrivacyError, match=rf"drawn by {re_escape(M)}"):
+            store.snapshot().lookup("q", keys(7), mechanism=OTHER)
+        store.forget("q")
+        assert store.get_or_create("q", keys(7), twos, mechanism=OTHER).tolist() == [2]
+
+    def test_the_mechanism_is_required(self, make_store: Callable[[], MemoStore]) -> None:
+        store = make_store()
+        for bad in ("", None, 3):
+            with pytest.raises(ParameterTypeError, match="`mechanism` must be the key"):
+                store.get_or_create("q", keys("a"), ones, mechanism=bad)  # type: ignore[arg-type]
+            with pytest.raises(ParameterTypeError, match="`mechanism` must be the key"):
+                store.lookup("q", keys("a"), mechanism=bad)  # type: ignore[arg-type]
+        assert store.lookup("q", keys("a"), mechanism=M).tolist() == [-1]
+
+    def test_the_memoizer_keeps_or_refuses_across_designs(
+        self, make_store: Callable[[], MemoStore]
+    ) -> None:
+        store = make_store()
+        ledger = BudgetLedger(cap=5.0)
+        who = ["ann", 10**12, "bob"]
+        warner = MemoizedRandomizer(Warner(0.75), store=store)
+        first = warner.randomize(who, [1, 0, 1], question="q", rng=1, ledger=ledger)
+        # another permanent design: the k = 3 categorical question (once served the binary
+        # reports), and the same epsilon by another design, which the ledger cannot tell
+        for design in (Categorical(3, 0.5), Binary(math.log(3))):
+            other = MemoizedRandomizer(design, store=store)
+            with pytest.raises(PrivacyError, match=r"question 'q': respondent 'ann' holds"):
+                other.randomize(who, [1, 1, 1], question="q", rng=2, ledger=ledger)
+            with pytest.raises(PrivacyError, match=rf"drawn by {re_escape(M)}"):
+                other.memoized("q", who)
+        assert ledger.spent(who).tolist() == [math.log(3)] * 3  # nothing charged again
+        # another instantaneous design (or none) replays the same permanent reports
+        inst = MemoizedRandomizer(Warner(0.75), instantaneous=BiasedCoin(0.2), store=store)
+        inst.randomize(who, [0, 1, 0], question="q", rng=3, ledger=ledger)
+        assert inst.memoized("q", who).all()
+        assert ledger.spent(who).tolist() == [math.log(3)] * 3  # a replay: no new draw
+        again = MemoizedRandomizer(Warner(0.75), store=store)
+        assert again.randomize(who, [0, 1, 0], question="q", rng=4).tolist() == first.tolist()
 
     @pytest.mark.usefixtures("_frequent_switches")
     def test_concurrent_get_or_create_gives_one_report_per_key(
@@ -372,7 +512,7 @@ class MemoStoreContract(_Contract):
                     return np.full(int(missing.sum()), i, dtype=np.int64)
 
                 order = np.random.default_rng(i).permutation(who.size)
-                out = store.get_or_create("q", who[order], create)
+                out = store.get_or_create("q", who[order], create, mechanism=M)
                 back = np.empty_like(out)
                 back[order] = out
                 outs[i] = back
@@ -381,4 +521,4 @@ class MemoStoreContract(_Contract):
             assert sum(created) == who.size, f"trial {trial}: {sum(created)} reports created"
             for i, out in enumerate(outs):
                 assert out.tolist() == outs[0].tolist(), f"trial {trial}: thread {i} differs"
-            assert store.lookup("q", who).tolist() == outs[0].tolist()
+            assert store.lookup("q", who, mechanism=M).tolist() == outs[0].tolist()

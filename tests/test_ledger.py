@@ -434,3 +434,17 @@ def test_a_ledger_shares_its_store() -> None:
         b.spend(["x"], "q2", 0.5)
     assert b.store is store and b.spent("x") == 0.75
     assert isinstance(b.composition, PureEpsilonComposition)
+
+
+def test_a_question_nobody_paid_for_binds_no_epsilon() -> None:
+    # a partial spend that admits no one still writes the question's record (0 charges);
+    # it released nothing, so it must not fix the question's epsilon (a survey's next
+    # version may change such a question: it has no report)
+    ledger = BudgetLedger(cap=1.0)
+    ledger.spend(["a"], "warm", 1.0)
+    assert BudgetFilter(ledger).commit_admitted(["a"], 0.5, question="q") == []
+    assert ledger.questions["q"].charges == 0
+    ledger.spend(["b"], "q", 0.25)
+    assert (ledger.questions["q"].epsilon, ledger.questions["q"].charges) == (0.25, 1)
+    with pytest.raises(ParameterError, match=r"first charged with epsilon 0\.25"):
+        ledger.spend(["c"], "q", 0.5)  # a record with a charge binds

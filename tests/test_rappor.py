@@ -15,8 +15,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from _memo_layouts import BASE, old_rappor_layout
 from deniable.designs import Tally
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms import InMemoryMemoStore
 from deniable.oracles import Rappor, RapporClient, RapporEstimate, RapporReports
 
@@ -181,6 +182,72 @@ def test_a_clients_cohort_is_permanent() -> None:
     assert rep.cohorts.tolist() == [3, 1]
     with pytest.raises(DataError, match=r"client 10 is in cohort 3 \(stored\), got 2"):
         client.report([10], ["a"], cohorts=[2], rng=1)
+
+
+# --------------------------------------------------------------------------- configurations
+
+
+def test_a_new_irr_keeps_every_clients_prr_and_cohort() -> None:
+    """p and q do not define the permanent stage: a client asked under new ones replays its
+    PRR and cohort.  (Keyed by the whole mechanism, a new p once drew a second PRR and
+    cohort: the permanent epsilon paid twice, and two PRRs for an averaging attacker.)"""
+    store = InMemoryMemoStore()
+    ids, values = np.arange(300), [f"v{i % 5}" for i in range(300)]
+    old = RapporClient(Rappor(**BASE), store)
+    prr, cohorts = old.permanent(ids, values, rng=1), old.cohorts_of(ids)
+    for p, q in ((0.3, 0.75), (0.5, 0.9), (0.0, 1.0)):
+        new = RapporClient(Rappor(**{**BASE, "p": p, "q": q}), store)
+        np.testing.assert_array_equal(new.permanent(ids, values, rng=2), prr)
+        np.testing.assert_array_equal(new.cohorts_of(ids), cohorts)
+        assert new.report(ids, values, rng=3).cohorts.tolist() == cohorts.tolist()
+
+
+@pytest.mark.parametrize(
+    ("change", "stored", "asked"),
+    [
+        ({"m": 64}, '"m":72}', '"m":64}'),
+        ({"h": 3}, '"h":2,', '"h":3,'),
+        ({"f": 0.25}, '"f":"1/2"', '"f":"1/4"'),
+        ({"cohorts": 16}, 'rappor-cohort{"cohorts":8}', 'rappor-cohort{"cohorts":16}'),
+    ],
+)
+def test_a_new_permanent_stage_is_refused_for_a_client_that_holds_one(
+    change: dict[str, Any], stored: str, asked: str
+) -> None:
+    store = InMemoryMemoStore()
+    old = RapporClient(Rappor(**BASE), store)
+    prr = old.permanent([1, 2], ["x", "y"], rng=1)
+    new = RapporClient(Rappor(**{**BASE, **change}), store)
+    calls = [
+        (1, lambda: new.permanent([1], ["x"], rng=2)),
+        (2, lambda: new.report([3, 2], ["y", "y"], rng=2)),
+    ]
+    for who, call in calls:
+        with pytest.raises(PrivacyError) as err:
+            call()
+        text = str(err.value)
+        assert text.startswith("RAPPOR: question 'rappor/"), text
+        assert f"respondent {who} holds a permanent report drawn by" in text, text
+        assert stored in text and asked in text and "refused" in text, text  # both named
+    np.testing.assert_array_equal(old.permanent([1, 2], ["x", "y"]), prr)  # unchanged
+    # a client without permanent state is served under the new configuration
+    assert new.permanent([99], ["x"], rng=3).shape == (1, new.rappor.m)
+
+
+def test_a_store_of_the_old_layout_is_read() -> None:
+    ids, values = np.arange(100), [f"v{i % 3}" for i in range(100)]
+    first = Rappor(**BASE)
+    second = Rappor(**{**BASE, "p": 0.3})  # the old layout's second PRR after a new p
+    old = {**old_rappor_layout(first, ids, values, 1), **old_rappor_layout(second, ids, values, 2)}
+    assert all(q.startswith("rappor/rappor{") for q in old)
+    store = InMemoryMemoStore.__new__(InMemoryMemoStore)
+    store.__setstate__({"memo": old})  # an InMemoryMemoStore pickled by the old version
+    kept = RapporClient(first, InMemoryMemoStore())
+    kept.permanent(ids, values, rng=1)  # seeded: the draws of the old first layout
+    for p in (0.25, 0.3, 0.5):  # whatever p now: the first layout's PRRs and cohorts
+        client = RapporClient(Rappor(**{**BASE, "p": p}), store)
+        np.testing.assert_array_equal(client.permanent(ids, values), kept.permanent(ids, values))
+        np.testing.assert_array_equal(client.cohorts_of(ids), kept.cohorts_of(ids))
 
 
 # --------------------------------------------------------------------------- tally

@@ -12,11 +12,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from _store_contract import LedgerStoreContract, MemoStoreContract, keys, request
-from deniable.accounting import BudgetLedger, InMemoryLedgerStore
+from _store_contract import LedgerStoreContract, M, MemoStoreContract, keys, request
+from deniable.accounting import (
+    BudgetLedger,
+    InMemoryLedgerStore,
+    PureEpsilonComposition,
+    ZCDPComposition,
+)
 from deniable.accounting._keys import KeyIndex, respondent_keys
 from deniable.designs import Warner
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms import InMemoryMemoStore, MemoizedRandomizer
 
 
@@ -233,9 +238,9 @@ def test_in_memory_stores_pickle_and_print() -> None:
     assert copy.history(keys("a")).spent.tolist() == [0.75]
     assert repr(store) == "InMemoryLedgerStore(respondents=2, questions=1)"
     memo = InMemoryMemoStore()
-    memo.get_or_create("q", keys("a"), lambda m: np.ones(int(m.sum()), np.int64))
+    memo.get_or_create("q", keys("a"), lambda m: np.ones(int(m.sum()), np.int64), mechanism=M)
     again = pickle.loads(pickle.dumps(memo))
-    assert again.lookup("q", keys("a", "b")).tolist() == [1, -1]
+    assert again.lookup("q", keys("a", "b"), mechanism=M).tolist() == [1, -1]
     assert repr(memo) == "InMemoryMemoStore({'q': 1})"
 
 
@@ -246,3 +251,54 @@ def test_stores_are_checked_where_they_are_given() -> None:
         MemoizedRandomizer(Warner(0.75), store=InMemoryLedgerStore())  # type: ignore[arg-type]
     with pytest.raises(ParameterTypeError, match="`composition` must be a Composition"):
         BudgetLedger(cap=1.0, composition="basic")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- earlier pickles
+
+
+def _unpickled(cls: Any, state: dict[str, Any]) -> Any:
+    """An object as ``pickle.loads`` rebuilds it from ``state``."""
+    obj = cls.__new__(cls)
+    obj.__setstate__(state)
+    return obj
+
+
+def test_a_memo_pickled_before_reports_carried_their_mechanism_is_refused_until_adopted() -> None:
+    index = KeyIndex()
+    index.add(keys("ann", 7), np.full(2, -1, dtype=np.int64))
+    store = _unpickled(InMemoryMemoStore, {"memo": {"smokes": (index, np.array([1, 0]))}})
+    memo = MemoizedRandomizer(Warner(0.75), store=store)
+    with pytest.raises(
+        PrivacyError,
+        match=r"respondent 'ann' holds a permanent report stored "
+        r"before .* store\.adopt\('smokes', mechanism\)",
+    ):
+        memo.randomize(["ann", "bob"], [1, 1], question="smokes", rng=1)
+    with pytest.raises(PrivacyError, match="stored before"):
+        memo.memoized("smokes", [7])
+    assert store.adopt("smokes", M) == 2 and store.adopt("smokes", M) == 0
+    assert memo.randomize(["ann", 7], [0, 1], question="smokes", rng=1).tolist() == [1, 0]
+    assert store.adopt("never", M) == 0
+
+
+def test_a_ledger_store_pickled_before_units_is_refused_until_its_unit_is_stated() -> None:
+    index = KeyIndex()
+    index.add(keys("ann"), np.full(1, -1, dtype=np.int64))
+    old = {"index": index, "spent": np.array([0.5]), "charged": {}, "records": {}}
+    store = _unpickled(InMemoryLedgerStore, old)
+    for composition in (PureEpsilonComposition(), ZCDPComposition()):
+        with pytest.raises(PrivacyError, match=rf"adopt_unit\('{composition.unit}'\)"):
+            BudgetLedger(cap=1.0, store=store, composition=composition)
+    with pytest.raises(ParameterTypeError, match="`unit` must name the unit"):
+        store.adopt_unit("")
+    store.adopt_unit("epsilon")
+    ledger = BudgetLedger(cap=1.0, store=store)
+    ledger.spend(["ann"], "q", 0.25)
+    assert ledger.spent("ann") == 0.75
+    with pytest.raises(ParameterError, match="records its totals in epsilon, got 'rho'"):
+        store.adopt_unit("rho")
+    store.adopt_unit("epsilon")  # the same statement again: nothing changes
+    # an empty store pickled before: nothing to misread, any unit may begin
+    bare = {"index": KeyIndex(), "spent": np.zeros(0), "charged": {}, "records": {}}
+    empty = _unpickled(InMemoryLedgerStore, bare)
+    BudgetLedger(cap=1.0, store=empty, composition=ZCDPComposition()).spend(["a"], "q", 0.5)

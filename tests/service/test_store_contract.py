@@ -4,12 +4,14 @@ SQLite and PostgreSQL, threads included; each store is a fresh migrated database
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from _store_contract import LedgerStoreContract, MemoStoreContract
-from deniable.accounting import BudgetLedger
+from deniable.accounting import BudgetLedger, ZCDPComposition
 from deniable.designs import Warner
 from deniable.exceptions import PrivacyError
 from deniable.mechanisms import MemoizedRandomizer
@@ -73,3 +75,32 @@ def test_the_memo_and_the_ledger_commit_together(
     assert wide.memoized("r", ["cy", "ann"]).tolist() == [False, False]
     assert ledger.spent(["cy", "ann"]).tolist() == [0.0, math.log(3)]
     assert set(ledger_store.questions()) == {"q"}
+
+
+# a process that spends from a pure-epsilon ledger on the database, then exits
+_PURE_SPENDER = """
+import sys
+from deniable.accounting import BudgetLedger
+from deniable.service.stores import SqlLedgerStore
+store = SqlLedgerStore(sys.argv[1])
+BudgetLedger(cap=2.0, store=store).spend(["ann"], "q", 0.5)
+store.engine.dispose()
+"""
+
+
+def test_the_unit_of_a_sql_store_holds_across_processes_and_restarts(
+    fresh_db: Callable[[], str],
+) -> None:
+    url = fresh_db()
+    done = subprocess.run(
+        [sys.executable, "-c", _PURE_SPENDER, url], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    for _ in range(2):  # this process, then "restarted" with a new engine
+        store = SqlLedgerStore(url)
+        try:
+            with pytest.raises(PrivacyError, match=r"totals in epsilon .* counts rho"):
+                BudgetLedger(cap=2.0, store=store, composition=ZCDPComposition())
+            assert BudgetLedger(cap=2.0, store=store).spent("ann") == 0.5
+        finally:
+            store.engine.dispose()

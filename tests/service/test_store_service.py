@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import sqlalchemy as sa
 
-from deniable.accounting import BudgetLedger
+from deniable.accounting import BudgetLedger, ZCDPComposition
 from deniable.accounting._exact_sum import add_up
 from deniable.exceptions import DataError, ParameterError, PrivacyError
 from deniable.service.models import reports, respondents
@@ -76,6 +76,33 @@ def test_a_new_version_replaces_unanswered_questions_only(store: ServiceStore) -
     data["title"] = "A new title"
     store.load_survey(Survey.from_dict(data))  # answered questions unchanged: fine
     assert store.survey(SID).title == "A new title"
+
+
+def test_a_question_nobody_was_charged_for_may_change_in_a_new_version(db_url: str) -> None:
+    # a batch in which one question was over the cap for everyone still wrote its ledger
+    # record (0 charges); the record fixed the question's epsilon, so a new version that
+    # changed it (accepted: the question had no report) made the question unanswerable
+    store = ServiceStore(db_url)
+    store.migrate()
+    data = demo_survey().to_dict()
+    data["cap"] = 2.1  # happy (ln 3) and one epsilon-1 question fit, not three
+    store.load_survey(Survey.from_dict(data))
+    _, a = store.open_session(SID, None)
+    _, b = store.open_session(SID, None)
+    assert store.submit(SID, a, "happy", 1).stored and store.submit(SID, a, "hours", 1).stored
+    got = store.submit_batch(SID, [(a, "harassment", 1), (b, "happy", 1)])
+    assert [x.status for x in got] == ["over_cap", "stored"]
+    data["version"] = 2
+    data["questions"][1]["design"] = {"mechanism": "warner", "epsilon": 0.5}
+    store.load_survey(Survey.from_dict(data))  # no report of "harassment": taken
+    assert store.submit(SID, b, "harassment", 1) == Submitted("stored", pytest.approx(0.5))
+    assert store.ledger.questions()[f"{SID}/harassment"].epsilon == pytest.approx(0.5)
+    # a question somebody was charged for keeps its epsilon (as its reports keep the design)
+    data["version"] = 3
+    data["questions"][1]["design"] = {"mechanism": "warner", "epsilon": 0.25}
+    with pytest.raises(DataError, match=r"changes or removes question\(s\) 'harassment'"):
+        store.load_survey(Survey.from_dict(data))
+    store.close()
 
 
 def test_a_changed_survey_needs_a_higher_version(store: ServiceStore) -> None:
@@ -399,6 +426,34 @@ def test_the_ledger_store_sees_the_service_charges(store: ServiceStore) -> None:
         f"{SID}/happy": 1,
         f"{SID}/hours": 2,
     }
+
+
+@pytest.mark.parametrize("zcdp_first", [False, True])
+def test_the_service_and_a_ledger_of_another_unit_never_share_the_budgets(
+    fresh_db: Any, zcdp_first: bool
+) -> None:
+    # the service prices in pure epsilon: a zCDP ledger over its ledger store is refused
+    # once the service spent, and the service refuses to add epsilon to a store of rho
+    store = ServiceStore(fresh_db())
+    store.load_survey(demo_survey())
+    _, rid = store.open_session(SID, None)
+    key = f"{SID}:{rid}"
+    if zcdp_first:
+        zcdp = BudgetLedger(cap=5.0, store=store.ledger, composition=ZCDPComposition())
+        zcdp.spend([key], "panel", 0.5)
+        before = everything(store)
+        with pytest.raises(PrivacyError, match=r"totals in rho .* counts epsilon"):
+            store.submit(SID, rid, "happy", 1)
+        with pytest.raises(PrivacyError, match=r"totals in rho .* counts epsilon"):
+            store.submit_batch(SID, [(rid, "hours", 1)])
+        assert everything(store) == before
+    else:
+        assert store.submit(SID, rid, "happy", 1).stored
+        with pytest.raises(PrivacyError, match=r"totals in epsilon .* counts rho"):
+            BudgetLedger(cap=5.0, store=store.ledger, composition=ZCDPComposition())
+        BudgetLedger(cap=5.0, store=store.ledger).spend([key], "panel", 0.5)  # epsilon: fine
+        assert store.spent(SID).tolist() == [pytest.approx(math.log(3) + 0.5)]
+    store.close()
 
 
 def test_servers_starting_together_load_the_survey_once(db_url: str) -> None:

@@ -61,23 +61,30 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._keys import Keys, first_repeat, format_key, respondent_keys
+from deniable.accounting._keys import Keys, first_repeat
+from deniable.accounting._ledger_inputs import (
+    checked_keys,
+    checked_question,
+    flag,
+    fresh_mask,
+    refusal,
+)
 from deniable.accounting._pricing import (
     PURE_EPSILON,
     Composition,
+    History,
     QuestionRecord,
-    SpendPlan,
     SpendRequest,
     admitted,
     check_record,
-    fmt_budget,
+    check_unit,
     question_costs,
     remaining_budget,
     spend_limit,
 )
 from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore
 from deniable.common import _validation as v
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
+from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = ["BudgetLedger", "QuestionRecord", "first_repeat"]
 
@@ -174,6 +181,9 @@ class BudgetLedger:
         self._n = n
         self._store: LedgerStore = InMemoryLedgerStore() if store is None else store
         self._composition: Composition = PURE_EPSILON if composition is None else composition
+        # a store whose totals are in another unit is refused now (and on every use: another
+        # ledger may record the store's unit later)
+        check_unit(self._store.history(np.zeros(0, dtype=np.int64)).unit, self._composition.unit)
         # the store makes each spend atomic; this lock makes a sequence of this process's
         # calls atomic (``with ledger.lock:``), and every method takes it
         self._lock = threading.RLock()
@@ -259,37 +269,14 @@ class BudgetLedger:
     def _keys(self, respondents: Any, *, unique: bool = True) -> Keys:
         """``respondents`` checked: canonical keys, ids ``0 .. n - 1`` if ``n_respondents``
         was given, distinct if ``unique``."""
-        keys = respondent_keys(respondents, unique=False)
-        if self._n is not None and keys.size:
-            if keys.dtype == object:  # strings, or integers past int64
-                bad = next((k for k in keys.tolist() if not isinstance(k, int)), None)
-                if bad is not None:
-                    raise ParameterTypeError(
-                        f"`respondents` must hold integer ids in 0..{self._n - 1} (this ledger "
-                        f"was made with n_respondents={self._n}; make it without "
-                        f"`n_respondents` for any respondent keys), got {format_key(bad)}."
-                    )
-                lo, hi = min(keys.tolist()), max(keys.tolist())
-            else:
-                lo, hi = int(keys.min()), int(keys.max())
-            if lo < 0 or hi >= self._n:
-                raise DataError(
-                    f"`respondents` must hold ids in 0..{self._n - 1}, got {lo if lo < 0 else hi}."
-                )
-        if unique and (rep := first_repeat(keys)) is not None:
-            raise DataError(
-                f"`respondents` must not repeat a respondent within one spend, got "
-                f"{format_key(rep)} twice (ask again in a separate call)."
-            )
-        return keys
+        return checked_keys(respondents, self._n, unique=unique)
 
-    @staticmethod
-    def _question(question: Any) -> str:
-        if not isinstance(question, str) or not question:
-            raise ParameterTypeError(
-                f"`question` must be a non-empty string naming the question, got {question!r}."
-            )
-        return question
+    def _history(self, keys: Keys, question: str | None = None) -> History:
+        """The store's history of ``keys``, refused if its totals are in another unit than
+        this ledger's composition (``check_unit``)."""
+        history = self._store.history(keys, question)
+        check_unit(history.unit, self._composition.unit)
+        return history
 
     def _request(
         self,
@@ -302,15 +289,15 @@ class BudgetLedger:
         partial: bool = False,
     ) -> SpendRequest:
         """A question's arguments checked (in this order) as a spend request."""
-        q = self._question(question)
+        q = checked_question(question)
         eps = v.positive("epsilon", epsilon, allow_zero=True, allow_inf=True)
-        memo = _flag("memoized", memoized)
+        memo = flag("memoized", memoized)
         return SpendRequest(
             q,
             eps,
             memo,
             spend_limit(self._cap, self._tolerance),
-            fresh=_fresh(fresh, size),
+            fresh=fresh_mask(fresh, size),
             partial=partial,
             composition=self._composition,
         )
@@ -321,7 +308,7 @@ class BudgetLedger:
         """Epsilon spent so far (a float for one key, an array for an array of keys; in the
         composition rule's unit)."""
         with self._lock:
-            out = self._store.history(self._keys(respondents, unique=False)).spent
+            out = self._history(self._keys(respondents, unique=False)).spent
         return float(out[0]) if np.ndim(respondents) == 0 else out
 
     def remaining(self, respondents: Any) -> Floats | float:
@@ -329,7 +316,7 @@ class BudgetLedger:
         rounded down so that a question of exactly this epsilon is admitted (in the
         composition rule's unit: the largest ``rho`` for :class:`ZCDPComposition`)."""
         with self._lock:
-            spent = self._store.history(self._keys(respondents, unique=False)).spent
+            spent = self._history(self._keys(respondents, unique=False)).spent
         out = remaining_budget(spent, self._cap, self._tolerance, self._composition)
         return float(out[0]) if np.ndim(respondents) == 0 else out
 
@@ -339,7 +326,7 @@ class BudgetLedger:
         """The totals and costs of asking a question now (a snapshot, not a reservation)."""
         keys = self._keys(respondents, unique=False)
         r = self._request(question, epsilon, memoized, fresh, keys.size)
-        history = self._store.history(keys, r.question)
+        history = self._history(keys, r.question)
         check_record(r.question, r.epsilon, r.memoized, history.record)
         charge = self._composition.charge(r.epsilon)
         return history.spent, question_costs(
@@ -379,7 +366,7 @@ class BudgetLedger:
 
     def _can_pay(self, keys: Keys, epsilon: float) -> npt.NDArray[np.bool_]:
         """Who could pay a full ``epsilon`` now (a question with no history)."""
-        spent = self._store.history(keys).spent
+        spent = self._history(keys).spent
         cost = np.full(keys.size, self._composition.charge(epsilon), dtype=np.float64)
         return admitted(spent, cost, self._limit(), self._composition)
 
@@ -409,7 +396,7 @@ class BudgetLedger:
             request = self._request(question, epsilon, memoized, fresh, keys.size)
             plan = self._store.spend(keys, request)  # one atomic check-and-spend
             if plan.refused:
-                raise self._refusal(keys, request, plan)
+                raise refusal(keys, request, plan, self._cap, self._tolerance, self._composition)
 
     def _spend_admitted(
         self, respondents: Any, question: str, epsilon: float, memoized: bool
@@ -420,34 +407,6 @@ class BudgetLedger:
             request = self._request(question, epsilon, memoized, None, keys.size, partial=True)
             plan = self._store.spend(keys, request)
             return keys[plan.write]
-
-    def _refusal(self, keys: Keys, r: SpendRequest, plan: SpendPlan) -> PrivacyError:
-        bad = np.flatnonzero(~plan.admitted)
-        first = int(bad[0])
-        left = float(
-            remaining_budget(
-                plan.spent[first : first + 1], self._cap, self._tolerance, self._composition
-            )[0]
-        )
-        cost = float(plan.cost[first])
-        cost_s, left_s = fmt_budget(cost), fmt_budget(left)
-        why = (
-            " (an infinite epsilon: a report can reveal the answer, and no finite cap admits it)"
-            if math.isinf(cost)
-            else ""
-        )
-        if cost_s == left_s:  # apart only in the last digits: show them, and say why
-            cost_s, left_s = repr(cost), repr(left)
-            why = (
-                " (sums of binary doubles are rounded upward and never pass the cap: "
-                "state the cap with a margin)"
-            )
-        return PrivacyError(
-            f"question {r.question!r} costs {self._composition.unit} {cost_s}{why} but "
-            f"respondent {format_key(keys[first])} has only {left_s} left of the cap "
-            f"{fmt_budget(self._cap)} ({bad.size} of {keys.size} respondents would exceed it); "
-            "nothing was spent."
-        )
 
     def grow(self, n_respondents: int) -> range:
         """Add respondents so that there are ``n_respondents``; returns the new ids.
@@ -483,7 +442,7 @@ class BudgetLedger:
         ``respondents`` default: every respondent (the ids ``0 .. n - 1``, or, for a
         ledger of opaque keys, every key charged so far, in the order first charged).
         """
-        q = self._question(question)
+        q = checked_question(question)
         with self._lock:
             keys = self._all() if respondents is None else self._keys(respondents, unique=False)
             return self._store.history(keys, q).charged
@@ -491,6 +450,7 @@ class BudgetLedger:
     def to_dict(self) -> dict[str, Any]:
         """A plain summary: cap, respondents, spent (min / mean / max), questions."""
         with self._lock:
+            self._history(np.zeros(0, dtype=np.int64))
             s = self._store.summary(self._cap)
             records = self._store.questions()
         n = s.respondents if self._n is None else self._n
@@ -510,25 +470,4 @@ class BudgetLedger:
 
     def __iter__(self) -> Iterator[float]:
         with self._lock:
-            return iter(self._store.history(self._all()).spent.tolist())
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise ParameterTypeError(f"`{name}` must be True or False, got {value!r}.")
-    return bool(value)
-
-
-def _fresh(value: Any, size: int) -> npt.NDArray[np.bool_] | None:
-    """``fresh`` as a boolean mask of ``size`` (``None``/``False``: nobody, ``True``: all)."""
-    if value is None:
-        return None
-    if isinstance(value, bool | np.bool_):
-        return np.full(size, bool(value), dtype=np.bool_)
-    m = np.asarray(value)
-    if m.dtype != np.bool_ or m.shape != (size,):
-        raise DataError(
-            f"`fresh` must be True, False, None or a boolean array of shape ({size},) (one per "
-            f"respondent), got dtype {m.dtype} and shape {m.shape}."
-        )
-    return m.copy()
+            return iter(self._history(self._all()).spent.tolist())

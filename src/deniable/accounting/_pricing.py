@@ -26,6 +26,11 @@ as an object with the same three members (``unit``, ``charge``, ``total``); it m
 charge less than the privacy loss it accounts for.  :class:`ZCDPComposition` is the second
 rule: zero-concentrated DP, whose cap and totals are in ``rho``.
 
+**One unit per store.**  A store's totals are in the unit of the rule that charged them
+(``epsilon`` or ``rho``), and numbers of two units never add: the store records its unit at
+its first spend (:attr:`History.unit`) and :func:`plan_spend` refuses a request of another
+unit (:func:`check_unit`), so two ledgers of different rules cannot share one store.
+
 This module is pure accounting: it never imports a mechanism.
 """
 
@@ -39,9 +44,10 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting._exact_sum import add_up
-from deniable.exceptions import ParameterError
+from deniable.exceptions import ParameterError, PrivacyError
 
 __all__ = [
+    "UNKNOWN_UNIT",
     "Composition",
     "History",
     "PureEpsilonComposition",
@@ -50,6 +56,7 @@ __all__ = [
     "SpendRequest",
     "ZCDPComposition",
     "admitted",
+    "check_unit",
     "plan_spend",
     "question_costs",
     "remaining_budget",
@@ -223,15 +230,48 @@ def remaining_budget(
     return out
 
 
+#: The unit of a store whose totals were written before stores recorded their unit.
+UNKNOWN_UNIT = "unknown"
+
+
 @dataclass(frozen=True)
 class History:
     """What a store knows of some respondents before a spend: their totals (``spent``),
-    whether each was charged for the question before (``charged``), and the question's
-    record (``None`` if never charged)."""
+    whether each was charged for the question before (``charged``), the question's record
+    (``None`` if never charged), and the unit of the store's totals (``unit``: ``None``
+    while the store holds none, :data:`UNKNOWN_UNIT` for totals of a unit not recorded)."""
 
     spent: Floats
     charged: Mask
     record: QuestionRecord | None
+    unit: str | None = None
+
+
+def check_unit(stored: str | None, asked: str) -> None:
+    """Refuse to add a total in ``asked`` to a store whose totals are in ``stored``
+    (:class:`~deniable.exceptions.PrivacyError` naming both): rho and epsilon are not one
+    number.  ``stored`` ``None``: the store holds no totals yet, any unit may begin.
+
+    >>> check_unit("epsilon", "rho")
+    Traceback (most recent call last):
+    ...
+    deniable.exceptions.PrivacyError: this ledger store keeps its totals in epsilon (recorded
+    at its first spend); a ledger whose composition counts rho would add rho to epsilon as one
+    number: refused (give that ledger a store of its own, or the store's composition).
+    """
+    if stored is None or stored == asked:
+        return
+    if stored == UNKNOWN_UNIT:
+        raise PrivacyError(
+            "this ledger store holds totals written before stores recorded their unit, so a "
+            f"ledger whose composition counts {asked} cannot add to them: refused.  If they "
+            f"are in {asked}, say so once with store.adopt_unit({asked!r})."
+        )
+    raise PrivacyError(
+        f"this ledger store keeps its totals in {stored} (recorded at its first spend); a "
+        f"ledger whose composition counts {asked} would add {asked} to {stored} as one "
+        "number: refused (give that ledger a store of its own, or the store's composition)."
+    )
 
 
 @dataclass(frozen=True)
@@ -275,8 +315,13 @@ def check_record(
     question: str, epsilon: float, memoized: bool, record: QuestionRecord | None
 ) -> None:
     """A question name stands for one mechanism: its epsilon and memoization are fixed at
-    its first spend."""
-    if record is not None and (record.epsilon != epsilon or record.memoized != memoized):
+    its first charge.  A record that charged nobody (a partial spend that admitted no one)
+    released nothing and binds nothing: a survey's new version may still change it."""
+    if (
+        record is not None
+        and record.charges > 0
+        and (record.epsilon != epsilon or record.memoized != memoized)
+    ):
         raise ParameterError(
             f"question {question!r} was first charged with epsilon "
             f"{fmt_budget(record.epsilon)}, memoized={record.memoized}; a question name stands "
@@ -288,11 +333,13 @@ def check_record(
 def plan_spend(request: SpendRequest, history: History) -> SpendPlan:
     """Decide a spend from the history: pure, deterministic, so a store may retry it.
 
-    Raises :class:`~deniable.exceptions.ParameterError` if the question was first charged
-    with another epsilon or memoization.  Every value to write is computed here, before the
-    store writes anything.
+    Raises :class:`~deniable.exceptions.PrivacyError` if the store's totals are in another
+    unit than the request's composition, :class:`~deniable.exceptions.ParameterError` if
+    the question was first charged with another epsilon or memoization.  Every value to
+    write is computed here, before the store writes anything.
     """
     r = request
+    check_unit(history.unit, r.composition.unit)
     check_record(r.question, r.epsilon, r.memoized, history.record)
     rule = r.composition
     cost = question_costs(

@@ -1,9 +1,11 @@
 """Where a ledger keeps its budgets: the :class:`LedgerStore` protocol and
 :class:`InMemoryLedgerStore`.
 
-A store keeps, per respondent key, the total spent, and per question, its record and which
-respondents were charged for it.  It makes one promise: :meth:`LedgerStore.spend` is one
-atomic check-and-spend.  Pricing is not the store's business: the store reads the history
+A store keeps, per respondent key, the total spent, per question, its record and which
+respondents were charged for it, and the unit of its totals (``epsilon`` or ``rho``: the
+unit of the composition rule of its first spend).  It makes one promise:
+:meth:`LedgerStore.spend` is one atomic check-and-spend, which refuses a request of another
+unit.  Pricing is not the store's business: the store reads the history
 of the respondents, hands it to the request's pure planner (:func:`plan_spend
 <deniable.accounting._pricing.plan_spend>`), and writes the plan, all or nothing.
 
@@ -20,7 +22,14 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting._keys import KeyIndex, Keys
-from deniable.accounting._pricing import History, QuestionRecord, SpendPlan, SpendRequest
+from deniable.accounting._pricing import (
+    UNKNOWN_UNIT,
+    History,
+    QuestionRecord,
+    SpendPlan,
+    SpendRequest,
+)
+from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = ["InMemoryLedgerStore", "LedgerStore", "SpentSummary"]
 
@@ -51,14 +60,19 @@ class LedgerStore(Protocol):
 
     ``spend(keys, request) -> SpendPlan``
         **One atomic check-and-spend.**  Read the history of ``keys`` for
-        ``request.question`` (their totals, whether each was charged for it, its record),
-        call ``request.plan(history)``, and unless the plan is ``refused`` write it: for
-        the respondents ``keys[plan.write]``, total := ``plan.new_spent`` and charged for
-        the question := True; the question's record := ``plan.record``.  Return the plan.
-        If ``plan`` raises, or anything fails, nothing is written.  No other spend may
-        change these respondents or this question between the read and the write.
+        ``request.question`` (their totals, whether each was charged for it, its record,
+        the store's unit), call ``request.plan(history)``, and unless the plan is
+        ``refused`` write it: for the respondents ``keys[plan.write]``, total :=
+        ``plan.new_spent`` and charged for the question := True; the question's record :=
+        ``plan.record``; the store's unit := ``request.composition.unit`` if it had none.
+        Return the plan.  If ``plan`` raises (a request of another unit than the store's
+        raises :class:`~deniable.exceptions.PrivacyError`), or anything fails, nothing is
+        written.  No other spend may change these respondents, this question or the unit
+        between the read and the write.
     ``history(keys, question=None) -> History``
-        A consistent snapshot (for pricing queries; not a reservation).
+        A consistent snapshot (for pricing queries; not a reservation).  ``unit``: the
+        unit of the totals, ``None`` while the store holds none, ``UNKNOWN_UNIT`` for totals
+        written before stores recorded their unit.
     ``questions() -> dict[str, QuestionRecord]``, ``respondents() -> keys``
         Every question charged, and every respondent charged at least once (in the order
         first charged).
@@ -97,6 +111,21 @@ class LedgerStore(Protocol):
     def snapshot(self) -> LedgerStore: ...
 
 
+def adopted_unit(stored: str | None, unit: Any) -> str:
+    """The unit a store records when told its totals are in ``unit`` (``adopt_unit``)."""
+    if not isinstance(unit, str) or not unit or unit == UNKNOWN_UNIT:
+        raise ParameterTypeError(
+            f"`unit` must name the unit of the store's totals (e.g. 'epsilon' or 'rho'), got "
+            f"{unit!r}."
+        )
+    if stored not in (None, UNKNOWN_UNIT, unit):
+        raise ParameterError(
+            f"`unit`: this ledger store records its totals in {stored}, got {unit!r}; a "
+            "recorded unit is never changed."
+        )
+    return unit
+
+
 def _grown(buf: npt.NDArray[Any], size: int) -> npt.NDArray[Any]:
     """``buf`` if it holds ``size`` items, else a zero-padded copy with room to double."""
     if size <= buf.size:
@@ -123,7 +152,7 @@ class InMemoryLedgerStore:
     (['tok-a', 99999999], True)
     """
 
-    __slots__ = ("_charged", "_index", "_lock", "_records", "_spent")
+    __slots__ = ("_charged", "_index", "_lock", "_records", "_spent", "_unit")
 
     def __init__(self) -> None:
         self._index = KeyIndex()
@@ -132,6 +161,7 @@ class InMemoryLedgerStore:
         # per question, charged flags by dense index; entries past the array are False
         self._charged: dict[str, npt.NDArray[np.bool_]] = {}
         self._records: dict[str, QuestionRecord] = {}
+        self._unit: str | None = None
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -149,6 +179,7 @@ class InMemoryLedgerStore:
                 "spent": self._spent[:n].copy(),
                 "charged": {q: c.copy() for q, c in self._charged.items()},
                 "records": dict(self._records),
+                "unit": self._unit,
             }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -156,6 +187,8 @@ class InMemoryLedgerStore:
         self._spent = state["spent"]
         self._charged = state["charged"]
         self._records = state["records"]
+        # pickled before stores recorded their unit: the totals' unit is not known
+        self._unit = state.get("unit", UNKNOWN_UNIT if len(self._index) else None)
         self._lock = threading.RLock()
 
     @property
@@ -175,7 +208,7 @@ class InMemoryLedgerStore:
             inside = known & (found < flags.size)
             charged[inside] = flags[found[inside]]
         record = None if question is None else self._records.get(question)
-        return History(spent, charged, record)
+        return History(spent, charged, record, self._unit)
 
     def history(self, keys: Keys, question: str | None = None) -> History:
         with self._lock:
@@ -201,7 +234,16 @@ class InMemoryLedgerStore:
             self._charged[q] = flags
             assert plan.record is not None
             self._records[q] = plan.record
+            if self._unit is None:
+                self._unit = request.composition.unit
             return plan
+
+    def adopt_unit(self, unit: str) -> None:
+        """State the unit of totals whose unit was not recorded (a store pickled by an
+        earlier version): an explicit statement, to make only if they are in ``unit``.  A
+        store whose unit is recorded accepts only that unit again."""
+        with self._lock:
+            self._unit = adopted_unit(self._unit, unit)
 
     def questions(self) -> dict[str, QuestionRecord]:
         with self._lock:

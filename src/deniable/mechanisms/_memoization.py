@@ -21,8 +21,15 @@ Only randomized values are stored; the true answers given on replays are checked
 range and otherwise ignored (the permanent report stands for the first answer; a changed
 answer needs a new question name and a new charge).  The reports live in a
 :class:`~deniable.mechanisms.MemoStore` (in memory by default, a SQL store in the survey
-service), keyed by (respondent key, question); respondents are opaque keys, integer ids of
-any size or string tokens.
+service), keyed by (respondent key, question), each stored with the key of the permanent
+design that drew it; respondents are opaque keys, integer ids of any size or string tokens.
+
+**What a configuration change does.**  The permanent report belongs to the respondent and
+the question, and is defined by the permanent design alone: a memo with another
+``instantaneous`` design (or none) over the same store replays the same permanent reports;
+a memo with another permanent design refuses (:class:`~deniable.exceptions.PrivacyError`)
+for every respondent who holds a report of the old one, rather than replay a report of
+another design or draw a second one.
 """
 
 from __future__ import annotations
@@ -181,10 +188,12 @@ class MemoizedRandomizer:
         return min(self.permanent_epsilon, k * self.report_epsilon)
 
     def memoized(self, question: str, respondents: Any) -> npt.NDArray[np.bool_]:
-        """Mask: which of ``respondents`` already have a permanent report for ``question``."""
+        """Mask: which of ``respondents`` already have a permanent report for ``question``
+        (a report of another permanent design raises
+        :class:`~deniable.exceptions.PrivacyError`, as :meth:`randomize` would)."""
         q = _question(question)
         keys = respondent_keys(respondents, unique=False)
-        return self._store.lookup(q, keys) >= 0
+        return self._store.lookup(q, keys, mechanism=self._design.key) >= 0
 
     def forget(self, question: str) -> None:
         """Drop every stored report for ``question``.
@@ -214,7 +223,9 @@ class MemoizedRandomizer:
         dropped by :meth:`forget` (or who were charged through another memo), even if the
         ledger already holds a charge for ``question`` (a fresh report is a new release).
         Replays are free.  If any respondent cannot afford it the ledger raises
-        :class:`~deniable.exceptions.PrivacyError` and nothing is stored.
+        :class:`~deniable.exceptions.PrivacyError` and nothing is stored.  So does the store
+        if a respondent holds a report of ``question`` drawn by another permanent design
+        (nothing is drawn, charged or stored).
         """
         q = _question(question)
         keys = respondent_keys(respondents, unique=True)
@@ -242,7 +253,9 @@ class MemoizedRandomizer:
                 ledger.spend(keys, q, eps, memoized=True, fresh=new)
             return fresh
 
-        permanent = np.asarray(self._store.get_or_create(q, keys, create), dtype=np.int64)
+        permanent = np.asarray(
+            self._store.get_or_create(q, keys, create, mechanism=design.key), dtype=np.int64
+        )
         if self._instantaneous is None:
             return permanent
         return np.asarray(self._instantaneous.randomize(permanent, rng=gen), dtype=np.int64)

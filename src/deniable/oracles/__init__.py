@@ -55,7 +55,8 @@ from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probabil
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
-from deniable.oracles._rappor import Rappor, RapporClient, RapporReports, string_digest
+from deniable.oracles._rappor import Rappor, RapporReports, string_digest
+from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._results import FrequencyEstimate
 from deniable.oracles._spec import (

@@ -10,15 +10,20 @@ b"deniable-rappor"``).  Hash ``i`` of cohort ``c`` is the multiply-add-shift fun
     bit_ci(s) = ((((a_ci x + b_ci) mod 2**64) >> 32) m) >> 32,
 
 with ``(a_ci, b_ci)`` the two little-endian 64-bit words of the 16-byte BLAKE2b digest of
-``"deniable.rappor/1:<c>:<i>"``: deterministic, the same on every client and the server.
-On inputs below ``2**33`` the family is strongly universal, so for two distinct ``x``
-a cohort's functions behave as independent uniform draws of the family; two strings share
-``x`` with probability ``2**-33``.
+``"deniable.rappor/1:<c>:<i>"`` (``deniable.rappor/1`` names this hash family):
+deterministic, the same on every client and the server.  On inputs below ``2**33`` the
+family is strongly universal, so for two distinct ``x`` a cohort's functions behave as
+independent uniform draws of the family; two strings share ``x`` with probability
+``2**-33``.
 
 **Permanent randomized response (PRR)**, parameter ``f``: each Bloom bit ``B_i`` becomes
 ``B'_i`` = 1 with probability ``f / 2``, 0 with probability ``f / 2``, ``B_i`` otherwise.
 It is drawn once per (client, value) and kept in a :class:`~deniable.mechanisms.MemoStore`
-(:class:`RapporClient`), so averaging any number of reports reveals at most ``B'``.
+by :class:`~deniable.oracles.RapporClient` (``_rappor_client``), so averaging any number of
+reports reveals at most ``B'``.  It is defined by ``m``, ``h``, ``cohorts``, ``f`` and the
+hash family (:attr:`Rappor.permanent_key`), not by ``p`` and ``q``: a client whose IRR
+changes keeps its PRR and cohort, and a change of the PRR's parameters is refused for a
+client that holds one.
 
 **Instantaneous randomized response (IRR)**, parameters ``p < q``: on every report bit
 ``S_i`` is 1 with probability ``q`` if ``B'_i = 1``, ``p`` if ``B'_i = 0``.  Reports are
@@ -45,46 +50,29 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cached_property
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._keys import respondent_keys
 from deniable.common import _validation as v
 from deniable.designs import Tally, mechanism_key
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._rappor_decode import RapporEstimate, _strings, decode
 from deniable.randomness import random_words, resolve_rng
 
-__all__ = ["Rappor", "RapporClient", "RapporReports", "string_digest"]
+__all__ = ["Rappor", "RapporReports", "string_digest"]
 
 _32 = np.uint64(32)
 #: Largest Bloom filter (bits).
 MAX_BITS = 1 << 16
 #: Largest number of cohorts.
 MAX_COHORTS = 1 << 16
-#: Bits of the PRR kept in one memo-store report (a non-negative int64): 7 bytes.
-_CHUNK_BYTES = 7
+#: The name of the Bloom filter's hash family (and of its version).
+HASH_FAMILY = "deniable.rappor/1"
 _53 = float(1 << 53)
-
-
-@runtime_checkable
-class _MemoStore(Protocol):
-    """The part of :class:`~deniable.mechanisms.MemoStore` the client uses (``oracles`` and
-    ``mechanisms`` are sibling layers, so the protocol is matched by structure)."""
-
-    def get_or_create(
-        self,
-        question: str,
-        keys: npt.NDArray[Any],
-        create: Callable[[npt.NDArray[np.bool_]], npt.ArrayLike],
-    ) -> npt.NDArray[np.int64]: ...
-
-    def lookup(self, question: str, keys: npt.NDArray[Any]) -> npt.NDArray[np.int64]: ...
 
 
 def string_digest(values: Any) -> npt.NDArray[np.uint64]:
@@ -205,6 +193,18 @@ class Rappor:
         """The identity its tallies carry (:func:`~deniable.designs.mechanism_key`)."""
         return mechanism_key(self.name, self.parameters())
 
+    @cached_property
+    def permanent_key(self) -> str:
+        """The identity of the PRR, stored with each client's permanent bits: ``m``, ``h``,
+        ``cohorts``, ``f`` and the hash family, not the IRR's ``p`` and ``q``."""
+        params = {"cohorts": self.cohorts, "f": self.f, "h": self.h, "hash": HASH_FAMILY}
+        return mechanism_key("rappor-prr", {**params, "m": self.m})
+
+    @cached_property
+    def cohort_key(self) -> str:
+        """The identity of a client's cohort draw, stored with it: the number of cohorts."""
+        return mechanism_key("rappor-cohort", {"cohorts": self.cohorts})
+
     def __getstate__(self) -> dict[str, Any]:
         return {fl.name: getattr(self, fl.name) for fl in fields(self)}
 
@@ -254,7 +254,7 @@ class Rappor:
         out = np.empty((self.cohorts, self.h, 2), dtype=np.uint64)
         for c in range(self.cohorts):
             for i in range(self.h):
-                d = hashlib.blake2b(f"deniable.rappor/1:{c}:{i}".encode(), digest_size=16)
+                d = hashlib.blake2b(f"{HASH_FAMILY}:{c}:{i}".encode(), digest_size=16)
                 raw = d.digest()
                 out[c, i, 0] = int.from_bytes(raw[:8], "little")
                 out[c, i, 1] = int.from_bytes(raw[8:], "little")
@@ -406,170 +406,3 @@ class Rappor:
         ``sqrt(2 ln K)`` for ``K`` candidates; ``penalty`` is refused with ``"nnls"``).
         """
         return decode(self, tally, candidates, alpha=alpha, method=method, penalty=penalty)
-
-
-class RapporClient:
-    """The RAPPOR client of many devices: cohorts and PRRs memoized in a
-    :class:`~deniable.mechanisms.MemoStore` (``store``, required: where a device keeps its
-    permanent state is its choice), a fresh IRR on every report.
-
-    Each client's cohort is kept under the question ``"rappor/<key>/cohort"`` and the PRR of
-    a (client, value) in ``ceil(m / 56)`` reports of 56 bits under ``"rappor/<key>/<value>/
-    <chunk>"`` (``<key>`` the mechanism's :attr:`Rappor.key`), so a client object over the
-    same store (a device restarted, with a store that persists, e.g.
-    ``deniable.service.stores.SqlMemoStore``) replays the same permanent bits.  Every chunk
-    is one atomic get-or-create; the PRR's bits are independent given the Bloom filter, so
-    chunks stored by different calls still make one exact PRR draw.
-
-    >>> from deniable.mechanisms import InMemoryMemoStore
-    >>> rappor = Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.25, q=0.75)
-    >>> client = RapporClient(rappor, InMemoryMemoStore())
-    >>> a = client.report([1, 2], ["x", "y"], rng=1)
-    >>> a.bits.shape, bool((client.permanent([1, 2], ["x", "y"]) ==
-    ...                     client.permanent([1, 2], ["x", "y"])).all())
-    ((2, 2), True)
-    """
-
-    __slots__ = ("_rappor", "_store")
-
-    def __init__(self, rappor: Rappor, store: Any) -> None:
-        if not isinstance(rappor, Rappor):
-            raise ParameterTypeError(f"`rappor` must be a Rappor, got {type(rappor).__name__}.")
-        if not isinstance(store, _MemoStore):
-            raise ParameterTypeError(
-                "`store` must be a MemoStore (e.g. deniable.mechanisms.InMemoryMemoStore() or "
-                f"deniable.service.stores.SqlMemoStore(url)), got {type(store).__name__}."
-            )
-        self._rappor = rappor
-        self._store = store
-
-    def __repr__(self) -> str:
-        return f"RapporClient({self._rappor!r})"
-
-    @property
-    def rappor(self) -> Rappor:
-        """The mechanism."""
-        return self._rappor
-
-    @property
-    def store(self) -> Any:
-        """Where cohorts and PRRs live."""
-        return self._store
-
-    def _question(self, *parts: object) -> str:
-        return "/".join(("rappor", self._rappor.key, *map(str, parts)))
-
-    def cohorts_of(
-        self, clients: Any, cohorts: Any = None, *, rng: Any = None
-    ) -> npt.NDArray[np.int64]:
-        """Each client's cohort: stored, else ``cohorts`` (given) or uniform (drawn), then
-        stored.  A given cohort that differs from a stored one is refused."""
-        keys = respondent_keys(clients, unique=False, name="clients")
-        uniq, inverse = _unique(keys)
-        r = self._rappor
-        given = None
-        if cohorts is not None:
-            per = r._cohorts(cohorts, keys.size)
-            given = np.full(uniq.size, -1, dtype=np.int64)
-            given[inverse] = per
-            if (given[inverse] != per).any():
-                raise DataError("`cohorts` must give one cohort per client, got two for one.")
-        gen = resolve_rng(rng)
-
-        def create(missing: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-            if given is not None:
-                return given[missing]
-            words = random_words(gen, int(missing.sum()))
-            return ((words >> _32) * np.uint64(r.cohorts) >> _32).astype(np.int64)
-
-        stored = np.asarray(self._store.get_or_create(self._question("cohort"), uniq, create))
-        if given is not None and (stored != given).any():
-            j = int(np.flatnonzero(stored != given)[0])
-            raise DataError(
-                f"`cohorts`: client {uniq.tolist()[j]!r} is in cohort {int(stored[j])} "
-                f"(stored), got {int(given[j])}; a client's cohort is permanent."
-            )
-        return stored[inverse].astype(np.int64)
-
-    def permanent(
-        self, clients: Any, values: Any, *, cohorts: Any = None, rng: Any = None
-    ) -> npt.NDArray[np.bool_]:
-        """``(n, m)``: the PRR bits of each (client, value), drawn and stored on first use."""
-        r = self._rappor
-        keys = respondent_keys(clients, unique=False, name="clients")
-        vals = _strings("values", values)
-        if vals.size != keys.size:
-            raise DataError(
-                f"`values` must have one value per client ({keys.size}), got {vals.size}."
-            )
-        gen = resolve_rng(rng)
-        coh = self.cohorts_of(keys, cohorts, rng=gen)
-        out = np.zeros((keys.size, r.m), dtype=np.bool_)
-        uvals, vinv = np.unique(vals, return_inverse=True)
-        vinv = vinv.reshape(-1)
-        order = np.argsort(vinv, kind="stable")
-        bounds = np.concatenate(([0], np.cumsum(np.bincount(vinv, minlength=uvals.size))))
-        for j, value in enumerate(uvals.tolist()):  # one pass per distinct value
-            rows = order[bounds[j] : bounds[j + 1]]
-            ukeys, kinv = _unique(keys[rows])
-            first = rows[np.unique(kinv, return_index=True)[1]]
-            bits = self._stored_prr(value, ukeys, coh[first], gen)
-            out[rows] = bits[kinv]
-        return out
-
-    def _stored_prr(
-        self, value: str, keys: npt.NDArray[Any], cohorts: npt.NDArray[np.int64], gen: Any
-    ) -> npt.NDArray[np.bool_]:
-        """The PRR of ``value`` for distinct ``keys`` in ``cohorts``: get-or-create of each
-        56-bit chunk; the clients missing a chunk get it from one fresh PRR draw."""
-        r = self._rappor
-        nchunks = -(-r.width // _CHUNK_BYTES)
-        cache: dict[bytes, npt.NDArray[np.uint8]] = {}
-
-        def draw(missing: npt.NDArray[np.bool_]) -> npt.NDArray[np.uint8]:
-            if missing.tobytes() not in cache:
-                sel = np.flatnonzero(missing)
-                bloom = r.bloom(np.full(sel.size, value), cohorts[sel])
-                packed = np.packbits(r.permanent(bloom, rng=gen), axis=1, bitorder="little")
-                padded = np.zeros((sel.size, nchunks * 8), dtype=np.uint8)
-                for ch in range(nchunks):
-                    part = packed[:, ch * _CHUNK_BYTES : (ch + 1) * _CHUNK_BYTES]
-                    padded[:, ch * 8 : ch * 8 + part.shape[1]] = part
-                cache[missing.tobytes()] = padded
-            return cache[missing.tobytes()]
-
-        stored = np.zeros((keys.size, nchunks * _CHUNK_BYTES), dtype=np.uint8)
-        for ch in range(nchunks):
-            lo = ch * 8
-
-            def create(missing: npt.NDArray[np.bool_], lo: int = lo) -> npt.NDArray[np.int64]:
-                if not missing.any():
-                    return np.zeros(0, dtype=np.int64)
-                return draw(missing)[:, lo : lo + 8].copy().view("<i8").reshape(-1)
-
-            got = self._store.get_or_create(self._question(value, ch), keys, create)
-            chunk = np.asarray(got, dtype="<i8").reshape(-1, 1).view(np.uint8)
-            stored[:, ch * _CHUNK_BYTES : (ch + 1) * _CHUNK_BYTES] = chunk[:, :_CHUNK_BYTES]
-        packed = np.ascontiguousarray(stored[:, : r.width])
-        return np.unpackbits(packed, axis=1, bitorder="little").astype(np.bool_)
-
-    def report(
-        self, clients: Any, values: Any, *, cohorts: Any = None, rng: Any = None
-    ) -> RapporReports:
-        """One report per (client, value): the stored PRR (drawn on first use) through a
-        fresh IRR, packed, with each client's cohort."""
-        gen = resolve_rng(rng)
-        keys = respondent_keys(clients, unique=False, name="clients")
-        prr = self.permanent(keys, values, cohorts=cohorts, rng=gen)
-        coh = self.cohorts_of(keys)
-        return RapporReports(coh, self._rappor.instantaneous(prr, rng=gen))
-
-
-def _unique(keys: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[np.intp]]:
-    try:
-        uniq, inverse = np.unique(keys, return_inverse=True)
-    except TypeError:
-        raise DataError(
-            "`clients` must be keys of one kind (all integers or all strings) to be sorted."
-        ) from None
-    return uniq, inverse.reshape(-1)

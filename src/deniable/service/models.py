@@ -15,6 +15,7 @@ import sqlalchemy as sa
 __all__ = [
     "invitations",
     "ledger_charged",
+    "ledger_meta",
     "ledger_question",
     "ledger_respondent",
     "memo",
@@ -112,16 +113,28 @@ ledger_question = sa.Table(
     sa.Column("charges", sa.BigInteger, nullable=False),
 )
 
+# what holds for the whole ledger store: ``unit``, the unit of every ``spent`` (``epsilon``
+# or ``rho``), recorded at the first spend (migration 0002)
+ledger_meta = sa.Table(
+    "ledger_meta",
+    metadata,
+    sa.Column("name", sa.Text, primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
 #: Spends in the order they happened (PostgreSQL; SQLite has one writer and counts rows).
 ledger_spend_seq = sa.Sequence("ledger_spend_seq", metadata=metadata)
 
 # ---------------------------------------------------------------- the memo store
+# ``mechanism``: the key of the mechanism that drew the report; NULL in a row stored before
+# migration 0002 (refused until adopted: docs/budgets.md)
 memo = sa.Table(
     "memo",
     metadata,
     sa.Column("question", sa.Text, primary_key=True),
     sa.Column("key", sa.Text, primary_key=True),
     sa.Column("report", sa.BigInteger, nullable=False),
+    sa.Column("mechanism", sa.Text, nullable=True),
 )
 
 # a row per question, locked by creators of that question (PostgreSQL)

@@ -42,6 +42,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from deniable.accounting import SpendRequest
 from deniable.accounting._pricing import (
+    PURE_EPSILON,
     History,
     QuestionRecord,
     admitted,
@@ -69,6 +70,7 @@ from deniable.service.stores import (
     many,
     q,
     question_records,
+    require_unit,
     retrying,
     write_records,
     write_spent,
@@ -511,6 +513,8 @@ class ServiceStore:
         row = q(conn, "SELECT version, loaded_at FROM surveys WHERE id = ?", [sid]).first()
         if row is None or (int(row[0]), repr(row[1])) != stamp:
             raise _Stale
+        # the ledger's totals are pure epsilon (the service prices so): never add them to rho
+        require_unit(conn, PURE_EPSILON.unit)
         # the respondents in the order of their first item (a new one is ranked so in the
         # ledger), ``ipos``: each item's respondent in that order
         uniq, first_item, inverse = np.unique(rid, return_index=True, return_inverse=True)
