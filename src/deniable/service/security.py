@@ -60,6 +60,8 @@ from deniable.service.sessions import (
 __all__ = [
     "ADMIN_COOKIE",
     "ADMIN_COOKIE_MAX_AGE",
+    "ADMIN_GUESS_LIMIT",
+    "ADMIN_GUESS_WINDOW",
     "RESPONDENT_SECURITY",
     "ApiError",
     "RespondentCache",

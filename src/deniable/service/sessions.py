@@ -35,6 +35,7 @@ __all__ = [
     "ADMIN_COOKIE_MAX_AGE",
     "SessionRegistry",
     "cookie_session",
+    "registry",
     "sign_session",
 ]
 
