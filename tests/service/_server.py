@@ -33,6 +33,7 @@ class Server:
         rate_limit: int = 10**9,
         admin: str | None = ADMIN,
         extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.db_url = db_url
         self.workdir = workdir
@@ -41,6 +42,7 @@ class Server:
         self.rate_limit = rate_limit
         self.admin = admin
         self.extra_args = list(extra_args or [])
+        self.env = dict(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
 
@@ -55,6 +57,7 @@ class Server:
         )
         if self.admin is not None:
             env["DENIABLE_ADMIN_TOKEN"] = self.admin
+        env.update(self.env)
         out = open(self.workdir / f"server{self.runs}.out", "wb")  # noqa: SIM115
         err = open(self.workdir / f"server{self.runs}.err", "wb")  # noqa: SIM115
         self.proc = subprocess.Popen(

@@ -113,3 +113,31 @@ def test_workers_share_one_database(tmp_path: Path) -> None:
     logs = server.logs()
     assert logs.count('"path":"/api/surveys/{survey_id}/reports"') == 20
     assert not any(t in logs for t in tokens)
+
+
+def test_dashboard_sessions_are_shared_by_the_workers_and_end_at_logout(tmp_path: Path) -> None:
+    server = Server(f"sqlite:///{tmp_path}/w.db", tmp_path, extra_args=["--workers", "2"])
+    server.start()
+    try:
+        with httpx.Client(base_url=server.base, timeout=10.0) as c:
+            r = c.post("/dashboard/login", data={"secret": ADMIN})
+            assert r.status_code == 303, r.text
+            cookie = r.cookies["deniable_admin"]
+
+        def status() -> set[int]:  # fresh connections: spread over both processes
+            seen = set()
+            for _ in range(12):
+                with httpx.Client(base_url=server.base, timeout=10.0) as fresh:
+                    fresh.cookies.set("deniable_admin", cookie)
+                    seen.add(fresh.get("/api/surveys/workplace/results").status_code)
+            return seen
+
+        assert status() == {200}
+        with httpx.Client(base_url=server.base, timeout=10.0) as c:
+            c.cookies.set("deniable_admin", cookie)
+            assert c.post("/dashboard/logout").status_code == 303
+        assert status() == {401}  # every process knows the session has ended
+    finally:
+        server.stop()
+    sessions = tmp_path / "sessions.db"  # in the data directory, the owner's only
+    assert sessions.exists() and sessions.stat().st_mode & 0o777 == 0o600

@@ -33,6 +33,7 @@ _MISSING = (
     "itsdangerous",
     "yaml",
     "psycopg",
+    "httptools",
 )
 
 
@@ -106,7 +107,8 @@ def serve_command(
             "--workers",
             min=1,
             max=64,
-            help="Server processes (default 1); rate limits are counted per process.",
+            help="Server processes (default 1); rate limits and the connection cap are per "
+            "process.",
         ),
     ] = 1,
 ) -> None:
@@ -115,8 +117,10 @@ def serve_command(
         import uvicorn
 
         from deniable.service.app import create_app
+        from deniable.service.connections import ensure_descriptors, limits_environment
         from deniable.service.logging import configure_logging
         from deniable.service.storage import ServiceStore
+        from deniable.service.strength import check_admin_secrets
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in _MISSING:
             raise
@@ -132,6 +136,15 @@ def serve_command(
     except (DeniableError, OSError) as exc:
         fail(f"--survey: {exc}")
     generated = bool(settings.admin_token_generated)
+    try:
+        check_admin_secrets(settings)  # before anything is created
+        ensure_descriptors(settings.max_connections)
+    except DeniableError as exc:
+        fail(str(exc))
+    if settings.sessions_file is None:  # shared by the workers, kept across restarts
+        settings = settings.model_copy(
+            update={"sessions_file": Path(settings.data_dir).resolve() / "sessions.db"}
+        )
     try:
         store = ServiceStore(settings.database_url)
         store.migrate()
@@ -164,7 +177,11 @@ def serve_command(
         "access_log": False,  # it logs raw paths; the app logs route templates instead
         "log_config": None,
         "server_header": False,
+        # idle and trickling connections closed, at most max_connections open
+        "http": "deniable.service.connections:GuardedHttpProtocol",
+        "timeout_keep_alive": int(settings.keep_alive_timeout),
     }
+    os.environ.update(limits_environment(settings))
     configure_logging()
     if workers == 1:
         uvicorn.run(app, **options)
@@ -177,6 +194,8 @@ def serve_command(
 
 def worker_environment(settings: Any) -> dict[str, str]:
     """The variables from which each worker process rebuilds ``settings``."""
+    from deniable.service.connections import limits_environment
+
     env = {
         "DATABASE_URL": str(settings.database_url),
         "DENIABLE_ADMIN_TOKEN": str(settings.admin_token),
@@ -185,7 +204,13 @@ def worker_environment(settings: Any) -> dict[str, str]:
         "DENIABLE_MAX_BODY_BYTES": str(settings.max_body_bytes),
         "DENIABLE_RATE_LIMIT_PER_MINUTE": str(settings.rate_limit_per_minute),
         "DENIABLE_BATCH_MAX_ITEMS": str(settings.batch_max_items),
+        "DENIABLE_ADMIN_GUESS_LIMIT": str(settings.admin_guess_limit),
+        "DENIABLE_ADMIN_GUESS_WINDOW": str(settings.admin_guess_window),
+        "DENIABLE_KEEP_ALIVE_TIMEOUT": str(settings.keep_alive_timeout),
+        **limits_environment(settings),
     }
+    if settings.sessions_file is not None:
+        env["DENIABLE_SESSIONS_FILE"] = str(settings.sessions_file)
     if settings.admin_password:
         env["DENIABLE_ADMIN_PASSWORD"] = str(settings.admin_password)
     if settings.survey_file is not None:

@@ -44,13 +44,17 @@ from deniable.exceptions import DeniableError
 from deniable.mechanisms import CoinProtocol, all_protocols
 from deniable.service.batching import GroupSubmitter
 from deniable.service.security import (
+    RESPONDENT_SECURITY,
     ApiError,
+    RespondentCredentials,
     bad_token,
     bearer_token,
     lookup_respondent,
     no_token,
     require_admin,
     respondent_cache,
+    retry_after,
+    token_key,
 )
 from deniable.service.storage import SurveyClosedError
 from deniable.survey import Survey, SurveyQuestion
@@ -197,7 +201,9 @@ async def get_survey(request: Request, survey_id: str) -> SurveyInfo:
     return await run_in_threadpool(survey_info, request, survey_id)
 
 
-async def get_respondent(request: Request, survey_id: str) -> int:
+async def get_respondent(
+    request: Request, survey_id: str, _token: RespondentCredentials = None
+) -> int:
     """FastAPI dependency: :func:`~deniable.service.security.require_respondent` that asks
     the store (in a worker thread) only when the process does not know the token yet."""
     token = bearer_token(request)
@@ -373,7 +379,7 @@ async def parse_body(request: Request, model: type[M]) -> M:
         403: {"description": "over_cap"},
         409: {"description": "conflict or closed"},
     },
-    openapi_extra=_body_schema(ReportRequest),
+    openapi_extra={**_body_schema(ReportRequest), "security": RESPONDENT_SECURITY},
 )
 async def submit_report(request: Request, survey_id: str) -> JSONResponse:
     """Store one report and spend its question's epsilon, atomically (the reports of
@@ -430,7 +436,7 @@ def _batch_items(raw: bytes) -> list[tuple[str, str, int]] | None:
     model parses it and names what is wrong).  A third of the model's time per item."""
     try:
         doc = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # deep nesting: the strict model names it (400)
         return None
     if type(doc) is not dict or len(doc) != 1 or type(doc.get("reports")) is not list:
         return None
@@ -454,6 +460,30 @@ def _batch_items(raw: bytes) -> list[tuple[str, str, int]] | None:
     return out
 
 
+def _rate_limit_batch(
+    request: Request, reports: list[tuple[str, str, int]], per_token: dict[str, int]
+) -> None:
+    """Count each report of a batch as one request of its token in the per-token rate
+    limit (the one the Bearer requests go through); 429 naming the first item whose token
+    is over it, and nothing counted or stored."""
+    limiter = getattr(request.app.state, "rate_limiter", None)
+    if limiter is None:
+        return
+    keys = {token_key(t): t for t in per_token}
+    over = limiter.acquire_many({key: per_token[t] for key, t in keys.items()})
+    if over is None:
+        return
+    key, wait = over
+    i = next(i for i, item in enumerate(reports) if item[0] == keys[key])
+    raise ApiError(
+        429,
+        f"`reports[{i}].token`: at most {limiter.limit} reports or requests per minute per "
+        f"token (this batch has {per_token[keys[key]]} of this token); nothing was stored; "
+        f"retry after {retry_after(wait)} s",
+        headers={"Retry-After": retry_after(wait)},
+    )
+
+
 def _submit_batch(
     request: Request, info: SurveyInfo, reports: list[tuple[str, str, int]]
 ) -> Response:
@@ -462,6 +492,7 @@ def _submit_batch(
         raise ApiError(413, f"`reports`: at most {limit} items per batch, got {len(reports)}")
     survey = info.survey
     respondents: dict[str, int] = {}
+    per_token: dict[str, int] = {}
     items: list[tuple[int, str, int]] = []
     known = info.questions
     for i, (token, qid, report) in enumerate(reports):
@@ -475,9 +506,12 @@ def _submit_batch(
             if found is None:
                 raise ApiError(401, f"`reports[{i}].token`: not a respondent token of this survey")
             rid = respondents[token] = int(found)
+            per_token[token] = 0
+        per_token[token] += 1
         items.append((rid, qid, report))
     if not survey.is_open():
         return _outcome("closed", survey, "")
+    _rate_limit_batch(request, reports, per_token)
     results = request.app.state.store.submit_batch(survey.id, items) if items else []
     raw = b'{"results":[' + b",".join(_STATUS_JSON[r.status] for r in results) + b"]}"
     return Response(raw, media_type="application/json")

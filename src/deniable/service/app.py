@@ -1,38 +1,42 @@
 """The application factory: :func:`create_app` builds the FastAPI app of the service.
 
-The app holds its settings and its store in ``app.state`` (``settings``, ``store``), serves
-the JSON API (:mod:`deniable.service.api`), the dashboard (:mod:`deniable.service.dashboard`),
-the respondent and interviewer pages and ``/static``, and wraps everything in the
-middleware below (outermost first):
+The app holds its settings and its store in ``app.state`` (``settings``, ``store``, and
+the limiters and the dashboard's sessions), serves the landing page ``/``, the JSON API
+(:mod:`deniable.service.api`), the dashboard (:mod:`deniable.service.dashboard`), the
+respondent and interviewer pages and ``/static``, and wraps everything in the middleware
+below (outermost first; the classes are in :mod:`deniable.service.middleware`):
 
 1. :class:`~deniable.service.logging.AccessLogMiddleware`: one JSON log line per request
    (method, route template, status, duration; never the raw path, a body or a header);
-2. :class:`SecurityHeadersMiddleware`: the strict CSP, ``nosniff``, ``no-referrer``,
+2. :class:`HeadMiddleware`: HEAD is answered wherever GET is (the GET's headers, no body);
+3. :class:`SecurityHeadersMiddleware`: the strict CSP, ``nosniff``, ``no-referrer``,
    ``frame-ancestors 'none'`` on every response, ``Cache-Control: no-store`` on all but
    ``/static``;
-3. :class:`CatchAllMiddleware`: an unexpected exception becomes a 500 ``{"error": ...}``
+4. :class:`CatchAllMiddleware`: an unexpected exception becomes a 500 ``{"error": ...}``
    and one log line with its type and place, never its message (which may quote values);
-4. :class:`BodyLimitMiddleware`: a body over ``settings.max_body_bytes`` is a 413 before
+5. :class:`SlashRedirectMiddleware`: ``/path/`` redirects to ``/path`` with a relative
+   ``Location`` (Starlette's own slash redirect, which echoes the ``Host`` header, is off);
+6. :class:`BodyLimitMiddleware`: a body over ``settings.max_body_bytes`` is a 413 before
    any route sees it (the declared ``Content-Length`` and the bytes actually streamed are
    both counted);
-5. :class:`RateLimitMiddleware`: at most ``settings.rate_limit_per_minute`` requests per
+7. :class:`RateLimitMiddleware`: at most ``settings.rate_limit_per_minute`` requests per
    Bearer token in any sliding 60-second window (429 with ``Retry-After``); in memory,
-   per process.
+   per process.  The batch endpoint counts each report against its token in the same
+   limiter (``app.state.rate_limiter``).
 
 ``/docs`` is a plain HTML page rendered on the server from the OpenAPI schema, so that it
 needs no script and the strict CSP holds there too (FastAPI's Swagger UI would need
 inline script and a CDN, which this CSP forbids and a privacy tool should not call);
-``/openapi.json`` is the schema itself.
+``/openapi.json`` is the schema itself, completed with every refusal the middleware and
+the handlers answer (:mod:`deniable.service.openapi`).
+
+:func:`create_app` refuses weak admin secrets (:mod:`deniable.service.strength`).
 """
 
 from __future__ import annotations
 
-import html
 import json
-import logging
 import secrets
-import time
-from collections import deque
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -46,241 +50,36 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import deniable
 from deniable.exceptions import DeniableError
 from deniable.service import api, dashboard
-from deniable.service.logging import (
-    AccessLogMiddleware,
-    ASGIApp,
-    Message,
-    Receive,
-    Scope,
-    Send,
-    exception_fields,
-    log_event,
+from deniable.service.logging import AccessLogMiddleware
+from deniable.service.middleware import (
+    CSP,
+    BodyLimitMiddleware,
+    CatchAllMiddleware,
+    HeadMiddleware,
+    RateLimitMiddleware,
+    SecurityHeadersMiddleware,
+    SlashRedirectMiddleware,
 )
-from deniable.service.security import bearer_token, token_key
+from deniable.service.openapi import docs_page, service_openapi
+from deniable.service.security import SlidingWindowLimiter
+from deniable.service.sessions import SessionRegistry
+from deniable.service.strength import check_admin_secrets
 
 __all__ = [
     "CSP",
     "STATIC_DIR",
     "BodyLimitMiddleware",
     "CatchAllMiddleware",
+    "HeadMiddleware",
     "RateLimitMiddleware",
     "SecurityHeadersMiddleware",
+    "SlashRedirectMiddleware",
     "app_from_environment",
     "create_app",
     "open_store",
 ]
 
-#: The Content-Security-Policy of every response: the page runs only its own script.
-CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
-    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-_STATIC_CACHE = "public, max-age=86400"
 STATIC_DIR = Path(str(resources.files("deniable.service"))) / "static"
-
-
-async def _send_json(send: Send, status: int, body: dict[str, Any], headers: Any = ()) -> None:
-    raw = json.dumps(body).encode("utf-8")
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(raw)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": raw})
-
-
-class SecurityHeadersMiddleware:
-    """Adds the security headers to every HTTP response (errors included)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        static = str(scope.get("path", "")).startswith("/static/")
-
-        async def add_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = [
-                    (k, v)
-                    for k, v in message.get("headers", [])
-                    if not (k.lower() == b"cache-control" and not static)
-                ]
-                headers += [
-                    (b"content-security-policy", CSP.encode()),
-                    (b"x-content-type-options", b"nosniff"),
-                    (b"referrer-policy", b"no-referrer"),
-                    (b"x-frame-options", b"DENY"),
-                    (b"cross-origin-opener-policy", b"same-origin"),
-                ]
-                if static:
-                    if not any(k.lower() == b"cache-control" for k, _ in headers):
-                        headers.append((b"cache-control", _STATIC_CACHE.encode()))
-                else:
-                    headers.append((b"cache-control", b"no-store"))
-                message["headers"] = headers
-            await send(message)
-
-        await self.app(scope, receive, add_headers)
-
-
-class CatchAllMiddleware:
-    """An exception that escaped the routes: a 500 ``{"error"}`` (if nothing was sent yet)
-    and a log line with the exception's type and place; never re-raised, so the server
-    prints no traceback (whose text could quote a value)."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watch(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watch)
-        except Exception as exc:
-            log_event("error", level=logging.ERROR, **exception_fields(exc))
-            if not started:
-                await _send_json(send, 500, {"error": "internal error (logged)"})
-
-
-class BodyLimitMiddleware:
-    """Refuses a request body over ``limit`` bytes with 413 ``{"error"}``.
-
-    The body is read here (at most ``limit + 1`` bytes) and handed on whole, so a body
-    without a ``Content-Length`` (chunked) is counted as well as a declared one.
-    """
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = int(limit)
-
-    async def _refuse(self, send: Send) -> None:
-        await _send_json(
-            send,
-            413,
-            {"error": f"request body: at most {self.limit} bytes (settings.max_body_bytes)"},
-            [(b"connection", b"close")],
-        )
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        for key, value in scope.get("headers", []):
-            if key == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    await _send_json(send, 400, {"error": "header `Content-Length`: not a number"})
-                    return
-                if declared > self.limit:
-                    await self._refuse(send)
-                    return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.limit:
-                await self._refuse(send)
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
-
-
-class RateLimitMiddleware:
-    """At most ``per_minute`` requests per Bearer token in any 60-second window.
-
-    A sliding window of request times per token (keyed by the token's sha256, so no token
-    is held in memory); requests without a token are not limited here (behind a reverse
-    proxy every client has the proxy's address: limit those there).  The windows live in
-    this process: with several workers, each enforces its own.  ``per_minute <= 0`` turns
-    the limit off.
-    """
-
-    WINDOW = 60.0
-
-    def __init__(self, app: ASGIApp, per_minute: int) -> None:
-        self.app = app
-        self.per_minute = int(per_minute)
-        self.windows: dict[str, deque[float]] = {}
-        self._calls = 0
-
-    def _prune(self, now: float) -> None:
-        cutoff = now - self.WINDOW
-        for key in [k for k, w in self.windows.items() if not w or w[-1] <= cutoff]:
-            del self.windows[key]
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.per_minute <= 0:
-            await self.app(scope, receive, send)
-            return
-        token = bearer_token(_HeaderView(scope))  # type: ignore[arg-type]
-        if token is None:
-            await self.app(scope, receive, send)
-            return
-        now = time.monotonic()
-        self._calls += 1
-        if self._calls % 10_000 == 0:
-            self._prune(now)
-        window = self.windows.setdefault(token_key(token), deque())
-        while window and window[0] <= now - self.WINDOW:
-            window.popleft()
-        if len(window) >= self.per_minute:
-            retry = max(1, int(window[0] + self.WINDOW - now) + 1)
-            await _send_json(
-                send,
-                429,
-                {
-                    "error": f"header `Authorization`: at most {self.per_minute} requests per "
-                    f"minute per token; retry after {retry} s"
-                },
-                [(b"retry-after", str(retry).encode())],
-            )
-            return
-        window.append(now)
-        await self.app(scope, receive, send)
-
-
-class _HeaderView:
-    """Just enough of a Request for :func:`bearer_token`: its headers."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.headers = {
-            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
-        }
 
 
 def _field(loc: Any) -> str:
@@ -318,6 +117,10 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
     message = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
     if exc.status_code == 404 and message == "Not Found":
         message = "no such path"
+    elif exc.status_code == 400 and message == "There was an error parsing the body":
+        # FastAPI's words for a body its parser refused (JSON nested so deeply that
+        # Python's json gave up with a RecursionError, a broken form)
+        message = "body: cannot be parsed (malformed, or nested too deeply)"
     elif exc.status_code == 405 and message == "Method Not Allowed":
         message = f"method {request.method} is not allowed on this path"
     return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
@@ -326,31 +129,6 @@ def _http_error(request: Request, exc: Exception) -> JSONResponse:
 def _library_error(request: Request, exc: Exception) -> JSONResponse:
     # the store refusing bad input (a report out of range, ...): the client's own values
     return JSONResponse({"error": str(exc)}, status_code=422)
-
-
-def _docs_page(app: FastAPI) -> str:
-    schema = app.openapi()
-    rows = []
-    for path, ops in schema.get("paths", {}).items():
-        for method, op in ops.items():
-            summary = op.get("summary", "")
-            doc = op.get("description", "")
-            codes = ", ".join(sorted(op.get("responses", {})))
-            rows.append(
-                f"<section><h2><code>{html.escape(method.upper())} {html.escape(path)}</code>"
-                f"</h2><p>{html.escape(summary)}</p><pre>{html.escape(doc)}</pre>"
-                f"<p>Responses: {html.escape(codes)}</p></section>"
-            )
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(app.title)} API</title>"
-        '<link rel="stylesheet" href="/static/style.css"></head><body><main>'
-        f"<h1>{html.escape(app.title)} {html.escape(app.version)}: HTTP API</h1>"
-        '<p>The machine-readable schema: <a href="/openapi.json">/openapi.json</a>. '
-        'Errors are <code>{"error": "..."}</code> with a 4xx status.</p>'
-        + "".join(rows)
-        + "</main></body></html>"
-    )
 
 
 def _page(name: str) -> FileResponse:
@@ -375,6 +153,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     """
     if not getattr(settings, "admin_token", None):
         settings = settings.model_copy(update={"admin_token": secrets.token_urlsafe(32)})
+    check_admin_secrets(settings)
     if store is None:
         store = open_store(settings)
     app = FastAPI(
@@ -383,12 +162,21 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url="/openapi.json",
+        redirect_slashes=False,  # it would echo the Host header: SlashRedirectMiddleware
     )
     app.state.settings = settings
     app.state.store = store
+    app.state.sessions = SessionRegistry(getattr(settings, "sessions_file", None))
+    app.state.rate_limiter = SlidingWindowLimiter(int(settings.rate_limit_per_minute), 60.0)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(DeniableError, _library_error)
+    app.openapi = lambda: service_openapi(app)  # type: ignore[method-assign]
+
+    @app.get("/", include_in_schema=False)
+    def landing() -> FileResponse:
+        """The landing page: what this server is, and links to the dashboard and the API."""
+        return _page("index.html")
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, bool]:
@@ -397,7 +185,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
-        return HTMLResponse(_docs_page(app))
+        return HTMLResponse(docs_page(app))
 
     @app.get("/s/{survey_id}", include_in_schema=False)
     def respondent_page(request: Request, survey_id: str) -> FileResponse:
@@ -415,10 +203,12 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
     # add_middleware wraps: the last added is the outermost
-    app.add_middleware(RateLimitMiddleware, per_minute=int(settings.rate_limit_per_minute))
+    app.add_middleware(RateLimitMiddleware, limiter=app.state.rate_limiter)
     app.add_middleware(BodyLimitMiddleware, limit=int(settings.max_body_bytes))
+    app.add_middleware(SlashRedirectMiddleware, routes=app.router.routes)
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)
+    app.add_middleware(HeadMiddleware)
     app.add_middleware(AccessLogMiddleware)
     return app
 

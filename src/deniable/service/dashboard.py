@@ -43,14 +43,16 @@ from deniable.designs import Tally
 from deniable.exceptions import DataError, DeniableError
 from deniable.service import analysis as an
 from deniable.service import dashboard_html as pages
-from deniable.service import dashboard_login
-from deniable.service.dashboard_login import LOGIN_WINDOW, login_failures
+from deniable.service.dashboard_login import login_failures
 from deniable.service.security import (
     ApiError,
     check_admin_credential,
     clear_admin_cookie,
+    client_address,
     is_admin,
+    refuse_cross_site,
     require_admin,
+    retry_after,
     set_admin_cookie,
 )
 from deniable.survey import Survey
@@ -62,6 +64,20 @@ router = APIRouter()
 _ADMIN = [Depends(require_admin)]
 _NO_STORE = {"Cache-Control": "no-store"}
 _SVG = "image/svg+xml"
+
+
+class _SvgResponse(Response):
+    media_type = _SVG  # what OpenAPI declares for the plot routes
+
+
+class _CsvResponse(Response):
+    media_type = "text/csv"
+
+
+class _ParquetResponse(Response):
+    media_type = "application/vnd.apache.parquet"
+
+
 Level = Annotated[float, Query(description="Confidence level of the intervals, in (0, 1).")]
 Bucket = Annotated[str, Query(description="Time bucket: hour or day.")]
 
@@ -209,7 +225,12 @@ def budget(
 
 
 # --------------------------------------------------------------------------- plots
-@router.get("/api/surveys/{survey_id}/plots/forest.svg", dependencies=_ADMIN, tags=["dashboard"])
+@router.get(
+    "/api/surveys/{survey_id}/plots/forest.svg",
+    dependencies=_ADMIN,
+    tags=["dashboard"],
+    response_class=_SvgResponse,
+)
 def forest_plot(request: Request, survey_id: str, level: Level = 0.95) -> Response:
     """Every question's estimate and exact interval (categorical: one row per category)."""
     survey = _survey(request, survey_id)
@@ -228,6 +249,7 @@ def forest_plot(request: Request, survey_id: str, level: Level = 0.95) -> Respon
     "/api/surveys/{survey_id}/plots/timeline/{question_id}.svg",
     dependencies=_ADMIN,
     tags=["dashboard"],
+    response_class=_SvgResponse,
 )
 def timeline_plot(
     request: Request, survey_id: str, question_id: str, bucket: Bucket = "day", level: Level = 0.95
@@ -262,7 +284,12 @@ def timeline_plot(
     return _plot(lambda: plots.timeline_svg(ends, series, ylabel=ylabel))
 
 
-@router.get("/api/surveys/{survey_id}/plots/budget.svg", dependencies=_ADMIN, tags=["dashboard"])
+@router.get(
+    "/api/surveys/{survey_id}/plots/budget.svg",
+    dependencies=_ADMIN,
+    tags=["dashboard"],
+    response_class=_SvgResponse,
+)
 def budget_plot(request: Request, survey_id: str) -> Response:
     """The histogram of the epsilon each respondent has spent, with the cap."""
     b = _budget(request, _survey(request, survey_id))
@@ -278,7 +305,12 @@ def _export(request: Request, survey: Survey) -> tuple[list[str], list[tuple[int
     return an.export_columns(survey), an.export_table(survey, rows)
 
 
-@router.get("/api/surveys/{survey_id}/export.csv", dependencies=_ADMIN, tags=["dashboard"])
+@router.get(
+    "/api/surveys/{survey_id}/export.csv",
+    dependencies=_ADMIN,
+    tags=["dashboard"],
+    response_class=_CsvResponse,
+)
 def export_csv(request: Request, survey_id: str) -> Response:
     """The randomized reports: one row per respondent, one column per question (the report
     values; empty where none was sent), nothing else."""
@@ -293,7 +325,12 @@ def export_csv(request: Request, survey_id: str) -> Response:
     return Response(buf.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 
 
-@router.get("/api/surveys/{survey_id}/export.parquet", dependencies=_ADMIN, tags=["dashboard"])
+@router.get(
+    "/api/surveys/{survey_id}/export.parquet",
+    dependencies=_ADMIN,
+    tags=["dashboard"],
+    response_class=_ParquetResponse,
+)
 def export_parquet(request: Request, survey_id: str) -> Response:
     """The randomized reports as Parquet (nullable int64 columns, one per question)."""
     survey = _survey(request, survey_id)
@@ -353,21 +390,22 @@ def login_form() -> HTMLResponse:
     "/dashboard/login", response_class=HTMLResponse, tags=["dashboard"], include_in_schema=False
 )
 def login(request: Request, secret: Annotated[str, Form(max_length=1024)] = "") -> Response:
-    """Check the admin token or password; on success set the signed cookie and go to the
-    dashboard (303), else 401 and the form again; after :data:`LOGIN_FAILURES` failures
-    from one address within :data:`LOGIN_WINDOW` seconds, 429 until the window passes."""
+    """Check the admin token or password; on success open a session (the cookie) and go to
+    the dashboard (303), else 401 and the form again; past the failed-login limit of the
+    client's address, 429 until it has passed (:mod:`deniable.service.dashboard_login`).
+    A form posted by another site is refused (403)."""
+    refuse_cross_site(request)
     failures = login_failures(request)
-    who = request.client.host if request.client is not None else "unknown"
-    now = dashboard_login.clock()
-    if failures.blocked(who, now):
-        message = f"Too many failed logins: try again in {LOGIN_WINDOW:g} seconds."
+    who = client_address(request)
+    wait = failures.wait(who)
+    if wait > 0:
+        message = f"Too many failed logins: try again in {retry_after(wait)} seconds."
         refused = _html(pages.login_page(message), 429)
-        refused.headers["Retry-After"] = f"{LOGIN_WINDOW:.0f}"
+        refused.headers["Retry-After"] = retry_after(wait)
         return refused
     if not secret or not check_admin_credential(request.app.state.settings, secret):
-        failures.failed(who, now)
+        failures.record(who)
         return _html(pages.login_page("That is not the admin token or password."), 401)
-    failures.succeeded(who)
     response = RedirectResponse("/dashboard", status_code=303, headers=_NO_STORE)
     set_admin_cookie(response, request)
     return response
@@ -375,7 +413,10 @@ def login(request: Request, secret: Annotated[str, Form(max_length=1024)] = "") 
 
 @router.post("/dashboard/logout", tags=["dashboard"], include_in_schema=False)
 def logout(request: Request) -> Response:
-    """Clear the cookie and go to the login form (303)."""
+    """End the session on the server (a copy of the cookie stops working too), expire the
+    cookie and go to the login form (303).  A logout posted by another site is refused
+    (403): no other page can log the admin out."""
+    refuse_cross_site(request)
     response = RedirectResponse("/dashboard/login", status_code=303, headers=_NO_STORE)
     clear_admin_cookie(response, request)
     return response

@@ -33,6 +33,7 @@ from deniable.exceptions import ParameterError
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "SYNCHRONOUS",
+    "create_private_file",
     "database_url",
     "is_postgres",
     "is_sqlite",
@@ -114,9 +115,21 @@ def _sqlite_setup(engine: Engine, synchronous: str) -> None:
         conn.exec_driver_sql(f"BEGIN {mode}")
 
 
+def create_private_file(path: Path) -> None:
+    """Create ``path`` empty with mode ``0600`` (and its directory ``0700``) if it does not
+    exist; an existing file is left as it is."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
-    """An engine for ``url`` (see the module docstring); the directory of a SQLite file is
-    created.  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
+    """An engine for ``url`` (see the module docstring); a new SQLite file is created
+    ``0600`` (owner only; its ``-wal`` and ``-shm`` files follow its mode), in a directory
+    created ``0700``.  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
     full = database_url(url)
     if full.startswith("sqlite"):
         parsed = sa.engine.make_url(full)
@@ -129,7 +142,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         full = parsed.difference_update_query(["synchronous"]).render_as_string(hide_password=False)
         path = parsed.database
         if path and path != ":memory:" and not path.startswith("file:"):
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            # 0600 before SQLite opens it: its -wal and -shm files take the file's mode
+            create_private_file(Path(path))
         lite = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
         engine = sa.create_engine(full, connect_args=lite, **kwargs)
         _sqlite_setup(engine, sync)

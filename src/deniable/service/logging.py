@@ -7,7 +7,11 @@ Every request is logged once, when its response has been sent, as::
      "status": 201, "duration_ms": 1.84}
 
 ``path`` is the route's *template*, never the raw path (a path may carry a token an
-operator pasted by mistake), and the query string is not logged at all.  Nothing of a
+operator pasted by mistake), and the query string is not logged at all.  A request that got
+no response is logged with the status it ended with: ``499`` when the client went away
+first (closed the connection in the middle of its body, say: nginx's "client closed
+request"; not a server error), ``408`` when the server closed it because its body did not
+arrive in time (:mod:`deniable.service.connections`).  Nothing of a
 request's body or headers is logged.  A request that raised is logged with the exception's
 type and where it was raised (file and line), not its message: messages may quote values.
 
@@ -28,7 +32,9 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 __all__ = [
+    "CLIENT_CLOSED",
     "LOGGER",
+    "TIMED_OUT",
     "AccessLogMiddleware",
     "JsonFormatter",
     "configure_logging",
@@ -38,6 +44,10 @@ __all__ = [
 
 #: The name of the service's logger.
 LOGGER = "deniable.service"
+#: The status logged for a request whose client went away before it was answered.
+CLIENT_CLOSED = 499
+#: The scope key the connection guard sets when it timed a request out (its value: 408).
+TIMED_OUT = "deniable.timed_out"
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -132,7 +142,9 @@ class AccessLogMiddleware:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
-        status = 500
+        method = scope.get("method")
+        status: int | None = None
+        gone = False
 
         async def send_status(message: Message) -> None:
             nonlocal status
@@ -140,12 +152,22 @@ class AccessLogMiddleware:
                 status = int(message["status"])
             await send(message)
 
+        async def watch_receive() -> Message:
+            nonlocal gone
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                gone = True
+            return message
+
         try:
-            await self.app(scope, receive, send_status)
+            await self.app(scope, watch_receive, send_status)
         finally:
+            if status is None:  # no response: why
+                timed_out = scope.get(TIMED_OUT)
+                status = int(timed_out) if timed_out else CLIENT_CLOSED if gone else 500
             log_event(
                 "request",
-                method=scope.get("method"),
+                method=method,
                 path=route_template(scope),
                 status=status,
                 duration_ms=round((time.perf_counter() - start) * 1000, 2),

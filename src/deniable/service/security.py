@@ -1,13 +1,23 @@
-"""Who may call what: the admin and respondent checks, the dashboard's signed cookie.
+"""Who may call what: the admin and respondent checks, the dashboard's login, the limits.
 
 Respondent endpoints authenticate with ``Authorization: Bearer <respondent token>``; the
 store keeps only ``sha256(token)`` and looks the respondent up by that hash, so the raw
 token is never compared (nor stored).  Admin endpoints take ``Authorization: Bearer <admin
-token>`` or the dashboard's login cookie: a value signed with a key derived from the admin
-token (itsdangerous, HMAC-SHA256, with a timestamp), sent ``HttpOnly``, ``SameSite=Strict``,
-``Path=/`` and ``Secure`` whenever the request came over https.  Changing the admin token
-therefore logs every dashboard out.  Secrets are compared with :func:`hmac.compare_digest`
-(constant time in the length of the secret).
+token>`` or the dashboard's login cookie, which names a session the server holds
+(:mod:`deniable.service.sessions`: logout revokes it), signed with a key derived from the
+admin token and sent ``HttpOnly``, ``SameSite=Strict``, ``Path=/`` and ``Secure`` whenever
+the request came over https.  Changing the admin token therefore logs every dashboard out.
+Secrets are compared with :func:`hmac.compare_digest` (constant time in the length of the
+secret).
+
+Guessing does not pay: after ``settings.admin_guess_limit`` wrong admin tokens from one
+client address within ``settings.admin_guess_window`` seconds, every Bearer admin request
+from that address is refused with 429 and ``Retry-After``, the right token included, until
+the window has passed (the dashboard's login form keeps a count of its own:
+:mod:`deniable.service.dashboard_login`).  A request that the admin cookie authenticates
+and that changes something (any method but GET, HEAD and OPTIONS) is refused (403) when
+the browser says it came from another site (:func:`cross_site`), so no other page can
+make an admin's browser act for it.
 
 Route code uses the two dependencies::
 
@@ -19,7 +29,10 @@ Route code uses the two dependencies::
                respondent: int = Depends(require_respondent)): ...
 
 Both read ``request.app.state.settings`` and ``request.app.state.store``; a refusal is an
-:class:`ApiError` (an HTTP exception that the app renders as ``{"error": "..."}``).
+:class:`ApiError` (an HTTP exception that the app renders as ``{"error": "..."}``).  Both
+declare their credentials to OpenAPI (the ``adminToken``, ``adminCookie`` and
+``respondentToken`` security schemes).  :class:`SlidingWindowLimiter` is the one limiter
+of the service (per-token rate limits, admin guesses, login failures), reusable for any key.
 """
 
 from __future__ import annotations
@@ -29,33 +42,74 @@ import hmac
 import threading
 import time
 from collections import OrderedDict
-from typing import Any
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
-from fastapi import HTTPException, Request, Response
-from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+from fastapi import HTTPException, Request, Response, Security
+from fastapi.security import APIKeyCookie, HTTPBearer
+
+from deniable.service.limiter import SlidingWindowLimiter, retry_after
+from deniable.service.sessions import (
+    ADMIN_COOKIE,
+    ADMIN_COOKIE_MAX_AGE,
+    cookie_session,
+    registry,
+    sign_session,
+)
 
 __all__ = [
     "ADMIN_COOKIE",
     "ADMIN_COOKIE_MAX_AGE",
+    "ADMIN_GUESS_LIMIT",
+    "ADMIN_GUESS_WINDOW",
+    "RESPONDENT_SECURITY",
     "ApiError",
     "RespondentCache",
+    "RespondentCredentials",
+    "SlidingWindowLimiter",
+    "admin_guesses",
     "bearer_token",
     "check_admin_credential",
     "clear_admin_cookie",
+    "client_address",
+    "cross_site",
     "is_admin",
     "lookup_respondent",
+    "refuse_cross_site",
     "require_admin",
     "require_respondent",
+    "retry_after",
     "set_admin_cookie",
     "token_key",
 ]
 
-#: The name of the dashboard's login cookie.
-ADMIN_COOKIE = "deniable_admin"
-#: How long a dashboard login lasts, in seconds (12 hours).
-ADMIN_COOKIE_MAX_AGE = 12 * 3600
-_COOKIE_SALT = "deniable.dashboard.login"
-_COOKIE_PAYLOAD = "admin"
+#: Failed admin tokens allowed per client address and window, unless the settings say.
+ADMIN_GUESS_LIMIT = 10
+#: The window of that count, in seconds.
+ADMIN_GUESS_WINDOW = 60.0
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+# OpenAPI declarations of the credentials (they read nothing: the checks below do)
+_admin_bearer = HTTPBearer(
+    scheme_name="adminToken", description="The admin token.", auto_error=False
+)
+_admin_cookie = APIKeyCookie(
+    name=ADMIN_COOKIE,
+    scheme_name="adminCookie",
+    description="The dashboard's login session (POST /dashboard/login).",
+    auto_error=False,
+)
+_respondent_bearer = HTTPBearer(
+    scheme_name="respondentToken",
+    description="A respondent token (POST /api/surveys/{survey_id}/sessions).",
+    auto_error=False,
+)
+#: The OpenAPI ``security`` of an operation that takes a respondent token.
+RESPONDENT_SECURITY: list[dict[str, list[str]]] = [{"respondentToken": []}]
+#: A dependency's parameter that declares the respondent token to OpenAPI (unused value).
+RespondentCredentials = Annotated[Any, Security(_respondent_bearer)]
+_AdminToken = Annotated[Any, Security(_admin_bearer)]
+_AdminCookie = Annotated[Any, Security(_admin_cookie)]
 
 
 class ApiError(HTTPException):
@@ -122,40 +176,111 @@ def check_admin_credential(settings: Any, given: str) -> bool:
     return token_ok or password_ok
 
 
-def _serializer(settings: Any) -> URLSafeTimedSerializer:
-    # the signing key is derived from the admin token: a new token invalidates every login
-    key = hmac.new(
-        _admin_token(settings).encode("utf-8"), b"deniable dashboard cookie", hashlib.sha256
-    ).hexdigest()
-    return URLSafeTimedSerializer(key, salt=_COOKIE_SALT)
+def client_address(request: Request) -> str:
+    """The client's address as the server sees it (behind a reverse proxy, the proxy's,
+    unless uvicorn's proxy headers are trusted for it: ``FORWARDED_ALLOW_IPS``)."""
+    return request.client.host if request.client is not None else "unknown"
 
 
-def _cookie_ok(settings: Any, value: str | None) -> bool:
+def admin_guesses(app: Any) -> SlidingWindowLimiter:
+    """The app's count of wrong admin tokens per client address (made on first use from
+    ``settings.admin_guess_limit`` and ``settings.admin_guess_window``)."""
+    found: SlidingWindowLimiter | None = getattr(app.state, "admin_guesses", None)
+    if found is None:
+        settings = app.state.settings
+        found = app.state.admin_guesses = SlidingWindowLimiter(
+            int(getattr(settings, "admin_guess_limit", ADMIN_GUESS_LIMIT)),
+            float(getattr(settings, "admin_guess_window", ADMIN_GUESS_WINDOW)),
+        )
+    return found
+
+
+def _throttled(wait: float, limiter: SlidingWindowLimiter) -> ApiError:
+    return ApiError(
+        429,
+        f"header `Authorization`: at most {limiter.limit} wrong admin tokens from one "
+        f"address in {limiter.window:g} s; every admin token is refused until then (retry "
+        f"after {retry_after(wait)} s)",
+        headers={"Retry-After": retry_after(wait)},
+    )
+
+
+def cross_site(request: Request) -> bool:
+    """Whether a browser says this request, which would change something, came from
+    another site: ``Sec-Fetch-Site`` other than ``same-origin`` or ``none``; without it,
+    an ``Origin`` whose host is not the ``Host`` the request was sent to.  GET, HEAD and
+    OPTIONS never are; a request with neither header is not a browser's (the rule of Go's
+    ``net/http.CrossOriginProtection``, 2025)."""
+    if request.method in _SAFE_METHODS:
+        return False
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site.lower() not in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False
+    if origin == "null":
+        return True
+    return urlsplit(origin).netloc.lower() != (request.headers.get("host") or "").lower()
+
+
+def refuse_cross_site(request: Request) -> None:
+    """Raise 403 if :func:`cross_site`: the dashboard's forms and the admin cookie's
+    writes are for pages of this service only."""
+    if cross_site(request):
+        raise ApiError(
+            403,
+            "cross-site request refused: headers `Sec-Fetch-Site`/`Origin` say another site "
+            "sent it (the dashboard acts only for its own pages)",
+        )
+
+
+def _session(request: Request) -> str | None:
+    """The live dashboard session of the request's cookie, or None."""
+    value = request.cookies.get(ADMIN_COOKIE)
     if not value:
-        return False
-    try:
-        payload = _serializer(settings).loads(value, max_age=ADMIN_COOKIE_MAX_AGE)
-    except (SignatureExpired, BadSignature):
-        return False
-    return bool(payload == _COOKIE_PAYLOAD)
+        return None
+    token = _admin_token(_settings(request))
+    session = cookie_session(token, value, ADMIN_COOKIE_MAX_AGE)
+    if session is None or not registry(request.app).is_live(session):
+        return None
+    return session
 
 
 def is_admin(request: Request) -> bool:
-    """Whether the request carries the admin token (Bearer) or a valid dashboard cookie."""
-    settings = _settings(request)
-    token = bearer_token(request)
-    if token is not None and _equal(token, _admin_token(settings)):
+    """Whether the request carries the admin token (Bearer) or a live dashboard session.
+
+    Raises
+    ------
+    ApiError
+        429 when its address has sent too many wrong admin tokens (even if this one is
+        right); 403 when a cookie-authenticated write comes from another site.
+    """
+    if _session(request) is not None:
+        refuse_cross_site(request)
         return True
-    return _cookie_ok(settings, request.cookies.get(ADMIN_COOKIE))
+    token = bearer_token(request)
+    if token is None:
+        return False
+    guesses = admin_guesses(request.app)
+    who = client_address(request)
+    wait = guesses.wait(who)
+    if wait > 0:
+        raise _throttled(wait, guesses)
+    if _equal(token, _admin_token(_settings(request))):
+        return True
+    guesses.record(who)
+    return False
 
 
-def require_admin(request: Request) -> None:
+def require_admin(request: Request, _token: _AdminToken, _cookie: _AdminCookie) -> None:
     """FastAPI dependency: pass for the admin (Bearer admin token or the dashboard cookie).
 
     Raises
     ------
     ApiError
-        401 ``{"error": ...}`` naming the ``Authorization`` header and the cookie.
+        401 ``{"error": ...}`` naming the ``Authorization`` header and the cookie; 429 and
+        403 as :func:`is_admin`.
     """
     if not is_admin(request):
         raise _unauthorized(
@@ -261,13 +386,14 @@ def _is_https(request: Request) -> bool:
 
 
 def set_admin_cookie(response: Response, request: Request) -> None:
-    """Log the dashboard in: set the signed cookie on ``response``.
+    """Log the dashboard in: register a new session and set its signed cookie.
 
     ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other site's page sends it),
     ``Secure`` when the request came over https (behind a TLS-terminating proxy, run uvicorn
     with ``--proxy-headers`` so that the scheme is known).
     """
-    value = _serializer(_settings(request)).dumps(_COOKIE_PAYLOAD)
+    session = registry(request.app).create(ADMIN_COOKIE_MAX_AGE)
+    value = sign_session(_admin_token(_settings(request)), session)
     response.set_cookie(
         ADMIN_COOKIE,
         value,
@@ -280,7 +406,11 @@ def set_admin_cookie(response: Response, request: Request) -> None:
 
 
 def clear_admin_cookie(response: Response, request: Request) -> None:
-    """Log the dashboard out: expire the cookie (same attributes as when it was set)."""
+    """Log the dashboard out: revoke the request's session on the server (a copy of its
+    cookie stops working too) and expire the cookie (same attributes as when it was set)."""
+    session = _session(request)
+    if session is not None:
+        registry(request.app).revoke(session)
     response.delete_cookie(
         ADMIN_COOKIE, path="/", httponly=True, samesite="strict", secure=_is_https(request)
     )
