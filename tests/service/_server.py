@@ -33,6 +33,7 @@ class Server:
         rate_limit: int = 10**9,
         admin: str | None = ADMIN,
         extra_args: list[str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.db_url = db_url
         self.workdir = workdir
@@ -41,6 +42,7 @@ class Server:
         self.rate_limit = rate_limit
         self.admin = admin
         self.extra_args = list(extra_args or [])
+        self.env = dict(env or {})
         self.proc: subprocess.Popen[bytes] | None = None
         self.runs = 0
 
@@ -53,6 +55,9 @@ class Server:
         env.update(
             DENIABLE_RATE_LIMIT_PER_MINUTE=str(self.rate_limit), DENIABLE_DATA=str(self.workdir)
         )
+        # loads come from one address: no limit on new sessions unless a test sets one
+        env.update(DENIABLE_SESSION_LIMIT_PER_ADDRESS="0", DENIABLE_SESSION_LIMIT_PER_SURVEY="0")
+        env.update(self.env)
         if self.admin is not None:
             env["DENIABLE_ADMIN_TOKEN"] = self.admin
         out = open(self.workdir / f"server{self.runs}.out", "wb")  # noqa: SIM115

@@ -185,6 +185,9 @@ def worker_environment(settings: Any) -> dict[str, str]:
         "DENIABLE_MAX_BODY_BYTES": str(settings.max_body_bytes),
         "DENIABLE_RATE_LIMIT_PER_MINUTE": str(settings.rate_limit_per_minute),
         "DENIABLE_BATCH_MAX_ITEMS": str(settings.batch_max_items),
+        "DENIABLE_SESSION_LIMIT_PER_ADDRESS": str(settings.session_limit_per_address),
+        "DENIABLE_SESSION_LIMIT_PER_SURVEY": str(settings.session_limit_per_survey),
+        "DENIABLE_SESSION_WINDOW_SECONDS": str(settings.session_window_seconds),
     }
     if settings.admin_password:
         env["DENIABLE_ADMIN_PASSWORD"] = str(settings.admin_password)

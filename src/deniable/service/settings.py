@@ -12,6 +12,9 @@ setting                   variable                         default
 ``max_body_bytes``        ``DENIABLE_MAX_BODY_BYTES``      1 MiB
 ``rate_limit_per_minute`` ``DENIABLE_RATE_LIMIT_PER_MINUTE``  600 (per token)
 ``batch_max_items``       ``DENIABLE_BATCH_MAX_ITEMS``     10,000
+``session_limit_per_address``  ``DENIABLE_SESSION_LIMIT_PER_ADDRESS``  30 per window (0: off)
+``session_limit_per_survey``   ``DENIABLE_SESSION_LIMIT_PER_SURVEY``   6000 per window (0: off)
+``session_window_seconds``     ``DENIABLE_SESSION_WINDOW_SECONDS``     600 (the sliding window)
 ========================  ===============================  =====================================
 
 Keyword arguments override the environment: ``Settings(database_url="sqlite:///x.db")``.
@@ -63,6 +66,10 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1 << 20, ge=1)
     rate_limit_per_minute: int = Field(default=600, ge=1)
     batch_max_items: int = Field(default=10_000, ge=1)
+    # new sessions per client address and per anonymous survey (deniable.service.limits)
+    session_limit_per_address: int = Field(default=30, ge=0)
+    session_limit_per_survey: int = Field(default=6000, ge=0)
+    session_window_seconds: float = Field(default=600.0, gt=0, le=86400)
     #: True when ``admin_token`` was not set and a fresh one was generated (print it once).
     admin_token_generated: bool = Field(default=False, exclude=True)
 
