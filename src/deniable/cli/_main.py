@@ -110,7 +110,8 @@ COMMANDS: dict[str, Command] = {
     "survey": Command(
         "deniable.cli._survey", "survey_app",
         "Survey files (deniable.survey/1): check one and see what it costs a respondent, "
-        "start from the demo survey, or invite respondents.",
+        "start from the demo survey; invite respondents, list, close or reopen the surveys "
+        "of the service's database.",
         group=True,
     ),
 }  # fmt: skip

@@ -10,7 +10,9 @@ on stderr (``deniable.service.logging``).
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -131,27 +133,28 @@ def serve_command(
         the_survey = settings.survey()
     except (DeniableError, OSError) as exc:
         fail(f"--survey: {exc}")
+    check_port(settings.host, int(settings.port))  # before anything is written or printed
     generated = bool(settings.admin_token_generated)
     try:
         store = ServiceStore(settings.database_url)
+    except ImportError as exc:
+        fail(f"`--db`: {exc}.")
+    try:
         store.migrate()
-        store.load_survey(the_survey)
+        warnings = store.load_survey(the_survey)
+        from deniable.service.lifecycle import survey_summaries
+
+        summaries = survey_summaries(store)
     except DeniableError as exc:
         fail(f"--db: {exc}")
     except Exception as exc:  # the database cannot be opened or migrated
         fail(f"--db: cannot open the database ({type(exc).__name__}: {exc})")
     app = create_app(settings, store)
     base = f"http://{display_host(settings.host)}:{settings.port}"
-    typer.echo(f"Survey {the_survey.id!r}: {the_survey.title}")
-    typer.echo(f"  respondent page: {base}/s/{the_survey.id}")
-    typer.echo(f"  dashboard:       {base}/dashboard/{the_survey.id}")
-    typer.echo(f"  interviewer:     {base}/interviewer/{the_survey.id}")
-    typer.echo(f"  API schema:      {base}/docs")
-    if the_survey.respondents == "invitation":
-        typer.echo(
-            "  respondents come by invitation: the admin creates them with "
-            f"POST {base}/api/surveys/{the_survey.id}/invitations"
-        )
+    print_surveys(base, the_survey.id, summaries)
+    typer.echo(f"API schema:        {base}/docs")
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
     if generated:
         typer.echo(f"  admin token:     {settings.admin_token}")
         typer.echo("  (generated for this run; set DENIABLE_ADMIN_TOKEN to keep one)")
@@ -173,6 +176,53 @@ def serve_command(
     os.environ.update(worker_environment(settings))
     uvicorn.run("deniable.service.app:app_from_environment", factory=True, workers=workers,
                 **options)  # fmt: skip
+
+
+def check_port(host: str, port: int) -> None:
+    """One error line if ``host:port`` cannot be listened on (another program has it, or
+    the address is not this machine's), so that no URL is printed for a server that would
+    not start.  Binds as uvicorn does (``SO_REUSEADDR``) and lets go at once."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                f"`--port` {port}: another program is listening on {host}:{port}; stop it or "
+                "choose another port (--port or DENIABLE_PORT)."
+            )
+        fail(
+            f"`--host` {host!r}: cannot listen on {host}:{port} ({exc.strerror or exc}); give "
+            "an address of this machine (--host or DENIABLE_HOST)."
+        )
+
+
+def print_surveys(base: str, served: str, summaries: Any) -> None:
+    """Every survey of the database with its pages: the live ones first (the one just loaded
+    leading), then one line for each that takes no answers now."""
+    live = sorted((s for s in summaries if s.live), key=lambda s: (s.id != served, s.id))
+    idle = [s for s in summaries if not s.live]
+    typer.echo(f"{len(live)} live survey(s):" if live else "No live survey.")
+    for s in live:
+        how = "by invitation" if s.access == "invitation" else "anonymous"
+        typer.echo(f"Survey {s.id!r}: {s.title} (version {s.version}, {how})")
+        typer.echo(f"  respondent page: {base}/s/{s.id}")
+        typer.echo(f"  dashboard:       {base}/dashboard/{s.id}")
+        typer.echo(f"  interviewer:     {base}/interviewer/{s.id}")
+        if s.access == "invitation":
+            typer.echo(
+                f"  respondents come by invitation: deniable survey invite --base-url {base} "
+                f"(or POST {base}/api/surveys/{s.id}/invitations)"
+            )
+    for s in idle:
+        why = {
+            "closed": f"closed (deniable survey reopen {s.id})",
+            "ended": "ended (its file's closing date has passed)",
+            "not open yet": "not open yet (its file's opening date is ahead)",
+        }[s.state]
+        typer.echo(f"Survey {s.id!r}: {s.title}: {why}; dashboard: {base}/dashboard/{s.id}")
 
 
 def worker_environment(settings: Any) -> dict[str, str]:

@@ -24,10 +24,19 @@ import sqlalchemy as sa
 from deniable.exceptions import DataError
 from deniable.service.db import read_tx
 from deniable.service.models import invitations, reports, respondents, surveys
-from deniable.service.stores import retrying
+from deniable.service.storage import hash_token
+from deniable.service.stores import in_list, listed, q, retrying
 from deniable.survey import Survey
 
-__all__ = ["STATES", "SurveySummary", "close_survey", "reopen_survey", "survey_summaries"]
+__all__ = [
+    "STATES",
+    "SurveySummary",
+    "close_survey",
+    "invitations_stored",
+    "reopen_survey",
+    "state_of",
+    "survey_summaries",
+]
 
 #: The states of a survey: taking answers, not yet open, past its closing date, or closed
 #: by the operator.
@@ -173,3 +182,16 @@ def close_survey(store: Any, survey_id: str) -> bool:
 def reopen_survey(store: Any, survey_id: str) -> bool:
     """Undo :func:`close_survey`; ``False`` if the survey was not closed."""
     return _set_closed(store, survey_id, False)
+
+
+def invitations_stored(store: Any, survey_id: str, tokens: list[str]) -> int:
+    """How many of these invitation tokens the database holds for the survey (after a
+    failure, whether a batch was committed)."""
+    digests = sorted({hash_token(t) for t in tokens})
+    with read_tx(store.engine) as conn:
+        found = q(
+            conn,
+            f"SELECT count(*) FROM invitations WHERE survey_id = ? AND token_hash {in_list(conn)}",
+            [survey_id, listed(conn, digests)],
+        ).scalar()
+    return int(found)
