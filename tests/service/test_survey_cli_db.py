@@ -263,7 +263,7 @@ def test_serve_lists_every_survey_and_warns_of_a_lowered_cap(tmp_path: Path) -> 
         out = server.stdout()
     finally:
         server.stop()
-    assert "2 live survey(s):" in out
+    assert f"database:        {db}" in out
     for sid in (SID, "second"):
         assert f"respondent page: {server.base}/s/{sid}" in out
         assert f"dashboard:       {server.base}/dashboard/{sid}" in out

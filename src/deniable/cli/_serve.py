@@ -152,14 +152,16 @@ def serve_command(
     app = create_app(settings, store)
     base = f"http://{display_host(settings.host)}:{settings.port}"
     print_surveys(base, the_survey.id, summaries)
-    typer.echo(f"API schema:        {base}/docs")
-    for warning in warnings:
-        typer.echo(f"warning: {warning}")
+    typer.echo("The service:")
+    typer.echo(f"  database:        {shown_url(settings.database_url)}")
+    typer.echo(f"  API schema:      {base}/docs")
     if generated:
         typer.echo(f"  admin token:     {settings.admin_token}")
         typer.echo("  (generated for this run; set DENIABLE_ADMIN_TOKEN to keep one)")
     else:
         typer.echo("  admin token:     from DENIABLE_ADMIN_TOKEN")
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
     sys.stdout.flush()  # the URLs before the server blocks (stdout may be a pipe)
     options: dict[str, Any] = {
         "host": settings.host,
@@ -176,6 +178,13 @@ def serve_command(
     os.environ.update(worker_environment(settings))
     uvicorn.run("deniable.service.app:app_from_environment", factory=True, workers=workers,
                 **options)  # fmt: skip
+
+
+def shown_url(url: str) -> str:
+    """A database URL to print: its password hidden."""
+    import sqlalchemy as sa
+
+    return str(sa.engine.make_url(url).render_as_string(hide_password=True))
 
 
 def check_port(host: str, port: int) -> None:
@@ -204,7 +213,8 @@ def print_surveys(base: str, served: str, summaries: Any) -> None:
     leading), then one line for each that takes no answers now."""
     live = sorted((s for s in summaries if s.live), key=lambda s: (s.id != served, s.id))
     idle = [s for s in summaries if not s.live]
-    typer.echo(f"{len(live)} live survey(s):" if live else "No live survey.")
+    if not live:
+        typer.echo("No survey takes answers now.")
     for s in live:
         how = "by invitation" if s.access == "invitation" else "anonymous"
         typer.echo(f"Survey {s.id!r}: {s.title} (version {s.version}, {how})")

@@ -28,6 +28,8 @@ import typer
 from deniable.cli._base import CliError, fail
 from deniable.cli._options import JsonOpt
 from deniable.cli._render import emit_json, print_table
+from deniable.cli._serve import serve_settings
+from deniable.cli._serve import shown_url as shown
 from deniable.results import Table
 
 __all__ = [
@@ -72,16 +74,7 @@ def _service(command: str) -> Any:
 
 
 def _settings(db: str | None, survey: str | None = None) -> Any:
-    from deniable.cli._serve import serve_settings
-
     return serve_settings(db, survey)
-
-
-def shown(url: str) -> str:
-    """A database URL to print: its password hidden."""
-    import sqlalchemy as sa
-
-    return str(sa.engine.make_url(url).render_as_string(hide_password=True))
 
 
 @contextlib.contextmanager
