@@ -29,8 +29,7 @@ survey_app = typer.Typer(
     name="survey",
     help=(
         "Survey files (deniable.survey/1): check one and see what it costs a respondent, "
-        "start from the demo survey; invite respondents, list, close or reopen the surveys "
-        "of the service's database."
+        "or start from the demo survey; the service's surveys: invite, list, close, reopen."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -74,7 +73,7 @@ def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
             [
                 ("file", file),
                 ("survey", f"{survey.id} (version {survey.version}): {survey.title}"),
-                ("respondents", survey.respondents),
+                ("respondents", _ACCESS[survey.respondents]),
                 ("open", _window(survey.opens, survey.closes)),
                 ("cap (per respondent)", f"ε = {survey.cap:g} by basic composition"),
             ],
@@ -86,6 +85,13 @@ def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
         print_table(budget.table())
     if not budget.cap_holds:
         raise typer.Exit(1)
+
+
+#: How respondents come, in words (``respondents`` of the survey file).
+_ACCESS = {
+    "anonymous": "anonymous: anyone who opens the survey's page (new sessions are rate-limited)",
+    "invitation": "by invitation only: single-use links (deniable survey invite)",
+}
 
 
 def _window(opens: Any, closes: Any) -> str:
