@@ -148,6 +148,27 @@ def test_an_unknowable_commit_keeps_the_links(
     assert len(_tokens(out)) == 3
 
 
+def test_invite_counts_are_what_one_transaction_takes(tmp_path: Path) -> None:
+    from deniable.cli._survey_db import MAX_INVITATIONS
+    from deniable.service.storage import MAX_INVITATIONS as STORE_MAX
+
+    assert MAX_INVITATIONS == STORE_MAX
+    res = run("survey", "invite", "--count", str(STORE_MAX + 1), "--out", str(tmp_path / "l"),
+              "--db", f"sqlite:///{tmp_path}/d.db", "--base-url", BASE)  # fmt: skip
+    one_error(res, "--count", str(STORE_MAX))
+    assert not (tmp_path / "l").exists()
+
+
+def test_invite_for_a_closed_survey_says_when_the_links_work(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path}/d.db"
+    store = _load(db, demo_survey())
+    lifecycle.close_survey(store, SID)
+    store.close()
+    res = _invite(db, tmp_path / "links.txt")
+    assert res.exit_code == 0, res.output
+    assert "is closed (deniable survey reopen workplace): the links work once" in res.stdout
+
+
 # ------------------------------------------------------------------ list, close, reopen
 
 

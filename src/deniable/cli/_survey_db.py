@@ -40,8 +40,9 @@ __all__ = [
     "reopen_command",
 ]
 
-#: The most invitations one command creates.
-MAX_INVITATIONS = 1_000_000
+#: The most invitations one command creates: one transaction, as the store allows
+#: (``deniable.service.storage.MAX_INVITATIONS``; a test keeps them equal).
+MAX_INVITATIONS = 100_000
 
 DbOpt = Annotated[
     str | None,
@@ -243,8 +244,13 @@ def invite_command(
             if isinstance(exc, Exception) and not isinstance(exc, CliError | DeniableError):
                 fail(f"--db: cannot create the invitations ({type(exc).__name__}: {exc})")
             raise
+        state = lifecycle.state_of(store.survey(sid))
     lines = [f"wrote {count} single-use invitation links to {out}",
              f"  database: {shown(url)}", f"  links:    {base}/s/{sid}?invitation=..."]  # fmt: skip
+    if state != "live":
+        why = {"closed": f"closed (deniable survey reopen {sid})",
+               "ended": "past its closing date", "not open yet": "not open yet"}[state]  # fmt: skip
+        lines.append(f"  note: survey {sid!r} is {why}: the links work once it takes answers")
     if the_survey.respondents != "invitation":
         lines.append(
             f"  note: survey {sid!r} also admits anonymous respondents: set "

@@ -74,7 +74,7 @@ class SurveySummary:
             "id": self.id,
             "title": self.title,
             "version": self.version,
-            "respondents_by": self.access,
+            "access": self.access,
             "state": self.state,
             "closed_at": iso(self.closed_at),
             "opens": iso(self.opens),
