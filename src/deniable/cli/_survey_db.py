@@ -234,6 +234,7 @@ def invite_command(
     with open_store(url, "invite", create=True) as store:
         try:
             warnings = store.load_survey(the_survey)
+            state = lifecycle.state_of(store.survey(sid))
         except DeniableError as exc:
             fail(f"--db: {exc}")
         try:
@@ -244,7 +245,6 @@ def invite_command(
             if isinstance(exc, Exception) and not isinstance(exc, CliError | DeniableError):
                 fail(f"--db: cannot create the invitations ({type(exc).__name__}: {exc})")
             raise
-        state = lifecycle.state_of(store.survey(sid))
     lines = [f"wrote {count} single-use invitation links to {out}",
              f"  database: {shown(url)}", f"  links:    {base}/s/{sid}?invitation=..."]  # fmt: skip
     if state != "live":
