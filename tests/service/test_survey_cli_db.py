@@ -169,6 +169,53 @@ def test_invite_for_a_closed_survey_says_when_the_links_work(tmp_path: Path) -> 
     assert "is closed (deniable survey reopen workplace): the links work once" in res.stdout
 
 
+def _other(sid: str = "mine") -> Survey:
+    data = demo_survey().to_dict()
+    data.update(id=sid, title=f"Survey {sid}", respondents="invitation")
+    return Survey.from_dict(data)
+
+
+def test_invite_never_slips_the_demo_survey_into_a_database(tmp_path: Path) -> None:
+    """Without --survey, a database's one survey is the one invited to (before: the demo
+    survey was loaded into it, live and anonymous); with several, the command asks."""
+    db = f"sqlite:///{tmp_path}/d.db"
+    _load(db, _other()).close()
+    res = _invite(db, tmp_path / "a.txt")
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "a.txt").read_text().startswith(f"{BASE}/s/mine?invitation=")
+    assert _stored(db) == {"mine": 3}  # no demo survey
+    _load(db, _other("second")).close()
+    one_error(_invite(db, tmp_path / "b.txt"), "`--survey`", "several surveys", "'second'")
+    assert not (tmp_path / "b.txt").exists()
+    res = _invite(db, tmp_path / "c.txt", "--survey", "second")  # by id
+    assert res.exit_code == 0, res.output
+    assert _stored(db) == {"mine": 3, "second": 3}
+    one_error(_invite(db, tmp_path / "d.txt", "--survey", "nope"), "`--survey`", "'mine'")
+    empty = f"sqlite:///{tmp_path}/e.db"
+    assert _invite(empty, tmp_path / "e.txt").exit_code == 0  # an empty database: the demo
+    assert _stored(empty) == {SID: 3}
+
+
+def test_serve_never_slips_the_demo_survey_into_a_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    ran: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.append(kw))
+    db = f"sqlite:///{tmp_path}/d.db"
+    _load(db, _other()).close()
+    monkeypatch.setattr("deniable.service.logging.configure_logging", lambda: None)
+    res = run("serve", "--db", db, "--port", str(free_port()))
+    assert res.exit_code == 0, res.output
+    assert len(ran) == 1
+    assert "Survey 'mine'" in res.stdout and "workplace" not in res.stdout
+    assert _stored(db) == {"mine": 0}  # the demo survey was not added
+    empty = f"sqlite:///{tmp_path}/e.db"
+    res = run("serve", "--db", empty, "--port", str(free_port()))
+    assert res.exit_code == 0 and "Survey 'workplace'" in res.stdout
+
+
 # ------------------------------------------------------------------ list, close, reopen
 
 

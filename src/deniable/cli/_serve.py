@@ -1,9 +1,10 @@
 """`deniable serve`: run the survey service (needs the ``[service]`` extra).
 
 Settings come from the environment and ``.env`` (``deniable.service.settings``); the options
-override them.  At start the command migrates the database, loads the survey (the demo
-survey unless ``--survey`` or ``DENIABLE_SURVEY`` names a file), and prints the respondent
-page's URL, the dashboard's, and — when ``DENIABLE_ADMIN_TOKEN`` is not set — the admin
+override them.  At start the command checks that its port is free, migrates the database,
+loads the survey of ``--survey`` or ``DENIABLE_SURVEY`` (without one, an empty database gets
+the demo survey; a database that holds surveys serves them as they are), and prints every
+live survey's pages, the database and — when ``DENIABLE_ADMIN_TOKEN`` is not set — the admin
 token it generated for this run: printed once on stdout, never logged.  Logs are JSON lines
 on stderr (``deniable.service.logging``).
 """
@@ -129,8 +130,8 @@ def serve_command(
     from deniable.exceptions import DeniableError
 
     settings = serve_settings(db, None if survey is None else str(survey), host, port)
-    try:
-        the_survey = settings.survey()
+    try:  # a survey file is checked before anything else
+        the_survey = None if settings.survey_file is None else settings.survey()
     except (DeniableError, OSError) as exc:
         fail(f"--survey: {exc}")
     check_port(settings.host, int(settings.port))  # before anything is written or printed
@@ -141,7 +142,9 @@ def serve_command(
         fail(f"`--db`: {exc}.")
     try:
         store.migrate()
-        warnings = store.load_survey(the_survey)
+        if the_survey is None and not store.survey_ids():
+            the_survey = settings.survey()  # an empty database gets the demo survey
+        warnings = [] if the_survey is None else store.load_survey(the_survey)
         from deniable.service.lifecycle import survey_summaries
 
         summaries = survey_summaries(store)
@@ -151,7 +154,7 @@ def serve_command(
         fail(f"--db: cannot open the database ({type(exc).__name__}: {exc})")
     app = create_app(settings, store)
     base = f"http://{display_host(settings.host)}:{settings.port}"
-    print_surveys(base, the_survey.id, summaries)
+    print_surveys(base, None if the_survey is None else the_survey.id, summaries)
     typer.echo("The service:")
     typer.echo(f"  database:        {shown_url(settings.database_url)}")
     typer.echo(f"  API schema:      {base}/docs")
@@ -208,7 +211,7 @@ def check_port(host: str, port: int) -> None:
         )
 
 
-def print_surveys(base: str, served: str, summaries: Any) -> None:
+def print_surveys(base: str, served: str | None, summaries: Any) -> None:
     """Every survey of the database with its pages: the live ones first (the one just loaded
     leading), then one line for each that takes no answers now."""
     live = sorted((s for s in summaries if s.live), key=lambda s: (s.id != served, s.id))

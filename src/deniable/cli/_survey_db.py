@@ -175,9 +175,10 @@ def invite_command(
         str | None,
         typer.Option(
             "--survey",
-            metavar="FILE",
-            help="The survey file (loaded into the database first); default: "
-            "DENIABLE_SURVEY, else the demo survey.",
+            metavar="FILE|ID",
+            help="A survey file (loaded into the database first) or the id of a survey in "
+            "the database; default: DENIABLE_SURVEY, else the database's one survey (the demo "
+            "survey in an empty database).",
             show_default=False,
         ),
     ] = None,
@@ -210,14 +211,15 @@ def invite_command(
     if not target.parent.is_dir():
         fail(f"`--out` {out!r}: the directory {str(target.parent)!r} does not exist.")
     lifecycle, _ = _service("invite")
-    settings = _settings(db, survey)
-    try:
-        the_survey = settings.survey()
+    stored_id = survey if survey is not None and _is_stored_id(survey) else None
+    settings = _settings(db, None if stored_id is not None else survey)
+    try:  # a survey file is checked before the database is opened
+        given = None if settings.survey_file is None else settings.survey()
     except (DeniableError, OSError) as exc:
         fail(f"--survey: {exc}")
     url = settings.database_url
-    sid = the_survey.id
     written: list[str] = []
+    sid = ""
 
     def publish(tokens: list[str]) -> None:
         if written:  # the transaction was retried: the same tokens, written already
@@ -233,7 +235,8 @@ def invite_command(
 
     with open_store(url, "invite", create=True) as store:
         try:
-            warnings = store.load_survey(the_survey)
+            the_survey, warnings = _invited_survey(store, stored_id, given, settings)
+            sid = the_survey.id
             state = lifecycle.state_of(store.survey(sid))
         except DeniableError as exc:
             fail(f"--db: {exc}")
@@ -258,6 +261,40 @@ def invite_command(
         )
     lines += [f"warning: {w}" for w in warnings]
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _is_stored_id(value: str) -> bool:
+    """Whether ``--survey`` names a survey by its id (a survey id, and no such file)."""
+    import re
+
+    return re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,63}", value) is not None and not Path(value).exists()
+
+
+def _invited_survey(
+    store: Any, stored_id: str | None, given: Any, settings: Any
+) -> tuple[Any, list[str]]:
+    """The survey to invite to, and the warnings of loading it: the stored survey of that
+    id; the survey file's (loaded); else the database's one survey; the demo survey in an
+    empty database.  A database of several surveys needs ``--survey``."""
+    ids = store.survey_ids()
+    if stored_id is not None:
+        if stored_id not in ids:
+            fail(
+                f"`--survey` must be a survey file or the id of a survey in the database (its "
+                f"surveys: {', '.join(map(repr, ids)) or 'none'}), got {stored_id!r}."
+            )
+        return store.survey(stored_id), []
+    if given is not None:
+        return given, store.load_survey(given)
+    if len(ids) == 1:
+        return store.survey(ids[0]), []
+    if ids:
+        fail(
+            f"`--survey`: the database holds several surveys ({', '.join(map(repr, ids))}): "
+            "name the one to invite to (its id or its file)."
+        )
+    demo = settings.survey()
+    return demo, store.load_survey(demo)
 
 
 def _settle(
