@@ -1,6 +1,7 @@
 """`deniable survey validate | demo`: a survey file checked from the command line (each
-question's epsilon, the totals, the cap's verdict as the exit status), refused with one error
-line naming the field, and the demo survey printed or written atomically."""
+question's epsilon, the totals, the cap's verdict as the exit status, how respondents come),
+refused with one error line naming the field, and the demo survey printed or written
+atomically; `deniable report --robustness`: the robustness statement of every estimate."""
 
 from __future__ import annotations
 
@@ -108,3 +109,48 @@ def test_demo_out_writes_a_file_that_reads_back(runner: CliRunner, tmp_path: Pat
     assert res.exit_code == 0 and str(out) in res.stdout
     assert load_survey(out) == demo_survey()
     one_error(run(runner, "survey", "demo", "--out", ""), "`--out`")
+
+
+def test_validate_says_how_respondents_come(runner: CliRunner, tmp_path: Path) -> None:
+    path = tmp_path / "invited.yaml"
+    path.write_text(demo_survey_text().replace("respondents: anonymous", "respondents: invitation"))
+    res = run(runner, "survey", "validate", str(path))
+    assert res.exit_code == 0 and "by invitation only" in res.stdout
+    assert "deniable survey invite" in res.stdout
+    assert json.loads(run(runner, "survey", "validate", str(path), "--json").stdout)[
+        "respondents"] == "invitation"  # fmt: skip
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(demo_survey_text())
+    assert "anonymous: anyone" in run(runner, "survey", "validate", str(plain)).stdout
+
+
+def test_report_states_the_robustness_of_every_estimate(
+    runner: CliRunner, demo_file: Path, tmp_path: Path
+) -> None:
+    from deniable.estimation import manipulation_robustness
+
+    survey = demo_survey()
+    data = tmp_path / "reports.csv"
+    rows = [(i % 3 == 0, i % 2, i % 4) for i in range(120)]
+    data.write_text("happy,harassment,hours\n" + "".join(f"{int(a)},{b},{c}\n" for a, b, c in rows))
+    res = run(runner, "report", str(data), "--survey", str(demo_file), "--robustness", "0.05",
+              "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    got = json.loads(res.stdout)["robustness"]
+    assert sorted(got) == ["happy", "harassment", "hours"]
+    happy = survey.question("happy").design
+    want = manipulation_robustness(happy, happy.tally_counts([80, 40]), shift=0.05,
+                                   labels=["prevalence"])  # fmt: skip
+    assert got["happy"] == json.loads(json.dumps(want.to_dict()))
+    hours = survey.question("hours").design
+    lib = manipulation_robustness(hours, hours.tally_counts([30, 30, 30, 30]), shift=0.05)
+    assert [s["up"]["output"]["fakes"] for s in got["hours"]["shares"]] == [
+        lib.fakes("up", "output", j) for j in range(4)
+    ]
+    text = run(runner, "report", str(data), "--survey", str(demo_file), "--robustness", "0.05")
+    assert text.exit_code == 0
+    assert "happy: Fake respondents needed to move the estimate by 0.05" in text.stdout
+    assert str(want.fakes("up", "output")) in text.stdout
+    for bad in ("0", "1.5", "nan", "-0.1"):
+        one_error(run(runner, "report", str(data), "--survey", str(demo_file),
+                      "--robustness", bad), "`--robustness`")  # fmt: skip

@@ -3,7 +3,7 @@
 // same report is sent again on reload, and nothing is randomized twice.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { InterviewerSession, RespondentSession, randomize } from "../../src/deniable/service/static/deniable.js";
+import { HttpError, InterviewerSession, RespondentSession, randomize, sessionProblem } from "../../src/deniable/service/static/deniable.js";
 import { VECTORS, wordsCrypto } from "./_helpers.mjs";
 
 const spec = (id, labels, text) => ({ ...structuredClone(VECTORS.cases.find((c) => c.id === id).spec), labels, text });
@@ -228,6 +228,21 @@ test("interviewer: the admin token from sessionStorage, protocols, and reports p
   assert.deepEqual(JSON.parse(requests[1].init.body), { reports: [{ question: "happy", report: 1 }] });
   session.setToken(null);
   assert.equal(session.token, null);
+});
+
+test("the page explains why a survey cannot be opened: closed, invitation only, used link, busy", () => {
+  const http = (status, message) => new HttpError(status, message, { error: message });
+  assert.match(sessionProblem(http(409, "survey `demo` is closed: it takes no reports"), null), /^This survey is closed/);
+  const only = sessionProblem(http(403, "`invitation`: survey 'demo' takes respondents by invitation only"), null);
+  assert.match(only, /by invitation only/);
+  assert.match(only, /personal link/);
+  const used = sessionProblem(http(403, "`invitation`: not a valid invitation of this survey, or already used"), "tok");
+  assert.match(used, /not valid, or it has been used already/);
+  assert.doesNotMatch(used, /tok/); // the invitation itself is never shown
+  const busy = sessionProblem(http(429, "too many new sessions from your network address: at most 30 in 600 seconds (settings.session_limit_per_address); retry after 42 s"), null);
+  assert.match(busy, /try again in 42 seconds/);
+  assert.match(sessionProblem(http(429, "slow down"), null), /try again in a few minutes/);
+  assert.match(sessionProblem(new TypeError("Failed to fetch"), null), /could not be loaded: Failed to fetch/);
 });
 
 test("importing the module in node runs no page (no document)", async () => {

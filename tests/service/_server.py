@@ -55,6 +55,9 @@ class Server:
         env.update(
             DENIABLE_RATE_LIMIT_PER_MINUTE=str(self.rate_limit), DENIABLE_DATA=str(self.workdir)
         )
+        # loads come from one address: no limit on new sessions unless a test sets one
+        env.update(DENIABLE_SESSION_LIMIT_PER_ADDRESS="0", DENIABLE_SESSION_LIMIT_PER_SURVEY="0")
+        env.update(self.env)
         if self.admin is not None:
             env["DENIABLE_ADMIN_TOKEN"] = self.admin
         env.update(self.env)

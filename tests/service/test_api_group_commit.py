@@ -52,7 +52,7 @@ def test_concurrent_reports_share_transactions_with_sequential_outcomes(
 ) -> None:
     # cap 2.2: a (ln 3) + b (1) fit, c (1) after both does not
     add_survey(store, "g", cap=2.2)
-    client = make_client(store, rate_limit_per_minute=10**6)
+    client = make_client(store, rate_limit_per_minute=10**6, session_limit_per_address=0)
     tokens = [client.post("/api/surveys/g/sessions", json={}).json()["token"] for _ in range(40)]
     sizes = _spy(store, monkeypatch)
     requests = []

@@ -57,6 +57,8 @@ ADMIN_PATHS = [
     f"/api/surveys/{SID}/export.csv",
     f"/api/surveys/{SID}/export.parquet",
     f"/api/surveys/{SID}/results.json",
+    f"/api/surveys/{SID}/arrivals",
+    f"/api/surveys/{SID}/robustness",
     "/dashboard",
     f"/dashboard/{SID}",
 ]

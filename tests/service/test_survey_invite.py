@@ -75,7 +75,15 @@ def test_invite_writes_redeemable_single_use_links(db_url: str, tmp_path: Path) 
         (("--count", "0"), "--count"),
         (("--count", "2", "--base-url", "ftp://x"), "`--base-url`"),
         (("--count", "2", "--out", " "), "`--out`"),
-        (("--count", "2", "--survey", "missing.yaml"), "--survey"),
+        (("--count", "2", "--survey", "missing.yaml", "--base-url", "https://x.org"), "--survey"),
+        (("--count", "2"), "`--base-url` (or DENIABLE_BASE_URL) is required"),
+        (("--count", "2", "--base-url", "https://"), "`--base-url`"),
+        (("--count", "2", "--base-url", "https://x.org/?a=1"), "without a query"),
+        (("--count", "2", "--base-url", "https://u:p@x.org"), "user name"),
+        (
+            ("--count", "2", "--base-url", "https://x.org", "--out", "no/such/dir/l.txt"),
+            "does not exist",
+        ),
     ],
 )
 def test_bad_options_are_one_error_and_write_nothing(
@@ -91,8 +99,9 @@ def test_bad_options_are_one_error_and_write_nothing(
 
 def test_an_anonymous_survey_gets_links_and_a_note(tmp_path: Path) -> None:
     out = tmp_path / "links.txt"
-    res = run("survey", "invite", "--count", "1", "--out", str(out),
-              "--db", f"sqlite:///{tmp_path}/d.db")  # fmt: skip
+    db = f"sqlite:///{tmp_path}/d.db"
+    res = run("survey", "invite", "--count", "1", "--out", str(out), "--db", db,
+              "--base-url", "http://10.0.0.5:8000")  # fmt: skip
     assert res.exit_code == 0
     assert "also admits anonymous respondents" in res.stdout
-    assert out.read_text().startswith("http://127.0.0.1:8000/s/workplace?invitation=")
+    assert out.read_text().startswith("http://10.0.0.5:8000/s/workplace?invitation=")

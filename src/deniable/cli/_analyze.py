@@ -20,6 +20,12 @@ from deniable.cli._base import build_design, fail
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
+from deniable.cli._robustness import (
+    RobustnessOpt,
+    check_shift,
+    robustness_data,
+    show_robustness,
+)
 from deniable.common import _validation as v
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
 from deniable.exceptions import DeniableError
@@ -231,12 +237,14 @@ def report_command(
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
     force: ForceOpt = False,
+    robustness: RobustnessOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """A whole-survey report: every question's n, estimate, interval and ε (by --question, or
     every question of a survey file by --survey)."""
     from deniable.survey import survey_report_file
 
+    check_shift(robustness)
     if survey is not None and question:
         fail("give the questions either by --question or by --survey, not both.")
     if survey is None and not question:
@@ -269,9 +277,13 @@ def report_command(
         payload = rep.to_dict()
         if html is not None:
             payload["html"] = html
+        if robustness is not None:
+            payload["robustness"] = robustness_data(rep.results, robustness)
         emit_json(payload)
         return
     show(rep)
+    if robustness is not None:
+        show_robustness(rep.results, robustness)
     if html is not None:
         console().print(f"wrote {html}", markup=False, highlight=False)
 

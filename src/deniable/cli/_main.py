@@ -110,7 +110,7 @@ COMMANDS: dict[str, Command] = {
     "survey": Command(
         "deniable.cli._survey", "survey_app",
         "Survey files (deniable.survey/1): check one and see what it costs a respondent, "
-        "start from the demo survey, or invite respondents.",
+        "or start from the demo survey; the service's surveys: invite, list, close, reopen.",
         group=True,
     ),
 }  # fmt: skip

@@ -1,16 +1,19 @@
 """`deniable serve`: run the survey service (needs the ``[service]`` extra).
 
 Settings come from the environment and ``.env`` (``deniable.service.settings``); the options
-override them.  At start the command migrates the database, loads the survey (the demo
-survey unless ``--survey`` or ``DENIABLE_SURVEY`` names a file), and prints the respondent
-page's URL, the dashboard's, and — when ``DENIABLE_ADMIN_TOKEN`` is not set — the admin
+override them.  At start the command checks that its port is free, migrates the database,
+loads the survey of ``--survey`` or ``DENIABLE_SURVEY`` (without one, an empty database gets
+the demo survey; a database that holds surveys serves them as they are), and prints every
+live survey's pages, the database and — when ``DENIABLE_ADMIN_TOKEN`` is not set — the admin
 token it generated for this run: printed once on stdout, never logged.  Logs are JSON lines
 on stderr (``deniable.service.logging``).
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import socket
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -131,10 +134,11 @@ def serve_command(
     from deniable.exceptions import DeniableError
 
     settings = serve_settings(db, None if survey is None else str(survey), host, port)
-    try:
-        the_survey = settings.survey()
+    try:  # a survey file is checked before anything else
+        the_survey = None if settings.survey_file is None else settings.survey()
     except (DeniableError, OSError) as exc:
         fail(f"--survey: {exc}")
+    check_port(settings.host, int(settings.port))  # before anything is written or printed
     generated = bool(settings.admin_token_generated)
     try:
         check_admin_secrets(settings)  # before anything is created
@@ -147,29 +151,33 @@ def serve_command(
         )
     try:
         store = ServiceStore(settings.database_url)
+    except ImportError as exc:
+        fail(f"`--db`: {exc}.")
+    try:
         store.migrate()
-        store.load_survey(the_survey)
+        if the_survey is None and not store.survey_ids():
+            the_survey = settings.survey()  # an empty database gets the demo survey
+        warnings = [] if the_survey is None else store.load_survey(the_survey)
+        from deniable.service.lifecycle import survey_summaries
+
+        summaries = survey_summaries(store)
     except DeniableError as exc:
         fail(f"--db: {exc}")
     except Exception as exc:  # the database cannot be opened or migrated
         fail(f"--db: cannot open the database ({type(exc).__name__}: {exc})")
     app = create_app(settings, store)
     base = f"http://{display_host(settings.host)}:{settings.port}"
-    typer.echo(f"Survey {the_survey.id!r}: {the_survey.title}")
-    typer.echo(f"  respondent page: {base}/s/{the_survey.id}")
-    typer.echo(f"  dashboard:       {base}/dashboard/{the_survey.id}")
-    typer.echo(f"  interviewer:     {base}/interviewer/{the_survey.id}")
+    print_surveys(base, None if the_survey is None else the_survey.id, summaries)
+    typer.echo("The service:")
+    typer.echo(f"  database:        {shown_url(settings.database_url)}")
     typer.echo(f"  API schema:      {base}/docs")
-    if the_survey.respondents == "invitation":
-        typer.echo(
-            "  respondents come by invitation: the admin creates them with "
-            f"POST {base}/api/surveys/{the_survey.id}/invitations"
-        )
     if generated:
         typer.echo(f"  admin token:     {settings.admin_token}")
         typer.echo("  (generated for this run; set DENIABLE_ADMIN_TOKEN to keep one)")
     else:
         typer.echo("  admin token:     from DENIABLE_ADMIN_TOKEN")
+    for warning in warnings:
+        typer.echo(f"warning: {warning}")
     sys.stdout.flush()  # the URLs before the server blocks (stdout may be a pipe)
     options: dict[str, Any] = {
         "host": settings.host,
@@ -192,6 +200,61 @@ def serve_command(
                 **options)  # fmt: skip
 
 
+def shown_url(url: str) -> str:
+    """A database URL to print: its password hidden."""
+    import sqlalchemy as sa
+
+    return str(sa.engine.make_url(url).render_as_string(hide_password=True))
+
+
+def check_port(host: str, port: int) -> None:
+    """One error line if ``host:port`` cannot be listened on (another program has it, or
+    the address is not this machine's), so that no URL is printed for a server that would
+    not start.  Binds as uvicorn does (``SO_REUSEADDR``) and lets go at once."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            fail(
+                f"`--port` {port}: another program is listening on {host}:{port}; stop it or "
+                "choose another port (--port or DENIABLE_PORT)."
+            )
+        fail(
+            f"`--host` {host!r}: cannot listen on {host}:{port} ({exc.strerror or exc}); give "
+            "an address of this machine (--host or DENIABLE_HOST)."
+        )
+
+
+def print_surveys(base: str, served: str | None, summaries: Any) -> None:
+    """Every survey of the database with its pages: the live ones first (the one just loaded
+    leading), then one line for each that takes no answers now."""
+    live = sorted((s for s in summaries if s.live), key=lambda s: (s.id != served, s.id))
+    idle = [s for s in summaries if not s.live]
+    if not live:
+        typer.echo("No survey takes answers now.")
+    for s in live:
+        how = "by invitation" if s.access == "invitation" else "anonymous"
+        typer.echo(f"Survey {s.id!r}: {s.title} (version {s.version}, {how})")
+        typer.echo(f"  respondent page: {base}/s/{s.id}")
+        typer.echo(f"  dashboard:       {base}/dashboard/{s.id}")
+        typer.echo(f"  interviewer:     {base}/interviewer/{s.id}")
+        if s.access == "invitation":
+            typer.echo(
+                f"  respondents come by invitation: deniable survey invite --base-url {base} "
+                f"(or POST {base}/api/surveys/{s.id}/invitations)"
+            )
+    for s in idle:
+        why = {
+            "closed": f"closed (deniable survey reopen {s.id})",
+            "ended": "ended (its file's closing date has passed)",
+            "not open yet": "not open yet (its file's opening date is ahead)",
+        }[s.state]
+        typer.echo(f"Survey {s.id!r}: {s.title}: {why}; dashboard: {base}/dashboard/{s.id}")
+
+
 def worker_environment(settings: Any) -> dict[str, str]:
     """The variables from which each worker process rebuilds ``settings``."""
     from deniable.service.connections import limits_environment
@@ -207,6 +270,9 @@ def worker_environment(settings: Any) -> dict[str, str]:
         "DENIABLE_ADMIN_GUESS_LIMIT": str(settings.admin_guess_limit),
         "DENIABLE_ADMIN_GUESS_WINDOW": str(settings.admin_guess_window),
         "DENIABLE_KEEP_ALIVE_TIMEOUT": str(settings.keep_alive_timeout),
+        "DENIABLE_SESSION_LIMIT_PER_ADDRESS": str(settings.session_limit_per_address),
+        "DENIABLE_SESSION_LIMIT_PER_SURVEY": str(settings.session_limit_per_survey),
+        "DENIABLE_SESSION_WINDOW_SECONDS": str(settings.session_window_seconds),
         **limits_environment(settings),
     }
     if settings.sessions_file is not None:

@@ -1,9 +1,11 @@
-"""`deniable survey`: survey files (``deniable.survey/1``, docs/surveys.md).
+"""`deniable survey`: survey files (``deniable.survey/1``, docs/surveys.md) and the surveys of
+the service's database.
 
 ``validate`` checks a file and prints each question's epsilon, the respondent's total by
 basic and by optimal composition and whether the cap holds; ``demo`` prints (or writes) the
-demo survey that ``deniable serve`` runs by default; ``invite`` creates single-use invitation
-links in the service's database (needs the ``[service]`` extra).
+demo survey that ``deniable serve`` runs by default.  ``invite``, ``list``, ``close`` and
+``reopen`` work on the service's database (:mod:`deniable.cli._survey_db`; they need the
+``[service]`` extra).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import write_output
 from deniable.cli._options import JsonOpt
 from deniable.cli._render import emit_json, print_table
+from deniable.cli._survey_db import close_command, invite_command, list_command, reopen_command
 from deniable.common._format import format_epsilon
 from deniable.results import Table
 
@@ -26,7 +29,7 @@ survey_app = typer.Typer(
     name="survey",
     help=(
         "Survey files (deniable.survey/1): check one and see what it costs a respondent, "
-        "start from the demo survey, or invite respondents."
+        "or start from the demo survey; the service's surveys: invite, list, close, reopen."
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -70,7 +73,7 @@ def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
             [
                 ("file", file),
                 ("survey", f"{survey.id} (version {survey.version}): {survey.title}"),
-                ("respondents", survey.respondents),
+                ("respondents", _ACCESS[survey.respondents]),
                 ("open", _window(survey.opens, survey.closes)),
                 ("cap (per respondent)", f"ε = {survey.cap:g} by basic composition"),
             ],
@@ -82,6 +85,13 @@ def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
         print_table(budget.table())
     if not budget.cap_holds:
         raise typer.Exit(1)
+
+
+#: How respondents come, in words (``respondents`` of the survey file).
+_ACCESS = {
+    "anonymous": "anonymous: anyone who opens the survey's page (new sessions are rate-limited)",
+    "invitation": "by invitation only: single-use links (deniable survey invite)",
+}
 
 
 def _window(opens: Any, closes: Any) -> str:
@@ -116,98 +126,7 @@ def demo_command(
     sys.stdout.write(f"wrote the demo survey to {out}\n")
 
 
-#: The most invitations one command creates.
-MAX_INVITATIONS = 1_000_000
-
-
-@survey_app.command("invite")
-def invite_command(
-    count: Annotated[
-        int,
-        typer.Option("--count", min=1, max=MAX_INVITATIONS, help="How many invitations to create."),
-    ],
-    out: Annotated[
-        str,
-        typer.Option(
-            "--out",
-            metavar="FILE",
-            help="Where to write the links, one per line (created readable by you only).",
-            show_default=False,
-        ),
-    ],
-    survey: Annotated[
-        str | None,
-        typer.Option(
-            "--survey",
-            metavar="FILE",
-            help="The survey file (loaded into the database first); default: "
-            "DENIABLE_SURVEY, else the demo survey.",
-            show_default=False,
-        ),
-    ] = None,
-    db: Annotated[
-        str | None,
-        typer.Option(
-            "--db",
-            metavar="URL",
-            help="Database URL; default: DATABASE_URL, else SQLite in $DENIABLE_DATA or "
-            "./.deniable (as `deniable serve`).",
-            show_default=False,
-        ),
-    ] = None,
-    base_url: Annotated[
-        str,
-        typer.Option(
-            "--base-url",
-            metavar="URL",
-            help="Where respondents reach the service (the links start with it).",
-        ),
-    ] = "http://127.0.0.1:8000",
-) -> None:
-    """Create single-use invitation links for a survey and write them to a file (the tokens
-    are shown once: the database keeps only their hashes)."""
-    from deniable.exceptions import DeniableError
-
-    if not out.strip():
-        fail(f"`--out` must be a file path, got {out!r}.")
-    base = base_url.rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        fail(f"`--base-url` must start with http:// or https://, got {base_url!r}.")
-    try:
-        from deniable.cli._serve import serve_settings
-        from deniable.service.storage import ServiceStore
-    except ModuleNotFoundError as exc:
-        fail(
-            f"deniable survey invite needs the [service] extra ({exc.name} is missing): "
-            "pip install 'deniable[service]'."
-        )
-    settings = serve_settings(db, survey)
-    try:
-        the_survey = settings.survey()
-    except (DeniableError, OSError) as exc:
-        fail(f"--survey: {exc}")
-    store = None
-    try:
-        store = ServiceStore(settings.database_url)
-        store.migrate()
-        store.load_survey(the_survey)
-        tokens = store.create_invitations(the_survey.id, count)
-    except DeniableError as exc:
-        fail(f"--db: {exc}")
-    except Exception as exc:  # the database cannot be opened or migrated
-        fail(f"--db: cannot open the database ({type(exc).__name__}: {exc})")
-    finally:
-        if store is not None:
-            store.close()
-    links = "".join(f"{base}/s/{the_survey.id}?invitation={t}\n" for t in tokens)
-
-    write_output(out, lambda tmp: tmp.write_text(links, encoding="utf-8"), mode=0o600)
-    note = (
-        ""
-        if the_survey.respondents == "invitation"
-        else (
-            f" (survey {the_survey.id!r} also admits anonymous respondents: set "
-            "`respondents: invitation` in its file to admit invited ones only)"
-        )
-    )
-    sys.stdout.write(f"wrote {count} single-use invitation links to {out}{note}\n")
+survey_app.command("invite")(invite_command)
+survey_app.command("list")(list_command)
+survey_app.command("close")(close_command)
+survey_app.command("reopen")(reopen_command)

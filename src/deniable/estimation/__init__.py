@@ -1,4 +1,5 @@
-"""Estimation beyond one design's estimator: majority decisions, power, regression."""
+"""Estimation beyond one design's estimator: majority decisions, power, regression, and
+robustness to manipulation (how many fake respondents would move an estimate)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,24 @@ from deniable.estimation._power_results import PowerResult, SampleSizeResult
 from deniable.estimation._regression_results import RegressionResult
 from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence
 from deniable.estimation._related import threshold_vs_bracket
+from deniable.estimation._robustness import (
+    DIRECTIONS,
+    MANIPULATIONS,
+    ManipulationRobustness,
+    manipulation_robustness,
+)
 
 __all__ = [
     "ALTERNATIVES",
+    "DIRECTIONS",
+    "MANIPULATIONS",
     "SE_TYPES",
     "DirectTest",
     "LRTest",
     "LinearRRResult",
     "LogisticRRResult",
     "MajorityDecision",
+    "ManipulationRobustness",
     "PowerResult",
     "Prevalence",
     "RegressionResult",
@@ -30,6 +40,7 @@ __all__ = [
     "logistic_rr",
     "majority_decision",
     "majority_threshold",
+    "manipulation_robustness",
     "power",
     "power_curve",
     "sample_size",

@@ -43,6 +43,7 @@ from deniable.designs import BinaryDesign
 from deniable.exceptions import DeniableError
 from deniable.mechanisms import CoinProtocol, all_protocols
 from deniable.service.batching import GroupSubmitter
+from deniable.service.limits import session_limits
 from deniable.service.security import (
     RESPONDENT_SECURITY,
     ApiError,
@@ -260,20 +261,34 @@ RespondentDep = Annotated[int, Depends(get_respondent)]
     "/api/surveys/{survey_id}/sessions",
     status_code=201,
     summary="Start answering: a respondent token",
-    responses={403: {"description": "bad or used invitation"}, 409: {"description": "closed"}},
+    responses={
+        403: {"description": "no invitation, or a bad or used one (invitation surveys)"},
+        409: {"description": "closed"},
+        429: {"description": "too many new sessions from this address or for this survey"},
+    },
 )
 def create_session(
     request: Request, info: SurveyDep, body: Annotated[SessionRequest | None, Body()] = None
 ) -> dict[str, str]:
     """A new respondent of an anonymous survey, or the redemption of a single-use
-    invitation: ``{"token": ...}`` (shown once; the server keeps only its hash)."""
+    invitation: ``{"token": ...}`` (shown once; the server keeps only its hash).
+
+    New sessions are limited per client address and per anonymous survey in a sliding
+    window (429 with ``Retry-After`` past a limit; :mod:`deniable.service.limits`)."""
     survey = info.survey
     _check_open(survey)
     invitation = body.invitation if body is not None else None
-    if survey.respondents == "invitation":
+    by_invitation = survey.respondents == "invitation"
+    client = request.client.host if request.client is not None else None
+    refused = session_limits(request.app).admit(client, survey.id, anonymous=not by_invitation)
+    if refused is not None:
+        raise ApiError(429, refused.message, headers={"Retry-After": str(refused.retry_after)})
+    if by_invitation:
         if invitation is None:
             raise ApiError(
-                403, f"`invitation`: survey {survey.id!r} takes respondents by invitation only"
+                403,
+                f"`invitation`: survey {survey.id!r} takes respondents by invitation only: "
+                "open the personal link of your invitation",
             )
     else:
         invitation = None

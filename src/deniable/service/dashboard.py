@@ -22,6 +22,9 @@ pyarrow (the ``[data]`` extra).
 ``GET /api/surveys/{id}/plots/budget.svg``             the histogram of epsilon spent
 ``GET /api/surveys/{id}/export.csv``, ``.parquet``     the randomized reports, nothing else
 ``GET /api/surveys/{id}/results.json``                 the survey, results, budget, majorities
+``GET /api/surveys/{id}/arrivals``, ``.../robustness``  arrival rates with bursts flagged, and
+                                                       the fakes that would move each estimate
+                                                       (:mod:`~deniable.service.dashboard_integrity`)
 ``GET /dashboard``, ``GET /dashboard/{id}``            the pages (401 and the login form
                                                        when not logged in)
 ``GET|POST /dashboard/login``, ``POST .../logout``     the login form; set / clear the cookie
@@ -43,7 +46,11 @@ from deniable.designs import Tally
 from deniable.exceptions import DataError, DeniableError
 from deniable.service import analysis as an
 from deniable.service import dashboard_html as pages
+from deniable.service import dashboard_integrity as integrity
+from deniable.service import dashboard_panels as panels
 from deniable.service.dashboard_login import login_failures
+from deniable.service.lifecycle import state_of
+from deniable.service.manipulation import DEFAULT_SHIFT
 from deniable.service.security import (
     ApiError,
     check_admin_credential,
@@ -433,7 +440,9 @@ def dashboard(request: Request) -> HTMLResponse:
         s = store.survey(sid)
         reports = sum(t.n for t in store.tallies(sid).values())
         rows.append({"id": s.id, "title": s.title, "version": s.version,
-                     "questions": len(s.questions), "reports": reports})  # fmt: skip
+                     "access": "by invitation" if s.respondents == "invitation" else "anonymous",
+                     "state": state_of(s), "questions": len(s.questions),
+                     "reports": reports})  # fmt: skip
     return _html(pages.survey_list_page(rows))
 
 
@@ -444,7 +453,12 @@ def dashboard(request: Request) -> HTMLResponse:
     include_in_schema=False,
 )
 def survey_dashboard(
-    request: Request, survey_id: str, level: Level = 0.95, bucket: Bucket = "day"
+    request: Request,
+    survey_id: str,
+    level: Level = 0.95,
+    bucket: Bucket = "day",
+    shift: integrity.Shift = DEFAULT_SHIFT,
+    rate: integrity.Rate = "minute",
 ) -> HTMLResponse:
     """One survey's dashboard (401 and the login form when not logged in)."""
     if not is_admin(request):
@@ -459,5 +473,13 @@ def survey_dashboard(
         timelines,
         _budget(request, survey),
         bucket=bucket,
+        access=panels.access_line(integrity.status_data(request, survey)),
+        shift=shift,
+        rate=rate,
+        robustness=panels.robustness_section(integrity.robustness_data(request, survey, shift)),
+        arrivals=panels.arrivals_section(integrity.arrival_data(request, survey, rate)),
     )
     return _html(page)
+
+
+router.include_router(integrity.router)

@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 
 from deniable.common import format_epsilon
 from deniable.common._format import format_number
+from deniable.service.manipulation import SHIFTS
 
 __all__ = [
     "LEVELS",
@@ -109,36 +110,53 @@ def login_page(error: str | None = None) -> str:
 
 
 def survey_list_page(surveys: Sequence[Mapping[str, Any]]) -> str:
-    """The list of surveys: id, title, version, questions, respondents with a report."""
+    """The list of surveys: id, title, version, how respondents come, state, questions,
+    reports."""
     rows = [
         (
             f'<a href="/dashboard/{quote(str(s["id"]), safe="")}">{_e(s["id"])}</a>',
             _e(s["title"]),
             _e(s["version"]),
+            _e(s.get("access", "")),
+            _e(s.get("state", "")),
             _e(s["questions"]),
             _e(s["reports"]),
         )
         for s in surveys
     ]
-    table = _table(("survey", "title", "version", "questions", "reports"), rows, cls="list")
+    table = _table(
+        ("survey", "title", "version", "respondents", "state", "questions", "reports"),
+        rows,
+        cls="list",
+    )
     return _page("Surveys", f"<h1>Surveys</h1>\n{table if rows else '<p>No survey.</p>'}")
 
 
-def _controls(level: float, bucket: str) -> str:
+def _select(name: str, label: str, options: Sequence[tuple[str, str]], chosen: str) -> str:
     opts = "".join(
-        f'<option value="{lv:g}"{" selected" if lv == level else ""}>{lv:.0%}</option>'
-        for lv in sorted({*LEVELS, level})
+        f'<option value="{_e(v)}"{" selected" if v == chosen else ""}>{_e(t)}</option>'
+        for v, t in options
     )
-    bopts = "".join(
-        f'<option value="{b}"{" selected" if b == bucket else ""}>{b}</option>'
-        for b in ("hour", "day")
-    )
+    return f'<label for="{name}">{label}</label><select id="{name}" name="{name}">{opts}</select>'
+
+
+def _controls(
+    level: float, bucket: str, shift: float | None = None, rate: str | None = None
+) -> str:
+    levels = [(f"{lv:g}", f"{lv:.0%}") for lv in sorted({*LEVELS, level})]
+    parts = [
+        _select("level", "Confidence level", levels, f"{level:g}"),
+        _select("bucket", "Time buckets", [(b, b) for b in ("hour", "day")], bucket),
+    ]
+    if rate is not None:
+        parts.append(_select("rate", "Arrivals per", [(b, b) for b in ("minute", "hour")], rate))
+    if shift is not None:
+        shifts = [(f"{x:g}", f"{x:g}") for x in sorted({*SHIFTS, shift})]
+        parts.append(_select("shift", "Robustness to a shift of", shifts, f"{shift:g}"))
     return (
         '<form method="get" class="controls" id="controls">'
-        f'<label for="level">Confidence level</label><select id="level" name="level">{opts}'
-        "</select>"
-        f'<label for="bucket">Time buckets</label><select id="bucket" name="bucket">{bopts}'
-        '</select><button type="submit">Update</button></form>'
+        + "".join(parts)
+        + '<button type="submit">Update</button></form>'
     )
 
 
@@ -347,9 +365,16 @@ def survey_page(
     budget: Mapping[str, Any],
     *,
     bucket: str,
+    access: str = "",
+    shift: float | None = None,
+    rate: str | None = None,
+    robustness: str = "",
+    arrivals: str = "",
 ) -> str:
-    """One survey's dashboard: the estimates (tables and forest plot), the majority panel,
-    the estimates over time, the budget spent and the exports."""
+    """One survey's dashboard: how respondents come and the state (``access``, HTML), the
+    estimates (tables and forest plot) and their robustness (``robustness``, HTML), the
+    majority panel, the arrival rates (``arrivals``, HTML), the estimates over time, the
+    budget spent and the exports."""
     sid = quote(str(survey["id"]), safe="")
     level = float(results["level"])
     query = urlencode({"level": f"{level:g}", "bucket": bucket})
@@ -357,14 +382,17 @@ def survey_page(
         f"<h1>{_e(survey['title'])}</h1>\n"
         f'<p class="meta">survey <code>{_e(survey["id"])}</code>, version '
         f"{_e(survey['version'])}</p>\n"
+        + (f"{access}\n" if access else "")
         + (f"<p>{_e(survey['description'])}</p>\n" if survey.get("description") else "")
-        + _controls(level, bucket)
+        + _controls(level, bucket, shift, rate)
     )
     body = "\n".join(
         [
             head,
             _results_section(sid, results, query),
+            *([robustness] if robustness else []),
             _majority_section(majorities),
+            *([arrivals] if arrivals else []),
             _timeline_section(sid, timelines, query, bucket),
             _budget_section(sid, budget),
             _exports_section(sid, query),

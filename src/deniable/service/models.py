@@ -51,6 +51,8 @@ surveys = sa.Table(
     sa.Column("version", sa.Integer, nullable=False),
     sa.Column("definition", sa.JSON, nullable=False),
     sa.Column("loaded_at", Time, nullable=False),
+    # when the operator closed the survey (``deniable survey close``); NULL while it is not
+    sa.Column("closed_at", Time, nullable=True),
 )
 
 respondents = sa.Table(

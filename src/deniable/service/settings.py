@@ -1,30 +1,33 @@
 """The service's settings, from the environment and a ``.env`` file (pydantic-settings).
 
-=========================  ==================================  =====================================
-setting                    variable                            default
-=========================  ==================================  =====================================
-``database_url``           ``DATABASE_URL``                    ``sqlite:///<data dir>/deniable.db``
-``data_dir``               ``DENIABLE_DATA``                   ``./.deniable``
-``survey_file``            ``DENIABLE_SURVEY``                 the demo survey
-``admin_token``            ``DENIABLE_ADMIN_TOKEN``            generated (``admin_token_generated``)
-``admin_password``         ``DENIABLE_ADMIN_PASSWORD``         none (token login only)
-``host``, ``port``         ``DENIABLE_HOST``, ``_PORT``        ``127.0.0.1``, ``8000``
-``max_body_bytes``         ``DENIABLE_MAX_BODY_BYTES``         1 MiB
-``rate_limit_per_minute``  ``DENIABLE_RATE_LIMIT_PER_MINUTE``  600 (per token)
-``batch_max_items``        ``DENIABLE_BATCH_MAX_ITEMS``        10,000
-``admin_guess_limit``      ``DENIABLE_ADMIN_GUESS_LIMIT``      10 (wrong admin secrets per
-                                                               client address and window)
-``admin_guess_window``     ``DENIABLE_ADMIN_GUESS_WINDOW``     60 seconds
-``sessions_file``          ``DENIABLE_SESSIONS_FILE``          in memory; ``deniable serve``:
-                                                               ``<data dir>/sessions.db``
-``max_connections``        ``DENIABLE_MAX_CONNECTIONS``        1,000 (per server process)
-``header_timeout``         ``DENIABLE_HEADER_TIMEOUT``         10 seconds
-``body_timeout``           ``DENIABLE_BODY_TIMEOUT``           30 seconds
-``keep_alive_timeout``     ``DENIABLE_KEEP_ALIVE_TIMEOUT``     5 seconds
-=========================  ==================================  =====================================
+Each setting, its variable and its default:
+
+* ``database_url`` (``DATABASE_URL``): ``sqlite:///<data dir>/deniable.db``
+* ``data_dir`` (``DENIABLE_DATA``): ``./.deniable``
+* ``survey_file`` (``DENIABLE_SURVEY``): the demo survey
+* ``admin_token`` (``DENIABLE_ADMIN_TOKEN``): generated (``admin_token_generated``)
+* ``admin_password`` (``DENIABLE_ADMIN_PASSWORD``): none (token login only)
+* ``host``, ``port`` (``DENIABLE_HOST``, ``DENIABLE_PORT``): ``127.0.0.1``, ``8000``
+* ``max_body_bytes`` (``DENIABLE_MAX_BODY_BYTES``): 1 MiB
+* ``rate_limit_per_minute`` (``DENIABLE_RATE_LIMIT_PER_MINUTE``): 600 (per token)
+* ``batch_max_items`` (``DENIABLE_BATCH_MAX_ITEMS``): 10,000
+* ``admin_guess_limit`` (``DENIABLE_ADMIN_GUESS_LIMIT``): 10 (wrong admin secrets per client
+  address and window)
+* ``admin_guess_window`` (``DENIABLE_ADMIN_GUESS_WINDOW``): 60 seconds
+* ``sessions_file`` (``DENIABLE_SESSIONS_FILE``): in memory; ``deniable serve``: ``<data
+  dir>/sessions.db``
+* ``session_limit_per_address`` (``DENIABLE_SESSION_LIMIT_PER_ADDRESS``): 30 per window (0:
+  off)
+* ``session_limit_per_survey`` (``DENIABLE_SESSION_LIMIT_PER_SURVEY``): 6000 per window (0:
+  off)
+* ``session_window_seconds`` (``DENIABLE_SESSION_WINDOW_SECONDS``): 600 (the sliding window)
+* ``max_connections`` (``DENIABLE_MAX_CONNECTIONS``): 1,000 (per server process)
+* ``header_timeout`` (``DENIABLE_HEADER_TIMEOUT``): 10 seconds
+* ``body_timeout`` (``DENIABLE_BODY_TIMEOUT``): 30 seconds
+* ``keep_alive_timeout`` (``DENIABLE_KEEP_ALIVE_TIMEOUT``): 5 seconds
 
 Keyword arguments override the environment: ``Settings(database_url="sqlite:///x.db")``.
-The last four bound the connections of ``deniable serve``
+The last four settings bound the connections of ``deniable serve``
 (:mod:`deniable.service.connections`); the admin secrets must be strong enough to start a
 server (:mod:`deniable.service.strength`).
 """
@@ -82,6 +85,10 @@ class Settings(BaseSettings):
     header_timeout: float = Field(default=10.0, gt=0, le=3600)
     body_timeout: float = Field(default=30.0, gt=0, le=3600)
     keep_alive_timeout: int = Field(default=5, ge=1, le=3600)
+    # new sessions per client address and per anonymous survey (deniable.service.limits)
+    session_limit_per_address: int = Field(default=30, ge=0)
+    session_limit_per_survey: int = Field(default=6000, ge=0)
+    session_window_seconds: float = Field(default=600.0, gt=0, le=86400)
     #: True when ``admin_token`` was not set and a fresh one was generated (print it once).
     admin_token_generated: bool = Field(default=False, exclude=True)
 

@@ -28,7 +28,7 @@ import hmac
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -143,6 +143,20 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return [q["id"] for q in old["questions"] if after.get(q["id"]) != q]
 
 
+def _stamp(loaded_at: Any, closed_at: Any) -> str:
+    """What says that a stored survey changed: its load time and its closing by the
+    operator (with the version)."""
+    return repr((loaded_at, closed_at))
+
+
+def closed_survey(survey: Survey, closed_at: float | None) -> Survey:
+    """``survey`` with the time the operator closed it (seconds since the epoch; ``None``:
+    not closed) as its ``closed_at``."""
+    if closed_at is None:
+        return survey
+    return dataclasses.replace(survey, closed_at=datetime.fromtimestamp(float(closed_at), UTC))
+
+
 def _check_id(what: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ParameterTypeError(f"`{what}` must be an integer id, got {value!r}.")
@@ -160,7 +174,15 @@ class ServiceStore:
     """
 
     def __init__(self, url: str | Engine) -> None:
-        self._engine = make_engine(url) if isinstance(url, str) else url
+        try:
+            self._engine = make_engine(url) if isinstance(url, str) else url
+        except ModuleNotFoundError as exc:
+            if not (exc.name or "").startswith("psycopg"):
+                raise
+            raise ImportError(
+                "a PostgreSQL database needs the psycopg driver, which is not installed: "
+                "pip install 'deniable[postgres]'"
+            ) from None
         self.ledger = SqlLedgerStore(self._engine)
         self.memo = SqlMemoStore(self._engine)
         self._cache: dict[str, tuple[int, str, Survey]] = {}
@@ -184,19 +206,25 @@ class ServiceStore:
 
     # ------------------------------------------------------------------ surveys
 
-    def load_survey(self, survey: Survey) -> None:
-        """Insert ``survey``, or replace the stored definition of the same id.
+    def load_survey(self, survey: Survey) -> list[str]:
+        """Insert ``survey``, or replace the stored definition of the same id; the warnings
+        an operator must read (a list of sentences, usually empty).
 
         Loading the same definition again changes nothing.  A new definition must carry a
         higher ``version``, and may not change or remove a question that already has
         reports (a :class:`~deniable.exceptions.DataError` names them): the stored reports
-        of a question always come from the design stored with it.
+        of a question always come from the design stored with it.  A new version whose
+        ``cap`` is below what some respondents have already spent is loaded with a warning
+        that says how many they are: they can answer no further question (their stored
+        reports stay and count).  Loading never reopens a survey the operator closed.
         """
         if not isinstance(survey, Survey):
             raise ParameterTypeError(f"`survey` must be a Survey, got {type(survey).__name__}.")
         definition = survey.to_dict()
+        warnings: list[str] = []
 
         def work(conn: Connection) -> None:
+            warnings.clear()
             stored = sa.select(surveys.c.version, surveys.c.definition).where(
                 surveys.c.id == survey.id
             )
@@ -238,6 +266,14 @@ class ServiceStore:
                         "reports: keep those questions as they are (add new questions under new "
                         "ids) or start a survey with a new id."
                     )
+            over = self._over_cap(conn, survey.id, survey.cap)
+            if over:
+                warnings.append(
+                    f"survey {survey.id!r} version {survey.version} lowers the cap to "
+                    f"{survey.cap:g}, below what {over} respondent(s) have already spent: they "
+                    "can answer no further question (their stored reports stay and count in "
+                    "the estimates)."
+                )
             conn.execute(
                 sa.update(surveys)
                 .where(surveys.c.id == survey.id)
@@ -245,6 +281,19 @@ class ServiceStore:
             )
 
         retrying(self._engine, work)
+        return list(warnings)
+
+    @staticmethod
+    def _over_cap(conn: Connection, survey_id: str, cap: float) -> int:
+        """How many respondents of the survey have spent more than ``cap``."""
+        r, lr = respondents.c, ledger_respondent.c
+        key = sa.literal("s") + r.survey_id + sa.literal(":") + sa.cast(r.id, sa.Text)
+        found = conn.execute(
+            sa.select(sa.func.count())
+            .select_from(respondents.join(ledger_respondent, lr.key == key))
+            .where(r.survey_id == survey_id, lr.spent > cap)
+        ).scalar_one()
+        return int(found)
 
     def survey(self, survey_id: str) -> Survey:
         """The survey with this id (a :class:`~deniable.exceptions.DataError` if unknown)."""
@@ -260,11 +309,13 @@ class ServiceStore:
         if not isinstance(survey_id, str):
             raise ParameterTypeError(f"`survey_id` must be a string, got {survey_id!r}.")
         row = conn.execute(
-            sa.select(surveys.c.version, surveys.c.loaded_at).where(surveys.c.id == survey_id)
+            sa.select(surveys.c.version, surveys.c.loaded_at, surveys.c.closed_at).where(
+                surveys.c.id == survey_id
+            )
         ).first()
         if row is None:
             raise DataError(f"there is no survey {survey_id!r}.")
-        stamp = (int(row.version), repr(row.loaded_at))
+        stamp = (int(row.version), _stamp(row.loaded_at, row.closed_at))
         with self._lock:
             hit = self._cache.get(survey_id)
         if hit is not None and (hit[0], hit[1]) == stamp:
@@ -272,16 +323,28 @@ class ServiceStore:
         data = conn.execute(
             sa.select(surveys.c.definition).where(surveys.c.id == survey_id)
         ).scalar_one()
-        survey = Survey.from_dict(data)
+        survey = closed_survey(Survey.from_dict(data), row.closed_at)
         with self._lock:
             self._cache[survey_id] = (stamp[0], stamp[1], survey)
         return survey
 
     # ------------------------------------------------------------------ respondents
 
-    def create_invitations(self, survey_id: str, count: int) -> list[str]:
+    def create_invitations(
+        self,
+        survey_id: str,
+        count: int,
+        *,
+        before_commit: Callable[[list[str]], object] | None = None,
+    ) -> list[str]:
         """``count`` new single-use invitation tokens for the survey (only their hashes are
-        stored: this is the one time they are seen)."""
+        stored: this is the one time they are seen).
+
+        ``before_commit(tokens)`` is called inside the transaction, after the invitations
+        are inserted and before they are committed (it may be called again if the database
+        asks for a retry): write the links there, and an error it raises rolls the
+        invitations back, so that no committed invitation is ever without its link.
+        """
         if isinstance(count, bool) or not isinstance(count, int | np.integer):
             raise ParameterTypeError(f"`count` must be a whole number, got {count!r}.")
         if not 1 <= count <= MAX_INVITATIONS:
@@ -300,6 +363,8 @@ class ServiceStore:
                     for t in tokens
                 ],
             )
+            if before_commit is not None:
+                before_commit(list(tokens))
 
         retrying(self._engine, work)
         return tokens
@@ -510,8 +575,10 @@ class ServiceStore:
     ) -> list[Submitted]:
         sid = survey.id
         n = rid.size
-        row = q(conn, "SELECT version, loaded_at FROM surveys WHERE id = ?", [sid]).first()
-        if row is None or (int(row[0]), repr(row[1])) != stamp:
+        row = q(
+            conn, "SELECT version, loaded_at, closed_at FROM surveys WHERE id = ?", [sid]
+        ).first()
+        if row is None or (int(row[0]), _stamp(row[1], row[2])) != stamp:
             raise _Stale
         # the ledger's totals are pure epsilon (the service prices so): never add them to rho
         require_unit(conn, PURE_EPSILON.unit)

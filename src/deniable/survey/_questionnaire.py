@@ -167,7 +167,12 @@ class SurveyBudget(Result):
 @dataclass(frozen=True)
 class Survey:
     """A checked survey: build it with :func:`load_survey` / :func:`loads_survey` /
-    :meth:`from_dict`; :meth:`to_dict` writes it back with every question's full spec."""
+    :meth:`from_dict`; :meth:`to_dict` writes it back with every question's full spec.
+
+    ``closed_at`` is not part of the file: the survey service sets it when the operator
+    closes the survey (``deniable survey close``), and the survey takes no answers from then
+    on, whatever ``closes`` says.
+    """
 
     id: str
     title: str
@@ -179,6 +184,7 @@ class Survey:
     opens: datetime | None = None
     closes: datetime | None = None
     respondents: str = "anonymous"
+    closed_at: datetime | None = None
 
     def question(self, question_id: str) -> SurveyQuestion:
         """The question with this id (a DataError naming the known ids otherwise)."""
@@ -194,6 +200,8 @@ class Survey:
         """Whether the survey takes answers at ``at`` (default: now, UTC)."""
         now = at or datetime.now(UTC)
         if self.opens is not None and now < self.opens:
+            return False
+        if self.closed_at is not None and now >= self.closed_at:
             return False
         return self.closes is None or now < self.closes
 

@@ -631,6 +631,29 @@ export class HttpError extends Error {
   }
 }
 
+/**
+ * What the respondent page says when a survey cannot be opened: the survey is closed (409),
+ * takes respondents by invitation only (403 without an invitation), the invitation is not
+ * valid or was used (403 with one), or too many sessions were started from this network
+ * (429); any other error as it came.  `err` is an HttpError or any Error.
+ */
+export function sessionProblem(err, invitation) {
+  const status = err instanceof HttpError ? err.status : null;
+  if (status === 409) return "This survey is closed: it takes no answers now. Thank you for your interest.";
+  if (status === 403 && !invitation) {
+    return "This survey is by invitation only. Open the personal link from your invitation: each link works once, on one device.";
+  }
+  if (status === 403) {
+    return "This invitation link is not valid, or it has been used already: each link works once, on one device. If you opened it before in another browser, answer there; otherwise ask the survey's organizers for a new link.";
+  }
+  if (status === 429) {
+    const m = /retry after (\d+) s/.exec(err.message);
+    const wait = m ? ` in ${m[1]} seconds` : " in a few minutes";
+    return `Many people have just started this survey from your network. Please try again${wait}.`;
+  }
+  return `The survey could not be loaded: ${err.message}`;
+}
+
 async function call(fetchImpl, method, url, { token, body } = {}) {
   const headers = { Accept: "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
@@ -987,8 +1010,7 @@ async function runRespondent(win) {
       await session.load();
     }
   } catch (err) {
-    const closed = err instanceof HttpError && err.status === 409;
-    return say(closed ? `This survey is closed. (${err.message})` : `The survey could not be loaded: ${err.message}`, true);
+    return say(sessionProblem(err, invitation), true);
   }
   const survey = session.survey;
   doc.title = survey.title;
