@@ -1,5 +1,6 @@
-"""Limits on new sessions: a sliding-window counter per key (:class:`SlidingWindowLimiter`)
-and the two limits a survey's session endpoint applies (:class:`SessionLimits`).
+"""Limits on new sessions: the two limits a survey's session endpoint applies
+(:class:`SessionLimits`), each a :class:`~deniable.service.limiter.SlidingWindowLimiter`
+(the service's one limiter, also behind the rate limit and the admin-guess throttle).
 
 A session is a respondent; a client that can open thousands of them can answer thousands of
 times (ballot stuffing).  ``POST /api/surveys/{id}/sessions`` therefore counts, in any
@@ -31,82 +32,11 @@ import hmac
 import ipaddress
 import math
 import secrets
-import threading
-import time
-from collections import OrderedDict, deque
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["Refusal", "SessionLimits", "SlidingWindowLimiter", "client_key", "session_limits"]
+from deniable.service.limiter import SlidingWindowLimiter
 
-
-class SlidingWindowLimiter:
-    """At most ``limit`` events per key in any ``window`` seconds (``limit`` 0: no limit).
-
-    :meth:`wait` says how long a key must wait before its next event would be allowed (0:
-    now), :meth:`record` counts an event.  At most ``max_keys`` keys are kept: past that,
-    keys whose window is empty are dropped first, then the least recently seen.
-    Thread-safe.
-    """
-
-    def __init__(
-        self,
-        limit: int,
-        window: float,
-        *,
-        max_keys: int = 100_000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.limit = int(limit)
-        self.window = float(window)
-        self.max_keys = int(max_keys)
-        self.clock = clock
-        self._events: OrderedDict[str, deque[float]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _current(self, key: str, now: float) -> deque[float] | None:
-        events = self._events.get(key)
-        if events is None:
-            return None
-        while events and events[0] <= now - self.window:
-            events.popleft()
-        return events
-
-    def wait(self, key: str) -> float:
-        """Seconds until ``key`` may have another event (0.0: now)."""
-        if self.limit <= 0:
-            return 0.0
-        now = self.clock()
-        with self._lock:
-            events = self._current(key, now)
-            if events is None or len(events) < self.limit:
-                return 0.0
-            return max(0.0, events[len(events) - self.limit] + self.window - now)
-
-    def record(self, key: str) -> None:
-        """Count one event of ``key`` now."""
-        if self.limit <= 0:
-            return
-        now = self.clock()
-        with self._lock:
-            events = self._current(key, now)
-            if events is None:
-                if len(self._events) >= self.max_keys:
-                    self._shrink(now)
-                events = self._events[key] = deque()
-            events.append(now)
-            self._events.move_to_end(key)
-
-    def _shrink(self, now: float) -> None:
-        """Make room for one more key: drop the keys with an empty window, then the least
-        recently seen."""
-        for key in [k for k, e in self._events.items() if not e or e[-1] <= now - self.window]:
-            del self._events[key]
-        while len(self._events) >= self.max_keys:
-            self._events.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._events)
+__all__ = ["Refusal", "SessionLimits", "client_key", "session_limits"]
 
 
 def client_key(host: str | None, secret: bytes) -> str:
@@ -140,38 +70,35 @@ class Refusal(NamedTuple):
 
 
 class SessionLimits:
-    """The session limits of one app (see the module docstring), from its settings."""
+    """The session limits of one app (see the module docstring), from its settings; a limit
+    of 0 is off (``per_address`` or ``per_survey`` is then None)."""
 
     def __init__(self, settings: Any) -> None:
         window = float(getattr(settings, "session_window_seconds", 600.0))
         self.window = window
-        self.per_address = SlidingWindowLimiter(
-            int(getattr(settings, "session_limit_per_address", 30)), window
-        )
-        self.per_survey = SlidingWindowLimiter(
-            int(getattr(settings, "session_limit_per_survey", 6000)), window
-        )
+        self.per_address = _limiter(int(getattr(settings, "session_limit_per_address", 30)), window)
+        self.per_survey = _limiter(int(getattr(settings, "session_limit_per_survey", 6000)), window)
         self._secret = secrets.token_bytes(32)
 
     def admit(self, host: str | None, survey_id: str, *, anonymous: bool) -> Refusal | None:
         """Count a session request from ``host`` to the survey and return ``None``; or, past
         a limit, count nothing and return the :class:`Refusal`."""
         who = client_key(host, self._secret)
-        by_address = self.per_address.wait(who)
-        by_survey = self.per_survey.wait(survey_id) if anonymous else 0.0
-        if by_address > 0:
+        per_address, per_survey = self.per_address, self.per_survey
+        survey = per_survey if anonymous else None
+        if per_address is not None and (wait := per_address.wait(who)) > 0:
             return self._refusal(
-                "your network address", self.per_address.limit, "session_limit_per_address",
-                by_address,
-            )  # fmt: skip
-        if by_survey > 0:
+                "your network address", per_address.limit, "session_limit_per_address", wait
+            )
+        if survey is not None and (wait := survey.wait(survey_id)) > 0:
             return self._refusal(
-                f"survey {survey_id!r} from all addresses together", self.per_survey.limit,
-                "session_limit_per_survey", by_survey,
+                f"survey {survey_id!r} from all addresses together", survey.limit,
+                "session_limit_per_survey", wait,
             )  # fmt: skip
-        self.per_address.record(who)
-        if anonymous:
-            self.per_survey.record(survey_id)
+        if per_address is not None:
+            per_address.record(who)
+        if survey is not None:
+            survey.record(survey_id)
         return None
 
     def _refusal(self, who: str, limit: int, setting: str, wait: float) -> Refusal:
@@ -181,6 +108,10 @@ class SessionLimits:
             f"(settings.{setting}); retry after {retry} s",
             retry,
         )
+
+
+def _limiter(limit: int, window: float) -> SlidingWindowLimiter | None:
+    return None if limit <= 0 else SlidingWindowLimiter(limit, window)
 
 
 def session_limits(app: Any) -> SessionLimits:
