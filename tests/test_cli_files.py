@@ -67,11 +67,14 @@ WRITERS = [
     Writer("telemetry simulate", ("telemetry", "simulate", "--out", "{out}", "--devices", "50",
                                   "--k", "4", "--epsilon", "1", "--seed", "1"),
            "--out", ".dnrp", b"DNRP"),
+    Writer("survey demo", ("survey", "demo", "--out", "{out}"), "--out", ".yaml", b"#"),
 ]  # fmt: skip
 IDS = [w.name.replace(" ", "-") for w in WRITERS]
 #: Writing commands of another part of issue 14 (cli/_survey.py belongs to the service
 #: helper; `survey invite` and `survey demo` take --force there, through claim_output).
-ELSEWHERE = {"survey demo", "survey invite"}
+# `survey invite` never replaces its file of single-use links, --force or not (they may be
+# the only copy of a batch's secrets): tests/service/test_survey_invite.py
+ELSEWHERE = {"survey invite"}
 OUTPUT_OPTIONS = {"--out", "--plot", "--html"}
 
 

@@ -17,8 +17,9 @@ from deniable.exceptions import PrivacyError
 from deniable.service.storage import ServiceStore
 from deniable.survey import demo_survey_text
 
+STRONG = "x7Qp2Lm9Vd4Kc8Rt1Wz6Hs3Nb5Gf0Yj2Ue4Ia7Oq9Pw"  # an admin token of 256 random bits
 ENV = {"COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb", "DENIABLE_SURVEY": None,
-       "DATABASE_URL": None, "DENIABLE_ADMIN_TOKEN": "x7Qp2Lm9Vd4Kc8Rt1Wz6Hs3Nb5Gf0Yj2Ue4Ia7Oq9Pw"}  # fmt: skip
+       "DATABASE_URL": None, "DENIABLE_ADMIN_TOKEN": STRONG}  # fmt: skip
 
 
 def run(*args: str) -> Any:

@@ -46,7 +46,6 @@ __all__ = [
     "progress_bar",
     "refuse_inputs",
     "suffix_format",
-    "write_output",
 ]
 
 #: Every format a command writes, with the suffixes that name it (lower case): the suffix
@@ -253,15 +252,6 @@ def refuse_inputs(
                     f"writing it would destroy the {what} (even with --force); choose another "
                     f"path for `{opt}`."
                 )
-
-
-def write_output(
-    path: str | Path, write: Callable[[Path], object], *, mode: int | None = None
-) -> Path:
-    """``write(tmp)`` to a temporary file, renamed onto ``path``, replacing what is there
-    (the write of :class:`Output` without its checks; a command claims its outputs with
-    :func:`claim_output` instead)."""
-    return atomic_write(path, write, mode=mode)
 
 
 @contextmanager

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 import typer
 
 from deniable.cli._base import fail, guard_io
-from deniable.cli._files import write_output
-from deniable.cli._options import JsonOpt
+from deniable.cli._files import claim_output
+from deniable.cli._options import ForceOpt, JsonOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._survey_db import close_command, invite_command, list_command, reopen_command
 from deniable.common._format import format_epsilon
@@ -111,18 +111,18 @@ def demo_command(
             show_default=False,
         ),
     ] = None,
+    force: ForceOpt = False,
 ) -> None:
     """Print the demo survey file that `deniable serve` runs by default (YAML)."""
     from deniable.survey import demo_survey_text
 
+    target = claim_output("--out", out, force=force, formats=["yaml"])
     text = demo_survey_text()
-    if out is None:
+    if target is None:
         with guard_io("write to stdout"):
             sys.stdout.write(text)
         return
-    if not out.strip():
-        fail(f"`--out` must be a file path, got {out!r}.")
-    write_output(out, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    target.write_text(text)
     sys.stdout.write(f"wrote the demo survey to {out}\n")
 
 
