@@ -153,3 +153,16 @@ def test_postgresql_without_its_driver_says_which_extra_to_install(
     monkeypatch.setitem(sys.modules, "psycopg", None)  # `import psycopg` fails
     with pytest.raises(ImportError, match=r"pip install 'deniable\[postgres\]'"):
         ServiceStore("postgresql://user:secret@localhost/survey")
+
+
+def test_a_new_version_raising_the_cap_after_answers_warns(store: ServiceStore) -> None:
+    """Respondents answered under a cap of 3.25; a version that lets them spend more says so
+    (how many, both caps), and says nothing while nobody has spent or when the cap holds."""
+    assert store.load_survey(version(2, cap=4.0)) == []  # nobody has answered yet
+    _, a = store.open_session(SID, None)
+    store.open_session(SID, None)  # a session that answered nothing does not count
+    assert store.submit(SID, a, "happy", 1).status == "stored"
+    assert store.load_survey(version(3, cap=4.0)) == []  # the same cap
+    warned = store.load_survey(version(4, cap=6.0))
+    assert len(warned) == 1
+    assert "raises the cap from 4 to 6" in warned[0] and "1 respondent(s)" in warned[0]

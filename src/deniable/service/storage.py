@@ -216,7 +216,9 @@ class ServiceStore:
         of a question always come from the design stored with it.  A new version whose
         ``cap`` is below what some respondents have already spent is loaded with a warning
         that says how many they are: they can answer no further question (their stored
-        reports stay and count).  Loading never reopens a survey the operator closed.
+        reports stay and count); one that raises the cap while some respondents have spent
+        is loaded with a warning that their total may now grow past the cap they answered
+        under.  Loading never reopens a survey the operator closed.
         """
         if not isinstance(survey, Survey):
             raise ParameterTypeError(f"`survey` must be a Survey, got {type(survey).__name__}.")
@@ -273,6 +275,15 @@ class ServiceStore:
                     f"{survey.cap:g}, below what {over} respondent(s) have already spent: they "
                     "can answer no further question (their stored reports stay and count in "
                     "the estimates)."
+                )
+            old_cap = float(row.definition.get("cap", survey.cap))
+            spenders = self._over_cap(conn, survey.id, 0.0) if survey.cap > old_cap else 0
+            if spenders:
+                warnings.append(
+                    f"survey {survey.id!r} version {survey.version} raises the cap from "
+                    f"{old_cap:g} to {survey.cap:g}: the {spenders} respondent(s) who already "
+                    f"answered may now spend up to {survey.cap:g} in all, not the "
+                    f"{old_cap:g} they answered under; tell them if that was their promise."
                 )
             conn.execute(
                 sa.update(surveys)
