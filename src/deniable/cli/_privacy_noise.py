@@ -206,8 +206,8 @@ def noise_command(
 ) -> None:
     """Noise for a released count: scale or σ, ε / ρ, and expected absolute error.
 
-    A scale or σ beyond the doubles is refused; the discrete Gaussian takes σ in [1e-100,
-    1e100] and its exact (ε, δ) curve is computed up to σ = 1e5."""
+    A scale or σ beyond the doubles is refused.
+    The discrete Gaussian takes σ in [1e-100, 1e100]; its exact (ε, δ) curve, σ up to 1e5."""
     check_choice("--method", method, ("analytic", "classic"))
     if not table:
         if plot is not None:
