@@ -148,6 +148,13 @@ def simulate_command(
         else:
             from deniable.distributed import write_report_table
 
+            try:
+                import pyarrow  # noqa: F401 - checked here so the error names the extra
+            except ImportError:
+                fail(
+                    f"`--format {file_format}` needs pyarrow, of the [dask] extra: "
+                    "pip install 'deniable[dask]'."
+                )
             path = write_report_table(
                 out, oracle, devices, batches(), format=file_format, progress=progress
             )
@@ -249,8 +256,12 @@ def aggregate_command(
             with progress_bar(not as_json, f"reading {file}") as progress:
                 tally = tally_file(oracle, file, batch=batch, progress=progress)
     else:
-        from deniable.distributed import aggregate
+        from deniable.distributed import aggregate, require_dask
 
+        try:
+            require_dask()
+        except ImportError as exc:  # one line naming the extra, never a traceback
+            fail(str(exc))
         if scheduler is not None and "://" not in scheduler:
             fail(f"`--scheduler` must be an address like tcp://host:8786, got {scheduler!r}.")
         where: Any = scheduler if scheduler is not None else (

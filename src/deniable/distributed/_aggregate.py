@@ -2,7 +2,8 @@
 
 The client lists the files (fsspec: a local path, a glob, a directory or any URL dask
 reads), checks each file's columns (and a Parquet file's oracle key) before anything is
-counted, and builds one task per partition: a Parquet row group, or a block of about
+counted, and builds one task per partition: a run of consecutive Parquet row groups of
+about ``batch`` rows (one footer read each), or a block of about
 ``batch`` rows of a CSV file (``dask.bytes.read_bytes`` splits it at line ends), or a whole
 compressed CSV file (``.csv.gz``, ``.csv.bz2``, ``.csv.zst``: a compressed stream cannot be
 split, so its task decompresses it as a stream and tallies it ``batch`` rows at a time).  A
@@ -16,6 +17,7 @@ worker: one partition (one batch of a compressed file) plus O(k).
 from __future__ import annotations
 
 import io
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -33,7 +35,14 @@ from deniable.distributed._tables import (
 )
 from deniable.exceptions import DataError, DeniableError, ParameterError, ParameterTypeError
 
-__all__ = ["DEFAULT_BATCH", "LOCAL_WORKERS", "aggregate", "resolve_mechanism", "table_mechanism"]
+__all__ = [
+    "DEFAULT_BATCH",
+    "LOCAL_WORKERS",
+    "aggregate",
+    "require_dask",
+    "resolve_mechanism",
+    "table_mechanism",
+]
 
 #: Reports in one partition by default (a CSV block is sized to hold about this many).
 DEFAULT_BATCH = 1 << 20
@@ -44,6 +53,25 @@ LOCAL_WORKERS = 2
 LOOPBACK = "127.0.0.1:0"
 #: Seconds to wait for the scheduler of an existing cluster.
 CONNECT_TIMEOUT = 10.0
+
+
+#: What the ``dask`` extra brings, imported by the functions that use them.
+_EXTRA = ("dask", "distributed", "fsspec", "pyarrow")
+
+
+def require_dask() -> None:
+    """Import what report tables need (the ``dask`` extra), or one ``ImportError`` naming
+    the extra to install."""
+    import importlib
+
+    for name in _EXTRA:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            raise ImportError(
+                f"Parquet and CSV report tables need the [dask] extra ({name} is missing): "
+                "pip install 'deniable[dask]'."
+            ) from None
 
 
 def resolve_mechanism(mechanism: Any) -> Any:
@@ -245,17 +273,40 @@ def _reports(table: Any, columns: Sequence[str], dtype: Any, where: str) -> Any:
 
 
 def _tally_parquet(
-    oracle: Any, fs: Any, path: str, group: int, columns: Sequence[str], dtype: Any
+    oracle: Any, fs: Any, path: str, first: int, stop: int, columns: Sequence[str], dtype: Any
 ) -> Tally:
+    """The tally of row groups ``first .. stop - 1`` of a Parquet file: one footer read and
+    one table of at most about ``batch`` rows (or one larger row group)."""
     import pyarrow.parquet as pq
 
-    where = f"{path!r} row group {group}"
+    where = f"{path!r} row group {first}" + (f"..{stop - 1}" if stop - first > 1 else "")
     try:
         with fs.open(path, "rb") as fh:
-            table = pq.ParquetFile(fh).read_row_group(group, columns=list(columns))
+            table = pq.ParquetFile(fh).read_row_groups(range(first, stop), columns=list(columns))
     except Exception as exc:
         raise DataError(f"{where} cannot be read (truncated or malformed?): {exc}") from None
     return _tally(oracle, _reports(table, columns, dtype, where), where)
+
+
+def _row_group_runs(rows: Sequence[int], batch: int) -> list[tuple[int, int]]:
+    """Consecutive row groups in runs of at most ``batch`` rows (a larger group alone):
+    the partitions of one Parquet file.  One task per run, not per group, so a file of many
+    small row groups costs O(rows / batch) footer reads, not one per group (each footer
+    read is O(groups): quadratic in the groups before).
+
+    >>> _row_group_runs([3, 3, 3, 10, 1], 6)
+    [(0, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    runs: list[tuple[int, int]] = []
+    start, held = 0, 0
+    for i, n in enumerate(rows):
+        if i > start and held + n > batch:
+            runs.append((start, i))
+            start, held = i, 0
+        held += n
+    if start < len(rows):
+        runs.append((start, len(rows)))
+    return runs
 
 
 def _tally_csv(
@@ -352,11 +403,12 @@ def _tasks(
     from dask import delayed
 
     fs, paths = _files(source)
-    kind = table_format(paths[0], fmt)
+    kind = _one_format(paths, fmt)
     cols = _columns(oracle, columns)
     dtype, _ = record(oracle)
     tasks: list[Any] = []
     if kind == "parquet":
+        part = delayed(_tally_parquet, pure=True)
         for path in paths:
             key, names, groups = _parquet_key(fs, path)
             if key is not None and key != oracle.key:
@@ -364,8 +416,10 @@ def _tasks(
                     f"{path!r} holds reports of {key}, not of this oracle {oracle.key}."
                 )
             _check_has(path, names, cols, oracle)
-            part = delayed(_tally_parquet, pure=True)
-            tasks.extend(part(oracle, fs, path, g, cols, dtype) for g in range(len(groups)))
+            tasks.extend(
+                part(oracle, fs, path, first, stop, cols, dtype)
+                for first, stop in _row_group_runs(groups, batch)
+            )
         if not tasks:  # files without row groups: the tally of no reports
             tasks.append(delayed(_tally_none)(oracle))
         return tasks
@@ -394,6 +448,53 @@ def _tasks(
             part(oracle, b, path, i, headers[path], cols, dtype) for i, b in enumerate(file_blocks)
         )
     return tasks
+
+
+def _one_format(paths: Sequence[str], fmt: str | None) -> str:
+    """The one table format of ``paths`` (``fmt`` if given, else each path's suffix): files
+    of two formats are refused whatever their order, naming one of each."""
+    if fmt is not None:
+        return table_format(paths[0], fmt)
+    kinds: dict[str, str] = {}
+    for path in paths:
+        kinds.setdefault(table_format(path), path)
+    if len(kinds) > 1:
+        (a, pa), (b, pb) = sorted(kinds.items())
+        raise DataError(
+            f"`source` mixes report tables of two formats ({a} {pa!r} and {b} {pb!r}); "
+            "aggregate the tables of one format (and one oracle) at a time."
+        )
+    return next(iter(kinds))
+
+
+def _table_oracle(source: Any, fmt: str | None) -> Any:
+    """The oracle every Parquet file of ``source`` names: each must carry a key, and the
+    same one, whatever the order of the files (a file without one, or of another oracle, is
+    refused naming it)."""
+    from deniable.oracles import oracle_from_key
+
+    fs, paths = _files(source)
+    if _one_format(paths, fmt) != "parquet":
+        raise ParameterError(
+            "`mechanism` must be given for CSV reports (a CSV table does not name its "
+            "oracle), got None."
+        )
+    keys: dict[str, str] = {}
+    for path in paths:
+        key, _, _ = _parquet_key(fs, path)
+        if key is None:
+            raise DataError(
+                f"{path!r} carries no oracle key (it was not written by deniable); give "
+                "`mechanism` to read every file as that oracle's reports."
+            )
+        keys.setdefault(key, path)
+    if len(keys) > 1:
+        (ka, pa), (kb, pb) = sorted(keys.items())[:2]
+        raise DataError(
+            f"`source` holds reports of different oracles: {pa!r} of {ka} and {pb!r} of "
+            f"{kb}; aggregate the tables of one oracle at a time."
+        )
+    return oracle_from_key(next(iter(keys)))
 
 
 def _tally_none(oracle: Any) -> Tally:
@@ -433,8 +534,10 @@ def aggregate(
         A file, a glob (``day-*.parquet``), a directory (its files) or any URL dask and
         fsspec read (``s3://bucket/day/*.parquet``), or a list of them.
     mechanism : oracle, str or mapping, optional
-        The oracle, its key or its spec.  Default: the key a Parquet table carries (a CSV
-        table needs it).  A Parquet file whose key differs is refused, naming both keys.
+        The oracle, its key or its spec.  Default: the key the Parquet files carry, which
+        must be one key in every file (a file without a key, or of another oracle, is
+        refused whatever the order of the files; a CSV table needs ``mechanism``).  Given,
+        a Parquet file whose key differs is refused, naming both keys.
     scheduler : None, str or distributed.Client, optional
         ``None`` (default): a ``LocalCluster`` of ``local_workers`` worker processes with
         one thread each and no dashboard, started for this call and closed after it; a
@@ -444,11 +547,13 @@ def aggregate(
     columns : sequence of str, optional
         The report columns (default :func:`report_columns`: ``report`` or ``report_0 ..``).
     batch : int
-        Reports in one CSV partition (about; blocks are cut at line ends).  A Parquet
-        partition is one row group (``write_report_table`` writes ``2**20`` rows a group).
+        Reports in one partition, about: a CSV block (cut at line ends), or a run of
+        consecutive Parquet row groups of at most ``batch`` rows (a larger row group alone;
+        ``write_report_table`` writes ``2**20`` rows a group).
     format : {"parquet", "csv"}, optional
-        Default: by the suffix of the first file (``.csv.gz``, ``.csv.bz2`` and ``.csv.zst``
-        are CSV, each file read as one decompressing stream).
+        Default: by the suffix of each file (``.csv.gz``, ``.csv.bz2`` and ``.csv.zst``
+        are CSV, each file read as one decompressing stream); files of two formats are
+        refused.
     progress : callable, optional
         ``progress(done, total)`` after each partition is tallied (``total`` partitions);
         the partial tallies are then added as they finish instead of in a tree on the
@@ -467,18 +572,8 @@ def aggregate(
     """
     size = v.integer("batch", batch, minimum=1)
     workers = v.integer("local_workers", local_workers, minimum=1, maximum=256)
-    if mechanism is None:
-        _, paths = _files(source)
-        if table_format(paths[0], format) != "parquet":
-            raise ParameterError(
-                "`mechanism` must be given for CSV reports (a CSV table does not name its "
-                "oracle), got None."
-            )
-        from deniable.oracles import oracle_from_key
-
-        oracle = oracle_from_key(table_mechanism(paths[0]))
-    else:
-        oracle = resolve_mechanism(mechanism)
+    require_dask()
+    oracle = _table_oracle(source, format) if mechanism is None else resolve_mechanism(mechanism)
     if scheduler is not None and not isinstance(scheduler, str):
         from distributed import Client
 
@@ -541,6 +636,9 @@ def _run(
                     processes=True,
                     dashboard_address=None,  # no dashboard; its health routes on any port
                     scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK},
+                    # the workers log a failed task with its traceback on this process's
+                    # stderr; the error reaches the caller as one DataError instead
+                    silence_logs=logging.CRITICAL,
                 ) as cluster,
                 Client(cluster) as client,
             ):
