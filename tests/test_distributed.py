@@ -445,3 +445,30 @@ def test_report_tables_without_the_dask_extra_name_the_extra(tmp_path: Path, mis
         f"error: Parquet and CSV report tables need the [dask] extra ({missing} is missing): "
         "pip install 'deniable[dask]'."
     ]
+
+
+def test_a_partition_holds_at_most_batch_bytes_of_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`batch` counted reports whatever their size (OUE at k = 2**16: 8 KB a report, 8 GB
+    a partition by default); a partition now holds at most BATCH_BYTES (64 KB here)."""
+    import pyarrow.parquet as pq
+
+    from deniable.distributed import _aggregate
+
+    oue = OUE.from_epsilon(1.0, 8192)  # 1 KB a report
+    reports = reports_of(oue, 300)
+    path = tmp_path / "wide.parquet"
+    write_report_table(path, oue, 300, [reports], row_group=16)
+    monkeypatch.setattr(_aggregate, "BATCH_BYTES", 1 << 16)
+    sizes: list[int] = []
+    real = _aggregate._reports
+
+    def counted(table: Any, *args: Any) -> Any:
+        sizes.append(table.num_rows)
+        return real(table, *args)
+
+    monkeypatch.setattr(_aggregate, "_reports", counted)
+    assert aggregate(path, scheduler="synchronous") == oue.tally(reports)
+    assert max(sizes) <= 64 and sum(sizes) == 300
+    assert pq.ParquetFile(path).metadata.num_row_groups == 19

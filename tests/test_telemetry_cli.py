@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -152,4 +153,22 @@ def test_a_tiny_file_declaring_a_huge_k_gets_a_small_answer_or_one_error(
     assert _category_rows(res.stdout) == 32 and "16777184 more categories" in res.stdout
     one_error(
         run(runner, "aggregate", str(path), "--rows", "70000"), "`--rows` must be at most 65,536"
+    )
+
+
+def test_a_batch_holds_at_most_batch_bytes_of_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--batch counted reports whatever their size: 2**20 reports of OUE at k = 2**16 are
+    8 GB.  A batch now holds at most BATCH_BYTES (128 MB; 64 KB here) of reports."""
+    from deniable.oracles import OUE, _files
+
+    oue = OUE.from_epsilon(1.0, k=8192)  # 1 KB a report
+    path = _small_report_file(tmp_path / "wide.dnrp", oue, 300)
+    monkeypatch.setattr(_files, "BATCH_BYTES", 1 << 16)
+    seen: list[int] = []
+    tally = tally_file(oue, path, batch=1 << 20, progress=lambda done, total: seen.append(done))
+    assert seen == [64, 128, 192, 256, 300]
+    assert tally == oue.tally(
+        oue.randomize(np.zeros(300, dtype=np.int64), rng=np.random.default_rng(0))
     )

@@ -188,7 +188,13 @@ def aggregate_command(
         ),
     ],
     batch: Annotated[
-        int, typer.Option("--batch", min=1024, help="Reports read at once, >= 1024.")
+        int,
+        typer.Option(
+            "--batch",
+            min=1024,
+            help="Reports read at once (a partition of a table), >= 1024; at most 128 MB of "
+            "them whatever this says.",
+        ),
     ] = 1 << 20,
     scheduler: Annotated[
         str | None,

@@ -27,6 +27,7 @@ import numpy as np
 from deniable.common import _validation as v
 from deniable.designs import Tally
 from deniable.distributed._tables import (
+    BATCH_BYTES,
     KEY_METADATA,
     Progress,
     record,
@@ -405,7 +406,9 @@ def _tasks(
     fs, paths = _files(source)
     kind = _one_format(paths, fmt)
     cols = _columns(oracle, columns)
-    dtype, _ = record(oracle)
+    dtype, width = record(oracle)
+    # a partition holds at most 128 MB of reports, whatever `batch` says
+    batch = max(1, min(batch, BATCH_BYTES // (width * dtype.itemsize)))
     tasks: list[Any] = []
     if kind == "parquet":
         part = delayed(_tally_parquet, pure=True)
@@ -431,7 +434,7 @@ def _tasks(
         _check_has(path, names, cols, oracle)
         headers[path] = names
     row = sum(len(str(np.iinfo(dtype).max)) + 1 for _ in cols)
-    blocksize = max(1 << 16, batch * row)
+    blocksize = max(1 << 16, row, min(batch * row, 2 * BATCH_BYTES))  # text: 2 x the bytes
     for path in paths:  # a compressed file: one task that streams it
         if _codec(path) is not None:
             part = delayed(_tally_csv_stream, pure=True)

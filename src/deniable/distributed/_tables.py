@@ -39,6 +39,8 @@ TABLE_FORMATS = ("parquet", "csv")
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst")
 #: Rows in one Parquet row group / one CSV write by default.
 ROW_GROUP = 1 << 20
+#: The most bytes of reports one partition holds, whatever ``batch`` says.
+BATCH_BYTES = 1 << 27
 
 Progress = Callable[[int, int], object]
 
