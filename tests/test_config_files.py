@@ -213,3 +213,22 @@ def test_the_commands_name_the_file_and_the_place(tmp_path: Path) -> None:
     one_error(run(runner, "spec", "check", str(spec)), "spec.json", "`schema`", "5000 digits")
     spec.write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", encoding="utf-8")
     one_error(run(runner, "spec", "check", str(spec)), "spec.json", "nested deeper than 64")
+
+
+def test_a_survey_question_has_at_most_1024_answers() -> None:
+    """A 180-byte survey file asked for a categorical question of k = 2**24 answers: 2 GB
+    and 8 s of default labels and tables; now one error naming the field and the limit."""
+    from deniable.exceptions import ParameterError
+    from deniable.survey._questionnaire import MAX_ANSWERS
+
+    def survey(k: int) -> str:
+        return (
+            "schema: deniable.survey/1\nid: s1\ntitle: A survey\ncap: 20\nquestions:\n"
+            f"  - {{id: q, text: 'Which one', design: {{mechanism: categorical, parameters: "
+            f"{{k: {k}}}, epsilon: 1}}}}\n"
+        )
+
+    with pytest.raises(ParameterError, match=r"`questions\[0\].design` has 16,777,216 answers"
+                       r" \(categorical\); a survey question may have at most 1,024"):  # fmt: skip
+        loads_survey(survey(1 << 24))
+    assert loads_survey(survey(MAX_ANSWERS)).questions[0].design.n_truths == MAX_ANSWERS

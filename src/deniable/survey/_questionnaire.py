@@ -69,6 +69,8 @@ _TOP = {
 _REQUIRED = {"schema", "id", "title", "cap", "questions"}
 _QUESTION = {"id", "text", "labels", "design"}
 _RESPONDENTS = ("anonymous", "invitation")
+#: The most answers a survey question may have (a categorical design's k).
+MAX_ANSWERS = 1024
 
 
 def _where(path: str, message: str) -> ParameterError:
@@ -400,6 +402,10 @@ def _question(path: str, data: Any) -> SurveyQuestion:
     text = _text(f"{path}.text", data["text"])
     design = _design(f"{path}.design", data["design"])
     answers = design.n_truths
+    if answers > MAX_ANSWERS:  # labels, thresholds and a page of choices: all O(answers)
+        raise _where(f"{path}.design", f"has {answers:,} answers ({design.name}); a survey "
+                     f"question may have at most {MAX_ANSWERS:,}, each a label a respondent "
+                     "reads.")  # fmt: skip
     default = ("no", "yes") if answers == 2 else tuple(str(j) for j in range(answers))
     raw = data.get("labels", default)
     if (
