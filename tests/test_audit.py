@@ -17,6 +17,7 @@ from deniable.audit import (
     audit,
     audit_design,
     audit_two_group,
+    audit_unary,
     clopper_pearson_bounds,
     leave_one_out,
 )
@@ -620,3 +621,45 @@ def test_the_audit_limits_name_the_design_and_the_limit() -> None:
         audit_design(Categorical(k=1025, p_truthful=0.5), trials=10, seed=1)
     with pytest.raises(ParameterError, match=r"`trials` must be at most 1,000,000 .* got"):
         audit_design(Categorical(k=1000, p_truthful=0.5), trials=10**7, seed=1)
+
+
+def test_an_audit_draws_its_trials_in_chunks_of_the_same_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks of ~CHUNK_BYTES instead of all trials at once (47 GB for `privacy audit unary
+    --k 64 --trials 10**8`): the same draws in the same order, so the same counts."""
+    from deniable.audit import _core
+
+    def three() -> list[AuditResult]:
+        n = 150_000  # three chunks of at most 65,536 trials below
+        return [
+            audit(Warner(0.75), 0, 1, claimed_epsilon=1.1, trials=n, seed=4),
+            audit_unary(1.0, 6, trials=n, seed=4),
+            audit_design(Categorical(k=3, p_truthful=0.5), trials=n, seed=4),
+        ]
+
+    monkeypatch.setattr(_core, "FIRST_CHUNK", 10**9)  # every trial in one call
+    whole = three()
+    monkeypatch.setattr(_core, "FIRST_CHUNK", 1 << 16)
+    monkeypatch.setattr(_core, "CHUNK_BYTES", 1)  # the smallest chunks: 65,536 trials
+    chunked = three()
+    for a, b in zip(whole, chunked, strict=True):
+        assert a.events.rows == b.events.rows and a.lower_bound == b.lower_bound
+
+
+def test_a_long_unary_audit_runs_in_bounded_memory() -> None:
+    """2 * 10**6 trials of a 64-bit unary report drew 1.3 * 10**8 words (1 GB) at once; in
+    a process capped at 1.25 GB of address space it now runs in chunks."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_AS, (5 * 2**28, 5 * 2**28))\n"
+        "from deniable.audit import audit_unary\n"
+        "res = audit_unary(1.0, 64, trials=2_000_000, seed=1)\n"
+        "print(res.trials, res.passed)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=900, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["2000000", "True"]

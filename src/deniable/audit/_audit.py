@@ -45,8 +45,11 @@ from typing import Any
 import numpy as np
 
 from deniable.audit._core import (
+    _chunked_counts,
     _common,
+    _count_events,
     _evaluate,
+    _event_items,
     _event_masks,
     _label,
     _sample,
@@ -147,8 +150,24 @@ def audit(
     if design is not None:
         for name, x in (("input0", input0), ("input1", input1)):
             v.integer(name, x, minimum=0, maximum=design.n_truths - 1)
-    samples = [_sample(mechanism, x, gen, n, vec) for x in (input0, input1)]
-    labels, counts = _event_masks(samples, event, design)
+    inputs = (input0, input1)
+    if design is not None and event is None:  # every report value, counted chunk by chunk
+        m = design.n_reports
+        labels = [_label(r) for r in range(m)]
+        counts = np.stack(
+            [_chunked_counts(design, x, gen, n, True,
+                             lambda s: np.bincount(s.astype(np.int64), minlength=m))
+             for x in inputs]
+        )  # fmt: skip
+    elif event is not None:  # the events given, counted chunk by chunk
+        labels, items = _event_items(event)
+        counts = np.stack(
+            [_chunked_counts(mechanism, x, gen, n, vec, lambda s: _count_events(s, items))
+             for x in inputs]
+        )  # fmt: skip
+    else:  # the distinct reports observed: every sample held at once
+        samples = [_sample(mechanism, x, gen, n, vec) for x in inputs]
+        labels, counts = _event_masks(samples, event, design)
     return _evaluate(
         counts,
         labels,
@@ -207,11 +226,13 @@ def audit_design(
             f"true answers (each is sampled `trials` times; at most {MAX_AUDIT_DRAWS:,} "
             f"draws in all), got {n:,}."
         )
-    # one answer's reports at a time, counted and dropped: memory O(trials + k m)
+    # one answer's reports at a time, a chunk at a time, counted and dropped: memory
+    # O(chunk + k m) whatever the trials
     counts = np.zeros((k, m), dtype=np.int64)
     for x in range(k):
-        reports = _sample(design, x, gen, n, True).astype(np.int64)
-        counts[x] = np.bincount(reports, minlength=m)
+        counts[x] = _chunked_counts(
+            design, x, gen, n, True, lambda s: np.bincount(s.astype(np.int64), minlength=m)
+        )
     labels = [_label(r) for r in range(m)]
     result = _evaluate(
         counts,

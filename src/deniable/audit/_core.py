@@ -17,7 +17,7 @@ from deniable.audit._result import AuditResult
 from deniable.common import _validation as v
 from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
-from deniable.randomness import resolve_rng
+from deniable.randomness import CHUNK, resolve_rng
 from deniable.results._estimate import beta_quantile_bounds
 from deniable.results._table import Table
 
@@ -72,6 +72,88 @@ def _label(value: Any) -> str:
     return f"report = {arr.tolist()}"
 
 
+def _event_items(event: Any) -> tuple[list[str], list[Any]]:
+    """The labels and the events of ``event`` (one event or a list of them), checked."""
+    items: list[Any]
+    if callable(event) or isinstance(event, set | frozenset):
+        items = [event]
+    elif isinstance(event, Sequence) and not isinstance(event, str):
+        items = list(event)
+    else:
+        raise ParameterTypeError(
+            "`event` must be None, a callable (reports -> boolean mask), a set of report "
+            f"values, or a list of these, got {type(event).__name__}."
+        )
+    if not items:
+        raise ParameterError("`event` must hold at least one event, got an empty list.")
+    labels = []
+    for j, ev in enumerate(items):
+        if callable(ev):
+            labels.append(getattr(ev, "__name__", f"event[{j}]").replace("<lambda>", f"event[{j}]"))
+        elif isinstance(ev, set | frozenset):
+            labels.append(f"report in {sorted(ev, key=repr)}")
+        else:
+            raise ParameterTypeError(
+                f"`event[{j}]` must be a callable (reports -> boolean mask) or a set of report "
+                f"values, got {type(ev).__name__}."
+            )
+    return labels, items
+
+
+def _count_events(s: npt.NDArray[Any], items: list[Any]) -> npt.NDArray[np.int64]:
+    """How many of the reports ``s`` fall in each event."""
+    counts = np.zeros(len(items), dtype=np.int64)
+    for j, ev in enumerate(items):
+        if callable(ev):
+            mask = np.asarray(ev(s))
+        else:
+            if s.ndim != 1:
+                raise ParameterError(
+                    f"`event[{j}]`: a set of values needs scalar reports; these have shape "
+                    f"{s.shape[1:]}; give a callable instead."
+                )
+            mask = np.isin(s, list(ev))
+        if mask.dtype != np.bool_ or mask.shape != (s.shape[0],):
+            raise DataError(
+                f"`event[{j}]` must return a boolean mask of shape ({s.shape[0]},), got "
+                f"dtype {mask.dtype} and shape {mask.shape}."
+            )
+        counts[j] = int(np.count_nonzero(mask))
+    return counts
+
+
+#: Bytes of reports an audit holds at once: the trials of one input are drawn and counted
+#: in chunks of about this size, each a multiple of the randomizers' block of words
+#: (:data:`~deniable.randomness.CHUNK` reports), so the draws are those of one call.
+CHUNK_BYTES = 1 << 26
+#: Trials in an audit's first chunk (the size of a report is known after it).
+FIRST_CHUNK = CHUNK
+
+
+def _chunked_counts(
+    mechanism: Any,
+    x: Any,
+    gen: np.random.Generator,
+    trials: int,
+    vectorized: bool,
+    count: Any,
+) -> npt.NDArray[np.int64]:
+    """``count(reports)`` added over the trials of input ``x``, drawn a chunk at a time:
+    memory one chunk (about :data:`CHUNK_BYTES`) whatever ``trials``."""
+    total: npt.NDArray[np.int64] | None = None
+    done, size = 0, min(trials, FIRST_CHUNK)
+    while done < trials:
+        m = min(size, trials - done)
+        out = _sample(mechanism, x, gen, m, vectorized)
+        part = np.asarray(count(out), dtype=np.int64)
+        total = part if total is None else total + part
+        done += m
+        per_report = max(1, out.nbytes // max(m, 1), 8 * (out.size // max(m, 1)))
+        size = max(1, CHUNK_BYTES // per_report // CHUNK) * CHUNK
+    assert total is not None
+    return total
+
+
 def _event_masks(
     samples: Sequence[npt.NDArray[Any]], event: Any, design: Design | None
 ) -> tuple[list[str], npt.NDArray[np.int64]]:
@@ -94,47 +176,8 @@ def _event_masks(
         first = samples[0]
         labels = [_label(u.reshape(first.shape[1:]) if first.ndim > 1 else u[0]) for u in uniq]
         return labels, counts
-    items: list[Any]
-    if callable(event) or isinstance(event, set | frozenset):
-        items = [event]
-    elif isinstance(event, Sequence) and not isinstance(event, str):
-        items = list(event)
-    else:
-        raise ParameterTypeError(
-            "`event` must be None, a callable (reports -> boolean mask), a set of report "
-            f"values, or a list of these, got {type(event).__name__}."
-        )
-    if not items:
-        raise ParameterError("`event` must hold at least one event, got an empty list.")
-    labels = []
-    counts = np.zeros((len(samples), len(items)), dtype=np.int64)
-    for j, ev in enumerate(items):
-        if callable(ev):
-            labels.append(getattr(ev, "__name__", f"event[{j}]").replace("<lambda>", f"event[{j}]"))
-        elif isinstance(ev, set | frozenset):
-            labels.append(f"report in {sorted(ev, key=repr)}")
-        else:
-            raise ParameterTypeError(
-                f"`event[{j}]` must be a callable (reports -> boolean mask) or a set of report "
-                f"values, got {type(ev).__name__}."
-            )
-        for i, s in enumerate(samples):
-            if callable(ev):
-                mask = np.asarray(ev(s))
-            else:
-                if s.ndim != 1:
-                    raise ParameterError(
-                        f"`event[{j}]`: a set of values needs scalar reports; these have shape "
-                        f"{s.shape[1:]}; give a callable instead."
-                    )
-                mask = np.isin(s, list(ev))
-            if mask.dtype != np.bool_ or mask.shape != (s.shape[0],):
-                raise DataError(
-                    f"`event[{j}]` must return a boolean mask of shape ({s.shape[0]},), got "
-                    f"dtype {mask.dtype} and shape {mask.shape}."
-                )
-            counts[i, j] = int(np.count_nonzero(mask))
-    return labels, counts
+    labels, items = _event_items(event)
+    return labels, np.stack([_count_events(s, items) for s in samples])
 
 
 #: The most (pair, event) rows an audit's events table lists; past it, the table lists each
