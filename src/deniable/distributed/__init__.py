@@ -28,14 +28,8 @@ them.
 
 from __future__ import annotations
 
-from deniable.distributed._aggregate import (
-    DEFAULT_BATCH,
-    LOCAL_WORKERS,
-    aggregate,
-    require_dask,
-    resolve_mechanism,
-    table_mechanism,
-)
+from deniable.distributed._aggregate import DEFAULT_BATCH, LOCAL_WORKERS, aggregate
+from deniable.distributed._sources import require_dask, resolve_mechanism, table_mechanism
 from deniable.distributed._tables import (
     KEY_METADATA,
     TABLE_FORMATS,
