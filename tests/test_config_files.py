@@ -232,3 +232,16 @@ def test_a_survey_question_has_at_most_1024_answers() -> None:
                        r" \(categorical\); a survey question may have at most 1,024"):  # fmt: skip
         loads_survey(survey(1 << 24))
     assert loads_survey(survey(MAX_ANSWERS)).questions[0].design.n_truths == MAX_ANSWERS
+
+
+def test_the_scan_carries_depth_and_digit_runs_across_its_chunks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deniable.common import _load
+
+    monkeypatch.setattr(_load, "_CHUNK", 7)  # every run and every bracket crosses chunks
+    with pytest.raises(DataError, match=r"`b` holds an integer of 41 digits"):
+        load_json('{"abc": 12345, "b": ' + "9" * 41 + "}", source="f")
+    assert load_json('{"abc": 12345, "b": ' + "9" * 40 + "}", source="f")["b"] == int("9" * 40)
+    with pytest.raises(DataError, match=rf"nested deeper than {MAX_DEPTH} levels at line 2"):
+        load_json('{"a":\n' + "[ " * 70 + "] " * 70 + "}", source="f")

@@ -40,9 +40,8 @@ MAX_NODES = 1_000_000
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
 _CHUNK = 1 << 20
-#: A number that may be too long or too large: more than 40 digits in a row, or an exponent
-#: of three digits or more.
-_LONG_NUMBER = re.compile(rb"[0-9]{41}|[eE][+-]?[0-9]{3}")
+#: An exponent of three digits or more: a number that may be beyond the doubles.
+_EXPONENT = re.compile(rb"[eE][+-]?[0-9]{3}")
 
 
 def _text(data: str | bytes, source: str) -> str:
@@ -67,10 +66,11 @@ def _blank_strings(raw: bytes) -> bytes:
     return _STRING.sub(lambda m: b'"' + b" " * (len(m.group()) - 2) + b'"', raw)
 
 
-def _too_deep_at(blank: bytes) -> int | None:
-    """The byte offset where the JSON text ``blank`` (strings blanked) first nests deeper
-    than MAX_DEPTH, or None; memory O(1 MB) whatever the size."""
-    depth = 0
+def _scan(blank: bytes) -> tuple[int | None, bool]:
+    """For the JSON text ``blank`` (strings blanked): the byte offset where it first nests
+    deeper than MAX_DEPTH (or None), and whether it holds a run of more than MAX_INT_DIGITS
+    digits; numpy over 1 MB chunks, so memory is O(1 MB) whatever the size."""
+    depth, run, long_run = 0, 0, False
     for start in range(0, len(blank), _CHUNK):
         arr = np.frombuffer(blank, dtype=np.uint8, count=min(_CHUNK, len(blank) - start),
                             offset=start)  # fmt: skip
@@ -79,10 +79,21 @@ def _too_deep_at(blank: bytes) -> int | None:
         levels = depth + np.cumsum(step)
         over = np.flatnonzero(levels > MAX_DEPTH)
         if over.size:
-            return start + int(over[0])
+            return start + int(over[0]), long_run
         if levels.size:
             depth = int(levels[-1])
-    return None
+        if not long_run:  # the longest run of digits, carried across chunks
+            other = np.flatnonzero((arr < ord("0")) | (arr > ord("9")))
+            if other.size == 0:
+                run += arr.size
+            else:
+                gaps = np.diff(other) - 1
+                inner = int(gaps.max()) if gaps.size else 0
+                longest = max(run + int(other[0]), inner)
+                run = arr.size - 1 - int(other[-1])
+                long_run = longest > MAX_INT_DIGITS
+            long_run = long_run or run > MAX_INT_DIGITS
+    return None, long_run
 
 
 class _Bad:
@@ -169,7 +180,7 @@ def load_json(data: str | bytes, *, source: str) -> Any:
     text = _text(data, source)
     raw = text.encode("utf-8")
     blank = _blank_strings(raw)
-    deep = _too_deep_at(blank)
+    deep, long_run = _scan(blank)
     if deep is not None:
         raise DataError(
             f"{source}: nested deeper than {MAX_DEPTH} levels at {_line_column(raw, deep)} "
@@ -200,7 +211,7 @@ def load_json(data: str | bytes, *, source: str) -> Any:
 
     # numbers are checked one by one (a Python call each) only where a long one may be
     numbers: dict[str, Any] = {}
-    if _LONG_NUMBER.search(blank):
+    if long_run or _EXPONENT.search(blank):
         numbers = {"parse_int": bad_int, "parse_float": bad_float}
     try:
         value = json.loads(text, parse_constant=constant, object_pairs_hook=pairs, **numbers)
