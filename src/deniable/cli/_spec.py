@@ -70,7 +70,10 @@ def check_command(
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a spec file against its parameters and print its ε."""
+    """Check a spec file against its parameters and print its ε.
+
+    Strict JSON of at most 64 MB: a key given twice, nesting past 64 levels or an integer of
+    more than 40 digits is refused."""
     path = Path(file)
     with guard_io(f"read {file!r}"):
         if path.is_dir():

@@ -237,7 +237,9 @@ def aggregate_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Tally a report file in batches, or report tables on a Dask cluster (memory O(k)), and
-    estimate the frequencies of the categories shown."""
+    estimate every frequency.
+
+    Intervals and rows are computed for the categories shown only (--rows, at most 65,536)."""
     from deniable.oracles import oracle_from_key, read_report_key, tally_file
 
     if local_workers > MAX_LOCAL_WORKERS:
