@@ -17,6 +17,7 @@ from deniable.audit import (
     audit,
     audit_design,
     audit_two_group,
+    audit_unary,
     clopper_pearson_bounds,
     leave_one_out,
 )
@@ -558,3 +559,107 @@ def test_two_group_audit_bad_input() -> None:
         audit_two_group(TWO_GROUP_CASES[0], compliant="yes", trials=10, seed=1)  # type: ignore[arg-type]
     with pytest.raises(ParameterError, match="`trials`"):
         audit_two_group(TWO_GROUP_CASES[0], trials=0, seed=1)
+
+
+# --------------------------------------------------------------------------- bounded audits
+
+
+def test_the_categorical_audit_follows_k_squared_not_k_cubed() -> None:
+    """Issue 14: the audit of every pair of a k-category design built one table row per
+    (pair, report), k^3 / 2 Python tuples (9 GB at k = 200).  At k = 120 that is 850,000
+    rows; now the table holds one row per report, its worst pair."""
+    k = 120
+    res = audit_design(Categorical(k=k, p_truthful=0.5), trials=2000, seed=3)
+    assert len(res.events.rows) == k
+    assert {row[2] for row in res.events.rows} == {f"report = {r}" for r in range(k)}
+    assert "worst pair" in res.events.notes[0]
+    assert res.passed
+
+
+def test_the_categorical_audit_runs_in_bounded_memory() -> None:
+    """At k = 400 (on main: 32 million table rows, tens of GB) in a process whose address
+    space is capped at 2.5 GB (numpy and scipy loaded need about 1 GB)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_AS, (5 * 2**29, 5 * 2**29))\n"
+        "from deniable.audit import audit_design\n"
+        "from deniable.designs import Categorical\n"
+        "res = audit_design(Categorical(k=400, p_truthful=0.5), trials=500, seed=1)\n"
+        "print(len(res.events.rows), res.passed)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=600, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["400", "True"]
+
+
+def test_every_pair_at_once_equals_the_pair_by_pair_loop() -> None:
+    from deniable.audit._core import _every_pair, _listed_pairs
+
+    rng = np.random.default_rng(7)
+    for n_inputs, m in [(2, 2), (3, 5), (9, 4), (25, 25), (40, 7)]:
+        counts = rng.integers(0, 1000, size=(n_inputs, m))
+        counts[rng.random(counts.shape) < 0.1] = 0  # some events never seen under an input
+        log_lo = np.log(np.maximum(counts / 1000 - 0.02, 0.0) + 1e-300)
+        log_hi = np.log(np.minimum(counts / 1000 + 0.02, 1.0))
+        labels = [f"e{e}" for e in range(m)]
+        names = [f"x{i}" for i in range(n_inputs)]
+        pairs = [(a, b) for a in range(n_inputs) for b in range(a + 1, n_inputs)]
+        slow = _listed_pairs(counts, log_lo, log_hi, labels, names, pairs)
+        fast = _every_pair(counts, log_lo, log_hi, labels, names)
+        assert fast[0] == slow[0]  # the largest lower bound
+        assert fast[3] == slow[3]  # the plug-in epsilon
+        i, j = names.index(fast[2][0]), names.index(fast[2][1])
+        e = labels.index(fast[1])
+        assert i != j and log_lo[i, e] - log_hi[j, e] == fast[0]  # a real pair attains it
+
+
+def test_the_audit_limits_name_the_design_and_the_limit() -> None:
+    with pytest.raises(ParameterError, match=r"at most 1,048,576 \(true answer, report\) cells"):
+        audit_design(Categorical(k=1025, p_truthful=0.5), trials=10, seed=1)
+    with pytest.raises(ParameterError, match=r"`trials` must be at most 1,000,000 .* got"):
+        audit_design(Categorical(k=1000, p_truthful=0.5), trials=10**7, seed=1)
+
+
+def test_an_audit_draws_its_trials_in_chunks_of_the_same_stream(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Chunks of ~CHUNK_BYTES instead of all trials at once (47 GB for `privacy audit unary
+    --k 64 --trials 10**8`): the same draws in the same order, so the same counts."""
+    from deniable.audit import _core
+
+    def three() -> list[AuditResult]:
+        n = 150_000  # three chunks of at most 65,536 trials below
+        return [
+            audit(Warner(0.75), 0, 1, claimed_epsilon=1.1, trials=n, seed=4),
+            audit_unary(1.0, 6, trials=n, seed=4),
+            audit_design(Categorical(k=3, p_truthful=0.5), trials=n, seed=4),
+        ]
+
+    monkeypatch.setattr(_core, "FIRST_CHUNK", 10**9)  # every trial in one call
+    whole = three()
+    monkeypatch.setattr(_core, "FIRST_CHUNK", 1 << 16)
+    monkeypatch.setattr(_core, "CHUNK_BYTES", 1)  # the smallest chunks: 65,536 trials
+    chunked = three()
+    for a, b in zip(whole, chunked, strict=True):
+        assert a.events.rows == b.events.rows and a.lower_bound == b.lower_bound
+
+
+def test_a_long_unary_audit_runs_in_bounded_memory() -> None:
+    """2 * 10**6 trials of a 64-bit unary report drew 1.3 * 10**8 words (1 GB) at once; in
+    a process capped at 1.25 GB of address space it now runs in chunks."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource; resource.setrlimit(resource.RLIMIT_AS, (5 * 2**28, 5 * 2**28))\n"
+        "from deniable.audit import audit_unary\n"
+        "res = audit_unary(1.0, 64, trials=2_000_000, seed=1)\n"
+        "print(res.trials, res.passed)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=900, check=False)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["2000000", "True"]

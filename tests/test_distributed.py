@@ -5,6 +5,7 @@ clear error naming the problem, and nothing is half-written."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -329,3 +330,145 @@ def test_command_line_errors(tmp_path: Path) -> None:
                   "--devices", "10", "--k", "4", "--epsilon", "1"),
               "`--format` must be one of")  # fmt: skip
     assert not (tmp_path / "o").exists()
+
+
+# ---- issue 14: work follows the reports, every file order refused alike, one error line
+
+
+def test_many_small_row_groups_read_each_footer_once_per_partition(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One task per row group read the file's footer (O(groups)) once per group: quadratic
+    in the groups (8,000 groups of one report took 145 s).  Now one task per run of about
+    `batch` reports: 3,000 groups of one report at batch 1,024 open the file 3 times (and
+    the client once for its columns)."""
+    import pyarrow.parquet as pq
+
+    grr = ORACLES["grr"]
+    reports = reports_of(grr, 3000)
+    path = tmp_path / "tiny-groups.parquet"
+    write_report_table(path, grr, len(reports), [reports], row_group=1)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 3000
+    opened: list[int] = []
+
+    class Counting(pq.ParquetFile):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            opened.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(pq, "ParquetFile", Counting)
+    got = aggregate(path, scheduler="synchronous", batch=1024)
+    assert got == grr.tally(reports)
+    assert len(opened) <= 1 + 3 + 1  # the key, three runs of at most 1,024 groups, the columns
+
+
+def _keyless_parquet(path: Path, oracle: Any, reports: Any) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names = report_columns(oracle)
+    rows = np.asarray(reports).reshape(len(reports), len(names))
+    pq.write_table(pa.table({c: rows[:, i] for i, c in enumerate(names)}), path)
+
+
+@pytest.mark.parametrize("order", ["012", "021", "102", "120", "201", "210"])
+def test_tables_of_different_oracles_are_refused_whatever_the_order(
+    tmp_path: Path, order: str
+) -> None:
+    """The first file's key chose the oracle: a later keyless file was silently read as its
+    reports, and a keyless file first was an error; now every order is refused."""
+    olh, other = ORACLES["olh"], OLH.from_epsilon(2.0, 64)
+    reports = reports_of(olh, 500)
+    makers = [
+        lambda p: write_report_table(p, olh, 500, [reports]),
+        lambda p: write_report_table(p, other, 500, [reports]),
+        lambda p: _keyless_parquet(p, olh, reports),
+    ]
+    for rank, which in enumerate(order):  # the file names sort in the order given
+        makers[int(which)](tmp_path / f"{rank}-file{which}.parquet")
+    with pytest.raises(DataError, match=r"different oracles|carries no oracle key"):
+        aggregate(tmp_path, scheduler="synchronous")
+    (tmp_path / f"{order.index('1')}-file1.parquet").unlink()  # olh and a keyless file
+    with pytest.raises(DataError, match=r"file2\.parquet' carries no oracle key"):
+        aggregate(tmp_path, scheduler="synchronous")
+    # named, the keyless file is read as the oracle given; a keyed one must match it
+    assert aggregate(tmp_path, olh, scheduler="synchronous").counts[-1] == 1000
+    with pytest.raises(DataError, match="not of this oracle"):
+        aggregate(tmp_path, other, scheduler="synchronous")
+
+
+@pytest.mark.parametrize("names", [("a.csv", "b.parquet"), ("b.csv", "a.parquet")])
+def test_a_directory_of_two_formats_is_refused_whatever_the_order(
+    tmp_path: Path, names: tuple[str, str]
+) -> None:
+    grr = ORACLES["grr"]
+    for name in names:
+        write_report_table(tmp_path / name, grr, 100, [reports_of(grr, 100)])
+    for mechanism in (None, grr):
+        with pytest.raises(DataError, match=r"mixes report tables of two formats \(csv"):
+            aggregate(tmp_path, mechanism, scheduler="synchronous")
+
+
+def test_a_failed_partition_on_a_local_cluster_is_one_line_on_stderr(tmp_path: Path) -> None:
+    """The workers logged the failed task with its traceback (a dozen lines) on stderr."""
+    olh = ORACLES["olh"]
+    for i in range(2):
+        write_report_table(tmp_path / f"d-{i}.parquet", olh, 2000, [reports_of(olh, 2000, i)])
+    bad = tmp_path / "d-1.parquet"
+    data = bytearray(bad.read_bytes())
+    data[4:60] = b"\xff" * 56  # the first page header: the footer still reads
+    bad.write_bytes(bytes(data))
+    done = subprocess.run(
+        [sys.executable, "-m", "deniable.cli", "aggregate", str(tmp_path), "--local-workers", "2"],
+        capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, "COLUMNS": "100", "NO_COLOR": "1"},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "d-1.parquet" in lines[0] and "row group 0" in lines[0]
+
+
+@pytest.mark.parametrize("missing", ["dask", "distributed", "fsspec", "pyarrow"])
+def test_report_tables_without_the_dask_extra_name_the_extra(tmp_path: Path, missing: str) -> None:
+    table = tmp_path / "t.parquet"
+    write_report_table(table, ORACLES["grr"], 10, [reports_of(ORACLES["grr"], 10)])
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None\n"  # `import missing` fails
+        "from deniable.cli import main\n"
+        f"main(['aggregate', {str(table)!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: Parquet and CSV report tables need the [dask] extra ({missing} is missing): "
+        "pip install 'deniable[dask]'."
+    ]
+
+
+def test_a_partition_holds_at_most_batch_bytes_of_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`batch` counted reports whatever their size (OUE at k = 2**16: 8 KB a report, 8 GB
+    a partition by default); a partition now holds at most BATCH_BYTES (64 KB here)."""
+    import pyarrow.parquet as pq
+
+    from deniable.distributed import _aggregate
+
+    oue = OUE.from_epsilon(1.0, 8192)  # 1 KB a report
+    reports = reports_of(oue, 300)
+    path = tmp_path / "wide.parquet"
+    write_report_table(path, oue, 300, [reports], row_group=16)
+    monkeypatch.setattr(_aggregate, "BATCH_BYTES", 1 << 16)
+    sizes: list[int] = []
+    real = _aggregate._reports
+
+    def counted(table: Any, *args: Any) -> Any:
+        sizes.append(table.num_rows)
+        return real(table, *args)
+
+    monkeypatch.setattr(_aggregate, "_reports", counted)
+    assert aggregate(path, scheduler="synchronous") == oue.tally(reports)
+    assert max(sizes) <= 64 and sum(sizes) == 300
+    assert pq.ParquetFile(path).metadata.num_row_groups == 19

@@ -19,6 +19,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -140,11 +141,92 @@ REGRESSIONS = [
     ("privacy explain --epsilon 1 --plot existing.svg", 2),
     ("spec vectors --out null-device", 0),
     ("estimate kuk -p theta1=0.8 -p theta2=0.4 -p draws=3 --counts 1,2,3,4 --se model", 0),
+    # issue 14: ZeroDivisionError, OverflowError, MemoryError or an endless loop before
+    ("privacy noise --mechanism discrete-laplace --epsilon 1e-300", 0),
+    ("privacy noise --mechanism laplace --epsilon 5e-324", 2),
+    (
+        "privacy noise --mechanism gaussian --epsilon 0.5 --delta 0.9999999999999999 "
+        "--sensitivity 1e-300",
+        0,
+    ),
+    ("privacy noise --mechanism gaussian --rho 700 --sensitivity 5e-324", 2),
+    (
+        "privacy noise --mechanism discrete-gaussian --epsilon 0.5 --delta 0.5 --sensitivity "
+        "1000000000000000",
+        2,
+    ),
+    ("privacy noise --mechanism discrete-gaussian --rho 5e-324", 2),
+    ("privacy noise --mechanism discrete-gaussian --rho 1e-12 --delta 1e-10", 2),
+    ("privacy noise --table --epsilons 5e-324 --delta 1e-300", 2),
+    # issue 14: the categorical audit was O(k^3) in memory (9 GB at k = 200)
+    (
+        "privacy audit categorical --param k=200 --param p_truthful=0.5 --trials 1000 --seed 1 "
+        "--json",
+        0,
+    ),
+    ("privacy audit categorical --param k=1025 --param p_truthful=0.5 --trials 10", 2),
 ]
 
 
 @pytest.mark.parametrize(("line", "status"), REGRESSIONS)
 def test_regressions(line: str, status: int, worker: h.Worker, fuzz_dir: Path) -> None:
+    case = fs.CliCase(line.split())
+    check_case(worker, fuzz_dir, case, timeout=10.0)
+    assert worker.run(case.request(), 10.0)["code"] == status
+
+
+def _issue14_files() -> dict[str, bytes]:
+    """Small files that asked for unbounded work or ended in a traceback (issue 14)."""
+    import numpy as np
+
+    from deniable.designs import Categorical
+    from deniable.oracles import OLH, write_reports
+    from deniable.survey import demo_survey_text
+
+    out: dict[str, bytes] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        oracles = {
+            "huge-k.dnrp": OLH.from_epsilon(1.0, k=1 << 24),
+            "grr-65536.dnrp": Categorical.from_epsilon(1.0, k=1 << 16),
+        }
+        for name, oracle in oracles.items():
+            reports = oracle.randomize(np.zeros(3, dtype=np.int64), rng=np.random.default_rng(0))
+            write_reports(Path(tmp) / name, oracle, reports)
+            out[name] = (Path(tmp) / name).read_bytes()
+    survey = demo_survey_text()
+    out["survey-dup.yaml"] = survey.replace("\ncap: ", "\ncap: 100\ncap: ", 1).encode()
+    out["survey-deep.yaml"] = ("x: " + "[" * 5000 + "]" * 5000 + "\n").encode()
+    out["survey-big.yaml"] = ("version: " + "9" * 5000 + "\n" + survey).encode()
+    laughs = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    laughs += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 9)]
+    out["survey-laughs.yaml"] = "\n".join(laughs).encode()
+    out["spec-huge-int.json"] = b'{"schema": ' + b"9" * 5000 + b"}"
+    out["spec-deep.json"] = b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    return out
+
+
+#: Command lines on the files of :func:`_issue14_files`, with the exit status they must end
+#: with now (a traceback, a RecursionError, gigabytes of output or minutes of work before).
+FILE_REGRESSIONS = [
+    ("aggregate huge-k.dnrp --json", 2),
+    ("aggregate huge-k.dnrp --json --rows 3", 0),
+    ("aggregate huge-k.dnrp", 0),
+    ("aggregate grr-65536.dnrp --rows 3", 0),
+    ("telemetry aggregate grr-65536.dnrp --json --rows 40", 0),
+    ("survey validate survey-dup.yaml", 2),
+    ("survey validate survey-deep.yaml", 2),
+    ("survey validate survey-big.yaml", 2),
+    ("survey validate survey-laughs.yaml", 2),
+    ("spec check spec-huge-int.json", 2),
+    ("spec check spec-deep.json", 2),
+]
+
+
+@pytest.mark.parametrize(("line", "status"), FILE_REGRESSIONS)
+def test_file_regressions(line: str, status: int, worker: h.Worker, fuzz_dir: Path) -> None:
+    for name, data in _issue14_files().items():
+        if not (fuzz_dir / name).exists():
+            (fuzz_dir / name).write_bytes(data)
     case = fs.CliCase(line.split())
     check_case(worker, fuzz_dir, case, timeout=10.0)
     assert worker.run(case.request(), 10.0)["code"] == status

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 import pytest
@@ -423,3 +425,132 @@ def test_plot_draws_when_matplotlib_present() -> None:
     matplotlib.use("Agg")
     ax = plot_noise_error(noise_error_table([0.5, 1.0]))
     assert len(ax.get_lines()) == 5
+
+
+# --- extreme inputs: a correct answer or one ParameterError (issue 14) -----------------------
+
+TINY, HUGE = 5e-324, sys.float_info.max
+
+
+def _case(id: str, call: object, needle: str | None = None) -> Any:
+    return pytest.param(call, needle, id=id)
+
+
+@pytest.mark.parametrize(
+    ("call", "needle"),
+    [
+        # ZeroDivisionError / OverflowError before
+        _case(
+            "dlap-tiny-eps-error",
+            lambda: DiscreteLaplaceMechanism.from_epsilon(1e-20).expected_abs_error,
+        ),
+        _case(
+            "dlap-eps-5e-324", lambda: calibrate("discrete-laplace", epsilon=TINY), "noise scale"
+        ),
+        _case("dlap-eps-1e300", lambda: calibrate("discrete-laplace", epsilon=1e300)),
+        _case("lap-eps-5e-324", lambda: calibrate("laplace", epsilon=TINY), "noise scale"),
+        _case(
+            "gauss-sens-5e-324",
+            lambda: calibrate("gaussian", epsilon=TINY, delta=0.5, sensitivity=TINY),
+        ),
+        _case(
+            "gauss-rho-700-sens-tiny",
+            lambda: calibrate("gaussian", rho=700, sensitivity=TINY),
+            "below the smallest",
+        ),
+        _case(
+            "gauss-rho-tiny-sens-huge",
+            lambda: calibrate("gaussian", rho=1e-300, sensitivity=1e300),
+            "above the largest",
+        ),
+        _case(
+            "gauss-sens-max",
+            lambda: calibrate("gaussian", epsilon=TINY, delta=1e-10, sensitivity=HUGE),
+            "sigma",
+        ),
+        _case("dgauss-rho-tiny", lambda: calibrate("discrete-gaussian", rho=TINY), "above 1e+100"),
+        _case("dgauss-rho-max", lambda: calibrate("discrete-gaussian", rho=HUGE), "below 1e-100"),
+        _case(
+            "dgauss-eps-max",
+            lambda: calibrate("discrete-gaussian", epsilon=HUGE, delta=0.5),
+            "below 1e-100",
+        ),
+        # MemoryError (terabytes) before: the exact curve of a huge sigma
+        _case(
+            "dgauss-curve-eps-1e-8",
+            lambda: calibrate("discrete-gaussian", epsilon=1e-8, delta=1e-10),
+            "above 100000",
+        ),
+        _case(
+            "dgauss-curve-sens-1e15",
+            lambda: calibrate("discrete-gaussian", epsilon=0.5, delta=0.5, sensitivity=10**15),
+            "above 100000",
+        ),
+        _case(
+            "dgauss-curve-rho-delta",
+            lambda: calibrate("discrete-gaussian", rho=1e-12, delta=1e-10),
+            "above 100000",
+        ),
+        # an endless loop before: delta a hair below 1
+        _case(
+            "loop-gauss-delta-near-1",
+            lambda: calibrate("gaussian", epsilon=0.5, delta=1 - 2**-53, sensitivity=1e-300),
+        ),
+        _case(
+            "loop-dgauss-delta-near-1",
+            lambda: calibrate("discrete-gaussian", epsilon=0.5, delta=1 - 2**-53),
+        ),
+    ],
+)
+def test_extreme_noise_inputs_give_an_answer_or_one_parameter_error(
+    call: object, needle: str | None
+) -> None:
+    if needle is None:
+        out = call()  # type: ignore[operator]
+        values = out.to_dict() if hasattr(out, "to_dict") else {"value": out}
+        assert all(x == x for x in values.values() if isinstance(x, float))  # no NaN
+        return
+    with pytest.raises(ParameterError, match=re.escape(needle)):
+        call()  # type: ignore[operator]
+
+
+def calibrate(mechanism: str, **kwargs: object) -> object:
+    from deniable.mechanisms import calibrate_noise
+
+    return calibrate_noise(mechanism, **kwargs)  # type: ignore[arg-type]
+
+
+def test_discrete_laplace_error_at_extreme_scales_is_its_limit() -> None:
+    # E|X| = 1 / sinh(1/t): about t for a large t, about 2 e^(-1/t) for a small one
+    big = DiscreteLaplaceMechanism(Fraction(10**200))
+    assert big.expected_abs_error == pytest.approx(1e200, rel=1e-12)
+    assert DiscreteLaplaceMechanism(Fraction(1, 1000)).expected_abs_error == 0.0
+    small = DiscreteLaplaceMechanism(Fraction(1, 100))
+    assert small.expected_abs_error == pytest.approx(2 * math.exp(-100), rel=1e-12)
+    assert DiscreteLaplaceMechanism(Fraction(10**400)).expected_abs_error == math.inf
+    pmf = big.pmf([0, 1, 10**6])
+    assert pmf[0] == pytest.approx(0.5e-200, rel=1e-12) and pmf[2] == pytest.approx(pmf[0])
+
+
+def test_the_gaussian_scales_with_the_sensitivity_across_the_doubles() -> None:
+    unit = GaussianMechanism.from_epsilon_delta(0.5, 1e-6).sigma
+    for sens in (1e-300, 1e-20, 7.0, 1e300):
+        g = GaussianMechanism.from_epsilon_delta(0.5, 1e-6, sensitivity=sens)
+        assert g.sigma / sens == pytest.approx(unit, rel=1e-12)
+        assert g.delta_for_epsilon(0.5) <= 1e-6
+
+
+def test_near_one_delta_is_met_and_the_curve_is_below_it() -> None:
+    delta = 1 - 2**-52
+    g = GaussianMechanism.from_epsilon_delta(0.5, delta)
+    assert g.delta_for_epsilon(0.5) <= delta
+    d = DiscreteGaussianMechanism.from_epsilon_delta(0.5, delta)
+    assert d.delta_for_epsilon(0.5) <= delta
+
+
+@pytest.mark.parametrize(("sigma", "eps"), [(150.0, 0.02), (1500.0, 0.004), (900.0, 1e-6)])
+def test_the_truncated_curve_equals_brute_force_at_large_sigma(sigma: float, eps: float) -> None:
+    m = DiscreteGaussianMechanism(sigma)
+    brute = _dg_delta_direct(sigma**2, eps, 1)
+    got = m.delta_for_epsilon(eps)
+    assert got >= brute * (1 - 1e-12) and got == pytest.approx(brute, rel=1e-9)

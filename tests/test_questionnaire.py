@@ -164,7 +164,7 @@ def test_a_tampered_full_spec_is_refused() -> None:
 
 
 def test_strict_json_and_yaml_errors() -> None:
-    with pytest.raises(DataError, match="strict JSON, got NaN"):
+    with pytest.raises(DataError, match="not strict JSON: it holds NaN"):
         loads_survey('{"cap": NaN}')
     with pytest.raises(DataError, match="not valid JSON"):
         loads_survey("{", format="json")

@@ -323,3 +323,41 @@ def test_two_coin_default_parameters(runner: CliRunner, files: Any) -> None:
     out = run_json(runner, "--design", "two-coin", "--data", files["csv"], "--formula", "y ~ x1")
     d = TwoCoin()
     assert out["p_yes_given_1"] == d.p_yes_given_1 and out["design"] == "two-coin"
+
+
+def test_a_numeric_covariate_with_a_stray_string_is_one_error(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """Issue 14: a column of ages with one "unknown" became 60-odd dummy columns (a model of
+    another meaning, fitted without a word); now it is an error naming the column and the
+    value, and C(age) says the column is categorical on purpose."""
+    from deniable import DataError, logistic_rr
+
+    rng = np.random.default_rng(5)
+    n = 400
+    design = TwoCoin()
+    age = rng.integers(18, 80, n).astype(object)
+    age[17] = "unknown"
+    y = design.randomize((rng.random(n) < 0.4).astype(int), rng=6)
+    frame = pd.DataFrame({"y": y, "age": age, "x": rng.normal(size=n)})
+    with pytest.raises(DataError, match=r"column 'age' holds numbers \(399 of 400 rows\) and "
+                       r"text: 'unknown' \(at index 17\).*C\(age\)"):  # fmt: skip
+        logistic_rr("y ~ age + x", frame, design)
+    path = tmp_path / "stray.csv"
+    frame.to_csv(path, index=False)
+    res = runner.invoke(app, ["regress", "--design", "two-coin", "--data", str(path),
+                              "--formula", "y ~ np.log(age) + x"])  # fmt: skip
+    assert res.exit_code == 2 and res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and "column 'age'" in lines[0] and "'unknown'" in lines[0]
+    # numbers written as text are refused too, unless marked categorical
+    group = pd.Series(rng.integers(1, 4, n)).astype(str)
+    coded = pd.DataFrame({"y": y, "g": group, "x": rng.normal(size=n)})
+    with pytest.raises(DataError, match=r"column 'g' holds numbers written as text"):
+        logistic_rr("y ~ g + x", coded, design)
+    fit = logistic_rr("y ~ C(g) + x", coded, design)
+    assert len(fit.params) == 4  # intercept, two dummies, x
+    # a column of text (categories) is read as before
+    region = pd.Series(rng.choice(["north", "south", "east"], n))
+    words = pd.DataFrame({"y": y, "region": region, "x": rng.normal(size=n)})
+    assert len(logistic_rr("y ~ region + x", words, design).params) == 4

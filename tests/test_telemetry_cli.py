@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -94,3 +95,80 @@ def test_bad_input_is_one_error_line_and_no_file(runner: CliRunner, tmp_path: Pa
     junk.write_bytes(b"hello world, not reports")
     one_error(run(runner, "telemetry", "aggregate", str(junk)), "not a report file")
     assert olh.key == read_report_key(good)
+
+
+# ---- work follows what is asked (issue 14)
+
+
+def _small_report_file(path: Path, oracle: object, n: int = 3) -> Path:
+    import numpy as np
+
+    from deniable.oracles import write_reports
+
+    reports = oracle.randomize(np.zeros(n, dtype=np.int64), rng=np.random.default_rng(0))  # type: ignore[attr-defined]
+    write_reports(path, oracle, reports)
+    return path
+
+
+def _category_rows(text: str) -> int:
+    """The table rows of categories: lines that start with a category number."""
+    return sum(1 for line in text.splitlines() if line.split()[:1] and line.split()[0].isdigit())
+
+
+def test_aggregate_computes_and_prints_only_the_rows_asked(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """k-ary RR (the categorical design's table) printed all k rows whatever --rows said."""
+    from deniable.designs import Categorical
+
+    grr = _small_report_file(tmp_path / "grr.dnrp", Categorical.from_epsilon(1.0, k=8192), 50)
+    res = run(runner, "aggregate", str(grr), "--rows", "3")
+    assert res.exit_code == 0, res.output
+    assert _category_rows(res.stdout) == 3 and "8189 more categories" in res.stdout
+    res = run(runner, "aggregate", str(grr))  # the default: 32 rows, as for every oracle
+    assert _category_rows(res.stdout) == 32 and "8160 more categories" in res.stdout
+    res = run(runner, "aggregate", str(grr), "--rows", "5", "--json")
+    data = json.loads(res.stdout)
+    assert data["k"] == 8192 and data["rows"] == 5
+    assert len(data["estimate"]) == len(data["categories"]) == len(data["ci_exact"]) == 5
+
+
+def test_a_tiny_file_declaring_a_huge_k_gets_a_small_answer_or_one_error(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """A 491-byte report file can declare k = 2**24: --json built gigabytes of JSON (and the
+    table computed every interval); now --json needs --rows past 65,536 categories and the
+    table computes the rows it shows."""
+    olh = OLH.from_epsilon(1.0, k=1 << 24)
+    path = _small_report_file(tmp_path / "huge-k.dnrp", olh)
+    assert path.stat().st_size < 491
+    one_error(run(runner, "aggregate", str(path), "--json"), "at most 65,536",
+              "k = 16,777,216", "--rows")  # fmt: skip
+    res = run(runner, "aggregate", str(path), "--json", "--rows", "2")
+    assert res.exit_code == 0 and len(res.stdout) < 4000
+    data = json.loads(res.stdout)
+    assert data["k"] == 1 << 24 and data["rows"] == 2 and len(data["ci_exact"]) == 2
+    res = run(runner, "aggregate", str(path))
+    assert res.exit_code == 0 and len(res.stdout) < 6000
+    assert _category_rows(res.stdout) == 32 and "16777184 more categories" in res.stdout
+    one_error(
+        run(runner, "aggregate", str(path), "--rows", "70000"), "`--rows` must be at most 65,536"
+    )
+
+
+def test_a_batch_holds_at_most_batch_bytes_of_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--batch counted reports whatever their size: 2**20 reports of OUE at k = 2**16 are
+    8 GB.  A batch now holds at most BATCH_BYTES (128 MB; 64 KB here) of reports."""
+    from deniable.oracles import OUE, _files
+
+    oue = OUE.from_epsilon(1.0, k=8192)  # 1 KB a report
+    path = _small_report_file(tmp_path / "wide.dnrp", oue, 300)
+    monkeypatch.setattr(_files, "BATCH_BYTES", 1 << 16)
+    seen: list[int] = []
+    tally = tally_file(oue, path, batch=1 << 20, progress=lambda done, total: seen.append(done))
+    assert seen == [64, 128, 192, 256, 300]
+    assert tally == oue.tally(
+        oue.randomize(np.zeros(300, dtype=np.int64), rng=np.random.default_rng(0))
+    )

@@ -8,7 +8,13 @@ May import :mod:`deniable.mechanisms`, :mod:`deniable.designs`, :mod:`deniable.r
 
 from __future__ import annotations
 
-from deniable.audit._audit import audit, audit_design, audit_unary
+from deniable.audit._audit import (
+    MAX_AUDIT_CELLS,
+    MAX_AUDIT_DRAWS,
+    audit,
+    audit_design,
+    audit_unary,
+)
 from deniable.audit._core import clopper_pearson_bounds
 from deniable.audit._explain import (
     Explanation,
@@ -27,6 +33,8 @@ from deniable.audit._two_group import audit_two_group
 from deniable.audit._unary_encoding import UnaryEncoding
 
 __all__ = [
+    "MAX_AUDIT_CELLS",
+    "MAX_AUDIT_DRAWS",
     "AuditResult",
     "Explanation",
     "LeaveOneOut",

@@ -44,7 +44,17 @@ from typing import Any
 
 import numpy as np
 
-from deniable.audit._core import _common, _evaluate, _event_masks, _sample, clopper_pearson_bounds
+from deniable.audit._core import (
+    _chunked_counts,
+    _common,
+    _count_events,
+    _evaluate,
+    _event_items,
+    _event_masks,
+    _label,
+    _sample,
+    clopper_pearson_bounds,
+)
 from deniable.audit._leave_one_out import LeaveOneOut, leave_one_out
 from deniable.audit._result import AuditResult
 from deniable.audit._two_group import audit_two_group
@@ -55,6 +65,8 @@ from deniable.designs import Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [
+    "MAX_AUDIT_CELLS",
+    "MAX_AUDIT_DRAWS",
     "AuditResult",
     "LeaveOneOut",
     "UnaryEncoding",
@@ -67,6 +79,12 @@ __all__ = [
 ]
 
 Event = Callable[[Any], Any] | set[Any] | frozenset[Any]
+
+#: The most (true answer, report) cells :func:`audit_design` counts (a categorical design
+#: of k categories has k x k: k at most 1024).
+MAX_AUDIT_CELLS = 1 << 20
+#: The most reports :func:`audit_design` draws in all (``trials`` per true answer).
+MAX_AUDIT_DRAWS = 10**9
 
 
 def audit(
@@ -132,8 +150,24 @@ def audit(
     if design is not None:
         for name, x in (("input0", input0), ("input1", input1)):
             v.integer(name, x, minimum=0, maximum=design.n_truths - 1)
-    samples = [_sample(mechanism, x, gen, n, vec) for x in (input0, input1)]
-    labels, counts = _event_masks(samples, event, design)
+    inputs = (input0, input1)
+    if design is not None and event is None:  # every report value, counted chunk by chunk
+        m = design.n_reports
+        labels = [_label(r) for r in range(m)]
+        counts = np.stack(
+            [_chunked_counts(design, x, gen, n, True,
+                             lambda s: np.bincount(s.astype(np.int64), minlength=m))
+             for x in inputs]
+        )  # fmt: skip
+    elif event is not None:  # the events given, counted chunk by chunk
+        labels, items = _event_items(event)
+        counts = np.stack(
+            [_chunked_counts(mechanism, x, gen, n, vec, lambda s: _count_events(s, items))
+             for x in inputs]
+        )  # fmt: skip
+    else:  # the distinct reports observed: every sample held at once
+        samples = [_sample(mechanism, x, gen, n, vec) for x in inputs]
+        labels, counts = _event_masks(samples, event, design)
     return _evaluate(
         counts,
         labels,
@@ -157,8 +191,14 @@ def audit_design(
 ) -> AuditResult:
     """Audit a design over *every* pair of true answers (default claim: ``design.epsilon``).
 
-    Each true answer is sampled once (``trials`` reports); the bounds of all answers and
-    report values are Bonferroni-corrected together, so the result holds for the worst pair.
+    Each true answer is sampled once (``trials`` reports, counted and dropped); the bounds
+    of all answers and report values are Bonferroni-corrected together, so the result holds
+    for the worst pair.  Time and memory are O(answers x reports) after the draws (the
+    worst of the ``k (k - 1)`` ordered pairs of each report comes from its two largest and
+    two smallest bounds), so a design may have at most :data:`MAX_AUDIT_CELLS` (2**20)
+    such cells and ``answers x trials`` at most :data:`MAX_AUDIT_DRAWS` (10**9).  The
+    events table lists every (pair, report) while there are at most 4,096 of them, else
+    each report's worst pair.
 
     >>> from deniable import Categorical
     >>> audit_design(Categorical.from_epsilon(1.0, k=3), trials=20_000, seed=2).passed
@@ -173,15 +213,32 @@ def audit_design(
         )
     claim = design.epsilon if claimed_epsilon is None else claimed_epsilon
     claimed, n, s, lvl, gen = _common(claim, trials, seed, level)
-    k = design.n_truths
-    samples = [_sample(design, x, gen, n, True) for x in range(k)]
-    labels, counts = _event_masks(samples, None, design)
-    pairs = [(a, b) for a in range(k) for b in range(a + 1, k)]
+    k, m = design.n_truths, design.n_reports
+    if k * m > MAX_AUDIT_CELLS:
+        raise ParameterError(
+            f"`design` must have at most {MAX_AUDIT_CELLS:,} (true answer, report) cells for "
+            f"an audit of every pair of answers, got {k} answers x {m} reports = {k * m:,} "
+            f"({design.name}); audit two answers with `audit(design, x0, x1, ...)`."
+        )
+    if k * n > MAX_AUDIT_DRAWS:
+        raise ParameterError(
+            f"`trials` must be at most {MAX_AUDIT_DRAWS // k:,} for {design.name} with {k} "
+            f"true answers (each is sampled `trials` times; at most {MAX_AUDIT_DRAWS:,} "
+            f"draws in all), got {n:,}."
+        )
+    # one answer's reports at a time, a chunk at a time, counted and dropped: memory
+    # O(chunk + k m) whatever the trials
+    counts = np.zeros((k, m), dtype=np.int64)
+    for x in range(k):
+        counts[x] = _chunked_counts(
+            design, x, gen, n, True, lambda s: np.bincount(s.astype(np.int64), minlength=m)
+        )
+    labels = [_label(r) for r in range(m)]
     result = _evaluate(
         counts,
         labels,
         [f"truth {x}" for x in range(k)],
-        pairs,
+        None,
         trials=n,
         level=lvl,
         claimed=claimed,

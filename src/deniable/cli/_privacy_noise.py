@@ -211,7 +211,10 @@ def noise_command(
     force: ForceOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Noise for a released count: scale or σ, ε / ρ, and expected absolute error."""
+    """Noise for a released count: scale or σ, ε / ρ, and expected absolute error.
+
+    A scale or σ beyond the doubles is refused.
+    The discrete Gaussian takes σ in [1e-100, 1e100]; its exact (ε, δ) curve, σ up to 1e5."""
     check_choice("--method", method, ("analytic", "classic"))
     if not table:
         if plot is not None or force:
@@ -244,7 +247,7 @@ def noise_command(
         parse_epsilon("--epsilons", x, allow_zero=False, allow_inf=False)
         for x in epsilons.split(",")
     ]
-    with option_names(_NOISE_OPTIONS):
+    with option_names({**_NOISE_OPTIONS, "epsilon": "--epsilons"}):  # one of the grid
         result = noise_error_table(grid, delta=d, sensitivity=int(sens))
     if out is not None:
         from deniable.plotting import plot_noise_error

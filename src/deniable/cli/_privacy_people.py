@@ -108,7 +108,10 @@ def audit_command(
     design: Annotated[
         str,
         typer.Argument(
-            help="A design (see `deniable designs`), or unary / unary-broken.", show_default=False
+            help="A design (see `deniable designs`), or unary / unary-broken.  A design is "
+            "audited on every pair of answers: at most 2**20 (answer, report) cells "
+            "(categorical: k <= 1024).",
+            show_default=False,
         ),
     ],
     param: ParamOpt = None,
@@ -122,7 +125,13 @@ def audit_command(
         str | None,
         typer.Option("--claimed-epsilon", help="The ε to test (default: the design's own)."),
     ] = None,
-    trials: Annotated[str, typer.Option("--trials", help="Runs per input.")] = "100000",
+    trials: Annotated[
+        str,
+        typer.Option(
+            "--trials",
+            help="Runs per input, at most 10**8 (and 10**9 in all over a design's answers).",
+        ),
+    ] = "100000",
     seed: SeedOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,

@@ -19,7 +19,9 @@ from deniable.cli._files import claim_output
 from deniable.cli._options import DesignArg, ForceOpt, JsonOpt, ParamOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.common._format import epsilon_note
+from deniable.common._load import load_json
 from deniable.designs import QuestionSpec, dump_vectors, randomizer_vectors, spec_of
+from deniable.exceptions import DeniableError
 from deniable.results import Table
 
 __all__ = ["MAX_SPEC_BYTES", "spec_app"]
@@ -68,7 +70,10 @@ def check_command(
     ],
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a spec file against its parameters and print its ε."""
+    """Check a spec file against its parameters and print its ε.
+
+    Strict JSON of at most 64 MB: a key given twice, nesting past 64 levels or an integer of
+    more than 40 digits is refused."""
     path = Path(file)
     with guard_io(f"read {file!r}"):
         if path.is_dir():
@@ -77,7 +82,11 @@ def check_command(
             data = fh.read(MAX_SPEC_BYTES + 1)
     if len(data) > MAX_SPEC_BYTES:
         fail(f"`FILE` {file!r} is larger than the {MAX_SPEC_BYTES >> 20} MB a spec may have.")
-    spec = QuestionSpec.from_json(data)
+    parsed = load_json(data, source=f"spec file {file!r}")  # names the file and the place
+    try:
+        spec = QuestionSpec.from_dict(parsed)
+    except DeniableError as exc:  # the spec's own message, naming the file it is in
+        fail(f"spec file {file!r}: {exc}")
     if as_json:
         emit_json(
             {

@@ -47,7 +47,10 @@ FileArg = Annotated[
 @survey_app.command("validate")
 def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
     """Check a survey file: each question's ε, the total by basic and optimal composition,
-    and whether the cap holds (exit 1 when it does not)."""
+    and whether the cap holds (exit 1 when it does not).
+
+    A key given twice, nesting past 64 levels, an integer of more than 40 digits or a
+    question of more than 1,024 answers is refused."""
     from deniable.survey import load_survey
 
     if not file.strip():

@@ -24,7 +24,7 @@ from deniable.cli._render import emit_json, print_table, show
 from deniable.common._format import format_epsilon
 from deniable.results import Table
 
-__all__ = ["FORMATS", "MECHANISMS", "cli", "telemetry_app"]
+__all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
 
 #: The mechanisms ``simulate`` takes, by their ``--mechanism`` name.
 MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset")
@@ -34,6 +34,10 @@ _BATCH = 1 << 18
 _BATCH_BYTES = 1 << 25
 #: The formats ``simulate`` writes: a report file (``DNRP``) or a report table.
 FORMATS = ("reports", "parquet", "csv")
+#: Categories ``aggregate`` prints by default (a table), and the most it prints (``--rows``,
+#: or every category with ``--json``).
+TABLE_ROWS = 32
+MAX_ROWS = 1 << 16
 #: The most local Dask workers ``aggregate --local-workers`` starts.
 MAX_LOCAL_WORKERS = 64
 #: The largest report file ``simulate`` writes (16 GiB) and the most devices.
@@ -157,6 +161,13 @@ def simulate_command(
         else:
             from deniable.distributed import write_report_table
 
+            try:
+                import pyarrow  # noqa: F401 - checked here so the error names the extra
+            except ImportError:
+                fail(
+                    f"`--format {file_format}` needs pyarrow, of the [dask] extra: "
+                    "pip install 'deniable[dask]'."
+                )
             path = target.write(
                 lambda tmp: write_report_table(tmp, oracle, devices, batches(),
                                                format=file_format, progress=progress)
@@ -191,7 +202,13 @@ def aggregate_command(
         ),
     ],
     batch: Annotated[
-        int, typer.Option("--batch", min=1024, help="Reports read at once, >= 1024.")
+        int,
+        typer.Option(
+            "--batch",
+            min=1024,
+            help="Reports read at once (a partition of a table), >= 1024; at most 128 MB of "
+            "them whatever this says.",
+        ),
     ] = 1 << 20,
     scheduler: Annotated[
         str | None,
@@ -221,17 +238,28 @@ def aggregate_command(
         ),
     ] = None,
     rows: Annotated[
-        int | None, typer.Option("--rows", min=0, help="Categories shown (default: up to 32).")
+        int | None,
+        typer.Option(
+            "--rows",
+            min=0,
+            help=f"Categories shown, the first ones (default: up to {TABLE_ROWS}; with --json "
+            f"all of them, at most {MAX_ROWS:,}); only these are computed. At most "
+            f"{MAX_ROWS:,}.",
+        ),
     ] = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
     """Tally a report file in batches, or report tables on a Dask cluster (memory O(k)), and
-    estimate every frequency."""
-    from deniable.oracles import FrequencyEstimate, oracle_from_key, read_report_key, tally_file
+    estimate every frequency.
+
+    Intervals and rows are computed for the categories shown only (--rows, at most 65,536)."""
+    from deniable.oracles import oracle_from_key, read_report_key, tally_file
 
     if local_workers > MAX_LOCAL_WORKERS:
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
+    if rows is not None and rows > MAX_ROWS:
+        fail(f"`--rows` must be at most {MAX_ROWS:,} (the categories shown), got {rows}.")
     from deniable.distributed._tables import CSV_SUFFIXES
 
     lowered = file.lower().rstrip("/")
@@ -246,11 +274,16 @@ def aggregate_command(
             )
         with guard_io(f"read {file!r}"):
             oracle = oracle_from_key(read_report_key(file))
+            _check_json_rows(as_json, rows, int(oracle.k))  # before any report is read
             with progress_bar(not as_json, f"reading {file}") as progress:
                 tally = tally_file(oracle, file, batch=batch, progress=progress)
     else:
-        from deniable.distributed import aggregate
+        from deniable.distributed import aggregate, require_dask
 
+        try:
+            require_dask()
+        except ImportError as exc:  # one line naming the extra, never a traceback
+            fail(str(exc))
         if scheduler is not None and "://" not in scheduler:
             fail(f"`--scheduler` must be an address like tcp://host:8786, got {scheduler!r}.")
         where: Any = scheduler if scheduler is not None else (
@@ -269,14 +302,24 @@ def aggregate_command(
                 progress=progress,
             )
         oracle = oracle_from_key(tally.mechanism or "")
+    k = int(tally.counts.size) - 1
+    _check_json_rows(as_json, rows, k)
+    shown = (k if as_json else min(k, TABLE_ROWS)) if rows is None else min(rows, k)
+    # only the categories shown are estimated with intervals: the work follows --rows, not k
     est = oracle.estimate(tally)
     if as_json:
-        emit_json(est.to_dict(level))
-    elif isinstance(est, FrequencyEstimate):  # rows on request
-        print_table(est.table(level, rows))
-    else:  # k-ary randomized response: the categorical design's estimate
-        print_table(est.table(level))
+        emit_json(est.to_dict(level, rows=None if shown == k else shown))
+    else:  # a frequency oracle's or k-ary randomized response's (categorical) table
+        print_table(est.table(level, shown))
     sys.stdout.flush()
+
+
+def _check_json_rows(as_json: bool, rows: int | None, k: int) -> None:
+    if as_json and rows is None and k > MAX_ROWS:
+        fail(
+            f"`--json` prints every category, at most {MAX_ROWS:,}; this oracle has k = {k:,}: "
+            f"give --rows N (at most {MAX_ROWS:,}) for the first N."
+        )
 
 
 #: ``deniable aggregate``: the same command at the top level (the name the issue and the

@@ -1,7 +1,8 @@
 """Shared plumbing of every layer: argument validation, safe file writing, and the one
 epsilon formatter and JSON encoder.
 
-Holds no mathematics.  May import only :mod:`deniable.exceptions` (and numpy).
+Holds no mathematics.  May import only :mod:`deniable.exceptions` (and numpy; PyYAML
+inside :func:`load_yaml`).
 
 * ``_validation``: the checks every public entry point runs on its arguments, with
   messages that name the parameter, the allowed values and the value received;
@@ -13,7 +14,10 @@ Holds no mathematics.  May import only :mod:`deniable.exceptions` (and numpy).
   infinite one, never a finite stand-in; a tiny one never as ``0``), and the number,
   interval and parameter formats of printed results;
 * ``_json``: :func:`to_jsonable` and :func:`dumps`, the one JSON encoder (an infinite value
-  is ``"inf"``, NaN ``"nan"``; always valid JSON).
+  is ``"inf"``, NaN ``"nan"``; always valid JSON);
+* ``_load``: :func:`load_json` and :func:`load_yaml`, the one strict loader of each format
+  that every configuration file goes through (a key given twice, nesting past 64 levels,
+  an integer of more than 40 digits refused, naming the place).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 from deniable.common._files import atomic_write, atomic_write_text, existing_file, same_file
 from deniable.common._format import format_epsilon
 from deniable.common._json import dumps, to_jsonable
+from deniable.common._load import load_json, load_yaml
 
 __all__ = [
     "atomic_write",
@@ -28,6 +33,8 @@ __all__ = [
     "dumps",
     "existing_file",
     "format_epsilon",
+    "load_json",
+    "load_yaml",
     "same_file",
     "to_jsonable",
 ]

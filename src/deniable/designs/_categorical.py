@@ -449,29 +449,44 @@ class CategoricalEstimate(Result):
 
     def ci(self, level: float = 0.95, method: str = "exact") -> npt.NDArray[np.float64]:
         """``(k, 2)`` array of per-category intervals."""
-        return np.array([self.category(j).ci(level, method) for j in range(self.design.k)])
+        return self._ci(level, method, self.design.k)
 
-    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+    def _ci(self, level: float, method: str, rows: int) -> npt.NDArray[np.float64]:
+        """The intervals of the first ``rows`` categories only (the work follows them)."""
+        out = [self.category(j).ci(level, method) for j in range(rows)]
+        return np.array(out) if out else np.empty((0, 2))
+
+    def _rows(self, rows: int | None) -> int:
+        k = self.design.k
+        return k if rows is None else min(v.integer("rows", rows, minimum=0), k)
+
+    def to_dict(self, level: float = 0.95, rows: int | None = None) -> dict[str, Any]:
         """Plain-JSON dict: the lists of estimates, bounded MLEs, both SEs, exact and Wald
         intervals (one entry per category), the counts and shares of reports, and
-        ``categories``: each category as the binary design "report j or not"."""
-        cov = self.covariance_unbiased
+        ``categories``: each category as the binary design "report j or not".  With
+        ``rows``: the first ``rows`` categories only, computed for them only (and
+        ``"k"`` and ``"rows"``)."""
+        shown = self._rows(rows)
+        n = self.n
+        variances_unbiased = self.variances * n / (n - 1) if n > 1 else np.full(shown, math.nan)
         out: dict[str, Any] = {
-            "n": self.n,
-            "estimate": self.values,
-            "estimate_bounded": self.bounded,
-            "se": self.se,
-            "ci_exact": self.ci(level, "exact"),
-            "ci_wald": self.ci(level, "wald"),
+            "n": n,
+            "estimate": self.values[:shown],
+            "estimate_bounded": self.bounded[:shown],
+            "se": self.se[:shown],
+            "ci_exact": self._ci(level, "exact", shown),
+            "ci_wald": self._ci(level, "wald", shown),
             "level": level,
-            "counts": self.tally.counts,
-            "lambda_hat": [c / self.n for c in self.tally.counts.tolist()],
-            "se_unbiased": np.sqrt(cov if cov.ndim == 1 else cov.diagonal()),
+            "counts": self.tally.counts[:shown],
+            "lambda_hat": [c / n for c in self.tally.counts[:shown].tolist()],
+            "se_unbiased": np.sqrt(variances_unbiased[:shown]),
             "categories": [],
             "notes": list(information_note(self.design.p_truthful, self.n)),
         }
+        if rows is not None:
+            out.update(k=self.design.k, rows=shown)
         t, forced = self.design.p_truthful, self.design.forced_distribution
-        for j in range(self.design.k):
+        for j in range(shown):
             row = self.category(j).to_dict(level)
             p1 = t + (1 - t) * float(forced[j])
             row["p_yes_given_1"], row["p_yes_given_0"] = p1, p1 - t
@@ -479,24 +494,27 @@ class CategoricalEstimate(Result):
         result: dict[str, Any] = to_jsonable(out)
         return result
 
-    def table(self, level: float = 0.95) -> Table:
-        """One row per category: reports, unbiased estimate, MLE on the simplex, plug-in SE
-        and the exact interval at ``level``."""
-        ci = self.ci(level, "exact")
-        rows = [
+    def table(self, level: float = 0.95, rows: int | None = None) -> Table:
+        """One row per category (the first ``rows``; default all): reports, unbiased
+        estimate, MLE on the simplex, plug-in SE and the exact interval at ``level``."""
+        shown = self._rows(rows)
+        ci = self._ci(level, "exact", shown)
+        body = [
             (str(j), str(self.tally.counts[j]), format_number(float(self.values[j]), 6),
              format_number(float(self.bounded[j]), 6), format_number(float(self.se[j]), 6),
              format_interval(ci[j], 6))
-            for j in range(self.design.k)
+            for j in range(shown)
         ]  # fmt: skip
+        notes = ["estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)"]
+        if shown < self.design.k:
+            notes.append(
+                f"... {self.design.k - shown} more categories (table(rows=...) shows them)"
+            )
         return Table(
             ("category", "reports", "estimate", "MLE", "SE", f"{level:.0%} CI (exact)"),
-            tuple(rows),
+            tuple(body),
             title=f"Estimate of {self.design.k} category shares from {self.n} reports",
-            notes=(
-                "estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)",
-                *information_note(self.design.p_truthful, self.n),
-            ),
+            notes=(*notes, *information_note(self.design.p_truthful, self.n)),
             align="rrrrrr",
         )
 

@@ -9,6 +9,7 @@ from a spec alone and checks the reimplementation against every design's own ran
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,8 @@ TWO_GROUP_ALGORITHM = "two-group/2"
 
 #: Integers above this are written as strings (a JSON number may lose them in JavaScript).
 _JSON_INT_MAX = 1 << 53
+#: A decimal integer a spec may spell as a string (:func:`read_ints`): at most 40 digits.
+_DIGITS = re.compile(r"-?[0-9]{1,40}")
 
 
 @dataclass(frozen=True)
@@ -127,11 +130,12 @@ def json_ints(value: Any) -> Any:
 
 
 def read_ints(value: Any) -> Any:
-    """The inverse of :func:`json_ints` for a spec read from JSON (digit strings -> int)."""
+    """The inverse of :func:`json_ints` for a spec read from JSON (strings of at most 40
+    ASCII digits -> int; anything else stays as it is, and the comparison names it)."""
     if isinstance(value, list | tuple):
         return [read_ints(x) for x in value]
     if isinstance(value, Mapping):
         return {k: read_ints(x) for k, x in value.items()}
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         return int(value)
     return value

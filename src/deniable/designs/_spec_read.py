@@ -8,6 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from deniable.common._load import load_json
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS
 from deniable.designs._spec_algorithms import SPEC_SCHEMA, read_ints
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
@@ -191,37 +192,12 @@ def _check_epsilon(true: float, what: str, given: Any) -> None:
     )
 
 
-def _no_constant(name: str) -> Any:
-    raise DataError(f'the spec is not strict JSON: it holds {name} (write epsilon as "inf").')
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, x in pairs:
-        if k in out:
-            raise DataError(f"the spec has the field `{k}` twice.")
-        out[k] = x
-    return out
-
-
 def loads(text: str | bytes) -> Any:
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(
-                f"the spec is not UTF-8 text: {exc.reason} at byte {exc.start}."
-            ) from None
-    if not isinstance(text, str):
+    """The JSON data of a spec's text (the one strict loader: a key given twice, nesting
+    deeper than 64 levels, an integer of more than 40 digits, NaN refused)."""
+    if not isinstance(text, str | bytes):
         raise ParameterTypeError(f"a spec must be JSON text, got {type(text).__name__}.")
-    try:
-        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
-    except json.JSONDecodeError as exc:
-        raise DataError(
-            f"the spec is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}."
-        ) from None
-    except RecursionError:
-        raise DataError("the spec is not valid JSON: nested too deeply.") from None
+    return load_json(text, source="the spec")
 
 
 def check_labels(labels: Any, n: int) -> tuple[str, ...]:

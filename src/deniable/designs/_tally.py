@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.common._load import load_json
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import CHUNK
 
@@ -311,11 +312,7 @@ class Tally:
     @classmethod
     def from_json(cls, text: str | bytes) -> Tally:
         """The tally of :meth:`to_json`."""
-        try:
-            data = json.loads(text)
-        except (ValueError, TypeError) as exc:
-            raise DataError(f"a tally must be JSON: {exc}.") from None
-        return cls.from_dict(data)
+        return cls.from_dict(load_json(text, source="the tally"))
 
     def to_bytes(self) -> bytes:
         """The compact binary form: a header (magic ``DNTL``, version, key) and the counts as

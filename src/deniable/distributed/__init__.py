@@ -16,6 +16,7 @@ the same reports (integer addition is exact and associative), so the estimate is
                           table (atomically; Parquet carries the oracle's key)
 :func:`report_columns`    the column names of an oracle's reports
 :func:`table_mechanism`   the oracle whose key a Parquet report table carries
+:func:`require_dask`      the ``dask`` extra imported, or an ``ImportError`` naming it
 ========================  ==============================================================
 
 May import :mod:`deniable.oracles`, :mod:`deniable.designs`, :mod:`deniable.common` and
@@ -27,13 +28,8 @@ them.
 
 from __future__ import annotations
 
-from deniable.distributed._aggregate import (
-    DEFAULT_BATCH,
-    LOCAL_WORKERS,
-    aggregate,
-    resolve_mechanism,
-    table_mechanism,
-)
+from deniable.distributed._aggregate import DEFAULT_BATCH, LOCAL_WORKERS, aggregate
+from deniable.distributed._sources import require_dask, resolve_mechanism, table_mechanism
 from deniable.distributed._tables import (
     KEY_METADATA,
     TABLE_FORMATS,
@@ -49,6 +45,7 @@ __all__ = [
     "TABLE_FORMATS",
     "aggregate",
     "report_columns",
+    "require_dask",
     "resolve_mechanism",
     "table_format",
     "table_mechanism",

@@ -2,7 +2,8 @@
 
 The client lists the files (fsspec: a local path, a glob, a directory or any URL dask
 reads), checks each file's columns (and a Parquet file's oracle key) before anything is
-counted, and builds one task per partition: a Parquet row group, or a block of about
+counted, and builds one task per partition: a run of consecutive Parquet row groups of
+about ``batch`` rows (one footer read each), or a block of about
 ``batch`` rows of a CSV file (``dask.bytes.read_bytes`` splits it at line ends), or a whole
 compressed CSV file (``.csv.gz``, ``.csv.bz2``, ``.csv.zst``: a compressed stream cannot be
 split, so its task decompresses it as a stream and tallies it ``batch`` rows at a time).  A
@@ -16,24 +17,31 @@ worker: one partition (one batch of a compressed file) plus O(k).
 from __future__ import annotations
 
 import io
-import os
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from deniable.common import _validation as v
 from deniable.designs import Tally
-from deniable.distributed._tables import (
-    KEY_METADATA,
-    Progress,
-    record,
-    report_columns,
-    table_format,
+from deniable.distributed._sources import (
+    _check_has,
+    _codec,
+    _columns,
+    _csv_header,
+    _files,
+    _one_format,
+    _open_csv,
+    _parquet_key,
+    _table_oracle,
+    require_dask,
+    resolve_mechanism,
 )
-from deniable.exceptions import DataError, DeniableError, ParameterError, ParameterTypeError
+from deniable.distributed._tables import BATCH_BYTES, Progress, record
+from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
-__all__ = ["DEFAULT_BATCH", "LOCAL_WORKERS", "aggregate", "resolve_mechanism", "table_mechanism"]
+__all__ = ["DEFAULT_BATCH", "LOCAL_WORKERS", "aggregate"]
 
 #: Reports in one partition by default (a CSV block is sized to hold about this many).
 DEFAULT_BATCH = 1 << 20
@@ -44,176 +52,6 @@ LOCAL_WORKERS = 2
 LOOPBACK = "127.0.0.1:0"
 #: Seconds to wait for the scheduler of an existing cluster.
 CONNECT_TIMEOUT = 10.0
-
-
-def resolve_mechanism(mechanism: Any) -> Any:
-    """The oracle ``mechanism`` names: an oracle itself, its key (``olh{...}``, as a report
-    file or a Parquet table carries it) or its spec (a mapping or JSON text, schema
-    ``deniable.oracle/1``)."""
-    from deniable.oracles import oracle_from_key, oracle_from_spec
-
-    if isinstance(mechanism, Mapping):
-        return oracle_from_spec(mechanism)
-    if isinstance(mechanism, str):
-        text = mechanism.strip()
-        if text.startswith("{"):
-            return oracle_from_spec(text)
-        return oracle_from_key(text)
-    if hasattr(mechanism, "randomize") and hasattr(mechanism, "tally"):
-        record(mechanism)
-        return mechanism
-    raise ParameterTypeError(
-        "`mechanism` must be a frequency oracle, its key or its spec, got "
-        f"{type(mechanism).__name__}."
-    )
-
-
-def _files(source: Any) -> tuple[Any, list[str]]:
-    """``(filesystem, paths)`` of ``source``: each existing file it names (a directory
-    stands for the files in it), sorted within each pattern."""
-    import fsspec
-
-    items = [source] if isinstance(source, str | os.PathLike) else list(source)
-    if not items:
-        raise DataError("`source` must name at least one file, got an empty list.")
-    fs: Any = None
-    paths: list[str] = []
-    for item in items:
-        if not isinstance(item, str | os.PathLike):
-            raise ParameterTypeError(
-                f"`source` must be a path, a glob, a URL or a list of them, got "
-                f"{type(item).__name__}."
-            )
-        name = os.fspath(item)
-        try:
-            ifs, _, found = fsspec.core.get_fs_token_paths(name)
-        except (ValueError, ImportError, OSError) as exc:
-            raise DataError(f"cannot read `source` {name!r}: {exc}") from None
-        if fs is None:
-            fs = ifs
-        elif type(ifs) is not type(fs):
-            raise DataError("`source` mixes file systems; give files of one file system.")
-        pattern = any(ch in name for ch in "*?[")
-        for path in sorted(found):
-            if pattern and _hidden(path):  # a temporary file being written, say
-                continue
-            if fs.isdir(path):
-                inner = sorted(p for p in fs.ls(path, detail=False) if fs.isfile(p))
-                paths.extend(p for p in inner if not _hidden(p))
-            elif fs.isfile(path):
-                paths.append(path)
-        if not paths:
-            if found and all(fs.isdir(p) for p in found):
-                raise DataError(f"`source` {name!r} is a directory with no report tables in it.")
-            raise DataError(f"`source` {name!r} names no file (no such file, or no match).")
-    return fs, paths
-
-
-def _hidden(path: str) -> bool:
-    return os.path.basename(path.rstrip("/")).startswith((".", "_"))
-
-
-def _parquet_key(fs: Any, path: str) -> tuple[str | None, list[str], list[int]]:
-    """``(oracle key or None, column names, rows of each row group)`` of a Parquet file."""
-    import pyarrow.parquet as pq
-
-    try:
-        with fs.open(path, "rb") as fh:
-            meta = pq.ParquetFile(fh).metadata
-    except Exception as exc:  # pyarrow raises ArrowInvalid (a ValueError) and OSError
-        raise DataError(
-            f"{path!r} is not a readable Parquet file (truncated or malformed?): {exc}"
-        ) from None
-    schema = meta.schema.to_arrow_schema()
-    raw = (schema.metadata or {}).get(KEY_METADATA)
-    key = raw.decode("utf-8", errors="replace") if raw is not None else None
-    groups = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
-    return key, list(schema.names), groups
-
-
-def table_mechanism(path: str | os.PathLike[str]) -> str:
-    """The key of the oracle whose reports the Parquet report table ``path`` (the first file
-    a glob or directory names) holds, from its schema metadata."""
-    fs, paths = _files(path)
-    key, _, _ = _parquet_key(fs, paths[0])
-    if key is None:
-        raise DataError(
-            f"{paths[0]!r} carries no oracle key (it was not written by deniable); give "
-            "`mechanism`."
-        )
-    return key
-
-
-#: pyarrow's codec of each compressed CSV suffix.
-_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
-
-
-def _codec(path: str) -> str | None:
-    """The compression codec a CSV path's suffix names, or None for a plain ``.csv``."""
-    return next((c for suf, c in _CODECS.items() if path.lower().endswith(".csv" + suf)), None)
-
-
-def _open_csv(fs: Any, path: str) -> Any:
-    """A binary stream of the CSV text of ``path`` (decompressed as it is read)."""
-    codec = _codec(path)
-    raw = fs.open(path, "rb")
-    if codec is None:
-        return raw
-    import pyarrow as pa
-
-    return pa.CompressedInputStream(pa.PythonFile(raw, mode="r"), codec)
-
-
-def _csv_header(fs: Any, path: str) -> list[str]:
-    try:
-        with _open_csv(fs, path) as fh:
-            line = bytes(fh.readline(1 << 16) if _codec(path) is None else _first_line(fh))
-    except DeniableError:
-        raise
-    except Exception as exc:  # a corrupt compressed stream
-        raise DataError(f"{path!r} cannot be read as a CSV file of reports: {exc}") from None
-    try:
-        text = line.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        raise DataError(
-            f"{path!r} is not a CSV file of reports (its header is not UTF-8)."
-        ) from None
-    return [c.strip().strip('"') for c in text.split(",")] if text else []
-
-
-def _columns(oracle: Any, columns: Sequence[str] | None) -> tuple[str, ...]:
-    wanted = report_columns(oracle)
-    if columns is None:
-        return wanted
-    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
-        raise ParameterTypeError("`columns` must be a sequence of column names (str).")
-    given = tuple(columns)
-    if len(given) != len(wanted) or len(set(given)) != len(given):
-        raise ParameterError(
-            f"`columns` must name {len(wanted)} distinct columns (the items of one report of "
-            f"{oracle.name}), got {len(given)}: {', '.join(given)}."
-        )
-    return given
-
-
-def _first_line(stream: Any) -> bytes:
-    """The first line of a (decompressing) pyarrow stream, at most 64 KiB."""
-    got = b""
-    while b"\n" not in got and len(got) < 1 << 16:
-        chunk = stream.read(4096)
-        if not chunk:
-            break
-        got += bytes(chunk)
-    return got.split(b"\n", 1)[0]
-
-
-def _check_has(path: str, names: Sequence[str], columns: Sequence[str], oracle: Any) -> None:
-    missing = [c for c in columns if c not in names]
-    if missing:
-        raise DataError(
-            f"{path!r} has no column {', '.join(missing)} (reports of {oracle.name} need "
-            f"{', '.join(columns)}; it has {', '.join(names) or 'no columns'})."
-        )
 
 
 # ---- the tasks (run on the workers; module-level so they pickle by reference)
@@ -245,17 +83,40 @@ def _reports(table: Any, columns: Sequence[str], dtype: Any, where: str) -> Any:
 
 
 def _tally_parquet(
-    oracle: Any, fs: Any, path: str, group: int, columns: Sequence[str], dtype: Any
+    oracle: Any, fs: Any, path: str, first: int, stop: int, columns: Sequence[str], dtype: Any
 ) -> Tally:
+    """The tally of row groups ``first .. stop - 1`` of a Parquet file: one footer read and
+    one table of at most about ``batch`` rows (or one larger row group)."""
     import pyarrow.parquet as pq
 
-    where = f"{path!r} row group {group}"
+    where = f"{path!r} row group {first}" + (f"..{stop - 1}" if stop - first > 1 else "")
     try:
         with fs.open(path, "rb") as fh:
-            table = pq.ParquetFile(fh).read_row_group(group, columns=list(columns))
+            table = pq.ParquetFile(fh).read_row_groups(range(first, stop), columns=list(columns))
     except Exception as exc:
         raise DataError(f"{where} cannot be read (truncated or malformed?): {exc}") from None
     return _tally(oracle, _reports(table, columns, dtype, where), where)
+
+
+def _row_group_runs(rows: Sequence[int], batch: int) -> list[tuple[int, int]]:
+    """Consecutive row groups in runs of at most ``batch`` rows (a larger group alone):
+    the partitions of one Parquet file.  One task per run, not per group, so a file of many
+    small row groups costs O(rows / batch) footer reads, not one per group (each footer
+    read is O(groups): quadratic in the groups before).
+
+    >>> _row_group_runs([3, 3, 3, 10, 1], 6)
+    [(0, 2), (2, 3), (3, 4), (4, 5)]
+    """
+    runs: list[tuple[int, int]] = []
+    start, held = 0, 0
+    for i, n in enumerate(rows):
+        if i > start and held + n > batch:
+            runs.append((start, i))
+            start, held = i, 0
+        held += n
+    if start < len(rows):
+        runs.append((start, len(rows)))
+    return runs
 
 
 def _tally_csv(
@@ -352,11 +213,14 @@ def _tasks(
     from dask import delayed
 
     fs, paths = _files(source)
-    kind = table_format(paths[0], fmt)
+    kind = _one_format(paths, fmt)
     cols = _columns(oracle, columns)
-    dtype, _ = record(oracle)
+    dtype, width = record(oracle)
+    # a partition holds at most 128 MB of reports, whatever `batch` says
+    batch = max(1, min(batch, BATCH_BYTES // (width * dtype.itemsize)))
     tasks: list[Any] = []
     if kind == "parquet":
+        part = delayed(_tally_parquet, pure=True)
         for path in paths:
             key, names, groups = _parquet_key(fs, path)
             if key is not None and key != oracle.key:
@@ -364,8 +228,10 @@ def _tasks(
                     f"{path!r} holds reports of {key}, not of this oracle {oracle.key}."
                 )
             _check_has(path, names, cols, oracle)
-            part = delayed(_tally_parquet, pure=True)
-            tasks.extend(part(oracle, fs, path, g, cols, dtype) for g in range(len(groups)))
+            tasks.extend(
+                part(oracle, fs, path, first, stop, cols, dtype)
+                for first, stop in _row_group_runs(groups, batch)
+            )
         if not tasks:  # files without row groups: the tally of no reports
             tasks.append(delayed(_tally_none)(oracle))
         return tasks
@@ -377,7 +243,7 @@ def _tasks(
         _check_has(path, names, cols, oracle)
         headers[path] = names
     row = sum(len(str(np.iinfo(dtype).max)) + 1 for _ in cols)
-    blocksize = max(1 << 16, batch * row)
+    blocksize = max(1 << 16, row, min(batch * row, 2 * BATCH_BYTES))  # text: 2 x the bytes
     for path in paths:  # a compressed file: one task that streams it
         if _codec(path) is not None:
             part = delayed(_tally_csv_stream, pure=True)
@@ -433,8 +299,10 @@ def aggregate(
         A file, a glob (``day-*.parquet``), a directory (its files) or any URL dask and
         fsspec read (``s3://bucket/day/*.parquet``), or a list of them.
     mechanism : oracle, str or mapping, optional
-        The oracle, its key or its spec.  Default: the key a Parquet table carries (a CSV
-        table needs it).  A Parquet file whose key differs is refused, naming both keys.
+        The oracle, its key or its spec.  Default: the key the Parquet files carry, which
+        must be one key in every file (a file without a key, or of another oracle, is
+        refused whatever the order of the files; a CSV table needs ``mechanism``).  Given,
+        a Parquet file whose key differs is refused, naming both keys.
     scheduler : None, str or distributed.Client, optional
         ``None`` (default): a ``LocalCluster`` of ``local_workers`` worker processes with
         one thread each and no dashboard, started for this call and closed after it; a
@@ -444,11 +312,13 @@ def aggregate(
     columns : sequence of str, optional
         The report columns (default :func:`report_columns`: ``report`` or ``report_0 ..``).
     batch : int
-        Reports in one CSV partition (about; blocks are cut at line ends).  A Parquet
-        partition is one row group (``write_report_table`` writes ``2**20`` rows a group).
+        Reports in one partition, about: a CSV block (cut at line ends), or a run of
+        consecutive Parquet row groups of at most ``batch`` rows (a larger row group alone;
+        ``write_report_table`` writes ``2**20`` rows a group).
     format : {"parquet", "csv"}, optional
-        Default: by the suffix of the first file (``.csv.gz``, ``.csv.bz2`` and ``.csv.zst``
-        are CSV, each file read as one decompressing stream).
+        Default: by the suffix of each file (``.csv.gz``, ``.csv.bz2`` and ``.csv.zst``
+        are CSV, each file read as one decompressing stream); files of two formats are
+        refused.
     progress : callable, optional
         ``progress(done, total)`` after each partition is tallied (``total`` partitions);
         the partial tallies are then added as they finish instead of in a tree on the
@@ -467,18 +337,8 @@ def aggregate(
     """
     size = v.integer("batch", batch, minimum=1)
     workers = v.integer("local_workers", local_workers, minimum=1, maximum=256)
-    if mechanism is None:
-        _, paths = _files(source)
-        if table_format(paths[0], format) != "parquet":
-            raise ParameterError(
-                "`mechanism` must be given for CSV reports (a CSV table does not name its "
-                "oracle), got None."
-            )
-        from deniable.oracles import oracle_from_key
-
-        oracle = oracle_from_key(table_mechanism(paths[0]))
-    else:
-        oracle = resolve_mechanism(mechanism)
+    require_dask()
+    oracle = _table_oracle(source, format) if mechanism is None else resolve_mechanism(mechanism)
     if scheduler is not None and not isinstance(scheduler, str):
         from distributed import Client
 
@@ -541,6 +401,9 @@ def _run(
                     processes=True,
                     dashboard_address=None,  # no dashboard; its health routes on any port
                     scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK},
+                    # the workers log a failed task with its traceback on this process's
+                    # stderr; the error reaches the caller as one DataError instead
+                    silence_logs=logging.CRITICAL,
                 ) as cluster,
                 Client(cluster) as client,
             ):

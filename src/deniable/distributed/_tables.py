@@ -41,6 +41,8 @@ CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst")
 CSV_CODECS = {".csv.gz": "gzip", ".csv.bz2": "bz2", ".csv.zst": "zstd"}
 #: Rows in one Parquet row group / one CSV write by default.
 ROW_GROUP = 1 << 20
+#: The most bytes of reports one partition holds, whatever ``batch`` says.
+BATCH_BYTES = 1 << 27
 
 Progress = Callable[[int, int], object]
 

@@ -118,10 +118,12 @@ ALLOWED = (
 
 @dataclass(frozen=True)
 class FormulaNames:
-    """The column names a checked formula uses, left and right of ``~``, in order."""
+    """The column names a checked formula uses, left and right of ``~``, in order, and
+    those it marks categorical with ``C(column)``."""
 
     outcome: tuple[str, ...]
     covariates: tuple[str, ...]
+    categorical: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -173,7 +175,7 @@ def check_formula(formula: str) -> FormulaNames:
     Examples
     --------
     >>> check_formula("y ~ x1 + C(g) + np.log(income)")
-    FormulaNames(outcome=('y',), covariates=('x1', 'g', 'income'))
+    FormulaNames(outcome=('y',), covariates=('x1', 'g', 'income'), categorical=('g',))
     >>> check_formula("y ~ x1 + I(np.os.system('ls'))")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -191,6 +193,7 @@ def check_formula(formula: str) -> FormulaNames:
         first = text.splitlines()[0] if text else type(exc).__name__
         raise ParameterError(f"`formula` {formula!r} cannot be used: {first}") from None
     sides: tuple[list[str], list[str]] = ([], [])
+    marked: list[str] = []  # columns in C(...)
     rhs = False  # past the first `~`
     for i, token in enumerate(tokens):
         start = token.source_start or 0
@@ -228,7 +231,9 @@ def check_formula(formula: str) -> FormulaNames:
                 block = "{" + token.token + "}"
                 raise _refuse(formula, f"Python block `{block}`", "write I(...) instead")
             try:
-                names.extend(_check_python(token.token))
+                used, categorical = _check_python(token.token)
+                names.extend(used)
+                marked.extend(categorical)
             except _Refused as exc:
                 raise _refuse(formula, exc.what, exc.hint) from None
             except (SyntaxError, ValueError, RecursionError) as exc:
@@ -237,7 +242,11 @@ def check_formula(formula: str) -> FormulaNames:
                 raise _invalid(formula, token.token, start, why) from None
         else:  # pragma: no cover - formulaic's tokenizer has no other kind
             raise _refuse(formula, f"token `{shown}`")
-    return FormulaNames(tuple(dict.fromkeys(sides[0])), tuple(dict.fromkeys(sides[1])))
+    return FormulaNames(
+        tuple(dict.fromkeys(sides[0])),
+        tuple(dict.fromkeys(sides[1])),
+        tuple(dict.fromkeys(marked)),
+    )
 
 
 def _check_power(formula: str, rest: list[Any]) -> None:
@@ -256,8 +265,9 @@ def _check_power(formula: str, rest: list[Any]) -> None:
         return
 
 
-def _check_python(code: str) -> list[str]:
-    """The column names of one Python part (``I(x + 1)``); ``_Refused`` or ``SyntaxError``."""
+def _check_python(code: str) -> tuple[list[str], list[str]]:
+    """The column names of one Python part (``I(x + 1)``) and those of them in ``C(...)``;
+    ``_Refused`` or ``SyntaxError``."""
     from formulaic.utils.code import sanitize_variable_names
 
     aliases: dict[str, str] = {}
@@ -278,7 +288,7 @@ def _check_python(code: str) -> list[str]:
     else:
         checker.expr(body)  # names the kind of the part (a subscript, `x[0]`)
         raise _Refused(f"expression `{ast.unparse(body)}`")  # pragma: no cover
-    return checker.names
+    return checker.names, checker.categorical
 
 
 def _check_depth(tree: ast.AST) -> None:
@@ -299,6 +309,7 @@ class _Checker:
     def __init__(self, aliases: dict[str, str]) -> None:
         self.aliases = aliases
         self.names: list[str] = []
+        self.categorical: list[str] = []
 
     def name(self, node: ast.Name) -> None:
         original = self.aliases.get(node.id, node.id)
@@ -341,6 +352,7 @@ class _Checker:
             if len(node.args) != 1 or node.keywords or not isinstance(node.args[0], ast.Name):
                 raise _Refused(f"`{shown_call}`", "C() takes one column name: C(group)")
             self.name(node.args[0])
+            self.categorical.append(self.names[-1])
         elif callee == "poly":
             self.poly(node, shown_call)
         else:

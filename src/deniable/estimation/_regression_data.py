@@ -200,6 +200,9 @@ def model_data(
     kept = frame.dropna(subset=used) if used else frame
     if len(kept) == 0:
         raise DataError(f"no rows left: every row has a missing value in one of {used}.")
+    for column in dict.fromkeys(names.covariates):
+        if column not in names.categorical:
+            check_numbers_not_text(pd, kept, column)
     try:
         # na_action="ignore": rows with a missing input are gone already; a NaN now comes
         # from a transform (np.log of a negative value) and must not be dropped silently.
@@ -257,6 +260,39 @@ def model_data(
         index=index,
         spec=rhs.model_spec,
         n_dropped=len(frame) - len(index),
+    )
+
+
+def check_numbers_not_text(pd: Any, frame: Any, column: str) -> None:
+    """Refuse a column of text in which at least half the values are numbers, unless the
+    formula marks it categorical (``C(column)``).
+
+    formulaic turns a text column into one dummy column per distinct value, so a numeric
+    covariate with one stray value (``"unknown"``, ``"12,5"``) would silently become dozens
+    of dummy columns and a model of another meaning.  The error names the column, the first
+    value that is not a number and its row, and both ways out.
+    """
+    values = frame[column]
+    if not (pd.api.types.is_object_dtype(values) or pd.api.types.is_string_dtype(values)):
+        return  # numbers, booleans, or a pandas Categorical (categorical on purpose)
+    as_numbers = pd.to_numeric(values, errors="coerce")
+    numeric = int(as_numbers.notna().sum())
+    if numeric * 2 < len(values) or numeric == 0:
+        return  # text: categories, as formulaic reads them
+    stray = values[as_numbers.isna()]
+    if len(stray):
+        label, value = stray.index[0], stray.iloc[0]
+        raise DataError(
+            f"column {column!r} holds numbers ({numeric} of {len(values)} rows) and text: "
+            f"{value!r} (at index {label!r}) is not a number.  Read as text, it would become one "
+            f"dummy column per distinct value ({values.nunique()}); fix or blank the value, "
+            f"or mark the column categorical with C({column}) in the formula."
+        )
+    raise DataError(
+        f"column {column!r} holds numbers written as text (e.g. {values.iloc[0]!r}): read "
+        f"as text it would become one dummy column per distinct value "
+        f"({values.nunique()}); convert the column to numbers, or mark it categorical with "
+        f"C({column}) in the formula."
     )
 
 

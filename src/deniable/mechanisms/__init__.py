@@ -44,11 +44,20 @@ from deniable.mechanisms._noise_calibration import (
     calibrate_noise,
 )
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism
-from deniable.mechanisms._noise_discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+from deniable.mechanisms._noise_discrete import (
+    MAX_CURVE_SIGMA,
+    MAX_SIGMA,
+    MIN_SIGMA,
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+)
 from deniable.mechanisms._noise_table import NoiseErrorTable, noise_error_table
 
 __all__ = [
     "DEVICES",
+    "MAX_CURVE_SIGMA",
+    "MAX_SIGMA",
+    "MIN_SIGMA",
     "NOISE_MECHANISMS",
     "AdditiveNoiseChannel",
     "CoinProtocol",

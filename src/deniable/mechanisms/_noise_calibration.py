@@ -6,12 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from deniable.common import _validation as v
 from deniable.common._format import format_delta, format_epsilon
 from deniable.common._json import to_jsonable
 from deniable.exceptions import ParameterError
+from deniable.mechanisms._noise_common import _finite_noise, _float_up
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism
 from deniable.mechanisms._noise_discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from deniable.results import Result, Table
@@ -112,7 +114,13 @@ def calibrate_noise(
                           expected_abs_error=lap.expected_abs_error)  # fmt: skip
         else:
             dl = DiscreteLaplaceMechanism.from_epsilon(epsilon, int(sens))
-            values.update(scale=float(dl.scale), scale_exact=dl.scale, epsilon=dl.epsilon,
+            scale = _finite_noise(
+                _float_up(Fraction(dl.scale)),
+                "scale sensitivity / epsilon",
+                f"`epsilon` = {epsilon:g} and `sensitivity` = {sens:g}",
+                "give a larger `epsilon` or a smaller `sensitivity`",
+            )
+            values.update(scale=scale, scale_exact=dl.scale, epsilon=dl.epsilon,
                           delta=0.0, expected_abs_error=dl.expected_abs_error)  # fmt: skip
         return NoiseCalibration(mechanism, sens, values)
     if (epsilon is None) == (rho is None) or (epsilon is not None and delta is None):

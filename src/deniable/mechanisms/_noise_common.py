@@ -26,6 +26,32 @@ def _up(x: float, steps: int = 1) -> float:
     return x
 
 
+def _raise_until(ok: Any, x: float, what: str, step: int = 1) -> float:
+    """The first of ``x``, then ``x`` moved up ``step`` doubles at a time, where ``ok``
+    holds; after 1,000 such steps the step doubles each time, so even a start far from the
+    answer ends within about 1,100 steps (about 200 doublings cover every double)."""
+    for _ in range(1000):
+        if ok(x):
+            return x
+        x = _up(x, step)
+    size = float(step)
+    while not ok(x):
+        if not math.isfinite(x):  # pragma: no cover - ok holds long before
+            raise ParameterError(f"no {what} within the doubles meets the target.")
+        x += math.ulp(x) * size
+        size *= 2
+    return x
+
+
+def _finite_noise(value: float, what: str, inputs: str, hint: str) -> float:
+    """``value`` (a noise scale or sigma) if a positive finite double, else one error naming
+    the ``inputs`` that asked for it and what to ask instead (``hint``)."""
+    if value == 0 or not math.isfinite(value):
+        side = "above the largest double (1.8e308)" if value else "below the smallest double"
+        raise ParameterError(f"{inputs} need a noise {what} {side}; {hint}.")
+    return value
+
+
 def _float_up(q: Fraction) -> float:
     """The smallest double >= ``q`` (``inf`` beyond the largest double)."""
     if q > _MAX_DOUBLE:

@@ -21,8 +21,10 @@ from deniable.common import _validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._noise_common import (
     _TINY,
+    _finite_noise,
     _float_up,
     _open_uniform,
+    _raise_until,
     _real_values,
     _sensitivity,
     _up,
@@ -60,7 +62,13 @@ class LaplaceMechanism:
         """The Laplace mechanism with ``b = sensitivity / epsilon`` (rounded up)."""
         eps = v.positive("epsilon", epsilon)
         delta_f = _sensitivity(sensitivity)
-        return cls(_float_up(Fraction(delta_f) / Fraction(eps)), delta_f)
+        scale = _finite_noise(
+            _float_up(Fraction(delta_f) / Fraction(eps)),
+            "scale sensitivity / epsilon",
+            f"`epsilon` = {eps:g} and `sensitivity` = {delta_f:g}",
+            "give a larger `epsilon` or a smaller `sensitivity`",
+        )
+        return cls(scale, delta_f)
 
     @property
     def epsilon(self) -> float:
@@ -90,15 +98,24 @@ def _gaussian_delta(sigma: float, epsilon: float, sensitivity: float) -> float:
     """Balle & Wang (2018), Thm. 8: the exact delta(eps) of the Gaussian mechanism,
     ``Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D)``, computed in log space.
 
-    It is positive for every finite ``eps``: where it underflows (a huge ``eps``, where
-    ``Phi(a)`` underflows or the two terms cancel in double precision) the smallest positive
-    double is returned, never 0 or NaN.
+    It depends on ``s / D`` only.  It is positive for every finite ``eps``: where it
+    underflows (a huge ``eps``, where ``Phi(a)`` underflows or the two terms cancel in double
+    precision) the smallest positive double is returned, never 0 or NaN; where ``s / D``
+    leaves the doubles it is the limit (1 as ``s / D -> 0``, the smallest double as ``s / D
+    -> inf``).
     """
     from scipy import special
 
-    a = sensitivity / (2 * sigma) - epsilon * sigma / sensitivity
-    b = -sensitivity / (2 * sigma) - epsilon * sigma / sensitivity
-    log_a, log_b = float(special.log_ndtr(a)), float(special.log_ndtr(b))
+    ratio = sigma / sensitivity  # s / D: overflows to inf or underflows to 0 at the extremes
+    if ratio == 0:
+        return 1.0
+    if math.isinf(ratio):
+        return _TINY
+    half = 0.5 / ratio  # inf only when ratio is subnormal
+    shift = epsilon * ratio if epsilon else 0.0
+    a, b = half - shift, -half - shift
+    log_a = float(special.log_ndtr(a)) if not math.isnan(a) else -math.inf
+    log_b = float(special.log_ndtr(b))
     if log_a == -math.inf:
         return _TINY  # delta <= Phi(a), which underflows
     gap = epsilon + log_b - log_a
@@ -157,8 +174,10 @@ class GaussianMechanism:
                     "`epsilon` must be in (0, 1) for method='classic' (Dwork & Roth, "
                     f"Thm. A.1), got {eps}; use method='analytic'."
                 )
-            sigma = delta_f * math.sqrt(2 * math.log(1.25 / dlt)) / eps
-            return cls(_up(sigma, 4), delta_f)
+            sigma = delta_f * (math.sqrt(2 * math.log(1.25 / dlt)) / eps)
+            inputs = f"`epsilon` = {eps:g}, `delta` = {dlt:g} and `sensitivity` = {delta_f:g}"
+            sigma = _finite_noise(_up(sigma, 4), "sigma", inputs, _HINT)
+            return cls(sigma, delta_f)
         return cls(_analytic_sigma(eps, dlt, delta_f), delta_f)
 
     @classmethod
@@ -166,9 +185,7 @@ class GaussianMechanism:
         """``sigma = sensitivity / sqrt(2 rho)`` (rounded up): exactly ``rho``-zCDP."""
         r = v.positive("rho", rho)
         delta_f = _sensitivity(sensitivity)
-        sigma = delta_f / math.sqrt(2 * r)
-        while Fraction(delta_f) ** 2 / (2 * Fraction(sigma) ** 2) > Fraction(r):
-            sigma = _up(sigma)
+        sigma = _zcdp_sigma(r, delta_f)
         return cls(sigma, delta_f)
 
     @property
@@ -216,10 +233,8 @@ class GaussianMechanism:
             hi *= 2
             if hi > sys.float_info.max / 4:
                 return math.inf  # the true epsilon (about mu^2 / 2) overflows a double
-        eps = float(optimize.brentq(excess, 0.0, hi, xtol=1e-14, rtol=1e-14))
-        while excess(eps) > 0:
-            eps = _up(eps, 16)
-        return eps
+        eps = float(optimize.brentq(excess, 0.0, hi, xtol=1e-300, rtol=1e-14))
+        return _raise_until(lambda e: excess(e) <= 0, eps, "epsilon", step=16)
 
     @property
     def expected_abs_error(self) -> float:
@@ -235,21 +250,52 @@ class GaussianMechanism:
         return np.asarray(x + self.sigma * z, dtype=np.float64)
 
 
+_HINT = "give a target nearer the middle (a larger or smaller epsilon, delta or sensitivity)"
+
+
+def _zcdp_sigma(rho: float, sensitivity: float) -> float:
+    """The smallest double ``sigma`` with ``sensitivity^2 / (2 sigma^2) <= rho``."""
+    twice = 2 * rho
+    if math.isinf(twice):  # split so that 2 rho does not overflow
+        sigma = sensitivity / math.sqrt(2.0) / math.sqrt(rho)
+    else:
+        sigma = sensitivity / math.sqrt(twice)
+    inputs = f"`rho` = {rho:g} and `sensitivity` = {sensitivity:g}"
+    sigma = _finite_noise(sigma, "sigma", inputs, _HINT)
+    target = Fraction(rho)
+    return _raise_until(
+        lambda s: Fraction(sensitivity) ** 2 / (2 * Fraction(s) ** 2) <= target, sigma, "sigma"
+    )
+
+
 def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Smallest sigma with Balle--Wang delta(eps) <= delta, found by root finding, rounded up."""
+    """Smallest sigma with Balle--Wang delta(eps) <= delta, found by root finding on the
+    ratio ``sigma / sensitivity`` (delta depends on it only), rounded up; a sigma beyond the
+    doubles is one ``ParameterError`` naming the inputs."""
     from scipy import optimize
 
-    def excess(log_sigma: float) -> float:
-        return _gaussian_delta(math.exp(log_sigma), epsilon, sensitivity) - delta
+    inputs = f"`epsilon` = {epsilon:g}, `delta` = {delta:g} and `sensitivity` = {sensitivity:g}"
 
-    lo, hi = math.log(sensitivity) - 1.0, math.log(sensitivity) + 1.0
-    while excess(lo) <= 0:
+    def excess(log_ratio: float) -> float:
+        return _gaussian_delta(math.exp(log_ratio), epsilon, 1.0) - delta
+
+    lo, hi = -1.0, 1.0
+    while excess(lo) <= 0:  # delta -> 1 as the ratio -> 0, so this ends
         lo -= 2.0
+        if lo < -740:  # pragma: no cover - delta < 1 is above every delta of a tiny ratio
+            raise ParameterError(f"{inputs}: no sigma within the doubles meets the target.")
     while excess(hi) > 0:
         hi += 2.0
-    sigma = math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15)))
+        if hi > 709:
+            _finite_noise(math.inf, "sigma / sensitivity", inputs, _HINT)
+    ratio = math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=1e-15)))
+    sigma = _finite_noise(ratio * sensitivity, "sigma", inputs, _HINT)
     # brentq's answer may sit a hair on the unsafe side: step up until delta(sigma) <= delta
-    # with a relative margin for the rounding of log_ndtr (~1e-15).
-    while _gaussian_delta(sigma, epsilon, sensitivity) > delta * (1 - 1e-12):
-        sigma = _up(sigma, 64)
-    return sigma
+    # with a relative margin for the rounding of log_ndtr (~1e-15); near delta = 1, where
+    # delta hardly moves with sigma, the step grows (never an endless loop)
+    return _raise_until(
+        lambda s: _gaussian_delta(s, epsilon, sensitivity) <= delta * (1 - 1e-12),
+        sigma,
+        "sigma",
+        step=64,
+    )

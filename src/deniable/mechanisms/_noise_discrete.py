@@ -14,18 +14,24 @@ import numpy.typing as npt
 
 from deniable.accounting import ZCDP, ApproxDP, PureDP
 from deniable.common import _validation as v
+from deniable.exceptions import ParameterError
 from deniable.mechanisms._exact_sampling import discrete_gaussian, discrete_laplace, to_int64
 from deniable.mechanisms._noise_common import (
     _exact_positive,
     _float_up,
     _int_sensitivity,
     _integer_values,
-    _up,
 )
-from deniable.mechanisms._noise_continuous import _analytic_sigma
+from deniable.mechanisms._noise_continuous import _analytic_sigma, _zcdp_sigma
 from deniable.randomness import resolve_rng
 
-__all__ = ["DiscreteGaussianMechanism", "DiscreteLaplaceMechanism"]
+__all__ = [
+    "MAX_CURVE_SIGMA",
+    "MAX_SIGMA",
+    "MIN_SIGMA",
+    "DiscreteGaussianMechanism",
+    "DiscreteLaplaceMechanism",
+]
 
 
 @dataclass(frozen=True)
@@ -71,15 +77,20 @@ class DiscreteLaplaceMechanism:
 
     @property
     def expected_abs_error(self) -> float:
-        # E|X| = 2 q / (1 - q^2) with q = e^(-1/t): sum of k q^k, normalised
-        q = math.exp(-1 / float(self.scale))
-        return 2 * q / ((1 - q) * (1 + q))
+        # E|X| = 2 q / (1 - q^2) with q = e^(-1/t): sum of k q^k, normalised; that is
+        # 1 / sinh(1/t), about t for a large t (inf once t is beyond the doubles)
+        inv = _inverse_scale(self.scale)
+        if inv == 0:
+            return math.inf
+        # past 700 sinh overflows: 1 / sinh(x) = 2 e^-x / (1 - e^-2x), and e^-2x is 0 there
+        return 2 * math.exp(-inv) if inv > 700 else 1 / math.sinh(inv)
 
     def pmf(self, k: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """``P(X = k) = (1 - q) / (1 + q) q^|k|``, ``q = e^(-1/t)``."""
-        q = math.exp(-1 / float(self.scale))
+        inv = _inverse_scale(self.scale)
         kk = np.abs(np.asarray(k, dtype=np.float64))
-        return np.asarray((1 - q) / (1 + q) * q**kk, dtype=np.float64)
+        # (1 - q) / (1 + q) = tanh(1 / (2t)), without the cancellation of 1 - q
+        return np.asarray(math.tanh(inv / 2) * np.exp(-inv * kk), dtype=np.float64)
 
     def noise(self, size: int, *, rng: Any = None) -> npt.NDArray[np.int64]:
         """``size`` exact discrete Laplace draws (integers)."""
@@ -93,6 +104,44 @@ class DiscreteLaplaceMechanism:
         the values)."""
         x = _integer_values(values)
         return x + self.noise(x.size, rng=rng)
+
+
+def _inverse_scale(scale: Fraction | float) -> float:
+    """``1 / t`` as a double (0 when ``t`` is beyond the doubles, inf below them)."""
+    t = Fraction(scale)
+    return _float_up(1 / t) if t < Fraction(1) else float(1 / t)
+
+
+#: The largest sigma of a discrete Gaussian whose exact (epsilon, delta) curve is computed:
+#: the curve is summed over about 14 sigma integers, up to 80 times per calibration.
+MAX_CURVE_SIGMA = 1e5
+#: The range of sigma of a discrete Gaussian: its pmf and expected error are computed in
+#: doubles from sigma^2 (below the range the noise is 0 almost surely).
+MIN_SIGMA = 1e-100
+MAX_SIGMA = 1e100
+
+
+def _check_sigma(sigma: float, inputs: str, *, curve: bool) -> None:
+    """One ``ParameterError`` naming ``inputs`` when ``sigma`` is outside what is computed."""
+    if not sigma >= MIN_SIGMA:
+        raise ParameterError(
+            f"{inputs} need a discrete Gaussian with sigma below {MIN_SIGMA:g} (noise that is "
+            "0 almost surely); give a smaller epsilon or rho, or a larger delta."
+        )
+    if not sigma <= MAX_SIGMA:
+        raise ParameterError(
+            f"{inputs} need a discrete Gaussian with sigma above {MAX_SIGMA:g}, beyond the "
+            "range its pmf is computed in; give a larger epsilon or rho, or a smaller "
+            "sensitivity."
+        )
+    if curve and not sigma <= MAX_CURVE_SIGMA:
+        raise ParameterError(
+            f"{inputs} need a discrete Gaussian with sigma above {MAX_CURVE_SIGMA:g}, whose "
+            "exact (epsilon, delta) curve is summed term by term (one term per integer "
+            f"within about 14 sigma): at most sigma = {MAX_CURVE_SIGMA:g} is computed; give "
+            "a larger epsilon or delta or a smaller sensitivity, calibrate to rho without "
+            "delta, or use the continuous gaussian (within 1e-4 of it at such sigma)."
+        )
 
 
 def _discrete_gaussian_log_weights(sigma2: float, k: npt.NDArray[np.float64]) -> Any:
@@ -139,15 +188,19 @@ class DiscreteGaussianMechanism:
     def __post_init__(self) -> None:
         object.__setattr__(self, "sigma", _exact_positive("sigma", self.sigma))
         object.__setattr__(self, "sensitivity", _int_sensitivity(self.sensitivity))
+        if not MIN_SIGMA <= self.sigma <= MAX_SIGMA:
+            raise ParameterError(
+                f"`sigma` must be in [{MIN_SIGMA:g}, {MAX_SIGMA:g}] (the range the pmf is "
+                f"computed in), got {float(self.sigma):g}."
+            )
 
     @classmethod
     def from_zcdp(cls, rho: float, sensitivity: int = 1) -> DiscreteGaussianMechanism:
         """The smallest double ``sigma`` with ``sensitivity^2 / (2 sigma^2) <= rho``."""
         r = v.positive("rho", rho)
         delta_f = _int_sensitivity(sensitivity)
-        sigma = delta_f / math.sqrt(2 * r)
-        while Fraction(delta_f) ** 2 / (2 * Fraction(sigma) ** 2) > Fraction(r):
-            sigma = _up(sigma)
+        sigma = _zcdp_sigma(r, float(delta_f))
+        _check_sigma(sigma, f"`rho` = {r:g} and `sensitivity` = {delta_f}", curve=False)
         return cls(Fraction(sigma), delta_f)
 
     @classmethod
@@ -159,14 +212,19 @@ class DiscreteGaussianMechanism:
         eps = v.positive("epsilon", epsilon)
         dlt = v.probability("delta", delta, low_open=True, high_open=True)
         delta_f = _int_sensitivity(sensitivity)
+        inputs = f"`epsilon` = {eps:g}, `delta` = {dlt:g} and `sensitivity` = {delta_f}"
         start = _analytic_sigma(eps, dlt, float(delta_f))
+        # the discrete Gaussian needs about the continuous one's sigma (within a factor 2)
+        _check_sigma(start / 2, inputs, curve=True)
 
         def ok(sigma: float) -> bool:
             return _dg_delta(sigma * sigma, eps, delta_f) <= dlt * (1 - 1e-9)
 
-        lo, hi = start / 2, start
+        lo, hi = start / 2, min(start, MAX_CURVE_SIGMA)
         while not ok(hi):
-            lo, hi = hi, hi * 2
+            if hi >= MAX_CURVE_SIGMA:
+                _check_sigma(math.inf, inputs, curve=True)
+            lo, hi = hi, min(hi * 2, MAX_CURVE_SIGMA)
         while ok(lo) and lo > 1e-3:
             lo, hi = lo / 2, lo
         while hi - lo > 1e-9 * hi:
@@ -193,6 +251,7 @@ class DiscreteGaussianMechanism:
         """The smallest ``epsilon`` (bisected, rounded up) with ``delta(epsilon) <= delta``."""
         dlt = v.probability("delta", delta, low_open=True, high_open=True)
         s2, sens = float(self.sigma2), self.sensitivity
+        _check_sigma(math.sqrt(s2), f"this mechanism's sigma = {float(self.sigma):g}", curve=True)
 
         def ok(eps: float) -> bool:
             return _dg_delta(s2, eps, sens) <= dlt
@@ -214,7 +273,9 @@ class DiscreteGaussianMechanism:
     def delta_for_epsilon(self, epsilon: float) -> float:
         """Exact ``delta(eps) = sum_k max(0, p(k) - e^eps p(k - Delta))`` over the integers."""
         eps = v.positive("epsilon", epsilon, allow_zero=True)
-        return _dg_delta(float(self.sigma2), eps, self.sensitivity)
+        s2 = float(self.sigma2)
+        _check_sigma(math.sqrt(s2), f"this mechanism's sigma = {float(self.sigma):g}", curve=True)
+        return _dg_delta(s2, eps, self.sensitivity)
 
     def pmf(self, k: npt.ArrayLike) -> npt.NDArray[np.float64]:
         """``P(X = k) = exp(-k^2 / (2 sigma^2)) / Z``."""
@@ -260,9 +321,15 @@ def _dg_delta(sigma2: float, epsilon: float, sensitivity: int) -> float:
     """
     sigma = math.sqrt(sigma2)
     cut = sensitivity / 2 - epsilon * sigma2 / sensitivity
+    if cut < -40 * sigma - 2:  # every positive term underflows
+        return 0.0
     k_hi = math.ceil(cut) - 1
     k_lo = min(k_hi, math.floor(-40 * sigma) - 2)
     k_lo = max(k_lo, k_hi - math.ceil(80 * sigma) - 4)
+    # below the largest weight of the range (at min(k_hi, 0)) by a factor e^-92 (1e-40),
+    # terms cannot move the sum's double: about 14 sigma terms instead of 80 sigma
+    peak = min(k_hi, 0)
+    k_lo = max(k_lo, math.floor(-math.sqrt(peak * peak + 184.0 * sigma2)) - 1)
     k = np.arange(k_lo, k_hi + 1, dtype=np.float64)
     loss = (sensitivity * sensitivity - 2 * k * sensitivity) / (2 * sigma2)
     gap = np.minimum(epsilon - loss, 0.0)

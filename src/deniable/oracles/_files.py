@@ -20,9 +20,9 @@ n w s       the reports, ``s`` bytes per item
 
 :func:`write_reports` (or :func:`write_report_batches`, a batch at a time) writes one
 atomically (a temporary file renamed into place: never half-written); :func:`tally_file`
-reads it in batches of ``batch`` reports and adds their tallies, so memory is O(k) plus
-one batch, and calls ``progress(done, total)`` after each batch (the command line draws a
-progress bar with it).  A file of another oracle, a
+reads it in batches of ``batch`` reports (at most 128 MB of them) and adds their tallies,
+so memory is O(k) plus one batch, and calls ``progress(done, total)`` after each batch
+(the command line draws a progress bar with it).  A file of another oracle, a
 header that does not parse, or a file whose size is not the header plus ``n`` whole
 reports (truncated, or with bytes after the last report) is refused with
 :class:`~deniable.exceptions.DataError` before any report is counted.
@@ -56,8 +56,11 @@ __all__ = [
 
 REPORTS_MAGIC = b"DNRP"
 _VERSION = 1
-#: Reports read at once by default (at most 128 MB of packed reports at k = 2**20).
+#: Reports read at once by default.
 DEFAULT_BATCH = 1 << 20
+#: The most bytes of reports read at once, whatever ``batch`` says (a report of OUE at
+#: k = 2**16 is 8 KB: 2**20 of them would be 8 GB).
+BATCH_BYTES = 1 << 27
 
 Progress = Callable[[int, int], object]
 
@@ -180,10 +183,11 @@ def tally_file(
     batch: int = DEFAULT_BATCH,
     progress: Progress | None = None,
 ) -> Tally:
-    """The tally of a report file of ``oracle``, read ``batch`` reports at a time (memory:
-    O(k) for the tally plus one batch); ``progress(done, total)`` is called after each
-    batch.  Refuses a file of another oracle (naming both keys), a malformed header and a
-    truncated or overlong file, before counting anything."""
+    """The tally of a report file of ``oracle``, read ``batch`` reports at a time, or
+    :data:`BATCH_BYTES` (128 MB) of them if fewer (memory: O(k) for the tally plus one
+    batch); ``progress(done, total)`` is called after each batch.  Refuses a file of
+    another oracle (naming both keys), a malformed header and a truncated or overlong file,
+    before counting anything."""
     size = v.integer("batch", batch, minimum=1)
     name = os.fspath(path)
     dtype, width = _record(oracle)
@@ -211,6 +215,7 @@ def tally_file(
             )
         total: Tally | None = None
         done = 0
+        size = min(size, max(1, BATCH_BYTES // record))  # at most 128 MB of reports at once
         while done < n:
             m = min(size, n - done)
             chunk = np.fromfile(fh, dtype=dtype, count=m * width)

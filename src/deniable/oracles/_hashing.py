@@ -61,6 +61,10 @@ _32 = np.uint64(32)
 MAX_BUCKETS = 1 << 31
 #: Reports decoded at once (their words stay in cache while every value is tried).
 _DECODE_BLOCK = 1 << 14
+#: Below this many reports a block is decoded report by report (:func:`_decode_few`), each
+#: against ``_VALUE_RUN`` values at a time; from it on value by value (:func:`_decode_block`).
+_FEW_REPORTS = 512
+_VALUE_RUN = 1 << 16
 
 
 def collision_probability(g: int) -> Fraction:
@@ -236,12 +240,29 @@ class LocalHashing(BucketHashing):
         counts = np.zeros(self.k, dtype=np.int64)
         for start in range(0, arr.shape[0], _DECODE_BLOCK):
             block = arr[start : start + _DECODE_BLOCK]
-            _decode_block(block, g, counts)
+            if block.shape[0] < min(_FEW_REPORTS, self.k):  # a Python step per report
+                _decode_few(block, g, counts)
+            else:
+                _decode_block(block, g, counts)
         return counts, int(arr.shape[0])
 
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
         keep, _ = self.randomized_response.thresholds()
         return "local-hashing/1", 4, {"keep": keep, "buckets": self._buckets()}
+
+
+def _decode_few(block: npt.NDArray[np.uint64], g: int, counts: npt.NDArray[np.int64]) -> None:
+    """:func:`_decode_block` for a few reports: each report against a run of values at once
+    (the same test, ``a j + b - lo 2**32 < (hi - lo) 2**32``), so the Python loop runs per
+    report and per ``_VALUE_RUN`` values, not per value: 3 reports at k = 2**24 take a
+    fraction of a second instead of half a minute."""
+    lo, hi = bucket_bounds(block[:, 2], g)
+    offset = block[:, 1] - (lo << _32)
+    width = (hi - lo) << _32
+    for start in range(0, counts.size, _VALUE_RUN):
+        j = np.arange(start, min(start + _VALUE_RUN, counts.size), dtype=np.uint64)
+        for a, b, w in zip(block[:, 0], offset, width, strict=True):
+            counts[start : start + j.size] += (j * a + b) < w
 
 
 def _decode_block(block: npt.NDArray[np.uint64], g: int, counts: npt.NDArray[np.int64]) -> None:

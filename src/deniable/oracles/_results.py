@@ -152,14 +152,19 @@ class FrequencyEstimate(Result):
     def ci(self, level: float = 0.95, method: str = "wald") -> FloatArray:
         """``(k, 2)`` intervals at ``level``: ``wald`` (``values +- z se``, not clipped) or
         ``exact`` (Clopper-Pearson for the support share, mapped and clipped to [0, 1])."""
+        return self._ci(level, method, self.k)
+
+    def _ci(self, level: float, method: str, rows: int) -> FloatArray:
+        """The intervals of the first ``rows`` categories only (the work follows them)."""
         lvl = v.level(level)
         v.choice("method", method, ("wald", "exact"))
         if method == "wald":
             z = normal_quantile(lvl)
-            half = z * self.se
-            return np.stack([self.values - half, self.values + half], axis=1).astype(np.float64)
+            values = self.values[:rows]
+            half = z * np.sqrt(self.variances[:rows])
+            return np.stack([values - half, values + half], axis=1).astype(np.float64)
         p, q = self.p, self.q
-        lo, hi = beta_quantile_bounds(self.tally.counts[:-1], self.n, (1 - lvl) / 2)
+        lo, hi = beta_quantile_bounds(self.tally.counts[:rows], self.n, (1 - lvl) / 2)
         a, b = (lo - q) / (p - q), (hi - q) / (p - q)
         out = np.clip(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1), 0.0, 1.0)
         return np.asarray(out, dtype=np.float64)
@@ -189,25 +194,35 @@ class FrequencyEstimate(Result):
 
     # ---- output
 
-    def to_dict(self, level: float = 0.95) -> dict[str, Any]:
+    def to_dict(self, level: float = 0.95, rows: int | None = None) -> dict[str, Any]:
         """Plain JSON: the mechanism, n, p, q, and per category the estimate, the three
-        standard errors and both intervals (non-finite numbers as strings)."""
-        return {
+        standard errors and both intervals (non-finite numbers as strings); with ``rows``,
+        the first ``rows`` categories only (and ``"rows"``: how many), computed for them
+        only."""
+        shown = self.k if rows is None else min(v.integer("rows", rows, minimum=0), self.k)
+        n, gap = self.n, (self.p - self.q) ** 2
+        lam = self.tally.counts[:shown] / n  # the shown categories' support shares only
+        spread = lam * (1 - lam)
+        unbiased = np.full(shown, math.nan) if n == 1 else np.sqrt(spread / ((n - 1) * gap))
+        out = {
             "mechanism": self.tally.mechanism,
             "n": self.n,
             "k": self.k,
             "p": self.p,
             "q": self.q,
-            "estimate": _nums(self.values),
-            "se": _nums(self.se),
+            "estimate": _nums(self.values[:shown]),
+            "se": _nums(np.sqrt(self.variances[:shown])),
             "se_convention": SE_EXACT,
-            "se_plug_in": _nums(self.se_plug_in),
-            "se_unbiased": _nums(self.se_unbiased),
-            "ci_wald": [_nums(row) for row in self.ci(level, "wald")],
-            "ci_exact": [_nums(row) for row in self.ci(level, "exact")],
+            "se_plug_in": _nums(np.sqrt(spread / (n * gap))),
+            "se_unbiased": _nums(unbiased),
+            "ci_wald": [_nums(row) for row in self._ci(level, "wald", shown)],
+            "ci_exact": [_nums(row) for row in self._ci(level, "exact", shown)],
             "level": level,
             "notes": list(information_note(self.p - self.q, self.n)),
         }
+        if rows is not None:
+            out["rows"] = shown
+        return out
 
     def table(self, level: float = 0.95, rows: int | None = None) -> Table:
         """One row per category (the first ``rows``; default all up to 32 categories, else
@@ -215,8 +230,8 @@ class FrequencyEstimate(Result):
         limit = (self.k if self.k <= TABLE_ROWS else TABLE_ROWS) if rows is None else rows
         limit = v.integer("rows", limit, minimum=0)
         shown = min(limit, self.k)
-        wald = self.ci(level, "wald")[:shown]
-        exact = self.ci(level, "exact")[:shown]
+        wald = self._ci(level, "wald", shown)  # the shown categories only: O(rows)
+        exact = self._ci(level, "exact", shown)
         title = (
             f"{self.oracle.name}: {self.k} categories, n = {self.n}, epsilon = "
             f"{format_epsilon(self.oracle.epsilon)}"

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from deniable.common._load import load_json
 from deniable.designs._identity import exact_value
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._base import FrequencyOracle
@@ -127,7 +128,11 @@ def _parameter(name: str, value: Any) -> Any:
                 f"spec field `parameters.{name}` must be an integer or an exact fraction "
                 f'"p/q", got {value!r}.'
             ) from None
-        if float(frac) != frac:
+        try:
+            exact = float(frac) == frac
+        except OverflowError:  # beyond every double
+            exact = False
+        if not exact:
             raise DataError(
                 f"spec field `parameters.{name}` must be a fraction a double holds exactly, "
                 f"got {value!r}."
@@ -145,10 +150,7 @@ def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
     threshold, another epsilon, another hash family) is refused with
     :class:`~deniable.exceptions.DataError` naming the field."""
     if isinstance(spec, str | bytes):
-        try:
-            spec = json.loads(spec)
-        except ValueError as exc:
-            raise DataError(f"`spec` must be JSON text of an oracle spec: {exc}.") from None
+        spec = load_json(spec, source="`spec` (JSON text of an oracle spec)")
     if not isinstance(spec, Mapping):
         raise ParameterTypeError(
             f"`spec` must be a mapping or JSON text, got {type(spec).__name__}."
@@ -201,8 +203,8 @@ def oracle_from_key(key: str) -> Any:
         raise ParameterTypeError(f"`key` must be a string, got {type(key).__name__}.")
     name, brace, rest = key.partition("{")
     try:
-        params = json.loads(brace + rest) if brace else None
-    except ValueError:
+        params = load_json(brace + rest, source="`key`") if brace else None
+    except DataError:
         params = None
     if not isinstance(params, dict):
         raise DataError(f"`key` must look like NAME{{JSON parameters}}, got {key!r}.")

@@ -30,6 +30,7 @@ from typing import Any
 
 from deniable.accounting import compare_composition
 from deniable.accounting._exact_sum import add_up
+from deniable.common._load import load_json, load_yaml
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, QuestionSpec, spec_of
 from deniable.designs._spec import design_from_spec
 from deniable.exceptions import DataError, DeniableError, ParameterError
@@ -68,6 +69,8 @@ _TOP = {
 _REQUIRED = {"schema", "id", "title", "cap", "questions"}
 _QUESTION = {"id", "text", "labels", "design"}
 _RESPONDENTS = ("anonymous", "invitation")
+#: The most answers a survey question may have (a categorical design's k).
+MAX_ANSWERS = 1024
 
 
 def _where(path: str, message: str) -> ParameterError:
@@ -347,7 +350,10 @@ def _number(path: str, value: Any) -> float:
         x = float(value)
     elif isinstance(value, str):
         try:
-            x = float(Fraction(value.strip()))
+            exact = Fraction(value.strip())
+            x = float(exact)
+        except OverflowError:  # beyond every double ("1e400"): refused below with the range
+            x = math.inf if exact > 0 else -math.inf
         except (ValueError, ZeroDivisionError):
             try:
                 x = float(value)  # "inf", "-inf", "nan": refused below with the range
@@ -404,6 +410,10 @@ def _question(path: str, data: Any) -> SurveyQuestion:
     text = _text(f"{path}.text", data["text"])
     design = _design(f"{path}.design", data["design"])
     answers = design.n_truths
+    if answers > MAX_ANSWERS:  # labels, thresholds and a page of choices: all O(answers)
+        raise _where(f"{path}.design", f"has {answers:,} answers ({design.name}); a survey "
+                     f"question may have at most {MAX_ANSWERS:,}, each a label a respondent "
+                     "reads.")  # fmt: skip
     default = ("no", "yes") if answers == 2 else tuple(str(j) for j in range(answers))
     raw = data.get("labels", default)
     if (
@@ -468,9 +478,12 @@ def _design(path: str, data: Any) -> Design:
 # --------------------------------------------------------------------------- reading
 
 
-def loads_survey(text: str | bytes, *, format: str = "auto") -> Survey:
+def loads_survey(text: str | bytes, *, format: str = "auto", source: str | None = None) -> Survey:
     """A survey from the text of a file: ``format`` is ``"json"``, ``"yaml"`` or
-    ``"auto"`` (JSON if the text starts with ``{``, else YAML)."""
+    ``"auto"`` (JSON if the text starts with ``{``, else YAML); ``source`` names the text in
+    errors (default "the survey file").  Read by the one strict loader of each format: a key
+    given twice, nesting deeper than 64 levels, an integer of more than 40 digits are
+    refused, naming the place."""
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8-sig")
@@ -479,28 +492,8 @@ def loads_survey(text: str | bytes, *, format: str = "auto") -> Survey:
     if format not in ("auto", "json", "yaml"):
         raise ParameterError(f"`format` must be one of auto, json, yaml, got {format!r}.")
     kind = format if format != "auto" else ("json" if text.lstrip().startswith("{") else "yaml")
-    if kind == "json":
-
-        def no_constant(name: str) -> Any:
-            raise DataError(f"a survey file must be strict JSON, got {name}.")
-
-        try:
-            data = json.loads(text, parse_constant=no_constant)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"the survey file is not valid JSON: {exc}.") from None
-    else:
-        try:
-            import yaml
-        except ModuleNotFoundError:  # pragma: no cover - the dev environment has it
-            raise ImportError(
-                "YAML survey files need PyYAML: pip install 'deniable[survey]' (or write the "
-                "survey as JSON)."
-            ) from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            first = " ".join(str(exc).split())
-            raise DataError(f"the survey file is not valid YAML: {first}.") from None
+    where = "the survey file" if source is None else source
+    data = load_json(text, source=where) if kind == "json" else load_yaml(text, source=where)
     return Survey.from_dict(data)
 
 
@@ -513,7 +506,7 @@ def load_survey(path: str | Path) -> Survey:
         raise DataError(f"cannot read survey file {str(p)!r}: {exc.strerror or exc}.") from None
     suffix = p.suffix.lower()
     kind = "json" if suffix == ".json" else "yaml" if suffix in (".yaml", ".yml") else "auto"
-    return loads_survey(raw, format=kind)
+    return loads_survey(raw, format=kind, source=f"survey file {str(p)!r}")
 
 
 def demo_survey_text() -> str:
