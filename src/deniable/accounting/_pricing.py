@@ -239,7 +239,7 @@ class History:
     """What a store knows of some respondents before a spend: their totals (``spent``),
     whether each was charged for the question before (``charged``), the question's record
     (``None`` if never charged), and the unit of the store's totals (``unit``: ``None``
-    while the store holds none, :data:`UNKNOWN_UNIT` for totals of a unit not recorded)."""
+    while the store holds none, ``"unknown"`` for totals of a unit not recorded)."""
 
     spent: Floats
     charged: Mask

@@ -184,7 +184,7 @@ def tally_file(
     progress: Progress | None = None,
 ) -> Tally:
     """The tally of a report file of ``oracle``, read ``batch`` reports at a time, or
-    :data:`BATCH_BYTES` (128 MB) of them if fewer (memory: O(k) for the tally plus one
+    ``BATCH_BYTES`` (128 MB) of them if fewer (memory: O(k) for the tally plus one
     batch); ``progress(done, total)`` is called after each batch.  Refuses a file of
     another oracle (naming both keys), a malformed header and a truncated or overlong file,
     before counting anything."""
