@@ -149,7 +149,7 @@ def test_alias_bombs_and_recursive_aliases_are_refused() -> None:
 
 
 def test_malformed_text_is_still_one_error() -> None:
-    with pytest.raises(DataError, match=r"f is not valid JSON: .* line 1, column 9"):
+    with pytest.raises(DataError, match=r"f is not valid JSON: .* line 1, column [0-9]+"):
         load_json('{"a": 1,}', source="f")
     with pytest.raises(DataError, match="f is not strict JSON: it holds NaN"):
         load_json('{"a": NaN}', source="f")

@@ -23,6 +23,7 @@ import secrets
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,7 @@ class SessionRegistry:
         self.path = None if path is None else Path(path)
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self._closer: weakref.finalize[Any, Any] | None = None
 
     def _db(self) -> sqlite3.Connection:
         if self._conn is None:
@@ -104,6 +106,9 @@ class SessionRegistry:
                 "CREATE TABLE IF NOT EXISTS sessions (digest TEXT PRIMARY KEY, expires REAL)"
             )
             self._conn = conn
+            # an app dropped without a shutdown (a test's, a reloaded one) still closes its
+            # connection: Python 3.13 warns about a connection that is only collected
+            self._closer = weakref.finalize(self, conn.close)
         return self._conn
 
     def create(self, lifetime: float) -> str:
@@ -134,10 +139,12 @@ class SessionRegistry:
             self._db().execute("DELETE FROM sessions WHERE digest = ?", (_digest(session),))
 
     def close(self) -> None:
+        """Close the connection (a later call opens it again)."""
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            if self._closer is not None:
+                self._closer()  # closes the connection once, and detaches the finalizer
+                self._closer = None
+            self._conn = None
 
 
 def registry(app: Any) -> SessionRegistry:
