@@ -2,8 +2,10 @@
 
 * ``node --test tests/js/`` runs the Node suite (every case of tests/vectors/randomizers.json
   bit for bit, the output distribution against the channel, malformed specs, the session
-  logic against a fake server, the modules' layers); this test fails with node's output
-  when it fails, so the suite's one runner reports it.
+  logic against a fake server, the respondent and interviewer pages in a DOM (jsdom, the
+  dev dependency of package.json: ``npm ci`` at the repository root, which scripts/test
+  runs), the modules' layers); this test fails with node's output when it fails, so the
+  suite's one runner reports it.
 * Beyond the committed vectors: Python builds vectors for every example design of
   tests/_cases.py (both groups of designs) and for the demo survey's questions, with
   deniable's own randomizers, and the JavaScript randomizer must reproduce every report.
@@ -54,6 +56,12 @@ def _node() -> str:
 
 
 def test_node_suite() -> None:
+    if not (ROOT / "node_modules" / "jsdom" / "package.json").is_file():
+        pytest.fail(
+            "the node tests need their dev dependencies (jsdom): run `npm ci` in "
+            f"{ROOT} (scripts/test does it when node_modules is missing).",
+            pytrace=False,
+        )
     result = subprocess.run(
         [_node(), "--test", "tests/js/"],
         cwd=ROOT,
