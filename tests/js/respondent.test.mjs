@@ -135,6 +135,29 @@ test("no answer chosen: nothing is randomized or sent", async () => {
   assert.equal(reportPosts(server).length, 0);
 });
 
+test("a two-group question (cheater detection): two answers, randomized from the respondent type of the answer", async () => {
+  // the group word: 0 for group 1, TOP for group 2; the answer word TOP (above every
+  // threshold below 2**53: an honest carrier, whose threshold is 2**53, still says "yes")
+  for (const [groupWord, group] of [[0n, 1], [TOP, 2]]) {
+    for (const answer of [0, 1]) {
+      const words = [groupWord, TOP];
+      const { doc, server } = await openPage({ server: fakeServer({ questions: [CDM] }), crypto: wordsCrypto(words) });
+      const radios = [...form(doc, 0).querySelectorAll("input[type=radio]")];
+      assert.deepEqual(radios.map((r) => r.labels[0].textContent), ["no", "yes"]);
+      assert.match(form(doc, 0).querySelector(".how").textContent, /group 1 1 time in 2 and in group 2 otherwise/);
+      assert.match(form(doc, 0).querySelector(".how").textContent, /ε is infinite/);
+      await send(doc, 0, answer);
+      const type = CDM.spec.latent.type[answer][CDM.spec.latent.default]; // docs/specs.md: latent.type[x][l]
+      assert.equal(type, typeOf(CDM.spec, answer));
+      const expected = randomize(CDM.spec, type, words);
+      assert.deepEqual(reportPosts(server).map((r) => r.body), [{ question: "carrier", report: expected }]);
+      assert.equal(expected, 2 * (group - 1) + answer, "the group, then no (a non-carrier) or yes (a carrier)");
+      // the report says its group: “yes, group 2”, not a bare number
+      assert.match(status(doc, 0).textContent, new RegExp(`report “${["no", "yes"][answer]}, group ${group}”`));
+    }
+  }
+});
+
 test("a survey that cannot be opened: closed, invitation only, a used invitation, busy, offline", async () => {
   const cases = [
     [{ refuseSessions: { status: 409, error: "survey `demo` is closed: it takes no reports" } }, "", /^This survey is closed: it takes no answers now/],

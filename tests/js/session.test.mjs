@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { randomize } from "../../src/deniable/service/static/randomizer.js";
 import { HttpError, InterviewerSession, RespondentSession, sessionProblem } from "../../src/deniable/service/static/session.js";
-import { FakeStorage, QUESTIONS, TOP, fakeServer } from "./_fakes.mjs";
+import { FakeStorage, QUESTIONS, TOP, fakeServer, spec } from "./_fakes.mjs";
 import { wordsCrypto } from "./_helpers.mjs";
 
 /** Answers such that the given words make report != answer: the true answer cannot hide in a report. */
@@ -179,4 +179,21 @@ test("the page explains why a survey cannot be opened: closed, invitation only, 
 
 test("importing the module in node runs no page (no document)", async () => {
   assert.equal(typeof globalThis.document, "undefined");
+});
+
+test("a two-group question: the answer becomes its respondent type (latent.type[answer][default]) before it is randomized", async () => {
+  // cheater detection: latent.type = [[1, 3], [0, 2]], default 0 (not a cheater), so "no"
+  // is type 1 (honest non-carrier) and "yes" type 0 (honest carrier), who always says yes
+  const cdm = { id: "carrier", spec: spec("cdm-0", ["no", "yes"], "Do you carry the gene?") };
+  assert.deepEqual(cdm.spec.latent.type, [[1, 3], [0, 2]]);
+  for (const [answer, type] of [[0, 1], [1, 0]]) {
+    const server = fakeServer({ questions: [cdm] });
+    const words = [0n, TOP]; // group 1; an answer word above every threshold below 2**53
+    const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage: new FakeStorage(), crypto: wordsCrypto(words) });
+    await session.open();
+    const [q] = (await session.load()).questions;
+    const { report } = await session.answer(q, answer);
+    assert.equal(report, randomize(cdm.spec, type, words));
+    assert.equal(report, answer, "group 1: a non-carrier's word above its threshold says no, a carrier says yes");
+  }
 });

@@ -29,10 +29,13 @@ function statusText(status, label) {
   }
 }
 
+/** What a report says, for the status line: an answer's label, a count of red cards, or
+ * for a two-group design the answer and the group (report 2 (group - 1) + answer). */
 function reportLabel(question, report) {
   const labels = question.labels ?? question.spec.labels;
   const c = checkSpec(question.spec);
   if (c.algorithm === "bernoulli-count/1" && c.words > 1) return `${report} red card${report === 1 ? "" : "s"}`;
+  if (c.algorithm === "two-group/2") return `${labels?.[report % 2] ?? report % 2}, group ${1 + Math.floor(report / 2)}`;
   return labels && labels[report] !== undefined ? labels[report] : String(report);
 }
 

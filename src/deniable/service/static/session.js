@@ -4,7 +4,7 @@
 // them against fakes.  Only randomized reports are stored or sent: the body of a report is
 // {question, report} and nothing else.
 
-import { randomizeAnswer } from "./randomizer.js";
+import { randomizeAnswer, typeOf } from "./randomizer.js";
 import { SpecError, checkSpec, show } from "./spec.js";
 
 export class HttpError extends Error {
@@ -162,14 +162,17 @@ export class RespondentSession {
   /**
    * Answer a question: the device's kept report if it has one (the same report again,
    * whatever the answer given now), else a fresh randomization of `answer`, kept BEFORE it
-   * is sent (a lost response must not lead to a second randomization).
+   * is sent (a lost response must not lead to a second randomization).  A two-group
+   * design randomizes the respondent type of the answer (latent.type[answer][default],
+   * docs/specs.md), not the answer itself.
    */
   async answer(question, answer) {
     const kept = this.stored(question);
     if (kept === undefined) return { status: "changed", report: null };
     let report = kept;
     if (report === null) {
-      report = randomizeAnswer(question.spec, answer, this.crypto);
+      const twoGroup = checkSpec(question.spec).algorithm === "two-group/2"; // the design's, not the answer's
+      report = randomizeAnswer(question.spec, twoGroup ? typeOf(question.spec, answer) : answer, this.crypto);
       this.keep(question, report);
     }
     // `answer` goes out of use here; only `report` leaves this function
