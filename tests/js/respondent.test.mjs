@@ -158,6 +158,14 @@ test("a two-group question (cheater detection): two answers, randomized from the
   }
 });
 
+test("labels from the server that do not fit the spec make the question one the page cannot ask", async () => {
+  const questions = [{ id: "labels", spec: QUESTIONS[0].spec, labels: ["no", "yes", "maybe"] }, { id: "twice", spec: QUESTIONS[1].spec, labels: ["no", "no"] }];
+  const { doc } = await openPage({ server: fakeServer({ questions }) });
+  assert.match(form(doc, 0).querySelector(".error")?.textContent ?? "", /`labels` must be a list of 2 non-empty strings .*got \["no","yes","maybe"\]/);
+  assert.match(form(doc, 1).querySelector(".error")?.textContent ?? "", /`labels` must be distinct/);
+  for (const i of [0, 1]) assert.equal(form(doc, i).querySelectorAll("input, button").length, 0);
+});
+
 test("a survey that cannot be opened: closed, invitation only, a used invitation, busy, offline", async () => {
   const cases = [
     [{ refuseSessions: { status: 409, error: "survey `demo` is closed: it takes no reports" } }, "", /^This survey is closed: it takes no answers now/],

@@ -5,7 +5,7 @@
 // {question, report} and nothing else.
 
 import { randomizeAnswer, typeOf } from "./randomizer.js";
-import { SpecError, checkSpec, show } from "./spec.js";
+import { SpecError, checkLabels, checkSpec, show } from "./spec.js";
 
 export class HttpError extends Error {
   constructor(status, message, body) {
@@ -63,6 +63,17 @@ async function call(fetchImpl, method, url, { token, body } = {}) {
 
 const PREFIX = "deniable";
 
+/** Why the page cannot ask a question (its spec, or its labels for the spec), or null. */
+function problemOf(question) {
+  try {
+    const c = checkSpec(question.spec);
+    if (question.labels !== undefined && question.labels !== null) checkLabels(question.labels, c.answers);
+    return null;
+  } catch (err) {
+    return err.message;
+  }
+}
+
 export class RespondentSession {
   /**
    * surveyId: from the URL (/s/{id}); invitation: the ?invitation= token or null;
@@ -111,17 +122,12 @@ export class RespondentSession {
     this.token = null;
   }
 
-  /** GET the survey; every question's spec is checked (a bad one is marked, not thrown). */
+  /** GET the survey; every question is checked (a bad one is marked, not thrown). */
   async load() {
     const { data } = await call(this.fetch, "GET", this.api, { token: this.token });
     if (!data || !Array.isArray(data.questions)) throw new HttpError(500, "the server sent no questions.", data);
     for (const q of data.questions) {
-      try {
-        checkSpec(q.spec);
-        q.problem = null;
-      } catch (err) {
-        q.problem = err.message;
-      }
+      q.problem = problemOf(q);
       // a report the server already holds is this device's report: keep it
       if (Number.isSafeInteger(q.answered) && this.stored(q) === null && q.problem === null) this.keep(q, q.answered);
     }

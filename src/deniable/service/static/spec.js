@@ -43,6 +43,17 @@ export class PrivacyError extends SpecError {
   }
 }
 
+/**
+ * Check the labels of a question's answers: `answers` distinct non-empty strings (the
+ * checked spec's `answers`: 2 for a two-group design, else `truths`).
+ */
+export function checkLabels(labels, answers, field = "labels") {
+  if (!Array.isArray(labels) || labels.length !== answers || !labels.every((s) => typeof s === "string" && s.length > 0)) {
+    throw new SpecError(field, `must be a list of ${answers} non-empty strings (one per answer), got ${show(labels)}.`);
+  }
+  if (new Set(labels).size !== labels.length) throw new SpecError(field, `must be distinct, got ${show(labels)}.`);
+}
+
 /** A value as the error messages quote it (JSON where it can be). */
 export function show(value) {
   if (typeof value === "bigint") return `${value}`;
@@ -235,14 +246,8 @@ function checkSpecNow(spec) {
     checked.latent = spec.latent;
   }
 
-  const answers = twoGroup ? 2 : truths;
-  if ("labels" in spec) {
-    const labels = spec.labels;
-    if (!Array.isArray(labels) || labels.length !== answers || !labels.every((s) => typeof s === "string" && s.length > 0)) {
-      throw new SpecError("labels", `must be a list of ${answers} non-empty strings (one per answer), got ${show(labels)}.`);
-    }
-    if (new Set(labels).size !== labels.length) throw new SpecError("labels", `must be distinct, got ${show(labels)}.`);
-  }
+  checked.answers = twoGroup ? 2 : truths;
+  if ("labels" in spec) checkLabels(spec.labels, checked.answers);
   if ("text" in spec && typeof spec.text !== "string") throw new SpecError("text", `must be a string, got ${show(spec.text)}.`);
 
   // epsilon: stated exactly as the thresholds implement it (never finite for infinite)
