@@ -166,6 +166,14 @@ test("labels from the server that do not fit the spec make the question one the 
   for (const i of [0, 1]) assert.equal(form(doc, i).querySelectorAll("input, button").length, 0);
 });
 
+test("a two-group question whose latent indicator has no default (the unrelated question) is not asked", async () => {
+  const questions = [{ id: "unrelated", spec: spec("unrelated-unknown-0", ["no", "yes"], "Q?") }];
+  const { doc, server } = await openPage({ server: fakeServer({ questions }) });
+  assert.match(form(doc, 0).querySelector(".error")?.textContent ?? "", /`latent\.default`/);
+  assert.equal(form(doc, 0).querySelectorAll("input, button").length, 0);
+  assert.equal(reportPosts(server).length, 0);
+});
+
 test("a survey that cannot be opened: closed, invitation only, a used invitation, busy, offline", async () => {
   const cases = [
     [{ refuseSessions: { status: 409, error: "survey `demo` is closed: it takes no reports" } }, "", /^This survey is closed: it takes no answers now/],

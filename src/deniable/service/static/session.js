@@ -63,11 +63,18 @@ async function call(fetchImpl, method, url, { token, body } = {}) {
 
 const PREFIX = "deniable";
 
-/** Why the page cannot ask a question (its spec, or its labels for the spec), or null. */
+/**
+ * Why the page cannot ask a question, or null: its spec, its labels for the spec, or a
+ * two-group design whose latent indicator has no default (the unrelated question: its
+ * respondent type needs a second answer, which the page does not ask).
+ */
 function problemOf(question) {
   try {
     const c = checkSpec(question.spec);
     if (question.labels !== undefined && question.labels !== null) checkLabels(question.labels, c.answers);
+    if (c.algorithm === "two-group/2" && c.latent.default === null) {
+      throw new SpecError("latent.default", `is null: the respondent type needs the answer to the ${c.latent.name} question too, which this page does not ask.`);
+    }
     return null;
   } catch (err) {
     return err.message;
