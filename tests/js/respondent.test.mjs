@@ -158,6 +158,18 @@ test("a two-group question (cheater detection): two answers, randomized from the
   }
 });
 
+test("a question whose spec fails the check is shown as such, with nothing to answer and no dangling reference", async () => {
+  const questions = [{ id: "tampered", spec: { ...QUESTIONS[0].spec, epsilon: 0.1 } }, QUESTIONS[1]];
+  const { doc } = await openPage({ server: fakeServer({ questions }) });
+  assert.match(form(doc, 0).querySelector(".error").textContent, /^This question cannot be randomized on this device: `epsilon` is 0\.1/);
+  assert.equal(form(doc, 0).querySelectorAll("input, button").length, 0);
+  assert.equal(form(doc, 1).querySelectorAll("input[type=radio]").length, 2);
+  // the group is described by its error, not by an explanation that is not there
+  assert.deepEqual(danglingReferences(doc), []);
+  const described = doc.getElementById(form(doc, 0).querySelector("fieldset").getAttribute("aria-describedby"));
+  assert.equal(described.className, "error");
+});
+
 test("labels from the server that do not fit the spec make the question one the page cannot ask", async () => {
   const questions = [{ id: "labels", spec: QUESTIONS[0].spec, labels: ["no", "yes", "maybe"] }, { id: "twice", spec: QUESTIONS[1].spec, labels: ["no", "no"] }];
   const { doc } = await openPage({ server: fakeServer({ questions }) });

@@ -46,7 +46,8 @@ function renderQuestion(doc, session, question, index) {
   fieldset.append(el(doc, "legend", { text: question.text }));
   const status = el(doc, "p", { class: "q-status", id: `${qid}-status`, role: "status", "aria-live": "polite" });
   if (question.problem) {
-    fieldset.append(el(doc, "p", { class: "error", text: `This question cannot be randomized on this device: ${question.problem}` }));
+    // the fieldset is described by why it cannot be asked (the id of the explanation)
+    fieldset.append(el(doc, "p", { class: "error", id: `${qid}-how`, text: `This question cannot be randomized on this device: ${question.problem}` }));
     form.append(fieldset);
     return { form, done: null, question };
   }
