@@ -307,3 +307,20 @@ test("an address without a survey, and a survey with no question left", async ()
   const empty = await openPage({ server: fakeServer({ questions: [] }) });
   assert.equal(empty.doc.getElementById("questions").textContent, "There are no questions left for you in this survey.");
 });
+
+test("a question without labels (none from the server, none in its spec) offers the answers by their default names", async () => {
+  const bare = (q) => {
+    const s = structuredClone(q.spec);
+    delete s.labels;
+    return { id: q.id, text: s.text, spec: s, labels: null };
+  };
+  const { doc, server } = await openPage({ server: fakeServer({ questions: [bare(QUESTIONS[1]), bare(QUESTIONS[2])] }), crypto: wordsCrypto([TOP]) });
+  const names = (i) => [...form(doc, i).querySelectorAll("input[type=radio]")].map((r) => r.labels[0].textContent);
+  assert.deepEqual(names(0), ["no", "yes"]);
+  assert.deepEqual(names(1), ["answer 1", "answer 2", "answer 3", "answer 4"]);
+  // the explanation uses the same names
+  assert.match(form(doc, 0).querySelector(".how").textContent, /the odds that your true answer is “yes”/);
+  await send(doc, 0, 1);
+  assert.equal(reportPosts(server).length, 1);
+  assert.match(status(doc, 0).textContent, /^Received\. Your device sent the randomized report “(no|yes)”/);
+});

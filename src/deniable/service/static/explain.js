@@ -42,6 +42,16 @@ export function quote(label) {
 }
 
 /**
+ * The names of a question's answers: the labels given, else the spec's, else "no" and
+ * "yes" for a yes/no design and "answer 1" .. "answer k" for k answers.
+ */
+export function answerNames(spec, labels) {
+  const c = checkSpec(spec);
+  if (labels ?? spec.labels) return labels ?? spec.labels;
+  return c.algorithm !== "keep-or-forced/1" ? ["no", "yes"] : Array.from({ length: c.truths }, (_, i) => `answer ${i + 1}`);
+}
+
+/**
  * What happens to an answer, in plain words computed from the spec's thresholds.
  *
  * Returns {how: [sentences], reveal: sentence, parts: [{share, kind, label}], summary}:
@@ -51,8 +61,7 @@ export function quote(label) {
 export function explain(spec, labels) {
   const c = checkSpec(spec);
   const N = Number(ONE);
-  const binary = c.algorithm !== "keep-or-forced/1";
-  const names = labels ?? spec.labels ?? (binary ? ["no", "yes"] : Array.from({ length: c.truths }, (_, i) => `answer ${i + 1}`));
+  const names = answerNames(spec, labels);
   const how = [];
   const parts = [];
   let reveal;

@@ -4,7 +4,7 @@
 // the randomization: it is never stored, logged or sent.
 
 import { el, picture, statusLine } from "./dom.js";
-import { explain, quote } from "./explain.js";
+import { answerNames, explain, quote } from "./explain.js";
 import { HttpError, RespondentSession, sessionProblem } from "./session.js";
 import { checkSpec } from "./spec.js";
 
@@ -32,11 +32,11 @@ function statusText(status, label) {
 /** What a report says, for the status line: an answer's label, a count of red cards, or
  * for a two-group design the answer and the group (report 2 (group - 1) + answer). */
 function reportLabel(question, report) {
-  const labels = question.labels ?? question.spec.labels;
+  const labels = answerNames(question.spec, question.labels ?? undefined);
   const c = checkSpec(question.spec);
   if (c.algorithm === "bernoulli-count/1" && c.words > 1) return `${report} red card${report === 1 ? "" : "s"}`;
-  if (c.algorithm === "two-group/2") return `${labels?.[report % 2] ?? report % 2}, group ${1 + Math.floor(report / 2)}`;
-  return labels && labels[report] !== undefined ? labels[report] : String(report);
+  if (c.algorithm === "two-group/2") return `${labels[report % 2]}, group ${1 + Math.floor(report / 2)}`;
+  return labels[report] ?? String(report);
 }
 
 function renderQuestion(doc, session, question, index) {
@@ -51,14 +51,14 @@ function renderQuestion(doc, session, question, index) {
     form.append(fieldset);
     return { form, done: null, question };
   }
-  const labels = question.labels ?? question.spec.labels ?? [];
+  const labels = answerNames(question.spec, question.labels ?? undefined);
   const choices = el(doc, "div", { class: "choices" });
   labels.forEach((label, value) => {
     const id = `${qid}-a${value}`;
     choices.append(el(doc, "div", { class: "choice" }, el(doc, "input", { type: "radio", name: qid, id, value, required: true }), el(doc, "label", { for: id, text: label })));
   });
   fieldset.append(choices);
-  const info = explain(question.spec, labels.length ? labels : undefined);
+  const info = explain(question.spec, labels);
   const how = el(doc, "div", { class: "how", id: `${qid}-how` });
   for (const s of info.how) how.append(el(doc, "p", { text: s }));
   how.append(el(doc, "p", { class: "reveal", text: info.reveal }));
