@@ -5,10 +5,29 @@ import { readFileSync } from "node:fs";
 import { JSDOM } from "jsdom";
 import { STATIC } from "./_helpers.mjs";
 
-/** The window of a static page (respondent.html, interviewer.html) at the given address. */
+/**
+ * The window of a static page (respondent.html, interviewer.html) at the given address.
+ *
+ * With HTML's focus fixup rule, which jsdom lacks and browsers apply (Chromium: a focused
+ * button that is disabled, or whose fieldset is, loses the focus to the body): without
+ * it a test could not see a page lose the keyboard's place.
+ */
 export function pageWindow(file, url) {
   const html = readFileSync(new URL(file, STATIC), "utf8");
-  return new JSDOM(html, { url }).window;
+  const win = new JSDOM(html, { url }).window;
+  const doc = win.document;
+  new win.MutationObserver(() => {
+    const active = doc.activeElement;
+    if (!(active?.matches("button, input, select, textarea") && (active.disabled || active.closest("fieldset[disabled]")))) return;
+    // jsdom's blur() ignores a disabled element: move the focus away through a stand-in
+    const standIn = doc.createElement("span");
+    standIn.tabIndex = -1;
+    doc.body.append(standIn);
+    standIn.focus();
+    standIn.blur();
+    standIn.remove();
+  }).observe(doc, { attributes: true, attributeFilter: ["disabled"], subtree: true });
+  return win;
 }
 
 /**

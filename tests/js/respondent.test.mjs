@@ -126,6 +126,24 @@ test("the keyboard: native controls in reading order, one group per question, th
   assert.equal(reportPosts(server).length, 1);
 });
 
+test("after a report is sent the focus moves to the question's status line, so Tab goes on to the next question", async () => {
+  const { doc } = await openPage({ crypto: wordsCrypto([TOP]) });
+  await send(doc, 0, 1);
+  assert.equal(form(doc, 0).querySelector("fieldset").disabled, true);
+  assert.equal(doc.activeElement, status(doc, 0));
+  assert.equal(status(doc, 0).getAttribute("tabindex"), "-1");
+  const order = tabOrder(doc);
+  assert.equal(order[order.indexOf(doc.getElementById("q1-a0")) - 1].className, "skip", "the sent question leaves the tab order");
+});
+
+test("a failed send keeps the focus on the send button, to try again", async () => {
+  const server = fakeServer();
+  const { doc } = await openPage({ server, crypto: wordsCrypto([TOP]) });
+  server.setDown(true);
+  await send(doc, 0, 1);
+  assert.equal(doc.activeElement, form(doc, 0).querySelector("button.send"));
+});
+
 test("no answer chosen: nothing is randomized or sent", async () => {
   const { doc, server, crypto } = await openPage();
   await send(doc, 1);

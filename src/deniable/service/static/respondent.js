@@ -44,7 +44,8 @@ function renderQuestion(doc, session, question, index) {
   const form = el(doc, "form", { class: "question", id: `${qid}-form`, novalidate: true });
   const fieldset = el(doc, "fieldset", { "aria-describedby": `${qid}-how` });
   fieldset.append(el(doc, "legend", { text: question.text }));
-  const status = el(doc, "p", { class: "q-status", id: `${qid}-status`, role: "status", "aria-live": "polite" });
+  // tabindex -1: the focus can land on the status line (after a send), Tab never stops there
+  const status = el(doc, "p", { class: "q-status", id: `${qid}-status`, role: "status", "aria-live": "polite", tabindex: "-1" });
   if (question.problem) {
     // the fieldset is described by why it cannot be asked (the id of the explanation)
     fieldset.append(el(doc, "p", { class: "error", id: `${qid}-how`, text: `This question cannot be randomized on this device: ${question.problem}` }));
@@ -78,6 +79,7 @@ function renderQuestion(doc, session, question, index) {
   };
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
+    const focused = form.contains(doc.activeElement); // sent from the keyboard, or a focusing click
     const picked = choices.querySelector("input:checked");
     const kept = session.stored(question);
     if (!picked && kept === null) {
@@ -95,6 +97,9 @@ function renderQuestion(doc, session, question, index) {
       status.className = "q-status error";
     } finally {
       button.disabled = false;
+      // keep the keyboard's place: on the outcome once the question is done (the next Tab
+      // goes on to the next question), else on the button, to try again
+      if (focused) (fieldset.disabled ? status : button).focus();
     }
   });
   return { form, done, question };
