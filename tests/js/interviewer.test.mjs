@@ -77,6 +77,12 @@ test("signing in: the token kept in the tab's storage, the protocols shown, one 
   assert.deepEqual(danglingReferences(doc), []);
 });
 
+test("one protocol is said as one question", async () => {
+  const { doc } = await openPage({ server: fakeServer({ protocols: PROTOCOLS.slice(0, 1) }) });
+  await signIn(doc);
+  assert.equal(statusText(doc), "1 question. Read each protocol to the respondent, then enter the reports they produced.");
+});
+
 test("storing a respondent: only the questions asked, {question, report} each; the form is cleared", async () => {
   const { doc, server } = await openPage();
   await signIn(doc);

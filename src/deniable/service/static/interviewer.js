@@ -60,7 +60,7 @@ export async function runInterviewer(win, { fetch = win.fetch.bind(win), storage
       const field = el(doc, "div", { class: "field" }, el(doc, "label", { for: id, text: "The result the respondent gave" }), control);
       list.append(el(doc, "section", { class: "protocol", "aria-labelledby": `${id}-title` }, el(doc, "h3", { id: `${id}-title`, text: p.text ?? p.question }), steps, field));
     });
-    say(`${protocols.length} questions. Read each protocol to the respondent, then enter the reports they produced.`);
+    say(`${protocols.length} question${protocols.length === 1 ? "" : "s"}. Read each protocol to the respondent, then enter the reports they produced.`);
   };
 
   doc.getElementById("login-form").addEventListener("submit", async (event) => {
