@@ -9,8 +9,8 @@ import { STATIC } from "./_helpers.mjs";
  * The window of a static page (respondent.html, interviewer.html) at the given address.
  *
  * With HTML's focus fixup rule, which jsdom lacks and browsers apply (Chromium: a focused
- * button that is disabled, or whose fieldset is, loses the focus to the body): without
- * it a test could not see a page lose the keyboard's place.
+ * control that is disabled, or whose fieldset is, or that is hidden, loses the focus to
+ * the body): without it a test could not see a page lose the keyboard's place.
  */
 export function pageWindow(file, url) {
   const html = readFileSync(new URL(file, STATIC), "utf8");
@@ -18,7 +18,8 @@ export function pageWindow(file, url) {
   const doc = win.document;
   new win.MutationObserver(() => {
     const active = doc.activeElement;
-    if (!(active?.matches("button, input, select, textarea") && (active.disabled || active.closest("fieldset[disabled]")))) return;
+    const control = active?.matches("button, input, select, textarea");
+    if (!(control && (active.disabled || active.closest("fieldset[disabled]"))) && !active?.closest("[hidden]")) return;
     // jsdom's blur() ignores a disabled element: move the focus away through a stand-in
     const standIn = doc.createElement("span");
     standIn.tabIndex = -1;
@@ -26,7 +27,7 @@ export function pageWindow(file, url) {
     standIn.focus();
     standIn.blur();
     standIn.remove();
-  }).observe(doc, { attributes: true, attributeFilter: ["disabled"], subtree: true });
+  }).observe(doc, { attributes: true, attributeFilter: ["disabled", "hidden"], subtree: true });
   return win;
 }
 

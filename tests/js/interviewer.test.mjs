@@ -133,6 +133,20 @@ test("a wrong token: forgotten, the sign-in form again; signing out forgets the 
   assert.equal(statusText(doc), "Signed out.");
 });
 
+test("the keyboard's place: the first report after signing in, the token field after a refusal or signing out", async () => {
+  const { doc } = await openPage();
+  const button = doc.querySelector("#login-form button[type=submit]");
+  button.focus();
+  await signIn(doc, "wrong");
+  assert.equal(doc.activeElement, doc.getElementById("admin-token"));
+  button.focus();
+  await signIn(doc);
+  assert.equal(doc.activeElement, doc.querySelector("select[data-question=happy]"));
+  doc.getElementById("logout").focus();
+  doc.getElementById("logout").click();
+  assert.equal(doc.activeElement, doc.getElementById("admin-token"));
+});
+
 test("a token kept in the tab: the protocols at once", async () => {
   const storage = new FakeStorage();
   storage.setItem("deniable/admin", ADMIN);

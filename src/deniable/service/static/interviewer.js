@@ -21,7 +21,11 @@ export async function runInterviewer(win, { fetch = win.fetch.bind(win), storage
   const list = doc.getElementById("protocols");
   const entry = doc.getElementById("entry");
 
-  const show_ = async () => {
+  const tokenField = doc.getElementById("admin-token");
+
+  // moveFocus: signing in or out from the page hides the focused button, so the focus goes
+  // on to what comes next (the first report, or the token field), not to the body
+  const show_ = async (moveFocus = false) => {
     let protocols;
     try {
       protocols = await session.protocols();
@@ -29,6 +33,7 @@ export async function runInterviewer(win, { fetch = win.fetch.bind(win), storage
       if (err instanceof HttpError && err.status === 401) session.setToken(null);
       login.hidden = false;
       work.hidden = true;
+      if (moveFocus) tokenField.focus();
       return say(`Could not load the protocols: ${err.message}`, true);
     }
     login.hidden = true;
@@ -61,19 +66,20 @@ export async function runInterviewer(win, { fetch = win.fetch.bind(win), storage
       list.append(el(doc, "section", { class: "protocol", "aria-labelledby": `${id}-title` }, el(doc, "h3", { id: `${id}-title`, text: p.text ?? p.question }), steps, field));
     });
     say(`${protocols.length} question${protocols.length === 1 ? "" : "s"}. Read each protocol to the respondent, then enter the reports they produced.`);
+    if (moveFocus) (entry.querySelector("[data-question]") ?? entry.querySelector("button[type=submit]")).focus();
   };
 
   doc.getElementById("login-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    const input = doc.getElementById("admin-token");
-    session.setToken(input.value.trim());
-    input.value = "";
-    await show_();
+    session.setToken(tokenField.value.trim());
+    tokenField.value = "";
+    await show_(true);
   });
   doc.getElementById("logout").addEventListener("click", () => {
     session.setToken(null);
     login.hidden = false;
     work.hidden = true;
+    tokenField.focus();
     say("Signed out.");
   });
   entry.addEventListener("submit", async (event) => {
