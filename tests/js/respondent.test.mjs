@@ -290,6 +290,15 @@ test("a failed send says the device keeps its report, and the retry sends the sa
   assert.equal(crypto.calls, 1);
 });
 
+test("a device without crypto.getRandomValues sends nothing and says why, without claiming a kept report", async () => {
+  const { doc, server, storage } = await openPage({ crypto: {} });
+  await send(doc, 0, 1);
+  assert.equal(status(doc, 0).textContent, "Not sent: no crypto.getRandomValues: this device cannot randomize safely.");
+  assert.equal(status(doc, 0).className, "q-status error");
+  assert.equal(reportPosts(server).length, 0);
+  assert.equal(storage.getItem("deniable/report/demo/tok0/happy"), null);
+});
+
 test("a reload sends the kept reports again and says they were received; nothing is drawn", async () => {
   const server = fakeServer();
   const storage = new FakeStorage();

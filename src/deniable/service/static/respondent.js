@@ -93,7 +93,11 @@ function renderQuestion(doc, session, question, index) {
       const result = await session.answer(question, picked ? Number(picked.value) : 0);
       done(result.status, result.report);
     } catch (err) {
-      status.textContent = `Not sent: ${err.message} Your device keeps its randomized report and sends the same one when you try again.`;
+      // the report is kept before it is sent: say so only if there is one (a device that
+      // cannot randomize has none)
+      const keeps = Number.isSafeInteger(session.stored(question));
+      const note = keeps ? " Your device keeps its randomized report and sends the same one when you try again." : "";
+      status.textContent = `Not sent: ${err.message}${note}`;
       status.className = "q-status error";
     } finally {
       button.disabled = false;
