@@ -1,8 +1,8 @@
-// Helpers of the node tests of deniable.js (not a test file: no ".test." in the name).
+// Helpers of the node tests of the browser modules (not a test file: no ".test." in the name).
 import { createCipheriv } from "node:crypto";
 import { readFileSync } from "node:fs";
 
-export const MODULE = new URL("../../src/deniable/service/static/deniable.js", import.meta.url);
+export const STATIC = new URL("../../src/deniable/service/static/", import.meta.url);
 export const VECTORS = JSON.parse(readFileSync(new URL("../vectors/randomizers.json", import.meta.url), "utf8"));
 
 /**

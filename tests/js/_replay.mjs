@@ -1,9 +1,9 @@
-// Replay a vectors file (schema deniable.vectors/1) with deniable.js; print one JSON line:
+// Replay a vectors file (schema deniable.vectors/1) with randomizer.js; print one JSON line:
 // {"cases": n, "reports": n, "mismatches": [{id, index, expected, got}...], "errors": [...]}.
 // Used by tests/service/test_js.py on cases that Python builds at test time (every example
 // design of tests/conftest.py and the demo survey's questions), beyond the committed file.
 import { readFileSync } from "node:fs";
-import { randomize } from "../../src/deniable/service/static/deniable.js";
+import { randomize } from "../../src/deniable/service/static/randomizer.js";
 import { caseWords } from "./_helpers.mjs";
 
 const vectors = JSON.parse(readFileSync(process.argv[2], "utf8"));

@@ -8,7 +8,8 @@
 // power: the same sample size against the wrong channel row fails.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { channel, randomize, randomizeAnswer, randomWords } from "../../src/deniable/service/static/deniable.js";
+import { randomWords, randomize, randomizeAnswer } from "../../src/deniable/service/static/randomizer.js";
+import { channel } from "../../src/deniable/service/static/spec.js";
 import { VECTORS, chiSquare, seededCrypto } from "./_helpers.mjs";
 
 const ALPHA = 0.001;

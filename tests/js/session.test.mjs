@@ -3,78 +3,10 @@
 // same report is sent again on reload, and nothing is randomized twice.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { HttpError, InterviewerSession, RespondentSession, randomize, sessionProblem } from "../../src/deniable/service/static/deniable.js";
-import { VECTORS, wordsCrypto } from "./_helpers.mjs";
-
-const spec = (id, labels, text) => ({ ...structuredClone(VECTORS.cases.find((c) => c.id === id).spec), labels, text });
-const QUESTIONS = [
-  { id: "happy", spec: spec("two-coin-0", ["no", "yes"], "Are you happy at work?") },
-  { id: "harassment", spec: spec("binary-0", ["no", "yes"], "Witnessed harassment?") },
-  { id: "hours", spec: spec("categorical-0", ["under 35", "35 to 40", "41 to 50", "over 50"], "Hours?") },
-];
-const TOP = 2n ** 64n - 1n;
-
-class FakeStorage {
-  constructor() {
-    this.map = new Map();
-    this.writes = [];
-  }
-  getItem(k) {
-    return this.map.has(k) ? this.map.get(k) : null;
-  }
-  setItem(k, v) {
-    this.writes.push([k, String(v)]);
-    this.map.set(k, String(v));
-  }
-  removeItem(k) {
-    this.map.delete(k);
-  }
-}
-
-/** An in-memory server following the API of SERVICE.md; records every request. */
-function fakeServer({ questions = QUESTIONS, invitations = null } = {}) {
-  const requests = [];
-  const respondents = new Map(); // token -> {question: report}
-  let next = 0;
-  let down = false;
-  const reply = (status, data) => ({ ok: status < 300, status, json: async () => data });
-  async function fetch(url, init = {}) {
-    const body = init.body === undefined ? undefined : JSON.parse(init.body);
-    requests.push({ url, method: init.method, auth: init.headers?.Authorization ?? null, body, raw: init.body });
-    if (down) throw new TypeError("Failed to fetch");
-    const token = (init.headers?.Authorization ?? "").replace(/^Bearer /, "");
-    const m = /^\/api\/surveys\/demo(\/[a-z]+)?$/.exec(url);
-    if (!m) return reply(404, { error: "not found" });
-    if (m[1] === "/sessions" && init.method === "POST") {
-      if (invitations) {
-        if (!invitations.has(body.invitation)) return reply(403, { error: "`invitation` is unknown or used." });
-        invitations.delete(body.invitation);
-      }
-      const t = `tok${next++}`;
-      respondents.set(t, {});
-      return reply(201, { token: t });
-    }
-    if (!respondents.has(token)) return reply(401, { error: "`Authorization`: unknown token." });
-    const mine = respondents.get(token);
-    if (m[1] === undefined && init.method === "GET") {
-      return reply(200, {
-        id: "demo", title: "Demo", description: "d", cap: 3.25, remaining: 3.25, open: true,
-        questions: questions.map((q) => ({ id: q.id, text: q.spec.text, labels: q.spec.labels, spec: q.spec, epsilon: q.spec.epsilon, answered: mine[q.id] ?? null })),
-      });
-    }
-    if (m[1] === "/reports" && init.method === "POST") {
-      const q = questions.find((x) => x.id === body.question);
-      if (!q || !Number.isInteger(body.report) || body.report < 0 || body.report >= q.spec.reports) return reply(422, { error: "`report` out of range" });
-      if (!(q.id in mine)) {
-        mine[q.id] = body.report;
-        return reply(201, { status: "stored" });
-      }
-      return mine[q.id] === body.report ? reply(200, { status: "duplicate" }) : reply(409, { error: "a different report is stored", status: "conflict" });
-    }
-    return reply(405, { error: "method" });
-  }
-  return { fetch, requests, respondents, setDown: (v) => { down = v; } };
-}
+import { randomize } from "../../src/deniable/service/static/randomizer.js";
+import { HttpError, InterviewerSession, RespondentSession, sessionProblem } from "../../src/deniable/service/static/session.js";
+import { FakeStorage, QUESTIONS, TOP, fakeServer, spec } from "./_fakes.mjs";
+import { wordsCrypto } from "./_helpers.mjs";
 
 /** Answers such that the given words make report != answer: the true answer cannot hide in a report. */
 const WORDS = { happy: [0n], harassment: [TOP], hours: [TOP, 0n] };
@@ -247,4 +179,21 @@ test("the page explains why a survey cannot be opened: closed, invitation only, 
 
 test("importing the module in node runs no page (no document)", async () => {
   assert.equal(typeof globalThis.document, "undefined");
+});
+
+test("a two-group question: the answer becomes its respondent type (latent.type[answer][default]) before it is randomized", async () => {
+  // cheater detection: latent.type = [[1, 3], [0, 2]], default 0 (not a cheater), so "no"
+  // is type 1 (honest non-carrier) and "yes" type 0 (honest carrier), who always says yes
+  const cdm = { id: "carrier", spec: spec("cdm-0", ["no", "yes"], "Do you carry the gene?") };
+  assert.deepEqual(cdm.spec.latent.type, [[1, 3], [0, 2]]);
+  for (const [answer, type] of [[0, 1], [1, 0]]) {
+    const server = fakeServer({ questions: [cdm] });
+    const words = [0n, TOP]; // group 1; an answer word above every threshold below 2**53
+    const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage: new FakeStorage(), crypto: wordsCrypto(words) });
+    await session.open();
+    const [q] = (await session.load()).questions;
+    const { report } = await session.answer(q, answer);
+    assert.equal(report, randomize(cdm.spec, type, words));
+    assert.equal(report, answer, "group 1: a non-carrier's word above its threshold says no, a carrier says yes");
+  }
 });

@@ -1,7 +1,9 @@
 // Malformed specs, words and inputs throw, and the error names the field.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { PrivacyError, SpecError, checkSpec, chance, explain, oddsFactor, randomize, typeOf } from "../../src/deniable/service/static/deniable.js";
+import { chance, explain, oddsFactor } from "../../src/deniable/service/static/explain.js";
+import { randomize, typeOf } from "../../src/deniable/service/static/randomizer.js";
+import { PrivacyError, SpecError, checkSpec } from "../../src/deniable/service/static/spec.js";
 import { VECTORS } from "./_helpers.mjs";
 
 const byId = (id) => structuredClone(VECTORS.cases.find((c) => c.id === id).spec);

@@ -1,7 +1,8 @@
-// Every case of tests/vectors/randomizers.json, replayed bit for bit by deniable.js.
+// Every case of tests/vectors/randomizers.json, replayed bit for bit by randomizer.js.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { ALGORITHMS, SPEC_SCHEMA, channelEpsilon, checkSpec, randomize, typeOf } from "../../src/deniable/service/static/deniable.js";
+import { randomize, typeOf } from "../../src/deniable/service/static/randomizer.js";
+import { ALGORITHMS, SPEC_SCHEMA, channelEpsilon, checkSpec } from "../../src/deniable/service/static/spec.js";
 import { VECTORS, caseWords } from "./_helpers.mjs";
 
 test("the vectors file is the schema this module reads, with cases of every algorithm", () => {

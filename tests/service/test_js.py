@@ -1,12 +1,16 @@
-"""The JavaScript randomizer (``deniable/service/static/deniable.js``) under Node.
+"""The browser code (the ES modules ``deniable/service/static/*.js``) under Node.
 
 * ``node --test tests/js/`` runs the Node suite (every case of tests/vectors/randomizers.json
-  bit for bit, the output distribution against the channel, malformed specs, the page logic
-  against a fake server); this test fails with node's output when it fails, so the suite's
-  one runner reports it.
+  bit for bit, the output distribution against the channel, malformed specs, the session
+  logic against a fake server, the respondent and interviewer pages in a DOM (jsdom, the
+  dev dependency of package.json: ``npm ci`` at the repository root, which scripts/test
+  runs), the modules' layers); this test fails with node's output when it fails, so the
+  suite's one runner reports it.
 * Beyond the committed vectors: Python builds vectors for every example design of
   tests/_cases.py (both groups of designs) and for the demo survey's questions, with
-  deniable's own randomizers, and the JavaScript module must reproduce every report.
+  deniable's own randomizers, and the JavaScript randomizer must reproduce every report.
+* The pages load one module script, ``/static/main.js``, and preload every module it
+  imports; the service serves each as JavaScript under its Content-Security-Policy.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from _apihelp import make_client
 
 from deniable.designs._vectors import _cases
+from deniable.service.storage import ServiceStore
 from deniable.survey import demo_survey
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,6 +56,12 @@ def _node() -> str:
 
 
 def test_node_suite() -> None:
+    if not (ROOT / "node_modules" / "jsdom" / "package.json").is_file():
+        pytest.fail(
+            "the node tests need their dev dependencies (jsdom): run `npm ci` in "
+            f"{ROOT} (scripts/test does it when node_modules is missing).",
+            pytrace=False,
+        )
     result = subprocess.run(
         [_node(), "--test", "tests/js/"],
         cwd=ROOT,
@@ -109,6 +121,7 @@ class _Page(HTMLParser):
         self.problems: list[str] = []
         self.scripts: list[str] = []
         self.styles: list[str] = []
+        self.preloads: list[str] = []
         self._in_script = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -122,13 +135,36 @@ class _Page(HTMLParser):
             src = dict(attrs).get("src")
             if not src:
                 self.problems.append("<script> without src")
+            elif dict(attrs).get("type") != "module":
+                self.problems.append(f"<script src={src}> is not a module")
             else:
                 self.scripts.append(src)
         if tag == "link" and dict(attrs).get("rel") == "stylesheet":
             self.styles.append(str(dict(attrs).get("href")))
+        if tag == "link" and dict(attrs).get("rel") == "modulepreload":
+            self.preloads.append(str(dict(attrs).get("href")))
         href = dict(attrs).get("href") or dict(attrs).get("src") or ""
         if href.startswith(("http:", "https:", "//", "javascript:")):
             self.problems.append(f"<{tag}> loads {href}")
+
+
+_IMPORT = re.compile(r'^(?:import|export)\s[^;]*?\sfrom\s+"\./([a-z]+\.js)";', re.M)
+
+
+def _module_closure(entry: str) -> list[str]:
+    """Every module that ``entry`` imports, directly or not (itself included)."""
+    seen: list[str] = []
+    todo = [entry]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.append(name)
+            todo += _IMPORT.findall((STATIC / name).read_text(encoding="utf-8"))
+    return sorted(seen)
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in STATIC.glob("*.js"))
 
 
 @pytest.mark.parametrize("page", ["respondent.html", "interviewer.html"])
@@ -136,18 +172,46 @@ def test_pages_have_no_inline_script_or_style(page: str) -> None:
     parser = _Page()
     parser.feed((STATIC / page).read_text(encoding="utf-8"))
     assert parser.problems == []
-    assert parser.scripts == ["/static/deniable.js"]
+    assert parser.scripts == ["/static/main.js"]
     assert parser.styles == ["/static/style.css"]
     body = re.search(r"<body[^>]*data-page=\"(\w+)\"", (STATIC / page).read_text())
     assert body is not None and f"{body.group(1)}.html" == page
+    # every module main.js loads is preloaded (no waterfall of imports), and nothing else
+    closure = _module_closure("main.js")
+    assert {"main.js", "randomizer.js", "spec.js", "respondent.js"} <= set(closure)
+    assert sorted(parser.preloads) == [f"/static/{m}" for m in closure if m != "main.js"]
+    assert len(set(parser.preloads)) == len(parser.preloads)
 
 
-def test_module_builds_the_dom_without_inline_styles_or_eval() -> None:
-    source = (STATIC / "deniable.js").read_text(encoding="utf-8")
+def test_modules_build_the_dom_without_inline_styles_or_eval() -> None:
+    modules = _modules()
+    assert {p.name for p in modules} >= {"deniable.js", "main.js", "randomizer.js", "spec.js"}
     forbidden = [".style.", '"style"', "innerHTML", "outerHTML", "insertAdjacentHTML"]
     forbidden += ["eval(", "new Function", "document.write", "console.log", "import("]
-    for text in forbidden:
-        assert text not in source, text
+    forbidden += ["Math.random"]
+    for path in modules:
+        source = path.read_text(encoding="utf-8")
+        for text in forbidden:
+            assert text not in source, (path.name, text)
+        # no address of another site (the SVG namespace is a name, never fetched)
+        other = re.findall(r"(?:https?:)?//[a-z0-9.-]+\.[a-z]+[^\s\"'`]*", source)
+        assert [u for u in other if u != "http://www.w3.org/2000/svg"] == [], path.name
     # the files the pages use are there (package data: service/static/*)
-    mine = {"deniable.js", "icon.svg", "interviewer.html", "respondent.html", "style.css"}
+    mine = {"icon.svg", "interviewer.html", "respondent.html", "style.css"}
+    mine |= set(_module_closure("main.js")) | set(_module_closure("deniable.js"))
     assert mine <= {p.name for p in STATIC.iterdir()}
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+def test_modules_are_served_as_javascript_under_the_csp(store: ServiceStore) -> None:
+    client = make_client(store)
+    csp = client.get("/s/workplace").headers["content-security-policy"]
+    directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
+    assert directives["script-src"] == "'self'"  # module scripts and their imports: same origin
+    for path in _modules():
+        r = client.get(f"/static/{path.name}")
+        assert r.status_code == 200, path.name
+        media = r.headers["content-type"].split(";")[0].strip()
+        assert media in {"text/javascript", "application/javascript"}, (path.name, media)
+        assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.content == path.read_bytes()

@@ -1,0 +1,82 @@
+// How the browser code is cut into ES modules (src/deniable/service/static/*.js): who may
+// import whom, where randomness and the page may appear, and the public face deniable.js.
+import assert from "node:assert/strict";
+import { readFileSync, readdirSync } from "node:fs";
+import { test } from "node:test";
+import { STATIC } from "./_helpers.mjs";
+
+const MODULES = readdirSync(STATIC).filter((f) => f.endsWith(".js") && f !== "dashboard.js").sort();
+const source = (name) => readFileSync(new URL(name, STATIC), "utf8");
+const code = (name) => source(name).replace(/^\s*\/\/.*$/gm, "").replace(/\/\*[\s\S]*?\*\//g, ""); // comments out
+
+/** The modules a module imports (or re-exports from), by file name. */
+function imports(name) {
+  const found = [];
+  for (const m of source(name).matchAll(/^(?:import|export)\s[^;]*?\sfrom\s+"([^"]+)";/gm)) found.push(m[1]);
+  for (const m of source(name).matchAll(/^import\s+"([^"]+)";/gm)) found.push(m[1]);
+  return found;
+}
+
+// what each module may import: the randomizer core (channel, spec, randomizer) stands
+// alone, so another client can take those three files; the pages sit on top
+const ALLOWED = {
+  "channel.js": [],
+  "spec.js": ["channel.js"],
+  "randomizer.js": ["channel.js", "spec.js"],
+  "explain.js": ["channel.js", "spec.js"],
+  "session.js": ["randomizer.js", "spec.js"],
+  "dom.js": ["explain.js"],
+  "respondent.js": ["dom.js", "explain.js", "session.js", "spec.js"],
+  "interviewer.js": ["dom.js", "session.js"],
+  "main.js": ["interviewer.js", "respondent.js"],
+  "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
+};
+
+test("the modules are the ones listed, and each imports only what its layer allows", () => {
+  assert.deepEqual(MODULES, Object.keys(ALLOWED).sort());
+  for (const name of MODULES) {
+    const specifiers = imports(name);
+    for (const s of specifiers) assert.match(s, /^\.\/[a-z]+\.js$/, `${name} imports ${s}: only modules beside it`);
+    assert.deepEqual(specifiers.map((s) => s.slice(2)).sort(), ALLOWED[name], name);
+  }
+});
+
+test("the core is free of the page and the network; randomness only from crypto.getRandomValues", () => {
+  for (const name of MODULES) {
+    const text = code(name);
+    assert.doesNotMatch(text, /Math\.random|Date\.now|performance\.now/, `${name}: a randomness source other than crypto.getRandomValues`);
+    if (!["dom.js", "respondent.js", "interviewer.js", "main.js"].includes(name)) {
+      assert.doesNotMatch(text, /\bdocument\b|\bwindow\b|localStorage|sessionStorage/, `${name} touches the page`);
+    }
+    if (name !== "session.js" && !["respondent.js", "interviewer.js"].includes(name)) {
+      assert.doesNotMatch(text, /\bfetch\b|XMLHttpRequest|sendBeacon|WebSocket/, `${name} touches the network`);
+    }
+    if (name !== "randomizer.js") assert.doesNotMatch(text, /getRandomValues/, `${name} draws randomness itself`);
+  }
+  // and nothing at all that would send data elsewhere or run text as code
+  for (const name of MODULES) assert.doesNotMatch(code(name), /XMLHttpRequest|sendBeacon|WebSocket|EventSource|\beval\(|new Function|import\(/, name);
+});
+
+test("only main.js runs anything when imported", async () => {
+  for (const name of MODULES.filter((n) => n !== "main.js")) {
+    const lines = code(name).split("\n").filter((l) => /^[a-z]/.test(l));
+    const statements = lines.filter((l) => !/^(import|export|const|let|function|async function|class)\b/.test(l) && !/^export\s/.test(l));
+    assert.deepEqual(statements, [], `${name} has top-level statements`);
+  }
+});
+
+test("deniable.js re-exports the public names of the modules, the same objects", async () => {
+  const face = await import(new URL("deniable.js", STATIC));
+  // the names deniable.js has always exported (docs/service.md, "The module")
+  const names = ["ALGORITHMS", "HttpError", "InterviewerSession", "PrivacyError", "RespondentSession", "SPEC_SCHEMA", "SpecError", "chance", "channel", "channelEpsilon", "checkSpec", "explain", "oddsFactor", "picture", "randomWords", "randomize", "randomizeAnswer", "sessionProblem", "typeOf"];
+  assert.deepEqual(Object.keys(face).sort(), names);
+  for (const name of names) {
+    const owners = [];
+    for (const file of MODULES.filter((n) => n !== "deniable.js" && n !== "main.js")) {
+      const mod = await import(new URL(file, STATIC));
+      if (name in mod) owners.push([file, mod[name]]);
+    }
+    assert.equal(owners.length, 1, `${name} is defined in one module, found ${owners.map(([f]) => f)}`);
+    assert.equal(face[name], owners[0][1], name);
+  }
+});
