@@ -215,3 +215,26 @@ def test_modules_are_served_as_javascript_under_the_csp(store: ServiceStore) -> 
         assert media in {"text/javascript", "application/javascript"}, (path.name, media)
         assert r.headers["x-content-type-options"] == "nosniff"
         assert r.content == path.read_bytes()
+
+
+def test_static_modules_are_revalidated_not_cached_blind(tmp_path: Path) -> None:
+    """The page is a graph of ES modules under unversioned URLs: a browser that kept one for a
+    day after an upgrade could run an old module beside new ones.  Static files are therefore
+    served ``no-cache`` (reused only after revalidation by their ETag), and a revalidation
+    with that ETag is answered 304."""
+    from fastapi.testclient import TestClient
+
+    from deniable.service.app import create_app
+    from deniable.service.settings import Settings
+    from deniable.service.storage import ServiceStore
+
+    store = ServiceStore(f"sqlite:///{tmp_path}/s.db")
+    store.migrate()
+    app = create_app(Settings(database_url=str(store.engine.url)), store)
+    with TestClient(app) as client:
+        first = client.get("/static/main.js")
+        assert first.status_code == 200
+        assert first.headers["cache-control"] == "no-cache"
+        again = client.get("/static/main.js", headers={"if-none-match": first.headers["etag"]})
+        assert again.status_code == 304
+    store.close()

@@ -46,7 +46,9 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-_STATIC_CACHE = "public, max-age=86400"
+#: Static files (the page's ES modules under unversioned URLs) are reused only after
+#: revalidation by their ETag, so that a browser never runs an old module beside new ones.
+_STATIC_CACHE = "no-cache"
 
 
 async def _send_json(send: Send, status: int, body: dict[str, Any], headers: Any = ()) -> None:
