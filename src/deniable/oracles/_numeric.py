@@ -157,10 +157,6 @@ class DuchiMechanism(_BoundedMean):
         c = self.bound
         return np.array([self._to_value(-c), self._to_value(c)])
 
-    def tally(self, reports: npt.ArrayLike) -> Tally:
-        """``(n_minus, n_plus)``."""
-        return Tally.from_reports(reports, 2, mechanism=self.key)
-
     def variance(self, values: npt.ArrayLike) -> float:
         """Exact variance of the mean estimate for these true values: ``sum (C^2 - t_i^2) /
         n^2`` on the ``[-1, 1]`` scale, times ``((upper - lower) / 2)^2``."""
@@ -174,10 +170,8 @@ class DuchiMechanism(_BoundedMean):
     def estimate(self, data: Any) -> Estimate:
         """The mean of the numbers, unbiased, with both empirical SEs, the Wald interval and
         the exact one (Clopper-Pearson for the share of ``+C`` reports, mapped)."""
-        tally = self._as_tally(data)
+        tally = self._as_tally(data)  # a tally (n_minus, n_plus) of at least one report
         n = tally.n
-        if n == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
         plus = int(tally.counts[1])
         c = self.bound
         mean_t = c * (2 * plus / n - 1)
@@ -346,6 +340,9 @@ class PiecewiseMechanism(_BoundedMean):
         squares = int(np.dot(arr, arr))
         return Tally([n, total, squares], mechanism=self.key)
 
+    def _reports_in(self, tally: Tally) -> int:
+        return int(tally.counts[0])
+
     def variance(self, values: npt.ArrayLike) -> float:
         """Exact variance of the mean estimate for these true values (the implemented grid
         mechanism), on the scale of ``[lower, upper]``."""
@@ -365,10 +362,8 @@ class PiecewiseMechanism(_BoundedMean):
     def estimate(self, data: Any) -> Estimate:
         """The mean of the numbers, unbiased, with both empirical SEs, the Wald interval and
         Hoeffding's (the reports are bounded by :attr:`bound`)."""
-        tally = self._as_tally(data)
+        tally = self._as_tally(data)  # (n, sum u, sum u^2) of at least one report
         n, total, squares = (int(c) for c in tally.counts)
-        if n == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
         c0, c1 = self._linear
         mean_t = (total / n - c0) / c1
         ss = max(Fraction(squares * n - total * total, n), Fraction(0))  # exact: sum (u - mean)^2
