@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
@@ -19,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
+from deniable.designs._binary_estimate import binary_estimate
 from deniable.designs._channel import Channel, DenseChannel, matrix_epsilon
 from deniable.designs._mechanism import MechanismBase, blocks, one_answer
 from deniable.designs._tally import Tally
@@ -31,11 +31,9 @@ from deniable.randomness import (
     resolve_rng,
     words_below,
 )
-from deniable.results import Estimate, information_note
-from deniable.results._estimate import MappedBinomialInterval as _Mapped
-from deniable.results._estimate import OutsideChannelNotes
+from deniable.results import Estimate
 
-# Tally (_tally) is re-exported from here.
+# Tally (_tally) and binary_estimate (_binary_estimate) are re-exported from here.
 __all__ = ["BinaryDesign", "Design", "Tally", "binary_estimate", "channel_epsilon"]
 
 # _SCALAR (the types of one answer on the randomizers' scalar fast path) is re-exported
@@ -394,38 +392,3 @@ class BinaryDesign(Design):
         pi = v.probability("prevalence", prevalence)
         lam = self.report_probability(pi)
         return pi * (1 - pi) * (self.p_yes_given_1 - self.p_yes_given_0) ** 2 / (lam * (1 - lam))
-
-
-def binary_estimate(
-    p1: float, p0: float, yes: int, n: int, parameter: str = "prevalence"
-) -> Estimate:
-    """The moment estimate and its intervals for a binary channel (see :class:`BinaryDesign`)."""
-    yes, n = int(yes), int(n)
-    slope = p1 - p0
-    lam = yes / n
-    value = (lam - p0) / slope
-    var_core = lam * (1 - lam) / (slope * slope)
-    se = math.sqrt(var_core / n)
-    se_unbiased = math.sqrt(var_core / (n - 1)) if n > 1 else math.nan
-    bounded = min(max(value, 0.0), 1.0)
-    return Estimate(
-        value=value,
-        bounded=bounded,
-        se=se,
-        se_unbiased=se_unbiased,
-        n=n,
-        method="moment",
-        parameter=parameter,
-        lambda_hat=lam,
-        intervals={
-            "exact": _Mapped(yes, n, p0, slope, "exact"),
-            "wilson": _Mapped(yes, n, p0, slope, "wilson"),
-        },
-        level_notes=OutsideChannelNotes(p1, p0, yes, n),
-        remarks=information_note(slope, n),
-    )
-
-
-def as_float_tuple(name: str, values: Sequence[Any]) -> tuple[float, ...]:
-    """Validate a sequence of probabilities."""
-    return tuple(v.probability(f"{name}[{i}]", x) for i, x in enumerate(values))

@@ -144,8 +144,22 @@ class UnrelatedQuestion(BinaryDesign):
         )  # fmt: skip
 
 
+class _CarriersSayYes(BinaryDesign):
+    """Designs in which a carrier always reports "yes": ``P(yes | 1) = 1``, so a "no" can
+    only come from a non-carrier and epsilon is infinite (Mangat, triangular)."""
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return 1.0
+
+    @property
+    def epsilon(self) -> float:
+        # a "no" has probability 0 for carriers: it reveals a non-carrier
+        return math.inf
+
+
 @dataclass(frozen=True)
-class Mangat(BinaryDesign):
+class Mangat(_CarriersSayYes):
     """Mangat (1994): carriers always say "yes"; a non-carrier answers the direct statement
     ("I have A": "no") with probability ``p``, else its negation ("yes").
 
@@ -161,21 +175,12 @@ class Mangat(BinaryDesign):
         self._check_channel()
 
     @property
-    def p_yes_given_1(self) -> float:
-        return 1.0
-
-    @property
     def p_yes_given_0(self) -> float:
         return 1 - self.p
 
-    @property
-    def epsilon(self) -> float:
-        # a "no" has probability 0 for carriers: it reveals a non-carrier
-        return math.inf
-
 
 @dataclass(frozen=True)
-class Triangular(BinaryDesign):
+class Triangular(_CarriersSayYes):
     """Triangular model (Yu, Tian & Tang 2008): report 1 = "yes to at least one" of the
     sensitive question and an innocuous one with known prevalence ``p``.
 
@@ -190,14 +195,5 @@ class Triangular(BinaryDesign):
         self._check_channel()
 
     @property
-    def p_yes_given_1(self) -> float:
-        return 1.0
-
-    @property
     def p_yes_given_0(self) -> float:
         return self.p
-
-    @property
-    def epsilon(self) -> float:
-        # report 0 ("no to both") has probability 0 for carriers: it reveals a non-carrier
-        return math.inf

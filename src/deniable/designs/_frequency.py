@@ -38,7 +38,7 @@ import numpy.typing as npt
 from deniable.common import _validation as v
 from deniable.common._format import format_epsilon, format_interval, format_number
 from deniable.common._json import to_jsonable
-from deniable.designs._base import binary_estimate
+from deniable.designs._binary_estimate import binary_estimate
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError
 from deniable.results import Estimate, Result, Table, information_note
