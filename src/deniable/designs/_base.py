@@ -243,6 +243,19 @@ class BinaryDesign(Design):
     def _thresholds(self) -> tuple[int, int]:
         # cached in the instance's __dict__ (not a dataclass field: no effect on eq, hash,
         # repr or parameters); every design is immutable, so the thresholds cannot go stale
+        #
+        # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+        # Claim: the implemented channel's epsilon, computed as the stated one is, is at most
+        # the stated epsilon, and for Binary (a ratio bound L = exp_lower_bound(eps) < e^eps)
+        # both implemented likelihood ratios are at most e^eps exactly.  Argument: start
+        # from binary_thresholds (ratios at most the stated float channel's, exactly); each
+        # step moves the two thresholds one unit toward each other, which lowers both ratios
+        # t_hi / t_lo and (2**53 - t_lo) / (2**53 - t_hi); stop at the first pair that meets
+        # the float comparison and, with L, the integer inequalities t_hi <= L t_lo and
+        # 2**53 - t_lo <= L (2**53 - t_hi); the guard stops before the thresholds cross
+        # (raise, never clip).  Checked by tests/test_implemented_epsilon.py::
+        # test_binary_mechanism_realises_at_most_its_epsilon and ::test_binary_designs_
+        # realise_at_most_their_stated_channel (sweeps of epsilon, exact Fractions).
         p1, p0 = self.p_yes_given_1, self.p_yes_given_0
         t0, t1 = binary_thresholds(p1, p0)
         target = min(self._report_epsilon(), channel_epsilon(self._bit_channel()))

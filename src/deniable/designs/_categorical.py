@@ -241,6 +241,19 @@ class Categorical(Design):
         # above it, so state the proven bound
         return min(math.log1p(keep / ((_TWO53_INT - keep) * float(f_min))), self.epsilon)
 
+    # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+    # Claim: the implemented worst likelihood ratio, 1 + keep / ((2**53 - keep) f'_min)
+    # (report r from answer r against any other answer; f' the forced probabilities the
+    # draw realises), is at most the stated 1 + t / ((1 - t) f_min), exactly, and the
+    # implemented epsilon computed from it in floats is at most `epsilon`.  Argument: with
+    # rho = t / (1 - t) * min(1, f'_min / f_min) in Fractions, keep = floor(2**53 rho / (1 +
+    # rho)) gives keep / (2**53 - keep) <= rho (x / (2**53 - x) increases in x), hence keep /
+    # ((2**53 - keep) f'_min) <= t / ((1 - t) f_min); f'_min is counted exactly from the
+    # multiply-shift draw (floor(2**b / k) of 2**b outcomes) or the cumulative thresholds;
+    # the loop then lowers keep while the float log1p exceeds the float `epsilon`.  Checked
+    # by tests/test_implemented_epsilon.py::test_k_ary_randomized_response_realises_at_most_
+    # its_epsilon (k from 2 to 2**20, a sweep of epsilon) and ::test_local_hashing_states_
+    # its_implemented_epsilon_past_the_dense_limit.
     @cached_property
     def _thresholds(self) -> tuple[int, tuple[int, ...] | None]:
         if self.forced is None:

@@ -72,6 +72,30 @@ class FrequencyOracle(MechanismBase, ABC):
     def epsilon(self) -> float:
         """The exact epsilon (closed form from the parameters)."""
 
+    # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+    # Claim: each oracle's implemented_epsilon bounds the epsilon of the channel its integer
+    # thresholds realise and is at most `epsilon`.  Argument, oracle by oracle:
+    # * unary encoding: q is drawn as t / 2**L exactly (L <= 32 binary digits; a q that needs
+    #   more is rounded up, toward 1/2, where ln((1 - q) / q) is smaller); OUE's p = 1/2 is
+    #   one bit of a word, SUE's p = 1 - q a flipped lane: the closed form at the drawn q;
+    # * Hadamard response: the row is uniform (top bits of a word, K a power of two), so q
+    #   = 1/2 exactly; the flip threshold ceil((1 - p) 2**53) rounds the smaller probability
+    #   up, so p' = 1 - t / 2**53 <= p and ln(p' / (1 - p')) <= ln(p / (1 - p));
+    # * local hashing (multiply-shift and linear): randomized response over the g buckets,
+    #   the categorical design's keep threshold (its proof note in designs/_categorical.py);
+    #   the hash words do not depend on the value;
+    # * subset selection: the inclusion threshold is lowered until _bound, the largest log
+    #   ratio over the four cases of x, x' in or out of the subset (with the multiply-shift
+    #   draws' spread from uniform), plus a slack above the float error of its sums and
+    #   logs, is at most `epsilon`.
+    # The closed forms (ln((1 - q) / q), ln(p / (1 - p))) are float logs of a float ratio, as
+    # for the binary designs: within ~1e-16 absolute of the exact value, not recomputed
+    # because every spec states them.  Checked by tests/test_implemented_epsilon.py::
+    # test_unary_encoding_realises_at_most_its_epsilon, ::test_hadamard_response_realises_
+    # at_most_its_epsilon, ::test_subset_selection_states_a_bound_on_its_realised_epsilon
+    # (the channel enumerated exactly over the word outcomes), ::test_local_hashing_states_
+    # its_implemented_epsilon_past_the_dense_limit, and tests/test_oracles.py::test_local_
+    # hashing_implemented_epsilon_is_at_most_the_stated_one_exactly (sweeps of epsilon).
     @property
     @abstractmethod
     def implemented_epsilon(self) -> float:

@@ -97,6 +97,14 @@ class DuchiMechanism(_BoundedMean):
         e^eps``, i.e. ``floor(2**53 L / (1 + L))`` for a proven lower bound ``L`` of
         ``e^eps`` (so the implemented ratio is at most ``e^eps`` exactly, whatever ``eps``),
         and at most ``2**53 - 1``."""
+        # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+        # Claim: every report's likelihood ratio is at most e^eps exactly.  Argument: the
+        # threshold of t is 2**52 + floor(t D), D = t_hi - 2**52, nondecreasing in t, so
+        # every threshold lies in [2**53 - t_hi, t_hi] and the worst ratio is t_hi / (2**53 -
+        # t_hi) (for +C; the same for -C); x / (2**53 - x) increases in x, so t_hi = floor(2**53
+        # L / (1 + L)) gives t_hi / (2**53 - t_hi) <= L < e^eps (L: exp_lower_bound; above
+        # eps = 700 the bound at 700 is smaller still).  Checked by tests/test_implemented_
+        # epsilon.py::test_duchi_realises_at_most_its_epsilon_over_the_whole_range.
         low = exp_lower_bound(min(self.epsilon, 700.0))
         return min(_TWO53 - 1, math.floor(_TWO53 * low / (1 + low)))
 
@@ -224,6 +232,15 @@ class PiecewiseMechanism(_BoundedMean):
     def _weights(self) -> tuple[int, int]:
         """``(alpha, beta)``: integers with ``w alpha + (N - w) beta = 2**64`` and ``alpha /
         beta`` the largest such ratio at most ``e^eps`` (toward privacy)."""
+        # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+        # Claim: alpha / beta <= e^eps exactly, and the weights are a distribution over the
+        # grid (w alpha + (N - w) beta = 2**64).  Argument: a grid point's probability is
+        # alpha / 2**64 or beta / 2**64 whatever the value, so the worst ratio is alpha /
+        # beta; the loop returns only a pair with alpha <= L beta, L = exp_lower_bound(eps)
+        # < e^eps, in integers, with alpha = (2**64 - rest beta) / w whole (beta in the
+        # residue class that makes it so); raising beta by a step lowers alpha, so the loop
+        # ends.  Checked by tests/test_implemented_epsilon.py::test_piecewise_realises_at_
+        # most_its_epsilon_over_the_whole_range (which also checks the sum).
         w, rest = self.window, GRID - self.window
         ratio = exp_lower_bound(min(self.epsilon, 700.0))  # proven: at most e^eps
         # w alpha + rest beta = 2**64 with alpha = ratio beta: beta = 2**64 / (w ratio + rest)
