@@ -277,6 +277,16 @@ class _TwoNumberChannel(Channel):
         return self._k
 
     @property
+    def p(self) -> float:
+        """P(the report is, or supports, the true value)."""
+        return self._p
+
+    @property
+    def q(self) -> float:
+        """P(the report is, or supports, one given other value)."""
+        return self._q
+
+    @property
     def n_truths(self) -> int:
         return self._k
 
@@ -313,16 +323,6 @@ class SymmetricChannel(_TwoNumberChannel):
                 f"`p` + (k - 1) `q` must be 1 (each column is a distribution), got "
                 f"{p!r} + {k - 1} * {q!r} = {p + (k - 1) * q!r}."
             )
-
-    @property
-    def p(self) -> float:
-        """P(report = the true value)."""
-        return self._p
-
-    @property
-    def q(self) -> float:
-        """P(report = one given other value)."""
-        return self._q
 
     @property
     def n_cells(self) -> int:
@@ -373,16 +373,6 @@ class SupportChannel(_TwoNumberChannel):
 
     __slots__ = ()
     _tag: ClassVar[str] = "support"
-
-    @property
-    def p(self) -> float:
-        """P(the report supports the true value)."""
-        return self._p
-
-    @property
-    def q(self) -> float:
-        """P(the report supports one given other value)."""
-        return self._q
 
     @property
     def n_cells(self) -> int:

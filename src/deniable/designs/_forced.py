@@ -146,7 +146,17 @@ class UnrelatedQuestion(BinaryDesign):
 
 class _CarriersSayYes(BinaryDesign):
     """Designs in which a carrier always reports "yes": ``P(yes | 1) = 1``, so a "no" can
-    only come from a non-carrier and epsilon is infinite (Mangat, triangular)."""
+    only come from a non-carrier and epsilon is infinite (Mangat, triangular).  Their one
+    parameter ``p`` is a probability, open at the end ``_p_open`` names."""
+
+    p: float
+    _p_open: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        low = self._p_open == "low"
+        p = v.probability("p", self.p, low_open=low, high_open=not low)
+        object.__setattr__(self, "p", p)
+        self._check_channel()
 
     @property
     def p_yes_given_1(self) -> float:
@@ -169,10 +179,7 @@ class Mangat(_CarriersSayYes):
 
     p: float
     name: ClassVar[str] = "mangat"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "p", v.probability("p", self.p, low_open=True))
-        self._check_channel()
+    _p_open: ClassVar[str] = "low"  # p in (0, 1]: p = 0 would make every report "yes"
 
     @property
     def p_yes_given_0(self) -> float:
@@ -189,10 +196,7 @@ class Triangular(_CarriersSayYes):
 
     p: float
     name: ClassVar[str] = "triangular"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "p", v.probability("p", self.p, high_open=True))
-        self._check_channel()
+    _p_open: ClassVar[str] = "high"  # p in [0, 1): p = 1 would make every report 1
 
     @property
     def p_yes_given_0(self) -> float:

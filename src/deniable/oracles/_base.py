@@ -1,5 +1,6 @@
-"""What every frequency oracle shares: the support-count tally, the estimate and its exact
-variance, identity, binding and validation.
+"""What every frequency oracle shares: the support-count tally and its checks, the estimate,
+the channel and validation (identity, binding and pickling: :class:`~deniable.designs.
+MechanismBase`).
 
 A frequency oracle randomizes a value ``x`` in ``0..k-1`` into a report that *supports* some
 values (Wang, Blocki, Li & Jha 2017, "pure" protocols): the report supports ``x`` with
@@ -9,13 +10,16 @@ count of every value plus the number of reports (``k + 1`` int64 cells, the form
 
     pi_hat_j = (c_j / n - q) / (p - q),
 
-unbiased, with the exact variance (each report's support of ``j`` is an independent
-Bernoulli(``p``) or Bernoulli(``q``) draw)
+unbiased (a :class:`~deniable.designs.FrequencyEstimate`).  For respondents sampled from a
+population each report supports ``j`` independently with probability ``lambda_j = q + (p -
+q) pi_j``, so ``Var = lambda_j (1 - lambda_j) / (n (p - q)^2)`` (the estimate's ``se``); for
+the fixed population of the ``n`` respondents (each report's support of ``j`` an independent
+Bernoulli(``p``) or Bernoulli(``q``) draw) it is the exact variance
 
     Var(pi_hat_j) = (pi_j p (1 - p) + (1 - pi_j) q (1 - q)) / (n (p - q)^2)
                   = q (1 - q) / (n (p - q)^2) + pi_j (1 - p - q) / (n (p - q))
 
-(Wang et al. 2017, Theorem 2).
+(Wang et al. 2017, Theorem 2; the estimate's ``se_fixed``).
 """
 
 from __future__ import annotations

@@ -78,9 +78,6 @@ class DuchiMechanism(_BoundedMean):
     (True, ('wald', 'exact'))
     """
 
-    epsilon: float
-    lower: float = -1.0
-    upper: float = 1.0
     name: ClassVar[str] = "duchi"
 
     def __post_init__(self) -> None:
@@ -208,9 +205,6 @@ class PiecewiseMechanism(_BoundedMean):
     True
     """
 
-    epsilon: float
-    lower: float = -1.0
-    upper: float = 1.0
     name: ClassVar[str] = "piecewise"
 
     def __post_init__(self) -> None:

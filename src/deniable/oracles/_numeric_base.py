@@ -89,13 +89,15 @@ class _Interval:
         return self.mechanism._interval(self.method, self.data, level)  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True)
 class _BoundedMean(MechanismBase):
-    """What the two mean mechanisms share: bounds, the map to [-1, 1] and the estimate;
+    """What the two mean mechanisms share: their parameters (``epsilon`` and the bounds
+    ``lower`` and ``upper``, default ``[-1, 1]``), the map to [-1, 1] and the estimate;
     identity, binding and pickling come from :class:`~deniable.designs.MechanismBase`."""
 
     epsilon: float
-    lower: float
-    upper: float
+    lower: float = -1.0
+    upper: float = 1.0
 
     def _check_bounds(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
