@@ -401,10 +401,11 @@ def test_estimate_prints_a_table_and_converts_to_json(oracle: Any) -> None:
     assert isinstance(est, FrequencyEstimate)
     text = str(est)
     assert f"{oracle.name}: {oracle.k} categories, n = 2000" in text
-    assert "exact: Wang et al. (2017)" in text
+    assert "SE sampling: respondents drawn from a population" in text
+    assert "fixed population: Wang et al. (2017)" in text
     data = json.loads(json.dumps(est.to_dict()))
-    assert len(data["estimate"]) == len(data["ci_exact"]) == oracle.k
-    wald = est.ci(0.9)
+    assert len(data["estimate"]) == len(data["ci_exact"]) == len(data["se_fixed"]) == oracle.k
+    wald = est.ci(0.9, "wald")
     np.testing.assert_allclose(wald.mean(axis=1), est.values, rtol=0, atol=1e-12)
     exact = est.ci(0.9, "exact")
     assert np.all((exact >= 0) & (exact <= 1)) and np.all(exact[:, 0] <= exact[:, 1])

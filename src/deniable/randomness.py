@@ -307,6 +307,14 @@ def exp_lower_bound(x: float) -> Fraction:
     >>> lower < e_below and e_below - lower < Fraction(1, 10**45)
     True
     """
+    # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+    # Claim: the result L satisfies L < e**x.  Argument: Decimal(x) is x exactly (a float
+    # is a dyadic rational); decimal's exp is correctly rounded, so v = exp(x) at 50 digits
+    # is within half a unit of its last digit of e**x, and v.next_minus() (one unit below;
+    # below a power of ten the unit is the smaller one of the decade beneath) lies at
+    # least half a unit below e**x.  For x != 0, e**x is irrational (Lindemann), for x = 0
+    # v = 1 exactly: either way L < e**x.  Checked by this docstring and, through every
+    # threshold built on it, by tests/test_implemented_epsilon.py (decimal ln at 60 digits).
     if not (math.isfinite(x) and abs(x) <= 700):
         raise ParameterError(f"`x` must be a finite number in [-700, 700], got {x!r}.")
     with decimal.localcontext() as ctx:
@@ -322,6 +330,15 @@ def binary_thresholds(p_yes_given_1: float, p_yes_given_0: float) -> tuple[int, 
     ``t_hi / t_lo`` and ``(2**53 - t_lo) / (2**53 - t_hi)`` of the implemented channel are at
     most those of the stated channel: its epsilon never exceeds the stated epsilon.
     """
+    # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+    # Claim: t_hi / t_lo <= hi / lo and (2**53 - t_lo) / (2**53 - t_hi) <= (1 - lo) / (1 -
+    # hi), exactly, for the floats hi > lo given: the implemented channel's epsilon (the log
+    # of the larger ratio) is at most that of the stated float channel.  Argument: t_hi =
+    # floor(hi 2**53) <= hi 2**53 and t_lo = ceil(lo 2**53) >= lo 2**53 (Fraction: exact),
+    # so the numerators shrink and the denominators grow; t_hi > t_lo keeps both ratios
+    # above 1 (a "yes" still points to the answer whose probability was larger).  Checked
+    # by tests/test_implemented_epsilon.py::test_binary_designs_realise_at_most_their_
+    # stated_channel (a sweep of epsilon, exact Fractions).
     hi_is_1 = p_yes_given_1 >= p_yes_given_0
     hi, lo = (p_yes_given_1, p_yes_given_0) if hi_is_1 else (p_yes_given_0, p_yes_given_1)
     t_hi = probability_threshold(hi, "down")

@@ -5,7 +5,8 @@
 (seeded; a progress bar on a terminal); ``aggregate`` tallies a report file in batches
 (memory O(k) plus one batch, a progress bar), or report tables on a Dask cluster (a local
 one by default, ``--scheduler ADDRESS`` for an existing one; ``deniable.distributed``), and
-prints every frequency with its exact SE and intervals.
+prints every frequency with its SE (for a sampled population; ``--json`` also gives the
+fixed-population SE of Wang et al. 2017) and intervals.
 """
 
 from __future__ import annotations

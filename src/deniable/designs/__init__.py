@@ -4,6 +4,10 @@ Every design answers the one mechanism protocol (:class:`Mechanism`): ``name``, 
 ``epsilon``, ``channel`` (a :class:`Channel` operator: :class:`DenseChannel`,
 :class:`SymmetricChannel` for k-ary RR, :class:`SupportChannel` for support counts),
 ``randomize``, ``tally`` (a :class:`Tally` bound to ``key``) and ``estimate``.
+:class:`MechanismBase` supplies what every mechanism (design, frequency oracle, adapter)
+derives from its parameters alike; :class:`FrequencyEstimate` is the one estimate of ``k``
+frequencies (the k-ary design's and every frequency oracle's; ``CategoricalEstimate`` is
+its old name).
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from deniable.designs._catalog import DesignCatalog, design_catalog
 from deniable.designs._categorical import Categorical, CategoricalEstimate
 from deniable.designs._channel import Channel, DenseChannel, SupportChannel, SymmetricChannel
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
+from deniable.designs._frequency import FrequencyEstimate
 from deniable.designs._identity import mechanism_key
 from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw, KukStandardErrors
+from deniable.designs._mechanism import MechanismBase
 from deniable.designs._protocol import Mechanism
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
 from deniable.designs._spec import QuestionSpec, design_from_spec, spec_of
@@ -55,6 +61,7 @@ __all__ = [
     "DesignCatalog",
     "DesignEstimate",
     "ForcedResponse",
+    "FrequencyEstimate",
     "Kuk",
     "KukMultiDraw",
     "KukSingleDraw",
@@ -62,6 +69,7 @@ __all__ = [
     "LatentInput",
     "Mangat",
     "Mechanism",
+    "MechanismBase",
     "Mirrored",
     "QuestionSpec",
     "RespondentType",

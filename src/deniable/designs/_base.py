@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import fields
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
@@ -20,9 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.common._json import to_jsonable
+from deniable.designs._binary_estimate import binary_estimate
 from deniable.designs._channel import Channel, DenseChannel, matrix_epsilon
-from deniable.designs._identity import mechanism_key
+from deniable.designs._mechanism import MechanismBase, blocks, one_answer
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
@@ -33,16 +31,13 @@ from deniable.randomness import (
     resolve_rng,
     words_below,
 )
-from deniable.results import Estimate, information_note
-from deniable.results._estimate import MappedBinomialInterval as _Mapped
-from deniable.results._estimate import OutsideChannelNotes
+from deniable.results import Estimate
 
-# Tally (_tally) is re-exported from here.
+# Tally (_tally) and binary_estimate (_binary_estimate) are re-exported from here.
 __all__ = ["BinaryDesign", "Design", "Tally", "binary_estimate", "channel_epsilon"]
 
-#: Types of one answer that the randomizers take on their scalar fast path (a Python int or
-#: bool; anything else, numpy scalars included, takes the array path).
-_SCALAR = (int, bool)
+# _SCALAR (the types of one answer on the randomizers' scalar fast path) is re-exported
+# from _mechanism for the modules that import it from here.
 _TWO53 = 1 << 53
 
 
@@ -59,17 +54,18 @@ def channel_epsilon(channel: Channel | npt.ArrayLike) -> float:
     return matrix_epsilon(channel)
 
 
-class Design(ABC):
+class Design(MechanismBase, ABC):
     """Base of every design: a channel, its exact epsilon, randomize, tally, estimate.
 
     Every design satisfies the :class:`~deniable.designs.Mechanism` protocol: ``name``,
     ``key`` (its identity, which its tallies carry), ``epsilon``, ``channel`` (an operator,
     :class:`~deniable.designs.Channel`), ``randomize(values, rng=...)``,
-    ``tally(reports)`` and ``estimate(tally)``.
+    ``tally(reports)`` and ``estimate(tally)``.  What follows from the parameters alike for
+    every mechanism (``key``, ``parameters()``, ``bind``, ``tally_counts``, ``describe()``,
+    pickling) comes from :class:`~deniable.designs.MechanismBase`.
     """
 
-    #: Name used by the CLI and the registry.
-    name: ClassVar[str]
+    _noun: ClassVar[str] = "design"
 
     @property
     @abstractmethod
@@ -92,27 +88,14 @@ class Design(ABC):
         below ``2**-52`` per entry).
         """
 
-    @cached_property
-    def key(self) -> str:
-        """The design's identity: :func:`~deniable.designs.mechanism_key` of its name and
-        exact parameters.  Its tallies carry it; tallies of different keys never add."""
-        return mechanism_key(self.name, self.parameters())
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle (and copy) the parameters, not the values cached from them (thresholds,
-        key, plans: ``functools.cached_property``), which whoever loads the design
-        recomputes with its own version of the code."""
-        cls = type(self)
-        return {
-            name: value
-            for name, value in self.__dict__.items()
-            if not isinstance(getattr(cls, name, None), cached_property)
-        }
-
     @property
     def n_reports(self) -> int:
         """Number of distinct report values (the length of the tally)."""
         return int(self.channel.n_cells)
+
+    @property
+    def _tally_cells(self) -> int:
+        return self.n_reports
 
     @property
     def n_truths(self) -> int:
@@ -141,10 +124,6 @@ class Design(ABC):
         """Estimate from reports or a :class:`Tally` (an unbound tally of the right length is
         bound; a tally of another mechanism is refused)."""
 
-    def tally(self, reports: npt.ArrayLike) -> Tally:
-        """Count reports into a mergeable :class:`Tally` bound to this design."""
-        return Tally.from_reports(reports, self.n_reports, mechanism=self.key)
-
     def encode(
         self, answers: npt.ArrayLike, groups: npt.ArrayLike | None = None
     ) -> npt.NDArray[np.integer[Any]]:
@@ -155,60 +134,6 @@ class Design(ABC):
                 f"design {self.name!r} has one group: give the reports alone, got `groups`."
             )
         return v.reports_array("reports", answers, categories=self.n_reports)
-
-    def tally_counts(self, counts: Any) -> Tally:
-        """The tally of this design with the given ``counts`` of each report value."""
-        return self.bind(Tally(counts))
-
-    def bind(self, tally: Tally) -> Tally:
-        """``tally`` bound to this design: an unbound tally (built by hand) of the right
-        length gets this design's key; a tally of another mechanism is refused."""
-        if not isinstance(tally, Tally):
-            raise DataError(f"`tally` must be a Tally, got {type(tally).__name__}.")
-        if tally.mechanism is not None and tally.mechanism != self.key:
-            raise DataError(
-                f"the tally belongs to mechanism {tally.mechanism}, not to this design "
-                f"{self.key}: estimate it with its own design."
-            )
-        if len(tally.counts) != self.n_reports:
-            raise DataError(
-                f"the tally has {len(tally.counts)} report values, the design "
-                f"{self.name!r} has {self.n_reports}."
-            )
-        return tally.bind(self.key)
-
-    def parameters(self) -> dict[str, Any]:
-        """The design's parameters by name."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
-
-    def describe(self) -> dict[str, Any]:
-        """The design as plain JSON data: ``design`` (the name), ``parameters``, the
-        probabilities that define its channel (binary designs: ``p_yes_given_1`` and
-        ``p_yes_given_0``; the categorical design: ``p_report_true``, the channel's
-        diagonal) and ``epsilon`` (``"inf"`` when infinite)."""
-        out = {"design": self.name, "parameters": self.parameters(), **self._channel_fields()}
-        out["epsilon"] = self.epsilon
-        described: dict[str, Any] = to_jsonable(out)
-        return described
-
-    def _channel_fields(self) -> dict[str, Any]:
-        """The channel's defining probabilities for :meth:`describe` (none by default)."""
-        return {}
-
-    def _as_tally(self, data: Any, yes: Any, n: Any) -> Tally:
-        if data is None:
-            if yes is None or n is None:
-                raise DataError("give either reports / a Tally, or both `yes` and `n`.")
-            tally = self.bind(Tally.binary(yes, n))
-        elif yes is not None or n is not None:
-            raise DataError("give either reports / a Tally, or `yes` and `n`, not both.")
-        elif isinstance(data, Tally):
-            tally = self.bind(data)
-        else:
-            tally = self.tally(data)
-        if tally.n == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
-        return tally
 
 
 class BinaryDesign(Design):
@@ -245,6 +170,8 @@ class BinaryDesign(Design):
         """P(report "no" | true answer 0) (see :attr:`p_no_given_1`)."""
         return 1 - self.p_yes_given_0
 
+    _takes_yes_n: ClassVar[bool] = True
+
     @property
     def n_reports(self) -> int:
         return 2
@@ -252,6 +179,9 @@ class BinaryDesign(Design):
     @property
     def n_truths(self) -> int:
         return 2
+
+    def _tally_of_yes(self, yes: Any, n: Any) -> Tally:
+        return self.bind(Tally.binary(yes, n))
 
     def _channel_fields(self) -> dict[str, Any]:
         return {"p_yes_given_1": self.p_yes_given_1, "p_yes_given_0": self.p_yes_given_0}
@@ -313,6 +243,19 @@ class BinaryDesign(Design):
     def _thresholds(self) -> tuple[int, int]:
         # cached in the instance's __dict__ (not a dataclass field: no effect on eq, hash,
         # repr or parameters); every design is immutable, so the thresholds cannot go stale
+        #
+        # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+        # Claim: the implemented channel's epsilon, computed as the stated one is, is at most
+        # the stated epsilon, and for Binary (a ratio bound L = exp_lower_bound(eps) < e^eps)
+        # both implemented likelihood ratios are at most e^eps exactly.  Argument: start
+        # from binary_thresholds (ratios at most the stated float channel's, exactly); each
+        # step moves the two thresholds one unit toward each other, which lowers both ratios
+        # t_hi / t_lo and (2**53 - t_lo) / (2**53 - t_hi); stop at the first pair that meets
+        # the float comparison and, with L, the integer inequalities t_hi <= L t_lo and
+        # 2**53 - t_lo <= L (2**53 - t_hi); the guard stops before the thresholds cross
+        # (raise, never clip).  Checked by tests/test_implemented_epsilon.py::
+        # test_binary_mechanism_realises_at_most_its_epsilon and ::test_binary_designs_
+        # realise_at_most_their_stated_channel (sweeps of epsilon, exact Fractions).
         p1, p0 = self.p_yes_given_1, self.p_yes_given_0
         t0, t1 = binary_thresholds(p1, p0)
         target = min(self._report_epsilon(), channel_epsilon(self._bit_channel()))
@@ -377,7 +320,7 @@ class BinaryDesign(Design):
         integers, the threshold selected arithmetically): the same word, the same report,
         the same 1-element array.
         """
-        if truth.__class__ in _SCALAR and 0 <= truth <= 1:
+        if one_answer(truth, 2):
             # one answer (a Python int or bool): one word as a Python int, the threshold of
             # the answer's column selected by arithmetic, t0 + x (t1 - t0), then one
             # comparison -- no branch on the answer (both answers run the same statements),
@@ -395,8 +338,7 @@ class BinaryDesign(Design):
         # reports_array returns 0/1 uint8 as given (or a view of bools): readable as bools
         as_bool = x.dtype == np.uint8
         xb = np.empty(0 if as_bool else size, dtype=np.bool_)
-        for start in range(0, x.size, CHUNK):
-            stop = min(start + CHUNK, x.size)
+        for start, stop in blocks(x.size):
             m = stop - start
             words = random_words(gen, m)
             rep = out[start:stop].view(np.bool_)
@@ -463,38 +405,3 @@ class BinaryDesign(Design):
         pi = v.probability("prevalence", prevalence)
         lam = self.report_probability(pi)
         return pi * (1 - pi) * (self.p_yes_given_1 - self.p_yes_given_0) ** 2 / (lam * (1 - lam))
-
-
-def binary_estimate(
-    p1: float, p0: float, yes: int, n: int, parameter: str = "prevalence"
-) -> Estimate:
-    """The moment estimate and its intervals for a binary channel (see :class:`BinaryDesign`)."""
-    yes, n = int(yes), int(n)
-    slope = p1 - p0
-    lam = yes / n
-    value = (lam - p0) / slope
-    var_core = lam * (1 - lam) / (slope * slope)
-    se = math.sqrt(var_core / n)
-    se_unbiased = math.sqrt(var_core / (n - 1)) if n > 1 else math.nan
-    bounded = min(max(value, 0.0), 1.0)
-    return Estimate(
-        value=value,
-        bounded=bounded,
-        se=se,
-        se_unbiased=se_unbiased,
-        n=n,
-        method="moment",
-        parameter=parameter,
-        lambda_hat=lam,
-        intervals={
-            "exact": _Mapped(yes, n, p0, slope, "exact"),
-            "wilson": _Mapped(yes, n, p0, slope, "wilson"),
-        },
-        level_notes=OutsideChannelNotes(p1, p0, yes, n),
-        remarks=information_note(slope, n),
-    )
-
-
-def as_float_tuple(name: str, values: Sequence[Any]) -> tuple[float, ...]:
-    """Validate a sequence of probabilities."""
-    return tuple(v.probability(f"{name}[{i}]", x) for i, x in enumerate(values))

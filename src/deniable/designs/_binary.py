@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import ClassVar
+from typing import ClassVar, Self
 
 from deniable.common import _validation as v
 from deniable.designs._base import BinaryDesign, channel_epsilon
@@ -31,18 +31,14 @@ MIN_BINARY_EPSILON = 1e-6
 
 
 @dataclass(frozen=True)
-class Warner(BinaryDesign):
-    """Warner (1965): with probability ``p`` answer "I have A", otherwise "I do not have A".
+class _WarnerAlgebra(BinaryDesign):
+    """The channel of Warner (1965), shared by :class:`Warner`, :class:`Mirrored` and
+    :class:`Crosswise`: the report equals the answer with probability ``p``.
 
-    ``P(yes | 1) = p``, ``P(yes | 0) = 1 - p``; ``epsilon = |ln(p / (1 - p))|``.
-    ``p = 1/2`` is uninformative and rejected.
-
-    >>> Warner(0.75).epsilon == math.log(3)
-    True
+    ``P(yes | 1) = p``, ``P(yes | 0) = 1 - p``; ``p = 1/2`` is uninformative and rejected.
     """
 
     p: float
-    name: ClassVar[str] = "warner"
 
     def __post_init__(self) -> None:
         p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
@@ -61,14 +57,9 @@ class Warner(BinaryDesign):
     def p_no_given_0(self) -> float:
         return self.p  # not 1 - (1 - p): exact for every p
 
-    @property
-    def epsilon(self) -> float:
-        # eps = |ln(p / (1 - p))|: a "yes" is p/(1-p) times likelier from a carrier
-        return abs(math.log(self.p / (1 - self.p)))
-
     @classmethod
-    def from_epsilon(cls, epsilon: float) -> Warner:
-        """The Warner design with ``p = e^eps / (1 + e^eps)`` (> 1/2), never above ``epsilon``.
+    def from_epsilon(cls, epsilon: float) -> Self:
+        """The design with ``p = e^eps / (1 + e^eps)`` (> 1/2), never above ``epsilon``.
 
         ``p`` is a float, and near 1 floats are ``2**-53`` apart: above epsilon ~ 17 the
         epsilons a ``p > 1/2`` can express are that coarse, and the largest one not above
@@ -82,6 +73,25 @@ class Warner(BinaryDesign):
             cls, eps, expit(eps), neutral=0.5, extreme=1.0, fallback=expit(1.0),
             context=repr(cls.name),
         )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Warner(_WarnerAlgebra):
+    """Warner (1965): with probability ``p`` answer "I have A", otherwise "I do not have A".
+
+    ``P(yes | 1) = p``, ``P(yes | 0) = 1 - p``; ``epsilon = |ln(p / (1 - p))|``.
+    ``p = 1/2`` is uninformative and rejected.
+
+    >>> Warner(0.75).epsilon == math.log(3)
+    True
+    """
+
+    name: ClassVar[str] = "warner"
+
+    @property
+    def epsilon(self) -> float:
+        # eps = |ln(p / (1 - p))|: a "yes" is p/(1-p) times likelier from a carrier
+        return abs(math.log(self.p / (1 - self.p)))
 
 
 @dataclass(frozen=True)
@@ -307,43 +317,20 @@ class Binary(BinaryDesign):
 
 
 @dataclass(frozen=True)
-class Crosswise(BinaryDesign):
+class Crosswise(_WarnerAlgebra):
     """Crosswise model (Yu, Tian & Tang 2008): the respondent says whether their answers to the
     sensitive question and to an innocuous one with known prevalence ``p`` are equal
     (report 1 = "both yes or both no").
 
-    ``P(1 | 1) = p``, ``P(1 | 0) = 1 - p``: Warner's algebra, ``p != 1/2``.
+    ``P(1 | 1) = p``, ``P(1 | 0) = 1 - p``: Warner's algebra, ``p != 1/2``;
+    :meth:`from_epsilon` picks the innocuous prevalence ``p = e^eps / (1 + e^eps)``.
+    Its epsilon is the channel's, ``max(|ln(P1 / P0)|, |ln((1 - P1) / (1 - P0))|)``
+    computed from the float probabilities (Warner states the closed form
+    ``|ln(p / (1 - p))|``, which can differ in the last digit; each keeps its own, so that
+    specs and thresholds stay as they were).
     """
 
-    p: float
     name: ClassVar[str] = "crosswise"
-
-    def __post_init__(self) -> None:
-        p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
-        object.__setattr__(self, "p", v.realizable("p", p))
-        self._check_channel()
-
-    @property
-    def p_yes_given_1(self) -> float:
-        return self.p
-
-    @property
-    def p_yes_given_0(self) -> float:
-        return 1 - self.p
-
-    @property
-    def p_no_given_0(self) -> float:
-        return self.p
-
-    @classmethod
-    def from_epsilon(cls, epsilon: float) -> Crosswise:
-        """Innocuous prevalence ``p = e^eps / (1 + e^eps)``: ``epsilon = |ln(p / (1 - p))|``,
-        never above the request (as :meth:`Warner.from_epsilon`)."""
-        eps = v.positive("epsilon", epsilon)
-        return design_for_epsilon(
-            cls, eps, expit(eps), neutral=0.5, extreme=1.0, fallback=expit(1.0),
-            context=repr(cls.name),
-        )  # fmt: skip
 
 
 @dataclass(frozen=True, init=False)

@@ -13,13 +13,12 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.common._format import format_interval, format_number
-from deniable.common._json import to_jsonable
-from deniable.designs._base import _SCALAR, Design, binary_estimate
+from deniable.designs._base import Design
 from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
+from deniable.designs._frequency import MAX_DENSE_K, FrequencyEstimate
 from deniable.designs._from_epsilon import design_for_epsilon
-from deniable.designs._tally import Tally
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.designs._mechanism import blocks, one_answer
+from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,
     _python_words,
@@ -29,17 +28,19 @@ from deniable.randomness import (
     uniform_below_into,
     words_below,
 )
-from deniable.results import Estimate, Result, Table, information_note
 
-__all__ = ["Categorical", "CategoricalEstimate"]
+__all__ = ["MAX_DENSE_K", "Categorical", "CategoricalEstimate"]
 
 _TOP53 = np.uint64(11)
 _TWO53_INT = 1 << 53
 
+#: The estimate of the categorical design: the one frequency estimate of every frequency
+#: oracle (this name is kept as an alias of :class:`~deniable.designs.FrequencyEstimate`).
+CategoricalEstimate = FrequencyEstimate
 
-#: Largest ``k`` whose dense ``k x k`` channel is built (128 MB of doubles); the design
-#: itself (randomizer, estimator, epsilon) works up to ``k = 2**24``.
-MAX_DENSE_K = 4096
+# MAX_DENSE_K (from _frequency): the largest ``k`` whose dense ``k x k`` channel and
+# covariance are built (128 MB of doubles); the design itself (randomizer, estimator,
+# epsilon) works up to ``k = 2**24``.
 
 
 def _check_dense(k: int) -> None:
@@ -240,6 +241,19 @@ class Categorical(Design):
         # above it, so state the proven bound
         return min(math.log1p(keep / ((_TWO53_INT - keep) * float(f_min))), self.epsilon)
 
+    # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+    # Claim: the implemented worst likelihood ratio, 1 + keep / ((2**53 - keep) f'_min)
+    # (report r from answer r against any other answer; f' the forced probabilities the
+    # draw realises), is at most the stated 1 + t / ((1 - t) f_min), exactly, and the
+    # implemented epsilon computed from it in floats is at most `epsilon`.  Argument: with
+    # rho = t / (1 - t) * min(1, f'_min / f_min) in Fractions, keep = floor(2**53 rho / (1 +
+    # rho)) gives keep / (2**53 - keep) <= rho (x / (2**53 - x) increases in x), hence keep /
+    # ((2**53 - keep) f'_min) <= t / ((1 - t) f_min); f'_min is counted exactly from the
+    # multiply-shift draw (floor(2**b / k) of 2**b outcomes) or the cumulative thresholds;
+    # the loop then lowers keep while the float log1p exceeds the float `epsilon`.  Checked
+    # by tests/test_implemented_epsilon.py::test_k_ary_randomized_response_realises_at_most_
+    # its_epsilon (k from 2 to 2**20, a sweep of epsilon) and ::test_local_hashing_states_
+    # its_implemented_epsilon_past_the_dense_limit.
     @cached_property
     def _thresholds(self) -> tuple[int, tuple[int, ...] | None]:
         if self.forced is None:
@@ -303,15 +317,15 @@ class Categorical(Design):
         two words and the same report, a 1-element array).
         """
         plan = self._plan
-        if truth.__class__ in _SCALAR and 0 <= truth < self.k:
+        if one_answer(truth, self.k):
             # one answer (a Python int or bool): its two words as Python ints, in the order
             # of the array path (keep word, then category word); the forced category from
             # the category word alone, and the report selected arithmetically,
             # other + keep (x - other) -- no branch on the answer
             keep_word, category_word = _python_words(rng, 2)
-            keep = (keep_word >> 11) < plan.keep
-            other = plan.category(category_word)
-            return np.array([other + keep * (truth - other)], dtype=plan.dtype)
+            kept = (keep_word >> 11) < plan.keep
+            forced = plan.category(category_word)
+            return np.array([forced + kept * (truth - forced)], dtype=plan.dtype)
         x = v.reports_array("truth", truth, categories=self.k)
         gen = resolve_rng(rng)
         keep_t, cum, dtype = plan.keep, plan.cum_array, plan.dtype
@@ -320,8 +334,7 @@ class Categorical(Design):
         keep = np.empty(size, dtype=np.bool_)
         scratch = np.empty(size, dtype=np.uint64)
         other = np.empty(size, dtype=dtype)
-        for start in range(0, x.size, CHUNK):
-            stop = min(start + CHUNK, x.size)
+        for start, stop in blocks(x.size):
             m = stop - start
             words = random_words(gen, 2 * m)  # = m keep words, then m category words
             words_below(words[:m], keep_t, out=keep[:m])
@@ -342,12 +355,23 @@ class Categorical(Design):
             del words  # free this block's words before drawing the next
         return out
 
-    def estimate(self, data: Any = None) -> CategoricalEstimate:
-        """Estimate the share of each category from reports or a :class:`Tally`."""
-        if data is None:
-            raise DataError("give reports or a Tally of the k report counts.")
-        tally = self._as_tally(data, None, None)
-        return CategoricalEstimate.from_tally(self, tally)
+    def estimate(self, data: Any = None) -> FrequencyEstimate:
+        """Estimate the share of each category from reports or a :class:`Tally`: a
+        :class:`~deniable.designs.FrequencyEstimate` (the frequency oracles' estimate) with
+        the unbiased shares ``(lambda - (1 - t) f) / t``, their MLE on the simplex
+        (:attr:`~deniable.designs.FrequencyEstimate.bounded`), both variance conventions,
+        the covariance, and each category as the binary design "report j or not"."""
+        tally = self._as_tally(data)
+        t = self.p_truthful
+        if self._uniform:  # one q for every category: k-ary randomized response
+            q: float | npt.NDArray[np.float64] = (1 - t) * self._forced_array[0].item()
+        else:
+            q = (1 - t) * self._forced_array
+        lam = tally.counts / tally.n
+        return FrequencyEstimate.from_counts(
+            self, tally, tally.counts, tally.n, t + q, q, slope=t,
+            bounded=_simplex_mle(self, lam), label="share", exclusive=True,
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -371,152 +395,6 @@ class _Plan:
         if self.mul == 0:
             return word >> self.shift
         return ((word >> (64 - self.shift)) * self.mul) >> self.shift
-
-
-@dataclass(frozen=True)
-class CategoricalEstimate(Result):
-    """Per-category estimates from a :class:`Categorical` design.
-
-    ``values`` (unbiased, may leave [0, 1]), ``bounded`` (the MLE on the probability
-    simplex), ``variances`` (plug-in, divides by n; :attr:`se` is their square root), and
-    :meth:`category` for one category's :class:`Estimate` with exact intervals: all O(k).
-    The full covariances, ``covariance`` (plug-in, divides by n) and
-    ``covariance_unbiased`` (divides by n - 1), are ``k x k`` matrices computed on first
-    access; above ``k = 4096`` (``MAX_DENSE_K``) they hold only their diagonal, the
-    variances (a 1-D array: a ``k x k`` matrix would not fit in memory).
-    """
-
-    design: Categorical
-    tally: Tally
-    values: npt.NDArray[np.float64] = field(repr=False)
-    bounded: npt.NDArray[np.float64] = field(repr=False)
-    variances: npt.NDArray[np.float64] = field(repr=False)
-
-    @classmethod
-    def from_tally(cls, design: Categorical, tally: Tally) -> CategoricalEstimate:
-        n = tally.n
-        lam = tally.counts / n
-        t = design.p_truthful
-        values = (lam - (1 - t) * design._forced_array) / t
-        # the diagonal of (diag(lam) - lam lam^T) / (n t^2), entry by entry as the dense form
-        variances = (lam - lam * lam) / (n * t * t)
-        return cls(design, tally, values, _simplex_mle(design, lam), variances)
-
-    @cached_property
-    def covariance(self) -> npt.NDArray[np.float64]:
-        """Plug-in covariance of :attr:`values`, ``(diag(lambda) - lambda lambda^T) / (n
-        t^2)`` with ``t = p_truthful`` (divides by n): built on first access, ``k x k`` up
-        to ``k = 4096`` (``MAX_DENSE_K``), above it only the diagonal (:attr:`variances`)."""
-        if self.design.k > MAX_DENSE_K:
-            return self.variances
-        lam = self.tally.counts / self.n
-        t = self.design.p_truthful
-        # in one k x k array, the same floats as (diag(lam) - outer(lam, lam)) / (n t^2):
-        # -(lam_i lam_j), plus lam_i on the diagonal (lam_i - lam_i^2), then / (n t^2)
-        cov = np.multiply.outer(lam, lam)
-        np.negative(cov, out=cov)
-        diagonal = cov.reshape(-1)[:: self.design.k + 1]
-        np.add(diagonal, lam, out=diagonal)
-        cov /= self.n * t * t
-        return cov
-
-    @cached_property
-    def covariance_unbiased(self) -> npt.NDArray[np.float64]:
-        """:attr:`covariance` times ``n / (n - 1)`` (NaN for n = 1)."""
-        cov, n = self.covariance, self.n
-        if n == 1:
-            return np.full_like(cov, math.nan)
-        out = cov * n
-        out /= n - 1
-        return out
-
-    @property
-    def n(self) -> int:
-        return self.tally.n
-
-    @property
-    def se(self) -> npt.NDArray[np.float64]:
-        """Plug-in standard errors per category (square roots of :attr:`variances`)."""
-        return np.sqrt(self.variances)
-
-    def category(self, j: int) -> Estimate:
-        """Category ``j`` as the binary design "report j or not", with exact intervals."""
-        j = v.integer("j", j, minimum=0, maximum=self.design.k - 1)
-        t, fj = self.design.p_truthful, float(self.design._forced_array[j])
-        return binary_estimate(
-            t + (1 - t) * fj, (1 - t) * fj, self.tally.counts[j], self.n, parameter=f"share of {j}"
-        )
-
-    def ci(self, level: float = 0.95, method: str = "exact") -> npt.NDArray[np.float64]:
-        """``(k, 2)`` array of per-category intervals."""
-        return self._ci(level, method, self.design.k)
-
-    def _ci(self, level: float, method: str, rows: int) -> npt.NDArray[np.float64]:
-        """The intervals of the first ``rows`` categories only (the work follows them)."""
-        out = [self.category(j).ci(level, method) for j in range(rows)]
-        return np.array(out) if out else np.empty((0, 2))
-
-    def _rows(self, rows: int | None) -> int:
-        k = self.design.k
-        return k if rows is None else min(v.integer("rows", rows, minimum=0), k)
-
-    def to_dict(self, level: float = 0.95, rows: int | None = None) -> dict[str, Any]:
-        """Plain-JSON dict: the lists of estimates, bounded MLEs, both SEs, exact and Wald
-        intervals (one entry per category), the counts and shares of reports, and
-        ``categories``: each category as the binary design "report j or not".  With
-        ``rows``: the first ``rows`` categories only, computed for them only (and
-        ``"k"`` and ``"rows"``)."""
-        shown = self._rows(rows)
-        n = self.n
-        variances_unbiased = self.variances * n / (n - 1) if n > 1 else np.full(shown, math.nan)
-        out: dict[str, Any] = {
-            "n": n,
-            "estimate": self.values[:shown],
-            "estimate_bounded": self.bounded[:shown],
-            "se": self.se[:shown],
-            "ci_exact": self._ci(level, "exact", shown),
-            "ci_wald": self._ci(level, "wald", shown),
-            "level": level,
-            "counts": self.tally.counts[:shown],
-            "lambda_hat": [c / n for c in self.tally.counts[:shown].tolist()],
-            "se_unbiased": np.sqrt(variances_unbiased[:shown]),
-            "categories": [],
-            "notes": list(information_note(self.design.p_truthful, self.n)),
-        }
-        if rows is not None:
-            out.update(k=self.design.k, rows=shown)
-        t, forced = self.design.p_truthful, self.design.forced_distribution
-        for j in range(shown):
-            row = self.category(j).to_dict(level)
-            p1 = t + (1 - t) * float(forced[j])
-            row["p_yes_given_1"], row["p_yes_given_0"] = p1, p1 - t
-            out["categories"].append(row)
-        result: dict[str, Any] = to_jsonable(out)
-        return result
-
-    def table(self, level: float = 0.95, rows: int | None = None) -> Table:
-        """One row per category (the first ``rows``; default all): reports, unbiased
-        estimate, MLE on the simplex, plug-in SE and the exact interval at ``level``."""
-        shown = self._rows(rows)
-        ci = self._ci(level, "exact", shown)
-        body = [
-            (str(j), str(self.tally.counts[j]), format_number(float(self.values[j]), 6),
-             format_number(float(self.bounded[j]), 6), format_number(float(self.se[j]), 6),
-             format_interval(ci[j], 6))
-            for j in range(shown)
-        ]  # fmt: skip
-        notes = ["estimate: unbiased (may leave [0, 1]); MLE: on the simplex; SE: plug-in (n)"]
-        if shown < self.design.k:
-            notes.append(
-                f"... {self.design.k - shown} more categories (table(rows=...) shows them)"
-            )
-        return Table(
-            ("category", "reports", "estimate", "MLE", "SE", f"{level:.0%} CI (exact)"),
-            tuple(body),
-            title=f"Estimate of {self.design.k} category shares from {self.n} reports",
-            notes=(*notes, *information_note(self.design.p_truthful, self.n)),
-            align="rrrrrr",
-        )
 
 
 def _simplex_mle(design: Categorical, lam: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -249,7 +249,61 @@ class DenseChannel(Channel):
         return f"DenseChannel({self._matrix.tolist()!r})"
 
 
-class SymmetricChannel(Channel):
+class _TwoNumberChannel(Channel):
+    """What :class:`SymmetricChannel` and :class:`SupportChannel` share: ``k`` values and two
+    probabilities, ``p`` for the true value and ``q`` for each other one, compared, hashed
+    and printed by those three numbers."""
+
+    __slots__ = ("_k", "_p", "_q")
+    _k: int
+    _p: float
+    _q: float
+    _tag: ClassVar[str]
+
+    def __init__(self, k: int, p: float, q: float) -> None:
+        kk = _k(k)
+        pp, qq = _probability("p", p), _probability("q", q)
+        self._check(kk, pp, qq)
+        if pp == qq:
+            raise ParameterError(f"`p` and `q` must differ (no information), got {pp!r}.")
+        for name, x in (("_k", kk), ("_p", pp), ("_q", qq)):
+            object.__setattr__(self, name, x)
+
+    def _check(self, k: int, p: float, q: float) -> None:
+        """Further conditions on the three numbers (none by default)."""
+
+    @property
+    def k(self) -> int:
+        return self._k
+
+    @property
+    def p(self) -> float:
+        """P(the report is, or supports, the true value)."""
+        return self._p
+
+    @property
+    def q(self) -> float:
+        """P(the report is, or supports, one given other value)."""
+        return self._q
+
+    @property
+    def n_truths(self) -> int:
+        return self._k
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _TwoNumberChannel)
+        return (self._k, self._p, self._q) == (other._k, other._p, other._q)
+
+    def __hash__(self) -> int:
+        return hash((self._tag, self._k, self._p, self._q))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(k={self._k}, p={self._p!r}, q={self._q!r})"
+
+
+class SymmetricChannel(_TwoNumberChannel):
     """k-ary randomized response: ``P[r = x | x] = p``, ``P[r = y | x] = q`` (``y != x``).
 
     ``p + (k - 1) q = 1`` (within ``1e-9``).  Expectation ``lambda = q sum(pi) + (p - q)
@@ -260,41 +314,15 @@ class SymmetricChannel(Channel):
     ([0.4, 0.2, 0.2, 0.2], [1.0, 0.0, 0.0, 0.0])
     """
 
-    __slots__ = ("_k", "_p", "_q")
-    _k: int
-    _p: float
-    _q: float
+    __slots__ = ()
+    _tag: ClassVar[str] = "symmetric"
 
-    def __init__(self, k: int, p: float, q: float) -> None:
-        kk = _k(k)
-        pp, qq = _probability("p", p), _probability("q", q)
-        if abs(pp + (kk - 1) * qq - 1) > _COLUMN_TOL:
+    def _check(self, k: int, p: float, q: float) -> None:
+        if abs(p + (k - 1) * q - 1) > _COLUMN_TOL:
             raise ParameterError(
                 f"`p` + (k - 1) `q` must be 1 (each column is a distribution), got "
-                f"{pp!r} + {kk - 1} * {qq!r} = {pp + (kk - 1) * qq!r}."
+                f"{p!r} + {k - 1} * {q!r} = {p + (k - 1) * q!r}."
             )
-        if pp == qq:
-            raise ParameterError(f"`p` and `q` must differ (no information), got {pp!r}.")
-        for name, x in (("_k", kk), ("_p", pp), ("_q", qq)):
-            object.__setattr__(self, name, x)
-
-    @property
-    def k(self) -> int:
-        return self._k
-
-    @property
-    def p(self) -> float:
-        """P(report = the true value)."""
-        return self._p
-
-    @property
-    def q(self) -> float:
-        """P(report = one given other value)."""
-        return self._q
-
-    @property
-    def n_truths(self) -> int:
-        return self._k
 
     @property
     def n_cells(self) -> int:
@@ -323,19 +351,8 @@ class SymmetricChannel(Channel):
         lo, hi = min(self._p, self._q), max(self._p, self._q)
         return math.inf if lo == 0 else math.log(hi / lo)
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SymmetricChannel):
-            return NotImplemented
-        return (self._k, self._p, self._q) == (other._k, other._p, other._q)
 
-    def __hash__(self) -> int:
-        return hash(("symmetric", self._k, self._p, self._q))
-
-    def __repr__(self) -> str:
-        return f"SymmetricChannel(k={self._k}, p={self._p!r}, q={self._q!r})"
-
-
-class SupportChannel(Channel):
+class SupportChannel(_TwoNumberChannel):
     """Support counts of ``k`` values: cell ``j < k`` counts the reports that support ``j``,
     the last cell (``k``) counts the reports.
 
@@ -354,36 +371,8 @@ class SupportChannel(Channel):
     [1.0, 0.0, 0.0]
     """
 
-    __slots__ = ("_k", "_p", "_q")
-    _k: int
-    _p: float
-    _q: float
-
-    def __init__(self, k: int, p: float, q: float) -> None:
-        kk = _k(k)
-        pp, qq = _probability("p", p), _probability("q", q)
-        if pp == qq:
-            raise ParameterError(f"`p` and `q` must differ (no information), got {pp!r}.")
-        for name, x in (("_k", kk), ("_p", pp), ("_q", qq)):
-            object.__setattr__(self, name, x)
-
-    @property
-    def k(self) -> int:
-        return self._k
-
-    @property
-    def p(self) -> float:
-        """P(the report supports the true value)."""
-        return self._p
-
-    @property
-    def q(self) -> float:
-        """P(the report supports one given other value)."""
-        return self._q
-
-    @property
-    def n_truths(self) -> int:
-        return self._k
+    __slots__ = ()
+    _tag: ClassVar[str] = "support"
 
     @property
     def n_cells(self) -> int:
@@ -416,14 +405,3 @@ class SupportChannel(Channel):
             "a support-count channel does not determine epsilon (it holds only the marginal "
             "support probabilities): use the mechanism's `epsilon`."
         )
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, SupportChannel):
-            return NotImplemented
-        return (self._k, self._p, self._q) == (other._k, other._p, other._q)
-
-    def __hash__(self) -> int:
-        return hash(("support", self._k, self._p, self._q))
-
-    def __repr__(self) -> str:
-        return f"SupportChannel(k={self._k}, p={self._p!r}, q={self._q!r})"

@@ -144,8 +144,32 @@ class UnrelatedQuestion(BinaryDesign):
         )  # fmt: skip
 
 
+class _CarriersSayYes(BinaryDesign):
+    """Designs in which a carrier always reports "yes": ``P(yes | 1) = 1``, so a "no" can
+    only come from a non-carrier and epsilon is infinite (Mangat, triangular).  Their one
+    parameter ``p`` is a probability, open at the end ``_p_open`` names."""
+
+    p: float
+    _p_open: ClassVar[str]
+
+    def __post_init__(self) -> None:
+        low = self._p_open == "low"
+        p = v.probability("p", self.p, low_open=low, high_open=not low)
+        object.__setattr__(self, "p", p)
+        self._check_channel()
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return 1.0
+
+    @property
+    def epsilon(self) -> float:
+        # a "no" has probability 0 for carriers: it reveals a non-carrier
+        return math.inf
+
+
 @dataclass(frozen=True)
-class Mangat(BinaryDesign):
+class Mangat(_CarriersSayYes):
     """Mangat (1994): carriers always say "yes"; a non-carrier answers the direct statement
     ("I have A": "no") with probability ``p``, else its negation ("yes").
 
@@ -155,27 +179,15 @@ class Mangat(BinaryDesign):
 
     p: float
     name: ClassVar[str] = "mangat"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "p", v.probability("p", self.p, low_open=True))
-        self._check_channel()
-
-    @property
-    def p_yes_given_1(self) -> float:
-        return 1.0
+    _p_open: ClassVar[str] = "low"  # p in (0, 1]: p = 0 would make every report "yes"
 
     @property
     def p_yes_given_0(self) -> float:
         return 1 - self.p
 
-    @property
-    def epsilon(self) -> float:
-        # a "no" has probability 0 for carriers: it reveals a non-carrier
-        return math.inf
-
 
 @dataclass(frozen=True)
-class Triangular(BinaryDesign):
+class Triangular(_CarriersSayYes):
     """Triangular model (Yu, Tian & Tang 2008): report 1 = "yes to at least one" of the
     sensitive question and an innocuous one with known prevalence ``p``.
 
@@ -184,20 +196,8 @@ class Triangular(BinaryDesign):
 
     p: float
     name: ClassVar[str] = "triangular"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "p", v.probability("p", self.p, high_open=True))
-        self._check_channel()
-
-    @property
-    def p_yes_given_1(self) -> float:
-        return 1.0
+    _p_open: ClassVar[str] = "high"  # p in [0, 1): p = 1 would make every report 1
 
     @property
     def p_yes_given_0(self) -> float:
         return self.p
-
-    @property
-    def epsilon(self) -> float:
-        # report 0 ("no to both") has probability 0 for carriers: it reveals a non-carrier
-        return math.inf

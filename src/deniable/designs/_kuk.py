@@ -15,12 +15,13 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs._base import _SCALAR, BinaryDesign, Design, channel_epsilon
+from deniable.designs._base import BinaryDesign, Design, channel_epsilon
 from deniable.designs._channel import DenseChannel
 from deniable.designs._from_epsilon import design_for_epsilon, expit
+from deniable.designs._mechanism import blocks, one_answer
 from deniable.designs._tally import Tally
 from deniable.exceptions import ParameterError
-from deniable.randomness import CHUNK, _python_words, random_words, resolve_rng
+from deniable.randomness import _python_words, random_words, resolve_rng
 from deniable.results import Estimate
 
 __all__ = ["MAX_DRAWS", "Kuk", "KukMultiDraw", "KukSingleDraw", "KukStandardErrors"]
@@ -247,7 +248,7 @@ class Kuk(Design):
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint8]:
         """Report the number of red cards in ``draws`` draws (``draws`` words per report)."""
         t0, t1 = self.card._thresholds
-        if truth.__class__ in _SCALAR and 0 <= truth <= 1:
+        if one_answer(truth, 2):
             # one answer (a Python int or bool): the deck's threshold selected by arithmetic,
             # t0 + x (t1 - t0), then one comparison per draw, one word each, drawn one call
             # at a time as the array path draws them -- no branch on the answer
@@ -259,8 +260,7 @@ class Kuk(Design):
         table = np.array((t0, t1), dtype=np.uint64)
         dtype = np.uint8 if self.draws < 256 else np.uint16
         out = np.zeros(x.size, dtype=dtype)
-        for start in range(0, x.size, CHUNK):
-            stop = min(start + CHUNK, x.size)
+        for start, stop in blocks(x.size):
             thr = table[x[start:stop]]
             block = out[start:stop]
             for _ in range(self.draws):

@@ -25,7 +25,7 @@ class DesignEstimate(Result):
     design : the design.
     tally : the counts of the reports.
     estimate : what ``design.estimate(tally)`` returned (an :class:`~deniable.Estimate`, a
-        :class:`~deniable.designs.CategoricalEstimate` or a
+        :class:`~deniable.designs.FrequencyEstimate` or a
         :class:`~deniable.designs.TwoGroupEstimate`: anything with ``table(level)`` and
         ``to_dict(level)``).
     level : the level of the intervals.

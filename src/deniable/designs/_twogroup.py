@@ -384,25 +384,25 @@ class TwoGroupDesign(Design):
             counts += [ng - yg, yg]
         return self.tally_counts(counts)
 
-    def _as_tally(self, data: Any, yes: Any, n: Any) -> Tally:
-        need = f"design {self.name!r} needs two groups"
-        if data is None:
-            if yes is None or n is None:
-                raise DataError(
-                    "give reports (2 (group - 1) + answer; design.encode(answers, groups)), a "
-                    "Tally of 4 counts, or `yes` and `n` as pairs (y1, y2) and (n1, n2)."
-                )
-            tally = self.tally_groups(yes, n)
-        elif yes is not None or n is not None:
-            raise DataError("give either reports / a tally, or `yes` and `n`, not both.")
-        elif isinstance(data, Tally):
-            if len(data.counts) == 2 and data.mechanism is None:
-                raise DataError(
-                    f"{need}: got a Tally of one group (2 counts); give the 4 counts "
-                    "(no1, yes1, no2, yes2) or a pair of per-group Tallies."
-                )
-            tally = self.bind(data)
-        elif (
+    _takes_yes_n: ClassVar[bool] = True
+
+    def _tally_of_yes(self, yes: Any, n: Any) -> Tally:
+        return self.tally_groups(yes, n)
+
+    def _as_tally(self, data: Any, yes: Any = None, n: Any = None) -> Tally:
+        """Also a pair of per-group binary tallies; a single unbound binary tally (one
+        group) is refused, and so is a tally where a group has no reports."""
+        if data is None and (yes is None or n is None):
+            raise DataError(
+                "give reports (2 (group - 1) + answer; design.encode(answers, groups)), a "
+                "Tally of 4 counts, or `yes` and `n` as pairs (y1, y2) and (n1, n2)."
+            )
+        if isinstance(data, Tally) and len(data.counts) == 2 and data.mechanism is None:
+            raise DataError(
+                f"design {self.name!r} needs two groups: got a Tally of one group (2 counts); "
+                "give the 4 counts (no1, yes1, no2, yes2) or a pair of per-group Tallies."
+            )
+        if (
             isinstance(data, tuple | list)
             and len(data) == 2
             and all(isinstance(t, Tally) for t in data)
@@ -410,14 +410,16 @@ class TwoGroupDesign(Design):
             for g, t in enumerate(data, start=1):
                 if len(t.counts) != 2:
                     raise DataError(f"group {g} must be a binary Tally (no, yes), got {t!r}.")
-            tally = self.tally_counts([*data[0].counts.tolist(), *data[1].counts.tolist()])
-        else:
-            tally = self.tally(data)
+            data = self.tally_counts([*data[0].counts.tolist(), *data[1].counts.tolist()])
+        return super()._as_tally(data, yes, n)
+
+    def _refuse_empty(self, tally: Tally) -> None:
         _, ns = group_counts(tally)
         for g, ng in enumerate(ns, start=1):
             if ng == 0:
-                raise DataError(f"{need}: group {g} has no reports (n{g} = 0).")
-        return tally
+                raise DataError(
+                    f"design {self.name!r} needs two groups: group {g} has no reports (n{g} = 0)."
+                )
 
     # ---- estimation
 

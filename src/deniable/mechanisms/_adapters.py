@@ -32,12 +32,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import fields
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs import Channel, DenseChannel, Design, Tally, mechanism_key
+from deniable.designs import Channel, DenseChannel, Design, MechanismBase, Tally
 from deniable.designs._base import binary_estimate
 from deniable.designs._tally import MAX_COUNT
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
@@ -168,9 +168,10 @@ def _noise_variance(noise: Noise) -> float:
     return float(2 * np.sum(k * k * noise.pmf(k)))
 
 
-class NoiseMechanism:
+class NoiseMechanism(MechanismBase):
     """A noise mechanism (Laplace, Gaussian, discrete Laplace or discrete Gaussian) under
-    the mechanism protocol; see the module docstring for its channel, tally and estimate.
+    the mechanism protocol; see the module docstring for its channel, tally and estimate
+    (identity, binding and pickling: :class:`~deniable.designs.MechanismBase`).
 
     >>> from deniable.mechanisms import DiscreteLaplaceMechanism
     >>> m = NoiseMechanism(DiscreteLaplaceMechanism.from_epsilon(0.5))
@@ -180,8 +181,6 @@ class NoiseMechanism:
     >>> t.counts[0], abs(m.estimate(t).value - 0.75) < 4 * m.estimate(t).se
     (np.int64(10000), True)
     """
-
-    __slots__ = ("_noise",)
 
     def __init__(self, noise: Noise) -> None:
         if type(noise) not in _NOISE_NAMES:
@@ -201,28 +200,18 @@ class NoiseMechanism:
     def __hash__(self) -> int:
         return hash(self._noise)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"noise": self._noise}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._noise = state["noise"]
-
     @property
     def noise(self) -> Noise:
         """The wrapped noise mechanism."""
         return self._noise
 
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]
         return _NOISE_NAMES[type(self._noise)]
 
     def parameters(self) -> dict[str, Any]:
         """The noise mechanism's parameters by name."""
         return {f.name: getattr(self._noise, f.name) for f in fields(self._noise)}
-
-    @property
-    def key(self) -> str:
-        return mechanism_key(self.name, self.parameters())
 
     @property
     def epsilon(self) -> float:
@@ -268,22 +257,20 @@ class NoiseMechanism:
         squares = int(np.sum(k * k))  # at most 10**18 (checked above): no int64 overflow
         return Tally([k.size, positive, negative, squares], mechanism=self.key)
 
+    @property
+    def _tally_cells(self) -> int:
+        return len(_NOISE_CELLS)
+
+    def _tally_layout(self) -> str:
+        return ", ".join(_NOISE_CELLS)
+
+    def _reports_in(self, tally: Tally) -> int:
+        return int(tally.counts[0])
+
     def estimate(self, data: Any) -> Estimate:
         """The mean release with both SE conventions (see the module docstring)."""
-        tally = data if isinstance(data, Tally) else self.tally(data)
-        if tally.mechanism is not None and tally.mechanism != self.key:
-            raise DataError(
-                f"the tally belongs to mechanism {tally.mechanism}, not {self.key}: estimate it "
-                "with its own mechanism."
-            )
-        if len(tally.counts) != len(_NOISE_CELLS):
-            raise DataError(
-                f"the tally has {len(tally.counts)} report values, a noise tally has 4 "
-                f"({', '.join(_NOISE_CELLS)})."
-            )
+        tally = self._as_tally(data)  # bound, 4 cells, at least one release
         n, positive, negative, squares = tally.counts.tolist()
-        if n == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
         mean = (positive - negative) / n
         # sum of squared deviations, exactly in integers: Q - S^2 / n
         total = positive - negative
@@ -303,9 +290,10 @@ class NoiseMechanism:
 # --------------------------------------------------------------------------- memoization
 
 
-class MemoizedMechanism:
+class MemoizedMechanism(MechanismBase):
     """Memoized randomized response (:class:`~deniable.mechanisms.MemoizedRandomizer`) under
-    the mechanism protocol, for one question; see the module docstring.
+    the mechanism protocol, for one question; see the module docstring (identity, binding
+    and pickling: :class:`~deniable.designs.MechanismBase`).
 
     ``randomize(values, rng=..., respondents=None)`` runs one round for respondents
     ``0..n-1`` (or the given ids): stored permanent reports are replayed.
@@ -318,8 +306,6 @@ class MemoizedMechanism:
     >>> m.key
     'memoized{"design":"warner{\\\\"p\\\\":\\\\"3/4\\\\"}","instantaneous":null}'
     """
-
-    __slots__ = ("_memo", "_question")
 
     def __init__(
         self, design: Design, *, instantaneous: Design | None = None, question: str = "q"
@@ -334,27 +320,20 @@ class MemoizedMechanism:
     def __repr__(self) -> str:
         return f"MemoizedMechanism({self._memo!r}, question={self._question!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"memo": self._memo, "question": self._question}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self._memo = state["memo"]
-        self._question = state["question"]
-
     @property
     def memo(self) -> MemoizedRandomizer:
         """The wrapped memo (it holds the permanent reports)."""
         return self._memo
 
-    name = "memoized"
+    name: ClassVar[str] = "memoized"
 
-    @property
-    def key(self) -> str:
+    def parameters(self) -> dict[str, Any]:
+        """The keys of the permanent and the instantaneous design (``None``: none)."""
         inst = self._memo.instantaneous
-        return mechanism_key(
-            self.name,
-            {"design": self._memo.design.key, "instantaneous": None if inst is None else inst.key},
-        )
+        return {
+            "design": self._memo.design.key,
+            "instantaneous": None if inst is None else inst.key,
+        }
 
     @property
     def epsilon(self) -> float:
@@ -374,7 +353,7 @@ class MemoizedMechanism:
         return DenseChannel(self._memo.channel)
 
     @property
-    def _n_reports(self) -> int:
+    def _tally_cells(self) -> int:
         inst = self._memo.instantaneous
         return (self._memo.design if inst is None else inst).n_reports
 
@@ -386,17 +365,9 @@ class MemoizedMechanism:
         ids = np.arange(n) if respondents is None else respondents
         return self._memo.randomize(ids, values, question=self._question, rng=rng)
 
-    def tally(self, reports: npt.ArrayLike) -> Tally:
-        return Tally.from_reports(reports, self._n_reports, mechanism=self.key)
-
     def estimate(self, data: Any) -> Any:
         """Invert one round's channel (see the module docstring)."""
-        tally = data if isinstance(data, Tally) else self.tally(data)
-        if tally.mechanism not in (None, self.key):
-            raise DataError(
-                f"the tally belongs to mechanism {tally.mechanism}, not {self.key}: estimate it "
-                "with its own mechanism."
-            )
+        tally = self._as_tally(data)  # bound, of one round's report values, not empty
         design, inst = self._memo.design, self._memo.instantaneous
         if inst is None:
             return design.estimate(Tally(tally.counts))
@@ -406,10 +377,6 @@ class MemoizedMechanism:
                 "memoized estimates with an instantaneous design need a binary one-round "
                 f"channel, got one of shape {ch.shape}."
             )
-        if len(tally.counts) != 2:
-            raise DataError(f"the tally has {len(tally.counts)} report values, the channel has 2.")
-        if tally.n == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
         p1, p0 = float(ch[1, 1]), float(ch[1, 0])
         if p1 == p0:  # pragma: no cover - both designs informative keeps them apart
             raise ParameterError("the one-round channel carries no information.")

@@ -6,9 +6,10 @@ Every oracle is a mechanism of the one protocol (:class:`~deniable.designs.Mecha
 for k-ary randomized response), ``randomize(values, rng=...)`` over numpy arrays (a fixed
 number of 64-bit words per report, thresholds rounded toward privacy), ``tally(reports)``
 (a :class:`~deniable.designs.Tally` of support counts that adds across batches, O(k)
-memory) and ``estimate(tally)`` (a :class:`FrequencyEstimate`: the unbiased frequency of
-each value with its exact variance, Wang et al. 2017, both empirical standard-error
-conventions and intervals).
+memory) and ``estimate(tally)`` (a :class:`FrequencyEstimate`, the k-ary design's estimate
+too: the unbiased frequency of each value, its variance for respondents sampled from a
+population (``se``, the default) and for the fixed population of the ``n`` respondents
+(``se_fixed``: Wang et al. 2017's exact variance), and intervals).
 
 ========================  ==============================================================
 :data:`GRR`               k-ary randomized response (direct encoding): the design
@@ -34,6 +35,7 @@ question-spec algorithms with :mod:`deniable.designs`.
 from __future__ import annotations
 
 from deniable.designs import Categorical as GRR
+from deniable.designs import FrequencyEstimate
 from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._choose import CRITERION, OracleChoice, choose_oracle
 from deniable.oracles._consistency import (
@@ -58,7 +60,6 @@ from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMech
 from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
-from deniable.oracles._results import FrequencyEstimate
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
     oracle_from_key,
@@ -68,7 +69,12 @@ from deniable.oracles._spec import (
 from deniable.oracles._study import METHODS, PostProcessingStudy, post_processing_study
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE, UnaryEncoding
-from deniable.oracles._variance import exact_variance, support_probabilities, total_variance
+from deniable.oracles._variance import (
+    exact_variance,
+    sampling_variance,
+    support_probabilities,
+    total_variance,
+)
 from deniable.oracles._vectors import ORACLE_VECTORS_SCHEMA, dump_oracle_vectors, oracle_vectors
 
 __all__ = [
@@ -113,6 +119,7 @@ __all__ = [
     "post_processing_study",
     "project_to_simplex",
     "read_report_key",
+    "sampling_variance",
     "string_digest",
     "support_probabilities",
     "tally_batches",

@@ -1,5 +1,6 @@
-"""What every frequency oracle shares: the support-count tally, the estimate and its exact
-variance, identity, binding and validation.
+"""What every frequency oracle shares: the support-count tally and its checks, the estimate,
+the channel and validation (identity, binding and pickling: :class:`~deniable.designs.
+MechanismBase`).
 
 A frequency oracle randomizes a value ``x`` in ``0..k-1`` into a report that *supports* some
 values (Wang, Blocki, Li & Jha 2017, "pure" protocols): the report supports ``x`` with
@@ -9,39 +10,39 @@ count of every value plus the number of reports (``k + 1`` int64 cells, the form
 
     pi_hat_j = (c_j / n - q) / (p - q),
 
-unbiased, with the exact variance (each report's support of ``j`` is an independent
-Bernoulli(``p``) or Bernoulli(``q``) draw)
+unbiased (a :class:`~deniable.designs.FrequencyEstimate`).  For respondents sampled from a
+population each report supports ``j`` independently with probability ``lambda_j = q + (p -
+q) pi_j``, so ``Var = lambda_j (1 - lambda_j) / (n (p - q)^2)`` (the estimate's ``se``); for
+the fixed population of the ``n`` respondents (each report's support of ``j`` an independent
+Bernoulli(``p``) or Bernoulli(``q``) draw) it is the exact variance
 
     Var(pi_hat_j) = (pi_j p (1 - p) + (1 - pi_j) q (1 - q)) / (n (p - q)^2)
                   = q (1 - q) / (n (p - q)^2) + pi_j (1 - p - q) / (n (p - q))
 
-(Wang et al. 2017, Theorem 2).
+(Wang et al. 2017, Theorem 2; the estimate's ``se_fixed``).
 """
 
 from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import fields
-from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import Channel, SupportChannel, Tally, mechanism_key
+from deniable.designs import Channel, FrequencyEstimate, MechanismBase, SupportChannel, Tally
 from deniable.designs._tally import MAX_COUNT
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
-from deniable.oracles._results import FrequencyEstimate
-from deniable.oracles._variance import exact_variance
+from deniable.oracles._variance import exact_variance, sampling_variance
 
 __all__ = ["FrequencyOracle"]
 
 FloatArray = npt.NDArray[np.float64]
 
 
-class FrequencyOracle(ABC):
+class FrequencyOracle(MechanismBase, ABC):
     """Base of the frequency oracles: a randomizer of values ``0..k-1`` whose reports
     support values, with a support-count tally and the unbiased estimator (module doc).
 
@@ -49,10 +50,13 @@ class FrequencyOracle(ABC):
     ``name``, ``key``, ``epsilon`` (exact, closed form), ``channel``
     (:class:`~deniable.designs.SupportChannel` ``(k, p, q)``), ``randomize``, ``tally`` (``k``
     support counts and the number of reports) and ``estimate``
-    (:class:`~deniable.oracles.FrequencyEstimate`).  Subclasses are frozen dataclasses with a
-    field ``k``; they give the support probabilities, epsilon, the randomizer and the
-    support counts of a batch of reports.
+    (:class:`~deniable.designs.FrequencyEstimate`, the k-ary design's estimate too).
+    Subclasses are frozen dataclasses with a field ``k``; they give the support
+    probabilities, epsilon, the randomizer and the support counts of a batch of reports;
+    identity, binding and pickling come from :class:`~deniable.designs.MechanismBase`.
     """
+
+    _noun: ClassVar[str] = "oracle"
 
     #: Registry name (the spec's ``mechanism``).
     name: ClassVar[str]
@@ -72,6 +76,30 @@ class FrequencyOracle(ABC):
     def epsilon(self) -> float:
         """The exact epsilon (closed form from the parameters)."""
 
+    # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+    # Claim: each oracle's implemented_epsilon bounds the epsilon of the channel its integer
+    # thresholds realise and is at most `epsilon`.  Argument, oracle by oracle:
+    # * unary encoding: q is drawn as t / 2**L exactly (L <= 32 binary digits; a q that needs
+    #   more is rounded up, toward 1/2, where ln((1 - q) / q) is smaller); OUE's p = 1/2 is
+    #   one bit of a word, SUE's p = 1 - q a flipped lane: the closed form at the drawn q;
+    # * Hadamard response: the row is uniform (top bits of a word, K a power of two), so q
+    #   = 1/2 exactly; the flip threshold ceil((1 - p) 2**53) rounds the smaller probability
+    #   up, so p' = 1 - t / 2**53 <= p and ln(p' / (1 - p')) <= ln(p / (1 - p));
+    # * local hashing (multiply-shift and linear): randomized response over the g buckets,
+    #   the categorical design's keep threshold (its proof note in designs/_categorical.py);
+    #   the hash words do not depend on the value;
+    # * subset selection: the inclusion threshold is lowered until _bound, the largest log
+    #   ratio over the four cases of x, x' in or out of the subset (with the multiply-shift
+    #   draws' spread from uniform), plus a slack above the float error of its sums and
+    #   logs, is at most `epsilon`.
+    # The closed forms (ln((1 - q) / q), ln(p / (1 - p))) are float logs of a float ratio, as
+    # for the binary designs: within ~1e-16 absolute of the exact value, not recomputed
+    # because every spec states them.  Checked by tests/test_implemented_epsilon.py::
+    # test_unary_encoding_realises_at_most_its_epsilon, ::test_hadamard_response_realises_
+    # at_most_its_epsilon, ::test_subset_selection_states_a_bound_on_its_realised_epsilon
+    # (the channel enumerated exactly over the word outcomes), ::test_local_hashing_states_
+    # its_implemented_epsilon_past_the_dense_limit, and tests/test_oracles.py::test_local_
+    # hashing_implemented_epsilon_is_at_most_the_stated_one_exactly (sweeps of epsilon).
     @property
     @abstractmethod
     def implemented_epsilon(self) -> float:
@@ -119,27 +147,6 @@ class FrequencyOracle(ABC):
         j = v.integer("value", value, minimum=0, maximum=self.k - 1)
         return self._supports(reports, j)
 
-    # ---- identity
-
-    @cached_property
-    def key(self) -> str:
-        """The identity its tallies carry: :func:`~deniable.designs.mechanism_key` of the
-        name and exact parameters."""
-        return mechanism_key(self.name, self.parameters())
-
-    def parameters(self) -> dict[str, Any]:
-        """The oracle's parameters by name."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}  # type: ignore[arg-type]
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle the parameters, not the values cached from them."""
-        cls = type(self)
-        return {
-            name: value
-            for name, value in self.__dict__.items()
-            if not isinstance(getattr(cls, name, None), cached_property)
-        }
-
     # ---- channel
 
     @property
@@ -159,9 +166,17 @@ class FrequencyOracle(ABC):
         """Labels of the tally's cells: ``support 0 .. support k-1``, ``n``."""
         return (*(f"support {j}" for j in range(self.k)), "n")
 
-    def variance(self, n: int, frequencies: npt.ArrayLike | None = None) -> FloatArray:
-        """Exact variance of each category's estimate from ``n`` reports at the true
-        ``frequencies`` (default uniform): :func:`~deniable.oracles.exact_variance`."""
+    def variance(
+        self, n: int, frequencies: npt.ArrayLike | None = None, *, population: str = "fixed"
+    ) -> FloatArray:
+        """Variance of each category's estimate from ``n`` reports at the true
+        ``frequencies`` (default uniform): for the ``fixed`` population of the ``n``
+        respondents, Wang et al.'s exact variance (:func:`~deniable.oracles.exact_variance`,
+        the default, by which oracles are compared); for respondents drawn ``iid`` from a
+        population, :func:`~deniable.oracles.sampling_variance`."""
+        v.choice("population", population, ("fixed", "iid"))
+        if population == "iid":
+            return sampling_variance(self, n, frequencies)
         return exact_variance(self, n, frequencies)
 
     # ---- values
@@ -170,6 +185,25 @@ class FrequencyOracle(ABC):
         return v.reports_array("values", values, categories=self.k)
 
     # ---- tally
+
+    @property
+    def _tally_cells(self) -> int:
+        return self.k + 1
+
+    def _tally_layout(self) -> str:
+        return f"a support count for each of k = {self.k} values, then n"
+
+    def _check_counts(self, counts: npt.NDArray[np.int64]) -> None:
+        n = int(counts[-1])
+        if int(counts[:-1].max()) > n:
+            j = int(np.argmax(counts[:-1]))
+            raise DataError(
+                f"a support count must be at most the number of reports n = {n} (the last "
+                f"cell), got {int(counts[j])} for value {j}."
+            )
+
+    def _reports_in(self, tally: Tally) -> int:
+        return int(tally.counts[-1])
 
     def tally(self, reports: npt.ArrayLike) -> Tally:
         """The support count of every value and the number of reports: a
@@ -183,47 +217,19 @@ class FrequencyOracle(ABC):
         out[self.k] = n
         return Tally(out, mechanism=self.key)
 
-    def tally_counts(self, counts: Any) -> Tally:
-        """The tally of this oracle with the given ``k + 1`` cells (support counts, then n)."""
-        return self.bind(Tally(counts))
-
-    def bind(self, tally: Tally) -> Tally:
-        """``tally`` bound to this oracle: an unbound tally of ``k + 1`` cells whose support
-        counts are at most its last cell gets :attr:`key`; a tally of another mechanism is
-        refused."""
-        if not isinstance(tally, Tally):
-            raise DataError(f"`tally` must be a Tally, got {type(tally).__name__}.")
-        if tally.mechanism is not None and tally.mechanism != self.key:
-            raise DataError(
-                f"the tally belongs to mechanism {tally.mechanism}, not to this oracle "
-                f"{self.key}: estimate it with its own oracle."
-            )
-        counts = tally.counts
-        if len(counts) != self.k + 1:
-            raise DataError(
-                f"the tally has {len(counts)} report values, the oracle {self.name!r} has "
-                f"{self.k + 1} (a support count for each of k = {self.k} values, then n)."
-            )
-        n = int(counts[-1])
-        if int(counts[:-1].max()) > n:
-            j = int(np.argmax(counts[:-1]))
-            raise DataError(
-                f"a support count must be at most the number of reports n = {n} (the last "
-                f"cell), got {int(counts[j])} for value {j}."
-            )
-        return tally.bind(self.key)
-
     # ---- estimate
 
+    def _channel_fields(self) -> dict[str, Any]:
+        p, q = self._support()
+        return {"p": p, "q": q}
+
     def estimate(self, data: Any) -> FrequencyEstimate:
-        """The unbiased frequency of every value, with its exact variance and intervals
-        (:class:`~deniable.oracles.FrequencyEstimate`), from reports or a tally."""
-        if data is None:
-            raise DataError("give reports or a Tally of the k support counts and n.")
-        tally = self.bind(data) if isinstance(data, Tally) else self.tally(data)
-        if int(tally.counts[-1]) == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
-        return FrequencyEstimate.from_tally(self, tally)
+        """The unbiased frequency of every value, with both variance conventions and
+        intervals (:class:`~deniable.designs.FrequencyEstimate`), from reports or a tally."""
+        tally = self._as_tally(data)
+        p, q = self._support()
+        counts = tally.counts
+        return FrequencyEstimate.from_counts(self, tally, counts[:-1], int(counts[-1]), p, q)
 
 
 def check_k(value: Any, maximum: int) -> int:

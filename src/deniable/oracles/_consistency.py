@@ -2,7 +2,7 @@
 maximum-likelihood estimate by iterative Bayesian update.
 
 The unbiased estimates of a frequency oracle can be negative and need not sum to 1; they
-stay the default (:class:`~deniable.oracles.FrequencyEstimate`).  Each function here is an
+stay the default (:class:`~deniable.designs.FrequencyEstimate`).  Each function here is an
 opt-in post-processing (free for privacy) that returns frequencies on the probability
 simplex, trading bias for error (Wang, Lopuhaa-Zwakenberg, Li, Skoric & Li 2020,
 "Locally differentially private frequency estimation with consistency"):
@@ -28,9 +28,8 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import CategoricalEstimate, SupportChannel, SymmetricChannel
+from deniable.designs import FrequencyEstimate
 from deniable.exceptions import DataError, ParameterTypeError
-from deniable.oracles._results import FrequencyEstimate
 from deniable.results import Result, Table
 
 __all__ = [
@@ -92,7 +91,7 @@ class ConsistentFrequencies(Result):
 
 def _raw(estimate: Any) -> FloatArray:
     """The unbiased values of an estimate, or an array of them."""
-    if isinstance(estimate, FrequencyEstimate | CategoricalEstimate):
+    if isinstance(estimate, FrequencyEstimate):
         values = np.asarray(estimate.values, dtype=np.float64)
     elif isinstance(estimate, str | bytes):
         raise ParameterTypeError(
@@ -144,21 +143,19 @@ def project_to_simplex(estimate: Any) -> ConsistentFrequencies:
 
 
 def _counts_and_matrix(estimate: Any) -> tuple[FloatArray, Any]:
-    """The counts EM fits and either ``(p, q)`` (support or symmetric channels) or the dense
-    channel matrix."""
-    if isinstance(estimate, FrequencyEstimate):
-        counts = estimate.tally.counts[:-1].astype(np.float64)
+    """The counts EM fits and either ``(p, q)`` (the same support probabilities for every
+    value: the oracles, k-ary randomized response) or the dense channel matrix (the
+    categorical design with a non-uniform forced distribution)."""
+    if not isinstance(estimate, FrequencyEstimate):
+        raise ParameterTypeError(
+            "`estimate` must be a FrequencyEstimate (the estimate of a frequency oracle or of "
+            "the categorical design: the EM needs the tally and the channel), got "
+            f"{type(estimate).__name__}."
+        )
+    counts = estimate.counts.astype(np.float64)
+    if isinstance(estimate.p, float) and isinstance(estimate.q, float):
         return counts, (estimate.p, estimate.q)
-    if isinstance(estimate, CategoricalEstimate):
-        counts = estimate.tally.counts.astype(np.float64)
-        channel = estimate.design.channel
-        if isinstance(channel, SymmetricChannel | SupportChannel):
-            return counts, (channel.p, channel.q)
-        return counts, np.asarray(channel, dtype=np.float64)
-    raise ParameterTypeError(
-        "`estimate` must be a FrequencyEstimate or a CategoricalEstimate (the EM needs the "
-        f"tally and the channel), got {type(estimate).__name__}."
-    )
+    return counts, np.asarray(estimate.mechanism.channel, dtype=np.float64)
 
 
 def maximum_likelihood(

@@ -6,14 +6,13 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import Channel, Tally, channel_epsilon, mechanism_key
+from deniable.designs import Channel, MechanismBase, Tally, channel_epsilon
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._choose import choose_oracle
@@ -22,7 +21,7 @@ __all__ = ["Histogram"]
 
 
 @dataclass(frozen=True)
-class Histogram:
+class Histogram(MechanismBase):
     """A histogram of numbers over the bins ``[e_0, e_1), ..., [e_(k-1), e_k]`` (the last
     bin closed), each number reported as its bin through ``oracle``, a frequency oracle of
     ``k`` values (or the categorical design).
@@ -44,6 +43,7 @@ class Histogram:
     edges: tuple[float, ...]
     oracle: Any
     name: ClassVar[str] = "histogram"
+    _noun: ClassVar[str] = "histogram"
 
     def __post_init__(self) -> None:
         if isinstance(self.edges, str | bytes) or not hasattr(self.edges, "__iter__"):
@@ -77,17 +77,10 @@ class Histogram:
             raise ParameterError(f"`edges` must hold at least 3 numbers (2 bins), got {k + 1}.")
         return cls(tuple(edges), choose_oracle(eps, k, n).oracle)
 
-    @cached_property
-    def key(self) -> str:
-        """The identity its tallies carry: the edges and the oracle's key."""
-        return mechanism_key(self.name, {"edges": list(self.edges), "oracle": self.oracle.key})
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"edges": self.edges, "oracle": self.oracle}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
+    def parameters(self) -> dict[str, Any]:
+        """The edges and the oracle's key: what :attr:`key`, the identity its tallies carry,
+        is made of."""
+        return {"edges": list(self.edges), "oracle": self.oracle.key}
 
     @property
     def epsilon(self) -> float:
@@ -131,13 +124,15 @@ class Histogram:
         """The oracle's tally of the reports, bound to this histogram."""
         return Tally(self.oracle.tally(reports).counts, mechanism=self.key)
 
+    @property
+    def _tally_cells(self) -> int:
+        return int(self.oracle._tally_cells)
+
+    def _check_counts(self, counts: npt.NDArray[np.int64]) -> None:
+        self.oracle.bind(Tally(counts))  # the oracle's own checks of its cells
+
     def estimate(self, data: Any) -> Any:
         """The oracle's estimate of the bins' frequencies (from reports or a tally)."""
         if isinstance(data, Tally):
-            if data.mechanism not in (None, self.key):
-                raise DataError(
-                    f"the tally belongs to mechanism {data.mechanism}, not to this histogram "
-                    f"{self.key}: estimate it with its own mechanism."
-                )
-            return self.oracle.estimate(Tally(data.counts))
+            return self.oracle.estimate(Tally(self.bind(data).counts))
         return self.oracle.estimate(data)

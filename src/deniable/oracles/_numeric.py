@@ -78,9 +78,6 @@ class DuchiMechanism(_BoundedMean):
     (True, ('wald', 'exact'))
     """
 
-    epsilon: float
-    lower: float = -1.0
-    upper: float = 1.0
     name: ClassVar[str] = "duchi"
 
     def __post_init__(self) -> None:
@@ -97,6 +94,14 @@ class DuchiMechanism(_BoundedMean):
         e^eps``, i.e. ``floor(2**53 L / (1 + L))`` for a proven lower bound ``L`` of
         ``e^eps`` (so the implemented ratio is at most ``e^eps`` exactly, whatever ``eps``),
         and at most ``2**53 - 1``."""
+        # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+        # Claim: every report's likelihood ratio is at most e^eps exactly.  Argument: the
+        # threshold of t is 2**52 + floor(t D), D = t_hi - 2**52, nondecreasing in t, so
+        # every threshold lies in [2**53 - t_hi, t_hi] and the worst ratio is t_hi / (2**53 -
+        # t_hi) (for +C; the same for -C); x / (2**53 - x) increases in x, so t_hi = floor(2**53
+        # L / (1 + L)) gives t_hi / (2**53 - t_hi) <= L < e^eps (L: exp_lower_bound; above
+        # eps = 700 the bound at 700 is smaller still).  Checked by tests/test_implemented_
+        # epsilon.py::test_duchi_realises_at_most_its_epsilon_over_the_whole_range.
         low = exp_lower_bound(min(self.epsilon, 700.0))
         return min(_TWO53 - 1, math.floor(_TWO53 * low / (1 + low)))
 
@@ -157,10 +162,6 @@ class DuchiMechanism(_BoundedMean):
         c = self.bound
         return np.array([self._to_value(-c), self._to_value(c)])
 
-    def tally(self, reports: npt.ArrayLike) -> Tally:
-        """``(n_minus, n_plus)``."""
-        return Tally.from_reports(reports, 2, mechanism=self.key)
-
     def variance(self, values: npt.ArrayLike) -> float:
         """Exact variance of the mean estimate for these true values: ``sum (C^2 - t_i^2) /
         n^2`` on the ``[-1, 1]`` scale, times ``((upper - lower) / 2)^2``."""
@@ -174,10 +175,8 @@ class DuchiMechanism(_BoundedMean):
     def estimate(self, data: Any) -> Estimate:
         """The mean of the numbers, unbiased, with both empirical SEs, the Wald interval and
         the exact one (Clopper-Pearson for the share of ``+C`` reports, mapped)."""
-        tally = self._as_tally(data)
+        tally = self._as_tally(data)  # a tally (n_minus, n_plus) of at least one report
         n = tally.n
-        if n == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
         plus = int(tally.counts[1])
         c = self.bound
         mean_t = c * (2 * plus / n - 1)
@@ -206,9 +205,6 @@ class PiecewiseMechanism(_BoundedMean):
     True
     """
 
-    epsilon: float
-    lower: float = -1.0
-    upper: float = 1.0
     name: ClassVar[str] = "piecewise"
 
     def __post_init__(self) -> None:
@@ -230,6 +226,15 @@ class PiecewiseMechanism(_BoundedMean):
     def _weights(self) -> tuple[int, int]:
         """``(alpha, beta)``: integers with ``w alpha + (N - w) beta = 2**64`` and ``alpha /
         beta`` the largest such ratio at most ``e^eps`` (toward privacy)."""
+        # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+        # Claim: alpha / beta <= e^eps exactly, and the weights are a distribution over the
+        # grid (w alpha + (N - w) beta = 2**64).  Argument: a grid point's probability is
+        # alpha / 2**64 or beta / 2**64 whatever the value, so the worst ratio is alpha /
+        # beta; the loop returns only a pair with alpha <= L beta, L = exp_lower_bound(eps)
+        # < e^eps, in integers, with alpha = (2**64 - rest beta) / w whole (beta in the
+        # residue class that makes it so); raising beta by a step lowers alpha, so the loop
+        # ends.  Checked by tests/test_implemented_epsilon.py::test_piecewise_realises_at_
+        # most_its_epsilon_over_the_whole_range (which also checks the sum).
         w, rest = self.window, GRID - self.window
         ratio = exp_lower_bound(min(self.epsilon, 700.0))  # proven: at most e^eps
         # w alpha + rest beta = 2**64 with alpha = ratio beta: beta = 2**64 / (w ratio + rest)
@@ -346,6 +351,9 @@ class PiecewiseMechanism(_BoundedMean):
         squares = int(np.dot(arr, arr))
         return Tally([n, total, squares], mechanism=self.key)
 
+    def _reports_in(self, tally: Tally) -> int:
+        return int(tally.counts[0])
+
     def variance(self, values: npt.ArrayLike) -> float:
         """Exact variance of the mean estimate for these true values (the implemented grid
         mechanism), on the scale of ``[lower, upper]``."""
@@ -365,10 +373,8 @@ class PiecewiseMechanism(_BoundedMean):
     def estimate(self, data: Any) -> Estimate:
         """The mean of the numbers, unbiased, with both empirical SEs, the Wald interval and
         Hoeffding's (the reports are bounded by :attr:`bound`)."""
-        tally = self._as_tally(data)
+        tally = self._as_tally(data)  # (n, sum u, sum u^2) of at least one report
         n, total, squares = (int(c) for c in tally.counts)
-        if n == 0:
-            raise DataError("`n` must be at least 1, got 0 reports.")
         c0, c1 = self._linear
         mean_t = (total / n - c0) / c1
         ss = max(Fraction(squares * n - total * total, n), Fraction(0))  # exact: sum (u - mean)^2

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import Channel, Tally, mechanism_key
+from deniable.designs import Channel, MechanismBase
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
 from deniable.results import Estimate
@@ -90,13 +89,15 @@ class _Interval:
         return self.mechanism._interval(self.method, self.data, level)  # type: ignore[no-any-return]
 
 
-class _BoundedMean:
-    """What the two mean mechanisms share: bounds, the map to [-1, 1], identity, binding."""
+@dataclass(frozen=True)
+class _BoundedMean(MechanismBase):
+    """What the two mean mechanisms share: their parameters (``epsilon`` and the bounds
+    ``lower`` and ``upper``, default ``[-1, 1]``), the map to [-1, 1] and the estimate;
+    identity, binding and pickling come from :class:`~deniable.designs.MechanismBase`."""
 
-    name: ClassVar[str]
     epsilon: float
-    lower: float
-    upper: float
+    lower: float = -1.0
+    upper: float = 1.0
 
     def _check_bounds(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
@@ -110,22 +111,6 @@ class _BoundedMean:
         object.__setattr__(self, "lower", lo)
         object.__setattr__(self, "upper", hi)
 
-    @cached_property
-    def key(self) -> str:
-        """The identity its tallies carry."""
-        return mechanism_key(self.name, self.parameters())
-
-    def parameters(self) -> dict[str, Any]:
-        """The parameters by name."""
-        return {"epsilon": self.epsilon, "lower": self.lower, "upper": self.upper}
-
-    def __getstate__(self) -> dict[str, Any]:
-        return self.parameters()
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
-
     @property
     def channel(self) -> MeanChannel:
         """:class:`MeanChannel`: ``P[report | value]`` one value at a time."""
@@ -134,6 +119,10 @@ class _BoundedMean:
     @property
     def n_cells(self) -> int:  # pragma: no cover - subclasses
         raise NotImplementedError
+
+    @property
+    def _tally_cells(self) -> int:
+        return self.n_cells
 
     def _unit(self, values: npt.ArrayLike) -> FloatArray:
         """``values`` checked (finite, in [lower, upper]) and mapped to [-1, 1]."""
@@ -160,31 +149,6 @@ class _BoundedMean:
 
     def _to_value(self, t: float) -> float:
         return self.lower + (t + 1.0) * self._scale()
-
-    def bind(self, tally: Tally) -> Tally:
-        """``tally`` bound to this mechanism (length and key checked)."""
-        if not isinstance(tally, Tally):
-            raise DataError(f"`tally` must be a Tally, got {type(tally).__name__}.")
-        if tally.mechanism is not None and tally.mechanism != self.key:
-            raise DataError(
-                f"the tally belongs to mechanism {tally.mechanism}, not to {self.key}: "
-                "estimate it with its own mechanism."
-            )
-        if len(tally.counts) != self.n_cells:
-            raise DataError(
-                f"the tally has {len(tally.counts)} report values, {self.name!r} has "
-                f"{self.n_cells}."
-            )
-        return tally.bind(self.key)
-
-    def _as_tally(self, data: Any) -> Tally:
-        if data is None:
-            raise DataError("give reports or a Tally.")
-        tally = self.bind(data) if isinstance(data, Tally) else self.tally(data)
-        return tally
-
-    def tally(self, reports: npt.ArrayLike) -> Tally:  # pragma: no cover - subclasses
-        raise NotImplementedError
 
     def _estimate(
         self, n: int, mean_t: float, var_plug_in: float, var_unbiased: float,

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -58,7 +58,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import _validation as v
-from deniable.designs import Tally, mechanism_key
+from deniable.designs import MechanismBase, Tally, mechanism_key
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._rappor_decode import RapporEstimate, _strings, decode
 from deniable.randomness import random_words, resolve_rng
@@ -128,7 +128,7 @@ class RapporReports:
 
 
 @dataclass(frozen=True)
-class Rappor:
+class Rappor(MechanismBase):
     """The RAPPOR mechanism: Bloom filter of ``m`` bits with ``h`` hashes per cohort, PRR
     ``f``, IRR ``p < q`` (module docstring).
 
@@ -182,16 +182,7 @@ class Rappor:
         object.__setattr__(self, "p", p)
         object.__setattr__(self, "q", q)
 
-    # ---- identity
-
-    def parameters(self) -> dict[str, Any]:
-        """The parameters by name."""
-        return {fl.name: getattr(self, fl.name) for fl in fields(self)}
-
-    @cached_property
-    def key(self) -> str:
-        """The identity its tallies carry (:func:`~deniable.designs.mechanism_key`)."""
-        return mechanism_key(self.name, self.parameters())
+    # ---- identity (key, parameters, pickling: MechanismBase)
 
     @cached_property
     def permanent_key(self) -> str:
@@ -204,13 +195,6 @@ class Rappor:
     def cohort_key(self) -> str:
         """The identity of a client's cohort draw, stored with it: the number of cohorts."""
         return mechanism_key("rappor-cohort", {"cohorts": self.cohorts})
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {fl.name: getattr(self, fl.name) for fl in fields(self)}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
 
     @property
     def width(self) -> int:
@@ -338,7 +322,7 @@ class Rappor:
         cohorts = self._cohorts(reports.cohorts, bits.shape[0])
         return RapporReports(cohorts, bits)
 
-    def tally(self, reports: RapporReports) -> Tally:
+    def tally(self, reports: RapporReports) -> Tally:  # type: ignore[override]
         """Per cohort, the number of reports with each bit set and the number of reports: a
         :class:`~deniable.designs.Tally` of ``cohorts (m + 1)`` cells bound to :attr:`key`
         (adds across batches)."""
@@ -356,24 +340,17 @@ class Rappor:
                 out[c, : self.m] += unpacked.sum(axis=0, dtype=np.int64)
         return Tally(out.reshape(-1), mechanism=self.key)
 
-    def bind(self, tally: Tally) -> Tally:
-        """``tally`` bound to this mechanism (a tally of another mechanism is refused)."""
-        if not isinstance(tally, Tally):
-            raise ParameterTypeError(f"`tally` must be a Tally, got {type(tally).__name__}.")
-        if tally.mechanism is not None and tally.mechanism != self.key:
-            raise DataError(
-                f"the tally belongs to mechanism {tally.mechanism}, not to {self.key}: decode "
-                "it with its own mechanism."
-            )
-        cells = self.cohorts * (self.m + 1)
-        if tally.counts.size != cells:
-            raise DataError(
-                f"the tally must have cohorts (m + 1) = {cells} cells, got {tally.counts.size}."
-            )
-        grid = tally.counts.reshape(self.cohorts, self.m + 1)
+    @property
+    def _tally_cells(self) -> int:
+        return self.cohorts * (self.m + 1)
+
+    def _tally_layout(self) -> str:
+        return f"cohorts (m + 1): per cohort, the count of each of m = {self.m} bits, then n"
+
+    def _check_counts(self, counts: npt.NDArray[np.int64]) -> None:
+        grid = counts.reshape(self.cohorts, self.m + 1)
         if (grid[:, : self.m] > grid[:, self.m : self.m + 1]).any():
             raise DataError("a support count must be at most its cohort's number of reports.")
-        return tally.bind(self.key)
 
     def counts(self, tally: Tally) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """``(c, N)``: the ``(cohorts, m)`` support counts and each cohort's reports."""

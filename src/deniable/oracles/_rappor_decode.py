@@ -63,7 +63,7 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._lasso import nonnegative_lasso
 from deniable.results import Result, Table
 
-__all__ = ["METHODS", "RapporEstimate", "decode", "default_penalty"]
+__all__ = ["METHODS", "SE_RAPPOR", "RapporEstimate", "decode", "default_penalty"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -75,6 +75,15 @@ def default_penalty(k: int) -> float:
     """The Lasso's default penalty for ``k`` candidates: the universal threshold
     ``sqrt(2 ln k)`` in noise standard deviations (module docstring, step 2)."""
     return math.sqrt(2 * math.log(k))
+
+
+#: How :attr:`RapporEstimate.se` is computed: the binomial variance of each bit count
+#: (clients sampled from a population, each count's share plugged in), through the weighted
+#: least-squares refit, times the residual scale ``s^2 >= 1``.
+SE_RAPPOR = (
+    "sampling: binomial variance of each bit count at its share, through the weighted "
+    "least-squares refit, times the residual scale s^2"
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,12 @@ class RapporEstimate(Result):
     scale: float = 1.0
     method: str = "nnls"
     penalty: float | None = None
+
+    @property
+    def se_convention(self) -> str:
+        """Which variance :attr:`se` is (``SE_RAPPOR``): the sampling one, as every frequency
+        estimate's ``se`` (``deniable.designs.FrequencyEstimate``)."""
+        return SE_RAPPOR
 
     @property
     def selected(self) -> npt.NDArray[np.bool_]:
@@ -156,12 +171,13 @@ class RapporEstimate(Result):
                 self._selection(),
                 f"reported: one-sided p-value < alpha / K = {self.alpha:g} / "
                 f"{len(self.candidates)} (Bonferroni); residual scale s^2 = {self.scale:.3g}",
+                f"SE {SE_RAPPOR}",
             ),
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON: mechanism, n, method, penalty, alpha, threshold, and per candidate its
-        estimate."""
+        """Plain JSON: mechanism, n, method, penalty, alpha, threshold, scale, se_convention,
+        and per candidate its estimate."""
         return {
             "mechanism": self.key,
             "n": self.n,
@@ -170,6 +186,7 @@ class RapporEstimate(Result):
             "alpha": self.alpha,
             "threshold": self.threshold,
             "scale": self.scale,
+            "se_convention": SE_RAPPOR,
             "candidates": [
                 {
                     "candidate": c,
