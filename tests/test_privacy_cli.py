@@ -90,6 +90,10 @@ shuffle_epsilon_table shuffle_guarantee BudgetLedger BudgetFilter QuestionRecord
 Composition PureEpsilonComposition LedgerStore InMemoryLedgerStore History SpendRequest
 SpendPlan SpentSummary ZCDPComposition QUESTIONNAIRE_METHODS compose_questions CONVERSIONS
 Conversion conversion_methods convert_guarantee BudgetPlan budget_plan
+ACCOUNTANTS Accountant AdvancedAccountant BasicAccountant KOVAccountant OptimalAccountant
+PLDAccountant RDPAccountant ZCDPAccountant GDPAccountant make_accountant EVENT_TYPES Event
+Composed SelfComposed PoissonSampled SampledWithoutReplacement event_from_dict NoOp NonPrivate
+PureEpsilon EpsilonDelta DiscreteLaplace poisson_amplification without_replacement_amplification
 """.split()  # noqa: SIM905 (one name per word reads better than 48 quoted lines)
 
 

@@ -32,7 +32,18 @@ See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/bu
 
 from __future__ import annotations
 
-from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccountant
+from deniable.accounting._accountant import (
+    ACCOUNTANTS,
+    COMPOSITION_METHODS,
+    PrivacyAccountant,
+    make_accountant,
+)
+from deniable.accounting._accountants import (
+    Accountant,
+    AdvancedAccountant,
+    BasicAccountant,
+    KOVAccountant,
+)
 from deniable.accounting._budget_filter import BudgetFilter
 from deniable.accounting._budget_plan import BudgetPlan, budget_plan
 from deniable.accounting._compare import (
@@ -66,10 +77,29 @@ from deniable.accounting._convert_table import (
     conversion_methods,
     convert_guarantee,
 )
-from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
+from deniable.accounting._event_tree import (
+    EVENT_TYPES,
+    Composed,
+    Event,
+    PoissonSampled,
+    SampledWithoutReplacement,
+    SelfComposed,
+    event_from_dict,
+)
+from deniable.accounting._events import (
+    DiscreteLaplace,
+    EpsilonDelta,
+    Gaussian,
+    Laplace,
+    NonPrivate,
+    NoOp,
+    PureEpsilon,
+    RandomizedResponse,
+)
 from deniable.accounting._ledger import BudgetLedger, QuestionRecord
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
 from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
+from deniable.accounting._pld_accountants import OptimalAccountant, PLDAccountant
 from deniable.accounting._pricing import (
     Composition,
     History,
@@ -88,6 +118,11 @@ from deniable.accounting._rdp import (
     rdp_to_approx,
     rr_rdp,
 )
+from deniable.accounting._rdp_accountants import GDPAccountant, RDPAccountant, ZCDPAccountant
+from deniable.accounting._sampling import (
+    poisson_amplification,
+    without_replacement_amplification,
+)
 from deniable.accounting._shuffle import (
     ShuffleTable,
     shuffle_delta_numerical,
@@ -99,35 +134,56 @@ from deniable.accounting._shuffle import (
 from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary
 
 __all__ = [
+    "ACCOUNTANTS",
     "COMPOSITION_METHODS",
     "CONVERSIONS",
+    "EVENT_TYPES",
     "GDP",
     "QUESTIONNAIRE_METHODS",
     "RDP",
     "ZCDP",
+    "Accountant",
+    "AdvancedAccountant",
     "ApproxDP",
+    "BasicAccountant",
     "BudgetFilter",
     "BudgetLedger",
     "BudgetPlan",
+    "Composed",
     "Composition",
     "CompositionRow",
     "CompositionTable",
     "Conversion",
+    "DiscreteLaplace",
+    "EpsilonDelta",
+    "Event",
+    "GDPAccountant",
     "Gaussian",
     "History",
     "InMemoryLedgerStore",
+    "KOVAccountant",
     "Laplace",
     "LedgerStore",
+    "NoOp",
+    "NonPrivate",
+    "OptimalAccountant",
+    "PLDAccountant",
+    "PoissonSampled",
     "PrivacyAccountant",
     "PrivacyLossDistribution",
     "PureDP",
+    "PureEpsilon",
     "PureEpsilonComposition",
     "QuestionRecord",
+    "RDPAccountant",
     "RandomizedResponse",
+    "SampledWithoutReplacement",
+    "SelfComposed",
     "ShuffleTable",
     "SpendPlan",
     "SpendRequest",
     "SpentSummary",
+    "ZCDPAccountant",
     "ZCDPComposition",
     "advanced_composition",
     "basic_composition",
@@ -138,6 +194,7 @@ __all__ = [
     "compose_questions",
     "conversion_methods",
     "convert_guarantee",
+    "event_from_dict",
     "gaussian_pld",
     "gdp_delta",
     "gdp_epsilon",
@@ -145,8 +202,10 @@ __all__ = [
     "kov_composition",
     "laplace_pld",
     "laplace_rdp",
+    "make_accountant",
     "optimal_rr_delta",
     "optimal_rr_epsilon",
+    "poisson_amplification",
     "pure_to_rdp",
     "pure_to_zcdp",
     "rdp_curve_delta",
@@ -161,6 +220,7 @@ __all__ = [
     "shuffle_epsilon_numerical",
     "shuffle_epsilon_table",
     "shuffle_guarantee",
+    "without_replacement_amplification",
     "zcdp_delta",
     "zcdp_epsilon",
     "zcdp_to_approx",

@@ -41,9 +41,17 @@ import numpy.typing as npt
 
 from deniable.accounting._safety import MARGIN, TINY, upper_root
 from deniable.common import _validation as v
-from deniable.exceptions import ParameterError
+from deniable.exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["PrivacyLossDistribution", "compose_all", "gaussian_pld", "laplace_pld", "rr_pld"]
+__all__ = [
+    "PrivacyLossDistribution",
+    "check_grid",
+    "compose_all",
+    "gaussian_pld",
+    "grid_index",
+    "laplace_pld",
+    "rr_pld",
+]
 
 FloatArray = npt.NDArray[np.float64]
 _U = 2.0**-53
@@ -58,7 +66,8 @@ class PrivacyLossDistribution:
 
     ``probs[i]`` is the mass at loss ``step * (offset + i)``, ``inf_mass`` the mass at
     ``+inf``.  ``rounding`` is ``"up"`` (pessimistic: deltas are upper bounds), ``"down"``
-    (optimistic: lower bounds) or ``"exact"`` (lattice; no discretisation).
+    (optimistic: lower bounds) or ``"exact"`` (lattice; no discretisation).  Two PLDs
+    compose only on the same grid step (else :class:`~deniable.exceptions.ParameterError`).
     """
 
     step: float
@@ -69,6 +78,18 @@ class PrivacyLossDistribution:
     slack: float = 0.0
     rel_error: float = 0.0
     abs_error: float = 0.0
+
+    def __post_init__(self) -> None:
+        v.positive("step", self.step)
+        if self.step == math.inf:
+            raise ParameterError(f"`step` must be in (0, inf), got {self.step}.")
+        v.integer("offset", self.offset, minimum=-(2**62), maximum=2**62)
+        if not isinstance(self.probs, np.ndarray) or self.probs.ndim != 1:
+            raise ParameterTypeError(
+                f"`probs` must be a 1-D numpy array of masses, got {type(self.probs).__name__}."
+            )
+        v.probability("inf_mass", self.inf_mass)
+        v.choice("rounding", self.rounding, ("up", "down", "exact"))
 
     @property
     def losses(self) -> FloatArray:
@@ -82,8 +103,15 @@ class PrivacyLossDistribution:
 
     def compose(self, other: PrivacyLossDistribution) -> PrivacyLossDistribution:
         """The PLD of the composition: the convolution of the two."""
+        if not isinstance(other, PrivacyLossDistribution):
+            raise ParameterTypeError(
+                f"`other` must be a PrivacyLossDistribution, got {type(other).__name__}."
+            )
         if not math.isclose(self.step, other.step, rel_tol=1e-12):
-            raise ValueError(f"PLD steps differ: {self.step} and {other.step}.")
+            raise ParameterError(
+                f"`other` must be on this PLD's grid (step {self.step:g}) to compose, got a "
+                f"PLD of step {other.step:g}; build both with the same `step`."
+            )
         probs, rel, absolute = _convolve(self.probs, other.probs)
         rounding = self.rounding if other.rounding == "exact" else other.rounding
         return PrivacyLossDistribution(
@@ -183,7 +211,7 @@ def compose_all(parts: list[PrivacyLossDistribution]) -> PrivacyLossDistribution
     """Compose many PLDs: one after another onto the densest when that is cheap (only exact
     non-negative sums), otherwise pairwise smallest-first (FFT for large pairs)."""
     if not parts:
-        raise ValueError("no PLD to compose")
+        raise ParameterError("`parts` must hold at least one PLD to compose, got none.")
     parts = sorted(parts, key=lambda p: -int(np.count_nonzero(p.probs)))
     width = sum(p.probs.size for p in parts)
     cost = width * sum(int(np.count_nonzero(p.probs)) for p in parts[1:])
@@ -204,7 +232,7 @@ def compose_all(parts: list[PrivacyLossDistribution]) -> PrivacyLossDistribution
     return heap[0][2]
 
 
-def _check_grid(span: float, step: float, what: str) -> None:
+def check_grid(span: float, step: float, what: str) -> None:
     """Refuse a grid of more than ``_MAX_POINTS`` points (it could not be held in memory)."""
     points = span / step
     if not points <= _MAX_POINTS:
@@ -214,7 +242,7 @@ def _check_grid(span: float, step: float, what: str) -> None:
         )
 
 
-def _index(loss: float, step: float, rounding: str) -> int:
+def grid_index(loss: float, step: float, rounding: str) -> int:
     q = loss / step
     if rounding == "down":
         return math.floor(q)
@@ -271,9 +299,9 @@ def rr_pld(
         # the true answer is reported with probability 1: loss +inf surely
         return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=mode)
     if mode != "exact":
-        _check_grid(2 * c * eps, h, "a randomized-response PLD")
-    i_plus = _index(eps, h, mode)
-    i_minus = _index(-eps, h, mode)
+        check_grid(2 * c * eps, h, "a randomized-response PLD")
+    i_plus = grid_index(eps, h, mode)
+    i_minus = grid_index(-eps, h, mode)
     slack = c * 4 * _U * eps  # floating error of the grid losses
     if mode == "exact":
         slack += c * abs(i_plus * h - eps)  # distance of eps from its lattice point
@@ -350,8 +378,8 @@ def laplace_pld(
         return _identity(h, rounding)
     if eps == math.inf:
         return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
-    _check_grid(2 * c * eps, h, "a Laplace PLD")
-    lo, hi = _index(-eps, h, rounding), _index(eps, h, rounding)
+    check_grid(2 * c * eps, h, "a Laplace PLD")
+    lo, hi = grid_index(-eps, h, rounding), grid_index(eps, h, rounding)
     probs = np.zeros(hi - lo + 1)
     probs[0] += 0.5 * math.exp(-eps)
     probs[-1] += 0.5
@@ -400,7 +428,7 @@ def gaussian_pld(
         # mu > 1.9e154: the loss N(mu^2/2, mu^2) exceeds every double with probability 1 to
         # double precision (it is below 1.8e308 only mu/2 standard deviations under its mean)
         return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
-    _check_grid(2 * _GAUSS_Z * s + 2 * h, h, "a Gaussian PLD")
+    check_grid(2 * _GAUSS_Z * s + 2 * h, h, "a Gaussian PLD")
     lo = math.floor((mean - _GAUSS_Z * s) / h)
     hi = math.ceil((mean + _GAUSS_Z * s) / h)
     idx = np.arange(lo, hi + 1)
