@@ -125,6 +125,7 @@ from deniable.accounting._sampling import (
 )
 from deniable.accounting._shuffle import (
     ShuffleTable,
+    shuffle_closed_form_limit,
     shuffle_delta_numerical,
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
@@ -215,6 +216,7 @@ __all__ = [
     "rdp_to_approx",
     "rr_pld",
     "rr_rdp",
+    "shuffle_closed_form_limit",
     "shuffle_delta_numerical",
     "shuffle_epsilon_closed_form",
     "shuffle_epsilon_numerical",
