@@ -133,7 +133,6 @@ def _rr_rdp(eps: float, alphas: FloatArray, k: int) -> FloatArray:
     finite = np.isfinite(alphas)
     out[~finite] = eps
     t = alphas[finite] - 1.0
-    x = t * eps
     em = math.exp(-eps)
     denom = 1.0 + (k - 1) * em
     a_coef = -math.expm1(-eps) / denom  # P(true) - P(other true)

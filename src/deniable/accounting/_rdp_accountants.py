@@ -234,7 +234,7 @@ class GDPAccountant(Accountant):
     method = "gdp"
 
     def _unit_problem(self, unit: Any) -> str | None:
-        if isinstance(unit, Gaussian):
+        if isinstance(unit, Gaussian | NonPrivate):
             return None
         return "the 'gdp' accountant takes Gaussian events only; use 'pld', 'rdp' or 'zcdp'"
 
