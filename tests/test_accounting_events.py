@@ -307,3 +307,40 @@ def test_renyi_curves_of_huge_epsilons_give_no_warning() -> None:
     assert acc.pure_to_rdp(1e300, 1e10) == 1e300
     curve = PrivacyAccountant([RandomizedResponse(1e308, count=3)]).rdp_curve([2.0, 10.0])
     assert np.all(curve == math.inf)
+
+
+BAD_CALLS = {
+    "PrivacyAccountant(5)": lambda: PrivacyAccountant(5),  # type: ignore[arg-type]
+    "compare_composition(None)": lambda: acc.compare_composition(None),  # type: ignore[arg-type]
+    "compose_questions(counts=5)": lambda: acc.compose_questions([0.5], counts=5),  # type: ignore[arg-type]
+    "common_lattice('x')": lambda: acc.common_lattice("x"),  # type: ignore[arg-type]
+    "common_lattice([1, 'a'])": lambda: acc.common_lattice([1, "a"]),  # type: ignore[list-item]
+    "common_lattice(counts)": lambda: acc.common_lattice([0.5, 1.0], counts=[1]),
+    "rr_rdp(alpha='x')": lambda: acc.rr_rdp(1.0, "x"),
+    "rdp_curve(object)": lambda: PrivacyAccountant([]).rdp_curve(object()),
+    "budget_plan(questions=5)": lambda: acc.budget_plan(1.0, 5),  # type: ignore[arg-type]
+    "budget_plan(('a',))": lambda: acc.budget_plan(1.0, [("a",)]),  # type: ignore[list-item]
+    "budget_plan(memoized=5)": lambda: acc.budget_plan(1.0, [("a", 0.5)], 5),  # type: ignore[arg-type]
+    "convert_guarantee(alphas=5)": lambda: acc.convert_guarantee(
+        "rdp",
+        "approx",
+        alphas=5,
+        epsilons=[1.0],
+        delta=1e-6,  # type: ignore[arg-type]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", BAD_CALLS)
+def test_public_paths_raise_only_the_projects_errors(name: str) -> None:
+    """Each of these raised a bare TypeError or ValueError from inside (``tuple(5)``,
+    ``Fraction('x')``, an unpacking) instead of an error that names the parameter."""
+    with pytest.raises(DeniableError, match="`"):
+        BAD_CALLS[name]()
+
+
+def test_lattice_of_zero_or_infinite_epsilons_is_none() -> None:
+    """``common_lattice([0.0])`` divided by a gcd of 0; an infinite epsilon overflowed."""
+    assert acc.common_lattice([0.0]) is None
+    assert acc.common_lattice([math.inf, 1.0]) is None
+    assert acc.common_lattice([0.5, 0.0, 0.25]) == 0.25

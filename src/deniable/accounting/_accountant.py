@@ -116,7 +116,13 @@ class PrivacyAccountant:
                 f"`events` must be a sequence of privacy events, got one event {self.events!r}"
                 " (wrap it in a list)."
             )
-        evs = tuple(self.events)
+        try:
+            evs = tuple(self.events)
+        except TypeError:
+            raise ParameterTypeError(
+                f"`events` must be a sequence of privacy events, got {type(self.events).__name__}"
+                f" {self.events!r}."
+            ) from None
         for e in evs:
             if not isinstance(e, EventBase):
                 raise ParameterTypeError(
