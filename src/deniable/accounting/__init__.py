@@ -98,8 +98,10 @@ from deniable.accounting._events import (
 )
 from deniable.accounting._ledger import BudgetLedger, QuestionRecord
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
-from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
-from deniable.accounting._pld_accountants import OptimalAccountant, PLDAccountant
+from deniable.accounting._optimal import OptimalAccountant
+from deniable.accounting._pld import PrivacyLossDistribution, rr_pld
+from deniable.accounting._pld_accountants import PLDAccountant
+from deniable.accounting._pld_noise import gaussian_pld, laplace_pld
 from deniable.accounting._pricing import (
     Composition,
     History,

@@ -24,8 +24,9 @@ from deniable.accounting._composition import CompositionRow, CompositionTable
 from deniable.accounting._event_tree import Event
 from deniable.accounting._events import EventBase, Gaussian
 from deniable.accounting._measures import GDP, ZCDP
+from deniable.accounting._optimal import OptimalAccountant
 from deniable.accounting._pld import PrivacyLossDistribution
-from deniable.accounting._pld_accountants import OptimalAccountant, PLDAccountant
+from deniable.accounting._pld_accountants import PLDAccountant
 from deniable.accounting._rdp import alpha_array, check_delta, check_epsilon, scalar_or_array
 from deniable.accounting._rdp_accountants import GDPAccountant, RDPAccountant, ZCDPAccountant
 from deniable.accounting._units import RELATIONS
