@@ -10,20 +10,33 @@ the plots in :mod:`deniable.plotting`.
   :class:`RDP`, :class:`GDP`.
 * **Conversions**, each rounded toward safety: ``pure_to_zcdp``, ``pure_to_rdp``,
   ``rr_rdp``, ``laplace_rdp``, ``zcdp_*``, ``rdp_*``, ``gdp_*``, ``compose_gdp``.
-* **Composition** of randomized response and noise: closed-form bounds
-  (``basic_composition``, ``advanced_composition``, ``kov_composition``), the exact optimum
-  (``optimal_rr_delta``, ``optimal_rr_epsilon``), privacy loss distributions
-  (:class:`PrivacyLossDistribution`, ``rr_pld``, ``laplace_pld``, ``gaussian_pld``), the
-  events :class:`RandomizedResponse`, :class:`Laplace` and :class:`Gaussian`, the explicit
-  :class:`PrivacyAccountant`, and ``compare_composition`` (every method side by side).
+* **Events** (plain data with structure, as in ``dp_accounting``): the mechanism events
+  :class:`RandomizedResponse`, :class:`PureEpsilon`, :class:`EpsilonDelta`,
+  :class:`Laplace`, :class:`DiscreteLaplace`, :class:`Gaussian`, :class:`NoOp`,
+  :class:`NonPrivate`, and :class:`Composed`, :class:`SelfComposed`,
+  :class:`PoissonSampled`, :class:`SampledWithoutReplacement`; ``event_from_dict``.
+* **Accountants**, one per method, each with ``supports``, ``compose``, ``epsilon`` and
+  ``delta`` (``ACCOUNTANTS``, ``make_accountant``): closed-form bounds
+  (:class:`BasicAccountant`, :class:`AdvancedAccountant`, :class:`KOVAccountant`), the exact
+  optimum where one exists (:class:`OptimalAccountant`), privacy loss distributions
+  (:class:`PLDAccountant`), :class:`RDPAccountant`, :class:`ZCDPAccountant`,
+  :class:`GDPAccountant`; the facade :class:`PrivacyAccountant` and
+  ``compare_composition`` (every method side by side).  The functions behind them:
+  ``basic_composition``, ``advanced_composition``, ``kov_composition``,
+  ``optimal_rr_delta``, ``optimal_rr_epsilon``, :class:`PrivacyLossDistribution`,
+  ``rr_pld``, ``laplace_pld``, ``gaussian_pld``.
+* **Amplification by subsampling**: sampled events in every accountant, and
+  ``poisson_amplification``, ``without_replacement_amplification``.
 * **Amplification by shuffling** (Feldman, McMillan & Talwar 2021): ``shuffle_*``.
 * **Per-respondent budgets**: :class:`BudgetLedger`, :class:`BudgetFilter`; pricing by a
-  :class:`Composition` rule (:class:`PureEpsilonComposition`, :class:`ZCDPComposition`),
+  :class:`Composition` rule (:class:`PureEpsilonComposition`, :class:`ZCDPComposition`,
+  which price through :class:`BasicAccountant` and :class:`ZCDPAccountant`),
   storage behind the :class:`LedgerStore` protocol (:class:`InMemoryLedgerStore`; a store
   performs each :class:`SpendRequest` as one atomic check-and-spend of a :class:`SpendPlan`
   made from the respondents' :class:`History`).
 
-See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
+Proof notes for the non-trivial bounds are in ``proofs/`` beside this package.  See
+``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
 
 >>> from deniable.accounting import compare_composition
 >>> compare_composition([0.5] * 10, delta=1e-6)["basic"]

@@ -20,6 +20,8 @@ For ``n`` uses of mechanisms that are ``eps_i``-DP (``counts`` repeat an epsilon
   computed here in log space (k up to 10^5 and beyond).  Different epsilons go through the
   privacy loss distribution (``_pld``).
 
+Proof note: ``proofs/optimal_composition.md`` (the claim, KOV 2015 Thm 3.3, the tests).
+
 Argument order, the same in every composition function: the per-use privacy parameter(s)
 first (``epsilons``, or one ``epsilon``), then the target (``delta``, or ``target_epsilon``
 for a delta), then the repetitions as a keyword (``counts=`` per epsilon, ``count=`` for

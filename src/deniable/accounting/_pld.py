@@ -25,6 +25,8 @@ one by at most ``n * step`` for ``n`` discretised mechanism uses; the two roundi
 actual bracket.  Laplace and Gaussian PLDs are discretised this way (Gaussian upper tail
 beyond 37.5 standard deviations goes to ``+inf``).
 
+Proof note: ``proofs/pld_discretization.md`` (why rounding up gives upper bounds, the tests).
+
 Floating point: sums of non-negative products have a relative error we track (``rel_error``);
 FFT convolution (used only when direct convolution would be too slow) has an absolute error
 bounded by ``16 u log2(n) ||a||_2 ||b||_2`` per entry (``abs_error`` accumulates its L1 sum,

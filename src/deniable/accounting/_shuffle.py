@@ -25,6 +25,8 @@ Both bounds are capped at ``epsilon0``: the shuffled reports are a post-processi
 local reports, which are already ``epsilon0``-DP (with ``delta = 0``) for a change of one
 respondent's answer, so shuffling never hurts.
 
+Proof note: ``proofs/shuffle.md`` (the claims, their theorems, the tests).
+
 Argument order, as in the composition functions: the local ``epsilon0`` first, then the
 target (``delta``, or ``epsilon`` for a delta), then the number of respondents as the
 keyword ``n=`` (``shuffle_epsilon_numerical(1.0, 1e-6, n=100_000)``).
