@@ -82,8 +82,8 @@ def _check(epsilon0: Any, n: Any, delta: Any) -> tuple[float, int, float]:
 def shuffle_closed_form_limit(delta: float, *, n: int) -> float:
     """The largest local ``epsilon0`` that the closed form of Feldman, McMillan & Talwar
     (2021), Theorem 3.1, covers for ``n`` shuffled reports at ``delta``:
-    ``ln(n / (16 ln(2 / delta)))`` (at most 0 when ``n <= 16 ln(2 / delta)``: no
-    ``epsilon0 > 0`` qualifies).  :func:`shuffle_epsilon_closed_form` refuses an
+    ``ln(n / (16 ln(2 / delta)))`` (at most 0, or ``-inf``, when ``n <= 16 ln(2 / delta)``:
+    no ``epsilon0 > 0`` qualifies).  :func:`shuffle_epsilon_closed_form` refuses an
     ``epsilon0`` above it, and the command line states it in its refusal.
 
     >>> round(shuffle_closed_form_limit(1e-6, n=100_000), 4)
@@ -97,7 +97,8 @@ def shuffle_closed_form_limit(delta: float, *, n: int) -> float:
 
 
 def _closed_form_limit(n: int, delta: float) -> float:
-    return math.log(n / (16 * math.log(2 / delta)))  # n >= 1 and delta < 1: positive ratio
+    ratio = n / (16 * math.log(2 / delta))  # 0 when 2 / delta overflows (delta = 5e-324)
+    return math.log(ratio) if ratio > 0 else -math.inf
 
 
 def shuffle_epsilon_closed_form(epsilon0: float, delta: float, *, n: int) -> float:
