@@ -19,6 +19,7 @@ from deniable import accounting as acc
 from deniable.accounting import (
     ACCOUNTANTS,
     BasicAccountant,
+    Channel,
     Composed,
     DiscreteLaplace,
     EpsilonDelta,
@@ -42,6 +43,7 @@ from deniable.accounting import (
     rr_pld,
 )
 from deniable.common import dumps, load_json
+from deniable.designs import Warner
 from deniable.exceptions import (
     DataError,
     DeniableError,
@@ -64,6 +66,7 @@ EVENTS: list[Any] = [
     PoissonSampled(0.25, Gaussian(1.0, count=2)),
     SampledWithoutReplacement(100, 7, SelfComposed(PureEpsilon(0.3), 2)),
     SelfComposed(Composed([PoissonSampled(0.5, PureEpsilon(1.0)), NoOp()]), 3),
+    Channel([[0.8, 0.3], [0.2, 0.7]], count=2),
 ]
 
 
@@ -344,3 +347,47 @@ def test_lattice_of_zero_or_infinite_epsilons_is_none() -> None:
     assert acc.common_lattice([0.0]) is None
     assert acc.common_lattice([math.inf, 1.0]) is None
     assert acc.common_lattice([0.5, 0.0, 0.25]) == 0.25
+
+
+def _renyi(p: list[float], q: list[float], a: float) -> float:
+    return math.log(sum(x**a * y ** (1 - a) for x, y in zip(p, q, strict=True))) / (a - 1)
+
+
+def test_a_design_by_its_channel() -> None:
+    """Warner's channel is binary RR at ln 3 (its epsilon never below the design's); an
+    asymmetric one is accounted by its worst
+    pair of truths in RDP (computed here from the matrix) and by its epsilon elsewhere."""
+    warner = Channel(np.asarray(Warner(p=0.75).channel))
+    assert warner.pure_epsilon >= Warner(p=0.75).epsilon
+    assert math.log(3) <= warner.pure_epsilon <= math.log(3) * (1 + 1e-14)
+    for method in ("basic", "kov", "pld", "zcdp"):
+        ours = make_accountant(method).compose(warner, 5).epsilon(1e-6)
+        rr = make_accountant(method).compose(RandomizedResponse(math.log(3)), 5).epsilon(1e-6)
+        assert ours == pytest.approx(rr, rel=1e-12), method
+    forced = Channel([[0.8, 0.3], [0.2, 0.7]])
+    assert math.log(3.5) <= forced.pure_epsilon <= math.log(3.5) * (1 + 1e-14)
+    rdp = make_accountant("rdp").compose(forced)
+    for a in (1.5, 2.0, 7.0):
+        worst = max(_renyi([0.8, 0.2], [0.3, 0.7], a), _renyi([0.3, 0.7], [0.8, 0.2], a))
+        assert worst <= rdp.curve(a) <= worst * (1 + 1e-9)
+        assert rdp.curve(a) < acc.rr_rdp(math.log(3.5), a)  # tighter than its epsilon alone
+    blatant = Channel([[1.0, 0.4], [0.0, 0.6]])  # "no" reveals truth 1
+    for method in sorted(ACCOUNTANTS):
+        assert make_accountant(method).supports(blatant) or method == "gdp"
+    assert make_accountant("optimal").compose(blatant).epsilon(0.1) == math.inf
+    assert not make_accountant("basic", relation="add_remove").supports(forced)
+
+
+@pytest.mark.parametrize(
+    ("matrix", "error"),
+    [
+        ([[0.5, 0.5]], ParameterError),  # columns sum to 0.5
+        ([[1.0], [0.0]], ParameterError),  # one truth
+        ([[1.2, 0.5], [-0.2, 0.5]], ParameterError),
+        ("abc", ParameterTypeError),
+        ([[0.5, "x"], [0.5, 0.5]], ParameterTypeError),
+    ],
+)
+def test_invalid_channels_are_refused(matrix: Any, error: type) -> None:
+    with pytest.raises(error, match="`matrix`"):
+        Channel(matrix)

@@ -94,7 +94,8 @@ Conversion conversion_methods convert_guarantee BudgetPlan budget_plan
 ACCOUNTANTS Accountant AdvancedAccountant BasicAccountant KOVAccountant OptimalAccountant
 PLDAccountant RDPAccountant ZCDPAccountant GDPAccountant make_accountant EVENT_TYPES Event
 Composed SelfComposed PoissonSampled SampledWithoutReplacement event_from_dict NoOp NonPrivate
-PureEpsilon EpsilonDelta DiscreteLaplace poisson_amplification without_replacement_amplification
+PureEpsilon EpsilonDelta DiscreteLaplace Channel poisson_amplification
+without_replacement_amplification
 """.split()  # noqa: SIM905 (one name per word reads better than 48 quoted lines)
 
 

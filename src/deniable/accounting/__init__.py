@@ -100,6 +100,7 @@ from deniable.accounting._event_tree import (
     event_from_dict,
 )
 from deniable.accounting._events import (
+    Channel,
     DiscreteLaplace,
     EpsilonDelta,
     Gaussian,
@@ -165,6 +166,7 @@ __all__ = [
     "BudgetFilter",
     "BudgetLedger",
     "BudgetPlan",
+    "Channel",
     "Composed",
     "Composition",
     "CompositionRow",

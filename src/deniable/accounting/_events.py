@@ -35,8 +35,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.common import _validation as v
+from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [
+    "Channel",
     "DiscreteLaplace",
     "EpsilonDelta",
     "EventBase",
@@ -302,13 +304,94 @@ class Gaussian(EventBase):
         return 0.0 if self.mu == 0 else math.inf
 
 
+#: Largest ``n_truths^2 * n_reports`` of a :class:`Channel` whose Renyi curve is taken pair
+#: by pair (beyond it, the curve of binary randomized response at its epsilon, which bounds it).
+MAX_CHANNEL_PAIRS = 10**6
+
+
+@dataclass(frozen=True)
+class Channel(EventBase):
+    """``count`` uses of a randomizer given by its channel ``matrix[report][truth]``
+    (``P[report | truth]``, columns summing to 1): any design of ``deniable.designs`` by
+    ``np.asarray(design.channel)``, as plain numbers.
+
+    Its ``epsilon`` is the largest log ratio of one report's probabilities under two truths
+    (``inf`` where a report is possible under one truth and impossible under another).  The
+    Renyi accountant takes the exact divergence of the worst pair of truths at each order;
+    the others account it as binary randomized response at its ``epsilon``, which dominates
+    every ``epsilon``-DP randomizer (Kairouz, Oh & Viswanath 2015, Thm 3.3).  Read under the
+    ``"replace"`` relation, as randomized response.
+
+    >>> warner = Channel([[0.75, 0.25], [0.25, 0.75]])
+    >>> round(warner.pure_epsilon, 6)  # ln 3, rounded up
+    1.098612
+    """
+
+    matrix: tuple[tuple[float, ...], ...]
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "matrix", _channel(self.matrix))
+        object.__setattr__(self, "count", _count(self.count))
+
+    @property
+    def pure_epsilon(self) -> float:
+        """The largest log ratio of a report's probabilities under two truths."""
+        worst = 0.0
+        for row in self.matrix:
+            hi, lo = max(row), min(row)
+            if hi > 0 and lo == 0:
+                return math.inf
+            if hi > lo:
+                # the rounding error of the two logs and their difference, added: never below
+                # the true log ratio (a design's exact epsilon rounds up too)
+                a, b = math.log(hi), math.log(lo)
+                val = (a - b) + 4 * 2.0**-53 * (abs(a) + abs(b))
+                worst = max(worst, math.nextafter(val, math.inf))
+        return worst
+
+
+def _channel(matrix: Any) -> tuple[tuple[float, ...], ...]:
+    """``matrix`` checked: rows of reports, columns of truths (at least 2), entries in
+    ``[0, 1]``, each column summing to 1 (within 1e-9)."""
+    import numpy as np
+
+    if isinstance(matrix, str | bytes):
+        raise ParameterTypeError(f"`matrix` must be a matrix of probabilities, got {matrix!r}.")
+    try:
+        arr = np.asarray(matrix, dtype=float)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(
+            f"`matrix` must be a matrix of probabilities, got {type(matrix).__name__}."
+        ) from None
+    if arr.ndim != 2 or arr.shape[1] < 2 or arr.shape[0] < 1:
+        raise ParameterError(
+            f"`matrix` must be 2-D, P[report][truth] with at least 2 truths, got shape {arr.shape}."
+        )
+    if arr.size > MAX_CHANNEL_PAIRS:
+        raise ParameterError(
+            f"`matrix` must have at most {MAX_CHANNEL_PAIRS} entries, got {arr.size}."
+        )
+    if not np.all((arr >= 0) & (arr <= 1)):
+        raise ParameterError("`matrix` entries must be probabilities in [0, 1].")
+    sums = arr.sum(axis=0)
+    if not np.all(np.abs(sums - 1) <= 1e-9):
+        bad = int(np.argmax(np.abs(sums - 1)))
+        raise ParameterError(
+            f"`matrix` columns must sum to 1 (P[report | truth]), got {sums[bad]:.12g} for "
+            f"truth {bad}."
+        )
+    return tuple(tuple(float(x) for x in row) for row in arr)
+
+
 MechanismEvent = (
-    RandomizedResponse | PureEpsilon | EpsilonDelta | Laplace | DiscreteLaplace | Gaussian
+    RandomizedResponse | PureEpsilon | EpsilonDelta | Laplace | DiscreteLaplace | Gaussian | Channel
 )
 """A leaf event: one mechanism, ``count`` times."""
 
 #: The classes of :data:`MechanismEvent`, for ``isinstance`` checks.
 MECHANISM_EVENTS = (
+    Channel,
     RandomizedResponse,
     PureEpsilon,
     EpsilonDelta,

@@ -36,6 +36,8 @@ from deniable.accounting._event_tree import (
     inner_uses,
 )
 from deniable.accounting._events import (
+    MAX_CHANNEL_PAIRS,
+    Channel,
     DiscreteLaplace,
     EpsilonDelta,
     Gaussian,
@@ -46,7 +48,7 @@ from deniable.accounting._events import (
 )
 from deniable.accounting._exact_sum import add_up
 from deniable.accounting._measures import GDP, ZCDP
-from deniable.accounting._pairs import MAX_PAIR_USES, discrete_laplace_pair
+from deniable.accounting._pairs import MAX_PAIR_USES, Pair, discrete_laplace_pair
 from deniable.accounting._rdp import (
     FloatArray,
     alpha_array,
@@ -142,6 +144,8 @@ def unit_rdp(unit: Any, a: FloatArray) -> Any:
         return discrete_laplace_pair(unit.scale, unit.sensitivity).renyi(a)
     if isinstance(unit, Gaussian):
         return a * half_square_up(unit.mu) * (1 + MARGIN)
+    if isinstance(unit, Channel):
+        return channel_rdp(unit, a)
     inner, uses = inner_uses(unit)
     q = rate(unit)
     if isinstance(unit, PoissonSampled):
@@ -156,6 +160,30 @@ def unit_rdp(unit: Any, a: FloatArray) -> Any:
     base = np.zeros_like(orders)
     base[2:] = as_float(uses) * np.asarray(unit_rdp(inner, orders[2:]))
     return wor_rdp(base, q, a)
+
+
+def channel_rdp(unit: Channel, a: FloatArray) -> FloatArray:
+    """The largest Renyi divergence between the report distributions of two truths, at
+    each order (exact: every output pair of one use is one of these pairs).  A channel too
+    large for that, or with an infinite epsilon, takes binary RR's curve at its epsilon."""
+    eps = unit.pure_epsilon
+    m = np.array(unit.matrix)
+    k = m.shape[1]
+    if eps == math.inf or k * k * m.shape[0] > MAX_CHANNEL_PAIRS:
+        out: FloatArray = np.asarray(rr_rdp(eps, a, k=2), dtype=np.float64)
+        return out
+    best = np.zeros_like(a)
+    with np.errstate(divide="ignore"):
+        logs = np.log(m)
+    for x in range(k):
+        for y in range(k):
+            if x == y:
+                continue
+            p, q = m[:, x], m[:, y]
+            live = p > 0
+            pair = Pair(p[live], q[live], logs[live, x] - logs[live, y])
+            best = np.maximum(best, pair.renyi(a))
+    return best
 
 
 class ZCDPAccountant(Accountant):

@@ -17,6 +17,7 @@ from deniable.accounting._event_tree import (
     inner_uses,
 )
 from deniable.accounting._events import (
+    Channel,
     DiscreteLaplace,
     EpsilonDelta,
     Gaussian,
@@ -148,7 +149,7 @@ def relation_problem(unit: Any, relation: str) -> str | None:
         if isinstance(unit, PoissonSampled | SampledWithoutReplacement)
         else unit
     )
-    if isinstance(inner, RandomizedResponse) and relation != "replace":
+    if isinstance(inner, RandomizedResponse | Channel) and relation != "replace":
         return (
             "randomized response is a guarantee for replacing one answer (relation "
             "'replace'); under 'add_remove' use PureEpsilon(epsilon) for a mechanism that "
