@@ -86,10 +86,16 @@ kov_composition optimal_rr_delta optimal_rr_epsilon common_lattice CompositionRo
 CompositionTable compare_composition PrivacyLossDistribution rr_pld laplace_pld gaussian_pld
 RandomizedResponse Laplace Gaussian PrivacyAccountant COMPOSITION_METHODS ShuffleTable
 shuffle_delta_numerical shuffle_epsilon_closed_form shuffle_epsilon_numerical
-shuffle_epsilon_table shuffle_guarantee BudgetLedger BudgetFilter QuestionRecord
+shuffle_epsilon_table shuffle_guarantee shuffle_closed_form_limit BudgetLedger BudgetFilter
+QuestionRecord
 Composition PureEpsilonComposition LedgerStore InMemoryLedgerStore History SpendRequest
 SpendPlan SpentSummary ZCDPComposition QUESTIONNAIRE_METHODS compose_questions CONVERSIONS
 Conversion conversion_methods convert_guarantee BudgetPlan budget_plan
+ACCOUNTANTS Accountant AdvancedAccountant BasicAccountant KOVAccountant OptimalAccountant
+PLDAccountant RDPAccountant ZCDPAccountant GDPAccountant make_accountant EVENT_TYPES Event
+Composed SelfComposed PoissonSampled SampledWithoutReplacement event_from_dict NoOp NonPrivate
+PureEpsilon EpsilonDelta DiscreteLaplace Channel poisson_amplification
+without_replacement_amplification
 """.split()  # noqa: SIM905 (one name per word reads better than 48 quoted lines)
 
 
@@ -395,6 +401,23 @@ def test_shuffle_closed_form_outside_its_range(runner: CliRunner) -> None:
     assert 0 < out["rows"][0]["numerical"] <= 2.0
     bad = run(runner, "shuffle", "--epsilon0", "2", "--n", "1000", "--method", "closed-form")
     assert_one_line_error(bad, "--method numerical")
+
+
+def test_shuffle_refusal_states_the_library_limit(
+    runner: CliRunner, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One copy of the shuffle bound: the limit the command line states is the library's
+    ``shuffle_closed_form_limit`` (its value, from FMT21 Thm 3.1 written out here), and a
+    change to the library's function is what the command line says."""
+    limit = accounting.shuffle_closed_form_limit(1e-6, n=1000)
+    assert limit == pytest.approx(math.log(1000 / (16 * math.log(2 / 1e-6))), rel=1e-12)
+    bad = run(runner, "shuffle", "--epsilon0", "2", "--n", "1000", "--method", "closed-form")
+    assert_one_line_error(bad, f"= {limit:.6g} for n = 1000")
+    from deniable.cli import _privacy_noise
+
+    monkeypatch.setattr(_privacy_noise, "shuffle_closed_form_limit", lambda delta, *, n: 1.5)
+    bad = run(runner, "shuffle", "--epsilon0", "2", "--n", "1000", "--method", "closed-form")
+    assert_one_line_error(bad, "= 1.5 for n = 1000")
 
 
 def test_shuffle_never_above_epsilon0(runner: CliRunner) -> None:

@@ -12,6 +12,7 @@ import pytest
 from deniable.accounting import (
     ApproxDP,
     ShuffleTable,
+    shuffle_closed_form_limit,
     shuffle_delta_numerical,
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
@@ -244,3 +245,14 @@ def test_huge_epsilon0_is_safe(eps0: float, delta: float) -> None:
     assert 1 - 1e-12 <= shuffle_delta_numerical(eps0, 1.0, n=n) <= 1.0
     assert shuffle_delta_numerical(eps0, eps0, n=n) == 0.0
     assert shuffle_guarantee(eps0, delta, n=n).epsilon == eps
+
+
+def test_closed_form_limit_is_the_theorems_range() -> None:
+    """``shuffle_closed_form_limit`` is ``ln(n / (16 ln(2/delta)))``, and ``-inf`` where
+    ``2 / delta`` overflows (no epsilon0 qualifies; never a math domain error)."""
+    assert shuffle_closed_form_limit(1e-6, n=10**5) == pytest.approx(
+        math.log(10**5 / (16 * math.log(2e6))), rel=1e-14
+    )
+    assert shuffle_closed_form_limit(5e-324, n=3891) == -math.inf
+    with pytest.raises(ParameterError, match="`delta`"):
+        shuffle_closed_form_limit(0.0, n=10)

@@ -10,20 +10,33 @@ the plots in :mod:`deniable.plotting`.
   :class:`RDP`, :class:`GDP`.
 * **Conversions**, each rounded toward safety: ``pure_to_zcdp``, ``pure_to_rdp``,
   ``rr_rdp``, ``laplace_rdp``, ``zcdp_*``, ``rdp_*``, ``gdp_*``, ``compose_gdp``.
-* **Composition** of randomized response and noise: closed-form bounds
-  (``basic_composition``, ``advanced_composition``, ``kov_composition``), the exact optimum
-  (``optimal_rr_delta``, ``optimal_rr_epsilon``), privacy loss distributions
-  (:class:`PrivacyLossDistribution`, ``rr_pld``, ``laplace_pld``, ``gaussian_pld``), the
-  events :class:`RandomizedResponse`, :class:`Laplace` and :class:`Gaussian`, the explicit
-  :class:`PrivacyAccountant`, and ``compare_composition`` (every method side by side).
+* **Events** (plain data with structure, as in ``dp_accounting``): the mechanism events
+  :class:`RandomizedResponse`, :class:`PureEpsilon`, :class:`EpsilonDelta`,
+  :class:`Laplace`, :class:`DiscreteLaplace`, :class:`Gaussian`, :class:`NoOp`,
+  :class:`NonPrivate`, and :class:`Composed`, :class:`SelfComposed`,
+  :class:`PoissonSampled`, :class:`SampledWithoutReplacement`; ``event_from_dict``.
+* **Accountants**, one per method, each with ``supports``, ``compose``, ``epsilon`` and
+  ``delta`` (``ACCOUNTANTS``, ``make_accountant``): closed-form bounds
+  (:class:`BasicAccountant`, :class:`AdvancedAccountant`, :class:`KOVAccountant`), the exact
+  optimum where one exists (:class:`OptimalAccountant`), privacy loss distributions
+  (:class:`PLDAccountant`), :class:`RDPAccountant`, :class:`ZCDPAccountant`,
+  :class:`GDPAccountant`; the facade :class:`PrivacyAccountant` and
+  ``compare_composition`` (every method side by side).  The functions behind them:
+  ``basic_composition``, ``advanced_composition``, ``kov_composition``,
+  ``optimal_rr_delta``, ``optimal_rr_epsilon``, :class:`PrivacyLossDistribution`,
+  ``rr_pld``, ``laplace_pld``, ``gaussian_pld``.
+* **Amplification by subsampling**: sampled events in every accountant, and
+  ``poisson_amplification``, ``without_replacement_amplification``.
 * **Amplification by shuffling** (Feldman, McMillan & Talwar 2021): ``shuffle_*``.
 * **Per-respondent budgets**: :class:`BudgetLedger`, :class:`BudgetFilter`; pricing by a
-  :class:`Composition` rule (:class:`PureEpsilonComposition`, :class:`ZCDPComposition`),
+  :class:`Composition` rule (:class:`PureEpsilonComposition`, :class:`ZCDPComposition`,
+  which price through :class:`BasicAccountant` and :class:`ZCDPAccountant`),
   storage behind the :class:`LedgerStore` protocol (:class:`InMemoryLedgerStore`; a store
   performs each :class:`SpendRequest` as one atomic check-and-spend of a :class:`SpendPlan`
   made from the respondents' :class:`History`).
 
-See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
+Proof notes for the non-trivial bounds are in ``proofs/`` beside this package.  See
+``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
 
 >>> from deniable.accounting import compare_composition
 >>> compare_composition([0.5] * 10, delta=1e-6)["basic"]
@@ -32,7 +45,18 @@ See ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/bu
 
 from __future__ import annotations
 
-from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccountant
+from deniable.accounting._accountant import (
+    ACCOUNTANTS,
+    COMPOSITION_METHODS,
+    PrivacyAccountant,
+    make_accountant,
+)
+from deniable.accounting._accountants import (
+    Accountant,
+    AdvancedAccountant,
+    BasicAccountant,
+    KOVAccountant,
+)
 from deniable.accounting._budget_filter import BudgetFilter
 from deniable.accounting._budget_plan import BudgetPlan, budget_plan
 from deniable.accounting._compare import (
@@ -66,10 +90,32 @@ from deniable.accounting._convert_table import (
     conversion_methods,
     convert_guarantee,
 )
-from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
+from deniable.accounting._event_tree import (
+    EVENT_TYPES,
+    Composed,
+    Event,
+    PoissonSampled,
+    SampledWithoutReplacement,
+    SelfComposed,
+    event_from_dict,
+)
+from deniable.accounting._events import (
+    Channel,
+    DiscreteLaplace,
+    EpsilonDelta,
+    Gaussian,
+    Laplace,
+    NonPrivate,
+    NoOp,
+    PureEpsilon,
+    RandomizedResponse,
+)
 from deniable.accounting._ledger import BudgetLedger, QuestionRecord
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
-from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
+from deniable.accounting._optimal import OptimalAccountant
+from deniable.accounting._pld import PrivacyLossDistribution, rr_pld
+from deniable.accounting._pld_accountants import PLDAccountant
+from deniable.accounting._pld_noise import gaussian_pld, laplace_pld
 from deniable.accounting._pricing import (
     Composition,
     History,
@@ -88,8 +134,14 @@ from deniable.accounting._rdp import (
     rdp_to_approx,
     rr_rdp,
 )
+from deniable.accounting._rdp_accountants import GDPAccountant, RDPAccountant, ZCDPAccountant
+from deniable.accounting._sampling import (
+    poisson_amplification,
+    without_replacement_amplification,
+)
 from deniable.accounting._shuffle import (
     ShuffleTable,
+    shuffle_closed_form_limit,
     shuffle_delta_numerical,
     shuffle_epsilon_closed_form,
     shuffle_epsilon_numerical,
@@ -99,35 +151,57 @@ from deniable.accounting._shuffle import (
 from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary
 
 __all__ = [
+    "ACCOUNTANTS",
     "COMPOSITION_METHODS",
     "CONVERSIONS",
+    "EVENT_TYPES",
     "GDP",
     "QUESTIONNAIRE_METHODS",
     "RDP",
     "ZCDP",
+    "Accountant",
+    "AdvancedAccountant",
     "ApproxDP",
+    "BasicAccountant",
     "BudgetFilter",
     "BudgetLedger",
     "BudgetPlan",
+    "Channel",
+    "Composed",
     "Composition",
     "CompositionRow",
     "CompositionTable",
     "Conversion",
+    "DiscreteLaplace",
+    "EpsilonDelta",
+    "Event",
+    "GDPAccountant",
     "Gaussian",
     "History",
     "InMemoryLedgerStore",
+    "KOVAccountant",
     "Laplace",
     "LedgerStore",
+    "NoOp",
+    "NonPrivate",
+    "OptimalAccountant",
+    "PLDAccountant",
+    "PoissonSampled",
     "PrivacyAccountant",
     "PrivacyLossDistribution",
     "PureDP",
+    "PureEpsilon",
     "PureEpsilonComposition",
     "QuestionRecord",
+    "RDPAccountant",
     "RandomizedResponse",
+    "SampledWithoutReplacement",
+    "SelfComposed",
     "ShuffleTable",
     "SpendPlan",
     "SpendRequest",
     "SpentSummary",
+    "ZCDPAccountant",
     "ZCDPComposition",
     "advanced_composition",
     "basic_composition",
@@ -138,6 +212,7 @@ __all__ = [
     "compose_questions",
     "conversion_methods",
     "convert_guarantee",
+    "event_from_dict",
     "gaussian_pld",
     "gdp_delta",
     "gdp_epsilon",
@@ -145,8 +220,10 @@ __all__ = [
     "kov_composition",
     "laplace_pld",
     "laplace_rdp",
+    "make_accountant",
     "optimal_rr_delta",
     "optimal_rr_epsilon",
+    "poisson_amplification",
     "pure_to_rdp",
     "pure_to_zcdp",
     "rdp_curve_delta",
@@ -156,11 +233,13 @@ __all__ = [
     "rdp_to_approx",
     "rr_pld",
     "rr_rdp",
+    "shuffle_closed_form_limit",
     "shuffle_delta_numerical",
     "shuffle_epsilon_closed_form",
     "shuffle_epsilon_numerical",
     "shuffle_epsilon_table",
     "shuffle_guarantee",
+    "without_replacement_amplification",
     "zcdp_delta",
     "zcdp_epsilon",
     "zcdp_to_approx",

@@ -8,10 +8,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from deniable.accounting._composition import sequence
 from deniable.accounting._ledger import BudgetLedger
 from deniable.common._format import format_epsilon
 from deniable.common._json import to_jsonable
-from deniable.exceptions import ParameterError
+from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.results import Result, Table
 
 __all__ = ["BudgetPlan", "budget_plan"]
@@ -96,7 +97,8 @@ def budget_plan(
     (['asked', 'refused', 'replayed (free)'], 0.5)
     """
     ledger = BudgetLedger(cap=cap, n_respondents=1)
-    memo = set(memoized)
+    questions = [_pair(q) for q in sequence("questions", questions, "(name, epsilon) pairs")]
+    memo = set(sequence("memoized", memoized, "question names"))
     unknown = sorted(memo - {name for name, _ in questions})
     if unknown:
         raise ParameterError(f"`memoized` names a question that is not asked: {unknown[0]!r}.")
@@ -128,3 +130,14 @@ def budget_plan(
         ledger.cap, tuple(rows), float(ledger.spent(0)), float(ledger.remaining(0)),
         tuple(close_calls),
     )  # fmt: skip
+
+
+def _pair(question: Any) -> tuple[Any, Any]:
+    """A ``(name, epsilon)`` pair (each checked by the ledger)."""
+    if (
+        isinstance(question, str | bytes)
+        or not isinstance(question, Sequence)
+        or len(question) != 2
+    ):
+        raise ParameterTypeError(f"`questions` must hold (name, epsilon) pairs, got {question!r}.")
+    return question[0], question[1]

@@ -6,9 +6,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccountant
-from deniable.accounting._composition import CompositionRow, CompositionTable
+from deniable.accounting._composition import CompositionRow, CompositionTable, sequence
 from deniable.accounting._events import RandomizedResponse
 from deniable.accounting._rdp import check_delta
 from deniable.common import _validation as v
@@ -34,6 +35,13 @@ _NOTES = {
 def _show(epsilon: float) -> str:
     """An epsilon as the description states it: ``0.5``, ``∞``."""
     return "∞" if epsilon == math.inf else f"{epsilon:g}"
+
+
+def _questions(epsilons: Any, counts: Any) -> tuple[list[Any], list[Any]]:
+    """The questionnaire's epsilons and counts as lists (each value is checked where the
+    events are made)."""
+    eps = sequence("epsilons", epsilons)
+    return eps, [1] * len(eps) if counts is None else sequence("counts", counts, "integers")
 
 
 def _accountant(
@@ -72,8 +80,7 @@ def compare_composition(
     >>> table["basic"], table["optimal"] <= min(table["rdp"], table["zcdp"], table["kov"])
     (5.0, True)
     """
-    eps = list(epsilons)
-    cnt = [1] * len(eps) if counts is None else list(counts)
+    eps, cnt = _questions(epsilons, counts)
     acct, desc = _accountant(eps, cnt, k, step)
     return acct.compare(delta, desc)
 
@@ -99,8 +106,7 @@ def compose_questions(
     >>> t["basic"], t.to_dict()["questions"]
     (5.0, 10)
     """
-    eps = list(epsilons)
-    cnt = [1] * len(eps) if counts is None else list(counts)
+    eps, cnt = _questions(epsilons, counts)
     m = v.choice("method", method, QUESTIONNAIRE_METHODS)
     acct, desc = _accountant(eps, cnt, k, step)
     if m == "all":

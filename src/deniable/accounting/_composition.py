@@ -20,6 +20,8 @@ For ``n`` uses of mechanisms that are ``eps_i``-DP (``counts`` repeat an epsilon
   computed here in log space (k up to 10^5 and beyond).  Different epsilons go through the
   privacy loss distribution (``_pld``).
 
+Proof note: ``proofs/optimal_composition.md`` (the claim, KOV 2015 Thm 3.3, the tests).
+
 Argument order, the same in every composition function: the per-use privacy parameter(s)
 first (``epsilons``, or one ``epsilon``), then the target (``delta``, or ``target_epsilon``
 for a delta), then the repetitions as a keyword (``counts=`` per epsilon, ``count=`` for
@@ -56,6 +58,7 @@ __all__ = [
     "kov_composition",
     "optimal_rr_delta",
     "optimal_rr_epsilon",
+    "sequence",
 ]
 
 _U = 2.0**-53
@@ -66,27 +69,29 @@ _MAX_LATTICE = 2**23  # points of a composed exact lattice PLD
 MAX_EXACT_COUNT = 10**6
 
 
-def _sequence(name: str, value: Any) -> list[Any]:
+def sequence(name: str, value: Any, what: str | None = None) -> list[Any]:
+    """``value`` as a list, or :class:`~deniable.exceptions.ParameterTypeError` naming
+    ``name`` (and ``what`` it must hold; numbers by default)."""
     if isinstance(value, str | bytes):
-        raise ParameterTypeError(f"`{name}` must be numbers, got {type(value).__name__} {value!r}.")
+        kind = "numbers" if what is None else f"a sequence of {what}"
+        raise ParameterTypeError(f"`{name}` must be {kind}, got {type(value).__name__} {value!r}.")
     try:
         return list(value)
     except TypeError:
-        raise ParameterTypeError(
-            f"`{name}` must be a number or a sequence of numbers, got {type(value).__name__}."
-        ) from None
+        kind = "a number or a sequence of numbers" if what is None else f"a sequence of {what}"
+        raise ParameterTypeError(f"`{name}` must be {kind}, got {type(value).__name__}.") from None
 
 
 def _pairs(epsilons: Any, counts: Any) -> tuple[list[float], list[int]]:
     if isinstance(epsilons, numbers.Real):
         epsilons = [epsilons]
-    eps = [check_epsilon(e, "epsilons") for e in _sequence("epsilons", epsilons)]
+    eps = [check_epsilon(e, "epsilons") for e in sequence("epsilons", epsilons)]
     if counts is None:
         cnt = [1] * len(eps)
     else:
         if isinstance(counts, numbers.Real):
             counts = [counts] * len(eps)
-        cnt = [v.integer("counts", c, minimum=0) for c in _sequence("counts", counts)]
+        cnt = [v.integer("counts", c, minimum=0) for c in sequence("counts", counts)]
         if len(cnt) != len(eps):
             raise ParameterError(
                 f"`counts` must have one value per epsilon ({len(eps)}), got {len(cnt)}."
@@ -280,8 +285,17 @@ def common_lattice(
     >>> common_lattice([math.log(3)]) is None
     True
     """
+    eps = [check_epsilon(e, "epsilons") for e in sequence("epsilons", epsilons)]
+    cnt = [1] * len(eps) if counts is None else sequence("counts", counts)
+    if len(cnt) != len(eps):
+        raise ParameterError(
+            f"`counts` must have one value per epsilon ({len(eps)}), got {len(cnt)}."
+        )
+    cnt = [v.integer("counts", c, minimum=0) for c in cnt]
+    if any(e == math.inf for e in eps):
+        return None  # an infinite loss is on no lattice
     fracs = []
-    for e in epsilons:
+    for e in eps:
         f = Fraction(e).limit_denominator(10**6)
         if abs(float(f) - e) > 4 * 2.0**-53 * e:
             return None
@@ -291,7 +305,8 @@ def common_lattice(
     lcm = reduce(math.lcm, (f.denominator for f in fracs), 1)
     nums = [int(f * lcm) for f in fracs]
     g = reduce(math.gcd, nums, 0)
-    cnt = [1] * len(nums) if counts is None else list(counts)
+    if g == 0:
+        return None  # every epsilon is 0: no loss, no lattice to speak of
     width = sum(2 * c * (n // g) for n, c in zip(nums, cnt, strict=True))
     if width > _MAX_LATTICE:
         return None

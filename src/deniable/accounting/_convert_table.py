@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from deniable.accounting._composition import optimal_rr_delta, optimal_rr_epsilon
+from deniable.accounting._composition import optimal_rr_delta, optimal_rr_epsilon, sequence
 from deniable.accounting._conversions import (
     compose_gdp,
     gdp_delta,
@@ -178,7 +178,7 @@ def _source_values(
         mus = [GDP(x).mu for x in (mu if isinstance(mu, Sequence) else [mu])]
         return {"mus": mus, "mu": mus[0] if len(mus) == 1 else compose_gdp(mus).mu}
     assert alphas is not None and epsilons is not None
-    grid = RDP(tuple(alphas), tuple(epsilons))
+    grid = RDP(tuple(sequence("alphas", alphas)), tuple(sequence("epsilons", epsilons)))
     return {"alphas": list(grid.alphas), "epsilons": list(grid.epsilons)}
 
 

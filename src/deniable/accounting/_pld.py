@@ -10,6 +10,8 @@ and the PLD of a composition is the convolution of the PLDs (Meiser & Mohammadi 
 Koskela, Jälkö & Honkela 2020).  Every pair used here is symmetric (swapping the inputs gives
 the same PLD), so one direction suffices.
 
+The Laplace and Gaussian PLDs are in ``_pld_noise``.
+
 Randomized response (binary or k-ary with ``k`` categories, reporting the truth with
 probability ``e^eps / (e^eps + k - 1)``): on inputs ``x != x'`` the output ``x`` has loss
 ``+eps`` (probability ``e^eps / Z``), the output ``x'`` loss ``-eps`` (``1 / Z``) and each of
@@ -23,6 +25,8 @@ one by at most ``n * step`` for ``n`` discretised mechanism uses; the two roundi
 actual bracket.  Laplace and Gaussian PLDs are discretised this way (Gaussian upper tail
 beyond 37.5 standard deviations goes to ``+inf``).
 
+Proof note: ``proofs/pld_discretization.md`` (why rounding up gives upper bounds, the tests).
+
 Floating point: sums of non-negative products have a relative error we track (``rel_error``);
 FFT convolution (used only when direct convolution would be too slow) has an absolute error
 bounded by ``16 u log2(n) ||a||_2 ||b||_2`` per entry (``abs_error`` accumulates its L1 sum,
@@ -34,20 +38,27 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting._safety import MARGIN, TINY, upper_root
 from deniable.common import _validation as v
-from deniable.exceptions import ParameterError
+from deniable.exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["PrivacyLossDistribution", "compose_all", "gaussian_pld", "laplace_pld", "rr_pld"]
+__all__ = [
+    "PrivacyLossDistribution",
+    "check_grid",
+    "compose_all",
+    "grid_index",
+    "identity_pld",
+    "rr_pld",
+]
 
 FloatArray = npt.NDArray[np.float64]
 _U = 2.0**-53
-_GAUSS_Z = 37.5  # Gaussian loss truncated at mean + 37.5 sd: tail ~ 5e-308 goes to +inf
+
 _DIRECT_MAX = 20_000_000  # direct convolution when len(a) * len(b) is at most this
 _MAX_POINTS = 2**26  # grid points of one discretised PLD (512 MB of doubles)
 
@@ -58,7 +69,8 @@ class PrivacyLossDistribution:
 
     ``probs[i]`` is the mass at loss ``step * (offset + i)``, ``inf_mass`` the mass at
     ``+inf``.  ``rounding`` is ``"up"`` (pessimistic: deltas are upper bounds), ``"down"``
-    (optimistic: lower bounds) or ``"exact"`` (lattice; no discretisation).
+    (optimistic: lower bounds) or ``"exact"`` (lattice; no discretisation).  Two PLDs
+    compose only on the same grid step (else :class:`~deniable.exceptions.ParameterError`).
     """
 
     step: float
@@ -69,6 +81,18 @@ class PrivacyLossDistribution:
     slack: float = 0.0
     rel_error: float = 0.0
     abs_error: float = 0.0
+
+    def __post_init__(self) -> None:
+        v.positive("step", self.step)
+        if self.step == math.inf:
+            raise ParameterError(f"`step` must be in (0, inf), got {self.step}.")
+        v.integer("offset", self.offset, minimum=-(2**62), maximum=2**62)
+        if not isinstance(self.probs, np.ndarray) or self.probs.ndim != 1:
+            raise ParameterTypeError(
+                f"`probs` must be a 1-D numpy array of masses, got {type(self.probs).__name__}."
+            )
+        v.probability("inf_mass", self.inf_mass)
+        v.choice("rounding", self.rounding, ("up", "down", "exact"))
 
     @property
     def losses(self) -> FloatArray:
@@ -82,8 +106,15 @@ class PrivacyLossDistribution:
 
     def compose(self, other: PrivacyLossDistribution) -> PrivacyLossDistribution:
         """The PLD of the composition: the convolution of the two."""
+        if not isinstance(other, PrivacyLossDistribution):
+            raise ParameterTypeError(
+                f"`other` must be a PrivacyLossDistribution, got {type(other).__name__}."
+            )
         if not math.isclose(self.step, other.step, rel_tol=1e-12):
-            raise ValueError(f"PLD steps differ: {self.step} and {other.step}.")
+            raise ParameterError(
+                f"`other` must be on this PLD's grid (step {self.step:g}) to compose, got a "
+                f"PLD of step {other.step:g}; build both with the same `step`."
+            )
         probs, rel, absolute = _convolve(self.probs, other.probs)
         rounding = self.rounding if other.rounding == "exact" else other.rounding
         return PrivacyLossDistribution(
@@ -100,7 +131,7 @@ class PrivacyLossDistribution:
     def self_compose(self, count: int) -> PrivacyLossDistribution:
         """The ``count``-fold composition, by repeated squaring."""
         n = v.integer("count", count, minimum=0)
-        result = _identity(self.step, self.rounding)
+        result = identity_pld(self.step, self.rounding)
         base = self
         while n:
             if n & 1:
@@ -151,7 +182,7 @@ class PrivacyLossDistribution:
         return float(self.probs.sum()) + self.inf_mass
 
 
-def _identity(step: float, rounding: str) -> PrivacyLossDistribution:
+def identity_pld(step: float, rounding: str) -> PrivacyLossDistribution:
     return PrivacyLossDistribution(step, 0, np.ones(1), rounding=rounding)
 
 
@@ -183,7 +214,7 @@ def compose_all(parts: list[PrivacyLossDistribution]) -> PrivacyLossDistribution
     """Compose many PLDs: one after another onto the densest when that is cheap (only exact
     non-negative sums), otherwise pairwise smallest-first (FFT for large pairs)."""
     if not parts:
-        raise ValueError("no PLD to compose")
+        raise ParameterError("`parts` must hold at least one PLD to compose, got none.")
     parts = sorted(parts, key=lambda p: -int(np.count_nonzero(p.probs)))
     width = sum(p.probs.size for p in parts)
     cost = width * sum(int(np.count_nonzero(p.probs)) for p in parts[1:])
@@ -204,7 +235,7 @@ def compose_all(parts: list[PrivacyLossDistribution]) -> PrivacyLossDistribution
     return heap[0][2]
 
 
-def _check_grid(span: float, step: float, what: str) -> None:
+def check_grid(span: float, step: float, what: str) -> None:
     """Refuse a grid of more than ``_MAX_POINTS`` points (it could not be held in memory)."""
     points = span / step
     if not points <= _MAX_POINTS:
@@ -214,7 +245,7 @@ def _check_grid(span: float, step: float, what: str) -> None:
         )
 
 
-def _index(loss: float, step: float, rounding: str) -> int:
+def grid_index(loss: float, step: float, rounding: str) -> int:
     q = loss / step
     if rounding == "down":
         return math.floor(q)
@@ -266,14 +297,14 @@ def rr_pld(
         h = v.positive("step", step)
         mode = rounding
     if c == 0 or eps == 0.0:
-        return _identity(h, mode)
+        return identity_pld(h, mode)
     if eps == math.inf:
         # the true answer is reported with probability 1: loss +inf surely
         return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=mode)
     if mode != "exact":
-        _check_grid(2 * c * eps, h, "a randomized-response PLD")
-    i_plus = _index(eps, h, mode)
-    i_minus = _index(-eps, h, mode)
+        check_grid(2 * c * eps, h, "a randomized-response PLD")
+    i_plus = grid_index(eps, h, mode)
+    i_minus = grid_index(-eps, h, mode)
     slack = c * 4 * _U * eps  # floating error of the grid losses
     if mode == "exact":
         slack += c * abs(i_plus * h - eps)  # distance of eps from its lattice point
@@ -311,123 +342,3 @@ def rr_pld(
         rel_error=(c + 130) * _U,
         abs_error=(c + 1) ** 2 * TINY,
     )
-
-
-def _mechanism_args(
-    sensitivity: float, count: int, step: float, rounding: str
-) -> tuple[float, int, float]:
-    """The checked ``sensitivity``, ``count`` and ``step`` of a noise mechanism's PLD (and
-    ``rounding`` checked to be ``up`` or ``down``)."""
-    sens = v.positive("sensitivity", sensitivity, allow_zero=True)
-    c = v.integer("count", count, minimum=0)
-    h = v.positive("step", step)
-    v.choice("rounding", rounding, ("up", "down"))
-    return sens, c, h
-
-
-def laplace_pld(
-    scale: float,
-    *,
-    sensitivity: float = 1.0,
-    count: int = 1,
-    step: float = 1e-4,
-    rounding: str = "up",
-) -> PrivacyLossDistribution:
-    """The PLD of ``count`` uses of the Laplace mechanism (pessimistic discretisation).
-
-    For ``P = Lap(0, b)``, ``Q = Lap(s, b)`` and ``e = s/b`` the loss is ``+e`` with probability
-    1/2, ``-e`` with probability ``e^{-e}/2``, and between them has CDF
-    ``P(L <= t) = e^{-(e - t)/2} / 2`` (Koskela et al. 2020).
-
-    >>> pld = laplace_pld(1.0, step=1e-3)
-    >>> abs(pld.mass() - 1) < 1e-12
-    True
-    """
-    b = v.positive("scale", scale, allow_zero=True, allow_inf=True)
-    sens, c, h = _mechanism_args(sensitivity, count, step, rounding)
-    eps = math.inf if b == 0 and sens > 0 else (0.0 if sens == 0 or b == math.inf else sens / b)
-    if c == 0 or eps == 0.0:
-        return _identity(h, rounding)
-    if eps == math.inf:
-        return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
-    _check_grid(2 * c * eps, h, "a Laplace PLD")
-    lo, hi = _index(-eps, h, rounding), _index(eps, h, rounding)
-    probs = np.zeros(hi - lo + 1)
-    probs[0] += 0.5 * math.exp(-eps)
-    probs[-1] += 0.5
-    # continuous part on (-eps, eps): mass of ((i-1)h, ih] (up) or [ih, (i+1)h) (down)
-    idx = np.arange(lo, hi + 1)
-    left = idx - 1 if rounding == "up" else idx
-    a = np.clip(left * h, -eps, eps)
-    z = np.clip((left + 1) * h, -eps, eps)
-    # e^{(z-eps)/2} - e^{(a-eps)/2} written with exponents <= 0: no overflow for a huge eps
-    probs += 0.5 * np.exp((z - eps) / 2) * -np.expm1(-(z - a) / 2)
-    one = PrivacyLossDistribution(
-        h, lo, probs, rounding=rounding, rel_error=8 * _U, slack=4 * _U * eps
-    )
-    return one.self_compose(c)
-
-
-def gaussian_pld(
-    sigma: float,
-    *,
-    sensitivity: float = 1.0,
-    count: int = 1,
-    step: float = 1e-4,
-    rounding: str = "up",
-) -> PrivacyLossDistribution:
-    """The PLD of ``count`` uses of the Gaussian mechanism (pessimistic discretisation).
-
-    With ``mu = sqrt(count) * sensitivity / sigma`` (the count-fold composition is exactly
-    Gaussian) the loss is ``N(mu^2/2, mu^2)``; mass beyond 37.5 standard deviations above the
-    mean goes to ``+inf`` (up) or is dropped (down), below 37.5 below is clamped.
-
-    >>> pld = gaussian_pld(1.0, step=1e-3)
-    >>> abs(pld.mass() - 1) < 1e-9
-    True
-    """
-    from scipy import special
-
-    sd = v.positive("sigma", sigma, allow_zero=True, allow_inf=True)
-    sens, c, h = _mechanism_args(sensitivity, count, step, rounding)
-    if sd == 0 and sens > 0:
-        return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
-    mu = 0.0 if sens == 0 or sd == math.inf else math.sqrt(c) * sens / sd
-    if c == 0 or mu == 0.0:
-        return _identity(h, rounding)
-    mean, s = mu * mu / 2, mu
-    if mean == math.inf:
-        # mu > 1.9e154: the loss N(mu^2/2, mu^2) exceeds every double with probability 1 to
-        # double precision (it is below 1.8e308 only mu/2 standard deviations under its mean)
-        return PrivacyLossDistribution(h, 0, np.zeros(1), inf_mass=1.0, rounding=rounding)
-    _check_grid(2 * _GAUSS_Z * s + 2 * h, h, "a Gaussian PLD")
-    lo = math.floor((mean - _GAUSS_Z * s) / h)
-    hi = math.ceil((mean + _GAUSS_Z * s) / h)
-    idx = np.arange(lo, hi + 1)
-    left = (idx - 1 if rounding == "up" else idx) * h
-    right = left + h
-    za, zb = (left - mean) / s, (right - mean) / s
-    upper_side = za >= 0
-    mass = np.where(
-        upper_side, special.ndtr(-za) - special.ndtr(-zb), special.ndtr(zb) - special.ndtr(za)
-    )
-    tail_hi = float(special.ndtr(-(right[-1] - mean) / s))
-    tail_lo = float(special.ndtr((left[0] - mean) / s))
-    inf_mass = 0.0
-    if rounding == "up":
-        mass[0] += tail_lo
-        inf_mass = tail_hi
-    return PrivacyLossDistribution(
-        h,
-        lo,
-        np.maximum(mass, 0.0),
-        inf_mass=inf_mass,
-        rounding=rounding,
-        abs_error=mass.size * _U,
-        slack=4 * _U * (abs(mean) + _GAUSS_Z * s),
-    )
-
-
-def replace_rounding(pld: PrivacyLossDistribution, rounding: str) -> PrivacyLossDistribution:
-    """A copy of ``pld`` labelled with another rounding (used for exact lattice PLDs)."""
-    return replace(pld, rounding=rounding)

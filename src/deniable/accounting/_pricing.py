@@ -15,16 +15,21 @@ charged before, ``q`` memoized, report replayed     ``0`` (the same report, post
 charged before, ``q`` memoized, report drawn anew   ``charge(eps)`` (``fresh``: a new release)
 ==================================================  =========================================
 
-``charge`` and the sum of charges are the *composition* rule.  The default,
-:class:`PureEpsilonComposition`, is basic composition of pure epsilon (Dwork, McSherry, Nissim
-& Smith 2006; Dwork & Roth 2014, Thm 3.14): a charge is the question's epsilon and a
-respondent's total is the sum of the charges, whatever the dependence between the answers.
+``charge`` and the sum of charges are the *composition* rule, and a rule prices through the
+accountant of its method (``_accountants``: one composition abstraction for the accountant
+and the ledger): a question of epsilon ``eps`` is the event ``PureEpsilon(eps)``, its charge
+is the accountant's ``price`` of that event and totals add by the accountant's ``total``.
+The default, :class:`PureEpsilonComposition`, is basic composition of pure epsilon
+(:class:`~deniable.accounting.BasicAccountant`; Dwork, McSherry, Nissim & Smith 2006; Dwork
+& Roth 2014, Thm 3.14): a charge is the question's epsilon and a respondent's total is the
+sum of the charges, whatever the dependence between the answers.
 Sums are rounded upward (:func:`~deniable.accounting._exact_sum.add_up`, TwoSum), so a
 stored total is never below the exact sum, and a respondent is admitted while
 ``total(spent, cost) <= limit`` with ``limit = cap * (1 + tolerance)``.  Another rule plugs in
 as an object with the same three members (``unit``, ``charge``, ``total``); it must never
 charge less than the privacy loss it accounts for.  :class:`ZCDPComposition` is the second
-rule: zero-concentrated DP, whose cap and totals are in ``rho``.
+rule: zero-concentrated DP (:class:`~deniable.accounting.ZCDPAccountant`), whose cap and
+totals are in ``rho``.
 
 **One unit per store.**  A store's totals are in the unit of the rule that charged them
 (``epsilon`` or ``rho``), and numbers of two units never add: the store records its unit at
@@ -43,7 +48,9 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._exact_sum import add_up
+from deniable.accounting._accountants import BasicAccountant
+from deniable.accounting._events import PureEpsilon
+from deniable.accounting._rdp_accountants import ZCDPAccountant
 from deniable.exceptions import ParameterError, PrivacyError
 
 __all__ = [
@@ -114,15 +121,18 @@ class PureEpsilonComposition:
     ('epsilon', 0.5, [0.75])
     """
 
+    #: The accountant this rule prices through.
+    accountant = BasicAccountant
+
     @property
     def unit(self) -> str:
-        return "epsilon"
+        return BasicAccountant.unit
 
     def charge(self, epsilon: float) -> float:
-        return float(epsilon)
+        return BasicAccountant.price(PureEpsilon(epsilon))
 
     def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats:
-        return add_up(spent, cost)
+        return BasicAccountant.total(spent, cost)
 
 
 @dataclass(frozen=True)
@@ -143,17 +153,18 @@ class ZCDPComposition:
     ('rho', 0.462117)
     """
 
+    #: The accountant this rule prices through.
+    accountant = ZCDPAccountant
+
     @property
     def unit(self) -> str:
-        return "rho"
+        return ZCDPAccountant.unit
 
     def charge(self, epsilon: float) -> float:
-        from deniable.accounting._conversions import pure_to_zcdp
-
-        return 0.0 if epsilon == 0 else pure_to_zcdp(epsilon).rho
+        return ZCDPAccountant.price(PureEpsilon(epsilon))
 
     def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats:
-        return add_up(spent, cost)
+        return ZCDPAccountant.total(spent, cost)
 
 
 #: The default rule of every ledger.

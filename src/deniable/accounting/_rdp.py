@@ -29,7 +29,7 @@ import numpy.typing as npt
 from deniable.accounting._measures import RDP, ApproxDP, PureDP
 from deniable.accounting._safety import MARGIN, exp_up, half_square_up_array
 from deniable.common import _validation as v
-from deniable.exceptions import ParameterError, PrivacyError
+from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 __all__ = [
     "laplace_rdp",
@@ -69,7 +69,16 @@ def pure_epsilon(value: Any) -> float:
 
 
 def alpha_array(alpha: Any) -> FloatArray:
-    arr = np.atleast_1d(np.asarray(alpha, dtype=float))
+    """Orders as a float array, each checked to be in ``(1, inf]``."""
+    if isinstance(alpha, str | bytes):
+        raise ParameterTypeError(f"`alpha` must be a number or an array of numbers, got {alpha!r}.")
+    try:
+        arr = np.atleast_1d(np.asarray(alpha, dtype=float))
+    except (TypeError, ValueError):
+        raise ParameterTypeError(
+            f"`alpha` must be a number or an array of numbers, got {type(alpha).__name__} "
+            f"{alpha!r}."
+        ) from None
     if arr.size and (np.isnan(arr).any() or not np.all(arr > 1)):
         bad = arr[~(arr > 1)][0]
         raise ParameterError(f"`alpha` must be in (1, inf], got {bad}.")
@@ -133,7 +142,6 @@ def _rr_rdp(eps: float, alphas: FloatArray, k: int) -> FloatArray:
     finite = np.isfinite(alphas)
     out[~finite] = eps
     t = alphas[finite] - 1.0
-    x = t * eps
     em = math.exp(-eps)
     denom = 1.0 + (k - 1) * em
     a_coef = -math.expm1(-eps) / denom  # P(true) - P(other true)

@@ -25,6 +25,8 @@ Both bounds are capped at ``epsilon0``: the shuffled reports are a post-processi
 local reports, which are already ``epsilon0``-DP (with ``delta = 0``) for a change of one
 respondent's answer, so shuffling never hurts.
 
+Proof note: ``proofs/shuffle.md`` (the claims, their theorems, the tests).
+
 Argument order, as in the composition functions: the local ``epsilon0`` first, then the
 target (``delta``, or ``epsilon`` for a delta), then the number of respondents as the
 keyword ``n=`` (``shuffle_epsilon_numerical(1.0, 1e-6, n=100_000)``).
@@ -51,6 +53,7 @@ from deniable.results import Result, Table
 
 __all__ = [
     "ShuffleTable",
+    "shuffle_closed_form_limit",
     "shuffle_delta_numerical",
     "shuffle_epsilon_closed_form",
     "shuffle_epsilon_numerical",
@@ -76,10 +79,25 @@ def _check(epsilon0: Any, n: Any, delta: Any) -> tuple[float, int, float]:
     return eps0, size, dlt
 
 
+def shuffle_closed_form_limit(delta: float, *, n: int) -> float:
+    """The largest local ``epsilon0`` that the closed form of Feldman, McMillan & Talwar
+    (2021), Theorem 3.1, covers for ``n`` shuffled reports at ``delta``:
+    ``ln(n / (16 ln(2 / delta)))`` (at most 0, or ``-inf``, when ``n <= 16 ln(2 / delta)``:
+    no ``epsilon0 > 0`` qualifies).  :func:`shuffle_epsilon_closed_form` refuses an
+    ``epsilon0`` above it, and the command line states it in its refusal.
+
+    >>> round(shuffle_closed_form_limit(1e-6, n=100_000), 4)
+    6.0656
+    >>> shuffle_closed_form_limit(1e-6, n=100) < 0
+    True
+    """
+    dlt = v.probability("delta", delta, low_open=True, high_open=True)
+    size = v.integer("n", n, minimum=1, maximum=10**300, why="the formulas use doubles")
+    return _closed_form_limit(size, dlt)
+
+
 def _closed_form_limit(n: int, delta: float) -> float:
-    """The largest ``epsilon0`` Theorem 3.1 covers: ``ln(n / (16 ln(2 / delta)))``
-    (``-inf`` when ``n <= 16 ln(2 / delta)``, i.e. no ``epsilon0`` qualifies)."""
-    ratio = n / (16 * math.log(2 / delta))
+    ratio = n / (16 * math.log(2 / delta))  # 0 when 2 / delta overflows (delta = 5e-324)
     return math.log(ratio) if ratio > 0 else -math.inf
 
 

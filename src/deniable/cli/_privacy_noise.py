@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from deniable.accounting import shuffle_epsilon_table
+from deniable.accounting import shuffle_closed_form_limit, shuffle_epsilon_table
 from deniable.accounting._shuffle import MAX_NUMERICAL_N
 from deniable.cli._base import fail
 from deniable.cli._files import Output, claim_output
@@ -57,12 +57,6 @@ def save_figure(make: Callable[[], Any], out: Output) -> None:
         sys.modules["matplotlib.pyplot"].close(fig)
 
 
-def _closed_form_limit(n: int, delta: float) -> float:
-    """The largest ε0 that Feldman-McMillan-Talwar (2021) Thm. 3.1 covers."""
-    ratio = n / (16 * math.log(2 / delta))
-    return math.log(ratio) if ratio > 0 else -math.inf
-
-
 # --------------------------------------------------------------------------- shuffle
 
 
@@ -104,11 +98,12 @@ def shuffle_command(
             "--method both or numerical."
         )
     for size in sizes:  # what the bounds need, with the option that set it
-        if m == "closed-form" and n is not None and e0 > _closed_form_limit(size, d):
+        limit = shuffle_closed_form_limit(d, n=size)
+        if m == "closed-form" and n is not None and e0 > limit:
             fail(
                 f"the closed form (Feldman-McMillan-Talwar 2021, Thm. 3.1) needs `--epsilon0` "
-                f"<= ln(n / (16 ln(2/δ))) = {_closed_form_limit(size, d):.6g} for n = {size}, "
-                f"got {e0:g}; use --method numerical."
+                f"<= ln(n / (16 ln(2/δ))) = {limit:.6g} for n = {size}, got {e0:g}; use "
+                "--method numerical."
             )
         if m != "closed-form" and size > MAX_NUMERICAL_N and (m == "numerical" or plot is not None):
             fail(
