@@ -128,7 +128,7 @@ class Design(MechanismBase, ABC):
         self, answers: npt.ArrayLike, groups: npt.ArrayLike | None = None
     ) -> npt.NDArray[np.integer[Any]]:
         """Reports from data held in columns: the column of randomized answers (and, for a
-        two-group design, the column of groups), as :meth:`tally` counts them."""
+        two-group design, the column of groups), as ``tally`` counts them."""
         if groups is not None:
             raise DataError(
                 f"design {self.name!r} has one group: give the reports alone, got `groups`."

@@ -323,7 +323,7 @@ class Crosswise(_WarnerAlgebra):
     (report 1 = "both yes or both no").
 
     ``P(1 | 1) = p``, ``P(1 | 0) = 1 - p``: Warner's algebra, ``p != 1/2``;
-    :meth:`from_epsilon` picks the innocuous prevalence ``p = e^eps / (1 + e^eps)``.
+    ``from_epsilon`` picks the innocuous prevalence ``p = e^eps / (1 + e^eps)``.
     Its epsilon is the channel's, ``max(|ln(P1 / P0)|, |ln((1 - P1) / (1 - P0))|)``
     computed from the float probabilities (Warner states the closed form
     ``|ln(p / (1 - p))|``, which can differ in the last digit; each keeps its own, so that

@@ -207,7 +207,7 @@ class FrequencyOracle(MechanismBase, ABC):
 
     def tally(self, reports: npt.ArrayLike) -> Tally:
         """The support count of every value and the number of reports: a
-        :class:`~deniable.designs.Tally` of ``k + 1`` cells bound to :attr:`key` (adds
+        :class:`~deniable.designs.Tally` of ``k + 1`` cells bound to ``key`` (adds
         across batches; memory O(k) beyond the reports)."""
         counts, n = self._support_counts(reports)
         if n > MAX_COUNT:  # pragma: no cover - needs 10**18 reports in memory

@@ -78,7 +78,7 @@ class Histogram(MechanismBase):
         return cls(tuple(edges), choose_oracle(eps, k, n).oracle)
 
     def parameters(self) -> dict[str, Any]:
-        """The edges and the oracle's key: what :attr:`key`, the identity its tallies carry,
+        """The edges and the oracle's key: what ``key``, the identity its tallies carry,
         is made of."""
         return {"edges": list(self.edges), "oracle": self.oracle.key}
 

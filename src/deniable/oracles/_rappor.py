@@ -324,7 +324,7 @@ class Rappor(MechanismBase):
 
     def tally(self, reports: RapporReports) -> Tally:  # type: ignore[override]
         """Per cohort, the number of reports with each bit set and the number of reports: a
-        :class:`~deniable.designs.Tally` of ``cohorts (m + 1)`` cells bound to :attr:`key`
+        :class:`~deniable.designs.Tally` of ``cohorts (m + 1)`` cells bound to ``key``
         (adds across batches)."""
         rep = self._reports(reports)
         order = np.argsort(rep.cohorts, kind="stable")
