@@ -339,8 +339,9 @@ def test_threads_drawing_at_once_never_share_a_word(
             left = per_thread - len(out)
             if len(out) % 3 == 0:
                 out += SystemRandom().random_raw(min(4099, left)).tolist()
-            elif len(out) % 3 == 1:
-                out += _python_words(None if which == "default" else gen, min(5, left))
+            elif len(out) % 3 == 1:  # the scalar paths: one, two or five words
+                size = min((1, 2, 5)[len(out) % 7 % 3], left)
+                out += _python_words(None if which == "default" else gen, size)
             else:
                 out += gen.random_raw(min(700, left)).tolist()
 
@@ -457,12 +458,14 @@ def test_zero_words_consume_nothing() -> None:
     assert gen.random_raw(8).tolist() == words_of(chacha20_block(SEQ_KEY, 1, ZERO_NONCE))
 
 
-def test_handed_out_words_are_erased_from_the_buffer() -> None:
+def test_handed_out_words_leave_the_small_request_buffer() -> None:
+    """The words made for small requests are the stream's next ones; a word handed out is
+    no longer held by the generator."""
     gen = stream(SEQ_KEY)
     words = gen.python_words(5)
-    buffer = gen._buffer
-    assert not buffer[:5].any() and buffer[5:].all()  # a zero word has probability 2**-64
-    assert not set(words) & set(buffer.tolist())
+    held = gen._small[::-1]  # the next word last
+    assert words + held == stream(SEQ_KEY).random_raw(512).tolist()
+    assert gen.random_raw(3).tolist() == held[:3] and gen._small[::-1] == held[3:]
 
 
 def test_cryptography_is_imported_on_first_use() -> None:

@@ -39,9 +39,10 @@ the underlying generator is a PRG).  A snapshot taken while segment ``i`` is bei
 out holds its cipher context and so may reveal up to ``rekey_bytes`` of that segment
 (earlier words of it included); no earlier segment.  Python cannot promise to overwrite
 freed memory (the ``bytes`` a cipher object was built from may linger until reused): the
-key schedule is the guarantee, the erasure of memory a best effort (buffers of words
-already handed out are zeroed).  Reseeding from ``os.urandom`` adds recovery after a
-compromise: a state stolen before a reseed says nothing about the segments after it.
+key schedule is the guarantee, the erasure of memory a best effort (the array the words
+for small requests are made in is zeroed, and a word handed out leaves the generator).
+Reseeding from ``os.urandom`` adds recovery after a compromise: a state stolen before a
+reseed says nothing about the segments after it.
 
 Tests that check it: ``tests/test_csprng.py``: the words against the RFC 8439 test
 vectors (sections 2.3.2 and 2.4.2, appendix A.1) and against an independent pure-Python
@@ -75,7 +76,8 @@ _NONCE_BYTES: Final = 12
 #: RFC 8439's counter has 32 bits; counter 0 makes the next key, so a segment has at most
 #: 2**32 - 1 output blocks.
 _MAX_REKEY_BYTES: Final = ((1 << 32) - 1) * _BLOCK
-#: Words kept for small requests (the scalar paths): one refill serves 512 one-word calls.
+#: Words made at a time for small requests (the scalar paths): one refill serves 512
+#: one-word calls.
 _BUFFER_WORDS: Final = 512
 #: The plaintext the cipher encrypts: zeros, so that its output is the keystream itself.
 _ZEROS: Final = memoryview(bytes(1 << 18))
@@ -168,17 +170,16 @@ class ChaCha20Words:
 
     __slots__ = (
         "__weakref__",
-        "_buffer",
         "_cipher",
         "_key",
         "_left",
         "_lock",
         "_nonce",
         "_pid",
-        "_position",
         "_rekey_bytes",
         "_reseed_bytes",
         "_since_reseed",
+        "_small",
     )
 
     def __init__(
@@ -219,8 +220,9 @@ class ChaCha20Words:
         self._cipher: Any = None
         self._left = 0  # output bytes of the current segment not yet produced
         self._since_reseed = 0
-        self._buffer = np.zeros(_BUFFER_WORDS, dtype=np.uint64)
-        self._position = _BUFFER_WORDS  # the next unread word of the buffer (none left)
+        # the next words of the stream for small requests, as Python ints, the next one
+        # last: list.pop() hands each out atomically, so the scalar paths take no lock
+        self._small: list[int] = []
         self._pid = os.getpid()
 
     def _next_segment(self) -> None:
@@ -258,22 +260,28 @@ class ChaCha20Words:
             self._start(os.urandom(_KEY_BYTES))
 
     def _take(self, out: npt.NDArray[np.uint64]) -> None:
-        """The next ``out.size`` words into ``out``: the buffer's first, then the stream's
-        (straight into ``out`` for a large request).  Caller holds the lock."""
-        buffer, position, size = self._buffer, self._position, out.size
-        done = min(_BUFFER_WORDS - position, size)
-        if done:
-            out[:done] = buffer[position : position + done]
-            buffer[position : position + done] = 0
-            self._position = position + done
+        """The next ``out.size`` words into ``out``: those made for small requests first,
+        then the stream's (straight into ``out`` for a large request).  Caller holds the
+        lock; a scalar path may pop a word from ``_small`` meanwhile (each word goes to one
+        caller)."""
+        size, small, done = out.size, self._small, 0
+        while done < size:
+            try:
+                out[done] = small.pop()
+            except IndexError:
+                break
+            done += 1
         rest = size - done
         if rest >= _BUFFER_WORDS:
             self._fill(out[done:])
         elif rest:
-            self._fill(buffer)
-            out[done:] = buffer[:rest]
-            buffer[:rest] = 0
-            self._position = rest
+            made = np.empty(_BUFFER_WORDS, dtype=np.uint64)
+            self._fill(made)
+            out[done:] = made[:rest]
+            later: list[int] = made[rest:].tolist()
+            later.reverse()
+            made.fill(0)
+            self._small = later
 
     def random_raw(self, size: int) -> npt.NDArray[np.uint64]:
         """Return the next ``size`` uniform 64-bit words (a new array)."""
@@ -287,26 +295,27 @@ class ChaCha20Words:
 
     def python_words(self, size: int) -> list[int]:
         """The next ``size`` words as Python ints (the scalar paths): the words
-        ``random_raw(size)`` would return.  Words left in the buffer are handed out without
-        the process-id check (a system call); ``os.register_at_fork`` has emptied the
-        buffer of a forked child, and the check runs whenever the buffer is refilled."""
-        with self._lock:
-            position = self._position
-            end = position + size
-            if end <= _BUFFER_WORDS:
-                buffer = self._buffer
-                self._position = end
-                if size == 1:
-                    word: int = buffer.item(position)
-                    buffer[position] = 0
-                    return [word]
-                words: list[int] = buffer[position:end].tolist()
-                buffer[position:end] = 0
-                return words
-            out = np.empty(size, dtype=np.uint64)
-            self._check_fork()
-            self._take(out)
-        return list(out.tolist())
+        ``random_raw(size)`` would return.  Words already made for small requests are
+        handed out without a lock (``list.pop`` is atomic) and without the process-id check
+        (a system call): ``os.register_at_fork`` has emptied them in a forked child, and
+        the check runs whenever words are made."""
+        small = self._small
+        if size == 1:  # the commonest call: one report of a binary design
+            try:
+                return [small.pop()]
+            except IndexError:
+                pass
+        words: list[int] = []
+        try:
+            for _ in range(size):
+                words.append(small.pop())
+        except IndexError:
+            out = np.empty(size - len(words), dtype=np.uint64)
+            with self._lock:
+                self._check_fork()
+                self._take(out)
+            words += out.tolist()
+        return words
 
     @property
     def rekey_bytes(self) -> int:

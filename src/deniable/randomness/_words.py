@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.randomness import _system
 from deniable.randomness._chacha import ChaCha20Words
 from deniable.randomness._system import SystemRandom, default_stream
 
@@ -227,10 +228,12 @@ def _python_words(rng: Any, size: int) -> list[int]:
     ``random_raw(1)[0]``); every other source goes through :func:`random_words` and its
     checks.
     """
+    if rng is None:
+        return (_system._default or default_stream()).python_words(size)
     cls = rng.__class__
-    if rng is None or (cls is SystemRandom and not rng._os):
-        return default_stream().python_words(size)
     if cls is SystemRandom:
+        if not rng._os:
+            return (_system._default or default_stream()).python_words(size)
         buf = os.urandom(8 * size)
         if size == 1:
             return [int.from_bytes(buf, sys.byteorder)]
