@@ -326,6 +326,7 @@ def main() -> int:
     parser.add_argument("--only", nargs="*", default=[], help="workload keys (binary, grr, ...)")
     args = parser.parse_args()
     start = time.perf_counter()
+    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
     ns = (10**4,) if args.quick else NS
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
@@ -347,6 +348,8 @@ def main() -> int:
         "pilot_n": PILOT_N,
         "seed": SEED,
         "run_minutes": (time.perf_counter() - start) / 60,
+        "load_before": load_before,
+        "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
     data = {"meta": data.pop("meta"), **data}
     text = markdown(data)

@@ -144,7 +144,9 @@ def markdown(data: dict[str, Any]) -> str:
         f"epsilon = {EPSILON}; Zipf-like values; reports per second of randomize + tally + "
         f"estimate for all n reports, one core (`taskset -c 0`, one BLAS/OpenMP/numba thread); "
         f"{meta['cpu']}, {meta['cpus_allowed']} CPU(s) allowed, shared; Python "
-        f"{meta['python']}; {meta['date']}.  Whole run: {meta['run_minutes']:.1f} min.",
+        f"{meta['python']}; {meta['date']}.  Whole run: {meta['run_minutes']:.1f} min; load "
+        f"average {meta.get('load_before', '?')} before, {meta.get('load_after', '?')} after "
+        "(the machine is shared: compare within a run).",
         "",
         f"Versions: {versions}.",
         "",

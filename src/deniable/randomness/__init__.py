@@ -31,7 +31,7 @@ RFC 8439 (through the ``cryptography`` package's OpenSSL binding), read as littl
 ``os.urandom``; every segment of :data:`REKEY_BYTES` (2**20) output bytes has a key of its
 own, taken from the keystream block at counter 0 of the previous key, which is then
 dropped; and the first segment after every :data:`RESEED_BYTES` (2**30) bytes of output
-takes a fresh key from ``os.urandom``.  Every call takes its words under a lock (threads
+takes a fresh key from ``os.urandom``.  Every call takes its words atomically (threads
 never share a word), and a child made by ``os.fork`` re-keys from ``os.urandom`` before its
 first word (it never repeats its parent's).  Why this is a CSPRNG (ChaCha20's PRF security,
 a hybrid over the segments, forward secrecy): the proof note in

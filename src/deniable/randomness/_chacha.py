@@ -134,8 +134,9 @@ class ChaCha20Words:
     after every ``reseed_bytes`` of output (``None``: never) takes a fresh key from
     ``os.urandom``.  The words are the same however the requests split them.
 
-    It is safe to share between threads (each call takes its words under a lock, so two
-    callers never get the same words), and a child process made by ``os.fork`` (or
+    It is safe to share between threads (array draws take their words under a lock, the
+    scalar paths pop words made ahead one by one, so two callers never get the same word),
+    and a child process made by ``os.fork`` (or
     multiprocessing's ``fork`` start method) re-keys every generator from ``os.urandom``
     before its first word, so it never repeats its parent's words.  It cannot be copied
     or pickled: a copy would hand out the same words as the original.
