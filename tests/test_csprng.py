@@ -323,8 +323,9 @@ def test_threads_drawing_at_once_never_share_a_word(
 ) -> None:
     """8 threads start together and draw 2**17 words each (big and small requests mixed)
     from one generator: 2**20 words, no repeat (for uniform words a repeat has probability
-    about (2**20)**2 / 2**65 = 2**-25, 3e-8).  With a fixed key, the words handed out are
-    exactly the stream's first 2**20 words: none lost, none given twice."""
+    about (2**20)**2 / 2**65 = 2**-25, 3e-8).  With a fixed key, the words handed out and
+    those left in the scalar paths' chunk are exactly a prefix of the stream: none lost,
+    none given twice."""
     gen = stream(SEQ_KEY)
     if which == "default":
         monkeypatch.setattr("deniable.randomness._system._default", gen)
@@ -355,29 +356,39 @@ def test_threads_drawing_at_once_never_share_a_word(
     assert np.unique(words).size == words.size
     if which == "keyed":  # every SystemRandom() call above drew from the real default stream
         return
-    assert np.array_equal(np.sort(words), np.sort(stream(SEQ_KEY).random_raw(words.size)))
+    seen = np.concatenate([words, np.array(gen._small, dtype=np.uint64)])
+    assert np.array_equal(np.sort(seen), np.sort(stream(SEQ_KEY).random_raw(seen.size)))
 
 
 # --- SystemRandom, the default, parameters ---------------------------------------------------
 
 
 def test_system_random_draws_from_the_process_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``rng=None`` and ``SystemRandom()`` take the process stream's next words: array draws
+    in order, the scalar paths from a chunk of 512 taken from it."""
     monkeypatch.setattr("deniable.randomness._system._default", stream(SEQ_KEY))
-    want = stream(SEQ_KEY).random_raw(40).tolist()
+    want = stream(SEQ_KEY).random_raw(24 + 512 + 16).tolist()
     got = SystemRandom().random_raw(8).tolist() + SystemRandom().random_raw(8).tolist()
     got += Binary(1.0).randomize(np.zeros(0, dtype=np.uint8)).tolist()  # no words
-    got += _python_words(None, 8) + random_words(resolve_rng(None), 16).tolist()
-    assert got == want
-    # a randomizer with rng=None consumes the next words: one per binary report
+    got += random_words(resolve_rng(None), 8).tolist()
+    assert got == want[:24]
+    chunk = want[24 : 24 + 512]
+    assert _python_words(None, 3) + _python_words(SystemRandom(), 5) == chunk[:8]
+    assert random_words(SystemRandom(), 16).tolist() == want[24 + 512 :]
+    # a randomizer with rng=None consumes the next words: one per binary report, two per
+    # k-ary report; one answer as a Python int takes the next word of the chunk
+    twin = stream(SEQ_KEY)
+    twin.random_raw(24)
+    twin.python_words(8)
+    twin.random_raw(16)
     binary = Binary(1.0)
     x = np.array([0, 1, 1, 0, 1], dtype=np.uint8)
-    twin = stream(SEQ_KEY)
-    twin.random_raw(40)
     assert binary.randomize(x).tolist() == binary.randomize(x, rng=twin).tolist()
     k_ary = Categorical.from_epsilon(1.0, 16)
     assert k_ary.randomize(np.arange(16) % 16).tolist() == (
         k_ary.randomize(np.arange(16) % 16, rng=twin).tolist()
     )
+    assert binary.randomize(1).tolist() == binary.randomize(1, rng=twin).tolist()
 
 
 def test_system_random_source_os(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -458,14 +469,18 @@ def test_zero_words_consume_nothing() -> None:
     assert gen.random_raw(8).tolist() == words_of(chacha20_block(SEQ_KEY, 1, ZERO_NONCE))
 
 
-def test_handed_out_words_leave_the_small_request_buffer() -> None:
-    """The words made for small requests are the stream's next ones; a word handed out is
-    no longer held by the generator."""
+def test_the_scalar_paths_take_a_chunk_of_the_stream() -> None:
+    """The words of the scalar paths are a chunk of 512 consecutive words of the stream; a
+    word handed out is no longer held by the generator; array draws go on after the
+    chunk, and a new chunk is taken when the last one is used up."""
     gen = stream(SEQ_KEY)
+    want = stream(SEQ_KEY).random_raw(3 * 512).tolist()
     words = gen.python_words(5)
     held = gen._small[::-1]  # the next word last
-    assert words + held == stream(SEQ_KEY).random_raw(512).tolist()
-    assert gen.random_raw(3).tolist() == held[:3] and gen._small[::-1] == held[3:]
+    assert words + held == want[:512]
+    assert gen.random_raw(3).tolist() == want[512:515]
+    assert gen.python_words(507 + 2) == want[5:512] + want[515:517]
+    assert gen._small[::-1] == want[517 : 515 + 512]
 
 
 def test_cryptography_is_imported_on_first_use() -> None:

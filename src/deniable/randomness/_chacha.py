@@ -15,8 +15,9 @@ ChaCha20 block function of RFC 8439 (section 2.3): 64 bytes from a 256-bit key `
 
 * ``K_{i+1}`` is the first 32 bytes of ``F(K_i, N, 0)`` (the other 32 are dropped);
 * the segment's output is ``F(K_i, N, 1) || ... || F(K_i, N, S)``, ``S = rekey_bytes / 64``
-  blocks, read as little-endian 64-bit words; the words of the generator are the outputs
-  of segments 0, 1, 2, ... one after the other, whatever sizes they are asked in;
+  blocks, read as little-endian 64-bit words; the stream of the generator is the outputs
+  of segments 0, 1, 2, ... one after the other, handed out in order (an array draw takes
+  the next words, a scalar draw the next word of a chunk of 512 taken from the stream);
 * ``K_0`` is 32 bytes of ``os.urandom``, and so is the key of the first segment after
   every ``reseed_bytes`` of output (and of the first segment after a fork, in the child).
 
@@ -76,8 +77,8 @@ _NONCE_BYTES: Final = 12
 #: RFC 8439's counter has 32 bits; counter 0 makes the next key, so a segment has at most
 #: 2**32 - 1 output blocks.
 _MAX_REKEY_BYTES: Final = ((1 << 32) - 1) * _BLOCK
-#: Words made at a time for small requests (the scalar paths): one refill serves 512
-#: one-word calls.
+#: Words taken from the stream at a time for the scalar paths: one chunk serves 512 one-word
+#: calls.
 _BUFFER_WORDS: Final = 512
 #: The plaintext the cipher encrypts: zeros, so that its output is the keystream itself.
 _ZEROS: Final = memoryview(bytes(1 << 18))
@@ -132,11 +133,13 @@ class ChaCha20Words:
     is dropped when the segment is finished (fast key erasure, Bernstein 2017).  The
     first key is 32 bytes of ``os.urandom`` unless ``key`` is given, and the first segment
     after every ``reseed_bytes`` of output (``None``: never) takes a fresh key from
-    ``os.urandom``.  The words are the same however the requests split them.
+    ``os.urandom``.  ``random_raw`` hands out the next words of the stream, however the
+    requests split them; ``python_words`` (the scalar paths) the next words of a chunk of
+    512 taken from the stream when the last one is used up.
 
     It is safe to share between threads (array draws take their words under a lock, the
-    scalar paths pop words made ahead one by one, so two callers never get the same word),
-    and a child process made by ``os.fork`` (or
+    scalar paths pop words of their chunk one by one, so two callers never get the same
+    word), and a child process made by ``os.fork`` (or
     multiprocessing's ``fork`` start method) re-keys every generator from ``os.urandom``
     before its first word, so it never repeats its parent's words.  It cannot be copied
     or pickled: a copy would hand out the same words as the original.
@@ -260,46 +263,24 @@ class ChaCha20Words:
         if os.getpid() != self._pid:
             self._start(os.urandom(_KEY_BYTES))
 
-    def _take(self, out: npt.NDArray[np.uint64]) -> None:
-        """The next ``out.size`` words into ``out``: those made for small requests first,
-        then the stream's (straight into ``out`` for a large request).  Caller holds the
-        lock; a scalar path may pop a word from ``_small`` meanwhile (each word goes to one
-        caller)."""
-        size, small, done = out.size, self._small, 0
-        while done < size:
-            try:
-                out[done] = small.pop()
-            except IndexError:
-                break
-            done += 1
-        rest = size - done
-        if rest >= _BUFFER_WORDS:
-            self._fill(out[done:])
-        elif rest:
-            made = np.empty(_BUFFER_WORDS, dtype=np.uint64)
-            self._fill(made)
-            out[done:] = made[:rest]
-            later: list[int] = made[rest:].tolist()
-            later.reverse()
-            made.fill(0)
-            self._small = later
-
     def random_raw(self, size: int) -> npt.NDArray[np.uint64]:
-        """Return the next ``size`` uniform 64-bit words (a new array)."""
+        """Return the next ``size`` uniform 64-bit words of the stream (a new array)."""
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 0:
             raise ParameterError(f"`size` must be an integer >= 0, got {size!r}.")
         out = np.empty(int(size), dtype=np.uint64)
         with self._lock:
             self._check_fork()
-            self._take(out)
+            self._fill(out)
         return out
 
     def python_words(self, size: int) -> list[int]:
-        """The next ``size`` words as Python ints (the scalar paths): the words
-        ``random_raw(size)`` would return.  Words already made for small requests are
-        handed out without a lock (``list.pop`` is atomic) and without the process-id check
-        (a system call): ``os.register_at_fork`` has emptied them in a forked child, and
-        the check runs whenever words are made."""
+        """``size`` words as Python ints (the scalar paths of the randomizers).
+
+        They come from a chunk of 512 consecutive words of the stream made ahead for
+        small requests, one ``list.pop`` each: no lock (a pop is atomic, so no word goes
+        to two callers) and no process-id check (a system call): ``os.register_at_fork``
+        empties the chunk in a forked child, and the check runs whenever words are made.
+        A chunk is made, under the lock, when the last one is used up."""
         small = self._small
         if size == 1:  # the commonest call: one report of a binary design
             try:
@@ -307,15 +288,19 @@ class ChaCha20Words:
             except IndexError:
                 pass
         words: list[int] = []
-        try:
-            for _ in range(size):
-                words.append(small.pop())
-        except IndexError:
-            out = np.empty(size - len(words), dtype=np.uint64)
-            with self._lock:
-                self._check_fork()
-                self._take(out)
-            words += out.tolist()
+        while len(words) < size:
+            try:
+                words.append(self._small.pop())
+            except IndexError:
+                with self._lock:
+                    self._check_fork()
+                    if not self._small:  # not made by another thread meanwhile
+                        made = np.empty(_BUFFER_WORDS, dtype=np.uint64)
+                        self._fill(made)
+                        chunk: list[int] = made.tolist()
+                        chunk.reverse()  # the next word last
+                        made.fill(0)
+                        self._small = chunk
         return words
 
     @property
