@@ -21,7 +21,8 @@ ChaCha20 block function of RFC 8439 (section 2.3): 64 bytes from a 256-bit key `
 * ``K_0`` is 32 bytes of ``os.urandom``, and so is the key of the first segment after
   every ``reseed_bytes`` of output (and of the first segment after a fork, in the child).
 
-Argument.  The standard assumption on ChaCha20 (Bernstein 2008; RFC 8439 section 1; the
+Argument.  The standard assumption on ChaCha20 (Bernstein, "ChaCha, a variant of Salsa20",
+SASC 2008; RFC 8439 section 1; the
 security analysis of Procter, "A security analysis of the composition of ChaCha20 and
 Poly1305", IACR ePrint 2014/613, section 3, which models it the same way) is that
 ``F(K, N, .)`` is a pseudorandom function of the counter for a uniform secret ``K``: an
@@ -37,8 +38,9 @@ and later keys only, which are outputs of ``F(K_i, ...)`` and so, by the same hy
 independent-looking of segment ``i``'s words (Bellare & Yee 2003, section 2: the
 generator that outputs one block and keeps the next as its state is forward-secure when
 the underlying generator is a PRG).  A snapshot taken while segment ``i`` is being handed
-out holds its cipher context and so may reveal up to ``rekey_bytes`` of that segment
-(earlier words of it included); no earlier segment.  Python cannot promise to overwrite
+out holds its cipher context and ``K_{i+1}``, so it reveals the words of segment ``i``
+(earlier ones of it included, at most ``rekey_bytes``) and every word after them until the
+next reseed; no word of an earlier segment.  Python cannot promise to overwrite
 freed memory (the ``bytes`` a cipher object was built from may linger until reused): the
 key schedule is the guarantee, the erasure of memory a best effort (the array the words
 for small requests are made in is zeroed, and a word handed out leaves the generator).
@@ -46,9 +48,11 @@ Reseeding from ``os.urandom`` adds recovery after a compromise: a state stolen b
 reseed says nothing about the segments after it.
 
 Tests that check it: ``tests/test_csprng.py``: the words against the RFC 8439 test
-vectors (sections 2.3.2 and 2.4.2, appendix A.1) and against an independent pure-Python
-ChaCha20 across the re-keying boundary and the reseed; a fork child never repeats the
-parent's words; threads never get the same words; the NIST SP 800-22 style smoke checks.
+vectors (sections 2.3.2 and 2.4.2, appendix A.1; the next key against appendix A.1 vector 1
+and A.4 vector 2) and against an independent pure-Python ChaCha20 across the re-keying
+boundary and the reseed; a fork child never repeats the parent's words; threads never get
+the same words.  ``tests/test_csprng_statistics.py``: NIST SP 800-22 style smoke checks
+and the randomizers' statistical checks with the default source.
 """
 
 from __future__ import annotations
