@@ -46,7 +46,13 @@ from deniable.designs import (
 )
 from deniable.designs._categorical import MAX_DENSE_K
 from deniable.exceptions import DataError, ParameterTypeError
-from deniable.randomness import ArrayWords, SystemRandom, _python_words, random_words
+from deniable.randomness import (
+    ArrayWords,
+    ChaCha20Words,
+    SystemRandom,
+    _python_words,
+    random_words,
+)
 
 VECTORS_FILE = Path(__file__).parent / "vectors" / "randomizers.json"
 TOP = (1 << 64) - 1
@@ -185,15 +191,23 @@ def test_python_words_are_the_words_of_every_source(monkeypatch: pytest.MonkeyPa
         assert (
             _python_words(np.random.PCG64(3), size) == np.random.PCG64(3).random_raw(size).tolist()
         )
-        # the CSPRNG: the same bytes read as the same native-order words as SystemRandom
+        # the default CSPRNG: the next words of the process's keystream, in order
+        key = bytes(range(32))
+        monkeypatch.setattr(
+            "deniable.randomness._system._default", ChaCha20Words(key, reseed_bytes=None)
+        )
+        twin = ChaCha20Words(key, reseed_bytes=None)
+        assert _python_words(None, size) == twin.python_words(size)
+        assert _python_words(SystemRandom(), size) == twin.python_words(size)
+        assert random_words(SystemRandom(), size).tolist() == twin.random_raw(size).tolist()
+        # os.urandom: the same bytes read as the same native-order words as SystemRandom
         data = bytes(range(7, 7 + 8 * size))
         monkeypatch.setattr("os.urandom", lambda m, data=data: data[:m])
-        want = SystemRandom().random_raw(size).tolist()
+        want = SystemRandom(source="os").random_raw(size).tolist()
         assert want == [
             int.from_bytes(data[i : i + 8], sys.byteorder) for i in range(0, 8 * size, 8)
         ]
-        assert _python_words(None, size) == want
-        assert _python_words(SystemRandom(), size) == want
+        assert _python_words(SystemRandom(source="os"), size) == want
         monkeypatch.undo()
     with pytest.raises(DataError, match="has 1 of its 1 words left, 2 were asked"):
         _python_words(ArrayWords([1]), 2)

@@ -1,28 +1,5 @@
-"""Random sources: a vectorized CSPRNG for real respondents, seeded generators for simulation.
-
-Every randomizer in ``deniable`` consumes randomness in 64-bit *words*, a fixed number of
-words per report, whatever the true answer is.  A Bernoulli(p) draw compares the top 53
-bits of one word with an integer threshold ``t`` (probability ``t / 2**53``): exact whenever
-``p`` is dyadic with denominator at most ``2**53`` (3/4, 5/8, ...), and within ``2**-53`` of
-``p`` otherwise.  The designs round their thresholds *toward privacy*
-(:func:`binary_thresholds`): the channel they implement never has a larger epsilon than the
-one they state.
-(:func:`words_below` evaluates ``word >> 11 < t`` as ``word < t << 11``, the same test
-without the shift; see ``docs/performance.md``.)
-
-Sources accepted wherever a function takes ``rng``:
-
-* ``None`` -- a fresh :class:`SystemRandom` (the operating system's CSPRNG); the default for
-  real respondents;
-* a :class:`SystemRandom`;
-* a ``numpy.random.Generator`` -- for reproducible simulation (its bit generator's raw
-  64-bit output is used, so results depend only on the seed);
-* an ``int`` seed -- shorthand for ``numpy.random.Generator(numpy.random.PCG64(seed))``;
-* an :class:`ArrayWords` -- an explicit array of words, handed out in order (test vectors:
-  the same words give the same reports in any client, see ``docs/specs.md``);
-* any other :class:`WordSource`: an object with ``random_raw(size)`` returning ``size``
-  ``uint64`` words (a numpy bit generator such as ``numpy.random.PCG64(1)`` is one).
-"""
+"""Word sources and what is made of their words: thresholds, Bernoulli draws, uniform
+integers (the public names are documented in ``deniable.randomness``)."""
 
 from __future__ import annotations
 
@@ -40,12 +17,14 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.randomness import _system
+from deniable.randomness._chacha import ChaCha20Words
+from deniable.randomness._system import SystemRandom, default_stream
 
 __all__ = [
     "CHUNK",
     "ArrayWords",
     "RandomSource",
-    "SystemRandom",
     "WordSource",
     "bernoulli",
     "binary_thresholds",
@@ -65,23 +44,6 @@ CHUNK = 1 << 16
 
 _TOP53 = np.uint64(11)
 _TWO53 = 1 << 53
-
-
-class SystemRandom:
-    """The operating system's CSPRNG (``os.urandom``), vectorized.
-
-    ``random_raw(size)`` returns ``size`` independent uniform 64-bit words.  There is no seed
-    and no state to save: use it for real respondents, never for reproducible simulation.
-    """
-
-    __slots__ = ()
-
-    def random_raw(self, size: int) -> npt.NDArray[np.uint64]:
-        """Return ``size`` uniform 64-bit words from ``os.urandom``."""
-        return np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
-
-    def __repr__(self) -> str:
-        return "SystemRandom()"
 
 
 @runtime_checkable
@@ -207,15 +169,18 @@ def _as_words(words: Any) -> npt.NDArray[np.uint64]:
 
 
 #: What ``resolve_rng`` returns: a source :func:`random_words` can draw from.
-RandomSource: TypeAlias = "np.random.Generator | SystemRandom | ArrayWords | WordSource"
+RandomSource: TypeAlias = (
+    "np.random.Generator | SystemRandom | ChaCha20Words | ArrayWords | WordSource"
+)
 
 
 def resolve_rng(rng: Any = None) -> RandomSource:
-    """Normalise ``rng``: ``None`` (the CSPRNG), an ``int`` seed (PCG64), a ``Generator``,
-    :class:`SystemRandom`, :class:`ArrayWords` or any other :class:`WordSource`."""
+    """Normalise ``rng``: ``None`` (the CSPRNG, ``SystemRandom()``), an ``int`` seed (PCG64),
+    a ``Generator``, :class:`SystemRandom`, :class:`ChaCha20Words`, :class:`ArrayWords` or
+    any other :class:`WordSource`."""
     if rng is None:
         return SystemRandom()
-    if isinstance(rng, SystemRandom | np.random.Generator | ArrayWords):
+    if isinstance(rng, SystemRandom | np.random.Generator | ArrayWords | ChaCha20Words):
         return rng
     if isinstance(rng, int | np.integer) and not isinstance(rng, bool):
         if rng < 0:
@@ -236,7 +201,7 @@ def random_words(rng: RandomSource, size: int) -> npt.NDArray[np.uint64]:
     A word source of a client's own must return a 1-D ``uint64`` array of ``size`` words;
     anything else raises :class:`~deniable.exceptions.DataError` naming ``rng``.
     """
-    if isinstance(rng, SystemRandom | ArrayWords):
+    if isinstance(rng, SystemRandom | ArrayWords | ChaCha20Words):
         return rng.random_raw(size)
     if isinstance(rng, np.random.Generator):
         out = rng.bit_generator.random_raw(size)
@@ -256,17 +221,26 @@ def _python_words(rng: Any, size: int) -> list[int]:
     ``random_words(resolve_rng(rng), size)`` returns, in the same order and taken with the
     same calls on a word source, without building arrays (the scalar fast paths).
 
-    ``None`` (the CSPRNG) reads ``os.urandom(8 * size)`` as native-order 64-bit words, as
-    :class:`SystemRandom` does; a ``Generator`` hands out its bit generator's raw words (one
-    word is ``random_raw()``, the same word as ``random_raw(1)[0]``); every other source goes
-    through :func:`random_words` and its checks.
+    ``None`` and ``SystemRandom()`` take the next words of the process's keystream
+    (:func:`default_stream`), ``SystemRandom(source="os")`` reads ``os.urandom(8 * size)``
+    as native-order 64-bit words, as its ``random_raw`` does; a ``Generator`` hands out its
+    bit generator's raw words (one word is ``random_raw()``, the same word as
+    ``random_raw(1)[0]``); every other source goes through :func:`random_words` and its
+    checks.
     """
-    if rng is None or rng.__class__ is SystemRandom:
+    if rng is None:
+        return (_system._default or default_stream()).python_words(size)
+    cls = rng.__class__
+    if cls is SystemRandom:
+        if not rng._os:
+            return (_system._default or default_stream()).python_words(size)
         buf = os.urandom(8 * size)
         if size == 1:
             return [int.from_bytes(buf, sys.byteorder)]
         return [int.from_bytes(buf[i : i + 8], sys.byteorder) for i in range(0, 8 * size, 8)]
-    if rng.__class__ is np.random.Generator:
+    if cls is ChaCha20Words:
+        return rng.python_words(size)  # type: ignore[no-any-return]
+    if cls is np.random.Generator:
         bits = rng.bit_generator
         if size <= 4:  # a few scalar calls beat building an array (same words, in order)
             return [bits.random_raw() for _ in range(size)]
