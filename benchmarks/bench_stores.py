@@ -33,7 +33,7 @@ import numpy as np
 
 from deniable.accounting import BudgetFilter, BudgetLedger
 from deniable.accounting._exact_sum import add_up
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Warner
 from deniable.mechanisms import MemoizedRandomizer
 

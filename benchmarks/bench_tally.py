@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Categorical, Tally
 from deniable.designs._tally import MAX_COUNT
 

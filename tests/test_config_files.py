@@ -13,8 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from _cli import ENV, one_error, run
-from deniable.common import load_json, load_yaml
-from deniable.common._load import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES
+from deniable.common import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES, load_json, load_yaml
 from deniable.designs import QuestionSpec, Tally, Warner, spec_of
 from deniable.exceptions import DataError, DeniableError
 from deniable.oracles import OLH, oracle_from_key, oracle_from_spec, oracle_spec

@@ -23,8 +23,8 @@ from deniable.randomness import (
     RESEED_BYTES,
     ChaCha20Words,
     SystemRandom,
-    _python_words,
     default_stream,
+    python_words,
     random_words,
     resolve_rng,
 )
@@ -151,13 +151,13 @@ def draw(source: ChaCha20Words, sizes: list[int], how: str) -> list[int]:
         elif how == "random_words":
             out += random_words(resolve_rng(source), size).tolist()
         else:
-            out += _python_words(source, size)
+            out += python_words(source, size)
     return out
 
 
 # --- known-answer vectors, through every path that hands words out --------------------------
 
-PATHS = ["random_raw", "python_words", "random_words", "_python_words"]
+PATHS = ["random_raw", "python_words", "random_words", "python_words"]
 SPLITS = [[16], [1] * 16, [3, 5, 1, 7], [2, 14]]
 
 
@@ -270,7 +270,7 @@ def _child_words(conn: Any, shared: ChaCha20Words) -> None:
         (
             SystemRandom().random_raw(256).tolist(),
             shared.random_raw(256).tolist(),
-            _python_words(None, 3) + shared.python_words(3),
+            python_words(None, 3) + shared.python_words(3),
         )
     )
     conn.close()
@@ -283,7 +283,7 @@ def test_a_forked_child_never_repeats_its_parents_words() -> None:
     no word in common among 2 x 259 words each (a coincidence has probability ~3e-15)."""
     shared = stream(SEQ_KEY)
     default_stream().random_raw(5)  # both streams under way, the small buffers part-used
-    _python_words(None, 1)
+    python_words(None, 1)
     shared.python_words(1)
     ctx = multiprocessing.get_context("fork")
     parent_end, child_end = ctx.Pipe(duplex=False)
@@ -295,7 +295,7 @@ def test_a_forked_child_never_repeats_its_parents_words() -> None:
     mine = (
         SystemRandom().random_raw(256).tolist(),
         shared.random_raw(256).tolist(),
-        _python_words(None, 3) + shared.python_words(3),
+        python_words(None, 3) + shared.python_words(3),
     )
     for theirs, ours in zip(got, mine, strict=True):
         assert not set(theirs) & set(ours)
@@ -342,7 +342,7 @@ def test_threads_drawing_at_once_never_share_a_word(
                 out += SystemRandom().random_raw(min(4099, left)).tolist()
             elif len(out) % 3 == 1:  # the scalar paths: one, two or five words
                 size = min((1, 2, 5)[len(out) % 7 % 3], left)
-                out += _python_words(None if which == "default" else gen, size)
+                out += python_words(None if which == "default" else gen, size)
             else:
                 out += gen.random_raw(min(700, left)).tolist()
 
@@ -373,7 +373,7 @@ def test_system_random_draws_from_the_process_stream(monkeypatch: pytest.MonkeyP
     got += random_words(resolve_rng(None), 8).tolist()
     assert got == want[:24]
     chunk = want[24 : 24 + 512]
-    assert _python_words(None, 3) + _python_words(SystemRandom(), 5) == chunk[:8]
+    assert python_words(None, 3) + python_words(SystemRandom(), 5) == chunk[:8]
     assert random_words(SystemRandom(), 16).tolist() == want[24 + 512 :]
     # a randomizer with rng=None consumes the next words: one per binary report, two per
     # k-ary report; one answer as a Python int takes the next word of the chunk

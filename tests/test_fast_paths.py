@@ -50,7 +50,7 @@ from deniable.randomness import (
     ArrayWords,
     ChaCha20Words,
     SystemRandom,
-    _python_words,
+    python_words,
     random_words,
 )
 
@@ -176,20 +176,20 @@ def test_scalar_input_keeps_the_documented_result() -> None:
 
 
 def test_python_words_are_the_words_of_every_source(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``_python_words`` hands out exactly the words ``random_words`` would, in order."""
+    """``python_words`` hands out exactly the words ``random_words`` would, in order."""
     for size in (1, 2, 3, 5, 9):
         gen_a = np.random.Generator(np.random.PCG64(SEED))
         gen_b = np.random.Generator(np.random.PCG64(SEED))
-        assert _python_words(gen_a, size) == random_words(gen_b, size).tolist()
+        assert python_words(gen_a, size) == random_words(gen_b, size).tolist()
         assert gen_a.bit_generator.state == gen_b.bit_generator.state
         assert (
-            _python_words(7, size)
+            python_words(7, size)
             == random_words(np.random.Generator(np.random.PCG64(7)), size).tolist()
         )
         words = list(range(3, 3 + size))
-        assert _python_words(ArrayWords(words), size) == words
+        assert python_words(ArrayWords(words), size) == words
         assert (
-            _python_words(np.random.PCG64(3), size) == np.random.PCG64(3).random_raw(size).tolist()
+            python_words(np.random.PCG64(3), size) == np.random.PCG64(3).random_raw(size).tolist()
         )
         # the default CSPRNG: the next words of the process's keystream, in order
         key = bytes(range(32))
@@ -197,8 +197,8 @@ def test_python_words_are_the_words_of_every_source(monkeypatch: pytest.MonkeyPa
             "deniable.randomness._system._default", ChaCha20Words(key, reseed_bytes=None)
         )
         twin = ChaCha20Words(key, reseed_bytes=None)
-        assert _python_words(None, size) == twin.python_words(size)
-        assert _python_words(SystemRandom(), size) == twin.python_words(size)
+        assert python_words(None, size) == twin.python_words(size)
+        assert python_words(SystemRandom(), size) == twin.python_words(size)
         assert random_words(SystemRandom(), size).tolist() == twin.random_raw(size).tolist()
         # os.urandom: the same bytes read as the same native-order words as SystemRandom
         data = bytes(range(7, 7 + 8 * size))
@@ -207,10 +207,10 @@ def test_python_words_are_the_words_of_every_source(monkeypatch: pytest.MonkeyPa
         assert want == [
             int.from_bytes(data[i : i + 8], sys.byteorder) for i in range(0, 8 * size, 8)
         ]
-        assert _python_words(SystemRandom(source="os"), size) == want
+        assert python_words(SystemRandom(source="os"), size) == want
         monkeypatch.undo()
     with pytest.raises(DataError, match="has 1 of its 1 words left, 2 were asked"):
-        _python_words(ArrayWords([1]), 2)
+        python_words(ArrayWords([1]), 2)
 
 
 # ------------------------------------------------------------------ categorical

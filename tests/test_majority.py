@@ -539,14 +539,14 @@ def test_inputs_are_checked_once_at_the_public_entry_point(
     call: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # before 1.0, n went back and forth between the two modules and was checked five times
-    from deniable.common import _validation
+    from deniable.common import validation
     from deniable.estimation import _majority_rule
 
     design = ForcedResponse(0.2, 0.1)
     checked: list[str] = []
     depth = [0]  # probability() calls real(): count the outer check only
     for name in ("integer", "real", "probability"):
-        original = getattr(_validation, name)
+        original = getattr(validation, name)
 
         def spy(arg: str, *a: Any, _f: Any = original, **kw: Any) -> Any:
             if depth[0] == 0:
@@ -557,7 +557,7 @@ def test_inputs_are_checked_once_at_the_public_entry_point(
             finally:
                 depth[0] -= 1
 
-        monkeypatch.setattr(_validation, name, spy)
+        monkeypatch.setattr(validation, name, spy)
     designs: list[Any] = []
     original_check = _majority_rule.check_design
 

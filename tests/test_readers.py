@@ -25,7 +25,7 @@ from typer.testing import CliRunner  # noqa: E402
 
 from deniable import ForcedResponse, TwoCoin  # noqa: E402
 from deniable.cli import app  # noqa: E402
-from deniable.common._files import atomic_write, same_file  # noqa: E402
+from deniable.common import atomic_write, same_file  # noqa: E402
 from deniable.designs import StochasticLieDetector  # noqa: E402
 from deniable.exceptions import DataError  # noqa: E402
 from deniable.survey import (  # noqa: E402  # noqa: E402

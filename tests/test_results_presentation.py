@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deniable.common import dumps, format_epsilon, to_jsonable
-from deniable.common._format import epsilon_note, format_epsilons
+from deniable.common import dumps, epsilon_note, format_epsilon, format_epsilons, to_jsonable
 from deniable.exceptions import ParameterError
 from deniable.results import ConfidenceInterval, Result, Table, binomial_interval, map_interval
 

@@ -110,6 +110,8 @@ from deniable.accounting._events import (
     PureEpsilon,
     RandomizedResponse,
 )
+from deniable.accounting._exact_sum import add_up
+from deniable.accounting._keys import KeyIndex, Keys, format_key, respondent_keys
 from deniable.accounting._ledger import BudgetLedger, QuestionRecord
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
 from deniable.accounting._optimal import OptimalAccountant
@@ -117,12 +119,18 @@ from deniable.accounting._pld import PrivacyLossDistribution, rr_pld
 from deniable.accounting._pld_accountants import PLDAccountant
 from deniable.accounting._pld_noise import gaussian_pld, laplace_pld
 from deniable.accounting._pricing import (
+    PURE_EPSILON,
+    UNKNOWN_UNIT,
     Composition,
     History,
     PureEpsilonComposition,
     SpendPlan,
     SpendRequest,
     ZCDPComposition,
+    admitted,
+    check_unit,
+    remaining_budget,
+    spend_limit,
 )
 from deniable.accounting._rdp import (
     laplace_rdp,
@@ -148,7 +156,7 @@ from deniable.accounting._shuffle import (
     shuffle_epsilon_table,
     shuffle_guarantee,
 )
-from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary
+from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary, adopted_unit
 
 __all__ = [
     "ACCOUNTANTS",
@@ -156,8 +164,10 @@ __all__ = [
     "CONVERSIONS",
     "EVENT_TYPES",
     "GDP",
+    "PURE_EPSILON",
     "QUESTIONNAIRE_METHODS",
     "RDP",
+    "UNKNOWN_UNIT",
     "ZCDP",
     "Accountant",
     "AdvancedAccountant",
@@ -180,6 +190,8 @@ __all__ = [
     "History",
     "InMemoryLedgerStore",
     "KOVAccountant",
+    "KeyIndex",
+    "Keys",
     "Laplace",
     "LedgerStore",
     "NoOp",
@@ -203,9 +215,13 @@ __all__ = [
     "SpentSummary",
     "ZCDPAccountant",
     "ZCDPComposition",
+    "add_up",
+    "admitted",
+    "adopted_unit",
     "advanced_composition",
     "basic_composition",
     "budget_plan",
+    "check_unit",
     "common_lattice",
     "compare_composition",
     "compose_gdp",
@@ -213,6 +229,7 @@ __all__ = [
     "conversion_methods",
     "convert_guarantee",
     "event_from_dict",
+    "format_key",
     "gaussian_pld",
     "gdp_delta",
     "gdp_epsilon",
@@ -231,6 +248,8 @@ __all__ = [
     "rdp_delta",
     "rdp_epsilon",
     "rdp_to_approx",
+    "remaining_budget",
+    "respondent_keys",
     "rr_pld",
     "rr_rdp",
     "shuffle_closed_form_limit",
@@ -239,6 +258,7 @@ __all__ = [
     "shuffle_epsilon_numerical",
     "shuffle_epsilon_table",
     "shuffle_guarantee",
+    "spend_limit",
     "without_replacement_amplification",
     "zcdp_delta",
     "zcdp_epsilon",

@@ -30,8 +30,8 @@ from deniable.accounting._pld_accountants import PLDAccountant
 from deniable.accounting._rdp import alpha_array, check_delta, check_epsilon, scalar_or_array
 from deniable.accounting._rdp_accountants import GDPAccountant, RDPAccountant, ZCDPAccountant
 from deniable.accounting._units import RELATIONS
-from deniable.common import _validation as v
-from deniable.common._format import format_epsilon
+from deniable.common import format_epsilon
+from deniable.common import validation as v
 from deniable.exceptions import ParameterTypeError, PrivacyError
 
 __all__ = ["ACCOUNTANTS", "COMPOSITION_METHODS", "PrivacyAccountant", "make_accountant"]

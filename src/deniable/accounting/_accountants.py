@@ -52,7 +52,7 @@ from deniable.accounting._units import (
     is_gaussian,
     relation_problem,
 )
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterTypeError, PrivacyError
 
 __all__ = [

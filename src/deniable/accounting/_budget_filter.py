@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting._ledger import BudgetLedger
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterTypeError
 
 __all__ = ["BudgetFilter"]

@@ -10,8 +10,7 @@ from typing import Any
 
 from deniable.accounting._composition import sequence
 from deniable.accounting._ledger import BudgetLedger
-from deniable.common._format import format_epsilon
-from deniable.common._json import to_jsonable
+from deniable.common import format_epsilon, to_jsonable
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.results import Result, Table
 

@@ -12,7 +12,7 @@ from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccounta
 from deniable.accounting._composition import CompositionRow, CompositionTable, sequence
 from deniable.accounting._events import RandomizedResponse
 from deniable.accounting._rdp import check_delta
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = ["QUESTIONNAIRE_METHODS", "compare_composition", "compose_questions"]

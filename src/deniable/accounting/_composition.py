@@ -43,9 +43,8 @@ import numpy as np
 
 from deniable.accounting._rdp import check_delta, check_epsilon
 from deniable.accounting._safety import MARGIN, exp_up, expm1_or_inf, up, upper_root
-from deniable.common import _validation as v
-from deniable.common._format import format_delta, format_epsilon
-from deniable.common._json import to_jsonable
+from deniable.common import format_delta, format_epsilon, to_jsonable
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.results import Result, Table
 

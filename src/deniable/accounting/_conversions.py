@@ -45,7 +45,7 @@ from deniable.accounting._rdp import (
     to_approx,
 )
 from deniable.accounting._safety import MARGIN, TINY, exp_up, half_square_up, up, upper_root
-from deniable.common import _validation as v
+from deniable.common import validation as v
 
 __all__ = [
     "compose_gdp",

@@ -27,9 +27,8 @@ from deniable.accounting._rdp import (
     rdp_delta,
     rdp_epsilon,
 )
-from deniable.common import _validation as v
-from deniable.common._format import format_delta, format_epsilon
-from deniable.common._json import to_jsonable
+from deniable.common import format_delta, format_epsilon, to_jsonable
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.results import Result, Table
 

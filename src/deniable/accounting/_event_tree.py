@@ -33,7 +33,7 @@ from deniable.accounting._events import (
     NonPrivate,
     NoOp,
 )
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = [

@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [

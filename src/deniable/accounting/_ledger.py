@@ -83,7 +83,7 @@ from deniable.accounting._pricing import (
     spend_limit,
 )
 from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = ["BudgetLedger", "QuestionRecord", "first_repeat"]

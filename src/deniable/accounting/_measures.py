@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = ["GDP", "RDP", "ZCDP", "ApproxDP", "PureDP"]

@@ -23,7 +23,7 @@ from deniable.accounting._pld import PrivacyLossDistribution, compose_all, rr_pl
 from deniable.accounting._pld_accountants import CLOSED_FORMS, PLDAccountant
 from deniable.accounting._rdp import check_delta
 from deniable.accounting._units import gaussian_mu
-from deniable.common import _validation as v
+from deniable.common import validation as v
 
 __all__ = ["OptimalAccountant"]
 

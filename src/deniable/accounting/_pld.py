@@ -44,7 +44,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting._safety import MARGIN, TINY, upper_root
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = [

@@ -45,7 +45,7 @@ from deniable.accounting._units import (
     rate,
     sampled_mu,
 )
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = ["CLOSED_FORMS", "PLDAccountant"]

@@ -14,7 +14,7 @@ from deniable.accounting._pld import (
     grid_index,
     identity_pld,
 )
-from deniable.common import _validation as v
+from deniable.common import validation as v
 
 __all__ = ["gaussian_pld", "laplace_pld"]
 

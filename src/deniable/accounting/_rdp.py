@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from deniable.accounting._measures import RDP, ApproxDP, PureDP
 from deniable.accounting._safety import MARGIN, exp_up, half_square_up_array
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 
 __all__ = [

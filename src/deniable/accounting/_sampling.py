@@ -32,7 +32,7 @@ from deniable.accounting._measures import ApproxDP
 from deniable.accounting._pairs import log_mix
 from deniable.accounting._pld import PrivacyLossDistribution, check_grid, grid_index
 from deniable.accounting._safety import MARGIN, half_square_up, up
-from deniable.common import _validation as v
+from deniable.common import validation as v
 
 __all__ = [
     "MAX_SAMPLED_ORDER",

@@ -44,10 +44,9 @@ import numpy.typing as npt
 
 from deniable.accounting._measures import ApproxDP
 from deniable.accounting._safety import exp_or_inf, expm1_or_inf
-from deniable.common import _validation as v
-from deniable.common._format import format_delta, format_epsilon
-from deniable.common._json import to_jsonable
-from deniable.common._validation import fmt_limit
+from deniable.common import format_delta, format_epsilon, to_jsonable
+from deniable.common import validation as v
+from deniable.common.validation import fmt_limit
 from deniable.exceptions import ParameterError
 from deniable.results import Result, Table
 

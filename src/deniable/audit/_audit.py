@@ -59,8 +59,8 @@ from deniable.audit._leave_one_out import LeaveOneOut, leave_one_out
 from deniable.audit._result import AuditResult
 from deniable.audit._two_group import audit_two_group
 from deniable.audit._unary_encoding import UnaryEncoding
-from deniable.common import _validation as v
-from deniable.common._format import format_epsilon, format_parameters
+from deniable.common import format_epsilon, format_parameters
+from deniable.common import validation as v
 from deniable.designs import Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 

@@ -14,12 +14,11 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.audit._result import AuditResult
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import CHUNK, resolve_rng
-from deniable.results._estimate import beta_quantile_bounds
-from deniable.results._table import Table
+from deniable.results import Table, beta_quantile_bounds
 
 __all__ = ["clopper_pearson_bounds"]
 

@@ -29,12 +29,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from deniable.common import _validation as v
-from deniable.common._json import to_jsonable
+from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.designs import Design
 from deniable.exceptions import ParameterError
 from deniable.results import Result, Table
-from deniable.results._table import format_cell as _cell
+from deniable.results import format_cell as _cell
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -75,8 +75,9 @@ def _epsilon(name: str, value: Any) -> float:
     return eps
 
 
-def _odds_to_probability(log_odds: float) -> float:
-    # t = e^x / (1 + e^x), stable for large |x|; inf -> 1
+def odds_to_probability(log_odds: float) -> float:
+    """The probability ``e^x / (1 + e^x)`` of log-odds ``x`` (the logistic function),
+    without overflow for large ``|x|``: ``inf`` gives 1, ``-inf`` 0."""
     if math.isinf(log_odds):
         return 1.0 if log_odds > 0 else 0.0
     return 1 / (1 + math.exp(-log_odds))
@@ -135,7 +136,7 @@ def posterior(prior: float, epsilon: float, report: str = "yes") -> float:
     if p in (0.0, 1.0):
         return p
     log_odds = math.log(p / (1 - p)) + (eps if report == "yes" else -eps)
-    return _odds_to_probability(log_odds)
+    return odds_to_probability(log_odds)
 
 
 def _ratio_text(eps: float) -> str:
@@ -172,7 +173,9 @@ def likelihood_sentence(epsilon: float, attribute: str = "has A") -> str:
 # --------------------------------------------------------------------------- tables
 
 
-def _epsilons(name: str, values: Iterable[Any]) -> tuple[float, ...]:
+def check_epsilons(name: str, values: Iterable[Any]) -> tuple[float, ...]:
+    """``values`` as a tuple of epsilons, each in ``[0, MAX_FINITE_EPSILON]`` or ``inf``
+    and named ``name[i]`` in its error; an empty sequence is refused."""
     out = tuple(_epsilon(f"{name}[{i}]", x) for i, x in enumerate(values))
     if not out:
         raise ParameterError(f"`{name}` must hold at least one value, got none.")
@@ -192,9 +195,9 @@ def truth_table(epsilons: Iterable[float] = DEFAULT_EPSILONS) -> Table:
     (0.7311, 0.6225, 0.5)
     """
     rows = []
-    for eps in _epsilons("epsilons", epsilons):
-        t = _odds_to_probability(eps)
-        th = _odds_to_probability(eps / 2)
+    for eps in check_epsilons("epsilons", epsilons):
+        t = odds_to_probability(eps)
+        th = odds_to_probability(eps / 2)
         rows.append((eps, t, math.exp(eps), 1 - t, th, math.exp(eps / 2), eps / 2))
     return Table(
         (
@@ -287,7 +290,7 @@ def _pieces(eps: float, attribute: str, name: str = "") -> tuple[list[str], bool
             False,
             [],
         )
-    t = _odds_to_probability(eps)
+    t = odds_to_probability(eps)
     intro = [
         f"{name}epsilon = {_cell(eps)}: one answer reported with the binary mechanism is told "
         f"truthfully with probability {_cell(t)} (odds {math.exp(eps):.4g} to 1) and flipped "
@@ -299,7 +302,7 @@ def _pieces(eps: float, attribute: str, name: str = "") -> tuple[list[str], bool
     closing = [
         f"The 'half' calibration with parameter {_cell(eps)} (for one-hot / unary encodings, "
         f"where one answer changes two bits) tells one bit truthfully with probability "
-        f"{_cell(_odds_to_probability(eps / 2))}; used for a single bit it is "
+        f"{_cell(odds_to_probability(eps / 2))}; used for a single bit it is "
         f"{_cell(eps / 2)}-LDP.",
         f"Ten questions at this epsilon cost at most {_cell(10 * eps)} in total (basic "
         "composition); asking the same question again with memoization costs nothing more.",
@@ -355,12 +358,12 @@ class Explanation(Result):
     @property
     def truth_probability(self) -> float:
         """``e^eps / (1 + e^eps)``: one bit is reported truthfully (1 for an infinite eps)."""
-        return _odds_to_probability(self.epsilon)
+        return odds_to_probability(self.epsilon)
 
     @property
     def lying_probability(self) -> float:
         """``1 / (1 + e^eps)``: one bit is flipped (0 for an infinite eps)."""
-        return _odds_to_probability(-self.epsilon)
+        return odds_to_probability(-self.epsilon)
 
     @property
     def likelihood_ratio(self) -> float:

@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterTypeError
-from deniable.results._table import Table
+from deniable.results import Table
 
 __all__ = ["LeaveOneOut", "leave_one_out"]
 

@@ -7,10 +7,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deniable.common._format import format_epsilon
-from deniable.common._json import json_number, to_jsonable
+from deniable.common import format_epsilon, json_number, to_jsonable
 from deniable.exceptions import PrivacyError
-from deniable.results._table import Result, Table
+from deniable.results import Result, Table
 
 __all__ = ["AuditResult"]
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.randomness import bernoulli, resolve_rng
 
 __all__ = ["UnaryEncoding"]

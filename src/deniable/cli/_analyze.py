@@ -26,7 +26,7 @@ from deniable.cli._robustness import (
     robustness_data,
     show_robustness,
 )
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
 from deniable.exceptions import DeniableError
 

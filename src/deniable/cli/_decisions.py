@@ -17,7 +17,7 @@ from deniable.cli._options import (
     fresh_seed,
 )
 from deniable.cli._render import show
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign
 from deniable.estimation import majority_decision
 from deniable.estimation._majority import MAX_TRIALS

@@ -10,7 +10,7 @@ from deniable.cli._base import build_design, fail
 from deniable.cli._data import gather_tally, gather_two_group_tally
 from deniable.cli._options import DesignArg, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import show
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Design, DesignEstimate, Kuk, KukMultiDraw, Tally, design_catalog
 from deniable.designs._kuk import SE_CHOICES
 

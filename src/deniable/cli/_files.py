@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import overload
 
 from deniable.cli._base import fail
-from deniable.common._files import atomic_write, existing_file, same_file
+from deniable.common import atomic_write, existing_file, same_file
 
 __all__ = [
     "COMPRESSIONS",

@@ -20,7 +20,7 @@ from deniable.cli._base import (
 from deniable.cli._files import Output, claim_output
 from deniable.cli._options import DesignArg, ForceOpt, JsonOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
-from deniable.common._format import format_parameters
+from deniable.common import format_parameters
 from deniable.designs import Design
 from deniable.estimation import power, sample_size
 

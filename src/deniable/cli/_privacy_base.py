@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from deniable.cli._base import fail, parse_number
-from deniable.common._validation import fmt_limit
+from deniable.common.validation import fmt_limit
 from deniable.exceptions import DeniableError
 
 __all__ = [

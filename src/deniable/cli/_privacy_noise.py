@@ -27,7 +27,7 @@ from deniable.cli._privacy_base import (
     privacy_app,
 )
 from deniable.cli._render import console, emit_json, print_table
-from deniable.common._validation import fmt_limit
+from deniable.common.validation import fmt_limit
 from deniable.mechanisms import NOISE_MECHANISMS, calibrate_noise, noise_error_table
 
 __all__ = ["PLOT_FORMATS", "claim_plot", "noise_command", "save_figure", "shuffle_command"]

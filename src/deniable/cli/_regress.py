@@ -16,7 +16,7 @@ import typer
 from deniable.cli._base import build_design, fail
 from deniable.cli._options import DesignOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import emit_json, show
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Kuk
 
 __all__ = ["cli", "read_table"]

@@ -18,8 +18,7 @@ from deniable.cli._base import build_design, fail, guard_io
 from deniable.cli._files import claim_output
 from deniable.cli._options import DesignArg, ForceOpt, JsonOpt, ParamOpt
 from deniable.cli._render import emit_json, print_table
-from deniable.common._format import epsilon_note
-from deniable.common._load import load_json
+from deniable.common import epsilon_note, load_json
 from deniable.designs import QuestionSpec, dump_vectors, randomizer_vectors, spec_of
 from deniable.exceptions import DeniableError
 from deniable.results import Table

@@ -20,7 +20,7 @@ from deniable.cli._files import claim_output
 from deniable.cli._options import ForceOpt, JsonOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._survey_db import close_command, invite_command, list_command, reopen_command
-from deniable.common._format import format_epsilon
+from deniable.common import format_epsilon
 from deniable.results import Table
 
 __all__ = ["survey_app"]

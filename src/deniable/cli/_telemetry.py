@@ -22,7 +22,7 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, SeedOpt, fresh_seed
 from deniable.cli._render import emit_json, print_table, show
-from deniable.common._format import format_epsilon
+from deniable.common import format_epsilon
 from deniable.results import Table
 
 __all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]

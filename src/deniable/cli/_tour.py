@@ -18,8 +18,8 @@ from rich.text import Text
 
 from deniable.cli._options import SeedOpt
 from deniable.cli._render import console
-from deniable.common._format import format_interval as fmt_interval
-from deniable.common._format import format_number as fmt_num
+from deniable.common import format_interval as fmt_interval
+from deniable.common import format_number as fmt_num
 from deniable.designs import TwoCoin
 from deniable.estimation import majority_decision
 from deniable.mechanisms import design_protocol

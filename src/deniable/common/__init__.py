@@ -4,8 +4,11 @@ epsilon formatter and JSON encoder.
 Holds no mathematics.  May import only :mod:`deniable.exceptions` (and numpy; PyYAML
 inside :func:`load_yaml`).
 
-* ``_validation``: the checks every public entry point runs on its arguments, with
-  messages that name the parameter, the allowed values and the value received;
+* ``validation`` (a public module, used as a namespace: ``validation.probability("p",
+  p)``): the checks every public entry point runs on its arguments, with messages that name
+  the parameter, the allowed values and the value received;
+* every other name is exported here, whatever private module holds it:
+
 * ``_files``: :func:`atomic_write` (a temporary file renamed into place, so a failure never
   leaves a half-written file; ``replace=False`` never replaces an existing one),
   :func:`same_file` (an output must not be an input) and :func:`existing_file` (whether a
@@ -22,19 +25,43 @@ inside :func:`load_yaml`).
 
 from __future__ import annotations
 
+from deniable.common import validation
 from deniable.common._files import atomic_write, atomic_write_text, existing_file, same_file
-from deniable.common._format import format_epsilon
-from deniable.common._json import dumps, to_jsonable
-from deniable.common._load import load_json, load_yaml
+from deniable.common._format import (
+    epsilon_note,
+    format_delta,
+    format_epsilon,
+    format_epsilons,
+    format_interval,
+    format_number,
+    format_parameters,
+    format_probabilities,
+    format_probability,
+)
+from deniable.common._json import dumps, json_number, to_jsonable
+from deniable.common._load import MAX_DEPTH, MAX_INT_DIGITS, MAX_NODES, load_json, load_yaml
 
 __all__ = [
+    "MAX_DEPTH",
+    "MAX_INT_DIGITS",
+    "MAX_NODES",
     "atomic_write",
     "atomic_write_text",
     "dumps",
+    "epsilon_note",
     "existing_file",
+    "format_delta",
     "format_epsilon",
+    "format_epsilons",
+    "format_interval",
+    "format_number",
+    "format_parameters",
+    "format_probabilities",
+    "format_probability",
+    "json_number",
     "load_json",
     "load_yaml",
     "same_file",
     "to_jsonable",
+    "validation",
 ]

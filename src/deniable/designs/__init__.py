@@ -12,7 +12,7 @@ its old name).
 
 from __future__ import annotations
 
-from deniable.designs._base import BinaryDesign, Design, channel_epsilon
+from deniable.designs._base import BinaryDesign, Design, binary_estimate, channel_epsilon
 from deniable.designs._binary import (
     BiasedCoin,
     Binary,
@@ -26,8 +26,9 @@ from deniable.designs._catalog import DesignCatalog, design_catalog
 from deniable.designs._categorical import Categorical, CategoricalEstimate
 from deniable.designs._channel import Channel, DenseChannel, SupportChannel, SymmetricChannel
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
-from deniable.designs._frequency import FrequencyEstimate
-from deniable.designs._identity import mechanism_key
+from deniable.designs._frequency import SE_FIXED, SE_SAMPLING, FrequencyEstimate
+from deniable.designs._from_epsilon import design_for_epsilon, expit
+from deniable.designs._identity import exact_value, mechanism_key
 from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw, KukStandardErrors
 from deniable.designs._mechanism import MechanismBase
 from deniable.designs._protocol import Mechanism
@@ -35,7 +36,7 @@ from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parame
 from deniable.designs._spec import QuestionSpec, design_from_spec, spec_of
 from deniable.designs._spec_algorithms import SPEC_SCHEMA, LatentInput
 from deniable.designs._summary import DesignEstimate
-from deniable.designs._tally import Tally
+from deniable.designs._tally import MAX_COUNT, Tally
 from deniable.designs._twogroup import RespondentType, TwoGroupDesign, types_epsilon
 from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
 from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
@@ -44,6 +45,9 @@ from deniable.designs._vectors import VECTORS_SCHEMA, dump_vectors, randomizer_v
 
 __all__ = [
     "DESIGNS",
+    "MAX_COUNT",
+    "SE_FIXED",
+    "SE_SAMPLING",
     "SPEC_SCHEMA",
     "TWO_GROUP_DESIGNS",
     "VECTORS_SCHEMA",
@@ -85,11 +89,15 @@ __all__ = [
     "UnrelatedQuestion",
     "UnrelatedUnknown",
     "Warner",
+    "binary_estimate",
     "channel_epsilon",
     "design_catalog",
+    "design_for_epsilon",
     "design_from_spec",
     "design_parameters",
     "dump_vectors",
+    "exact_value",
+    "expit",
     "group_counts",
     "make_design",
     "mechanism_key",

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs._binary_estimate import binary_estimate
 from deniable.designs._channel import Channel, DenseChannel, matrix_epsilon
 from deniable.designs._mechanism import MechanismBase, blocks, one_answer
@@ -25,8 +25,8 @@ from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError
 from deniable.randomness import (
     CHUNK,
-    _python_words,
     binary_thresholds,
+    python_words,
     random_words,
     resolve_rng,
     words_below,
@@ -325,7 +325,7 @@ class BinaryDesign(Design):
             # the answer's column selected by arithmetic, t0 + x (t1 - t0), then one
             # comparison -- no branch on the answer (both answers run the same statements),
             # and the same word and report as the array path (tests/test_fast_paths.py)
-            (word,) = _python_words(rng, 1)
+            (word,) = python_words(rng, 1)
             t0, t1 = self._thresholds
             return np.array([(word >> 11) < t0 + truth * (t1 - t0)], dtype=np.uint8)
         x = v.reports_array("truth", truth, categories=2)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar, Self
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs._base import BinaryDesign, channel_epsilon
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import math
 
-from deniable.results import Estimate, information_note
-from deniable.results._estimate import MappedBinomialInterval as _Mapped
-from deniable.results._estimate import OutsideChannelNotes
+from deniable.results import Estimate, OutsideChannelNotes, information_note
+from deniable.results import MappedBinomialInterval as _Mapped
 
 __all__ = ["binary_estimate"]
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common._format import format_epsilon, format_number
-from deniable.common._json import to_jsonable
+from deniable.common import format_epsilon, format_number, to_jsonable
 from deniable.designs._base import Design
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
 from deniable.results import Result, Table

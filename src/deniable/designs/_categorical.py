@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs._base import Design
 from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
 from deniable.designs._frequency import MAX_DENSE_K, FrequencyEstimate
@@ -21,8 +21,8 @@ from deniable.designs._mechanism import blocks, one_answer
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import (
     CHUNK,
-    _python_words,
     probability_threshold,
+    python_words,
     random_words,
     resolve_rng,
     uniform_below_into,
@@ -322,7 +322,7 @@ class Categorical(Design):
             # of the array path (keep word, then category word); the forced category from
             # the category word alone, and the report selected arithmetically,
             # other + keep (x - other) -- no branch on the answer
-            keep_word, category_word = _python_words(rng, 2)
+            keep_word, category_word = python_words(rng, 2)
             kept = (keep_word >> 11) < plan.keep
             forced = plan.category(category_word)
             return np.array([forced + kept * (truth - forced)], dtype=plan.dtype)

@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs._base import BinaryDesign
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError

@@ -35,14 +35,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._format import format_epsilon, format_interval, format_number
-from deniable.common._json import to_jsonable
+from deniable.common import format_epsilon, format_interval, format_number, to_jsonable
+from deniable.common import validation as v
 from deniable.designs._binary_estimate import binary_estimate
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError
-from deniable.results import Estimate, Result, Table, information_note
-from deniable.results._estimate import beta_quantile_bounds, normal_quantile
+from deniable.results import (
+    Estimate,
+    Result,
+    Table,
+    beta_quantile_bounds,
+    information_note,
+    normal_quantile,
+)
 
 __all__ = ["SE_FIXED", "SE_SAMPLING", "FrequencyEstimate"]
 

@@ -14,14 +14,14 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs._base import BinaryDesign, Design, channel_epsilon
 from deniable.designs._channel import DenseChannel
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.designs._mechanism import blocks, one_answer
 from deniable.designs._tally import Tally
 from deniable.exceptions import ParameterError
-from deniable.randomness import _python_words, random_words, resolve_rng
+from deniable.randomness import python_words, random_words, resolve_rng
 from deniable.results import Estimate
 
 __all__ = ["MAX_DRAWS", "Kuk", "KukMultiDraw", "KukSingleDraw", "KukStandardErrors"]
@@ -253,7 +253,7 @@ class Kuk(Design):
             # t0 + x (t1 - t0), then one comparison per draw, one word each, drawn one call
             # at a time as the array path draws them -- no branch on the answer
             t = t0 + truth * (t1 - t0)
-            red = sum((_python_words(rng, 1)[0] >> 11) < t for _ in range(self.draws))
+            red = sum((python_words(rng, 1)[0] >> 11) < t for _ in range(self.draws))
             return np.array([red], dtype=np.uint8 if self.draws < 256 else np.uint16)
         x = v.reports_array("truth", truth, categories=2)
         gen = resolve_rng(rng)

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common._json import to_jsonable
+from deniable.common import to_jsonable
 from deniable.designs._identity import mechanism_key
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterTypeError

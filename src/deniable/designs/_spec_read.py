@@ -8,7 +8,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from deniable.common._load import load_json
+from deniable.common import load_json
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS
 from deniable.designs._spec_algorithms import SPEC_SCHEMA, read_ints
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError

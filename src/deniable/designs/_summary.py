@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from deniable.common._format import epsilon_note, format_parameters, format_probabilities
-from deniable.common._json import to_jsonable
+from deniable.common import epsilon_note, format_parameters, format_probabilities, to_jsonable
 from deniable.designs._base import Design
 from deniable.designs._tally import Tally
 from deniable.results import Result, Table

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._load import load_json
+from deniable.common import load_json
+from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import CHUNK
 

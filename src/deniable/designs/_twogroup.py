@@ -51,7 +51,7 @@ from typing import Any, ClassVar, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs._base import Design
 from deniable.designs._channel import DenseChannel
 from deniable.designs._tally import Tally

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.results._estimate import MappedBinomialInterval
+from deniable.results import MappedBinomialInterval
 
 __all__ = ["in_polygon", "polygon_mle", "single_group_intervals", "two_binomial_loglik"]
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs._base import channel_epsilon
 from deniable.designs._twogroup import FloatArray, RespondentType, TwoGroupDesign
 from deniable.exceptions import ParameterError

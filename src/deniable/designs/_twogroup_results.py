@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._format import format_number, format_parameters
-from deniable.common._json import to_jsonable
+from deniable.common import format_number, format_parameters, to_jsonable
+from deniable.common import validation as v
 from deniable.designs._base import Design
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.distributed._sources import (
     _check_has,

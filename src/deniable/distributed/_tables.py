@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
 from deniable.common import atomic_write
+from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = [

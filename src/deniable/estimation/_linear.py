@@ -26,7 +26,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign
 from deniable.estimation._logistic import _channel
 from deniable.estimation._regression_data import (

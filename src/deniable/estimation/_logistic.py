@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign
 from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.estimation._regression_data import (

@@ -38,9 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common import _validation as v
-from deniable.common._format import epsilon_note, format_number, format_parameters
-from deniable.common._json import to_jsonable
+from deniable.common import epsilon_note, format_number, format_parameters, to_jsonable
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign
 from deniable.estimation._majority_rule import (
     MajorityRule,

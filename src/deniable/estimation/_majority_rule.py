@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Kuk, Tally
 from deniable.exceptions import ParameterError, ParameterTypeError
 

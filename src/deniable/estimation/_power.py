@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Design
 from deniable.estimation._power_exact import randomized_power_bound
 from deniable.estimation._power_model import (

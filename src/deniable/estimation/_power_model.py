@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Categorical, Design, Kuk, TwoGroupDesign
 from deniable.estimation._power_exact import exact_power_table
 from deniable.estimation._power_results import PowerResult

@@ -6,8 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deniable.common._format import epsilon_note, format_number, format_parameters
-from deniable.common._json import to_jsonable
+from deniable.common import epsilon_note, format_number, format_parameters, to_jsonable
 from deniable.designs import Design
 from deniable.results import Result, Table
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Kuk
 from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError

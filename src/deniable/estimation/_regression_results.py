@@ -32,8 +32,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._json import to_jsonable
+from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign
 from deniable.estimation._regression_stats import (
     SE_TYPES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from deniable.common._format import (
+from deniable.common import (
     epsilon_note,
     format_interval,
     format_number,

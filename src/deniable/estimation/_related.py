@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Categorical
 from deniable.exceptions import ParameterError
 from deniable.results import Table

@@ -50,8 +50,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._json import to_jsonable
+from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.designs import Categorical, Design, Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table

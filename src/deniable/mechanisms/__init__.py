@@ -36,7 +36,14 @@ from __future__ import annotations
 from deniable.mechanisms._adapters import AdditiveNoiseChannel, MemoizedMechanism, NoiseMechanism
 from deniable.mechanisms._coin_protocol import DEVICES, CoinProtocol
 from deniable.mechanisms._coins import all_protocols, design_protocol
-from deniable.mechanisms._memo_store import InMemoryMemoStore, MemoStore
+from deniable.mechanisms._memo_legacy import upgraded_question
+from deniable.mechanisms._memo_store import (
+    InMemoryMemoStore,
+    MemoStore,
+    checked_mechanism,
+    checked_reports,
+    mismatch,
+)
 from deniable.mechanisms._memoization import MemoizedRandomizer, averaging_attack
 from deniable.mechanisms._noise_calibration import (
     NOISE_MECHANISMS,
@@ -51,7 +58,7 @@ from deniable.mechanisms._noise_discrete import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
 )
-from deniable.mechanisms._noise_table import NoiseErrorTable, noise_error_table
+from deniable.mechanisms._noise_table import NOISE_TABLE_COLUMNS, NoiseErrorTable, noise_error_table
 
 __all__ = [
     "DEVICES",
@@ -59,6 +66,7 @@ __all__ = [
     "MAX_SIGMA",
     "MIN_SIGMA",
     "NOISE_MECHANISMS",
+    "NOISE_TABLE_COLUMNS",
     "AdditiveNoiseChannel",
     "CoinProtocol",
     "DiscreteGaussianMechanism",
@@ -75,6 +83,10 @@ __all__ = [
     "all_protocols",
     "averaging_attack",
     "calibrate_noise",
+    "checked_mechanism",
+    "checked_reports",
     "design_protocol",
+    "mismatch",
     "noise_error_table",
+    "upgraded_question",
 ]

@@ -37,16 +37,21 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs import Channel, DenseChannel, Design, MechanismBase, Tally
-from deniable.designs._base import binary_estimate
-from deniable.designs._tally import MAX_COUNT
+from deniable.designs import (
+    MAX_COUNT,
+    Channel,
+    DenseChannel,
+    Design,
+    MechanismBase,
+    Tally,
+    binary_estimate,
+)
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.mechanisms._memoization import MemoizedRandomizer
 from deniable.mechanisms._noise_common import _real_values
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism
 from deniable.mechanisms._noise_discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from deniable.results import Estimate
-from deniable.results._estimate import SE_PLUG_IN
+from deniable.results import SE_PLUG_IN, Estimate
 
 __all__ = ["AdditiveNoiseChannel", "MemoizedMechanism", "NoiseMechanism"]
 

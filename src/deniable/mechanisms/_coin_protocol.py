@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import ForcedResponse
 from deniable.exceptions import ParameterError
 from deniable.results import Result, Table

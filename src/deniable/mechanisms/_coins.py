@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from fractions import Fraction
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms._coin_protocol import COINS, DEVICES, CoinProtocol, coin_rules, ratio_text
 

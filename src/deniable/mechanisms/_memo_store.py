@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._keys import KeyIndex, Keys, format_key
+from deniable.accounting import KeyIndex, Keys, format_key
 from deniable.exceptions import DataError, ParameterTypeError, PrivacyError
 from deniable.mechanisms._memo_legacy import upgraded_question
 

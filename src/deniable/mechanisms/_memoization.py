@@ -40,9 +40,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import BudgetLedger
-from deniable.accounting._keys import respondent_keys
-from deniable.common import _validation as v
+from deniable.accounting import BudgetLedger, respondent_keys
+from deniable.common import validation as v
 from deniable.designs import Binary, BinaryDesign, Design, channel_epsilon
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.mechanisms._memo_store import InMemoryMemoStore, MemoStore

@@ -9,9 +9,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from deniable.common import _validation as v
-from deniable.common._format import format_delta, format_epsilon
-from deniable.common._json import to_jsonable
+from deniable.common import format_delta, format_epsilon, to_jsonable
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._noise_common import _finite_noise, _float_up
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError
 
 _TWO_M53 = 2.0**-53

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting import GDP, ZCDP, ApproxDP, PureDP
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._noise_common import (
     _TINY,

@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.accounting import ZCDP, ApproxDP, PureDP
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._exact_sampling import discrete_gaussian, discrete_laplace, to_int64
 from deniable.mechanisms._noise_common import (

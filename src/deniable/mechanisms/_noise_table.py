@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._format import format_delta
-from deniable.common._json import to_jsonable
+from deniable.common import format_delta, to_jsonable
+from deniable.common import validation as v
 from deniable.mechanisms._noise_common import _int_sensitivity
 from deniable.mechanisms._noise_continuous import GaussianMechanism, LaplaceMechanism
 from deniable.mechanisms._noise_discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
@@ -20,7 +19,7 @@ from deniable.results import Result, Table
 __all__ = ["NoiseErrorTable", "noise_error_table"]
 
 
-_COLUMNS = (
+NOISE_TABLE_COLUMNS = (
     "laplace",
     "discrete_laplace",
     "gaussian",
@@ -49,7 +48,7 @@ class NoiseErrorTable(Result):
         out: list[dict[str, float | None]] = []
         for i, eps in enumerate(self.epsilons):
             row: dict[str, float | None] = {"epsilon": eps}
-            row.update({name: self.columns[name][i] for name in _COLUMNS})
+            row.update({name: self.columns[name][i] for name in NOISE_TABLE_COLUMNS})
             out.append(row)
         return out
 
@@ -64,18 +63,21 @@ class NoiseErrorTable(Result):
         """One row per epsilon: each mechanism's expected absolute error (``-`` where the
         classic Gaussian bound is not proved)."""
         rows = [
-            (f"{row['epsilon']:g}", *("-" if row[c] is None else f"{row[c]:.4f}" for c in _COLUMNS))
+            (
+                f"{row['epsilon']:g}",
+                *("-" if row[c] is None else f"{row[c]:.4f}" for c in NOISE_TABLE_COLUMNS),
+            )
             for row in self.rows()
         ]
         return Table(
-            ("ε", *(c.replace("_", " ") for c in _COLUMNS)),
+            ("ε", *(c.replace("_", " ") for c in NOISE_TABLE_COLUMNS)),
             tuple(rows),
             title=f"Expected |error| of a count, sensitivity {self.sensitivity}",
             notes=(
                 f"Gaussians at δ = {format_delta(self.delta)}; 'gaussian classic' (Dwork-Roth) "
                 "is proved for ε < 1 only ('-' above).",
             ),
-            align="l" + "r" * len(_COLUMNS),
+            align="l" + "r" * len(NOISE_TABLE_COLUMNS),
         )
 
 
@@ -93,7 +95,7 @@ def noise_error_table(
     )
     dlt = v.probability("delta", delta, low_open=True, high_open=True)
     delta_f = _int_sensitivity(sensitivity)
-    cols: dict[str, list[float | None]] = {name: [] for name in _COLUMNS}
+    cols: dict[str, list[float | None]] = {name: [] for name in NOISE_TABLE_COLUMNS}
     for eps in eps_list:
         cols["laplace"].append(LaplaceMechanism.from_epsilon(eps, delta_f).expected_abs_error)
         cols["discrete_laplace"].append(

@@ -31,9 +31,15 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.designs import Channel, FrequencyEstimate, MechanismBase, SupportChannel, Tally
-from deniable.designs._tally import MAX_COUNT
+from deniable.common import validation as v
+from deniable.designs import (
+    MAX_COUNT,
+    Channel,
+    FrequencyEstimate,
+    MechanismBase,
+    SupportChannel,
+    Tally,
+)
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._variance import exact_variance, sampling_variance
 

@@ -8,9 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from deniable.common import _validation as v
-from deniable.designs import Categorical
-from deniable.designs._tally import MAX_COUNT
+from deniable.common import validation as v
+from deniable.designs import MAX_COUNT, Categorical
 from deniable.exceptions import DeniableError, ParameterError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._hadamard import HadamardResponse

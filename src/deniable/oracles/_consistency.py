@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import FrequencyEstimate
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.results import Result, Table

@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.designs._from_epsilon import design_for_epsilon, expit
+from deniable.common import validation as v
+from deniable.designs import design_for_epsilon, expit
 from deniable.oracles._base import FrequencyOracle, check_epsilon, check_k, open_probability
 from deniable.oracles._bits import parity
 from deniable.randomness import (

@@ -62,7 +62,7 @@ from typing import Any, ClassVar, cast
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Categorical
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._base import check_epsilon, check_k

@@ -46,9 +46,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.designs import Tally
-from deniable.designs._from_epsilon import expit
+from deniable.common import validation as v
+from deniable.designs import Tally, expit
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._numeric_base import (
     _TWO52,
@@ -61,8 +60,7 @@ from deniable.oracles._numeric_base import (
     _Interval,
 )
 from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
-from deniable.results import Estimate
-from deniable.results._estimate import beta_quantile_bounds
+from deniable.results import Estimate, beta_quantile_bounds
 
 __all__ = ["DuchiMechanism", "MeanChannel", "PiecewiseMechanism"]
 

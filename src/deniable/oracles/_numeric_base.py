@@ -12,12 +12,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Channel, MechanismBase
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
-from deniable.results import Estimate
-from deniable.results._estimate import SE_PLUG_IN
+from deniable.results import SE_PLUG_IN, Estimate
 
 __all__ = ["GRID", "MeanChannel"]
 

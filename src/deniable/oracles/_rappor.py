@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import MechanismBase, Tally, mechanism_key
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._rappor_decode import RapporEstimate, _strings, decode

@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._keys import respondent_keys
+from deniable.accounting import respondent_keys
 from deniable.exceptions import DataError, ParameterTypeError, PrivacyError
 from deniable.oracles._rappor import Rappor, RapporReports
 from deniable.oracles._rappor_decode import _strings

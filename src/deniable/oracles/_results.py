@@ -4,8 +4,7 @@ estimate of ``k`` frequencies, which the k-ary design returns too (it lives in
 
 from __future__ import annotations
 
-from deniable.designs import FrequencyEstimate
-from deniable.designs._frequency import SE_FIXED, SE_SAMPLING
+from deniable.designs import SE_FIXED, SE_SAMPLING, FrequencyEstimate
 
 __all__ = ["SE_EXACT", "SE_FIXED", "SE_SAMPLING", "FrequencyEstimate"]
 

@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from deniable.common._load import load_json
-from deniable.designs._identity import exact_value
+from deniable.common import load_json
+from deniable.designs import exact_value
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._hadamard import HadamardResponse

@@ -31,8 +31,8 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.designs._from_epsilon import expit
+from deniable.common import validation as v
+from deniable.designs import expit
 from deniable.exceptions import ParameterError
 from deniable.oracles._base import FrequencyOracle, check_epsilon, check_k, open_probability
 from deniable.oracles._bits import lanes, pack_words, packed_bit, packed_support_counts

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.designs import SupportChannel, SymmetricChannel
-from deniable.designs._tally import MAX_COUNT
+from deniable.common import validation as v
+from deniable.designs import MAX_COUNT, SupportChannel, SymmetricChannel
 from deniable.exceptions import DataError, ParameterError
 
 __all__ = ["exact_variance", "sampling_variance", "support_probabilities", "total_variance"]

@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from deniable.audit import (
+    check_epsilons,
     epsilon_from_lying_probability,
+    odds_to_probability,
     posterior,
 )
-from deniable.audit._explain import _epsilons, _odds_to_probability
-from deniable.common import _validation as v
-from deniable.common._files import atomic_write
+from deniable.common import atomic_write
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
-from deniable.results._table import format_cell as _cell
+from deniable.results import format_cell as _cell
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -57,10 +58,8 @@ def plot_epsilon_truth(path: str | Path | None = None, *, max_epsilon: float = 5
     fig = _figure()
     ax, ax2 = fig.subplots(1, 2)
     eps = _grid(0.0, top)
-    ax.plot(eps, [_odds_to_probability(e) for e in eps], label="exact: e^ε/(1+e^ε)")
-    ax.plot(
-        eps, [_odds_to_probability(e / 2) for e in eps], "--", label="half: e^(ε/2)/(1+e^(ε/2))"
-    )
+    ax.plot(eps, [odds_to_probability(e) for e in eps], label="exact: e^ε/(1+e^ε)")
+    ax.plot(eps, [odds_to_probability(e / 2) for e in eps], "--", label="half: e^(ε/2)/(1+e^(ε/2))")
     ax.set_xlabel("ε")
     ax.set_ylabel("P(report = truth)")
     ax.set_ylim(0.5, 1.0)
@@ -92,7 +91,7 @@ def plot_posterior(
     epsilons: Sequence[float] = (0.5, 1.0, 2.0, 4.0), path: str | Path | None = None
 ) -> Figure:
     """Plot the posterior after a "yes" against the prior, one curve per epsilon."""
-    eps_list = _epsilons("epsilons", epsilons)
+    eps_list = check_epsilons("epsilons", epsilons)
     fig = _figure()
     ax = fig.subplots()
     priors = _grid(0.0, 1.0)

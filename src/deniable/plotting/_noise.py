@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deniable.mechanisms import NoiseErrorTable
-from deniable.mechanisms._noise_table import _COLUMNS
+from deniable.mechanisms import NOISE_TABLE_COLUMNS, NoiseErrorTable
 
 __all__ = ["plot_noise_error"]
 
@@ -24,7 +23,7 @@ def plot_noise_error(table: NoiseErrorTable, *, ax: Any = None) -> Any:
         ) from err
     if ax is None:
         _, ax = plt.subplots()
-    for name in _COLUMNS:
+    for name in NOISE_TABLE_COLUMNS:
         pairs = [(e, y) for e, y in zip(table.epsilons, table.columns[name], strict=True) if y]
         if pairs:
             xs, ys = zip(*pairs, strict=True)

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common import _validation as v
-from deniable.common._files import atomic_write
+from deniable.common import atomic_write
+from deniable.common import validation as v
 from deniable.designs import Design, TwoGroupDesign
 from deniable.estimation import power_curve
 from deniable.exceptions import ParameterError, ParameterTypeError

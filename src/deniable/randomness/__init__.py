@@ -44,6 +44,8 @@ from __future__ import annotations
 
 from deniable.randomness._chacha import REKEY_BYTES, RESEED_BYTES, ChaCha20Words
 from deniable.randomness._system import SOURCES, SystemRandom, default_stream
+
+# the scalar fast paths of deniable.designs: the same words as random_words, as ints
 from deniable.randomness._words import (
     CHUNK,
     ArrayWords,
@@ -53,15 +55,13 @@ from deniable.randomness._words import (
     binary_thresholds,
     exp_lower_bound,
     probability_threshold,
+    python_words,
     random_words,
     resolve_rng,
     uniform_below,
     uniform_below_into,
     words_below,
 )
-
-# the scalar fast paths of deniable.designs: a private name, importable from here
-from deniable.randomness._words import _python_words as _python_words
 
 __all__ = [
     "CHUNK",
@@ -78,6 +78,7 @@ __all__ = [
     "default_stream",
     "exp_lower_bound",
     "probability_threshold",
+    "python_words",
     "random_words",
     "resolve_rng",
     "uniform_below",

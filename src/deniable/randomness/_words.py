@@ -216,7 +216,7 @@ def random_words(rng: RandomSource, size: int) -> npt.NDArray[np.uint64]:
     return arr
 
 
-def _python_words(rng: Any, size: int) -> list[int]:
+def python_words(rng: Any, size: int) -> list[int]:
     """The next ``size`` words of ``rng`` as Python ints: the words
     ``random_words(resolve_rng(rng), size)`` returns, in the same order and taken with the
     same calls on a word source, without building arrays (the scalar fast paths).

@@ -11,20 +11,31 @@ an interval needs it.
 from __future__ import annotations
 
 from deniable.results._estimate import (
+    SE_PLUG_IN,
     Estimate,
+    MappedBinomialInterval,
+    OutsideChannelNotes,
+    beta_quantile_bounds,
     binomial_interval,
     information_note,
     map_interval,
+    normal_quantile,
 )
 from deniable.results._interval import ConfidenceInterval
-from deniable.results._table import Result, Table
+from deniable.results._table import Result, Table, format_cell
 
 __all__ = [
+    "SE_PLUG_IN",
     "ConfidenceInterval",
     "Estimate",
+    "MappedBinomialInterval",
+    "OutsideChannelNotes",
     "Result",
     "Table",
+    "beta_quantile_bounds",
     "binomial_interval",
+    "format_cell",
     "information_note",
     "map_interval",
+    "normal_quantile",
 ]

@@ -14,9 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._format import format_number
-from deniable.common._json import to_jsonable
+from deniable.common import format_number, to_jsonable
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.results._interval import ConfidenceInterval
 from deniable.results._table import Result, Table

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from deniable.common._format import format_interval
+from deniable.common import format_interval
 
 __all__ = ["ConfidenceInterval"]
 

@@ -14,8 +14,8 @@ import textwrap
 from dataclasses import dataclass, field
 from typing import Any
 
-from deniable.common import _validation as v
-from deniable.common._json import to_jsonable
+from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = ["Result", "Table", "format_cell"]

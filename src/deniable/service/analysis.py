@@ -31,8 +31,8 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
 from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign, CategoricalEstimate, Tally
 from deniable.exceptions import DataError, ParameterError
 from deniable.results import Estimate

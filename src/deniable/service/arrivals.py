@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
-from deniable.common import _validation as v
 from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.service.db import is_postgres, read_tx
 from deniable.service.models import reports, respondents

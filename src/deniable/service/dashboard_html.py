@@ -13,8 +13,7 @@ from html import escape
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from deniable.common import format_epsilon
-from deniable.common._format import format_number
+from deniable.common import format_epsilon, format_number
 from deniable.service.manipulation import SHIFTS
 
 __all__ = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deniable.common import _validation as v
 from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.estimation import manipulation_robustness
 from deniable.exceptions import ParameterError

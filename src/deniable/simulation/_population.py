@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
+from deniable.common import validation as v
 from deniable.designs import Design, TwoGroupDesign
 from deniable.exceptions import ParameterError
 

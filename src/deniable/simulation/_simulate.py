@@ -29,15 +29,15 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._format import (
+from deniable.common import (
     epsilon_note,
     format_epsilon,
     format_interval,
     format_number,
     format_parameters,
+    to_jsonable,
 )
-from deniable.common._json import to_jsonable
+from deniable.common import validation as v
 from deniable.designs import (
     Categorical,
     CategoricalEstimate,

@@ -43,14 +43,12 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._format import epsilon_note, format_number, format_parameters
-from deniable.common._json import to_jsonable
+from deniable.common import epsilon_note, format_number, format_parameters, to_jsonable
+from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
-from deniable.results import Result, Table
-from deniable.results._estimate import beta_quantile_bounds, normal_quantile
+from deniable.results import Result, Table, beta_quantile_bounds, normal_quantile
 from deniable.simulation._population import MAX_RESPONDENTS, TWO_GROUP_OPTIONS, two_group_options
 from deniable.simulation._population import Latent as Latent
 from deniable.simulation._population import TwoGroupSetting as TwoGroupSetting

@@ -15,14 +15,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import _validation as v
-from deniable.common._format import epsilon_note, format_number, format_parameters
-from deniable.common._json import to_jsonable
+from deniable.common import epsilon_note, format_number, format_parameters, to_jsonable
+from deniable.common import validation as v
 from deniable.designs import TwoGroupDesign
 from deniable.exceptions import ParameterError
 from deniable.randomness import resolve_rng
-from deniable.results import Result, Table
-from deniable.results._estimate import normal_quantile
+from deniable.results import Result, Table, normal_quantile
 from deniable.simulation._population import (
     TwoGroupSetting,
     group_sizes,

@@ -44,8 +44,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, overload
 
-from deniable.common import _validation as v
-from deniable.common._json import to_jsonable
+from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.designs import (
     CategoricalEstimate,
     Design,

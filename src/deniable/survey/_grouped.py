@@ -11,8 +11,13 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common._format import epsilon_note, format_interval, format_number, format_parameters
-from deniable.common._json import to_jsonable
+from deniable.common import (
+    epsilon_note,
+    format_interval,
+    format_number,
+    format_parameters,
+    to_jsonable,
+)
 from deniable.designs import BinaryDesign, CategoricalEstimate, Design, TwoGroupDesign
 from deniable.results import Result, Table
 from deniable.survey._questions import Plan, label_order

@@ -28,11 +28,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from deniable.accounting import compare_composition
-from deniable.accounting._exact_sum import add_up
-from deniable.common._load import load_json, load_yaml
-from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, QuestionSpec, spec_of
-from deniable.designs._spec import design_from_spec
+from deniable.accounting import add_up, compare_composition
+from deniable.common import load_json, load_yaml
+from deniable.designs import (
+    DESIGNS,
+    TWO_GROUP_DESIGNS,
+    Design,
+    QuestionSpec,
+    design_from_spec,
+    spec_of,
+)
 from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.results import Result, Table
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common._files import atomic_write
+from deniable.common import atomic_write
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.survey._files import SurveyFile, file_kind, require_pyarrow
 from deniable.survey._questions import FrameCells

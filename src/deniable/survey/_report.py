@@ -20,15 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deniable.common import _validation as v
-from deniable.common._files import atomic_write_text
-from deniable.common._format import (
+from deniable.common import (
+    atomic_write_text,
+    dumps,
     format_epsilon,
     format_interval,
     format_number,
     format_parameters,
+    to_jsonable,
 )
-from deniable.common._json import dumps, to_jsonable
+from deniable.common import validation as v
 from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table
@@ -220,7 +221,7 @@ class SurveyReport(Result):
         salt and no date, so the same report gives the same SVG.  XML comments (where
         matplotlib echoes label text) are removed.
         """
-        from deniable.plotting._forest import forest_svg
+        from deniable.plotting import forest_svg
 
         rows = self._rows()
         labels = [
