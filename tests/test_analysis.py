@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
+from typer.testing import CliRunner
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("pyarrow")
-
-from deniable import (  # noqa: E402
+from deniable import (
     DataError,
     ForcedResponse,
     Mangat,
@@ -37,9 +36,10 @@ from deniable import (  # noqa: E402
     TwoCoin,
     Warner,
 )
-from deniable.designs import StochasticLieDetector, TwoGroupEstimate  # noqa: E402
-from deniable.simulation import simulate  # noqa: E402
-from deniable.survey import (  # noqa: E402
+from deniable.cli import app
+from deniable.designs import StochasticLieDetector, TwoGroupEstimate
+from deniable.simulation import simulate
+from deniable.survey import (
     GROUPED_COLUMNS,
     TWO_GROUP_COLUMNS,
     Analysis,
@@ -473,10 +473,6 @@ def test_core_import_needs_no_pandas() -> None:
 
 # ------------------------------------------------------------------ CLI
 
-typer = pytest.importorskip("typer")
-from typer.testing import CliRunner  # noqa: E402
-
-from deniable.cli import app  # noqa: E402
 
 ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 

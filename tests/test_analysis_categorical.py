@@ -18,16 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("pyarrow")
-
-from _cli import ENV, one_error, run  # noqa: E402
-from deniable import Categorical, DataError, Kuk  # noqa: E402
-from deniable.survey import (  # noqa: E402
+from _cli import ENV, one_error, run
+from deniable import Categorical, DataError, Kuk
+from deniable.survey import (
     CATEGORY_COLUMNS,
     Analysis,
     analyze,

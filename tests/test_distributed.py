@@ -14,9 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-pytest.importorskip("distributed")
-
 from typer.testing import CliRunner
 
 from deniable.cli import app

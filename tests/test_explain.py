@@ -145,7 +145,6 @@ def test_table_printing() -> None:
 
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
 def test_plots_write_files(tmp_path: Path, suffix: str) -> None:
-    pytest.importorskip("matplotlib")
     for i, fn in enumerate(
         (
             lambda p: plot_epsilon_truth(p),
@@ -164,7 +163,6 @@ def test_plots_write_files(tmp_path: Path, suffix: str) -> None:
 
 
 def test_plot_bad_input(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     with pytest.raises(ParameterError, match=r"`path` must end in \.png, \.svg or \.pdf"):
         plot_epsilon_lying(tmp_path / "x.jpg")
     with pytest.raises(ParameterError, match="`max_epsilon`"):

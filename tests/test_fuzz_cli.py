@@ -26,8 +26,6 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-pytest.importorskip("typer")
-
 import _fuzz_harness as h
 import _fuzz_strategies as fs
 

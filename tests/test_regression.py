@@ -19,13 +19,11 @@ import math
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("formulaic")
-
-from deniable.designs import (  # noqa: E402
+from deniable.designs import (
     Categorical,
     Custom,
     ForcedResponse,
@@ -34,8 +32,8 @@ from deniable.designs import (  # noqa: E402
     UnrelatedQuestion,
     Warner,
 )
-from deniable.estimation import linear_rr, logistic_rr  # noqa: E402
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError  # noqa: E402
+from deniable.estimation import linear_rr, logistic_rr
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 Z975 = 1.959963984540054
 

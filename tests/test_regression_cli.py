@@ -15,17 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("formulaic")
-pytest.importorskip("typer")
-pytest.importorskip("pyarrow")
-
-from typer.testing import CliRunner  # noqa: E402
-
-from deniable.cli import app  # noqa: E402
-from deniable.designs import ForcedResponse, TwoCoin  # noqa: E402
+from deniable.cli import app
+from deniable.designs import ForcedResponse, TwoCoin
 
 ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 FORCED = ["--design", "forced", "-p", "forced_yes=1/6", "-p", "forced_no=1/6"]

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("matplotlib")
-
-from deniable import (  # noqa: E402
+from deniable import (
     DataError,
     ForcedResponse,
     Mangat,
@@ -29,8 +28,10 @@ from deniable import (  # noqa: E402
     TwoCoin,
     Warner,
 )
-from deniable.designs import StochasticLieDetector  # noqa: E402
-from deniable.survey import SurveyReport, analyze, survey_report, write_reports  # noqa: E402  # noqa: E402
+from deniable.cli import app
+from deniable.cli._analyze import parse_question
+from deniable.designs import StochasticLieDetector
+from deniable.survey import SurveyReport, analyze, survey_report, write_reports
 
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
@@ -298,11 +299,6 @@ def test_html_without_matplotlib_names_the_extra() -> None:
 
 # ------------------------------------------------------------------ CLI
 
-pytest.importorskip("typer")
-from typer.testing import CliRunner  # noqa: E402
-
-from deniable.cli import app  # noqa: E402
-from deniable.cli._analyze import parse_question  # noqa: E402
 
 ENV = {"COLUMNS": "120", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 

@@ -30,7 +30,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
+from typer.testing import CliRunner
 
+from deniable.cli import app
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -785,13 +787,6 @@ def test_to_dict_is_plain_json_and_table_reads() -> None:
 
 # ------------------------------------------------------------------ CLI
 
-
-typer = pytest.importorskip("typer")
-pytest.importorskip("rich")
-
-from typer.testing import CliRunner  # noqa: E402
-
-from deniable.cli import app  # noqa: E402
 
 ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
