@@ -35,9 +35,10 @@ import _fuzz_strategies as fs
 # tests/service/test_serve.py, not by generated command lines.
 COMMANDS = [c for c in h.walk_commands() if c.name != "serve"]
 # `telemetry aggregate` of a Parquet or CSV report table starts a Dask cluster (worker
-# processes outside the worker's limits, seconds to start on every case): its bad input is tested in tests/test_distributed.py.  The fuzzer keeps its report-file
-# examples; a generated table path fails before any cluster starts (no such file, no
-# oracle key, or a CSV without --mechanism).
+# processes, seconds to start on every case): its bad input is
+# tested in tests/test_distributed.py.  The fuzzer keeps its report-file examples; a
+# generated table path fails before any cluster starts (no such file, no oracle key, or a
+# CSV without --mechanism).
 for _c in COMMANDS:
     if _c.name == "telemetry aggregate":
         _c.examples = [e for e in _c.examples if not any(".parquet" in t for t in e)]

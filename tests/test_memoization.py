@@ -231,7 +231,7 @@ def test_averaging_attack_asymmetric_design_and_prevalence() -> None:
     single = 0.3 * 0.72 + 0.7 * 0.88
     assert table.column("exact with") == pytest.approx([single, single], rel=1e-12)
     assert table.column("exact without")[1] > 0.999
-    band = 4 * math.sqrt(0.25 / 20_000)
+    band = 4 * math.sqrt(0.25 / 20_000)  # 4 binomial SEs at worst: false alarm ~6e-5
     assert abs(table.column("accuracy with")[0] - single) < band
 
 

@@ -350,6 +350,8 @@ def test_bit_estimates_are_unbiased_counts() -> None:
     rep = RapporClient(r, InMemoryMemoStore()).report(np.arange(n), ["s"] * n, rng=3)
     t = r.bit_estimates(r.tally(rep))[0]
     b = r.bloom(["s"], 0)[0]
+    # at most the binomial SD of a bit count (p(1-p) <= 1/4), scaled by the unbiasing;
+    # within 5 of them (false alarm ~6e-7 per bit)
     sd = math.sqrt(n * 0.25) / ((1 - r.f) * (r.q - r.p))
     assert (np.abs(t - np.where(b, n, 0)) < 5 * sd).all()
 

@@ -246,7 +246,7 @@ def test_three_standard_errors_agree_asymptotically() -> None:
 
 def test_standard_errors_match_the_spread_of_estimates() -> None:
     # 150 fits, n = 1500: empirical SD of the slope within 25% of the mean observed SE
-    # (the SD of a 150-sample SD is ~6% of it: a 4-sigma band)
+    # (the SD of a 150-sample SD is ~6% of it: a 4-sigma band, false alarm ~6e-5)
     design = TwoCoin()
     slopes, ses = [], []
     for seed in range(150):
@@ -256,6 +256,7 @@ def test_standard_errors_match_the_spread_of_estimates() -> None:
         ses.append(fit.bse["x1"])
     assert np.std(slopes, ddof=1) == pytest.approx(np.mean(ses), rel=0.25)
     # and the estimates are centred on the truth: |mean - 0.8| < 4 SD / sqrt(150)
+    # (false alarm ~6e-5)
     assert abs(np.mean(slopes) - 0.8) < 4 * np.std(slopes) / math.sqrt(150)
 
 
@@ -314,7 +315,8 @@ def test_lr_test_rejects_models_that_are_not_nested() -> None:
 def test_direct_group_test_detects_evasion_and_keeps_its_size() -> None:
     design = ForcedResponse(1 / 6, 1 / 6)
     n = 4000
-    # honest answers in both groups: the LR test of "no change" must not reject (at 1e-4)
+    # honest answers in both groups: the LR test of "no change" must not reject (at 1e-4,
+    # its false-alarm rate)
     df = simulate_logistic(design, [-0.8, 0.6, 0.4], n, seed=33, direct_share=0.4)
     fit = logistic_rr("y ~ x1 + x2", df, design, direct="dq")
     t = fit.direct_test
@@ -579,7 +581,8 @@ def test_linear_recovers_coefficients_sigma_and_prevalence() -> None:
 
 @pytest.mark.slow
 def test_linear_standard_errors_match_the_spread() -> None:
-    # 200 fits: empirical SD of gamma-hat within 20% of the mean observed SE
+    # 200 fits: empirical SD of gamma-hat within 20% of the mean observed SE (the SD of a
+    # 200-sample SD is 1/sqrt(398) = 5% of it: a 4-sigma band, false alarm ~6e-5)
     design = Warner(0.8)
     est, ses = [], []
     for seed in range(200):
