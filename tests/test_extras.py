@@ -93,3 +93,27 @@ def test_every_extra_the_tests_use_imports(module: str) -> None:
         importlib.import_module(module)
     except ImportError as exc:
         pytest.fail(f"cannot import {module} ({exc}): {INSTALL}.")
+
+
+#: Test files of the other parts of issue 15 that still call ``pytest.importorskip`` when
+#: this guard was written (their own branches remove the calls): empty once merged.
+PENDING = {
+    "tests/service/test_dashboard.py",
+    "tests/test_cli.py",
+    "tests/test_cli_app.py",
+    "tests/test_cli_files.py",
+    "tests/test_power.py",
+    "tests/test_simulation_study.py",
+    "tests/test_simulation_twogroup.py",
+}
+
+
+def test_no_test_skips_itself_for_a_missing_module() -> None:
+    """A test that needs an extra imports it at the top of its module: a missing extra then
+    fails here and in that module, instead of skipping its tests silently."""
+    found = sorted(
+        str(f.relative_to(ROOT))
+        for f in (ROOT / "tests").rglob("*.py")
+        if f.name != "test_extras.py" and "importorskip(" in f.read_text(encoding="utf-8")
+    )
+    assert set(found) <= PENDING, sorted(set(found) - PENDING)
