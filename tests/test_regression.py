@@ -494,9 +494,9 @@ def test_linear_with_direct_channel_is_ols() -> None:
     pi = z.mean()
     assert fit.prevalence().value == pytest.approx(pi, abs=1e-9)
     assert np.allclose(fit.bse.to_numpy(), np.sqrt(np.diag(s2 * np.linalg.inv(X.T @ X))))
-    assert fit.prevalence().se == pytest.approx(math.sqrt(pi * (1 - pi) / n), rel=1e-6)
+    assert fit.prevalence().se == pytest.approx(math.sqrt(pi * (1 - pi) / n), rel=1e-9)
     anc = {row[0]: row for row in fit._ancillary_rows(0.95)}
-    assert anc["sigma"][2] == pytest.approx(math.sqrt(s2 / (2 * n)), rel=1e-6)
+    assert anc["sigma"][2] == pytest.approx(math.sqrt(s2 / (2 * n)), rel=1e-9)
     # expected information for known Z: E over Z ~ Bernoulli(pi) of x~ x~' / sigma^2
     Xe = np.column_stack([np.ones(n), x])
     info = np.zeros((3, 3))
