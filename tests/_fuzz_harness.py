@@ -2,11 +2,24 @@
 
 Cases run in a *worker*: a child Python process, started once and reused, that runs one
 case at a time in-process (``deniable.cli.main(argv)`` with stdout and stderr captured, or
-one Python expression for the API fuzz) and answers with one JSON line.  The parent holds
-the watchdog: a case that does not answer within its time limit is a failure, and the
-worker is killed (by its own process id) and started afresh.  The worker runs under an
-address-space limit (``RLIMIT_AS``), so a case that would allocate without bound fails
-with a ``MemoryError`` inside the worker instead of pushing the machine into swap.
+one Python expression for the API fuzz) and answers with one JSON line.
+
+A case is judged by the work it does, never by how fast it ran (the machine is shared and
+its speed varies):
+
+* memory: the worker runs under an address-space limit (``RLIMIT_AS``,
+  ``MEMORY_LIMIT``), so a case that would allocate without bound fails with a
+  ``MemoryError`` inside the worker instead of pushing the machine into swap;
+* output: what a command prints is counted, and more than ``OUTPUT_LIMIT`` bytes is a
+  failure (unbounded output);
+* files: the worker cannot write a file past ``FILE_LIMIT`` bytes (``RLIMIT_FSIZE``:
+  the write fails with ``EFBIG`` and the command must report it in one error line), so a
+  case cannot fill the disk.
+
+A hang is caught by a watchdog in the parent: a case that has not answered after
+``HANG_LIMIT`` seconds (minutes, hundreds of times what any case needs, so it is not a
+speed verdict) is a failure, and the worker is killed (by its own process id) and started
+afresh.
 
 Run by hand to explore (every failure collected, grouped by its first line)::
 
@@ -43,11 +56,26 @@ ROOT = Path(__file__).resolve().parent.parent
 #: about 1.5 GB of address space; a case may use the rest).
 MEMORY_LIMIT = 3 * 2**30
 
+#: The most a command may print (stdout and stderr together).  The largest table the CLI
+#: prints is 65,536 rows (``--rows`` at most ``MAX_ROWS``), about 6 MiB; past this, output
+#: grows with a number in the arguments instead of being bounded.
+OUTPUT_LIMIT = 16 * 2**20
+
+#: The largest file the worker may write (``RLIMIT_FSIZE``).
+FILE_LIMIT = 256 * 2**20
+
+#: Seconds after which a case that has not answered is a hang (the worker is killed).  Not
+#: a speed limit: every case answers in seconds on a loaded machine, so only a case that
+#: would never end reaches it.
+HANG_LIMIT = 300.0
+
 # --------------------------------------------------------------------------- the worker
 
 
-def _limit_memory() -> None:  # pragma: no cover - runs in the child before exec
+def _limit_work() -> None:  # pragma: no cover - runs in the child before exec
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    # Python ignores SIGXFSZ, so a write past the limit fails with EFBIG (an OSError)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
 
 
 def _capture(encoding: str) -> tuple[io.BytesIO, io.TextIOWrapper]:
@@ -77,10 +105,12 @@ def _run_cli(argv: list[str], encoding: str) -> dict[str, Any]:
                 out.flush()
                 err.flush()
             sys.stdin, sys.stdout, sys.stderr = saved
+    out_bytes, err_bytes = out_raw.getvalue(), err_raw.getvalue()
     return {
         "code": code if isinstance(code, int | None) else str(code),
-        "stdout": out_raw.getvalue().decode(encoding, "replace"),
-        "stderr": err_raw.getvalue().decode(encoding, "replace"),
+        "output_bytes": len(out_bytes) + len(err_bytes),
+        "stdout": out_bytes[:OUTPUT_LIMIT].decode(encoding, "replace"),
+        "stderr": err_bytes[:OUTPUT_LIMIT].decode(encoding, "replace"),
         "crash": crash,
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught],
     }
@@ -159,12 +189,10 @@ def worker_main() -> None:  # pragma: no cover - runs in the child
 
     for line in sys.stdin:
         request = json.loads(line)
-        start = time.monotonic()
         if request["kind"] == "cli":
             result = _run_cli(request["argv"], request.get("encoding", "utf-8"))
         else:
             result = _run_api(request["expr"])
-        result["seconds"] = time.monotonic() - start
         reply.write(json.dumps(result) + "\n")
         reply.flush()
 
@@ -190,26 +218,24 @@ class Worker:
         return subprocess.Popen(
             [sys.executable, "-c", "import _fuzz_harness; _fuzz_harness.worker_main()"],
             cwd=self.cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, preexec_fn=_limit_memory,
+            stderr=subprocess.DEVNULL, text=True, preexec_fn=_limit_work,
         )  # fmt: skip
 
-    def run(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """The worker's answer, or ``{"timeout": seconds}`` / ``{"died": ...}``."""
+    def run(self, request: dict[str, Any], hang_limit: float = HANG_LIMIT) -> dict[str, Any]:
+        """The worker's answer, or ``{"hang": seconds}`` when it has not answered after
+        ``hang_limit`` seconds (it is then killed), or ``{"died": status}``."""
         if self.proc is None or self.proc.poll() is not None:
             self.proc = self._start()
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
-        # The first request also pays the worker's start-up (imports): allow for it.
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout + 20)
+        ready, _, _ = select.select([self.proc.stdout], [], [], hang_limit)
         line = self.proc.stdout.readline() if ready else ""
         if not line:
             status = self.proc.poll()
             self.close()
-            return {"timeout": timeout} if status is None else {"died": status}
+            return {"hang": hang_limit} if status is None else {"died": status}
         result: dict[str, Any] = json.loads(line)
-        if result["seconds"] > timeout:
-            result["timeout"] = timeout
         return result
 
     def close(self) -> None:
@@ -497,14 +523,16 @@ def _no_constant(name: str) -> Any:
 
 def cli_problems(argv: Sequence[str], result: dict[str, Any]) -> list[str]:
     """What is wrong with one CLI run (empty: nothing)."""
-    if "timeout" in result:
-        return [f"no answer within {result['timeout']} s"]
+    if "hang" in result:
+        return [f"a hang: no answer after {result['hang']} s"]
     if "died" in result:
         return [f"the worker died (status {result['died']})"]
     problems = []
     if result["crash"]:
         lines = result["crash"].strip().splitlines()
         problems.append(f"exception: {lines[-1]}")
+    if result["output_bytes"] > OUTPUT_LIMIT:
+        problems.append(f"unbounded output: {result['output_bytes']} bytes printed")
     code, out, err = result["code"], result["stdout"], result["stderr"]
     if code not in (0, 1, 2, None):
         problems.append(f"exit status {code!r}")
@@ -570,7 +598,7 @@ def explore(
                 @given(case=fs.cli_case(cmd))
                 def run(case: fs.CliCase) -> None:
                     before = fixture_state(root)
-                    result = worker.run(case.request(), timeout=10)
+                    result = worker.run(case.request())
                     problems = cli_problems(case.argv, result)
                     problems += fixture_problems(root, case.argv, before)
                     if problems:
@@ -587,7 +615,7 @@ def explore(
                 )  # fmt: skip
                 @given(expr=strategy)
                 def run_api(expr: str) -> None:
-                    result = worker.run({"kind": "api", "expr": expr}, timeout=10)
+                    result = worker.run({"kind": "api", "expr": expr})
                     problems = fs.api_problems(result)
                     if problems:
                         key = first_line(problems)

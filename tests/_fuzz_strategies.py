@@ -323,8 +323,8 @@ def cli_case(draw: Any, cmd: Command) -> CliCase:
 
 def api_problems(result: dict[str, Any]) -> list[str]:
     """What is wrong with one API call (empty: nothing)."""
-    if "timeout" in result:
-        return [f"no answer within {result['timeout']} s"]
+    if "hang" in result:
+        return [f"a hang: no answer after {result['hang']} s"]
     if "died" in result:
         return [f"the worker died (status {result['died']})"]
     problems = []

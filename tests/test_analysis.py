@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
+from typer.testing import CliRunner
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("pyarrow")
-
-from deniable import (  # noqa: E402
+from deniable import (
     DataError,
     ForcedResponse,
     Mangat,
@@ -37,9 +36,10 @@ from deniable import (  # noqa: E402
     TwoCoin,
     Warner,
 )
-from deniable.designs import StochasticLieDetector, TwoGroupEstimate  # noqa: E402
-from deniable.simulation import simulate  # noqa: E402
-from deniable.survey import (  # noqa: E402
+from deniable.cli import app
+from deniable.designs import StochasticLieDetector, TwoGroupEstimate
+from deniable.simulation import simulate
+from deniable.survey import (
     GROUPED_COLUMNS,
     TWO_GROUP_COLUMNS,
     Analysis,
@@ -126,7 +126,7 @@ def test_analyze_level_changes_the_interval(survey: Any) -> None:
 def test_every_binary_dtype_gives_the_same_estimate(column: Any) -> None:
     res = analyze(pd.DataFrame({"q": column}), "q", TwoCoin())
     assert (res.n, res.missing) == (5, 0)
-    assert res.estimate.value == pytest.approx((3 / 5 - 0.25) / 0.5)
+    assert res.estimate.value == pytest.approx((3 / 5 - 0.25) / 0.5, rel=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -142,7 +142,7 @@ def test_every_binary_dtype_gives_the_same_estimate(column: Any) -> None:
 def test_missing_reports_are_dropped_and_counted(column: Any) -> None:
     res = analyze(pd.DataFrame({"q": column}), "q", TwoCoin())
     assert (res.n, res.missing) == (3, 1)
-    assert res.estimate.value == pytest.approx((2 / 3 - 0.25) / 0.5)
+    assert res.estimate.value == pytest.approx((2 / 3 - 0.25) / 0.5, rel=1e-12)
     with pytest.raises(DataError, match=r"`column` 'q' has 1 missing value.*first at row 1"):
         analyze(pd.DataFrame({"q": column}), "q", TwoCoin(), missing="error")
 
@@ -232,7 +232,7 @@ def test_grouped_equals_per_group_subsets(survey: Any) -> None:
         assert row.se == pytest.approx(cf["se"], rel=1e-12)
         assert row.se_unbiased == pytest.approx(cf["se_unbiased"], rel=1e-12)
         assert (row.ci_lower, row.ci_upper) == pytest.approx(cf["ci"], abs=1e-10)
-        assert row.epsilon == pytest.approx(math.log(0.7 / 0.3))
+        assert row.epsilon == pytest.approx(math.log(0.7 / 0.3), rel=1e-12)
     assert out["missing"].sum() == 3 and out["n"].sum() == len(survey) - 3
     assert out.attrs["level"] == 0.9 and out.attrs["missing_group"] == 0
 
@@ -305,7 +305,7 @@ def test_two_group_analysis_reproduces_the_published_minaret_estimates() -> None
     assert est["honesty"].value == pytest.approx(cf["honesty"], abs=1e-12)
     z = stats.norm.ppf(0.975)
     assert res.ci == pytest.approx(
-        (cf["prevalence"] - z * cf["se"], cf["prevalence"] + z * cf["se"])
+        (cf["prevalence"] - z * cf["se"], cf["prevalence"] + z * cf["se"]), rel=1e-12
     )
     assert set(res.estimates()) == {"prevalence", "honesty"}
 
@@ -466,17 +466,13 @@ def test_core_import_needs_no_pandas() -> None:
         "    raise SystemExit('no ImportError')\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
 
 
 # ------------------------------------------------------------------ CLI
 
-typer = pytest.importorskip("typer")
-from typer.testing import CliRunner  # noqa: E402
-
-from deniable.cli import app  # noqa: E402
 
 ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
@@ -521,7 +517,7 @@ def test_cli_analyze_json_matches_closed_form(runner: CliRunner, csv_file: str) 
     assert out["estimate"] == pytest.approx(cf["estimate"], abs=1e-12)
     assert out["se"] == pytest.approx(cf["se"], rel=1e-12)
     assert out["ci_exact"] == pytest.approx(list(cf["ci"]), abs=1e-10)
-    assert out["column"] == "q" and out["epsilon"] == pytest.approx(math.log(7 / 3))
+    assert out["column"] == "q" and out["epsilon"] == pytest.approx(math.log(7 / 3), rel=1e-12)
 
 
 def test_cli_analyze_by_json_and_table(runner: CliRunner, csv_file: str) -> None:
@@ -532,7 +528,9 @@ def test_cli_analyze_by_json_and_table(runner: CliRunner, csv_file: str) -> None
     lib = analyze(pd.read_csv(csv_file), "q", Mangat(0.6), by="region")
     for g, row in zip(out["groups"], lib.itertuples(index=False), strict=True):
         assert g["n"] == row.n and g["estimate"] == pytest.approx(row.estimate, abs=1e-15)
-        assert [g["ci_lower"], g["ci_upper"]] == pytest.approx([row.ci_lower, row.ci_upper])
+        assert [g["ci_lower"], g["ci_upper"]] == pytest.approx(
+            [row.ci_lower, row.ci_upper], rel=1e-12
+        )
     result = runner.invoke(
         app, ["analyze", csv_file, "--column", "q", "--design", "mangat", "-p", "p=0.6",
               "--by", "region"],
@@ -601,9 +599,9 @@ def test_cli_analyze_two_group(runner: CliRunner, minaret_csv: str) -> None:
     assert out["yes"] == [373, 398] and out["n"] == [564, 692] and out["epsilon"] == "inf"
     assert out["group_column"] == "version" and out["missing"] == 0
     cf = sld_closed_form((373, 398), (564, 692))
-    assert out["estimates"]["prevalence"]["estimate"] == pytest.approx(cf["prevalence"])
-    assert out["estimates"]["prevalence"]["se"] == pytest.approx(cf["se"])
-    assert out["estimates"]["honesty"]["estimate"] == pytest.approx(cf["honesty"])
+    assert out["estimates"]["prevalence"]["estimate"] == pytest.approx(cf["prevalence"], rel=1e-12)
+    assert out["estimates"]["prevalence"]["se"] == pytest.approx(cf["se"], rel=1e-12)
+    assert out["estimates"]["honesty"]["estimate"] == pytest.approx(cf["honesty"], rel=1e-12)
     human = runner.invoke(app, ["analyze", minaret_csv, "--column", "minaret",
                                 "--group-column", "version", *SLD_CLI])  # fmt: skip
     assert human.exit_code == 0, human.output
@@ -623,7 +621,7 @@ def test_cli_analyze_two_group_by(runner: CliRunner, tmp_path: Path) -> None:
     assert [(g["group"], g["parameter"]) for g in out["groups"]] == list(
         zip(lib["group"], lib["parameter"], strict=True)
     )
-    assert [g["estimate"] for g in out["groups"]] == pytest.approx(list(lib["estimate"]))
+    assert [g["estimate"] for g in out["groups"]] == pytest.approx(list(lib["estimate"]), rel=1e-12)
     human = runner.invoke(app, list(args))
     assert human.exit_code == 0 and "honesty" in human.stdout and "Wald" in human.stdout
 

@@ -131,7 +131,7 @@ def test_infinite_designs_give_a_large_lower_bound(factory: Any) -> None:
 def test_broken_unary_encoding_is_caught() -> None:
     eps = 1.0
     broken = UnaryEncoding(eps, k=4, calibration="exact")
-    assert broken.epsilon == pytest.approx(2 * eps)  # 2 ln(t/(1-t)) with t = e/(1+e)
+    assert broken.epsilon == pytest.approx(2 * eps, rel=1e-12)  # 2 ln(t/(1-t)) with t = e/(1+e)
     res = audit(broken, 0, 1, claimed_epsilon=eps, trials=100_000, seed=1, level=0.99)
     assert not res.passed
     assert res.lower_bound > 1.7 * eps
@@ -151,7 +151,7 @@ def test_broken_unary_encoding_is_caught() -> None:
     # its true epsilon passes; the correct "half" calibration passes at eps
     assert audit(broken, 0, 1, claimed_epsilon=2 * eps, trials=100_000, seed=1).passed
     fixed = UnaryEncoding(eps, k=4, calibration="half")
-    assert fixed.epsilon == pytest.approx(eps)
+    assert fixed.epsilon == pytest.approx(eps, rel=1e-12)
     assert audit(fixed, 0, 1, claimed_epsilon=eps, trials=100_000, seed=1, level=0.99).passed
 
 
@@ -290,10 +290,10 @@ def test_leave_one_out_closed_forms() -> None:
     assert total.sensitivity == 4.0 and total.row == 2
     mean = leave_one_out(x, "mean")
     # mean(D - i) - mean(D) = (mean(D) - x_i) / (n - 1)
-    assert mean.sensitivity == pytest.approx(max(abs(x - x.mean())) / 4)
+    assert mean.sensitivity == pytest.approx(max(abs(x - x.mean())) / 4, rel=1e-12)
     # a Laplace-noised count with scale 1/eps hides every row up to eps
     assert np.all(count.privacy_loss(1 / 0.7) <= 0.7 + 1e-15)
-    assert total.privacy_loss(2.0).tolist() == pytest.approx((x / 2).tolist())
+    assert total.privacy_loss(2.0).tolist() == pytest.approx((x / 2).tolist(), rel=1e-12)
     assert "empirical sensitivity 4" in str(total.table())
     assert len(total.table(limit=2)) == 2
 
@@ -420,7 +420,7 @@ def test_laplace_mechanisms_pass_at_epsilon_and_fail_below(mechanism: Any) -> No
     alike), so the events {output >= c} are tight.  At level 0.999 a correct claim fails with
     probability <= 1e-3; 200k trials put the bound within ~3% of eps, so 0.7 eps is refuted."""
     eps = mechanism.epsilon
-    assert eps == pytest.approx(1.0)
+    assert eps == pytest.approx(1.0, rel=1e-12)
     events = [_at_least(c) for c in (1.0, 2.0, 3.0)]
     kw: dict[str, Any] = {"trials": 200_000, "seed": 8, "level": 0.999, "event": events}
     res = audit(_noised(mechanism), 1, 0, claimed_epsilon=eps, **kw)

@@ -24,7 +24,7 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 def test_dense_channel() -> None:
     ch = DenseChannel([[0.25, 0.75], [0.75, 0.25]])
     assert ch.shape == (2, 2) and ch.n_truths == ch.n_cells == 2
-    assert ch.epsilon == pytest.approx(math.log(3))
+    assert ch.epsilon == pytest.approx(math.log(3), rel=1e-12)
     assert channel_epsilon(ch) == channel_epsilon(np.asarray(ch)) == ch.epsilon
     assert ch.expected([1, 0]).tolist() == [0.25, 0.75]
     assert (ch @ np.array([0.5, 0.5])).tolist() == [0.5, 0.5]
@@ -100,8 +100,12 @@ def test_categorical_with_a_million_categories_needs_no_dense_matrix() -> None:
     d = Categorical.from_epsilon(3.0, k=k)
     assert isinstance(d.channel, SymmetricChannel) and d.channel.n_truths == k
     assert d.n_reports == d.n_truths == k
-    assert channel_epsilon(d.channel) == pytest.approx(d.epsilon, rel=1e-12) == pytest.approx(3.0)
-    assert d.channel.expected(np.full(k, 1 / k)).sum() == pytest.approx(1.0)
+    assert (
+        channel_epsilon(d.channel)
+        == pytest.approx(d.epsilon, rel=1e-12)
+        == pytest.approx(3.0, rel=1e-12)
+    )
+    assert d.channel.expected(np.full(k, 1 / k)).sum() == pytest.approx(1.0, rel=1e-12)
     with pytest.raises(ParameterError, match="`k` must be at most 4096"):
         np.asarray(d.channel)
     assert isinstance(d.implemented_channel, SymmetricChannel)  # 2**20 is a power of two

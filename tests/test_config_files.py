@@ -19,8 +19,6 @@ from deniable.exceptions import DataError, DeniableError
 from deniable.oracles import OLH, oracle_from_key, oracle_from_spec, oracle_spec
 from deniable.survey import demo_survey_text, load_survey, loads_survey
 
-pytest.importorskip("yaml")
-
 SURVEY = demo_survey_text()
 
 

@@ -320,6 +320,7 @@ def _check_channel(design: Design, counts: np.ndarray, n: int) -> None:
             assert c == n, (r, x)
         else:
             pvalue = stats.binomtest(c, n, p).pvalue
+            # an exact binomial test at level 1e-6: the false-alarm rate per cell
             assert pvalue > 1e-6, (r, x, c / n, p)
 
 

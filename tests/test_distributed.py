@@ -14,9 +14,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-pytest.importorskip("distributed")
-
 from typer.testing import CliRunner
 
 from deniable.cli import app
@@ -439,7 +436,7 @@ def test_report_tables_without_the_dask_extra_name_the_extra(tmp_path: Path, mis
         f"main(['aggregate', {str(table)!r}])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+                          timeout=300, check=False)  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
         f"error: Parquet and CSV report tables need the [dask] extra ({missing} is missing): "

@@ -109,7 +109,7 @@ def test_both_variances_match_their_closed_forms(oracle: Any) -> None:
     np.testing.assert_allclose(est.variances_fixed, np.maximum(fixed, 0), rtol=1e-9, atol=1e-18)
     np.testing.assert_allclose(est.se_fixed, np.sqrt(np.maximum(fixed, 0)), rtol=1e-9, atol=1e-15)
     np.testing.assert_allclose(
-        est.variances - est.variances_fixed, pi * (1 - pi) / n, rtol=1e-6, atol=1e-15
+        est.variances - est.variances_fixed, pi * (1 - pi) / n, rtol=1e-9, atol=1e-15
     )
     assert est.se_convention == SE_SAMPLING and "sampling" in SE_SAMPLING
     data = est.to_dict()

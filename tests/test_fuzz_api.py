@@ -3,10 +3,11 @@ estimates, majority decisions, power and sample size, composition and conversion
 shuffling, coin protocols and simulation, called with generated arguments (floats of every
 size, NaN and infinities, integers beyond 64 bits, booleans).
 
-Each call must, within its time limit, return a result whose numbers are finite where the
-mathematics is (``check`` in tests/_fuzz_strategies.py names them) or raise an error from
+Each call must return a result whose numbers are finite where the mathematics is
+(``check`` in tests/_fuzz_strategies.py names them) or raise an error from
 ``deniable.exceptions``; never another exception, a warning or a hang.  Calls run in a
-worker process with an address-space limit (tests/_fuzz_harness.py).
+worker process with limits on memory and file size and a watchdog for hangs
+(tests/_fuzz_harness.py); no call is judged by how fast it ran.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ def worker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[h.Worker]:
     w.close()
 
 
-def check_call(worker: h.Worker, expr: str, timeout: float) -> None:
-    result = worker.run({"kind": "api", "expr": expr}, timeout)
+def check_call(worker: h.Worker, expr: str) -> None:
+    result = worker.run({"kind": "api", "expr": expr})
     problems = fs.api_problems(result)
     assert not problems, f"{expr}\n" + "\n".join(problems) + "\n" + (result.get("crash") or "")
 
@@ -43,7 +44,7 @@ def _fuzz(name: str, worker: h.Worker, examples: int) -> None:
     )
     @given(expr=fs.API_CASES[name])
     def run(expr: str) -> None:
-        check_call(worker, expr, timeout=10.0)
+        check_call(worker, expr)
 
     run()
 
@@ -78,4 +79,40 @@ REGRESSIONS = [
 
 @pytest.mark.parametrize("expr", REGRESSIONS)
 def test_regressions(expr: str, worker: h.Worker) -> None:
-    check_call(worker, expr, timeout=10.0)
+    check_call(worker, expr)
+
+
+# --------------------------------------------------------------------------- the harness
+
+
+def test_a_hang_is_caught_and_the_worker_restarts(worker: h.Worker) -> None:
+    """The watchdog (here with a short limit) ends a call that would never return, kills
+    the worker, and the next call gets a fresh one."""
+    endless = "any(False for _ in __import__('itertools').count())"
+    result = worker.run({"kind": "api", "expr": endless}, hang_limit=2.0)
+    assert result == {"hang": 2.0}
+    assert fs.api_problems(result) == ["a hang: no answer after 2.0 s"]
+    assert worker.run({"kind": "api", "expr": "check(1 + 1, ['x'])"})["crash"] is None
+
+
+def test_a_file_past_the_limit_cannot_be_written(worker: h.Worker, tmp_path: Path) -> None:
+    """The worker's file-size limit turns an unbounded write into an error (EFBIG), not a
+    full disk (a sparse file: nothing is written)."""
+    path = tmp_path / "big"
+    path.touch()
+    truncate = "__import__('os').truncate({!r}, {})"
+    result = worker.run({"kind": "api", "expr": truncate.format(str(path), h.FILE_LIMIT + 1)})
+    assert result["crash"] is not None and "File too large" in result["crash"]
+    result = worker.run({"kind": "api", "expr": truncate.format(str(path), h.FILE_LIMIT)})
+    assert result == {"crash": None, "error": None, "nonfinite": [], "warnings": []}
+    assert path.stat().st_size == h.FILE_LIMIT
+
+
+def test_unbounded_output_is_a_failure() -> None:
+    """What a command prints is counted: past ``OUTPUT_LIMIT`` bytes it is a failure."""
+    quiet = {"code": 0, "stdout": "", "stderr": "", "crash": None, "warnings": []}
+    assert h.cli_problems(["designs"], {**quiet, "output_bytes": h.OUTPUT_LIMIT}) == []
+    loud = {**quiet, "output_bytes": h.OUTPUT_LIMIT + 1}
+    assert h.cli_problems(["designs"], loud) == [
+        f"unbounded output: {h.OUTPUT_LIMIT + 1} bytes printed"
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import deniable
@@ -14,7 +15,6 @@ from deniable.exceptions import ParameterError
 
 
 def test_a_covariate_in_huge_units_is_a_scale_problem_not_collinearity() -> None:
-    pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(1)
     n = 300
     x, z = rng.normal(size=n), rng.normal(size=n)

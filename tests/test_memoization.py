@@ -119,11 +119,13 @@ def test_instantaneous_epsilon_closed_form() -> None:
     q = q1 * (1 - q2) + q2 * (1 - q1)
     assert memo.report_epsilon == pytest.approx(math.log((1 - q) / q), rel=1e-12)
     assert memo.report_epsilon < min(math.log(4), math.log(7 / 3))
-    assert memo.permanent_epsilon == pytest.approx(math.log(4))
+    assert memo.permanent_epsilon == pytest.approx(math.log(4), rel=1e-12)
     assert memo.longitudinal_epsilon() == memo.permanent_epsilon
     assert memo.longitudinal_epsilon(0) == 0.0
-    assert memo.longitudinal_epsilon(1) == pytest.approx(memo.report_epsilon)
-    assert memo.longitudinal_epsilon(3) == pytest.approx(min(math.log(4), 3 * memo.report_epsilon))
+    assert memo.longitudinal_epsilon(1) == pytest.approx(memo.report_epsilon, rel=1e-12)
+    assert memo.longitudinal_epsilon(3) == pytest.approx(
+        min(math.log(4), 3 * memo.report_epsilon), rel=1e-12
+    )
     assert memo.longitudinal_epsilon(100) == memo.permanent_epsilon
     no_inst = MemoizedRandomizer(BiasedCoin(q1))
     assert no_inst.report_epsilon == no_inst.permanent_epsilon
@@ -137,7 +139,7 @@ def test_instantaneous_reports_follow_the_product_channel() -> None:
     ids = np.arange(n)
     reports = memo.randomize(ids, np.ones(n, dtype=np.uint8), question="q", rng=11)
     p = 0.8 * 0.75 + 0.2 * 0.25  # P(yes | 1) through both channels, by hand
-    assert memo.channel[1, 1] == pytest.approx(p)
+    assert memo.channel[1, 1] == pytest.approx(p, rel=1e-12)
     assert abs(reports.mean() - p) < 4 * math.sqrt(p * (1 - p) / n)
     # replays re-apply the instantaneous design: rounds differ, permanent store does not
     again = memo.randomize(ids, np.ones(n, dtype=np.uint8), question="q", rng=12)
@@ -197,12 +199,14 @@ def test_majority_closed_form_three_rounds() -> None:
     t = math.e / (1 + math.e)
     table = averaging_attack(rounds=(1, 3, 4), n=10, seed=0)
     exact = dict(zip(table.column("rounds"), table.column("exact without"), strict=True))
-    assert exact[1] == pytest.approx(t)
+    assert exact[1] == pytest.approx(t, rel=1e-12)
     # majority of 3: at least 2 of 3 reports truthful
-    assert exact[3] == pytest.approx(t**3 + 3 * t**2 * (1 - t))
+    assert exact[3] == pytest.approx(t**3 + 3 * t**2 * (1 - t), rel=1e-12)
     # 4 rounds: >= 3 truthful, or a 2-2 tie broken by a fair coin
-    assert exact[4] == pytest.approx(t**4 + 4 * t**3 * (1 - t) + 0.5 * 6 * t**2 * (1 - t) ** 2)
-    assert table.column("exact with") == pytest.approx([t, t, t])
+    assert exact[4] == pytest.approx(
+        t**4 + 4 * t**3 * (1 - t) + 0.5 * 6 * t**2 * (1 - t) ** 2, rel=1e-12
+    )
+    assert table.column("exact with") == pytest.approx([t, t, t], rel=1e-12)
 
 
 def test_averaging_attack_simulation() -> None:
@@ -225,9 +229,9 @@ def test_averaging_attack_asymmetric_design_and_prevalence() -> None:
     d = TwoCoin(p_truthful=0.6, p_yes=0.3)  # P1 = 0.72, P0 = 0.12
     table = averaging_attack(d, rounds=(1, 50), n=20_000, prevalence=0.3, seed=5)
     single = 0.3 * 0.72 + 0.7 * 0.88
-    assert table.column("exact with") == pytest.approx([single, single])
+    assert table.column("exact with") == pytest.approx([single, single], rel=1e-12)
     assert table.column("exact without")[1] > 0.999
-    band = 4 * math.sqrt(0.25 / 20_000)
+    band = 4 * math.sqrt(0.25 / 20_000)  # 4 binomial SEs at worst: false alarm ~6e-5
     assert abs(table.column("accuracy with")[0] - single) < band
 
 
@@ -259,7 +263,7 @@ def test_two_brackets_one_threshold_is_the_same_design() -> None:
     t = 1 / (1 + math.exp(-0.8))
     lam = (1 - t) + (2 * t - 1) * 0.35
     assert table.column("SE thresholds")[0] == pytest.approx(
-        math.sqrt(lam * (1 - lam) / (1000 * (2 * t - 1) ** 2))
+        math.sqrt(lam * (1 - lam) / (1000 * (2 * t - 1) ** 2)), rel=1e-12
     )
 
 
@@ -322,7 +326,7 @@ def test_majority_exact_matches_binomial_tail() -> None:
     p = stats.binom.sf(5, 11, 0.7)  # P(Bin(11, 0.7) >= 6)
     d = Warner(0.7)
     table = averaging_attack(d, rounds=(11,), n=10, seed=1)
-    assert table.column("exact without")[0] == pytest.approx(p)
+    assert table.column("exact without")[0] == pytest.approx(p, rel=1e-12)
 
 
 # --------------------------------------------------------------------------- opaque keys

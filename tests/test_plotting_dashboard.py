@@ -11,8 +11,6 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("matplotlib")
-
 from deniable.exceptions import ParameterError
 from deniable.plotting._dashboard import budget_svg, message_svg, timeline_svg
 

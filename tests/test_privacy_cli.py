@@ -19,10 +19,6 @@ from typing import Any
 
 import pytest
 from scipy import stats
-
-pytest.importorskip("typer")
-pytest.importorskip("rich")
-
 from typer.testing import CliRunner
 
 import deniable.accounting as accounting
@@ -428,7 +424,6 @@ def test_shuffle_never_above_epsilon0(runner: CliRunner) -> None:
 
 def test_shuffle_plot(runner: CliRunner, tmp_path: Path) -> None:
     """`--plot FILE` draws plot_shuffle's figure: the numerical epsilon against n."""
-    pytest.importorskip("matplotlib")
     path = tmp_path / "shuffle.svg"
     out = run_json(
         runner, "shuffle", "--epsilon0", "2", "--n-grid", "1000,100000", "--plot", str(path)
@@ -508,7 +503,6 @@ def test_noise_table_and_plot(runner: CliRunner, tmp_path: Path) -> None:
     rows = out["rows"]
     assert [r["laplace"] for r in rows] == [2.0, 0.5]  # b = 1 / eps
     assert rows[0]["gaussian_classic"] is not None and rows[1]["gaussian_classic"] is None
-    pytest.importorskip("matplotlib")
     path = tmp_path / "noise.svg"
     res = run(runner, "noise", "--table", "--epsilons", "0.5,1", "--plot", str(path))
     assert res.exit_code == 0, res.output
@@ -539,7 +533,6 @@ def test_explain_infinite_epsilon(runner: CliRunner) -> None:
 
 
 def test_explain_plot(runner: CliRunner, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     path = tmp_path / "truth.png"
     res = run(runner, "explain", "--epsilon", "1", "--plot", str(path))
     assert res.exit_code == 0, res.output

@@ -160,7 +160,9 @@ def test_the_lasso_selects_few_absent_candidates_and_recovers_the_top_strings() 
         assert est.reported[:5].all() and not est.reported[50:].any()
         idx = np.flatnonzero(est.reported)
         assert (np.abs(est.values[idx] - truth[idx]) < 4 * est.se[idx]).all()
-    assert lasso.method == "lasso" and lasso.penalty == pytest.approx(math.sqrt(2 * math.log(100)))
+    assert lasso.method == "lasso" and lasso.penalty == pytest.approx(
+        math.sqrt(2 * math.log(100)), rel=1e-12
+    )
     assert nnls.method == "nnls" and nnls.penalty is None
 
 
@@ -196,7 +198,7 @@ def test_the_method_and_penalty_are_recorded() -> None:
     assert "refit by weighted least squares" in text
     data = json.loads(json.dumps(est.to_dict()))
     assert data["method"] == "lasso"
-    assert data["penalty"] == pytest.approx(math.sqrt(2 * math.log(3)))
+    assert data["penalty"] == pytest.approx(math.sqrt(2 * math.log(3)), rel=1e-12)
     assert [c["selected"] for c in data["candidates"]] == est.selected.tolist()
     own = r.decode(r.tally(rep), ["a", "b", "c"], method="lasso", penalty=2.5)
     assert "penalty 2.5 noise sd" in str(own.table()) and own.to_dict()["penalty"] == 2.5
@@ -242,4 +244,6 @@ def test_the_default_penalty_screens_more_loosely_than_the_report_threshold() ->
     ks = np.unique(np.round(np.logspace(0, 9, 2000)).astype(np.int64))
     z = norm.isf(0.05 / ks)
     assert all(default_penalty(int(k)) < zk for k, zk in zip(ks, z, strict=True))
-    assert default_penalty(1) == 0.0 and default_penalty(100) == pytest.approx(3.0349, abs=1e-4)
+    # the universal threshold sqrt(2 ln K) (Donoho & Johnstone 1994), in closed form
+    assert default_penalty(1) == 0.0
+    assert default_penalty(100) == pytest.approx(math.sqrt(2 * math.log(100)), rel=1e-15)

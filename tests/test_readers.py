@@ -19,16 +19,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from typer.testing import CliRunner
 
-typer = pytest.importorskip("typer")
-from typer.testing import CliRunner  # noqa: E402
-
-from deniable import ForcedResponse, TwoCoin  # noqa: E402
-from deniable.cli import app  # noqa: E402
-from deniable.common import atomic_write, same_file  # noqa: E402
-from deniable.designs import StochasticLieDetector  # noqa: E402
-from deniable.exceptions import DataError  # noqa: E402
-from deniable.survey import (  # noqa: E402  # noqa: E402
+from deniable import ForcedResponse, TwoCoin
+from deniable.cli import app
+from deniable.common import atomic_write, same_file
+from deniable.designs import StochasticLieDetector
+from deniable.exceptions import DataError
+from deniable.survey import (
     analyze,
     analyze_file,
     read_reports,
@@ -36,7 +34,7 @@ from deniable.survey import (  # noqa: E402  # noqa: E402
     survey_report_file,
     write_reports,
 )
-from deniable.survey._values import BAD, MISSING, report_rule  # noqa: E402
+from deniable.survey._values import BAD, MISSING, report_rule
 
 ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 SLD = StochasticLieDetector(2 / 12, 10 / 12)

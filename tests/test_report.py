@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
-pd = pytest.importorskip("pandas")
-pytest.importorskip("matplotlib")
-
-from deniable import (  # noqa: E402
+from deniable import (
     DataError,
     ForcedResponse,
     Mangat,
@@ -29,8 +28,10 @@ from deniable import (  # noqa: E402
     TwoCoin,
     Warner,
 )
-from deniable.designs import StochasticLieDetector  # noqa: E402
-from deniable.survey import SurveyReport, analyze, survey_report, write_reports  # noqa: E402  # noqa: E402
+from deniable.cli import app
+from deniable.cli._analyze import parse_question
+from deniable.designs import StochasticLieDetector
+from deniable.survey import SurveyReport, analyze, survey_report, write_reports
 
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
@@ -146,8 +147,10 @@ def test_json_is_strict_and_infinite_epsilon_is_a_string(survey: Any) -> None:
     assert data["title"] == "Wave 1" and data["respondents"] == 300 and data["level"] == 0.95
     qs = {q["question"]: q for q in data["questions"]}
     assert qs["tax"]["epsilon"] == "inf" and qs["tax"]["missing"] == 2
-    assert qs["drugs"]["epsilon"] == pytest.approx(math.log(3))
-    assert qs[EVIL]["ci_exact"] == pytest.approx(list(analyze(survey, EVIL, Warner(0.3)).ci))
+    assert qs["drugs"]["epsilon"] == pytest.approx(math.log(3), rel=1e-12)
+    assert qs[EVIL]["ci_exact"] == pytest.approx(
+        list(analyze(survey, EVIL, Warner(0.3)).ci), rel=1e-12
+    )
     assert data == rep.to_dict()
 
 
@@ -291,18 +294,13 @@ def test_html_without_matplotlib_names_the_extra() -> None:
         "    raise SystemExit('no ImportError')\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr
 
 
 # ------------------------------------------------------------------ CLI
 
-pytest.importorskip("typer")
-from typer.testing import CliRunner  # noqa: E402
-
-from deniable.cli import app  # noqa: E402
-from deniable.cli._analyze import parse_question  # noqa: E402
 
 ENV = {"COLUMNS": "120", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
@@ -418,7 +416,7 @@ def test_cli_report_two_group(runner: CliRunner, mixed: Any, tmp_path: Path) -> 
             want["estimates"][name]["estimate"], abs=1e-15
         )
         assert got["estimates"][name]["ci_wald"] == pytest.approx(
-            want["estimates"][name]["ci_wald"]
+            want["estimates"][name]["ci_wald"], rel=1e-12
         )
     assert got["epsilon"] == "inf" and got["group"] == "version"
     table = runner.invoke(app, args)

@@ -11,6 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from deniable.common import dumps, epsilon_note, format_epsilon, format_epsilons, to_jsonable
@@ -196,8 +197,6 @@ def test_every_interval_is_a_confidence_interval() -> None:
 
 
 def test_regression_conf_int_takes_level_only() -> None:
-    pd = pytest.importorskip("pandas")
-    pytest.importorskip("formulaic")
     from scipy import stats
 
     from deniable.designs import Warner
@@ -279,19 +278,14 @@ def _results() -> list[tuple[str, Any]]:
         ("explain", Explanation(1.0)),
         ("explain inf", Explanation(math.inf)),
     ]
-    try:
-        import pandas as pd
+    from deniable.survey import GroupedAnalysis, analyze, grouped, survey_report
 
-        from deniable.survey import GroupedAnalysis, analyze, grouped, survey_report
-
-        df = pd.DataFrame({"q": [1, 0, 1, 1, 0, 0] * 5, "g": list("ab") * 15})
-        out += [
-            ("analysis", analyze(df, "q", TwoCoin())),
-            ("grouped", GroupedAnalysis(grouped(df, "q", TwoCoin(), "g"), TwoCoin())),
-            ("report", survey_report(df, {"q": Mangat(0.7)})),
-        ]
-    except ImportError:  # pragma: no cover - the dev extras hold pandas
-        pass
+    df = pd.DataFrame({"q": [1, 0, 1, 1, 0, 0] * 5, "g": list("ab") * 15})
+    out += [
+        ("analysis", analyze(df, "q", TwoCoin())),
+        ("grouped", GroupedAnalysis(grouped(df, "q", TwoCoin(), "g"), TwoCoin())),
+        ("report", survey_report(df, {"q": Mangat(0.7)})),
+    ]
     return out
 
 

@@ -219,7 +219,6 @@ def test_plot_needs_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_plot_draws_when_matplotlib_present() -> None:
-    pytest.importorskip("matplotlib")
     import matplotlib
 
     matplotlib.use("Agg")
