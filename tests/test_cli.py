@@ -514,6 +514,25 @@ def test_tour_numbers_follow_the_formulas(runner: CliRunner) -> None:
     assert f"#yes > {1500 * (0.25 + 0.75) / 2:g}" in text
 
 
+def test_tour_verdicts_are_the_librarys(runner: CliRunner) -> None:
+    # the tour prints the majority decision's own verdict (MajorityDecision.decide) and
+    # whether it was right (is_right), and the intervals that cover the truth (covers)
+    from deniable.designs import TwoCoin
+    from deniable.estimation import majority_decision
+
+    n, seen = 40, set()
+    for seed in range(1, 40):
+        text = " ".join(run(runner, "tour", "--seed", str(seed), "--n", str(n)).stdout.split())
+        yes = int(text.split(f" 'yes' of {n} reports")[0].rsplit(" ", 1)[1])
+        carriers = int(text.split(f" of {n} respondents have A")[0].rsplit(" ", 1)[1])
+        verdict = majority_decision(TwoCoin(), n, prevalence=0.5).decide(yes)
+        assert f"Observed {yes}: {'a majority' if verdict else 'not a majority'}." in text
+        right = majority_decision(TwoCoin(), n, true_yes=carriers).is_right(yes)
+        assert f"The majority verdict was {'right' if right else 'wrong'};" in text
+        seen |= {verdict, f"right={right}"}
+    assert seen == {True, False, "right=True", "right=False"}  # both of each were printed
+
+
 def test_version(runner: CliRunner) -> None:
     result = run(runner, "--version")
     assert result.exit_code == 0

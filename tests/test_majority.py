@@ -169,6 +169,30 @@ def test_decide_majority_against_rule() -> None:
                     assert decide_majority(design, yes, n, c) == _rule(design, yes, n, c)
 
 
+def test_a_decisions_verdict_is_the_rule_and_is_right_compares_it_with_the_truth() -> None:
+    for design in DESIGNS:
+        for n in (1, 7, 20):
+            for c in (0.0, 1.0, -0.5):
+                for k in (0, n // 2, n // 2 + 1, n):
+                    decision = majority_decision(design, n, true_yes=k, offset=c)
+                    for yes in range(n + 1):
+                        verdict = decision.decide(yes)
+                        assert verdict == _rule(design, yes, n, c)
+                        assert decision.is_right(yes) == (verdict == (2 * k > n))
+    # the iid decision's truth is its prevalence
+    assert majority_decision(TwoCoin(), 10, prevalence=0.7).is_right(8)
+    assert not majority_decision(TwoCoin(), 10, prevalence=0.7).is_right(3)
+
+
+@pytest.mark.parametrize("yes", [-1, 11, 2.5, "3", True])
+def test_a_verdict_needs_a_count_of_yes_reports_in_0_to_n(yes: object) -> None:
+    decision = majority_decision(TwoCoin(), 10, prevalence=0.5)
+    with pytest.raises((ParameterError, ParameterTypeError), match="`yes`"):
+        decision.decide(yes)  # type: ignore[arg-type]
+    with pytest.raises((ParameterError, ParameterTypeError), match="`yes`"):
+        decision.is_right(yes)  # type: ignore[arg-type]
+
+
 def test_tie_is_not_a_majority_and_rounding_is_snapped() -> None:
     # Warner(0.7): P0 + P1 = 0.7 + 0.30000000000000004 in floats; the threshold is exactly 5.
     assert majority_threshold(Warner(0.7), 10) == 5.0
