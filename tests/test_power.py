@@ -32,6 +32,7 @@ import pytest
 from scipy import stats
 
 from _cases import DESIGN_CASES
+from _cli import one_error
 from deniable.designs import (
     BinaryDesign,
     Categorical,
@@ -756,11 +757,10 @@ def test_cli_human_output_and_plot(runner: Any, tmp_path: Path) -> None:
 def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
     runner: Any, tmp_path: Path
 ) -> None:
-    from deniable.cli._base import CliError
-    from deniable.cli._power import epsilon_designs
+    from deniable.plotting import epsilon_lines
 
     # categorical: from_epsilon(eps, k) with the k given by --param k=3
-    lines = epsilon_designs(Categorical(k=3, p_truthful=0.6), [1.0, 2.0])
+    lines = epsilon_lines(Categorical(k=3, p_truthful=0.6), [1.0, 2.0])
     assert list(lines) == ["categorical(k=3), ε = 1", "categorical(k=3), ε = 2"]
     for eps, d in zip((1.0, 2.0), lines.values(), strict=True):
         assert isinstance(d, Categorical) and d.k == 3
@@ -768,9 +768,9 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
         assert d.p_truthful == pytest.approx(math.expm1(eps) / (math.exp(eps) + 2), rel=1e-12)
         assert d.epsilon == pytest.approx(eps, rel=1e-12)
     # kuk keeps its number of draws; warner needs nothing more
-    kuk = epsilon_designs(Kuk(0.7, 0.3, draws=3), [1.5])
+    kuk = epsilon_lines(Kuk(0.7, 0.3, draws=3), [1.5])
     assert [(d.draws, round(d.epsilon, 12)) for d in kuk.values()] == [(3, 1.5)]
-    assert list(epsilon_designs(Warner(0.7), [1.0])) == ["warner, ε = 1"]
+    assert list(epsilon_lines(Warner(0.7), [1.0])) == ["warner, ε = 1"]
 
     # a from_epsilon needing a parameter the design does not have: the message names it
     class Spread(Warner):
@@ -778,8 +778,15 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
         def from_epsilon(cls, epsilon: float, spread: float) -> Warner:  # type: ignore[override]
             return Warner.from_epsilon(epsilon)
 
-    with pytest.raises(CliError, match=r"needs `spread` besides ε.*--param spread=VALUE"):
-        epsilon_designs(Spread(0.7), [1.0])
+    with pytest.raises(ParameterError, match=r"needs `spread` besides ε.*spread=VALUE"):
+        epsilon_lines(Spread(0.7), [1.0])
+    forced = Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5))
+    with pytest.raises(ParameterError, match="cannot be rebuilt per ε"):
+        epsilon_lines(forced, [1.0])
+    one_error(run(runner, "power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6", "-p",
+                  "forced=0.2,0.3,0.5", "--category", "0", "--n", "300", "--prevalence", "0.4",
+                  "--null", "0.3", "--plot", str(tmp_path / "f.png"), "--epsilons", "1,2"),
+              "`--epsilons`: design 'categorical' with `forced`")  # fmt: skip
 
     # through the CLI, with a plot (needs matplotlib)
     pytest.importorskip("matplotlib")
