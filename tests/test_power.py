@@ -266,6 +266,33 @@ def test_power_at_the_null_is_alpha() -> None:
         assert r.power == pytest.approx(0.01, rel=1e-12)
 
 
+@pytest.mark.parametrize(("case", "factory"), DESIGN_CASES)
+def test_binary_count_is_read_off_the_channel(case: str, factory: Any) -> None:
+    # what power asks of a design instead of its kind: the report probabilities of one
+    # sufficient binary count, checked against the design's own channel matrix
+    d = factory()
+    if d.n_groups == 2:
+        with pytest.raises(ParameterError, match="one group"):
+            d.binary_count()
+        return
+    ch = np.asarray(d.channel)
+    if d.n_reports > 2 and d.n_truths == 2:  # Kuk with several draws: the whole tally
+        assert d.binary_count() is None
+        return
+    if d.n_truths > 2 or isinstance(d, Categorical):
+        with pytest.raises(ParameterError, match="`category` must be given"):
+            d.binary_count()
+        for j in range(d.n_truths):
+            p1, p0 = d.binary_count(category=j)
+            others = np.delete(ch[j], j)
+            assert p1 == pytest.approx(ch[j, j], abs=1e-15)
+            assert others == pytest.approx(np.full(others.shape, p0), abs=1e-15)
+        return
+    assert d.binary_count() == pytest.approx((ch[1, 1], ch[1, 0]), abs=1e-15)
+    with pytest.raises(ParameterError, match="`category` applies to design 'categorical' only"):
+        d.binary_count(category=0)
+
+
 # --------------------------------------------------------------------------- sample size
 
 

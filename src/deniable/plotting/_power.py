@@ -19,7 +19,7 @@ import numpy as np
 from deniable.common import _validation as v
 from deniable.common._files import atomic_write
 from deniable.common._format import format_parameters
-from deniable.designs import Design, TwoGroupDesign
+from deniable.designs import Design
 from deniable.estimation import power_curve
 from deniable.exceptions import ParameterError, ParameterTypeError
 
@@ -147,7 +147,7 @@ def plot_power_curves(
     curves = []
     for label, d in lines:  # compute everything first: bad input fails before drawing
         curves.append((label, power_curve(d, ns, prevalence, null, **test), False))
-        if isinstance(d, TwoGroupDesign):
+        if d.n_groups == 2:  # the naive curve beside: nuisance taken as known
             naive = power_curve(d, ns, prevalence, null, known=True, **test)
             curves.append((f"{label} (nuisance known, naive)", naive, True))
     try:
