@@ -12,8 +12,7 @@ from deniable.cli._data import gather_tally, gather_two_group_tally
 from deniable.cli._options import DesignArg, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import show
 from deniable.common import _validation as v
-from deniable.designs import Design, DesignEstimate, Kuk, Tally, design_catalog
-from deniable.designs._kuk import SE_CHOICES
+from deniable.designs import SE_CHOICES, Design, DesignEstimate, Kuk, Tally, design_catalog
 
 __all__ = ["check_se", "cli", "run_estimate"]
 

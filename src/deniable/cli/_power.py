@@ -207,7 +207,7 @@ def power_command(
         fail("`--n` (the sample size) is required.")
     if plot is None and (plot_n_max is not None or epsilons is not None):
         fail("`--plot-n-max` and `--epsilons` are used only with --plot FILE.")
-    from deniable.plotting._power import PLOT_FORMATS
+    from deniable.plotting import PLOT_FORMATS
 
     out = claim_output("--plot", plot, force=force, formats=[f[1:] for f in PLOT_FORMATS])
     opts = _test_options(

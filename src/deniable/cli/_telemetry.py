@@ -112,7 +112,7 @@ def simulate_command(
     import numpy as np
 
     from deniable import oracles as o
-    from deniable.distributed._tables import CSV_SUFFIXES
+    from deniable.distributed import CSV_SUFFIXES
     from deniable.simulation import DevicePopulation
 
     if mechanism not in o.FREQUENCY_ORACLES:
@@ -252,7 +252,7 @@ def aggregate_command(
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
     if rows is not None and rows > MAX_ROWS:
         fail(f"`--rows` must be at most {MAX_ROWS:,} (the categories shown), got {rows}.")
-    from deniable.distributed._tables import CSV_SUFFIXES
+    from deniable.distributed import CSV_SUFFIXES
 
     lowered = file.lower().rstrip("/")
     table = lowered.endswith((".parquet", ".pq", *CSV_SUFFIXES)) or "://" in file

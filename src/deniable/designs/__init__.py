@@ -28,7 +28,13 @@ from deniable.designs._channel import Channel, DenseChannel, SupportChannel, Sym
 from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
 from deniable.designs._frequency import FrequencyEstimate
 from deniable.designs._identity import mechanism_key
-from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw, KukStandardErrors
+from deniable.designs._kuk import (
+    SE_CHOICES,
+    Kuk,
+    KukMultiDraw,
+    KukSingleDraw,
+    KukStandardErrors,
+)
 from deniable.designs._mechanism import MechanismBase
 from deniable.designs._protocol import Mechanism
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
@@ -44,6 +50,7 @@ from deniable.designs._vectors import VECTORS_SCHEMA, dump_vectors, randomizer_v
 
 __all__ = [
     "DESIGNS",
+    "SE_CHOICES",
     "SPEC_SCHEMA",
     "TWO_GROUP_DESIGNS",
     "VECTORS_SCHEMA",

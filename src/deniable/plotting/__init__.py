@@ -12,10 +12,16 @@ from __future__ import annotations
 from deniable.plotting._explain import plot_epsilon_lying, plot_epsilon_truth, plot_posterior
 from deniable.plotting._noise import plot_noise_error
 from deniable.plotting._oracles import plot_post_processing
-from deniable.plotting._power import design_label, epsilon_lines, plot_power_curves
+from deniable.plotting._power import (
+    PLOT_FORMATS,
+    design_label,
+    epsilon_lines,
+    plot_power_curves,
+)
 from deniable.plotting._shuffle import plot_shuffle
 
 __all__ = [
+    "PLOT_FORMATS",
     "design_label",
     "epsilon_lines",
     "plot_epsilon_lying",

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from deniable.results._estimate import (
     Estimate,
+    beta_quantile_bounds,
     binomial_interval,
     information_note,
     map_interval,
+    normal_quantile,
 )
 from deniable.results._interval import ConfidenceInterval
 from deniable.results._table import Result, Table
@@ -24,7 +26,9 @@ __all__ = [
     "Estimate",
     "Result",
     "Table",
+    "beta_quantile_bounds",
     "binomial_interval",
     "information_note",
     "map_interval",
+    "normal_quantile",
 ]

@@ -49,8 +49,7 @@ from deniable.common._json import to_jsonable
 from deniable.designs import BinaryDesign, Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
-from deniable.results import Result, Table
-from deniable.results._estimate import beta_quantile_bounds, normal_quantile
+from deniable.results import Result, Table, beta_quantile_bounds, normal_quantile
 from deniable.simulation._population import MAX_RESPONDENTS, TWO_GROUP_OPTIONS, two_group_options
 from deniable.simulation._population import Latent as Latent
 from deniable.simulation._population import TwoGroupSetting as TwoGroupSetting

@@ -21,8 +21,7 @@ from deniable.common._json import to_jsonable
 from deniable.designs import TwoGroupDesign
 from deniable.exceptions import ParameterError
 from deniable.randomness import resolve_rng
-from deniable.results import Result, Table
-from deniable.results._estimate import normal_quantile
+from deniable.results import Result, Table, normal_quantile
 from deniable.simulation._population import (
     TwoGroupSetting,
     group_sizes,
