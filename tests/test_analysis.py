@@ -28,6 +28,8 @@ from scipy import stats
 pd = pytest.importorskip("pandas")
 pytest.importorskip("pyarrow")
 
+from _cli import ENV, run_json  # noqa: E402
+from _cli import one_error as assert_one_line_error  # noqa: E402
 from deniable import (  # noqa: E402
     DataError,
     ForcedResponse,
@@ -478,33 +480,10 @@ from typer.testing import CliRunner  # noqa: E402
 
 from deniable.cli import app  # noqa: E402
 
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
-
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def _no_constant(name: str) -> Any:
-    raise AssertionError(f"JSON output contains the non-standard constant {name}")
-
-
-def run_json(runner: CliRunner, *args: str) -> Any:
-    result = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout, parse_constant=_no_constant)
-
-
-def assert_one_line_error(result: Any, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 @pytest.fixture

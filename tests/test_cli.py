@@ -9,7 +9,6 @@ the channel; Wilson score interval for l mapped likewise.
 
 from __future__ import annotations
 
-import json
 import math
 import subprocess
 import sys
@@ -21,52 +20,21 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import stats
-
-pytest.importorskip("typer")
-pytest.importorskip("rich")
-
 from typer.testing import CliRunner
 
 import deniable
-from deniable.cli import app
+from _cli import ENV_80, one_error, run, run_json
 from deniable.designs import DESIGNS
 
 Z95 = 1.959963984540054  # standard normal 97.5% quantile
 Z90 = 1.6448536269514722  # 95% quantile
 
 # Fixed terminal: 80 columns, no colour, so outputs compare byte for byte.
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
-    return CliRunner(env=ENV)
-
-
-def run(runner: CliRunner, *args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def _no_constant(name: str) -> Any:
-    raise AssertionError(f"JSON output contains the non-standard constant {name}")
-
-
-def run_json(runner: CliRunner, *args: str) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout, parse_constant=_no_constant)
-
-
-def assert_one_line_error(result: Any, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    assert result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
+    return CliRunner(env=ENV_80)
 
 
 # ------------------------------------------------------------------ closed forms
@@ -255,7 +223,7 @@ def test_estimate_reports_file_plain_and_csv(runner: CliRunner, tmp_path: Path) 
     assert out["yes"] == 1 and out["n"] == 3 and out["missing"] == 0
     # without --column the file is a bare list: a header is line 1, a bad report, never guessed
     res = run(runner, "estimate", "two-coin", "--reports", str(first))
-    assert_one_line_error(res, "'answer' at line 1", "--column NAME")
+    one_error(res, "'answer' at line 1", "--column NAME")
 
 
 def test_estimate_with_n_one_gives_no_bare_nan(runner: CliRunner, tmp_path: Path) -> None:
@@ -449,7 +417,7 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize(("args", "needle"), BAD_INPUTS, ids=[" ".join(a) for a, _ in BAD_INPUTS])
 def test_bad_input_is_one_error_line(runner: CliRunner, args: tuple[str, ...], needle: str) -> None:
-    assert_one_line_error(run(runner, *args), needle)
+    one_error(run(runner, *args), needle)
 
 
 @pytest.mark.parametrize(
@@ -470,17 +438,17 @@ def test_bad_reports_file(
     path = tmp_path / "reports.csv"
     path.write_text(content)
     result = run(runner, "estimate", "two-coin", "--reports", str(path), *extra)
-    assert_one_line_error(result, needle)
+    one_error(result, needle)
 
 
 def test_binary_reports_file(runner: CliRunner, tmp_path: Path) -> None:
     path = tmp_path / "reports.bin"
     path.write_bytes(b"\x00\xff\xfe1\n0\n")
-    assert_one_line_error(run(runner, "estimate", "two-coin", "--reports", str(path)), "UTF-8")
+    one_error(run(runner, "estimate", "two-coin", "--reports", str(path)), "UTF-8")
 
 
 def test_unreadable_reports_file(runner: CliRunner, tmp_path: Path) -> None:
-    assert_one_line_error(run(runner, "estimate", "two-coin", "--reports", str(tmp_path)),
+    one_error(run(runner, "estimate", "two-coin", "--reports", str(tmp_path)),
                           "cannot read")  # fmt: skip
 
 
@@ -607,19 +575,18 @@ def flat(text: str) -> str:
 )
 def test_uninformative_design_is_one_error_line(runner: CliRunner, args: tuple[str, ...]) -> None:
     result = run(runner, "estimate", *args, "--yes", "5", "--n", "10")
-    assert_one_line_error(result)
+    one_error(result)
     assert "epsilon" in result.stderr or "no information" in result.stderr
 
 
 def test_power_curve_epsilon_past_the_resolution_is_an_error(
     runner: CliRunner, tmp_path: Path
 ) -> None:
-    pytest.importorskip("matplotlib")
     path = tmp_path / "curve.png"
     result = run(runner, "power", "two-coin", "--n", "100", "--prevalence", "0.6", "--null",
                  "0.5", "--plot", str(path), "--epsilons", "1,45")  # fmt: skip
     # before: truth rounded to 1 (direct questioning, epsilon infinite) labelled "ε = 45"
-    assert_one_line_error(result, "`epsilon` must be at most 36.7368", "got 45")
+    one_error(result, "`epsilon` must be at most 36.7368", "got 45")
     assert not path.exists()
 
 
@@ -683,7 +650,7 @@ def test_estimate_kuk_se_errors(
 ) -> None:
     args = ("estimate", "kuk", "-p", "theta1=0.7", "-p", "theta2=0.3", "-p", "draws=3",
             "--counts", "400,100,50,150")  # fmt: skip
-    assert_one_line_error(run(runner, *args, *extra), *needles)
+    one_error(run(runner, *args, *extra), *needles)
 
 
 @pytest.mark.parametrize(
@@ -695,12 +662,12 @@ def test_estimate_kuk_se_errors(
     ],
 )  # fmt: skip
 def test_estimate_se_is_for_kuk_only(runner: CliRunner, args: tuple[str, ...]) -> None:
-    assert_one_line_error(run(runner, *args), "`--se` applies to the kuk design only", "model")
+    one_error(run(runner, *args), "`--se` applies to the kuk design only", "model")
 
 
 def test_majority_table_says_where_the_error_rates_are_evaluated(runner: CliRunner) -> None:
     args = ("majority", "two-coin", "--n", "100", "--prevalence", "0.3")
-    wide = CliRunner(env={**ENV, "COLUMNS": "160"})  # the labels on one line each
+    wide = CliRunner(env={**ENV_80, "COLUMNS": "160"})  # the labels on one line each
     text = flat(run(wide, *args).stdout)
     assert "false negative rate (at prevalence 0.51" in text
     assert "false positive rate (at prevalence 1/2" in text

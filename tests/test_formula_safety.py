@@ -34,6 +34,7 @@ pytest.importorskip("typer")
 
 from typer.testing import CliRunner  # noqa: E402
 
+from _cli import ENV_80 as ENV  # noqa: E402
 from deniable import ForcedResponse, Warner, linear_rr, logistic_rr  # noqa: E402
 from deniable.cli import app  # noqa: E402
 from deniable.estimation._formula import (  # noqa: E402
@@ -47,7 +48,6 @@ from deniable.exceptions import DeniableError, ParameterError  # noqa: E402
 
 DESIGN = ForcedResponse(1 / 6, 1 / 6)
 CLI = [sys.executable, "-m", "deniable.cli", "regress", "--design", "warner", "-p", "p=0.8"]
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
 
 def expit(x: Any) -> Any:

@@ -20,7 +20,6 @@ P1 = P(yes | 1), P0 = P(yes | 0), d = P1 - P0, lambda(pi) = P0 + pi d):
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from fractions import Fraction
@@ -30,9 +29,10 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import stats
+from typer.testing import CliRunner
 
 from _cases import DESIGN_CASES
-from _cli import one_error
+from _cli import ENV_80, one_error, run, run_json
 from deniable.designs import (
     BinaryDesign,
     Categorical,
@@ -659,7 +659,6 @@ def test_bad_input_raises_named_error(call: Any, error: type[Exception], needle:
 
 
 def test_plot_png_and_svg(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     from deniable.plotting import plot_power_curves
 
     lines = {f"ε = {e}": Warner.from_epsilon(e) for e in (0.5, 1.0, 2.0)}
@@ -691,30 +690,10 @@ def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 # --------------------------------------------------------------------------- CLI
 
-typer_testing = pytest.importorskip("typer.testing")
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
-
 
 @pytest.fixture(scope="module")
 def runner() -> Any:
-    return typer_testing.CliRunner(env=ENV)
-
-
-def run(runner: Any, *args: str) -> Any:
-    from deniable.cli import app
-
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def run_json(runner: Any, *args: str) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-
-    def no_constant(name: str) -> Any:
-        raise AssertionError(f"JSON holds {name}")
-
-    return json.loads(result.stdout, parse_constant=no_constant)
+    return CliRunner(env=ENV_80)
 
 
 def test_cli_power_json(runner: Any) -> None:
@@ -766,7 +745,6 @@ def test_cli_sample_size_json(runner: Any) -> None:
 
 
 def test_cli_human_output_and_plot(runner: Any, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     path = tmp_path / "curve.png"
     result = run(runner, "power", "warner", "-p", "p=3/4", "--n", "400", "--prevalence",
                  "0.3", "--null", "0.2", "--plot", str(path), "--epsilons", "0.5,2")  # fmt: skip
@@ -816,7 +794,6 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
               "`--epsilons`: design 'categorical' with `forced`")  # fmt: skip
 
     # through the CLI, with a plot (needs matplotlib)
-    pytest.importorskip("matplotlib")
     path = tmp_path / "categorical.png"
     out = run_json(runner, "power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
                    "--category", "0", "--n", "300", "--prevalence", "0.4", "--null", "0.3",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import lzma
 import os
 import zipfile
@@ -23,12 +22,13 @@ import pytest
 typer = pytest.importorskip("typer")
 from typer.testing import CliRunner  # noqa: E402
 
+from _cli import ENV, run, run_json  # noqa: E402
+from _cli import one_error as one_line_error  # noqa: E402
 from deniable import ForcedResponse, TwoCoin  # noqa: E402
-from deniable.cli import app  # noqa: E402
 from deniable.common._files import atomic_write, same_file  # noqa: E402
 from deniable.designs import StochasticLieDetector  # noqa: E402
 from deniable.exceptions import DataError  # noqa: E402
-from deniable.survey import (  # noqa: E402  # noqa: E402
+from deniable.survey import (  # noqa: E402
     analyze,
     analyze_file,
     read_reports,
@@ -38,35 +38,12 @@ from deniable.survey import (  # noqa: E402  # noqa: E402
 )
 from deniable.survey._values import BAD, MISSING, report_rule  # noqa: E402
 
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def run(runner: CliRunner, *args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def run_json(runner: CliRunner, *args: str) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout)
-
-
-def one_line_error(result: Any, *needles: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return str(lines[0])
 
 
 def survey_csv(tmp_path: Path, name: str = "survey.csv") -> Path:

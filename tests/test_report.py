@@ -20,6 +20,8 @@ import pytest
 pd = pytest.importorskip("pandas")
 pytest.importorskip("matplotlib")
 
+from _cli import ENV_120 as ENV  # noqa: E402
+from _cli import one_error as assert_one_line_error  # noqa: E402
 from deniable import (  # noqa: E402
     DataError,
     ForcedResponse,
@@ -30,7 +32,7 @@ from deniable import (  # noqa: E402
     Warner,
 )
 from deniable.designs import StochasticLieDetector  # noqa: E402
-from deniable.survey import SurveyReport, analyze, survey_report, write_reports  # noqa: E402  # noqa: E402
+from deniable.survey import SurveyReport, analyze, survey_report, write_reports  # noqa: E402
 
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
@@ -304,8 +306,6 @@ from typer.testing import CliRunner  # noqa: E402
 from deniable.cli import app  # noqa: E402
 from deniable.cli._analyze import parse_question  # noqa: E402
 
-ENV = {"COLUMNS": "120", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
-
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
@@ -315,16 +315,6 @@ def runner() -> CliRunner:
 @pytest.fixture
 def csv_file(tmp_path: Path, survey: Any) -> str:
     return str(write_reports(survey.rename(columns={EVIL: "a=b: c"}), tmp_path / "s.csv"))
-
-
-def assert_one_line_error(result: Any, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_parse_question() -> None:
