@@ -85,6 +85,17 @@ def _enumerate_iid(design: BinaryDesign, n: int, pi: float, c: float) -> float:
     return total
 
 
+def _binomial_weights(n: int, p: Fraction) -> list[int]:
+    """``P(Bin(n, p) = k) * q**n`` for k = 0..n, ``p = a / q``: exact integers."""
+    a, q = p.numerator, p.denominator
+    return [math.comb(n, k) * a**k * (q - a) ** (n - k) for k in range(n + 1)]
+
+
+def _binomial_tail(n: int, p: Fraction, m: int) -> Fraction:
+    """P(Bin(n, p) > m), exactly."""
+    return Fraction(sum(_binomial_weights(n, p)[m + 1 :]), p.denominator**n)
+
+
 # --- closed forms by hand ---------------------------------------------------------------------
 
 
@@ -323,8 +334,17 @@ def test_asymmetric_design_uses_the_noisy_threshold() -> None:
     # 550 has mass ~ 1 / sqrt(2 pi n 0.55 0.45) = 0.025).
     iid = majority_decision(design, n, prevalence=0.5)
     fixed = majority_decision(design, n, true_yes=500)
-    assert abs(iid.error_probability - 0.5) < 0.03
-    assert abs(fixed.error_probability - 0.5) < 0.03
+    # Exactly, in rationals: 500 of 1000 is no majority, so the error is P(#yes > 550);
+    # iid: #yes ~ Bin(1000, 11/20); fixed: Bin(500, 9/10) + Bin(500, 1/5) (convolved)
+    assert iid.error_probability == pytest.approx(
+        float(_binomial_tail(n, Fraction(11, 20), 550)), rel=1e-12
+    )
+    carriers = _binomial_weights(500, Fraction(9, 10))
+    above = list(itertools.accumulate(reversed(_binomial_weights(500, Fraction(1, 5)))))[::-1]
+    above.append(0)  # above[m] * 5**500 = P(Bin(500, 1/5) >= m)
+    count = sum(a * above[min(max(551 - i, 0), 501)] for i, a in enumerate(carriers))
+    tail = Fraction(count, 10**500 * 5**500)
+    assert fixed.error_probability == pytest.approx(float(tail), rel=1e-12)
     assert not iid.is_majority and not fixed.is_majority
     # The naive threshold n/2 would call a majority almost surely at prevalence 1/2.
     assert stats.binom.sf(500, n, 0.55) > 0.99
