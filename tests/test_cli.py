@@ -225,6 +225,29 @@ def test_estimate_reports_file_plain_and_csv(runner: CliRunner, tmp_path: Path) 
     one_error(res, "'answer' at line 1", "--column NAME")
 
 
+def test_estimate_reports_file_is_the_library_tally(runner: CliRunner, tmp_path: Path) -> None:
+    # `estimate --reports` prints what deniable.survey.tally_reports_file and the design's
+    # estimate give, and refuses what it refuses with the same message
+    from deniable.designs import Categorical
+    from deniable.exceptions import DataError
+    from deniable.survey import tally_reports_file
+
+    path = tmp_path / "cat.csv"
+    path.write_text("id,answer\n1,0\n2,2\n3,\n4,1\n5,2\n6,2\n")
+    design = Categorical(k=3, p_truthful=0.6)
+    tally, missing = tally_reports_file(str(path), design, column="answer")
+    assert tally.counts.tolist() == [1, 1, 3] and missing == 1
+    out = run_json(runner, "estimate", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
+                   "--reports", str(path), "--column", "answer")  # fmt: skip
+    assert out["counts"] == tally.counts.tolist() and out["missing"] == missing
+    assert out["estimate"] == pytest.approx(design.estimate(tally).values.tolist(), rel=1e-12)
+    with pytest.raises(DataError) as caught:
+        tally_reports_file(str(path), design, column="nope", option="--column")
+    line = one_error(run(runner, "estimate", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
+                         "--reports", str(path), "--column", "nope"))  # fmt: skip
+    assert line == f"error: {caught.value}"
+
+
 def test_estimate_with_n_one_gives_no_bare_nan(runner: CliRunner, tmp_path: Path) -> None:
     one = tmp_path / "one.txt"
     one.write_text("1\n")
