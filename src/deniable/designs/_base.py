@@ -123,6 +123,11 @@ class Design(MechanismBase, ABC):
         """A label for each report value (each cell of the tally)."""
         return tuple(str(r) for r in range(self.n_reports))
 
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        """``(algorithm, words per report, thresholds)`` of the design's question spec
+        (``designs._spec_algorithms.spec_algorithm``; ``docs/specs.md``)."""
+        raise ParameterError(f"mechanism {self.name!r} has no question-spec algorithm.")
+
     def binary_count(self, category: int | None = None) -> tuple[float, float] | None:
         """``(P(counted | carrier), P(counted | not))``: the report probabilities of one
         binary count of reports that is sufficient for the prevalence, or ``None`` when no
@@ -213,6 +218,9 @@ class BinaryDesign(Design):
     @property
     def n_truths(self) -> int:
         return 2
+
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        return "bernoulli-count/1", 1, {"yes": list(self.thresholds())}
 
     def binary_count(self, category: int | None = None) -> tuple[float, float] | None:
         """``(P(yes | 1), P(yes | 0))``: the count of yes reports is sufficient

@@ -175,6 +175,10 @@ class Categorical(Design):
     def report_labels(self) -> tuple[str, ...]:
         return tuple(str(j) for j in range(self.k))
 
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        keep, cumulative = self.thresholds()
+        return "keep-or-forced/1", 2, {"keep": keep, "forced": cumulative}
+
     def binary_count(self, category: int | None = None) -> tuple[float, float]:
         """``(P(j | j), P(j | not j))`` for ``j = category`` (required): the count of
         reports ``j`` is sufficient for the prevalence of category ``j``
