@@ -27,6 +27,8 @@ import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
+from _cli import ENV, run_json
+from _cli import one_error as assert_one_line_error
 from deniable import (
     DataError,
     ForcedResponse,
@@ -474,33 +476,9 @@ def test_core_import_needs_no_pandas() -> None:
 # ------------------------------------------------------------------ CLI
 
 
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
-
-
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def _no_constant(name: str) -> Any:
-    raise AssertionError(f"JSON output contains the non-standard constant {name}")
-
-
-def run_json(runner: CliRunner, *args: str) -> Any:
-    result = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout, parse_constant=_no_constant)
-
-
-def assert_one_line_error(result: Any, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 @pytest.fixture

@@ -11,16 +11,11 @@ import sys
 from typing import Any
 
 import pytest
-
-pytest.importorskip("typer")
-pytest.importorskip("rich")
-
 from typer.testing import CliRunner
 
+from _cli import ENV_80
 from deniable.cli import app
 from deniable.cli._main import COMMANDS, load_command
-
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
 #: What `deniable --help` must not import: the library below the command line, and the
 #: heavy dependencies.
@@ -41,7 +36,7 @@ HEAVY = (
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
-    return CliRunner(env=ENV)
+    return CliRunner(env=ENV_80)
 
 
 def _help_in_subprocess(*args: str) -> tuple[str, list[str]]:
@@ -166,7 +161,7 @@ def test_commands_print_the_results_table(runner: CliRunner) -> None:
     from deniable.designs import TwoCoin
     from deniable.estimation import majority_decision
 
-    wide = CliRunner(env={**ENV, "COLUMNS": "250"})
+    wide = CliRunner(env={**ENV_80, "COLUMNS": "250"})
     out = wide.invoke(app, ["majority", "two-coin", "--n", "101", "--prevalence", "0.6"])
     table = majority_decision(TwoCoin(), 101, prevalence=0.6).table()
     flat = " ".join(out.stdout.replace("│", " ").split())

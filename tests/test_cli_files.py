@@ -17,15 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip("typer")
-
 from typer.testing import CliRunner
 
 from _cli import ENV, one_error, run
 from deniable.cli._base import CliError
-
-pytest.importorskip("matplotlib")
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from _cli import ENV
 from deniable.cli import app
 from deniable.distributed import (
     KEY_METADATA,
@@ -26,8 +27,6 @@ from deniable.distributed import (
 )
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles import GRR, OLH, OUE, HadamardResponse, oracle_from_key
-
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
 ORACLES = {
     "grr": GRR.from_epsilon(1.0, 16),

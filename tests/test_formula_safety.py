@@ -31,6 +31,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from _cli import ENV_80 as ENV
 from deniable import ForcedResponse, Warner, linear_rr, logistic_rr
 from deniable.cli import app
 from deniable.estimation._formula import (
@@ -44,7 +45,6 @@ from deniable.exceptions import DeniableError, ParameterError
 
 DESIGN = ForcedResponse(1 / 6, 1 / 6)
 CLI = [sys.executable, "-m", "deniable.cli", "regress", "--design", "warner", "-p", "p=0.8"]
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 
 
 def expit(x: Any) -> Any:

@@ -85,6 +85,17 @@ def _enumerate_iid(design: BinaryDesign, n: int, pi: float, c: float) -> float:
     return total
 
 
+def _binomial_weights(n: int, p: Fraction) -> list[int]:
+    """``P(Bin(n, p) = k) * q**n`` for k = 0..n, ``p = a / q``: exact integers."""
+    a, q = p.numerator, p.denominator
+    return [math.comb(n, k) * a**k * (q - a) ** (n - k) for k in range(n + 1)]
+
+
+def _binomial_tail(n: int, p: Fraction, m: int) -> Fraction:
+    """P(Bin(n, p) > m), exactly."""
+    return Fraction(sum(_binomial_weights(n, p)[m + 1 :]), p.denominator**n)
+
+
 # --- closed forms by hand ---------------------------------------------------------------------
 
 
@@ -167,6 +178,30 @@ def test_decide_majority_against_rule() -> None:
             for c in (0.0, 1.0, -0.5):
                 for yes in range(n + 1):
                     assert decide_majority(design, yes, n, c) == _rule(design, yes, n, c)
+
+
+def test_a_decisions_verdict_is_the_rule_and_is_right_compares_it_with_the_truth() -> None:
+    for design in DESIGNS:
+        for n in (1, 7, 20):
+            for c in (0.0, 1.0, -0.5):
+                for k in (0, n // 2, n // 2 + 1, n):
+                    decision = majority_decision(design, n, true_yes=k, offset=c)
+                    for yes in range(n + 1):
+                        verdict = decision.decide(yes)
+                        assert verdict == _rule(design, yes, n, c)
+                        assert decision.is_right(yes) == (verdict == (2 * k > n))
+    # the iid decision's truth is its prevalence
+    assert majority_decision(TwoCoin(), 10, prevalence=0.7).is_right(8)
+    assert not majority_decision(TwoCoin(), 10, prevalence=0.7).is_right(3)
+
+
+@pytest.mark.parametrize("yes", [-1, 11, 2.5, "3", True])
+def test_a_verdict_needs_a_count_of_yes_reports_in_0_to_n(yes: object) -> None:
+    decision = majority_decision(TwoCoin(), 10, prevalence=0.5)
+    with pytest.raises((ParameterError, ParameterTypeError), match="`yes`"):
+        decision.decide(yes)  # type: ignore[arg-type]
+    with pytest.raises((ParameterError, ParameterTypeError), match="`yes`"):
+        decision.is_right(yes)  # type: ignore[arg-type]
 
 
 def test_tie_is_not_a_majority_and_rounding_is_snapped() -> None:
@@ -299,8 +334,17 @@ def test_asymmetric_design_uses_the_noisy_threshold() -> None:
     # 550 has mass ~ 1 / sqrt(2 pi n 0.55 0.45) = 0.025).
     iid = majority_decision(design, n, prevalence=0.5)
     fixed = majority_decision(design, n, true_yes=500)
-    assert abs(iid.error_probability - 0.5) < 0.03
-    assert abs(fixed.error_probability - 0.5) < 0.03
+    # Exactly, in rationals: 500 of 1000 is no majority, so the error is P(#yes > 550);
+    # iid: #yes ~ Bin(1000, 11/20); fixed: Bin(500, 9/10) + Bin(500, 1/5) (convolved)
+    assert iid.error_probability == pytest.approx(
+        float(_binomial_tail(n, Fraction(11, 20), 550)), rel=1e-12
+    )
+    carriers = _binomial_weights(500, Fraction(9, 10))
+    above = list(itertools.accumulate(reversed(_binomial_weights(500, Fraction(1, 5)))))[::-1]
+    above.append(0)  # above[m] * 5**500 = P(Bin(500, 1/5) >= m)
+    count = sum(a * above[min(max(551 - i, 0), 501)] for i, a in enumerate(carriers))
+    tail = Fraction(count, 10**500 * 5**500)
+    assert fixed.error_probability == pytest.approx(float(tail), rel=1e-12)
     assert not iid.is_majority and not fixed.is_majority
     # The naive threshold n/2 would call a majority almost surely at prevalence 1/2.
     assert stats.binom.sf(500, n, 0.55) > 0.99

@@ -20,7 +20,6 @@ P1 = P(yes | 1), P0 = P(yes | 0), d = P1 - P0, lambda(pi) = P0 + pi d):
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from fractions import Fraction
@@ -30,8 +29,10 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import stats
+from typer.testing import CliRunner
 
 from _cases import DESIGN_CASES
+from _cli import ENV_80, one_error, run, run_json
 from deniable.designs import (
     BinaryDesign,
     Categorical,
@@ -263,6 +264,33 @@ def test_power_at_the_null_is_alpha() -> None:
     for alt in ALTS:
         r = power(Warner(0.8), 300, 0.4, null=0.4, alternative=alt, alpha=0.01)
         assert r.power == pytest.approx(0.01, rel=1e-12)
+
+
+@pytest.mark.parametrize(("case", "factory"), DESIGN_CASES)
+def test_binary_count_is_read_off_the_channel(case: str, factory: Any) -> None:
+    # what power asks of a design instead of its kind: the report probabilities of one
+    # sufficient binary count, checked against the design's own channel matrix
+    d = factory()
+    if d.n_groups == 2:
+        with pytest.raises(ParameterError, match="one group"):
+            d.binary_count()
+        return
+    ch = np.asarray(d.channel)
+    if d.n_reports > 2 and d.n_truths == 2:  # Kuk with several draws: the whole tally
+        assert d.binary_count() is None
+        return
+    if d.n_truths > 2 or isinstance(d, Categorical):
+        with pytest.raises(ParameterError, match="`category` must be given"):
+            d.binary_count()
+        for j in range(d.n_truths):
+            p1, p0 = d.binary_count(category=j)
+            others = np.delete(ch[j], j)
+            assert p1 == pytest.approx(ch[j, j], abs=1e-15)
+            assert others == pytest.approx(np.full(others.shape, p0), abs=1e-15)
+        return
+    assert d.binary_count() == pytest.approx((ch[1, 1], ch[1, 0]), abs=1e-15)
+    with pytest.raises(ParameterError, match="`category` applies to design 'categorical' only"):
+        d.binary_count(category=0)
 
 
 # --------------------------------------------------------------------------- sample size
@@ -631,7 +659,6 @@ def test_bad_input_raises_named_error(call: Any, error: type[Exception], needle:
 
 
 def test_plot_png_and_svg(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     from deniable.plotting import plot_power_curves
 
     lines = {f"ε = {e}": Warner.from_epsilon(e) for e in (0.5, 1.0, 2.0)}
@@ -663,30 +690,10 @@ def test_plot_without_matplotlib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 # --------------------------------------------------------------------------- CLI
 
-typer_testing = pytest.importorskip("typer.testing")
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
-
 
 @pytest.fixture(scope="module")
 def runner() -> Any:
-    return typer_testing.CliRunner(env=ENV)
-
-
-def run(runner: Any, *args: str) -> Any:
-    from deniable.cli import app
-
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def run_json(runner: Any, *args: str) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-
-    def no_constant(name: str) -> Any:
-        raise AssertionError(f"JSON holds {name}")
-
-    return json.loads(result.stdout, parse_constant=no_constant)
+    return CliRunner(env=ENV_80)
 
 
 def test_cli_power_json(runner: Any) -> None:
@@ -738,7 +745,6 @@ def test_cli_sample_size_json(runner: Any) -> None:
 
 
 def test_cli_human_output_and_plot(runner: Any, tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     path = tmp_path / "curve.png"
     result = run(runner, "power", "warner", "-p", "p=3/4", "--n", "400", "--prevalence",
                  "0.3", "--null", "0.2", "--plot", str(path), "--epsilons", "0.5,2")  # fmt: skip
@@ -756,11 +762,10 @@ def test_cli_human_output_and_plot(runner: Any, tmp_path: Path) -> None:
 def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
     runner: Any, tmp_path: Path
 ) -> None:
-    from deniable.cli._base import CliError
-    from deniable.cli._power import epsilon_designs
+    from deniable.plotting import epsilon_lines
 
     # categorical: from_epsilon(eps, k) with the k given by --param k=3
-    lines = epsilon_designs(Categorical(k=3, p_truthful=0.6), [1.0, 2.0])
+    lines = epsilon_lines(Categorical(k=3, p_truthful=0.6), [1.0, 2.0])
     assert list(lines) == ["categorical(k=3), ε = 1", "categorical(k=3), ε = 2"]
     for eps, d in zip((1.0, 2.0), lines.values(), strict=True):
         assert isinstance(d, Categorical) and d.k == 3
@@ -768,9 +773,9 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
         assert d.p_truthful == pytest.approx(math.expm1(eps) / (math.exp(eps) + 2), rel=1e-12)
         assert d.epsilon == pytest.approx(eps, rel=1e-12)
     # kuk keeps its number of draws; warner needs nothing more
-    kuk = epsilon_designs(Kuk(0.7, 0.3, draws=3), [1.5])
+    kuk = epsilon_lines(Kuk(0.7, 0.3, draws=3), [1.5])
     assert [(d.draws, round(d.epsilon, 12)) for d in kuk.values()] == [(3, 1.5)]
-    assert list(epsilon_designs(Warner(0.7), [1.0])) == ["warner, ε = 1"]
+    assert list(epsilon_lines(Warner(0.7), [1.0])) == ["warner, ε = 1"]
 
     # a from_epsilon needing a parameter the design does not have: the message names it
     class Spread(Warner):
@@ -778,11 +783,17 @@ def test_cli_epsilons_rebuild_designs_that_need_more_than_epsilon(
         def from_epsilon(cls, epsilon: float, spread: float) -> Warner:  # type: ignore[override]
             return Warner.from_epsilon(epsilon)
 
-    with pytest.raises(CliError, match=r"needs `spread` besides ε.*--param spread=VALUE"):
-        epsilon_designs(Spread(0.7), [1.0])
+    with pytest.raises(ParameterError, match=r"needs `spread` besides ε.*spread=VALUE"):
+        epsilon_lines(Spread(0.7), [1.0])
+    forced = Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5))
+    with pytest.raises(ParameterError, match="cannot be rebuilt per ε"):
+        epsilon_lines(forced, [1.0])
+    one_error(run(runner, "power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6", "-p",
+                  "forced=0.2,0.3,0.5", "--category", "0", "--n", "300", "--prevalence", "0.4",
+                  "--null", "0.3", "--plot", str(tmp_path / "f.png"), "--epsilons", "1,2"),
+              "`--epsilons`: design 'categorical' with `forced`")  # fmt: skip
 
     # through the CLI, with a plot (needs matplotlib)
-    pytest.importorskip("matplotlib")
     path = tmp_path / "categorical.png"
     out = run_json(runner, "power", "categorical", "-p", "k=3", "-p", "p_truthful=0.6",
                    "--category", "0", "--n", "300", "--prevalence", "0.4", "--null", "0.3",

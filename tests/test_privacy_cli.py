@@ -11,7 +11,6 @@ b = Delta / eps; Balle-Wang for the analytic Gaussian; discrete pmfs summed dire
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import re
 from pathlib import Path
@@ -22,41 +21,18 @@ from scipy import stats
 from typer.testing import CliRunner
 
 import deniable.accounting as accounting
+from _cli import ENV
+from _cli import one_error as assert_one_line_error
+from _cli import run_privacy as run
+from _cli import run_privacy_json as run_json
 from deniable.cli import app
 
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 FINITE_NUMBER = re.compile(r"\d+\.\d{4}")
 
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def run(runner: CliRunner, *args: str) -> Any:
-    return runner.invoke(app, ["privacy", *args], catch_exceptions=False)
-
-
-def _no_constant(name: str) -> Any:
-    raise AssertionError(f"JSON output contains the non-standard constant {name}")
-
-
-def run_json(runner: CliRunner, *args: str, code: int = 0) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == code, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout, parse_constant=_no_constant)
-
-
-def assert_one_line_error(result: Any, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ")
-    assert result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def num(x: Any) -> float:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import json
 import lzma
 import os
 import zipfile
@@ -21,8 +20,9 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from _cli import ENV, run, run_json
+from _cli import one_error as one_line_error
 from deniable import ForcedResponse, TwoCoin
-from deniable.cli import app
 from deniable.common import atomic_write, same_file
 from deniable.designs import StochasticLieDetector
 from deniable.exceptions import DataError
@@ -36,35 +36,12 @@ from deniable.survey import (
 )
 from deniable.survey._values import BAD, MISSING, report_rule
 
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 SLD = StochasticLieDetector(2 / 12, 10 / 12)
 
 
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def run(runner: CliRunner, *args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def run_json(runner: CliRunner, *args: str) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout)
-
-
-def one_line_error(result: Any, *needles: str) -> str:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
-    return str(lines[0])
 
 
 def survey_csv(tmp_path: Path, name: str = "survey.csv") -> Path:

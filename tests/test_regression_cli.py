@@ -9,7 +9,6 @@ the direct channel ``P1 = 1, P0 = 0`` the logistic fit is ordinary logistic regr
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,13 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from _cli import ENV_80 as ENV
+from _cli import one_error as one_line_error
+from _cli import run_regress as run
+from _cli import run_regress_json as run_json
 from deniable.cli import app
 from deniable.designs import ForcedResponse, TwoCoin
 
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 FORCED = ["--design", "forced", "-p", "forced_yes=1/6", "-p", "forced_no=1/6"]
 DIRECT = ["--design", "custom", "-p", "p_yes_given_1=1", "-p", "p_yes_given_0=0"]
 
@@ -60,25 +62,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     (root / "notes.txt").write_text("y\n1\n")
     out.update(bad=root / "bad.parquet", empty=root / "empty.csv", txt=root / "notes.txt")
     return out
-
-
-def run(runner: CliRunner, *args: Any) -> Any:
-    return runner.invoke(app, ["regress", *map(str, args)], catch_exceptions=False)
-
-
-def run_json(runner: CliRunner, *args: Any) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-    return json.loads(result.stdout)
-
-
-def one_line_error(result: Any, needle: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert needle in lines[0], lines[0]
-    assert result.stdout == ""
 
 
 def coefs(out: Any) -> dict[str, Any]:

@@ -19,6 +19,8 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from _cli import ENV_120 as ENV
+from _cli import one_error as assert_one_line_error
 from deniable import (
     DataError,
     ForcedResponse,
@@ -302,9 +304,6 @@ def test_html_without_matplotlib_names_the_extra() -> None:
 # ------------------------------------------------------------------ CLI
 
 
-ENV = {"COLUMNS": "120", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
-
-
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
@@ -313,16 +312,6 @@ def runner() -> CliRunner:
 @pytest.fixture
 def csv_file(tmp_path: Path, survey: Any) -> str:
     return str(write_reports(survey.rename(columns={EVIL: "a=b: c"}), tmp_path / "s.csv"))
-
-
-def assert_one_line_error(result: Any, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    assert "Traceback" not in result.output
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("error: ") and result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_parse_question() -> None:

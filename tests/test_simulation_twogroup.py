@@ -34,7 +34,9 @@ from typing import Any
 import numpy as np
 import pytest
 from scipy import stats
+from typer.testing import CliRunner
 
+from _cli import ENV, one_error, run_json
 from deniable import (
     Categorical,
     Kuk,
@@ -42,6 +44,7 @@ from deniable import (
     TwoCoin,
     Warner,
 )
+from deniable.cli import app
 from deniable.designs import (
     CheaterDetection,
     StochasticLieDetector,
@@ -477,12 +480,7 @@ def test_study_group_of_one_is_an_error() -> None:
 
 # ------------------------------------------------------------------ CLI
 
-pytest.importorskip("typer")
-from typer.testing import CliRunner  # noqa: E402
 
-from deniable.cli import app  # noqa: E402
-
-ENV = {"COLUMNS": "100", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
 SLD_ARGS = ["-p", "p1=2/12", "-p", "p2=10/12", "--n", "2000", "--prevalence", "0.3",
             "--seed", "1"]  # fmt: skip
 
@@ -490,20 +488,6 @@ SLD_ARGS = ["-p", "p1=2/12", "-p", "p2=10/12", "--n", "2000", "--prevalence", "0
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def run_json(runner: CliRunner, *args: str) -> Any:
-    result = runner.invoke(app, [*args, "--json"], catch_exceptions=False)
-    assert result.exit_code == 0 and result.stderr == "", result.output
-    return json.loads(result.stdout)
-
-
-def assert_one_line_error(result: Any, *needles: str) -> None:
-    assert result.exit_code == 2, (result.exit_code, result.output)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and result.stdout == ""
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def test_cli_simulate_sld(runner: CliRunner) -> None:
@@ -576,4 +560,4 @@ def test_cli_simulation_study_sld(runner: CliRunner) -> None:
     ],
 )  # fmt: skip
 def test_cli_two_group_errors(runner: CliRunner, args: list[str], needles: tuple[str, ...]) -> None:
-    assert_one_line_error(runner.invoke(app, args), *needles)
+    one_error(runner.invoke(app, args), *needles)

@@ -57,6 +57,29 @@ def test_simulate_then_aggregate_in_batches(
     assert "17 more categories" in table.stdout and ": 20 categories, n = 5000" in table.stdout
 
 
+def test_simulate_takes_the_librarys_registry_and_population(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    from deniable.cli._telemetry import MECHANISMS
+    from deniable.oracles import FREQUENCY_ORACLES, make_oracle
+    from deniable.simulation import DevicePopulation
+
+    assert tuple(FREQUENCY_ORACLES) == MECHANISMS  # --help lists the registry, in order
+    for mechanism in ("grr", "subset"):
+        out = tmp_path / f"{mechanism}.dnrp"
+        res = run(runner, "telemetry", "simulate", "--out", str(out), "--devices", "3000",
+                  "--k", "12", "--epsilon", "1.5", "--mechanism", mechanism, "--seed", "8",
+                  "--json")  # fmt: skip
+        assert res.exit_code == 0, res.output
+        oracle = make_oracle(mechanism, 1.5, 12)
+        assert json.loads(res.stdout)["mechanism"] == oracle.key
+        # the devices are the library's Zipf population, drawn and randomized from the seed
+        (reports,) = DevicePopulation.zipf(12).reports(
+            oracle, 3000, rng=np.random.default_rng(8), batch=3000
+        )
+        assert tally_file(oracle, out) == oracle.tally(reports)
+
+
 def test_simulate_is_reproducible_from_its_seed(runner: CliRunner, tmp_path: Path) -> None:
     a, b = tmp_path / "a.dnrp", tmp_path / "b.dnrp"
     for path in (a, b):

@@ -32,7 +32,8 @@ from hypothesis import strategies as st
 from scipy import stats
 from typer.testing import CliRunner
 
-from deniable.cli import app
+from _cli import ENV_80 as ENV
+from _cli import run, run_json
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -804,27 +805,9 @@ def test_to_dict_is_plain_json_and_table_reads() -> None:
 # ------------------------------------------------------------------ CLI
 
 
-ENV = {"COLUMNS": "80", "LINES": "50", "NO_COLOR": "1", "FORCE_COLOR": None, "TERM": "dumb"}
-
-
 @pytest.fixture(scope="module")
 def runner() -> CliRunner:
     return CliRunner(env=ENV)
-
-
-def run(runner: CliRunner, *args: str) -> Any:
-    return runner.invoke(app, list(args), catch_exceptions=False)
-
-
-def run_json(runner: CliRunner, *args: str) -> Any:
-    result = run(runner, *args, "--json")
-    assert result.exit_code == 0, result.output
-    assert result.stderr == ""
-
-    def no_constant(name: str) -> Any:
-        raise AssertionError(name)
-
-    return json.loads(result.stdout, parse_constant=no_constant)
 
 
 SLD_ARGS = ("estimate", "sld", "-p", "p1=2/12", "-p", "p2=10/12", "--yes", "373,398",

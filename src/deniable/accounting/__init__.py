@@ -148,6 +148,7 @@ from deniable.accounting._sampling import (
     without_replacement_amplification,
 )
 from deniable.accounting._shuffle import (
+    MAX_NUMERICAL_N,
     ShuffleTable,
     shuffle_closed_form_limit,
     shuffle_delta_numerical,
@@ -164,6 +165,7 @@ __all__ = [
     "CONVERSIONS",
     "EVENT_TYPES",
     "GDP",
+    "MAX_NUMERICAL_N",
     "PURE_EPSILON",
     "QUESTIONNAIRE_METHODS",
     "RDP",

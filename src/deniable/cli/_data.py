@@ -22,52 +22,14 @@ def needs_counts(design: Design) -> bool:
 def read_reports(
     path: str, column: str | None, design: Design, missing: str = "drop", *, show: bool = False
 ) -> tuple[Tally, int]:
-    """The tally of the reports in ``path`` and the number of missing ones.
+    """The tally of the reports in ``path`` and the number of missing ones
+    (:func:`deniable.survey.tally_reports_file`, with a progress bar when ``show``)."""
+    from deniable.survey import tally_reports_file
 
-    Without ``column`` the file is a bare list: one report per line (the first column of
-    each line), no header.  With ``column`` its first line is a header and ``column`` picks
-    the column by name.  Parquet files name their columns: ``column`` picks one (needed
-    when there are several).  Each report must be a whole number the design can produce
-    (0/1, also true/false, for binary designs); an empty cell or NA is missing (counted;
-    an error with ``missing="error"``).  The file is read in batches
-    (:mod:`deniable.survey`), so its size does not matter.
-    """
-    from deniable.survey._files import SurveyFile
-    from deniable.survey._questions import Plan, file_batches, run
-    from deniable.survey._values import report_rule
-
-    m = design.n_reports
-    label = repr(path)
-    with (
-        progress_bar(show, f"reading {path}") as progress,
-        SurveyFile(path, header=column is not None, any_suffix=True, progress=progress) as f,
-    ):
-        bare = column is None and f.kind == "csv"
-        name = column
-        if name is None:
-            if len(f.names) != 1 and not bare:
-                fail(
-                    f"reports file {path!r} has {len(f.names)} columns "
-                    f"({', '.join(map(repr, f.names))}): name one with --column."
-                )
-            name = f.names[0]
-        f.check_columns([("--column", name)])
-        place = (lambda r: f"line {r}") if bare else (lambda r: f"data row {r} of {label}")
-        plan = Plan(name, report_rule(m, design.name), m, place, names=("--column", "", ""))
-        if bare:
-            log = plan.logs[0]
-            log.subject = f"reports file {path!r}"
-            log.hint = (
-                "; a file with a header row needs --column NAME (without --column the file "
-                "is a bare list of reports, one per line, and line 1 is a report)"
-            )
-        rows = run([plan], file_batches(f, [name]), missing)
-    counts = plan.counts.total()[0]
-    dropped = int(counts[m])
-    if rows - dropped == 0:
-        where = f"{rows} rows, all missing" if rows else "no rows"
-        fail(f"reports file {path!r} holds no reports ({where}).")
-    return design.tally_counts(counts[:m]), dropped
+    with progress_bar(show, f"reading {path}") as progress:
+        return tally_reports_file(
+            path, design, column=column, missing=missing, progress=progress, option="--column"
+        )
 
 
 def parse_whole_numbers(option: str, text: str) -> tuple[int, ...]:

@@ -19,8 +19,7 @@ from deniable.cli._options import (
 from deniable.cli._render import show
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign
-from deniable.estimation import majority_decision
-from deniable.estimation._majority import MAX_TRIALS
+from deniable.estimation import MAX_TRIALS, majority_decision
 from deniable.mechanisms import design_protocol
 from deniable.simulation import simulate
 

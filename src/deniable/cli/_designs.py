@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated
 
 import typer
@@ -11,8 +12,7 @@ from deniable.cli._data import gather_tally, gather_two_group_tally
 from deniable.cli._options import DesignArg, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import show
 from deniable.common import validation as v
-from deniable.designs import Design, DesignEstimate, Kuk, KukMultiDraw, Tally, design_catalog
-from deniable.designs._kuk import SE_CHOICES
+from deniable.designs import SE_CHOICES, Design, DesignEstimate, Kuk, Tally, design_catalog
 
 __all__ = ["check_se", "cli", "run_estimate"]
 
@@ -43,18 +43,18 @@ def check_se(design: Design, method: str | None, se: str | None) -> None:
 
 
 def run_estimate(design: Design, tally: Tally, method: str | None, se: str | None = None) -> object:
-    """Estimate with the right call for the design (``method`` and ``se`` for Kuk only)."""
+    """Estimate with the options the design's ``estimate`` takes: ``method`` (Kuk's moment
+    or MLE) and ``se`` (the SE of Kuk's moment estimate with several draws; with one draw
+    the empirical and the model SE are one number)."""
     check_se(design, method, se)
-    if isinstance(design, KukMultiDraw):  # validation: only Kuk has a second estimator
-        return design.estimate(tally, method=method or "moment", se=se or "empirical")
-    if isinstance(design, Kuk):  # one draw: the empirical and the model SE are one number
-        return design.estimate(tally, method=method or "moment")
-    if method is not None:
+    takes = inspect.signature(design.estimate).parameters
+    if method is not None and "method" not in takes:
         fail(
             f"`--method` applies to the kuk design only (design {design.name!r} has one "
             f"estimator), got {method!r}."
         )
-    return design.estimate(tally)
+    options = {"method": method or "moment", "se": se or "empirical"}
+    return design.estimate(tally, **{k: x for k, x in options.items() if k in takes})
 
 
 @cli.command("estimate")

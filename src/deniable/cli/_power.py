@@ -3,7 +3,6 @@ minimal sample size reaching a target power (see docs/power.md)."""
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -20,9 +19,9 @@ from deniable.cli._base import (
 from deniable.cli._files import Output, claim_output
 from deniable.cli._options import DesignArg, ForceOpt, JsonOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
-from deniable.common import format_parameters
 from deniable.designs import Design
 from deniable.estimation import power, sample_size
+from deniable.exceptions import DeniableError
 
 __all__ = ["cli", "epsilon_designs"]
 
@@ -121,35 +120,14 @@ def _test_options(
 
 
 def epsilon_designs(design: Design, epsilons: list[float]) -> dict[str, Design]:
-    """One design per ε, built by the design's ``from_epsilon``, by label.
+    """One design per ε, labelled (``deniable.plotting.epsilon_lines``); an error names
+    ``--epsilons``."""
+    from deniable.plotting import epsilon_lines
 
-    Whatever else ``from_epsilon`` takes is carried over from ``design`` when it has a
-    parameter of that name (``k`` of ``categorical``, ``draws`` of ``kuk``, ``q`` of
-    ``unrelated``, ``calibration`` of ``binary``); a required one it lacks is an error naming
-    it.  ``categorical`` given its own ``forced`` cannot be kept (``from_epsilon`` forces
-    uniformly): an error too, rather than lines for a different design.
-    """
-    make = getattr(type(design), "from_epsilon", None)
-    if make is None:
-        fail(f"`--epsilons`: design {design.name!r} has no from_epsilon (its ε is fixed).")
-    given = design.parameters()
-    carried: dict[str, Any] = {}
-    for name, par in list(inspect.signature(make).parameters.items())[1:]:  # after ε
-        if name in given:
-            carried[name] = given[name]
-        elif par.default is inspect.Parameter.empty:
-            fail(
-                f"`--epsilons`: design {design.name!r} needs `{name}` besides ε to be built by "
-                f"from_epsilon; give it with --param {name}=VALUE."
-            )
-    if getattr(design, "forced", None) is not None:
-        fail(
-            f"`--epsilons`: design {design.name!r} with `forced` = {given['forced']} "
-            "cannot be rebuilt per ε (from_epsilon forces uniformly); drop `forced` or plot "
-            "without --epsilons."
-        )
-    extra = f"({format_parameters(carried)})" if carried else ""
-    return {f"{design.name}{extra}, ε = {eps:g}": make(eps, **carried) for eps in epsilons}
+    try:
+        return epsilon_lines(design, epsilons)
+    except DeniableError as exc:
+        fail(f"`--epsilons`: {exc}")
 
 
 def _plot(
@@ -160,8 +138,7 @@ def _plot(
     opts: Mapping[str, Any],
     ratio: float,
 ) -> Path:
-    from deniable.plotting import plot_power_curves
-    from deniable.plotting._power import design_label
+    from deniable.plotting import design_label, plot_power_curves
 
     lines: dict[str, Design] = {design_label(design): design}
     if epsilons is not None:
@@ -230,7 +207,7 @@ def power_command(
         fail("`--n` (the sample size) is required.")
     if plot is None and (plot_n_max is not None or epsilons is not None):
         fail("`--plot-n-max` and `--epsilons` are used only with --plot FILE.")
-    from deniable.plotting._power import PLOT_FORMATS
+    from deniable.plotting import PLOT_FORMATS
 
     out = claim_output("--plot", plot, force=force, formats=[f[1:] for f in PLOT_FORMATS])
     opts = _test_options(

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from deniable.accounting import (
+    CONVERSIONS,
     GDP,
     QUESTIONNAIRE_METHODS,
     RDP,
@@ -16,7 +17,6 @@ from deniable.accounting import (
     conversion_methods,
     convert_guarantee,
 )
-from deniable.accounting._convert_table import CONVERSIONS
 from deniable.cli._base import fail
 from deniable.cli._options import JsonOpt
 from deniable.cli._privacy_base import (

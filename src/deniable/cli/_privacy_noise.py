@@ -11,8 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from deniable.accounting import shuffle_closed_form_limit, shuffle_epsilon_table
-from deniable.accounting._shuffle import MAX_NUMERICAL_N
+from deniable.accounting import MAX_NUMERICAL_N, shuffle_closed_form_limit, shuffle_epsilon_table
 from deniable.cli._base import fail
 from deniable.cli._files import Output, claim_output
 from deniable.cli._options import ForceOpt, JsonOpt

@@ -56,8 +56,7 @@ def read_table(
     """The columns of ``path`` that the model uses (the formula is checked first), read by
     the survey-file reader: the same header, missing-value and 0/1 rules as every command
     that reads reports."""
-    from deniable.survey._files import CSV_SUFFIXES
-    from deniable.survey._readers import read_frame
+    from deniable.survey import CSV_SUFFIXES, read_frame
 
     name = Path(path).name.lower()
     if not name.endswith(CSV_SUFFIXES + tuple(_SUFFIXES)):
@@ -67,7 +66,7 @@ def read_table(
             f"(suffix {Path(path).suffix or '(none)'!r})."
         )
     _data_modules()
-    from deniable.estimation._formula import check_formula
+    from deniable.estimation import check_formula
 
     # the formula is checked (data, not code) before anything parses it: a refused formula
     # is an error here, before the file is read

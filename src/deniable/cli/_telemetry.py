@@ -12,7 +12,6 @@ fixed-population SE of Wang et al. 2017) and intervals.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,7 +26,9 @@ from deniable.results import Table
 
 __all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
 
-#: The mechanisms ``simulate`` takes, by their ``--mechanism`` name.
+#: The mechanisms ``simulate`` takes, by their ``--mechanism`` name: the library's registry
+#: (``deniable.oracles.FREQUENCY_ORACLES``, written out here so that ``--help`` imports none
+#: of the library; a test keeps the two equal).
 MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset")
 #: Devices randomized and written at once by ``simulate`` (fewer for large reports).
 _BATCH = 1 << 18
@@ -111,17 +112,11 @@ def simulate_command(
     import numpy as np
 
     from deniable import oracles as o
+    from deniable.distributed import CSV_SUFFIXES
+    from deniable.simulation import DevicePopulation
 
-    makers = {
-        "grr": o.GRR.from_epsilon, "sue": o.SUE.from_epsilon, "oue": o.OUE.from_epsilon,
-        "blh": o.BLH.from_epsilon, "olh": o.OLH.from_epsilon,
-        "olh-linear": o.LinearOLH.from_epsilon,
-        "hadamard": o.HadamardResponse.from_epsilon, "subset": o.SubsetSelection.from_epsilon,
-    }  # fmt: skip
-    if mechanism not in makers:
-        fail(f"`--mechanism` must be one of {', '.join(MECHANISMS)}, got {mechanism!r}.")
-    from deniable.distributed._tables import CSV_SUFFIXES
-
+    if mechanism not in o.FREQUENCY_ORACLES:
+        fail(f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, got {mechanism!r}.")
     target = claim_output(
         "--out",
         out,
@@ -131,7 +126,7 @@ def simulate_command(
         format_option="--format",
     )
     file_format = target.format
-    oracle: Any = makers[mechanism](epsilon, k)
+    oracle: Any = o.make_oracle(mechanism, epsilon, k)
     if devices > MAX_DEVICES:
         fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
     one = oracle.randomize([0], rng=np.random.default_rng(0))
@@ -144,19 +139,15 @@ def simulate_command(
         )
     step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
     used = fresh_seed() if seed is None else seed
-    gen = np.random.default_rng(used)
-    weights = 1 / np.arange(1, k + 1)
-    weights /= weights.sum()
-
-    def batches() -> Iterator[Any]:
-        for start in range(0, devices, step):
-            m = min(step, devices - start)
-            yield oracle.randomize(gen.choice(k, size=m, p=weights), rng=gen)
+    # the devices' values: Zipf's law, frequencies proportional to 1/(j+1)
+    batches = DevicePopulation.zipf(k).reports(
+        oracle, devices, rng=np.random.default_rng(used), batch=step
+    )
 
     with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
         if file_format == "reports":
             path = target.write(
-                lambda tmp: o.write_report_batches(tmp, oracle, devices, batches(),
+                lambda tmp: o.write_report_batches(tmp, oracle, devices, batches,
                                                    progress=progress)
             )  # fmt: skip
         else:
@@ -170,7 +161,7 @@ def simulate_command(
                     "pip install 'deniable[dask]'."
                 )
             path = target.write(
-                lambda tmp: write_report_table(tmp, oracle, devices, batches(),
+                lambda tmp: write_report_table(tmp, oracle, devices, batches,
                                                format=file_format, progress=progress)
             )  # fmt: skip
     size = Path(path).stat().st_size
@@ -261,7 +252,7 @@ def aggregate_command(
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
     if rows is not None and rows > MAX_ROWS:
         fail(f"`--rows` must be at most {MAX_ROWS:,} (the categories shown), got {rows}.")
-    from deniable.distributed._tables import CSV_SUFFIXES
+    from deniable.distributed import CSV_SUFFIXES
 
     lowered = file.lower().rstrip("/")
     table = lowered.endswith((".parquet", ".pq", *CSV_SUFFIXES)) or "://" in file

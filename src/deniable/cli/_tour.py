@@ -125,7 +125,7 @@ def tour_command(
 
     _section(out, 5, "A majority decision, with its exact error probability")
     rule = majority_decision(design, n, prevalence=0.5)
-    verdict = tally.yes > rule.threshold
+    verdict = rule.decide(tally.yes)
     _say(
         out,
         f"Does a majority have A? Rule: say so iff #yes > {rule.threshold:g} (the yes count "
@@ -151,9 +151,7 @@ def tour_command(
     _section(out, 7, "The reveal (simulation only)")
     share = carriers / n
     covered = [
-        names.get(m, m).split(" ")[0]
-        for m in est.interval_methods
-        if est.ci(0.95, m)[0] <= share <= est.ci(0.95, m)[1]
+        names.get(m, m).split(" ")[0] for m in est.interval_methods if est.ci(0.95, m).covers(share)
     ]
     fixed = majority_decision(design, n, true_yes=carriers)
     _say(
@@ -166,7 +164,7 @@ def tour_command(
             if covered
             else "no interval covers the truth (it happens 5% of the time each)."
         )
-        + f" The majority verdict was {'right' if verdict == fixed.is_majority else 'wrong'}; "
+        + f" The majority verdict was {'right' if fixed.is_right(tally.yes) else 'wrong'}; "
         f"with these {carriers} carriers its exact error probability is "
         f"{fmt_num(fixed.error_probability)}.",
     )

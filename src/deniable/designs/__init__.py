@@ -29,7 +29,13 @@ from deniable.designs._forced import ForcedResponse, Mangat, Triangular, Unrelat
 from deniable.designs._frequency import SE_FIXED, SE_SAMPLING, FrequencyEstimate
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.designs._identity import exact_value, mechanism_key
-from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw, KukStandardErrors
+from deniable.designs._kuk import (
+    SE_CHOICES,
+    Kuk,
+    KukMultiDraw,
+    KukSingleDraw,
+    KukStandardErrors,
+)
 from deniable.designs._mechanism import MechanismBase
 from deniable.designs._protocol import Mechanism
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS, design_parameters, make_design
@@ -46,6 +52,7 @@ from deniable.designs._vectors import VECTORS_SCHEMA, dump_vectors, randomizer_v
 __all__ = [
     "DESIGNS",
     "MAX_COUNT",
+    "SE_CHOICES",
     "SE_FIXED",
     "SE_SAMPLING",
     "SPEC_SCHEMA",

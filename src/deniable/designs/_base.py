@@ -54,6 +54,14 @@ def channel_epsilon(channel: Channel | npt.ArrayLike) -> float:
     return matrix_epsilon(channel)
 
 
+def _no_category(design: Design, category: Any) -> None:
+    if category is not None:
+        raise ParameterError(
+            f"`category` applies to design 'categorical' only, got {category!r} for design "
+            f"{design.name!r}."
+        )
+
+
 class Design(MechanismBase, ABC):
     """Base of every design: a channel, its exact epsilon, randomize, tally, estimate.
 
@@ -114,6 +122,37 @@ class Design(MechanismBase, ABC):
     def report_labels(self) -> tuple[str, ...]:
         """A label for each report value (each cell of the tally)."""
         return tuple(str(r) for r in range(self.n_reports))
+
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        """``(algorithm, words per report, thresholds)`` of the design's question spec
+        (``designs._spec_algorithms.spec_algorithm``; ``docs/specs.md``)."""
+        raise ParameterError(f"mechanism {self.name!r} has no question-spec algorithm.")
+
+    def binary_count(self, category: int | None = None) -> tuple[float, float] | None:
+        """``(P(counted | carrier), P(counted | not))``: the report probabilities of one
+        binary count of reports that is sufficient for the prevalence, or ``None`` when no
+        single count is (the whole tally is needed, e.g. Kuk's red count over several draws).
+
+        A binary design counts its "yes" reports (``category`` must be ``None``); the k-ary
+        design counts the reports of ``category`` (required), whose prevalence is tested.
+        Power, sample size and the exact binomial test read this instead of asking what
+        kind of design they were given.
+
+        >>> from deniable.designs import Categorical, Kuk, Warner
+        >>> Warner(0.7).binary_count()
+        (0.7, 0.30000000000000004)
+        >>> [round(x, 12) for x in Categorical(k=3, p_truthful=0.4).binary_count(category=2)]
+        [0.6, 0.2]
+        >>> Kuk(0.7, 0.3, draws=2).binary_count() is None
+        True
+        """
+        _no_category(self, category)
+        if self.n_groups != 1 or self.n_truths != 2:
+            raise ParameterError(
+                f"design {self.name!r} must have a binary true answer and one group for a "
+                f"binary count, got {self.n_truths} true answers in {self.n_groups} groups."
+            )
+        return None
 
     @abstractmethod
     def randomize(self, truth: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.integer[Any]]:
@@ -179,6 +218,19 @@ class BinaryDesign(Design):
     @property
     def n_truths(self) -> int:
         return 2
+
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        return "bernoulli-count/1", 1, {"yes": list(self.thresholds())}
+
+    def binary_count(self, category: int | None = None) -> tuple[float, float] | None:
+        """``(P(yes | 1), P(yes | 0))``: the count of yes reports is sufficient
+        (:meth:`Design.binary_count`)."""
+        _no_category(self, category)
+        if self.p_yes_given_1 == self.p_yes_given_0:
+            raise ParameterError(
+                f"`design` must have P(yes | 1) != P(yes | 0), got {self.p_yes_given_1} for both."
+            )
+        return self.p_yes_given_1, self.p_yes_given_0
 
     def _tally_of_yes(self, yes: Any, n: Any) -> Tally:
         return self.bind(Tally.binary(yes, n))

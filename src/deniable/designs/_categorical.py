@@ -175,6 +175,23 @@ class Categorical(Design):
     def report_labels(self) -> tuple[str, ...]:
         return tuple(str(j) for j in range(self.k))
 
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        keep, cumulative = self.thresholds()
+        return "keep-or-forced/1", 2, {"keep": keep, "forced": cumulative}
+
+    def binary_count(self, category: int | None = None) -> tuple[float, float]:
+        """``(P(j | j), P(j | not j))`` for ``j = category`` (required): the count of
+        reports ``j`` is sufficient for the prevalence of category ``j``
+        (:meth:`Design.binary_count`)."""
+        if category is None:
+            raise ParameterError(
+                f"`category` must be given for design 'categorical' (an integer in "
+                f"[0, {self.k - 1}]: the category whose prevalence is tested), got None."
+            )
+        j = v.integer("category", category, minimum=0, maximum=self.k - 1)
+        p0 = (1 - self.p_truthful) * float(self._forced_array[j])
+        return p0 + self.p_truthful, p0  # "report j or not": P(j | j), P(j | not j)
+
     @property
     def epsilon(self) -> float:
         # eps = ln(1 + t / ((1 - t) min f)), t = p_truthful: report r is likeliest from answer r

@@ -142,6 +142,10 @@ class Kuk(Design):
         """One draw from the decks: the binary design the randomizer repeats ``draws`` times."""
         raise NotImplementedError  # pragma: no cover
 
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        # one card per draw: the count of "yes" (red) words
+        return "bernoulli-count/1", self.draws, {"yes": list(self.card.thresholds())}
+
     @classmethod
     def from_epsilon(cls, epsilon: float, draws: int = 1) -> Kuk:
         """Symmetric decks ``theta1 = 1 - theta2 = e^(eps/k) / (1 + e^(eps/k))``: ``epsilon``

@@ -17,7 +17,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from deniable.designs._base import Design
 from deniable.designs._identity import exact_value
@@ -108,7 +108,7 @@ class QuestionSpec:
     def answers(self) -> int:
         """Number of true answers, what :attr:`labels` label: :attr:`truths`, or 2 for a
         two-group design (whose inputs are respondent types built from a 0/1 answer)."""
-        return 2 if isinstance(self.design, TwoGroupDesign) else self.design.n_truths
+        return 2 if self.design.n_groups == 2 else self.design.n_truths
 
     @property
     def reports(self) -> int:
@@ -141,8 +141,8 @@ class QuestionSpec:
     def latent(self) -> LatentInput | None:
         """The respondent-type table of a two-group design (how the truth and the latent
         indicator give the randomizer's input); ``None`` for a one-group design."""
-        if isinstance(self.design, TwoGroupDesign):
-            return latent_input(self.design)
+        if self.design.n_groups == 2:
+            return latent_input(cast(TwoGroupDesign, self.design))
         return None
 
     # ---- JSON

@@ -16,11 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from deniable.designs._base import BinaryDesign, Design
-from deniable.designs._categorical import Categorical
+from deniable.designs._base import Design
 from deniable.designs._kuk import Kuk, KukMultiDraw, KukSingleDraw
 from deniable.designs._registry import DESIGNS, TWO_GROUP_DESIGNS
-from deniable.designs._twogroup import TwoGroupDesign
+from deniable.designs._twogroup import TWO_GROUP_ALGORITHM, TwoGroupDesign
 from deniable.exceptions import ParameterError
 
 __all__ = [
@@ -40,9 +39,6 @@ SPEC_SCHEMA = "deniable.question/1"
 #: The randomizer algorithms, by the name a spec gives (``docs/specs.md`` states each).
 ALGORITHMS = ("bernoulli-count/1", "keep-or-forced/1", "two-group/2")
 
-#: The two-group algorithm: version 2 draws the group (one word) and reports
-#: ``2 (group - 1) + answer``; version 1 took the group as an input and reported the answer.
-TWO_GROUP_ALGORITHM = "two-group/2"
 
 #: Integers above this are written as strings (a JSON number may lose them in JavaScript).
 _JSON_INT_MAX = 1 << 53
@@ -90,9 +86,7 @@ def latent_input(design: TwoGroupDesign) -> LatentInput:
 
 def spec_algorithm(design: Design) -> tuple[str, int, dict[str, Any]]:
     """``(algorithm, words per report, thresholds)`` of a registered design."""
-    registry: Mapping[str, type[Design]] = (
-        TWO_GROUP_DESIGNS if isinstance(design, TwoGroupDesign) else DESIGNS
-    )
+    registry: Mapping[str, type[Design]] = TWO_GROUP_DESIGNS if design.n_groups == 2 else DESIGNS
     cls = registry.get(design.name)
     # Kuk(...) makes one of its two forms (one draw, several draws)
     forms = (cls, KukSingleDraw, KukMultiDraw) if cls is Kuk else (cls,)
@@ -102,20 +96,7 @@ def spec_algorithm(design: Design) -> tuple[str, int, dict[str, Any]]:
             f"TWO_GROUP_DESIGNS) to have a question spec, got {type(design).__name__} "
             f"named {design.name!r}."
         )
-    if isinstance(design, TwoGroupDesign):
-        # first the group word (group 1 iff below `group`), then the answer word
-        table = [list(design.thresholds(1)), list(design.thresholds(2))]
-        return TWO_GROUP_ALGORITHM, 2, {"group": design.group_threshold(), "yes": table}
-    if isinstance(design, Categorical):
-        keep, cumulative = design.thresholds()
-        return "keep-or-forced/1", 2, {"keep": keep, "forced": cumulative}
-    if isinstance(design, Kuk):  # one card per draw: the count of "yes" (red) words
-        return "bernoulli-count/1", design.draws, {"yes": list(design.card.thresholds())}
-    if isinstance(design, BinaryDesign):
-        return "bernoulli-count/1", 1, {"yes": list(design.thresholds())}
-    raise ParameterError(  # pragma: no cover - every registered design is one of the above
-        f"mechanism {design.name!r} has no question-spec algorithm."
-    )
+    return design._spec_algorithm()  # what the design's randomizer is, said by the design
 
 
 def json_ints(value: Any) -> Any:

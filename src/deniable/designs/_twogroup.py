@@ -71,7 +71,12 @@ from deniable.randomness import (
 )
 from deniable.results import Estimate
 
-__all__ = ["FloatArray", "RespondentType", "TwoGroupDesign", "types_epsilon"]
+#: The two-group algorithm of question specs: version 2 draws the group (one word) and
+#: reports ``2 (group - 1) + answer``; version 1 took the group as an input and reported
+#: the answer.
+TWO_GROUP_ALGORITHM = "two-group/2"
+
+__all__ = ["TWO_GROUP_ALGORITHM", "FloatArray", "RespondentType", "TwoGroupDesign", "types_epsilon"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -221,6 +226,11 @@ class TwoGroupDesign(Design):
             t_lo, t_hi = binary_thresholds(inner[1], inner[0])
             exact.update({inner[0]: t_lo, inner[1]: t_hi})
         return tuple(exact[p] if p in exact else probability_threshold(p) for p in yes)
+
+    def _spec_algorithm(self) -> tuple[str, int, dict[str, Any]]:
+        # first the group word (group 1 iff below `group`), then the answer word
+        table = [list(self.thresholds(1)), list(self.thresholds(2))]
+        return TWO_GROUP_ALGORITHM, 2, {"group": self.group_threshold(), "yes": table}
 
     def group_threshold(self) -> int:
         """Integer threshold of the group draw: group 1 iff ``word >> 11 < t``."""

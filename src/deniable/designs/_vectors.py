@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -208,10 +208,11 @@ def _finish(
 
 
 def _cases(case_id: str, design: Design) -> list[dict[str, Any]]:
-    if isinstance(design, TwoGroupDesign):
+    if design.n_groups == 2:
+        two = cast(TwoGroupDesign, design)
         return [
-            _two_group_case(case_id, design, drawn=True),
-            _two_group_case(f"{case_id}-group-given", design, drawn=False),
+            _two_group_case(case_id, two, drawn=True),
+            _two_group_case(f"{case_id}-group-given", two, drawn=False),
         ]
     return [_case(case_id, design)]
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from deniable.distributed._aggregate import DEFAULT_BATCH, LOCAL_WORKERS, aggregate
 from deniable.distributed._sources import require_dask, resolve_mechanism, table_mechanism
 from deniable.distributed._tables import (
+    CSV_SUFFIXES,
     KEY_METADATA,
     TABLE_FORMATS,
     report_columns,
@@ -39,6 +40,7 @@ from deniable.distributed._tables import (
 )
 
 __all__ = [
+    "CSV_SUFFIXES",
     "DEFAULT_BATCH",
     "KEY_METADATA",
     "LOCAL_WORKERS",

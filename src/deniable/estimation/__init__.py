@@ -3,9 +3,15 @@ robustness to manipulation (how many fake respondents would move an estimate).""
 
 from __future__ import annotations
 
+from deniable.estimation._formula import check_formula
 from deniable.estimation._linear import LinearRRResult, linear_rr
 from deniable.estimation._logistic import DirectTest, LogisticRRResult, logistic_rr
-from deniable.estimation._majority import MajorityDecision, majority_decision, simulate_majority
+from deniable.estimation._majority import (
+    MAX_TRIALS,
+    MajorityDecision,
+    majority_decision,
+    simulate_majority,
+)
 from deniable.estimation._majority_rule import decide_majority, majority_threshold
 from deniable.estimation._power import power, power_curve, sample_size, unit_variance
 from deniable.estimation._power_model import ALTERNATIVES
@@ -24,6 +30,7 @@ __all__ = [
     "ALTERNATIVES",
     "DIRECTIONS",
     "MANIPULATIONS",
+    "MAX_TRIALS",
     "SE_TYPES",
     "DirectTest",
     "LRTest",
@@ -35,6 +42,7 @@ __all__ = [
     "Prevalence",
     "RegressionResult",
     "SampleSizeResult",
+    "check_formula",
     "decide_majority",
     "linear_rr",
     "logistic_rr",

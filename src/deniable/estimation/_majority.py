@@ -31,7 +31,6 @@ W. Hoeffding (1963), Probability inequalities for sums of bounded random variabl
 
 from __future__ import annotations
 
-import math
 import secrets
 from dataclasses import dataclass, replace
 from typing import Any
@@ -46,6 +45,8 @@ from deniable.estimation._majority_rule import (
     checked_rule,
     decide_majority,
     majority_threshold,
+    tails_fixed_at,
+    tails_iid_at,
 )
 from deniable.exceptions import ParameterError
 from deniable.randomness import resolve_rng
@@ -71,48 +72,6 @@ _FIXED_WHY = (
 MAX_TRIALS = 10**6
 #: Largest ``n`` :func:`simulate_majority` draws binomial counts for (64-bit counts).
 MAX_SIMULATED_N = 2**62
-
-
-def _tails_iid(n: int, lam_m: float, last: int) -> tuple[float, float]:
-    """``(P(M > last), P(M <= last))`` for ``M ~ Binomial(n, lam_m)`` (the regularized
-    incomplete beta function: any ``n``, passed as a float beyond 64-bit integers)."""
-    from scipy import stats
-
-    nf, lf = float(n), float(last)
-    try:
-        upper, lower = float(stats.binom.sf(lf, nf, lam_m)), float(stats.binom.cdf(lf, nf, lam_m))
-    except OverflowError:  # Boost's incomplete beta gives up on n beyond ~1e150
-        upper = lower = math.nan
-    if math.isnan(upper) or math.isnan(lower):
-        # scipy fails for huge n (beyond ~1e15) where last is the mean: there the normal
-        # approximation with continuity correction is within O(n^-1/2) < 1e-7
-        sd = math.sqrt(nf * lam_m * (1 - lam_m))
-        z = (lf + 0.5 - nf * lam_m) / sd if sd > 0 else math.copysign(math.inf, lf - nf * lam_m)
-        upper, lower = float(stats.norm.sf(z)), float(stats.norm.cdf(z))
-    return upper, lower
-
-
-def _tails_fixed(n: int, k: int, q1: float, q0: float, last: int) -> tuple[float, float]:
-    """``(P(M > last), P(M <= last))`` for ``M = Bin(k, q1) + Bin(n - k, q0)``.
-
-    The convolution is evaluated at the one point that matters:
-    ``P(M > m) = sum_j P(A = j) P(B > m - j)`` over the support of the smaller binomial
-    ``A`` (``min(k, n - k) + 1`` terms), and likewise ``P(M <= m)`` with ``P(B <= m - j)``.
-    All terms are non-negative and scipy computes each to near machine precision, so both
-    tails keep their *relative* accuracy (about 1e-12 or better) even when tiny; neither is
-    obtained as ``1 - other``.  Cost: O(min(k, n - k)), ~0.15 s at ``n = 10**6``.
-    """
-    from scipy import stats
-
-    if k <= n - k:
-        size_a, p_a, size_b, p_b = k, q1, n - k, q0
-    else:
-        size_a, p_a, size_b, p_b = n - k, q0, k, q1
-    j = np.arange(size_a + 1)
-    pmf = stats.binom.pmf(j, size_a, p_a)
-    upper = float(np.dot(pmf, stats.binom.sf(last - j, size_b, p_b)))
-    lower = float(np.dot(pmf, stats.binom.cdf(last - j, size_b, p_b)))
-    return min(upper, 1.0), min(lower, 1.0)
 
 
 @dataclass(frozen=True)
@@ -197,6 +156,35 @@ class MajorityDecision(Result):
         """The truth at which :attr:`false_negative_rate` is evaluated."""
         return self.prevalence if self.is_majority else (self.n // 2 + 1) / self.n
 
+    def decide(self, yes: int) -> bool:
+        """The verdict from ``yes`` observed "yes" reports among this decision's ``n``:
+        ``True`` ("the majority carries A") iff the count passes :attr:`decision_rule`
+        (the rule of :func:`decide_majority` at this design, ``n`` and offset; a count equal
+        to the threshold is never a majority).
+
+        >>> from deniable.designs import TwoCoin, Warner
+        >>> d = majority_decision(TwoCoin(), 100, prevalence=0.6)
+        >>> d.decide(51), d.decide(50)
+        (True, False)
+        >>> w = majority_decision(Warner(0.25), 100, prevalence=0.6)   # "no" points to A
+        >>> w.decision_rule, w.decide(40), w.decide(60)
+        ('majority iff #yes < 50', True, False)
+        """
+        count = v.integer("yes", yes, minimum=0, maximum=self.n)
+        return bool(MajorityRule.of(self.design, self.n, self.offset).decides(count))
+
+    def is_right(self, yes: int) -> bool:
+        """Whether the verdict from ``yes`` "yes" reports (:meth:`decide`) is right about
+        this decision's truth, :attr:`is_majority` (for a fixed population, ``true_yes``,
+        the truth of the very respondents who reported).
+
+        >>> from deniable.designs import TwoCoin
+        >>> d = majority_decision(TwoCoin(), 100, true_yes=45)   # not a majority
+        >>> d.is_right(48), d.is_right(53)
+        (True, False)
+        """
+        return self.decide(yes) == self.is_majority
+
     def simulate(self, trials: int = 10_000, seed: int | None = None) -> MajorityDecision:
         """This decision with a seeded Monte Carlo check of :attr:`p_decide_majority`
         (:func:`simulate_majority` with the same truth and offset) in :attr:`simulated`.
@@ -277,16 +265,6 @@ class MajorityDecision(Result):
         return Table.pairs(rows, title="Majority decision")
 
 
-def _tails_iid_at(rule: MajorityRule, prevalence: float) -> tuple[float, float]:
-    """``(P(decide majority), P(not))`` for iid sampling at ``prevalence``."""
-    return _tails_iid(rule.n, rule.indicating_probability(prevalence), rule.last_silent)
-
-
-def _tails_fixed_at(rule: MajorityRule, k: int) -> tuple[float, float]:
-    """``(P(decide majority), P(not))`` for a fixed population with ``k`` carriers."""
-    return _tails_fixed(rule.n, k, rule.q1, rule.q0, rule.last_silent)
-
-
 def _checked_truth(prevalence: Any, true_yes: Any) -> tuple[float | None, Any]:
     """The checked ``prevalence`` (or ``None``) and the ``true_yes`` given (checked against
     ``n`` by the caller, once ``n`` is checked)."""
@@ -357,15 +335,15 @@ def _decision(rule: MajorityRule, pi: float | None, k: int | None) -> MajorityDe
     if k is not None:
         pi = k / n
         is_majority = 2 * k > n
-        p_yes, p_no = _tails_fixed_at(rule, k)
-        fp = _tails_fixed_at(rule, half)[0]
-        fn = p_no if is_majority else _tails_fixed_at(rule, half + 1)[1]
+        p_yes, p_no = tails_fixed_at(rule, k)
+        fp = tails_fixed_at(rule, half)[0]
+        fn = p_no if is_majority else tails_fixed_at(rule, half + 1)[1]
     else:
         assert pi is not None
         is_majority = pi > 0.5
-        p_yes, p_no = _tails_iid_at(rule, pi)
-        fp = _tails_iid_at(rule, 0.5)[0]
-        fn = p_no if is_majority else _tails_iid_at(rule, (half + 1) / n)[1]
+        p_yes, p_no = tails_iid_at(rule, pi)
+        fp = tails_iid_at(rule, 0.5)[0]
+        fn = p_no if is_majority else tails_iid_at(rule, (half + 1) / n)[1]
     design = rule.design
     return MajorityDecision(
         design=design,

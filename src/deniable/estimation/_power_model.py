@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.common import validation as v
-from deniable.designs import BinaryDesign, Categorical, Design, Kuk, TwoGroupDesign
+from deniable.designs import Design, TwoGroupDesign
 from deniable.estimation._power_exact import exact_power_table
 from deniable.estimation._power_results import PowerResult
 from deniable.exceptions import ParameterError, ParameterTypeError
@@ -41,33 +41,14 @@ FloatArray = npt.NDArray[np.float64]
 
 
 def binary_view(design: Design, category: int | None) -> tuple[float, float] | None:
-    """``(P1, P0)`` when one binary count is sufficient, else ``None`` (Kuk, draws > 1)."""
-    if isinstance(design, Categorical):
-        if category is None:
-            raise ParameterError(
-                f"`category` must be given for design 'categorical' (an integer in "
-                f"[0, {design.k - 1}]: the category whose prevalence is tested), got None."
-            )
-        j = v.integer("category", category, minimum=0, maximum=design.k - 1)
-        p0 = (1 - design.p_truthful) * float(design.forced_distribution[j])
-        return p0 + design.p_truthful, p0  # "report j or not": P(j | j), P(j | not j)
-    if category is not None:
-        raise ParameterError(
-            f"`category` applies to design 'categorical' only, got {category!r} for design "
-            f"{design.name!r}."
-        )
-    if isinstance(design, Kuk) and design.n_reports != 2:
-        return None  # a red count: no single binary count is sufficient
-    if not isinstance(design, BinaryDesign):
+    """``(P1, P0)`` when one binary count is sufficient, else ``None`` (Kuk, draws > 1):
+    the design's own :meth:`~deniable.designs.Design.binary_count`."""
+    if not isinstance(design, Design):  # validation: the argument's type
         raise ParameterTypeError(
             "`design` must be a design with a binary true answer (a BinaryDesign, Kuk, "
             f"Categorical or TwoGroupDesign), got {type(design).__name__} {design!r}."
         )
-    if design.p_yes_given_1 == design.p_yes_given_0:
-        raise ParameterError(
-            f"`design` must have P(yes | 1) != P(yes | 0), got {design.p_yes_given_1} for both."
-        )
-    return design.p_yes_given_1, design.p_yes_given_0
+    return design.binary_count(category)
 
 
 def unit_var(design: Design, pi: FloatArray, category: int | None) -> FloatArray:
@@ -78,8 +59,7 @@ def unit_var(design: Design, pi: FloatArray, category: int | None) -> FloatArray
         lam = p0 + pi * (p1 - p0)
         out: FloatArray = lam * (1 - lam) / (p1 - p0) ** 2
         return np.maximum(out, 0.0)  # lam rounds to 1 + tiny: no negative variance
-    assert isinstance(design, Kuk)
-    ch = np.asarray(design.channel)
+    ch = np.asarray(design.channel)  # no sufficient count: the information of the tally
     b1, b0 = ch[:, 1], ch[:, 0]
     mix = pi[..., None] * b1 + (1 - pi[..., None]) * b0
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -165,7 +145,7 @@ class PowerTest:
 
     @property
     def two_group(self) -> bool:
-        return isinstance(self.design, TwoGroupDesign)
+        return self.design.n_groups == 2
 
     @property
     def stated(self) -> bool:
@@ -191,8 +171,9 @@ class PowerTest:
 
     def var(self, pi: FloatArray, known: bool = False) -> FloatArray:
         """``s(pi)^2`` (see ``unit_var``; two-group: efficient, or naive when ``known``)."""
-        if isinstance(self.design, TwoGroupDesign):
-            return two_group_var(self.design, pi, self.share, dict(self.nuisance), known)
+        if self.two_group:
+            design = cast(TwoGroupDesign, self.design)
+            return two_group_var(design, pi, self.share, dict(self.nuisance), known)
         return unit_var(self.design, pi, self.category)
 
     def ses(
@@ -317,8 +298,10 @@ def make_test(
     alt = v.choice("alternative", alternative, ALTERNATIVES)
     a = v.probability("alpha", alpha, low_open=True, high_open=True)
     m = v.choice("method", method, METHODS)
-    if isinstance(design, TwoGroupDesign):
-        return _two_group_test(design, pi1, pi0, pib, alt, a, m, category, share, nuisance, pic)
+    if isinstance(design, Design) and design.n_groups == 2:
+        return _two_group_test(
+            cast(TwoGroupDesign, design), pi1, pi0, pib, alt, a, m, category, share, nuisance, pic
+        )
     for name, given in (("share", share), ("nuisance", nuisance)):
         if given is not None:
             raise ParameterError(

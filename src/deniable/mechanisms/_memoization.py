@@ -179,6 +179,29 @@ class MemoizedRandomizer:
 
         ``min(eps_perm, rounds * eps_1)``; ``eps_perm`` for unlimited rounds.
         """
+        # Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
+        # Claim: for one respondent and question, any number of rounds is eps_perm-LDP, and
+        # k rounds with an instantaneous design are min(eps_perm, k eps_1)-LDP, where
+        # eps_1 = channel_epsilon(P_inst @ P_perm) (report_epsilon).
+        # Argument (Erlingsson, Pihur & Korolova 2014, RAPPOR, sec. 2 memoization, sec. 3.1
+        # Thm. 1; Dwork & Roth 2014, Prop. 2.1 post-processing, Thm. 3.14 basic
+        # composition): the true answer x enters only through the one permanent report
+        # B ~ P_perm(. | x); every round is a function of B and fresh coins independent of
+        # x, so the k-round view is a post-processing of B (eps_perm), and it is also k
+        # eps_1-LDP rounds composed
+        # (each round alone is the product channel).  Take the smaller.  It holds only if B
+        # is drawn once: the memo is keyed by (respondent, question), each report stored
+        # with the permanent design's mechanism key, and another permanent design is
+        # refused for a respondent who holds a report (issue 14), so neither a new
+        # instantaneous design nor a new configuration draws a second B; a ledger charges
+        # eps_perm at the one draw.  forget() drops B and the next draw is charged again.
+        # Checked by: tests/test_memoization.py::test_instantaneous_epsilon_closed_form
+        # (the bound), ::test_replay_is_identical_and_ignores_later_truth,
+        # ::test_ledger_charges_permanent_epsilon_once,
+        # ::test_forget_never_gives_a_fresh_report_for_free, test_audit.py::
+        # test_memoized_randomizer_with_instantaneous_randomization (audits of one and of
+        # three rounds against eps_1 and the 3-round bound), and _store_contract.py::
+        # test_the_memoizer_keeps_or_refuses_across_designs (the identity rules).
         if rounds is None:
             return self.permanent_epsilon
         k = v.integer("rounds", rounds, minimum=0)

@@ -22,6 +22,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`SubsetSelection`    a random subset of about ``k / (e^eps + 1)`` values
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
                           (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``)
+:data:`FREQUENCY_ORACLES`   every oracle of ``k`` values by its name (``--mechanism``), one
+                          registry for the command line, the specs and keys, and the choice;
+                          :func:`make_oracle` builds one at an epsilon
 :func:`choose_oracle`       the oracle with the smallest exact variance for ``k``, eps, n
 :func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
 ========================  ==============================================================
@@ -60,6 +63,7 @@ from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMech
 from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
+from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
     oracle_from_key,
@@ -80,6 +84,7 @@ from deniable.oracles._vectors import ORACLE_VECTORS_SCHEMA, dump_oracle_vectors
 __all__ = [
     "BLH",
     "CRITERION",
+    "FREQUENCY_ORACLES",
     "GRR",
     "METHODS",
     "OLH",
@@ -111,6 +116,7 @@ __all__ = [
     "collision_probability",
     "dump_oracle_vectors",
     "exact_variance",
+    "make_oracle",
     "maximum_likelihood",
     "oracle_from_key",
     "oracle_from_spec",

@@ -9,14 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deniable.common import validation as v
-from deniable.designs import MAX_COUNT, Categorical
+from deniable.designs import MAX_COUNT
 from deniable.exceptions import DeniableError, ParameterError
 from deniable.oracles._base import check_epsilon
-from deniable.oracles._hadamard import HadamardResponse
-from deniable.oracles._hashing import BLH, OLH
-from deniable.oracles._linear_hashing import LinearOLH
-from deniable.oracles._subset import SubsetSelection
-from deniable.oracles._unary import OUE, SUE
+from deniable.oracles._registry import FREQUENCY_ORACLES
 from deniable.oracles._variance import support_probabilities
 from deniable.results import Result, Table
 
@@ -46,18 +42,19 @@ def _linear_bits(oracle: Any) -> int:
     return int((oracle.value_bits + 1) * oracle.bucket_bits)
 
 
-#: (label, constructor, report bits, decoding cost) in the order ties are broken: the
-#: cheaper report and decoding first (OLH-linear before OLH: the same variance at the same
-#: g, decoded in O(n g + k log k) rather than O(n k)).
-_CANDIDATES: tuple[tuple[str, Callable[[float, int], Any], Callable[[Any], int], str], ...] = (
-    ("GRR", lambda e, k: Categorical.from_epsilon(e, k), lambda m: _bits(m.k), "O(n + k)"),
-    ("HR", HadamardResponse.from_epsilon, lambda m: _bits(m.n_reports), "O(n + k log k)"),
-    ("OLH-linear", LinearOLH.from_epsilon, lambda m: _linear_bits(m), "O(n g + k log k)"),
-    ("OLH", OLH.from_epsilon, lambda m: 128 + _bits(m.g), "O(n k)"),
-    ("BLH", BLH.from_epsilon, lambda m: 129, "O(n k)"),
-    ("OUE", OUE.from_epsilon, lambda m: m.k, "O(n k / 8)"),
-    ("SUE", SUE.from_epsilon, lambda m: m.k, "O(n k / 8)"),
-    ("SS", SubsetSelection.from_epsilon, lambda m: m.k, "O(n k / 8)"),
+#: (registry name, label, report bits, decoding cost) of every oracle of
+#: :data:`~deniable.oracles.FREQUENCY_ORACLES`, in the order ties are broken: the cheaper
+#: report and decoding first (OLH-linear before OLH: the same variance at the same g,
+#: decoded in O(n g + k log k) rather than O(n k)).
+_CANDIDATES: tuple[tuple[str, str, Callable[[Any], int], str], ...] = (
+    ("grr", "GRR", lambda m: _bits(m.k), "O(n + k)"),
+    ("hadamard", "HR", lambda m: _bits(m.n_reports), "O(n + k log k)"),
+    ("olh-linear", "OLH-linear", lambda m: _linear_bits(m), "O(n g + k log k)"),
+    ("olh", "OLH", lambda m: 128 + _bits(m.g), "O(n k)"),
+    ("blh", "BLH", lambda m: 129, "O(n k)"),
+    ("oue", "OUE", lambda m: m.k, "O(n k / 8)"),
+    ("sue", "SUE", lambda m: m.k, "O(n k / 8)"),
+    ("subset", "SS", lambda m: m.k, "O(n k / 8)"),
 )
 
 
@@ -109,8 +106,8 @@ def choose_oracle(epsilon: float, k: int, n: int) -> OracleChoice:
     """The frequency oracle with the smallest exact variance for ``k`` values at
     ``epsilon`` from ``n`` reports.
 
-    Every oracle of :mod:`deniable.oracles` that takes ``k`` (GRR, Hadamard response, OLH
-    with a linear hash, OLH, BLH, OUE, SUE, subset selection) is built with its
+    Every oracle of :data:`~deniable.oracles.FREQUENCY_ORACLES` (GRR, Hadamard response,
+    OLH with a linear hash, OLH, BLH, OUE, SUE, subset selection) is built with its
     ``from_epsilon`` and ranked by :data:`CRITERION`; the variance scales as ``1 / n`` for
     all of them, so ``n`` sets the printed standard errors, not the order.  Ties go to the
     cheaper report and decoding (OLH with a linear hash before OLH at the same ``g``).
@@ -129,9 +126,9 @@ def choose_oracle(epsilon: float, k: int, n: int) -> OracleChoice:
     rows: list[tuple[Any, ...]] = []
     built: list[tuple[str, Any, float]] = []
     skipped: list[str] = []
-    for name, make, report_bits, decoding in _CANDIDATES:
+    for registered, name, report_bits, decoding in _CANDIDATES:
         try:
-            oracle = make(eps, kk)
+            oracle = FREQUENCY_ORACLES[registered].from_epsilon(eps, kk)
         except DeniableError as exc:  # k beyond the oracle's range, epsilon beyond its grid
             skipped.append(f"{name}: {exc}")
             continue

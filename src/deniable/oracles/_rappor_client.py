@@ -29,6 +29,19 @@ from deniable.randomness import random_words, resolve_rng
 
 __all__ = ["RapporClient"]
 
+# Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
+# Claim: a device reporting value v in any number of rounds loses at most the PRR's
+# epsilon (2 h ln((1 - f/2) / (f/2)), Erlingsson, Pihur & Korolova 2014, sec. 3.1,
+# Thm. 1); k rounds lose at most min(that, k eps_1), eps_1 the one-round epsilon of
+# PRR then IRR.  Argument: as for MemoizedRandomizer (post-processing of the one PRR,
+# basic composition of the rounds): every IRR is drawn from the PRR and fresh coins.
+# The PRR is drawn once per (device, value) because the memo is keyed by the client and
+# the value and stored with Rappor.permanent_key, and a client holding a PRR (or cohort)
+# of another permanent stage is refused (issue 14), not given a second one.  Checked by:
+# tests/test_rappor.py::test_memoized_within_a_batch_and_across_batches,
+# ::test_a_new_irr_keeps_every_clients_prr_and_cohort,
+# ::test_a_new_permanent_stage_is_refused_for_a_client_that_holds_one,
+# ::test_prr_survives_a_restart_with_a_persistent_store.
 _32 = np.uint64(32)
 #: Bits of the PRR kept in one memo-store report (a non-negative int64): 7 bytes.
 _CHUNK_BYTES = 7

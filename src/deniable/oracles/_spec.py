@@ -26,21 +26,21 @@ from deniable.common import load_json
 from deniable.designs import exact_value
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._base import FrequencyOracle
-from deniable.oracles._hadamard import HadamardResponse
-from deniable.oracles._hashing import BLH, OLH
-from deniable.oracles._linear_hashing import LinearOLH
-from deniable.oracles._subset import SubsetSelection
-from deniable.oracles._unary import OUE, SUE
+from deniable.oracles._registry import FREQUENCY_ORACLES
 
 __all__ = ["ORACLES", "ORACLE_SPEC_SCHEMA", "oracle_from_spec", "oracle_spec"]
 
 #: The schema identifier of an oracle spec.
 ORACLE_SPEC_SCHEMA = "deniable.oracle/1"
 
-#: The oracles a spec can name, by name.
+#: The oracles an oracle spec can name, by name: every registered frequency oracle
+#: (:data:`~deniable.oracles.FREQUENCY_ORACLES`) but k-ary randomized response, whose spec is
+#: the question spec of the design ``categorical`` (``designs.spec_of``).
 ORACLES: dict[str, type[FrequencyOracle]] = {
-    cls.name: cls for cls in (SUE, OUE, BLH, OLH, LinearOLH, HadamardResponse, SubsetSelection)
+    cls.name: cls for name, cls in FREQUENCY_ORACLES.items() if name != "grr"
 }
+#: Every registered oracle by the name its key starts with (``categorical`` for GRR).
+_BY_KEY_NAME: dict[str, type[Any]] = {cls.name: cls for cls in FREQUENCY_ORACLES.values()}
 
 #: How each algorithm writes its reports (``docs/specs.md``).
 _REPORTS = {
@@ -197,8 +197,6 @@ def oracle_from_key(key: str) -> Any:
     >>> oracle_from_key(OUE(k=8, q=0.25).key) == OUE(k=8, q=0.25)
     True
     """
-    from deniable.designs import Categorical
-
     if not isinstance(key, str):
         raise ParameterTypeError(f"`key` must be a string, got {type(key).__name__}.")
     name, brace, rest = key.partition("{")
@@ -208,17 +206,16 @@ def oracle_from_key(key: str) -> Any:
         params = None
     if not isinstance(params, dict):
         raise DataError(f"`key` must look like NAME{{JSON parameters}}, got {key!r}.")
+    # k-ary randomized response is the categorical design with uniform forcing only
+    grr_forced = name == FREQUENCY_ORACLES["grr"].name and params.get("forced") is not None
+    if name not in _BY_KEY_NAME or grr_forced:
+        raise DataError(
+            f"`key` must name a frequency oracle ({', '.join(sorted(ORACLES))}) or "
+            f"categorical with uniform forcing, got {key!r}."
+        )
     values: dict[str, Any] = {n: x if x is None else _parameter(n, x) for n, x in params.items()}
     try:
-        if name == "categorical" and values.get("forced") is None:
-            out: Any = Categorical(**values)
-        elif name in ORACLES:
-            out = ORACLES[name](**values)
-        else:
-            raise DataError(
-                f"`key` must name a frequency oracle ({', '.join(sorted(ORACLES))}) or "
-                f"categorical with uniform forcing, got {key!r}."
-            )
+        out = _BY_KEY_NAME[name](**values)
     except TypeError as exc:
         raise DataError(f"`key` {key!r} does not fit its mechanism: {exc}.") from None
     if out.key != key:

@@ -1,6 +1,7 @@
 """Every plot in deniable (matplotlib, the ``[plot]`` extra, imported only when a plot is drawn).
 
-Power curves, the noise error table, amplification by shuffling, the plots that explain
+Power curves (one line per design, or per epsilon: :func:`epsilon_lines`), the noise
+error table, amplification by shuffling, the plots that explain
 epsilon, and what post-processing does to frequency estimates.
 May import every layer below it (estimation, audit, mechanisms, accounting,
 designs); only :mod:`deniable.survey`, :mod:`deniable.simulation` and the CLI import it.
@@ -12,10 +13,18 @@ from deniable.plotting._explain import plot_epsilon_lying, plot_epsilon_truth, p
 from deniable.plotting._forest import forest_svg
 from deniable.plotting._noise import plot_noise_error
 from deniable.plotting._oracles import plot_post_processing
-from deniable.plotting._power import plot_power_curves
+from deniable.plotting._power import (
+    PLOT_FORMATS,
+    design_label,
+    epsilon_lines,
+    plot_power_curves,
+)
 from deniable.plotting._shuffle import plot_shuffle
 
 __all__ = [
+    "PLOT_FORMATS",
+    "design_label",
+    "epsilon_lines",
     "forest_svg",
     "plot_epsilon_lying",
     "plot_epsilon_truth",

@@ -7,6 +7,7 @@ saved in the format named by the file's extension.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -15,13 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common import atomic_write
+from deniable.common import atomic_write, format_parameters
 from deniable.common import validation as v
-from deniable.designs import Design, TwoGroupDesign
+from deniable.designs import Design
 from deniable.estimation import power_curve
 from deniable.exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["PLOT_FORMATS", "design_label", "plot_power_curves"]
+__all__ = ["PLOT_FORMATS", "design_label", "epsilon_lines", "plot_power_curves"]
 
 #: File extensions a power curve can be saved as.
 PLOT_FORMATS = (".png", ".svg", ".pdf")
@@ -38,6 +39,46 @@ def design_label(design: Design) -> str:
         for k, x in design.parameters().items()
     )
     return f"{design.name}({params}), ε = {shown}"
+
+
+def epsilon_lines(design: Design, epsilons: Sequence[float]) -> dict[str, Design]:
+    """One design per epsilon, the kind of ``design`` rebuilt by its class's
+    ``from_epsilon``, labelled ``name(carried), ε = eps`` (for :func:`plot_power_curves`).
+
+    Whatever else ``from_epsilon`` takes is carried over from ``design`` when it has a
+    parameter of that name (``k`` of ``categorical``, ``draws`` of ``kuk``, ``q`` of
+    ``unrelated``, ``calibration`` of ``binary``); a required one it lacks is a
+    :class:`~deniable.exceptions.ParameterError` naming it.  ``categorical`` given its own
+    ``forced`` cannot be kept (``from_epsilon`` forces uniformly): an error too, rather
+    than lines for a different design.
+
+    >>> from deniable.designs import Categorical
+    >>> lines = epsilon_lines(Categorical(k=3, p_truthful=0.6), [1.0, 2.0])
+    >>> list(lines), round(lines["categorical(k=3), ε = 2"].epsilon, 12)
+    (['categorical(k=3), ε = 1', 'categorical(k=3), ε = 2'], 2.0)
+    """
+    if not isinstance(design, Design):
+        raise ParameterTypeError(f"`design` must be a Design, got {type(design).__name__}.")
+    make = getattr(type(design), "from_epsilon", None)
+    if make is None:
+        raise ParameterError(f"design {design.name!r} has no from_epsilon (its ε is fixed).")
+    given = design.parameters()
+    carried: dict[str, Any] = {}
+    for name, par in list(inspect.signature(make).parameters.items())[1:]:  # after ε
+        if name in given:
+            carried[name] = given[name]
+        elif par.default is inspect.Parameter.empty:
+            raise ParameterError(
+                f"design {design.name!r} needs `{name}` besides ε to be built by from_epsilon; "
+                f"give it as a parameter of the design ({name}=VALUE)."
+            )
+    if given.get("forced") is not None:
+        raise ParameterError(
+            f"design {design.name!r} with `forced` = {given['forced']} cannot be rebuilt per ε "
+            "(from_epsilon forces uniformly); drop `forced` or draw it without other epsilons."
+        )
+    extra = f"({format_parameters(carried)})" if carried else ""
+    return {f"{design.name}{extra}, ε = {eps:g}": make(eps, **carried) for eps in epsilons}
 
 
 def _lines(designs: Any) -> list[tuple[str, Design]]:
@@ -105,7 +146,7 @@ def plot_power_curves(
     curves = []
     for label, d in lines:  # compute everything first: bad input fails before drawing
         curves.append((label, power_curve(d, ns, prevalence, null, **test), False))
-        if isinstance(d, TwoGroupDesign):
+        if d.n_groups == 2:  # the naive curve beside: nuisance taken as known
             naive = power_curve(d, ns, prevalence, null, known=True, **test)
             curves.append((f"{label} (nuisance known, naive)", naive, True))
     try:

@@ -37,7 +37,6 @@ NotesFn = Callable[[float], tuple[str, ...]]
 DEFAULT_LEVEL = 0.95
 
 SE_PLUG_IN = "plug-in: divides by n"
-SE_UNBIASED = "unbiased: divides by n - 1"
 
 
 def normal_quantile(level: float) -> float:

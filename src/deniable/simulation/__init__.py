@@ -1,11 +1,13 @@
 """Seeded simulation: surveys with a known truth for every design (groups, non-compliance),
-and simulation studies of bias, standard errors and interval coverage.
+simulation studies of bias, standard errors and interval coverage, and telemetry devices
+whose values follow stated frequencies (:class:`DevicePopulation`: Zipf, uniform, weights).
 
 May import every layer below it (survey, estimation, designs, randomness, results).
 """
 
 from __future__ import annotations
 
+from deniable.simulation._devices import DevicePopulation
 from deniable.simulation._population import (
     TWO_GROUP_OPTIONS,
     TwoGroupSetting,
@@ -20,6 +22,7 @@ from deniable.simulation._study_twogroup import ParameterStudy, TwoGroupSimulati
 
 __all__ = [
     "TWO_GROUP_OPTIONS",
+    "DevicePopulation",
     "ParameterStudy",
     "Simulation",
     "SimulationStudy",

@@ -19,6 +19,7 @@ from deniable.survey._analysis import (
     analyze_file,
     grouped,
 )
+from deniable.survey._files import CSV_SUFFIXES
 from deniable.survey._questionnaire import (
     SURVEY_SCHEMA,
     Survey,
@@ -29,11 +30,18 @@ from deniable.survey._questionnaire import (
     load_survey,
     loads_survey,
 )
-from deniable.survey._readers import read_reports, require_pandas, write_reports
+from deniable.survey._readers import (
+    read_frame,
+    read_reports,
+    require_pandas,
+    write_reports,
+)
 from deniable.survey._report import SurveyReport, survey_report, survey_report_file
+from deniable.survey._tally_file import tally_reports_file
 
 __all__ = [
     "CATEGORY_COLUMNS",
+    "CSV_SUFFIXES",
     "GROUPED_COLUMNS",
     "SURVEY_SCHEMA",
     "TWO_GROUP_COLUMNS",
@@ -50,9 +58,11 @@ __all__ = [
     "grouped",
     "load_survey",
     "loads_survey",
+    "read_frame",
     "read_reports",
     "require_pandas",
     "survey_report",
     "survey_report_file",
+    "tally_reports_file",
     "write_reports",
 ]

@@ -49,6 +49,7 @@ __all__ = [
     "require_pyarrow",
 ]
 
+#: File names read as CSV (plain or compressed); anything else must be Parquet.
 CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst", ".csv.zip")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 #: Bytes of CSV parsed per batch (pyarrow's default is 1 MiB too).

@@ -71,11 +71,12 @@ def read_frame(
     reports: Mapping[str, str] | None = None,
     what: str = "reports file",
 ) -> Any:
-    """:func:`read_reports`; each column of ``reports`` (``{column: what it is}``, e.g.
-    ``{"y": "the outcome"}``) is checked by the 0/1 report rules and returned as floats (0.0,
-    1.0, NaN for missing).  A bad value raises a :class:`DataError` naming the column, the
-    first offending value, its data row and how many there are.  ``columns`` not in the
-    file are left for the caller to report; ``what`` names the file in messages."""
+    """The columns of a report file as a DataFrame, read as by :func:`read_reports`;
+    each column of ``reports`` (``{column: what it is}``, e.g. ``{"y": "the outcome"}``) is
+    checked by the 0/1 report rules and returned as floats (0.0, 1.0, NaN for missing).  A
+    bad value raises a :class:`~deniable.exceptions.DataError` naming the column, the first
+    offending value, its data row and how many there are.  ``columns`` not in the file are
+    left for the caller to report; ``what`` names the file in messages."""
     pd = require_pandas()
     p = Path(path)
     kind = file_kind(p)
