@@ -95,17 +95,9 @@ def test_every_extra_the_tests_use_imports(module: str) -> None:
         pytest.fail(f"cannot import {module} ({exc}): {INSTALL}.")
 
 
-#: Test files of the other parts of issue 15 that still call ``pytest.importorskip`` when
-#: this guard was written (their own branches remove the calls): empty once merged.
-PENDING = {
-    "tests/service/test_dashboard.py",
-    "tests/test_cli.py",
-    "tests/test_cli_app.py",
-    "tests/test_cli_files.py",
-    "tests/test_power.py",
-    "tests/test_simulation_study.py",
-    "tests/test_simulation_twogroup.py",
-}
+#: Test files that still call ``pytest.importorskip`` (the service's, until its branch
+#: lands): empty once merged.
+PENDING = {"tests/service/test_dashboard.py"}
 
 
 def test_no_test_skips_itself_for_a_missing_module() -> None:
