@@ -28,6 +28,7 @@ PUBLIC_MODULES = (
     "deniable.plotting",
     "deniable.randomness",
     "deniable.results",
+    "deniable.sampling",
     "deniable.simulation",
     "deniable.survey",
 )

@@ -23,6 +23,7 @@ else is in its subpackage (``docs/architecture.md`` draws the layers):
 ``deniable.mechanisms``  noise for released tallies, coin protocols, memoization
 ``deniable.estimation``  majority decisions, power and sample size, regression
 ``deniable.audit``     empirical audits of epsilon, epsilon explained
+``deniable.sampling``  survey designs: weights, strata, clusters, replicate weights
 ``deniable.plotting``  every plot (matplotlib)
 ``deniable.survey``    report files, analysis of DataFrames, whole-survey reports
 ``deniable.simulation``  seeded surveys and simulation studies
@@ -99,6 +100,7 @@ _SUBPACKAGES = frozenset(
         "plotting",
         "randomness",
         "results",
+        "sampling",
         "simulation",
         "survey",
     }
