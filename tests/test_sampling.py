@@ -351,3 +351,117 @@ def test_results_print_and_convert() -> None:
     assert "Taylor linearization" in str(est)
     by = survey_by(Warner(0.8), reports, design, stratum % 2)
     assert len(by.to_dict()["domains"]) == 2 and "domain" in str(by)
+
+
+# ---- replicate designs
+
+
+def samplics_replicate(method: str, coefs: np.ndarray, y, w, reps, x=None):  # type: ignore[no-untyped-def]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from samplics.estimation import ReplicateEstimator
+        from samplics.utils.types import PopParam, RepMethod
+    param = PopParam.ratio if x is not None else PopParam.mean
+    ref = ReplicateEstimator(getattr(RepMethod, method), param)
+    ref.estimate(y, w, reps, x=x, rep_coefs=coefs)
+    return ref
+
+
+def test_jk1_weights_and_se_match_samplics() -> None:
+    _, psu, weights, reports = clustered_sample(seed=29, strata=1, psus=30, size=6)
+    from deniable.sampling import as_replicate
+
+    design = SampleDesign(weights=weights, psu=psu)
+    rep = as_replicate(design, "JK1")
+    assert rep.replicates == 30 and rep.df == 29
+    assert rep.scale == pytest.approx(29 / 30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from samplics.utils.types import RepMethod
+        from samplics.weighting import ReplicateWeight
+    jk = ReplicateWeight(RepMethod.jackknife, strat=False)
+    with warnings.catch_warnings():  # samplics calls a pandas API pandas deprecates
+        warnings.simplefilter("ignore")
+        table = jk.replicate(weights, psu)
+    ref_reps = np.asarray(table.iloc[:, -30:], dtype=float)  # the 30 replicate columns
+    np.testing.assert_allclose(np.sort(rep.replicate_weights, axis=1), np.sort(ref_reps, axis=1))
+    d = Warner(0.8)
+    est = survey_estimate(d, reports, rep)
+    ref = samplics_replicate("jackknife", np.full(30, 29 / 30), reports.astype(float), weights,
+                             rep.replicate_weights)  # fmt: skip
+    assert est.se_report == pytest.approx(float(ref.stderror), rel=1e-10)
+    # the delete-one-PSU jackknife of a ratio equals its Taylor variance to first order
+    taylor = survey_estimate(d, reports, design)
+    assert est.se == pytest.approx(taylor.se, rel=0.05)
+
+
+def test_bootstrap_and_fay_se_match_samplics_on_the_same_replicates() -> None:
+    from deniable.sampling import ReplicateDesign, as_replicate
+
+    stratum, psu, weights, reports = clustered_sample(seed=31, strata=10, psus=2, size=10)
+    design = SampleDesign(weights=weights, strata=stratum, psu=psu)
+    d = Warner(0.8)
+    boot = as_replicate(design, "bootstrap", replicates=100, seed=5)
+    assert boot.scale == pytest.approx(1 / 99)
+    est = survey_estimate(d, reports, boot)
+    ref = samplics_replicate("bootstrap", np.full(100, 1 / 99), reports.astype(float), weights,
+                             boot.replicate_weights)  # fmt: skip
+    assert est.se_report == pytest.approx(float(ref.stderror), rel=1e-10)
+    fay = as_replicate(design, "Fay", rho=0.5)
+    assert fay.replicates == 16 and fay.scale == pytest.approx(1 / (16 * 0.25))
+    est = survey_estimate(d, reports, fay)
+    ref = samplics_replicate("brr", np.full(16, 1 / (16 * 0.25)), reports.astype(float),
+                             weights, fay.replicate_weights)  # fmt: skip
+    assert est.se_report == pytest.approx(float(ref.stderror), rel=1e-10)
+    # BRR with a full Hadamard matrix reproduces the Taylor variance of a total exactly
+    # (two PSUs per stratum, no fpc): (theta_r - theta)^2 averages to the stratum sums
+    brr = as_replicate(design, "BRR", mse=True)
+    y = debiased_reports(d, reports)
+    t_brr = survey_estimate(d, reports, brr).se_total
+    t_lin = survey_estimate(d, reports, design).se_total
+    assert t_brr == pytest.approx(t_lin, rel=1e-10)
+    assert y.shape == reports.shape
+    assert isinstance(brr, ReplicateDesign)
+
+
+def test_jkn_equals_taylor_for_a_total() -> None:
+    # JKn of a linear estimator (a total) reproduces the Taylor variance exactly (Wolter 2007,
+    # sec. 4.5): replicate (h, j) moves the total by n_h/(n_h-1) (zbar_h - z_hj) - ...
+    from deniable.sampling import as_replicate
+
+    stratum, psu, weights, reports = clustered_sample(seed=37)
+    design = SampleDesign(weights=weights, strata=stratum, psu=psu)
+    rep = as_replicate(design, "JKn", mse=True)
+    d = Warner(0.8)
+    assert survey_estimate(d, reports, rep).se_total == pytest.approx(
+        survey_estimate(d, reports, design).se_total, rel=1e-10
+    )
+    assert rep.df == 8 * 5 - 8  # rank - 1: the strata's columns add to multiples of w
+
+
+def test_bad_replicate_input_is_refused() -> None:
+    from deniable.sampling import ReplicateDesign, as_replicate
+
+    w = np.ones(4)
+    with pytest.raises(
+        DataError, match=r"`replicate_weights` must be a 2-D numeric array.*got shape \(4,\)"
+    ):
+        ReplicateDesign(np.ones(4), w)
+    with pytest.raises(DataError, match=r"one row per respondent \(4.*got 3 rows"):
+        ReplicateDesign(np.ones((3, 5)), w)
+    with pytest.raises(DataError, match=r"`replicate_weights` must be finite and >= 0"):
+        ReplicateDesign(np.full((4, 3), -1.0), w)
+    with pytest.raises(ParameterError, match=r"`method` must be one of 'JK1'.*got 'jack'"):
+        ReplicateDesign(np.ones((4, 3)), w, method="jack")
+    with pytest.raises(ParameterError, match=r"`rscales` must be given for method 'JKn'"):
+        ReplicateDesign(np.ones((4, 3)), w, method="JKn")
+    with pytest.raises(ParameterError, match=r"`rho` must be given for method 'Fay'"):
+        ReplicateDesign(np.ones((4, 3)), w, method="Fay")
+    with pytest.raises(ParameterError, match=r"'JK1' is for an unstratified design, got 2 strata"):
+        as_replicate(SampleDesign(strata=[1, 1, 2, 2]), "JK1")
+    with pytest.raises(DataError, match=r"exactly 2 PSUs in every stratum, got 3 in stratum 1"):
+        as_replicate(SampleDesign(strata=[1, 1, 1, 2, 2]), "BRR")
+    with pytest.raises(
+        DataError, match=r"`reports` must have one entry per respondent of the design \(4\)"
+    ):
+        survey_estimate(Warner(0.8), [1, 0], ReplicateDesign(np.ones((4, 3)), w))

@@ -4,6 +4,7 @@ under weights, strata, clusters and finite population corrections, or replicate 
 ========================  ==============================================================
 :class:`SampleDesign`      weights, strata, PSUs, fpc, lonely-PSU rule (R's ``svydesign``)
 :class:`ReplicateDesign`   replicate weights: JK1, JKn, bootstrap, BRR, Fay (``svrepdesign``)
+:func:`as_replicate`       replicate weights from a design (``as.svrepdesign``)
 :func:`survey_estimate`    Hajek prevalence / frequencies with Horvitz-Thompson totals,
                            Taylor or replicate variances, design effects, df, intervals
 :func:`survey_by`          the same in each domain, on the full design (``svyby``)
@@ -26,6 +27,7 @@ from deniable.sampling._estimate import (
     survey_estimate,
     survey_ratio,
 )
+from deniable.sampling._make_replicates import as_replicate
 from deniable.sampling._replicate import REPLICATE_METHODS, ReplicateDesign
 from deniable.sampling._results import DomainEstimates, SurveyEstimate, SurveyFrequencies
 
@@ -37,6 +39,7 @@ __all__ = [
     "SampleDesign",
     "SurveyEstimate",
     "SurveyFrequencies",
+    "as_replicate",
     "debiased_reports",
     "survey_by",
     "survey_estimate",

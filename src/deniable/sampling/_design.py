@@ -108,9 +108,13 @@ class SampleDesign:
         PSU totals, not its stratum's: conservative), ``"average"`` (the other strata's
         variance scaled up by ``H / H_ok``, as if the lonely strata had their average).
 
-    ``n`` is the number of respondents; :attr:`df` (``#PSUs - #strata``) the degrees of
+    Notes
+    -----
+    ``n`` is the number of respondents; ``df`` (``#PSUs - #strata``) the degrees of
     freedom of the design's variance, as R's ``degf``.
 
+    Examples
+    --------
     >>> d = SampleDesign(weights=[2.0, 2.0, 4.0, 4.0], strata=[1, 1, 2, 2])
     >>> d.n, d.n_strata, d.n_psu, d.df
     (4, 2, 4, 2)

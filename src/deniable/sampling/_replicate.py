@@ -49,7 +49,7 @@ class ReplicateDesign:
     ----------
     replicate_weights : an ``(n, R)`` array: column ``r`` holds every respondent's weight in
         replicate ``r`` (finite, >= 0; ``R >= 2``).  Build one from a
-        :class:`SampleDesign` with :func:`as_replicate`.
+        :class:`SampleDesign` with ``as_replicate``.
     weights : the full-sample weights (finite, > 0), one per respondent.
     method : ``"JK1"``, ``"JKn"``, ``"bootstrap"``, ``"BRR"`` or ``"Fay"``.
     rho : Fay's coefficient in [0, 1) (``"Fay"`` only; BRR is ``rho = 0``).
@@ -59,7 +59,9 @@ class ReplicateDesign:
         replicate's stratum, required).
     mse : centre the replicates at the full-sample estimate instead of their mean.
 
-    :attr:`df` is the rank of the replicate weights minus 1 (R's ``degf``).
+    Notes
+    -----
+    ``df`` is the rank of the replicate weights minus 1 (R's ``degf``).
     """
 
     replicate_weights: Any
