@@ -465,3 +465,93 @@ def test_bad_replicate_input_is_refused() -> None:
         DataError, match=r"`reports` must have one entry per respondent of the design \(4\)"
     ):
         survey_estimate(Warner(0.8), [1, 0], ReplicateDesign(np.ones((4, 3)), w))
+
+
+# ---- weighting
+
+
+def test_post_stratify_meets_the_population_counts() -> None:
+    from deniable.sampling import post_stratify
+
+    w = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    g = np.array(["a", "a", "b", "b", "b"])
+    out = post_stratify(SampleDesign(weights=w), g, {"a": 30, "b": 70})
+    np.testing.assert_allclose(out.weights, [10, 20, 70 * 3 / 12, 70 * 4 / 12, 70 * 5 / 12])
+    shares = post_stratify(SampleDesign(weights=w), g, {"a": 0.5, "b": 0.5})
+    np.testing.assert_allclose(shares.weights[:2].sum(), 7.5)
+    with pytest.raises(DataError, match=r"no respondent in the sample \(\['c'\]\)"):
+        post_stratify(SampleDesign(weights=w), g, {"a": 1, "b": 2, "c": 3})
+    with pytest.raises(DataError, match=r"got none for 'b'"):
+        post_stratify(SampleDesign(weights=w), g, {"a": 1})
+
+
+def test_rake_two_margins_converges_to_both_and_to_the_closed_form() -> None:
+    # Closed form: raking keeps the sample table's odds ratios (Deming & Stephan 1940).  With
+    # equal starting weights and cell counts n_ij = a_i b_j (odds ratios 1), the raked cell
+    # totals are the independence fit R_i C_j / N, so each weight is R_i C_j / (N n_ij).
+    from deniable.sampling import kish_deff, rake
+
+    a, b = [3, 2], [1, 2, 3]
+    sex, age = [], []
+    for i, s_ in enumerate("fm"):
+        for j, g in enumerate(("young", "mid", "old")):
+            sex += [s_] * (a[i] * b[j])
+            age += [g] * (a[i] * b[j])
+    sex_a, age_a = np.array(sex), np.array(age)
+    sex_t = {"f": 5100.0, "m": 4900.0}
+    age_t = {"young": 3000.0, "mid": 4000.0, "old": 3000.0}
+    out = rake(SampleDesign(weights=np.ones(sex_a.size)),
+               {"sex": (sex_a, sex_t), "age": (age_a, age_t)}, tolerance=1e-12)  # fmt: skip
+    for i, s_ in enumerate("fm"):
+        for j, g in enumerate(("young", "mid", "old")):
+            cell = (sex_a == s_) & (age_a == g)
+            expect = sex_t[s_] * age_t[g] / 10000.0 / (a[i] * b[j])
+            np.testing.assert_allclose(out.weights[cell], expect, rtol=1e-10)
+    w = out.weights
+    assert kish_deff(w) == pytest.approx(w.size * np.sum(w**2) / w.sum() ** 2)
+    # shares give the same weights scaled to the starting total
+    shares = rake(SampleDesign(weights=np.ones(sex_a.size)),
+                  {"sex": (sex_a, {"f": 0.51, "m": 0.49}),
+                   "age": (age_a, {"young": 0.3, "mid": 0.4, "old": 0.3})})  # fmt: skip
+    np.testing.assert_allclose(shares.weights, w * sex_a.size / 10000.0, rtol=1e-7)
+
+
+def test_rake_refuses_inconsistent_margins_and_says_when_it_does_not_converge() -> None:
+    from deniable.sampling import rake
+
+    sex = np.array(["f", "m", "m"])
+    age = np.array(["y", "y", "o"])
+    design = SampleDesign(weights=np.ones(3))
+    with pytest.raises(DataError, match=r"must add to the same population total.*sex: 10.*age: 12"):
+        rake(design, {"sex": (sex, {"f": 5, "m": 5}), "age": (age, {"y": 6, "o": 6})})
+    # every f is y: f = 9 and y = 1 cannot both hold, so raking cannot converge
+    tight = {"sex": (sex, {"f": 9, "m": 1}), "age": (age, {"y": 1, "o": 9})}
+    with pytest.raises(DataError, match=r"raking did not converge: after 20 iterations"):
+        rake(design, tight, max_iterations=20)
+    with pytest.warns(RuntimeWarning, match=r"raking did not converge"):
+        rake(design, tight, max_iterations=20, on_failure="warn")
+
+
+def test_trim_weights_keeps_the_total_and_the_bounds() -> None:
+    from deniable.sampling import trim_weights
+
+    w = np.array([1.0, 1.0, 1.0, 1.0, 16.0])
+    out = trim_weights(SampleDesign(weights=w), upper=6.0)
+    assert out.weights.sum() == pytest.approx(20.0)
+    assert out.weights.max() <= 6.0 + 1e-12
+    np.testing.assert_allclose(out.weights, [3.5, 3.5, 3.5, 3.5, 6.0])
+    with pytest.raises(DataError, match=r"cannot keep the weight total 20"):
+        trim_weights(SampleDesign(weights=w), upper=3.0)
+    with pytest.raises(ParameterError, match=r"`lower` must be below `upper`"):
+        trim_weights(SampleDesign(weights=w), lower=5, upper=4)
+
+
+def test_weighting_a_replicate_design_adjusts_every_replicate() -> None:
+    from deniable.sampling import as_replicate, post_stratify
+
+    _, psu, weights, _ = clustered_sample(seed=43, strata=1, psus=10, size=5)
+    rep = as_replicate(SampleDesign(weights=weights, psu=psu), "JK1")
+    g = np.arange(weights.size) % 2
+    out = post_stratify(rep, g, {0: 100.0, 1: 300.0})
+    sums = np.array([[out.replicate_weights[g == k, r].sum() for r in range(10)] for k in (0, 1)])
+    np.testing.assert_allclose(sums, [[100.0] * 10, [300.0] * 10])

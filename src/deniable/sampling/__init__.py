@@ -10,6 +10,10 @@ under weights, strata, clusters and finite population corrections, or replicate 
 :func:`survey_by`          the same in each domain, on the full design (``svyby``)
 :func:`survey_ratio`       a ratio of weighted totals (``svyratio``)
 :func:`debiased_reports`   each report through its design's inverse
+:func:`post_stratify`      weights to known post-stratum counts (``postStratify``)
+:func:`rake`               weights raked to several margins (``rake``)
+:func:`trim_weights`       weights trimmed to bounds, the excess shared (``trimWeights``)
+:func:`kish_deff`          the weighting's design effect, ``1 + CV^2``
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.oracles`, :mod:`deniable.results`,
@@ -30,6 +34,7 @@ from deniable.sampling._estimate import (
 from deniable.sampling._make_replicates import as_replicate
 from deniable.sampling._replicate import REPLICATE_METHODS, ReplicateDesign
 from deniable.sampling._results import DomainEstimates, SurveyEstimate, SurveyFrequencies
+from deniable.sampling._weighting import kish_deff, post_stratify, rake, trim_weights
 
 __all__ = [
     "LONELY_PSU_RULES",
@@ -41,7 +46,11 @@ __all__ = [
     "SurveyFrequencies",
     "as_replicate",
     "debiased_reports",
+    "kish_deff",
+    "post_stratify",
+    "rake",
     "survey_by",
     "survey_estimate",
     "survey_ratio",
+    "trim_weights",
 ]
