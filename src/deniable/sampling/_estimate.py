@@ -69,17 +69,37 @@ def _domain(design: Design, domain: Any) -> FloatArray:
     return out
 
 
-def _binary_channel(mechanism: Any) -> tuple[float, float] | None:
+def _binary_channel(mechanism: Any) -> tuple[float, float, int] | None:
+    """``(P1, P0, draws)`` of a design with a binary truth whose report is one bit
+    (``draws = 1``) or Kuk's count of red cards in ``draws`` draws; else ``None``."""
     p1 = getattr(mechanism, "p_yes_given_1", None)
     p0 = getattr(mechanism, "p_yes_given_0", None)
     if p1 is None or p0 is None or getattr(mechanism, "n_groups", 1) != 1:
         return None
-    return float(p1), float(p0)
+    if getattr(mechanism, "n_truths", 2) != 2:
+        return None
+    return float(p1), float(p0), int(getattr(mechanism, "n_reports", 2)) - 1
+
+
+def _unsupported(mechanism: Any) -> DataError:
+    return DataError(
+        "`mechanism` must be a binary design (one report bit, or Kuk's count of red cards), "
+        "the k-ary design, a frequency oracle or a two-group design, got "
+        f"{getattr(mechanism, 'name', type(mechanism).__name__)!r} "
+        f"({type(mechanism).__name__})."
+    )
 
 
 def _frequency_parts(mechanism: Any, reports: Any) -> tuple[FloatArray, Any, int]:
     """The de-biased support indicators ``(n, k)``, the unweighted estimate and ``n``."""
+    if not (
+        callable(getattr(mechanism, "tally", None))
+        and callable(getattr(mechanism, "estimate", None))
+    ):
+        raise _unsupported(mechanism)
     plain = mechanism.estimate(mechanism.tally(reports))
+    if not all(hasattr(plain, a) for a in ("k", "n", "p", "q", "slope")):
+        raise _unsupported(mechanism)
     k, n = int(plain.k), int(plain.n)
     if n * k > MAX_CELLS:
         raise DataError(
@@ -89,9 +109,14 @@ def _frequency_parts(mechanism: Any, reports: Any) -> tuple[FloatArray, Any, int
         )
     p = np.broadcast_to(np.asarray(plain.p, dtype=np.float64), (k,))
     q = np.broadcast_to(np.asarray(plain.q, dtype=np.float64), (k,))
-    if hasattr(mechanism, "supports"):
-        support = np.stack([mechanism.supports(reports, j) for j in range(k)], axis=1)
-    else:
+    supporter: Any = (
+        mechanism if hasattr(mechanism, "supports") else getattr(mechanism, "oracle", None)
+    )
+    if hasattr(supporter, "supports"):  # an oracle (a histogram's through its oracle)
+        support = np.stack([supporter.supports(reports, j) for j in range(k)], axis=1)
+    elif not getattr(plain, "exclusive", False):
+        raise _unsupported(mechanism)
+    else:  # the k-ary design: each report supports the one value it names
         r = v.reports_array("reports", reports, categories=k)
         support = np.zeros((r.size, k))
         support[np.arange(r.size), r] = 1.0
@@ -101,8 +126,9 @@ def _frequency_parts(mechanism: Any, reports: Any) -> tuple[FloatArray, Any, int
 
 def debiased_reports(mechanism: Any, reports: Any) -> FloatArray:
     """Each report de-biased by the design's inverse: ``(r - P0) / (P1 - P0)`` for a binary
-    design (shape ``(n,)``), ``(s_j - q_j) / (p_j - q_j)`` per value for the k-ary design
-    and the frequency oracles (``(n, k)``).  Their weighted mean is the Hajek estimate;
+    design (shape ``(n,)``; Kuk's design with ``m`` draws: ``(r / m - P0) / (P1 - P0)``
+    for ``r`` red cards), ``(s_j - q_j) / (p_j - q_j)`` per value for the k-ary design and
+    the frequency oracles (``(n, k)``).  Their weighted mean is the Hajek estimate;
     use them as the numerator or denominator of :func:`survey_ratio`.
 
     >>> from deniable.designs import Warner
@@ -111,9 +137,9 @@ def debiased_reports(mechanism: Any, reports: Any) -> FloatArray:
     """
     channel = _binary_channel(mechanism)
     if channel is not None:
-        p1, p0 = channel
-        r = v.reports_array("reports", reports, categories=2)
-        return np.asarray((r - p0) / (p1 - p0), dtype=np.float64)
+        p1, p0, draws = channel
+        r = v.reports_array("reports", reports, categories=draws + 1)
+        return np.asarray((r / draws - p0) / (p1 - p0), dtype=np.float64)
     if getattr(mechanism, "n_groups", 1) != 1:
         raise DataError(
             f"a two-group design ({mechanism.name!r}) has no per-report de-biased value: its "
@@ -174,15 +200,23 @@ def survey_estimate(
     deff = _deff(np.diag(cov), y, ind, est, w, n_dom)
     population = float(w @ ind)
     if channel is not None:
-        p1, p0 = channel
-        r = np.rint(y[:, 0] * (p1 - p0) + p0)
-        counts, reason = _exact(design, int(r @ ind), n_dom)
+        p1, p0, draws = channel
+        share = float(est[0]) * (p1 - p0) + p0
+        notes = _df_note(design.df)
+        if draws == 1:
+            r = np.rint(y[:, 0] * (p1 - p0) + p0)
+            counts, reason = _exact(design, int(r @ ind), n_dom)
+            lam: float | None = share
+        else:  # Kuk's several draws: a count per respondent, no binomial interval
+            counts, lam = None, None
+            reason = f"Kuk's design with {draws} draws (a count of red cards per respondent)"
+            notes = (f"weighted share of red cards: {share:.6g}", *notes)
         var = float(cov[0, 0])
         return SurveyEstimate(
             "prevalence", float(est[0]), math.sqrt(max(var, 0.0)), design.df, n_dom,
             design.variance_method, design.describe(), float(deff[0]), float(tot[0]),
             math.sqrt(max(float(cov_t[0, 0]), 0.0)), population,
-            float(est[0]) * (p1 - p0) + p0, p1, p0, counts, reason, _df_note(design.df),
+            lam, p1, p0, counts, reason, notes,
         )  # fmt: skip
     support = y * slope + q
     counts_all, reason = _exact(design, 0, n_dom)
