@@ -200,8 +200,8 @@ def test_lonely_psu_rules_against_a_hand_computation(rule: str) -> None:
     totals = {"A": [z[0:2].sum(), z[2:4].sum()], "B": [z[4:6].sum(), z[6:8].sum(), z[8:10].sum()]}
     var = sum(len(t) / (len(t) - 1) * np.sum((np.array(t) - np.mean(t)) ** 2)
               for t in totals.values())  # fmt: skip
-    if rule == "adjust":  # the lonely PSU centred at the mean of all 6 PSU totals
-        var += (z[10:12].sum() - z.sum() / 6) ** 2
+    if rule == "adjust":  # the lonely PSU centred at 0 (the scores of a share sum to 0)
+        var += z[10:12].sum() ** 2
     if rule == "average":
         var *= 3 / 2
     assert est.se_report == pytest.approx(math.sqrt(var), rel=1e-12)
@@ -594,3 +594,42 @@ def test_every_mechanism_is_estimated_or_refused_clearly(mechanism: Any) -> None
         expect = plain.values if hasattr(plain, "values") else plain.value
     got = est.values if hasattr(est, "values") else est.value
     np.testing.assert_allclose(got, expect, rtol=1e-9, atol=1e-12)
+
+
+def test_lonely_psu_adjust_centres_a_total_at_zero_as_r_does() -> None:
+    # R's survey:::onestrat leaves a lonely PSU's total uncentred under "adjust"; for a
+    # Horvitz-Thompson total (scores w y that do not sum to 0) that is its square times 1 - f
+    design, w = lonely_design("adjust")
+    r = np.array([1, 0, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1])
+    d = Warner(0.8)
+    y = (r - 0.2) / 0.6
+    z = w * y
+    totals = {"A": [z[0:2].sum(), z[2:4].sum()], "B": [z[4:6].sum(), z[6:8].sum(), z[8:10].sum()]}
+    var = sum(len(t) / (len(t) - 1) * np.sum((np.array(t) - np.mean(t)) ** 2)
+              for t in totals.values())  # fmt: skip
+    var += z[10:12].sum() ** 2
+    assert survey_estimate(d, r, design).se_total == pytest.approx(math.sqrt(var), rel=1e-12)
+
+
+def test_pandas_series_are_read_by_value_and_results_pickle() -> None:
+    import pickle
+
+    import pandas as pd
+
+    stratum, psu, weights, reports = clustered_sample(seed=53)
+    frame = pd.DataFrame({"w": weights, "s": stratum.astype(str), "p": psu, "r": reports})
+    design = SampleDesign(weights=frame["w"], strata=frame["s"], psu=frame["p"])
+    est = survey_estimate(Warner(0.8), frame["r"], design)
+    base = survey_estimate(
+        Warner(0.8), reports, SampleDesign(weights=weights, strata=stratum, psu=psu)
+    )
+    assert est.se == pytest.approx(base.se, rel=1e-12)
+    assert pickle.loads(pickle.dumps(est)) == est
+    frame.loc[3, "s"] = None
+    with pytest.raises(
+        DataError, match=r"`strata` must have a label for every respondent, got (None|nan) at row 3"
+    ):
+        SampleDesign(weights=frame["w"], strata=frame["s"], psu=frame["p"])
+    freq = survey_by(Categorical.from_epsilon(1.0, k=3), reports, design, stratum % 2)
+    assert "Estimates by domain" in str(freq)
+    assert len(freq.to_dict()["domains"]) == 2

@@ -122,8 +122,9 @@ class SampleDesign:
     lonely_psu : what a stratum with a single PSU contributes to the variance, as R's
         ``options(survey.lonely.psu = ...)``: ``"fail"`` (the default: refuse, naming the
         stratum), ``"certainty"`` and ``"remove"`` (nothing: a certainty PSU, or the stratum
-        left out of the variance), ``"adjust"`` (the PSU's total centred at the mean of all
-        PSU totals, not its stratum's: conservative), ``"average"`` (the other strata's
+        left out of the variance), ``"adjust"`` (the PSU's linearized total centred at the
+        population mean, zero, not its stratum's: for a mean or a ratio that is the mean of
+        all PSU totals; conservative), ``"average"`` (the other strata's
         variance scaled up by ``H / H_ok``, as if the lonely strata had their average).
 
     Notes

@@ -45,10 +45,11 @@ def taylor_covariance(design: SampleDesign, scores: FloatArray) -> FloatArray:
     lonely = n_h == 1
     rule = design.lonely_psu
     if lonely.any() and rule == "adjust":
-        # R's "adjust": a lonely PSU's total is centred at the mean of all PSU totals
-        grand = z.sum(axis=0) / design.n_psu
+        # R's "adjust" (survey:::onestrat): a lonely PSU's total is not centred, i.e. centred
+        # at zero, the population mean of linearized scores (for a mean or a ratio the scores
+        # sum to zero, so this is the grand mean); it counts with the factor 1 - f_h
         rows = lonely[h_of]
-        dev[rows] = z[rows] - grand
+        dev[rows] = z[rows]
         scale = np.where(lonely, finite, scale)
     weighted = dev * np.sqrt(scale)[h_of][:, None]
     cov = np.asarray(weighted.T @ weighted, dtype=np.float64)
