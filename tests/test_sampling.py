@@ -633,3 +633,53 @@ def test_pandas_series_are_read_by_value_and_results_pickle() -> None:
     freq = survey_by(Categorical.from_epsilon(1.0, k=3), reports, design, stratum % 2)
     assert "Estimates by domain" in str(freq)
     assert len(freq.to_dict()["domains"]) == 2
+
+
+def test_post_stratified_taylor_variance_against_the_closed_form() -> None:
+    # Simple random sample post-stratified to known counts N_g, weights N_g / n_g: the
+    # linearized variance of the mean is n/(n-1) sum_g (N_g/n_g)^2 sum_{i in g} (y_i -
+    # ybar_g)^2 / N^2 (the residuals from each post-stratum's mean; Sarndal et al. 1992)
+    from deniable.sampling import post_stratify
+
+    rng = np.random.default_rng(59)
+    n = 900
+    g = rng.choice(3, n, p=[0.2, 0.3, 0.5])
+    d = Warner(0.8)
+    reports = d.randomize((rng.random(n) < np.array([0.1, 0.3, 0.6])[g]).astype(int), rng=2)
+    counts = {0: 3000.0, 1: 3000.0, 2: 4000.0}
+    design = post_stratify(SampleDesign(weights=np.ones(n)), g, counts)
+    est = survey_estimate(d, reports, design)
+    y = debiased_reports(d, reports)
+    var = 0.0
+    for k, big_n in counts.items():
+        yk = y[g == k]
+        var += (big_n / yk.size) ** 2 * np.sum((yk - yk.mean()) ** 2)
+    var *= n / (n - 1) / 10000.0**2
+    assert est.se == pytest.approx(math.sqrt(var), rel=1e-10)
+    unadjusted = survey_estimate(d, reports, SampleDesign(weights=design.weights))
+    assert est.se < unadjusted.se  # the known counts remove the between-cell variance
+
+
+def test_calibrated_margins_have_no_variance_and_trimming_drops_them() -> None:
+    from deniable.sampling import post_stratify, rake, trim_weights
+
+    stratum, psu, weights, reports = clustered_sample(seed=61)
+    base = SampleDesign(weights=weights, strata=stratum, psu=psu)
+    sex = np.where(np.arange(reports.size) % 3 == 0, "f", "m")
+    age = np.random.default_rng(2).choice(["y", "o"], reports.size)
+    raked = rake(base, {"sex": (sex, {"f": 0.5, "m": 0.5}), "age": (age, {"y": 0.4, "o": 0.6})},
+                 tolerance=1e-12)  # fmt: skip
+    for labels, level in ((sex, "f"), (age, "y")):
+        share = survey_ratio((labels == level).astype(float), np.ones(reports.size), raked)
+        assert share.se < 1e-9  # a calibrated margin is known, not estimated
+        assert survey_ratio((labels == level).astype(float), np.ones(reports.size), base).se > 1e-3
+    one = rake(base, {"sex": (sex, {"f": 300.0, "m": 700.0})})
+    ps = post_stratify(base, sex, {"f": 300.0, "m": 700.0})
+    d = Warner(0.8)
+    assert survey_estimate(d, reports, one).se == pytest.approx(
+        survey_estimate(d, reports, ps).se, rel=1e-9
+    )
+    trimmed = trim_weights(ps, upper=float(np.quantile(ps.weights, 0.9)))
+    assert trimmed.calibration == ()
+    share = survey_ratio((sex == "f").astype(float), np.ones(reports.size), trimmed)
+    assert share.se > 1e-3

@@ -145,6 +145,7 @@ class SampleDesign:
     fpc: Any = None
     lonely_psu: str = "fail"
     n: int = field(init=False)
+    calibration: tuple[IntArray, ...] = field(init=False, default=(), repr=False)
     stratum_index: IntArray = field(init=False, repr=False)
     psu_index: IntArray = field(init=False, repr=False)
     psu_stratum: IntArray = field(init=False, repr=False)
@@ -290,7 +291,13 @@ class SampleDesign:
             f"lonely PSU: {self.lonely_psu}"
         )
 
-    def with_weights(self, weights: Any) -> SampleDesign:
+    def with_weights(
+        self, weights: Any, calibration: tuple[IntArray, ...] | None = None
+    ) -> SampleDesign:
         """The same strata, PSUs and fpc with new ``weights`` (the weighting functions'
-        result)."""
-        return SampleDesign(weights, self.strata, self.psu, self.fpc, self.lonely_psu)
+        result); ``calibration``: the codes of the margins the weights are calibrated to
+        (post-strata, raking margins), whose totals the variance then treats as known
+        (default: none)."""
+        out = SampleDesign(weights, self.strata, self.psu, self.fpc, self.lonely_psu)
+        object.__setattr__(out, "calibration", tuple(calibration or ()))
+        return out

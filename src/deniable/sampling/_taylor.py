@@ -32,8 +32,35 @@ def _group_sums(index: npt.NDArray[np.intp], values: FloatArray, size: int) -> F
     return out
 
 
+def calibration_residuals(design: SampleDesign, scores: FloatArray) -> FloatArray:
+    """Scores with the weighted mean of their margin cell removed, for weights calibrated to
+    known margins (post-stratification, raking): ``z_i - w_i sum_g z / sum_g w`` for the
+    cell ``g`` of ``i``, margin after margin until nothing changes (backfitting: the
+    residual of the weighted regression on every margin's cells).  The totals of the
+    margins are then known, not estimated (Sarndal, Swensson & Wretman 1992, sec. 7.6;
+    Lumley 2010, ch. 7)."""
+    w = design.weights
+    z = np.array(scores, dtype=np.float64)
+    scale = float(np.abs(z).sum()) or 1.0
+    for _ in range(1 if len(design.calibration) == 1 else 200):
+        moved = 0.0
+        for codes in design.calibration:
+            cells = int(codes.max()) + 1
+            w_g = np.bincount(codes, weights=w, minlength=cells)
+            mean = _group_sums(codes, z, cells) / w_g[:, None]
+            shift = w[:, None] * mean[codes]
+            z -= shift
+            moved = max(moved, float(np.abs(shift).sum()))
+        if moved <= 1e-13 * scale:
+            break
+    return z
+
+
 def taylor_covariance(design: SampleDesign, scores: FloatArray) -> FloatArray:
-    """The ``(m, m)`` covariance of ``sum_i scores_i`` for ``scores`` of shape ``(n, m)``."""
+    """The ``(m, m)`` covariance of ``sum_i scores_i`` for ``scores`` of shape ``(n, m)``
+    (residuals from the calibration margins first, where the weights were calibrated)."""
+    if design.calibration:
+        scores = calibration_residuals(design, scores)
     z = _group_sums(design.psu_index, scores, design.n_psu)
     h_of = design.psu_stratum
     n_h = design.psu_per_stratum

@@ -3,8 +3,11 @@
 
 Each returns a new design with the adjusted weights (the strata, PSUs and fpc kept); a
 :class:`ReplicateDesign` has every replicate column adjusted the same way, so its
-variance reflects the weighting.  A :class:`SampleDesign`'s Taylor variance treats the
-adjusted weights as given.
+variance reflects the weighting.  A :class:`SampleDesign` post-stratified or raked keeps
+the margins: its Taylor variance uses the residuals of the linearized scores from their
+margin cells' weighted means (the margins' totals are known, not estimated; R's
+``svyrecvar`` does the same); trimming drops them (the trimmed weights no longer meet the
+margins exactly).
 """
 
 from __future__ import annotations
@@ -40,12 +43,20 @@ def kish_deff(weights: Any) -> float:
     return float(w.size * np.sum(w * w) / np.sum(w) ** 2)
 
 
-def _apply(design: Design, adjust: Callable[[FloatArray], FloatArray]) -> Design:
+def _apply(
+    design: Design,
+    adjust: Callable[[FloatArray], FloatArray],
+    margins: tuple[npt.NDArray[np.intp], ...] | None,
+) -> Design:
+    """``adjust`` applied to the weights (every replicate column too); ``margins``: the
+    codes of the margins now calibrated (kept for the Taylor variance), ``None`` when the
+    adjustment breaks calibration (trimming)."""
     if isinstance(design, ReplicateDesign):
         reps = np.column_stack([adjust(col) for col in design.replicate_weights.T])
         return design.with_weights(adjust(design.weights), reps)
     if isinstance(design, SampleDesign):
-        return design.with_weights(adjust(design.weights))
+        known = () if margins is None else (*design.calibration, *margins)
+        return design.with_weights(adjust(design.weights), known)
     raise TypeError(
         f"`design` must be a SampleDesign or a ReplicateDesign, got {type(design).__name__}."
     )
@@ -93,7 +104,7 @@ def post_stratify(design: Design, groups: Any, population: Mapping[Any, float]) 
         with np.errstate(divide="ignore", invalid="ignore"):
             return w * (goal / current)[codes]
 
-    return _apply(design, adjust)
+    return _apply(design, adjust, (codes,))
 
 
 def rake(
@@ -157,7 +168,7 @@ def rake(
         warnings.warn(message, RuntimeWarning, stacklevel=4)
         return w
 
-    return _apply(design, adjust)
+    return _apply(design, adjust, tuple(codes for _, codes, _, _ in parts))
 
 
 def trim_weights(
@@ -205,4 +216,4 @@ def trim_weights(
             )
         return w
 
-    return _apply(design, adjust)
+    return _apply(design, adjust, None)
