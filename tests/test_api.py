@@ -31,6 +31,7 @@ PUBLIC_MODULES = (
     "deniable.randomness",
     "deniable.results",
     "deniable.service",
+    "deniable.sampling",
     "deniable.simulation",
     "deniable.survey",
 )

@@ -16,23 +16,7 @@ The top level holds what a user needs first: the designs, :class:`Estimate`, sim
 analysis, power, regression, the accountant, the ledger and the exceptions.  Everything
 else is in its subpackage (``docs/architecture.md`` draws the layers):
 
-=========================  ==================================================================
-``deniable.designs``       every design: channel, exact epsilon, randomizer, tally, estimator
-``deniable.results``       :class:`Estimate`, intervals, tables
-``deniable.accounting``    measures, conversions, composition, shuffling, budget ledgers
-``deniable.mechanisms``    noise for released tallies, coin protocols, memoization
-``deniable.estimation``    majority decisions, power and sample size, regression
-``deniable.oracles``       frequency oracles for telemetry (k-RR, OUE, OLH, RAPPOR, ...)
-``deniable.distributed``   report tables tallied on a Dask cluster (the ``dask`` extra)
-``deniable.audit``         empirical audits of epsilon, epsilon explained
-``deniable.plotting``      every plot (matplotlib)
-``deniable.survey``        report files, analysis of DataFrames, whole-survey reports
-``deniable.simulation``    seeded surveys and simulation studies
-``deniable.randomness``    the CSPRNG, seeded generators, thresholds
-``deniable.service``       the survey service (the ``service`` extra)
-``deniable.cli``           the command line (the ``cli`` extra)
-=========================  ==================================================================
-
+=========================  ===========================================================
 Names and subpackages are loaded on first use (``import deniable`` itself loads only
 numpy, and ``deniable.distributed`` or ``deniable.service`` none of their extras), so the
 command line and small scripts start quickly.
@@ -107,6 +91,7 @@ _SUBPACKAGES = frozenset(
         "randomness",
         "results",
         "service",
+        "sampling",
         "simulation",
         "survey",
     }
