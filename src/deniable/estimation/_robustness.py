@@ -52,7 +52,7 @@ import numpy.typing as npt
 
 from deniable.common import to_jsonable
 from deniable.common import validation as v
-from deniable.designs import Categorical, Design, Tally
+from deniable.designs import Design, Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table
 
@@ -294,13 +294,17 @@ def manipulation_robustness(
     if n == 0:
         raise DataError("`tally` must hold at least one report for an estimate, got 0.")
     counts = np.asarray(bound.counts, dtype=np.int64)
-    if isinstance(design, Categorical):
-        t = float(design.p_truthful)
-        f = np.asarray(design.forced_distribution, dtype=np.float64)
-        estimates = (counts / n - (1 - t) * f) / t
-        high = (1 - (1 - t) * f) / t
-        low = -(1 - t) * f / t
-        names = [str(j) for j in range(design.k)]
+    if design.n_truths > 2 and design.n_reports == design.n_truths:
+        # a k-ary design: the count of reports j is sufficient for the share of j, read
+        # with P(j | j) and P(j | not j) (Design.binary_count), whatever the design
+        a, b = np.array(
+            [design.binary_count(category=j) for j in range(design.n_truths)], dtype=np.float64
+        ).T
+        gap = a - b
+        estimates = (counts / n - b) / gap
+        high = (1 - b) / gap
+        low = -b / gap
+        names = [str(j) for j in range(design.n_truths)]
     elif design.n_truths == 2 and hasattr(design, "p_yes_given_1"):
         value, g_low, g_high = _binary_values(design, counts)
         estimates = np.array([value])
