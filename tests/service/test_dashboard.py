@@ -1,4 +1,4 @@
-"""The dashboard over HTTP (``deniable.service.dashboard``), on a real ServiceStore (SQLite and
+"""The dashboard over HTTP (``deniable.service.routes.analyst``), on a real ServiceStore (SQLite and
 PostgreSQL) with reports submitted through the store, through the app (``create_app``) with
 TestClient:
 
@@ -35,7 +35,7 @@ from _closed_forms import binary, binom_sf
 from fastapi.testclient import TestClient
 
 from deniable.service.app import create_app
-from deniable.service.settings import Settings
+from deniable.service.core.settings import Settings
 from deniable.service.storage import ServiceStore
 
 pd = pytest.importorskip("pandas")
@@ -188,7 +188,7 @@ def test_timeline_cumulative_per_bucket(
 ) -> None:
     import sqlalchemy as sa
 
-    from deniable.service.models import reports
+    from deniable.service.storage.tables import reports
 
     ids = sorted(filled.answers)
     day0 = datetime(2026, 3, 1, 10, 30, tzinfo=UTC)
@@ -537,7 +537,7 @@ def test_page_escapes_survey_text(app_client: TestClient, store: ServiceStore) -
 
 
 def test_failed_logins_are_limited(app_client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deniable.service import dashboard_login as dashboard
+    from deniable.service.core import logins as dashboard
 
     now = [1000.0]
     monkeypatch.setattr(dashboard, "clock", lambda: now[0])

@@ -2,11 +2,12 @@
 
 The app holds its settings and its store in ``app.state`` (``settings``, ``store``, and
 the limiters and the dashboard's sessions), serves the landing page ``/``, the JSON API
-(:mod:`deniable.service.api`), the dashboard (:mod:`deniable.service.dashboard`), the
+(:mod:`deniable.service.routes.respondent`), the dashboard
+(:mod:`deniable.service.routes.analyst`), the
 respondent and interviewer pages and ``/static``, and wraps everything in the middleware
-below (outermost first; the classes are in :mod:`deniable.service.middleware`):
+below (outermost first; the classes are in :mod:`deniable.service.core.middleware`):
 
-1. :class:`~deniable.service.logging.AccessLogMiddleware`: one JSON log line per request
+1. :class:`~deniable.service.core.logging.AccessLogMiddleware`: one JSON log line per request
    (method, route template, status, duration; never the raw path, a body or a header);
 2. :class:`HeadMiddleware`: HEAD is answered wherever GET is (the GET's headers, no body);
 3. :class:`SecurityHeadersMiddleware`: the strict CSP, ``nosniff``, ``no-referrer``,
@@ -28,9 +29,9 @@ below (outermost first; the classes are in :mod:`deniable.service.middleware`):
 needs no script and the strict CSP holds there too (FastAPI's Swagger UI would need
 inline script and a CDN, which this CSP forbids and a privacy tool should not call);
 ``/openapi.json`` is the schema itself, completed with every refusal the middleware and
-the handlers answer (:mod:`deniable.service.openapi`).
+the handlers answer (:mod:`deniable.service.core.openapi`).
 
-:func:`create_app` refuses weak admin secrets (:mod:`deniable.service.strength`).
+:func:`create_app` refuses weak admin secrets (:mod:`deniable.service.core.strength`).
 """
 
 from __future__ import annotations
@@ -49,9 +50,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import deniable
 from deniable.exceptions import DeniableError
-from deniable.service import api, dashboard
-from deniable.service.logging import AccessLogMiddleware
-from deniable.service.middleware import (
+from deniable.service.core.logging import AccessLogMiddleware
+from deniable.service.core.middleware import (
     CSP,
     BodyLimitMiddleware,
     CatchAllMiddleware,
@@ -60,10 +60,12 @@ from deniable.service.middleware import (
     SecurityHeadersMiddleware,
     SlashRedirectMiddleware,
 )
-from deniable.service.openapi import docs_page, service_openapi
-from deniable.service.security import SlidingWindowLimiter
-from deniable.service.sessions import SessionRegistry
-from deniable.service.strength import check_admin_secrets
+from deniable.service.core.openapi import docs_page, service_openapi
+from deniable.service.core.security import SlidingWindowLimiter
+from deniable.service.core.sessions import SessionRegistry
+from deniable.service.core.strength import check_admin_secrets
+from deniable.service.routes import analyst as dashboard
+from deniable.service.routes import respondent as api
 
 __all__ = [
     "CSP",
@@ -144,7 +146,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     Parameters
     ----------
     settings : Settings
-        The service's settings (:mod:`deniable.service.settings`).  Without an admin token
+        The service's settings (:mod:`deniable.service.core.settings`).  Without an admin token
         one is generated for this app (``deniable serve`` generates and prints it first).
     store : ServiceStore, optional
         The store to use, migrated and holding its surveys.  By default one is opened at
@@ -217,9 +219,9 @@ def app_from_environment() -> FastAPI:
     """The app of one worker process of ``deniable serve --workers N``: settings from the
     environment (the parent set them), the store opened (the parent migrated it and loaded
     the survey), logs as JSON lines."""
-    from deniable.service.logging import configure_logging
-    from deniable.service.settings import Settings
-    from deniable.service.storage import ServiceStore
+    from deniable.service.core.logging import configure_logging
+    from deniable.service.core.settings import Settings
+    from deniable.service.storage.store import ServiceStore
 
     configure_logging()
     settings = Settings()
@@ -228,7 +230,7 @@ def app_from_environment() -> FastAPI:
 
 def open_store(settings: Any) -> Any:
     """The store at ``settings.database_url``, migrated, with the settings' survey loaded."""
-    from deniable.service.storage import ServiceStore
+    from deniable.service.storage.store import ServiceStore
 
     store = ServiceStore(settings.database_url)
     store.migrate()

@@ -1,0 +1,5 @@
+"""core"""
+
+from __future__ import annotations
+
+__all__: list[str] = []
