@@ -1,7 +1,7 @@
 """Dashboard logins held on the server: a login is a session that logout revokes.
 
 A login creates a session: 32 random bytes (the session id), of which the server keeps only
-the SHA-256 and an expiry time, in a small SQLite table of its own (stdlib ``sqlite3``).
+the SHA-256 and an expiry time, in a small SQLite table of its own (SQLAlchemy Core).
 The browser gets the id in the ``deniable_admin`` cookie, signed with a key derived from
 the admin token (itsdangerous, HMAC-SHA256, with a timestamp), so that
 
@@ -20,13 +20,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+from sqlalchemy.engine import Engine
+from sqlalchemy.pool import StaticPool
 
 from deniable.service.storage.db import create_private_file
 
@@ -44,6 +46,15 @@ ADMIN_COOKIE = "deniable_admin"
 #: How long a dashboard login lasts, in seconds (12 hours).
 ADMIN_COOKIE_MAX_AGE = 12 * 3600
 _COOKIE_SALT = "deniable.dashboard.session"
+
+_metadata = sa.MetaData()
+_sessions = sa.Table(
+    "sessions",
+    _metadata,
+    sa.Column("digest", sa.Text, primary_key=True),
+    sa.Column("expires", sa.Float),
+)
+_EXPIRES = sa.select(_sessions.c.expires).where(_sessions.c.digest == sa.bindparam("digest"))
 
 
 def _serializer(admin_token: str) -> URLSafeTimedSerializer:
@@ -87,57 +98,54 @@ class SessionRegistry:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = None if path is None else Path(path)
-        self._conn: sqlite3.Connection | None = None
+        self._engine: Engine | None = None
         self._lock = threading.Lock()
 
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            if self.path is None:
-                target = ":memory:"
+    def _db(self) -> Engine:
+        if self._engine is None:
+            if self.path is None:  # one connection, kept: the database lives in it
+                engine = sa.create_engine(
+                    "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
+                )
             else:
                 create_private_file(self.path)
-                target = str(self.path)
-            conn = sqlite3.connect(
-                target, timeout=30.0, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS sessions (digest TEXT PRIMARY KEY, expires REAL)"
-            )
-            self._conn = conn
-        return self._conn
+                engine = sa.create_engine(
+                    f"sqlite:///{self.path}",
+                    connect_args={"timeout": 30.0, "check_same_thread": False},
+                )
+            _metadata.create_all(engine)  # only if missing
+            self._engine = engine
+        return self._engine
 
     def create(self, lifetime: float) -> str:
         """A new session valid for ``lifetime`` seconds: its id (shown once, in the cookie)."""
         session = secrets.token_urlsafe(32)
         now = time.time()
-        with self._lock:
-            db = self._db()
-            db.execute("DELETE FROM sessions WHERE expires <= ?", (now,))
-            db.execute("INSERT INTO sessions VALUES (?, ?)", (_digest(session), now + lifetime))
+        with self._lock, self._db().begin() as conn:
+            conn.execute(sa.delete(_sessions).where(_sessions.c.expires <= now))
+            conn.execute(
+                sa.insert(_sessions).values(digest=_digest(session), expires=now + lifetime)
+            )
         return session
 
     def is_live(self, session: str) -> bool:
         """Whether ``session`` is registered and has not expired."""
-        if self.path is not None and self._conn is None and not self.path.exists():
+        if self.path is not None and self._engine is None and not self.path.exists():
             return False  # nobody has logged in yet: do not create the file for a look-up
-        with self._lock:
-            row = (
-                self._db()
-                .execute("SELECT expires FROM sessions WHERE digest = ?", (_digest(session),))
-                .fetchone()
-            )
-        return row is not None and float(row[0]) > time.time()
+        with self._lock, self._db().connect() as conn:
+            expires = conn.execute(_EXPIRES, {"digest": _digest(session)}).scalar()
+        return expires is not None and float(expires) > time.time()
 
     def revoke(self, session: str) -> None:
         """Forget ``session``: its cookie no longer logs anyone in."""
-        with self._lock:
-            self._db().execute("DELETE FROM sessions WHERE digest = ?", (_digest(session),))
+        with self._lock, self._db().begin() as conn:
+            conn.execute(sa.delete(_sessions).where(_sessions.c.digest == _digest(session)))
 
     def close(self) -> None:
         with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+            if self._engine is not None:
+                self._engine.dispose()
+                self._engine = None
 
 
 def registry(app: Any) -> SessionRegistry:

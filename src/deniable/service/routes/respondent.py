@@ -57,7 +57,7 @@ from deniable.service.core.security import (
     retry_after,
     token_key,
 )
-from deniable.service.storage.store import SurveyClosedError
+from deniable.service.storage import SurveyClosedError
 from deniable.survey import Survey, SurveyQuestion
 
 __all__ = [

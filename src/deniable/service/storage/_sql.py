@@ -1,6 +1,14 @@
-"""The SQL plumbing the service's stores share: respondent keys as text, bulk statements
-through the driver, list parameters, and write transactions retried on a deadlock (and
-joined by a nested call on the same database).
+"""The SQL plumbing the service's stores share: respondent keys as text, list parameters,
+statements built once per dialect, and write transactions retried on a deadlock (and joined
+by a nested call on the same database).
+
+Every statement is SQLAlchemy Core (no SQL in strings).  The statements that run on every
+submission are built once per dialect (:func:`per_dialect`) with named bind parameters, so
+that SQLAlchemy compiles each once and finds it in its cache afterwards.  A list parameter
+(:func:`member`) is one bound value however long the list: a JSON array read with
+``json_each`` on SQLite, an array read with ``unnest`` on PostgreSQL (a semi-join, never
+``= ANY(array)``: on a table last analyzed when it was small, that filter compares every
+row with every element of the array).
 
 Keys are kept as text (:func:`encode_key`): ``i<decimal>`` for an integer, ``s<text>`` for
 a string, ``b<hex>`` for bytes, so ``0`` and ``"0"`` stay different respondents and an
@@ -9,6 +17,7 @@ integer is the same key however it is passed.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -30,6 +39,7 @@ __all__ = [
     "ATTEMPTS",
     "CHUNK",
     "Rollback",
+    "array",
     "chunks",
     "decode_key",
     "decoded",
@@ -37,10 +47,9 @@ __all__ = [
     "encode_key",
     "encode_keys",
     "engine_of",
-    "in_list",
     "listed",
-    "many",
-    "q",
+    "member",
+    "per_dialect",
     "retrying",
 ]
 
@@ -107,20 +116,55 @@ def chunks(items: Sequence[T], size: int = CHUNK) -> Iterator[Sequence[T]]:
         yield items[start : start + size]
 
 
-def dialect_insert(conn: Connection, table: sa.Table) -> Any:
-    """An ``INSERT`` of the connection's dialect (for ``ON CONFLICT``)."""
-    return (pg.insert if is_postgres(conn) else sqlite.insert)(table)
+# --------------------------------------------------------------------------- statements
 
 
-def many(conn: Connection, sql: str, rows: Sequence[tuple[Any, ...]]) -> None:
-    """``sql`` (placeholders ``?``) executed once per row with the driver's ``executemany``:
-    the bulk path, without SQLAlchemy's per-row parameter processing (only plain ints,
-    floats and strings go through it)."""
-    if not rows:
-        return
-    if is_postgres(conn):
-        sql = sql.replace("?", "%s")
-    conn.exec_driver_sql(sql, list(rows))
+def dialect_insert(conn: Connection | bool, table: sa.Table) -> Any:
+    """An ``INSERT`` of the connection's dialect (for ``ON CONFLICT``); ``conn`` may be
+    the answer of :func:`~deniable.service.storage.db.is_postgres` instead."""
+    postgres = conn if isinstance(conn, bool) else is_postgres(conn)
+    return (pg.insert if postgres else sqlite.insert)(table)
+
+
+def member(column: Any, name: str, postgres: bool, kind: Any = sa.Text) -> Any:
+    """``column IN (<the list bound to name>)``: one bind parameter, a JSON array read with
+    ``json_each`` on SQLite, an array of ``kind`` read with ``unnest`` on PostgreSQL.
+    Bind the values with :func:`listed`."""
+    if postgres:
+        values = sa.cast(sa.bindparam(name), pg.ARRAY(kind))
+        return column.in_(sa.select(sa.func.unnest(values)))
+    each = sa.func.json_each(sa.bindparam(name, type_=sa.Text)).table_valued("value")
+    return column.in_(sa.select(each.c.value))
+
+
+def listed(postgres: bool, values: Iterable[Any]) -> Any:
+    """The value of a :func:`member` list parameter."""
+    return list(values) if postgres else json.dumps(list(values))
+
+
+def array(name: str, kind: Any) -> Any:
+    """A bound array parameter of ``kind`` (PostgreSQL)."""
+    return sa.cast(sa.bindparam(name), pg.ARRAY(kind))
+
+
+def per_dialect(build: Callable[[bool], T]) -> Callable[[Connection], T]:
+    """``build(postgres)`` made once per dialect: the decorated function takes a
+    connection and returns the statement (or statements) for its database."""
+    made = functools.cache(build)
+
+    def of(conn: Connection) -> T:
+        return made(conn.dialect.name == "postgresql")
+
+    of.__doc__ = build.__doc__
+    return of
+
+
+def engine_of(bind: str | Engine) -> Engine:
+    """An engine for a URL, or the engine given."""
+    return make_engine(bind) if isinstance(bind, str) else bind
+
+
+# --------------------------------------------------------------------------- transactions
 
 
 class Rollback(Exception):
@@ -176,36 +220,3 @@ def retrying(engine: Engine, work: Callable[[Connection], T]) -> T:
                 raise
             time.sleep(0.001 * 2**attempt)
     raise AssertionError("unreachable")  # pragma: no cover
-
-
-# --------------------------------------------------------------------------- statements
-# Plain SQL through the driver (no SQLAlchemy compilation per call: these run on every
-# submission).  ``?`` placeholders become ``%s`` on PostgreSQL; a list parameter is a JSON
-# array read with ``json_each`` on SQLite and an array on PostgreSQL.
-
-
-def q(conn: Connection, text: str, params: Sequence[Any] = ()) -> Any:
-    """Execute ``text`` (``?`` placeholders) with positional ``params``; the result."""
-    if is_postgres(conn):
-        text = text.replace("?", "%s")
-    return conn.exec_driver_sql(text, tuple(params))
-
-
-def in_list(conn: Connection, kind: str = "text") -> str:
-    """``IN`` a list parameter: ``IN (SELECT unnest(?::kind[]))`` on PostgreSQL, ``IN
-    (SELECT value FROM json_each(?))`` on SQLite.  (A semi-join, never ``= ANY(array)``:
-    on a table last analyzed when it was small, that filter compares every row with every
-    element of the array.)"""
-    if is_postgres(conn):
-        return f"IN (SELECT unnest(?::{kind}[]))"
-    return "IN (SELECT value FROM json_each(?))"
-
-
-def listed(conn: Connection, values: Iterable[Any]) -> Any:
-    """A list parameter for :func:`in_list`."""
-    return list(values) if is_postgres(conn) else json.dumps(list(values))
-
-
-def engine_of(bind: str | Engine) -> Engine:
-    """An engine for a URL, or the engine given."""
-    return make_engine(bind) if isinstance(bind, str) else bind

@@ -95,6 +95,10 @@ SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
 
 
 def _sqlite_setup(engine: Engine, synchronous: str) -> None:
+    # Connection set-up and transaction control, which SQLAlchemy Core has no statements
+    # for: the pragmas on the driver's connection, and BEGIN as SQLAlchemy's documentation
+    # does it for pysqlite (the only SQL of the service not written as Core; the values
+    # are constants or checked against SYNCHRONOUS and the two modes)
     @sa.event.listens_for(engine, "connect")
     def _connect(dbapi_conn: Any, _record: Any) -> None:
         # let SQLAlchemy's "begin" event below emit BEGIN: pysqlite's own implicit
@@ -112,7 +116,7 @@ def _sqlite_setup(engine: Engine, synchronous: str) -> None:
     @sa.event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if mode == "IMMEDIATE" else "BEGIN DEFERRED")
 
 
 def create_private_file(path: Path) -> None:
@@ -180,6 +184,8 @@ def read_tx(engine: Engine) -> Iterator[Connection]:
 
 
 _MIGRATE_LOCK = threading.Lock()
+#: PostgreSQL's advisory lock of migrations (a fixed id).
+_MIGRATION_LOCK = 7340158
 
 
 def migrate(engine: Engine) -> None:
@@ -197,7 +203,7 @@ def migrate(engine: Engine) -> None:
         if is_sqlite(conn):  # the write lock first: a second process waits, then finds head
             conn = conn.execution_options(sqlite_begin="IMMEDIATE")
         if is_postgres(conn):
-            conn.exec_driver_sql("SELECT pg_advisory_lock(7340158)")  # a fixed id for migrations
+            conn.execute(sa.select(sa.func.pg_advisory_lock(_MIGRATION_LOCK)))
             conn.commit()
         try:
             cfg.attributes["connection"] = conn
@@ -205,7 +211,7 @@ def migrate(engine: Engine) -> None:
             conn.commit()
         finally:
             if is_postgres(conn):
-                conn.exec_driver_sql("SELECT pg_advisory_unlock(7340158)")
+                conn.execute(sa.select(sa.func.pg_advisory_unlock(_MIGRATION_LOCK)))
                 conn.commit()
 
 

@@ -1,8 +1,8 @@
-"""The library's store protocols on SQL: :class:`SqlLedgerStore` (a
-:class:`~deniable.accounting.LedgerStore`) and :class:`SqlMemoStore` (a
-:class:`~deniable.mechanisms.MemoStore`, in ``deniable.service.storage.memo``), on SQLite and
-PostgreSQL, over the shared plumbing of ``deniable.service.storage._sql`` (keys as text, bulk
-statements, retried transactions; re-exported here).
+"""The ledger store on SQL: :class:`SqlLedgerStore`, the library's
+:class:`~deniable.accounting.LedgerStore` on SQLite and PostgreSQL (its sibling, the memo
+store, is :mod:`deniable.service.storage.memo`), over the shared plumbing of
+:mod:`deniable.service.storage._sql` (keys as text, list parameters, retried
+transactions) and the steps of :mod:`deniable.service.storage.ledger_steps`.
 
 How :meth:`SqlLedgerStore.spend` is one atomic check-and-spend (the recipe of the
 protocol's docstring):
@@ -20,14 +20,15 @@ protocol's docstring):
   a pure function of what was read.
 
 **The unit of the totals** (``epsilon`` or ``rho``) is the row ``unit`` of ``ledger_meta``,
-written by the first spend (:func:`claim_unit`, the first statement of the transaction, so
-a refused spend leaves none) and read with the totals in one statement; a spend of another
-unit is refused, as is one over totals written before units were recorded (migration 0002:
-:meth:`SqlLedgerStore.adopt_unit` states their unit).
+written by the first spend (:func:`~deniable.service.storage.ledger_steps.claim_unit`, the
+first statement of the transaction, so a refused spend leaves none) and read with the
+totals in one statement; a spend of another unit is refused, as is one over totals
+written before units were recorded (migration 0002: :meth:`SqlLedgerStore.adopt_unit`
+states their unit).
 
-The functions taking a ``conn`` run inside a transaction the caller opened with
-:func:`~deniable.service.storage.db.write_tx`, so that the service's report insert and the budget
-spend commit together (:class:`~deniable.service.storage.store.ServiceStore`).
+The steps take a ``conn`` and run inside a transaction the caller opened with
+:func:`~deniable.service.storage._sql.retrying`, so that the service's report insert and
+the budget spend commit together (:class:`~deniable.service.storage.ServiceStore`).
 """
 
 from __future__ import annotations
@@ -48,65 +49,28 @@ from deniable.accounting import (
 from deniable.accounting._keys import KeyIndex, Keys
 from deniable.accounting._stores import adopted_unit
 from deniable.service.storage._sql import (
-    ATTEMPTS,
-    CHUNK,
     Rollback,
-    decode_key,
     decoded,
-    encode_key,
+    dialect_insert,
     encode_keys,
     engine_of,
-    in_list,
-    listed,
-    many,
-    q,
     retrying,
 )
 from deniable.service.storage.db import read_tx
 from deniable.service.storage.ledger_steps import (
-    charged_keys,
-    claim_unit,
     ledger_history,
-    lock_respondents,
-    question_records,
-    require_unit,
     service_charges,
     spend_in,
     stored_unit,
-    write_charged,
-    write_records,
-    write_spent,
 )
-from deniable.service.storage.memo import SqlMemoStore
-from deniable.service.storage.tables import ledger_charged, ledger_question, ledger_respondent
+from deniable.service.storage.tables import (
+    ledger_charged,
+    ledger_meta,
+    ledger_question,
+    ledger_respondent,
+)
 
-__all__ = [
-    "ATTEMPTS",
-    "CHUNK",
-    "Rollback",
-    "SqlLedgerStore",
-    "SqlMemoStore",
-    "charged_keys",
-    "claim_unit",
-    "decode_key",
-    "encode_key",
-    "encode_keys",
-    "in_list",
-    "ledger_history",
-    "listed",
-    "lock_respondents",
-    "many",
-    "q",
-    "question_records",
-    "require_unit",
-    "retrying",
-    "service_charges",
-    "spend_in",
-    "stored_unit",
-    "write_charged",
-    "write_records",
-    "write_spent",
-]
+__all__ = ["SqlLedgerStore"]
 
 Floats = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
@@ -157,11 +121,11 @@ class SqlLedgerStore:
 
         def work(conn: Connection) -> None:
             new = adopted_unit(stored_unit(conn), unit)
-            q(
-                conn,
-                "INSERT INTO ledger_meta (name, value) VALUES ('unit', ?) "
-                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                [new],
+            insert = dialect_insert(conn, ledger_meta).values(name="unit", value=new)
+            conn.execute(
+                insert.on_conflict_do_update(
+                    index_elements=[ledger_meta.c.name], set_={"value": insert.excluded.value}
+                )
             )
 
         retrying(self._engine, work)

@@ -1,9 +1,16 @@
 """The steps of a ledger spend on SQL, each inside a write transaction the caller opened
-(:func:`~deniable.service.storage._sql.retrying`): the unit of the totals, the question records, the
-respondent rows locked in key order, who was charged, and the writes.
-:class:`~deniable.service.storage.ledger.SqlLedgerStore` runs them as one check-and-spend
-(:func:`spend_in`), and :class:`~deniable.service.storage.store.ServiceStore` in the transaction
-that stores the reports (the recipe is the docstring of ``deniable.service.storage.ledger``).
+(:func:`~deniable.service.storage._sql.retrying`): the unit of the totals, the question
+records, the respondent rows locked in key order, who was charged, and the writes.
+:class:`~deniable.service.storage.SqlLedgerStore` runs them as one check-and-spend
+(:func:`spend_in`), and :class:`~deniable.service.storage.ServiceStore` in the transaction
+that stores the reports (the recipe is the docstring of
+:mod:`deniable.service.storage.ledger`).
+
+The statements are SQLAlchemy Core, built once per dialect (:func:`~deniable.service.
+storage._sql.per_dialect`).  The locks are those of the recipe: on PostgreSQL the question
+rows and the respondent rows are inserted if missing and locked ``FOR UPDATE``, each in
+key order (``COLLATE "C"``: byte order, whatever the database's collation); SQLite's
+writers hold the database's write lock from ``BEGIN IMMEDIATE`` on.
 """
 
 from __future__ import annotations
@@ -13,13 +20,29 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from deniable.accounting import History, QuestionRecord, SpendPlan, SpendRequest
 from deniable.accounting._keys import Keys
 from deniable.accounting._pricing import UNKNOWN_UNIT, check_unit
-from deniable.service.storage._sql import encode_keys, in_list, listed, many, q
+from deniable.service.storage._sql import (
+    array,
+    dialect_insert,
+    encode_keys,
+    listed,
+    member,
+    per_dialect,
+)
 from deniable.service.storage.db import is_postgres
+from deniable.service.storage.tables import (
+    ledger_charged,
+    ledger_meta,
+    ledger_question,
+    ledger_respondent,
+    ledger_spend_seq,
+    reports,
+)
 
 __all__ = [
     "charged_keys",
@@ -39,34 +62,188 @@ __all__ = [
 Floats = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 
+_lq, _lr, _lc, _meta = ledger_question.c, ledger_respondent.c, ledger_charged.c, ledger_meta.c
+#: ``first`` of a new respondent row on PostgreSQL: the spend's number times 2**32 plus the
+#: key's position in the spend (so that respondents are ranked by their first charge)
+_SPEND_STRIDE = 2**32
+
+
+def _by_key(column: Any, postgres: bool) -> Any:
+    """Key order: bytewise on PostgreSQL (``COLLATE "C"``), SQLite's own (binary) there."""
+    return sa.collate(column, "C") if postgres else column
+
+
+# --------------------------------------------------------------------------- statements
+
+
+@per_dialect
+def _records_stmt(postgres: bool) -> sa.Select[Any]:
+    """The question rows of the names bound to ``names``."""
+    return sa.select(_lq.name, _lq.epsilon, _lq.memoized, _lq.charges).where(
+        member(_lq.name, "names", postgres)
+    )
+
+
+@per_dialect
+def _lock_records(postgres: bool) -> tuple[Any, Any]:
+    """PostgreSQL: insert the missing question rows (in name order), then lock them all."""
+    names = sa.func.unnest(array("names", sa.Text)).table_valued("n").render_derived(name="t")
+    insert = (
+        dialect_insert(postgres, ledger_question)
+        .from_select(
+            ["name", "epsilon", "memoized", "charges"],
+            sa.select(names.c.n, sa.null(), sa.false(), sa.literal(0, sa.BigInteger)).order_by(
+                _by_key(names.c.n, postgres)
+            ),
+        )
+        .on_conflict_do_nothing()
+    )
+    lock = (
+        sa.select(_lq.name, _lq.epsilon, _lq.memoized, _lq.charges)
+        .where(member(_lq.name, "names", postgres))
+        .order_by(_by_key(_lq.name, postgres))
+        .with_for_update()
+    )
+    return insert, lock
+
+
+@per_dialect
+def _spent_stmt(postgres: bool) -> sa.Select[Any]:
+    """The totals of the keys bound to ``keys``."""
+    return sa.select(_lr.key, _lr.spent).where(member(_lr.key, "keys", postgres))
+
+
+@per_dialect
+def _lock_respondent_rows(postgres: bool) -> tuple[Any, Any]:
+    """PostgreSQL: insert the missing respondent rows in key order (``first`` from the
+    spend sequence, read once per statement, and the key's position), returning the keys
+    inserted; then lock every row of the keys in key order."""
+    keys = (
+        sa.func.unnest(array("keys", sa.Text))
+        .table_valued("k", with_ordinality="n")
+        .render_derived(name="t")
+    )
+    spend = sa.select(ledger_spend_seq.next_value()).scalar_subquery()
+    first = spend * sa.literal(_SPEND_STRIDE, sa.BigInteger) + keys.c.n - 1
+    insert = (
+        dialect_insert(postgres, ledger_respondent)
+        .from_select(
+            ["key", "spent", "first"],
+            sa.select(keys.c.k, sa.literal(0.0, sa.Float(53)), first).order_by(
+                _by_key(keys.c.k, postgres)
+            ),
+        )
+        .on_conflict_do_nothing()
+        .returning(_lr.key)
+    )
+    lock = (
+        sa.select(_lr.key, _lr.spent)
+        .where(member(_lr.key, "keys", postgres))
+        .order_by(_by_key(_lr.key, postgres))
+        .with_for_update()
+    )
+    return insert, lock
+
+
+_UNIT = sa.select(
+    sa.select(_meta.value).where(_meta.name == "unit").scalar_subquery(),
+    sa.exists().select_from(ledger_respondent),
+)
+_UNIT_VALUE = sa.select(_meta.value).where(_meta.name == "unit")
+_MAX_FIRST = sa.select(sa.func.max(_lr.first))
+_SERVICE_CHARGES = sa.select(reports.c.survey_id, reports.c.question_id, reports.c.respondent_id)
+
+
+@per_dialect
+def _claim_unit_stmt(postgres: bool) -> Any:
+    return (
+        dialect_insert(postgres, ledger_meta)
+        .values(name="unit", value=sa.bindparam("unit", type_=sa.Text))
+        .on_conflict_do_nothing()
+    )
+
+
+@per_dialect
+def _charged_stmts(postgres: bool) -> tuple[Any, Any]:
+    """The ``ledger_charged`` keys of a question, and the respondents of a survey question
+    among ids (the service's charges: its reports)."""
+    charged = sa.select(_lc.key).where(
+        _lc.question == sa.bindparam("question"), member(_lc.key, "keys", postgres)
+    )
+    r = reports.c
+    answered = sa.select(r.respondent_id).where(
+        r.survey_id == sa.bindparam("sid"),
+        r.question_id == sa.bindparam("qid"),
+        member(r.respondent_id, "ids", postgres, sa.BigInteger),
+    )
+    return charged, answered
+
+
+@per_dialect
+def _write_spent_stmts(postgres: bool) -> tuple[Any, Any]:
+    """The new totals of existing rows (PostgreSQL: one statement of two arrays; SQLite: one
+    per row), and the deletion of rows inserted only to be locked."""
+    if postgres:
+        new = (
+            sa.func.unnest(array("s", sa.Float(53)), array("k", sa.Text))
+            .table_valued("s", "k")
+            .render_derived(name="u")
+        )
+        update = sa.update(ledger_respondent).values(spent=new.c.s).where(_lr.key == new.c.k)
+    else:
+        update = (
+            sa.update(ledger_respondent)
+            .where(_lr.key == sa.bindparam("k"))
+            .values(spent=sa.bindparam("s"))
+        )
+    drop = sa.delete(ledger_respondent).where(member(_lr.key, "keys", postgres))
+    return update, drop
+
+
+_INSERT_RESPONDENT = sa.insert(ledger_respondent)
+
+
+@per_dialect
+def _charged_insert(postgres: bool) -> Any:
+    return dialect_insert(postgres, ledger_charged).on_conflict_do_nothing()
+
+
+@per_dialect
+def _record_upserts(postgres: bool) -> tuple[Any, Any]:
+    """Upserts of question rows: charges as given, and charges added to the stored ones."""
+    out = []
+    for add in (False, True):
+        insert = dialect_insert(postgres, ledger_question)
+        x = insert.excluded
+        out.append(
+            insert.on_conflict_do_update(
+                index_elements=[_lq.name],
+                set_={
+                    "epsilon": x.epsilon,
+                    "memoized": x.memoized,
+                    "charges": _lq.charges + x.charges if add else x.charges,
+                },
+            )
+        )
+    return out[0], out[1]
+
+
+# --------------------------------------------------------------------------- steps
+
 
 def question_records(
     conn: Connection, names: Sequence[str], *, lock: bool
 ) -> dict[str, QuestionRecord | None]:
     """The records of ``names`` (``None``: never charged).  With ``lock`` on PostgreSQL,
     each question's row is inserted if missing and locked ``FOR UPDATE`` (in name order)."""
-    rows: list[Any]
-    if lock and is_postgres(conn):
-        q(
-            conn,
-            "INSERT INTO ledger_question (name, epsilon, memoized, charges) "
-            "SELECT n, NULL, false, 0 FROM unnest(?::text[]) AS t(n) "
-            'ORDER BY n COLLATE "C" ON CONFLICT DO NOTHING',
-            [list(names)],
-        )
-        rows = q(
-            conn,
-            "SELECT name, epsilon, memoized, charges FROM ledger_question "
-            f'WHERE name {in_list(conn)} ORDER BY name COLLATE "C" FOR UPDATE',
-            [listed(conn, names)],
-        ).all()
+    postgres = is_postgres(conn)
+    rows: Sequence[Any]
+    if lock and postgres:
+        insert, select = _lock_records(conn)
+        conn.execute(insert, {"names": list(names)})
+        rows = conn.execute(select, {"names": listed(postgres, names)}).all()
     else:
-        rows = q(
-            conn,
-            f"SELECT name, epsilon, memoized, charges FROM ledger_question WHERE name "
-            f"{in_list(conn)}",
-            [listed(conn, names)],
-        ).all()
+        rows = conn.execute(_records_stmt(conn), {"names": listed(postgres, names)}).all()
     out: dict[str, QuestionRecord | None] = dict.fromkeys(names)
     for name, eps, memoized, charges in rows:
         if eps is not None:
@@ -81,33 +258,14 @@ def lock_respondents(conn: Connection, enc: Sequence[str]) -> tuple[Floats, set[
     and the key's position in ``enc``) and every row is locked ``FOR UPDATE``, both in key
     order; on SQLite (the write lock already held) nothing is inserted."""
     spent_of: dict[str, float]
-    if is_postgres(conn):
-        new = set(
-            q(
-                conn,
-                "INSERT INTO ledger_respondent (key, spent, first) "
-                "SELECT k, 0, (SELECT nextval('ledger_spend_seq')) * 4294967296 + n - 1 "
-                "FROM unnest(?::text[]) WITH ORDINALITY AS t(k, n) "
-                'ORDER BY k COLLATE "C" ON CONFLICT DO NOTHING RETURNING key',
-                [list(enc)],
-            ).scalars()
-        )
-        spent_of = dict(
-            q(
-                conn,
-                f"SELECT key, spent FROM ledger_respondent WHERE key {in_list(conn)} "
-                'ORDER BY key COLLATE "C" FOR UPDATE',
-                [listed(conn, enc)],
-            ).all()
-        )
+    postgres = is_postgres(conn)
+    if postgres:
+        insert, lock = _lock_respondent_rows(conn)
+        new = set(conn.execute(insert, {"keys": list(enc)}).scalars())
+        spent_of = dict(conn.execute(lock, {"keys": list(enc)}).all())
     else:
-        spent_of = dict(
-            q(
-                conn,
-                f"SELECT key, spent FROM ledger_respondent WHERE key {in_list(conn)}",
-                [listed(conn, enc)],
-            ).all()
-        )
+        found = conn.execute(_spent_stmt(conn), {"keys": listed(postgres, enc)})
+        spent_of = dict(found.all())
         new = {k for k in enc if k not in spent_of}
     spent = np.fromiter((spent_of.get(k, 0.0) for k in enc), dtype=np.float64, count=len(enc))
     return spent, new
@@ -118,11 +276,7 @@ def stored_unit(conn: Connection) -> str | None:
     is spent, ``UNKNOWN_UNIT`` for totals spent before units were recorded."""
     # one statement, one snapshot: a spend committing in between (its unit and its totals
     # together) is seen whole or not at all
-    unit, legacy = q(
-        conn,
-        "SELECT (SELECT value FROM ledger_meta WHERE name = 'unit'), "
-        "EXISTS (SELECT 1 FROM ledger_respondent)",
-    ).one()
+    unit, legacy = conn.execute(_UNIT).one()
     if unit is not None:
         return str(unit)
     return UNKNOWN_UNIT if legacy else None
@@ -136,12 +290,8 @@ def claim_unit(conn: Connection, unit: str) -> str:
     stored = stored_unit(conn)
     if stored is not None:
         return stored
-    q(
-        conn,
-        "INSERT INTO ledger_meta (name, value) VALUES ('unit', ?) ON CONFLICT DO NOTHING",
-        [unit],
-    )
-    return str(q(conn, "SELECT value FROM ledger_meta WHERE name = 'unit'").scalar_one())
+    conn.execute(_claim_unit_stmt(conn), {"unit": unit})
+    return str(conn.execute(_UNIT_VALUE).scalar_one())
 
 
 def require_unit(conn: Connection, unit: str) -> None:
@@ -154,12 +304,10 @@ def charged_keys(conn: Connection, question: str, enc: Sequence[str]) -> set[str
     """The keys of ``enc`` charged for ``question`` before: the ``ledger_charged`` rows,
     and for a survey question (``"<survey>/<question>"``) its respondents' stored reports
     (the service records a charge as the report itself, see :func:`service_charges`)."""
+    postgres = is_postgres(conn)
+    charged, answered = _charged_stmts(conn)
     found = set(
-        q(
-            conn,
-            f"SELECT key FROM ledger_charged WHERE question = ? AND key {in_list(conn)}",
-            [question, listed(conn, enc)],
-        ).scalars()
+        conn.execute(charged, {"question": question, "keys": listed(postgres, enc)}).scalars()
     )
     sid, slash, qid = question.partition("/")
     if slash:
@@ -170,22 +318,15 @@ def charged_keys(conn: Connection, question: str, enc: Sequence[str]) -> set[str
             if k.startswith(prefix) and k[len(prefix) :].isascii() and k[len(prefix) :].isdigit()
         }
         if ids:
-            found.update(
-                ids[int(i)]
-                for i in q(
-                    conn,
-                    "SELECT respondent_id FROM reports WHERE survey_id = ? AND question_id = ? "
-                    f"AND respondent_id {in_list(conn, 'bigint')}",
-                    [sid, qid, listed(conn, ids)],
-                ).scalars()
-            )
+            params = {"sid": sid, "qid": qid, "ids": listed(postgres, ids)}
+            found.update(ids[int(i)] for i in conn.execute(answered, params).scalars())
     return found
 
 
 def service_charges(conn: Connection) -> list[tuple[str, str]]:
     """Every ``(question, key)`` the survey service charged: one per stored report (the
     service keeps no ``ledger_charged`` row for them: the report is the record)."""
-    rows = q(conn, "SELECT survey_id, question_id, respondent_id FROM reports").all()
+    rows = conn.execute(_SERVICE_CHARGES).all()
     return [(f"{s}/{qid}", f"s{s}:{r}") for s, qid, r in rows]
 
 
@@ -196,74 +337,57 @@ def write_spent(
     order); drop the rows of new keys that were not charged (PostgreSQL's lock rows)."""
     keys = [k for k, p in zip(enc, paid.tolist(), strict=True) if p]
     vals = totals.tolist()
-    pg_ = is_postgres(conn)
-    update = [(s, k) for s, k in zip(vals, keys, strict=True) if pg_ or k not in new]
-    if pg_ and update:  # one statement (the rows are locked already)
-        q(
-            conn,
-            "UPDATE ledger_respondent AS l SET spent = u.s "
-            "FROM unnest(?::float8[], ?::text[]) AS u(s, k) WHERE l.key = u.k",
-            [[s for s, _ in update], [k for _, k in update]],
-        )
-    else:
-        many(conn, "UPDATE ledger_respondent SET spent = ? WHERE key = ?", update)
-    if pg_:
+    postgres = is_postgres(conn)
+    update, drop = _write_spent_stmts(conn)
+    pairs = [(s, k) for s, k in zip(vals, keys, strict=True) if postgres or k not in new]
+    if postgres:
+        if pairs:  # one statement (the rows are locked already)
+            conn.execute(update, {"s": [s for s, _ in pairs], "k": [k for _, k in pairs]})
         unpaid = new.difference(keys)
         if unpaid:
-            q(
-                conn,
-                f"DELETE FROM ledger_respondent WHERE key {in_list(conn)}",
-                [listed(conn, unpaid)],
-            )
+            conn.execute(drop, {"keys": listed(postgres, unpaid)})
         return
+    if pairs:
+        conn.execute(update, [{"s": s, "k": k} for s, k in pairs])
     fresh = [(k, s) for s, k in zip(vals, keys, strict=True) if k in new]
     if fresh:
-        top = q(conn, "SELECT max(first) FROM ledger_respondent").scalar()
+        top = conn.execute(_MAX_FIRST).scalar()
         base = 0 if top is None else int(top) + 1
         pos = {k: i for i, k in enumerate(enc)}
-        many(
-            conn,
-            "INSERT INTO ledger_respondent (key, spent, first) VALUES (?, ?, ?)",
-            [(k, s, base + pos[k]) for k, s in fresh],
+        conn.execute(
+            _INSERT_RESPONDENT,
+            [{"key": k, "spent": s, "first": base + pos[k]} for k, s in fresh],
         )
 
 
 def write_charged(conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:
     """Mark ``(question, key)`` pairs charged."""
-    many(
-        conn,
-        "INSERT INTO ledger_charged (question, key) VALUES (?, ?) ON CONFLICT DO NOTHING",
-        pairs,
-    )
+    if pairs:
+        conn.execute(_charged_insert(conn), [{"question": q, "key": k} for q, k in pairs])
 
 
 def write_records(conn: Connection, records: Sequence[QuestionRecord], *, add: bool) -> None:
     """Write question records: their charges as given, or (``add``) added to the stored
     ones (a writer that did not lock the question's row), in name order."""
-    charges = "ledger_question.charges + excluded.charges" if add else "excluded.charges"
-    many(
-        conn,
-        "INSERT INTO ledger_question (name, epsilon, memoized, charges) VALUES (?, ?, ?, ?) "
-        "ON CONFLICT (name) DO UPDATE SET epsilon = excluded.epsilon, "
-        f"memoized = excluded.memoized, charges = {charges}",
+    if not records:
+        return
+    upsert = _record_upserts(conn)[1 if add else 0]
+    conn.execute(
+        upsert,
         [
-            (r.question, r.epsilon, r.memoized, r.charges)
+            {"name": r.question, "epsilon": r.epsilon, "memoized": r.memoized,
+             "charges": r.charges}
             for r in sorted(records, key=lambda r: r.question)
         ],
-    )
+    )  # fmt: skip
 
 
 def ledger_history(
     conn: Connection, enc: Sequence[str], question: str | None, record: QuestionRecord | None
 ) -> History:
     """The totals and charged flags of ``enc`` for ``question`` (read in ``conn``)."""
-    spent_of = dict(
-        q(
-            conn,
-            f"SELECT key, spent FROM ledger_respondent WHERE key {in_list(conn)}",
-            [listed(conn, enc)],
-        ).all()
-    )
+    found = conn.execute(_spent_stmt(conn), {"keys": listed(is_postgres(conn), enc)})
+    spent_of: dict[str, float] = dict(found.all())
     charged_set = set() if question is None else charged_keys(conn, question, enc)
     spent = np.fromiter((spent_of.get(k, 0.0) for k in enc), dtype=np.float64, count=len(enc))
     charged = np.fromiter((k in charged_set for k in enc), dtype=np.bool_, count=len(enc))

@@ -22,9 +22,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from deniable.exceptions import DataError
-from deniable.service.storage.db import read_tx
-from deniable.service.storage.ledger import in_list, listed, q, retrying
-from deniable.service.storage.store import hash_token
+from deniable.service.storage._sql import listed, member, per_dialect, retrying
+from deniable.service.storage.db import is_postgres, read_tx
+from deniable.service.storage.respondents import hash_token
 from deniable.service.storage.tables import invitations, reports, respondents, surveys
 from deniable.survey import Survey
 
@@ -189,9 +189,17 @@ def invitations_stored(store: Any, survey_id: str, tokens: list[str]) -> int:
     failure, whether a batch was committed)."""
     digests = sorted({hash_token(t) for t in tokens})
     with read_tx(store.engine) as conn:
-        found = q(
-            conn,
-            f"SELECT count(*) FROM invitations WHERE survey_id = ? AND token_hash {in_list(conn)}",
-            [survey_id, listed(conn, digests)],
-        ).scalar()
-    return int(found)
+        params = {"sid": survey_id, "digests": listed(is_postgres(conn), digests)}
+        found = conn.execute(_stored_invitations(conn), params).scalar()
+    return int(found or 0)
+
+
+@per_dialect
+def _stored_invitations(postgres: bool) -> Any:
+    """How many invitations of survey ``sid`` have their hash in the list ``digests``."""
+    i = invitations.c
+    return (
+        sa.select(sa.func.count())
+        .select_from(invitations)
+        .where(i.survey_id == sa.bindparam("sid"), member(i.token_hash, "digests", postgres))
+    )

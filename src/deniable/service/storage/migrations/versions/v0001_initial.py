@@ -104,12 +104,12 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("name", name="pk_memo_question"),
     )
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("CREATE SEQUENCE ledger_spend_seq")
+        op.execute(sa.schema.CreateSequence(sa.Sequence("ledger_spend_seq")))
 
 
 def downgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("DROP SEQUENCE ledger_spend_seq")
+        op.execute(sa.schema.DropSequence(sa.Sequence("ledger_spend_seq")))
     for table in (
         "memo_question",
         "memo",

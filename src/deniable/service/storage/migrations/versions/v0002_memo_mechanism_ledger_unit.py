@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql, sqlite
 
 from deniable.mechanisms._memo_legacy import upgraded_question
 
@@ -32,43 +33,64 @@ branch_labels = None
 depends_on = None
 
 
+# the tables as this revision sees them (a migration never imports the live models)
+_memo = sa.table(
+    "memo",
+    sa.column("question", sa.Text),
+    sa.column("key", sa.Text),
+    sa.column("report", sa.BigInteger),
+    sa.column("mechanism", sa.Text),
+)
+_ledger_respondent = sa.table("ledger_respondent", sa.column("key", sa.Text))
+_ledger_charged = sa.table("ledger_charged", sa.column("key", sa.Text))
+_ledger_meta = sa.table("ledger_meta", sa.column("name", sa.Text), sa.column("value", sa.Text))
+
+
+def _moves(dialect: str) -> tuple[sa.Insert, sa.Delete]:
+    """Copy an old-layout question's rows to the new layout (``:old`` to ``:new``, with the
+    mechanism ``:mech``; rows there already win), then delete the old rows that were
+    copied."""
+    insert = (postgresql.insert if dialect == "postgresql" else sqlite.insert)(_memo)
+    old, new, mech = (sa.bindparam(name, type_=sa.Text) for name in ("old", "new", "mech"))
+    copy = insert.from_select(
+        ["question", "key", "report", "mechanism"],
+        sa.select(new, _memo.c.key, _memo.c.report, mech).where(_memo.c.question == old),
+    ).on_conflict_do_nothing()
+    moved = _memo.alias("n")
+    done = sa.exists().where(
+        moved.c.question == new,
+        moved.c.key == _memo.c.key,
+        moved.c.report == _memo.c.report,
+        moved.c.mechanism == mech,
+    )
+    return copy, sa.delete(_memo).where(_memo.c.question == old, done)
+
+
 def upgrade() -> None:
     conn = op.get_bind()
     op.add_column("memo", sa.Column("mechanism", sa.Text, nullable=True))
     old = conn.execute(
-        sa.text("SELECT DISTINCT question FROM memo WHERE question LIKE 'rappor/rappor{%'")
+        sa.select(_memo.c.question).where(_memo.c.question.like("rappor/rappor{%")).distinct()
     ).scalars()
+    copy, delete = _moves(conn.dialect.name)
     for question in sorted(old):
         up = upgraded_question(question)
         if up is None:
             continue
         names = {"old": question, "new": up[0], "mech": up[1]}
-        conn.execute(
-            sa.text(
-                "INSERT INTO memo (question, key, report, mechanism) "
-                "SELECT :new, key, report, :mech FROM memo WHERE question = :old "
-                "ON CONFLICT DO NOTHING"
-            ),
-            names,
-        )
-        conn.execute(
-            sa.text(
-                "DELETE FROM memo WHERE question = :old AND EXISTS (SELECT 1 FROM memo AS n "
-                "WHERE n.question = :new AND n.key = memo.key AND n.report = memo.report "
-                "AND n.mechanism = :mech)"
-            ),
-            names,
-        )
+        conn.execute(copy, names)
+        conn.execute(delete, names)
     op.create_table(
         "ledger_meta",
         sa.Column("name", sa.Text, nullable=False),
         sa.Column("value", sa.Text, nullable=False),
         sa.PrimaryKeyConstraint("name", name="pk_ledger_meta"),
     )
-    spent = conn.execute(sa.text("SELECT count(*) FROM ledger_respondent")).scalar()
-    charged = conn.execute(sa.text("SELECT count(*) FROM ledger_charged")).scalar()
+    count = sa.select(sa.func.count())
+    spent = conn.execute(count.select_from(_ledger_respondent)).scalar()
+    charged = conn.execute(count.select_from(_ledger_charged)).scalar()
     if spent and not charged:  # every total is the survey service's: pure epsilon
-        conn.execute(sa.text("INSERT INTO ledger_meta (name, value) VALUES ('unit', 'epsilon')"))
+        conn.execute(sa.insert(_ledger_meta).values(name="unit", value="epsilon"))
 
 
 def downgrade() -> None:
