@@ -1,9 +1,9 @@
 """Arrival rates of a survey's sessions and reports, with bursts flagged: what the dashboard
 shows so that an operator sees ballot stuffing as it happens.
 
-:func:`arrival_counts` counts, per window of a minute or an hour, the sessions created
-(``respondents.created_at``) and the reports received (``reports.received_at``) in SQL;
-:func:`arrival_rates` (pure) turns the counts into the panel's numbers.
+The store counts, per window of a minute or an hour, the sessions created and the reports
+received (:func:`deniable.service.storage.exports.arrival_counts`); :func:`arrival_rates`
+(pure) turns the counts into the panel's numbers.
 
 **The burst rule.**  For each series, the *baseline* ``b`` is the median count per window
 over every window from the series' first arrival to its last (empty windows included),
@@ -24,20 +24,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-import sqlalchemy as sa
 
 from deniable.common import _validation as v
 from deniable.common import to_jsonable
 from deniable.exceptions import ParameterError
-from deniable.service.storage.db import is_postgres, read_tx
-from deniable.service.storage.tables import reports, respondents
 
 __all__ = [
     "ARRIVAL_BUCKETS",
     "BURST_ALPHA",
     "BURST_FACTOR",
     "MAX_WINDOWS",
-    "arrival_counts",
     "arrival_rates",
     "bursts",
 ]
@@ -54,29 +50,6 @@ MAX_WINDOWS = 1440
 MAX_BURSTS = 100
 #: Windows shown unless asked: the last hour by minute, the last two days by hour.
 DEFAULT_WINDOWS = {"minute": 60, "hour": 48}
-
-
-def _window(conn: Any, column: Any, width: int) -> Any:
-    # floor(t / width): a cast truncates on SQLite (times are positive) but rounds on
-    # PostgreSQL, which has floor
-    if is_postgres(conn):
-        return sa.cast(sa.func.floor(column / width), sa.BigInteger)
-    return sa.cast(column / width, sa.BigInteger)
-
-
-def arrival_counts(store: Any, survey_id: str, width: int) -> tuple[dict[int, int], dict[int, int]]:
-    """``(sessions, reports)``: per window index ``floor(t / width)``, the number of
-    sessions created and of reports received (windows without any are absent)."""
-    out: list[dict[int, int]] = []
-    with read_tx(store.engine) as conn:
-        for table, column in ((respondents, respondents.c.created_at),
-                              (reports, reports.c.received_at)):  # fmt: skip
-            w = _window(conn, column, width).label("w")
-            rows = conn.execute(
-                sa.select(w, sa.func.count()).where(table.c.survey_id == survey_id).group_by(w)
-            ).all()
-            out.append({int(k): int(n) for k, n in rows})
-    return out[0], out[1]
 
 
 def bursts(counts: Mapping[int, int]) -> tuple[float | None, list[tuple[int, int, float]]]:

@@ -1,7 +1,7 @@
 """Robustness statements for every estimate of a survey: how many fake respondents would move
 it by ``shift`` (:func:`deniable.estimation.manipulation_robustness`; the formulas are in
 docs/robustness.md).  A pure function of the survey and its tallies, like
-:mod:`deniable.service.analysis.results`, so the JSON endpoint and the dashboard agree.
+:mod:`deniable.service.analysis.estimates`, so the JSON endpoint and the dashboard agree.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from deniable.estimation import manipulation_robustness
 from deniable.exceptions import ParameterError
 from deniable.survey import Survey
 
-__all__ = ["DEFAULT_SHIFT", "SHIFTS", "robustness"]
+__all__ = ["DEFAULT_SHIFT", "robustness"]
 
 #: The shift stated unless another is asked for.
 DEFAULT_SHIFT = 0.05
-#: The shifts the dashboard offers (any in (0, 1] works in the URL).
-SHIFTS = (0.01, 0.02, 0.05, 0.1, 0.2)
 
 
 def robustness(

@@ -1,4 +1,5 @@
-"""The service's OpenAPI schema, completed, and the ``/docs`` page rendered from it.
+"""The service's OpenAPI schema, completed (the ``/docs`` page is rendered from it by
+:func:`deniable.service.pages.docs_page`).
 
 FastAPI writes each operation's parameters, body and success response, and the security
 schemes its dependencies declare (``adminToken``, ``adminCookie``, ``respondentToken``:
@@ -20,12 +21,11 @@ rely on the schema for every status:
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 from fastapi import FastAPI
 
-__all__ = ["ERROR_SCHEMA", "docs_page", "service_openapi"]
+__all__ = ["ERROR_SCHEMA", "service_openapi"]
 
 #: The body of every refusal.
 ERROR_SCHEMA: dict[str, Any] = {
@@ -112,30 +112,3 @@ def service_openapi(app: FastAPI) -> dict[str, Any]:
             _complete(path, op)
     app.openapi_schema = schema
     return schema
-
-
-def docs_page(app: FastAPI) -> str:
-    """``/docs``: every operation of the schema, its summary, description and statuses, as
-    plain HTML (no script: the strict CSP holds)."""
-    schema = app.openapi()
-    rows = []
-    for path, ops in schema.get("paths", {}).items():
-        for method, op in ops.items():
-            summary = op.get("summary", "")
-            doc = op.get("description", "")
-            codes = ", ".join(sorted(op.get("responses", {})))
-            rows.append(
-                f"<section><h2><code>{html.escape(method.upper())} {html.escape(path)}</code>"
-                f"</h2><p>{html.escape(summary)}</p><pre>{html.escape(doc)}</pre>"
-                f"<p>Responses: {html.escape(codes)}</p></section>"
-            )
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{html.escape(app.title)} API</title>"
-        '<link rel="stylesheet" href="/static/style.css"></head><body><main>'
-        f"<h1>{html.escape(app.title)} {html.escape(app.version)}: HTTP API</h1>"
-        '<p>The machine-readable schema: <a href="/openapi.json">/openapi.json</a>. '
-        'Errors are <code>{"error": "..."}</code> with a 4xx status.</p>'
-        + "".join(rows)
-        + "</main></body></html>"
-    )

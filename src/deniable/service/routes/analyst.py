@@ -1,13 +1,14 @@
-"""The analyst's side of the service: the admin read endpoints (results, timeline, budget,
-majority, plots, exports) and the HTML dashboard with its login.
+"""The analyst's side of the API (admin only): the results, timeline, budget and majority
+endpoints, the plots and the exports.  The dashboard's pages show the same numbers
+(:mod:`deniable.service.routes.dashboard`; both read through
+:mod:`deniable.service.routes.reads`).
 
 Every endpoint needs the admin (``Authorization: Bearer <admin token>`` or the dashboard's
-signed cookie, :func:`deniable.service.core.security.require_admin`); the login form takes the
-admin token or the admin password and sets the cookie.  The numbers come from
-:mod:`deniable.service.analysis.results` (pure functions of the store's tallies), so the JSON
-endpoints, the page's tables and the exports agree.  Plots are SVG drawn by
-:mod:`deniable.plotting` (matplotlib, the ``[plot]`` extra); the Parquet export needs
-pyarrow (the ``[data]`` extra).
+signed cookie, :func:`deniable.service.core.security.require_admin`).  The numbers come
+from :mod:`deniable.service.analysis` (pure functions of the store's tallies, made from the
+library's results), so the JSON endpoints, the page's tables and the exports agree.  Plots
+are SVG drawn by :mod:`deniable.plotting` (matplotlib, the ``[plot]`` extra); the Parquet
+export needs pyarrow (the ``[data]`` extra).
 
 =====================================================  =========================================
 ``GET /api/surveys/{id}/results?level=0.95``           every question: n, estimates, SEs, exact
@@ -22,12 +23,6 @@ pyarrow (the ``[data]`` extra).
 ``GET /api/surveys/{id}/plots/budget.svg``             the histogram of epsilon spent
 ``GET /api/surveys/{id}/export.csv``, ``.parquet``     the randomized reports, nothing else
 ``GET /api/surveys/{id}/results.json``                 the survey, results, budget, majorities
-``GET /api/surveys/{id}/arrivals``, ``.../robustness``  arrival rates with bursts flagged, and
-                                                       the fakes that would move each estimate
-                                                       (:mod:`~deniable.service.routes.integrity`)
-``GET /dashboard``, ``GET /dashboard/{id}``            the pages (401 and the login form
-                                                       when not logged in)
-``GET|POST /dashboard/login``, ``POST .../logout``     the login form; set / clear the cookie
 =====================================================  =========================================
 """
 
@@ -37,39 +32,32 @@ import csv
 import io
 import math
 from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
 
-from deniable.designs import Tally
-from deniable.exceptions import DataError, DeniableError
 from deniable.service import analysis as an
-from deniable.service.analysis.robustness import DEFAULT_SHIFT
-from deniable.service.core.logins import login_failures
-from deniable.service.core.security import (
-    ApiError,
-    check_admin_credential,
-    clear_admin_cookie,
-    client_address,
-    is_admin,
-    refuse_cross_site,
-    require_admin,
-    retry_after,
-    set_admin_cookie,
+from deniable.service.core.security import ApiError, require_admin
+from deniable.service.routes.reads import (
+    budget_data,
+    checked,
+    results_data,
+    store_of,
+    survey_of,
+    tallies_of,
+    timeline_data,
 )
-from deniable.service.pages import html as pages
-from deniable.service.pages import panels
-from deniable.service.routes import integrity
-from deniable.service.storage.lifecycle import state_of
 from deniable.survey import Survey
 
-__all__ = ["router"]
+__all__ = ["ADMIN", "NO_STORE", "Bucket", "Level", "router"]
 
 router = APIRouter()
 
-_ADMIN = [Depends(require_admin)]
-_NO_STORE = {"Cache-Control": "no-store"}
+#: The dependencies of an admin route.
+ADMIN = [Depends(require_admin)]
+#: The header of every answer that must not be cached.
+NO_STORE = {"Cache-Control": "no-store"}
 _SVG = "image/svg+xml"
 
 
@@ -88,48 +76,16 @@ class _ParquetResponse(Response):
 Level = Annotated[float, Query(description="Confidence level of the intervals, in (0, 1).")]
 Bucket = Annotated[str, Query(description="Time bucket: hour or day.")]
 
-T = TypeVar("T")
-
-
-# --------------------------------------------------------------------------- helpers
-def _store(request: Request) -> Any:
-    return request.app.state.store
-
-
-def _checked(call: Callable[[], T]) -> T:
-    """``call()`` with the library's refusals as HTTP errors: an unknown survey or question
-    (DataError) is 404, a bad parameter (level, bucket, offset, bins) 422."""
-    try:
-        return call()
-    except DataError as exc:
-        raise ApiError(404, str(exc)) from None
-    except DeniableError as exc:
-        raise ApiError(422, str(exc)) from None
-
-
-def _survey(request: Request, survey_id: str) -> Survey:
-    survey: Survey = _checked(lambda: _store(request).survey(survey_id))
-    return survey
-
-
-def _question(survey: Survey, question_id: str) -> None:
-    _checked(lambda: survey.question(question_id))
-
-
-def _tallies(request: Request, survey_id: str) -> dict[str, Tally]:
-    tallies: dict[str, Tally] = _store(request).tallies(survey_id)
-    return tallies
-
 
 def _json(data: Any, *, filename: str | None = None) -> JSONResponse:
-    headers = dict(_NO_STORE)
+    headers = dict(NO_STORE)
     if filename is not None:
         headers["Content-Disposition"] = f'attachment; filename="{filename}"'
     return JSONResponse(data, headers=headers)
 
 
 def _svg(text: str) -> Response:
-    return Response(text, media_type=_SVG, headers=_NO_STORE)
+    return Response(text, media_type=_SVG, headers=NO_STORE)
 
 
 def _plotting() -> Any:
@@ -148,64 +104,30 @@ def _plot(call: Callable[[], str]) -> Response:
         ) from None
 
 
-def _results(request: Request, survey: Survey, level: float) -> dict[str, Any]:
-    tallies = _tallies(request, survey.id)
-    out: dict[str, Any] = _checked(lambda: an.results(survey, tallies, level=level))
-    return out
-
-
-def _timeline(
-    request: Request, survey: Survey, question_id: str, bucket: str, level: float
-) -> dict[str, Any]:
-    _question(survey, question_id)
-    _checked(lambda: an.timeline(survey, question_id, [], bucket=bucket, level=level))
-    points = _store(request).timeline(survey.id, question_id, bucket)
-    out: dict[str, Any] = _checked(
-        lambda: an.timeline(survey, question_id, points, bucket=bucket, level=level)
-    )
-    return out
-
-
-def _budget(request: Request, survey: Survey, bins: int = an.DEFAULT_BINS) -> dict[str, Any]:
-    spent = _store(request).spent(survey.id)
-    out: dict[str, Any] = _checked(lambda: an.budget(survey, spent, bins=bins))
-    return out
-
-
-def _majorities(request: Request, survey: Survey, offset: float = 0.0) -> list[dict[str, Any]]:
-    tallies = _tallies(request, survey.id)
-    out: list[dict[str, Any]] = []
-    for q in survey.questions:
-        if an.is_binary(q):
-            tally = tallies.get(q.id)
-            out.append(_checked(lambda: an.majority(survey, q.id, tally, offset=offset)))  # noqa: B023
-    return out
-
-
 # --------------------------------------------------------------------------- JSON
-@router.get("/api/surveys/{survey_id}/results", dependencies=_ADMIN, tags=["dashboard"])
+@router.get("/api/surveys/{survey_id}/results", dependencies=ADMIN, tags=["dashboard"])
 def results(request: Request, survey_id: str, level: Level = 0.95) -> JSONResponse:
     """Every question: n, estimate, bounded MLE, both SEs, exact and Wald intervals at
     ``level``, epsilon (categorical questions: per-category lists)."""
-    return _json(_results(request, _survey(request, survey_id), level))
+    return _json(results_data(request, survey_of(request, survey_id), level))
 
 
 @router.get(
     "/api/surveys/{survey_id}/results/{question_id}/timeline",
-    dependencies=_ADMIN,
+    dependencies=ADMIN,
     tags=["dashboard"],
 )
 def timeline(
     request: Request, survey_id: str, question_id: str, bucket: Bucket = "day", level: Level = 0.95
 ) -> JSONResponse:
     """The question's numbers at the end of each hour or day (cumulative)."""
-    survey = _survey(request, survey_id)
-    return _json(_timeline(request, survey, question_id, bucket, level))
+    survey = survey_of(request, survey_id)
+    return _json(timeline_data(request, survey, question_id, bucket, level))
 
 
 @router.get(
     "/api/surveys/{survey_id}/results/{question_id}/majority",
-    dependencies=_ADMIN,
+    dependencies=ADMIN,
     tags=["dashboard"],
 )
 def majority(
@@ -215,33 +137,33 @@ def majority(
     offset: Annotated[float, Query(description="Offset c in SDs at the boundary.")] = 0.0,
 ) -> JSONResponse:
     """The majority decision of a binary question and its exact error probabilities."""
-    survey = _survey(request, survey_id)
-    _question(survey, question_id)
-    tally = _tallies(request, survey_id).get(question_id)
-    return _json(_checked(lambda: an.majority(survey, question_id, tally, offset=offset)))
+    survey = survey_of(request, survey_id)
+    checked(lambda: survey.question(question_id))
+    tally = tallies_of(request, survey_id).get(question_id)
+    return _json(checked(lambda: an.majority(survey, question_id, tally, offset=offset)))
 
 
-@router.get("/api/surveys/{survey_id}/budget", dependencies=_ADMIN, tags=["dashboard"])
+@router.get("/api/surveys/{survey_id}/budget", dependencies=ADMIN, tags=["dashboard"])
 def budget(
     request: Request,
     survey_id: str,
     bins: Annotated[int, Query(description="Histogram bins, 1 to 1000.")] = an.DEFAULT_BINS,
 ) -> JSONResponse:
     """The epsilon each respondent has spent: every amount, a histogram, the cap."""
-    return _json(_budget(request, _survey(request, survey_id), bins))
+    return _json(budget_data(request, survey_of(request, survey_id), bins))
 
 
 # --------------------------------------------------------------------------- plots
 @router.get(
     "/api/surveys/{survey_id}/plots/forest.svg",
-    dependencies=_ADMIN,
+    dependencies=ADMIN,
     tags=["dashboard"],
     response_class=_SvgResponse,
 )
 def forest_plot(request: Request, survey_id: str, level: Level = 0.95) -> Response:
     """Every question's estimate and exact interval (categorical: one row per category)."""
-    survey = _survey(request, survey_id)
-    res = _results(request, survey, level)
+    survey = survey_of(request, survey_id)
+    res = results_data(request, survey, level)
     plots = _plotting()
     labels, est, lo, hi = an.forest_rows(res)
     if not labels:
@@ -254,7 +176,7 @@ def forest_plot(request: Request, survey_id: str, level: Level = 0.95) -> Respon
 
 @router.get(
     "/api/surveys/{survey_id}/plots/timeline/{question_id}.svg",
-    dependencies=_ADMIN,
+    dependencies=ADMIN,
     tags=["dashboard"],
     response_class=_SvgResponse,
 )
@@ -262,8 +184,8 @@ def timeline_plot(
     request: Request, survey_id: str, question_id: str, bucket: Bucket = "day", level: Level = 0.95
 ) -> Response:
     """The question's estimate over time with its exact interval as a band."""
-    survey = _survey(request, survey_id)
-    t = _timeline(request, survey, question_id, bucket, level)
+    survey = survey_of(request, survey_id)
+    t = timeline_data(request, survey, question_id, bucket, level)
     plots = _plotting()
     points = [p for p in t["points"] if p["n"]]
     if not points:
@@ -293,13 +215,13 @@ def timeline_plot(
 
 @router.get(
     "/api/surveys/{survey_id}/plots/budget.svg",
-    dependencies=_ADMIN,
+    dependencies=ADMIN,
     tags=["dashboard"],
     response_class=_SvgResponse,
 )
 def budget_plot(request: Request, survey_id: str) -> Response:
     """The histogram of the epsilon each respondent has spent, with the cap."""
-    b = _budget(request, _survey(request, survey_id))
+    b = budget_data(request, survey_of(request, survey_id))
     plots = _plotting()
     h = b["histogram"]
     cap = float(b["cap"])
@@ -308,39 +230,39 @@ def budget_plot(request: Request, survey_id: str) -> Response:
 
 # --------------------------------------------------------------------------- exports
 def _export(request: Request, survey: Survey) -> tuple[list[str], list[tuple[int | None, ...]]]:
-    rows = _store(request).export_rows(survey.id)
+    rows = store_of(request).export_rows(survey.id)
     return an.export_columns(survey), an.export_table(survey, rows)
 
 
 @router.get(
     "/api/surveys/{survey_id}/export.csv",
-    dependencies=_ADMIN,
+    dependencies=ADMIN,
     tags=["dashboard"],
     response_class=_CsvResponse,
 )
 def export_csv(request: Request, survey_id: str) -> Response:
     """The randomized reports: one row per respondent, one column per question (the report
     values; empty where none was sent), nothing else."""
-    survey = _survey(request, survey_id)
+    survey = survey_of(request, survey_id)
     cols, table = _export(request, survey)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
     w.writerows(["" if x is None else x for x in row] for row in table)
-    headers = dict(_NO_STORE)
+    headers = dict(NO_STORE)
     headers["Content-Disposition"] = f'attachment; filename="{survey.id}-reports.csv"'
     return Response(buf.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 
 
 @router.get(
     "/api/surveys/{survey_id}/export.parquet",
-    dependencies=_ADMIN,
+    dependencies=ADMIN,
     tags=["dashboard"],
     response_class=_ParquetResponse,
 )
 def export_parquet(request: Request, survey_id: str) -> Response:
     """The randomized reports as Parquet (nullable int64 columns, one per question)."""
-    survey = _survey(request, survey_id)
+    survey = survey_of(request, survey_id)
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -352,134 +274,17 @@ def export_parquet(request: Request, survey_id: str) -> Response:
     arrays = [pa.array([row[i] for row in table], type=pa.int64()) for i in range(len(cols))]
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_arrays(arrays, names=cols), buf)
-    headers = dict(_NO_STORE)
+    headers = dict(NO_STORE)
     headers["Content-Disposition"] = f'attachment; filename="{survey.id}-reports.parquet"'
     return Response(buf.getvalue(), media_type="application/vnd.apache.parquet", headers=headers)
 
 
-@router.get("/api/surveys/{survey_id}/results.json", dependencies=_ADMIN, tags=["dashboard"])
+@router.get("/api/surveys/{survey_id}/results.json", dependencies=ADMIN, tags=["dashboard"])
 def results_json(request: Request, survey_id: str, level: Level = 0.95) -> JSONResponse:
     """The results export: the survey, every question's results, the budget, the majority
     decisions (no reports, no times)."""
-    survey = _survey(request, survey_id)
-    tallies = _tallies(request, survey_id)
-    spent = _store(request).spent(survey_id)
-    doc = _checked(lambda: an.results_document(survey, tallies, spent, level=level))
+    survey = survey_of(request, survey_id)
+    tallies = tallies_of(request, survey_id)
+    spent = store_of(request).spent(survey_id)
+    doc = checked(lambda: an.results_document(survey, tallies, spent, level=level))
     return _json(doc, filename=f"{survey.id}-results.json")
-
-
-# --------------------------------------------------------------------------- pages
-# The pages are HTML for people, not API: they stay out of the OpenAPI schema (their
-# refusals are pages too, e.g. 401 with the login form), like the respondent's page.
-def _html(text: str, status: int = 200) -> HTMLResponse:
-    return HTMLResponse(text, status_code=status, headers=_NO_STORE)
-
-
-def _login_required() -> HTMLResponse:
-    return _html(pages.login_page(), 401)
-
-
-def _survey_ids(request: Request) -> list[str]:
-    store = _store(request)
-    ids: list[str] = list(store.survey_ids())
-    return ids
-
-
-@router.get(
-    "/dashboard/login", response_class=HTMLResponse, tags=["dashboard"], include_in_schema=False
-)
-def login_form() -> HTMLResponse:
-    """The login form."""
-    return _html(pages.login_page())
-
-
-@router.post(
-    "/dashboard/login", response_class=HTMLResponse, tags=["dashboard"], include_in_schema=False
-)
-def login(request: Request, secret: Annotated[str, Form(max_length=1024)] = "") -> Response:
-    """Check the admin token or password; on success open a session (the cookie) and go to
-    the dashboard (303), else 401 and the form again; past the failed-login limit of the
-    client's address, 429 until it has passed (:mod:`deniable.service.core.logins`).
-    A form posted by another site is refused (403)."""
-    refuse_cross_site(request)
-    failures = login_failures(request)
-    who = client_address(request)
-    wait = failures.wait(who)
-    if wait > 0:
-        message = f"Too many failed logins: try again in {retry_after(wait)} seconds."
-        refused = _html(pages.login_page(message), 429)
-        refused.headers["Retry-After"] = retry_after(wait)
-        return refused
-    if not secret or not check_admin_credential(request.app.state.settings, secret):
-        failures.record(who)
-        return _html(pages.login_page("That is not the admin token or password."), 401)
-    response = RedirectResponse("/dashboard", status_code=303, headers=_NO_STORE)
-    set_admin_cookie(response, request)
-    return response
-
-
-@router.post("/dashboard/logout", tags=["dashboard"], include_in_schema=False)
-def logout(request: Request) -> Response:
-    """End the session on the server (a copy of the cookie stops working too), expire the
-    cookie and go to the login form (303).  A logout posted by another site is refused
-    (403): no other page can log the admin out."""
-    refuse_cross_site(request)
-    response = RedirectResponse("/dashboard/login", status_code=303, headers=_NO_STORE)
-    clear_admin_cookie(response, request)
-    return response
-
-
-@router.get("/dashboard", response_class=HTMLResponse, tags=["dashboard"], include_in_schema=False)
-def dashboard(request: Request) -> HTMLResponse:
-    """The list of surveys (401 and the login form when not logged in)."""
-    if not is_admin(request):
-        return _login_required()
-    store = _store(request)
-    rows = []
-    for sid in _survey_ids(request):
-        s = store.survey(sid)
-        reports = sum(t.n for t in store.tallies(sid).values())
-        rows.append({"id": s.id, "title": s.title, "version": s.version,
-                     "access": "by invitation" if s.respondents == "invitation" else "anonymous",
-                     "state": state_of(s), "questions": len(s.questions),
-                     "reports": reports})  # fmt: skip
-    return _html(pages.survey_list_page(rows))
-
-
-@router.get(
-    "/dashboard/{survey_id}",
-    response_class=HTMLResponse,
-    tags=["dashboard"],
-    include_in_schema=False,
-)
-def survey_dashboard(
-    request: Request,
-    survey_id: str,
-    level: Level = 0.95,
-    bucket: Bucket = "day",
-    shift: integrity.Shift = DEFAULT_SHIFT,
-    rate: integrity.Rate = "minute",
-) -> HTMLResponse:
-    """One survey's dashboard (401 and the login form when not logged in)."""
-    if not is_admin(request):
-        return _login_required()
-    survey = _survey(request, survey_id)
-    res = _results(request, survey, level)
-    timelines = [_timeline(request, survey, q.id, bucket, level) for q in survey.questions]
-    page = pages.survey_page(
-        survey.to_dict(),
-        res,
-        _majorities(request, survey),
-        timelines,
-        _budget(request, survey),
-        bucket=bucket,
-        access=panels.access_line(integrity.status_data(request, survey)),
-        shift=shift,
-        rate=rate,
-        robustness=panels.robustness_section(integrity.robustness_data(request, survey, shift)),
-        arrivals=panels.arrivals_section(integrity.arrival_data(request, survey, rate)),
-    )
-    return _html(page)
-
-
-router.include_router(integrity.router)

@@ -1,7 +1,7 @@
 """The dashboard's defences against ballot stuffing, as JSON endpoints (admin only): the
 arrival rates of sessions and reports with bursts flagged, and the robustness statement of
-every estimate.  The dashboard page shows the same numbers (:mod:`deniable.service.
-dashboard_panels`).
+every estimate.  The dashboard page shows the same numbers
+(:mod:`deniable.service.routes.dashboard`).
 
 =====================================================  =========================================
 ``GET /api/surveys/{id}/arrivals?bucket=minute``       sessions and reports per minute or hour,
@@ -13,83 +13,27 @@ dashboard_panels`).
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from deniable.exceptions import DataError, DeniableError
-from deniable.service.analysis import arrivals as ar
-from deniable.service.analysis.robustness import DEFAULT_SHIFT, robustness
-from deniable.service.core.security import ApiError, require_admin
-from deniable.service.storage.lifecycle import state_of
-from deniable.survey import Survey
+from deniable.service.analysis import DEFAULT_SHIFT, MAX_WINDOWS
+from deniable.service.core.security import require_admin
+from deniable.service.routes.reads import arrival_data, robustness_data, survey_of
 
-__all__ = ["arrival_data", "robustness_data", "router", "status_data"]
+__all__ = ["Rate", "Shift", "router"]
 
 router = APIRouter()
-T = TypeVar("T")
 
 _ADMIN = [Depends(require_admin)]
 Shift = Annotated[float, Query(description="The move of an estimate to resist, in (0, 1].")]
 Rate = Annotated[str, Query(description="Arrival windows: minute or hour.")]
 Windows = Annotated[
     int | None,
-    Query(description=f"Recent windows to list, 1 to {ar.MAX_WINDOWS} (default 60 minutes "
+    Query(description=f"Recent windows to list, 1 to {MAX_WINDOWS} (default 60 minutes "
           "or 48 hours)."),
 ]  # fmt: skip
-
-
-def _checked(call: Callable[[], T]) -> T:
-    """An unknown survey (DataError) is 404, a bad parameter 422."""
-    try:
-        return call()
-    except DataError as exc:
-        raise ApiError(404, str(exc)) from None
-    except DeniableError as exc:
-        raise ApiError(422, str(exc)) from None
-
-
-def _survey(request: Request, survey_id: str) -> Survey:
-    found: Survey = _checked(lambda: request.app.state.store.survey(survey_id))
-    return found
-
-
-def arrival_data(
-    request: Request, survey: Survey, bucket: str, windows: int | None = None
-) -> dict[str, Any]:
-    """:func:`~deniable.service.analysis.arrivals.arrival_rates` of the survey, now."""
-    # the parameters checked before the database is read
-    _checked(lambda: ar.arrival_rates(survey.id, {}, {}, bucket=bucket, now=0.0, windows=windows))
-    width = ar.ARRIVAL_BUCKETS[bucket]
-    sessions, reports = ar.arrival_counts(request.app.state.store, survey.id, width)
-    out: dict[str, Any] = ar.arrival_rates(
-        survey.id, sessions, reports, bucket=bucket, now=time.time(), windows=windows
-    )
-    return out
-
-
-def robustness_data(request: Request, survey: Survey, shift: float) -> dict[str, Any]:
-    """:func:`~deniable.service.analysis.robustness.robustness` of the survey's tallies."""
-    tallies = request.app.state.store.tallies(survey.id)
-    out: dict[str, Any] = _checked(lambda: robustness(survey, tallies, shift=shift))
-    return out
-
-
-def status_data(request: Request, survey: Survey) -> dict[str, Any]:
-    """How respondents come (and the invitations made and redeemed) and the survey's state."""
-    from deniable.service.storage.lifecycle import survey_summaries
-
-    found = next((s for s in survey_summaries(request.app.state.store) if s.id == survey.id), None)
-    return {
-        "access": survey.respondents,
-        "state": state_of(survey),
-        "invitations": 0 if found is None else found.invitations,
-        "redeemed": 0 if found is None else found.redeemed,
-        "respondents": 0 if found is None else found.respondents,
-    }
 
 
 @router.get("/api/surveys/{survey_id}/arrivals", dependencies=_ADMIN, tags=["dashboard"])
@@ -99,7 +43,7 @@ def arrivals(
     """Sessions and reports per minute or hour: totals, the baseline (median per window),
     the recent windows, and every burst (at least 5 times the baseline and a Poisson tail
     below 1e-6)."""
-    data = arrival_data(request, _survey(request, survey_id), bucket, windows)
+    data = arrival_data(request, survey_of(request, survey_id), bucket, windows)
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
 
@@ -109,5 +53,5 @@ def robustness_endpoint(
 ) -> JSONResponse:
     """Per question and estimated share, the fake respondents needed to move the estimate
     by ``shift`` up or down, choosing their answers (input) or their reports (output)."""
-    data = robustness_data(request, _survey(request, survey_id), shift)
+    data = robustness_data(request, survey_of(request, survey_id), shift)
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
