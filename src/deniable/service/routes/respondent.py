@@ -30,7 +30,6 @@ from deniable.service.core.limits import session_limits
 from deniable.service.core.security import (
     RESPONDENT_SECURITY,
     ApiError,
-    lookup_respondent,
     respondent_cache,
     retry_after,
     token_key,
@@ -272,6 +271,29 @@ def _rate_limit_batch(
     )
 
 
+def _respondents(request: Request, survey_id: str, tokens: list[str]) -> dict[str, int | None]:
+    """The respondent of each token (``None`` for a token of no respondent of this
+    survey): the process's cache, and the store for the tokens it does not know, all in
+    one query (a batch from devices the process has not seen costs one query, not one per
+    token)."""
+    cache = respondent_cache(request.app)
+    found: dict[str, int | None] = {}
+    unknown: list[str] = []
+    for token in tokens:
+        hit = cache.get(survey_id, token)
+        if hit is None:
+            unknown.append(token)
+        else:
+            found[token] = hit
+    if unknown:
+        ids = request.app.state.store.respondent_ids(survey_id, unknown)
+        for token, rid in zip(unknown, ids, strict=True):
+            found[token] = None if rid is None else int(rid)
+            if rid is not None:
+                cache.put(survey_id, token, int(rid))
+    return found
+
+
 def _submit_batch(
     request: Request, info: SurveyInfo, reports: list[tuple[str, str, int]]
 ) -> Response:
@@ -279,7 +301,7 @@ def _submit_batch(
     if len(reports) > limit:
         raise ApiError(413, f"`reports`: at most {limit} items per batch, got {len(reports)}")
     survey = info.survey
-    respondents: dict[str, int] = {}
+    respondents = _respondents(request, survey.id, list(dict.fromkeys(t for t, _, _ in reports)))
     per_token: dict[str, int] = {}
     items: list[tuple[int, str, int]] = []
     known = info.questions
@@ -288,12 +310,9 @@ def _submit_batch(
         if found_q is None or not 0 <= report < found_q[1]:  # the same errors, named
             question, k = info.question(qid, f"reports[{i}].question")
             check_report(question, k, report, f"reports[{i}].report")
-        rid = respondents.get(token)
+        rid = respondents[token]
         if rid is None:
-            found = lookup_respondent(request, survey.id, token)
-            if found is None:
-                raise ApiError(401, f"`reports[{i}].token`: not a respondent token of this survey")
-            rid = respondents[token] = int(found)
+            raise ApiError(401, f"`reports[{i}].token`: not a respondent token of this survey")
         per_token[token] = per_token.get(token, 0) + 1
         items.append((rid, qid, report))
     if not survey.is_open():
