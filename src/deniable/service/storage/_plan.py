@@ -22,7 +22,17 @@ from deniable.accounting._pricing import History, QuestionRecord, spend_limit
 from deniable.exceptions import DataError
 from deniable.survey import Survey
 
-__all__ = ["MAX_ID", "STATUSES", "Decision", "Ranked", "checked", "decide", "ranked"]
+__all__ = [
+    "MAX_ID",
+    "STATUSES",
+    "Decision",
+    "Layout",
+    "Ranked",
+    "checked",
+    "decide",
+    "layout",
+    "ranked",
+]
 
 #: The outcomes of a submission (a :class:`Decision`'s ``status`` indexes it).
 STATUSES = ("stored", "duplicate", "conflict", "over_cap", "closed")
@@ -32,13 +42,36 @@ MAX_ID = 2**31 - 1
 Ints = npt.NDArray[np.int64]
 
 
+@dataclass(frozen=True)
+class Layout:
+    """A survey's questions as a submission looks them up: each id's position (``qpos``),
+    the ids in order (``qids``) and each question's number of reports (``sizes``).  Made
+    once per survey definition (:func:`layout`; the store keeps it with the survey)."""
+
+    qpos: dict[str, int]
+    qids: list[str]
+    sizes: Ints
+
+
+def layout(survey: Survey) -> Layout:
+    """The :class:`Layout` of ``survey``."""
+    qids = [q.id for q in survey.questions]
+    sizes = np.array([q.spec.reports for q in survey.questions], dtype=np.int64)
+    return Layout({x: j for j, x in enumerate(qids)}, qids, sizes)
+
+
 def checked(
-    survey: Survey, items: Sequence[tuple[int, str, int]], *, single: bool
+    survey: Survey,
+    items: Sequence[tuple[int, str, int]],
+    *,
+    single: bool,
+    shape: Layout | None = None,
 ) -> tuple[Ints, Ints, Ints]:
     """The items as arrays (respondent id, question index, report); the first bad item is a
-    DataError naming its field (``items[3].report``) and the allowed values."""
-    qpos = {q.id: i for i, q in enumerate(survey.questions)}
-    sizes = np.array([q.spec.reports for q in survey.questions], dtype=np.int64)
+    DataError naming its field (``items[3].report``) and the allowed values.  ``shape``:
+    the survey's :class:`Layout`, if the caller has it."""
+    shape = layout(survey) if shape is None else shape
+    qpos, sizes = shape.qpos, shape.sizes
     try:  # the common case at array speed: well-formed items of plain ints and strs
         rs, qs, vs = zip(*items, strict=True) if items else ((), (), ())
         if set(map(type, rs)) <= {int} and set(map(type, vs)) <= {int}:

@@ -45,6 +45,7 @@ from deniable.service.storage.tables import (
 )
 
 __all__ = [
+    "UNIT_COLUMNS",
     "charged_keys",
     "claim_unit",
     "ledger_history",
@@ -54,6 +55,7 @@ __all__ = [
     "service_charges",
     "spend_in",
     "stored_unit",
+    "unit_of",
     "write_charged",
     "write_records",
     "write_spent",
@@ -145,10 +147,15 @@ def _lock_respondent_rows(postgres: bool) -> tuple[Any, Any]:
     return insert, lock
 
 
-_UNIT = sa.select(
+#: The columns that say the unit of the totals (:func:`unit_of`): the recorded unit, and
+#: whether any total exists; to read in one statement, alone or beside other columns.
+UNIT_COLUMNS = (
     sa.select(_meta.value).where(_meta.name == "unit").scalar_subquery(),
     sa.exists().select_from(ledger_respondent),
 )
+_UNIT = sa.select(*UNIT_COLUMNS)
+#: ``stored`` of :func:`claim_unit` when the caller has not read the unit.
+UNREAD = object()
 _UNIT_VALUE = sa.select(_meta.value).where(_meta.name == "unit")
 _MAX_FIRST = sa.select(sa.func.max(_lr.first))
 _SERVICE_CHARGES = sa.select(reports.c.survey_id, reports.c.question_id, reports.c.respondent_id)
@@ -181,26 +188,23 @@ def _charged_stmts(postgres: bool) -> tuple[Any, Any]:
 
 @per_dialect
 def _write_spent_stmts(postgres: bool) -> tuple[Any, Any]:
-    """The new totals of existing rows (PostgreSQL: one statement of two arrays; SQLite: one
-    per row), and the deletion of rows inserted only to be locked."""
+    """The new totals (PostgreSQL: of the rows locked already, one statement of two arrays;
+    SQLite: an upsert per row, ``first`` for a new row), and the deletion of rows inserted
+    only to be locked."""
     if postgres:
         new = (
             sa.func.unnest(array("s", sa.Float(53)), array("k", sa.Text))
             .table_valued("s", "k")
             .render_derived(name="u")
         )
-        update = sa.update(ledger_respondent).values(spent=new.c.s).where(_lr.key == new.c.k)
+        write = sa.update(ledger_respondent).values(spent=new.c.s).where(_lr.key == new.c.k)
     else:
-        update = (
-            sa.update(ledger_respondent)
-            .where(_lr.key == sa.bindparam("k"))
-            .values(spent=sa.bindparam("s"))
+        insert = dialect_insert(postgres, ledger_respondent)
+        write = insert.on_conflict_do_update(
+            index_elements=[_lr.key], set_={"spent": insert.excluded.spent}
         )
     drop = sa.delete(ledger_respondent).where(member(_lr.key, "keys", postgres))
-    return update, drop
-
-
-_INSERT_RESPONDENT = sa.insert(ledger_respondent)
+    return write, drop
 
 
 @per_dialect
@@ -277,27 +281,34 @@ def stored_unit(conn: Connection) -> str | None:
     # one statement, one snapshot: a spend committing in between (its unit and its totals
     # together) is seen whole or not at all
     unit, legacy = conn.execute(_UNIT).one()
+    return unit_of(unit, legacy)
+
+
+def unit_of(unit: Any, legacy: Any) -> str | None:
+    """The unit of the totals from the values of :data:`UNIT_COLUMNS`."""
     if unit is not None:
         return str(unit)
     return UNKNOWN_UNIT if legacy else None
 
 
-def claim_unit(conn: Connection, unit: str) -> str:
+def claim_unit(conn: Connection, unit: str, stored: Any = UNREAD) -> str:
     """The unit of the store's totals, recorded as ``unit`` if the store has none (inside
     the spend's write transaction, before any other lock: rolled back with a refused
     spend; a concurrent first spend of another unit waits for this one and then reads
-    its unit)."""
-    stored = stored_unit(conn)
+    its unit).  ``stored``: the unit as :func:`unit_of` read it in this transaction, if
+    the caller read it already."""
+    if stored is UNREAD:
+        stored = stored_unit(conn)
     if stored is not None:
-        return stored
+        return str(stored)
     conn.execute(_claim_unit_stmt(conn), {"unit": unit})
     return str(conn.execute(_UNIT_VALUE).scalar_one())
 
 
-def require_unit(conn: Connection, unit: str) -> None:
+def require_unit(conn: Connection, unit: str, stored: Any = UNREAD) -> None:
     """:func:`claim_unit`, refused (:class:`~deniable.exceptions.PrivacyError` naming both
     units) if the store's totals are in another unit."""
-    check_unit(claim_unit(conn, unit), unit)
+    check_unit(claim_unit(conn, unit, stored), unit)
 
 
 def charged_keys(conn: Connection, question: str, enc: Sequence[str]) -> set[str]:
@@ -338,26 +349,26 @@ def write_spent(
     keys = [k for k, p in zip(enc, paid.tolist(), strict=True) if p]
     vals = totals.tolist()
     postgres = is_postgres(conn)
-    update, drop = _write_spent_stmts(conn)
-    pairs = [(s, k) for s, k in zip(vals, keys, strict=True) if postgres or k not in new]
+    write, drop = _write_spent_stmts(conn)
     if postgres:
-        if pairs:  # one statement (the rows are locked already)
-            conn.execute(update, {"s": [s for s, _ in pairs], "k": [k for _, k in pairs]})
+        if keys:  # one statement (the rows are locked already)
+            conn.execute(write, {"s": vals, "k": keys})
         unpaid = new.difference(keys)
         if unpaid:
             conn.execute(drop, {"keys": listed(postgres, unpaid)})
         return
-    if pairs:
-        conn.execute(update, [{"s": s, "k": k} for s, k in pairs])
-    fresh = [(k, s) for s, k in zip(vals, keys, strict=True) if k in new]
-    if fresh:
+    if not keys:
+        return
+    # a new key's ``first``: after every row there is, by its position in ``enc``
+    base = 0
+    if new.intersection(keys):
         top = conn.execute(_MAX_FIRST).scalar()
         base = 0 if top is None else int(top) + 1
-        pos = {k: i for i, k in enumerate(enc)}
-        conn.execute(
-            _INSERT_RESPONDENT,
-            [{"key": k, "spent": s, "first": base + pos[k]} for k, s in fresh],
-        )
+    pos = {k: i for i, k in enumerate(enc)}
+    conn.execute(
+        write,
+        [{"key": k, "spent": s, "first": base + pos[k]} for k, s in zip(keys, vals, strict=True)],
+    )
 
 
 def write_charged(conn: Connection, pairs: Sequence[tuple[str, str]]) -> None:

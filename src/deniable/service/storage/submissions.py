@@ -15,9 +15,11 @@ the same report again is a ``"duplicate"`` (nothing spent again), a different on
 A respondent's key in the ledger is ``f"{survey_id}:{respondent_id}"``, a question's name
 ``f"{survey_id}/{question_id}"``; the stored report is the record of the charge (no
 ``ledger_charged`` row).  The statements are SQLAlchemy Core, built once per dialect: a
-transaction reads the survey's stamp, the unit, the question records, the respondents'
-rows (locked), their stored reports, and writes the reports (one statement of arrays on
-PostgreSQL), the totals and the question records.
+transaction reads the survey's stamp with the ledger's unit (one statement), the question
+records, the respondents' rows (locked), then which of the ids are respondents together
+with the reports they stored for the batch's questions (one statement, after the lock: a
+report a concurrent transaction committed is seen), and writes the reports (one statement
+of arrays on PostgreSQL), the totals (one upsert on SQLite) and the question records.
 """
 
 from __future__ import annotations
@@ -42,14 +44,16 @@ from deniable.accounting._pricing import (
     spend_limit,
 )
 from deniable.exceptions import DataError, ParameterTypeError
-from deniable.service.storage._plan import STATUSES, Ranked, checked, decide, ranked
+from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
 from deniable.service.storage._sql import Rollback, array, listed, member, per_dialect, retrying
 from deniable.service.storage.db import is_postgres, read_tx
 from deniable.service.storage.ledger_steps import (
+    UNIT_COLUMNS,
     ledger_history,
     lock_respondents,
     question_records,
     require_unit,
+    unit_of,
     write_records,
     write_spent,
 )
@@ -60,7 +64,7 @@ from deniable.service.storage.surveys import (
     respondent_key,
     survey_stamp,
 )
-from deniable.service.storage.tables import reports, respondents
+from deniable.service.storage.tables import reports, respondents, surveys
 from deniable.survey import Survey
 
 __all__ = [
@@ -115,23 +119,34 @@ _ANSWERED = sa.select(_r.question_id, _r.report).where(
 )
 
 
+#: The survey's stamp and the unit of the ledger's totals, in one statement.
+_STAMP_AND_UNIT = sa.select(*STAMP.selected_columns, *UNIT_COLUMNS).where(
+    surveys.c.id == sa.bindparam("sid")
+)
+
+
 @per_dialect
-def _known_respondents(postgres: bool) -> tuple[Any, Any]:
-    """How many, and which, of the ids ``ids`` are respondents of survey ``sid``."""
+def _respondents_and_reports(postgres: bool) -> Any:
+    """Which of the ids ``ids`` are respondents of survey ``sid``, each with the reports it
+    stored for the questions ``qids`` (a row per report; one with a NULL question for a
+    respondent without any).  Driven by the list of ids (a primary-key look-up each: on
+    PostgreSQL from the unnested array, whatever the statistics of a table last analyzed
+    when it was small say)."""
     r = respondents.c
-    where = (r.survey_id == sa.bindparam("sid"), member(r.id, "ids", postgres, sa.Integer))
-    return sa.select(sa.func.count()).select_from(respondents).where(*where), sa.select(r.id).where(
-        *where
+    on = sa.and_(
+        _r.survey_id == r.survey_id,
+        _r.respondent_id == r.id,
+        member(_r.question_id, "qids", postgres),
     )
-
-
-@per_dialect
-def _stored_reports(postgres: bool) -> Any:
-    """The reports of survey ``sid`` by the respondents ``ids``."""
-    return sa.select(_r.respondent_id, _r.question_id, _r.report).where(
-        _r.survey_id == sa.bindparam("sid"),
-        member(_r.respondent_id, "ids", postgres, sa.Integer),
-    )
+    if not postgres:
+        return (
+            sa.select(r.id, _r.question_id, _r.report)
+            .select_from(respondents.outerjoin(reports, on))
+            .where(r.survey_id == sa.bindparam("sid"), member(r.id, "ids", postgres, sa.Integer))
+        )
+    ids = sa.func.unnest(array("ids", sa.Integer)).table_valued("id").render_derived(name="u")
+    found = ids.join(respondents, sa.and_(r.id == ids.c.id, r.survey_id == sa.bindparam("sid")))
+    return sa.select(r.id, _r.question_id, _r.report).select_from(found.outerjoin(reports, on))
 
 
 @per_dialect
@@ -212,14 +227,14 @@ class SubmissionStore(SurveyStore):
         self, survey_id: str, items: Sequence[tuple[int, str, int]], *, single: bool
     ) -> list[Submitted]:
         for _ in range(3):
-            survey, stamp = self._survey_now(survey_id)
-            rid, qix, rep = checked(survey, items, single=single)
+            survey, stamp, shape = self._survey_now(survey_id)
+            rid, qix, rep = checked(survey, items, single=single, shape=shape)
             if not rid.size:
                 return []
             if not survey.is_open():
                 return [Submitted("closed")] * rid.size
             try:
-                work = functools.partial(_store, survey, stamp, rid, qix, rep)
+                work = functools.partial(_store, survey, stamp, shape, rid, qix, rep)
                 return retrying(self._engine, work)
             except _Stale:  # a new version was loaded meanwhile: read it, check again
                 with self._lock:
@@ -227,43 +242,50 @@ class SubmissionStore(SurveyStore):
         raise DataError(f"survey {survey_id!r} keeps changing: try again.")  # pragma: no cover
 
 
-def _check_respondents(conn: Connection, sid: str, ids: list[int]) -> None:
-    """A DataError naming the first of ``ids`` that is not a respondent of the survey."""
-    count, which = _known_respondents(conn)
-    params = {"sid": sid, "ids": listed(is_postgres(conn), ids)}
-    if conn.execute(count, params).scalar() == len(ids):
-        return
-    have = set(conn.execute(which, params).scalars())
-    bad = next(i for i in ids if i not in have)
-    raise DataError(f"`respondent_id` {bad} is not a respondent of survey {sid!r}.")
-
-
 def _store(
-    survey: Survey, stamp: Stamp, rid: Ints, qix: Ints, rep: Ints, conn: Connection
+    survey: Survey,
+    stamp: Stamp,
+    shape: Layout,
+    rid: Ints,
+    qix: Ints,
+    rep: Ints,
+    conn: Connection,
 ) -> list[Submitted]:
     """Decide and write the items in ``conn``'s write transaction (see the module)."""
     sid = survey.id
     postgres = is_postgres(conn)
-    row = conn.execute(STAMP, {"sid": sid}).first()
+    row = conn.execute(_STAMP_AND_UNIT, {"sid": sid}).first()
     if row is None or survey_stamp(row) != stamp:
         raise _Stale
     # the ledger's totals are pure epsilon (the service prices so): never add them to rho
-    require_unit(conn, PURE_EPSILON.unit)
+    require_unit(conn, PURE_EPSILON.unit, unit_of(row[3], row[4]))
     who: Ranked = ranked(rid)
     id_list = who.ids.tolist()
-    _check_respondents(conn, sid, id_list)
-    qids = [x.id for x in survey.questions]
-    qpos = {x: j for j, x in enumerate(qids)}
-    names = {j: ledger_question_name(sid, qids[j]) for j in sorted(set(qix.tolist()))}
+    qids, qpos = shape.qids, shape.qpos
+    used = sorted(set(qix.tolist()))
+    names = {j: ledger_question_name(sid, qids[j]) for j in used}
     records = question_records(conn, list(names.values()), lock=False)
     before = {j: records[name] for j, name in names.items()}
     enc = [respondent_key(sid, i) for i in id_list]
     spent, new = lock_respondents(conn, enc)
-    # the reports these respondents stored before
+    # which ids are respondents, and the reports they stored before for these questions:
+    # read after their rows are locked (PostgreSQL), so that a report a concurrent
+    # transaction committed for one of them is seen, not stored twice; a bad id rolls
+    # the locking rows back with the rest
+    params = {
+        "sid": sid,
+        "ids": listed(postgres, id_list),
+        "qids": listed(postgres, (qids[j] for j in used)),
+    }  # (on PostgreSQL the ids are an array either way)
+    have: set[int] = set()
     done: dict[tuple[int, int], int] = {}
-    found = conn.execute(_stored_reports(conn), {"sid": sid, "ids": listed(postgres, id_list)})
-    for i, qid, v in found:
-        done[(int(i), qpos.get(qid, -1))] = int(v)
+    for i, qid, v in conn.execute(_respondents_and_reports(conn), params):
+        have.add(int(i))
+        if qid is not None:
+            done[(int(i), qpos.get(qid, -1))] = int(v)
+    if len(have) != len(id_list):
+        bad = next(i for i in id_list if i not in have)
+        raise DataError(f"`respondent_id` {bad} is not a respondent of survey {sid!r}.")
     decision = decide(survey, names, rid, qix, rep, who, spent, done, before)
     status = decision.status
     stored_l = np.flatnonzero(status == 0).tolist()

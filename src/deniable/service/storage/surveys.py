@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from deniable.exceptions import DataError, ParameterTypeError
+from deniable.service.storage._plan import Layout, layout
 from deniable.service.storage._sql import dialect_insert, retrying
 from deniable.service.storage.db import make_engine, migrate, read_tx
 from deniable.service.storage.ledger import SqlLedgerStore
@@ -107,7 +108,7 @@ class SurveyStore:
             ) from None
         self.ledger = SqlLedgerStore(self._engine)
         self.memo = SqlMemoStore(self._engine)
-        self._cache: dict[str, tuple[int, str, Survey]] = {}
+        self._cache: dict[str, tuple[int, str, Survey, Layout]] = {}
         self._lock = threading.Lock()
 
     @property
@@ -253,12 +254,13 @@ class SurveyStore:
         data = conn.execute(_DEFINITION, {"sid": survey_id}).scalar_one()
         survey = closed_survey(Survey.from_dict(data), row.closed_at)
         with self._lock:
-            self._cache[survey_id] = (stamp[0], stamp[1], survey)
+            self._cache[survey_id] = (stamp[0], stamp[1], survey, layout(survey))
         return survey
 
-    def _survey_now(self, survey_id: str) -> tuple[Survey, Stamp]:
-        """The survey and its stamp (version, load time): the cached one (the transaction
-        that stores checks that the stamp is still current), else read."""
+    def _survey_now(self, survey_id: str) -> tuple[Survey, Stamp, Layout]:
+        """The survey, its stamp (version, load time) and its questions' layout: the cached
+        ones (the transaction that stores checks that the stamp is still current), else
+        read."""
         with self._lock:
             hit = self._cache.get(survey_id)
         if hit is None:
@@ -266,4 +268,4 @@ class SurveyStore:
                 self._survey(conn, survey_id)
             with self._lock:
                 hit = self._cache[survey_id]
-        return hit[2], (hit[0], hit[1])
+        return hit[2], (hit[0], hit[1]), hit[3]
