@@ -143,6 +143,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     # ``/dashboard/{survey_id}``)
     for router in (respondent, interviewer, analyst, dashboard, integrity):
         app.include_router(router.router)
+    app.router.routes[0:0] = respondent.FAST_ROUTES  # the busiest route, matched first
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

@@ -22,8 +22,10 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from deniable.exceptions import DeniableError
 from deniable.service.core.limits import session_limits
@@ -55,7 +57,7 @@ from deniable.service.routes.deps import (
 from deniable.service.storage import SurveyClosedError
 from deniable.survey import Survey
 
-__all__ = ["router"]
+__all__ = ["FAST_ROUTES", "router"]
 
 router = APIRouter()
 
@@ -168,14 +170,19 @@ def read_survey(request: Request, info: SurveyDep, respondent: RespondentDep) ->
     },
     openapi_extra={**body_schema(ReportRequest), "security": RESPONDENT_SECURITY},
 )
-async def submit_report(request: Request, survey_id: str) -> JSONResponse:
+async def submit_report(request: Request, survey_id: str) -> Response:
     """Store one report and spend its question's epsilon, atomically (the reports of
     concurrent requests share a transaction: :mod:`deniable.service.core.batching`).
 
-    The body is ``{"question": str, "report": int}``.  This, the busiest route, resolves
+    The body is ``{"question": str, "report": int}``.  This, the busiest route, is served
+    by :data:`FAST_ROUTES` (this declaration gives the operation its schema); it resolves
     its survey, respondent and body itself rather than through FastAPI's dependencies
-    (the same checks in the same order, at half the cost per request).
+    (the same checks in the same order, at a fraction of the cost per request).
     """
+    return await _report(request, survey_id)
+
+
+async def _report(request: Request, survey_id: str) -> Response:
     info = await get_survey(request, survey_id)
     respondent = await get_respondent(request, survey_id)
     body = await parse_body(request, ReportRequest)
@@ -186,6 +193,29 @@ async def submit_report(request: Request, survey_id: str) -> JSONResponse:
         return outcome("closed", survey, question.id)
     result = await submitter(request).submit(survey.id, respondent, question.id, body.report)
     return outcome(result.status, survey, question.id)
+
+
+class _Route(Route):
+    """A plain Starlette route that records itself as the request's route (what the access
+    log names), as FastAPI's routes do."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match != Match.NONE:
+            child["route"] = self
+        return match, child
+
+
+async def _serve_report(request: Request) -> Response:
+    return await _report(request, request.path_params["survey_id"])
+
+
+#: Routes the app puts before every other: ``POST /api/surveys/{survey_id}/reports`` served
+#: without FastAPI's routing of included routers and its per-request dependency solving
+#: (the declaration above documents it; both run :func:`_report`).
+FAST_ROUTES: list[BaseRoute] = [
+    _Route("/api/surveys/{survey_id}/reports", _serve_report, methods=["POST"])
+]
 
 
 @router.post(
