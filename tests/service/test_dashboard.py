@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from _closed_forms import binary, binom_sf
 from fastapi.testclient import TestClient
@@ -37,8 +38,6 @@ from fastapi.testclient import TestClient
 from deniable.service.app import create_app
 from deniable.service.core.settings import Settings
 from deniable.service.storage import ServiceStore
-
-pd = pytest.importorskip("pandas")
 
 SID = "workplace"
 TOKEN = "admin-token-for-the-dashboard-tests-0123456789"
@@ -336,7 +335,6 @@ def test_cli_analyze_on_csv_export_gives_the_results(
 def test_parquet_export_gives_the_results(
     admin: TestClient, filled: Filled, tmp_path: Path
 ) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
     from deniable.survey import analyze_file, demo_survey
 
     r = admin.get(f"/api/surveys/{SID}/export.parquet")
