@@ -84,3 +84,44 @@ def test_old_module_paths_give_the_moved_names() -> None:
     assert new_storage.ServiceStore is ServiceStore
     assert (stores.SqlLedgerStore, stores.SqlMemoStore) == (SqlLedgerStore, SqlMemoStore)
     assert db.make_engine is new_db.make_engine and db.migrate is new_db.migrate
+
+
+def _private_imports(path: Path) -> list[str]:
+    """The imports in ``path`` of another package's private module or private name
+    (``deniable.accounting._pricing``, ``from deniable.plotting import _dashboard``); the
+    service's own modules, and :mod:`deniable.common` (being made public), are not counted."""
+    bad = []
+    for name in _imports(path):
+        parts = name.split(".")
+        if parts[0] != "deniable" or parts[:2] in (["deniable", "service"], ["deniable", "common"]):
+            continue
+        if any(p.startswith("_") and not p.startswith("__") for p in parts[1:]):
+            bad.append(name)
+    return sorted(bad)
+
+
+def test_the_service_uses_only_the_public_names_of_other_packages() -> None:
+    found = {
+        str(path.relative_to(SERVICE)): bad
+        for path in sorted(SERVICE.rglob("*.py"))
+        if (bad := _private_imports(path))
+    }
+    assert not found, found
+
+
+def test_the_private_import_check_can_fail(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(
+        "from deniable.accounting._pricing import spend_limit\n"
+        "from deniable.plotting import _dashboard\n"
+        "import deniable.mechanisms._memo_store\n"
+        "from deniable.common._io import x\n"
+        "from deniable.service.storage._plan import checked\n"
+        "from deniable.accounting import spend_limit as limit\n"
+    )
+    assert _private_imports(path) == [
+        "deniable.accounting._pricing",
+        "deniable.accounting._pricing.spend_limit",
+        "deniable.mechanisms._memo_store",
+        "deniable.plotting._dashboard",
+    ]

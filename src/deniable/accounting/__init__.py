@@ -67,16 +67,24 @@ from deniable.accounting._convert_table import (
     convert_guarantee,
 )
 from deniable.accounting._events import Gaussian, Laplace, RandomizedResponse
+from deniable.accounting._exact_sum import add_up
+from deniable.accounting._keys import KeyIndex, Keys, respondent_keys
 from deniable.accounting._ledger import BudgetLedger, QuestionRecord
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
 from deniable.accounting._pld import PrivacyLossDistribution, gaussian_pld, laplace_pld, rr_pld
 from deniable.accounting._pricing import (
+    PURE_EPSILON,
+    UNKNOWN_UNIT,
     Composition,
     History,
     PureEpsilonComposition,
     SpendPlan,
     SpendRequest,
     ZCDPComposition,
+    admitted,
+    check_unit,
+    remaining_budget,
+    spend_limit,
 )
 from deniable.accounting._rdp import (
     laplace_rdp,
@@ -96,14 +104,16 @@ from deniable.accounting._shuffle import (
     shuffle_epsilon_table,
     shuffle_guarantee,
 )
-from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary
+from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary, adopted_unit
 
 __all__ = [
     "COMPOSITION_METHODS",
     "CONVERSIONS",
     "GDP",
+    "PURE_EPSILON",
     "QUESTIONNAIRE_METHODS",
     "RDP",
+    "UNKNOWN_UNIT",
     "ZCDP",
     "ApproxDP",
     "BudgetFilter",
@@ -116,6 +126,8 @@ __all__ = [
     "Gaussian",
     "History",
     "InMemoryLedgerStore",
+    "KeyIndex",
+    "Keys",
     "Laplace",
     "LedgerStore",
     "PrivacyAccountant",
@@ -129,9 +141,13 @@ __all__ = [
     "SpendRequest",
     "SpentSummary",
     "ZCDPComposition",
+    "add_up",
+    "admitted",
+    "adopted_unit",
     "advanced_composition",
     "basic_composition",
     "budget_plan",
+    "check_unit",
     "common_lattice",
     "compare_composition",
     "compose_gdp",
@@ -154,6 +170,8 @@ __all__ = [
     "rdp_delta",
     "rdp_epsilon",
     "rdp_to_approx",
+    "remaining_budget",
+    "respondent_keys",
     "rr_pld",
     "rr_rdp",
     "shuffle_delta_numerical",
@@ -161,6 +179,7 @@ __all__ = [
     "shuffle_epsilon_numerical",
     "shuffle_epsilon_table",
     "shuffle_guarantee",
+    "spend_limit",
     "zcdp_delta",
     "zcdp_epsilon",
     "zcdp_to_approx",

@@ -36,7 +36,14 @@ from __future__ import annotations
 from deniable.mechanisms._adapters import AdditiveNoiseChannel, MemoizedMechanism, NoiseMechanism
 from deniable.mechanisms._coin_protocol import DEVICES, CoinProtocol
 from deniable.mechanisms._coins import all_protocols, design_protocol
-from deniable.mechanisms._memo_store import InMemoryMemoStore, MemoStore
+from deniable.mechanisms._memo_legacy import upgraded_question
+from deniable.mechanisms._memo_store import (
+    InMemoryMemoStore,
+    MemoStore,
+    checked_mechanism,
+    checked_reports,
+    mismatch,
+)
 from deniable.mechanisms._memoization import MemoizedRandomizer, averaging_attack
 from deniable.mechanisms._noise_calibration import (
     NOISE_MECHANISMS,
@@ -75,6 +82,10 @@ __all__ = [
     "all_protocols",
     "averaging_attack",
     "calibrate_noise",
+    "checked_mechanism",
+    "checked_reports",
     "design_protocol",
+    "mismatch",
     "noise_error_table",
+    "upgraded_question",
 ]

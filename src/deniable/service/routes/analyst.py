@@ -89,9 +89,9 @@ def _svg(text: str) -> Response:
 
 
 def _plotting() -> Any:
-    from deniable.plotting import _dashboard
+    import deniable.plotting
 
-    return _dashboard
+    return deniable.plotting
 
 
 def _plot(call: Callable[[], str]) -> Response:
@@ -168,7 +168,7 @@ def forest_plot(request: Request, survey_id: str, level: Level = 0.95) -> Respon
     labels, est, lo, hi = an.forest_rows(res)
     if not labels:
         return _plot(lambda: plots.message_svg("no reports yet"))
-    from deniable.plotting._forest import forest_svg
+    from deniable.plotting import forest_svg
 
     xlabel = f"estimate and {res['level']:.0%} exact interval"
     return _plot(lambda: forest_svg(labels, est, lo, hi, xlabel=xlabel))

@@ -23,7 +23,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
 
-from deniable.accounting._exact_sum import add_up
+from deniable.accounting import add_up
 from deniable.designs import BinaryDesign
 from deniable.mechanisms import CoinProtocol, all_protocols
 from deniable.service.core.security import ApiError, require_admin

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import SpendRequest
-from deniable.accounting._pricing import History, QuestionRecord, spend_limit
+from deniable.accounting import History, QuestionRecord, SpendRequest, spend_limit
 from deniable.exceptions import DataError
 from deniable.survey import Survey
 

@@ -31,7 +31,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from deniable.accounting._keys import Keys, respondent_keys
+from deniable.accounting import Keys, respondent_keys
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.service.storage.db import is_postgres, make_engine, write_tx
 

@@ -41,13 +41,14 @@ from sqlalchemy.engine import Connection, Engine
 from deniable.accounting import (
     History,
     InMemoryLedgerStore,
+    KeyIndex,
+    Keys,
     QuestionRecord,
     SpendPlan,
     SpendRequest,
     SpentSummary,
+    adopted_unit,
 )
-from deniable.accounting._keys import KeyIndex, Keys
-from deniable.accounting._stores import adopted_unit
 from deniable.service.storage._sql import (
     Rollback,
     decoded,

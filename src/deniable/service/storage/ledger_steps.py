@@ -23,9 +23,15 @@ import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from deniable.accounting import History, QuestionRecord, SpendPlan, SpendRequest
-from deniable.accounting._keys import Keys
-from deniable.accounting._pricing import UNKNOWN_UNIT, check_unit
+from deniable.accounting import (
+    UNKNOWN_UNIT,
+    History,
+    Keys,
+    QuestionRecord,
+    SpendPlan,
+    SpendRequest,
+    check_unit,
+)
 from deniable.service.storage._sql import (
     array,
     dialect_insert,

@@ -13,9 +13,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.engine import Connection, Engine
 
-from deniable.accounting._keys import KeyIndex, Keys
-from deniable.mechanisms import InMemoryMemoStore
-from deniable.mechanisms._memo_store import checked_mechanism, checked_reports, mismatch
+from deniable.accounting import KeyIndex, Keys
+from deniable.mechanisms import InMemoryMemoStore, checked_mechanism, checked_reports, mismatch
 from deniable.service.storage._sql import (
     chunks,
     decoded,

@@ -36,7 +36,7 @@ import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from deniable.accounting._pricing import (
+from deniable.accounting import (
     PURE_EPSILON,
     QuestionRecord,
     admitted,

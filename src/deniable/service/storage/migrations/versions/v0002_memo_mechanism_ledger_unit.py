@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql, sqlite
 
-from deniable.mechanisms._memo_legacy import upgraded_question
+from deniable.mechanisms import upgraded_question
 
 revision = "0002"
 down_revision = "0001"
