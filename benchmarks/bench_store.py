@@ -32,8 +32,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from deniable.service.models import respondents
 from deniable.service.storage import ServiceStore
+from deniable.service.storage.tables import respondents
 from deniable.survey import demo_survey
 
 OUT = Path(__file__).resolve().parent / "results"

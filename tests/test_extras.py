@@ -95,9 +95,6 @@ def test_every_extra_the_tests_use_imports(module: str) -> None:
         pytest.fail(f"cannot import {module} ({exc}): {INSTALL}.")
 
 
-#: Test files that still call ``pytest.importorskip`` (the service's, until its branch
-#: lands): empty once merged.
-PENDING = {"tests/service/test_dashboard.py"}
 
 
 def test_no_test_skips_itself_for_a_missing_module() -> None:
@@ -108,4 +105,4 @@ def test_no_test_skips_itself_for_a_missing_module() -> None:
         for f in (ROOT / "tests").rglob("*.py")
         if f.name != "test_extras.py" and "importorskip(" in f.read_text(encoding="utf-8")
     )
-    assert set(found) <= PENDING, sorted(set(found) - PENDING)
+    assert not found, found

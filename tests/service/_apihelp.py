@@ -10,7 +10,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from deniable.service.app import create_app
-from deniable.service.settings import Settings
+from deniable.service.core.settings import Settings
 from deniable.service.storage import ServiceStore
 from deniable.survey import Survey, loads_survey
 

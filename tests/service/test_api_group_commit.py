@@ -14,7 +14,7 @@ from _apihelp import add_survey, make_client, snapshot
 
 from deniable.accounting._exact_sum import add_up
 from deniable.exceptions import DataError
-from deniable.service.batching import GroupSubmitter
+from deniable.service.core.batching import GroupSubmitter
 from deniable.service.storage import ServiceStore
 
 

@@ -1,5 +1,5 @@
 """Connections that idle or trickle are closed, and there is a cap on open ones
-(``deniable.service.connections``), against a real ``deniable serve`` over raw sockets.
+(``deniable.service.core.connections``), against a real ``deniable serve`` over raw sockets.
 
 Every bound is checked as "closed within the timeout plus generous slack" (never as a
 speed): the server's timeouts are set to 1 to 2 seconds, a connection must be closed
@@ -241,7 +241,7 @@ def test_the_open_files_limit_is_raised_or_the_cap_refused(
     import resource
 
     from deniable.exceptions import ParameterError
-    from deniable.service.connections import SPARE_DESCRIPTORS, ensure_descriptors
+    from deniable.service.core.connections import SPARE_DESCRIPTORS, ensure_descriptors
 
     calls: list[tuple[int, int]] = []
     limits = [(256, 4096)]

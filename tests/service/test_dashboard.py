@@ -1,4 +1,4 @@
-"""The dashboard over HTTP (``deniable.service.dashboard``), on a real ServiceStore (SQLite and
+"""The dashboard over HTTP (``deniable.service.routes.analyst``), on a real ServiceStore (SQLite and
 PostgreSQL) with reports submitted through the store, through the app (``create_app``) with
 TestClient:
 
@@ -30,15 +30,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from _closed_forms import binary, binom_sf
 from fastapi.testclient import TestClient
 
 from deniable.service.app import create_app
-from deniable.service.settings import Settings
+from deniable.service.core.settings import Settings
 from deniable.service.storage import ServiceStore
-
-pd = pytest.importorskip("pandas")
 
 SID = "workplace"
 TOKEN = "admin-token-for-the-dashboard-tests-0123456789"
@@ -188,7 +187,7 @@ def test_timeline_cumulative_per_bucket(
 ) -> None:
     import sqlalchemy as sa
 
-    from deniable.service.models import reports
+    from deniable.service.storage.tables import reports
 
     ids = sorted(filled.answers)
     day0 = datetime(2026, 3, 1, 10, 30, tzinfo=UTC)
@@ -336,7 +335,6 @@ def test_cli_analyze_on_csv_export_gives_the_results(
 def test_parquet_export_gives_the_results(
     admin: TestClient, filled: Filled, tmp_path: Path
 ) -> None:
-    pq = pytest.importorskip("pyarrow.parquet")
     from deniable.survey import analyze_file, demo_survey
 
     r = admin.get(f"/api/surveys/{SID}/export.parquet")
@@ -537,7 +535,7 @@ def test_page_escapes_survey_text(app_client: TestClient, store: ServiceStore) -
 
 
 def test_failed_logins_are_limited(app_client: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
-    from deniable.service import dashboard_login as dashboard
+    from deniable.service.core import logins as dashboard
 
     now = [1000.0]
     monkeypatch.setattr(dashboard, "clock", lambda: now[0])

@@ -18,12 +18,12 @@ from test_dashboard import _page
 from deniable.designs import Tally
 from deniable.estimation import manipulation_robustness
 from deniable.exceptions import ParameterError
-from deniable.service import lifecycle
+from deniable.service.analysis.arrivals import arrival_rates, bursts
 from deniable.service.app import create_app
-from deniable.service.arrivals import arrival_counts, arrival_rates, bursts
-from deniable.service.models import reports, respondents
-from deniable.service.settings import Settings
-from deniable.service.storage import ServiceStore
+from deniable.service.core.settings import Settings
+from deniable.service.storage import ServiceStore, lifecycle
+from deniable.service.storage.exports import arrival_counts
+from deniable.service.storage.tables import reports, respondents
 from deniable.survey import demo_survey
 
 SID = "workplace"

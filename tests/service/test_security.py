@@ -13,8 +13,8 @@ from fastapi import Depends, FastAPI, Request, Response
 from fastapi.testclient import TestClient
 from itsdangerous import URLSafeTimedSerializer
 
-from deniable.service import security
-from deniable.service.security import (
+from deniable.service.core import security
+from deniable.service.core.security import (
     ADMIN_COOKIE,
     bearer_token,
     check_admin_credential,

@@ -16,8 +16,8 @@ from _apihelp import ADMIN, SURVEY, admin_headers, bearer, make_client, new_toke
 from fastapi.testclient import TestClient
 
 from deniable.service.app import CSP
-from deniable.service.db import make_engine
 from deniable.service.storage import ServiceStore
+from deniable.service.storage.db import make_engine
 
 DEPTH = 100_000  # far past Python's recursion limit
 

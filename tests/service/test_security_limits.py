@@ -18,7 +18,7 @@ from _apihelp import ADMIN, SURVEY, admin_headers, bearer, make_client, new_toke
 from _server import free_port
 
 from deniable.exceptions import ParameterError
-from deniable.service import security
+from deniable.service.core import security
 from deniable.service.storage import ServiceStore
 
 # the limiter and the strength rules are imported in the tests that use them, so that the
@@ -30,7 +30,7 @@ BATCH = f"{REPORTS}/batch"
 
 # --------------------------------------------------------------------------- the limiter
 def test_limiter_counts_a_sliding_window_per_key() -> None:
-    from deniable.service.security import SlidingWindowLimiter
+    from deniable.service.core.security import SlidingWindowLimiter
 
     now = [100.0]
     limiter = SlidingWindowLimiter(3, 10.0, clock=lambda: now[0])
@@ -47,7 +47,7 @@ def test_limiter_counts_a_sliding_window_per_key() -> None:
 
 
 def test_limiter_acquire_many_is_all_or_nothing() -> None:
-    from deniable.service.security import SlidingWindowLimiter
+    from deniable.service.core.security import SlidingWindowLimiter
 
     now = [0.0]
     limiter = SlidingWindowLimiter(5, 60.0, clock=lambda: now[0])
@@ -61,7 +61,7 @@ def test_limiter_acquire_many_is_all_or_nothing() -> None:
 
 
 def test_limiter_memory_is_bounded_and_threads_do_not_overshoot() -> None:
-    from deniable.service.security import SlidingWindowLimiter
+    from deniable.service.core.security import SlidingWindowLimiter
 
     now = [0.0]
     limiter = SlidingWindowLimiter(1, 1.0, clock=lambda: now[0], max_keys=100)
@@ -86,7 +86,7 @@ def test_limiter_memory_is_bounded_and_threads_do_not_overshoot() -> None:
 @pytest.mark.parametrize(("limit", "window"), [(0, 1.0), (1.5, 1.0), (True, 1.0), (1, 0.0),
                                                (1, float("inf")), (1, float("nan"))])  # fmt: skip
 def test_limiter_refuses_bad_parameters(limit: Any, window: Any) -> None:
-    from deniable.service.security import SlidingWindowLimiter
+    from deniable.service.core.security import SlidingWindowLimiter
 
     with pytest.raises(ParameterError, match=r"`limit`|`window`"):
         SlidingWindowLimiter(limit, window)
@@ -218,7 +218,7 @@ def test_weak_admin_tokens_are_refused_by_create_app(store: ServiceStore, token:
     ids=["urlsafe-32", "urlsafe-17", "hex-16", "digits-39", "tests-admin"],
 )
 def test_strong_admin_tokens_pass(token: str) -> None:
-    from deniable.service.strength import token_weakness
+    from deniable.service.core.strength import token_weakness
 
     assert token_weakness(token) is None
 
@@ -227,7 +227,7 @@ def test_strong_admin_tokens_pass(token: str) -> None:
 def test_weak_admin_passwords_are_refused(password: str) -> None:
     from types import SimpleNamespace
 
-    from deniable.service.strength import check_admin_secrets
+    from deniable.service.core.strength import check_admin_secrets
 
     settings = SimpleNamespace(admin_token=ADMIN, admin_password=password)
     with pytest.raises(ParameterError, match="`admin_password`") as info:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from _apihelp import ADMIN, SURVEY, admin_headers, bearer, make_client, new_token
 
-from deniable.service.logging import JsonFormatter, configure_logging
+from deniable.service.core.logging import JsonFormatter, configure_logging
 from deniable.service.storage import ServiceStore
 
 

@@ -22,7 +22,7 @@ from _apihelp import (
 from fastapi import Request, Response
 
 from deniable.accounting._exact_sum import add_up
-from deniable.service.security import set_admin_cookie
+from deniable.service.core.security import set_admin_cookie
 from deniable.service.storage import ServiceStore
 from deniable.survey import demo_survey
 

@@ -19,12 +19,11 @@ from _apihelp import (
 )
 from fastapi.testclient import TestClient
 
-from deniable.service import lifecycle
 from deniable.service.app import create_app
-from deniable.service.limiter import SlidingWindowLimiter
-from deniable.service.limits import SessionLimits, client_key
-from deniable.service.settings import Settings
-from deniable.service.storage import ServiceStore
+from deniable.service.core.limiter import SlidingWindowLimiter
+from deniable.service.core.limits import SessionLimits, client_key
+from deniable.service.core.settings import Settings
+from deniable.service.storage import ServiceStore, lifecycle
 
 SESSIONS = f"/api/surveys/{SURVEY}/sessions"
 

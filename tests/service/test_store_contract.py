@@ -15,7 +15,7 @@ from deniable.accounting import BudgetLedger, ZCDPComposition
 from deniable.designs import Warner
 from deniable.exceptions import PrivacyError
 from deniable.mechanisms import MemoizedRandomizer
-from deniable.service.stores import SqlLedgerStore, SqlMemoStore
+from deniable.service.storage import SqlLedgerStore, SqlMemoStore
 
 
 @pytest.fixture
@@ -81,7 +81,7 @@ def test_the_memo_and_the_ledger_commit_together(
 _PURE_SPENDER = """
 import sys
 from deniable.accounting import BudgetLedger
-from deniable.service.stores import SqlLedgerStore
+from deniable.service.storage import SqlLedgerStore
 store = SqlLedgerStore(sys.argv[1])
 BudgetLedger(cap=2.0, store=store).spend(["ann"], "q", 0.5)
 store.engine.dispose()

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 
 from deniable.exceptions import DataError
-from deniable.service import lifecycle
-from deniable.service.storage import ServiceStore, SurveyClosedError
+from deniable.service.storage import ServiceStore, SurveyClosedError, lifecycle
 from deniable.survey import Survey, demo_survey
 
 SID = "workplace"

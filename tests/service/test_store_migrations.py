@@ -1,5 +1,5 @@
 """Migrations: on an empty database ``migrate`` creates the schema of
-:mod:`deniable.service.models` (Alembic's ``compare_metadata`` finds no difference), and
+:mod:`deniable.service.storage.tables` (Alembic's ``compare_metadata`` finds no difference), and
 migrating again changes nothing; on SQLite the connections are set up for a server.
 Revision 0002 on a database written at revision 0001: memo reports get a NULL mechanism
 (refused until adopted) except RAPPOR's old layout, moved to the new one; the ledger
@@ -28,10 +28,9 @@ from deniable.designs import Warner
 from deniable.exceptions import ParameterError, PrivacyError
 from deniable.mechanisms import InMemoryMemoStore, MemoizedRandomizer
 from deniable.oracles import Rappor, RapporClient
-from deniable.service.db import make_engine, migrate
-from deniable.service.models import metadata
-from deniable.service.storage import ServiceStore
-from deniable.service.stores import SqlLedgerStore, SqlMemoStore, encode_key
+from deniable.service.storage import ServiceStore, SqlLedgerStore, SqlMemoStore, encode_key
+from deniable.service.storage.db import make_engine, migrate
+from deniable.service.storage.tables import metadata
 
 
 def _schema(engine: sa.Engine) -> dict[str, object]:
@@ -96,7 +95,7 @@ def at_0001(db_url: str) -> Iterator[sa.Engine]:
     engine = make_engine(db_url)
     cfg = Config()
     cfg.set_main_option(
-        "script_location", str(Path(deniable.service.__file__).parent / "migrations")
+        "script_location", str(Path(deniable.service.__file__).parent / "storage" / "migrations")
     )
     with engine.connect() as conn:
         cfg.attributes["connection"] = conn

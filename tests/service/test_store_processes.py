@@ -38,8 +38,8 @@ import sqlalchemy as sa
 from _store_workers import QUESTIONS, SID, crash_items, race
 
 from deniable.accounting import BudgetLedger
-from deniable.service.models import reports, respondents
 from deniable.service.storage import ServiceStore, ledger_key, ledger_question_name
+from deniable.service.storage.tables import reports, respondents
 from deniable.survey import Survey, demo_survey
 
 HERE = Path(__file__).parent

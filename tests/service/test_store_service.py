@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from deniable.accounting import BudgetLedger, ZCDPComposition
 from deniable.accounting._exact_sum import add_up
 from deniable.exceptions import DataError, ParameterError, PrivacyError
-from deniable.service.models import reports, respondents
 from deniable.service.storage import ServiceStore, Submitted, SurveyClosedError
+from deniable.service.storage.tables import reports, respondents
 from deniable.survey import Survey, demo_survey
 
 SID = "workplace"

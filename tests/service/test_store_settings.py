@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from deniable.exceptions import ParameterError
-from deniable.service.db import database_url
-from deniable.service.settings import Settings
+from deniable.service.core.settings import Settings
+from deniable.service.storage.db import database_url
 from deniable.survey import demo_survey
 
 VARS = ("DATABASE_URL", "DENIABLE_DATA", "DENIABLE_SURVEY", "DENIABLE_ADMIN_TOKEN",

@@ -15,8 +15,7 @@ import pytest
 from _server import Server, free_port
 from test_survey_invite import ENV, one_error, run
 
-from deniable.service import lifecycle
-from deniable.service.storage import ServiceStore
+from deniable.service.storage import ServiceStore, lifecycle
 from deniable.survey import Survey, demo_survey
 
 SID = "workplace"
@@ -205,7 +204,7 @@ def test_serve_never_slips_the_demo_survey_into_a_database(
     monkeypatch.setattr(uvicorn, "run", lambda app, **kw: ran.append(kw))
     db = f"sqlite:///{tmp_path}/d.db"
     _load(db, _other()).close()
-    monkeypatch.setattr("deniable.service.logging.configure_logging", lambda: None)
+    monkeypatch.setattr("deniable.service.core.logging.configure_logging", lambda: None)
     res = run("serve", "--db", db, "--port", str(free_port()))
     assert res.exit_code == 0, res.output
     assert len(ran) == 1

@@ -1,12 +1,12 @@
 """`deniable serve`: run the survey service (needs the ``[service]`` extra).
 
-Settings come from the environment and ``.env`` (``deniable.service.settings``); the options
+Settings come from the environment and ``.env`` (``deniable.service.core.settings``); the options
 override them.  At start the command checks that its port is free, migrates the database,
 loads the survey of ``--survey`` or ``DENIABLE_SURVEY`` (without one, an empty database gets
 the demo survey; a database that holds surveys serves them as they are), and prints every
 live survey's pages, the database and — when ``DENIABLE_ADMIN_TOKEN`` is not set — the admin
 token it generated for this run: printed once on stdout, never logged.  Logs are JSON lines
-on stderr (``deniable.service.logging``).
+on stderr (``deniable.service.core.logging``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def display_host(host: str) -> str:
 def _settings(overrides: dict[str, Any]) -> Any:
     from pydantic import ValidationError
 
-    from deniable.service.settings import Settings
+    from deniable.service.core.settings import Settings
 
     try:
         return Settings(**overrides)
@@ -120,10 +120,10 @@ def serve_command(
         import uvicorn
 
         from deniable.service.app import create_app
-        from deniable.service.connections import ensure_descriptors, limits_environment
-        from deniable.service.logging import configure_logging
+        from deniable.service.core.connections import ensure_descriptors, limits_environment
+        from deniable.service.core.logging import configure_logging
+        from deniable.service.core.strength import check_admin_secrets
         from deniable.service.storage import ServiceStore
-        from deniable.service.strength import check_admin_secrets
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] not in _MISSING:
             raise
@@ -158,7 +158,7 @@ def serve_command(
         if the_survey is None and not store.survey_ids():
             the_survey = settings.survey()  # an empty database gets the demo survey
         warnings = [] if the_survey is None else store.load_survey(the_survey)
-        from deniable.service.lifecycle import survey_summaries
+        from deniable.service.storage.lifecycle import survey_summaries
 
         summaries = survey_summaries(store)
     except DeniableError as exc:
@@ -186,7 +186,7 @@ def serve_command(
         "log_config": None,
         "server_header": False,
         # idle and trickling connections closed, at most max_connections open
-        "http": "deniable.service.connections:GuardedHttpProtocol",
+        "http": "deniable.service.core.connections:GuardedHttpProtocol",
         "timeout_keep_alive": int(settings.keep_alive_timeout),
     }
     os.environ.update(limits_environment(settings))
@@ -257,7 +257,7 @@ def print_surveys(base: str, served: str | None, summaries: Any) -> None:
 
 def worker_environment(settings: Any) -> dict[str, str]:
     """The variables from which each worker process rebuilds ``settings``."""
-    from deniable.service.connections import limits_environment
+    from deniable.service.core.connections import limits_environment
 
     env = {
         "DATABASE_URL": str(settings.database_url),

@@ -64,8 +64,7 @@ SurveyIdArg = Annotated[
 def _service(command: str) -> Any:
     """The service's modules, or one error line naming the extra to install."""
     try:
-        from deniable.service import lifecycle
-        from deniable.service.storage import ServiceStore
+        from deniable.service.storage import ServiceStore, lifecycle
     except ModuleNotFoundError as exc:
         fail(
             f"deniable survey {command} needs the [service] extra ({exc.name} is missing): "

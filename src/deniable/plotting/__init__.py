@@ -9,6 +9,7 @@ designs); only :mod:`deniable.survey`, :mod:`deniable.simulation` and the CLI im
 
 from __future__ import annotations
 
+from deniable.plotting._dashboard import budget_svg, message_svg, time_limits, timeline_svg
 from deniable.plotting._explain import plot_epsilon_lying, plot_epsilon_truth, plot_posterior
 from deniable.plotting._forest import forest_svg
 from deniable.plotting._noise import plot_noise_error
@@ -23,9 +24,11 @@ from deniable.plotting._shuffle import plot_shuffle
 
 __all__ = [
     "PLOT_FORMATS",
+    "budget_svg",
     "design_label",
     "epsilon_lines",
     "forest_svg",
+    "message_svg",
     "plot_epsilon_lying",
     "plot_epsilon_truth",
     "plot_noise_error",
@@ -33,4 +36,6 @@ __all__ = [
     "plot_posterior",
     "plot_power_curves",
     "plot_shuffle",
+    "time_limits",
+    "timeline_svg",
 ]

@@ -1,13 +1,21 @@
-"""The application factory: :func:`create_app` builds the FastAPI app of the service.
+"""The application factory: :func:`create_app` builds the FastAPI app of the service from
+its parts (docs/architecture.md, "The survey service"):
+
+* the routers of :mod:`deniable.service.routes`: the respondent's side and page, the
+  interviewer's page and the admin's writes, the analyst's JSON, plots and exports, the
+  ballot-stuffing panels, the dashboard's pages and login;
+* the plumbing of :mod:`deniable.service.core`: settings, security, limits, the error
+  answers, the OpenAPI schema, the middleware;
+* the store of :mod:`deniable.service.storage` (``app.state.store``).
 
 The app holds its settings and its store in ``app.state`` (``settings``, ``store``, and
-the limiters and the dashboard's sessions), serves the landing page ``/``, the JSON API
-(:mod:`deniable.service.api`), the dashboard (:mod:`deniable.service.dashboard`), the
-respondent and interviewer pages and ``/static``, and wraps everything in the middleware
-below (outermost first; the classes are in :mod:`deniable.service.middleware`):
+the limiters and the dashboard's sessions), serves the landing page ``/``, ``/healthz``,
+``/docs``, the routers and ``/static``, and wraps everything in the middleware below
+(outermost first; the classes are in :mod:`deniable.service.core.middleware`):
 
-1. :class:`~deniable.service.logging.AccessLogMiddleware`: one JSON log line per request
-   (method, route template, status, duration; never the raw path, a body or a header);
+1. :class:`~deniable.service.core.logging.AccessLogMiddleware`: one JSON log line per
+   request (method, route template, status, duration; never the raw path, a body or a
+   header);
 2. :class:`HeadMiddleware`: HEAD is answered wherever GET is (the GET's headers, no body);
 3. :class:`SecurityHeadersMiddleware`: the strict CSP, ``nosniff``, ``no-referrer``,
    ``frame-ancestors 'none'`` on every response, ``Cache-Control: no-store`` on all but
@@ -24,34 +32,32 @@ below (outermost first; the classes are in :mod:`deniable.service.middleware`):
    per process.  The batch endpoint counts each report against its token in the same
    limiter (``app.state.rate_limiter``).
 
-``/docs`` is a plain HTML page rendered on the server from the OpenAPI schema, so that it
-needs no script and the strict CSP holds there too (FastAPI's Swagger UI would need
-inline script and a CDN, which this CSP forbids and a privacy tool should not call);
-``/openapi.json`` is the schema itself, completed with every refusal the middleware and
-the handlers answer (:mod:`deniable.service.openapi`).
+``/docs`` is a plain HTML page rendered on the server from the OpenAPI schema
+(:func:`deniable.service.pages.docs_page`), so that it needs no script and the strict CSP
+holds there too (FastAPI's Swagger UI would need inline script and a CDN, which this CSP
+forbids and a privacy tool should not call); ``/openapi.json`` is the schema itself,
+completed with every refusal the middleware and the handlers answer
+(:mod:`deniable.service.core.openapi`).
 
-:func:`create_app` refuses weak admin secrets (:mod:`deniable.service.strength`).
+:func:`create_app` refuses weak admin secrets (:mod:`deniable.service.core.strength`).
 """
 
 from __future__ import annotations
 
-import json
 import secrets
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import deniable
 from deniable.exceptions import DeniableError
-from deniable.service import api, dashboard
-from deniable.service.logging import AccessLogMiddleware
-from deniable.service.middleware import (
+from deniable.service.core.errors import http_error, library_error, validation_error
+from deniable.service.core.logging import AccessLogMiddleware
+from deniable.service.core.middleware import (
     CSP,
     BodyLimitMiddleware,
     CatchAllMiddleware,
@@ -60,10 +66,13 @@ from deniable.service.middleware import (
     SecurityHeadersMiddleware,
     SlashRedirectMiddleware,
 )
-from deniable.service.openapi import docs_page, service_openapi
-from deniable.service.security import SlidingWindowLimiter
-from deniable.service.sessions import SessionRegistry
-from deniable.service.strength import check_admin_secrets
+from deniable.service.core.openapi import service_openapi
+from deniable.service.core.security import SlidingWindowLimiter
+from deniable.service.core.sessions import SessionRegistry
+from deniable.service.core.strength import check_admin_secrets
+from deniable.service.pages import docs_page
+from deniable.service.routes import analyst, dashboard, integrity, interviewer, respondent
+from deniable.service.routes.deps import STATIC_DIR, static_page
 
 __all__ = [
     "CSP",
@@ -79,64 +88,6 @@ __all__ = [
     "open_store",
 ]
 
-STATIC_DIR = Path(str(resources.files("deniable.service"))) / "static"
-
-
-def _field(loc: Any) -> str:
-    parts = [str(p) for p in loc]
-    if parts and parts[0] in ("body", "query", "path", "header"):
-        where, rest = parts[0], parts[1:]
-        if not rest:
-            return "body" if where == "body" else where
-        dotted = ""
-        for p in rest:
-            dotted += f"[{p}]" if p.isdigit() else (f".{p}" if dotted else p)
-        return dotted if where == "body" else f"{where} {dotted}"
-    return ".".join(parts) or "body"
-
-
-def _validation_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    errors = list(exc.errors())
-    first = errors[0] if errors else {}
-    if first.get("type") == "json_invalid":
-        ctx = first.get("ctx") or {}
-        return JSONResponse(
-            {"error": f"body: malformed JSON ({ctx.get('error', 'cannot be parsed')})"},
-            status_code=400,
-        )
-    if first.get("type") == "missing" and tuple(first.get("loc", ())) == ("body",):
-        return JSONResponse({"error": "body: a JSON object is required"}, status_code=422)
-    messages = [f"`{_field(e.get('loc', ()))}`: {e.get('msg', 'invalid')}" for e in errors[:5]]
-    more = f" (and {len(errors) - 5} more)" if len(errors) > 5 else ""
-    return JSONResponse({"error": "; ".join(messages) + more}, status_code=422)
-
-
-def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
-    message = exc.detail if isinstance(exc.detail, str) else json.dumps(exc.detail)
-    if exc.status_code == 404 and message == "Not Found":
-        message = "no such path"
-    elif exc.status_code == 400 and message == "There was an error parsing the body":
-        # FastAPI's words for a body its parser refused (JSON nested so deeply that
-        # Python's json gave up with a RecursionError, a broken form)
-        message = "body: cannot be parsed (malformed, or nested too deeply)"
-    elif exc.status_code == 405 and message == "Method Not Allowed":
-        message = f"method {request.method} is not allowed on this path"
-    return JSONResponse({"error": message}, status_code=exc.status_code, headers=exc.headers)
-
-
-def _library_error(request: Request, exc: Exception) -> JSONResponse:
-    # the store refusing bad input (a report out of range, ...): the client's own values
-    return JSONResponse({"error": str(exc)}, status_code=422)
-
-
-def _page(name: str) -> FileResponse:
-    path = STATIC_DIR / name
-    if not path.is_file():
-        raise StarletteHTTPException(404, f"the page {name} is not installed")
-    return FileResponse(path, media_type="text/html; charset=utf-8")
-
 
 def create_app(settings: Any, store: Any = None) -> FastAPI:
     """Build the service's app.
@@ -144,8 +95,9 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     Parameters
     ----------
     settings : Settings
-        The service's settings (:mod:`deniable.service.settings`).  Without an admin token
-        one is generated for this app (``deniable serve`` generates and prints it first).
+        The service's settings (:mod:`deniable.service.core.settings`).  Without an admin
+        token one is generated for this app (``deniable serve`` generates and prints it
+        first).
     store : ServiceStore, optional
         The store to use, migrated and holding its surveys.  By default one is opened at
         ``settings.database_url``, migrated, and the settings' survey (the demo survey
@@ -168,15 +120,15 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.state.store = store
     app.state.sessions = SessionRegistry(getattr(settings, "sessions_file", None))
     app.state.rate_limiter = SlidingWindowLimiter(int(settings.rate_limit_per_minute), 60.0)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(DeniableError, _library_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(DeniableError, library_error)
     app.openapi = lambda: service_openapi(app)  # type: ignore[method-assign]
 
     @app.get("/", include_in_schema=False)
     def landing() -> FileResponse:
         """The landing page: what this server is, and links to the dashboard and the API."""
-        return _page("index.html")
+        return static_page("index.html")
 
     @app.get("/healthz", summary="Liveness")
     async def healthz() -> dict[str, bool]:
@@ -185,20 +137,13 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
 
     @app.get("/docs", include_in_schema=False)
     def docs() -> HTMLResponse:
-        return HTMLResponse(docs_page(app))
+        return HTMLResponse(docs_page(app.openapi(), app.title, app.version))
 
-    @app.get("/s/{survey_id}", include_in_schema=False)
-    def respondent_page(request: Request, survey_id: str) -> FileResponse:
-        api.survey_info(request, survey_id)
-        return _page("respondent.html")
-
-    @app.get("/interviewer/{survey_id}", include_in_schema=False)
-    def interviewer_page(request: Request, survey_id: str) -> FileResponse:
-        api.survey_info(request, survey_id)
-        return _page("interviewer.html")
-
-    app.include_router(api.router)
-    app.include_router(dashboard.router)
+    # in this order: a route of an earlier router wins (``/dashboard/login`` before
+    # ``/dashboard/{survey_id}``)
+    for router in (respondent, interviewer, analyst, dashboard, integrity):
+        app.include_router(router.router)
+    app.router.routes[0:0] = respondent.FAST_ROUTES  # the busiest route, matched first
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
@@ -217,8 +162,8 @@ def app_from_environment() -> FastAPI:
     """The app of one worker process of ``deniable serve --workers N``: settings from the
     environment (the parent set them), the store opened (the parent migrated it and loaded
     the survey), logs as JSON lines."""
-    from deniable.service.logging import configure_logging
-    from deniable.service.settings import Settings
+    from deniable.service.core.logging import configure_logging
+    from deniable.service.core.settings import Settings
     from deniable.service.storage import ServiceStore
 
     configure_logging()

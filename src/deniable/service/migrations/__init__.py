@@ -1,3 +1,0 @@
-"""The Alembic migrations of the service's database (``deniable.service.db.migrate`` runs
-them on start; configured in code, no ``alembic.ini``).  Each revision in ``versions/``
-changes the schema of :mod:`deniable.service.models` one step."""

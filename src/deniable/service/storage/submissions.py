@@ -1,0 +1,338 @@
+"""Reports and their budget: :class:`SubmissionStore`, the part of
+:class:`~deniable.service.storage.ServiceStore` that stores randomized reports and spends
+each respondent's epsilon, and says what a respondent has answered and may still answer.
+
+**Atomicity.**  :meth:`SubmissionStore.submit` and :meth:`SubmissionStore.submit_batch`
+store the reports and spend the budget in **one transaction** (``BEGIN IMMEDIATE`` on
+SQLite; the respondent rows of the ledger inserted if missing and locked ``FOR UPDATE`` in
+key order on PostgreSQL): a crash before the commit leaves neither, and a report
+acknowledged after the commit is durable.  A respondent stores one report per question:
+the same report again is a ``"duplicate"`` (nothing spent again), a different one a
+``"conflict"`` (nothing changes).  Prices and admission come from the library's pricing
+(:mod:`deniable.service.storage._plan`), so the spends round upward exactly as
+:class:`~deniable.accounting.BudgetLedger` rounds them.
+
+A respondent's key in the ledger is ``f"{survey_id}:{respondent_id}"``, a question's name
+``f"{survey_id}/{question_id}"``; the stored report is the record of the charge (no
+``ledger_charged`` row).  The statements are SQLAlchemy Core, built once per dialect: a
+transaction reads the survey's stamp with the ledger's unit (one statement), the question
+records, the respondents' rows (locked), then which of the ids are respondents together
+with the reports they stored for the batch's questions (one statement, after the lock: a
+report a concurrent transaction committed is seen), and writes the reports (one statement
+of arrays on PostgreSQL), the totals (one upsert on SQLite) and the question records.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from deniable.accounting import (
+    PURE_EPSILON,
+    QuestionRecord,
+    admitted,
+    remaining_budget,
+    spend_limit,
+)
+from deniable.exceptions import DataError, ParameterTypeError
+from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
+from deniable.service.storage._sql import Rollback, array, listed, member, per_dialect, retrying
+from deniable.service.storage.db import is_postgres, read_tx
+from deniable.service.storage.ledger_steps import (
+    UNIT_COLUMNS,
+    ledger_history,
+    lock_respondents,
+    question_records,
+    require_unit,
+    unit_of,
+    write_records,
+    write_spent,
+)
+from deniable.service.storage.surveys import (
+    STAMP,
+    Stamp,
+    SurveyStore,
+    respondent_key,
+    survey_stamp,
+)
+from deniable.service.storage.tables import reports, respondents, surveys
+from deniable.survey import Survey
+
+__all__ = [
+    "STATUSES",
+    "SubmissionStore",
+    "Submitted",
+    "ledger_key",
+    "ledger_question_name",
+]
+
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """The outcome of one report: ``status`` (one of :data:`STATUSES`) and the budget it
+    spent (``charged``: the question's epsilon when ``"stored"``, else 0)."""
+
+    status: str
+    charged: float = 0.0
+
+    @property
+    def stored(self) -> bool:
+        """Whether this submission stored the report."""
+        return self.status == "stored"
+
+
+def ledger_key(survey_id: str, respondent_id: int) -> str:
+    """A respondent's key in the ledger store."""
+    return f"{survey_id}:{respondent_id}"
+
+
+def ledger_question_name(survey_id: str, question_id: str) -> str:
+    """A question's name in the ledger store."""
+    return f"{survey_id}/{question_id}"
+
+
+def _check_id(what: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ParameterTypeError(f"`{what}` must be an integer id, got {value!r}.")
+    return int(value)
+
+
+class _Stale(Exception):
+    """The survey changed between checking the items and storing them."""
+
+
+# --------------------------------------------------------------------------- statements
+_r = reports.c
+_ANSWERED = sa.select(_r.question_id, _r.report).where(
+    _r.survey_id == sa.bindparam("sid"), _r.respondent_id == sa.bindparam("rid")
+)
+
+
+#: The survey's stamp and the unit of the ledger's totals, in one statement.
+_STAMP_AND_UNIT = sa.select(*STAMP.selected_columns, *UNIT_COLUMNS).where(
+    surveys.c.id == sa.bindparam("sid")
+)
+
+
+@per_dialect
+def _respondents_and_reports(postgres: bool) -> Any:
+    """Which of the ids ``ids`` are respondents of survey ``sid``, each with the reports it
+    stored for the questions ``qids`` (a row per report; one with a NULL question for a
+    respondent without any).  Driven by the list of ids (a primary-key look-up each: on
+    PostgreSQL from the unnested array, whatever the statistics of a table last analyzed
+    when it was small say)."""
+    r = respondents.c
+    on = sa.and_(
+        _r.survey_id == r.survey_id,
+        _r.respondent_id == r.id,
+        member(_r.question_id, "qids", postgres),
+    )
+    if not postgres:
+        return (
+            sa.select(r.id, _r.question_id, _r.report)
+            .select_from(respondents.outerjoin(reports, on))
+            .where(r.survey_id == sa.bindparam("sid"), member(r.id, "ids", postgres, sa.Integer))
+        )
+    ids = sa.func.unnest(array("ids", sa.Integer)).table_valued("id").render_derived(name="u")
+    found = ids.join(respondents, sa.and_(r.id == ids.c.id, r.survey_id == sa.bindparam("sid")))
+    return sa.select(r.id, _r.question_id, _r.report).select_from(found.outerjoin(reports, on))
+
+
+@per_dialect
+def _insert_reports(postgres: bool) -> Any:
+    """New reports: on PostgreSQL one statement of arrays (``r``, ``qid``, ``v``, with the
+    survey ``sid`` and the time ``now``); on SQLite one row per parameter set."""
+    if not postgres:
+        return sa.insert(reports)
+    rows = (
+        sa.func.unnest(array("r", sa.Integer), array("qid", sa.Text), array("v", sa.Integer))
+        .table_valued("r", "qid", "v")
+        .render_derived(name="u")
+    )
+    return sa.insert(reports).from_select(
+        ["survey_id", "respondent_id", "question_id", "report", "received_at"],
+        sa.select(
+            sa.bindparam("sid", type_=reports.c.survey_id.type),
+            rows.c.r,
+            rows.c.qid,
+            rows.c.v,
+            sa.bindparam("now", type_=reports.c.received_at.type),
+        ),
+    )
+
+
+class SubmissionStore(SurveyStore):
+    """Reports stored with their budget spends (see the module docstring)."""
+
+    def answered(self, survey_id: str, respondent_id: int) -> dict[str, int]:
+        """The reports this respondent stored: ``{question id: report}``."""
+        rid = _check_id("respondent_id", respondent_id)
+        with read_tx(self._engine) as conn:
+            rows = conn.execute(_ANSWERED, {"sid": survey_id, "rid": rid}).all()
+            return {q: int(rep) for q, rep in rows}
+
+    def remaining(self, survey_id: str, respondent_id: int) -> float:
+        """``cap - spent`` of this respondent, never below 0, rounded down so that a question
+        of exactly this epsilon is admitted."""
+        rid = _check_id("respondent_id", respondent_id)
+        with read_tx(self._engine) as conn:
+            survey = self._survey(conn, survey_id)
+            spent = ledger_history(conn, [respondent_key(survey_id, rid)], None, None).spent
+        return float(remaining_budget(spent, survey.cap)[0])
+
+    def affordable(self, survey_id: str, respondent_id: int) -> dict[str, bool]:
+        """For each question, whether it may be shown to this respondent now: answered
+        already (resending the report costs nothing), or a new report would be admitted
+        (``admitted``: the upward-rounded total within the cap, as :meth:`submit` decides;
+        a snapshot, not a reservation)."""
+        rid = _check_id("respondent_id", respondent_id)
+        with read_tx(self._engine) as conn:
+            survey = self._survey(conn, survey_id)
+            spent = ledger_history(conn, [respondent_key(survey_id, rid)], None, None).spent
+            done = {q for q, _ in conn.execute(_ANSWERED, {"sid": survey_id, "rid": rid})}
+        eps = np.array([x.epsilon for x in survey.questions], dtype=np.float64)
+        ok = admitted(np.full(eps.size, spent[0]), eps, spend_limit(survey.cap, 0.0))
+        return {x.id: x.id in done or bool(a) for x, a in zip(survey.questions, ok, strict=True)}
+
+    def submit(
+        self, survey_id: str, respondent_id: int, question_id: str, report: int
+    ) -> Submitted:
+        """Store one report and spend its epsilon, in one transaction (see the module
+        docstring for the outcomes).  A report outside the question's reports, an unknown
+        question or respondent raise :class:`~deniable.exceptions.DataError` and store
+        nothing."""
+        return self._submit(survey_id, [(respondent_id, question_id, report)], single=True)[0]
+
+    def submit_batch(
+        self, survey_id: str, items: Sequence[tuple[int, str, int]]
+    ) -> list[Submitted]:
+        """Many ``(respondent id, question id, report)`` in one transaction, each with the
+        outcome :meth:`submit` would give it in this order.  One invalid item raises
+        :class:`~deniable.exceptions.DataError` naming it (``items[3].report``) and stores
+        nothing."""
+        return self._submit(survey_id, items, single=False)
+
+    def _submit(
+        self, survey_id: str, items: Sequence[tuple[int, str, int]], *, single: bool
+    ) -> list[Submitted]:
+        for _ in range(3):
+            survey, stamp, shape = self._survey_now(survey_id)
+            rid, qix, rep = checked(survey, items, single=single, shape=shape)
+            if not rid.size:
+                return []
+            if not survey.is_open():
+                return [Submitted("closed")] * rid.size
+            try:
+                work = functools.partial(_store, survey, stamp, shape, rid, qix, rep)
+                return retrying(self._engine, work)
+            except _Stale:  # a new version was loaded meanwhile: read it, check again
+                with self._lock:
+                    self._cache.pop(survey_id, None)
+        raise DataError(f"survey {survey_id!r} keeps changing: try again.")  # pragma: no cover
+
+
+def _store(
+    survey: Survey,
+    stamp: Stamp,
+    shape: Layout,
+    rid: Ints,
+    qix: Ints,
+    rep: Ints,
+    conn: Connection,
+) -> list[Submitted]:
+    """Decide and write the items in ``conn``'s write transaction (see the module)."""
+    sid = survey.id
+    postgres = is_postgres(conn)
+    row = conn.execute(_STAMP_AND_UNIT, {"sid": sid}).first()
+    if row is None or survey_stamp(row) != stamp:
+        raise _Stale
+    # the ledger's totals are pure epsilon (the service prices so): never add them to rho
+    require_unit(conn, PURE_EPSILON.unit, unit_of(row[3], row[4]))
+    who: Ranked = ranked(rid)
+    id_list = who.ids.tolist()
+    qids, qpos = shape.qids, shape.qpos
+    used = sorted(set(qix.tolist()))
+    names = {j: ledger_question_name(sid, qids[j]) for j in used}
+    records = question_records(conn, list(names.values()), lock=False)
+    before = {j: records[name] for j, name in names.items()}
+    enc = [respondent_key(sid, i) for i in id_list]
+    spent, new = lock_respondents(conn, enc)
+    # which ids are respondents, and the reports they stored before for these questions:
+    # read after their rows are locked (PostgreSQL), so that a report a concurrent
+    # transaction committed for one of them is seen, not stored twice; a bad id rolls
+    # the locking rows back with the rest
+    params = {
+        "sid": sid,
+        "ids": listed(postgres, id_list),
+        "qids": listed(postgres, (qids[j] for j in used)),
+    }  # (on PostgreSQL the ids are an array either way)
+    have: set[int] = set()
+    done: dict[tuple[int, int], int] = {}
+    for i, qid, v in conn.execute(_respondents_and_reports(conn), params):
+        have.add(int(i))
+        if qid is not None:
+            done[(int(i), qpos.get(qid, -1))] = int(v)
+    if len(have) != len(id_list):
+        bad = next(i for i in id_list if i not in have)
+        raise DataError(f"`respondent_id` {bad} is not a respondent of survey {sid!r}.")
+    decision = decide(survey, names, rid, qix, rep, who, spent, done, before)
+    status = decision.status
+    stored_l = np.flatnonzero(status == 0).tolist()
+    if not stored_l:
+        # nothing to store: roll back the ledger rows inserted only to be locked
+        raise Rollback([Submitted(STATUSES[x]) for x in status.tolist()])
+    _write_reports(conn, sid, [(int(rid[i]), qids[qix[i]], int(rep[i])) for i in stored_l])
+    paid = np.zeros(who.ids.size, dtype=np.bool_)
+    paid[who.ipos[stored_l]] = True
+    write_spent(conn, enc, paid, decision.spent[paid], new)
+    # (no ledger_charged rows: a stored report is the charge's record, charged_keys)
+    # add the charges to the question rows (not locked: other writers add theirs)
+    added = []
+    for j, rec in decision.records.items():
+        if rec is not None and rec is not before[j]:
+            prior = 0 if before[j] is None else _charges(before[j])
+            added.append(dataclasses.replace(rec, charges=rec.charges - prior))
+    write_records(conn, added, add=True)
+    # one (frozen, so shareable) outcome per distinct (status, charge): a batch has a
+    # few, and building 10,000 dataclasses cost a third of the batch
+    made: dict[tuple[int, float], Submitted] = {}
+    out = []
+    for key in zip(status.tolist(), decision.charged.tolist(), strict=True):
+        hit = made.get(key)
+        if hit is None:
+            hit = made[key] = Submitted(STATUSES[key[0]], float(key[1]))
+        out.append(hit)
+    return out
+
+
+def _charges(record: QuestionRecord | None) -> int:
+    return 0 if record is None else int(record.charges)
+
+
+def _write_reports(conn: Connection, sid: str, rows: list[tuple[int, str, int]]) -> None:
+    """Insert the stored reports ``(respondent id, question id, report)``, received now."""
+    now = time.time()
+    insert = _insert_reports(conn)
+    if is_postgres(conn):  # one statement of arrays
+        r, qid, v = (list(col) for col in zip(*rows, strict=True))
+        conn.execute(insert, {"sid": sid, "now": now, "r": r, "qid": qid, "v": v})
+        return
+    conn.execute(
+        insert,
+        [
+            {"survey_id": sid, "respondent_id": i, "question_id": q, "report": v,
+             "received_at": now}
+            for i, q, v in rows
+        ],
+    )  # fmt: skip

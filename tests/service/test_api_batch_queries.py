@@ -1,0 +1,67 @@
+"""A batch of reports from respondents the process has not seen costs one query for all
+their tokens, not one per token (issue 15, part 10): the statements the store runs for a
+cold batch are counted (a SQLAlchemy event on its engine), and they do not grow with the
+number of respondents in the batch; a warm batch (every token known to the process) looks
+no token up at all.  On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from deniable.service.app import create_app
+from deniable.service.settings import Settings
+from deniable.service.storage import ServiceStore
+
+SID = "workplace"  # the demo survey of the store fixture
+ADMIN = "batch-query-admin-token-0123456789abcdef0123"
+
+
+@contextmanager
+def _statements(store: ServiceStore) -> Iterator[list[str]]:
+    """Every SQL statement run on the store's engine inside the block."""
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        seen.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+
+
+def _batch(client: TestClient, tokens: list[str], question: str) -> list[str]:
+    body = {"reports": [{"token": t, "question": question, "report": 1} for t in tokens]}
+    r = client.post(f"/api/surveys/{SID}/reports/batch", json=body)
+    assert r.status_code == 200, r.text
+    return [x["status"] for x in r.json()["results"]]
+
+
+def _token_lookups(statements: list[str]) -> int:
+    return sum("token_hash" in s and "respondents" in s for s in statements)
+
+
+def test_a_cold_batch_looks_its_tokens_up_in_one_query(store: ServiceStore) -> None:
+    app = create_app(Settings(database_url="sqlite:///unused.db", admin_token=ADMIN), store)
+    client = TestClient(app)
+    first = [store.create_respondent(SID)[0]]  # the first spends (the unit, the questions)
+    assert _batch(client, first, "happy") == _batch(client, first, "harassment") == ["stored"]
+    counts: dict[int, int] = {}
+    for n in (3, 40):
+        # respondents made in the database: this process has never seen their tokens
+        tokens = [store.create_respondent(SID)[0] for _ in range(n)]
+        with _statements(store) as cold:
+            assert _batch(client, tokens, "happy") == ["stored"] * n
+        assert _token_lookups(cold) == 1, cold
+        counts[n] = len(cold)
+        with _statements(store) as warm:  # the same respondents again: tokens known
+            assert _batch(client, tokens, "harassment") == ["stored"] * n
+        assert _token_lookups(warm) == 0, warm
+    # the whole cold batch is O(1) statements in the number of respondents
+    assert counts[40] == counts[3], counts
