@@ -1,9 +1,12 @@
-"""Estimation beyond one design's estimator: majority decisions, power, regression, and
-robustness to manipulation (how many fake respondents would move an estimate)."""
+"""Estimation beyond one design's estimator: majority decisions, power, regression,
+robustness to manipulation (how many fake respondents would move an estimate), and several
+sensitive items together (their joint distribution, association and independence)."""
 
 from __future__ import annotations
 
 from deniable.estimation._formula import check_formula
+from deniable.estimation._joint import joint_estimate
+from deniable.estimation._joint_results import ESTIMATORS, JointEstimate
 from deniable.estimation._linear import LinearRRResult, linear_rr
 from deniable.estimation._logistic import DirectTest, LogisticRRResult, logistic_rr
 from deniable.estimation._majority import (
@@ -29,10 +32,12 @@ from deniable.estimation._robustness import (
 __all__ = [
     "ALTERNATIVES",
     "DIRECTIONS",
+    "ESTIMATORS",
     "MANIPULATIONS",
     "MAX_TRIALS",
     "SE_TYPES",
     "DirectTest",
+    "JointEstimate",
     "LRTest",
     "LinearRRResult",
     "LogisticRRResult",
@@ -44,6 +49,7 @@ __all__ = [
     "SampleSizeResult",
     "check_formula",
     "decide_majority",
+    "joint_estimate",
     "linear_rr",
     "logistic_rr",
     "majority_decision",
