@@ -4,7 +4,13 @@ sensitive items together (their joint distribution, association and independence
 
 from __future__ import annotations
 
+from deniable.estimation._association import Association, AssociationMeasure, association
 from deniable.estimation._formula import check_formula
+from deniable.estimation._independence import (
+    INDEPENDENCE_TESTS,
+    IndependenceTest,
+    independence_test,
+)
 from deniable.estimation._joint import joint_estimate
 from deniable.estimation._joint_results import ESTIMATORS, JointEstimate
 from deniable.estimation._linear import LinearRRResult, linear_rr
@@ -33,10 +39,14 @@ __all__ = [
     "ALTERNATIVES",
     "DIRECTIONS",
     "ESTIMATORS",
+    "INDEPENDENCE_TESTS",
     "MANIPULATIONS",
     "MAX_TRIALS",
     "SE_TYPES",
+    "Association",
+    "AssociationMeasure",
     "DirectTest",
+    "IndependenceTest",
     "JointEstimate",
     "LRTest",
     "LinearRRResult",
@@ -47,8 +57,10 @@ __all__ = [
     "Prevalence",
     "RegressionResult",
     "SampleSizeResult",
+    "association",
     "check_formula",
     "decide_majority",
+    "independence_test",
     "joint_estimate",
     "linear_rr",
     "logistic_rr",

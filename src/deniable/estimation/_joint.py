@@ -95,6 +95,7 @@ def joint_estimate(
     z = joint_scores(items)
     n = z.shape[0]
     coded = joint_codes(items)
+    srs_cov = None
     if design is None:
         values = z.mean(axis=0)
         dev = z - values
@@ -116,9 +117,12 @@ def joint_estimate(
                 f"{design.n} rows."
             )
         values, cov = ratio_estimate(design, z, np.ones(n))
+        w = design.weights / np.sum(design.weights)
+        dev = z - values
+        srs_cov = (dev * w[:, None]).T @ dev / n
         df, method, described = float(design.df), design.variance_method, design.describe()
     notes = list(_outside(values))
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = {} if design is None else {"srs_covariance": srs_cov}
     no_channel = [it.why_no_channel for it in items if it.channel is None]
     if coded is not None:
         code, channel = coded
@@ -130,7 +134,7 @@ def joint_estimate(
                 channel, shares, n, None if design is None else share_cov, values
             )
             notes.extend(mle_notes)
-            extra = dict(
+            extra.update(
                 mle=mle, mle_covariance=mle_cov, mle_boundary=boundary, em_iterations=its,
                 report_shares=shares, report_covariance=share_cov,
                 channels=tuple(it.channel for it in items),

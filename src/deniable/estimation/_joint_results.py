@@ -76,6 +76,10 @@ class JointEstimate(Result):
         covariance, where every item has a dense channel.
     channels : the items' dense channels ``P[report, truth]`` (the joint channel is their
         Kronecker product), or ``None``.
+    srs_covariance : the covariance the moment estimate would have under simple random
+        sampling of ``n`` with the same randomization (the weighted plug-in covariance of
+        the de-biased joint indicators over ``n``): the reference of the design effects and
+        of the Rao-Scott correction; ``None`` when it is :attr:`covariance` itself.
     notes : remarks (a moment estimate outside the simplex, the MLE on the boundary, ...).
     """
 
@@ -94,6 +98,7 @@ class JointEstimate(Result):
     report_shares: FloatArray | None = field(default=None, repr=False)
     report_covariance: FloatArray | None = field(default=None, repr=False)
     channels: tuple[FloatArray, ...] | None = field(default=None, repr=False)
+    srs_covariance: FloatArray | None = field(default=None, repr=False)
     notes: tuple[str, ...] = ()
 
     @property
@@ -110,6 +115,14 @@ class JointEstimate(Result):
     def se(self) -> FloatArray:
         """Standard errors of the moment estimate."""
         return np.sqrt(np.maximum(np.diag(self.covariance), 0.0))
+
+    @property
+    def deff(self) -> FloatArray:
+        """Design effects of the cells: the design variance over the variance under simple
+        random sampling of ``n`` with the same randomization (1 for simple random sampling)."""
+        srs = self.covariance if self.srs_covariance is None else self.srs_covariance
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(np.diag(self.covariance) / np.diag(srs), dtype=np.float64)
 
     def estimate(self, estimator: str = "moment") -> tuple[FloatArray, FloatArray]:
         """``(values, covariance)`` of ``estimator``: ``"moment"`` or ``"mle"``."""
@@ -144,6 +157,8 @@ class JointEstimate(Result):
         values = m @ self.values
         cov = m @ self.covariance @ m.T
         extra: dict[str, Any] = {}
+        if self.srs_covariance is not None:
+            extra["srs_covariance"] = m @ self.srs_covariance @ m.T
         if self.channels is not None and self.report_shares is not None:
             reports = tuple(c.shape[0] for c in self.channels)
             mr = _marginal_map(reports, keep)
@@ -159,7 +174,7 @@ class JointEstimate(Result):
             mle, mle_cov, boundary, its, notes = fit_mle(
                 a, shares, self.n, None if srs else share_cov, values
             )
-            extra = dict(
+            extra.update(
                 mle=mle, mle_covariance=mle_cov, mle_boundary=boundary, em_iterations=its,
                 report_shares=shares, report_covariance=share_cov, channels=channels,
                 notes=notes,
