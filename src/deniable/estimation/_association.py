@@ -168,8 +168,8 @@ class Association(Result):
         )  # fmt: skip
         return Table(
             ("measure", "estimate", "SE", f"{self.level:.0%} CI"), rows,
-            title=f"Association of {' and '.join(self.items)} ({self.estimator} estimate, "
-            f"{self.n} respondents, {self.design})",
+            title=f"Association of {' and '.join(self.items)} ({self.estimator} estimate; "
+            f"{self.design})",
             notes=(f"SE: {self.variance_method}, delta method", *self.notes), align="lrrr",
         )  # fmt: skip
 

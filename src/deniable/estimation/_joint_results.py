@@ -195,7 +195,7 @@ class JointEstimate(Result):
         }  # fmt: skip
         if self.mle is not None and self.mle_covariance is not None:
             out["mle"] = self.mle
-            out["mle_se"] = np.sqrt(np.diag(self.mle_covariance))
+            out["mle_se"] = np.sqrt(np.maximum(np.diag(self.mle_covariance), 0.0))
             out["mle_ci"] = self.ci(level, "mle")
             out["mle_covariance"] = self.mle_covariance
             out["mle_boundary"] = list(self.mle_boundary)
@@ -211,7 +211,7 @@ class JointEstimate(Result):
         columns = ["cell", "estimate", "SE", f"{level:.0%} CI"]
         if mle:
             columns += ["MLE", "SE (MLE)"]
-            mle_se = np.sqrt(np.diag(self.mle_covariance))  # type: ignore[arg-type]
+            mle_se = np.sqrt(np.maximum(np.diag(self.mle_covariance), 0.0))  # type: ignore[arg-type]
         rows = []
         for j, cell in enumerate(self.cells):
             row: list[Any] = [
