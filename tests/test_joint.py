@@ -243,3 +243,30 @@ def test_bad_reports_and_unsupported_designs_name_the_item() -> None:
     sld = StochasticLieDetector(0.3, 0.7)
     with pytest.raises(DataError, match=r"`mechanisms\[0\]` \('sld'\) must be a one-group design"):
         joint_estimate([sld, w], [[0, 1], [1, 0]])
+
+
+def test_reports_as_columns_of_an_array_or_a_data_frame() -> None:
+    import pandas as pd
+
+    w = Warner(0.8)
+    _, _, _, r1, r2 = _two_items(23, 100)
+    by_list = joint_estimate([w, w], [r1, r2])
+    by_array = joint_estimate([w, w], np.column_stack([r1, r2]))
+    by_frame = joint_estimate([w, w], pd.DataFrame({"drugs": r1, "sex": r2}))
+    assert by_array.values == pytest.approx(by_list.values, abs=0)
+    assert by_frame.values == pytest.approx(by_list.values, abs=0)
+    # two respondents, two items: columns are items, not rows
+    square = joint_estimate([DIRECT, DIRECT], np.array([[0, 1], [0, 1]]))
+    assert square.as_array().tolist() == [[0.0, 1.0], [0.0, 0.0]]
+
+
+def test_the_k_ary_oracle_has_an_mle() -> None:
+    from deniable.oracles import GRR
+
+    rng = np.random.default_rng(24)
+    grr = GRR(3, 0.7)
+    x = rng.integers(0, 3, 2000)
+    w = Warner(0.8)
+    est = joint_estimate([grr, w], [grr.randomize(x, rng=rng), w.randomize(x % 2, rng=rng)])
+    assert est.mle is not None and est.mle.min() >= 0
+    assert est.mle.sum() == pytest.approx(1.0)

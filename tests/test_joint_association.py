@@ -199,3 +199,26 @@ def test_bad_input_names_the_parameter() -> None:
     with pytest.raises(ParameterError, match="`method` 'lr' needs the EM fits"):
         independence_test(mixed, method="lr")
     assert math.isfinite(independence_test(mixed).statistic)  # the Wald test works
+
+
+def test_design_based_tests_hold_their_size_on_a_clustered_sample() -> None:
+    # 600 samples of 40 clusters x 20 respondents; each item follows its own cluster
+    # effect (intra-cluster correlation), the items are independent.  Rejections at 5%
+    # of the adjusted Wald F and the first-order Rao-Scott test within [0.024, 0.076]:
+    # +-2.9 binomial SDs each, a false alarm about 0.4% of the time per test.
+    rng = np.random.default_rng(22)
+    w = Warner(0.8)
+    clusters, size = 40, 20
+    psu = np.repeat(np.arange(clusters), size)
+    design = SampleDesign(psu=psu)
+    rejected = {"wald": 0, "rao-scott": 0}
+    for _ in range(600):
+        e1, e2 = rng.normal(0, 1, (2, clusters))
+        x1 = (rng.random(psu.size) < 1 / (1 + np.exp(1 - e1[psu]))).astype(int)
+        x2 = (rng.random(psu.size) < 1 / (1 + np.exp(0.5 - e2[psu]))).astype(int)
+        reports = [w.randomize(x1, rng=rng), w.randomize(x2, rng=rng)]
+        joint = joint_estimate([w, w], reports, design=design)
+        for method in rejected:
+            rejected[method] += independence_test(joint, method=method).p_value < 0.05
+    for method, count in rejected.items():
+        assert 0.024 <= count / 600 <= 0.076, method

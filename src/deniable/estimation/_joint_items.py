@@ -88,7 +88,9 @@ def prepare_items(mechanisms: Any, reports: Any) -> list[Item]:
         raise DataError(
             f"`mechanisms` must hold at least 2 items for a joint estimate, got {len(mechanisms)}."
         )
-    if isinstance(reports, np.ndarray) and reports.ndim == 2 and len(reports) != len(mechanisms):
+    if hasattr(reports, "columns") and hasattr(reports, "iloc"):  # a pandas DataFrame
+        reports = [reports.iloc[:, j].to_numpy() for j in range(reports.shape[1])]
+    elif isinstance(reports, np.ndarray) and reports.ndim == 2:
         reports = list(reports.T)  # one column per item
     if isinstance(reports, str | bytes) or len(reports) != len(mechanisms):
         got = len(reports) if hasattr(reports, "__len__") else type(reports).__name__
