@@ -216,8 +216,10 @@ def test_fewer_than_two_items_are_refused() -> None:
     w = Warner(0.8)
     with pytest.raises(DataError, match=r"`mechanisms` must hold at least 2 items.*got 1"):
         joint_estimate([w], [[0, 1]])
-    with pytest.raises(DataError, match="`mechanisms` must be a list"):
+    with pytest.raises(ParameterTypeError, match="`mechanisms` must be a list"):
         joint_estimate(w, [[0, 1]])
+    with pytest.raises(ParameterTypeError, match="`reports` must be a list of 2 arrays"):
+        joint_estimate([w, w], iter([[0, 1], [1, 0]]))
     with pytest.raises(DataError, match=r"`reports` must hold one array of reports per item"):
         joint_estimate([w, w], [[0, 1]])
 

@@ -12,7 +12,7 @@ from deniable.estimation._independence import (
     independence_test,
 )
 from deniable.estimation._joint import joint_estimate
-from deniable.estimation._joint_results import ESTIMATORS, JointEstimate
+from deniable.estimation._joint_results import JOINT_ESTIMATORS, JointEstimate
 from deniable.estimation._linear import LinearRRResult, linear_rr
 from deniable.estimation._logistic import DirectTest, LogisticRRResult, logistic_rr
 from deniable.estimation._majority import (
@@ -38,8 +38,8 @@ from deniable.estimation._robustness import (
 __all__ = [
     "ALTERNATIVES",
     "DIRECTIONS",
-    "ESTIMATORS",
     "INDEPENDENCE_TESTS",
+    "JOINT_ESTIMATORS",
     "MANIPULATIONS",
     "MAX_TRIALS",
     "SE_TYPES",

@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from deniable.common import format_number, to_jsonable
 from deniable.common import validation as v
-from deniable.estimation._joint_results import ESTIMATORS, JointEstimate, quantile
+from deniable.estimation._joint_results import JOINT_ESTIMATORS, JointEstimate, quantile
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.results import ConfidenceInterval, Result, Table
 
@@ -208,7 +208,7 @@ def association(
     >>> round(result["odds_ratio"].value, 6)  # (3 * 3) / (1 * 1)
     9.0
     """
-    v.choice("estimator", estimator, ESTIMATORS)
+    v.choice("estimator", estimator, JOINT_ESTIMATORS)
     lvl = v.level(level)
     pair = pair_of(joint, items)
     p, cov = pair.estimate(estimator)

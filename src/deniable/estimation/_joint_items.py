@@ -25,7 +25,7 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.designs import DenseChannel, SymmetricChannel
-from deniable.exceptions import DataError, DeniableError, ParameterError
+from deniable.exceptions import DataError, DeniableError, ParameterError, ParameterTypeError
 from deniable.sampling import debiased_reports
 
 __all__ = ["MAX_JOINT_CELLS", "Item", "joint_codes", "joint_scores", "prepare_items"]
@@ -80,7 +80,7 @@ def prepare_items(mechanisms: Any, reports: Any) -> list[Item]:
     """The items of ``mechanisms`` (at least 2) and ``reports`` (one array per item, all of
     one length), checked."""
     if isinstance(mechanisms, str | bytes) or not isinstance(mechanisms, Sequence):
-        raise DataError(
+        raise ParameterTypeError(
             "`mechanisms` must be a list of at least 2 designs (one per item), got "
             f"{type(mechanisms).__name__}."
         )
@@ -92,10 +92,15 @@ def prepare_items(mechanisms: Any, reports: Any) -> list[Item]:
         reports = [reports.iloc[:, j].to_numpy() for j in range(reports.shape[1])]
     elif isinstance(reports, np.ndarray) and reports.ndim == 2:
         reports = list(reports.T)  # one column per item
-    if isinstance(reports, str | bytes) or len(reports) != len(mechanisms):
-        got = len(reports) if hasattr(reports, "__len__") else type(reports).__name__
+    if isinstance(reports, str | bytes) or not hasattr(reports, "__len__"):
+        raise ParameterTypeError(
+            f"`reports` must be a list of {len(mechanisms)} arrays of reports (one per item) "
+            f"or a 2-D array with one column per item, got {type(reports).__name__}."
+        )
+    if len(reports) != len(mechanisms):
         raise DataError(
-            f"`reports` must hold one array of reports per item ({len(mechanisms)}), got {got}."
+            f"`reports` must hold one array of reports per item ({len(mechanisms)}), got "
+            f"{len(reports)}."
         )
     items: list[Item] = []
     for i, (mechanism, rep) in enumerate(zip(mechanisms, reports, strict=True)):

@@ -15,12 +15,12 @@ from deniable.estimation._joint_em import fit_mle
 from deniable.exceptions import ParameterError
 from deniable.results import Result, Table, normal_quantile
 
-__all__ = ["ESTIMATORS", "JointEstimate", "quantile"]
+__all__ = ["JOINT_ESTIMATORS", "JointEstimate", "quantile"]
 
 FloatArray = npt.NDArray[np.float64]
 
 #: The estimators of a joint distribution: the unbiased moment inversion, the MLE (EM).
-ESTIMATORS = ("moment", "mle")
+JOINT_ESTIMATORS = ("moment", "mle")
 
 
 def quantile(level: float, df: float) -> float:
@@ -126,7 +126,7 @@ class JointEstimate(Result):
 
     def estimate(self, estimator: str = "moment") -> tuple[FloatArray, FloatArray]:
         """``(values, covariance)`` of ``estimator``: ``"moment"`` or ``"mle"``."""
-        v.choice("estimator", estimator, ESTIMATORS)
+        v.choice("estimator", estimator, JOINT_ESTIMATORS)
         if estimator == "moment":
             return self.values, self.covariance
         if self.mle is None or self.mle_covariance is None:
