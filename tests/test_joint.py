@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deniable.designs import (
     Categorical,
@@ -272,3 +274,22 @@ def test_the_k_ary_oracle_has_an_mle() -> None:
     est = joint_estimate([grr, w], [grr.randomize(x, rng=rng), w.randomize(x % 2, rng=rng)])
     assert est.mle is not None and est.mle.min() >= 0
     assert est.mle.sum() == pytest.approx(1.0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    p1=st.floats(0.55, 0.95),
+    p2=st.floats(0.05, 0.45),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_moment_estimate_maps_back_to_the_report_shares(
+    p1: float, p2: float, seed: int
+) -> None:
+    # A pi_hat = lambda_hat for any reports: the estimator inverts the Kronecker channel
+    rng = np.random.default_rng(seed)
+    w1, w2 = Warner(p1), Warner(p2)
+    reports = [rng.integers(0, 2, 50), rng.integers(0, 2, 50)]
+    est = joint_estimate([w1, w2], reports)
+    a = np.kron(np.asarray(w1.channel), np.asarray(w2.channel))
+    assert est.report_shares is not None
+    assert a @ est.values == pytest.approx(est.report_shares, abs=1e-9)

@@ -222,3 +222,19 @@ def test_design_based_tests_hold_their_size_on_a_clustered_sample() -> None:
             rejected[method] += independence_test(joint, method=method).p_value < 0.05
     for method, count in rejected.items():
         assert 0.024 <= count / 600 <= 0.076, method
+
+
+def test_mle_measures_on_the_boundary_have_no_valid_se() -> None:
+    # the true P(x1 = 1, x2 = 1) is 0; with this seed the MLE puts that cell on the boundary
+    rng = np.random.default_rng(6)
+    x1 = (rng.random(150) < 0.3).astype(int)
+    x2 = np.where(x1 == 1, 0, (rng.random(150) < 0.3).astype(int))
+    w = Warner(0.75)
+    joint = joint_estimate([w, w], [w.randomize(x1, rng=rng), w.randomize(x2, rng=rng)])
+    moment = association(joint)
+    assert math.isnan(moment["odds_ratio"].value)  # a negative cell: not defined
+    assert any("use estimator='mle'" in note for note in moment.notes)
+    mle = association(joint, estimator="mle")
+    assert mle["risk_difference"].value < 0
+    assert math.isnan(mle["risk_difference"].se)
+    assert any("boundary" in note for note in mle.notes)
