@@ -1,9 +1,18 @@
-"""Estimation beyond one design's estimator: majority decisions, power, regression, and
-robustness to manipulation (how many fake respondents would move an estimate)."""
+"""Estimation beyond one design's estimator: majority decisions, power, regression,
+robustness to manipulation (how many fake respondents would move an estimate), and several
+sensitive items together (their joint distribution, association and independence)."""
 
 from __future__ import annotations
 
+from deniable.estimation._association import Association, AssociationMeasure, association
 from deniable.estimation._formula import check_formula
+from deniable.estimation._independence import (
+    INDEPENDENCE_TESTS,
+    IndependenceTest,
+    independence_test,
+)
+from deniable.estimation._joint import joint_estimate
+from deniable.estimation._joint_results import JOINT_ESTIMATORS, JointEstimate
 from deniable.estimation._linear import LinearRRResult, linear_rr
 from deniable.estimation._logistic import DirectTest, LogisticRRResult, logistic_rr
 from deniable.estimation._majority import (
@@ -29,10 +38,16 @@ from deniable.estimation._robustness import (
 __all__ = [
     "ALTERNATIVES",
     "DIRECTIONS",
+    "INDEPENDENCE_TESTS",
+    "JOINT_ESTIMATORS",
     "MANIPULATIONS",
     "MAX_TRIALS",
     "SE_TYPES",
+    "Association",
+    "AssociationMeasure",
     "DirectTest",
+    "IndependenceTest",
+    "JointEstimate",
     "LRTest",
     "LinearRRResult",
     "LogisticRRResult",
@@ -42,8 +57,11 @@ __all__ = [
     "Prevalence",
     "RegressionResult",
     "SampleSizeResult",
+    "association",
     "check_formula",
     "decide_majority",
+    "independence_test",
+    "joint_estimate",
     "linear_rr",
     "logistic_rr",
     "majority_decision",

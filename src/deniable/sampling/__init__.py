@@ -10,6 +10,8 @@ under weights, strata, clusters and finite population corrections, or replicate 
 :func:`survey_by`          the same in each domain, on the full design (``svyby``)
 :func:`survey_ratio`       a ratio of weighted totals (``svyratio``)
 :func:`debiased_reports`   each report through its design's inverse
+:func:`ratio_estimate`     ratios of weighted totals of several columns with their design
+                           covariance (Taylor or replicate): the engine of the above
 :func:`post_stratify`      weights to known post-stratum counts (``postStratify``)
 :func:`rake`               weights raked to several margins (``rake``)
 :func:`trim_weights`       weights trimmed to bounds, the excess shared (``trimWeights``)
@@ -24,6 +26,7 @@ between ``mechanisms | oracles`` and ``estimation | audit`` (``docs/architecture
 
 from __future__ import annotations
 
+from deniable.sampling._core import ratio_estimate
 from deniable.sampling._design import LONELY_PSU_RULES, SampleDesign
 from deniable.sampling._estimate import (
     debiased_reports,
@@ -49,6 +52,7 @@ __all__ = [
     "kish_deff",
     "post_stratify",
     "rake",
+    "ratio_estimate",
     "survey_by",
     "survey_estimate",
     "survey_ratio",
