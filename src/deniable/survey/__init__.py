@@ -16,9 +16,9 @@ from deniable.survey._analysis import (
     Analysis,
     GroupedAnalysis,
     analyze,
-    analyze_file,
     grouped,
 )
+from deniable.survey._analysis_file import analyze_file
 from deniable.survey._files import CSV_SUFFIXES
 from deniable.survey._questionnaire import (
     SURVEY_SCHEMA,
@@ -37,6 +37,7 @@ from deniable.survey._readers import (
     write_reports,
 )
 from deniable.survey._report import SurveyReport, survey_report, survey_report_file
+from deniable.survey._sample import DesignColumns
 from deniable.survey._tally_file import tally_reports_file
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "SURVEY_SCHEMA",
     "TWO_GROUP_COLUMNS",
     "Analysis",
+    "DesignColumns",
     "GroupedAnalysis",
     "Survey",
     "SurveyBudget",

@@ -1,0 +1,129 @@
+"""The unweighted analysis of a question beside its design-based one: what the sample's
+design (weights, strata, clusters, replicates) changed in the estimate, its SE and its
+interval.  Used by :class:`~deniable.survey.Analysis` and
+:class:`~deniable.survey.SurveyReport` when a sample design is given.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from deniable.common import format_interval, format_number, to_jsonable
+from deniable.designs import DesignEstimate
+from deniable.results import Result, Table
+from deniable.sampling import SurveyEstimate
+from deniable.survey._sample import design_parameter
+
+__all__ = [
+    "DESIGN_COLUMNS",
+    "DesignSummary",
+    "comparison_rows",
+    "comparison_table",
+    "design_fields",
+]
+
+#: The columns a design-based analysis adds to a grouped result or a report's DataFrame.
+DESIGN_COLUMNS = (
+    "design_estimate",
+    "design_se",
+    "design_df",
+    "design_deff",
+    "design_ci_lower",
+    "design_ci_upper",
+)
+
+
+def design_fields(based: SurveyEstimate | None, level: float) -> dict[str, float]:
+    """:data:`DESIGN_COLUMNS` of one design-based estimate (NaN where there is none): the
+    estimate, its SE, df, design effect and ``t`` interval."""
+    if based is None:
+        return dict.fromkeys(DESIGN_COLUMNS, math.nan)
+    lo, hi = based.ci(level, "t")
+    return dict(zip(DESIGN_COLUMNS, (based.value, based.se, float(based.df), based.deff, lo, hi),
+                    strict=True))  # fmt: skip
+
+
+def comparison_rows(analysis: Any) -> list[dict[str, Any]]:
+    """One dict per estimated parameter: the unweighted estimate, SE and interval (the
+    analysis's method) beside :func:`design_fields` of the design-based one."""
+    based = analysis.design_based
+    out = []
+    for j, (name, est) in enumerate(analysis.estimates().items()):
+        lo, hi = est.ci(analysis.level, analysis.interval)
+        design = None if based is None else design_parameter(based, j, name)
+        out.append({
+            "parameter": name, "estimate": est.value, "se": est.se, "ci_lower": lo,
+            "ci_upper": hi, "interval": analysis.interval,
+            **design_fields(design, analysis.level),
+        })  # fmt: skip
+    result: list[dict[str, Any]] = to_jsonable(out)
+    return result
+
+
+def comparison_table(analysis: Any) -> Table:
+    """Each parameter twice: as if from a simple random sample (the unweighted analysis)
+    and under the sample's design, with SE, df, design effect and interval."""
+    based = analysis.design_based
+    level = analysis.level
+    rows = []
+    for row in comparison_rows(analysis):
+        rows.append((row["parameter"], "unweighted", format_number(row["estimate"], 4),
+                     format_number(row["se"], 4), "", "1",
+                     f"{format_interval((row['ci_lower'], row['ci_upper']), 4)} "
+                     f"({row['interval']})"))  # fmt: skip
+        if math.isnan(row["design_estimate"]):
+            rows.append((row["parameter"], "design-based", "n/a", "", "", "", ""))
+            continue
+        rows.append((row["parameter"], "design-based", format_number(row["design_estimate"], 4),
+                     format_number(row["design_se"], 4), format_number(row["design_df"], 0),
+                     format_number(row["design_deff"], 3),
+                     f"{format_interval((row['design_ci_lower'], row['design_ci_upper']), 4)}"
+                     " (t)"))  # fmt: skip
+    method, design = based.variance_method, based.design
+    notes: tuple[str, ...] = (
+        f"design: {design}; SE: {method}.",
+        "unweighted: the analysis as if from a simple random sample (deff 1); design-based: "
+        "the de-biased reports weighted, with the design's SE, degrees of freedom and t "
+        "interval; deff: the design-based variance over the simple random sample's.",
+    )
+    if any(r[2] == "n/a" for r in rows):
+        notes = (*notes, "n/a: a two-group design's other parameters have no design-based "
+                 "estimate (its prevalence has).")  # fmt: skip
+    return Table(
+        ("parameter", "analysis", "estimate", "SE", "df", "deff", f"{level:.0%} CI"),
+        tuple(rows),
+        title=f"Unweighted and design-based estimates ({analysis.column})",
+        notes=notes,
+        align="llrrrrr",
+    )
+
+
+@dataclass(frozen=True)
+class DesignSummary(Result):
+    """What ``deniable analyze`` prints for a question under a sample design: the
+    unweighted summary (design, counts, ε, estimate), the comparison of both analyses and
+    the design-based estimate in full."""
+
+    analysis: Any
+    unweighted: DesignEstimate
+
+    def to_dict(self) -> dict[str, Any]:
+        """The unweighted summary's fields, then ``design_based`` (the design-based
+        estimate's fields) and ``comparison`` (:func:`comparison_rows`)."""
+        a = self.analysis
+        out = self.unweighted.to_dict()
+        out["design_based"] = a.design_based.to_dict(a.level)
+        out["comparison"] = comparison_rows(a)
+        result: dict[str, Any] = to_jsonable(out)
+        return result
+
+    def table(self) -> Table:
+        """The unweighted summary, then the comparison and the design-based estimate."""
+        a = self.analysis
+        first = self.unweighted.table()
+        extra = (comparison_table(a), a.design_based.table(a.level))
+        return Table(first.columns, first.rows, title=first.title, notes=first.notes,
+                     header=first.header, sections=(*first.sections, *extra),
+                     align=first.align)  # fmt: skip
