@@ -22,6 +22,8 @@ __all__ = [
     "comparison_rows",
     "comparison_table",
     "design_fields",
+    "report_design_cells",
+    "report_design_table",
 ]
 
 #: The columns a design-based analysis adds to a grouped result or a report's DataFrame.
@@ -127,3 +129,33 @@ class DesignSummary(Result):
         return Table(first.columns, first.rows, title=first.title, notes=first.notes,
                      header=first.header, sections=(*first.sections, *extra),
                      align=first.align)  # fmt: skip
+
+
+def report_design_cells(self: Any) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of a :class:`~deniable.survey.SurveyReport`'s design-based
+    estimates."""
+    head = ["question", "parameter", "estimate", "SE", "df", "deff",
+            f"{self.level:.0%} CI (t)"]  # fmt: skip
+    body = []
+    for row in self._rows():
+        if math.isnan(row["design_estimate"]):
+            body.append([row["question"], row["parameter"], "n/a", "", "", "", ""])
+            continue
+        ci = (row["design_ci_lower"], row["design_ci_upper"])
+        body.append([row["question"], row["parameter"], format_number(row["design_estimate"]),
+                     format_number(row["design_se"]), format_number(row["design_df"], 0),
+                     format_number(row["design_deff"], 3), format_interval(ci)])  # fmt: skip
+    return head, body
+
+
+def report_design_table(self: Any) -> Table:
+    """A report's design-based estimates under the sample design, one row per parameter."""
+    head, body = report_design_cells(self)
+    return Table(
+        tuple(head), tuple(tuple(r) for r in body),
+        title="Design-based estimates (the de-biased reports weighted)",
+        notes=(f"sample design: {self.sample}.",
+               "df: the design's degrees of freedom; deff: the design-based variance over "
+               "a simple random sample's; n/a: a two-group design's other parameters."),
+        align="llrrrrr",
+    )  # fmt: skip

@@ -219,9 +219,7 @@ def _numbers(
         bad_text = converted.isna() & ~s.isna()
         if bad_text.any():
             i = int(np.argmax(np.asarray(bad_text)))
-            raise DataError(
-                f"{what} must hold numbers, got {s.iloc[i]!r} in {_row(s, i, where)}."
-            )
+            raise DataError(f"{what} must hold numbers, got {s.iloc[i]!r} in {_row(s, i, where)}.")
         s = converted
     arr = np.asarray(s.to_numpy(dtype=np.float64, na_value=np.nan))
     low = "> 0" if positive else ">= 0"
@@ -336,4 +334,3 @@ def design_parameter(based: DesignBased, j: int, parameter: str) -> SurveyEstima
     if isinstance(based, SurveyFrequencies):
         return based.category(j)
     return based if parameter == "prevalence" else None
-
