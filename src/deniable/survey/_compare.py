@@ -49,7 +49,8 @@ def design_fields(based: SurveyEstimate | None, level: float) -> dict[str, float
 
 def comparison_rows(analysis: Any) -> list[dict[str, Any]]:
     """One dict per estimated parameter: the unweighted estimate, SE and interval (the
-    analysis's method) beside :func:`design_fields` of the design-based one."""
+    analysis's method) beside :func:`design_fields` of the design-based one (``None`` for
+    a parameter without one)."""
     based = analysis.design_based
     out = []
     for j, (name, est) in enumerate(analysis.estimates().items()):
@@ -58,7 +59,8 @@ def comparison_rows(analysis: Any) -> list[dict[str, Any]]:
         out.append({
             "parameter": name, "estimate": est.value, "se": est.se, "ci_lower": lo,
             "ci_upper": hi, "interval": analysis.interval,
-            **design_fields(design, analysis.level),
+            **(dict.fromkeys(DESIGN_COLUMNS) if design is None
+               else design_fields(design, analysis.level)),
         })  # fmt: skip
     result: list[dict[str, Any]] = to_jsonable(out)
     return result
@@ -75,7 +77,7 @@ def comparison_table(analysis: Any) -> Table:
                      format_number(row["se"], 4), "", "1",
                      f"{format_interval((row['ci_lower'], row['ci_upper']), 4)} "
                      f"({row['interval']})"))  # fmt: skip
-        if math.isnan(row["design_estimate"]):
+        if row["design_estimate"] is None:
             rows.append((row["parameter"], "design-based", "n/a", "", "", "", ""))
             continue
         rows.append((row["parameter"], "design-based", format_number(row["design_estimate"], 4),
