@@ -94,7 +94,7 @@ class Margins:
             return cls(scaled, "shares")
         low, high = min(sums.values()), max(sums.values())
         if any(shares.values()) or high > low * (1 + 1e-6):
-            listed = ", ".join(f"{k}: {format_number(s, 6)}" for k, s in sums.items())
+            listed = ", ".join(f"{k}: {s:.6g}" for k, s in sums.items())
             raise DataError(
                 f"{what}: every variable's targets must add to the same total (population "
                 f"counts) or each to 1 (shares), got {listed}."
