@@ -112,6 +112,7 @@ def test_weight_post_stratify_and_trim(
         (MARGINS, ("--trim", "2"), ("`--trim` must be LOW,HIGH",)),
         (MARGINS, ("--trim", "3,5"), ("`--trim` LOW", "cannot keep the weight total")),
         (MARGINS, ("--column", "sex"), ("`--column` 'sex' is already a column",)),
+        (MARGINS, ("--weights", "w", "--column", "w"), ("`--column` 'w' is already a column",)),
     ],
 )  # fmt: skip
 def test_bad_input_is_one_error_and_writes_nothing(

@@ -22,6 +22,7 @@ from deniable.survey._analysis import (
     grouped,
 )
 from deniable.survey._analysis_file import analyze_file
+from deniable.survey._compare import DesignSummary
 from deniable.survey._files import CSV_SUFFIXES
 from deniable.survey._questionnaire import (
     SURVEY_SCHEMA,
@@ -59,6 +60,7 @@ __all__ = [
     "WEIGHT_METHODS",
     "Analysis",
     "DesignColumns",
+    "DesignSummary",
     "GroupedAnalysis",
     "Margins",
     "Survey",

@@ -35,7 +35,8 @@ def analyze_file(
     fpc: str | None = None,
     replicate_weights: Any = None,
 ) -> Analysis | Any:
-    """:func:`analyze` (or with ``by``, :func:`grouped`) on a survey file, read in batches.
+    """:func:`~deniable.survey.analyze` (or with ``by``, :func:`~deniable.survey.grouped`) on a
+    survey file, read in batches.
 
     The file is CSV (``.csv``, also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zst``,
     ``.csv.zip``) with a header row, or Parquet (``.parquet``, ``.pq``).  Only the named
@@ -45,9 +46,10 @@ def analyze_file(
     (docs/analysis.md, "Survey files"); rows in messages are data rows, numbered from 1
     without the header.  ``progress(bytes_done, bytes_total)`` is called after each batch.
 
-    With a sample design (``sample_design`` or the column shortcuts, as in :func:`analyze`)
-    the report, group and design columns are read whole (the design needs every row) and
-    the result holds the design-based estimate too; rows are still data rows in messages.
+    With a sample design (``sample_design`` or the column shortcuts, as in
+    :func:`~deniable.survey.analyze`) the report, group and design columns are read whole
+    (the design needs every row) and the result holds the design-based estimate too; rows
+    are still data rows in messages.
 
     >>> import pathlib, tempfile
     >>> from deniable import TwoCoin

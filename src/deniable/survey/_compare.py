@@ -115,7 +115,7 @@ class DesignSummary(Result):
 
     def to_dict(self) -> dict[str, Any]:
         """The unweighted summary's fields, then ``design_based`` (the design-based
-        estimate's fields) and ``comparison`` (:func:`comparison_rows`)."""
+        estimate's fields) and ``comparison`` (the rows of the comparison table)."""
         a = self.analysis
         out = self.unweighted.to_dict()
         out["design_based"] = a.design_based.to_dict(a.level)

@@ -39,7 +39,7 @@ __all__ = ["WEIGHT_METHODS", "Margins", "Weighting", "read_margins", "weight_fra
 
 FloatArray = npt.NDArray[np.float64]
 
-#: How :func:`weight_frame` meets the margins.
+#: How :func:`~deniable.survey.weight_frame` meets the margins.
 WEIGHT_METHODS = ("rake", "post-stratify")
 
 _COLUMNS = ("variable", "level", "target")
@@ -122,7 +122,7 @@ def read_margins(path: str | os.PathLike[str]) -> Margins:
 
 @dataclass(frozen=True)
 class Weighting(Result):
-    """Weights that meet population margins (see :func:`weight_frame`).
+    """Weights that meet population margins (see :func:`~deniable.survey.weight_frame`).
 
     ``frame`` is the data with the weight ``column``; ``achieved`` each margin's
     ``(variable, level, target, weighted)`` with the weighted share or count the weights
@@ -199,7 +199,7 @@ def weight_frame(
     tolerance: float = 1e-8,
     max_iterations: int = 100,
 ) -> Weighting:
-    """Weights for the rows of ``df`` that meet ``margins`` (:class:`Margins`).
+    """Weights for the rows of ``df`` that meet ``margins`` (:class:`~deniable.survey.Margins`).
 
     ``method``: ``"rake"`` (iterative proportional fitting over every variable; Deming &
     Stephan 1940, R's ``rake``) or ``"post-stratify"`` (one variable; R's
@@ -226,10 +226,10 @@ def weight_frame(
             "`method` 'post-stratify' takes margins of one variable (its cells), got "
             f"{len(margins.targets)} ({', '.join(margins.targets)}): rake to several."
         )
-    if column in df.columns and column != weights:
+    if column in df.columns:
         raise DataError(
             f"`column` {column!r} is already a column of the data: choose another name for "
-            "the weights."
+            "the new weights (the data's columns are kept as they are)."
         )
     base = np.ones(len(df)) if weights is None else _base(df, weights)
     labels = {k: _labels(df, k, t) for k, t in margins.targets.items()}
