@@ -153,3 +153,16 @@ def test_never_over_an_existing_file_or_the_input(
     assert data.read_bytes() == before
     assert run(runner, "weight", data, "--margins", margins, "-o", out, "--force").exit_code == 0
     assert "weight" in pd.read_csv(out).columns
+
+
+def test_the_suffix_chooses_the_format(
+    runner: CliRunner, files: tuple[Path, Path, pd.DataFrame]
+) -> None:
+    data, margins, _ = files
+    for wrong in ("w.json", "w.txt", "w.parquet.gz"):
+        out = data.parent / wrong
+        one_error(run(runner, "weight", data, "--margins", margins, "-o", out), "`--out`")
+        assert not out.exists()
+    out = data.parent / "w.pq"
+    assert run(runner, "weight", data, "--margins", margins, "-o", out).exit_code == 0
+    assert out.read_bytes()[:4] == b"PAR1"
