@@ -16,7 +16,13 @@ from typer.testing import CliRunner
 from _cli import ENV, one_error, run, run_json
 from _sampling_data import clustered_sample
 from deniable import Warner
-from deniable.sampling import ReplicateDesign, SampleDesign, as_replicate, survey_estimate
+from deniable.sampling import (
+    ReplicateDesign,
+    SampleDesign,
+    as_replicate,
+    survey_by,
+    survey_estimate,
+)
 
 WARNER = ("-d", "warner", "-p", "p=0.8")
 
@@ -131,7 +137,6 @@ def test_text_output_shows_both_analyses(runner: CliRunner, data: Path) -> None:
         (("--weights", "nope"), ("`--weights` must be one of the header", "'nope'")),
         (("--strata", "nope"), ("`--strata`", "'nope'")),
         (("--weights", "q"), ("`--weights` column 'q' must be finite and > 0", "data row")),
-        (("--weights", "w", "--by", "s"), ("`--by` with a sample design",)),
         (("--rho", "0.5"), ("`--rho` describes the sample's design",)),
         (("--weights", "w", "--rho", "0.5"), ("`--rho` applies to replicate weights only",)),
         (("--weights", "w", "--repmethod", "JKn"), ("`--repmethod` applies to replicate",)),
@@ -167,3 +172,19 @@ def test_zero_weights_in_a_report_are_one_error(
     )
     one_error(run(runner, "report", path, "-q", "q=warner:p=0.8", "--weights", "w"),
               "`--weights` column 'w' must be finite and > 0", "got 0.0 in data row 6")  # fmt: skip
+
+
+def test_analyze_by_group_under_a_design(
+    runner: CliRunner, frame: pd.DataFrame, data: Path
+) -> None:
+    out = run_json(runner, "analyze", data, "--column", "q", *WARNER, "--weights", "w",
+                   "--strata", "s", "--psu", "p", "--by", "s")  # fmt: skip
+    design = SampleDesign(frame["w"].to_numpy(), frame["s"].to_numpy(), frame["p"].to_numpy())
+    want = survey_by(Warner(0.8), frame["q"].to_numpy(), design, frame["s"].to_numpy())
+    assert [g["group"] for g in out["groups"]] == list(range(8))
+    for g in out["groups"]:
+        est = want[g["group"]]
+        assert g["design_estimate"] == pytest.approx(est.value, rel=1e-12)
+        assert g["design_se"] == pytest.approx(est.se, rel=1e-12)
+    text = run(runner, "analyze", data, "--column", "q", *WARNER, "--weights", "w", "--by", "s")
+    assert "Design-based estimates by group" in text.stdout

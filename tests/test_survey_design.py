@@ -22,6 +22,7 @@ from deniable.sampling import (
     SurveyEstimate,
     SurveyFrequencies,
     as_replicate,
+    survey_by,
     survey_estimate,
 )
 from deniable.survey import (
@@ -274,7 +275,6 @@ def test_survey_report_under_a_design(sample: pd.DataFrame, tmp_path: Path) -> N
          r"`sample_design` must have one respondent per row of the data \(6\), got 2"),
         ({"sample_design": DesignColumns(weights="w"), "strata": "s"}, ParameterError,
          r"either as `sample_design` or by the columns `strata`"),
-        ({"weights": "w", "by": "s"}, ParameterError, r"`by` with a sample design"),
         ({"replicate_weights": "r*", "weights": "w"}, DataError,
          r"`replicate_weights` 'r\*' must match at least 2 columns"),
     ],
@@ -304,3 +304,46 @@ def test_design_columns_check_their_arguments() -> None:
     with pytest.raises(ParameterError, match=r"`--repmethod` must be one of 'JK1'"):
         DesignColumns(weights="w", replicate_weights="r*", replicate_method="jk",
                       labels={"replicate_method": "--repmethod"})  # fmt: skip
+
+
+def test_by_gives_each_group_as_a_domain_of_the_full_design(sample: pd.DataFrame) -> None:
+    df = sample.assign(region=np.where(sample["p"] < 2, "north", "south"))
+    out = analyze(df, "q", WARNER, by="region", weights="w", strata="s", psu="p")
+    want = survey_by(WARNER, df["q"].to_numpy(), SampleDesign(df["w"], df["s"], df["p"]),
+                     df["region"].to_numpy())  # fmt: skip
+    assert out["group"].tolist() == ["north", "south"]
+    for i, label in enumerate(["north", "south"]):
+        est = want[label]
+        assert isinstance(est, SurveyEstimate)
+        assert out.loc[i, "design_estimate"] == pytest.approx(est.value, rel=1e-12)
+        assert out.loc[i, "design_se"] == pytest.approx(est.se, rel=1e-12)
+        assert out.loc[i, "design_df"] == est.df
+    # the unweighted columns are those without a design
+    plain = analyze(df, "q", WARNER, by="region")
+    pd.testing.assert_frame_equal(out[plain.columns], plain)
+    assert "design_estimate" not in plain.columns
+
+
+def test_by_with_categorical_and_two_group_designs(sample: pd.DataFrame) -> None:
+    rng = np.random.default_rng(21)
+    design = SampleDesign(sample["w"], sample["s"], sample["p"])
+    half = (sample["s"] < 4).to_numpy()
+    cat = make_design("categorical", {"k": "3", "p_truthful": "0.7"})
+    reports = rng.integers(0, 3, len(sample))
+    df = sample.assign(c=reports, half=half)
+    out = analyze(df, "c", cat, by="half", weights="w", strata="s", psu="p")
+    for _, row in out.iterrows():
+        want = survey_estimate(cat, reports, design, domain=half == row["group"])
+        assert isinstance(want, SurveyFrequencies)
+        assert row["design_estimate"] == pytest.approx(want.values[row["category"]], rel=1e-12)
+    sld = make_design("sld", {"p1": "2/12", "p2": "10/12"})
+    group = rng.integers(1, 3, len(sample))
+    group[half] = 1  # the first half has one randomization group only: no estimate there
+    answer = rng.integers(0, 2, len(sample))
+    df = sample.assign(a=answer, g=group, half=half)
+    out = analyze(df, "a", sld, group="g", by="half", weights="w", strata="s", psu="p")
+    want = survey_estimate(sld, 2 * (group - 1) + answer, design, domain=~half)
+    assert isinstance(want, SurveyEstimate)
+    got = out.set_index(["group", "parameter"])["design_estimate"]
+    assert got[(False, "prevalence")] == pytest.approx(want.value, rel=1e-12)
+    assert math.isnan(got[(False, "honesty")]) and math.isnan(got[(True, "prevalence")])

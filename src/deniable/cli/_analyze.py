@@ -223,11 +223,6 @@ def analyze_command(
     miss = v.choice("--missing", missing, ("drop", "error"))
     sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
                            mse, lonely_psu).columns()  # fmt: skip
-    if sample is not None and by is not None:
-        fail(
-            "`--by` with a sample design (--weights, --strata, ...) is not offered: a domain's "
-            "design-based variance needs the full design (deniable.sampling.survey_by)."
-        )
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
         result = analyze_file(file, column, d, group=group_column, by=by, level=level,
                               missing=miss, progress=progress, sample_design=sample)  # fmt: skip

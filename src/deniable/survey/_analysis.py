@@ -57,7 +57,7 @@ from deniable.exceptions import DataError
 from deniable.results import ConfidenceInterval, Estimate, Result, Table
 from deniable.sampling import SurveyEstimate, SurveyFrequencies
 from deniable.survey._columns import check_columns, check_design, column_series
-from deniable.survey._compare import DesignSummary, comparison_rows
+from deniable.survey._compare import DesignSummary, comparison_rows, with_design_by
 from deniable.survey._grouped import (
     CATEGORY_COLUMNS,
     GROUPED_COLUMNS,
@@ -294,7 +294,8 @@ def analyze(
         or a :class:`DesignColumns` naming columns of ``df``.  The result then also holds
         the design-based estimate (:attr:`Analysis.design_based`), printed beside the
         unweighted one.  Rows whose report is missing are a domain of the full design (R's
-        ``na.rm = TRUE``).  Not with ``by``.
+        ``na.rm = TRUE``).  With ``by``, each group's design-based estimate is a domain of
+        the full design (see :func:`grouped`).
     weights, strata, psu, fpc, replicate_weights : shortcuts for
         ``sample_design=DesignColumns(weights=..., ...)`` (column names; ``fpc``: each
         stratum's population count of PSUs; ``replicate_weights``: a list of columns or a
@@ -323,9 +324,10 @@ def analyze(
     """
     parts = {"weights": weights, "strata": strata, "psu": psu, "fpc": fpc,
              "replicate_weights": replicate_weights}  # fmt: skip
-    spec = sample_spec(sample_design, parts, by)
+    spec = sample_spec(sample_design, parts)
     if by is not None:
-        return grouped(df, column, design, by, group=group, level=level, missing=missing)
+        return grouped(df, column, design, by, group=group, level=level, missing=missing,
+                       sample_design=spec)  # fmt: skip
     check_frame(df)
     d, lvl = _check(design, column, group, None, level, missing)
     for what, name in (("column", column), ("group", group)):
@@ -347,6 +349,7 @@ def grouped(
     group: Any = None,
     level: float = 0.95,
     missing: str = "drop",
+    sample_design: Any = None,
 ) -> Any:
     """Estimate the prevalence in each group of ``df[by]``: a DataFrame, one row per group.
 
@@ -362,15 +365,23 @@ def grouped(
     label and estimated parameter (:data:`TWO_GROUP_COLUMNS`: ``n1``, ``n2``, ``yes1``,
     ``yes2`` per randomization group; Wald intervals; NaN where a randomization group has
     no reports in that subgroup).
+
+    ``sample_design`` (as in :func:`analyze`) adds the columns ``design_estimate``,
+    ``design_se``, ``design_df``, ``design_deff``, ``design_ci_lower`` and
+    ``design_ci_upper``: each group's design-based estimate as a domain of the full design
+    (R's ``svyby``), NaN where a group has none.
     """
     check_frame(df)
     d, lvl = _check(design, column, group, by, level, missing)
     for what, name in (("column", column), ("by", by), ("group", group)):
         if name is not None:
             column_series(df, name, what)
+    spec = sample_spec(sample_design, {})
+    sample = None if spec is None else build_sample(df, spec)
     plan = _plan(d, column, group, by, lambda r: f"row {r!r}")
     run([plan], frame_batches(df, plan.columns()), missing)
-    return _grouped(plan, d, lvl, text=False)
+    out = _grouped(plan, d, lvl, text=False)
+    return out if sample is None else with_design_by(out, df, plan, d, sample, text=False)
 
 
 def _check(

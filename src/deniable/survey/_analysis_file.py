@@ -8,6 +8,7 @@ from typing import Any
 
 from deniable.designs import Design
 from deniable.survey._analysis import Analysis, _analysis, _check, _plan
+from deniable.survey._compare import with_design_by
 from deniable.survey._files import Progress, SurveyFile
 from deniable.survey._grouped import _grouped
 from deniable.survey._questions import Plan, file_batches, frame_batches, run
@@ -64,7 +65,7 @@ def analyze_file(
     plan = _plan(d, column, group, by, lambda r: f"data row {r} of {label!r}")
     parts = {"weights": weights, "strata": strata, "psu": psu, "fpc": fpc,
              "replicate_weights": replicate_weights}  # fmt: skip
-    spec = sample_spec(sample_design, parts, by)
+    spec = sample_spec(sample_design, parts)
     with SurveyFile(path, block_size=block_size, progress=progress) as f:
         f.check_columns([(w, c) for w, c in (("column", column), ("group", group), ("by", by))
                          if c is not None])  # fmt: skip
@@ -79,7 +80,7 @@ def analyze_file(
 
 def _designed(
     f: SurveyFile, label: str, plan: Plan, d: Design, lvl: float, spec: Spec, missing: str
-) -> Analysis:
+) -> Any:
     """The analysis of ``plan``'s question in the open file ``f`` under the sample design
     ``spec``: the columns read whole, data rows numbered from 1."""
     needed = list(plan.columns())
@@ -92,7 +93,8 @@ def _designed(
     frame = read_frame(label, columns=list(dict.fromkeys(needed)))
     frame.index = frame.index + 1  # data rows, numbered from 1
     run([plan], frame_batches(frame, plan.columns()), missing)
-    result = _analysis(plan, d, lvl, label)
     sample = build_sample(frame, spec, lambda r: f"data row {r} of {label!r}")
-    out: Analysis = with_design(result, frame, plan, sample)
+    if plan.by is not None:
+        return with_design_by(_grouped(plan, d, lvl, text=False), frame, plan, d, sample, False)
+    out: Analysis = with_design(_analysis(plan, d, lvl, label), frame, plan, sample)
     return out

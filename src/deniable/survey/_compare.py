@@ -22,8 +22,10 @@ __all__ = [
     "comparison_rows",
     "comparison_table",
     "design_fields",
+    "grouped_design_table",
     "report_design_cells",
     "report_design_table",
+    "with_design_by",
 ]
 
 #: The columns a design-based analysis adds to a grouped result or a report's DataFrame.
@@ -160,4 +162,58 @@ def report_design_table(self: Any) -> Table:
                "df: the design's degrees of freedom; deff: the design-based variance over "
                "a simple random sample's; n/a: a two-group design's other parameters."),
         align="llrrrrr",
+    )  # fmt: skip
+
+
+def with_design_by(frame: Any, df: Any, plan: Any, rr: Any, sample: Any, text: bool) -> Any:
+    """The per-group DataFrame ``frame`` of ``plan``'s question with :data:`DESIGN_COLUMNS`:
+    each group's design-based estimate as a domain of the full design (R's ``svyby``; NaN
+    for a group without an estimate)."""
+    from deniable.exceptions import DataError
+    from deniable.survey._questions import FrameCells, label_order
+    from deniable.survey._sample import design_estimate, plan_codes
+
+    codes, groups = plan_codes(df, plan)
+    ids = FrameCells(df[plan.by]).labels(plan.labels)
+    order = [i for i, _ in label_order(plan.labels, text)]
+    per = len(frame) // max(len(order), 1)
+    cells: dict[str, list[float]] = {c: [] for c in DESIGN_COLUMNS}
+    level = frame.attrs["level"]
+    for i in order:
+        try:
+            based = design_estimate(rr, sample, codes, groups, domain=ids == i)
+        except DataError:  # no reports in the group (or in one randomization group)
+            based = None
+        for j in range(per):
+            r = len(cells["design_estimate"])
+            name = str(frame["parameter"].iloc[r]) if "parameter" in frame else "prevalence"
+            one = None if based is None else design_parameter(based, j, name)
+            for c, x in design_fields(one, level).items():
+                cells[c].append(x)
+    attrs = dict(frame.attrs)
+    out = frame.assign(**cells)
+    out.attrs.update(attrs, sample_design=f"{sample.describe()}; SE: {sample.variance_method}")
+    return out
+
+
+def grouped_design_table(frame: Any) -> Table:
+    """The design-based columns of a per-group DataFrame as a table."""
+    key = "parameter" if "parameter" in frame else "category" if "category" in frame else None
+    rows = []
+    for r in frame.to_dict(orient="records"):
+        first = (str(r["group"]), *((str(r[key]),) if key else ()))
+        if math.isnan(r["design_estimate"]):
+            rows.append((*first, "n/a", "", "", "", ""))
+            continue
+        rows.append((*first, format_number(r["design_estimate"], 4),
+                     format_number(r["design_se"], 4), format_number(r["design_df"], 0),
+                     format_number(r["design_deff"], 3),
+                     format_interval((r["design_ci_lower"], r["design_ci_upper"]), 4)))  # fmt: skip
+    return Table(
+        ("group", *((key,) if key else ()), "estimate", "SE", "df", "deff",
+         f"{frame.attrs['level']:.0%} CI (t)"),
+        tuple(rows),
+        title="Design-based estimates by group (each a domain of the full design)",
+        notes=(f"sample design: {frame.attrs['sample_design']}.",),
+        align=("ll" if key else "l") + "rrrrr",
     )  # fmt: skip

@@ -41,6 +41,7 @@ __all__ = [
     "SampleArg",
     "build_sample",
     "design_estimate",
+    "plan_codes",
     "sample_spec",
     "with_design",
 ]
@@ -258,18 +259,13 @@ def _labels(
 Spec = DesignColumns | SampleDesign | ReplicateDesign
 
 
-def sample_spec(sample_design: Any, columns: Mapping[str, Any], by: Any = None) -> Spec | None:
+def sample_spec(sample_design: Any, columns: Mapping[str, Any]) -> Spec | None:
     """The sample's design as given: ``sample_design`` (a design, or
     :class:`DesignColumns`) or the column shortcuts ``columns`` (``weights=`` ...), or
     ``None`` when neither is given."""
     shortcuts = {k: c for k, c in columns.items() if c is not None}
     if sample_design is None and not shortcuts:
         return None
-    if by is not None:
-        raise ParameterError(
-            "`by` with a sample design: estimate each domain on the full design with "
-            "deniable.sampling.survey_by (a domain's variance needs every PSU)."
-        )
     if sample_design is not None and shortcuts:
         raise ParameterError(
             f"give the sample's design either as `sample_design` or by the columns "
@@ -297,14 +293,20 @@ def build_sample(df: Any, spec: Spec, place: Callable[[Any], str] | None = None)
     return spec
 
 
-def with_design(result: Any, df: Any, plan: Any, sample: SampleArg) -> Any:
-    """``result`` (an :class:`~deniable.survey.Analysis` of ``plan``'s counts of ``df``)
-    with its design-based estimate under ``sample``."""
+def plan_codes(df: Any, plan: Any) -> tuple[Any, Any]:
+    """The report codes of ``plan``'s column of ``df`` and (two-group designs) its
+    randomization groups."""
     codes = FrameCells(df[plan.column]).codes(plan.rule, {})
     groups = None
     if plan.group is not None:
         groups = FrameCells(df[plan.group]).codes(GROUP_RULE, {})
-    based = design_estimate(result.design, sample, codes, groups)
+    return codes, groups
+
+
+def with_design(result: Any, df: Any, plan: Any, sample: SampleArg) -> Any:
+    """``result`` (an :class:`~deniable.survey.Analysis` of ``plan``'s counts of ``df``)
+    with its design-based estimate under ``sample``."""
+    based = design_estimate(result.design, sample, *plan_codes(df, plan))
     return replace(result, design_based=based)
 
 
@@ -313,11 +315,15 @@ def design_estimate(
     sample: SampleArg,
     codes: npt.NDArray[np.int32],
     groups: npt.NDArray[np.int32] | None,
+    domain: npt.NDArray[np.bool_] | None = None,
 ) -> DesignBased:
     """The design-based estimate of a question: its report ``codes`` (one per row of the
     design, :data:`~deniable.survey._values.MISSING` where missing) and, for a two-group
-    design, each row's randomization group ``groups`` (1 or 2)."""
+    design, each row's randomization group ``groups`` (1 or 2); ``domain``: the rows of a
+    subgroup (its variance on the full design)."""
     keep = codes != MISSING
+    if domain is not None:
+        keep &= domain
     reports = codes.astype(np.int64)
     if groups is not None:
         keep &= groups != MISSING
