@@ -58,6 +58,7 @@ def main() -> None:
     (cwd / "warner.json").write_text(json.dumps(spec, indent=2))
     spec["thresholds"]["yes"][1] += 1
     (cwd / "tampered.json").write_text(json.dumps(spec, indent=2))
+    _sample_files(cwd)
     for template in sorted((ROOT / "docs/templates").glob("*.md.in")):
         out = []
         for line in template.read_text().splitlines(keepends=True):
@@ -67,6 +68,33 @@ def main() -> None:
             else:
                 out.append(line)
         (ROOT / "docs" / template.name.removesuffix(".in")).write_text("".join(out))
+
+
+def _sample_files(cwd: pathlib.Path) -> None:
+    """``sample.csv``: a stratified clustered weighted sample of Warner reports (4 strata of
+    3 PSUs of 10 respondents, seeded) and ``margins.csv``: population shares of two of its
+    columns, for the sample-design examples of ``deniable analyze`` and ``deniable weight``."""
+    import numpy as np
+
+    from deniable.designs import Warner
+
+    rng = np.random.default_rng(2024)
+    stratum = np.repeat(np.arange(1, 5), 30)
+    psu = np.tile(np.repeat(np.arange(1, 4), 10), 4)
+    effect = rng.normal(0, 1, 12)[(stratum - 1) * 3 + psu - 1]
+    truth = (rng.random(120) < 1 / (1 + np.exp(1.2 - effect))).astype(int)
+    answer = Warner(0.8).randomize(truth, rng=7)
+    weight = np.round(rng.uniform(50, 150, 120), 1)
+    sex = rng.choice(["f", "m"], 120, p=[0.6, 0.4])
+    age = rng.choice(["18-39", "40-64", "65+"], 120, p=[0.5, 0.3, 0.2])
+    rows = zip(answer, stratum, psu, weight, sex, age, strict=True)
+    (cwd / "sample.csv").write_text(
+        "answer,stratum,psu,weight,sex,age\n" + "".join(",".join(map(str, r)) + "\n" for r in rows)
+    )
+    (cwd / "margins.csv").write_text(
+        "variable,level,target\nsex,f,0.51\nsex,m,0.49\n"
+        "age,18-39,0.38\nage,40-64,0.40\nage,65+,0.22\n"
+    )
 
 
 if __name__ == "__main__":

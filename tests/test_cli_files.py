@@ -69,7 +69,9 @@ IDS = [w.name.replace(" ", "-") for w in WRITERS]
 #: helper; `survey invite` and `survey demo` take --force there, through claim_output).
 # `survey invite` never replaces its file of single-use links, --force or not (they may be
 # the only copy of a batch's secrets): tests/service/test_survey_invite.py
-ELSEWHERE = {"survey invite"}
+# `weight` needs a margins file beside its data: tests/test_cli_sampling_weight.py runs
+# these checks on it (an existing output refused byte for byte, never an input, suffixes).
+ELSEWHERE = {"survey invite", "weight"}
 OUTPUT_OPTIONS = {"--out", "--plot", "--html"}
 
 

@@ -95,8 +95,6 @@ def test_every_extra_the_tests_use_imports(module: str) -> None:
         pytest.fail(f"cannot import {module} ({exc}): {INSTALL}.")
 
 
-
-
 def test_no_test_skips_itself_for_a_missing_module() -> None:
     """A test that needs an extra imports it at the top of its module: a missing extra then
     fails here and in that module, instead of skipping its tests silently."""

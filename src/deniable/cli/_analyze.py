@@ -26,6 +26,20 @@ from deniable.cli._robustness import (
     robustness_data,
     show_robustness,
 )
+from deniable.cli._sample import (
+    FpcOpt,
+    LonelyOpt,
+    MseOpt,
+    PsuOpt,
+    RepMethodOpt,
+    RepWeightsOpt,
+    RhoOpt,
+    RscalesOpt,
+    SampleOptions,
+    ScaleOpt,
+    StrataOpt,
+    WeightsOpt,
+)
 from deniable.common import validation as v
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
 from deniable.exceptions import DeniableError
@@ -163,6 +177,17 @@ def analyze_command(
     ] = None,
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
+    weights: WeightsOpt = None,
+    strata: StrataOpt = None,
+    psu: PsuOpt = None,
+    fpc: FpcOpt = None,
+    repweights: RepWeightsOpt = None,
+    repmethod: RepMethodOpt = None,
+    rho: RhoOpt = None,
+    scale: ScaleOpt = None,
+    rscales: RscalesOpt = None,
+    mse: MseOpt = False,
+    lonely_psu: LonelyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence (or a categorical question's shares) from a column of reports
@@ -196,9 +221,11 @@ def analyze_command(
             f"; design {d.name!r} has one group (--by estimates per subgroup)."
         )
     miss = v.choice("--missing", missing, ("drop", "error"))
+    sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
+                           mse, lonely_psu).columns()  # fmt: skip
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
         result = analyze_file(file, column, d, group=group_column, by=by, level=level,
-                              missing=miss, progress=progress)  # fmt: skip
+                              missing=miss, progress=progress, sample_design=sample)  # fmt: skip
     if by is not None:
         show(GroupedAnalysis(result, d, file), as_json)
     else:
@@ -238,6 +265,17 @@ def report_command(
     missing: MissingOpt = "drop",
     force: ForceOpt = False,
     robustness: RobustnessOpt = None,
+    weights: WeightsOpt = None,
+    strata: StrataOpt = None,
+    psu: PsuOpt = None,
+    fpc: FpcOpt = None,
+    repweights: RepWeightsOpt = None,
+    repmethod: RepMethodOpt = None,
+    rho: RhoOpt = None,
+    scale: ScaleOpt = None,
+    rscales: RscalesOpt = None,
+    mse: MseOpt = False,
+    lonely_psu: LonelyOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """A whole-survey report: every question's n, estimate, interval and ε (by --question, or
@@ -252,6 +290,8 @@ def report_command(
             "give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75) "
             "or a survey file by --survey FILE."
         )
+    sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
+                           mse, lonely_psu).columns()  # fmt: skip
     page_out = claim_output(
         "--html", html, force=force, formats=["html"], inputs=[("FILE", file), ("--survey", survey)]
     )
@@ -270,7 +310,7 @@ def report_command(
         with progress_bar(not as_json, f"reading {file}") as progress:
             rep = survey_report_file(file, questions, level=level, missing=miss,
                                      title="Survey report" if title is None else title,
-                                     progress=progress)  # fmt: skip
+                                     progress=progress, sample_design=sample)  # fmt: skip
         if page_out is not None:
             page_out.write_text(rep.to_html())
     if as_json:

@@ -59,6 +59,11 @@ COMMANDS: dict[str, Command] = {
         "A whole-survey report: every question's n, estimate, interval and ε (by --question, or "
         "every question of a survey file by --survey).",
     ),
+    "weight": Command(
+        "deniable.cli._weight", "cli",
+        "Weights from population margins: rake (or post-stratify) the rows of a report table "
+        "to a margins CSV, optionally trim, and write the table with a weight column.",
+    ),
     "simulation-study": Command(
         "deniable.cli._study", "cli",
         "Repeat a simulated survey: bias, SEs, RMSE, interval coverage (and power).",

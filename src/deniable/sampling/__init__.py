@@ -14,6 +14,7 @@ under weights, strata, clusters and finite population corrections, or replicate 
                            covariance (Taylor or replicate): the engine of the above
 :func:`post_stratify`      weights to known post-stratum counts (``postStratify``)
 :func:`rake`               weights raked to several margins (``rake``)
+:func:`rake_weights`       the same on weights alone, with iterations and convergence
 :func:`trim_weights`       weights trimmed to bounds, the excess shared (``trimWeights``)
 :func:`kish_deff`          the weighting's design effect, ``1 + CV^2``
 ========================  ==============================================================
@@ -37,12 +38,20 @@ from deniable.sampling._estimate import (
 from deniable.sampling._make_replicates import as_replicate
 from deniable.sampling._replicate import REPLICATE_METHODS, ReplicateDesign
 from deniable.sampling._results import DomainEstimates, SurveyEstimate, SurveyFrequencies
-from deniable.sampling._weighting import kish_deff, post_stratify, rake, trim_weights
+from deniable.sampling._weighting import (
+    Raking,
+    kish_deff,
+    post_stratify,
+    rake,
+    rake_weights,
+    trim_weights,
+)
 
 __all__ = [
     "LONELY_PSU_RULES",
     "REPLICATE_METHODS",
     "DomainEstimates",
+    "Raking",
     "ReplicateDesign",
     "SampleDesign",
     "SurveyEstimate",
@@ -52,6 +61,7 @@ __all__ = [
     "kish_deff",
     "post_stratify",
     "rake",
+    "rake_weights",
     "ratio_estimate",
     "survey_by",
     "survey_estimate",

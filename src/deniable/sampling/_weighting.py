@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from deniable.exceptions import DataError, ParameterError
 from deniable.sampling._design import SampleDesign, as_labels, as_weights, plain
 from deniable.sampling._replicate import ReplicateDesign
 
-__all__ = ["kish_deff", "post_stratify", "rake", "trim_weights"]
+__all__ = ["Raking", "kish_deff", "post_stratify", "rake", "rake_weights", "trim_weights"]
 
 FloatArray = npt.NDArray[np.float64]
 Design = SampleDesign | ReplicateDesign
@@ -125,6 +126,26 @@ def rake(
     tol = v.positive("tolerance", tolerance)
     iters = v.integer("max_iterations", max_iterations, minimum=1)
     v.choice("on_failure", on_failure, ("error", "warn"))
+    parts = _margin_parts(margins, design.n)
+
+    def adjust(w0: FloatArray) -> FloatArray:
+        w, _, worst = _sweeps(w0, parts, tol, iters)
+        if worst <= tol:
+            return w
+        message = _not_converged(iters, worst, tol)
+        if on_failure == "error":
+            raise DataError(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        return w
+
+    return _apply(design, adjust, tuple(codes for _, codes, _, _ in parts))
+
+
+Part = tuple[str, npt.NDArray[np.intp], npt.NDArray[Any], FloatArray]
+
+
+def _margin_parts(margins: Mapping[str, Margin], n: int) -> list[Part]:
+    """``(name, codes, labels, targets)`` of each margin, checked (a total they share)."""
     if not isinstance(margins, Mapping) or len(margins) < 1:
         raise ParameterError("`margins` must be a non-empty mapping name -> (labels, targets).")
     parts = []
@@ -133,7 +154,7 @@ def rake(
             raise ParameterError(
                 f"`margins[{name!r}]` must be a pair (labels per respondent, {{label: target}})."
             )
-        codes, labels = as_labels(f"margins[{name!r}]", margin[0], design.n)
+        codes, labels = as_labels(f"margins[{name!r}]", margin[0], n)
         parts.append((name, codes, labels, _targets(f"margins[{name!r}]", labels, margin[1])))
     totals = {name: float(t.sum()) for name, _, _, t in parts}
     shares = [abs(s - 1) <= 1e-9 for s in totals.values()]
@@ -144,31 +165,75 @@ def rake(
             "`margins` must add to the same population total (or all be shares summing to 1), "
             f"got totals {', '.join(f'{k}: {x:g}' for k, x in totals.items())}."
         )
+    return parts
 
-    def adjust(w0: FloatArray) -> FloatArray:
-        w = w0.copy()
-        total = float(w.sum())
-        for _ in range(iters):
-            worst = 0.0
-            for _, codes, labels, targets in parts:
-                goal = _scaled(targets, total)
-                current = np.bincount(codes, weights=w, minlength=len(labels))
-                worst = max(worst, float(np.max(np.abs(current / goal - 1))))
-                w *= (goal / current)[codes]
-            if worst <= tol:
-                return w
-        message = (
-            f"raking did not converge: after {iters} iterations a margin is still "
-            f"{worst:.3g} (relative) from its target, above `tolerance` = {tol:g}; raise "
-            "`max_iterations`, or check that the margins are consistent and every cell has "
-            "respondents."
-        )
-        if on_failure == "error":
-            raise DataError(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
-        return w
 
-    return _apply(design, adjust, tuple(codes for _, codes, _, _ in parts))
+def _sweeps(
+    w0: FloatArray, parts: list[Part], tol: float, iters: int
+) -> tuple[FloatArray, int, float]:
+    """Raking sweeps from ``w0`` until every margin is within ``tol`` (or ``iters``
+    sweeps): ``(weights, sweeps done, largest relative margin error of the last)``."""
+    w = w0.copy()
+    total = float(w.sum())
+    worst = math.inf
+    for sweep in range(1, iters + 1):
+        worst = 0.0
+        for _, codes, labels, targets in parts:
+            goal = _scaled(targets, total)
+            current = np.bincount(codes, weights=w, minlength=len(labels))
+            worst = max(worst, float(np.max(np.abs(current / goal - 1))))
+            w *= (goal / current)[codes]
+        if worst <= tol:
+            return w, sweep, worst
+    return w, iters, worst
+
+
+def _not_converged(iters: int, worst: float, tol: float) -> str:
+    return (
+        f"raking did not converge: after {iters} iterations a margin is still "
+        f"{worst:.3g} (relative) from its target, above `tolerance` = {tol:g}; raise "
+        "`max_iterations`, or check that the margins are consistent and every cell has "
+        "respondents."
+    )
+
+
+@dataclass(frozen=True)
+class Raking:
+    """What :func:`rake_weights` reached: the raked ``weights``, the ``iterations`` (sweeps
+    over every margin) done, whether it ``converged`` and the largest relative difference
+    between a weighted margin and its target at the start of the last sweep
+    (``max_error``; at most ``tolerance`` when converged)."""
+
+    weights: FloatArray
+    iterations: int
+    converged: bool
+    max_error: float
+    tolerance: float
+
+
+def rake_weights(
+    weights: Any,
+    margins: Mapping[str, Margin],
+    *,
+    tolerance: float = 1e-8,
+    max_iterations: int = 100,
+) -> Raking:
+    """:func:`rake` of the weights alone, saying how it went: the same sweeps (Deming &
+    Stephan 1940) from ``weights`` (finite, > 0), returned with the iterations done and
+    whether every margin met its target within ``tolerance`` (never an error or a warning:
+    the caller reads :attr:`Raking.converged`).
+
+    >>> r = rake_weights([1.0, 1.0, 1.0, 1.0],
+    ...                  {"sex": (["f", "f", "m", "m"], {"f": 0.6, "m": 0.4})})
+    >>> r.weights.tolist(), r.iterations, r.converged
+    ([1.2, 1.2, 0.8, 0.8], 2, True)
+    """
+    w0 = as_weights("weights", weights)
+    tol = v.positive("tolerance", tolerance)
+    iters = v.integer("max_iterations", max_iterations, minimum=1)
+    parts = _margin_parts(margins, w0.size)
+    w, done, worst = _sweeps(w0, parts, tol, iters)
+    return Raking(w, done, worst <= tol, worst, tol)
 
 
 def trim_weights(

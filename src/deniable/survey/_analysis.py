@@ -18,9 +18,10 @@ Conventions
   SEs) with each category as the binary design "report j or not" and its exact interval
   (:meth:`Analysis.estimates`); with ``by=`` one row per subgroup and category
   (:data:`CATEGORY_COLUMNS`).
-* **Files** (:func:`analyze_file`, :func:`read_reports`): CSV with a header row (never
-  guessed; duplicate column names are an error; a blank line is a row of missing values)
-  or Parquet, read in batches; the rules are in docs/analysis.md, "The file rules".
+* **Files** (:func:`~deniable.survey.analyze_file`, :func:`read_reports`): CSV with a
+  header row (never guessed; duplicate column names are an error; a blank line is a row
+  of missing values) or Parquet, read in batches; the rules are in docs/analysis.md,
+  "The file rules".
 * **Missing values** (NaN, ``None``, ``pd.NA``, empty or ``NA``-like text; also a missing
   group label with ``by=``):
   ``missing="drop"`` (the default) leaves those rows out and reports how many
@@ -40,7 +41,6 @@ Conventions
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -55,8 +55,9 @@ from deniable.designs import (
 )
 from deniable.exceptions import DataError
 from deniable.results import ConfidenceInterval, Estimate, Result, Table
+from deniable.sampling import SurveyEstimate, SurveyFrequencies
 from deniable.survey._columns import check_columns, check_design, column_series
-from deniable.survey._files import Progress, SurveyFile
+from deniable.survey._compare import DesignSummary, comparison_rows, with_design_by
 from deniable.survey._grouped import (
     CATEGORY_COLUMNS,
     GROUPED_COLUMNS,
@@ -65,8 +66,9 @@ from deniable.survey._grouped import (
     _grouped,
     _reports,
 )
-from deniable.survey._questions import Plan, file_batches, frame_batches, run
+from deniable.survey._questions import Plan, frame_batches, run
 from deniable.survey._readers import check_frame, read_reports, require_pandas, write_reports
+from deniable.survey._sample import build_sample, sample_spec, with_design
 from deniable.survey._values import report_rule
 
 __all__ = [
@@ -76,7 +78,6 @@ __all__ = [
     "Analysis",
     "GroupedAnalysis",
     "analyze",
-    "analyze_file",
     "grouped",
     "read_reports",
     "require_pandas",
@@ -101,7 +102,13 @@ class Analysis(Result):
     level : confidence level of :attr:`ci` and the printed table.
     group : the column of randomization groups (two-group designs; else ``None``).
     tally : the counts of the reports used.
-    file : the file the reports were read from (:func:`analyze_file`; else ``None``).
+    file : the file the reports were read from (:func:`~deniable.survey.analyze_file`; else
+        ``None``).
+    design_based : the design-based estimate under the sample's design
+        (:func:`deniable.sampling.survey_estimate` of the same reports: a
+        :class:`~deniable.sampling.SurveyEstimate`, or for a categorical design a
+        :class:`~deniable.sampling.SurveyFrequencies`), when a sample design was given;
+        else ``None``.
     """
 
     column: Any
@@ -112,6 +119,7 @@ class Analysis(Result):
     group: Any = None
     tally: Tally | None = field(default=None, compare=False)
     file: str | None = None
+    design_based: SurveyEstimate | SurveyFrequencies | None = field(default=None, compare=False)
 
     @property
     def categorical(self) -> bool:
@@ -175,12 +183,16 @@ class Analysis(Result):
             out.update(group=str(self.group), n=self.n, interval="wald", **body)
         else:
             out.update(body)
+        if self.design_based is not None:
+            out["design_based"] = self.design_based.to_dict(self.level)
+            out["comparison"] = comparison_rows(self)
         result: dict[str, Any] = to_jsonable(out)
         return result
 
-    def summary(self) -> DesignEstimate:
+    def summary(self) -> DesignEstimate | DesignSummary:
         """The estimate beside the design and the data (file, column, missing reports): what
-        ``deniable analyze`` prints."""
+        ``deniable analyze`` prints; under a sample design also the design-based estimate
+        beside the unweighted one (a :class:`DesignSummary`)."""
         source: dict[str, Any] = {} if self.file is None else {"file": self.file}
         source["column"] = self.column
         if self.design.n_groups == 2:
@@ -190,7 +202,8 @@ class Analysis(Result):
             e: Any = self.estimate
             tally = e.tally if self.design.n_groups == 2 or self.categorical else Tally.binary(
                 round((e.lambda_hat or 0.0) * e.n), e.n)  # fmt: skip
-        return DesignEstimate(self.design, tally, self.estimate, self.level, self.missing, source)
+        plain = DesignEstimate(self.design, tally, self.estimate, self.level, self.missing, source)
+        return plain if self.design_based is None else DesignSummary(self, plain)
 
     def table(self) -> Table:
         """The estimate for people (:meth:`summary`), ε printed as ∞ when infinite."""
@@ -207,6 +220,12 @@ def analyze(
     by: None = None,
     level: float = 0.95,
     missing: str = "drop",
+    sample_design: Any = None,
+    weights: Any = None,
+    strata: Any = None,
+    psu: Any = None,
+    fpc: Any = None,
+    replicate_weights: Any = None,
 ) -> Analysis: ...
 
 
@@ -220,6 +239,12 @@ def analyze(
     by: Any,
     level: float = 0.95,
     missing: str = "drop",
+    sample_design: Any = None,
+    weights: Any = None,
+    strata: Any = None,
+    psu: Any = None,
+    fpc: Any = None,
+    replicate_weights: Any = None,
 ) -> Any: ...
 
 
@@ -232,6 +257,12 @@ def analyze(
     by: Any = None,
     level: float = 0.95,
     missing: str = "drop",
+    sample_design: Any = None,
+    weights: Any = None,
+    strata: Any = None,
+    psu: Any = None,
+    fpc: Any = None,
+    replicate_weights: Any = None,
 ) -> Analysis | Any:
     """Estimate the prevalence from the 0/1 reports in ``df[column]``.
 
@@ -245,7 +276,8 @@ def analyze(
     :class:`~deniable.designs.TwoGroupEstimate` with every parameter (for the stochastic lie
     detector the prevalence and the carriers' honesty; Moshagen et al. 2012).
 
-    :func:`analyze_file` does the same on a CSV or Parquet file, reading it in batches.
+    :func:`~deniable.survey.analyze_file` does the same on a CSV or Parquet file, reading it
+    in batches.
 
     Parameters
     ----------
@@ -256,6 +288,18 @@ def analyze(
     by : optional grouping column (subgroups such as regions).
     level : confidence level of the intervals.
     missing : ``"drop"`` (default: leave missing reports out and count them) or ``"error"``.
+    sample_design : the sample's design (weights, strata, PSUs, fpc, or replicate weights):
+        a :class:`~deniable.sampling.SampleDesign` or
+        :class:`~deniable.sampling.ReplicateDesign` with one respondent per row of ``df``,
+        or a :class:`DesignColumns` naming columns of ``df``.  The result then also holds
+        the design-based estimate (:attr:`Analysis.design_based`), printed beside the
+        unweighted one.  Rows whose report is missing are a domain of the full design (R's
+        ``na.rm = TRUE``).  With ``by``, each group's design-based estimate is a domain of
+        the full design (see :func:`grouped`).
+    weights, strata, psu, fpc, replicate_weights : shortcuts for
+        ``sample_design=DesignColumns(weights=..., ...)`` (column names; ``fpc``: each
+        stratum's population count of PSUs; ``replicate_weights``: a list of columns or a
+        pattern such as ``"rw*"``, with the JK1 method).
 
     Raises
     ------
@@ -278,16 +322,22 @@ def analyze(
     0     a  3    1        1
     1     b  4    2        0
     """
+    parts = {"weights": weights, "strata": strata, "psu": psu, "fpc": fpc,
+             "replicate_weights": replicate_weights}  # fmt: skip
+    spec = sample_spec(sample_design, parts)
     if by is not None:
-        return grouped(df, column, design, by, group=group, level=level, missing=missing)
+        return grouped(df, column, design, by, group=group, level=level, missing=missing,
+                       sample_design=spec)  # fmt: skip
     check_frame(df)
     d, lvl = _check(design, column, group, None, level, missing)
     for what, name in (("column", column), ("group", group)):
         if name is not None:
             column_series(df, name, what)
+    sample = None if spec is None else build_sample(df, spec)
     plan = _plan(d, column, group, None, lambda r: f"row {r!r}")
     run([plan], frame_batches(df, plan.columns()), missing)
-    return _analysis(plan, d, lvl)
+    result = _analysis(plan, d, lvl)
+    return result if sample is None else with_design(result, df, plan, sample)
 
 
 def grouped(
@@ -299,6 +349,7 @@ def grouped(
     group: Any = None,
     level: float = 0.95,
     missing: str = "drop",
+    sample_design: Any = None,
 ) -> Any:
     """Estimate the prevalence in each group of ``df[by]``: a DataFrame, one row per group.
 
@@ -314,58 +365,23 @@ def grouped(
     label and estimated parameter (:data:`TWO_GROUP_COLUMNS`: ``n1``, ``n2``, ``yes1``,
     ``yes2`` per randomization group; Wald intervals; NaN where a randomization group has
     no reports in that subgroup).
+
+    ``sample_design`` (as in :func:`analyze`) adds the columns ``design_estimate``,
+    ``design_se``, ``design_df``, ``design_deff``, ``design_ci_lower`` and
+    ``design_ci_upper``: each group's design-based estimate as a domain of the full design
+    (R's ``svyby``), NaN where a group has none.
     """
     check_frame(df)
     d, lvl = _check(design, column, group, by, level, missing)
     for what, name in (("column", column), ("by", by), ("group", group)):
         if name is not None:
             column_series(df, name, what)
+    spec = sample_spec(sample_design, {})
+    sample = None if spec is None else build_sample(df, spec)
     plan = _plan(d, column, group, by, lambda r: f"row {r!r}")
     run([plan], frame_batches(df, plan.columns()), missing)
-    return _grouped(plan, d, lvl, text=False)
-
-
-def analyze_file(
-    path: str | os.PathLike[str],
-    column: str,
-    design: Design,
-    *,
-    group: str | None = None,
-    by: str | None = None,
-    level: float = 0.95,
-    missing: str = "drop",
-    block_size: int | None = None,
-    progress: Progress | None = None,
-) -> Analysis | Any:
-    """:func:`analyze` (or with ``by``, :func:`grouped`) on a survey file, read in batches.
-
-    The file is CSV (``.csv``, also ``.csv.gz``, ``.csv.bz2``, ``.csv.xz``, ``.csv.zst``,
-    ``.csv.zip``) with a header row, or Parquet (``.parquet``, ``.pq``).  Only the named
-    columns are read, ``block_size`` bytes of CSV (default 1 MiB) or 65536 Parquet rows at a
-    time, and counted as they come: memory is bounded by the batch, not by the file (with
-    ``by``, plus the distinct labels).  The values follow the same rules as in a DataFrame
-    (docs/analysis.md, "Survey files"); rows in messages are data rows, numbered from 1
-    without the header.  ``progress(bytes_done, bytes_total)`` is called after each batch.
-
-    >>> import pathlib, tempfile
-    >>> from deniable import TwoCoin
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "q.csv"
-    >>> _ = path.write_text("q,region\\n1,north\\n0,south\\n,north\\n1,south\\n")
-    >>> res = analyze_file(path, "q", TwoCoin())
-    >>> res.n, res.missing
-    (3, 1)
-    """
-    d, lvl = _check(design, column, group, by, level, missing)
-    label = str(path)
-    plan = _plan(d, column, group, by, lambda r: f"data row {r} of {label!r}")
-    with SurveyFile(path, block_size=block_size, progress=progress) as f:
-        f.check_columns([(w, c) for w, c in (("column", column), ("group", group), ("by", by))
-                         if c is not None])  # fmt: skip
-        run([plan], file_batches(f, plan.columns()), missing)
-        text = f.kind == "csv"
-    if by is not None:
-        return _grouped(plan, d, lvl, text=text)
-    return _analysis(plan, d, lvl, label)
+    out = _grouped(plan, d, lvl, text=False)
+    return out if sample is None else with_design_by(out, df, plan, d, sample, text=False)
 
 
 def _check(

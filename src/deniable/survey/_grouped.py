@@ -143,7 +143,15 @@ class GroupedAnalysis(Result):
             notes=(f"estimate: unbiased (may leave [0, 1]); SE: plug-in (n); CI: {ci}",),
             align=("ll" if two else "l") + "rrrrrr",
         )  # fmt: skip
-        return Table.pairs(rows, title="Prevalence by group", sections=(table,))
+        return Table.pairs(rows, title="Prevalence by group", sections=(table, *self._design()))
+
+    def _design(self) -> tuple[Table, ...]:
+        """The design-based estimates by group, when a sample design was given."""
+        if "design_estimate" not in self.frame.columns:
+            return ()
+        from deniable.survey._compare import grouped_design_table
+
+        return (grouped_design_table(self.frame),)
 
     def _head(self) -> list[tuple[str, str]]:
         attrs, d = self.frame.attrs, self.design
@@ -173,7 +181,8 @@ class GroupedAnalysis(Result):
                    'category as the binary design "report j or not"',),
             align="llrrrrrrr",
         )  # fmt: skip
-        return Table.pairs(self._head(), title="Category shares by group", sections=(table,))
+        return Table.pairs(self._head(), title="Category shares by group",
+                           sections=(table, *self._design()))  # fmt: skip
 
 
 def _reports(d: Design) -> int:

@@ -12,7 +12,6 @@ delta-method Wald interval; the table then gains ``parameter`` and ``interval`` 
 
 from __future__ import annotations
 
-import html
 import math
 import os
 from collections.abc import Mapping
@@ -34,10 +33,19 @@ from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table
 from deniable.survey._analysis import Analysis, _analysis, _check, _plan
+from deniable.survey._columns import column_series
+from deniable.survey._compare import design_fields, report_design_table
 from deniable.survey._files import Progress, SurveyFile
 from deniable.survey._questionnaire import Survey
 from deniable.survey._questions import file_batches, frame_batches, run
-from deniable.survey._readers import check_frame, require_pandas
+from deniable.survey._readers import check_frame, read_frame, require_pandas
+from deniable.survey._sample import (
+    DesignColumns,
+    build_sample,
+    design_parameter,
+    sample_spec,
+    with_design,
+)
 
 __all__ = ["SurveyReport", "survey_report", "survey_report_file"]
 
@@ -69,6 +77,13 @@ class SurveyReport(Result):
     respondents: int
     title: str = "Survey report"
     file: str | None = None
+    sample: str | None = None
+
+    @property
+    def designed(self) -> bool:
+        """True when the questions have design-based estimates (a sample design was
+        given; :attr:`sample` describes it)."""
+        return any(r.design_based is not None for r in self.results)
 
     @property
     def two_group(self) -> bool:
@@ -112,13 +127,19 @@ class SurveyReport(Result):
                         "epsilon": r.design.epsilon,
                     }
                 )
+                if r.design_based is not None:
+                    rows[-1].update(design_fields(design_parameter(r.design_based, j, name),
+                                                  r.level))  # fmt: skip
         return rows
 
     def to_frame(self) -> Any:
         """One row per question (per parameter of a two-group question): question, design,
         parameter, n, missing, yes, estimate (unbiased moment), bounded, se (plug-in),
         se_unbiased, ci_lower, ci_upper, interval (``exact``; ``wald`` for two-group
-        questions), epsilon (a float; ``inf`` for designs with a deterministic path)."""
+        questions), epsilon (a float; ``inf`` for designs with a deterministic path); under
+        a sample design also the design-based ``design_estimate``, ``design_se``,
+        ``design_df``, ``design_deff``, ``design_ci_lower``, ``design_ci_upper`` (``t``
+        interval; NaN for a parameter without one)."""
         pd = require_pandas()
         out = pd.DataFrame(self._rows())
         out.attrs.update(level=self.level, interval=self._interval_note(),
@@ -145,6 +166,8 @@ class SurveyReport(Result):
         }
         if self.file is not None:
             out["file"] = self.file
+        if self.sample is not None:
+            out["sample_design"] = self.sample
         result: dict[str, Any] = to_jsonable(out)
         return result
 
@@ -205,6 +228,7 @@ class SurveyReport(Result):
                 f"{', '.join(str(r.column) for r in wald)}."
             )
         where = f"{self.file}, " if self.file is not None else ""
+        extra = (report_design_table(self),) if self.designed else ()
         return Table(
             ("question", "parameter" if several else "design", "n", "missing", "estimate", "SE",
              f"{self.level:.0%} CI" + ("" if two else " (exact)"), "ε"),
@@ -212,6 +236,7 @@ class SurveyReport(Result):
             title=f"{self.title}: {where}{self.respondents} respondents",
             notes=tuple(notes),
             align="llrrrrrr",
+            sections=extra,
         )  # fmt: skip
 
     def forest_svg(self) -> str:
@@ -245,51 +270,9 @@ class SurveyReport(Result):
         of every question and, with ``plot``, the forest plot.  Every user-supplied string
         (title, question names) is escaped.  Written to ``path`` (UTF-8) when given; the
         page is returned either way."""
-        esc = html.escape
-        cols, body = self._cells(html=True)
-        trs = ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>" for cells in body]
-        figure = ""
-        if plot:
-            figure = (
-                '<figure>\n<div class="plot" role="img" aria-label="forest plot">\n'
-                f"{self.forest_svg()}</div>\n<figcaption>Estimate (unbiased moment) and "
-                f"{self.level:.0%} {'interval' if self.two_group else 'exact interval'} of each "
-                f"question.</figcaption>\n</figure>\n"
-            )
-        page = f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<title>{esc(self.title)}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; margin: 2em auto; max-width: 60em; color: #222; }}
-table {{ border-collapse: collapse; margin: 1em 0; }}
-th, td {{ border-bottom: 1px solid #ddd; padding: 0.3em 0.7em; }}
-td {{ text-align: right; font-variant-numeric: tabular-nums; }}
-td:nth-child(1), td:nth-child(2), .two-group td:nth-child(3) {{ text-align: left; }}
-th {{ background: #f3f3f3; }}
-.plot svg {{ max-width: 100%; height: auto; }}
-.note {{ color: #555; font-size: 0.9em; }}
-</style>
-</head>
-<body>
-<h1>{esc(self.title)}</h1>
-<p>{self.respondents} respondents, {len(self.results)} questions, {self.level:.0%} intervals.</p>
-<table{' class="two-group"' if self.two_group else ""}>
-<thead><tr>{"".join(f"<th>{esc(c)}</th>" for c in cols)}</tr></thead>
-<tbody>
-{chr(10).join(trs)}
-</tbody>
-</table>
-{figure}<p class="note">estimate: the unbiased moment estimate (it may leave [0, 1]);
-bounded MLE: the maximum-likelihood estimate in [0, 1]; SE: plug-in (divides by n), the
-unbiased convention divides by n − 1; interval: {esc(self._interval_note())}; missing:
-reports left out.
-ε = ∞: some report can only come from one answer, so the design has no finite privacy
-guarantee.</p>
-</body>
-</html>
-"""
+        from deniable.survey._report_html import report_page
+
+        page = report_page(self, plot=plot)
         if path is not None:  # a temporary file renamed into place: never half-written
             atomic_write_text(path, page)
         return page
@@ -342,6 +325,12 @@ def survey_report(
     level: float = 0.95,
     missing: str = "drop",
     title: str = "Survey report",
+    sample_design: Any = None,
+    weights: Any = None,
+    strata: Any = None,
+    psu: Any = None,
+    fpc: Any = None,
+    replicate_weights: Any = None,
 ) -> SurveyReport:
     """Analyse every question of a survey: ``questions`` maps a column to its design, or for
     a two-group design to ``(design, group_column)`` (the column of randomization groups,
@@ -368,11 +357,18 @@ def survey_report(
     tax: mangat (p=0.5)
     estimate: unbiased (may leave [0, 1]); SE: plug-in (n); ε = ∞: a report can reveal the
     answer.
+
+    With a sample design (``sample_design``, or the columns ``weights``, ``strata``,
+    ``psu``, ``fpc``, ``replicate_weights``, as in :func:`~deniable.survey.analyze`) every
+    question also gets its design-based estimate, SE, df, design effect and ``t``
+    interval beside the unweighted ones.
     """
     check_frame(df)
     specs = _questions(questions, title, level, missing)
-    from deniable.survey._columns import column_series
-
+    parts = {"weights": weights, "strata": strata, "psu": psu, "fpc": fpc,
+             "replicate_weights": replicate_weights}  # fmt: skip
+    spec = sample_spec(sample_design, parts)
+    sample = None if spec is None else build_sample(df, spec)
     for column, _, group, _ in specs:
         column_series(df, column, "column")
         if group is not None:
@@ -380,7 +376,9 @@ def survey_report(
     plans = [_plan(d, c, g, None, lambda r: f"row {r!r}") for c, d, g, _ in specs]
     run(plans, frame_batches(df, [c for p in plans for c in p.columns()]), missing)
     results = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
-    return SurveyReport(tuple(results), v.level(level), len(df), title)
+    if sample is not None:
+        results = [with_design(r, df, p, sample) for r, p in zip(results, plans, strict=True)]
+    return SurveyReport(tuple(results), v.level(level), len(df), title, sample=_describe(sample))
 
 
 def survey_report_file(
@@ -392,16 +390,48 @@ def survey_report_file(
     title: str = "Survey report",
     block_size: int | None = None,
     progress: Progress | None = None,
+    sample_design: Any = None,
+    weights: Any = None,
+    strata: Any = None,
+    psu: Any = None,
+    fpc: Any = None,
+    replicate_weights: Any = None,
 ) -> SurveyReport:
     """:func:`survey_report` on a CSV or Parquet file, read once and in batches (only the
     question and group columns; memory bounded by the batch, see
-    :func:`~deniable.survey.analyze_file`).  ``respondents`` is the number of data rows."""
+    :func:`~deniable.survey.analyze_file`).  ``respondents`` is the number of data rows.
+    Under a sample design (as :func:`survey_report`) the columns are read whole."""
     specs = _questions(questions, title, level, missing)
     label = str(path)
-    plans = [_plan(d, c, g, None, lambda r: f"data row {r} of {label!r}") for c, d, g, _ in specs]
+    place = lambda r: f"data row {r} of {label!r}"  # noqa: E731
+    plans = [_plan(d, c, g, None, place) for c, d, g, _ in specs]
+    parts = {"weights": weights, "strata": strata, "psu": psu, "fpc": fpc,
+             "replicate_weights": replicate_weights}  # fmt: skip
+    spec = sample_spec(sample_design, parts)
+    sample = None
     with SurveyFile(path, block_size=block_size, progress=progress) as f:
         f.check_columns([(w, c) for c, _, g, _ in specs
                          for w, c in (("column", c), ("group", g)) if c is not None])  # fmt: skip
-        rows = run(plans, file_batches(f, [c for p in plans for c in p.columns()]), missing)
+        columns = [c for p in plans for c in p.columns()]
+        if spec is None:
+            rows = run(plans, file_batches(f, columns), missing)
+        else:
+            if isinstance(spec, DesignColumns):
+                given = [(spec.label(k), getattr(spec, k)) for k in ("weights", "strata", "psu",
+                         "fpc")]  # fmt: skip
+                f.check_columns([(w, c) for w, c in given if c is not None])
+                columns += spec.columns(list(f.names))
+            frame = read_frame(label, columns=list(dict.fromkeys(columns)))
+            frame.index = frame.index + 1  # data rows, numbered from 1
+            rows = run(plans, frame_batches(frame, [c for p in plans for c in p.columns()]),
+                       missing)  # fmt: skip
+            sample = build_sample(frame, spec, place)
     results = [_analysis(p, d, lvl, label) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
-    return SurveyReport(tuple(results), v.level(level), rows, title, label)
+    if sample is not None:
+        results = [with_design(r, frame, p, sample) for r, p in zip(results, plans, strict=True)]
+    return SurveyReport(tuple(results), v.level(level), rows, title, label, _describe(sample))
+
+
+def _describe(sample: Any) -> str | None:
+    """The one-line description of the sample design (``None`` without one)."""
+    return None if sample is None else f"{sample.describe()}; SE: {sample.variance_method}"
