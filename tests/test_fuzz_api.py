@@ -74,6 +74,10 @@ REGRESSIONS = [
     "check(accounting.advanced_composition(0.5, 1e-6, counts=3.0), ['x'])",
     "check(deniable.simulate(deniable.TwoCoin(), 10**14, 0.3, seed=1), [])",
     "check(accounting.optimal_rr_epsilon(0.01, 1e-6, count=10**9), [])",
+    # text with a huge decimal exponent, read as an exact Fraction of 10**exponent: a hang
+    "check(deniable.designs.make_design('warner', {'p': '1e-99999999999/2'}), [])",
+    "check(deniable.survey.loads_survey(deniable.survey.demo_survey_text()"
+    ".replace('cap: 3.25', 'cap: \"7e+99999999999999999\"')), [])",
 ]
 
 

@@ -130,6 +130,14 @@ REGRESSIONS = [
     ("estimate two-coin --yes 10000000000000000 --n 1000000000000000000", 0),
     ("estimate two-coin --yes 1 --n 10000000000000000000 --json", 2),
     ("telemetry choose --k 64 --epsilon 7.560296645572211e-206 --n 100000", 2),
+    # a decimal exponent of 22 digits was read as an exact Fraction: 10**exponent, a hang
+    (
+        "privacy compose --epsilon 0.0 --count=2005 "
+        "--delta 6.276951789613612e+1000000000000000000000 --k 2005",
+        2,
+    ),
+    ("privacy compose --epsilon 1 --count 2e+99999999999999 --delta 0.1", 2),
+    ("estimate warner --param p=1e-99999999999/2 --yes 3 --n 10", 2),
     # issue 14: outputs never replace a file unasked, never an input, in the format named
     ("report survey.csv -q drugs=two-coin --html survey-link.html --force", 2),
     ("report survey.csv -q drugs=two-coin --html survey-hardlink.html --force", 2),

@@ -13,12 +13,12 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from fractions import Fraction
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
+from deniable.common import validation
 from deniable.exceptions import DeniableError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -265,7 +265,7 @@ def build_design(name: str, params: Sequence[str] | None) -> Design:
 def parse_number(option: str, text: str) -> float:
     """A real number from ``text``; ``3/4`` is allowed."""
     try:
-        exact = Fraction(text.strip())
+        exact = validation.exact_number(text)
     except (ValueError, ZeroDivisionError):
         fail(f"`{option}` must be a number (e.g. 0.3 or 3/10), got {text!r}.")
     try:

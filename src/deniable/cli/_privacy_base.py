@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from deniable.cli._base import fail, parse_number
+from deniable.common import validation
 from deniable.common.validation import fmt_limit
 from deniable.exceptions import DeniableError
 
@@ -84,10 +85,15 @@ def parse_count(option: str, text: str, *, minimum: int = 1, maximum: int | None
     """A whole number in ``[minimum, maximum]`` (``1e6`` and ``1000000`` both work)."""
     allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {fmt_limit(maximum)}]"
     try:
-        x = Fraction(text.strip())
+        x = validation.exact_number(text)
     except (ValueError, ZeroDivisionError):
         x = None
-    if x is None or x.denominator != 1 or x < minimum or (maximum is not None and x > maximum):
+    if (
+        not isinstance(x, Fraction)
+        or x.denominator != 1
+        or x < minimum
+        or (maximum is not None and x > maximum)
+    ):
         fail(f"`{option}` must be a whole number {allowed}, got {text!r}.")
     return int(x)
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from collections.abc import Iterable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,34 @@ def _fmt(value: Any) -> str:
         short = f"{sign}{digits[0]}.{digits[1:7]}e+{len(digits) - 1}"
         return f"{short} (an integer of {len(digits)} digits)"
     return repr(value) if isinstance(value, str) else str(value)
+
+
+#: A decimal exponent beyond this is past every double (about 1e308, 5e-324): text with
+#: one is read as ``float`` reads it, never as an exact Fraction of ``10**exponent``.
+MAX_EXACT_EXPONENT = 400
+
+_EXPONENT = re.compile(r"[eE]\s*([+-]?)\s*0*(\d+)\s*$")
+
+
+def exact_number(text: str) -> Fraction | float:
+    """The number written in ``text`` (``"0.3"``, ``"3/10"``, ``"1e-6"``) as an exact
+    :class:`~fractions.Fraction`, the way ``Fraction(text)`` reads it, except that a
+    decimal exponent beyond :data:`MAX_EXACT_EXPONENT` gives what ``float(text)`` gives
+    (``inf``, ``-inf``, ``0.0`` or ``-0.0``) instead of building ``10**exponent``, which
+    for ``"1e+1000000000000000000000"`` would take forever.  Raises ``ValueError`` (or
+    ``ZeroDivisionError`` for ``"1/0"``) for text that is not a number, as ``Fraction``
+    does.
+
+    >>> exact_number("3/10"), exact_number("1e-3")
+    (Fraction(3, 10), Fraction(1, 1000))
+    >>> exact_number("-2.5e+1000000000000000000000"), exact_number("7e-99999999999")
+    (-inf, 0.0)
+    """
+    stripped = text.strip()
+    found = _EXPONENT.search(stripped)
+    if found and (len(found.group(2)) > 4 or int(found.group(2)) > MAX_EXACT_EXPONENT):
+        return float(stripped)  # ValueError for anything float does not read either
+    return Fraction(stripped)
 
 
 def real(name: str, value: Any) -> float:

@@ -9,6 +9,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
+from deniable.common import validation
 from deniable.designs._base import Design
 from deniable.designs._binary import (
     BiasedCoin,
@@ -98,7 +99,7 @@ def parse_value(text: str) -> Any:
     if "/" in text:
         num, _, den = text.partition("/")
         try:
-            exact = Fraction(num.strip()) / Fraction(den.strip())
+            exact = validation.exact_number(num) / validation.exact_number(den)
         except (ValueError, ZeroDivisionError):
             return text
         try:

@@ -23,13 +23,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from deniable.accounting import add_up, compare_composition
-from deniable.common import load_json, load_yaml
+from deniable.common import load_json, load_yaml, validation
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -355,7 +354,7 @@ def _number(path: str, value: Any) -> float:
         x = float(value)
     elif isinstance(value, str):
         try:
-            exact = Fraction(value.strip())
+            exact = validation.exact_number(value)
             x = float(exact)
         except OverflowError:  # beyond every double ("1e400"): refused below with the range
             x = math.inf if exact > 0 else -math.inf
