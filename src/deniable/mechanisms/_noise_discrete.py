@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import ZCDP, ApproxDP, PureDP
+from deniable.accounting import ZCDP, ApproxDP
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._exact_sampling import discrete_gaussian, discrete_laplace, to_int64
@@ -21,6 +21,7 @@ from deniable.mechanisms._noise_common import (
     _float_up,
     _int_sensitivity,
     _integer_values,
+    _LaplaceEpsilon,
 )
 from deniable.mechanisms._noise_continuous import _analytic_sigma, _zcdp_sigma
 from deniable.randomness import resolve_rng
@@ -35,7 +36,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class DiscreteLaplaceMechanism:
+class DiscreteLaplaceMechanism(_LaplaceEpsilon):
     """Add discrete Laplace noise on the integers: ``P(X = x) ∝ exp(-|x| / t)``.
 
     ``epsilon = sensitivity / t`` (pure DP; Canonne, Kamath & Steinke 2020, Sec. 2).
@@ -64,16 +65,6 @@ class DiscreteLaplaceMechanism:
         eps = _exact_positive("epsilon", epsilon)
         delta_f = _int_sensitivity(sensitivity)
         return cls(Fraction(delta_f) / eps, delta_f)
-
-    @property
-    def epsilon(self) -> float:
-        # eps = Delta / t: neighbouring outputs' probabilities differ by e^(|shift| / t)
-        return _float_up(Fraction(self.sensitivity) / Fraction(self.scale))
-
-    @property
-    def guarantee(self) -> PureDP:
-        """The privacy guarantee, ``PureDP(epsilon)``."""
-        return PureDP(self.epsilon)
 
     @property
     def expected_abs_error(self) -> float:
