@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from deniable.exceptions import ParameterError
-from deniable.plotting._svg import svg_text
+from deniable.plotting._mpl import svg_text
 
 __all__ = ["budget_svg", "message_svg", "time_limits", "timeline_svg"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deniable.plotting._svg import svg_text
+from deniable.plotting._mpl import svg_text
 
 __all__ = ["forest_svg"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.mechanisms import NOISE_TABLE_COLUMNS, NoiseErrorTable
+from deniable.plotting._mpl import pyplot
 
 __all__ = ["plot_noise_error"]
 
@@ -14,13 +15,7 @@ def plot_noise_error(table: NoiseErrorTable, *, ax: Any = None) -> Any:
 
     Needs matplotlib: ``pip install deniable[plot]``.
     """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "plot_noise_error needs matplotlib; install the `plot` extra: "
-            "pip install deniable[plot]"
-        ) from err
+    plt = pyplot("plot_noise_error")
     if ax is None:
         _, ax = plt.subplots()
     for name in NOISE_TABLE_COLUMNS:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.accounting import ShuffleTable
+from deniable.plotting._mpl import pyplot
 
 __all__ = ["plot_shuffle"]
 
@@ -14,12 +15,7 @@ def plot_shuffle(table: ShuffleTable, *, ax: Any = None) -> Any:
 
     Needs matplotlib: ``pip install deniable[plot]``.
     """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "plot_shuffle needs matplotlib; install the `plot` extra: pip install deniable[plot]"
-        ) from err
+    plt = pyplot("plot_shuffle")
     if ax is None:
         _, ax = plt.subplots()
     ax.plot(table.n, table.numerical, marker="o", label="numerical (clones)")

@@ -1,4 +1,5 @@
-"""A matplotlib figure as reproducible SVG text, shared by the survey's plots."""
+"""The matplotlib plumbing the plots share: pyplot, or an ``ImportError`` that says how to
+install it; a figure as reproducible SVG text."""
 
 from __future__ import annotations
 
@@ -6,7 +7,19 @@ import io
 import re
 from typing import Any
 
-__all__ = ["svg_text"]
+__all__ = ["pyplot", "svg_text"]
+
+
+def pyplot(what: str) -> Any:
+    """``matplotlib.pyplot``, or an ``ImportError`` saying that ``what`` needs matplotlib
+    and how to install it."""
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as err:
+        raise ImportError(
+            f"{what} needs matplotlib; install the `plot` extra: pip install deniable[plot]"
+        ) from err
+    return plt
 
 
 def svg_text(fig: Any) -> str:
