@@ -7,7 +7,7 @@ import io
 import re
 from typing import Any
 
-__all__ = ["pyplot", "svg_text"]
+__all__ = ["axes_or_new", "pyplot", "svg_text"]
 
 
 def pyplot(what: str) -> Any:
@@ -20,6 +20,15 @@ def pyplot(what: str) -> Any:
             f"{what} needs matplotlib; install the `plot` extra: pip install deniable[plot]"
         ) from err
     return plt
+
+
+def axes_or_new(ax: Any, what: str) -> Any:
+    """``ax``, or the axes of a new pyplot figure when it is ``None`` (matplotlib is needed
+    either way: :func:`pyplot`)."""
+    plt = pyplot(what)
+    if ax is None:
+        _, ax = plt.subplots()
+    return ax
 
 
 def svg_text(fig: Any) -> str:
