@@ -49,13 +49,13 @@ def _time_axis(monkeypatch: pytest.MonkeyPatch, ends: list[datetime]) -> tuple[A
     from deniable.plotting import _dashboard
 
     figures = []
-    to_svg = _dashboard._svg
+    to_svg = _dashboard.svg_text
 
     def catch(fig: Any) -> str:
         figures.append(fig)
         return to_svg(fig)
 
-    monkeypatch.setattr(_dashboard, "_svg", catch)
+    monkeypatch.setattr(_dashboard, "svg_text", catch)
     n = len(ends)
     timeline_svg(ends, [("q", [0.5] * n, [0.2] * n, [0.8] * n)], ylabel="share")
     lo, hi = figures[-1].axes[0].get_xlim()

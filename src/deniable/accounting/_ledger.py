@@ -84,7 +84,7 @@ from deniable.accounting._pricing import (
 )
 from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore
 from deniable.common import validation as v
-from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.exceptions import ParameterError
 
 __all__ = ["BudgetLedger", "QuestionRecord", "first_repeat"]
 
@@ -166,16 +166,12 @@ class BudgetLedger:
         tol = v.real("tolerance", tolerance)
         if not 0 <= tol <= 1e-6:
             raise ParameterError(f"`tolerance` must be in [0, 1e-06], got {tolerance}.")
-        if store is not None and not isinstance(store, LedgerStore):
-            raise ParameterTypeError(
-                f"`store` must be a LedgerStore (e.g. InMemoryLedgerStore()) or None, got "
-                f"{type(store).__name__}."
-            )
-        if composition is not None and not isinstance(composition, Composition):
-            raise ParameterTypeError(
-                f"`composition` must be a Composition (e.g. PureEpsilonComposition()) or None, "
-                f"got {type(composition).__name__}."
-            )
+        v.instance_or_none(
+            "store", store, LedgerStore, "a LedgerStore (e.g. InMemoryLedgerStore())"
+        )
+        v.instance_or_none(
+            "composition", composition, Composition, "a Composition (e.g. PureEpsilonComposition())"
+        )
         self._cap = c
         self._tolerance = tol
         self._n = n

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -110,8 +110,26 @@ class Composition(Protocol):
     def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats: ...
 
 
+class _AccountantRule:
+    """A composition rule that prices through its ``accountant``: the unit is the
+    accountant's, a question of epsilon ``eps`` is charged the accountant's ``price`` of
+    ``PureEpsilon(eps)``, and charges add by the accountant's ``total``."""
+
+    accountant: ClassVar[type[BasicAccountant] | type[ZCDPAccountant]]
+
+    @property
+    def unit(self) -> str:
+        return self.accountant.unit
+
+    def charge(self, epsilon: float) -> float:
+        return self.accountant.price(PureEpsilon(epsilon))
+
+    def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats:
+        return self.accountant.total(spent, cost)
+
+
 @dataclass(frozen=True)
-class PureEpsilonComposition:
+class PureEpsilonComposition(_AccountantRule):
     """Basic composition of pure epsilon: a release of an ``eps``-LDP question costs
     ``eps``, and a respondent's questionnaire is ``sum(eps)``-LDP (Dwork & Roth 2014,
     Thm 3.14).  Sums are rounded upward (TwoSum), never below the exact sum.
@@ -124,19 +142,9 @@ class PureEpsilonComposition:
     #: The accountant this rule prices through.
     accountant = BasicAccountant
 
-    @property
-    def unit(self) -> str:
-        return BasicAccountant.unit
-
-    def charge(self, epsilon: float) -> float:
-        return BasicAccountant.price(PureEpsilon(epsilon))
-
-    def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats:
-        return BasicAccountant.total(spent, cost)
-
 
 @dataclass(frozen=True)
-class ZCDPComposition:
+class ZCDPComposition(_AccountantRule):
     """Composition in zero-concentrated DP: the cap and the totals are in ``rho``.
 
     A release of an ``eps``-LDP question is ``rho = eps * tanh(eps / 2)``-zCDP
@@ -155,16 +163,6 @@ class ZCDPComposition:
 
     #: The accountant this rule prices through.
     accountant = ZCDPAccountant
-
-    @property
-    def unit(self) -> str:
-        return ZCDPAccountant.unit
-
-    def charge(self, epsilon: float) -> float:
-        return ZCDPAccountant.price(PureEpsilon(epsilon))
-
-    def total(self, spent: npt.ArrayLike, cost: npt.ArrayLike) -> Floats:
-        return ZCDPAccountant.total(spent, cost)
 
 
 #: The default rule of every ledger.

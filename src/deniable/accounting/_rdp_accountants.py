@@ -78,6 +78,15 @@ __all__ = ["GDPAccountant", "RDPAccountant", "ZCDPAccountant"]
 _NO_DELTA = "an (epsilon, delta) guarantee with delta > 0 has no Renyi or zCDP bound"
 
 
+def _renyi_problem(unit: Any) -> str | None:
+    """What the RDP and zCDP accountants cannot read in ``unit`` (``None``: nothing)."""
+    if isinstance(unit, EpsilonDelta) and unit.delta > 0:
+        return _NO_DELTA
+    if isinstance(unit, PoissonSampled | SampledWithoutReplacement):
+        return _sampled_problem(unit)
+    return None
+
+
 def _sampled_problem(unit: Any) -> str | None:
     """What no Renyi-type accountant reads inside a sampled unit."""
     inner, uses = inner_uses(unit)
@@ -100,11 +109,7 @@ class RDPAccountant(Accountant):
     method = "rdp"
 
     def _unit_problem(self, unit: Any) -> str | None:
-        if isinstance(unit, EpsilonDelta) and unit.delta > 0:
-            return _NO_DELTA
-        if isinstance(unit, PoissonSampled | SampledWithoutReplacement):
-            return _sampled_problem(unit)
-        return None
+        return _renyi_problem(unit)
 
     def curve(self, alphas: Any) -> Any:
         """The summed Renyi curve at ``alphas``: a ``float`` for a scalar order, an array of
@@ -199,11 +204,7 @@ class ZCDPAccountant(Accountant):
     unit = "rho"
 
     def _unit_problem(self, unit: Any) -> str | None:
-        if isinstance(unit, EpsilonDelta) and unit.delta > 0:
-            return _NO_DELTA
-        if isinstance(unit, PoissonSampled | SampledWithoutReplacement):
-            return _sampled_problem(unit)
-        return None
+        return _renyi_problem(unit)
 
     def rho(self) -> float:
         """The total ``rho``, rounded up."""

@@ -120,6 +120,21 @@ def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool
     return x
 
 
+def instance_or_none(name: str, value: Any, kind: Any, what: str) -> None:
+    """Check ``value`` is ``None`` or an instance of ``kind`` (a class, or a tuple of them);
+    ``what`` names the kind in the message: "`store` must be a MemoStore (e.g.
+    InMemoryMemoStore()) or None, got list."
+
+    >>> instance_or_none("n", 3, int, "an int")
+    >>> instance_or_none("n", "3", int, "an int")
+    Traceback (most recent call last):
+    ...
+    deniable.exceptions.ParameterTypeError: `n` must be an int or None, got str.
+    """
+    if value is not None and not isinstance(value, kind):
+        raise ParameterTypeError(f"`{name}` must be {what} or None, got {type(value).__name__}.")
+
+
 def fmt_limit(x: int) -> str:
     """A limit as people read it: ``10**15`` or ``2**62`` for large round ones."""
     if abs(x) >= 10**6:

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from deniable.common import validation
 from deniable.designs._base import Design
@@ -30,40 +30,38 @@ from deniable.exceptions import ParameterError, ParameterTypeError
 
 __all__ = ["DESIGNS", "TWO_GROUP_DESIGNS", "design_parameters", "make_design", "parse_value"]
 
+_D = TypeVar("_D", bound=Design | TwoGroupDesign)
+
+
+def _by_name(*classes: type[_D]) -> Mapping[str, type[_D]]:
+    """``classes`` by their CLI ``name``, in the order given, read-only."""
+    return MappingProxyType({cls.name: cls for cls in classes})
+
+
 #: Every design by its CLI name, in the order of the documentation (read-only: a registry
 #: shared by every thread cannot be changed behind their back).
-DESIGNS: Mapping[str, type[Design]] = MappingProxyType(
-    {
-        cls.name: cls
-        for cls in (
-            Warner,
-            Mirrored,
-            TwoCoin,
-            BiasedCoin,
-            Binary,
-            ForcedResponse,
-            UnrelatedQuestion,
-            Kuk,
-            Mangat,
-            Crosswise,
-            Triangular,
-            Custom,
-            Categorical,
-        )
-    }
+DESIGNS: Mapping[str, type[Design]] = _by_name(
+    Warner,
+    Mirrored,
+    TwoCoin,
+    BiasedCoin,
+    Binary,
+    ForcedResponse,
+    UnrelatedQuestion,
+    Kuk,
+    Mangat,
+    Crosswise,
+    Triangular,
+    Custom,
+    Categorical,
 )
 
 #: The two-group designs (respondents split at random into two groups), by CLI name.
-TWO_GROUP_DESIGNS: Mapping[str, type[TwoGroupDesign]] = MappingProxyType(
-    {
-        cls.name: cls
-        for cls in (
-            UnrelatedUnknown,
-            CheaterDetection,
-            SymmetricCheaterDetection,
-            StochasticLieDetector,
-        )
-    }
+TWO_GROUP_DESIGNS: Mapping[str, type[TwoGroupDesign]] = _by_name(
+    UnrelatedUnknown,
+    CheaterDetection,
+    SymmetricCheaterDetection,
+    StochasticLieDetector,
 )
 
 

@@ -45,11 +45,29 @@ def prob(name: str, value: Any) -> float:
     return p
 
 
+class _GroupProbabilities(TwoGroupDesign):
+    """A two-group design with one probability per group, ``p1`` and ``p2``, that must
+    differ (each subclass declares them as its fields)."""
+
+    p1: float
+    p2: float
+
+    def _check_probabilities(self, what: str) -> None:
+        """Check the group share and ``p1``, ``p2`` (``what`` they are, said when equal)."""
+        self._check_group_share()
+        object.__setattr__(self, "p1", prob("p1", self.p1))
+        object.__setattr__(self, "p2", prob("p2", self.p2))
+        differ("p1", self.p1, "p2", self.p2, what)
+
+    def _p(self, group: int) -> float:
+        return self.p1 if group == 1 else self.p2
+
+
 # --------------------------------------------------------------------------- UQT unknown
 
 
 @dataclass(frozen=True, repr=False)
-class UnrelatedUnknown(TwoGroupDesign):
+class UnrelatedUnknown(_GroupProbabilities):
     """Unrelated question with unknown prevalence (Greenberg et al. 1969).
 
     In group ``g`` a respondent answers the sensitive question with probability ``p_g`` and
@@ -94,13 +112,7 @@ class UnrelatedUnknown(TwoGroupDesign):
     latent: ClassVar[tuple[str, int | None]] = ("unrelated", None)
 
     def __post_init__(self) -> None:
-        self._check_group_share()
-        object.__setattr__(self, "p1", prob("p1", self.p1))
-        object.__setattr__(self, "p2", prob("p2", self.p2))
-        differ("p1", self.p1, "p2", self.p2, "the sensitive-question probabilities")
-
-    def _p(self, group: int) -> float:
-        return self.p1 if group == 1 else self.p2
+        self._check_probabilities("the sensitive-question probabilities")
 
     def _yes_probabilities(self, group: int) -> tuple[float, ...]:
         p = self._p(group)
@@ -151,7 +163,7 @@ class UnrelatedUnknown(TwoGroupDesign):
 
 
 @dataclass(frozen=True, repr=False)
-class StochasticLieDetector(TwoGroupDesign):
+class StochasticLieDetector(_GroupProbabilities):
     """Stochastic lie detector (Moshagen, Musch & Erdfelder 2012).
 
     Mangat's design with a lie parameter: non-carriers in group ``g`` say "no" with
@@ -196,13 +208,7 @@ class StochasticLieDetector(TwoGroupDesign):
     latent: ClassVar[tuple[str, int | None]] = ("honest", 1)
 
     def __post_init__(self) -> None:
-        self._check_group_share()
-        object.__setattr__(self, "p1", prob("p1", self.p1))
-        object.__setattr__(self, "p2", prob("p2", self.p2))
-        differ("p1", self.p1, "p2", self.p2, "the non-carriers' probabilities of 'no'")
-
-    def _p(self, group: int) -> float:
-        return self.p1 if group == 1 else self.p2
+        self._check_probabilities("the non-carriers' probabilities of 'no'")
 
     def _yes_probabilities(self, group: int) -> tuple[float, ...]:
         return (1.0, 0.0, 1 - self._p(group))

@@ -100,21 +100,13 @@ class MemoizedRandomizer:
     ) -> None:
         if not isinstance(design, Design):
             raise ParameterTypeError(f"`design` must be a Design, got {type(design).__name__}.")
-        if instantaneous is not None:
-            if not isinstance(instantaneous, Design):
-                raise ParameterTypeError(
-                    f"`instantaneous` must be a Design or None, got {type(instantaneous).__name__}."
-                )
-            if instantaneous.n_truths != design.n_reports:
-                raise ParameterError(
-                    f"`instantaneous` must take the permanent design's {design.n_reports} report "
-                    f"values as its truths, got a design with {instantaneous.n_truths}."
-                )
-        if store is not None and not isinstance(store, MemoStore):
-            raise ParameterTypeError(
-                f"`store` must be a MemoStore (e.g. InMemoryMemoStore()) or None, got "
-                f"{type(store).__name__}."
+        v.instance_or_none("instantaneous", instantaneous, Design, "a Design")
+        if instantaneous is not None and instantaneous.n_truths != design.n_reports:
+            raise ParameterError(
+                f"`instantaneous` must take the permanent design's {design.n_reports} report "
+                f"values as its truths, got a design with {instantaneous.n_truths}."
             )
+        v.instance_or_none("store", store, MemoStore, "a MemoStore (e.g. InMemoryMemoStore())")
         self._design = design
         self._instantaneous = instantaneous
         self._store: MemoStore = InMemoryMemoStore() if store is None else store
@@ -256,10 +248,7 @@ class MemoizedRandomizer:
             raise DataError(
                 f"`truth` must have one answer per respondent ({keys.size}), got {x.size}."
             )
-        if ledger is not None and not isinstance(ledger, BudgetLedger):
-            raise ParameterTypeError(
-                f"`ledger` must be a BudgetLedger or None, got {type(ledger).__name__}."
-            )
+        v.instance_or_none("ledger", ledger, BudgetLedger, "a BudgetLedger")
         gen = resolve_rng(rng)
         design, eps = self._design, self.permanent_epsilon
 

@@ -1,5 +1,6 @@
 """Helpers shared by the noise mechanisms: rounding toward safety, exact rationals, checks
-of the released values and of the sensitivity, and uniform doubles from 64-bit words."""
+of the released values and of the sensitivity, uniform doubles from 64-bit words, and the
+pure-DP guarantee of Laplace noise (:class:`_LaplaceEpsilon`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from deniable.accounting import PureDP
 from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError
 
@@ -100,3 +102,21 @@ def _exact_positive(name: str, value: Any) -> Fraction:
             raise ParameterError(f"`{name}` must be in (0, inf), got {value}.")
         return value
     return Fraction(v.positive(name, value))
+
+
+class _LaplaceEpsilon:
+    """The pure-DP guarantee of Laplace noise, continuous or discrete, of scale ``scale``
+    for a query of sensitivity ``sensitivity``."""
+
+    scale: Fraction | float
+    sensitivity: float
+
+    @property
+    def epsilon(self) -> float:
+        # eps = Delta / b: the densities (pmfs) at x and x + Delta differ by e^(Delta / b)
+        return _float_up(Fraction(self.sensitivity) / Fraction(self.scale))
+
+    @property
+    def guarantee(self) -> PureDP:
+        """The privacy guarantee, ``PureDP(epsilon)``."""
+        return PureDP(self.epsilon)

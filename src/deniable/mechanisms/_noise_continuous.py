@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import GDP, ZCDP, ApproxDP, PureDP
+from deniable.accounting import GDP, ZCDP, ApproxDP
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._noise_common import (
     _TINY,
     _finite_noise,
     _float_up,
+    _LaplaceEpsilon,
     _open_uniform,
     _raise_until,
     _real_values,
@@ -35,7 +36,7 @@ __all__ = ["GaussianMechanism", "LaplaceMechanism"]
 
 
 @dataclass(frozen=True)
-class LaplaceMechanism:
+class LaplaceMechanism(_LaplaceEpsilon):
     """Add Laplace noise of scale ``b``: density ``exp(-|x| / b) / (2b)``.
 
     ``epsilon = sensitivity / scale`` (pure DP); expected absolute error ``E|X| = b``.
@@ -69,16 +70,6 @@ class LaplaceMechanism:
             "give a larger `epsilon` or a smaller `sensitivity`",
         )
         return cls(scale, delta_f)
-
-    @property
-    def epsilon(self) -> float:
-        # eps = Delta / b: the log density ratio |x - y| / b is at most Delta / b
-        return _float_up(Fraction(self.sensitivity) / Fraction(self.scale))
-
-    @property
-    def guarantee(self) -> PureDP:
-        """The privacy guarantee, ``PureDP(epsilon)``."""
-        return PureDP(self.epsilon)
 
     @property
     def expected_abs_error(self) -> float:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import ZCDP, ApproxDP, PureDP
+from deniable.accounting import ZCDP, ApproxDP
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._exact_sampling import discrete_gaussian, discrete_laplace, to_int64
@@ -21,6 +21,7 @@ from deniable.mechanisms._noise_common import (
     _float_up,
     _int_sensitivity,
     _integer_values,
+    _LaplaceEpsilon,
 )
 from deniable.mechanisms._noise_continuous import _analytic_sigma, _zcdp_sigma
 from deniable.randomness import resolve_rng
@@ -34,8 +35,27 @@ __all__ = [
 ]
 
 
+class _IntegerNoise:
+    """Integer noise sampled exactly from fair bits, added to integer values; a subclass
+    draws it in ``_draw(gen, n)``."""
+
+    def _draw(self, gen: Any, n: int) -> Any:
+        raise NotImplementedError  # pragma: no cover
+
+    def noise(self, size: int, *, rng: Any = None) -> npt.NDArray[np.int64]:
+        """``size`` exact draws of the mechanism's noise (integers)."""
+        n = v.integer("size", size, minimum=0)
+        return to_int64(self._draw(resolve_rng(rng), n))
+
+    def randomize(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.int64]:
+        """Integer ``values`` plus the mechanism's exact noise (noise drawn without reading
+        the values)."""
+        x = _integer_values(values)
+        return x + self.noise(x.size, rng=rng)
+
+
 @dataclass(frozen=True)
-class DiscreteLaplaceMechanism:
+class DiscreteLaplaceMechanism(_IntegerNoise, _LaplaceEpsilon):
     """Add discrete Laplace noise on the integers: ``P(X = x) ∝ exp(-|x| / t)``.
 
     ``epsilon = sensitivity / t`` (pure DP; Canonne, Kamath & Steinke 2020, Sec. 2).
@@ -66,16 +86,6 @@ class DiscreteLaplaceMechanism:
         return cls(Fraction(delta_f) / eps, delta_f)
 
     @property
-    def epsilon(self) -> float:
-        # eps = Delta / t: neighbouring outputs' probabilities differ by e^(|shift| / t)
-        return _float_up(Fraction(self.sensitivity) / Fraction(self.scale))
-
-    @property
-    def guarantee(self) -> PureDP:
-        """The privacy guarantee, ``PureDP(epsilon)``."""
-        return PureDP(self.epsilon)
-
-    @property
     def expected_abs_error(self) -> float:
         # E|X| = 2 q / (1 - q^2) with q = e^(-1/t): sum of k q^k, normalised; that is
         # 1 / sinh(1/t), about t for a large t (inf once t is beyond the doubles)
@@ -92,18 +102,10 @@ class DiscreteLaplaceMechanism:
         # (1 - q) / (1 + q) = tanh(1 / (2t)), without the cancellation of 1 - q
         return np.asarray(math.tanh(inv / 2) * np.exp(-inv * kk), dtype=np.float64)
 
-    def noise(self, size: int, *, rng: Any = None) -> npt.NDArray[np.int64]:
-        """``size`` exact discrete Laplace draws (integers)."""
-        n = v.integer("size", size, minimum=0)
+    def _draw(self, gen: Any, n: int) -> Any:
+        """``n`` exact discrete Laplace draws (CKS 2020, Algorithm 2)."""
         t = Fraction(self.scale)
-        out = discrete_laplace(resolve_rng(rng), t.numerator, t.denominator, n)
-        return to_int64(out)
-
-    def randomize(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.int64]:
-        """Integer ``values`` plus exact discrete Laplace noise (noise drawn without reading
-        the values)."""
-        x = _integer_values(values)
-        return x + self.noise(x.size, rng=rng)
+        return discrete_laplace(gen, t.numerator, t.denominator, n)
 
 
 def _inverse_scale(scale: Fraction | float) -> float:
@@ -165,7 +167,7 @@ def _discrete_gaussian_log_norm(sigma2: float) -> float:
 
 
 @dataclass(frozen=True)
-class DiscreteGaussianMechanism:
+class DiscreteGaussianMechanism(_IntegerNoise):
     """Add discrete Gaussian noise on the integers: ``P(X = x) ∝ exp(-x^2 / (2 sigma^2))``.
 
     ``rho = sensitivity^2 / (2 sigma^2)`` zCDP (Canonne, Kamath & Steinke 2020, Thm. 4), for
@@ -297,18 +299,10 @@ class DiscreteGaussianMechanism:
         k = np.arange(1, math.ceil(40 * sigma) + 2, dtype=np.float64)
         return float(2 * np.sum(k * np.exp(_discrete_gaussian_log_weights(s2, k) - log_z)))
 
-    def noise(self, size: int, *, rng: Any = None) -> npt.NDArray[np.int64]:
-        """``size`` exact discrete Gaussian draws (integers)."""
-        n = v.integer("size", size, minimum=0)
+    def _draw(self, gen: Any, n: int) -> Any:
+        """``n`` exact discrete Gaussian draws (CKS 2020, Algorithm 3)."""
         s2 = self.sigma2
-        out = discrete_gaussian(resolve_rng(rng), s2.numerator, s2.denominator, n)
-        return to_int64(out)
-
-    def randomize(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.int64]:
-        """Integer ``values`` plus exact discrete Gaussian noise (noise drawn without reading
-        the values)."""
-        x = _integer_values(values)
-        return x + self.noise(x.size, rng=rng)
+        return discrete_gaussian(gen, s2.numerator, s2.denominator, n)
 
 
 def _dg_delta(sigma2: float, epsilon: float, sensitivity: int) -> float:

@@ -8,15 +8,14 @@ hash salt and no date, XML comments removed: the same numbers give the same SVG.
 
 from __future__ import annotations
 
-import io
 import itertools
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 from deniable.exceptions import ParameterError
+from deniable.plotting._mpl import svg_text
 
 __all__ = ["budget_svg", "message_svg", "time_limits", "timeline_svg"]
 
@@ -33,17 +32,6 @@ def _require_matplotlib() -> None:
         ) from exc
 
 
-def _svg(fig: Any) -> str:
-    import matplotlib
-
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "deniable"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg") :]
-    return re.sub(r"<!--.*?-->", "", svg, flags=re.DOTALL)
-
-
 def message_svg(text: str, *, width: float = 7.5, height: float = 1.2) -> str:
     """A plot-sized SVG holding only ``text`` (e.g. "no reports yet")."""
     _require_matplotlib()
@@ -51,7 +39,7 @@ def message_svg(text: str, *, width: float = 7.5, height: float = 1.2) -> str:
 
     fig = Figure(figsize=(width, height))
     fig.text(0.5, 0.5, text, ha="center", va="center", color="#555555", parse_math=False)
-    return _svg(fig)
+    return svg_text(fig)
 
 
 #: The time axis around a single bucket end: half a day on each side.
@@ -138,7 +126,7 @@ def timeline_svg(
     if len(series) > 1:
         ax.legend(fontsize="small", loc="best")
     fig.tight_layout()
-    return _svg(fig)
+    return svg_text(fig)
 
 
 def budget_svg(
@@ -166,4 +154,4 @@ def budget_svg(
     ax.legend(fontsize="small", loc="upper left")
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
-    return _svg(fig)
+    return svg_text(fig)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import io
-import re
 from collections.abc import Sequence
+
+from deniable.plotting._mpl import svg_text
 
 __all__ = ["forest_svg"]
 
@@ -32,7 +32,6 @@ def forest_svg(
     label text) are removed.  The x axis always shows [0, 1] and whatever lies outside it.
     """
     _require_matplotlib()
-    import matplotlib
     from matplotlib.figure import Figure
 
     k = len(labels)
@@ -51,9 +50,4 @@ def forest_svg(
     ax.set_xlabel(xlabel)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    buf = io.StringIO()
-    with matplotlib.rc_context({"svg.fonttype": "path", "svg.hashsalt": "deniable"}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    svg = buf.getvalue()
-    svg = svg[svg.index("<svg") :]
-    return re.sub(r"<!--.*?-->", "", svg, flags=re.DOTALL)
+    return svg_text(fig)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.mechanisms import NOISE_TABLE_COLUMNS, NoiseErrorTable
+from deniable.plotting._mpl import axes_or_new
 
 __all__ = ["plot_noise_error"]
 
@@ -14,15 +15,7 @@ def plot_noise_error(table: NoiseErrorTable, *, ax: Any = None) -> Any:
 
     Needs matplotlib: ``pip install deniable[plot]``.
     """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "plot_noise_error needs matplotlib; install the `plot` extra: "
-            "pip install deniable[plot]"
-        ) from err
-    if ax is None:
-        _, ax = plt.subplots()
+    ax = axes_or_new(ax, "plot_noise_error")
     for name in NOISE_TABLE_COLUMNS:
         pairs = [(e, y) for e, y in zip(table.epsilons, table.columns[name], strict=True) if y]
         if pairs:

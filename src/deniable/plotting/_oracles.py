@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.oracles import METHODS, PostProcessingStudy
+from deniable.plotting._mpl import pyplot
 
 __all__ = ["plot_post_processing"]
 
@@ -17,13 +18,7 @@ def plot_post_processing(study: PostProcessingStudy, *, axes: Any = None) -> Any
     ``axes``: two matplotlib ``Axes`` to draw on (default: a new figure).  Needs
     matplotlib: ``pip install deniable[plot]``.
     """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "plot_post_processing needs matplotlib; install the `plot` extra: "
-            "pip install deniable[plot]"
-        ) from err
+    plt = pyplot("plot_post_processing")
     if axes is None:
         fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
     else:

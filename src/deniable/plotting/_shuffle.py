@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.accounting import ShuffleTable
+from deniable.plotting._mpl import axes_or_new
 
 __all__ = ["plot_shuffle"]
 
@@ -14,14 +15,7 @@ def plot_shuffle(table: ShuffleTable, *, ax: Any = None) -> Any:
 
     Needs matplotlib: ``pip install deniable[plot]``.
     """
-    try:
-        import matplotlib.pyplot as plt
-    except ImportError as err:
-        raise ImportError(
-            "plot_shuffle needs matplotlib; install the `plot` extra: pip install deniable[plot]"
-        ) from err
-    if ax is None:
-        _, ax = plt.subplots()
+    ax = axes_or_new(ax, "plot_shuffle")
     ax.plot(table.n, table.numerical, marker="o", label="numerical (clones)")
     pairs = [(s, c) for s, c in zip(table.n, table.closed_form, strict=True) if c is not None]
     if pairs:

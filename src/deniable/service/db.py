@@ -4,28 +4,7 @@ keeps working (docs/changes.md)."""
 
 from __future__ import annotations
 
-from deniable.service.storage.db import (
-    BUSY_TIMEOUT_MS,
-    SYNCHRONOUS,
-    create_private_file,
-    database_url,
-    is_postgres,
-    is_sqlite,
-    make_engine,
-    migrate,
-    read_tx,
-    write_tx,
-)
+from deniable.service.storage import db as _db
+from deniable.service.storage.db import *  # noqa: F403  (the names of _db.__all__)
 
-__all__ = [
-    "BUSY_TIMEOUT_MS",
-    "SYNCHRONOUS",
-    "create_private_file",
-    "database_url",
-    "is_postgres",
-    "is_sqlite",
-    "make_engine",
-    "migrate",
-    "read_tx",
-    "write_tx",
-]
+__all__ = list(_db.__all__)

@@ -12,6 +12,7 @@ module              what
 ``sessions``        the dashboard's logins held on the server (revocable)
 ``strength``        how strong the admin secrets must be
 ``middleware``      the ASGI middleware (headers, body limit, rate limit, HEAD, ...)
+``asgi``            the ASGI types and the base of the HTTP middleware
 ``connections``     uvicorn's protocol with deadlines and a connection cap
 ``logging``         JSON log lines, the access log
 ``errors``          the ``{"error": ...}`` answers of the app's exception handlers

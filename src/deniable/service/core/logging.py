@@ -27,9 +27,10 @@ import logging
 import sys
 import time
 import traceback
-from collections.abc import Awaitable, Callable, MutableMapping
 from datetime import UTC, datetime
 from typing import IO, Any
+
+from deniable.service.core.asgi import HttpMiddleware, Message, Receive, Scope, Send
 
 __all__ = [
     "CLIENT_CLOSED",
@@ -48,12 +49,6 @@ LOGGER = "deniable.service"
 CLIENT_CLOSED = 499
 #: The scope key the connection guard sets when it timed a request out (its value: 408).
 TIMED_OUT = "deniable.timed_out"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _logger = logging.getLogger(LOGGER)
 
@@ -131,16 +126,10 @@ def route_template(scope: Scope) -> str:
     return "<unmatched>"
 
 
-class AccessLogMiddleware:
+class AccessLogMiddleware(HttpMiddleware):
     """ASGI middleware: one ``request`` event per HTTP request, after its response."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         start = time.perf_counter()
         method = scope.get("method")
         status: int | None = None

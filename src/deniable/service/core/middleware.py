@@ -20,12 +20,8 @@ from typing import Any
 from starlette.requests import ClientDisconnect
 from starlette.routing import BaseRoute, Match
 
+from deniable.service.core.asgi import ASGIApp, HttpMiddleware, Message, Receive, Scope, Send
 from deniable.service.core.logging import (
-    ASGIApp,
-    Message,
-    Receive,
-    Scope,
-    Send,
     exception_fields,
     log_event,
 )
@@ -72,16 +68,10 @@ async def _send_json(send: Send, status: int, body: dict[str, Any], headers: Any
     await send({"type": "http.response.body", "body": raw})
 
 
-class SecurityHeadersMiddleware:
+class SecurityHeadersMiddleware(HttpMiddleware):
     """Adds the security headers to every HTTP response (errors included)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         static = str(scope.get("path", "")).startswith("/static/")
 
         async def add_headers(message: Message) -> None:
@@ -109,18 +99,12 @@ class SecurityHeadersMiddleware:
         await self.app(scope, receive, add_headers)
 
 
-class CatchAllMiddleware:
+class CatchAllMiddleware(HttpMiddleware):
     """An exception that escaped the routes: a 500 ``{"error"}`` (if nothing was sent yet)
     and a log line with the exception's type and place; never re-raised, so the server
     prints no traceback (whose text could quote a value)."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = False
 
         async def watch(message: Message) -> None:
@@ -139,7 +123,7 @@ class CatchAllMiddleware:
                 await _send_json(send, 500, {"error": "internal error (logged)"})
 
 
-class BodyLimitMiddleware:
+class BodyLimitMiddleware(HttpMiddleware):
     """Refuses a request body over ``limit`` bytes with 413 ``{"error"}``.
 
     The body is read here (at most ``limit + 1`` bytes) and handed on whole, so a body
@@ -147,7 +131,7 @@ class BodyLimitMiddleware:
     """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
+        super().__init__(app)
         self.limit = int(limit)
 
     async def _refuse(self, send: Send) -> None:
@@ -158,10 +142,7 @@ class BodyLimitMiddleware:
             [(b"connection", b"close")],
         )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         for key, value in scope.get("headers", []):
             if key == b"content-length":
                 try:
@@ -199,7 +180,7 @@ class BodyLimitMiddleware:
         await self.app(scope, replay, send)
 
 
-class RateLimitMiddleware:
+class RateLimitMiddleware(HttpMiddleware):
     """At most ``limiter.limit`` requests per Bearer token in any window of
     ``limiter.window`` seconds (429 with ``Retry-After`` past it).
 
@@ -211,13 +192,10 @@ class RateLimitMiddleware:
     """
 
     def __init__(self, app: ASGIApp, limiter: SlidingWindowLimiter) -> None:
-        self.app = app
+        super().__init__(app)
         self.limiter = limiter
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         token = bearer_token(_HeaderView(scope))  # type: ignore[arg-type]
         if token is None:
             await self.app(scope, receive, send)
@@ -247,17 +225,14 @@ class _HeaderView:
         }
 
 
-class HeadMiddleware:
+class HeadMiddleware(HttpMiddleware):
     """HEAD wherever GET: a HEAD request is run as a GET (same checks, same status and
     headers, ``Content-Length`` included) and the body is dropped.  FastAPI routes a GET
     route for GET only; this makes every one of them, the pages and ``/static`` alike,
     answer HEAD (RFC 9110, 9.3.2) without a second route each."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") != "HEAD":
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "HEAD":
             await self.app(scope, receive, send)
             return
         inner = dict(scope)

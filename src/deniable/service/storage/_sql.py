@@ -38,6 +38,7 @@ from deniable.service.storage.db import is_postgres, make_engine, write_tx
 __all__ = [
     "ATTEMPTS",
     "CHUNK",
+    "EngineStore",
     "Rollback",
     "array",
     "chunks",
@@ -162,6 +163,25 @@ def per_dialect(build: Callable[[bool], T]) -> Callable[[Connection], T]:
 def engine_of(bind: str | Engine) -> Engine:
     """An engine for a URL, or the engine given."""
     return make_engine(bind) if isinstance(bind, str) else bind
+
+
+class EngineStore:
+    """What every SQL store has: its engine (from a URL or given) and a ``repr`` that shows
+    the URL with the password hidden."""
+
+    _engine: Engine
+
+    def __init__(self, bind: str | Engine) -> None:
+        self._engine = engine_of(bind)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine (a connection pool)."""
+        return self._engine
+
+    def __repr__(self) -> str:
+        url = self._engine.url.render_as_string(hide_password=True)
+        return f"{type(self).__name__}({url!r})"
 
 
 # --------------------------------------------------------------------------- transactions

@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from deniable.accounting import (
     History,
@@ -50,11 +50,11 @@ from deniable.accounting import (
     adopted_unit,
 )
 from deniable.service.storage._sql import (
+    EngineStore,
     Rollback,
     decoded,
     dialect_insert,
     encode_keys,
-    engine_of,
     retrying,
 )
 from deniable.service.storage.db import read_tx
@@ -80,7 +80,7 @@ Mask = npt.NDArray[np.bool_]
 # --------------------------------------------------------------------------- stores
 
 
-class SqlLedgerStore:
+class SqlLedgerStore(EngineStore):
     """A :class:`~deniable.accounting.LedgerStore` in a SQL database (SQLite or
     PostgreSQL) whose schema :func:`~deniable.service.storage.db.migrate` created; safe under
     threads and processes (see the module docstring).
@@ -88,17 +88,6 @@ class SqlLedgerStore:
     ``bind`` is a database URL or an engine (shared with the service).  :meth:`snapshot`
     returns an :class:`~deniable.accounting.InMemoryLedgerStore`.
     """
-
-    def __init__(self, bind: str | Engine) -> None:
-        self._engine = engine_of(bind)
-
-    @property
-    def engine(self) -> Engine:
-        """The engine (a connection pool)."""
-        return self._engine
-
-    def __repr__(self) -> str:
-        return f"SqlLedgerStore({self._engine.url.render_as_string(hide_password=True)!r})"
 
     def spend(self, keys: Keys, request: SpendRequest) -> SpendPlan:
         def work(conn: Connection) -> SpendPlan:

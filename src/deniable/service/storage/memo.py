@@ -11,16 +11,16 @@ import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from deniable.accounting import KeyIndex, Keys
 from deniable.mechanisms import InMemoryMemoStore, checked_mechanism, checked_reports, mismatch
 from deniable.service.storage._sql import (
+    EngineStore,
     chunks,
     decoded,
     dialect_insert,
     encode_keys,
-    engine_of,
     retrying,
 )
 from deniable.service.storage.db import is_postgres, read_tx
@@ -32,7 +32,7 @@ Mask = npt.NDArray[np.bool_]
 Reports = npt.NDArray[np.int64]
 
 
-class SqlMemoStore:
+class SqlMemoStore(EngineStore):
     """A :class:`~deniable.mechanisms.MemoStore` in a SQL database (SQLite or PostgreSQL):
     one permanent report per (question, key) with the key of the mechanism that drew it, a
     unique primary key, and creators of one question serialized (``BEGIN IMMEDIATE`` on
@@ -40,17 +40,6 @@ class SqlMemoStore:
     mechanism, or one stored before reports carried their mechanism (``mechanism`` NULL,
     migration 0002), is refused (:meth:`adopt` states its mechanism).  :meth:`snapshot`
     returns an :class:`~deniable.mechanisms.InMemoryMemoStore`."""
-
-    def __init__(self, bind: str | Engine) -> None:
-        self._engine = engine_of(bind)
-
-    @property
-    def engine(self) -> Engine:
-        """The engine (a connection pool)."""
-        return self._engine
-
-    def __repr__(self) -> str:
-        return f"SqlMemoStore({self._engine.url.render_as_string(hide_password=True)!r})"
 
     def get_or_create(
         self,

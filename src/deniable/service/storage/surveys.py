@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.service.storage._plan import Layout, layout
-from deniable.service.storage._sql import dialect_insert, retrying
+from deniable.service.storage._sql import EngineStore, dialect_insert, retrying
 from deniable.service.storage.db import make_engine, migrate, read_tx
 from deniable.service.storage.ledger import SqlLedgerStore
 from deniable.service.storage.memo import SqlMemoStore
@@ -86,7 +86,7 @@ def closed_survey(survey: Survey, closed_at: float | None) -> Survey:
     return dataclasses.replace(survey, closed_at=datetime.fromtimestamp(float(closed_at), UTC))
 
 
-class SurveyStore:
+class SurveyStore(EngineStore):
     """Surveys, respondents, reports and budgets in one SQL database: the engine, the
     ledger and memo stores on it, and the surveys (see the module docstring).
 
@@ -110,15 +110,6 @@ class SurveyStore:
         self.memo = SqlMemoStore(self._engine)
         self._cache: dict[str, tuple[int, str, Survey, Layout]] = {}
         self._lock = threading.Lock()
-
-    @property
-    def engine(self) -> Engine:
-        """The engine (a connection pool)."""
-        return self._engine
-
-    def __repr__(self) -> str:
-        url = self._engine.url.render_as_string(hide_password=True)
-        return f"{type(self).__name__}({url!r})"
 
     def close(self) -> None:
         """Close the pooled connections."""
