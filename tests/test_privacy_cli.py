@@ -68,6 +68,8 @@ PLDAccountant RDPAccountant ZCDPAccountant GDPAccountant make_accountant EVENT_T
 Composed SelfComposed PoissonSampled SampledWithoutReplacement event_from_dict NoOp NonPrivate
 PureEpsilon EpsilonDelta DiscreteLaplace Channel poisson_amplification
 without_replacement_amplification
+KeyIndex Keys MAX_NUMERICAL_N PURE_EPSILON UNKNOWN_UNIT add_up admitted adopted_unit
+check_unit format_key remaining_budget respondent_keys spend_limit
 """.split()  # noqa: SIM905 (one name per word reads better than 48 quoted lines)
 
 
