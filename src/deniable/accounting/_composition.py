@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from deniable.accounting._rdp import check_delta, check_epsilon
-from deniable.accounting._safety import MARGIN, exp_up, expm1_or_inf, up, upper_root
+from deniable.accounting._safety import MARGIN, UNIT, exp_up, expm1_or_inf, up, upper_root
 from deniable.common import format_delta, format_epsilon, to_jsonable
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
@@ -60,7 +60,6 @@ __all__ = [
     "sequence",
 ]
 
-_U = 2.0**-53
 _MAX_DOUBLE = Fraction(sys.float_info.max)
 _MAX_LATTICE = 2**23  # points of a composed exact lattice PLD
 #: Largest ``count`` of :func:`optimal_rr_delta` / :func:`optimal_rr_epsilon`: the exact sum
@@ -231,7 +230,7 @@ def optimal_rr_delta(epsilon: float, target_epsilon: float, *, count: int = 1) -
         return 1.0  # the largest loss is beyond every double: only the vacuous bound is safe
     j = np.arange(c + 1, dtype=float)
     loss = (2 * j - c) * eps
-    shifted = t - 4 * _U * c * eps  # the float losses are within 4 u c eps of the true ones
+    shifted = t - 4 * UNIT * c * eps  # the float losses are within 4 u c eps of the true ones
     mask = loss > shifted
     if not mask.any():
         return 0.0
@@ -242,7 +241,7 @@ def optimal_rr_delta(epsilon: float, target_epsilon: float, *, count: int = 1) -
     terms = log_pmf[mask] + np.log(-np.expm1(shifted - loss[mask]))
     log_delta = float(special.logsumexp(terms))
     # gammaln differences lose ~u * gammaln(c + 1) absolutely: push the log up by 64x that
-    err = 64 * _U * (3 * float(lg(c + 1)) + c * (abs(log_p) + abs(log_q)) + 2 * c * eps)
+    err = 64 * UNIT * (3 * float(lg(c + 1)) + c * (abs(log_p) + abs(log_q)) + 2 * c * eps)
     return exp_up(log_delta, err / MARGIN)
 
 

@@ -60,6 +60,16 @@ def _count(value: Any) -> int:
     return v.integer("count", value, minimum=0)
 
 
+def _nonnegative(name: str, value: Any) -> float:
+    return v.positive(name, value, allow_zero=True, allow_inf=True)
+
+
+def _set(event: Any, **values: Any) -> None:
+    """Store validated field values on a frozen event."""
+    for name, value in values.items():
+        object.__setattr__(event, name, value)
+
+
 class EventBase:
     """What every event shares: ``to_dict()``, its plain-data form (``{"type": NAME, ...}``)."""
 
@@ -121,14 +131,11 @@ class RandomizedResponse(EventBase):
     k: int = 2
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", v.positive("epsilon", self.epsilon, allow_zero=True, allow_inf=True)
-        )
-        object.__setattr__(self, "count", _count(self.count))
-        object.__setattr__(
+        _set(
             self,
-            "k",
-            v.integer("k", self.k, minimum=2, maximum=2**1000, why="k - 1 must be a double"),
+            epsilon=_nonnegative("epsilon", self.epsilon),
+            count=_count(self.count),
+            k=v.integer("k", self.k, minimum=2, maximum=2**1000, why="k - 1 must be a double"),
         )
 
     @property
@@ -154,10 +161,7 @@ class PureEpsilon(EventBase):
     count: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", v.positive("epsilon", self.epsilon, allow_zero=True, allow_inf=True)
-        )
-        object.__setattr__(self, "count", _count(self.count))
+        _set(self, epsilon=_nonnegative("epsilon", self.epsilon), count=_count(self.count))
 
     @property
     def pure_epsilon(self) -> float:
@@ -183,11 +187,12 @@ class EpsilonDelta(EventBase):
     count: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", v.positive("epsilon", self.epsilon, allow_zero=True, allow_inf=True)
+        _set(
+            self,
+            epsilon=_nonnegative("epsilon", self.epsilon),
+            delta=v.probability("delta", self.delta, high_open=True),
+            count=_count(self.count),
         )
-        object.__setattr__(self, "delta", v.probability("delta", self.delta, high_open=True))
-        object.__setattr__(self, "count", _count(self.count))
 
     @property
     def pure_epsilon(self) -> float:
@@ -219,13 +224,12 @@ class Laplace(EventBase):
     count: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "scale", v.positive("scale", self.scale, allow_zero=True, allow_inf=True)
+        _set(
+            self,
+            scale=_nonnegative("scale", self.scale),
+            sensitivity=v.positive("sensitivity", self.sensitivity, allow_zero=True),
+            count=_count(self.count),
         )
-        object.__setattr__(
-            self, "sensitivity", v.positive("sensitivity", self.sensitivity, allow_zero=True)
-        )
-        object.__setattr__(self, "count", _count(self.count))
 
     @property
     def pure_epsilon(self) -> float:
@@ -249,21 +253,18 @@ class DiscreteLaplace(EventBase):
     count: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "scale", v.positive("scale", self.scale, allow_zero=True, allow_inf=True)
-        )
-        object.__setattr__(
+        _set(
             self,
-            "sensitivity",
-            v.integer(
+            scale=_nonnegative("scale", self.scale),
+            sensitivity=v.integer(
                 "sensitivity",
                 self.sensitivity,
                 minimum=0,
                 maximum=MAX_DISCRETE_SENSITIVITY,
                 why="its privacy loss takes sensitivity + 1 values",
             ),
+            count=_count(self.count),
         )
-        object.__setattr__(self, "count", _count(self.count))
 
     @property
     def pure_epsilon(self) -> float:
@@ -285,13 +286,12 @@ class Gaussian(EventBase):
     count: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "sigma", v.positive("sigma", self.sigma, allow_zero=True, allow_inf=True)
+        _set(
+            self,
+            sigma=_nonnegative("sigma", self.sigma),
+            sensitivity=v.positive("sensitivity", self.sensitivity, allow_zero=True),
+            count=_count(self.count),
         )
-        object.__setattr__(
-            self, "sensitivity", v.positive("sensitivity", self.sensitivity, allow_zero=True)
-        )
-        object.__setattr__(self, "count", _count(self.count))
 
     @property
     def mu(self) -> float:
@@ -331,8 +331,7 @@ class Channel(EventBase):
     count: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "matrix", _channel(self.matrix))
-        object.__setattr__(self, "count", _count(self.count))
+        _set(self, matrix=_channel(self.matrix), count=_count(self.count))
 
     @property
     def pure_epsilon(self) -> float:

@@ -11,12 +11,32 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 
 __all__ = ["GDP", "RDP", "ZCDP", "ApproxDP", "PureDP"]
+
+_M = TypeVar("_M")
+
+
+def _nonnegative_fields(measure: Any) -> None:
+    """``__post_init__`` of a measure whose every field is a number in ``[0, inf]``."""
+    for f in fields(measure):
+        value = v.positive(f.name, getattr(measure, f.name), allow_zero=True, allow_inf=True)
+        object.__setattr__(measure, f.name, value)
+
+
+def _add_fields(measure: _M, other: _M) -> _M:
+    """``__add__`` of a measure whose guarantees add field by field under composition."""
+    if type(other) is not type(measure):
+        not_implemented: _M = NotImplemented
+        return not_implemented
+    names = [f.name for f in fields(measure)]  # type: ignore[arg-type]
+    added: _M = type(measure)(*(getattr(measure, n) + getattr(other, n) for n in names))
+    return added
 
 
 @dataclass(frozen=True)
@@ -33,14 +53,9 @@ class PureDP:
     epsilon: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "epsilon", v.positive("epsilon", self.epsilon, allow_zero=True, allow_inf=True)
-        )
+        _nonnegative_fields(self)
 
-    def __add__(self, other: PureDP) -> PureDP:
-        if not isinstance(other, PureDP):
-            return NotImplemented
-        return PureDP(self.epsilon + other.epsilon)
+    __add__ = _add_fields
 
 
 @dataclass(frozen=True)
@@ -77,14 +92,9 @@ class ZCDP:
     rho: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "rho", v.positive("rho", self.rho, allow_zero=True, allow_inf=True)
-        )
+        _nonnegative_fields(self)
 
-    def __add__(self, other: ZCDP) -> ZCDP:
-        if not isinstance(other, ZCDP):
-            return NotImplemented
-        return ZCDP(self.rho + other.rho)
+    __add__ = _add_fields
 
 
 @dataclass(frozen=True)
@@ -157,7 +167,7 @@ class GDP:
     mu: float
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "mu", v.positive("mu", self.mu, allow_zero=True, allow_inf=True))
+        _nonnegative_fields(self)
 
 
 def _as_tuple(name: str, values: Iterable[float]) -> tuple[float, ...]:

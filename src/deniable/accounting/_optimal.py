@@ -155,13 +155,20 @@ class OptimalAccountant(PLDAccountant):
         if s.blatant:
             return math.inf
         self._check_size()
+        return self._exact("epsilon", delta)
+
+    def _exact(self, what: str, x: float) -> float | None:
+        """``epsilon(delta = x)`` or ``delta(epsilon = x)`` (``what``) by the exact route:
+        optimal composition of one binary RR, the GDP closed form, or the exact PLD; ``None``
+        when none applies."""
         single = self.single_binary()
         if single is not None:
-            return optimal_rr_epsilon(single[0], delta, count=single[1])
+            rr = optimal_rr_epsilon if what == "epsilon" else optimal_rr_delta
+            return rr(single[0], x, count=single[1])
         if self.exact_kind() == "gdp":
-            return gdp_epsilon(self.gdp(), delta)
+            return (gdp_epsilon if what == "epsilon" else gdp_delta)(self.gdp(), x)
         exact = self.exact_pld()
-        return exact.epsilon(delta) if exact is not None else None
+        return None if exact is None else float(getattr(exact, what)(x))
 
     def epsilon_bounds(self, delta: float) -> tuple[float, float]:
         d = check_delta(delta)
@@ -181,12 +188,7 @@ class OptimalAccountant(PLDAccountant):
         self._check_size()
         if epsilon >= self.units.basic:
             return 0.0
-        single = self.single_binary()
-        if single is not None:
-            return optimal_rr_delta(single[0], epsilon, count=single[1])
-        if self.exact_kind() == "gdp":
-            return gdp_delta(self.gdp(), epsilon)
-        exact = self.exact_pld()
+        exact = self._exact("delta", epsilon)
         if exact is not None:
-            return exact.delta(epsilon)
+            return exact
         return max(p.delta(epsilon) for p in self.plds("up"))

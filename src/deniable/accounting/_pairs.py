@@ -29,10 +29,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
 from deniable.accounting._pld import PrivacyLossDistribution, check_grid, grid_index
-from deniable.accounting._safety import MARGIN, up
+from deniable.accounting._safety import MARGIN, UNIT, FloatArray, up
 
 __all__ = [
     "Pair",
@@ -42,8 +41,6 @@ __all__ = [
     "rr_pair",
 ]
 
-FloatArray = npt.NDArray[np.float64]
-_U = 2.0**-53
 #: Largest number of uses on one sample that a finite pair represents outcome by outcome.
 MAX_PAIR_USES = 10**5
 
@@ -119,8 +116,8 @@ class Pair:
             probs,
             inf_mass=inf_mass,
             rounding=rounding,
-            slack=16 * _U * top,  # the losses are within a few ulps of the true ones
-            rel_error=(loss.size + 16) * _U,
+            slack=16 * UNIT * top,  # the losses are within a few ulps of the true ones
+            rel_error=(loss.size + 16) * UNIT,
         )
 
     def renyi(self, alphas: FloatArray) -> FloatArray:
@@ -145,7 +142,7 @@ class Pair:
         with np.errstate(over="ignore", invalid="ignore"):
             em1 = np.expm1(tl)
             core = em1 @ p
-            err = (np.abs(em1) @ p) * (8 * _U) + (np.exp(tl) * (1 + np.abs(tl))) @ p * (16 * _U)
+            err = (np.abs(em1) @ p) * (8 * UNIT) + (np.exp(tl) * (1 + np.abs(tl))) @ p * (16 * UNIT)
             val = np.log1p(np.maximum(core + err, 0.0)) / t
             big = ~np.isfinite(val)
             if big.any():  # e^((alpha - 1) l) overflows: through logs

@@ -41,9 +41,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import numpy.typing as npt
 
-from deniable.accounting._safety import MARGIN, TINY, upper_root
+from deniable.accounting._safety import MARGIN, TINY, UNIT, FloatArray, upper_root
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
 
@@ -56,8 +55,6 @@ __all__ = [
     "rr_pld",
 ]
 
-FloatArray = npt.NDArray[np.float64]
-_U = 2.0**-53
 
 _DIRECT_MAX = 20_000_000  # direct convolution when len(a) * len(b) is at most this
 _MAX_POINTS = 2**26  # grid points of one discretised PLD (512 MB of doubles)
@@ -198,15 +195,15 @@ def _convolve(a: FloatArray, b: FloatArray) -> tuple[FloatArray, float, float]:
         out = np.zeros(n_out)
         for j in nz:
             out[j : j + a.size] += b[j] * a
-        return out, (nz.size + 1) * _U, a.size * nz.size * TINY
+        return out, (nz.size + 1) * UNIT, a.size * nz.size * TINY
     if a.size * b.size <= _DIRECT_MAX:
-        return np.convolve(a, b), (b.size + 1) * _U, a.size * b.size * TINY
+        return np.convolve(a, b), (b.size + 1) * UNIT, a.size * b.size * TINY
     out = signal.fftconvolve(a, b)
     # FFT error: ||error||_2 <~ C log2(n) u min(||a||_2 ||b||_1, ||a||_1 ||b||_2) (Higham 2002,
     # sec. 24.1), C = 16 taken generously; the L1 error (which bounds the effect on delta) is
     # at most sqrt(n) times that.
     norm = min(float(np.linalg.norm(a)) * float(b.sum()), float(a.sum()) * float(np.linalg.norm(b)))
-    l1 = math.sqrt(n_out) * 16 * _U * math.log2(n_out) * norm
+    l1 = math.sqrt(n_out) * 16 * UNIT * math.log2(n_out) * norm
     return np.maximum(out, 0.0), 0.0, l1
 
 
@@ -305,7 +302,7 @@ def rr_pld(
         check_grid(2 * c * eps, h, "a randomized-response PLD")
     i_plus = grid_index(eps, h, mode)
     i_minus = grid_index(-eps, h, mode)
-    slack = c * 4 * _U * eps  # floating error of the grid losses
+    slack = c * 4 * UNIT * eps  # floating error of the grid losses
     if mode == "exact":
         slack += c * abs(i_plus * h - eps)  # distance of eps from its lattice point
     width = i_plus - i_minus
@@ -320,7 +317,7 @@ def rr_pld(
             probs,
             rounding=mode,
             slack=slack,
-            rel_error=64 * _U,
+            rel_error=64 * UNIT,
             abs_error=(c + 1) * TINY,
         )
     # k-ary: mixture over m = number of non-zero losses
@@ -339,6 +336,6 @@ def rr_pld(
         probs,
         rounding=mode,
         slack=slack,
-        rel_error=(c + 130) * _U,
+        rel_error=(c + 130) * UNIT,
         abs_error=(c + 1) ** 2 * TINY,
     )

@@ -14,11 +14,11 @@ from deniable.accounting._pld import (
     grid_index,
     identity_pld,
 )
+from deniable.accounting._safety import UNIT
 from deniable.common import validation as v
 
 __all__ = ["gaussian_pld", "laplace_pld"]
 
-_U = 2.0**-53
 _GAUSS_Z = 37.5  # Gaussian loss truncated at mean + 37.5 sd: tail ~ 5e-308 goes to +inf
 
 
@@ -72,7 +72,7 @@ def laplace_pld(
     # e^{(z-eps)/2} - e^{(a-eps)/2} written with exponents <= 0: no overflow for a huge eps
     probs += 0.5 * np.exp((z - eps) / 2) * -np.expm1(-(z - a) / 2)
     one = PrivacyLossDistribution(
-        h, lo, probs, rounding=rounding, rel_error=8 * _U, slack=4 * _U * eps
+        h, lo, probs, rounding=rounding, rel_error=8 * UNIT, slack=4 * UNIT * eps
     )
     return one.self_compose(c)
 
@@ -132,6 +132,6 @@ def gaussian_pld(
         np.maximum(mass, 0.0),
         inf_mass=inf_mass,
         rounding=rounding,
-        abs_error=mass.size * _U,
-        slack=4 * _U * (abs(mean) + _GAUSS_Z * s),
+        abs_error=mass.size * UNIT,
+        slack=4 * UNIT * (abs(mean) + _GAUSS_Z * s),
     )

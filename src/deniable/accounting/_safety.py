@@ -35,6 +35,8 @@ __all__ = [
     "MARGIN",
     "MIN_NORMAL",
     "TINY",
+    "UNIT",
+    "FloatArray",
     "exp_or_inf",
     "exp_up",
     "expm1_or_inf",
@@ -47,6 +49,8 @@ __all__ = [
 MARGIN = 2.0**-36
 TINY = math.ulp(0.0)  # 5e-324, the smallest positive double
 MIN_NORMAL = sys.float_info.min  # 2.2e-308: below it a double has lost relative precision
+UNIT = 2.0**-53  # the unit roundoff of a double: the bound on one operation's relative error
+FloatArray = npt.NDArray[np.float64]
 _MAX_EXP = math.log(sys.float_info.max)  # 709.78: exp of more overflows
 
 

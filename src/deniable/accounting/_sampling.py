@@ -31,7 +31,7 @@ import numpy.typing as npt
 from deniable.accounting._measures import ApproxDP
 from deniable.accounting._pairs import log_mix
 from deniable.accounting._pld import PrivacyLossDistribution, check_grid, grid_index
-from deniable.accounting._safety import MARGIN, half_square_up, up
+from deniable.accounting._safety import MARGIN, UNIT, FloatArray, half_square_up, up
 from deniable.common import validation as v
 
 __all__ = [
@@ -45,8 +45,6 @@ __all__ = [
     "wor_rdp",
 ]
 
-FloatArray = npt.NDArray[np.float64]
-_U = 2.0**-53
 #: Largest integer order at which a sampled Renyi curve is summed (``a + 1`` terms); beyond
 #: it the curve is ``inf`` (a valid, vacuous bound: the conversion picks a smaller order).
 MAX_SAMPLED_ORDER = 4096
@@ -151,7 +149,7 @@ def poisson_gaussian_rdp(mu: float, rate: float, alphas: FloatArray) -> FloatArr
             terms = _log_comb(a, k) + (a - k) * log_1mq + k * log_q + log_em1
         big_l = float(special.logsumexp(terms))
         lg = float(special.gammaln(a + 1.0))
-        err = 64 * _U * (3 * lg + a * (abs(log_q) + abs(log_1mq)) + float(x[-1]) + 1)
+        err = 64 * UNIT * (3 * lg + a * (abs(log_q) + abs(log_1mq)) + float(x[-1]) + 1)
         log_a = float(np.logaddexp(0.0, big_l + err))
         values.append(up(log_a / (a - 1)) if math.isfinite(log_a) else math.inf)
     return _spread(ints, todo, values)
@@ -188,7 +186,7 @@ def wor_rdp(base: FloatArray, rate: float, alphas: FloatArray) -> FloatArray:
         big_l = float(special.logsumexp(terms))
         lg = float(special.gammaln(a + 1.0))
         scale = 3 * lg + a * abs(log_g) + float(np.max(np.abs(rest))) + 1
-        log_a = float(np.logaddexp(0.0, big_l + 64 * _U * scale))
+        log_a = float(np.logaddexp(0.0, big_l + 64 * UNIT * scale))
         values.append(up(log_a / (a - 1)))
     return _spread(ints, todo, values)
 
@@ -263,9 +261,9 @@ def sampled_gaussian_pld(
         probs,
         inf_mass=min(inf_mass, 1.0),
         rounding=rounding,
-        slack=64 * _U * top * (1 + mu * (mu + _Z)),
-        rel_error=64 * _U,
-        abs_error=probs.size * 4 * _U,
+        slack=64 * UNIT * top * (1 + mu * (mu + _Z)),
+        rel_error=64 * UNIT,
+        abs_error=probs.size * 4 * UNIT,
     )
 
 

@@ -56,6 +56,24 @@ def save_figure(make: Callable[[], Any], out: Output) -> None:
         sys.modules["matplotlib.pyplot"].close(fig)
 
 
+def _show_with_plot(
+    result: Any, draw: str, out: Output | None, plot: Path | None, as_json: bool
+) -> None:
+    """Write the figure of ``deniable.plotting.<draw>(result)`` to the claimed ``out`` (if
+    any), then print the result (as JSON with the plot's path, or as a table and a line
+    naming the plot)."""
+    if out is not None:
+        from deniable import plotting  # only when a plot is drawn
+
+        save_figure(lambda: getattr(plotting, draw)(result).figure, out)
+    if as_json:
+        emit_json({**result.to_dict(), "plot": None if plot is None else str(plot)})
+        return
+    print_table(result.table())
+    if plot is not None:
+        console().print(f"plot written to {plot}", markup=False, highlight=False)
+
+
 # --------------------------------------------------------------------------- shuffle
 
 
@@ -112,16 +130,7 @@ def shuffle_command(
             )
     out = claim_plot(plot, force)
     table = shuffle_epsilon_table(e0, d, n=sizes, method=m)
-    if out is not None:
-        from deniable.plotting import plot_shuffle
-
-        save_figure(lambda: plot_shuffle(table).figure, out)
-    if as_json:
-        emit_json({**table.to_dict(), "plot": None if plot is None else str(plot)})
-        return
-    print_table(table.table())
-    if plot is not None:
-        console().print(f"plot written to {plot}", markup=False, highlight=False)
+    _show_with_plot(table, "plot_shuffle", out, plot, as_json)
 
 
 # --------------------------------------------------------------------------- noise
@@ -243,13 +252,4 @@ def noise_command(
     ]
     with option_names({**_NOISE_OPTIONS, "epsilon": "--epsilons"}):  # one of the grid
         result = noise_error_table(grid, delta=d, sensitivity=int(sens))
-    if out is not None:
-        from deniable.plotting import plot_noise_error
-
-        save_figure(lambda: plot_noise_error(result).figure, out)
-    if as_json:
-        emit_json({**result.to_dict(), "plot": None if plot is None else str(plot)})
-        return
-    print_table(result.table())
-    if plot is not None:
-        console().print(f"plot written to {plot}", markup=False, highlight=False)
+    _show_with_plot(result, "plot_noise_error", out, plot, as_json)
