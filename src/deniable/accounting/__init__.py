@@ -112,7 +112,7 @@ from deniable.accounting._events import (
 )
 from deniable.accounting._exact_sum import add_up
 from deniable.accounting._keys import KeyIndex, Keys, format_key, respondent_keys
-from deniable.accounting._ledger import BudgetLedger, QuestionRecord
+from deniable.accounting._ledger import BudgetLedger
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
 from deniable.accounting._optimal import OptimalAccountant
 from deniable.accounting._pld import PrivacyLossDistribution, rr_pld
@@ -124,6 +124,7 @@ from deniable.accounting._pricing import (
     Composition,
     History,
     PureEpsilonComposition,
+    QuestionRecord,
     SpendPlan,
     SpendRequest,
     ZCDPComposition,

@@ -61,7 +61,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting._keys import Keys, first_repeat
+from deniable.accounting._keys import Keys
 from deniable.accounting._ledger_inputs import (
     checked_keys,
     checked_question,
@@ -86,7 +86,9 @@ from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 
-__all__ = ["BudgetLedger", "QuestionRecord", "first_repeat"]
+__all__ = [
+    "BudgetLedger",
+]
 
 Floats = npt.NDArray[np.float64]
 

@@ -53,11 +53,8 @@ from deniable.audit._core import (
     _event_masks,
     _label,
     _sample,
-    clopper_pearson_bounds,
 )
-from deniable.audit._leave_one_out import LeaveOneOut, leave_one_out
 from deniable.audit._result import AuditResult
-from deniable.audit._two_group import audit_two_group
 from deniable.audit._unary_encoding import UnaryEncoding
 from deniable.common import format_epsilon, format_parameters
 from deniable.common import validation as v
@@ -67,15 +64,9 @@ from deniable.exceptions import ParameterError, ParameterTypeError
 __all__ = [
     "MAX_AUDIT_CELLS",
     "MAX_AUDIT_DRAWS",
-    "AuditResult",
-    "LeaveOneOut",
-    "UnaryEncoding",
     "audit",
     "audit_design",
-    "audit_two_group",
     "audit_unary",
-    "clopper_pearson_bounds",
-    "leave_one_out",
 ]
 
 Event = Callable[[Any], Any] | set[Any] | frozenset[Any]

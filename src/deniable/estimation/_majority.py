@@ -43,8 +43,6 @@ from deniable.designs import BinaryDesign
 from deniable.estimation._majority_rule import (
     MajorityRule,
     checked_rule,
-    decide_majority,
-    majority_threshold,
     tails_fixed_at,
     tails_iid_at,
 )
@@ -54,9 +52,7 @@ from deniable.results import Result, Table
 
 __all__ = [
     "MajorityDecision",
-    "decide_majority",
     "majority_decision",
-    "majority_threshold",
     "simulate_majority",
 ]
 

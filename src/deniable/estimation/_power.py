@@ -81,7 +81,6 @@ from deniable.common import validation as v
 from deniable.designs import Design
 from deniable.estimation._power_exact import randomized_power_bound
 from deniable.estimation._power_model import (
-    ALTERNATIVES,
     FloatArray,
     PowerTest,
     control_size,
@@ -91,10 +90,7 @@ from deniable.estimation._power_results import PowerResult, SampleSizeResult
 from deniable.exceptions import ParameterError
 
 __all__ = [
-    "ALTERNATIVES",
     "MAX_SCAN",
-    "PowerResult",
-    "SampleSizeResult",
     "power",
     "power_curve",
     "sample_size",

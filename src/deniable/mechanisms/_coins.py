@@ -38,7 +38,10 @@ from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms._coin_protocol import COINS, DEVICES, CoinProtocol, coin_rules, ratio_text
 
-__all__ = ["DEVICES", "CoinProtocol", "all_protocols", "design_protocol"]
+__all__ = [
+    "all_protocols",
+    "design_protocol",
+]
 
 #: Names that stand for several devices in ``devices=``.
 _ALIASES: dict[str, tuple[str, ...]] = {

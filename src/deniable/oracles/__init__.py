@@ -59,7 +59,8 @@ from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
-from deniable.oracles._numeric import DuchiMechanism, MeanChannel, PiecewiseMechanism
+from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
+from deniable.oracles._numeric_base import MeanChannel
 from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate

@@ -55,14 +55,16 @@ from deniable.oracles._numeric_base import (
     _TWO64,
     GRID,
     FloatArray,
-    MeanChannel,
     _BoundedMean,
     _Interval,
 )
 from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
 from deniable.results import Estimate, beta_quantile_bounds
 
-__all__ = ["DuchiMechanism", "MeanChannel", "PiecewiseMechanism"]
+__all__ = [
+    "DuchiMechanism",
+    "PiecewiseMechanism",
+]
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from deniable.designs import BinaryDesign, Design, TwoGroupDesign
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.randomness import resolve_rng
 from deniable.results import Result, Table, beta_quantile_bounds, normal_quantile
-from deniable.simulation._population import MAX_RESPONDENTS, TWO_GROUP_OPTIONS, two_group_options
+from deniable.simulation._population import MAX_RESPONDENTS, two_group_options
 from deniable.simulation._population import Latent as Latent
 from deniable.simulation._population import TwoGroupSetting as TwoGroupSetting
 from deniable.simulation._population import group_sizes as group_sizes
@@ -58,23 +58,14 @@ from deniable.simulation._population import latent_of as latent_of
 from deniable.simulation._population import population_targets as population_targets
 from deniable.simulation._population import realized_parameters as realized_parameters
 from deniable.simulation._study_twogroup import (
-    ParameterStudy,
     TwoGroupSimulationStudy,
     two_group_study,
 )
 
 __all__ = [
-    "TWO_GROUP_OPTIONS",
-    "ParameterStudy",
     "SimulationStudy",
-    "TwoGroupSetting",
-    "TwoGroupSimulationStudy",
     "exact_bounds",
-    "group_sizes",
-    "population_targets",
-    "realized_parameters",
     "simulation_study",
-    "two_group_options",
 ]
 
 #: Replications drawn per block by :func:`simulation_study` (results depend on the seed only).
