@@ -1,0 +1,125 @@
+"""The mean of de-scrambled values, from a simple random sample or under a sample design.
+
+Every design here turns each report ``Z_i`` into a de-scrambled value ``X^_i`` with
+``E[X^_i | X_i] = X_i`` (e.g. ``Z_i - E[S]`` for additive scrambling).  The mean is their
+average, and since the ``X^_i`` are independent across respondents with variance
+``Var X^`` (the answer's variance plus the scrambling's), the variance of the mean from a
+simple random sample (with replacement) is ``Var X^ / n``, estimated without bias by
+``s^2 / n`` with ``s^2`` their sample variance (Pollock & Bek 1976; Chaudhuri 2011,
+ch. 5).  Under a sample design the scrambling is one more stage of sampling, independent
+of the first, so the ``X^_i`` are the linearization variables: the Hajek mean ``sum w X^ /
+sum w`` and its Taylor (Woodruff 1971) or replicate variance are
+:func:`deniable.sampling.survey_ratio` of ``X^`` over ones (Chaudhuri 2011, ch. 11; RRTCS
+estimates the same way).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.common import validation as v
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.quantitative._results import NumberEstimate
+from deniable.sampling import ReplicateDesign, SampleDesign, survey_ratio
+
+__all__ = ["estimate_mean", "finite_array"]
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def finite_array(name: str, values: Any, *, show: bool = True) -> FloatArray:
+    """``values`` as a 1-D float array of finite numbers (a scalar is one value).  With
+    ``show=False`` a message names the row but never the value (a true answer)."""
+    arr = np.asarray(values)
+    if arr.ndim == 0:
+        arr = arr.reshape(1)
+    if arr.ndim != 1 or arr.dtype.kind not in "biuf":
+        raise DataError(
+            f"`{name}` must be a 1-D array of numbers, got shape {arr.shape} dtype {arr.dtype}."
+        )
+    if arr.size == 0:
+        raise DataError(f"`{name}` must hold at least one number, got none.")
+    out = arr.astype(np.float64)
+    bad = ~np.isfinite(out)
+    if bad.any():
+        i = int(np.argmax(bad))
+        what = f"{float(out[i])!r} at row {i}" if show else f"a value that is not at row {i}"
+        raise DataError(f"`{name}` must hold finite numbers, got {what}.")
+    return out
+
+
+def _population(population: Any) -> float | None:
+    if population is None:
+        return None
+    return v.positive("population", population)
+
+
+def _domain(domain: Any, n: int) -> npt.NDArray[np.bool_] | None:
+    if domain is None:
+        return None
+    arr = np.asarray(domain)
+    if arr.ndim != 1 or arr.dtype.kind not in "biu" or arr.size != n:
+        raise DataError(
+            f"`domain` must be a 1-D boolean array with one entry per report ({n}), got "
+            f"shape {arr.shape} dtype {arr.dtype}."
+        )
+    if arr.dtype.kind != "b" and not np.isin(arr, (0, 1)).all():
+        raise DataError("`domain` must hold only True/False (or 1/0).")
+    return arr.astype(bool)
+
+
+def estimate_mean(
+    descrambled: FloatArray,
+    design: str,
+    *,
+    sample_design: Any = None,
+    population: Any = None,
+    domain: Any = None,
+    parameter: str = "mean",
+    notes: tuple[str, ...] = (),
+) -> NumberEstimate:
+    """The mean of ``descrambled`` (one unbiased value per respondent) with its SE, from a
+    simple random sample or under ``sample_design`` (a :class:`~deniable.sampling.
+    SampleDesign` or :class:`~deniable.sampling.ReplicateDesign`), and ``population``
+    times it as the total."""
+    n_all = descrambled.size
+    mask = _domain(domain, n_all)
+    big_n = _population(population)
+    if sample_design is not None:
+        if not isinstance(sample_design, SampleDesign | ReplicateDesign):
+            raise ParameterTypeError(
+                "`sample_design` must be a SampleDesign or a ReplicateDesign (deniable."
+                f"sampling) or None, got {type(sample_design).__name__}."
+            )
+        res = survey_ratio(descrambled, np.ones(n_all), sample_design, domain=mask)
+        value, se = res.value, res.se
+        return NumberEstimate(
+            parameter, value, se, res.df, res.n, res.variance_method, design,
+            sample_design=res.design, deff=res.deff, population=big_n,
+            total=None if big_n is None else big_n * value,
+            se_total=None if big_n is None else big_n * se,
+            notes=(*notes, *res.notes),
+        )  # fmt: skip
+    x = descrambled if mask is None else descrambled[mask]
+    n = x.size
+    if n < 2:
+        raise DataError(
+            f"the mean's standard error needs at least 2 reports (in the domain), got {n}."
+        )
+    value = float(x.mean())
+    s2 = float(x.var(ddof=1))
+    se = math.sqrt(s2 / n)
+    if big_n is not None and mask is None and big_n < n:
+        raise ParameterError(
+            f"`population` must be at least the number of reports ({n}), got {big_n:g}."
+        )
+    return NumberEstimate(
+        parameter, value, se, float(n - 1), n, "simple random sample", design,
+        se_plug_in=math.sqrt(s2 * (n - 1) / n / n), population=big_n,
+        total=None if big_n is None else big_n * value,
+        se_total=None if big_n is None else big_n * se, notes=notes,
+    )  # fmt: skip
