@@ -3,7 +3,7 @@
 :class:`Exponential`, :class:`Laplace`, :class:`FDistribution` and :class:`Constant`.
 
 Each is a frozen dataclass with its first two moments in closed form, a log density (for
-the likelihood ratios of :mod:`deniable.quantitative._privacy`) and ``sample(words)``: one
+the likelihood ratios of :mod:`deniable.quantitative`) and ``sample(words)``: one
 64-bit word per draw, turned into ``u`` in (0, 1) from its top 53 bits and then through
 the inverse distribution function, so every draw costs the same whatever the answer.
 """

@@ -96,10 +96,10 @@ def estimate_mean(
                 f"sampling) or None, got {type(sample_design).__name__}."
             )
         res = survey_ratio(descrambled, np.ones(n_all), sample_design, domain=mask)
-        value, se = res.value, res.se
+        value, se = float(res.value), float(res.se)
         return NumberEstimate(
             parameter, value, se, res.df, res.n, res.variance_method, design,
-            sample_design=res.design, deff=res.deff, population=big_n,
+            sample_design=res.design, deff=float(res.deff), population=big_n,
             total=None if big_n is None else big_n * value,
             se_total=None if big_n is None else big_n * se,
             notes=(*notes, *res.notes),

@@ -31,7 +31,7 @@ _MOVING_SUPPORT = (
 @dataclass(frozen=True)
 class Additive(ScrambledDesign):
     """Additive scrambling: the respondent reports ``Z = X + S``, ``S`` drawn from
-    ``scrambler`` (Pollock & Bek 1976; RRTCS's ``Bar-Lev``-free additive model).
+    ``scrambler`` (Pollock & Bek 1976).
 
     De-scrambled value ``X^ = Z - E[S]``; ``Var X^ = Var X + Var S``, so the mean from
     ``n`` respondents of a simple random sample has variance ``(Var X + Var S) / n``.
