@@ -22,6 +22,9 @@ stated honestly.
                                     intervals
 :class:`NumberPrivacy`              epsilon where the design has one (else ``inf``) and what
                                     it protects instead
+:func:`number_design`,              a design from a plain dict spec and back
+:func:`number_spec`
+:func:`make_distribution`           a distribution by name (:data:`DISTRIBUTIONS`)
 =================================  ==========================================================
 
 These designs report real numbers, so they have their own small protocol rather than the
@@ -47,8 +50,17 @@ from deniable.quantitative._mixture import UnrelatedQuantitative
 from deniable.quantitative._optional import OptionalAdditive
 from deniable.quantitative._results import NumberEstimate, NumberPrivacy
 from deniable.quantitative._scrambling import Additive, Multiplicative
+from deniable.quantitative._spec import (
+    DISTRIBUTIONS,
+    NUMBER_DESIGNS,
+    make_distribution,
+    number_design,
+    number_spec,
+)
 
 __all__ = [
+    "DISTRIBUTIONS",
+    "NUMBER_DESIGNS",
     "Additive",
     "Constant",
     "Distribution",
@@ -63,4 +75,7 @@ __all__ = [
     "ScrambledDesign",
     "Uniform",
     "UnrelatedQuantitative",
+    "make_distribution",
+    "number_design",
+    "number_spec",
 ]
