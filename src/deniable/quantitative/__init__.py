@@ -9,6 +9,8 @@ stated honestly.
 :class:`UnrelatedQuantitative`      ``X`` with probability ``p``, else an innocuous ``Y``
                                     (Greenberg et al. 1971; RRreg's ``mix.norm``,
                                     ``mix.exp``: ``.mix_norm``, ``.mix_exp``)
+:class:`UnrelatedQuantitativeUnknown` the same with ``E[Y]`` unknown: two subsamples with
+                                    ``p1 != p2`` (RRreg's ``mix.unknown``)
 :class:`OptionalAdditive`           each respondent scrambles or not (sensitivity level
                                     ``T``, estimated from two subsamples; Gupta et al. 2010)
 :class:`ScrambledDesign`            the protocol they share (randomize, descramble,
@@ -47,6 +49,7 @@ from deniable.quantitative._distributions import (
     Uniform,
 )
 from deniable.quantitative._mixture import UnrelatedQuantitative
+from deniable.quantitative._mixture_unknown import UnrelatedQuantitativeUnknown
 from deniable.quantitative._optional import OptionalAdditive
 from deniable.quantitative._results import NumberEstimate, NumberPrivacy
 from deniable.quantitative._scrambling import Additive, Multiplicative
@@ -75,6 +78,7 @@ __all__ = [
     "ScrambledDesign",
     "Uniform",
     "UnrelatedQuantitative",
+    "UnrelatedQuantitativeUnknown",
     "make_distribution",
     "number_design",
     "number_spec",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -52,10 +52,11 @@ class Distribution:
 
     name = "distribution"
 
-    @property
-    def mean(self) -> float:
-        """``E[S]``."""
-        raise NotImplementedError
+    if TYPE_CHECKING:  # a field of some distributions, a property of the others
+
+        @property
+        def mean(self) -> float:
+            """``E[S]``."""
 
     @property
     def variance(self) -> float:
@@ -103,32 +104,25 @@ class Normal(Distribution):
     104.0
     """
 
-    mean_: float = 0.0
+    mean: float = 0.0
     sd: float = 1.0
     name = "normal"
 
-    def __init__(self, mean: float = 0.0, sd: float = 1.0) -> None:
-        object.__setattr__(self, "mean_", _finite("mean", mean))
-        object.__setattr__(self, "sd", v.positive("sd", sd))
-
-    @property
-    def mean(self) -> float:
-        return self.mean_
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", _finite("mean", self.mean))
+        object.__setattr__(self, "sd", v.positive("sd", self.sd))
 
     @property
     def variance(self) -> float:
         return self.sd**2
 
-    def parameters(self) -> dict[str, float]:
-        return {"mean": self.mean_, "sd": self.sd}
-
     def quantile(self, u: FloatArray) -> FloatArray:
         from scipy import special
 
-        return np.asarray(self.mean_ + self.sd * special.ndtri(u), dtype=np.float64)
+        return np.asarray(self.mean + self.sd * special.ndtri(u), dtype=np.float64)
 
     def logpdf(self, x: npt.ArrayLike) -> FloatArray:
-        z = (np.asarray(x, dtype=np.float64) - self.mean_) / self.sd
+        z = (np.asarray(x, dtype=np.float64) - self.mean) / self.sd
         return np.asarray(-0.5 * z * z - math.log(self.sd * math.sqrt(2 * math.pi)))
 
 
@@ -171,36 +165,29 @@ class Uniform(Distribution):
 
 @dataclass(frozen=True, repr=False)
 class Exponential(Distribution):
-    """Exponential with mean ``mean_`` (rate ``1 / mean``), as RRreg's ``mix.exp``.
+    """Exponential with mean ``mean`` (rate ``1 / mean``), as RRreg's ``mix.exp``.
 
     >>> Exponential(2).variance
     4.0
     """
 
-    mean_: float
+    mean: float
     name = "exponential"
 
-    def __init__(self, mean: float) -> None:
-        object.__setattr__(self, "mean_", v.positive("mean", mean))
-
-    @property
-    def mean(self) -> float:
-        return self.mean_
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", v.positive("mean", self.mean))
 
     @property
     def variance(self) -> float:
-        return self.mean_**2
-
-    def parameters(self) -> dict[str, float]:
-        return {"mean": self.mean_}
+        return self.mean**2
 
     def quantile(self, u: FloatArray) -> FloatArray:
-        return np.asarray(-self.mean_ * np.log1p(-u), dtype=np.float64)
+        return np.asarray(-self.mean * np.log1p(-u), dtype=np.float64)
 
     def logpdf(self, x: npt.ArrayLike) -> FloatArray:
         arr = np.asarray(x, dtype=np.float64)
         with np.errstate(invalid="ignore"):
-            return np.where(arr >= 0, -arr / self.mean_ - math.log(self.mean_), -np.inf)
+            return np.where(arr >= 0, -arr / self.mean - math.log(self.mean), -np.inf)
 
 
 @dataclass(frozen=True, repr=False)

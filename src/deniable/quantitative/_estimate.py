@@ -81,11 +81,12 @@ def estimate_mean(
     domain: Any = None,
     parameter: str = "mean",
     notes: tuple[str, ...] = (),
+    extra_variance: float = 0.0,
 ) -> NumberEstimate:
     """The mean of ``descrambled`` (one unbiased value per respondent) with its SE, from a
-    simple random sample or under ``sample_design`` (a :class:`~deniable.sampling.
-    SampleDesign` or :class:`~deniable.sampling.ReplicateDesign`), and ``population``
-    times it as the total."""
+    simple random sample or under ``sample_design`` (a SampleDesign or a ReplicateDesign),
+    and ``population`` times it as the total.  ``extra_variance``: the variance of an
+    independent estimate the values were computed with (added to the mean's)."""
     n_all = descrambled.size
     mask = _domain(domain, n_all)
     big_n = _population(population)
@@ -96,7 +97,7 @@ def estimate_mean(
                 f"sampling) or None, got {type(sample_design).__name__}."
             )
         res = survey_ratio(descrambled, np.ones(n_all), sample_design, domain=mask)
-        value, se = float(res.value), float(res.se)
+        value, se = float(res.value), math.sqrt(float(res.se) ** 2 + extra_variance)
         return NumberEstimate(
             parameter, value, se, res.df, res.n, res.variance_method, design,
             sample_design=res.design, deff=float(res.deff), population=big_n,
@@ -112,14 +113,14 @@ def estimate_mean(
         )
     value = float(x.mean())
     s2 = float(x.var(ddof=1))
-    se = math.sqrt(s2 / n)
+    se = math.sqrt(s2 / n + extra_variance)
     if big_n is not None and mask is None and big_n < n:
         raise ParameterError(
             f"`population` must be at least the number of reports ({n}), got {big_n:g}."
         )
     return NumberEstimate(
         parameter, value, se, float(n - 1), n, "simple random sample", design,
-        se_plug_in=math.sqrt(s2 * (n - 1) / n / n), population=big_n,
+        se_plug_in=math.sqrt(s2 * (n - 1) / n / n + extra_variance), population=big_n,
         total=None if big_n is None else big_n * value,
         se_total=None if big_n is None else big_n * se, notes=notes,
     )  # fmt: skip

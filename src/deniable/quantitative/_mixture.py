@@ -13,14 +13,23 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import validation as v
+from deniable.exceptions import DataError, ParameterError
 from deniable.quantitative._base import ScrambledDesign, check_distribution
 from deniable.quantitative._distributions import Distribution, Exponential, Normal, open_uniform
-from deniable.quantitative._estimate import finite_array
-from deniable.quantitative._results import NumberPrivacy
+from deniable.quantitative._estimate import estimate_mean, finite_array
+from deniable.quantitative._results import NumberEstimate, NumberPrivacy
+from deniable.randomness import random_words, resolve_rng
 
 __all__ = ["UnrelatedQuantitative"]
 
 FloatArray = npt.NDArray[np.float64]
+
+
+def _finite_real(name: str, value: Any) -> float:
+    x = v.real(name, value)
+    if not math.isfinite(x):
+        raise ParameterError(f"`{name}` must be a finite real number, got {x}.")
+    return x
 
 
 @dataclass(frozen=True)
@@ -69,9 +78,63 @@ class UnrelatedQuantitative(ScrambledDesign):
         y = self.innocuous.sample(words[:, 1])
         return np.asarray(np.where(truthful, x, y), dtype=np.float64)
 
-    def descramble(self, reports: npt.ArrayLike) -> FloatArray:
+    def randomize(
+        self, values: npt.ArrayLike, *, rng: Any = None, innocuous_values: Any = None
+    ) -> FloatArray:
+        """One report per answer: the answer with probability ``p``, else the innocuous
+        number, drawn from ``innocuous`` or, with ``innocuous_values``, each respondent's
+        own answer to a real innocuous question (Greenberg et al. 1971).  Two words per
+        report either way."""
+        if innocuous_values is None:
+            return super().randomize(values, rng=rng)
+        x = self._answers(values)
+        y = finite_array("innocuous_values", innocuous_values, show=False)
+        if y.size != x.size:
+            raise DataError(
+                f"`innocuous_values` must have one entry per answer ({x.size}), got {y.size}."
+            )
+        words = random_words(resolve_rng(rng), 2 * x.size).reshape(x.size, 2)
+        truthful = open_uniform(words[:, 0]) < self.p
+        return np.asarray(np.where(truthful, x, y), dtype=np.float64)
+
+    def descramble(self, reports: npt.ArrayLike, *, innocuous_mean: Any = None) -> FloatArray:
+        """``(Z - (1 - p) E[Y]) / p``, with ``E[Y]`` the innocuous distribution's mean or
+        ``innocuous_mean``."""
         z = finite_array("reports", reports)
-        return np.asarray((z - (1 - self.p) * self.innocuous.mean) / self.p)
+        mean_y = self.innocuous.mean if innocuous_mean is None else _finite_real(
+            "innocuous_mean", innocuous_mean)  # fmt: skip
+        return np.asarray((z - (1 - self.p) * mean_y) / self.p)
+
+    def estimate(
+        self,
+        reports: npt.ArrayLike,
+        *,
+        sample_design: Any = None,
+        population: Any = None,
+        domain: Any = None,
+        innocuous_mean: Any = None,
+        innocuous_se: Any = 0.0,
+    ) -> NumberEstimate:
+        """The mean (see :meth:`ScrambledDesign.estimate`).  ``innocuous_mean`` replaces the
+        innocuous distribution's mean by an estimate of it (e.g. from a sample asked the
+        innocuous question directly) with standard error ``innocuous_se``, from a sample
+        independent of this one: its variance adds ``((1 - p) / p)^2 innocuous_se^2`` to the
+        mean's."""
+        se_y = v.positive("innocuous_se", innocuous_se, allow_zero=True)
+        if innocuous_mean is None and se_y > 0:
+            raise ParameterError(
+                "`innocuous_se` applies to an estimated `innocuous_mean`: give it too, or drop "
+                f"innocuous_se (got {se_y:g})."
+            )
+        notes: tuple[str, ...] = ()
+        if innocuous_mean is not None:
+            notes = (f"E[Y] estimated as {float(innocuous_mean):.6g} (SE {se_y:.6g}), "
+                     "independently of these reports",)  # fmt: skip
+        return estimate_mean(
+            self.descramble(reports, innocuous_mean=innocuous_mean), self.describe(),
+            sample_design=sample_design, population=population, domain=domain, notes=notes,
+            extra_variance=((1 - self.p) / self.p * se_y) ** 2,
+        )  # fmt: skip
 
     def report_mean(self, mean_x: float) -> float:
         return self.p * mean_x + (1 - self.p) * self.innocuous.mean

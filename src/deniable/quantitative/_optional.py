@@ -21,12 +21,12 @@ from deniable.quantitative._estimate import finite_array
 from deniable.quantitative._results import NumberEstimate, NumberPrivacy
 from deniable.randomness import random_words, resolve_rng
 
-__all__ = ["OptionalAdditive"]
+__all__ = ["OptionalAdditive", "subsamples"]
 
 FloatArray = npt.NDArray[np.float64]
 
 
-def _groups(group: Any, n: int) -> npt.NDArray[np.bool_]:
+def subsamples(group: Any, n: int) -> npt.NDArray[np.bool_]:
     """``True`` for the second subsample (group 2), from labels 1 and 2."""
     arr = np.asarray(group)
     if arr.ndim != 1 or arr.size != n or arr.dtype.kind not in "iu":
@@ -89,7 +89,7 @@ class OptionalAdditive(ScrambledDesign):
         each one's choice to scramble (a boolean array) or, to simulate, the probability
         ``T`` of choosing it.  Two words per report, whatever the answer and choice."""
         x = self._answers(values)
-        second = _groups(group, x.size)
+        second = subsamples(group, x.size)
         words = random_words(resolve_rng(rng), 2 * x.size).reshape(x.size, 2)
         if isinstance(scramble, np.ndarray | list | tuple):
             chosen = np.asarray(scramble)
@@ -151,7 +151,7 @@ class OptionalAdditive(ScrambledDesign):
         S_2)^2``, ``s_g^2`` the sample variance of ``Z^2`` there (independent subsamples;
         may leave [0, 1], like every moment estimate)."""
         z = finite_array("reports", reports)
-        second = _groups(group, z.size)
+        second = subsamples(group, z.size)
         sq = z * z
         parts = [sq[~second], sq[second]]
         if min(p.size for p in parts) < 2:
