@@ -97,6 +97,7 @@ class Additive(ScrambledDesign):
         )
         if isinstance(s, Laplace) and self.bounds is not None:
             low, high = self.bounds
+            # Proof note (additive Laplace scrambling, docs/architecture.md#proof-notes):
             # eps = (high - low) / b: f(z - x) / f(z - x') = exp((|z - x'| - |z - x|) / b)
             # <= exp(|x - x'| / b) (triangle inequality), attained for z >= high
             eps = (high - low) / s.scale
@@ -213,7 +214,7 @@ class Multiplicative(ScrambledDesign):
         )
         if isinstance(s, FDistribution) and self.bounds is not None and self.bounds[0] > 0:
             low, high = self.bounds
-            # Proof note (multiplicative F scrambling, docs/numbers.md#privacy): ln Z =
+            # Proof note (multiplicative F scrambling, docs/architecture.md#proof-notes): ln Z =
             # ln X + ln S, and ln S has the log density g(t) = d1 t / 2 - (d1 + d2) / 2 *
             # ln(1 + d1 / d2 e^t) + c, concave with slope in (-d2 / 2, d1 / 2): so
             # |g(t - a) - g(t - a')| <= max(d1, d2) / 2 |a - a'|, the limit in a tail.
