@@ -204,3 +204,24 @@ def test_bad_kinds_and_data() -> None:
         opt.randomize([1.0, 2.0], group=[1, 2], scramble=1.5, rng=1)
     with pytest.raises(DataError, match="each subsample"):
         opt.estimate_sensitivity([1.0, 2.0, 3.0], group=[1, 1, 2])
+
+
+def test_huge_values_never_overflow_silently() -> None:
+    # reports near the largest double: the mean and SE are computed on values / max|value|
+    # and scaled back; what cannot be represented is refused, naming the row
+    big = np.array([1e200, -1e200, 1e200, -1e200] * 5)
+    est = Additive(Normal(0, 1)).estimate(big)
+    assert est.value == 0.0
+    assert est.se == pytest.approx(1e200 * math.sqrt(20 / 19 / 20), rel=1e-12)
+    huge = np.array([1.7e308, 1.7e308, -1.7e308, 1.7e308])
+    est = Additive(Normal(0, 1)).estimate(huge)
+    assert math.isfinite(est.value) and math.isfinite(est.se)
+    with pytest.raises(DataError, match=r"`reports` is too large at row 0: its de-scrambled"):
+        Multiplicative(Uniform(0.001, 0.002)).estimate(huge)
+    with pytest.raises(DataError, match="`values` is too large at row 0: its scrambled report"):
+        Additive(Normal(1e308, 1)).randomize([1.7e308], rng=1)
+    opt = OptionalAdditive(Normal(0, 1), Normal(0, 2))
+    with pytest.raises(DataError, match="sensitivity level or its standard error"):
+        opt.estimate_sensitivity(huge, group=[1, 1, 2, 2])
+    t = opt.estimate_sensitivity(big[:4] * 1e-60, group=[1, 1, 2, 2])
+    assert math.isfinite(t.value) and math.isfinite(t.se)

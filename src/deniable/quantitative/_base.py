@@ -20,7 +20,7 @@ from deniable.common import format_parameters
 from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.quantitative._distributions import Distribution
-from deniable.quantitative._estimate import estimate_mean, finite_array
+from deniable.quantitative._estimate import estimate_mean, finite_array, finite_result
 from deniable.quantitative._results import NumberEstimate, NumberPrivacy
 from deniable.randomness import random_words, resolve_rng
 
@@ -131,7 +131,9 @@ class ScrambledDesign:
         ``rng`` (the CSPRNG by default; an int seed or a Generator for simulation)."""
         x = self._answers(values)
         words = random_words(resolve_rng(rng), x.size * self.words_per_report)
-        return self._scramble(x, words.reshape(x.size, self.words_per_report))
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = self._scramble(x, words.reshape(x.size, self.words_per_report))
+        return finite_result("values", z, "scrambled report")
 
     def estimate(
         self,
@@ -147,7 +149,9 @@ class ScrambledDesign:
         de-scrambled values are the linearization variables).  ``population``: the
         population size ``N`` (of the domain), for the total ``N`` times the mean.
         ``domain``: a boolean array selecting a subpopulation."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            xhat = self.descramble(reports)
         return estimate_mean(
-            self.descramble(reports), self.describe(), sample_design=sample_design,
+            xhat, self.describe(), sample_design=sample_design,
             population=population, domain=domain,
         )  # fmt: skip

@@ -26,7 +26,7 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.quantitative._results import NumberEstimate
 from deniable.sampling import ReplicateDesign, SampleDesign, survey_ratio
 
-__all__ = ["estimate_mean", "finite_array"]
+__all__ = ["estimate_mean", "finite_array", "finite_result", "scale_of"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -52,6 +52,25 @@ def finite_array(name: str, values: Any, *, show: bool = True) -> FloatArray:
     return out
 
 
+def scale_of(values: FloatArray) -> float:
+    """The largest absolute value (1 for all zeros): means and variances are computed on
+    ``values / scale`` and scaled back, so that squares of huge values cannot overflow."""
+    top = float(np.max(np.abs(values))) if values.size else 0.0
+    return top if top > 0 else 1.0
+
+
+def finite_result(name: str, values: FloatArray, what: str) -> FloatArray:
+    """``values``, or ``DataError`` naming the first row where ``what`` is not finite (a
+    value past the largest double)."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        raise DataError(
+            f"`{name}` is too large at row {int(np.argmax(bad))}: its {what} is past the "
+            "largest floating-point number."
+        )
+    return values
+
+
 def _population(population: Any) -> float | None:
     if population is None:
         return None
@@ -72,6 +91,19 @@ def _domain(domain: Any, n: int) -> npt.NDArray[np.bool_] | None:
     return arr.astype(bool)
 
 
+def _scaled(c: float, value: float, se: float, extra_variance: float) -> tuple[float, float]:
+    """``(c value, sqrt((c se)^2 + extra))``, refused past the largest double."""
+    with np.errstate(over="ignore"):
+        out_value = c * value
+        out_se = float(np.hypot(c * se, math.sqrt(extra_variance)))
+    if not (math.isfinite(out_value) and math.isfinite(out_se)):
+        raise DataError(
+            "`reports` are too large: their mean or its standard error is past the largest "
+            "floating-point number."
+        )
+    return out_value, out_se
+
+
 def estimate_mean(
     descrambled: FloatArray,
     design: str,
@@ -87,8 +119,10 @@ def estimate_mean(
     simple random sample or under ``sample_design`` (a SampleDesign or a ReplicateDesign),
     and ``population`` times it as the total.  ``extra_variance``: the variance of an
     independent estimate the values were computed with (added to the mean's)."""
+    finite_result("reports", descrambled, "de-scrambled value")
     n_all = descrambled.size
     mask = _domain(domain, n_all)
+    c = scale_of(descrambled)
     big_n = _population(population)
     if sample_design is not None:
         if not isinstance(sample_design, SampleDesign | ReplicateDesign):
@@ -96,8 +130,8 @@ def estimate_mean(
                 "`sample_design` must be a SampleDesign or a ReplicateDesign (deniable."
                 f"sampling) or None, got {type(sample_design).__name__}."
             )
-        res = survey_ratio(descrambled, np.ones(n_all), sample_design, domain=mask)
-        value, se = float(res.value), math.sqrt(float(res.se) ** 2 + extra_variance)
+        res = survey_ratio(descrambled / c, np.ones(n_all), sample_design, domain=mask)
+        value, se = _scaled(c, float(res.value), float(res.se), extra_variance)
         return NumberEstimate(
             parameter, value, se, res.df, res.n, res.variance_method, design,
             sample_design=res.design, deff=float(res.deff), population=big_n,
@@ -105,22 +139,22 @@ def estimate_mean(
             se_total=None if big_n is None else big_n * se,
             notes=(*notes, *res.notes),
         )  # fmt: skip
-    x = descrambled if mask is None else descrambled[mask]
+    x = (descrambled if mask is None else descrambled[mask]) / c
     n = x.size
     if n < 2:
         raise DataError(
             f"the mean's standard error needs at least 2 reports (in the domain), got {n}."
         )
-    value = float(x.mean())
     s2 = float(x.var(ddof=1))
-    se = math.sqrt(s2 / n + extra_variance)
+    value, se = _scaled(c, float(x.mean()), math.sqrt(s2 / n), extra_variance)
+    se_plug_in = _scaled(c, 0.0, math.sqrt(s2 * (n - 1) / n / n), extra_variance)[1]
     if big_n is not None and mask is None and big_n < n:
         raise ParameterError(
             f"`population` must be at least the number of reports ({n}), got {big_n:g}."
         )
     return NumberEstimate(
         parameter, value, se, float(n - 1), n, "simple random sample", design,
-        se_plug_in=math.sqrt(s2 * (n - 1) / n / n + extra_variance), population=big_n,
+        se_plug_in=se_plug_in, population=big_n,
         total=None if big_n is None else big_n * value,
         se_total=None if big_n is None else big_n * se, notes=notes,
     )  # fmt: skip

@@ -130,8 +130,10 @@ class UnrelatedQuantitative(ScrambledDesign):
         if innocuous_mean is not None:
             notes = (f"E[Y] estimated as {float(innocuous_mean):.6g} (SE {se_y:.6g}), "
                      "independently of these reports",)  # fmt: skip
+        with np.errstate(over="ignore", invalid="ignore"):
+            xhat = self.descramble(reports, innocuous_mean=innocuous_mean)
         return estimate_mean(
-            self.descramble(reports, innocuous_mean=innocuous_mean), self.describe(),
+            xhat, self.describe(),
             sample_design=sample_design, population=population, domain=domain, notes=notes,
             extra_variance=((1 - self.p) / self.p * se_y) ** 2,
         )  # fmt: skip

@@ -17,7 +17,7 @@ from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.quantitative._base import ScrambledDesign, check_distribution
 from deniable.quantitative._distributions import Distribution, open_uniform
-from deniable.quantitative._estimate import finite_array
+from deniable.quantitative._estimate import finite_array, scale_of
 from deniable.quantitative._optional import subsamples
 from deniable.quantitative._results import NumberEstimate, NumberPrivacy
 from deniable.randomness import random_words, resolve_rng
@@ -168,7 +168,9 @@ class UnrelatedQuantitativeUnknown(ScrambledDesign):
         a = self._coefficients()
         big_n = None if population is None else v.positive("population", population)
         n = int(sizes.sum())
-        parts = [z[groups[:, j] > 0] for j in range(2)]
+        c = scale_of(z)
+        zc = z / c  # computed on z / c and scaled back: no overflow on the way
+        parts = [zc[groups[:, j] > 0] for j in range(2)]
         srs_var = float(sum(a[j] ** 2 * parts[j].var(ddof=1) / parts[j].size for j in range(2)))
         if sample_design is None:
             means = np.array([p.mean() for p in parts])
@@ -186,11 +188,17 @@ class UnrelatedQuantitativeUnknown(ScrambledDesign):
                     f"`reports` must have one entry per respondent of the design "
                     f"({sample_design.n}), got {z.size}."
                 )
-            means, cov = ratio_estimate(sample_design, z[:, None] * groups, groups)
+            means, cov = ratio_estimate(sample_design, zc[:, None] * groups, groups)
             value, var = float(a @ means), float(a @ cov @ a)
             df, method = float(sample_design.df), sample_design.variance_method
             sample, deff = sample_design.describe(), var / srs_var if srs_var > 0 else math.nan
-        se = math.sqrt(max(var, 0.0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            value, se, means = value * c, math.sqrt(max(var, 0.0)) * c, means * c
+        if not (math.isfinite(value) and math.isfinite(se)):
+            raise DataError(
+                "`reports` are too large: the mean or its standard error is past the largest "
+                "floating-point number."
+            )
         return NumberEstimate(
             "mean", value, se, df, n, method, self.describe(), sample_design=sample,
             deff=deff, population=big_n, total=None if big_n is None else big_n * value,

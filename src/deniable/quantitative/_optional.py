@@ -17,7 +17,7 @@ from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError
 from deniable.quantitative._base import ScrambledDesign, check_distribution
 from deniable.quantitative._distributions import Distribution, open_uniform
-from deniable.quantitative._estimate import finite_array
+from deniable.quantitative._estimate import finite_array, finite_result, scale_of
 from deniable.quantitative._results import NumberEstimate, NumberPrivacy
 from deniable.randomness import random_words, resolve_rng
 
@@ -102,7 +102,9 @@ class OptionalAdditive(ScrambledDesign):
             t = v.probability("scramble", scramble)
             chosen = open_uniform(words[:, 0]) < t
         noise = np.where(second, self.second.sample(words[:, 1]), self.first.sample(words[:, 1]))
-        return np.asarray(x + np.where(chosen, noise, 0.0), dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = np.asarray(x + np.where(chosen, noise, 0.0), dtype=np.float64)
+        return finite_result("values", z, "scrambled report")
 
     def _scramble(self, x: FloatArray, words: npt.NDArray[np.uint64]) -> FloatArray:
         raise NotImplementedError  # randomize needs the subsamples
@@ -152,7 +154,8 @@ class OptionalAdditive(ScrambledDesign):
         may leave [0, 1], like every moment estimate)."""
         z = finite_array("reports", reports)
         second = subsamples(group, z.size)
-        sq = z * z
+        c = scale_of(z)
+        sq = (z / c) ** 2  # moments of (z / c)^2, scaled back by c^2: no overflow on the way
         parts = [sq[~second], sq[second]]
         if min(p.size for p in parts) < 2:
             raise DataError(
@@ -160,11 +163,18 @@ class OptionalAdditive(ScrambledDesign):
                 f"{parts[0].size} and {parts[1].size}."
             )
         gap = self.first.variance - self.second.variance
-        value = float((parts[0].mean() - parts[1].mean()) / gap)
-        var = sum(float(p.var(ddof=1)) / p.size for p in parts) / gap**2
+        with np.errstate(over="ignore", invalid="ignore"):
+            factor = np.float64(c) * np.float64(c) / gap
+            value = float((parts[0].mean() - parts[1].mean()) * factor)
+            se = float(math.sqrt(sum(float(p.var(ddof=1)) / p.size for p in parts)) * abs(factor))
+        if not (math.isfinite(value) and math.isfinite(se)):
+            raise DataError(
+                "`reports` are too large: the sensitivity level or its standard error is past "
+                "the largest floating-point number."
+            )
         df = float(min(p.size for p in parts) - 1)
         return NumberEstimate(
-            "sensitivity level", value, math.sqrt(var), df, z.size,
+            "sensitivity level", value, se, df, z.size,
             "two independent subsamples", self.describe(),
             notes=("df: the smaller subsample's size minus 1 (conservative)",),
         )  # fmt: skip
