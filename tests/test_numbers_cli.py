@@ -137,3 +137,12 @@ def test_bad_specs() -> None:
     with pytest.raises(ParameterError, match="`bounds` does not apply"):
         number_design({"design": "unrelated", "p": 0.5, "bounds": [0, 1],
                        "scrambler": {"distribution": "normal"}})  # fmt: skip
+
+
+def test_a_missing_distribution_parameter_is_named(data) -> None:  # type: ignore[no-untyped-def]
+    # found by the fuzzer: `-s laplace` without --param scale=... was a TypeError traceback
+    path, _, _ = data
+    one_error(run(runner, "numbers", path, "-c", "income", "-d", "additive", "-s", "laplace"),
+              "`scale` must be given for the laplace distribution")  # fmt: skip
+    with pytest.raises(ParameterError, match="`high` must be given for the uniform"):
+        number_design({"design": "additive", "scrambler": {"distribution": "uniform", "low": 0}})

@@ -5,6 +5,7 @@ back: ``{"design": "additive", "scrambler": {"distribution": "laplace", "scale":
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,6 +54,14 @@ def make_distribution(name: Any, params: Mapping[str, Any]) -> Distribution:
         raise ParameterError(
             f"`{unknown[0]}` is not a parameter of the {kind} distribution (its parameters: "
             f"{', '.join(allowed)})."
+        )
+    required = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                if f.default is dataclasses.MISSING]  # fmt: skip
+    missing = [k for k in required if k not in params]
+    if missing:
+        raise ParameterError(
+            f"`{missing[0]}` must be given for the {kind} distribution (its parameters: "
+            f"{', '.join(allowed)}), got none."
         )
     return cls(**{k: params[k] for k in allowed if k in params})
 
