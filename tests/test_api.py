@@ -28,6 +28,7 @@ PUBLIC_MODULES = (
     "deniable.mechanisms",
     "deniable.oracles",
     "deniable.plotting",
+    "deniable.quantitative",
     "deniable.randomness",
     "deniable.results",
     "deniable.service",

@@ -88,6 +88,7 @@ _SUBPACKAGES = frozenset(
         "mechanisms",
         "oracles",
         "plotting",
+        "quantitative",
         "randomness",
         "results",
         "service",

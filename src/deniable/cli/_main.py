@@ -64,6 +64,11 @@ COMMANDS: dict[str, Command] = {
         "Weights from population margins: rake (or post-stratify) the rows of a report table "
         "to a margins CSV, optionally trim, and write the table with a weight column.",
     ),
+    "numbers": Command(
+        "deniable.cli._numbers", "cli",
+        "The mean (and total) of a sensitive number asked by scrambled response, from a column "
+        "of a report file, optionally under the sample's design, with the design's privacy.",
+    ),
     "simulation-study": Command(
         "deniable.cli._study", "cli",
         "Repeat a simulated survey: bias, SEs, RMSE, interval coverage (and power).",
