@@ -64,6 +64,11 @@ COMMANDS: dict[str, Command] = {
         "Weights from population margins: rake (or post-stratify) the rows of a report table "
         "to a margins CSV, optionally trim, and write the table with a weight column.",
     ),
+    "crosstab": Command(
+        "deniable.cli._crosstab", "cli",
+        "Two randomized items together: their joint distribution, association (odds ratio, "
+        "risk difference, corrected correlation, ...) and a test of independence.",
+    ),
     "simulation-study": Command(
         "deniable.cli._study", "cli",
         "Repeat a simulated survey: bias, SEs, RMSE, interval coverage (and power).",
