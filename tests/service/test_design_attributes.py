@@ -92,7 +92,7 @@ def test_attributes_are_stored_beside_the_token_only(filled: Any) -> None:
 
 
 def test_design_endpoint_is_deniable_sampling(filled: Any) -> None:
-    store, client, _, rows = filled
+    _, client, _, rows = filled
     r = client.get(f"/api/surveys/{SID}/design", headers=admin_headers())
     assert r.status_code == 200, r.text
     doc = r.json()["design"]
@@ -113,7 +113,7 @@ def test_design_endpoint_is_deniable_sampling(filled: Any) -> None:
         assert np.allclose(based["estimate"], np.asarray(want.to_dict()["estimate"]), rtol=1e-12)
         assert np.allclose(based["deff"], np.asarray(want.to_dict()["deff"]), rtol=1e-12)
         assert based["df"] == want.df == 4 * 3 + 2 - 5  # PSUs - strata
-    assert 0 < got["b"]["design_based"]["se"] and got["b"]["n"] == sum("b" in r for _, r in rows)
+    assert got["b"]["design_based"]["se"] > 0 and got["b"]["n"] == sum("b" in r for _, r in rows)
     # the small stratum's count is hidden, the others shown
     strata = {s["stratum"]: s for s in doc["strata"]}
     assert strata["tiny"] == {"stratum": "tiny", "n": None, "hidden": True}
@@ -121,7 +121,7 @@ def test_design_endpoint_is_deniable_sampling(filled: Any) -> None:
 
 
 def test_export_round_trip_reproduces_the_dashboard(filled: Any, tmp_path: Path) -> None:
-    _, client, _, rows = filled
+    _, client, _, _ = filled
     r = client.get(f"/api/surveys/{SID}/export.csv", headers=admin_headers())
     assert r.status_code == 200, r.text
     header = r.text.splitlines()[0].split(",")
