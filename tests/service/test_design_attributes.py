@@ -265,3 +265,28 @@ def test_migration_0004_keeps_the_invitations(db_url: str) -> None:
         rows = conn.execute(sa.select(invitations.c.token_hash, invitations.c.attributes)).all()
     store.close()
     assert [tuple(r) for r in rows] == [("abc", None)]
+
+
+def test_dashboard_shows_the_design_based_estimates(filled: Any) -> None:
+    import html as html_lib
+
+    from deniable.common import format_number
+
+    _, client, _, _ = filled
+    design = client.get(f"/api/surveys/{SID}/design", headers=admin_headers()).json()["design"]
+    page = client.get(f"/dashboard/{SID}", headers=admin_headers())
+    assert page.status_code == 200, page.text
+    text = html_lib.unescape(page.text)
+    assert "Design-based estimates" in text
+    got = {q["question"]: q["design_based"] for q in design["questions"]}
+    for qid in ("a", "b"):
+        for key in ("estimate", "se", "deff"):
+            assert format_number(got[qid][key], 6) in text, (qid, key)
+        assert f"<td>{got[qid]['df']}</td>" in text
+    for j in range(4):  # the categorical question, one row per category
+        assert format_number(got["c"]["estimate"][j], 6) in text
+    assert "<th scope=\"row\">tiny</th><td>fewer than 10</td>" in text
+    # a survey without design attributes shows no such section
+    add_survey(filled[0], "plain", respondents="invitation")
+    plain = client.get("/dashboard/plain", headers=admin_headers())
+    assert plain.status_code == 200 and "Design-based estimates" not in plain.text

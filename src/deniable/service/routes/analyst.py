@@ -45,6 +45,7 @@ from deniable.service.core.security import ApiError, require_admin
 from deniable.service.routes.reads import (
     budget_data,
     checked,
+    design_data,
     results_data,
     store_of,
     survey_of,
@@ -301,12 +302,7 @@ def design(request: Request, survey_id: str, level: Level = 0.95) -> JSONRespons
     """The design-based estimates of every question (weighted, stratified, clustered:
     ``deniable.sampling.survey_estimate``) when the survey's invitations carry design
     attributes; ``{"design": null}`` when none does."""
-    survey = survey_of(request, survey_id)
-    store = store_of(request)
-    attributes = store.design_attributes(survey_id)
-    rows = list(store.export_rows(survey_id))
-    doc = checked(lambda: an.design_results(survey, rows, attributes, level=level))
-    return _json({"design": doc})
+    return _json({"design": design_data(request, survey_of(request, survey_id), level)})
 
 
 @router.get("/api/surveys/{survey_id}/results.json", dependencies=ADMIN, tags=["dashboard"])
