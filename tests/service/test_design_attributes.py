@@ -285,8 +285,41 @@ def test_dashboard_shows_the_design_based_estimates(filled: Any) -> None:
         assert f"<td>{got[qid]['df']}</td>" in text
     for j in range(4):  # the categorical question, one row per category
         assert format_number(got["c"]["estimate"][j], 6) in text
-    assert "<th scope=\"row\">tiny</th><td>fewer than 10</td>" in text
+    assert '<th scope="row">tiny</th><td>fewer than 10</td>' in text
     # a survey without design attributes shows no such section
     add_survey(filled[0], "plain", respondents="invitation")
     plain = client.get("/dashboard/plain", headers=admin_headers())
     assert plain.status_code == 200 and "Design-based estimates" not in plain.text
+
+
+def test_respondents_without_attributes_are_left_out_and_counted(filled: Any) -> None:
+    store, client, _, rows = filled
+    before = client.get(f"/api/surveys/{SID}/design", headers=admin_headers()).json()["design"]
+    _, rid = store.create_respondent(SID)  # an interview: no invitation, no attributes
+    store.submit_batch(SID, [(rid, "a", 1), (rid, "b", 1)])
+    after = client.get(f"/api/surveys/{SID}/design", headers=admin_headers()).json()["design"]
+    assert (before["without_attributes"], after["without_attributes"]) == (0, 1)
+    assert after["n"] == before["n"] == len(rows)
+    assert after["questions"] == before["questions"]
+    page = client.get(f"/dashboard/{SID}", headers=admin_headers()).text
+    assert "1 respondents with reports came without design attributes" in page
+
+
+def test_design_endpoint_needs_the_admin(filled: Any) -> None:
+    _, client, _, _ = filled
+    r = client.get(f"/api/surveys/{SID}/design")
+    assert r.status_code == 401 and "error" in r.json()
+
+
+def test_attribute_values_are_text_on_the_page(store: ServiceStore) -> None:
+    add_survey(store, SID, respondents="invitation")
+    client = make_client(store)
+    attrs = [{"stratum": "<b>s</b>", "psu": f"p{i % 2}", "weight": 1.0} for i in range(MIN_CELL)]
+    r = client.post(f"/api/surveys/{SID}/invitations", headers=admin_headers(),
+                    json={"count": len(attrs), "attributes": attrs})  # fmt: skip
+    assert r.status_code == 201, r.text
+    for token in r.json()["invitations"]:
+        _, rid = store.open_session(SID, token)
+        store.submit_batch(SID, [(rid, "a", 1)])
+    page = client.get(f"/dashboard/{SID}", headers=admin_headers()).text
+    assert "&lt;b&gt;s&lt;/b&gt;" in page and "<b>s</b>" not in page

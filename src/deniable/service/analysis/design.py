@@ -51,7 +51,8 @@ def design_results(
 ) -> dict[str, Any] | None:
     """The design-based estimate of every question (``None`` when no respondent carries a
     stratum, a PSU or a weight): ``{"design": ..., "questions": [{"question": id,
-    "design_based": SurveyEstimate.to_dict() or an "error"}, ...]}``.
+    "design_based": SurveyEstimate.to_dict() or an "error"}, ...], "without_attributes":
+    respondents with reports but no attributes, left out}``.
 
     ``rows``: the store's export rows (``{"respondent": id, question id: report or
     None}``); ``attributes``: each respondent's design attributes.
@@ -59,11 +60,12 @@ def design_results(
     columns = [c for c in design_columns(attributes) if c in DESIGN_COLUMNS]
     if not columns:
         return None
-    kept = [r for r in rows if int(r["respondent"]) in attributes
-            and any(r.get(q.id) is not None for q in survey.questions)]  # fmt: skip
-    total = sum(1 for _ in kept)
+    answered = [r for r in rows if any(r.get(q.id) is not None for q in survey.questions)]
+    kept = [r for r in answered if int(r["respondent"]) in attributes]
+    total = len(kept)
     out: dict[str, Any] = {"attributes": design_columns(attributes), "level": level,
-                           "min_cell": MIN_CELL}  # fmt: skip
+                           "min_cell": MIN_CELL,
+                           "without_attributes": len(answered) - total}  # fmt: skip
     if total == 0:
         out.update(n=0, design=None, questions=[], strata=[])
         return out

@@ -122,6 +122,7 @@ def _design(design: Mapping[str, Any] | None, results: Mapping[str, Any]) -> Any
         "attributes": ", ".join(design["attributes"]), "error": design.get("error"),
         "deff_weights": num(design["deff_weights"]) if "deff_weights" in design else "–",
         "pct": f"{float(design['level']):.0%}",
+        "without": int(design.get("without_attributes", 0)),
     }  # fmt: skip
 
 
