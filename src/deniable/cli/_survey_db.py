@@ -253,9 +253,9 @@ def invite_command(
         except DeniableError as exc:
             fail(f"--db: {exc}")
         try:
-            store.create_invitations(
-                sid, count, before_commit=publish, attributes=attrs, variables=variables
-            )
+            # the design attributes only when given (the call is otherwise as before)
+            extra = {} if attrs is None else {"attributes": attrs, "variables": variables}
+            store.create_invitations(sid, count, before_commit=publish, **extra)
         except BaseException as exc:
             if written:
                 _settle(lifecycle, store, sid, written, target, exc)
