@@ -69,6 +69,11 @@ COMMANDS: dict[str, Command] = {
         "The mean (and total) of a sensitive number asked by scrambled response, from a column "
         "of a report file, optionally under the sample's design, with the design's privacy.",
     ),
+    "crosstab": Command(
+        "deniable.cli._crosstab", "cli",
+        "Two randomized items together: their joint distribution, association (odds ratio, "
+        "risk difference, corrected correlation, ...) and a test of independence.",
+    ),
     "simulation-study": Command(
         "deniable.cli._study", "cli",
         "Repeat a simulated survey: bias, SEs, RMSE, interval coverage (and power).",

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import typer
 
 from deniable.cli._base import CliError, fail
+from deniable.cli._invite_attributes import read_attributes, store_error
 from deniable.cli._options import JsonOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._serve import serve_settings
@@ -193,6 +194,17 @@ def invite_command(
             show_default=False,
         ),
     ] = None,
+    attributes: Annotated[
+        str | None,
+        typer.Option(
+            "--attributes",
+            metavar="CSV",
+            help="Design attributes, one row per invitation (the links are written in its "
+            "order): columns stratum, psu, weight and raking variables (e.g. region); not "
+            "sensitive (what you know already).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Create single-use invitation links for a survey and write them to a new file (the
     tokens are shown once: the database keeps only their hashes)."""
@@ -209,6 +221,7 @@ def invite_command(
         )
     if not target.parent.is_dir():
         fail(f"`--out` {out!r}: the directory {str(target.parent)!r} does not exist.")
+    attrs, variables = (None, []) if attributes is None else read_attributes(attributes, count)
     lifecycle, _ = _service("invite")
     stored_id = survey if survey is not None and _is_stored_id(survey) else None
     settings = _settings(db, None if stored_id is not None else survey)
@@ -240,14 +253,19 @@ def invite_command(
         except DeniableError as exc:
             fail(f"--db: {exc}")
         try:
-            store.create_invitations(sid, count, before_commit=publish)
+            # the design attributes only when given (the call is otherwise as before)
+            extra = {} if attrs is None else {"attributes": attrs, "variables": variables}
+            store.create_invitations(sid, count, before_commit=publish, **extra)
         except BaseException as exc:
             if written:
                 _settle(lifecycle, store, sid, written, target, exc)
+            if attrs is not None and isinstance(exc, DeniableError):
+                fail(store_error(attributes or "", exc))
             if isinstance(exc, Exception) and not isinstance(exc, CliError | DeniableError):
                 fail(f"--db: cannot create the invitations ({type(exc).__name__}: {exc})")
             raise
-    lines = [f"wrote {count} single-use invitation links to {out}",
+    lines = [f"wrote {count} single-use invitation links to {out}"
+             + ("" if attrs is None else f" (in the order of {attributes})"),
              f"  database: {shown(url)}", f"  links:    {base}/s/{sid}?invitation=..."]  # fmt: skip
     if state != "live":
         why = {"closed": f"closed (deniable survey reopen {sid})",

@@ -16,9 +16,13 @@ Every number the dashboard shows comes from here, and each function is also a JS
   probabilities (:func:`deniable.estimation.majority_decision`);
 * :func:`robustness` -- the fake respondents that would move each estimate;
 * :func:`arrival_rates` -- sessions and reports per minute or hour, bursts flagged;
+* :func:`design_results` -- under the design attributes of the invitations (stratum, PSU,
+  weight), every question's design-based estimate (:func:`deniable.sampling.survey_estimate`)
+  with its SE, interval, design effect and degrees of freedom;
 * :func:`export_table` -- the randomized reports, one row per respondent and one column per
-  question, with nothing else: no respondent id, no time, rows sorted by their reports so
-  that their order reveals nothing about who came when.
+  question, then the design attributes of the respondent's invitation if any, with nothing
+  else: no respondent id, no time, rows sorted by their reports so that their order
+  reveals nothing about who came when.
 
 The estimators are the designs' own (``design.estimate(tally)``), the same code
 ``deniable analyze`` runs on an export, so the dashboard and an analysis of the export
@@ -36,6 +40,7 @@ from deniable.service.analysis.arrivals import (
     bursts,
 )
 from deniable.service.analysis.budget import DEFAULT_BINS, budget
+from deniable.service.analysis.design import MIN_CELL, design_columns, design_results
 from deniable.service.analysis.estimates import (
     BUCKETS,
     forest_rows,
@@ -61,10 +66,13 @@ __all__ = [
     "DEFAULT_BINS",
     "DEFAULT_SHIFT",
     "MAX_WINDOWS",
+    "MIN_CELL",
     "RESULTS_SCHEMA",
     "arrival_rates",
     "budget",
     "bursts",
+    "design_columns",
+    "design_results",
     "export_columns",
     "export_table",
     "forest_rows",

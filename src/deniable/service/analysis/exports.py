@@ -11,6 +11,7 @@ import numpy.typing as npt
 
 from deniable.designs import Tally
 from deniable.service.analysis.budget import budget
+from deniable.service.analysis.design import design_columns
 from deniable.service.analysis.estimates import is_binary, majority, results
 from deniable.survey import Survey
 
@@ -20,27 +21,42 @@ __all__ = ["RESULTS_SCHEMA", "export_columns", "export_table", "results_document
 RESULTS_SCHEMA = "deniable.service.results/1"
 
 
-def export_columns(survey: Survey) -> list[str]:
-    """The columns of an export: the question ids, in the survey's order."""
-    return [q.id for q in survey.questions]
+def export_columns(
+    survey: Survey, attributes: Mapping[int, Mapping[str, Any]] | None = None
+) -> list[str]:
+    """The columns of an export: the question ids, in the survey's order, then the design
+    columns of the respondents' invitations (``stratum``, ``psu``, ``weight``, raking
+    variables: :func:`~deniable.service.analysis.design.design_columns`), if any."""
+    return [q.id for q in survey.questions] + design_columns(attributes or {})
 
 
-def export_table(survey: Survey, rows: Iterable[Mapping[str, Any]]) -> list[tuple[int | None, ...]]:
+def export_table(
+    survey: Survey,
+    rows: Iterable[Mapping[str, Any]],
+    attributes: Mapping[int, Mapping[str, Any]] | None = None,
+) -> list[tuple[Any, ...]]:
     """The randomized reports, one tuple per respondent (the values of
-    :func:`export_columns`; ``None`` where the respondent sent no report for a question).
+    :func:`export_columns`; ``None`` where the respondent sent no report for a question),
+    with the design attributes of the respondent's invitation (``attributes``:
+    ``{respondent id: {name: value}}``; ``None`` where it had none).
 
-    Only the report values are kept: respondent ids, times and anything else in ``rows``
-    are dropped, respondents without any report are left out, and the rows are sorted by
-    their reports (missing first), so that neither a column nor the order of the rows tells
-    who answered when.
+    Only the report values and the design attributes are kept: respondent ids, times and
+    anything else in ``rows`` are dropped, respondents without any report are left out,
+    and the rows are sorted by their reports (missing first), then their attributes, so
+    that neither a column nor the order of the rows tells who answered when.
     """
-    cols = export_columns(survey)
-    table: list[tuple[int | None, ...]] = []
+    attributes = attributes or {}
+    qids = [q.id for q in survey.questions]
+    extra = design_columns(attributes)
+    table: list[tuple[Any, ...]] = []
     for row in rows:
-        values = tuple(None if row.get(c) is None else int(row[c]) for c in cols)
+        values = tuple(None if row.get(c) is None else int(row[c]) for c in qids)
         if any(x is not None for x in values):
-            table.append(values)
-    table.sort(key=lambda r: tuple(-1 if x is None else x for x in r))
+            known = attributes.get(int(row.get("respondent", -1)), {})
+            table.append(values + tuple(known.get(c) for c in extra))
+    n = len(qids)
+    table.sort(key=lambda r: (tuple(-1 if x is None else x for x in r[:n]),
+                              tuple("" if x is None else str(x) for x in r[n:])))  # fmt: skip
     return table
 
 

@@ -94,6 +94,38 @@ def _results(results: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _design(design: Mapping[str, Any] | None, results: Mapping[str, Any]) -> Any:
+    """The design-based estimates beside the unweighted ones: one row per yes/no question
+    (per category of a categorical one)."""
+    if design is None:
+        return None
+    plain = {q["id"]: q for q in results["questions"]}
+    rows: list[tuple[str, ...]] = []
+    for entry in design.get("questions", []):
+        q, based = plain[entry["question"]], entry["design_based"]
+        if based is None:
+            rows.append((q["id"], *["–"] * 7, entry.get("error", "")))
+            continue
+        categories = isinstance(based["estimate"], list)
+        labels = q["labels"] if categories else [None]
+        for j, label in enumerate(labels):
+            cells = [q["estimate"], q["se"], based["estimate"], based["se"], based["ci_t"],
+                     based["deff"]]  # fmt: skip
+            est, se, d_est, d_se, d_ci, deff = (c[j] if categories else c for c in cells)
+            head = q["id"] if label is None else f"{q['id']}: {label}"
+            rows.append((head, num(est), num(se), num(d_est), num(d_se), ci(d_ci), num(deff),
+                         str(based["df"]), str(entry["n"])))  # fmt: skip
+    strata = [(s["stratum"], f"fewer than {design['min_cell']}" if s["hidden"] else str(s["n"]))
+              for s in design.get("strata", [])]  # fmt: skip
+    return {
+        "rows": rows, "strata": strata, "n": design["n"], "design": design.get("design") or "–",
+        "attributes": ", ".join(design["attributes"]), "error": design.get("error"),
+        "deff_weights": num(design["deff_weights"]) if "deff_weights" in design else "–",
+        "pct": f"{float(design['level']):.0%}",
+        "without": int(design.get("without_attributes", 0)),
+    }  # fmt: skip
+
+
 def _majority(majorities: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
     return [
         (m["question"], str(m["n"]), str(m["yes"]), m["decision_rule"] or "–",
@@ -224,11 +256,14 @@ def survey_page(
     rate: str | None = None,
     robustness: Mapping[str, Any] | None = None,
     arrivals: Mapping[str, Any] | None = None,
+    design: Mapping[str, Any] | None = None,
 ) -> str:
     """One survey's dashboard: how respondents come and the state (``status``), the
     estimates (tables and forest plot) and their robustness (``robustness``), the majority
     panel, the arrival rates (``arrivals``), the estimates over time, the budget spent and
-    the exports; each from the dict of its JSON endpoint."""
+    the exports, and the design-based estimates beside the unweighted ones when the
+    invitations carry design attributes (``design``); each from the dict of its JSON
+    endpoint."""
     sid = quote(str(survey["id"]), safe="")
     level = float(results["level"])
     query = urlencode({"level": f"{level:g}", "bucket": bucket})
@@ -244,6 +279,7 @@ def survey_page(
         access=_access(status),
         controls=_controls(level, bucket, shift, rate),
         results=_results(results),
+        design=_design(design, results),
         robustness=_robustness(robustness),
         majority=_majority(majorities),
         arrivals=_arrivals(arrivals),

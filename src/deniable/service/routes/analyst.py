@@ -21,7 +21,10 @@ export needs pyarrow (the ``[data]`` extra).
 ``GET /api/surveys/{id}/plots/forest.svg``             every question's estimate and interval
 ``GET /api/surveys/{id}/plots/timeline/{q}.svg``       the estimate over time
 ``GET /api/surveys/{id}/plots/budget.svg``             the histogram of epsilon spent
-``GET /api/surveys/{id}/export.csv``, ``.parquet``     the randomized reports, nothing else
+``GET /api/surveys/{id}/design?level=0.95``            the design-based estimates (invitations
+                                                       with design attributes), deff, df
+``GET /api/surveys/{id}/export.csv``, ``.parquet``     the randomized reports and the design
+                                                       attributes, nothing else
 ``GET /api/surveys/{id}/results.json``                 the survey, results, budget, majorities
 =====================================================  =========================================
 """
@@ -42,6 +45,7 @@ from deniable.service.core.security import ApiError, require_admin
 from deniable.service.routes.reads import (
     budget_data,
     checked,
+    design_data,
     results_data,
     store_of,
     survey_of,
@@ -229,9 +233,19 @@ def budget_plot(request: Request, survey_id: str) -> Response:
 
 
 # --------------------------------------------------------------------------- exports
-def _export(request: Request, survey: Survey) -> tuple[list[str], list[tuple[int | None, ...]]]:
-    rows = store_of(request).export_rows(survey.id)
-    return an.export_columns(survey), an.export_table(survey, rows)
+def _export(request: Request, survey: Survey) -> tuple[list[str], list[tuple[Any, ...]]]:
+    store = store_of(request)
+    attributes = store.design_attributes(survey.id)
+    rows = store.export_rows(survey.id)
+    return an.export_columns(survey, attributes), an.export_table(survey, rows, attributes)
+
+
+def _arrow_type(pa: Any, name: str, survey: Survey) -> Any:
+    """A report column is a nullable int64; the design weight a float64; another design
+    attribute (stratum, PSU, raking variable) text."""
+    if name in {q.id for q in survey.questions}:
+        return pa.int64()
+    return pa.float64() if name == "weight" else pa.string()
 
 
 @router.get(
@@ -242,7 +256,9 @@ def _export(request: Request, survey: Survey) -> tuple[list[str], list[tuple[int
 )
 def export_csv(request: Request, survey_id: str) -> Response:
     """The randomized reports: one row per respondent, one column per question (the report
-    values; empty where none was sent), nothing else."""
+    values; empty where none was sent), then the design attributes of the respondent's
+    invitation (stratum, psu, weight, raking variables) if the survey's invitations carry
+    any; nothing else."""
     survey = survey_of(request, survey_id)
     cols, table = _export(request, survey)
     buf = io.StringIO()
@@ -261,7 +277,8 @@ def export_csv(request: Request, survey_id: str) -> Response:
     response_class=_ParquetResponse,
 )
 def export_parquet(request: Request, survey_id: str) -> Response:
-    """The randomized reports as Parquet (nullable int64 columns, one per question)."""
+    """The randomized reports as Parquet (nullable int64 columns, one per question; the
+    design attributes after them, the weight as float64 and the others as text)."""
     survey = survey_of(request, survey_id)
     try:
         import pyarrow as pa
@@ -271,12 +288,21 @@ def export_parquet(request: Request, survey_id: str) -> Response:
             501, "the Parquet export needs pyarrow: pip install 'deniable[data]'"
         ) from None
     cols, table = _export(request, survey)
-    arrays = [pa.array([row[i] for row in table], type=pa.int64()) for i in range(len(cols))]
+    arrays = [pa.array([row[i] for row in table], type=_arrow_type(pa, c, survey))
+              for i, c in enumerate(cols)]  # fmt: skip
     buf = io.BytesIO()
     pq.write_table(pa.Table.from_arrays(arrays, names=cols), buf)
     headers = dict(NO_STORE)
     headers["Content-Disposition"] = f'attachment; filename="{survey.id}-reports.parquet"'
     return Response(buf.getvalue(), media_type="application/vnd.apache.parquet", headers=headers)
+
+
+@router.get("/api/surveys/{survey_id}/design", dependencies=ADMIN, tags=["dashboard"])
+def design(request: Request, survey_id: str, level: Level = 0.95) -> JSONResponse:
+    """The design-based estimates of every question (weighted, stratified, clustered:
+    ``deniable.sampling.survey_estimate``) when the survey's invitations carry design
+    attributes; ``{"design": null}`` when none does."""
+    return _json({"design": design_data(request, survey_of(request, survey_id), level)})
 
 
 @router.get("/api/surveys/{survey_id}/results.json", dependencies=ADMIN, tags=["dashboard"])

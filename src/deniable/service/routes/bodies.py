@@ -65,7 +65,21 @@ class InterviewerRequest(_Strict):
     reports: Annotated[list[InterviewerItem], Field(min_length=1, max_length=1000)]
 
 
+#: An attribute's name, and a raking variable's (``storage/attributes.py`` has the rules).
+_Name = Annotated[str, Field(min_length=1, max_length=32)]
+#: An attribute's value: a text (stratum, PSU, a raking variable's level) or the weight.
+_Value = Annotated[str, Field(max_length=64)] | int | float
+
+
 class InvitationRequest(_Strict):
-    """How many single-use invitation tokens to create."""
+    """How many single-use invitation tokens to create and, optionally, the non-sensitive
+    design attributes of each (``attributes``, one object per invitation, in the order of
+    the tokens returned: ``stratum``, ``psu``, ``weight`` and the raking variables declared
+    in ``variables``)."""
 
     count: Annotated[int, Field(ge=1, le=10_000)]
+    attributes: Annotated[
+        list[Annotated[dict[_Name, _Value], Field(max_length=11)]] | None,
+        Field(max_length=10_000),
+    ] = None
+    variables: Annotated[list[_Name], Field(max_length=8)] = []

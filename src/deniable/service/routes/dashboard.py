@@ -39,6 +39,7 @@ from deniable.service.routes.integrity import Rate, Shift
 from deniable.service.routes.reads import (
     arrival_data,
     budget_data,
+    design_data,
     majorities_data,
     results_data,
     robustness_data,
@@ -155,5 +156,6 @@ def survey_dashboard(
         rate=rate,
         robustness=robustness_data(request, survey, shift),
         arrivals=arrival_data(request, survey, rate),
+        design=design_data(request, survey, level),
     )
     return _html(page)

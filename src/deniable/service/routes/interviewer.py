@@ -92,8 +92,11 @@ def interviewer(request: Request, info: SurveyDep, body: InterviewerRequest) -> 
     dependencies=[Depends(require_admin)],
 )
 def invitations(request: Request, info: SurveyDep, body: InvitationRequest) -> dict[str, Any]:
-    """``count`` new invitation tokens (shown once; the server keeps only their hashes)."""
-    tokens = request.app.state.store.create_invitations(info.survey.id, body.count)
+    """``count`` new invitation tokens (shown once; the server keeps only their hashes),
+    each with its design attributes if ``attributes`` is given (in the same order)."""
+    tokens = request.app.state.store.create_invitations(
+        info.survey.id, body.count, attributes=body.attributes, variables=body.variables
+    )
     return {"invitations": list(tokens)}
 
 

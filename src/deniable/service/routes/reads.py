@@ -23,6 +23,7 @@ __all__ = [
     "arrival_data",
     "budget_data",
     "checked",
+    "design_data",
     "majorities_data",
     "results_data",
     "robustness_data",
@@ -68,6 +69,21 @@ def results_data(request: Request, survey: Survey, level: float) -> dict[str, An
     """:func:`deniable.service.analysis.results` of the stored reports."""
     tallies = tallies_of(request, survey.id)
     out: dict[str, Any] = checked(lambda: an.results(survey, tallies, level=level))
+    return out
+
+
+def design_data(request: Request, survey: Survey, level: float) -> dict[str, Any] | None:
+    """:func:`deniable.service.analysis.design_results` of the stored reports and the
+    design attributes of the respondents' invitations (``None`` when none carries any; the
+    reports are read only when some do)."""
+    store = store_of(request)
+    attributes = store.design_attributes(survey.id)
+    if not attributes:
+        return None
+    rows = list(store.export_rows(survey.id))
+    out: dict[str, Any] | None = checked(
+        lambda: an.design_results(survey, rows, attributes, level=level)
+    )
     return out
 
 

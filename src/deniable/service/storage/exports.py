@@ -23,7 +23,12 @@ from deniable.designs import Tally
 from deniable.exceptions import ParameterError
 from deniable.service.storage.db import is_postgres, read_tx
 from deniable.service.storage.surveys import SurveyStore, ledger_key_column
-from deniable.service.storage.tables import ledger_respondent, reports, respondents
+from deniable.service.storage.tables import (
+    invitations,
+    ledger_respondent,
+    reports,
+    respondents,
+)
 
 __all__ = ["BUCKETS", "ExportStore", "arrival_counts"]
 
@@ -134,6 +139,21 @@ class ExportStore(SurveyStore):
                     row[q] = int(v)
             if row is not None:
                 yield row
+
+    def design_attributes(self, survey_id: str) -> dict[int, dict[str, Any]]:
+        """The design attributes of the survey's respondents who came by an invitation
+        that carried some: ``{respondent id: {name: value}}`` (no token, no time)."""
+        inv = invitations.c
+        with read_tx(self._engine) as conn:
+            self._survey(conn, survey_id)
+            rows = conn.execute(
+                sa.select(inv.respondent_id, inv.attributes).where(
+                    inv.survey_id == survey_id,
+                    inv.respondent_id.isnot(None),
+                    inv.attributes.isnot(None),
+                )
+            ).all()
+        return {int(i): dict(a) for i, a in rows if a}
 
 
 def arrival_counts(store: Any, survey_id: str, width: int) -> tuple[dict[int, int], dict[int, int]]:

@@ -13,7 +13,7 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 from deniable.service.storage._sql import listed, member, per_dialect, retrying
+from deniable.service.storage.attributes import check_attributes
 from deniable.service.storage.db import is_postgres, read_tx
 from deniable.service.storage.surveys import SurveyClosedError, SurveyStore
 from deniable.service.storage.tables import invitations, respondents
@@ -46,6 +47,22 @@ def _token_ids(postgres: bool) -> Any:
     )
 
 
+def _same_names(conn: Connection, survey_id: str, first: Mapping[str, Any]) -> None:
+    """Refuse attributes named otherwise than those of the survey's stored invitations (the
+    dashboard's design needs every respondent's same attributes)."""
+    inv = invitations.c
+    stored = conn.execute(
+        sa.select(inv.attributes)
+        .where(inv.survey_id == survey_id, inv.attributes.isnot(None))
+        .limit(1)
+    ).scalar()
+    if stored and sorted(stored) != sorted(first):
+        raise ParameterError(
+            f"`attributes` must name the attributes of survey {survey_id!r}'s invitations "
+            f"({', '.join(sorted(stored))}), got {', '.join(sorted(first))}."
+        )
+
+
 class RespondentStore(SurveyStore):
     """Invitations, sessions and the respondents of tokens (see the module docstring)."""
 
@@ -55,9 +72,17 @@ class RespondentStore(SurveyStore):
         count: int,
         *,
         before_commit: Callable[[list[str]], object] | None = None,
+        attributes: Sequence[Mapping[str, Any]] | None = None,
+        variables: Sequence[str] = (),
     ) -> list[str]:
         """``count`` new single-use invitation tokens for the survey (only their hashes are
         stored: this is the one time they are seen).
+
+        ``attributes``: one mapping of non-sensitive design attributes per invitation, in
+        the order of the tokens returned (stratum, psu, weight and the raking variables
+        declared in ``variables``; :func:`~deniable.service.storage.attributes.check_attributes`
+        has the rules).  They are checked before anything is written, and must name the
+        same attributes as the survey's invitations stored with attributes before.
 
         ``before_commit(tokens)`` is called inside the transaction, after the invitations
         are inserted and before they are committed (it may be called again if the database
@@ -71,17 +96,24 @@ class RespondentStore(SurveyStore):
                 f"`count` must be in [1, {MAX_INVITATIONS}] (invitations per call), got {count}."
             )
         tokens = [secrets.token_urlsafe(32) for _ in range(int(count))]
+        checked: list[Any] = [None] * len(tokens)
 
         def work(conn: Connection) -> None:
-            self._survey(conn, survey_id)
+            survey = self._survey(conn, survey_id)
+            if attributes is not None:
+                reserved = [q.id for q in survey.questions]
+                checked[:] = check_attributes(attributes, int(count), variables=variables,
+                                              reserved=reserved)  # fmt: skip
+                _same_names(conn, survey_id, checked[0])
             now = time.time()
             conn.execute(
                 sa.insert(invitations),
                 [
-                    {"token_hash": hash_token(t), "survey_id": survey_id, "created_at": now}
-                    for t in tokens
+                    {"token_hash": hash_token(t), "survey_id": survey_id, "created_at": now,
+                     "attributes": a}
+                    for t, a in zip(tokens, checked, strict=True)
                 ],
-            )
+            )  # fmt: skip
             if before_commit is not None:
                 before_commit(list(tokens))
 

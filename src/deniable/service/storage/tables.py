@@ -73,6 +73,9 @@ invitations = sa.Table(
     sa.Column("respondent_id", sa.Integer, sa.ForeignKey("respondents.id"), nullable=True),
     sa.Column("created_at", Time, nullable=False),
     sa.Column("redeemed_at", Time, nullable=True),
+    # non-sensitive design attributes the analyst gave (stratum, psu, weight, raking
+    # variables: storage/attributes.py); NULL for none (migration 0004)
+    sa.Column("attributes", sa.JSON(none_as_null=True), nullable=True),
 )
 
 # one report per (survey, respondent, question): the primary key is the uniqueness
