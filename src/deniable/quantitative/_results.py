@@ -11,23 +11,12 @@ from typing import Any
 from deniable.common import format_epsilon, format_number, to_jsonable
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError, PrivacyError
-from deniable.results import ConfidenceInterval, Result, Table, normal_quantile
+from deniable.results import ConfidenceInterval, Result, Table, normal_quantile, t_quantile
 
-__all__ = ["NumberEstimate", "NumberPrivacy", "t_quantile"]
+__all__ = ["NumberEstimate", "NumberPrivacy"]
 
 #: The intervals every :class:`NumberEstimate` offers.
 INTERVALS = ("t", "wald")
-
-
-def t_quantile(level: float, df: float) -> float:
-    """Two-sided Student t quantile at ``level`` with ``df`` degrees of freedom (NaN for
-    ``df < 1``)."""
-    from scipy import stats
-
-    lvl = v.level(level)
-    if not df >= 1:
-        return math.nan
-    return float(stats.t.ppf(0.5 + lvl / 2, df))
 
 
 @dataclass(frozen=True)

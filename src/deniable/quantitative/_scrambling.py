@@ -28,6 +28,14 @@ _MOVING_SUPPORT = (
 )
 
 
+def _parameters(scrambler: Distribution, bounds: tuple[float, float] | None) -> dict[str, Any]:
+    """The parameters of a one-scrambler design: the scrambler, and the bounds if declared."""
+    out: dict[str, Any] = {"scrambler": scrambler.describe()}
+    if bounds is not None:
+        out["bounds"] = bounds
+    return out
+
+
 @dataclass(frozen=True)
 class Additive(ScrambledDesign):
     """Additive scrambling: the respondent reports ``Z = X + S``, ``S`` drawn from
@@ -58,10 +66,7 @@ class Additive(ScrambledDesign):
         object.__setattr__(self, "bounds", check_bounds(self.bounds))
 
     def parameters(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"scrambler": self.scrambler.describe()}
-        if self.bounds is not None:
-            out["bounds"] = self.bounds
-        return out
+        return _parameters(self.scrambler, self.bounds)
 
     def _scramble(self, x: FloatArray, words: npt.NDArray[np.uint64]) -> FloatArray:
         return np.asarray(x + self.scrambler.sample(words[:, 0]), dtype=np.float64)
@@ -166,10 +171,7 @@ class Multiplicative(ScrambledDesign):
         return cls(FDistribution(d1, d2), bounds=bounds)
 
     def parameters(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"scrambler": self.scrambler.describe()}
-        if self.bounds is not None:
-            out["bounds"] = self.bounds
-        return out
+        return _parameters(self.scrambler, self.bounds)
 
     def _scramble(self, x: FloatArray, words: npt.NDArray[np.uint64]) -> FloatArray:
         return np.asarray(x * self.scrambler.sample(words[:, 0]), dtype=np.float64)

@@ -11,29 +11,21 @@ from typing import Any
 
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.quantitative import _distributions as dist
 from deniable.quantitative._base import ScrambledDesign
-from deniable.quantitative._distributions import (
-    Constant,
-    Distribution,
-    Exponential,
-    FDistribution,
-    Laplace,
-    Normal,
-    Uniform,
-)
 from deniable.quantitative._mixture import UnrelatedQuantitative
 from deniable.quantitative._scrambling import Additive, Multiplicative
 
 __all__ = ["DISTRIBUTIONS", "NUMBER_DESIGNS", "make_distribution", "number_design", "number_spec"]
 
 #: Every scrambling distribution by name, with its parameters.
-DISTRIBUTIONS: dict[str, tuple[type[Distribution], tuple[str, ...]]] = {
-    "constant": (Constant, ("value",)),
-    "exponential": (Exponential, ("mean",)),
-    "f": (FDistribution, ("d1", "d2")),
-    "laplace": (Laplace, ("scale", "loc")),
-    "normal": (Normal, ("mean", "sd")),
-    "uniform": (Uniform, ("low", "high")),
+DISTRIBUTIONS: dict[str, tuple[type[dist.Distribution], tuple[str, ...]]] = {
+    "constant": (dist.Constant, ("value",)),
+    "exponential": (dist.Exponential, ("mean",)),
+    "f": (dist.FDistribution, ("d1", "d2")),
+    "laplace": (dist.Laplace, ("scale", "loc")),
+    "normal": (dist.Normal, ("mean", "sd")),
+    "uniform": (dist.Uniform, ("low", "high")),
 }
 
 #: The quantitative designs a spec can name (the optional design needs its subsamples and
@@ -41,7 +33,7 @@ DISTRIBUTIONS: dict[str, tuple[type[Distribution], tuple[str, ...]]] = {
 NUMBER_DESIGNS = ("additive", "multiplicative", "unrelated")
 
 
-def make_distribution(name: Any, params: Mapping[str, Any]) -> Distribution:
+def make_distribution(name: Any, params: Mapping[str, Any]) -> dist.Distribution:
     """The distribution ``name`` (one of :data:`DISTRIBUTIONS`) with ``params``.
 
     >>> make_distribution("laplace", {"scale": 2})
@@ -66,8 +58,8 @@ def make_distribution(name: Any, params: Mapping[str, Any]) -> Distribution:
     return cls(**{k: params[k] for k in allowed if k in params})
 
 
-def _distribution(name: str, data: Any) -> Distribution:
-    if isinstance(data, Distribution):
+def _distribution(name: str, data: Any) -> dist.Distribution:
+    if isinstance(data, dist.Distribution):
         return data
     if not isinstance(data, Mapping) or "distribution" not in data:
         raise ParameterTypeError(
@@ -117,6 +109,7 @@ def number_design(spec: Mapping[str, Any]) -> ScrambledDesign:
 def number_spec(design: ScrambledDesign) -> dict[str, Any]:
     """The spec of ``design``, the inverse of :func:`number_design`.
 
+    >>> from deniable.quantitative import Laplace
     >>> spec = number_spec(Additive(Laplace(2.0), bounds=(0, 10)))
     >>> spec["scrambler"], spec["bounds"]
     ({'distribution': 'laplace', 'scale': 2.0, 'loc': 0.0}, [0.0, 10.0])

@@ -20,6 +20,7 @@ from deniable.results._estimate import (
     information_note,
     map_interval,
     normal_quantile,
+    t_quantile,
 )
 from deniable.results._interval import ConfidenceInterval
 from deniable.results._table import Result, Table, format_cell
@@ -38,4 +39,5 @@ __all__ = [
     "information_note",
     "map_interval",
     "normal_quantile",
+    "t_quantile",
 ]

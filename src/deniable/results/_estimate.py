@@ -27,6 +27,7 @@ __all__ = [
     "information_note",
     "map_interval",
     "normal_quantile",
+    "t_quantile",
 ]
 
 Interval = tuple[float, float]
@@ -44,6 +45,17 @@ def normal_quantile(level: float) -> float:
     from scipy import stats
 
     return float(stats.norm.ppf(0.5 + v.level(level) / 2))
+
+
+def t_quantile(level: float, df: float) -> float:
+    """Two-sided Student t quantile at ``level`` with ``df`` degrees of freedom (NaN for
+    ``df < 1``)."""
+    from scipy import stats
+
+    lvl = v.level(level)
+    if not df >= 1:
+        return math.nan
+    return float(stats.t.ppf(0.5 + lvl / 2, df))
 
 
 def beta_quantile_bounds(

@@ -20,31 +20,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from deniable import results
 from deniable.common import format_interval, format_number, to_jsonable
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.results import ConfidenceInterval, Result, Table, binomial_interval, map_interval
 
-__all__ = ["DomainEstimates", "SurveyEstimate", "SurveyFrequencies", "t_quantile"]
+__all__ = ["DomainEstimates", "SurveyEstimate", "SurveyFrequencies"]
 
 FloatArray = npt.NDArray[np.float64]
-
-
-def t_quantile(level: float, df: float) -> float:
-    """Two-sided Student t quantile at ``level`` with ``df`` degrees of freedom (NaN for
-    ``df < 1``)."""
-    from scipy import stats
-
-    lvl = v.level(level)
-    if not df >= 1:
-        return math.nan
-    return float(stats.t.ppf(0.5 + lvl / 2, df))
-
-
-def _normal(level: float) -> float:
-    from scipy import stats
-
-    return float(stats.norm.ppf(0.5 + v.level(level) / 2))
 
 
 def korn_graubard(lam: float, var: float, n: int, df: float, level: float) -> tuple[float, float]:
@@ -142,7 +126,7 @@ class SurveyEstimate(Result):
             raise ParameterError(f"`method` 'exact' is not offered here: {self.exact_reason}")
         v.choice("method", method, self.interval_methods)
         if method in ("t", "wald"):
-            q = t_quantile(lvl, self.df) if method == "t" else _normal(lvl)
+            q = results.t_quantile(lvl, self.df) if method == "t" else results.normal_quantile(lvl)
             return ConfidenceInterval(self.value - q * self.se, self.value + q * self.se)
         p1, p0 = float(self.p_yes_given_1 or 0.0), float(self.p_yes_given_0 or 0.0)
         if method == "exact":
@@ -231,7 +215,7 @@ class SurveyFrequencies(Result):
     def ci(self, level: float = 0.95, method: str = "t") -> FloatArray:
         """``(k, 2)`` intervals: ``t`` (the design's df) or ``wald``, not clipped."""
         v.choice("method", method, ("t", "wald"))
-        q = t_quantile(level, self.df) if method == "t" else _normal(level)
+        q = results.t_quantile(level, self.df) if method == "t" else results.normal_quantile(level)
         return np.stack([self.values - q * self.se, self.values + q * self.se], axis=1)
 
     def category(self, j: int) -> SurveyEstimate:

@@ -12,18 +12,16 @@ May import every layer below it (plotting, estimation, designs, results, common)
 
 from __future__ import annotations
 
-from deniable.survey._analysis import (
-    CATEGORY_COLUMNS,
-    GROUPED_COLUMNS,
-    TWO_GROUP_COLUMNS,
-    Analysis,
-    GroupedAnalysis,
-    analyze,
-    grouped,
-)
+from deniable.survey._analysis import Analysis, analyze, grouped
 from deniable.survey._analysis_file import analyze_file
 from deniable.survey._compare import DesignSummary
 from deniable.survey._files import CSV_SUFFIXES
+from deniable.survey._grouped import (
+    CATEGORY_COLUMNS,
+    GROUPED_COLUMNS,
+    TWO_GROUP_COLUMNS,
+    GroupedAnalysis,
+)
 from deniable.survey._questionnaire import (
     SURVEY_SCHEMA,
     Survey,

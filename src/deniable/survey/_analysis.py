@@ -59,29 +59,18 @@ from deniable.sampling import SurveyEstimate, SurveyFrequencies
 from deniable.survey._columns import check_columns, check_design, column_series
 from deniable.survey._compare import DesignSummary, comparison_rows, with_design_by
 from deniable.survey._grouped import (
-    CATEGORY_COLUMNS,
-    GROUPED_COLUMNS,
-    TWO_GROUP_COLUMNS,
-    GroupedAnalysis,
     _grouped,
     _reports,
 )
 from deniable.survey._questions import Plan, frame_batches, run
-from deniable.survey._readers import check_frame, read_reports, require_pandas, write_reports
+from deniable.survey._readers import check_frame
 from deniable.survey._sample import build_sample, sample_spec, with_design
 from deniable.survey._values import report_rule
 
 __all__ = [
-    "CATEGORY_COLUMNS",
-    "GROUPED_COLUMNS",
-    "TWO_GROUP_COLUMNS",
     "Analysis",
-    "GroupedAnalysis",
     "analyze",
     "grouped",
-    "read_reports",
-    "require_pandas",
-    "write_reports",
 ]
 
 
