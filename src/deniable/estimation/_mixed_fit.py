@@ -181,7 +181,7 @@ def maximize(
 
         phi = np.concatenate([x[:p], phi_from_theta(x[p:], q)])
         value = ll_phi(phi)
-        for _ in range(5):
+        for _ in range(min(5, max_iter)):
             grad, H = hessian(ll_phi, phi)
             try:
                 step = np.linalg.solve(-H, grad)

@@ -81,7 +81,8 @@ class MarginalLikelihood:
     def _h(self, offset: Array, ZL: Array, u: Array) -> Array:
         eta = offset + np.einsum("ik,ik->i", ZL, u[self.groups])
         ll = row_pieces(self.link, eta, self.yes, self.p1, self.p0, derivs=False)[0]
-        return self._sum(ll) - 0.5 * np.einsum("jk,jk->j", u, u)
+        out: Array = self._sum(ll) - 0.5 * np.einsum("jk,jk->j", u, u)
+        return out
 
     def _curvature(self, ZL: Array, w: Array) -> Array:
         """``I + sum_i (ZL_i ZL_i') w_i`` per group (G x q x q)."""
