@@ -23,6 +23,7 @@ from deniable.estimation._majority import (
 )
 from deniable.estimation._majority_rule import decide_majority, majority_threshold
 from deniable.estimation._mixed import METHODS, mixed_logistic_rr
+from deniable.estimation._mixed_data import RandomTerm, parse_random
 from deniable.estimation._mixed_links import LINKS
 from deniable.estimation._mixed_results import HosmerLemeshow, MixedRRResult, VarianceComponent
 from deniable.estimation._power import power, power_curve, sample_size, unit_variance
@@ -62,6 +63,7 @@ __all__ = [
     "MixedRRResult",
     "PowerResult",
     "Prevalence",
+    "RandomTerm",
     "RegressionResult",
     "SampleSizeResult",
     "VarianceComponent",
@@ -76,6 +78,7 @@ __all__ = [
     "majority_threshold",
     "manipulation_robustness",
     "mixed_logistic_rr",
+    "parse_random",
     "power",
     "power_curve",
     "sample_size",
