@@ -16,6 +16,7 @@ likelihood ratio tests under nonstandard conditions, JASA 82, 605-610.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Any
 
@@ -26,6 +27,7 @@ from deniable.common import validation as v
 from deniable.estimation._mixed_data import mixed_data
 from deniable.estimation._mixed_fit import (
     BOUNDARY_SD,
+    OptimFit,
     fit_fixed,
     hessian,
     maximize,
@@ -156,9 +158,16 @@ def mixed_logistic_rr(
     X, y = md.model.X, md.model.y
     G = len(md.labels)
     beta0, llf_fixed, fixed_ok = fit_fixed(link, X, y, md.p1, md.p0, tol=1e-10, max_iter=100)
-    lik = MarginalLikelihood(X, md.Z, md.groups, G, y, md.p1, md.p0, link, n_agq)
     theta0 = (0.5 * np.eye(q))[np.tril_indices(q)]
+    lik = MarginalLikelihood(X, md.Z, md.groups, G, y, md.p1, md.p0, link, 1)
     fit = maximize(lik, beta0, theta0, tol=tol, max_iter=max_iter)
+    if n_agq > 1:  # from the Laplace estimate, as lme4 starts nAGQ > 1 from nAGQ = 1
+        laplace_evals = fit.evaluations
+        lik = MarginalLikelihood(X, md.Z, md.groups, G, y, md.p1, md.p0, link, n_agq)
+        lik.u = fit_modes(fit, lik, q)
+        start = fit.theta if np.all(np.diag(to_matrix(fit.theta, q)) > BOUNDARY_SD) else theta0
+        fit = maximize(lik, fit.beta, start, tol=tol, max_iter=max_iter)
+        fit = dataclasses.replace(fit, evaluations=fit.evaluations + laplace_evals)
     p = X.shape[1]
     L = to_matrix(fit.theta, q)
     notes: list[str] = []
@@ -245,3 +254,9 @@ def mixed_logistic_rr(
         modes_cov=bcov,
         labels=md.labels,
     )
+
+
+def fit_modes(fit: OptimFit, lik: MarginalLikelihood, q: int) -> Array:
+    """The conditional modes ``u`` at a previous fit, to start ``lik`` from."""
+    u: Array = lik.modes(fit.beta, to_matrix(fit.theta, q))[0]
+    return u

@@ -80,7 +80,7 @@ def fit_fixed(
 ) -> tuple[Array, float, bool]:
     """The fixed-effects fit (no random effect): ``logistic_rr``'s own maximizer for the logit
     link; for the others, damped Newton from the logit fit rescaled."""
-    logit = fit_logit(X, y, p1, p0, tol=tol, max_iter=max_iter)
+    logit = fit_logit(X, y, p1, p0, tol=tol, max_iter=max_iter, em_iter=5)
     if link == "logit":
         return logit.beta, logit.llf, logit.converged
     yes = y == 1
@@ -126,7 +126,9 @@ def hessian(f: Callable[[Array], float], x: Array, step: float = 1e-4) -> tuple[
 
 @dataclass(frozen=True)
 class OptimFit:
-    """The maximizer: ``beta``, ``theta`` (Cholesky lower triangle), ``llf``, and how."""
+    """The maximizer: ``beta``, ``theta`` (Cholesky lower triangle), ``llf``, and how;
+    ``information`` is the observed information in ``phi`` at it, if the Newton steps
+    computed it there (else ``None``)."""
 
     beta: Array
     theta: Array
@@ -135,6 +137,7 @@ class OptimFit:
     message: str
     iterations: int
     evaluations: int
+    information: Array | None = None
 
 
 def maximize(
@@ -174,6 +177,7 @@ def maximize(
     message = str(res.message)
     # Newton polishing where every standard deviation is inside: the phi-scale is smooth
     L = to_matrix(x[p:], q)
+    information = None
     if np.all(np.diag(L) > BOUNDARY_SD):
 
         def ll_phi(ph: Array) -> float:
@@ -190,14 +194,14 @@ def maximize(
             dec = float(grad @ step)
             if not np.isfinite(dec) or dec < 0:
                 break
+            if dec / 2 <= tol:  # converged; H is the information at the estimate
+                converged, message, information = True, "Newton decrement below tol", -H
+                break
             cand = phi + step
             new = ll_phi(cand)
             if not np.isfinite(new) or new < value - 1e-9 * (1 + abs(value)):
                 break
             phi, value = cand, new
-            if dec / 2 <= tol:
-                converged, message = True, "Newton decrement below the tolerance"
-                break
         x = np.concatenate([phi[:p], theta_from_phi(phi[p:], q)])
     llf = lik.loglik(x[:p], to_matrix(x[p:], q))
     return OptimFit(
@@ -208,4 +212,5 @@ def maximize(
         message=message,
         iterations=int(res.nit),
         evaluations=lik.evaluations - start_evals,
+        information=information,
     )

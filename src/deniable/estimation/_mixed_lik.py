@@ -29,7 +29,7 @@ import math
 import numpy as np
 import numpy.typing as npt
 
-from deniable.estimation._mixed_links import row_pieces
+from deniable.estimation._mixed_links import expected_information, report_pieces
 
 __all__ = ["MarginalLikelihood"]
 
@@ -58,7 +58,9 @@ class MarginalLikelihood:
 
         self.X, self.Z, self.groups = X, Z, groups
         self.G, self.q = n_groups, Z.shape[1]
-        self.yes = y == 1
+        yes = y == 1
+        self.a = np.where(yes, p1, 1 - p1)  # P(report | T = 1)
+        self.b = np.where(yes, p0, 1 - p0)  # P(report | T = 0)
         self.p1, self.p0, self.link, self.n_agq = p1, p0, link, n_agq
         n = y.size
         self.S = sparse.csr_matrix(
@@ -80,7 +82,7 @@ class MarginalLikelihood:
 
     def _h(self, offset: Array, ZL: Array, u: Array) -> Array:
         eta = offset + np.einsum("ik,ik->i", ZL, u[self.groups])
-        ll = row_pieces(self.link, eta, self.yes, self.p1, self.p0, derivs=False)[0]
+        ll = report_pieces(self.link, eta, self.a, self.b, derivs=False)[0]
         out: Array = self._sum(ll) - 0.5 * np.einsum("jk,jk->j", u, u)
         return out
 
@@ -102,29 +104,18 @@ class MarginalLikelihood:
         u = self.u.copy()
         converged = False
         for _ in range(max_iter):
-            eta = offset + np.einsum("ik,ik->i", ZL, u[self.groups])
-            ll, score, hess, fisher = row_pieces(
-                self.link, eta, self.yes, self.p1, self.p0, derivs=True
-            )
-            assert score is not None and hess is not None and fisher is not None
-            h = self._sum(ll) - 0.5 * np.einsum("jk,jk->j", u, u)
-            grad = self._sum(ZL * score[:, None]) - u
-            H = self._curvature(ZL, -hess)
-            bad = np.linalg.eigvalsh(H)[:, 0] <= 1e-10
-            if bad.any():
-                H[bad] = self._curvature(ZL, fisher)[bad]
+            h, grad, H, _ = self._newton_pieces(offset, ZL, u)
             step = np.linalg.solve(H, grad[:, :, None])[:, :, 0]
             dec = np.einsum("jk,jk->j", grad, step)
             if not np.all(np.isfinite(dec)):
                 break
             if float(dec.max()) <= tol:
                 converged = True
-                new = u + step  # the last Newton step is free accuracy where it does not hurt
-                better = self._h(offset, ZL, new) >= h - 1e-12 * (1 + np.abs(h))
-                u = np.where(better[:, None], new, u)
+                u = u + step  # one more Newton step: the mode to O(dec^2), far below tol
                 break
             t = np.ones(self.G)
             todo = dec > tol
+            cand = u
             for _ in range(60):
                 cand = u + (t * todo)[:, None] * step
                 hc = self._h(offset, ZL, cand)
@@ -134,15 +125,25 @@ class MarginalLikelihood:
                 t = np.where(ok, t, t / 2)
             u = cand
         self.u = u
+        h, _, H, _ = self._newton_pieces(offset, ZL, u)
+        return u, h, H, converged
+
+    def _newton_pieces(
+        self, offset: Array, ZL: Array, u: Array
+    ) -> tuple[Array, Array, Array, Array]:
+        """``h_j(u)``, its gradient and ``H_j`` (the expected curvature where the observed
+        one is not positive definite), and the linear predictor."""
         eta = offset + np.einsum("ik,ik->i", ZL, u[self.groups])
-        ll, _, hess, fisher = row_pieces(self.link, eta, self.yes, self.p1, self.p0, derivs=True)
-        assert hess is not None and fisher is not None
+        ll, score, hess = report_pieces(self.link, eta, self.a, self.b, derivs=True)
+        assert score is not None and hess is not None
         h = self._sum(ll) - 0.5 * np.einsum("jk,jk->j", u, u)
+        grad = self._sum(ZL * score[:, None]) - u
         H = self._curvature(ZL, -hess)
         bad = np.linalg.eigvalsh(H)[:, 0] <= 1e-10
-        if bad.any():  # not a maximum of h_j: its expected curvature instead
+        if bad.any():  # not concave here: the expected curvature instead
+            fisher = expected_information(self.link, eta, self.p1, self.p0)
             H[bad] = self._curvature(ZL, fisher)[bad]
-        return u, h, H, converged
+        return h, grad, H, eta
 
     # ------------------------------------------------------------------ the likelihood
 

@@ -27,7 +27,13 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LINKS", "inverse_link", "row_pieces"]
+__all__ = [
+    "LINKS",
+    "expected_information",
+    "inverse_link",
+    "report_pieces",
+    "row_pieces",
+]
 
 Array = npt.NDArray[np.float64]
 
@@ -55,6 +61,37 @@ def inverse_link(link: str, eta: Array) -> tuple[Array, Array, Array, Array]:
     q = np.exp(-ee)
     d1 = np.exp(np.minimum(eta, 700.0) - ee)
     return -np.expm1(-ee), q, d1, d1 * (1 - ee)
+
+
+def report_pieces(
+    link: str, eta: Array, a: Array, b: Array, *, derivs: bool
+) -> tuple[Array, Array | None, Array | None]:
+    """Per row: log-likelihood and (``derivs``) dl/deta and d2l/deta2, from the probabilities
+    of the report given, ``a = P(y | T = 1)`` and ``b = P(y | T = 0)``:
+    ``l = ln(a F + b (1 - F))``, ``dl = (a - b) F' / e^l``,
+    ``d2l = (a - b) F'' / e^l - dl^2``."""
+    F, G, d1, d2 = inverse_link(link, eta)
+    lik = a * F + b * G
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ll = np.log(lik)
+        if not derivs:
+            return ll, None, None
+        c = a - b
+        score = c * d1 / lik
+        hess = c * d2 / lik - score * score
+    if not np.all(lik > 0):  # an impossible report: those terms never enter an accepted step
+        score[lik <= 0] = 0.0
+        hess[lik <= 0] = 0.0
+    return ll, score, hess
+
+
+def expected_information(link: str, eta: Array, p1: Array, p0: Array) -> Array:
+    """``E[-d2l/deta2] = lambda'^2 / (lambda (1 - lambda))`` per row."""
+    F, G, d1, _ = inverse_link(link, eta)
+    lam = p1 * F + p0 * G
+    mlam = (1 - p1) * F + (1 - p0) * G
+    l1 = (p1 - p0) * d1
+    return _ratio(l1 * l1, lam * mlam)
 
 
 def _ratio(a: Array, b: Array) -> Array:
