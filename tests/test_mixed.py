@@ -243,6 +243,35 @@ def test_per_item_designs_in_long_format() -> None:
     out = fit.to_dict()
     assert [d["item"] for d in out["designs"]] == ["drugs", "tax"]
     assert "Item tax:" in fit.summary()
+    # the top level never shows one item's channel or epsilon as every answer's
+    assert out["epsilon"] == max(FR.epsilon, Warner(0.8).epsilon)
+    assert out["p_yes_given_1"] is None and out["design"].startswith("per item")
+
+
+def test_per_item_epsilon_infinite_anywhere_is_infinite_at_the_top() -> None:
+    # one item asked directly (epsilon infinite): the top-level epsilon must not be the
+    # other item's finite one
+    rng = np.random.default_rng(52)
+    n = 400
+    designs = {"a": FR, "b": Custom(1.0, 0.0)}
+    b = rng.normal(0, 0.5, n)
+    parts = [
+        pd.DataFrame(
+            {
+                "y": d.randomize(rng.random(n) < special.expit(b - 0.5), rng=rng),
+                "item": item,
+                "id": range(n),
+            }
+        )
+        for item, d in designs.items()
+    ]
+    df = pd.concat(parts, ignore_index=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fit = mixed_logistic_rr("y ~ 1", df, designs, random="(1 | id)", item="item")
+    out = json.loads(json.dumps(fit.to_dict()))
+    assert out["epsilon"] == "inf"
+    assert "∞" in str(fit.table())
 
 
 def test_zero_variance_gives_the_fixed_effects_fit() -> None:

@@ -228,6 +228,20 @@ class MixedRRResult(RegressionResult):
             "variance_ci_method": "Wald on the log sd (Fisher z for correlations), mapped back",
             "llf_fixed": self.llf_fixed,
         }
+        if len(self.designs) > 1:
+            # the top-level fields describe one design; with one per item they would show
+            # the first item's channel and epsilon as if they were every answer's
+            out.update(
+                design="per item (see designs)",
+                parameters=None,
+                p_yes_given_1=None,
+                p_yes_given_0=None,
+                epsilon=max(d.epsilon for d in self.designs.values()),
+                epsilon_note=(
+                    "the largest epsilon of one answer to one item; a respondent who answers "
+                    "several items spends their sum (basic composition)"
+                ),
+            )
         if self.item is not None:
             out["item"] = self.item
             out["designs"] = [
