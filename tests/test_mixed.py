@@ -308,6 +308,18 @@ def test_result_prints_and_serializes() -> None:
     assert fit.aic == pytest.approx(2 * 3 - 2 * fit.llf)
 
 
+def test_lr_test_of_fixed_effects_needs_the_same_random_part() -> None:
+    df, _ = _simulate(73, groups=20, per_group=60)
+    full = _fit("y ~ x", df, FR, random="(1 | school)")
+    small = _fit("y ~ 1", df, FR, random="(1 | school)")
+    test = full.lr_test(small)
+    assert test.df == 1 and test.statistic == pytest.approx(2 * (full.llf - small.llf))
+    agq = _fit("y ~ 1", df, FR, random="(1 | school)", method="agq", n_agq=5)
+    with pytest.raises(ParameterError, match=r"`other` must have the same random term"):
+        full.lr_test(agq)
+    assert full.to_dict()["deviance"] == pytest.approx(-2 * full.llf)
+
+
 def test_infinite_epsilon_design_is_never_printed_finite() -> None:
     design = Custom(1.0, 0.0)  # direct questioning: epsilon is infinite
     df, _ = _simulate(72, groups=15, per_group=40, design=design)

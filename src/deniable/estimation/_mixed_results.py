@@ -18,6 +18,7 @@ from deniable.estimation._mixed_links import LINKS
 from deniable.estimation._regression_data import require_data_extras
 from deniable.estimation._regression_results import RegressionResult
 from deniable.estimation._regression_stats import SE_TYPES, LRTest, zquantile
+from deniable.exceptions import ParameterError
 from deniable.results import Table
 
 __all__ = ["HosmerLemeshow", "MixedRRResult", "VarianceComponent"]
@@ -169,6 +170,23 @@ class MixedRRResult(RegressionResult):
             cols[f"se({name})"] = np.sqrt(np.maximum(self.modes_cov[:, i, i], 0.0))
         return pd.DataFrame(cols, index=pd.Index(self.labels, name=self.group))
 
+    def lr_test(self, other: RegressionResult) -> LRTest:
+        """Likelihood-ratio test of nested fixed effects under the same random term.
+
+        Both fits must use the same random term, link and approximation (Laplace or AGHQ
+        with the same nodes): log-likelihoods from different approximations are not
+        comparable.  The random effects themselves are tested by :attr:`lr_random`.
+        """
+        if isinstance(other, MixedRRResult):
+            mine = (self.random, self.link, self.method, self.n_agq)
+            theirs = (other.random, other.link, other.method, other.n_agq)
+            if mine != theirs:
+                raise ParameterError(
+                    "`other` must have the same random term, link and approximation to be "
+                    f"compared, got {theirs} against {mine} (random, link, method, n_agq)."
+                )
+        return super().lr_test(other)
+
     # ------------------------------------------------------------------ output
 
     def _ancillary_rows(self, level: float) -> list[tuple[str, float, float, float, float]]:
@@ -226,6 +244,7 @@ class MixedRRResult(RegressionResult):
             },
             "variance_components": [c.to_dict() for c in self.variance_components(level)],
             "variance_ci_method": "Wald on the log sd (Fisher z for correlations), mapped back",
+            "deviance": -2 * self.llf,
             "llf_fixed": self.llf_fixed,
         }
         if len(self.designs) > 1:
