@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -306,6 +307,8 @@ def test_result_prints_and_serializes() -> None:
     assert out["variance_components"][0]["name"] == "sd(Intercept|school)"
     assert out["k_params"] == 3
     assert fit.aic == pytest.approx(2 * 3 - 2 * fit.llf)
+    again = pickle.loads(pickle.dumps(fit))
+    assert again.params.equals(fit.params) and str(again.table()) == table
 
 
 def test_lr_test_of_fixed_effects_needs_the_same_random_part() -> None:
