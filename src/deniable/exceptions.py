@@ -10,6 +10,11 @@
                                        (e.g. a finite epsilon for a design whose epsilon is
                                        infinite, a question over a respondent's budget)
 
+    DeniableWarning (UserWarning)      base of every warning ``deniable`` issues on purpose
+    └── ConvergenceWarning (RuntimeWarning)
+                                       an optimiser stopped before its tolerance, or an
+                                       estimate sits on the boundary of its parameter space
+
 Every message names the parameter, the allowed values and the value received, e.g.
 "`p` must be in (0, 1) and not 0.5, got 0.5."  Catch ``ValueError`` / ``TypeError`` if
 you do not care that the error came from ``deniable``.
@@ -17,7 +22,15 @@ you do not care that the error came from ``deniable``.
 
 from __future__ import annotations
 
-__all__ = ["DataError", "DeniableError", "ParameterError", "ParameterTypeError", "PrivacyError"]
+__all__ = [
+    "ConvergenceWarning",
+    "DataError",
+    "DeniableError",
+    "DeniableWarning",
+    "ParameterError",
+    "ParameterTypeError",
+    "PrivacyError",
+]
 
 
 class DeniableError(Exception):
@@ -38,3 +51,15 @@ class DataError(DeniableError, ValueError):
 
 class PrivacyError(DeniableError, ValueError):
     """The request would weaken or misstate a privacy guarantee."""
+
+
+class DeniableWarning(UserWarning):
+    """Base class of every warning ``deniable`` issues on purpose."""
+
+
+class ConvergenceWarning(DeniableWarning, RuntimeWarning):
+    """A fit did not converge, or an estimate lies on the boundary of its parameter space.
+
+    The message says why; the result keeps the same text in its ``notes``.  It is a
+    ``RuntimeWarning`` too, so filters on ``RuntimeWarning`` still catch it.
+    """

@@ -18,6 +18,7 @@ from deniable.cli._options import DesignOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import emit_json, show
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Kuk
+from deniable.exceptions import DeniableError
 
 __all__ = ["cli", "read_table"]
 
@@ -93,6 +94,89 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+RandomOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--random",
+        metavar="TERM",
+        help="Mixed-effects model: the random term in lme4 syntax, e.g. '(1|school)' "
+        "(random intercepts) or '(1 + x|school)' (and slopes), one grouping column.",
+    ),
+]
+AgqOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--agq",
+        metavar="N",
+        help="With --random: adaptive Gauss-Hermite quadrature with N nodes instead of the "
+        "Laplace approximation (one random intercept only).",
+    ),
+]
+LinkOpt = Annotated[
+    str,
+    typer.Option("--link", help="With --random: the link, logit, probit or cloglog."),
+]
+
+
+def _regress_mixed(
+    d: BinaryDesign,
+    data: str,
+    formula: str,
+    random: str | None,
+    agq: int | None,
+    link: str,
+    se: str,
+    predictor: str | None,
+    direct: str | None,
+    level: float,
+    as_json: bool,
+) -> None:
+    """``deniable regress --random TERM``: :func:`deniable.estimation.mixed_logistic_rr`."""
+    from deniable.estimation import LINKS, mixed_logistic_rr, parse_random
+
+    if random is None:
+        used = "--agq" if agq is not None else "--link"
+        fail(f"`{used}` needs `--random` (a mixed-effects model), e.g. --random '(1|school)'.")
+    v.choice("--link", link, tuple(LINKS))
+    for name, value in (("--predictor", predictor), ("--direct", direct)):
+        if value is not None:
+            fail(f"`{name}` cannot be combined with `--random`, got {name} {value!r}.")
+    if se != "observed":
+        fail(
+            f"`--se` must be 'observed' with `--random` (the observed information of the "
+            f"marginal likelihood), got {se!r}."
+        )
+    try:
+        term = parse_random(random)
+    except ValueError as exc:  # a ParameterError naming `random`: say --random
+        fail(_first_line(exc).replace("`random`", "`--random`", 1))
+    if agq is not None:
+        v.integer("--agq", agq, minimum=1, maximum=50)
+        if len(term.columns) > 1:
+            fail(
+                f"`--agq` needs one random effect per group (a random intercept, as lme4's "
+                f"nAGQ), got --random {random!r} with {len(term.columns)}; drop --agq for "
+                "the Laplace approximation."
+            )
+    # the random term's columns are read with the formula's (names, not code)
+    slopes = [c for c in term.columns if c != "1"]
+    columns = " + ".join(f"`{c}`" for c in (term.group, *slopes))
+    frame = read_table(data, f"{formula} + {columns}")
+    method = "laplace" if agq is None else "agq"
+    with warnings.catch_warnings():  # shown as notes below the table instead
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            result = mixed_logistic_rr(
+                formula, frame, d, random=random, method=method, n_agq=agq, link=link
+            )
+        except DeniableError as exc:  # the library names `random`; the user typed --random
+            fail(_first_line(exc).replace("`random`", "`--random`", 1))
+    if as_json:
+        emit_json({"data": data, **result.to_dict(level)})
+        return
+    show(result, level=level)
+
+
 @cli.command("regress")
 def regress_command(
     design: DesignOpt,
@@ -136,9 +220,12 @@ def regress_command(
     ] = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
+    random: RandomOpt = None,
+    agq: AgqOpt = None,
+    link: LinkOpt = "logit",
 ) -> None:
     """Regression with randomized answers: logistic on a randomized outcome, or linear on a
-    randomized predictor (--predictor)."""
+    randomized predictor (--predictor); with --random, a mixed-effects model."""
     from deniable.estimation import linear_rr, logistic_rr
 
     v.choice("--se", se, _SE)
@@ -154,6 +241,9 @@ def regress_command(
             f"`--design` must be a one-group design with yes/no reports (regression needs its "
             f"P(yes | 1) and P(yes | 0)); {d.name!r} is not one."
         )
+    if random is not None or agq is not None or link != "logit":
+        _regress_mixed(d, data, formula, random, agq, link, se, predictor, direct, lvl, as_json)
+        return
     frame = read_table(data, formula, predictor=predictor, direct=direct)
     with warnings.catch_warnings():  # shown as notes below the table instead
         warnings.simplefilter("ignore", RuntimeWarning)

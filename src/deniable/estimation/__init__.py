@@ -22,6 +22,10 @@ from deniable.estimation._majority import (
     simulate_majority,
 )
 from deniable.estimation._majority_rule import decide_majority, majority_threshold
+from deniable.estimation._mixed import METHODS, mixed_logistic_rr
+from deniable.estimation._mixed_data import RandomTerm, parse_random
+from deniable.estimation._mixed_links import LINKS
+from deniable.estimation._mixed_results import HosmerLemeshow, MixedRRResult, VarianceComponent
 from deniable.estimation._power import power, power_curve, sample_size, unit_variance
 from deniable.estimation._power_model import ALTERNATIVES
 from deniable.estimation._power_results import PowerResult, SampleSizeResult
@@ -40,12 +44,15 @@ __all__ = [
     "DIRECTIONS",
     "INDEPENDENCE_TESTS",
     "JOINT_ESTIMATORS",
+    "LINKS",
     "MANIPULATIONS",
     "MAX_TRIALS",
+    "METHODS",
     "SE_TYPES",
     "Association",
     "AssociationMeasure",
     "DirectTest",
+    "HosmerLemeshow",
     "IndependenceTest",
     "JointEstimate",
     "LRTest",
@@ -53,10 +60,13 @@ __all__ = [
     "LogisticRRResult",
     "MajorityDecision",
     "ManipulationRobustness",
+    "MixedRRResult",
     "PowerResult",
     "Prevalence",
+    "RandomTerm",
     "RegressionResult",
     "SampleSizeResult",
+    "VarianceComponent",
     "association",
     "check_formula",
     "decide_majority",
@@ -67,6 +77,8 @@ __all__ = [
     "majority_decision",
     "majority_threshold",
     "manipulation_robustness",
+    "mixed_logistic_rr",
+    "parse_random",
     "power",
     "power_curve",
     "sample_size",
