@@ -10,8 +10,9 @@ NUTS (Hoffman & Gelman 2014; Phan, Pradhan & Jankowiak 2019); nothing here is a
 hand-written sampler.
 
 Convergence is reported, never assumed: split R-hat and the effective sample size of every
-parameter (NumPyro's ``split_gelman_rubin`` and ``effective_sample_size``, Vehtari et al.
-2021) and the number of divergent transitions; R-hat above :data:`RHAT_LIMIT` or any
+parameter (NumPyro's ``split_gelman_rubin`` and ``effective_sample_size``; Gelman et al.
+2013, Bayesian Data Analysis, 3rd ed., section 11.4-11.5) and the number of divergent
+transitions; R-hat above :data:`RHAT_LIMIT` or any
 divergence issues a :class:`SamplerWarning`.
 
 NumPyro and JAX (the ``bayes`` extra) are imported inside the function.
@@ -186,6 +187,7 @@ def bayes_logistic_rr(
     warmup: int = 500,
     seed: int = 0,
     chain_method: str = "sequential",
+    target_accept: float = 0.9,
 ) -> BayesLogisticRRResult:
     """Bayesian logistic regression of randomized reports, sampled by NumPyro's NUTS.
 
@@ -200,6 +202,9 @@ def bayes_logistic_rr(
     seed : the seed of the sampler (JAX's PRNG key).
     chain_method : ``"sequential"`` (default), ``"vectorized"`` or ``"parallel"``
         (NumPyro's; ``"parallel"`` needs as many JAX devices as chains).
+    target_accept : NUTS's target acceptance probability during warm-up (higher: smaller
+        steps, fewer divergences in the funnel of a hierarchical model; NumPyro's default
+        is 0.8).
 
     Needs the ``bayes`` extra (``pip install 'deniable[bayes]'``).  Issues a
     :class:`SamplerWarning` when R-hat exceeds :data:`RHAT_LIMIT` or a transition diverged.
@@ -210,6 +215,7 @@ def bayes_logistic_rr(
     warmup = v.integer("warmup", warmup, minimum=10)
     seed = v.integer("seed", seed, minimum=0, maximum=2**32 - 1)
     chain_method = v.choice("chain_method", chain_method, _CHAIN_METHODS)
+    target_accept = v.probability("target_accept", target_accept, low_open=True, high_open=True)
     design = check_design(design)
     md = model_data(formula, data, outcome="binary", extras={"groups": groups} if groups else {})
     jax, numpyro, jnp = _require_numpyro()
@@ -243,7 +249,7 @@ def bayes_logistic_rr(
         numpyro.factor("reports", jnp.sum(jnp.where(y == 1, log_yes, log_no)))
 
     mcmc = infer.MCMC(
-        infer.NUTS(model),
+        infer.NUTS(model, target_accept_prob=target_accept),
         num_warmup=warmup,
         num_samples=draws,
         num_chains=chains,
