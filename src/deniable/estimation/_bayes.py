@@ -232,6 +232,13 @@ def posterior(
         :data:`EXACT_MAX_N` reports), ``"numerical"`` (integration on [0, 1]) or ``"auto"``
         (exact where it is offered).
 
+    Returns
+    -------
+    Posterior
+        The posterior of the prevalence.
+
+    Notes
+    -----
     The likelihood of ``y`` "yes" among ``n`` is binomial in
     ``lambda = P0 + (P1 - P0) pi``; with a Beta(a, b) prior the posterior is the mixture
     ``sum_m w_m Beta(a + m, b + n - m)`` (Winkler & Franklin 1979; Migon & Tachibana 1997;

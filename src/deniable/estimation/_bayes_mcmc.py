@@ -206,6 +206,13 @@ def bayes_logistic_rr(
         steps, fewer divergences in the funnel of a hierarchical model; NumPyro's default
         is 0.8).
 
+    Returns
+    -------
+    BayesLogisticRRResult
+        The draws, their summaries and the convergence diagnostics.
+
+    Notes
+    -----
     Needs the ``bayes`` extra (``pip install 'deniable[bayes]'``).  Issues a
     :class:`SamplerWarning` when R-hat exceeds :data:`RHAT_LIMIT` or a transition diverged.
     """
