@@ -6,7 +6,9 @@ groups and all-"no" samples, calibration by seeded simulation, two-group margina
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -257,6 +259,24 @@ def test_result_prints_and_converts() -> None:
     assert d["interval"] == list(post.interval(0.9))
     assert post.pdf(-0.1) == 0.0 and post.pdf(1.5) == 0.0
     assert post.cdf(0.0) == 0.0 and post.cdf(1.0) == 1.0
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: posterior(Warner(0.75), yes=2, n=10),
+        lambda: posterior(Warner(0.75), yes=2000, n=5000),
+        lambda: posterior(CheaterDetection(0.2, 0.6), yes=(3, 6), n=(8, 9)),
+    ],
+    ids=["exact", "numerical", "two-group"],
+)
+def test_posteriors_pickle_and_copy(make) -> None:
+    """A posterior crosses a process boundary (no closure inside): the copy gives the same
+    numbers, intervals included."""
+    post = make()
+    for clone in (pickle.loads(pickle.dumps(post)), copy.deepcopy(post)):
+        assert type(clone) is Posterior
+        assert clone.to_dict() == post.to_dict()
 
 
 # ------------------------------------------------------------------ bad input

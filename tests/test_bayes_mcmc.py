@@ -5,6 +5,7 @@ small (a few hundred draws, 2 chains run sequentially) to keep JIT and sampling 
 
 from __future__ import annotations
 
+import pickle
 import sys
 
 import numpy as np
@@ -63,6 +64,7 @@ def test_posterior_mean_is_close_to_the_maximum_likelihood_fit() -> None:
     assert "R-hat" in text and "ESS" in text and "divergences: 0" in text
     d = fit.to_dict()
     assert d["converged"] and set(d["parameters"]) == {"Intercept", "x"}
+    assert pickle.loads(pickle.dumps(fit)).to_dict() == d
 
 
 def test_random_intercepts_pool_the_groups() -> None:
@@ -84,10 +86,13 @@ def test_random_intercepts_pool_the_groups() -> None:
 
 
 def test_a_short_run_warns_that_it_did_not_converge() -> None:
-    data, design = _sample(300, 4, groups=5)
+    """Ten draws per chain cannot mix (R-hat far above 1.01 with this seed): the fit warns,
+    says so in its table, and still returns its diagnostics."""
+    data, design = _sample(100, 4)
     with pytest.warns(SamplerWarning, match="did not clearly converge"):
-        fit = bayes_logistic_rr("y ~ x", data, design, groups="school", draws=10, warmup=10)
+        fit = bayes_logistic_rr("y ~ x", data, design, draws=10, warmup=10)
     assert not fit.converged
+    assert max(fit.r_hat.values()) > RHAT_LIMIT
     assert "WARNING" in str(fit)
 
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
 from deniable.cli._base import build_design, fail
+from deniable.cli._bayes import BayesOpt, PriorOpt, bayes_prior, show_with_posterior
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
@@ -58,23 +59,6 @@ FileArg = Annotated[
 MissingOpt = Annotated[
     str,
     typer.Option("--missing", help="Missing reports: drop (default; counted and shown) or error."),
-]
-BayesOpt = Annotated[
-    bool,
-    typer.Option(
-        "--bayes",
-        help="Also print the posterior of the prevalence (exact, no MCMC; a simple random "
-        "sample of a binary or two-group design) beside the estimate.",
-    ),
-]
-PriorOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--prior",
-        metavar="A,B",
-        help="The Beta(A, B) prior of --bayes, or uniform (the default) or jeffreys.",
-        show_default=False,
-    ),
 ]
 SurveyOpt = Annotated[
     str | None,
@@ -242,7 +226,7 @@ def analyze_command(
     miss = v.choice("--missing", missing, ("drop", "error"))
     sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
                            mse, lonely_psu).columns()  # fmt: skip
-    beta_prior = _bayes_prior(bayes, prior, by=by, sampled=sample is not None)
+    beta_prior = bayes_prior(bayes, prior, by=by, sampled=sample is not None)
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
         result = analyze_file(file, column, d, group=group_column, by=by, level=level,
                               missing=miss, progress=progress, sample_design=sample)  # fmt: skip
@@ -251,57 +235,7 @@ def analyze_command(
     elif beta_prior is None:
         show(result.summary(), as_json)
     else:
-        _show_with_posterior(result, beta_prior, level, as_json)
-
-
-def _bayes_prior(
-    bayes: bool, prior: str | None, *, by: str | None, sampled: bool
-) -> str | tuple[float, float] | None:
-    """The prior of ``--bayes`` (``None`` without it), or one error line."""
-    if not bayes:
-        if prior is not None:
-            fail("`--prior` is the prior of --bayes: add --bayes, or drop --prior.")
-        return None
-    if by is not None:
-        fail("`--bayes` gives the posterior of the whole column: it does not combine with --by.")
-    if sampled:
-        fail(
-            "`--bayes` assumes a simple random sample: it does not combine with --weights, "
-            "--strata, --psu, --fpc or replicate weights (use the design-based estimate)."
-        )
-    if prior is None:
-        return "uniform"
-    text = prior.strip().lower()
-    if text in ("uniform", "jeffreys"):
-        return text
-    a, sep, b = text.partition(",")
-    try:
-        if not sep:
-            raise ValueError
-        return float(a), float(b)
-    except ValueError:
-        fail(f"`--prior` must be A,B (two numbers > 0), uniform or jeffreys, got {prior!r}.")
-
-
-def _show_with_posterior(
-    result: Any, prior: str | tuple[float, float], level: float, as_json: bool
-) -> None:
-    """The estimate and, beside it, the posterior of the prevalence (``--bayes``)."""
-    from deniable.estimation import posterior
-
-    try:
-        post = posterior(result.design, result.tally, prior=prior)
-    except DeniableError as exc:
-        text = str(exc)
-        fail(text.replace("`prior`", "`--prior`") if "`prior`" in text else f"`--bayes`: {text}")
-    summary = result.summary()
-    if as_json:
-        payload = dict(summary.to_dict())
-        payload["posterior"] = post.to_dict(level)
-        emit_json(payload)
-        return
-    show(summary)
-    show(post, level=level)
+        show_with_posterior(result, beta_prior, level, as_json)
 
 
 # --------------------------------------------------------------------------- report

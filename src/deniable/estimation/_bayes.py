@@ -27,7 +27,7 @@ from deniable.designs import BinaryDesign, Design, Tally, TwoGroupDesign, group_
 from deniable.estimation._bayes_exact import EXACT_MAX_N, BetaMixture
 from deniable.estimation._bayes_numeric import GridDensity
 from deniable.estimation._bayes_prior import Beta, resolve_prior
-from deniable.estimation._bayes_twogroup import twogroup_log_marginal
+from deniable.estimation._bayes_twogroup import TwoGroupLogMarginal
 from deniable.estimation._regression_data import check_design
 from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.results import Result, Table
@@ -266,8 +266,8 @@ def posterior(
             )
         tally = _tally(design, data, yes, n)
         ys, ns = group_counts(tally)
-        log_f, centers = twogroup_log_marginal(design, ys, ns, prior.a, prior.b)
-        density: _Density = GridDensity(log_f, prior.a, prior.b, centers)  # type: ignore[arg-type]
+        log_f = TwoGroupLogMarginal(design, ys, ns, prior.a, prior.b)
+        density: _Density = GridDensity(log_f, prior.a, prior.b, log_f.centers)
         return Posterior(design, prior, tuple(ys), tuple(ns), density)
     if not isinstance(design, BinaryDesign) and isinstance(design, Design):
         raise ParameterTypeError(
@@ -328,17 +328,29 @@ def _group_tally(yes: Any, n: Any) -> Tally:
     return Tally(counts)
 
 
-def _binary_grid(y: int, n: int, p1: float, p0: float, prior: Beta) -> GridDensity:
-    from scipy.special import xlogy
+class _BinaryLogDensity:
+    """The unnormalised log posterior of a binary design (a class, not a closure, so that a
+    :class:`Posterior` pickles)."""
 
-    a, b = prior.a, prior.b
+    def __init__(self, y: int, n: int, p1: float, p0: float, a: float, b: float) -> None:
+        self.y, self.n, self.p1, self.p0, self.a, self.b = y, n, p1, p0, a, b
 
-    def log_f(pi: Array) -> Array:
-        lam = np.clip(p0 + (p1 - p0) * pi, 0.0, 1.0)
-        out: Array = xlogy(a - 1, pi) + xlogy(b - 1, 1 - pi) + xlogy(y, lam) + xlogy(n - y, 1 - lam)
+    def __call__(self, pi: Array) -> Array:
+        from scipy.special import xlogy
+
+        lam = np.clip(self.p0 + (self.p1 - self.p0) * pi, 0.0, 1.0)
+        out: Array = (
+            xlogy(self.a - 1, pi)
+            + xlogy(self.b - 1, 1 - pi)
+            + xlogy(self.y, lam)
+            + xlogy(self.n - self.y, 1 - lam)
+        )
         return out
 
+
+def _binary_grid(y: int, n: int, p1: float, p0: float, prior: Beta) -> GridDensity:
+    log_f = _BinaryLogDensity(y, n, p1, p0, prior.a, prior.b)
     lam_hat = (y + 0.5) / (n + 1.0)
     center = float(np.clip((lam_hat - p0) / (p1 - p0), 0.0, 1.0))
     scale = math.sqrt(lam_hat * (1 - lam_hat) / n) / abs(p1 - p0)
-    return GridDensity(log_f, a, b, [(center, max(scale, 1e-9))])
+    return GridDensity(log_f, prior.a, prior.b, [(center, max(scale, 1e-9))])

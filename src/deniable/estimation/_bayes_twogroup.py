@@ -26,11 +26,13 @@ import numpy.typing as npt
 
 from deniable.designs import TwoGroupDesign
 
-__all__ = ["twogroup_log_marginal"]
+__all__ = ["TwoGroupLogMarginal"]
 
 Array = npt.NDArray[np.float64]
 
 _XG, _WG = np.polynomial.legendre.leggauss(12)
+_SPREAD = np.linspace(-12.0, 12.0, 49)  # panels over the conditional mode +- 12 SD
+_EVEN = np.linspace(0.0, 1.0, 33)  # even panels over the slice
 
 
 def _slice(vertices: tuple[tuple[float, float], ...], pi: Array) -> tuple[Array, Array]:
@@ -52,35 +54,40 @@ def _slice(vertices: tuple[tuple[float, float], ...], pi: Array) -> tuple[Array,
     return lo, hi
 
 
-def twogroup_log_marginal(
-    design: TwoGroupDesign, yes: tuple[int, int], n: tuple[int, int], a: float, b: float
-) -> tuple[object, list[tuple[float, float]]]:
-    """``(log_f, centers)``: the unnormalised log marginal density of the prevalence and
-    where its mass is expected (for :class:`GridDensity`)."""
-    from scipy.special import logsumexp, xlogy
+class TwoGroupLogMarginal:
+    """The unnormalised log marginal density of the prevalence (a callable on an array of
+    ``pi``); :attr:`centers` says where its mass is expected (for :class:`GridDensity`).
+    A class, not a closure, so that a posterior pickles."""
 
-    c, m = design.linear_system()
-    y = np.asarray(yes, dtype=np.float64)
-    nn = np.asarray(n, dtype=np.float64)
-    # Where the mass is: the moment estimate and its delta-method covariance, with the
-    # shares of "yes" kept off 0 and 1 so that the scales stay positive.
-    lam = (y + 0.5) / (nn + 1.0)
-    minv = np.linalg.inv(m)
-    phi_hat = minv @ (lam - c)
-    cov = minv @ np.diag(lam * (1 - lam) / nn) @ minv.T
-    sd1 = float(np.sqrt(cov[0, 0]))
-    slope = cov[1, 0] / cov[0, 0]
-    cond_sd = float(np.sqrt(max(cov[1, 1] - cov[1, 0] * slope, 0.0))) + 1e-9
-    spread = np.linspace(-12.0, 12.0, 49)
-    even = np.linspace(0.0, 1.0, 33)
-    vertices = design.vertices
+    def __init__(
+        self, design: TwoGroupDesign, yes: tuple[int, int], n: tuple[int, int], a: float, b: float
+    ) -> None:
+        c, m = design.linear_system()
+        self.c, self.m = np.asarray(c, dtype=np.float64), np.asarray(m, dtype=np.float64)
+        self.y = np.asarray(yes, dtype=np.float64)
+        self.n = np.asarray(n, dtype=np.float64)
+        self.a, self.b = a, b
+        self.vertices = tuple(design.vertices)
+        # Where the mass is: the moment estimate and its delta-method covariance, with the
+        # shares of "yes" kept off 0 and 1 so that the scales stay positive.
+        lam = (self.y + 0.5) / (self.n + 1.0)
+        minv = np.linalg.inv(self.m)
+        self.phi_hat = minv @ (lam - self.c)
+        cov = minv @ np.diag(lam * (1 - lam) / self.n) @ minv.T
+        self.slope = float(cov[1, 0] / cov[0, 0])
+        self.cond_sd = float(np.sqrt(max(cov[1, 1] - cov[1, 0] * self.slope, 0.0))) + 1e-9
+        sd1 = float(np.sqrt(cov[0, 0]))
+        self.centers = [(float(np.clip(self.phi_hat[0], 0, 1)), max(sd1, 1e-6))]
 
-    def log_f(pi: Array) -> Array:
-        lo, hi = _slice(vertices, pi)
+    def __call__(self, pi: Array) -> Array:
+        from scipy.special import logsumexp, xlogy
+
+        lo, hi = _slice(self.vertices, pi)
         width = hi - lo
-        center = phi_hat[1] + slope * (pi - phi_hat[0])
+        center = self.phi_hat[1] + self.slope * (pi - self.phi_hat[0])
         edges = np.concatenate(
-            [lo[:, None] + width[:, None] * even, center[:, None] + cond_sd * spread], axis=1
+            [lo[:, None] + width[:, None] * _EVEN, center[:, None] + self.cond_sd * _SPREAD],
+            axis=1,
         )
         edges = np.sort(np.clip(edges, lo[:, None], hi[:, None]), axis=1)
         left, right = edges[:, :-1], edges[:, 1:]
@@ -88,14 +95,12 @@ def twogroup_log_marginal(
         phi2 = half[:, :, None] * _XG + ((right + left) / 2)[:, :, None]
         total = np.zeros(phi2.shape)
         for g in range(2):
-            lam_g = c[g] + m[g, 0] * pi[:, None, None] + m[g, 1] * phi2
+            lam_g = self.c[g] + self.m[g, 0] * pi[:, None, None] + self.m[g, 1] * phi2
             lam_g = np.clip(lam_g, 0.0, 1.0)
-            total += xlogy(y[g], lam_g) + xlogy(nn[g] - y[g], 1.0 - lam_g)
+            total += xlogy(self.y[g], lam_g) + xlogy(self.n[g] - self.y[g], 1.0 - lam_g)
         with np.errstate(divide="ignore"):
             log_w = np.log(half)[:, :, None] + np.log(_WG)
             inner = logsumexp(total + log_w, axis=(1, 2)) - np.log(np.where(width > 0, width, 1))
-            prior = xlogy(a - 1, pi) + xlogy(b - 1, 1 - pi)
+            prior = xlogy(self.a - 1, pi) + xlogy(self.b - 1, 1 - pi)
         out: Array = np.where(width > 0, inner, -np.inf) + prior
         return out
-
-    return log_f, [(float(np.clip(phi_hat[0], 0, 1)), max(sd1, 1e-6))]
