@@ -108,6 +108,11 @@ def test_tiny_groups_match_numerical_integration(design, n: int, prior) -> None:
             lo, hi = post.interval(0.9, kind=kind)
             assert 0.0 <= lo < hi <= 1.0
             assert post.cdf(hi) - post.cdf(lo) == pytest.approx(0.9, abs=1e-8)
+        lo, hi = post.interval(0.9, kind="hpd")
+        elo, ehi = post.interval(0.9)
+        assert hi - lo <= ehi - elo + 1e-12
+        if lo > 0.0 and hi < 1.0:  # an interior HPD interval: equal density at both ends
+            assert post.pdf(lo) == pytest.approx(post.pdf(hi), rel=1e-4)
 
 
 @pytest.mark.parametrize("n", [1, 5, 10, 200, 5000])
@@ -141,6 +146,10 @@ def test_exact_and_numerical_routes_agree(y: int, n: int, prior) -> None:
         assert grid.quantile(q) == pytest.approx(exact.quantile(q), rel=1e-7, abs=1e-12)
     xs = np.array([exact.quantile(0.2), exact.quantile(0.7)])
     np.testing.assert_allclose(grid.pdf(xs), exact.pdf(xs), rtol=1e-7)
+    # The stated error bound holds for the CDF (exact mixture as the reference), up to the
+    # rounding of both sums (hundreds of terms: about 1e-13).
+    xs = np.array([exact.quantile(q) for q in (0.05, 0.3, 0.6, 0.95)])
+    assert np.max(np.abs(grid.cdf(xs) - exact.cdf(xs))) <= grid.error + 1e-12
 
 
 def test_many_reports_use_numerical_integration_against_quad() -> None:
@@ -234,6 +243,7 @@ def test_two_group_marginal_matches_a_2d_integration(design, yes, n, slice_) -> 
     for kind in ("equal-tailed", "hpd"):
         lo, hi = post.interval(0.95, kind=kind)
         assert 0.0 <= lo < hi <= 1.0
+        assert post.cdf(hi) - post.cdf(lo) == pytest.approx(0.95, abs=1e-8)
 
 
 def test_two_group_posterior_concentrates_at_the_estimate() -> None:
@@ -244,6 +254,10 @@ def test_two_group_posterior_concentrates_at_the_estimate() -> None:
     assert post.mean == pytest.approx(est.value, abs=0.02 * est.se)
     assert post.sd == pytest.approx(est.se, rel=0.01)
     assert post.error < 1e-8
+    lo, hi = post.interval(0.95, kind="hpd")  # near-normal: equal density at both ends,
+    assert post.pdf(lo) == pytest.approx(post.pdf(hi), rel=1e-4)  # about mean +- 1.96 SD
+    assert (lo + hi) / 2 == pytest.approx(post.mean, abs=0.05 * post.sd)
+    assert hi - lo == pytest.approx(2 * 1.959964 * post.sd, rel=0.01)
 
 
 # ------------------------------------------------------------------ results

@@ -86,6 +86,18 @@ class BetaMixture:
         second = np.sum(self.weights * self.alpha * (self.alpha + 1) / (s * (s + 1)))
         return max(float(second) - self.mean**2, 0.0)
 
+    def tabulate(self) -> tuple[Array, Array]:
+        """``(x, CDF(x))`` on 401 even points and 161 points over the mean +- 8 SD."""
+        sd = max(self.var**0.5, 1e-12)
+        xs = np.unique(np.clip(np.concatenate([np.linspace(0.0, 1.0, 401),
+                                               self.mean + sd * np.linspace(-8, 8, 161)]),
+                               0.0, 1.0))  # fmt: skip
+        return xs, np.maximum.accumulate(self.cdf(xs))
+
+    def bracket(self, q: float) -> tuple[float, float]:
+        """An interval holding the ``q``-quantile: all of [0, 1]."""
+        return 0.0, 1.0
+
     def log_pdf(self, x: Any) -> Array:
         from scipy.special import logsumexp
         from scipy.stats import beta

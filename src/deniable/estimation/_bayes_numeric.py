@@ -12,8 +12,8 @@ Error bound.  Each panel is integrated by a 20-point and a 10-point Gauss-Legend
 20-point rule is exact for polynomials of degree 39, so the difference of the two bounds its
 error (conservatively) once the panel resolves the density.  :attr:`GridDensity.error` is
 the sum of those differences, plus the difference between two closed-form estimates of each
-end piece, relative to the total mass: a bound on the error of any probability (a CDF
-value) the density gives.
+end piece, relative to the total mass: a bound on the quadrature error of any probability
+(a CDF value) the density gives, on top of float rounding (about 1e-13).
 """
 
 from __future__ import annotations
@@ -120,6 +120,22 @@ class GridDensity:
         xs = np.atleast_1d(np.asarray(x, dtype=np.float64))
         out: Array = self._log_f(xs) - self._shift - np.log(self._z)
         return out
+
+    def tabulate(self) -> tuple[Array, Array]:
+        """``(x, CDF(x))`` at the panel edges (and 0 and 1), exact to :attr:`error`."""
+        xs = np.concatenate([[0.0], self._edges, [1.0]])
+        cdf = np.concatenate([[0.0], self._cum, [1.0]])
+        return xs, np.maximum.accumulate(np.clip(cdf, 0.0, 1.0))
+
+    def bracket(self, q: float) -> tuple[float, float]:
+        """An interval of ``x`` holding the ``q``-quantile (the panel whose CDF values
+        straddle ``q``), to start a root search there."""
+        i = int(np.searchsorted(self._cum, q, side="left"))
+        if i <= 0:
+            return 0.0, float(self._edges[0])
+        if i >= len(self._edges):
+            return float(self._edges[-1]), 1.0
+        return float(self._edges[i - 1]), float(self._edges[i])
 
     def cdf(self, x: object) -> Array:
         xs = np.atleast_1d(np.asarray(x, dtype=np.float64))
