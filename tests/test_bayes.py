@@ -12,6 +12,8 @@ import pickle
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from deniable.designs import (
@@ -182,6 +184,32 @@ def test_reports_a_tally_and_counts_give_the_same_posterior() -> None:
     by_counts = posterior(design, yes=2, n=7)
     assert by_reports.mean == by_tally.mean == by_counts.mean
     assert by_reports.n == (7,) and by_reports.yes == (2,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    p1=st.one_of(st.just(0.0), st.just(1.0), st.floats(1e-6, 1 - 1e-6)),
+    p0=st.one_of(st.just(0.0), st.just(1.0), st.floats(1e-6, 1 - 1e-6)),
+    n=st.integers(1, 60),
+    share=st.floats(0.0, 1.0),
+    a=st.floats(0.2, 5.0),
+    b=st.floats(0.2, 5.0),
+)
+def test_any_channel_gives_a_proper_posterior_by_both_routes(p1, p0, n, share, a, b) -> None:
+    """Any binary channel, count and prior: the exact and numerical routes agree, and the
+    posterior's summaries and intervals stay in [0, 1]."""
+    if abs(p1 - p0) < 0.05:
+        return  # nearly uninformative channels are valid but make the two routes slow
+    y = round(share * n)
+    design = Custom(p1, p0)
+    exact = posterior(design, yes=y, n=n, prior=(a, b), method="exact")
+    grid = posterior(design, yes=y, n=n, prior=(a, b), method="numerical")
+    assert 0.0 <= exact.mean <= 1.0 and exact.sd >= 0.0
+    assert grid.mean == pytest.approx(exact.mean, rel=1e-7, abs=1e-10)
+    for kind in ("equal-tailed", "hpd"):
+        lo, hi = exact.interval(0.9, kind=kind)
+        assert 0.0 <= lo < hi <= 1.0
+        assert exact.cdf(hi) - exact.cdf(lo) == pytest.approx(0.9, abs=1e-8)
 
 
 # ------------------------------------------------------------------ calibration
