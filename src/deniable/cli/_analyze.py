@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple
 import typer
 
 from deniable.cli._base import build_design, fail
+from deniable.cli._bayes import BayesOpt, PriorOpt, bayes_prior, show_with_posterior
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import console, emit_json, show
@@ -188,6 +189,8 @@ def analyze_command(
     rscales: RscalesOpt = None,
     mse: MseOpt = False,
     lonely_psu: LonelyOpt = None,
+    bayes: BayesOpt = False,
+    prior: PriorOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Estimate the prevalence (or a categorical question's shares) from a column of reports
@@ -223,13 +226,16 @@ def analyze_command(
     miss = v.choice("--missing", missing, ("drop", "error"))
     sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
                            mse, lonely_psu).columns()  # fmt: skip
+    beta_prior = bayes_prior(bayes, prior, by=by, sampled=sample is not None)
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
         result = analyze_file(file, column, d, group=group_column, by=by, level=level,
                               missing=miss, progress=progress, sample_design=sample)  # fmt: skip
     if by is not None:
         show(GroupedAnalysis(result, d, file), as_json)
-    else:
+    elif beta_prior is None:
         show(result.summary(), as_json)
+    else:
+        show_with_posterior(result, beta_prior, level, as_json)
 
 
 # --------------------------------------------------------------------------- report

@@ -1,10 +1,21 @@
 """Estimation beyond one design's estimator: majority decisions, power, regression,
-robustness to manipulation (how many fake respondents would move an estimate), and several
-sensitive items together (their joint distribution, association and independence)."""
+robustness to manipulation (how many fake respondents would move an estimate), several
+sensitive items together (their joint distribution, association and independence), and
+Bayesian estimates (the exact posterior of a prevalence; regression through NumPyro, the
+``bayes`` extra)."""
 
 from __future__ import annotations
 
 from deniable.estimation._association import Association, AssociationMeasure, association
+from deniable.estimation._bayes import INTERVAL_KINDS, POSTERIOR_METHODS, Posterior, posterior
+from deniable.estimation._bayes_exact import EXACT_MAX_N
+from deniable.estimation._bayes_mcmc import (
+    RHAT_LIMIT,
+    BayesLogisticRRResult,
+    SamplerWarning,
+    bayes_logistic_rr,
+)
+from deniable.estimation._bayes_prior import PRIORS, Beta
 from deniable.estimation._formula import check_formula
 from deniable.estimation._independence import (
     INDEPENDENCE_TESTS,
@@ -42,15 +53,22 @@ from deniable.estimation._robustness import (
 __all__ = [
     "ALTERNATIVES",
     "DIRECTIONS",
+    "EXACT_MAX_N",
     "INDEPENDENCE_TESTS",
+    "INTERVAL_KINDS",
     "JOINT_ESTIMATORS",
     "LINKS",
     "MANIPULATIONS",
     "MAX_TRIALS",
     "METHODS",
+    "POSTERIOR_METHODS",
+    "PRIORS",
+    "RHAT_LIMIT",
     "SE_TYPES",
     "Association",
     "AssociationMeasure",
+    "BayesLogisticRRResult",
+    "Beta",
     "DirectTest",
     "HosmerLemeshow",
     "IndependenceTest",
@@ -61,13 +79,16 @@ __all__ = [
     "MajorityDecision",
     "ManipulationRobustness",
     "MixedRRResult",
+    "Posterior",
     "PowerResult",
     "Prevalence",
     "RandomTerm",
     "RegressionResult",
     "SampleSizeResult",
+    "SamplerWarning",
     "VarianceComponent",
     "association",
+    "bayes_logistic_rr",
     "check_formula",
     "decide_majority",
     "independence_test",
@@ -79,6 +100,7 @@ __all__ = [
     "manipulation_robustness",
     "mixed_logistic_rr",
     "parse_random",
+    "posterior",
     "power",
     "power_curve",
     "sample_size",
