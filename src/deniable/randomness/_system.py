@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.exceptions import ParameterError, ParameterTypeError
-from deniable.randomness._chacha import ChaCha20Words
+from deniable.randomness._chacha import ChaCha20Words, check_word_buffer
 
 __all__ = ["SOURCES", "SystemRandom", "default_stream"]
 
@@ -74,6 +74,15 @@ class SystemRandom:
         if self._os:
             return np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
         return default_stream().random_raw(size)
+
+    def fill(self, out: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """Write ``out.size`` uniform 64-bit words into ``out`` (a writeable contiguous 1-D
+        ``uint64`` array) and return it; from the keystream with no new array."""
+        if self._os:
+            check_word_buffer(out)
+            out[...] = np.frombuffer(os.urandom(8 * out.size), dtype=np.uint64)
+            return out
+        return default_stream().fill(out)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SystemRandom):

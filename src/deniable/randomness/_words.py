@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.randomness import _system
-from deniable.randomness._chacha import ChaCha20Words
+from deniable.randomness._chacha import ChaCha20Words, check_word_buffer
 from deniable.randomness._system import SystemRandom, default_stream
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "bernoulli",
     "binary_thresholds",
     "exp_lower_bound",
+    "fill_words",
     "probability_threshold",
     "random_words",
     "resolve_rng",
@@ -214,6 +215,37 @@ def random_words(rng: RandomSource, size: int) -> npt.NDArray[np.uint64]:
             f"random_raw({size}), got an array of dtype {arr.dtype} and shape {arr.shape}."
         )
     return arr
+
+
+#: Words a numpy ``Generator`` draws at a time for :func:`fill_words` (256 kB).
+_FILL_STEP = 1 << 15
+
+
+def fill_words(rng: RandomSource, out: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """Write the next ``out.size`` words of ``rng`` (a source from :func:`resolve_rng`)
+    into ``out``, a writeable contiguous 1-D ``uint64`` array, and return ``out``: the
+    words ``random_words(rng, out.size)`` returns.
+
+    The default keystream writes them straight into ``out`` (no new array: a randomizer
+    that draws block after block into one buffer keeps it in cache); a numpy
+    ``Generator`` draws them ``2**15`` at a time (its bit generator hands out the same
+    words however the requests split them), every other source in one call.
+
+    >>> import numpy as np
+    >>> fill_words(ArrayWords([5, 7, 9]), np.empty(2, dtype=np.uint64)).tolist()
+    [5, 7]
+    """
+    if isinstance(rng, SystemRandom | ChaCha20Words):
+        return rng.fill(out)
+    check_word_buffer(out)
+    if isinstance(rng, np.random.Generator):
+        bits = rng.bit_generator
+        for start in range(0, out.size, _FILL_STEP):
+            stop = min(start + _FILL_STEP, out.size)
+            out[start:stop] = bits.random_raw(stop - start)
+        return out
+    out[...] = random_words(rng, out.size)
+    return out
 
 
 def python_words(rng: Any, size: int) -> list[int]:
