@@ -1,0 +1,107 @@
+"""The randomizers' array paths: binary and k-ary randomized response block by block, and
+the tally of each block counted while it is still in cache (``randomize_and_tally``).
+
+Both loops draw the words of a block into one reused buffer (:func:`fill_words`: the
+default keystream writes straight into it), work in place on block-sized buffers (``out=``
+arguments, no temporary per ufunc), and, when asked, count the reports of the block
+before moving on, so that the tally costs no second pass over the reports in memory.  The
+words each report consumes, and so the reports of a seeded run, are those documented in
+``docs/specs.md``: the block layout is ``CHUNK`` reports, as it always was.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.designs._counting import ValueCounter
+from deniable.designs._mechanism import blocks
+from deniable.randomness import CHUNK, RandomSource, fill_words, uniform_below_into, words_below
+
+__all__ = ["binary_reports", "keep_or_forced_reports"]
+
+_TOP53 = np.uint64(11)
+
+
+def binary_reports(
+    x: npt.NDArray[np.integer[Any]], gen: RandomSource, t0: int, t1: int, *, count: bool
+) -> tuple[npt.NDArray[np.uint8], int]:
+    """Reports of validated 0/1 answers ``x``, one word each: report ``i`` is
+    ``(w_i >> 11) < t[x_i]`` (``t0``, ``t1`` the thresholds of the channel's columns), and
+    the number of 1 reports when ``count`` (else 0).
+
+    No lookup by the answer: with ``t_lo <= t_hi`` the two thresholds, a report is 1 when
+    ``w_i`` is below ``t_lo``, or below ``t_hi`` and ``x_i`` is the answer whose threshold
+    is ``t_hi`` (two comparisons and two passes over 1-byte flags, whatever the answers).
+    """
+    t_lo, t_hi = min(t0, t1), max(t0, t1)
+    out = np.empty(x.size, dtype=np.uint8)
+    size = min(CHUNK, x.size)
+    words = np.empty(size, dtype=np.uint64)
+    lo = np.empty(size, dtype=np.bool_)
+    # reports_array returns 0/1 uint8 as given (or a view of bools): readable as bools
+    as_bool = x.dtype == np.uint8
+    xb = np.empty(0 if as_bool else size, dtype=np.bool_)
+    yes = 0
+    for start, stop in blocks(x.size):
+        m = stop - start
+        w = fill_words(gen, words[:m])
+        rep = out[start:stop].view(np.bool_)
+        if as_bool:
+            xs = x[start:stop].view(np.bool_)
+        else:
+            xs = xb[:m]
+            np.not_equal(x[start:stop], 0, out=xs)
+        words_below(w, t_hi, out=rep)
+        if t1 >= t0:
+            np.logical_and(rep, xs, out=rep)  # below t_hi and the answer is 1
+        else:
+            np.greater(rep, xs, out=rep)  # below t_hi and the answer is 0
+        np.logical_or(rep, words_below(w, t_lo, out=lo[:m]), out=rep)
+        if count:
+            yes += int(np.count_nonzero(rep))
+    return out, yes
+
+
+def keep_or_forced_reports(
+    x: npt.NDArray[np.integer[Any]],
+    gen: RandomSource,
+    plan: Any,
+    k: int,
+    counter: ValueCounter | None = None,
+) -> npt.NDArray[np.unsignedinteger[Any]]:
+    """Reports of validated categories ``x`` in ``0..k-1``, two words each (the
+    categorical design's ``keep-or-forced/1``): in each block of ``m`` reports the first
+    ``m`` words decide "keep the answer" (``(w >> 11) < plan.keep``) and the next ``m`` draw
+    the forced category (multiply-shift, or the cumulative thresholds ``plan.cum_array``).
+    The report is selected arithmetically, ``other + keep * (x - other)`` in wrapping
+    unsigned arithmetic, so no step depends on the answer.  When ``counter`` is given, each
+    block's reports are counted into it as they are made, while they are in cache.
+    """
+    dtype, keep_t, cum = plan.dtype, plan.keep, plan.cum_array
+    out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(x.size, dtype=dtype)
+    size = min(CHUNK, x.size)
+    words = np.empty(2 * size, dtype=np.uint64)
+    keep = np.empty(size, dtype=np.bool_)
+    other = np.empty(size, dtype=dtype)
+    for start, stop in blocks(x.size):
+        m = stop - start
+        w = fill_words(gen, words[: 2 * m])  # = m keep words, then m category words
+        words_below(w[:m], keep_t, out=keep[:m])
+        category = w[m:]  # the buffer is ours: the forced category is made in place
+        if cum is None:
+            uniform_below_into(category, k, category)
+            np.copyto(other[:m], category, casting="unsafe")
+        else:
+            np.right_shift(category, _TOP53, out=category)
+            np.copyto(other[:m], np.searchsorted(cum, category, side="right"), casting="unsafe")
+        rep = out[start:stop]
+        # rep = other + keep * (x - other), modulo 2**16 (or 2**32): x where keep, else other
+        np.subtract(x[start:stop], other[:m], out=rep, dtype=dtype, casting="unsafe")
+        np.multiply(rep, keep[:m], out=rep)
+        np.add(rep, other[:m], out=rep)
+        if counter is not None:
+            counter.add(rep)
+    return out
