@@ -39,8 +39,9 @@ DESIGNS = [
 
 
 @pytest.mark.parametrize("design", DESIGNS, ids=repr)
-@pytest.mark.parametrize("n", [0, 5, 4099, 3 * CHUNK + 7])
+@pytest.mark.parametrize("n", [0, 5, 4099, 3 * CHUNK + 7, 5 * CHUNK, 9 * CHUNK + 7])
 def test_equals_randomize_then_tally_for_every_truth_dtype(design: Any, n: int) -> None:
+    # whole groups of blocks, a shorter group, a shorter last block (k-ary layout: CHUNK)
     for truth in _truths(design.n_truths, n):
         expected = design.randomize(truth, rng=9)
         reports, tally = design.randomize_and_tally(truth, rng=9)
