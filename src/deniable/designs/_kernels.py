@@ -2,10 +2,11 @@
 the tally of each block counted while it is still in cache (``randomize_and_tally``).
 
 Both loops draw the words of a block into one reused buffer (:func:`fill_words`: the
-default keystream writes straight into it), work in place on block-sized buffers (``out=``
-arguments, no temporary per ufunc), and, when asked, count the reports of the block
-before moving on, so that the tally costs no second pass over the reports in memory.  The
-words each report consumes, and so the reports of a seeded run, are those documented in
+default keystream writes straight into it; a numpy ``Generator``'s own new array is used
+as it comes), work in place on block-sized buffers (``out=`` arguments, no temporary per
+ufunc), and, when asked, count the reports of the block before moving on, so that the
+tally costs no second pass over the reports in memory.  The words each report consumes,
+and so the reports of a seeded run, are those documented in
 ``docs/specs.md``: the block layout is ``CHUNK`` reports, as it always was.
 """
 
@@ -18,7 +19,14 @@ import numpy.typing as npt
 
 from deniable.designs._counting import ValueCounter
 from deniable.designs._mechanism import blocks
-from deniable.randomness import CHUNK, RandomSource, fill_words, uniform_below_into, words_below
+from deniable.randomness import (
+    CHUNK,
+    RandomSource,
+    fill_words,
+    random_words,
+    uniform_below_into,
+    words_below,
+)
 
 __all__ = ["BINARY_BLOCK", "GROUP", "binary_reports", "keep_or_forced_reports"]
 
@@ -29,6 +37,25 @@ GROUP = 4
 #: Reports a block of the binary loop (one word each, so the block size does not change
 #: which word goes to which report).
 BINARY_BLOCK = GROUP * CHUNK
+
+
+class _Words:
+    """The words of each block in an array the loop may overwrite: a numpy ``Generator``'s
+    own new array (its bit generator makes one anyway: no copy), else written into one
+    buffer made on first use and reused (the default keystream writes straight into it)."""
+
+    __slots__ = ("_buffer", "_gen", "_size")
+
+    def __init__(self, gen: RandomSource, size: int) -> None:
+        self._gen, self._size = gen, size
+        self._buffer: npt.NDArray[np.uint64] | None = None
+
+    def next(self, m: int) -> npt.NDArray[np.uint64]:
+        if isinstance(self._gen, np.random.Generator):
+            return random_words(self._gen, m)
+        if self._buffer is None:
+            self._buffer = np.empty(self._size, dtype=np.uint64)
+        return fill_words(self._gen, self._buffer[:m])
 
 
 def binary_reports(
@@ -45,7 +72,7 @@ def binary_reports(
     t_lo, t_hi = min(t0, t1), max(t0, t1)
     out = np.empty(x.size, dtype=np.uint8)
     size = min(BINARY_BLOCK, x.size)
-    words = np.empty(size, dtype=np.uint64)
+    words = _Words(gen, size)
     lo = np.empty(size, dtype=np.bool_)
     # reports_array returns 0/1 uint8 as given (or a view of bools): readable as bools
     as_bool = x.dtype == np.uint8
@@ -53,7 +80,7 @@ def binary_reports(
     yes = 0
     for start, stop in blocks(x.size, BINARY_BLOCK):
         m = stop - start
-        w = fill_words(gen, words[:m])
+        w = words.next(m)
         rep = out[start:stop].view(np.bool_)
         if as_bool:
             xs = x[start:stop].view(np.bool_)
@@ -68,6 +95,7 @@ def binary_reports(
         np.logical_or(rep, words_below(w, t_lo, out=lo[:m]), out=rep)
         if count:
             yes += int(np.count_nonzero(rep))
+        del w  # a Generator's words: freed before the next block's are made
     return out, yes
 
 
@@ -96,7 +124,7 @@ def keep_or_forced_reports(
     out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(n, dtype=dtype)
     group = min(GROUP, n // CHUNK)
     size = max(group * CHUNK, n % CHUNK if group == 0 else 0)
-    words = np.empty(2 * size, dtype=np.uint64)
+    words = _Words(gen, 2 * size)
     keep_buf = np.empty(size, dtype=np.bool_)
     other_buf = np.empty(size, dtype=dtype)
     start = 0
@@ -104,12 +132,12 @@ def keep_or_forced_reports(
         g = min(group, (n - start) // CHUNK)
         if g:  # g whole blocks: words (g, 2, CHUNK)
             m = g * CHUNK
-            w = fill_words(gen, words[: 2 * m]).reshape(g, 2, CHUNK)
+            w = words.next(2 * m).reshape(g, 2, CHUNK)
             keep_words, category = w[:, 0], w[:, 1]
             shape: tuple[int, ...] = (g, CHUNK)
         else:  # the last, shorter block: m keep words, then m category words
             m = n - start
-            w = fill_words(gen, words[: 2 * m])
+            w = words.next(2 * m)
             keep_words, category = w[:m], w[m:]
             shape = (m,)
         keep = keep_buf[:m].reshape(shape)
@@ -129,5 +157,6 @@ def keep_or_forced_reports(
         np.add(rep, other, out=rep)
         if counter is not None:
             counter.add(out[start : start + m])
+        del w, keep_words, category  # a Generator's words: freed before the next are made
         start += m
     return out
