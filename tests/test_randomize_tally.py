@@ -139,8 +139,9 @@ def test_fill_words_gives_the_words_of_random_words() -> None:
         got = fill_words(b, out[5:])
         assert np.shares_memory(got, out)  # written into the caller's buffer
         assert np.array_equal(out, expected)
-    out = np.empty(3, dtype=np.uint64)
+    out = np.zeros(20_003, dtype=np.uint64)  # more than one os.urandom call
     assert fill_words(SystemRandom(source="os"), out) is out
+    assert np.all(out != 0)  # every word written (a zero word: 20,003 * 2**-64)
 
 
 def test_fill_words_refuses_bad_buffers_and_spent_sources() -> None:
