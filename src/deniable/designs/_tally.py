@@ -182,7 +182,8 @@ class Tally:
     def from_reports(
         cls, reports: npt.ArrayLike, size: int = 2, *, mechanism: str | None = None
     ) -> Tally:
-        """Count ``reports`` (integers in ``0..size-1``), blockwise with ``bincount``."""
+        """Count ``reports`` (integers in ``0..size-1``), blockwise with ``bincount``
+        (``uint16`` reports of at most 16 values four at a time: ``designs/_counting.py``)."""
         key = _key(mechanism)
         arr = v.reports_array("reports", reports, categories=size)
         if arr.size > MAX_COUNT:  # pragma: no cover - needs 10**18 reports in memory
