@@ -346,7 +346,8 @@ class Categorical(Design):
     ) -> tuple[npt.NDArray[np.integer[Any]], Tally]:
         """``randomize`` and ``tally`` in one pass: the same reports from the same words,
         counted without validating them again: four at a time for ``k <= 16``, else a
-        ``bincount`` of each block while it is in cache."""
+        ``bincount`` of each group of blocks while it is in cache (above ``k = 2**16``, and
+        for one answer, ``randomize`` then ``tally``)."""
         if one_answer(truth, self.k) or self.k > CHUNK:
             return super().randomize_and_tally(truth, rng=rng)
         x = v.reports_array("truth", truth, categories=self.k)
