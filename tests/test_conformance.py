@@ -620,6 +620,21 @@ def _check_mean_channel(mechanism: Any, ch: MeanChannel) -> None:
     np.testing.assert_allclose(means, grid, rtol=0, atol=1e-9 * (hi - lo))
 
 
+@pytest.mark.parametrize("n", [0, 1, 7, CHUNK + 5])
+def test_randomize_and_tally_is_randomize_then_tally(mechanism: Any, n: int) -> None:
+    """The one-pass ``randomize_and_tally`` gives, bit for bit, the reports ``randomize``
+    gives from the same seed and the tally ``tally`` makes of them, and consumes the same
+    words (the generator is left in the same state)."""
+    values = _values(mechanism, n, np.random.default_rng(21))
+    twin = copy.deepcopy(mechanism)  # memoized RR remembers: each path gets a fresh memory
+    gen_a, gen_b = np.random.default_rng(22), np.random.default_rng(22)
+    expected = mechanism.randomize(values, rng=gen_a)
+    reports, tally = twin.randomize_and_tally(values, rng=gen_b)
+    assert reports.dtype == expected.dtype and np.array_equal(reports, expected)
+    assert tally == mechanism.tally(expected) and tally.mechanism == mechanism.key
+    assert gen_a.bit_generator.state == gen_b.bit_generator.state
+
+
 def test_tally_is_bound_and_serializes(mechanism: Any) -> None:
     gen = np.random.default_rng(12)
     tally = mechanism.tally(mechanism.randomize(_values(mechanism, 500, gen), rng=gen))

@@ -27,6 +27,7 @@ from deniable.designs import (
     TwoCoin,
     Warner,
 )
+from deniable.designs._kernels import GROUP
 from deniable.exceptions import ParameterError
 from deniable.randomness import (
     CHUNK,
@@ -92,7 +93,7 @@ BINARY_DESIGNS = [
 
 
 @pytest.mark.parametrize("design", BINARY_DESIGNS, ids=repr)
-@pytest.mark.parametrize("n", [0, 1, 1000, CHUNK, CHUNK + 1, 3 * CHUNK + 17])
+@pytest.mark.parametrize("n", [0, 1, 1000, CHUNK, CHUNK + 1, 3 * CHUNK + 17, 9 * CHUNK + 7])
 def test_binary_bit_identical_to_reference(design: BinaryDesign, n: int) -> None:
     x = (pcg(n).random(n) < 0.4).astype(np.uint8)
     got = design.randomize(x, rng=pcg(7))
@@ -134,7 +135,8 @@ CATEGORICAL_DESIGNS = [
 
 
 @pytest.mark.parametrize("design", CATEGORICAL_DESIGNS, ids=repr)
-@pytest.mark.parametrize("n", [0, 1, 999, CHUNK + 3])
+# 4 and 9 blocks and a bit: the loop draws and works on up to GROUP (4) blocks at a time
+@pytest.mark.parametrize("n", [0, 1, 999, CHUNK + 3, 4 * CHUNK, 9 * CHUNK + 7])
 def test_categorical_bit_identical_to_reference(design: Categorical, n: int) -> None:
     x = pcg(n).integers(0, design.k, size=n)
     got = design.randomize(x, rng=pcg(11))
@@ -306,5 +308,6 @@ def test_working_memory_does_not_grow_with_n(design: Any, x_of: Any, bytes_per_r
     extra_small = _extra_bytes(lambda: design.randomize(xs, rng=pcg()), small * bytes_per_report)
     extra_large = _extra_bytes(lambda: design.randomize(xl, rng=pcg()), large * bytes_per_report)
     assert extra_large <= extra_small + 64 * 1024
-    # a few block-sized buffers: at most 2 words (16 B) + 11 B of scratch per report of a block
-    assert extra_large < 32 * CHUNK
+    # a few buffers the size of the GROUP blocks worked on together: at most 2 words (16 B)
+    # + 11 B of scratch per report of them
+    assert extra_large < 27 * GROUP * CHUNK

@@ -177,7 +177,14 @@ def test_randomize_uses_the_csprng_by_default(design: Any, monkeypatch: pytest.M
         asked.append(size)
         return real(self, size)
 
+    real_fill = SystemRandom.fill
+
+    def recording_fill(self: SystemRandom, out: np.ndarray) -> np.ndarray:
+        asked.append(out.size)
+        return real_fill(self, out)
+
     monkeypatch.setattr(SystemRandom, "random_raw", recording)
+    monkeypatch.setattr(SystemRandom, "fill", recording_fill)  # the array paths' buffers
     reports = design.randomize([0, 1] * 50)
     assert reports.shape == (100,)
     assert sum(asked) >= 100  # every report drew fresh words from the OS

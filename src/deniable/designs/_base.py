@@ -20,17 +20,11 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.designs._binary_estimate import binary_estimate
 from deniable.designs._channel import Channel, DenseChannel, matrix_epsilon
-from deniable.designs._mechanism import MechanismBase, blocks, one_answer
+from deniable.designs._kernels import binary_reports
+from deniable.designs._mechanism import MechanismBase, one_answer
 from deniable.designs._tally import Tally
 from deniable.exceptions import DataError, ParameterError
-from deniable.randomness import (
-    CHUNK,
-    binary_thresholds,
-    python_words,
-    random_words,
-    resolve_rng,
-    words_below,
-)
+from deniable.randomness import binary_thresholds, python_words, resolve_rng
 from deniable.results import Estimate
 
 # Tally (_tally) and binary_estimate (_binary_estimate) are re-exported from here.
@@ -381,32 +375,22 @@ class BinaryDesign(Design):
             t0, t1 = self._thresholds
             return np.array([(word >> 11) < t0 + truth * (t1 - t0)], dtype=np.uint8)
         x = v.reports_array("truth", truth, categories=2)
-        gen = resolve_rng(rng)
         t0, t1 = self._thresholds
-        t_lo, t_hi = min(t0, t1), max(t0, t1)
-        out = np.empty(x.size, dtype=np.uint8)
-        size = min(CHUNK, x.size)
-        lo = np.empty(size, dtype=np.bool_)
-        # reports_array returns 0/1 uint8 as given (or a view of bools): readable as bools
-        as_bool = x.dtype == np.uint8
-        xb = np.empty(0 if as_bool else size, dtype=np.bool_)
-        for start, stop in blocks(x.size):
-            m = stop - start
-            words = random_words(gen, m)
-            rep = out[start:stop].view(np.bool_)
-            if as_bool:
-                xs = x[start:stop].view(np.bool_)
-            else:
-                xs = xb[:m]
-                np.not_equal(x[start:stop], 0, out=xs)
-            words_below(words, t_hi, out=rep)
-            if t1 >= t0:
-                np.logical_and(rep, xs, out=rep)  # below t_hi and the answer is 1
-            else:
-                np.greater(rep, xs, out=rep)  # below t_hi and the answer is 0
-            np.logical_or(rep, words_below(words, t_lo, out=lo[:m]), out=rep)
-            del words  # free this block's words before drawing the next
+        out, _ = binary_reports(x, resolve_rng(rng), t0, t1, count=False)
         return out
+
+    def randomize_and_tally(
+        self, truth: npt.ArrayLike, /, *, rng: Any = None
+    ) -> tuple[npt.NDArray[np.uint8], Tally]:
+        """``randomize`` and ``tally`` in one pass: the same reports from the same words,
+        and the count of "yes" reports taken block by block as they are made."""
+        if one_answer(truth, 2):
+            return super().randomize_and_tally(truth, rng=rng)
+        x = v.reports_array("truth", truth, categories=2)
+        t0, t1 = self._thresholds
+        out, yes = binary_reports(x, resolve_rng(rng), t0, t1, count=True)
+        counts = np.array([x.size - yes, yes], dtype=np.int64)
+        return out, self.bind(Tally(counts))
 
     def estimate(
         self, data: Any = None, *, yes: int | None = None, n: int | None = None

@@ -15,23 +15,17 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.designs._base import Design
 from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
+from deniable.designs._counting import PACKED_VALUES, ValueCounter
 from deniable.designs._frequency import MAX_DENSE_K, FrequencyEstimate
 from deniable.designs._from_epsilon import design_for_epsilon
-from deniable.designs._mechanism import blocks, one_answer
+from deniable.designs._kernels import keep_or_forced_reports
+from deniable.designs._mechanism import one_answer
+from deniable.designs._tally import Tally
 from deniable.exceptions import ParameterError, ParameterTypeError
-from deniable.randomness import (
-    CHUNK,
-    probability_threshold,
-    python_words,
-    random_words,
-    resolve_rng,
-    uniform_below_into,
-    words_below,
-)
+from deniable.randomness import CHUNK, probability_threshold, python_words, resolve_rng
 
 __all__ = ["MAX_DENSE_K", "Categorical", "CategoricalEstimate"]
 
-_TOP53 = np.uint64(11)
 _TWO53_INT = 1 << 53
 
 #: The estimate of the categorical design: the one frequency estimate of every frequency
@@ -344,33 +338,26 @@ class Categorical(Design):
             forced = plan.category(category_word)
             return np.array([forced + kept * (truth - forced)], dtype=plan.dtype)
         x = v.reports_array("truth", truth, categories=self.k)
-        gen = resolve_rng(rng)
-        keep_t, cum, dtype = plan.keep, plan.cum_array, plan.dtype
-        out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(x.size, dtype=dtype)
-        size = min(CHUNK, x.size)
-        keep = np.empty(size, dtype=np.bool_)
-        scratch = np.empty(size, dtype=np.uint64)
-        other = np.empty(size, dtype=dtype)
-        for start, stop in blocks(x.size):
-            m = stop - start
-            words = random_words(gen, 2 * m)  # = m keep words, then m category words
-            words_below(words[:m], keep_t, out=keep[:m])
-            if cum is None:
-                np.copyto(
-                    other[:m], uniform_below_into(words[m:], self.k, scratch[:m]), casting="unsafe"
-                )
-            else:
-                np.right_shift(words[m:], _TOP53, out=scratch[:m])
-                np.copyto(
-                    other[:m], np.searchsorted(cum, scratch[:m], side="right"), casting="unsafe"
-                )
-            rep = out[start:stop]
-            # rep = other + keep * (x - other), modulo 2**16 (or 2**32): x where keep, else other
-            np.subtract(x[start:stop], other[:m], out=rep, dtype=dtype, casting="unsafe")
-            np.multiply(rep, keep[:m], out=rep)
-            np.add(rep, other[:m], out=rep)
-            del words  # free this block's words before drawing the next
+        out = keep_or_forced_reports(x, resolve_rng(rng), plan, self.k)
         return out
+
+    def randomize_and_tally(
+        self, truth: npt.ArrayLike, /, *, rng: Any = None
+    ) -> tuple[npt.NDArray[np.integer[Any]], Tally]:
+        """``randomize`` and ``tally`` in one pass: the same reports from the same words,
+        counted without validating them again: four at a time for ``k <= 16``, else a
+        ``bincount`` of each group of blocks while it is in cache (above ``k = 2**16``, and
+        for one answer, ``randomize`` then ``tally``)."""
+        if one_answer(truth, self.k) or self.k > CHUNK:
+            return super().randomize_and_tally(truth, rng=rng)
+        x = v.reports_array("truth", truth, categories=self.k)
+        counter = ValueCounter(self.k)
+        if self.k <= PACKED_VALUES:  # counted four at a time, over the whole output
+            out = keep_or_forced_reports(x, resolve_rng(rng), self._plan, self.k)
+            counter.add(out)
+        else:  # bincount of each block while it is in cache
+            out = keep_or_forced_reports(x, resolve_rng(rng), self._plan, self.k, counter)
+        return out, self.bind(Tally(counter.counts()))
 
     def estimate(self, data: Any = None) -> FrequencyEstimate:
         """Estimate the share of each category from reports or a :class:`Tally`: a

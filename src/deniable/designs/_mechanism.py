@@ -143,6 +143,18 @@ class MechanismBase:
         :attr:`key` (the count of each report value)."""
         return Tally.from_reports(reports, self._tally_cells, mechanism=self.key)
 
+    def randomize_and_tally(
+        self, values: npt.ArrayLike, /, *, rng: Any = None
+    ) -> tuple[npt.NDArray[Any], Tally]:
+        """Randomize ``values`` and count the reports: ``(reports, tally)``, bit for bit
+        what ``reports = randomize(values, rng=rng)`` and ``tally(reports)`` give (the
+        same words, the same reports).  This default does exactly that; a mechanism whose
+        randomizer can count each block while it is in cache (binary and k-ary randomized
+        response) does it in one pass, which is faster."""
+        me: Any = self
+        reports = me.randomize(values, rng=rng)
+        return reports, self.tally(reports)
+
     def tally_counts(self, counts: Any) -> Tally:
         """The tally of this mechanism with the given ``counts`` (one per cell)."""
         return self.bind(Tally(counts))

@@ -7,6 +7,7 @@ estimates needs no ``isinstance`` on the kind of mechanism::
 
     reports = mechanism.randomize(values, rng=...)   # on the respondent's device
     tally = mechanism.tally(reports)                 # a Tally bound to mechanism.key
+    reports, tally = mechanism.randomize_and_tally(values, rng=...)  # both, in one pass
     total = sum(tallies)                             # tallies add across shards
     result = mechanism.estimate(total)               # an Estimate, or a richer result
 """
@@ -35,6 +36,9 @@ class Mechanism(Protocol):
     * ``randomize(values, *, rng=None)``: reports for the inputs ``values`` (CSPRNG unless
       ``rng`` is given);
     * ``tally(reports)``: the :class:`~deniable.designs.Tally` of reports, bound to ``key``;
+    * ``randomize_and_tally(values, *, rng=None)``: ``(reports, tally)``, bit for bit what
+      ``randomize`` then ``tally`` give (``MechanismBase`` supplies it; binary and k-ary
+      randomized response count each block as they make it);
     * ``estimate(tally)``: the estimate from a tally (reports are accepted too); an unbound
       tally of the right length is bound, a tally of another mechanism refused.
     """
@@ -54,5 +58,9 @@ class Mechanism(Protocol):
     def randomize(self, values: npt.ArrayLike, /, *, rng: Any = None) -> npt.NDArray[Any]: ...
 
     def tally(self, reports: npt.ArrayLike, /) -> Tally: ...
+
+    def randomize_and_tally(
+        self, values: npt.ArrayLike, /, *, rng: Any = None
+    ) -> tuple[npt.NDArray[Any], Tally]: ...
 
     def estimate(self, tally: Any, /) -> Any: ...

@@ -20,8 +20,8 @@ import numpy.typing as npt
 
 from deniable.common import load_json
 from deniable.common import validation as v
+from deniable.designs._counting import ValueCounter
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
-from deniable.randomness import CHUNK
 
 __all__ = ["MAX_COUNT", "SCHEMA", "Tally"]
 
@@ -182,7 +182,8 @@ class Tally:
     def from_reports(
         cls, reports: npt.ArrayLike, size: int = 2, *, mechanism: str | None = None
     ) -> Tally:
-        """Count ``reports`` (integers in ``0..size-1``), blockwise with ``bincount``."""
+        """Count ``reports`` (integers in ``0..size-1``), blockwise with ``bincount``
+        (``uint16`` reports of at most 16 values four at a time: ``designs/_counting.py``)."""
         key = _key(mechanism)
         arr = v.reports_array("reports", reports, categories=size)
         if arr.size > MAX_COUNT:  # pragma: no cover - needs 10**18 reports in memory
@@ -190,10 +191,9 @@ class Tally:
         if arr.dtype == np.uint8 and size == 2:
             yes = int(np.count_nonzero(arr))
             return cls._trusted(np.array([arr.size - yes, yes], dtype=np.int64), key, arr.size)
-        counts = np.zeros(size, dtype=np.int64)
-        for start in range(0, arr.size, CHUNK):  # blockwise: bincount copies to intp
-            counts += np.bincount(arr[start : start + CHUNK], minlength=size)
-        return cls._trusted(counts, key, int(arr.size))
+        counter = ValueCounter(size)
+        counter.add(arr)
+        return cls._trusted(counter.counts(), key, int(arr.size))
 
     # ---- values
 

@@ -43,21 +43,22 @@ the kernel instead (``getrandom(2)``, about ten times slower), pass
 from __future__ import annotations
 
 from deniable.randomness._chacha import REKEY_BYTES, RESEED_BYTES, ChaCha20Words
-from deniable.randomness._system import SOURCES, SystemRandom, default_stream
-
-# the scalar fast paths of deniable.designs: the same words as random_words, as ints
-from deniable.randomness._words import (
+from deniable.randomness._sources import (
     CHUNK,
     ArrayWords,
     RandomSource,
     WordSource,
+    fill_words,
+    python_words,  # the scalar fast paths of deniable.designs: the same words, as ints
+    random_words,
+    resolve_rng,
+)
+from deniable.randomness._system import SOURCES, SystemRandom, default_stream
+from deniable.randomness._words import (
     bernoulli,
     binary_thresholds,
     exp_lower_bound,
     probability_threshold,
-    python_words,
-    random_words,
-    resolve_rng,
     uniform_below,
     uniform_below_into,
     words_below,
@@ -77,6 +78,7 @@ __all__ = [
     "binary_thresholds",
     "default_stream",
     "exp_lower_bound",
+    "fill_words",
     "probability_threshold",
     "python_words",
     "random_words",

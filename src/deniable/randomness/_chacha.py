@@ -118,6 +118,24 @@ def _bytes_parameter(name: str, value: Any, length: int) -> bytes:
     return data
 
 
+def check_word_buffer(out: Any) -> None:
+    """Refuse an ``out`` that words cannot be written into (ParameterTypeError naming it)."""
+    if (
+        isinstance(out, np.ndarray)
+        and out.dtype == np.uint64
+        and out.ndim == 1
+        and out.flags.c_contiguous
+        and out.flags.writeable
+    ):
+        return
+    if isinstance(out, np.ndarray):
+        flags = "" if out.flags.writeable else "read-only "
+        got = f"a {flags}array of dtype {out.dtype} and shape {out.shape}"
+    else:
+        got = type(out).__name__
+    raise ParameterTypeError(f"`out` must be a writeable, contiguous 1-D uint64 array, got {got}.")
+
+
 def _size_parameter(name: str, value: Any, allowed: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ParameterTypeError(f"`{name}` must be {allowed}, got {type(value).__name__}.")
@@ -272,6 +290,16 @@ class ChaCha20Words:
         if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 0:
             raise ParameterError(f"`size` must be an integer >= 0, got {size!r}.")
         out = np.empty(int(size), dtype=np.uint64)
+        with self._lock:
+            self._check_fork()
+            self._fill(out)
+        return out
+
+    def fill(self, out: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """Write the next ``out.size`` words of the stream into ``out`` (a writeable,
+        C-contiguous 1-D ``uint64`` array) and return it: the words ``random_raw(out.size)``
+        would return, without a new array (the randomizers reuse one buffer a block)."""
+        check_word_buffer(out)
         with self._lock:
             self._check_fork()
             self._fill(out)

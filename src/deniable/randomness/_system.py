@@ -10,12 +10,15 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.exceptions import ParameterError, ParameterTypeError
-from deniable.randomness._chacha import ChaCha20Words
+from deniable.randomness._chacha import ChaCha20Words, check_word_buffer
 
 __all__ = ["SOURCES", "SystemRandom", "default_stream"]
 
 #: The sources :class:`SystemRandom` can draw from.
 SOURCES: Final = ("chacha20", "os")
+
+#: Words :meth:`SystemRandom.fill` reads from ``os.urandom`` a call (64 kB).
+_OS_STEP: Final = 1 << 13
 
 _default: ChaCha20Words | None = None
 _default_lock = threading.Lock()
@@ -74,6 +77,17 @@ class SystemRandom:
         if self._os:
             return np.frombuffer(os.urandom(8 * size), dtype=np.uint64)
         return default_stream().random_raw(size)
+
+    def fill(self, out: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+        """Write ``out.size`` uniform 64-bit words into ``out`` (a writeable contiguous 1-D
+        ``uint64`` array) and return it; from the keystream with no new array."""
+        if self._os:  # os.urandom 2**13 words at a time: no second buffer of out's size
+            check_word_buffer(out)
+            for start in range(0, out.size, _OS_STEP):
+                stop = min(start + _OS_STEP, out.size)
+                out[start:stop] = np.frombuffer(os.urandom(8 * (stop - start)), dtype=np.uint64)
+            return out
+        return default_stream().fill(out)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, SystemRandom):
