@@ -17,11 +17,16 @@ from deniable.designs import Categorical, ForcedResponse, Warner
 from deniable.estimation import (
     RHAT_LIMIT,
     BayesLogisticRRResult,
-    SamplerWarning,
     bayes_logistic_rr,
     logistic_rr,
 )
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.exceptions import (
+    ConvergenceWarning,
+    DataError,
+    ParameterError,
+    ParameterTypeError,
+    SamplerWarning,
+)
 
 assert numpyro.__version__
 
@@ -89,6 +94,8 @@ def test_a_short_run_warns_that_it_did_not_converge() -> None:
     """Ten draws per chain cannot mix (R-hat far above 1.01 with this seed): the fit warns,
     says so in its table, and still returns its diagnostics."""
     data, design = _sample(100, 4)
+    assert issubclass(SamplerWarning, ConvergenceWarning)
+    assert issubclass(SamplerWarning, RuntimeWarning)
     with pytest.warns(SamplerWarning, match="did not clearly converge"):
         fit = bayes_logistic_rr("y ~ x", data, design, draws=10, warmup=10)
     assert not fit.converged

@@ -14,6 +14,7 @@
     └── ConvergenceWarning (RuntimeWarning)
                                        an optimiser stopped before its tolerance, or an
                                        estimate sits on the boundary of its parameter space
+        └── SamplerWarning             a Markov chain did not clearly converge (R-hat, divergences)
 
 Every message names the parameter, the allowed values and the value received, e.g.
 "`p` must be in (0, 1) and not 0.5, got 0.5."  Catch ``ValueError`` / ``TypeError`` if
@@ -30,6 +31,7 @@ __all__ = [
     "ParameterError",
     "ParameterTypeError",
     "PrivacyError",
+    "SamplerWarning",
 ]
 
 
@@ -63,3 +65,8 @@ class ConvergenceWarning(DeniableWarning, RuntimeWarning):
     The message says why; the result keeps the same text in its ``notes``.  It is a
     ``RuntimeWarning`` too, so filters on ``RuntimeWarning`` still catch it.
     """
+
+
+class SamplerWarning(ConvergenceWarning):
+    """A Markov chain sampler did not clearly converge (R-hat above its limit, or divergent
+    transitions): the posterior summaries may be wrong."""

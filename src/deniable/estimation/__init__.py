@@ -12,7 +12,6 @@ from deniable.estimation._bayes_exact import EXACT_MAX_N
 from deniable.estimation._bayes_mcmc import (
     RHAT_LIMIT,
     BayesLogisticRRResult,
-    SamplerWarning,
     bayes_logistic_rr,
 )
 from deniable.estimation._bayes_prior import PRIORS, Beta
@@ -33,7 +32,7 @@ from deniable.estimation._majority import (
     simulate_majority,
 )
 from deniable.estimation._majority_rule import decide_majority, majority_threshold
-from deniable.estimation._mixed import METHODS, mixed_logistic_rr
+from deniable.estimation._mixed import MIXED_METHODS, mixed_logistic_rr
 from deniable.estimation._mixed_data import RandomTerm, parse_random
 from deniable.estimation._mixed_links import LINKS
 from deniable.estimation._mixed_results import HosmerLemeshow, MixedRRResult, VarianceComponent
@@ -60,7 +59,7 @@ __all__ = [
     "LINKS",
     "MANIPULATIONS",
     "MAX_TRIALS",
-    "METHODS",
+    "MIXED_METHODS",
     "POSTERIOR_METHODS",
     "PRIORS",
     "RHAT_LIMIT",
@@ -85,7 +84,6 @@ __all__ = [
     "RandomTerm",
     "RegressionResult",
     "SampleSizeResult",
-    "SamplerWarning",
     "VarianceComponent",
     "association",
     "bayes_logistic_rr",

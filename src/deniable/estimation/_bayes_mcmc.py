@@ -31,21 +31,16 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign
 from deniable.estimation._regression_data import check_design, model_data
-from deniable.exceptions import DataError
+from deniable.exceptions import DataError, SamplerWarning
 from deniable.results import Result, Table
 
-__all__ = ["RHAT_LIMIT", "BayesLogisticRRResult", "SamplerWarning", "bayes_logistic_rr"]
+__all__ = ["RHAT_LIMIT", "BayesLogisticRRResult", "bayes_logistic_rr"]
 
 Array = npt.NDArray[np.float64]
 
 #: R-hat above this (on any parameter) issues a :class:`SamplerWarning`.
 RHAT_LIMIT = 1.01
 _CHAIN_METHODS = ("sequential", "vectorized", "parallel")
-
-
-class SamplerWarning(RuntimeWarning):
-    """A Markov chain sampler did not clearly converge (R-hat above its limit, or divergent
-    transitions): the posterior summaries may be wrong."""
 
 
 def _require_numpyro() -> tuple[Any, Any, Any]:

@@ -41,12 +41,12 @@ from deniable.estimation._regression_results import FitData
 from deniable.estimation._regression_stats import LRTest, invert_information
 from deniable.exceptions import ConvergenceWarning, ParameterError
 
-__all__ = ["METHODS", "mixed_logistic_rr"]
+__all__ = ["MIXED_METHODS", "mixed_logistic_rr"]
 
 Array = npt.NDArray[np.float64]
 
 #: The approximations of the marginal likelihood.
-METHODS = ("laplace", "agq")
+MIXED_METHODS = ("laplace", "agq")
 
 
 def _hosmer_lemeshow(y: Array, lam: Array, bins: int = 10) -> HosmerLemeshow | None:
@@ -137,7 +137,7 @@ def mixed_logistic_rr(
     0.72
     """
     link = v.choice("link", link, tuple(LINKS))
-    method = v.choice("method", method, METHODS)
+    method = v.choice("method", method, MIXED_METHODS)
     if n_agq is None:
         n_agq = 10 if method == "agq" else 1
     n_agq = v.integer("n_agq", n_agq, minimum=1, maximum=50)
