@@ -25,6 +25,8 @@ from deniable.estimation._majority_rule import decide_majority, majority_thresho
 from deniable.estimation._power import power, power_curve, sample_size, unit_variance
 from deniable.estimation._power_model import ALTERNATIVES
 from deniable.estimation._power_results import PowerResult, SampleSizeResult
+from deniable.estimation._regression_design import BREADS, SamplingInfo
+from deniable.estimation._regression_links import LINKS
 from deniable.estimation._regression_results import RegressionResult
 from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence
 from deniable.estimation._related import threshold_vs_bracket
@@ -37,9 +39,11 @@ from deniable.estimation._robustness import (
 
 __all__ = [
     "ALTERNATIVES",
+    "BREADS",
     "DIRECTIONS",
     "INDEPENDENCE_TESTS",
     "JOINT_ESTIMATORS",
+    "LINKS",
     "MANIPULATIONS",
     "MAX_TRIALS",
     "SE_TYPES",
@@ -57,6 +61,7 @@ __all__ = [
     "Prevalence",
     "RegressionResult",
     "SampleSizeResult",
+    "SamplingInfo",
     "association",
     "check_formula",
     "decide_majority",
