@@ -144,7 +144,10 @@ class RegressionResult(Result):
     @property
     def df_resid(self) -> int:
         """Residual degrees of freedom: ``nobs`` minus the mean-model coefficients, constant
-        included (statsmodels' ``nobs - rank(X)``)."""
+        included (statsmodels' ``nobs - rank(X)``); under a survey design the design's
+        degrees of freedom plus 1 minus the coefficients (R's ``svyglm``)."""
+        if self.sampling is not None:
+            return self.sampling.df
         return self.nobs - len(self.terms)
 
     @property

@@ -102,7 +102,12 @@ def _header(self: RegressionResult) -> list[str]:
             "Df model:",
             str(self.df_model),
         ),
-        ("Parameters:", str(self.k_params), "Log-likelihood:", f"{self.llf:.4f}"),
+        (
+            "Parameters:",
+            str(self.k_params),
+            "Pseudo log-lik.:" if self.sampling else "Log-likelihood:",
+            f"{self.llf:.4f}",
+        ),
         ("Converged:", "yes" if self.converged else "NO", "AIC:", f"{self.aic:.4f}"),
         ("Iterations:", its, "BIC:", f"{self.bic:.4f}"),
     ]
