@@ -27,6 +27,7 @@ from deniable.estimation._power_model import ALTERNATIVES
 from deniable.estimation._power_results import PowerResult, SampleSizeResult
 from deniable.estimation._regression_design import BREADS, SamplingInfo
 from deniable.estimation._regression_links import LINKS
+from deniable.estimation._regression_power import RegressionPower, regression_power
 from deniable.estimation._regression_results import RegressionResult
 from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence
 from deniable.estimation._related import threshold_vs_bracket
@@ -59,6 +60,7 @@ __all__ = [
     "ManipulationRobustness",
     "PowerResult",
     "Prevalence",
+    "RegressionPower",
     "RegressionResult",
     "SampleSizeResult",
     "SamplingInfo",
@@ -74,6 +76,7 @@ __all__ = [
     "manipulation_robustness",
     "power",
     "power_curve",
+    "regression_power",
     "sample_size",
     "simulate_majority",
     "threshold_vs_bracket",
