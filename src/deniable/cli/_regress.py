@@ -74,6 +74,7 @@ def read_table(
     predictor: str | None = None,
     direct: str | None = None,
     sample: DesignColumns | None = None,
+    group: str | None = None,
 ) -> Any:
     """The columns of ``path`` that the model uses (the formula is checked first), and
     those of the sample's design, read by the survey-file reader: the same header,
@@ -96,7 +97,7 @@ def read_table(
     names = check_formula(formula or "")
     lhs, rhs = list(names.outcome), list(names.covariates)
     columns: list[str] | None = list(
-        dict.fromkeys([*lhs, *rhs, *(c for c in (predictor, direct) if c is not None)])
+        dict.fromkeys([*lhs, *rhs, *(c for c in (predictor, direct, group) if c is not None)])
     )
     if sample is not None:
         columns = _with_design_columns(columns, sample)
@@ -120,6 +121,27 @@ def _with_design_columns(columns: list[str] | None, sample: DesignColumns) -> li
         return None
     extra = sample.columns([])  # names are needed only to match a pattern
     return list(dict.fromkeys([*(columns or []), *(str(c).strip() for c in extra)]))
+
+
+def two_group_kwargs(
+    d: Any, group_column: str | None, predictor: str | None, direct: str | None
+) -> dict[str, Any]:
+    """``{"group": column}`` for a two-group design with ``--group-column`` (``{}`` for a
+    one-group design); one error line where the pair does not fit."""
+    from deniable.designs import TwoGroupDesign
+
+    if not isinstance(d, TwoGroupDesign):
+        if group_column is not None:
+            fail(f"`--group-column` applies to the two-group designs; design {d.name!r} has "
+                 "one group.")  # fmt: skip
+        return {}
+    if group_column is None:
+        fail(f"design {d.name!r} needs two groups: give --group-column COLUMN (the column of "
+             "each respondent's group, 1 or 2).")  # fmt: skip
+    for flag, given in (("--predictor", predictor), ("--direct", direct)):
+        if given is not None:
+            fail(f"`{flag}` is not available with a two-group design.")
+    return {"group": group_column}
 
 
 def sample_options(
@@ -240,6 +262,14 @@ def regress_command(
             show_default=False,
         ),
     ] = None,
+    group_column: Annotated[
+        str | None,
+        typer.Option(
+            "--group-column",
+            metavar="COLUMN",
+            help="Two-group designs: column of each respondent's group (1 or 2).",
+        ),
+    ] = None,
     weights: WeightsOpt = None,
     strata: StrataOpt = None,
     psu: PsuOpt = None,
@@ -268,24 +298,32 @@ def regress_command(
             f"`--design` must give one yes/no report per respondent; {d.name!r} with these "
             f"parameters has {d.n_reports} report values."
         )
-    if not isinstance(d, BinaryDesign):
+    two_group = two_group_kwargs(d, group_column, predictor, direct)
+    if not two_group and not isinstance(d, BinaryDesign):
         fail(
             f"`--design` must be a one-group design with yes/no reports (regression needs its "
-            f"P(yes | 1) and P(yes | 0)); {d.name!r} is not one."
+            f"P(yes | 1) and P(yes | 0)), or a two-group design with --group-column; "
+            f"{d.name!r} is neither."
         )
     sample = sample_options(weights, strata, psu, fpc, repweights, repmethod, rho, scale,
                             rscales, mse, lonely_psu)  # fmt: skip
     if sample is not None and se != "observed":
         fail("`--se` chooses a model-based standard error; with a sample design the "
              "covariance is design-based (choose its --bread), drop --se.")  # fmt: skip
-    frame = read_table(data, formula, predictor=predictor, direct=direct, sample=sample)
-    kwargs = design_kwargs(data, frame, sample, link, bread, predictor)
+    if two_group and sample is not None:
+        fail("a sample design (--weights, --strata, ...) is not available with a two-group "
+             "design yet.")  # fmt: skip
+    frame = read_table(data, formula, predictor=predictor, direct=direct, sample=sample,
+                       group=group_column)  # fmt: skip
+    kwargs = design_kwargs(data, frame, sample, link, bread, predictor) | two_group
     with warnings.catch_warnings():  # shown as notes below the table instead
         warnings.simplefilter("ignore", RuntimeWarning)
         if predictor is None:
             se_kw: dict[str, Any] = {} if sample is not None else {"se": se}
-            result: Any = logistic_rr(formula, frame, d, direct=direct, **se_kw, **kwargs)
+            fitted: Any = d  # a BinaryDesign, or a TwoGroupDesign with --group-column
+            result: Any = logistic_rr(formula, frame, fitted, direct=direct, **se_kw, **kwargs)
         else:
+            assert isinstance(d, BinaryDesign)  # two-group designs refuse --predictor above
             result = linear_rr(formula, frame, d, predictor, direct=direct, se=se)
     if as_json:
         emit_json({"data": data, **result.to_dict(lvl)})

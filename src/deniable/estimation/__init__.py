@@ -30,6 +30,7 @@ from deniable.estimation._regression_links import LINKS
 from deniable.estimation._regression_power import RegressionPower, regression_power
 from deniable.estimation._regression_results import RegressionResult
 from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence
+from deniable.estimation._regression_twogroup import TwoGroupRRResult
 from deniable.estimation._related import threshold_vs_bracket
 from deniable.estimation._robustness import (
     DIRECTIONS,
@@ -37,6 +38,7 @@ from deniable.estimation._robustness import (
     ManipulationRobustness,
     manipulation_robustness,
 )
+from deniable.estimation._rr_predictors import RRPredictorResult
 
 __all__ = [
     "ALTERNATIVES",
@@ -60,10 +62,12 @@ __all__ = [
     "ManipulationRobustness",
     "PowerResult",
     "Prevalence",
+    "RRPredictorResult",
     "RegressionPower",
     "RegressionResult",
     "SampleSizeResult",
     "SamplingInfo",
+    "TwoGroupRRResult",
     "association",
     "check_formula",
     "decide_majority",

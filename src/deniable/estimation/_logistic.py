@@ -31,24 +31,19 @@ of randomized response data, J. Stat. Software 85(2) (``RRlog``).
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from deniable.common import validation as v
-from deniable.designs import BinaryDesign
-from deniable.estimation._formula import check_formula, evaluation_context
+from deniable.designs import BinaryDesign, TwoGroupDesign
 from deniable.estimation._regression_data import (
     Array,
     binary_values,
     check_design,
-    check_finite,
     check_se,
-    columns_list,
     model_data,
     require_data_extras,
 )
@@ -60,130 +55,16 @@ from deniable.estimation._regression_design import (
     fit_weights,
 )
 from deniable.estimation._regression_direct import DirectTest, direct_test
-from deniable.estimation._regression_links import check_link, link_functions
+from deniable.estimation._regression_links import check_link
+from deniable.estimation._regression_logistic_result import LogisticRRResult
 from deniable.estimation._regression_logit import LogitFit, fit_logit, logit_information
-from deniable.estimation._regression_results import FitData, RegressionResult, logit_interval
-from deniable.estimation._regression_stats import SE_TYPES, Prevalence, invert_information
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.estimation._regression_results import FitData
+from deniable.estimation._regression_stats import SE_TYPES, invert_information
+from deniable.estimation._regression_twogroup import TwoGroupRRResult, fit_twogroup
+from deniable.estimation._rr_predictors import fit_rr_predictors
+from deniable.exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["DirectTest", "LogisticRRResult", "logistic_rr"]  # DirectTest: re-exported
-
-
-@dataclass(frozen=True, eq=False)
-class LogisticRRResult(RegressionResult):
-    """Result of :func:`logistic_rr`: a :class:`RegressionResult` with predictions.
-
-    ``direct_test`` is set when a direct-questioning column was given and both groups have
-    respondents; ``link`` is the link of the prevalence model (``"logit"``, ``"probit"``,
-    ``"cloglog"``).
-    """
-
-    title: ClassVar[str] = "Logistic regression with a randomized outcome"
-
-    direct: str | None = field(default=None, repr=False)
-    direct_test: DirectTest | None = field(default=None, repr=False)
-    spec: Any = field(default=None, repr=False, compare=False)
-    index: Any = field(default=None, repr=False, compare=False)
-    link: str = "logit"
-
-    def _inverse_link(self, eta: Array) -> tuple[Array, Array]:
-        """``(F(eta), f(eta))``: the prevalence and its derivative."""
-        p, _, f, _ = link_functions(self.link)(eta)
-        return p, f
-
-    def _matrix(self, data: Any) -> Array:
-        if data is None:
-            assert self.data is not None
-            return self.data.X
-        pd, formulaic = require_data_extras()
-        frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
-        # The formula was checked when fitted; checked again here because the stored spec is
-        # evaluated on new data, and only in the restricted context.
-        used = list(check_formula(self.formula).covariates)
-        absent = [c for c in used if c not in frame.columns]
-        if absent:
-            raise DataError(
-                f"`data` for prediction lacks the column{'s' if len(absent) > 1 else ''} "
-                f"{', '.join(repr(c) for c in absent)} that the formula uses "
-                f"(columns: {columns_list(frame)})."
-            )
-        missing = int(frame[used].isna().any(axis=1).sum()) if used else 0
-        if missing:
-            raise DataError(f"`data` has missing values in the covariates: {missing} rows.")
-        try:
-            with np.errstate(all="ignore"):  # check_finite names a transform's NaN / inf
-                mm = self.spec.get_model_matrix(
-                    frame, context=evaluation_context(), na_action="ignore"
-                )
-        except formulaic.errors.FormulaicError as exc:
-            first = str(exc).splitlines()[0]
-            raise DataError(f"`data` cannot be used for prediction: {first}") from None
-        X = np.asarray(mm.to_numpy(dtype=np.float64))
-        check_finite(X, self.terms, what="the covariate")
-        return X
-
-    def predict(self, data: Any = None, *, level: float = 0.95) -> Any:
-        """Predicted prevalence ``F(x' beta)`` per row (``F`` the inverse link: ``expit``
-        for the logit), with SE and interval (DataFrame).
-
-        The interval is ``F(x' beta -+ z se(x' beta))`` with ``se(x' beta)^2 = x' V x``
-        (delta method on the link scale, mapped back, so it stays in (0, 1); ``z`` a t
-        quantile under a survey design); ``se`` is the delta-method SE of the prevalence
-        itself, ``f(x' beta) se(x' beta)`` (``p (1 - p) se(x' beta)`` for the logit).
-        ``data=None`` predicts for the rows fitted.
-        """
-        lvl = v.level(level)
-        X = self._matrix(data)
-        k = len(self.terms)
-        V = self.cov[:k, :k]
-        eta = X @ self._coef()
-        se_eta = np.sqrt(np.einsum("ij,jk,ik->i", X, V, X))
-        z = self._quantile(lvl)
-        p, f = self._inverse_link(eta)
-        pd = require_data_extras()[0]
-        index = None if data is not None else self.index
-        return pd.DataFrame(
-            {
-                "prevalence": p,
-                "se": f * se_eta,
-                "lower": self._inverse_link(eta - z * se_eta)[0],
-                "upper": self._inverse_link(eta + z * se_eta)[0],
-            },
-            index=index,
-        )
-
-    def prevalence(self, level: float = 0.95, *, data: Any = None) -> Prevalence:
-        """Average predicted prevalence ``m = mean_i F(x_i' beta)`` over the rows fitted
-        (or over the rows of ``data``; ``F`` the inverse link).
-
-        ``se(m)^2 = g' V g`` with ``g = mean_i f(x_i' beta) x_i``: the uncertainty of
-        ``beta``, given the covariates of these rows (their own sampling variation is not
-        added).  The interval is built on the logit scale (``se / (m (1 - m))``) and mapped
-        back, so it stays in (0, 1).
-        """
-        lvl = v.level(level)
-        X = self._matrix(data)
-        k = len(self.terms)
-        p, f = self._inverse_link(X @ self._coef())
-        m = float(p.mean())
-        g = (X * f[:, None]).mean(axis=0)
-        se = float(math.sqrt(max(0.0, float(g @ self.cov[:k, :k] @ g))))
-        lo, hi = logit_interval(m, se / (m * (1 - m)) if 0 < m < 1 else math.inf, lvl)
-        return Prevalence(m, se, lo, hi, lvl, "mean predicted prevalence")
-
-    def _extra_lines(self, level: float) -> list[str]:
-        lines = [str(self.prevalence(level=level))]
-        if self.direct_test is not None:
-            lines.append(str(self.direct_test))
-        return lines
-
-    def _extra_dict(self, level: float) -> dict[str, Any]:
-        out: dict[str, Any] = {"prevalence": self.prevalence(level=level).to_dict()}
-        if self.direct is not None:
-            out["direct"] = self.direct
-        if self.direct_test is not None:
-            out["direct_test"] = self.direct_test.to_dict()
-        return out
+__all__ = ["DirectTest", "LogisticRRResult", "logistic_rr"]  # the results: re-exported
 
 
 def _channel(design: BinaryDesign, direct: Array | None, n: int) -> tuple[Array, Array]:
@@ -198,7 +79,7 @@ def _channel(design: BinaryDesign, direct: Array | None, n: int) -> tuple[Array,
 def logistic_rr(
     formula: str,
     data: Any,
-    design: BinaryDesign,
+    design: BinaryDesign | TwoGroupDesign,
     *,
     direct: str | None = None,
     se: str | None = None,
@@ -207,7 +88,9 @@ def logistic_rr(
     link: str = "logit",
     sample_design: Any = None,
     bread: str | None = None,
-) -> LogisticRRResult:
+    group: str | None = None,
+    rr_predictors: Mapping[str, Any] | None = None,
+) -> Any:
     """Logistic (or probit, complementary log-log) regression of a randomized binary outcome
     on covariates, under simple random sampling or a survey design.
 
@@ -219,7 +102,8 @@ def logistic_rr(
         outside the documented formula language (attribute access, other calls, dunder
         names, string literals) raises a ``ParameterError`` before it is evaluated.
     data : a pandas DataFrame (rows with a missing value in a used column are dropped).
-    design : the one-group binary design that randomized the reports.
+    design : the one-group binary design that randomized the reports, or a two-group
+        design (with ``group``).
     direct : a 0/1 column marking respondents asked directly (channel ``P1 = 1, P0 = 0``);
         the result then carries ``direct_test``, the test of whether randomization changed
         the answers (see the module docstring).
@@ -240,6 +124,17 @@ def logistic_rr(
         p-values use Student's t with ``design df + 1 - k`` degrees of freedom (R's
         ``svyglm``).  Rows dropped for missing values stay in the design with a zero score
         (a domain).  Default ``None``: simple random sampling.
+    group : with a two-group design (``UnrelatedUnknown``, ``StochasticLieDetector``,
+        ``CheaterDetection``, ``SymmetricCheaterDetection``): the column of each
+        respondent's group, 1 or 2.  The prevalence follows the regression and the
+        design's second parameter (unrelated prevalence, honesty, cheating) is a constant
+        estimated with it (RRreg's ``RRlog``); the result is a ``TwoGroupRRResult``.
+    rr_predictors : randomized-response items as predictors, ``{column: design}`` (binary
+        or categorical one-group designs; the column holds the reports ``0 .. k-1``).  Each
+        enters through its latent true answer, dummy-coded against category 0 (terms
+        ``column[c]``); the likelihood sums over the latent answers, whose joint
+        distribution is estimated with the coefficients (``_rr_predictors``); the result
+        is an ``RRPredictorResult``.  Leave these columns out of the formula.
     bread : the bread of the sandwich under a ``SampleDesign``: ``"observed"`` (default;
         the derivative of the weighted score equations, which the linearization calls for
         and the delete-one-PSU jackknife reproduces, and which stays right when the
@@ -273,10 +168,22 @@ def logistic_rr(
     >>> bool(abs(fit.params["x"] - 0.8) < 4 * fit.bse["x"])
     True
     """
-    d = check_design(design)
     link = check_link(link)
     tol = v.positive("tol", tol)
     max_iter = v.integer("max_iter", max_iter, minimum=1)
+    if isinstance(design, TwoGroupDesign) or group is not None:
+        return _two_group(formula, data, design, group, direct, sample_design, bread, se,
+                          tol, max_iter, link)  # fmt: skip
+    d = check_design(design)
+    if rr_predictors is not None:
+        for name, value in (("direct", direct), ("sample_design", sample_design),
+                            ("bread", bread)):  # fmt: skip
+            if value is not None:
+                raise ParameterError(
+                    f"`{name}` is not available with `rr_predictors` yet, got {name}={value!r}."
+                )
+        return fit_rr_predictors(formula, data, d, rr_predictors, se=se, tol=tol,
+                                 max_iter=max_iter, link=link)  # fmt: skip
     if sample_design is not None and se is not None:
         raise ParameterError(
             f"`se` chooses a model-based standard error, for simple random sampling; with a "
@@ -401,3 +308,37 @@ def _positional(data: Any) -> tuple[Any, Any]:
             f"got {type(data).__name__}."
         )
     return frame.reset_index(drop=True), frame.index
+
+
+def _two_group(
+    formula: str,
+    data: Any,
+    design: Any,
+    group: str | None,
+    direct: str | None,
+    sample_design: Any,
+    bread: str | None,
+    se: str | None,
+    tol: float,
+    max_iter: int,
+    link: str,
+) -> TwoGroupRRResult:
+    """``logistic_rr`` with a two-group design (``_regression_twogroup``)."""
+    if not isinstance(design, TwoGroupDesign):
+        raise ParameterError(
+            f"`group` applies to a two-group design, got group={group!r} with "
+            f"{type(design).__name__}."
+        )
+    if group is None:
+        raise ParameterError(
+            f"`group` must name the column of each respondent's group (1 or 2) for the "
+            f"two-group design {design.name!r}, got None."
+        )
+    for name, value in (("direct", direct), ("sample_design", sample_design), ("bread", bread)):
+        if value is not None:
+            raise ParameterError(
+                f"`{name}` is not available with a two-group design yet, got {name}={value!r}."
+            )
+    se = check_se("observed" if se is None else se, tuple(SE_TYPES))
+    return fit_twogroup(formula, data, design, group=group, se=se, tol=tol,
+                        max_iter=max_iter, link=link)  # fmt: skip

@@ -73,7 +73,8 @@ class RegressionResult(Result):
     se_type : the convention behind ``bse``, ``pvalues``, ``conf_int`` (see :meth:`with_se`).
     llf : maximized log-likelihood.
     nobs : number of respondents used (rows with missing values dropped: ``n_dropped``).
-    design : the randomized-response design of the randomized rows.
+    design : the randomized-response design of the randomized rows (a one-group binary
+        design, or a two-group design for :class:`TwoGroupRRResult`).
     converged : whether the Newton iterations met the tolerance.
     iterations : EM and Newton iterations used.
     tolerance : convergence tolerance on the Newton decrement ``g' H^-1 g / 2``.
@@ -368,8 +369,8 @@ class RegressionResult(Result):
             "outcome": self.outcome,
             "design": d.name,
             "parameters": {k: x for k, x in d.parameters().items()},
-            "p_yes_given_1": d.p_yes_given_1,
-            "p_yes_given_0": d.p_yes_given_0,
+            "p_yes_given_1": getattr(d, "p_yes_given_1", None),
+            "p_yes_given_0": getattr(d, "p_yes_given_0", None),
             "epsilon": (d.epsilon),
             "nobs": self.nobs,
             "n_dropped": self.n_dropped,

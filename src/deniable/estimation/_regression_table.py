@@ -31,7 +31,10 @@ def regression_table(result: RegressionResult, level: float) -> Table:
         ("model", f"{result.title} ({result.model})"),
         ("formula", result.formula),
         ("design", f"{d.name} ({format_parameters(d.parameters())})"),
-        ("P(yes | 1), P(yes | 0)", f"{d.p_yes_given_1:.6g}, {d.p_yes_given_0:.6g}"),
+        (
+            "P(yes | 1), P(yes | 0)" if hasattr(d, "p_yes_given_1") else "P(yes) by group",
+            _channel_text(d, "{:.6g}"),
+        ),
         ("ε", epsilon_note(d.epsilon)),
         ("respondents", f"{result.nobs}{dropped}"),
         (
@@ -98,7 +101,7 @@ def _header(self: RegressionResult) -> list[str]:
         ("Model:", self.model, "Df residuals:", str(self.df_resid)),
         (
             "Method:",
-            "pseudo-MLE (weighted)" if self.sampling else "MLE (EM, Newton)",
+            "pseudo-MLE (weighted)" if self.sampling else f"MLE ({', '.join(self.iterations)})",
             "Df model:",
             str(self.df_model),
         ),
@@ -113,9 +116,10 @@ def _header(self: RegressionResult) -> list[str]:
     ]
     lines = [f"{a:<15}{b[:22]:>23}  {c:<18}{e:>20}" for a, b, c, e in pairs]
     lines.append(f"{'Design:':<15}{d.name}({params})")
-    lines.append(
-        f"{'Channel:':<15}P(yes|1) = {d.p_yes_given_1:.4f}, P(yes|0) = {d.p_yes_given_0:.4f}"
-    )
+    channel = _channel_text(d, "{:.4f}")
+    if hasattr(d, "p_yes_given_1"):
+        channel = f"P(yes|1) = {d.p_yes_given_1:.4f}, P(yes|0) = {d.p_yes_given_0:.4f}"
+    lines.append(f"{'Channel:':<15}{channel}")
     lines.append(f"{'Epsilon:':<15}{eps}")
     lines.append(f"{'Covariance:':<15}{self.se_description}")
     if self.sampling is not None:
@@ -163,3 +167,16 @@ def summary_text(self: RegressionResult, lvl: float) -> str:
 def _cell(x: float, digits: int) -> str:
     """One right-aligned 10-character cell of a summary table; ``n/a`` where undefined."""
     return f"{'n/a':>10}" if math.isnan(x) else f"{x:>10.{digits}f}"
+
+
+def _channel_text(d: Any, fmt: str) -> str:
+    """``P(yes|1), P(yes|0)`` of a one-group design; for a two-group one each group's
+    ``P(yes) = c_g + M[g] phi``, ``phi1`` the prevalence (docs/twogroup.md)."""
+    if hasattr(d, "p_yes_given_1"):
+        return f"{fmt.format(d.p_yes_given_1)}, {fmt.format(d.p_yes_given_0)}"
+    c, M = d.linear_system()
+    return "; ".join(
+        f"group {g + 1}: {fmt.format(c[g])} + {fmt.format(M[g, 0])} phi1 + "
+        f"{fmt.format(M[g, 1])} phi2"
+        for g in range(2)
+    )
