@@ -1,24 +1,43 @@
 """`deniable regress`: regression with randomized answers from a CSV or Parquet file.
 
-Logistic regression of a randomized 0/1 outcome (``logistic_rr``), or, with ``--predictor``,
-linear regression on a randomized binary predictor (``linear_rr``).  Needs the ``[data]``
-extra (pandas, formulaic; pyarrow for Parquet).
+Logistic regression of a randomized 0/1 outcome (``logistic_rr``; ``--link`` probit or
+cloglog), or, with ``--predictor``, linear regression on a randomized binary predictor
+(``linear_rr``).  The sample's design comes from columns of the same file, with the options
+of ``deniable analyze`` (``--weights --strata --psu --fpc --repweights ...``, declared once
+in ``cli/_sample.py``).  Needs the ``[data]`` extra (pandas, formulaic; pyarrow for Parquet).
 """
 
 from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from deniable.cli._base import build_design, fail
 from deniable.cli._options import DesignOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import emit_json, show
+from deniable.cli._sample import (
+    FpcOpt,
+    LonelyOpt,
+    MseOpt,
+    PsuOpt,
+    RepMethodOpt,
+    RepWeightsOpt,
+    RhoOpt,
+    RscalesOpt,
+    SampleOptions,
+    ScaleOpt,
+    StrataOpt,
+    WeightsOpt,
+)
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Kuk
 from deniable.exceptions import DeniableError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from deniable.survey import DesignColumns
 
 __all__ = ["cli", "read_table"]
 
@@ -26,6 +45,8 @@ cli = typer.Typer()
 
 _SUFFIXES = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 _SE = ("observed", "expected", "opg")
+_LINKS = ("logit", "probit", "cloglog")
+_BREADS = ("observed", "expected")
 _FORMULA_HELP = (
     'Model formula, e.g. "y ~ x1 + C(group) + log(income)". A formula is data, not code: '
     "column names (any name in backticks), numbers, ~ + - * / : ** ^ and parentheses, and "
@@ -53,10 +74,13 @@ def read_table(
     *,
     predictor: str | None = None,
     direct: str | None = None,
+    sample: DesignColumns | None = None,
+    group: str | None = None,
 ) -> Any:
-    """The columns of ``path`` that the model uses (the formula is checked first), read by
-    the survey-file reader: the same header, missing-value and 0/1 rules as every command
-    that reads reports."""
+    """The columns of ``path`` that the model uses (the formula is checked first), and
+    those of the sample's design, read by the survey-file reader: the same header,
+    missing-value and 0/1 rules as every command that reads reports.  Replicate weights
+    given by a pattern (``rw*``) read every column, to match it."""
     from deniable.survey import CSV_SUFFIXES, read_frame
 
     name = Path(path).name.lower()
@@ -74,8 +98,10 @@ def read_table(
     names = check_formula(formula or "")
     lhs, rhs = list(names.outcome), list(names.covariates)
     columns: list[str] | None = list(
-        dict.fromkeys([*lhs, *rhs, *(c for c in (predictor, direct) if c is not None)])
+        dict.fromkeys([*lhs, *rhs, *(c for c in (predictor, direct, group) if c is not None)])
     )
+    if sample is not None:
+        columns = _with_design_columns(columns, sample)
     reports: dict[str, str] = {}
     if predictor is None and len(lhs) == 1:
         reports[lhs[0]] = "the outcome"
@@ -87,6 +113,95 @@ def read_table(
         return read_frame(path, columns=columns, reports=reports, what="data file")
     except ImportError as exc:
         fail(str(exc))
+
+
+def _with_design_columns(columns: list[str] | None, sample: DesignColumns) -> list[str] | None:
+    """``columns`` and the design's (``None``, every column, for a replicate pattern)."""
+    reps = sample.replicate_weights
+    if isinstance(reps, str) and "," not in reps:
+        return None
+    extra = sample.columns([])  # names are needed only to match a pattern
+    return list(dict.fromkeys([*(columns or []), *(str(c).strip() for c in extra)]))
+
+
+def two_group_kwargs(
+    d: Any, group_column: str | None, predictor: str | None, direct: str | None
+) -> dict[str, Any]:
+    """``{"group": column}`` for a two-group design with ``--group-column`` (``{}`` for a
+    one-group design); one error line where the pair does not fit."""
+    from deniable.designs import TwoGroupDesign
+
+    if not isinstance(d, TwoGroupDesign):
+        if group_column is not None:
+            fail(f"`--group-column` applies to the two-group designs; design {d.name!r} has "
+                 "one group.")  # fmt: skip
+        return {}
+    if group_column is None:
+        fail(f"design {d.name!r} needs two groups: give --group-column COLUMN (the column of "
+             "each respondent's group, 1 or 2).")  # fmt: skip
+    for flag, given in (("--predictor", predictor), ("--direct", direct)):
+        if given is not None:
+            fail(f"`{flag}` is not available with a two-group design.")
+    return {"group": group_column}
+
+
+def sample_options(
+    weights: str | None = None,
+    strata: str | None = None,
+    psu: str | None = None,
+    fpc: str | None = None,
+    repweights: str | None = None,
+    repmethod: str | None = None,
+    rho: str | None = None,
+    scale: str | None = None,
+    rscales: str | None = None,
+    mse: bool = False,
+    lonely_psu: str | None = None,
+) -> DesignColumns | None:
+    """The sample-design options of `deniable regress`, parsed as `deniable analyze`'s."""
+    return SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
+                         mse, lonely_psu).columns()  # fmt: skip
+
+
+def design_kwargs(
+    path: str,
+    frame: Any,
+    sample: DesignColumns | None,
+    link: str,
+    bread: str | None,
+    predictor: str | None,
+) -> dict[str, Any]:
+    """The keyword arguments of ``logistic_rr`` for ``--link``, ``--bread`` and the design
+    columns; one error line where they do not apply."""
+    v.choice("--link", link, _LINKS)
+    if bread is not None:
+        v.choice("--bread", bread, _BREADS)
+    if predictor is not None:
+        for flag, given in (
+            ("--link", link != "logit"),
+            ("--bread", bread is not None),
+            ("a sample design (--weights, --strata, ...)", sample is not None),
+        ):
+            if given:
+                fail(f"{flag} applies to the logistic model (a randomized outcome), not to "
+                     "--predictor.")  # fmt: skip
+        return {}
+    if sample is None:
+        if bread is not None:
+            fail("`--bread` chooses the sandwich of a sample design: give its columns "
+                 "(--weights, --strata, --psu, --fpc) too, or drop it.")  # fmt: skip
+        return {"link": link}
+    if bread is not None and sample.replicate_weights is not None:
+        fail("`--bread` applies to a design of strata and PSUs; with --repweights the "
+             "model is refitted per replicate: drop it.")  # fmt: skip
+    names = [str(c) for c in frame.columns]
+    for part in ("weights", "strata", "psu", "fpc"):
+        column = getattr(sample, part)
+        if column is not None and column not in names:
+            fail(f"`{sample.label(part)}` names column {column!r}, which is not in the data "
+                 f"file {path!r} (columns: {', '.join(map(repr, names[:12]))}).")  # fmt: skip
+    design = sample.design(frame, lambda r: f"data row {r + 1} of {path!r}")
+    return {"link": link, "sample_design": design, "bread": bread}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -112,10 +227,6 @@ AgqOpt = Annotated[
         "Laplace approximation (one random intercept only).",
     ),
 ]
-LinkOpt = Annotated[
-    str,
-    typer.Option("--link", help="With --random: the link, logit, probit or cloglog."),
-]
 
 
 def _regress_mixed(
@@ -135,8 +246,7 @@ def _regress_mixed(
     from deniable.estimation import LINKS, mixed_logistic_rr, parse_random
 
     if random is None:
-        used = "--agq" if agq is not None else "--link"
-        fail(f"`{used}` needs `--random` (a mixed-effects model), e.g. --random '(1|school)'.")
+        fail("`--agq` needs `--random` (a mixed-effects model), e.g. --random '(1|school)'.")
     v.choice("--link", link, tuple(LINKS))
     for name, value in (("--predictor", predictor), ("--direct", direct)):
         if value is not None:
@@ -218,14 +328,50 @@ def regress_command(
             help="Linear model: the 0/1 column of randomized reports used as predictor.",
         ),
     ] = None,
+    link: Annotated[
+        str,
+        typer.Option(
+            "--link",
+            help="Link of the prevalence model: logit, probit or cloglog (also with --random).",
+        ),
+    ] = "logit",
+    bread: Annotated[
+        str | None,
+        typer.Option(
+            "--bread",
+            help="With a sample design: the sandwich's bread, observed (default) or expected "
+            "(as R's svyglm).",
+            show_default=False,
+        ),
+    ] = None,
+    group_column: Annotated[
+        str | None,
+        typer.Option(
+            "--group-column",
+            metavar="COLUMN",
+            help="Two-group designs: column of each respondent's group (1 or 2).",
+        ),
+    ] = None,
+    weights: WeightsOpt = None,
+    strata: StrataOpt = None,
+    psu: PsuOpt = None,
+    fpc: FpcOpt = None,
+    repweights: RepWeightsOpt = None,
+    repmethod: RepMethodOpt = None,
+    rho: RhoOpt = None,
+    scale: ScaleOpt = None,
+    rscales: RscalesOpt = None,
+    mse: MseOpt = False,
+    lonely_psu: LonelyOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
     random: RandomOpt = None,
     agq: AgqOpt = None,
-    link: LinkOpt = "logit",
 ) -> None:
-    """Regression with randomized answers: logistic on a randomized outcome, or linear on a
-    randomized predictor (--predictor); with --random, a mixed-effects model."""
+    """Regression with randomized answers: logistic (or probit, cloglog) on a randomized
+    outcome, or linear on a randomized predictor (--predictor); under a sample design from
+    columns of the file (--weights, --strata, --psu, --fpc or --repweights) the fit is
+    weighted and its standard errors design-based; with --random, a mixed-effects model."""
     from deniable.estimation import linear_rr, logistic_rr
 
     v.choice("--se", se, _SE)
@@ -236,20 +382,48 @@ def regress_command(
             f"`--design` must give one yes/no report per respondent; {d.name!r} with these "
             f"parameters has {d.n_reports} report values."
         )
-    if not isinstance(d, BinaryDesign):
+    two_group = two_group_kwargs(d, group_column, predictor, direct)
+    if not two_group and not isinstance(d, BinaryDesign):
         fail(
             f"`--design` must be a one-group design with yes/no reports (regression needs its "
-            f"P(yes | 1) and P(yes | 0)); {d.name!r} is not one."
+            f"P(yes | 1) and P(yes | 0)), or a two-group design with --group-column; "
+            f"{d.name!r} is neither."
         )
-    if random is not None or agq is not None or link != "logit":
+    if random is not None or agq is not None:
+        given = [
+            name
+            for name, value in (
+                ("--weights", weights), ("--strata", strata), ("--psu", psu), ("--fpc", fpc),
+                ("--repweights", repweights), ("--bread", bread),
+                ("--group-column", group_column),
+            )
+            if value is not None
+        ]  # fmt: skip
+        if given:
+            fail(f"`{given[0]}` cannot be combined with `--random` (a mixed-effects model of a "
+                 "simple random sample with one-group designs).")  # fmt: skip
+        assert isinstance(d, BinaryDesign)  # two-group designs need --group-column, refused
         _regress_mixed(d, data, formula, random, agq, link, se, predictor, direct, lvl, as_json)
         return
-    frame = read_table(data, formula, predictor=predictor, direct=direct)
+    sample = sample_options(weights, strata, psu, fpc, repweights, repmethod, rho, scale,
+                            rscales, mse, lonely_psu)  # fmt: skip
+    if sample is not None and se != "observed":
+        fail("`--se` chooses a model-based standard error; with a sample design the "
+             "covariance is design-based (choose its --bread), drop --se.")  # fmt: skip
+    if two_group and sample is not None:
+        fail("a sample design (--weights, --strata, ...) is not available with a two-group "
+             "design yet.")  # fmt: skip
+    frame = read_table(data, formula, predictor=predictor, direct=direct, sample=sample,
+                       group=group_column)  # fmt: skip
+    kwargs = design_kwargs(data, frame, sample, link, bread, predictor) | two_group
     with warnings.catch_warnings():  # shown as notes below the table instead
         warnings.simplefilter("ignore", RuntimeWarning)
         if predictor is None:
-            result: Any = logistic_rr(formula, frame, d, direct=direct, se=se)
+            se_kw: dict[str, Any] = {} if sample is not None else {"se": se}
+            fitted: Any = d  # a BinaryDesign, or a TwoGroupDesign with --group-column
+            result: Any = logistic_rr(formula, frame, fitted, direct=direct, **se_kw, **kwargs)
         else:
+            assert isinstance(d, BinaryDesign)  # two-group designs refuse --predictor above
             result = linear_rr(formula, frame, d, predictor, direct=direct, se=se)
     if as_json:
         emit_json({"data": data, **result.to_dict(lvl)})

@@ -34,13 +34,16 @@ from deniable.estimation._majority import (
 from deniable.estimation._majority_rule import decide_majority, majority_threshold
 from deniable.estimation._mixed import MIXED_METHODS, mixed_logistic_rr
 from deniable.estimation._mixed_data import RandomTerm, parse_random
-from deniable.estimation._mixed_links import LINKS
 from deniable.estimation._mixed_results import HosmerLemeshow, MixedRRResult, VarianceComponent
 from deniable.estimation._power import power, power_curve, sample_size, unit_variance
 from deniable.estimation._power_model import ALTERNATIVES
 from deniable.estimation._power_results import PowerResult, SampleSizeResult
+from deniable.estimation._regression_design import BREADS, SamplingInfo
+from deniable.estimation._regression_links import LINKS
+from deniable.estimation._regression_power import RegressionPower, regression_power
 from deniable.estimation._regression_results import RegressionResult
 from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence
+from deniable.estimation._regression_twogroup import TwoGroupRRResult
 from deniable.estimation._related import threshold_vs_bracket
 from deniable.estimation._robustness import (
     DIRECTIONS,
@@ -48,9 +51,11 @@ from deniable.estimation._robustness import (
     ManipulationRobustness,
     manipulation_robustness,
 )
+from deniable.estimation._rr_predictors import RRPredictorResult
 
 __all__ = [
     "ALTERNATIVES",
+    "BREADS",
     "DIRECTIONS",
     "EXACT_MAX_N",
     "INDEPENDENCE_TESTS",
@@ -81,9 +86,13 @@ __all__ = [
     "Posterior",
     "PowerResult",
     "Prevalence",
+    "RRPredictorResult",
     "RandomTerm",
+    "RegressionPower",
     "RegressionResult",
     "SampleSizeResult",
+    "SamplingInfo",
+    "TwoGroupRRResult",
     "VarianceComponent",
     "association",
     "bayes_logistic_rr",
@@ -101,6 +110,7 @@ __all__ = [
     "posterior",
     "power",
     "power_curve",
+    "regression_power",
     "sample_size",
     "simulate_majority",
     "threshold_vs_bracket",

@@ -31,186 +31,40 @@ of randomized response data, J. Stat. Software 85(2) (``RRlog``).
 
 from __future__ import annotations
 
-import math
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
 from deniable.common import validation as v
-from deniable.designs import BinaryDesign
-from deniable.estimation._formula import check_formula, evaluation_context
+from deniable.designs import BinaryDesign, TwoGroupDesign
 from deniable.estimation._regression_data import (
     Array,
     binary_values,
     check_design,
-    check_finite,
     check_se,
-    columns_list,
     model_data,
     require_data_extras,
 )
-from deniable.estimation._regression_logit import fit_logit, logit_information
-from deniable.estimation._regression_results import FitData, RegressionResult, logit_interval
-from deniable.estimation._regression_stats import SE_TYPES, LRTest, Prevalence, invert_information
-from deniable.exceptions import DataError
+from deniable.estimation._regression_design import (
+    Problem,
+    check_bread,
+    check_sample_design,
+    design_covariances,
+    fit_weights,
+)
+from deniable.estimation._regression_direct import DirectTest, direct_test
+from deniable.estimation._regression_links import check_link
+from deniable.estimation._regression_logistic_result import LogisticRRResult
+from deniable.estimation._regression_logit import LogitFit, fit_logit, logit_information
+from deniable.estimation._regression_results import FitData
+from deniable.estimation._regression_stats import SE_TYPES, invert_information
+from deniable.estimation._regression_twogroup import TwoGroupRRResult, fit_twogroup
+from deniable.estimation._rr_predictors import fit_rr_predictors
+from deniable.exceptions import ParameterError, ParameterTypeError
 
-__all__ = ["DirectTest", "LogisticRRResult", "logistic_rr"]
-
-
-@dataclass(frozen=True)
-class DirectTest:
-    """Did randomization change the answers?  The direct-questioning shift ``delta``.
-
-    ``delta`` is the shift of the logit of the true prevalence in the direct group
-    (``x' beta + delta``) against the randomized group; ``lr`` the likelihood-ratio test of
-    ``delta = 0`` (1 degree of freedom), ``se`` and ``pvalue_wald`` its Wald counterpart under
-    the fit's SE convention.
-    """
-
-    column: str
-    delta: float
-    se: float
-    pvalue_wald: float
-    lr: LRTest
-    n_direct: int
-    n_randomized: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict."""
-        return {
-            "column": self.column,
-            "delta": self.delta,
-            "se": self.se,
-            "pvalue_wald": self.pvalue_wald,
-            "lr_statistic": self.lr.statistic,
-            "df": self.lr.df,
-            "pvalue": self.lr.pvalue,
-            "n_direct": self.n_direct,
-            "n_randomized": self.n_randomized,
-        }
-
-    def __str__(self) -> str:
-        return (
-            f"Direct questioning ({self.column!r}): {self.n_direct} direct, "
-            f"{self.n_randomized} randomized.\n"
-            f"  logit shift in the direct group: delta = {self.delta:.4f} (SE {self.se:.4f}); "
-            f"LR chi2(1) = {self.lr.statistic:.4f}, p = {self.lr.pvalue:.4g}"
-        )
-
-
-@dataclass(frozen=True, eq=False)
-class LogisticRRResult(RegressionResult):
-    """Result of :func:`logistic_rr`: a :class:`RegressionResult` with predictions.
-
-    ``direct_test`` is set when a direct-questioning column was given and both groups have
-    respondents.
-    """
-
-    title: ClassVar[str] = "Logistic regression with a randomized outcome"
-
-    direct: str | None = field(default=None, repr=False)
-    direct_test: DirectTest | None = field(default=None, repr=False)
-    spec: Any = field(default=None, repr=False, compare=False)
-    index: Any = field(default=None, repr=False, compare=False)
-
-    def _matrix(self, data: Any) -> Array:
-        if data is None:
-            assert self.data is not None
-            return self.data.X
-        pd, formulaic = require_data_extras()
-        frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame(dict(data))
-        # The formula was checked when fitted; checked again here because the stored spec is
-        # evaluated on new data, and only in the restricted context.
-        used = list(check_formula(self.formula).covariates)
-        absent = [c for c in used if c not in frame.columns]
-        if absent:
-            raise DataError(
-                f"`data` for prediction lacks the column{'s' if len(absent) > 1 else ''} "
-                f"{', '.join(repr(c) for c in absent)} that the formula uses "
-                f"(columns: {columns_list(frame)})."
-            )
-        missing = int(frame[used].isna().any(axis=1).sum()) if used else 0
-        if missing:
-            raise DataError(f"`data` has missing values in the covariates: {missing} rows.")
-        try:
-            with np.errstate(all="ignore"):  # check_finite names a transform's NaN / inf
-                mm = self.spec.get_model_matrix(
-                    frame, context=evaluation_context(), na_action="ignore"
-                )
-        except formulaic.errors.FormulaicError as exc:
-            first = str(exc).splitlines()[0]
-            raise DataError(f"`data` cannot be used for prediction: {first}") from None
-        X = np.asarray(mm.to_numpy(dtype=np.float64))
-        check_finite(X, self.terms, what="the covariate")
-        return X
-
-    def predict(self, data: Any = None, *, level: float = 0.95) -> Any:
-        """Predicted prevalence ``expit(x' beta)`` per row, with SE and interval (DataFrame).
-
-        The interval is ``expit(x' beta -+ z se(x' beta))`` with ``se(x' beta)^2 = x' V x``
-        (delta method on the logit scale, mapped back, so it stays in (0, 1)); ``se`` is the
-        delta-method SE of the prevalence itself, ``p (1 - p) se(x' beta)``.  ``data=None``
-        predicts for the rows fitted.
-        """
-        from scipy import stats
-        from scipy.special import expit
-
-        lvl = v.level(level)
-        X = self._matrix(data)
-        k = len(self.terms)
-        V = self.cov[:k, :k]
-        eta = X @ self._coef()
-        se_eta = np.sqrt(np.einsum("ij,jk,ik->i", X, V, X))
-        z = float(stats.norm.ppf(0.5 + lvl / 2))
-        p = expit(eta)
-        pd = require_data_extras()[0]
-        index = None if data is not None else self.index
-        return pd.DataFrame(
-            {
-                "prevalence": p,
-                "se": p * (1 - p) * se_eta,
-                "lower": expit(eta - z * se_eta),
-                "upper": expit(eta + z * se_eta),
-            },
-            index=index,
-        )
-
-    def prevalence(self, level: float = 0.95, *, data: Any = None) -> Prevalence:
-        """Average predicted prevalence ``m = mean_i expit(x_i' beta)`` over the rows fitted
-        (or over the rows of ``data``).
-
-        ``se(m)^2 = g' V g`` with ``g = mean_i p_i (1 - p_i) x_i``: the uncertainty of
-        ``beta``, given the covariates of these rows (their own sampling variation is not
-        added).  The interval is built on the logit scale (``se / (m (1 - m))``) and mapped
-        back, so it stays in (0, 1).
-        """
-        from scipy.special import expit
-
-        lvl = v.level(level)
-        X = self._matrix(data)
-        k = len(self.terms)
-        p = expit(X @ self._coef())
-        m = float(p.mean())
-        g = (X * (p * (1 - p))[:, None]).mean(axis=0)
-        se = float(math.sqrt(max(0.0, float(g @ self.cov[:k, :k] @ g))))
-        lo, hi = logit_interval(m, se / (m * (1 - m)) if 0 < m < 1 else math.inf, lvl)
-        return Prevalence(m, se, lo, hi, lvl, "mean predicted prevalence")
-
-    def _extra_lines(self, level: float) -> list[str]:
-        lines = [str(self.prevalence(level=level))]
-        if self.direct_test is not None:
-            lines.append(str(self.direct_test))
-        return lines
-
-    def _extra_dict(self, level: float) -> dict[str, Any]:
-        out: dict[str, Any] = {"prevalence": self.prevalence(level=level).to_dict()}
-        if self.direct is not None:
-            out["direct"] = self.direct
-        if self.direct_test is not None:
-            out["direct_test"] = self.direct_test.to_dict()
-        return out
+__all__ = ["DirectTest", "LogisticRRResult", "logistic_rr"]  # the results: re-exported
 
 
 def _channel(design: BinaryDesign, direct: Array | None, n: int) -> tuple[Array, Array]:
@@ -222,68 +76,23 @@ def _channel(design: BinaryDesign, direct: Array | None, n: int) -> tuple[Array,
     return p1, p0
 
 
-def _direct_test(
-    column: str,
-    ind: Array,
-    X: Array,
-    y: Array,
-    p1: Array,
-    p0: Array,
-    llf: float,
-    beta: Array,
-    se: str,
-    tol: float,
-    max_iter: int,
-) -> DirectTest:
-    """Fit with and without the direct-group shift and compare them."""
-    from scipy import stats
-
-    match = [j for j in range(X.shape[1]) if np.array_equal(X[:, j], ind)]
-    if match:  # the formula already has the indicator: drop it for the restricted model
-        j = match[0]
-        Xr = np.delete(X, j, axis=1)
-        small = fit_logit(Xr, y, p1, p0, tol=tol, max_iter=max_iter)
-        llf_full, llf_small, full_beta, Xf = llf, small.llf, beta, X
-    else:
-        Xf = np.column_stack([X, ind])
-        j = X.shape[1]
-        big = fit_logit(Xf, y, p1, p0, tol=tol, max_iter=max_iter, start=np.append(beta, 0.0))
-        llf_full, llf_small, full_beta = big.llf, llf, big.beta
-    cov = invert_information(logit_information(Xf, y, p1, p0, full_beta)[se])
-    delta, se_delta = float(full_beta[j]), float(math.sqrt(max(cov[j, j], 0.0)))
-    stat = max(0.0, 2 * (llf_full - llf_small))
-    lr = LRTest(
-        statistic=stat,
-        df=1,
-        pvalue=float(stats.chi2.sf(stat, 1)),
-        llf_full=llf_full,
-        llf_restricted=llf_small,
-        full=f"with a logit shift for {column!r}",
-        restricted="same prevalence model in both groups",
-    )
-    n_direct = int(ind.sum())
-    return DirectTest(
-        column=column,
-        delta=delta,
-        se=se_delta,
-        pvalue_wald=float(2 * stats.norm.sf(abs(delta / se_delta))) if se_delta > 0 else math.nan,
-        lr=lr,
-        n_direct=n_direct,
-        n_randomized=int(ind.size) - n_direct,
-    )
-
-
 def logistic_rr(
     formula: str,
     data: Any,
-    design: BinaryDesign,
+    design: BinaryDesign | TwoGroupDesign,
     *,
     direct: str | None = None,
-    se: str = "observed",
+    se: str | None = None,
     tol: float = 1e-10,
     max_iter: int = 100,
-) -> LogisticRRResult:
-    """Logistic regression of a randomized binary outcome on covariates.
+    link: str = "logit",
+    sample_design: Any = None,
+    bread: str | None = None,
+    group: str | None = None,
+    rr_predictors: Mapping[str, Any] | None = None,
+) -> Any:
+    """Logistic (or probit, complementary log-log) regression of a randomized binary outcome
+    on covariates, under simple random sampling or a survey design.
 
     Parameters
     ----------
@@ -293,14 +102,45 @@ def logistic_rr(
         outside the documented formula language (attribute access, other calls, dunder
         names, string literals) raises a ``ParameterError`` before it is evaluated.
     data : a pandas DataFrame (rows with a missing value in a used column are dropped).
-    design : the one-group binary design that randomized the reports.
+    design : the one-group binary design that randomized the reports, or a two-group
+        design (with ``group``).
     direct : a 0/1 column marking respondents asked directly (channel ``P1 = 1, P0 = 0``);
         the result then carries ``direct_test``, the test of whether randomization changed
         the answers (see the module docstring).
     se : ``"observed"`` (default), ``"expected"`` or ``"opg"``; all three are computed and
-        :meth:`RegressionResult.with_se` switches between them.
-    tol : convergence tolerance on the Newton decrement (log-likelihood units).
+        :meth:`RegressionResult.with_se` switches between them.  Model-based, for simple
+        random sampling: not with ``sample_design``.
+    tol : convergence tolerance on the Newton decrement (log-likelihood units; with
+        weights, of the pseudo-log-likelihood with the weights scaled to mean 1).
     max_iter : maximum number of Newton iterations.
+    link : the link of the prevalence model, ``P(T = 1 | x) = F(x' beta)``: ``"logit"``
+        (default), ``"probit"`` or ``"cloglog"`` (complementary log-log).
+    sample_design : the sample's survey design, one respondent per row of ``data`` in the
+        same order: a :class:`~deniable.sampling.SampleDesign` (weights, strata, PSUs, fpc)
+        or a :class:`~deniable.sampling.ReplicateDesign`.  ``beta`` then maximizes the
+        weighted pseudo-log-likelihood ``sum_i w_i l_i`` and the covariance is
+        design-based: the linearized sandwich (Binder 1983) for a ``SampleDesign``, refits
+        with each column of replicate weights for a ``ReplicateDesign``; intervals and
+        p-values use Student's t with ``design df + 1 - k`` degrees of freedom (R's
+        ``svyglm``).  Rows dropped for missing values stay in the design with a zero score
+        (a domain).  Default ``None``: simple random sampling.
+    group : with a two-group design (``UnrelatedUnknown``, ``StochasticLieDetector``,
+        ``CheaterDetection``, ``SymmetricCheaterDetection``): the column of each
+        respondent's group, 1 or 2.  The prevalence follows the regression and the
+        design's second parameter (unrelated prevalence, honesty, cheating) is a constant
+        estimated with it (RRreg's ``RRlog``); the result is a ``TwoGroupRRResult``.
+    rr_predictors : randomized-response items as predictors, ``{column: design}`` (binary
+        or categorical one-group designs; the column holds the reports ``0 .. k-1``).  Each
+        enters through its latent true answer, dummy-coded against category 0 (terms
+        ``column[c]``); the likelihood sums over the latent answers, whose joint
+        distribution is estimated with the coefficients (``_rr_predictors``); the result
+        is an ``RRPredictorResult``.  Leave these columns out of the formula.
+    bread : the bread of the sandwich under a ``SampleDesign``: ``"observed"`` (default;
+        the derivative of the weighted score equations, which the linearization calls for
+        and the delete-one-PSU jackknife reproduces, and which stays right when the
+        randomized-response model is misspecified) or ``"expected"`` (the expected
+        information, as R's ``svyglm``); both are computed and
+        :meth:`RegressionResult.with_se` switches between them.
 
     Notes
     -----
@@ -308,8 +148,10 @@ def logistic_rr(
     not converge or the MLE lies on the boundary (a fitted prevalence within 1e-11 of 0 or
     1: no finite MLE, e.g. fewer yes reports than ``P0`` implies).
 
-    The model is ``P(y = 1 | x) = (P1 - P0) expit(x' beta) + P0`` (Maddala 1983; Heck &
-    Moshagen 2018, RRreg's ``RRlog``).
+    The model is ``P(y = 1 | x) = (P1 - P0) F(x' beta) + P0`` (Maddala 1983; Heck &
+    Moshagen 2018, RRreg's ``RRlog``), ``F = expit`` for the logit link.  Under a survey
+    design the direct-questioning likelihood-ratio test is not available (no likelihood):
+    put the ``direct`` column in the formula and read its design-based t test instead.
 
     Examples
     --------
@@ -326,42 +168,87 @@ def logistic_rr(
     >>> bool(abs(fit.params["x"] - 0.8) < 4 * fit.bse["x"])
     True
     """
-    d = check_design(design)
-    se = check_se(se, tuple(SE_TYPES))
+    link = check_link(link)
     tol = v.positive("tol", tol)
     max_iter = v.integer("max_iter", max_iter, minimum=1)
+    if isinstance(design, TwoGroupDesign) or group is not None:
+        return _two_group(formula, data, design, group, direct, sample_design, bread, se,
+                          tol, max_iter, link)  # fmt: skip
+    d = check_design(design)
+    if rr_predictors is not None:
+        for name, value in (("direct", direct), ("sample_design", sample_design),
+                            ("bread", bread)):  # fmt: skip
+            if value is not None:
+                raise ParameterError(
+                    f"`{name}` is not available with `rr_predictors` yet, got {name}={value!r}."
+                )
+        return fit_rr_predictors(formula, data, d, rr_predictors, se=se, tol=tol,
+                                 max_iter=max_iter, link=link)  # fmt: skip
+    if sample_design is not None and se is not None:
+        raise ParameterError(
+            f"`se` chooses a model-based standard error, for simple random sampling; with a "
+            f"`sample_design` the covariance is design-based (choose its `bread`), got "
+            f"se={se!r}."
+        )
+    se = check_se("observed" if se is None else se, tuple(SE_TYPES))
     extras = {} if direct is None else {"direct": direct}
-    md = model_data(formula, data, outcome="binary", extras=extras)
+    frame, labels = data, None
+    if sample_design is not None:
+        bread = check_bread(bread, check_sample_design(sample_design, _rows(data)))
+        frame, labels = _positional(data)
+    else:
+        check_bread(bread, None)
+    md = model_data(formula, frame, outcome="binary", extras=extras)
     ind = None
     if direct is not None:
         ind = binary_values(direct, md.extras[direct], what="the direct-questioning column")
     p1, p0 = _channel(d, ind, md.y.size)
-    fit = fit_logit(md.X, md.y, p1, p0, tol=tol, max_iter=max_iter)
-    info = logit_information(md.X, md.y, p1, p0, fit.beta)
-    covs = {k: invert_information(m) for k, m in info.items()}
-    notes: list[str] = []
-    if not fit.converged:
-        notes.append(f"Newton iterations did not reach the tolerance {tol:g} in {max_iter} steps.")
-    if fit.boundary:
-        notes.append(
-            "Some fitted prevalences are within 1e-11 of 0 or 1: the MLE is on the boundary "
-            "or does not exist (e.g. fewer yes reports than P(yes|0) implies); the SEs of "
-            "the coefficients concerned are meaningless."
+    weights = None
+    if sample_design is not None:
+        rows = np.asarray(md.index, dtype=np.intp)
+        weights, _ = fit_weights(sample_design, rows)
+    fit = fit_logit(md.X, md.y, p1, p0, tol=tol, max_iter=max_iter, link=link, weights=weights)
+    notes = _fit_notes(fit, tol, max_iter)
+    sampling = None
+    if sample_design is None:
+        info = logit_information(md.X, md.y, p1, p0, fit.beta, link=link)
+        covs = {k: invert_information(m) for k, m in info.items()}
+    else:
+        assert weights is not None
+        problem = Problem(rows, md.X, md.y, p1, p0, link)
+        covs, sampling = design_covariances(
+            sample_design, problem, fit.beta, weights, tol=tol, max_iter=max_iter
         )
+        se = bread if bread is not None else "replicate"
+        if sampling.failed:
+            notes.append(
+                f"{sampling.failed} of the replicate refits did not reach the tolerance "
+                f"{tol:g} in {max_iter} steps; their last iterates are in the variance."
+            )
+        if sampling.df < 1:
+            notes.append(
+                f"the design has {sampling.df + len(md.terms) - 1} degrees of freedom for "
+                f"{len(md.terms)} coefficients: too few for t intervals (they are NaN)."
+            )
     for note in notes:
         warnings.warn(note, RuntimeWarning, stacklevel=2)
     test = None
     if ind is not None:
         assert direct is not None
-        if 0 < ind.sum() < ind.size:
-            test = _direct_test(
-                direct, ind, md.X, md.y, p1, p0, fit.llf, fit.beta, se, tol, max_iter
+        if sample_design is not None:
+            notes.append(
+                "No likelihood-ratio test of direct questioning under a sample design: add "
+                f"{direct!r} to the formula for its design-based t test."
+            )
+        elif 0 < ind.sum() < ind.size:
+            test = direct_test(
+                direct, ind, md.X, md.y, p1, p0, fit.llf, fit.beta, se, tol, max_iter, link
             )
         else:
             group = "direct" if ind.sum() else "randomized"
             notes.append(f"Every respondent is in the {group} group: no test of the groups.")
     return LogisticRRResult(
-        model="logistic-rr",
+        model="logistic-rr" if link == "logit" else f"{link}-rr",
         formula=formula,
         outcome=md.outcome,
         terms=md.terms,
@@ -380,5 +267,78 @@ def logistic_rr(
         direct=direct,
         direct_test=test,
         spec=md.spec,
-        index=md.index,
+        index=md.index if labels is None else labels[np.asarray(md.index, dtype=np.intp)],
+        link=link,
+        sampling=sampling,
     )
+
+
+def _fit_notes(fit: LogitFit, tol: float, max_iter: int) -> list[str]:
+    notes: list[str] = []
+    if not fit.converged:
+        notes.append(f"Newton iterations did not reach the tolerance {tol:g} in {max_iter} steps.")
+    if fit.boundary:
+        notes.append(
+            "Some fitted prevalences are within 1e-11 of 0 or 1: the MLE is on the boundary "
+            "or does not exist (e.g. fewer yes reports than P(yes|0) implies); the SEs of "
+            "the coefficients concerned are meaningless."
+        )
+    return notes
+
+
+def _rows(data: Any) -> int:
+    """The number of rows of ``data`` (a DataFrame or a mapping of columns)."""
+    pd = require_data_extras()[0]
+    if isinstance(data, pd.DataFrame):
+        return len(data)
+    return len(_positional(data)[0])
+
+
+def _positional(data: Any) -> tuple[Any, Any]:
+    """``data`` with row labels ``0..n-1`` (positions into the sample design), and its
+    original labels."""
+    pd = require_data_extras()[0]
+    if isinstance(data, pd.DataFrame):
+        frame = data
+    elif isinstance(data, Mapping):
+        frame = pd.DataFrame(dict(data))
+    else:
+        raise ParameterTypeError(
+            f"`data` must be a pandas DataFrame (or a mapping of column names to values), "
+            f"got {type(data).__name__}."
+        )
+    return frame.reset_index(drop=True), frame.index
+
+
+def _two_group(
+    formula: str,
+    data: Any,
+    design: Any,
+    group: str | None,
+    direct: str | None,
+    sample_design: Any,
+    bread: str | None,
+    se: str | None,
+    tol: float,
+    max_iter: int,
+    link: str,
+) -> TwoGroupRRResult:
+    """``logistic_rr`` with a two-group design (``_regression_twogroup``)."""
+    if not isinstance(design, TwoGroupDesign):
+        raise ParameterError(
+            f"`group` applies to a two-group design, got group={group!r} with "
+            f"{type(design).__name__}."
+        )
+    if group is None:
+        raise ParameterError(
+            f"`group` must name the column of each respondent's group (1 or 2) for the "
+            f"two-group design {design.name!r}, got None."
+        )
+    for name, value in (("direct", direct), ("sample_design", sample_design), ("bread", bread)):
+        if value is not None:
+            raise ParameterError(
+                f"`{name}` is not available with a two-group design yet, got {name}={value!r}."
+            )
+    se = check_se("observed" if se is None else se, tuple(SE_TYPES))
+    return fit_twogroup(formula, data, design, group=group, se=se, tol=tol,
+                        max_iter=max_iter, link=link)  # fmt: skip

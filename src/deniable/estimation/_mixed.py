@@ -35,8 +35,9 @@ from deniable.estimation._mixed_fit import (
     to_matrix,
 )
 from deniable.estimation._mixed_lik import MarginalLikelihood
-from deniable.estimation._mixed_links import LINKS, inverse_link
+from deniable.estimation._mixed_links import inverse_link
 from deniable.estimation._mixed_results import HosmerLemeshow, MixedRRResult
+from deniable.estimation._regression_links import LINKS
 from deniable.estimation._regression_results import FitData
 from deniable.estimation._regression_stats import LRTest, invert_information
 from deniable.exceptions import ConvergenceWarning, ParameterError

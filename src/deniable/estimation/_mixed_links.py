@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from deniable.estimation._regression_links import link_functions
+
 __all__ = [
-    "LINKS",
     "expected_information",
     "inverse_link",
     "report_pieces",
@@ -37,30 +38,11 @@ __all__ = [
 
 Array = npt.NDArray[np.float64]
 
-#: The links offered, with the inverse link printed in summaries.
-LINKS = {
-    "logit": "P(T = 1) = 1 / (1 + exp(-eta))",
-    "probit": "P(T = 1) = Phi(eta)",
-    "cloglog": "P(T = 1) = 1 - exp(-exp(eta))",
-}
-
 
 def inverse_link(link: str, eta: Array) -> tuple[Array, Array, Array, Array]:
-    """``F(eta)``, ``1 - F(eta)``, ``F'(eta)`` and ``F''(eta)`` for ``link``."""
-    from scipy import special
-
-    if link == "logit":
-        p, q = special.expit(eta), special.expit(-eta)
-        d1 = p * q
-        return p, q, d1, d1 * (q - p)
-    if link == "probit":
-        dens = np.exp(-0.5 * eta * eta) / np.sqrt(2 * np.pi)
-        return special.ndtr(eta), special.ndtr(-eta), dens, -eta * dens
-    # cloglog; eta is clipped only inside exp so that exp(eta) cannot overflow (F is 1 there)
-    ee = np.exp(np.minimum(eta, 700.0))
-    q = np.exp(-ee)
-    d1 = np.exp(np.minimum(eta, 700.0) - ee)
-    return -np.expm1(-ee), q, d1, d1 * (1 - ee)
+    """``F(eta)``, ``1 - F(eta)``, ``F'(eta)`` and ``F''(eta)`` for ``link`` (the fixed-effects
+    models' link functions)."""
+    return link_functions(link)(eta)
 
 
 def report_pieces(

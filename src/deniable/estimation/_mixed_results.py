@@ -4,6 +4,7 @@ modes of the random effects, and goodness of fit."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -14,8 +15,8 @@ import numpy.typing as npt
 from deniable.common import epsilon_note, format_interval, format_number, format_parameters
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign
-from deniable.estimation._mixed_links import LINKS
 from deniable.estimation._regression_data import require_data_extras
+from deniable.estimation._regression_links import LINK_FORMULAS
 from deniable.estimation._regression_results import RegressionResult
 from deniable.estimation._regression_stats import SE_TYPES, LRTest, zquantile
 from deniable.exceptions import ParameterError
@@ -199,8 +200,7 @@ class MixedRRResult(RegressionResult):
         for line in super()._header():
             if line.startswith(("Design:", "Channel:", "Epsilon:")) and len(self.designs) > 1:
                 continue
-            short = "ML, Laplace" if self.method == "laplace" else f"ML, AGHQ {self.n_agq}"
-            lines.append(line.replace("MLE (EM, Newton)", short.rjust(16)))
+            lines.append(re.sub(r"\s*MLE \([^)]*\)", self._method_text, line))
         if len(self.designs) > 1:
             for key, d in self.designs.items():
                 eps = "inf" if math.isinf(d.epsilon) else f"{d.epsilon:.4f}"
@@ -208,13 +208,18 @@ class MixedRRResult(RegressionResult):
                     f"{'Item ' + str(key) + ':':<15}{d.name}, P(yes|1) = {d.p_yes_given_1:.4f}, "
                     f"P(yes|0) = {d.p_yes_given_0:.4f}, epsilon {eps}"
                 )
-        lines.append(f"{'Link:':<15}{self.link}: {LINKS[self.link]}")
+        lines.append(f"{'Link:':<15}{self.link}: {LINK_FORMULAS[self.link]}")
         lo, mean, hi = self.group_sizes
         lines.append(
             f"{'Random:':<15}{self.random}: {self.n_groups} groups of {lo} to {hi} rows "
             f"(mean {mean:.1f})"
         )
         return lines
+
+    def _method_text(self, match: re.Match[str]) -> str:
+        """The fit's method in the width of the base header's ``MLE (...)`` it replaces."""
+        short = "ML, Laplace" if self.method == "laplace" else f"ML, AGHQ {self.n_agq}"
+        return short.rjust(len(match[0]))
 
     def _extra_lines(self, level: float) -> list[str]:
         lines = []
@@ -292,7 +297,7 @@ class MixedRRResult(RegressionResult):
             ("model", f"{self.title} ({self.model})"),
             ("formula", self.formula),
             ("random", f"{self.random}: {self.n_groups} groups"),
-            ("link", f"{self.link}: {LINKS[self.link]}"),
+            ("link", f"{self.link}: {LINK_FORMULAS[self.link]}"),
             ("method", f"maximum likelihood, {self.method_label}"),
         ]
         for key, d in self.designs.items():

@@ -1,19 +1,22 @@
-"""The likelihood of logistic regression with a randomized binary outcome, and its maximizer.
+"""The likelihood of binary regression with a randomized binary outcome, and its maximizer.
 
-Respondent ``i`` has a true answer ``T_i ~ Bernoulli(p_i)``, ``p_i = expit(x_i' beta)``,
+Respondent ``i`` has a true answer ``T_i ~ Bernoulli(p_i)``, ``p_i = F(x_i' beta)`` with
+``F`` the inverse link (logit by default, probit or complementary log-log:
+``_regression_links``),
 and gives a report ``y_i`` through a binary channel with ``P1_i = P(y = 1 | T = 1)`` and
 ``P0_i = P(y = 1 | T = 0)`` (``P1 = 1, P0 = 0`` for a respondent asked directly), so
 
-    lambda_i = P(y_i = 1 | x_i) = P1_i p_i + P0_i (1 - p_i) = c_i expit(x_i' beta) + d_i,
+    lambda_i = P(y_i = 1 | x_i) = P1_i p_i + P0_i (1 - p_i) = c_i F(x_i' beta) + d_i,
 
 with ``c = P1 - P0`` and ``d = P0`` (Maddala 1983, sec. 2.16, for misclassified binary
 outcomes; van der Heijden & van Gils 1996 and Heck & Moshagen 2018, RRreg's ``RRlog``, for
-randomized response).  With ``q = 1 - p`` and ``eta = x' beta``, per respondent:
+randomized response).  With ``q = 1 - p``, ``eta = x' beta``, ``f = F'`` and ``f' = F''``,
+per respondent:
 
     l      = y ln(lambda) + (1 - y) ln(1 - lambda),
     lambda = P1 p + P0 q,            1 - lambda = (1 - P1) p + (1 - P0) q,
-    lambda'  = d lambda / d eta   = c p q,
-    lambda'' = d^2 lambda / d eta^2 = c p q (q - p),
+    lambda'  = d lambda / d eta   = c f        (logit: c p q),
+    lambda'' = d^2 lambda / d eta^2 = c f'       (logit: c p q (q - p)),
     dl/d eta     = y lambda'/lambda - (1 - y) lambda'/(1 - lambda),
     d^2l/d eta^2 = y (lambda''/lambda - (lambda'/lambda)^2)
                    - (1 - y) (lambda''/(1 - lambda) + (lambda'/(1 - lambda))^2),
@@ -24,29 +27,44 @@ the expected information ``X' diag(lambda'^2 / (lambda (1 - lambda))) X`` and th
 product of scores ``X' diag((dl/d eta)^2) X``.  Both ``lambda`` and ``1 - lambda`` are sums
 of non-negative terms, so they are computed without cancellation.
 
+With sampling weights ``w_i`` (the pseudo-likelihood of a survey sample, Binder 1983;
+Skinner, Holt & Smith 1989, ch. 3) every sum above becomes ``sum_i w_i (...)``.
+
 Maximization: EM first (the true answers are the missing data; E-step
-``tau_i = P(T_i = 1 | y_i, x_i) = p_i P(y_i | 1) / lambda_{y_i}``, M-step a logistic fit to
-the fractional responses ``tau``), then Newton on the log-likelihood with the observed
-information (Fisher scoring where that is not positive definite) and a backtracking line
-search, until the Newton decrement ``g' H^-1 g / 2`` (the log-likelihood still to gain, to
-second order) is below ``tol``.
+``tau_i = P(T_i = 1 | y_i, x_i) = p_i P(y_i | 1) / lambda_{y_i}``, M-step a binary
+regression with the same link fitted to the fractional responses ``tau``), then Newton on
+the log-likelihood with the observed information (Fisher scoring where that is not
+positive definite) and a backtracking line search, until the Newton decrement
+``g' H^-1 g / 2`` (the log-likelihood still to gain, to second order) is below ``tol``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["LogitFit", "damped_newton", "fit_logit", "logit_information", "logit_loglik"]
+from deniable.estimation._regression_links import link_functions, log_probabilities
+
+__all__ = [
+    "LogitFit",
+    "damped_newton",
+    "fit_logit",
+    "logit_information",
+    "logit_loglik",
+    "logit_scores",
+]
 
 Array = npt.NDArray[np.float64]
 
 #: Above this ``|eta|`` a fitted prevalence is within 1.4e-11 of 0 or 1: the MLE is on the
 #: boundary (or does not exist) and its standard errors mean nothing.
 BOUNDARY_ETA = 25.0
+#: The same bound on the prevalence, for every link: ``expit(-25)``.
+BOUNDARY_PREVALENCE = 1.0 / (1.0 + math.exp(BOUNDARY_ETA))
 
 
 def _ratio(a: Array, b: Array) -> Array:
@@ -55,17 +73,15 @@ def _ratio(a: Array, b: Array) -> Array:
 
 
 def _pieces(
-    X: Array, y: Array, p1: Array, p0: Array, beta: Array
+    X: Array, y: Array, p1: Array, p0: Array, beta: Array, link: str = "logit"
 ) -> tuple[Array, Array, Array, Array]:
     """Per respondent: log-likelihood, dl/deta, d2l/deta2 and the expected information."""
-    from scipy.special import expit
-
     eta = X @ beta
-    p, q = expit(eta), expit(-eta)
+    p, q, f, fprime = link_functions(link)(eta)
     lam = p1 * p + p0 * q
     mlam = (1 - p1) * p + (1 - p0) * q
-    d1 = (p1 - p0) * p * q
-    d2 = d1 * (q - p)
+    d1 = (p1 - p0) * f
+    d2 = (p1 - p0) * fprime
     yes = y == 1
     with np.errstate(divide="ignore"):
         ll = np.log(np.where(yes, lam, mlam))
@@ -76,19 +92,55 @@ def _pieces(
     return ll, score, hess, fisher
 
 
-def logit_loglik(X: Array, y: Array, p1: Array, p0: Array, beta: Array) -> float:
-    """Log-likelihood of ``beta`` (``-inf`` where a report is impossible)."""
-    return float(_pieces(X, y, p1, p0, beta)[0].sum())
+def _weighted(w: Array | None, values: Array) -> Array:
+    return values if w is None else w * values
 
 
-def logit_information(X: Array, y: Array, p1: Array, p0: Array, beta: Array) -> dict[str, Array]:
-    """Observed, expected and outer-product information matrices at ``beta``."""
-    _, score, hess, fisher = _pieces(X, y, p1, p0, beta)
+def logit_loglik(
+    X: Array,
+    y: Array,
+    p1: Array,
+    p0: Array,
+    beta: Array,
+    *,
+    link: str = "logit",
+    weights: Array | None = None,
+) -> float:
+    """(Weighted) log-likelihood of ``beta`` (``-inf`` where a report is impossible)."""
+    ll = _pieces(X, y, p1, p0, beta, link)[0]
+    if weights is not None:
+        ll = np.where(weights > 0, ll, 0.0) * weights
+    return float(ll.sum())
+
+
+def logit_information(
+    X: Array,
+    y: Array,
+    p1: Array,
+    p0: Array,
+    beta: Array,
+    *,
+    link: str = "logit",
+    weights: Array | None = None,
+) -> dict[str, Array]:
+    """Observed, expected and outer-product information matrices at ``beta`` (each term
+    times its weight, for a weighted pseudo-likelihood)."""
+    _, score, hess, fisher = _pieces(X, y, p1, p0, beta, link)
+    w = weights
     return {
-        "observed": X.T @ (X * -hess[:, None]),
-        "expected": X.T @ (X * fisher[:, None]),
-        "opg": X.T @ (X * (score * score)[:, None]),
+        "observed": X.T @ (X * _weighted(w, -hess)[:, None]),
+        "expected": X.T @ (X * _weighted(w, fisher)[:, None]),
+        "opg": X.T @ (X * _weighted(w, score * score)[:, None]),
     }
+
+
+def logit_scores(
+    X: Array, y: Array, p1: Array, p0: Array, beta: Array, *, link: str = "logit"
+) -> Array:
+    """Per-respondent score vectors ``x_i dl_i/deta`` (n, k), unweighted."""
+    score = _pieces(X, y, p1, p0, beta, link)[1]
+    out: Array = X * score[:, None]
+    return out
 
 
 def _solve_pd(A: Array, b: Array) -> Array | None:
@@ -160,32 +212,42 @@ class LogitFit:
 
 
 def _em(
-    X: Array, y: Array, p1: Array, p0: Array, beta: Array, *, max_iter: int, tol: float
+    X: Array,
+    y: Array,
+    p1: Array,
+    p0: Array,
+    beta: Array,
+    *,
+    max_iter: int,
+    tol: float,
+    link: str = "logit",
+    weights: Array | None = None,
 ) -> tuple[Array, int]:
-    """EM for the misclassified outcome: fractional responses, then a logistic M-step."""
-    from scipy.special import expit
-
+    """EM for the misclassified outcome: fractional responses, then a binary-regression
+    M-step with the same link (Fisher scoring)."""
+    functions = link_functions(link)
+    w = np.ones(y.size) if weights is None else weights
     py1 = np.where(y == 1, p1, 1 - p1)  # P(report | true 1)
     py0 = np.where(y == 1, p0, 1 - p0)  # P(report | true 0)
-    ll = logit_loglik(X, y, p1, p0, beta)
+    ll = logit_loglik(X, y, p1, p0, beta, link=link, weights=weights)
     for it in range(1, max_iter + 1):
-        eta = X @ beta
-        a1, a0 = py1 * expit(eta), py0 * expit(-eta)
+        pe, qe, _, _ = functions(X @ beta)
+        a1, a0 = py1 * pe, py0 * qe
         tau = _ratio(a1, a1 + a0)
 
         def q_fun(b: Array, tau: Array = tau) -> tuple[float, Array, Array, Array]:
-            from scipy.special import expit
-
             e = X @ b
-            with np.errstate(divide="ignore"):
-                lp, lq = -np.logaddexp(0.0, -e), -np.logaddexp(0.0, e)
-            p = expit(e)
-            w = p * (1 - p)
-            info = X.T @ (X * w[:, None])
-            return float(tau @ lp + (1 - tau) @ lq), X.T @ (tau - p), info, info
+            p, q, f, _ = functions(e)
+            lp, lq = log_probabilities(link, e)
+            lp = np.where(w * tau > 0, lp, 0.0)
+            lq = np.where(w * (1 - tau) > 0, lq, 0.0)
+            pq = p * q
+            grad = X.T @ (w * (tau - p) * _ratio(f, pq))
+            info = X.T @ (X * (w * _ratio(f * f, pq))[:, None])
+            return float((w * tau) @ lp + (w * (1 - tau)) @ lq), grad, info, info
 
         beta, _, _, _ = damped_newton(q_fun, beta, tol=1e-10, max_iter=5)
-        new = logit_loglik(X, y, p1, p0, beta)
+        new = logit_loglik(X, y, p1, p0, beta, link=link, weights=weights)
         if new - ll <= tol * (1 + abs(new)):
             return beta, it
         ll = new
@@ -202,20 +264,32 @@ def fit_logit(
     max_iter: int = 100,
     em_iter: int = 50,
     start: Array | None = None,
+    link: str = "logit",
+    weights: Array | None = None,
 ) -> LogitFit:
-    """Maximum-likelihood ``beta``: EM from ``start`` (default 0), then damped Newton."""
+    """Maximum-likelihood ``beta`` (pseudo-likelihood with ``weights``): EM from ``start``
+    (default 0), then damped Newton.  ``em_iter=0`` skips the EM (a warm start)."""
     beta = np.zeros(X.shape[1]) if start is None else np.asarray(start, dtype=float).copy()
-    beta, n_em = _em(X, y, p1, p0, beta, max_iter=em_iter, tol=1e-6)
+    n_em = 0
+    if em_iter > 0:
+        beta, n_em = _em(X, y, p1, p0, beta, max_iter=em_iter, tol=1e-6, link=link, weights=weights)
+    w = weights
 
     def fun(b: Array) -> tuple[float, Array, Array, Array]:
-        ll, score, hess, fisher = _pieces(X, y, p1, p0, b)
+        ll, score, hess, fisher = _pieces(X, y, p1, p0, b, link)
+        if w is not None:
+            ll = np.where(w > 0, ll, 0.0) * w
         return (
             float(ll.sum()),
-            X.T @ score,
-            X.T @ (X * -hess[:, None]),
-            X.T @ (X * fisher[:, None]),
+            X.T @ _weighted(w, score),
+            X.T @ (X * _weighted(w, -hess)[:, None]),
+            X.T @ (X * _weighted(w, fisher)[:, None]),
         )
 
     beta, llf, n_newton, converged = damped_newton(fun, beta, tol=tol, max_iter=max_iter)
-    boundary = bool(np.max(np.abs(X @ beta)) > BOUNDARY_ETA)
+    used = X if w is None else X[w > 0]
+    boundary = False
+    if used.size:
+        p, q, _, _ = link_functions(link)(used @ beta)
+        boundary = bool(np.min(np.minimum(p, q)) < BOUNDARY_PREVALENCE)
     return LogitFit(beta, llf, n_em, n_newton, converged, boundary)

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from deniable.common import to_jsonable
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign
+from deniable.estimation._regression_design import SamplingInfo, t_quantile
 from deniable.estimation._regression_stats import (
     SE_TYPES,
     FitData,
@@ -72,10 +73,16 @@ class RegressionResult(Result):
     se_type : the convention behind ``bse``, ``pvalues``, ``conf_int`` (see :meth:`with_se`).
     llf : maximized log-likelihood.
     nobs : number of respondents used (rows with missing values dropped: ``n_dropped``).
-    design : the randomized-response design of the randomized rows.
+    design : the randomized-response design of the randomized rows (a one-group binary
+        design, or a two-group design for :class:`TwoGroupRRResult`).
     converged : whether the Newton iterations met the tolerance.
     iterations : EM and Newton iterations used.
     tolerance : convergence tolerance on the Newton decrement ``g' H^-1 g / 2``.
+    sampling : how the covariance used the survey design (``None``: simple random
+        sampling, model-based SEs and the normal reference); under a design ``llf`` is the
+        weighted pseudo-log-likelihood, the reference distribution Student's t with
+        ``sampling.df`` degrees of freedom, and AIC, BIC and likelihood-ratio tests are not
+        available.
     """
 
     model: str
@@ -94,6 +101,7 @@ class RegressionResult(Result):
     n_dropped: int = field(default=0, repr=False)
     notes: tuple[str, ...] = field(default=(), repr=False)
     data: FitData | None = field(default=None, repr=False)
+    sampling: SamplingInfo | None = field(default=None, repr=False)
 
     #: The first line of :meth:`summary`.
     title: ClassVar[str] = "Randomized-response regression results"
@@ -137,13 +145,38 @@ class RegressionResult(Result):
     @property
     def df_resid(self) -> int:
         """Residual degrees of freedom: ``nobs`` minus the mean-model coefficients, constant
-        included (statsmodels' ``nobs - rank(X)``)."""
+        included (statsmodels' ``nobs - rank(X)``); under a survey design the design's
+        degrees of freedom plus 1 minus the coefficients (R's ``svyglm``)."""
+        if self.sampling is not None:
+            return self.sampling.df
         return self.nobs - len(self.terms)
 
     @property
     def cov(self) -> Array:
         """Covariance of ``theta`` under ``se_type``."""
         return self.covariances[self.se_type]
+
+    def _quantile(self, level: float) -> float:
+        """Two-sided quantile of the reference distribution (normal, or t under a design)."""
+        if self.sampling is None:
+            return zquantile(level)
+        return t_quantile(level, self.sampling.df)
+
+    def _pvalue(self, stat: Any) -> Any:
+        """Two-sided p-values of the statistics ``stat``."""
+        from scipy import stats
+
+        if self.sampling is None:
+            return 2 * stats.norm.sf(np.abs(stat))
+        df = self.sampling.df
+        return 2 * stats.t.sf(np.abs(stat), df) if df >= 1 else np.full_like(stat, np.nan)
+
+    @property
+    def se_description(self) -> str:
+        """What the covariance behind ``bse`` is."""
+        if self.sampling is not None:
+            return self.sampling.se_description(self.se_type)
+        return SE_TYPES[self.se_type]
 
     def _coef(self) -> Array:
         return self.theta[: len(self.terms)]
@@ -164,25 +197,25 @@ class RegressionResult(Result):
 
     @property
     def tvalues(self) -> Any:
-        """``coef / se`` (normal reference: z statistics)."""
+        """``coef / se`` (z statistics; t statistics under a survey design)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             z = self._coef() / self._se()
         return _pd().Series(z, index=list(self.terms), name="z")
 
     @property
     def pvalues(self) -> Any:
-        """Two-sided p-values of ``coef = 0`` from the normal distribution."""
-        from scipy import stats
-
+        """Two-sided p-values of ``coef = 0`` from the normal distribution (Student's t with
+        the design's degrees of freedom under a survey design)."""
         with np.errstate(divide="ignore", invalid="ignore"):
-            p = 2 * stats.norm.sf(np.abs(self._coef() / self._se()))
+            p = self._pvalue(self._coef() / self._se())
         return _pd().Series(p, index=list(self.terms), name="pvalue")
 
     def conf_int(self, *, level: float = 0.95) -> Any:
         """Wald intervals ``coef -+ z se`` at confidence ``level``, ``z`` the two-sided
-        normal quantile (DataFrame, columns ``0`` and ``1`` as in statsmodels, whose
-        ``alpha`` is ``1 - level``)."""
-        z = zquantile(v.level(level))
+        normal quantile, or Student's t with the design's degrees of freedom under a survey
+        design (DataFrame, columns ``0`` and ``1`` as in statsmodels, whose ``alpha`` is
+        ``1 - level``)."""
+        z = self._quantile(v.level(level))
         coef, se = self._coef(), self._se()
         return _pd().DataFrame({0: coef - z * se, 1: coef + z * se}, index=list(self.terms))
 
@@ -193,13 +226,13 @@ class RegressionResult(Result):
 
     @property
     def aic(self) -> float:
-        """``2 k - 2 llf``."""
-        return 2 * self.k_params - 2 * self.llf
+        """``2 k - 2 llf`` (NaN under a survey design: a pseudo-likelihood)."""
+        return math.nan if self.sampling else 2 * self.k_params - 2 * self.llf
 
     @property
     def bic(self) -> float:
-        """``k ln(n) - 2 llf``."""
-        return self.k_params * math.log(self.nobs) - 2 * self.llf
+        """``k ln(n) - 2 llf`` (NaN under a survey design: a pseudo-likelihood)."""
+        return math.nan if self.sampling else self.k_params * math.log(self.nobs) - 2 * self.llf
 
     @property
     def se_types(self) -> tuple[str, ...]:
@@ -225,6 +258,12 @@ class RegressionResult(Result):
         if not isinstance(other, RegressionResult):
             raise ParameterTypeError(
                 f"`other` must be a RegressionResult, got {type(other).__name__}."
+            )
+        if self.sampling is not None or getattr(other, "sampling", None) is not None:
+            raise ParameterError(
+                "`other`: a likelihood-ratio test needs a likelihood; a fit under a "
+                "`sample_design` maximizes a weighted pseudo-likelihood, whose ratio is not "
+                "chi-squared (compare coefficients by their design-based Wald tests)."
             )
         if other.model != self.model:
             raise ParameterError(
@@ -293,79 +332,23 @@ class RegressionResult(Result):
         return {}
 
     def _header(self) -> list[str]:
-        d = self.design
-        eps = (
-            "inf (a report can reveal the answer)"
-            if math.isinf(d.epsilon)
-            else (f"{d.epsilon:.4f}")
-        )
-        params = ", ".join(
-            f"{k}={x:.4g}" if isinstance(x, float) else f"{k}={x}"
-            for k, x in d.parameters().items()
-        )
-        its = " + ".join(f"{n} {k}" for k, n in self.iterations.items())
-        # Df model / Df residuals as in statsmodels: regressors without the constant, and
-        # nobs minus the mean-model coefficients; "Parameters" counts all (AIC, BIC).
-        pairs = [
-            ("Dep. variable:", self.outcome, "No. observations:", str(self.nobs)),
-            ("Model:", self.model, "Df residuals:", str(self.df_resid)),
-            ("Method:", "MLE (EM, Newton)", "Df model:", str(self.df_model)),
-            ("Parameters:", str(self.k_params), "Log-likelihood:", f"{self.llf:.4f}"),
-            ("Converged:", "yes" if self.converged else "NO", "AIC:", f"{self.aic:.4f}"),
-            ("Iterations:", its, "BIC:", f"{self.bic:.4f}"),
-        ]
-        lines = [f"{a:<15}{b[:22]:>23}  {c:<18}{e:>20}" for a, b, c, e in pairs]
-        lines.append(f"{'Design:':<15}{d.name}({params})")
-        lines.append(
-            f"{'Channel:':<15}P(yes|1) = {d.p_yes_given_1:.4f}, P(yes|0) = {d.p_yes_given_0:.4f}"
-        )
-        lines.append(f"{'Epsilon:':<15}{eps}")
-        lines.append(f"{'Covariance:':<15}{SE_TYPES[self.se_type]}")
-        return lines
+        """The summary's lines above the coefficients (a subclass may add its own)."""
+        from deniable.estimation._regression_table import header_lines
+
+        return header_lines(self)
 
     def summary(self, level: float = 0.95) -> str:
-        """A statsmodels-style text table: header, then coef, std err, z, P>|z|, interval."""
-        from scipy import stats
+        """A statsmodels-style text table: header, then coef, std err, z (t under a survey
+        design), P>|z|, interval."""
+        from deniable.estimation._regression_table import summary_text
 
-        lvl = v.level(level)
-        width = 78
-        lo_name, hi_name = f"[{(1 - lvl) / 2:.3g}", f"{1 - (1 - lvl) / 2:.3g}]"
-        lines = [self.title.center(width).rstrip(), "=" * width, *self._header()]
-        lines.append("=" * width)
-        name_w = min(max(12, *(len(t) + 1 for t in self.terms)), 18)
-        cols = ["coef", "std err", "z", "P>|z|", lo_name, hi_name]
-        lines.append(" " * name_w + "".join(f"{c:>10}" for c in cols))
-        lines.append("-" * width)
-        ci = self.conf_int(level=lvl).to_numpy()
-        for i, t in enumerate(self.terms):
-            coef, se = float(self._coef()[i]), float(self._se()[i])
-            zval = coef / se if se > 0 else math.nan
-            p = float(2 * stats.norm.sf(abs(zval))) if math.isfinite(zval) else math.nan
-            cells = [coef, se, zval, p, float(ci[i, 0]), float(ci[i, 1])]
-            fmt = [_cell(x, d) for x, d in zip(cells, (4, 4, 3, 3, 4, 4), strict=True)]
-            label = t if len(t) < name_w else t[: name_w - 2] + "~"
-            lines.append(f"{label:<{name_w}}" + "".join(fmt))
-        extra = self._ancillary_rows(lvl)
-        if extra:
-            lines.append("-" * width)
-            for name, est, se, lo, hi in extra:
-                lines.append(
-                    f"{name:<{name_w}}{_cell(est, 4)}{_cell(se, 4)}{'':>20}"
-                    f"{_cell(lo, 4)}{_cell(hi, 4)}"
-                )
-        lines.append("=" * width)
-        tail = self._extra_lines(lvl) + list(self.notes)
-        if self.n_dropped:
-            tail.append(f"{self.n_dropped} rows with missing values were dropped.")
-        lines.extend(tail)
-        return "\n".join(lines)
+        return summary_text(self, v.level(level))
 
     def __str__(self) -> str:
         return self.summary()
 
     def to_dict(self, level: float = 0.95) -> dict[str, Any]:
         """Plain JSON: the model, the design, fit statistics and each coefficient's row."""
-        from scipy import stats
 
         lvl = v.level(level)
         d = self.design
@@ -380,7 +363,9 @@ class RegressionResult(Result):
                     "coef": (coef),
                     "se": (se),
                     "z": (zval),
-                    "pvalue": (2 * stats.norm.sf(abs(zval)) if math.isfinite(zval) else math.nan),
+                    "pvalue": (
+                        float(self._pvalue(np.float64(zval))) if math.isfinite(zval) else math.nan
+                    ),
                     "ci": [(ci[i, 0]), (ci[i, 1])],
                 }
             )
@@ -390,8 +375,8 @@ class RegressionResult(Result):
             "outcome": self.outcome,
             "design": d.name,
             "parameters": {k: x for k, x in d.parameters().items()},
-            "p_yes_given_1": d.p_yes_given_1,
-            "p_yes_given_0": d.p_yes_given_0,
+            "p_yes_given_1": getattr(d, "p_yes_given_1", None),
+            "p_yes_given_0": getattr(d, "p_yes_given_0", None),
             "epsilon": (d.epsilon),
             "nobs": self.nobs,
             "n_dropped": self.n_dropped,
@@ -402,7 +387,7 @@ class RegressionResult(Result):
             "df_resid": self.df_resid,
             "k_params": self.k_params,
             "se_type": self.se_type,
-            "se_description": SE_TYPES[self.se_type],
+            "se_description": self.se_description,
             "level": lvl,
             "converged": self.converged,
             "iterations": dict(self.iterations),
@@ -420,6 +405,8 @@ class RegressionResult(Result):
                 }
                 for n, e, s, lo, hi in anc
             ]
+        if self.sampling is not None:
+            out["sample_design"] = self.sampling.to_dict()
         out.update(self._extra_dict(lvl))
         if self.notes:
             out["notes"] = list(self.notes)
@@ -433,8 +420,3 @@ class RegressionResult(Result):
         from deniable.estimation._regression_table import regression_table
 
         return regression_table(self, v.level(level))
-
-
-def _cell(x: float, digits: int) -> str:
-    """One right-aligned 10-character cell of a summary table; ``n/a`` where undefined."""
-    return f"{'n/a':>10}" if math.isnan(x) else f"{x:>10.{digits}f}"
