@@ -58,15 +58,14 @@ def validate_command(file: FileArg, as_json: JsonOpt = False) -> None:
     survey = load_survey(file)
     budget = survey.budget()
     if as_json:
+        described = survey.to_dict()
         payload: dict[str, Any] = {
             "file": file,
             "valid": True,
-            "id": survey.id,
-            "version": survey.version,
-            "title": survey.title,
-            "respondents": survey.respondents,
-            "opens": None if survey.opens is None else survey.opens.isoformat(),
-            "closes": None if survey.closes is None else survey.closes.isoformat(),
+            **{
+                k: described[k]
+                for k in ("id", "version", "title", "respondents", "opens", "closes")
+            },
             "budget": budget.to_dict(),
             "cap_holds": budget.cap_holds,
         }

@@ -8,6 +8,7 @@ and GLMMRR.
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar, Self
@@ -103,8 +104,41 @@ class Mirrored(Warner):
     name: ClassVar[str] = "mirrored"
 
 
+class _TruthOrYes(BinaryDesign):
+    """Answer truthfully with probability ``t``, else report "yes" with probability ``y``
+    (``(t, y)`` = ``_coins``): ``TwoCoin``'s two coins, the unrelated question's innocuous
+    "yes" (``UnrelatedQuestion``).  ``P(yes | 1) = t + (1 - t) y``,
+    ``P(yes | 0) = (1 - t) y``; each "no" probability is computed as its own product, not
+    as ``1 -`` a "yes" one (no cancellation)."""
+
+    @property
+    @abstractmethod
+    def _coins(self) -> tuple[float, float]:
+        """``(t, y)``: the probability of a truthful answer and of "yes" otherwise."""
+
+    @property
+    def p_yes_given_1(self) -> float:
+        t, y = self._coins
+        return t + (1 - t) * y
+
+    @property
+    def p_yes_given_0(self) -> float:
+        t, y = self._coins
+        return (1 - t) * y
+
+    @property
+    def p_no_given_1(self) -> float:
+        t, y = self._coins
+        return (1 - t) * (1 - y)
+
+    @property
+    def p_no_given_0(self) -> float:
+        t, y = self._coins
+        return t + (1 - t) * (1 - y)
+
+
 @dataclass(frozen=True)
-class TwoCoin(BinaryDesign):
+class TwoCoin(_TruthOrYes):
     """Two coins (Dwork & Roth 2014, sec. 3.2): the first coin says "answer truthfully" with
     probability ``p_truthful``; otherwise a second coin says "yes" with probability
     ``p_yes``.
@@ -128,20 +162,8 @@ class TwoCoin(BinaryDesign):
         self._check_channel()
 
     @property
-    def p_yes_given_1(self) -> float:
-        return self.p_truthful + (1 - self.p_truthful) * self.p_yes
-
-    @property
-    def p_yes_given_0(self) -> float:
-        return (1 - self.p_truthful) * self.p_yes
-
-    @property
-    def p_no_given_1(self) -> float:
-        return (1 - self.p_truthful) * (1 - self.p_yes)
-
-    @property
-    def p_no_given_0(self) -> float:
-        return self.p_truthful + (1 - self.p_truthful) * (1 - self.p_yes)
+    def _coins(self) -> tuple[float, float]:
+        return self.p_truthful, self.p_yes
 
     @classmethod
     def from_epsilon(cls, epsilon: float) -> TwoCoin:

@@ -10,6 +10,7 @@ from typing import ClassVar
 
 from deniable.common import validation as v
 from deniable.designs._base import BinaryDesign
+from deniable.designs._binary import _TruthOrYes
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError
 
@@ -81,7 +82,7 @@ class ForcedResponse(BinaryDesign):
 
 
 @dataclass(frozen=True)
-class UnrelatedQuestion(BinaryDesign):
+class UnrelatedQuestion(_TruthOrYes):
     """Unrelated question with known prevalence (Greenberg et al. 1969): with probability
     ``p`` answer the sensitive question, otherwise an innocuous question whose "yes"
     probability ``q`` is known.
@@ -102,20 +103,8 @@ class UnrelatedQuestion(BinaryDesign):
         self._check_channel()
 
     @property
-    def p_yes_given_1(self) -> float:
-        return self.p + (1 - self.p) * self.q
-
-    @property
-    def p_yes_given_0(self) -> float:
-        return (1 - self.p) * self.q
-
-    @property
-    def p_no_given_1(self) -> float:
-        return (1 - self.p) * (1 - self.q)
-
-    @property
-    def p_no_given_0(self) -> float:
-        return self.p + (1 - self.p) * (1 - self.q)
+    def _coins(self) -> tuple[float, float]:
+        return self.p, self.q
 
     @classmethod
     def from_epsilon(cls, epsilon: float, q: float = 0.5) -> UnrelatedQuestion:
