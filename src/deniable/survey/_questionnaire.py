@@ -11,8 +11,10 @@ field (``questions[2].design.epsilon``).  :meth:`Survey.budget` says what each q
 costs, the respondent's total by basic and by optimal composition, and whether the cap
 holds (``docs/surveys.md``).
 
-Only one-group designs are accepted: a two-group design needs each respondent's
-randomization group, which a questionnaire does not carry yet.
+A two-group design (``unrelated-unknown``, ``cdm``, ``cdm-symmetric``, ``sld``) has
+epsilon = inf: a question may carry one only with the explicit acknowledgement
+``unbounded: true``, and is then outside the cap (its answers have no bounded guarantee);
+the survey service assigns each respondent's randomization group.
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from deniable.accounting import add_up, compare_composition
 from deniable.common import load_json, load_yaml, validation
 from deniable.designs import (
     DESIGNS,
@@ -38,12 +39,11 @@ from deniable.designs import (
     spec_of,
 )
 from deniable.exceptions import DataError, DeniableError, ParameterError
-from deniable.results import Result, Table
+from deniable.survey._budget import SurveyBudget, survey_budget
 
 __all__ = [
     "SURVEY_SCHEMA",
     "Survey",
-    "SurveyBudget",
     "SurveyQuestion",
     "demo_survey",
     "demo_survey_text",
@@ -71,7 +71,7 @@ _TOP = {
     "questions",
 }
 _REQUIRED = {"schema", "id", "title", "cap", "questions"}
-_QUESTION = {"id", "text", "labels", "design"}
+_QUESTION = {"id", "text", "labels", "design", "unbounded"}
 _RESPONDENTS = ("anonymous", "invitation")
 #: The most answers a survey question may have (a categorical design's k).
 MAX_ANSWERS = 1024
@@ -83,17 +83,33 @@ def _where(path: str, message: str) -> ParameterError:
 
 @dataclass(frozen=True)
 class SurveyQuestion:
-    """One question of a survey: its id, wording, answer labels and design."""
+    """One question of a survey: its id, wording, answer labels and design.
+
+    ``unbounded`` is the survey file's acknowledgement that the design's epsilon is
+    infinite (a two-group design): the question is outside the cap and its answers have
+    no bounded guarantee.  It is true exactly for the two-group designs.
+    """
 
     id: str
     text: str
     labels: tuple[str, ...]
     design: Design
+    unbounded: bool = False
 
     @property
     def epsilon(self) -> float:
-        """The design's exact epsilon (finite: infinite designs are refused)."""
+        """The design's exact epsilon: finite, or ``inf`` for an ``unbounded`` question."""
         return self.design.epsilon
+
+    @property
+    def two_group(self) -> bool:
+        """Whether the design splits the respondents into two randomization groups."""
+        return self.design.n_groups == 2
+
+    @property
+    def group_column(self) -> str:
+        """The export's column of this question's randomization groups (1 or 2)."""
+        return f"{self.id}_group"
 
     @property
     def spec(self) -> QuestionSpec:
@@ -101,74 +117,15 @@ class SurveyQuestion:
         return spec_of(self.design, text=self.text, labels=self.labels)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "text": self.text,
             "labels": list(self.labels),
             "design": self.spec.to_dict(),
         }
-
-
-@dataclass(frozen=True)
-class SurveyBudget(Result):
-    """What a survey costs one respondent.
-
-    ``epsilons`` per question; ``basic`` the sum of all of them, rounded upward as the
-    ledger adds them (what the cap is compared with); ``optimal`` the exact optimal
-    composition at ``delta`` (an (epsilon, delta) statement, never above ``basic``);
-    ``answerable`` per question, whether a respondent asked the questions in order, each one
-    skipped that would pass the cap, gets to answer it.
-    """
-
-    cap: float
-    delta: float
-    question_ids: tuple[str, ...]
-    epsilons: tuple[float, ...]
-    basic: float
-    optimal: float
-    answerable: tuple[bool, ...]
-
-    @property
-    def cap_holds(self) -> bool:
-        """True when a respondent can answer every question within the cap."""
-        return all(self.answerable)
-
-    def table(self) -> Table:
-        rows = []
-        running = 0.0
-        for qid, eps, ok in zip(self.question_ids, self.epsilons, self.answerable, strict=True):
-            if ok:
-                running = float(add_up(running, eps))
-            rows.append((qid, eps, running, "yes" if ok else "no (skipped: past the cap)"))
-        verdict = (
-            f"the cap {self.cap:g} holds: every respondent can answer every question"
-            if self.cap_holds
-            else f"the cap {self.cap:g} does not hold: the questions marked 'no' are not shown "
-            "to a respondent who answered the ones before"
-        )
-        return Table(
-            ("question", "epsilon", "spent after it", "asked"),
-            tuple(rows),
-            title=(
-                f"total epsilon {self.basic:.6g} by basic composition (what the cap is "
-                f"compared with), {self.optimal:.6g} at delta = {self.delta:g} by optimal "
-                "composition"
-            ),
-            notes=(verdict,),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cap": self.cap,
-            "delta": self.delta,
-            "questions": [
-                {"id": q, "epsilon": e, "answerable": a}
-                for q, e, a in zip(self.question_ids, self.epsilons, self.answerable, strict=True)
-            ],
-            "basic": self.basic,
-            "optimal": self.optimal,
-            "cap_holds": self.cap_holds,
-        }
+        if self.unbounded:
+            out["unbounded"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -213,28 +170,14 @@ class Survey:
         return self.closes is None or now < self.closes
 
     def budget(self) -> SurveyBudget:
-        """Each question's epsilon, the totals and whether the cap holds."""
-        eps = tuple(q.epsilon for q in self.questions)
-        basic = 0.0
-        for e in eps:
-            basic = float(add_up(basic, e))
-        spent = 0.0
-        answerable = []
-        for e in eps:
-            after = float(add_up(spent, e))
-            ok = after <= self.cap
-            answerable.append(ok)
-            if ok:
-                spent = after
-        optimal = float(compare_composition(list(eps), self.delta)["optimal"])
-        return SurveyBudget(
+        """Each question's epsilon, the totals and whether the cap holds; an ``unbounded``
+        question (epsilon inf) is outside the cap and the totals."""
+        return survey_budget(
             self.cap,
             self.delta,
-            tuple(q.id for q in self.questions),
-            eps,
-            basic,
-            min(optimal, basic),
-            tuple(answerable),
+            [q.id for q in self.questions],
+            [q.epsilon for q in self.questions],
+            [q.unbounded for q in self.questions],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -298,6 +241,11 @@ class Survey:
             if q.id in seen:
                 raise _where(f"questions[{i}].id", f"must be unique, got {q.id!r} twice.")
             seen.add(q.id)
+        groups = {q.group_column: q.id for q in questions if q.two_group}
+        for i, q in enumerate(questions):
+            if q.id in groups:  # the export's group column of a two-group question
+                raise _where(f"questions[{i}].id", f"must differ from {q.id!r}, the export's "
+                             f"column of the groups of question {groups[q.id]!r}.")  # fmt: skip
         return cls(
             id=sid,
             title=title,
@@ -412,8 +360,12 @@ def _question(path: str, data: Any) -> SurveyQuestion:
     _check_keys(path, data, _QUESTION, {"id", "text", "design"})
     qid = _ident(f"{path}.id", data["id"])
     text = _text(f"{path}.text", data["text"])
-    design = _design(f"{path}.design", data["design"])
-    answers = design.n_truths
+    unbounded = data.get("unbounded", False)
+    if not isinstance(unbounded, bool):
+        raise _where(f"{path}.unbounded", f"must be true or false, got {unbounded!r}.")
+    design = _design(f"{path}.design", data["design"], unbounded=unbounded)
+    # a two-group design's truths are respondent types; its answers are yes and no
+    answers = 2 if design.n_groups == 2 else design.n_truths
     if answers > MAX_ANSWERS:  # labels, thresholds and a page of choices: all O(answers)
         raise _where(f"{path}.design", f"has {answers:,} answers ({design.name}); a survey "
                      f"question may have at most {MAX_ANSWERS:,}, each a label a respondent "
@@ -432,21 +384,24 @@ def _question(path: str, data: Any) -> SurveyQuestion:
                      f"{design.name!r}), got {len(labels)}.")  # fmt: skip
     if len(set(labels)) != len(labels):
         raise _where(f"{path}.labels", f"must be distinct, got {list(labels)!r}.")
-    return SurveyQuestion(qid, text, labels, design)
+    return SurveyQuestion(qid, text, labels, design, unbounded)
 
 
-def _design(path: str, data: Any) -> Design:
+def _design(path: str, data: Any, *, unbounded: bool = False) -> Design:
     if not isinstance(data, Mapping):
         raise _where(path, "must be a question spec or a mapping with `mechanism` and "
                      f"`parameters` or `epsilon`, got {data!r}.")  # fmt: skip
     raw_name = data.get("mechanism")
     name = raw_name if isinstance(raw_name, str) else repr(raw_name)
-    if name in TWO_GROUP_DESIGNS:
-        raise _where(f"{path}.mechanism", f"is the two-group design {name!r}: survey files "
-                     "take one-group designs (a two-group design needs each respondent's "
-                     f"randomization group), one of {', '.join(DESIGNS)}.")  # fmt: skip
-    if name not in DESIGNS:
-        raise _where(f"{path}.mechanism", f"must be one of {', '.join(DESIGNS)}, got {raw_name!r}.")
+    where = path.rsplit(".", 1)[0]  # the question
+    if name in TWO_GROUP_DESIGNS and not unbounded:
+        raise _where(f"{where}.unbounded", f"must be true for the two-group design {name!r}: "
+                     "its epsilon is inf (a report can reveal the answer), so no cap bounds "
+                     "it; `unbounded: true` acknowledges that its answers have no bounded "
+                     "guarantee and puts the question outside the cap.")  # fmt: skip
+    if name not in DESIGNS and name not in TWO_GROUP_DESIGNS:
+        known = ", ".join([*DESIGNS, *TWO_GROUP_DESIGNS])
+        raise _where(f"{path}.mechanism", f"must be one of {known}, got {raw_name!r}.")
     try:
         if "schema" in data:  # a full question spec: every implied field is checked
             design = design_from_spec(dict(data))
@@ -455,7 +410,7 @@ def _design(path: str, data: Any) -> Design:
             params = data.get("parameters") or {}
             if not isinstance(params, Mapping):
                 raise _where(f"{path}.parameters", f"must be a mapping, got {params!r}.")
-            cls = DESIGNS[name]
+            cls = DESIGNS[name] if name in DESIGNS else TWO_GROUP_DESIGNS[name]
             if "epsilon" in data:
                 eps = _positive(f"{path}.epsilon", data["epsilon"])
                 from_epsilon = getattr(cls, "from_epsilon", None)
@@ -473,7 +428,13 @@ def _design(path: str, data: Any) -> Design:
         raise _where(path, f"is not a valid design: {exc}") from None
     except (DeniableError, TypeError) as exc:
         raise _where(path, f"is not a valid design: {exc}") from None
-    if math.isinf(design.epsilon):
+    if unbounded and design.n_groups != 2:  # a label that would mislead
+        raise _where(f"{where}.unbounded", "may be true only for a two-group design ("
+                     f"{', '.join(TWO_GROUP_DESIGNS)}), got design {design.name!r}"
+                     + ("" if math.isinf(design.epsilon) else
+                        f" (epsilon = {design.epsilon:.6g}: it has a bounded guarantee)")
+                     + ".")  # fmt: skip
+    if math.isinf(design.epsilon) and design.n_groups != 2:
         raise _where(path, f"is design {design!r} with epsilon = inf (a report can reveal the "
                      "answer): no finite cap admits it.")  # fmt: skip
     return design
