@@ -12,7 +12,6 @@ import pytest
 from typer.testing import CliRunner
 
 from _cli import ENV, one_error, run
-
 from deniable.accounting import add_up
 from deniable.designs import CheaterDetection, StochasticLieDetector, Warner
 from deniable.exceptions import ParameterError
@@ -80,11 +79,8 @@ def test_the_budget_leaves_unbounded_questions_outside_the_cap() -> None:
     bounded = [q("a", WARNER), q("b", WARNER), q("d", WARNER)]
     sld = {"mechanism": "sld", "parameters": {"p1": "1/6", "p2": "5/6"}}
     without = Survey.from_dict(survey_dict(*bounded)).budget()
-    survey = Survey.from_dict(
-        survey_dict(
-            bounded[0], q("c", CDM, unbounded=True), *bounded[1:], q("e", sld, unbounded=True)
-        )  # fmt: skip
-    )
+    c, e = q("c", CDM, unbounded=True), q("e", sld, unbounded=True)
+    survey = Survey.from_dict(survey_dict(bounded[0], c, *bounded[1:], e))
     assert survey.question("e").design == StochasticLieDetector(1 / 6, 5 / 6)
     budget = survey.budget()
     assert budget.question_ids == ("a", "c", "b", "d", "e")
