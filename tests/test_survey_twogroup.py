@@ -122,3 +122,16 @@ def test_survey_validate_refuses_without_the_acknowledgement(tmp_path: Any) -> N
     path.write_text(json.dumps(survey_dict(q("a", WARNER), q("c", CDM))))
     result = run(CliRunner(env=ENV), "survey", "validate", path)
     one_error(result, "`questions[1].unbounded` must be true")
+
+
+def test_the_unrelated_question_needs_its_wording_and_only_there() -> None:
+    uq = {"mechanism": "unrelated-unknown", "parameters": {"p1": 0.7, "p2": 0.3}}
+    with pytest.raises(ParameterError, match=r"`questions\[0\].unrelated` must give the "):
+        Survey.from_dict(survey_dict(q("u", uq, unbounded=True)))
+    with pytest.raises(ParameterError, match=r"`questions\[0\].unrelated` is only for design"):
+        Survey.from_dict(survey_dict(q("c", CDM, unbounded=True, unrelated="Born in April?")))
+    with pytest.raises(ParameterError, match=r"`questions\[0\].unrelated` must be a non-empty"):
+        Survey.from_dict(survey_dict(q("u", uq, unbounded=True, unrelated=" ")))
+    survey = Survey.from_dict(survey_dict(q("u", uq, unbounded=True, unrelated="Born in April?")))
+    assert survey.question("u").unrelated == "Born in April?"
+    assert loads_survey(survey.to_json()) == survey

@@ -61,7 +61,7 @@ class SurveyBudget(Result):
         return all(self.answerable)
 
     def table(self) -> Table:
-        rows = []
+        rows: list[tuple[str, float | str, float | str, str]] = []
         running = 0.0
         cols = (self.question_ids, self.epsilons, self.answerable, self._outside())
         for qid, eps, ok, out in zip(*cols, strict=True):

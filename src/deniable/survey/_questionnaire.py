@@ -71,7 +71,7 @@ _TOP = {
     "questions",
 }
 _REQUIRED = {"schema", "id", "title", "cap", "questions"}
-_QUESTION = {"id", "text", "labels", "design", "unbounded"}
+_QUESTION = {"id", "text", "labels", "design", "unbounded", "unrelated"}
 _RESPONDENTS = ("anonymous", "invitation")
 #: The most answers a survey question may have (a categorical design's k).
 MAX_ANSWERS = 1024
@@ -87,7 +87,9 @@ class SurveyQuestion:
 
     ``unbounded`` is the survey file's acknowledgement that the design's epsilon is
     infinite (a two-group design): the question is outside the cap and its answers have
-    no bounded guarantee.  It is true exactly for the two-group designs.
+    no bounded guarantee.  It is true exactly for the two-group designs.  ``unrelated``:
+    the wording of the unrelated question of an ``unrelated-unknown`` design (its answer is
+    asked on the respondent's device and enters only the randomization), else ``None``.
     """
 
     id: str
@@ -95,6 +97,7 @@ class SurveyQuestion:
     labels: tuple[str, ...]
     design: Design
     unbounded: bool = False
+    unrelated: str | None = None
 
     @property
     def epsilon(self) -> float:
@@ -125,6 +128,8 @@ class SurveyQuestion:
         }
         if self.unbounded:
             out["unbounded"] = True
+        if self.unrelated is not None:
+            out["unrelated"] = self.unrelated
         return out
 
 
@@ -384,7 +389,19 @@ def _question(path: str, data: Any) -> SurveyQuestion:
                      f"{design.name!r}), got {len(labels)}.")  # fmt: skip
     if len(set(labels)) != len(labels):
         raise _where(f"{path}.labels", f"must be distinct, got {list(labels)!r}.")
-    return SurveyQuestion(qid, text, labels, design, unbounded)
+    # Greenberg's unrelated question: the respondent's device asks it (docs/surveys.md)
+    needs = design.name == "unrelated-unknown"
+    unrelated = data.get("unrelated")
+    if needs and unrelated is None:
+        raise _where(f"{path}.unrelated", "must give the unrelated question's wording for "
+                     "design 'unrelated-unknown' (the respondent's device asks it; its answer "
+                     "enters only the randomization).")  # fmt: skip
+    if not needs and unrelated is not None:
+        raise _where(f"{path}.unrelated", "is only for design 'unrelated-unknown', got "
+                     f"design {design.name!r}.")  # fmt: skip
+    if unrelated is not None:
+        unrelated = _text(f"{path}.unrelated", unrelated)
+    return SurveyQuestion(qid, text, labels, design, unbounded, unrelated)
 
 
 def _design(path: str, data: Any, *, unbounded: bool = False) -> Design:
