@@ -21,15 +21,14 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from deniable.common import load_json, load_yaml, validation
+from deniable.common import load_json, load_yaml
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -40,6 +39,17 @@ from deniable.designs import (
 )
 from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.survey._budget import SurveyBudget, survey_budget
+from deniable.survey._fields import (
+    SURVEY_SCHEMA,
+    _check_keys,
+    _check_schema,
+    _delta,
+    _ident,
+    _positive,
+    _text,
+    _when,
+    _where,
+)
 
 __all__ = [
     "SURVEY_SCHEMA",
@@ -51,10 +61,6 @@ __all__ = [
     "loads_survey",
 ]
 
-#: The schema of survey files this version reads and writes.
-SURVEY_SCHEMA = "deniable.survey/1"
-_SCHEMA_RE = re.compile(r"deniable\.survey/(\d+)")
-_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 #: Survey ids the service needs for pages of its own (``/dashboard/login``, ``/logout``).
 RESERVED_IDS = ("login", "logout")
 _TOP = {
@@ -75,10 +81,6 @@ _QUESTION = {"id", "text", "labels", "design", "unbounded", "unrelated"}
 _RESPONDENTS = ("anonymous", "invitation")
 #: The most answers a survey question may have (a categorical design's k).
 MAX_ANSWERS = 1024
-
-
-def _where(path: str, message: str) -> ParameterError:
-    return ParameterError(f"survey field `{path}` {message}")
 
 
 @dataclass(frozen=True)
@@ -263,100 +265,6 @@ class Survey:
             closes=closes,
             respondents=respondents,
         )
-
-
-# --------------------------------------------------------------------------- fields
-
-
-def _check_keys(path: str, data: Mapping[str, Any], allowed: set[str], required: set[str]) -> None:
-    extra = sorted(set(map(str, data)) - allowed)
-    if extra:
-        raise _where(f"{path}", f"has unknown field(s) {', '.join(map(repr, extra))} (allowed: "
-                     f"{', '.join(sorted(allowed))}).")  # fmt: skip
-    missing = sorted(required - set(data))
-    if missing:
-        raise _where(f"{path}", f"lacks the required field(s) {', '.join(map(repr, missing))}.")
-
-
-def _check_schema(value: Any) -> None:
-    m = _SCHEMA_RE.fullmatch(value) if isinstance(value, str) else None
-    if m is None:
-        raise _where("schema", f"must be {SURVEY_SCHEMA!r}, got {value!r}.")
-    if int(m.group(1)) > 1:
-        raise _where("schema", f"is {value!r}, newer than this version of deniable reads "
-                     f"({SURVEY_SCHEMA!r}): upgrade deniable.")  # fmt: skip
-
-
-def _ident(path: str, value: Any) -> str:
-    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
-        raise _where(path, "must be 1 to 64 lowercase letters, digits, '-' or '_', starting "
-                     f"with a letter or digit, got {value!r}.")  # fmt: skip
-    return value
-
-
-def _text(path: str, value: Any, *, empty: bool = False) -> str:
-    if not isinstance(value, str) or (not empty and not value.strip()):
-        raise _where(path, f"must be {'a' if empty else 'a non-empty'} string, got {value!r}.")
-    return value
-
-
-def _number(path: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise _where(path, f"must be a number, got {value!r}.")
-    if isinstance(value, int | float):
-        x = float(value)
-    elif isinstance(value, str):
-        try:
-            exact = validation.exact_number(value)
-            x = float(exact)
-        except OverflowError:  # beyond every double ("1e400"): refused below with the range
-            x = math.inf if exact > 0 else -math.inf
-        except (ValueError, ZeroDivisionError):
-            try:
-                x = float(value)  # "inf", "-inf", "nan": refused below with the range
-            except ValueError:
-                raise _where(
-                    path, f"must be a number (e.g. 3, 2.5 or 5/2), got {value!r}."
-                ) from None
-    else:
-        raise _where(path, f"must be a number, got {type(value).__name__} {value!r}.")
-    if math.isnan(x):
-        raise _where(path, "must be a number, got NaN.")
-    return x
-
-
-def _positive(path: str, value: Any) -> float:
-    x = _number(path, value)
-    if not 0 < x < math.inf:
-        raise _where(path, f"must be in (0, inf) (a finite epsilon cap), got {value!r}.")
-    return x
-
-
-def _delta(value: Any) -> float:
-    x = _number("delta", value)
-    if not 0 < x < 1:
-        raise _where("delta", f"must be in (0, 1), got {value!r}.")
-    return x
-
-
-def _when(path: str, value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        when = value
-    elif isinstance(value, date):
-        when = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise _where(path, "must be an ISO 8601 date or date-time (e.g. "
-                         f"2026-12-01T09:00:00+00:00), got {value!r}.") from None  # fmt: skip
-    else:
-        raise _where(path, f"must be an ISO 8601 date-time or null, got {value!r}.")
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)  # a date-time without a zone is read as UTC
-    return when
 
 
 def _question(path: str, data: Any) -> SurveyQuestion:
