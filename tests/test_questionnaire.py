@@ -120,7 +120,7 @@ def question(**changes: Any) -> dict[str, Any]:
         (question(labels=["a", "a"]), "questions[0].labels", "distinct"),
         (question(labels="no,yes"), "questions[0].labels", "list of non-empty strings"),
         (question(design={"mechanism": "nope"}), "questions[0].design.mechanism", "one of"),
-        (question(design={"mechanism": "sld"}), "questions[0].design.mechanism", "two-group"),
+        (question(design={"mechanism": "sld"}), "questions[0].unbounded", "two-group"),
         (
             question(design={"mechanism": "warner", "parameters": {"p": 0.5}}),
             "questions[0].design",

@@ -72,7 +72,9 @@ export function fakeServer({ questions = QUESTIONS, invitations = null, open = t
     if (m[1] === undefined && init.method === "GET") {
       return reply(200, {
         id: "demo", title: "Demo survey", description: "About work.", cap: 3.25, remaining: 3.25, open,
-        questions: questions.map((q) => ({ id: q.id, text: q.text ?? q.spec.text, labels: q.labels ?? q.spec.labels, spec: q.spec, epsilon: q.spec.epsilon, answered: mine[q.id] ?? null })),
+        // a two-group question carries the group the server drew (q.group) and, for the
+        // unrelated question, its wording (q.unrelated), as the service sends them
+        questions: questions.map((q) => ({ id: q.id, text: q.text ?? q.spec.text, labels: q.labels ?? q.spec.labels, spec: q.spec, epsilon: q.spec.epsilon, answered: mine[q.id] ?? null, ...("group" in q ? { group: q.group } : {}), ...("unrelated" in q ? { unrelated: q.unrelated } : {}) })),
       });
     }
     if (m[1] === "/reports" && init.method === "POST") {

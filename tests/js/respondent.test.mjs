@@ -153,13 +153,13 @@ test("no answer chosen: nothing is randomized or sent", async () => {
   assert.equal(reportPosts(server).length, 0);
 });
 
-test("a two-group question (cheater detection): two answers, randomized from the respondent type of the answer", async () => {
-  // the group word: 0 for group 1, TOP for group 2; the answer word TOP (above every
+test("a two-group question (cheater detection): two answers, randomized from the respondent type of the answer in the server's group", async () => {
+  // the group is the server's (never drawn here): one answer word, TOP (above every
   // threshold below 2**53: an honest carrier, whose threshold is 2**53, still says "yes")
-  for (const [groupWord, group] of [[0n, 1], [TOP, 2]]) {
+  for (const group of [1, 2]) {
     for (const answer of [0, 1]) {
-      const words = [groupWord, TOP];
-      const { doc, server } = await openPage({ server: fakeServer({ questions: [CDM] }), crypto: wordsCrypto(words) });
+      const words = [TOP];
+      const { doc, server } = await openPage({ server: fakeServer({ questions: [{ ...CDM, group }] }), crypto: wordsCrypto(words) });
       const radios = [...form(doc, 0).querySelectorAll("input[type=radio]")];
       assert.deepEqual(radios.map((r) => r.labels[0].textContent), ["no", "yes"]);
       assert.match(form(doc, 0).querySelector(".how").textContent, /group 1 1 time in 2 and in group 2 otherwise/);
@@ -167,7 +167,7 @@ test("a two-group question (cheater detection): two answers, randomized from the
       await send(doc, 0, answer);
       const type = CDM.spec.latent.type[answer][CDM.spec.latent.default]; // docs/specs.md: latent.type[x][l]
       assert.equal(type, typeOf(CDM.spec, answer));
-      const expected = randomize(CDM.spec, type, words);
+      const expected = randomize(CDM.spec, type, words, { group });
       assert.deepEqual(reportPosts(server).map((r) => r.body), [{ question: "carrier", report: expected }]);
       assert.equal(expected, 2 * (group - 1) + answer, "the group, then no (a non-carrier) or yes (a carrier)");
       // the report says its group: “yes, group 2”, not a bare number
@@ -196,8 +196,8 @@ test("labels from the server that do not fit the spec make the question one the 
   for (const i of [0, 1]) assert.equal(form(doc, i).querySelectorAll("input, button").length, 0);
 });
 
-test("a two-group question whose latent indicator has no default (the unrelated question) is not asked", async () => {
-  const questions = [{ id: "unrelated", spec: spec("unrelated-unknown-0", ["no", "yes"], "Q?") }];
+test("a two-group question whose latent indicator has no default (the unrelated question) is not asked without the unrelated question's wording", async () => {
+  const questions = [{ id: "unrelated", spec: spec("unrelated-unknown-0", ["no", "yes"], "Q?"), group: 1 }];
   const { doc, server } = await openPage({ server: fakeServer({ questions }) });
   assert.match(form(doc, 0).querySelector(".error")?.textContent ?? "", /`latent\.default`/);
   assert.equal(form(doc, 0).querySelectorAll("input, button").length, 0);
@@ -350,4 +350,49 @@ test("a question without labels (none from the server, none in its spec) offers 
   await send(doc, 0, 1);
   assert.equal(reportPosts(server).length, 1);
   assert.match(status(doc, 0).textContent, /^Received\. Your device sent the randomized report “(no|yes)”/);
+});
+
+test("a two-group question without the server's group is not asked: the page never chooses the group", async () => {
+  const { doc, server, crypto } = await openPage({ server: fakeServer({ questions: [CDM] }), crypto: wordsCrypto([0n, TOP]) });
+  assert.match(form(doc, 0).querySelector(".error")?.textContent ?? "", /`group` must be the randomization group the server drew \(1 or 2\), got undefined: the page never chooses it/);
+  assert.equal(form(doc, 0).querySelectorAll("input, button").length, 0);
+  assert.equal(crypto.calls, 0);
+  assert.equal(reportPosts(server).length, 0);
+});
+
+test("a two-group question says ε = ∞ (no bounded guarantee), never a number", async () => {
+  const { doc } = await openPage({ server: fakeServer({ questions: [{ ...CDM, group: 2 }, QUESTIONS[0]] }) });
+  assert.match(form(doc, 0).querySelector(".guarantee").textContent, /^ε = ∞ \(no bounded guarantee\): /);
+  assert.doesNotMatch(form(doc, 0).textContent, /ε = \d/);
+  assert.equal(form(doc, 1).querySelector(".guarantee"), null, "a bounded question has its finite epsilon");
+});
+
+test("the unrelated question is asked on the device and enters only the randomization", async () => {
+  const base = spec("unrelated-unknown-0", ["no", "yes"], "Have you ever shoplifted?");
+  const question = { id: "shop", spec: base, group: 2, unrelated: "Were you born in April?" };
+  for (const answer of [0, 1]) {
+    for (const latent of [0, 1]) {
+      const words = [2n ** 63n];
+      const { doc, server } = await openPage({ server: fakeServer({ questions: [question] }), crypto: wordsCrypto(words) });
+      const second = doc.getElementById("q0-unrelated");
+      assert.equal(second.querySelector("legend").textContent, "Were you born in April?");
+      assert.match(second.textContent, /never sends it/);
+      // the sensitive answer alone is not enough: the unrelated one is needed too
+      doc.getElementById(`q0-a${answer}`).click();
+      const button = form(doc, 0).querySelector("button.send");
+      button.click();
+      await until(() => !button.disabled, "refused");
+      assert.equal(status(doc, 0).textContent, "Answer the second question too.");
+      assert.equal(reportPosts(server).length, 0);
+      doc.getElementById(`q0-u${latent}`).click();
+      await send(doc, 0);
+      const type = base.latent.type[answer][latent];
+      assert.equal(type, typeOf(base, answer, latent));
+      const expected = randomize(base, type, words, { group: 2 });
+      assert.ok(expected === 2 || expected === 3, "group 2's reports");
+      assert.deepEqual(reportPosts(server).map((r) => r.body), [{ question: "shop", report: expected }]);
+      // both true answers leave the screen
+      assert.equal(doc.querySelectorAll("input:checked").length, 0);
+    }
+  }
 });

@@ -187,13 +187,31 @@ test("a two-group question: the answer becomes its respondent type (latent.type[
   const cdm = { id: "carrier", spec: spec("cdm-0", ["no", "yes"], "Do you carry the gene?") };
   assert.deepEqual(cdm.spec.latent.type, [[1, 3], [0, 2]]);
   for (const [answer, type] of [[0, 1], [1, 0]]) {
-    const server = fakeServer({ questions: [cdm] });
-    const words = [0n, TOP]; // group 1; an answer word above every threshold below 2**53
+    const server = fakeServer({ questions: [{ ...cdm, group: 1 }] });
+    const words = [TOP]; // the server's group 1; an answer word above every threshold below 2**53
     const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage: new FakeStorage(), crypto: wordsCrypto(words) });
     await session.open();
     const [q] = (await session.load()).questions;
     const { report } = await session.answer(q, answer);
-    assert.equal(report, randomize(cdm.spec, type, words));
+    assert.equal(report, randomize(cdm.spec, type, words, { group: 1 }));
     assert.equal(report, answer, "group 1: a non-carrier's word above its threshold says no, a carrier says yes");
+  }
+});
+
+test("a two-group report carries the group the server drew, whatever the words", async () => {
+  const cdm = { id: "carrier", spec: spec("cdm-0", ["no", "yes"], "Do you carry the gene?") };
+  for (const group of [1, 2]) {
+    for (const word of [0n, TOP]) {
+      const server = fakeServer({ questions: [{ ...cdm, group }] });
+      const crypto = wordsCrypto([word]);
+      const session = new RespondentSession({ surveyId: "demo", fetch: server.fetch, storage: new FakeStorage(), crypto });
+      await session.open();
+      const [q] = (await session.load()).questions;
+      assert.equal(q.problem, null);
+      const { report } = await session.answer(q, 1);
+      assert.equal(Math.floor(report / 2) + 1, group);
+      const posted = server.requests.filter((r) => r.url.endsWith("/reports")).map((r) => r.body);
+      assert.deepEqual(posted, [{ question: "carrier", report }]);
+    }
   }
 });

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from deniable.survey._analysis import Analysis, analyze, grouped
 from deniable.survey._analysis_file import analyze_file
+from deniable.survey._budget import OUTSIDE_CAP, SurveyBudget
 from deniable.survey._compare import DesignSummary
 from deniable.survey._files import CSV_SUFFIXES
 from deniable.survey._grouped import (
@@ -25,7 +26,6 @@ from deniable.survey._grouped import (
 from deniable.survey._questionnaire import (
     SURVEY_SCHEMA,
     Survey,
-    SurveyBudget,
     SurveyQuestion,
     demo_survey,
     demo_survey_text,
@@ -53,6 +53,7 @@ __all__ = [
     "CATEGORY_COLUMNS",
     "CSV_SUFFIXES",
     "GROUPED_COLUMNS",
+    "OUTSIDE_CAP",
     "SURVEY_SCHEMA",
     "TWO_GROUP_COLUMNS",
     "WEIGHT_METHODS",

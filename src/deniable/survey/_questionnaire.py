@@ -11,24 +11,24 @@ field (``questions[2].design.epsilon``).  :meth:`Survey.budget` says what each q
 costs, the respondent's total by basic and by optimal composition, and whether the cap
 holds (``docs/surveys.md``).
 
-Only one-group designs are accepted: a two-group design needs each respondent's
-randomization group, which a questionnaire does not carry yet.
+A two-group design (``unrelated-unknown``, ``cdm``, ``cdm-symmetric``, ``sld``) has
+epsilon = inf: a question may carry one only with the explicit acknowledgement
+``unbounded: true``, and is then outside the cap (its answers have no bounded guarantee);
+the survey service assigns each respondent's randomization group.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from deniable.accounting import add_up, compare_composition
-from deniable.common import load_json, load_yaml, validation
+from deniable.common import load_json, load_yaml
 from deniable.designs import (
     DESIGNS,
     TWO_GROUP_DESIGNS,
@@ -38,12 +38,22 @@ from deniable.designs import (
     spec_of,
 )
 from deniable.exceptions import DataError, DeniableError, ParameterError
-from deniable.results import Result, Table
+from deniable.survey._budget import SurveyBudget, survey_budget
+from deniable.survey._fields import (
+    SURVEY_SCHEMA,
+    _check_keys,
+    _check_schema,
+    _delta,
+    _ident,
+    _positive,
+    _text,
+    _when,
+    _where,
+)
 
 __all__ = [
     "SURVEY_SCHEMA",
     "Survey",
-    "SurveyBudget",
     "SurveyQuestion",
     "demo_survey",
     "demo_survey_text",
@@ -51,10 +61,6 @@ __all__ = [
     "loads_survey",
 ]
 
-#: The schema of survey files this version reads and writes.
-SURVEY_SCHEMA = "deniable.survey/1"
-_SCHEMA_RE = re.compile(r"deniable\.survey/(\d+)")
-_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
 #: Survey ids the service needs for pages of its own (``/dashboard/login``, ``/logout``).
 RESERVED_IDS = ("login", "logout")
 _TOP = {
@@ -71,29 +77,44 @@ _TOP = {
     "questions",
 }
 _REQUIRED = {"schema", "id", "title", "cap", "questions"}
-_QUESTION = {"id", "text", "labels", "design"}
+_QUESTION = {"id", "text", "labels", "design", "unbounded", "unrelated"}
 _RESPONDENTS = ("anonymous", "invitation")
 #: The most answers a survey question may have (a categorical design's k).
 MAX_ANSWERS = 1024
 
 
-def _where(path: str, message: str) -> ParameterError:
-    return ParameterError(f"survey field `{path}` {message}")
-
-
 @dataclass(frozen=True)
 class SurveyQuestion:
-    """One question of a survey: its id, wording, answer labels and design."""
+    """One question of a survey: its id, wording, answer labels and design.
+
+    ``unbounded`` is the survey file's acknowledgement that the design's epsilon is
+    infinite (a two-group design): the question is outside the cap and its answers have
+    no bounded guarantee.  It is true exactly for the two-group designs.  ``unrelated``:
+    the wording of the unrelated question of an ``unrelated-unknown`` design (its answer is
+    asked on the respondent's device and enters only the randomization), else ``None``.
+    """
 
     id: str
     text: str
     labels: tuple[str, ...]
     design: Design
+    unbounded: bool = False
+    unrelated: str | None = None
 
     @property
     def epsilon(self) -> float:
-        """The design's exact epsilon (finite: infinite designs are refused)."""
+        """The design's exact epsilon: finite, or ``inf`` for an ``unbounded`` question."""
         return self.design.epsilon
+
+    @property
+    def two_group(self) -> bool:
+        """Whether the design splits the respondents into two randomization groups."""
+        return self.design.n_groups == 2
+
+    @property
+    def group_column(self) -> str:
+        """The export's column of this question's randomization groups (1 or 2)."""
+        return f"{self.id}_group"
 
     @property
     def spec(self) -> QuestionSpec:
@@ -101,74 +122,17 @@ class SurveyQuestion:
         return spec_of(self.design, text=self.text, labels=self.labels)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "id": self.id,
             "text": self.text,
             "labels": list(self.labels),
             "design": self.spec.to_dict(),
         }
-
-
-@dataclass(frozen=True)
-class SurveyBudget(Result):
-    """What a survey costs one respondent.
-
-    ``epsilons`` per question; ``basic`` the sum of all of them, rounded upward as the
-    ledger adds them (what the cap is compared with); ``optimal`` the exact optimal
-    composition at ``delta`` (an (epsilon, delta) statement, never above ``basic``);
-    ``answerable`` per question, whether a respondent asked the questions in order, each one
-    skipped that would pass the cap, gets to answer it.
-    """
-
-    cap: float
-    delta: float
-    question_ids: tuple[str, ...]
-    epsilons: tuple[float, ...]
-    basic: float
-    optimal: float
-    answerable: tuple[bool, ...]
-
-    @property
-    def cap_holds(self) -> bool:
-        """True when a respondent can answer every question within the cap."""
-        return all(self.answerable)
-
-    def table(self) -> Table:
-        rows = []
-        running = 0.0
-        for qid, eps, ok in zip(self.question_ids, self.epsilons, self.answerable, strict=True):
-            if ok:
-                running = float(add_up(running, eps))
-            rows.append((qid, eps, running, "yes" if ok else "no (skipped: past the cap)"))
-        verdict = (
-            f"the cap {self.cap:g} holds: every respondent can answer every question"
-            if self.cap_holds
-            else f"the cap {self.cap:g} does not hold: the questions marked 'no' are not shown "
-            "to a respondent who answered the ones before"
-        )
-        return Table(
-            ("question", "epsilon", "spent after it", "asked"),
-            tuple(rows),
-            title=(
-                f"total epsilon {self.basic:.6g} by basic composition (what the cap is "
-                f"compared with), {self.optimal:.6g} at delta = {self.delta:g} by optimal "
-                "composition"
-            ),
-            notes=(verdict,),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "cap": self.cap,
-            "delta": self.delta,
-            "questions": [
-                {"id": q, "epsilon": e, "answerable": a}
-                for q, e, a in zip(self.question_ids, self.epsilons, self.answerable, strict=True)
-            ],
-            "basic": self.basic,
-            "optimal": self.optimal,
-            "cap_holds": self.cap_holds,
-        }
+        if self.unbounded:
+            out["unbounded"] = True
+        if self.unrelated is not None:
+            out["unrelated"] = self.unrelated
+        return out
 
 
 @dataclass(frozen=True)
@@ -213,28 +177,14 @@ class Survey:
         return self.closes is None or now < self.closes
 
     def budget(self) -> SurveyBudget:
-        """Each question's epsilon, the totals and whether the cap holds."""
-        eps = tuple(q.epsilon for q in self.questions)
-        basic = 0.0
-        for e in eps:
-            basic = float(add_up(basic, e))
-        spent = 0.0
-        answerable = []
-        for e in eps:
-            after = float(add_up(spent, e))
-            ok = after <= self.cap
-            answerable.append(ok)
-            if ok:
-                spent = after
-        optimal = float(compare_composition(list(eps), self.delta)["optimal"])
-        return SurveyBudget(
+        """Each question's epsilon, the totals and whether the cap holds; an ``unbounded``
+        question (epsilon inf) is outside the cap and the totals."""
+        return survey_budget(
             self.cap,
             self.delta,
-            tuple(q.id for q in self.questions),
-            eps,
-            basic,
-            min(optimal, basic),
-            tuple(answerable),
+            [q.id for q in self.questions],
+            [q.epsilon for q in self.questions],
+            [q.unbounded for q in self.questions],
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -298,6 +248,11 @@ class Survey:
             if q.id in seen:
                 raise _where(f"questions[{i}].id", f"must be unique, got {q.id!r} twice.")
             seen.add(q.id)
+        groups = {q.group_column: q.id for q in questions if q.two_group}
+        for i, q in enumerate(questions):
+            if q.id in groups:  # the export's group column of a two-group question
+                raise _where(f"questions[{i}].id", f"must differ from {q.id!r}, the export's "
+                             f"column of the groups of question {groups[q.id]!r}.")  # fmt: skip
         return cls(
             id=sid,
             title=title,
@@ -312,108 +267,18 @@ class Survey:
         )
 
 
-# --------------------------------------------------------------------------- fields
-
-
-def _check_keys(path: str, data: Mapping[str, Any], allowed: set[str], required: set[str]) -> None:
-    extra = sorted(set(map(str, data)) - allowed)
-    if extra:
-        raise _where(f"{path}", f"has unknown field(s) {', '.join(map(repr, extra))} (allowed: "
-                     f"{', '.join(sorted(allowed))}).")  # fmt: skip
-    missing = sorted(required - set(data))
-    if missing:
-        raise _where(f"{path}", f"lacks the required field(s) {', '.join(map(repr, missing))}.")
-
-
-def _check_schema(value: Any) -> None:
-    m = _SCHEMA_RE.fullmatch(value) if isinstance(value, str) else None
-    if m is None:
-        raise _where("schema", f"must be {SURVEY_SCHEMA!r}, got {value!r}.")
-    if int(m.group(1)) > 1:
-        raise _where("schema", f"is {value!r}, newer than this version of deniable reads "
-                     f"({SURVEY_SCHEMA!r}): upgrade deniable.")  # fmt: skip
-
-
-def _ident(path: str, value: Any) -> str:
-    if not isinstance(value, str) or not _ID_RE.fullmatch(value):
-        raise _where(path, "must be 1 to 64 lowercase letters, digits, '-' or '_', starting "
-                     f"with a letter or digit, got {value!r}.")  # fmt: skip
-    return value
-
-
-def _text(path: str, value: Any, *, empty: bool = False) -> str:
-    if not isinstance(value, str) or (not empty and not value.strip()):
-        raise _where(path, f"must be {'a' if empty else 'a non-empty'} string, got {value!r}.")
-    return value
-
-
-def _number(path: str, value: Any) -> float:
-    if isinstance(value, bool):
-        raise _where(path, f"must be a number, got {value!r}.")
-    if isinstance(value, int | float):
-        x = float(value)
-    elif isinstance(value, str):
-        try:
-            exact = validation.exact_number(value)
-            x = float(exact)
-        except OverflowError:  # beyond every double ("1e400"): refused below with the range
-            x = math.inf if exact > 0 else -math.inf
-        except (ValueError, ZeroDivisionError):
-            try:
-                x = float(value)  # "inf", "-inf", "nan": refused below with the range
-            except ValueError:
-                raise _where(
-                    path, f"must be a number (e.g. 3, 2.5 or 5/2), got {value!r}."
-                ) from None
-    else:
-        raise _where(path, f"must be a number, got {type(value).__name__} {value!r}.")
-    if math.isnan(x):
-        raise _where(path, "must be a number, got NaN.")
-    return x
-
-
-def _positive(path: str, value: Any) -> float:
-    x = _number(path, value)
-    if not 0 < x < math.inf:
-        raise _where(path, f"must be in (0, inf) (a finite epsilon cap), got {value!r}.")
-    return x
-
-
-def _delta(value: Any) -> float:
-    x = _number("delta", value)
-    if not 0 < x < 1:
-        raise _where("delta", f"must be in (0, 1), got {value!r}.")
-    return x
-
-
-def _when(path: str, value: Any) -> datetime | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        when = value
-    elif isinstance(value, date):
-        when = datetime(value.year, value.month, value.day)
-    elif isinstance(value, str):
-        try:
-            when = datetime.fromisoformat(value.strip())
-        except ValueError:
-            raise _where(path, "must be an ISO 8601 date or date-time (e.g. "
-                         f"2026-12-01T09:00:00+00:00), got {value!r}.") from None  # fmt: skip
-    else:
-        raise _where(path, f"must be an ISO 8601 date-time or null, got {value!r}.")
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)  # a date-time without a zone is read as UTC
-    return when
-
-
 def _question(path: str, data: Any) -> SurveyQuestion:
     if not isinstance(data, Mapping):
         raise _where(path, f"must be a mapping, got {type(data).__name__}.")
     _check_keys(path, data, _QUESTION, {"id", "text", "design"})
     qid = _ident(f"{path}.id", data["id"])
     text = _text(f"{path}.text", data["text"])
-    design = _design(f"{path}.design", data["design"])
-    answers = design.n_truths
+    unbounded = data.get("unbounded", False)
+    if not isinstance(unbounded, bool):
+        raise _where(f"{path}.unbounded", f"must be true or false, got {unbounded!r}.")
+    design = _design(f"{path}.design", data["design"], unbounded=unbounded)
+    # a two-group design's truths are respondent types; its answers are yes and no
+    answers = 2 if design.n_groups == 2 else design.n_truths
     if answers > MAX_ANSWERS:  # labels, thresholds and a page of choices: all O(answers)
         raise _where(f"{path}.design", f"has {answers:,} answers ({design.name}); a survey "
                      f"question may have at most {MAX_ANSWERS:,}, each a label a respondent "
@@ -432,21 +297,36 @@ def _question(path: str, data: Any) -> SurveyQuestion:
                      f"{design.name!r}), got {len(labels)}.")  # fmt: skip
     if len(set(labels)) != len(labels):
         raise _where(f"{path}.labels", f"must be distinct, got {list(labels)!r}.")
-    return SurveyQuestion(qid, text, labels, design)
+    # Greenberg's unrelated question: the respondent's device asks it (docs/surveys.md)
+    needs = design.name == "unrelated-unknown"
+    unrelated = data.get("unrelated")
+    if needs and unrelated is None:
+        raise _where(f"{path}.unrelated", "must give the unrelated question's wording for "
+                     "design 'unrelated-unknown' (the respondent's device asks it; its answer "
+                     "enters only the randomization).")  # fmt: skip
+    if not needs and unrelated is not None:
+        raise _where(f"{path}.unrelated", "is only for design 'unrelated-unknown', got "
+                     f"design {design.name!r}.")  # fmt: skip
+    if unrelated is not None:
+        unrelated = _text(f"{path}.unrelated", unrelated)
+    return SurveyQuestion(qid, text, labels, design, unbounded, unrelated)
 
 
-def _design(path: str, data: Any) -> Design:
+def _design(path: str, data: Any, *, unbounded: bool = False) -> Design:
     if not isinstance(data, Mapping):
         raise _where(path, "must be a question spec or a mapping with `mechanism` and "
                      f"`parameters` or `epsilon`, got {data!r}.")  # fmt: skip
     raw_name = data.get("mechanism")
     name = raw_name if isinstance(raw_name, str) else repr(raw_name)
-    if name in TWO_GROUP_DESIGNS:
-        raise _where(f"{path}.mechanism", f"is the two-group design {name!r}: survey files "
-                     "take one-group designs (a two-group design needs each respondent's "
-                     f"randomization group), one of {', '.join(DESIGNS)}.")  # fmt: skip
-    if name not in DESIGNS:
-        raise _where(f"{path}.mechanism", f"must be one of {', '.join(DESIGNS)}, got {raw_name!r}.")
+    where = path.rsplit(".", 1)[0]  # the question
+    if name in TWO_GROUP_DESIGNS and not unbounded:
+        raise _where(f"{where}.unbounded", f"must be true for the two-group design {name!r}: "
+                     "its epsilon is inf (a report can reveal the answer), so no cap bounds "
+                     "it; `unbounded: true` acknowledges that its answers have no bounded "
+                     "guarantee and puts the question outside the cap.")  # fmt: skip
+    if name not in DESIGNS and name not in TWO_GROUP_DESIGNS:
+        known = ", ".join([*DESIGNS, *TWO_GROUP_DESIGNS])
+        raise _where(f"{path}.mechanism", f"must be one of {known}, got {raw_name!r}.")
     try:
         if "schema" in data:  # a full question spec: every implied field is checked
             design = design_from_spec(dict(data))
@@ -455,7 +335,7 @@ def _design(path: str, data: Any) -> Design:
             params = data.get("parameters") or {}
             if not isinstance(params, Mapping):
                 raise _where(f"{path}.parameters", f"must be a mapping, got {params!r}.")
-            cls = DESIGNS[name]
+            cls = DESIGNS[name] if name in DESIGNS else TWO_GROUP_DESIGNS[name]
             if "epsilon" in data:
                 eps = _positive(f"{path}.epsilon", data["epsilon"])
                 from_epsilon = getattr(cls, "from_epsilon", None)
@@ -473,7 +353,13 @@ def _design(path: str, data: Any) -> Design:
         raise _where(path, f"is not a valid design: {exc}") from None
     except (DeniableError, TypeError) as exc:
         raise _where(path, f"is not a valid design: {exc}") from None
-    if math.isinf(design.epsilon):
+    if unbounded and design.n_groups != 2:  # a label that would mislead
+        raise _where(f"{where}.unbounded", "may be true only for a two-group design ("
+                     f"{', '.join(TWO_GROUP_DESIGNS)}), got design {design.name!r}"
+                     + ("" if math.isinf(design.epsilon) else
+                        f" (epsilon = {design.epsilon:.6g}: it has a bounded guarantee)")
+                     + ".")  # fmt: skip
+    if math.isinf(design.epsilon) and design.n_groups != 2:
         raise _where(path, f"is design {design!r} with epsilon = inf (a report can reveal the "
                      "answer): no finite cap admits it.")  # fmt: skip
     return design

@@ -286,7 +286,11 @@ def _questions(
 ) -> list[tuple[Any, Any, Any, float]]:
     """``(column, design, group column or None, level)`` per question, checked."""
     if isinstance(questions, Survey):  # the columns of a service export: the question ids
-        questions = {q.id: q.design for q in questions.questions}
+        # (a two-group question's groups in the export's column `<id>_group`)
+        questions = {
+            q.id: (q.design, q.group_column) if q.two_group else q.design
+            for q in questions.questions
+        }
     if not isinstance(questions, Mapping):
         raise ParameterTypeError(
             "`questions` must be a mapping {column: design} (or {column: (design, "

@@ -43,6 +43,7 @@ from deniable.service.analysis.budget import DEFAULT_BINS, budget
 from deniable.service.analysis.design import MIN_CELL, design_columns, design_results
 from deniable.service.analysis.estimates import (
     BUCKETS,
+    NO_BOUND,
     forest_rows,
     is_binary,
     majority,
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_SHIFT",
     "MAX_WINDOWS",
     "MIN_CELL",
+    "NO_BOUND",
     "RESULTS_SCHEMA",
     "arrival_rates",
     "budget",

@@ -12,6 +12,7 @@ import numpy.typing as npt
 from deniable.common import to_jsonable
 from deniable.common import validation as v
 from deniable.exceptions import DataError
+from deniable.service.analysis.estimates import NO_BOUND
 from deniable.survey import Survey
 
 __all__ = ["DEFAULT_BINS", "budget"]
@@ -27,7 +28,8 @@ def budget(survey: Survey, spent: npt.ArrayLike, *, bins: int = DEFAULT_BINS) ->
     (amounts are sums of question epsilons, so there are few); ``histogram``: ``bins``
     equal bins over ``[0, max(cap, most spent)]`` (the last bin closed, so a respondent
     exactly at the cap counts in it); the cap, the survey's total by basic composition and
-    each question's epsilon.
+    each question's epsilon (an unbounded two-group question: ``"inf"``, ``unbounded``
+    and ``guarantee``; it is outside the cap and the total, and charges nothing).
     """
     nb = v.integer("bins", bins, minimum=1, maximum=1000)
     arr = np.asarray(spent, dtype=np.float64).reshape(-1)
@@ -42,7 +44,15 @@ def budget(survey: Survey, spent: npt.ArrayLike, *, bins: int = DEFAULT_BINS) ->
         "survey": survey.id,
         "cap": survey.cap,
         "total": plan["basic"],
-        "questions": [{"id": q.id, "epsilon": q.epsilon} for q in survey.questions],
+        # an unbounded (two-group) question is outside the cap and the total
+        "questions": [
+            {
+                "id": q.id,
+                "epsilon": q.epsilon,
+                **({"unbounded": True, "guarantee": NO_BOUND} if q.unbounded else {}),
+            }
+            for q in survey.questions
+        ],
         "respondents": n,
         "mean": float(arr.mean()) if n else None,
         "median": float(np.median(arr)) if n else None,

@@ -24,8 +24,12 @@ from deniable.designs import BinaryDesign, Tally
 from deniable.exceptions import ParameterError
 from deniable.survey import Survey, SurveyQuestion
 
-__all__ = ["BUCKETS", "forest_rows", "is_binary", "majority", "question_result", "results",
-           "timeline"]  # fmt: skip
+__all__ = ["BUCKETS", "NO_BOUND", "forest_rows", "is_binary", "majority", "question_result",
+           "results", "timeline"]  # fmt: skip
+
+#: What a page or the JSON says of an unbounded (two-group) question's epsilon: never a
+#: number.
+NO_BOUND = "ε = ∞ (no bounded guarantee)"
 
 #: The time buckets of :func:`timeline`.
 BUCKETS = ("hour", "day")
@@ -45,7 +49,25 @@ def is_binary(question: SurveyQuestion) -> bool:
 
 
 def _kind(question: SurveyQuestion) -> str:
+    if question.two_group:
+        return "two-group"
     return "categorical" if question.design.n_truths > 2 else "binary"
+
+
+def _two_group(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The service's fields of a two-group estimate's ``to_dict()``: the prevalence's
+    numbers at the top (as a binary question's), every parameter's under ``estimates``,
+    and each group's reports under ``groups``."""
+    params = {
+        name: {key: e.get(key) for key in (*_FIELDS, "notes")}
+        for name, e in data["estimates"].items()
+    }
+    out: dict[str, Any] = {key: params["prevalence"].get(key) for key in _FIELDS}
+    out["lambda_hat"] = data.get("lambda_hat")
+    out["estimates"] = params
+    out["groups"] = data["groups"]
+    out["notes"] = [f"{name}: {n}" for name, e in params.items() for n in e["notes"]]
+    return out
 
 
 def _from_dict(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -81,6 +103,8 @@ def _numbers(question: SurveyQuestion, tally: Tally | None, level: float) -> dic
     out: dict[str, Any] = {"n": tally.n, "counts": [int(c) for c in tally.counts]}
     if tally.n == 0:
         out.update(_empty_numbers(question))
+    elif question.two_group:  # the two-group estimator over both groups' tallies
+        out.update(_two_group(d.estimate(tally).to_dict(level)))
     else:
         out.update(_from_dict(d.estimate(tally).to_dict(level)))
     return out
@@ -102,6 +126,8 @@ def question_result(
         "epsilon": d.epsilon,
         "level": lvl,
     }
+    if question.unbounded:  # outside the cap: said in words, never as a number
+        out.update(unbounded=True, guarantee=NO_BOUND)
     out.update(_numbers(question, tally, lvl))
     result: dict[str, Any] = to_jsonable(out)
     return result
@@ -110,10 +136,12 @@ def question_result(
 def results(survey: Survey, tallies: Mapping[str, Tally], *, level: float = 0.95) -> dict[str, Any]:
     """Every question's estimates from the survey's tallies, at confidence ``level``.
 
-    Per question: ``id``, ``text``, ``kind`` (``binary`` / ``categorical``), ``labels``,
-    ``design``, ``parameters``, ``epsilon`` (exact; ``"inf"`` never occurs, a survey refuses
-    such designs), ``level``, ``n`` (reports), ``counts`` (per report value), ``estimate``
-    (unbiased moment, ``(lambda_hat - P0) / (P1 - P0)``: may leave [0, 1]),
+    Per question: ``id``, ``text``, ``kind`` (``binary`` / ``categorical`` /
+    ``two-group``), ``labels``, ``design``, ``parameters``, ``epsilon`` (exact; ``"inf"``
+    for an unbounded two-group question, which also has ``unbounded: true`` and
+    ``guarantee: "ε = ∞ (no bounded guarantee)"``), ``level``, ``n`` (reports),
+    ``counts`` (per report value), ``estimate`` (unbiased moment,
+    ``(lambda_hat - P0) / (P1 - P0)``: may leave [0, 1]),
     ``estimate_bounded`` (the MLE in [0, 1], on the simplex for a categorical question),
     ``se`` (plug-in, divides by ``n``), ``se_unbiased`` (``n - 1``), ``ci_exact``
     (Clopper-Pearson for the share of reports, mapped through the design), ``ci_wald``
@@ -121,7 +149,10 @@ def results(survey: Survey, tallies: Mapping[str, Tally], *, level: float = 0.95
     ``to_dict(level)``.  A categorical question has a list per field, one entry per
     category (category ``j`` as the binary design "report ``j`` or not": ``P1 = t + (1 -
     t) f_j``, ``P0 = (1 - t) f_j``).  A question without reports has ``n = 0`` and
-    ``null`` numbers.
+    ``null`` numbers.  A two-group question's numbers are those of the design's estimate
+    over both groups' tallies (``design.estimate(tally)``, the delta-method SE, the Wald
+    interval; ``ci_exact`` only where valid): the prevalence at the top, every parameter
+    under ``estimates`` and each group's ``yes`` and ``n`` under ``groups``.
     """
     lvl = v.level(level)
     return {
@@ -162,6 +193,7 @@ def timeline(
             "kind": _kind(q),
             "labels": list(q.labels),
             "epsilon": q.epsilon,
+            **({"unbounded": True, "guarantee": NO_BOUND} if q.unbounded else {}),
             "bucket": b,
             "level": lvl,
             "points": out,
@@ -247,7 +279,7 @@ def forest_rows(
                 est.append(float(e))
                 lo.append(float(ci[0]))
                 hi.append(float(ci[1]))
-        else:
+        elif q["estimate"] is not None:  # binary, or a two-group prevalence
             ci = q["ci_exact"] or q.get("ci_likelihood") or q["ci_wald"]
             labels.append(str(q["id"]))
             est.append(float(q["estimate"]))

@@ -24,10 +24,34 @@ RESULTS_SCHEMA = "deniable.service.results/1"
 def export_columns(
     survey: Survey, attributes: Mapping[int, Mapping[str, Any]] | None = None
 ) -> list[str]:
-    """The columns of an export: the question ids, in the survey's order, then the design
-    columns of the respondents' invitations (``stratum``, ``psu``, ``weight``, raking
-    variables: :func:`~deniable.service.analysis.design.design_columns`), if any."""
-    return [q.id for q in survey.questions] + design_columns(attributes or {})
+    """The columns of an export: the question ids, in the survey's order (a two-group
+    question's id followed by ``<id>_group``), then the design columns of the respondents'
+    invitations (``stratum``, ``psu``, ``weight``, raking variables:
+    :func:`~deniable.service.analysis.design.design_columns`), if any."""
+    return _report_columns(survey) + design_columns(attributes or {})
+
+
+def _report_columns(survey: Survey) -> list[str]:
+    out: list[str] = []
+    for q in survey.questions:
+        out += [q.id, q.group_column] if q.two_group else [q.id]
+    return out
+
+
+def _values(survey: Survey, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A respondent's report columns: each report, and for a two-group question the
+    randomized answer (``report % 2``) and the group (``report // 2 + 1``), the columns
+    ``deniable analyze --group-column`` reads."""
+    out: list[Any] = []
+    for q in survey.questions:
+        v = row.get(q.id)
+        if v is None:
+            out += [None, None] if q.two_group else [None]
+        elif q.two_group:
+            out += [int(v) % 2, int(v) // 2 + 1]
+        else:
+            out.append(int(v))
+    return tuple(out)
 
 
 def export_table(
@@ -36,7 +60,8 @@ def export_table(
     attributes: Mapping[int, Mapping[str, Any]] | None = None,
 ) -> list[tuple[Any, ...]]:
     """The randomized reports, one tuple per respondent (the values of
-    :func:`export_columns`; ``None`` where the respondent sent no report for a question),
+    :func:`export_columns`; ``None`` where the respondent sent no report for a question;
+    a two-group question's randomized answer, 0 or 1, and its group, 1 or 2),
     with the design attributes of the respondent's invitation (``attributes``:
     ``{respondent id: {name: value}}``; ``None`` where it had none).
 
@@ -46,15 +71,14 @@ def export_table(
     that neither a column nor the order of the rows tells who answered when.
     """
     attributes = attributes or {}
-    qids = [q.id for q in survey.questions]
     extra = design_columns(attributes)
     table: list[tuple[Any, ...]] = []
     for row in rows:
-        values = tuple(None if row.get(c) is None else int(row[c]) for c in qids)
+        values = _values(survey, row)
         if any(x is not None for x in values):
             known = attributes.get(int(row.get("respondent", -1)), {})
             table.append(values + tuple(known.get(c) for c in extra))
-    n = len(qids)
+    n = len(_report_columns(survey))
     table.sort(key=lambda r: (tuple(-1 if x is None else x for x in r[:n]),
                               tuple("" if x is None else str(x) for x in r[n:])))  # fmt: skip
     return table

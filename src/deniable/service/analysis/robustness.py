@@ -39,6 +39,11 @@ def robustness(
         tally = tallies.get(q.id)
         n = 0 if tally is None else int(d.bind(tally).n)
         entry: dict[str, Any] = {"id": q.id, "text": q.text, "design": d.name, "n": n}
+        if q.two_group:  # the statements are for one-group designs
+            entry["shares"] = []
+            entry["notes"] = ["not computed for a two-group design (one-group designs only)"]
+            questions.append(entry)
+            continue
         labels = list(q.labels) if d.n_truths > 2 else [q.labels[1]]
         if n == 0 or tally is None:
             entry["shares"] = [{"label": label, "estimate": None} for label in labels]

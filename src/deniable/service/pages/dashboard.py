@@ -90,8 +90,31 @@ def _results(results: Mapping[str, Any]) -> dict[str, Any]:
         "pct": f"{level:.0%}",
         "binary": binary,
         "categorical": categorical,
+        "two_group": _two_group(qs),
         "notes": [f"{q['id']}: {n}" for q in qs for n in q["notes"] if q["n"]],
     }
+
+
+def _two_group(questions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A row per parameter of each two-group question (outside the cap: its epsilon in
+    words, never a number), with each group's reports."""
+    out = []
+    for q in questions:
+        if q["kind"] != "two-group":
+            continue
+        groups = q.get("groups") or []
+        counts = "; ".join(f"group {g['group']}: {g['yes']} / {g['n']}" for g in groups) or "–"
+        params = q.get("estimates") or {"prevalence": dict.fromkeys(
+            ("estimate", "estimate_bounded", "se", "se_unbiased", "ci_wald"))}  # fmt: skip
+        rows = [
+            (name, num(e["estimate"]), num(e["estimate_bounded"]), num(e["se"]),
+             num(e["se_unbiased"]), ci(e["ci_wald"]))
+            for name, e in params.items()
+        ]  # fmt: skip
+        caption = (f"{q['id']}: {q['text']} ({q['design']}, {q['guarantee']}, n = {q['n']}; "
+                   f"yes / n per group: {counts})")  # fmt: skip
+        out.append({"rows": rows, "caption": caption})
+    return out
 
 
 def _design(design: Mapping[str, Any] | None, results: Mapping[str, Any]) -> Any:
@@ -162,6 +185,8 @@ def _budget(b: Mapping[str, Any]) -> dict[str, Any]:
         "summary": (str(b["respondents"]), eps(b["cap"]), eps(b["total"]), num(b["mean"]),
                     num(b["median"]), num(b["max"]), str(b["at_cap"])),
         "amounts": [(eps(x["spent"]), str(x["respondents"])) for x in b["values"]],
+        "unbounded": [str(q["id"]) for q in b["questions"] if q.get("unbounded")],
+        "guarantee": next((q["guarantee"] for q in b["questions"] if q.get("unbounded")), ""),
         "bins": [(f"[{num(edges[i])}, {num(edges[i + 1])}{']' if i == last else ')'}", str(c))
                  for i, c in enumerate(counts)],
     }  # fmt: skip

@@ -35,6 +35,7 @@ from deniable.service.routes.deps import (
     static_page,
     survey_info,
 )
+from deniable.service.routes.groups import NO_BOUND
 from deniable.survey import SurveyQuestion
 
 __all__ = ["protocol_for", "router"]
@@ -71,6 +72,12 @@ def interviewer(request: Request, info: SurveyDep, body: InterviewerRequest) -> 
         if question.id in seen:
             raise ApiError(422, f"`reports[{i}].question`: question {question.id!r} given twice")
         seen.add(question.id)
+        if question.two_group:  # its group is drawn by the server for a respondent's page
+            raise ApiError(
+                422,
+                f"`reports[{i}].question`: {question.id!r} is a two-group question: it is "
+                "answered on the survey page, in the group the server draws, not on paper",
+            )
         check_report(question, k, item.report, f"reports[{i}].report")
         eps = float(add_up(eps, question.epsilon))
     if eps > survey.cap:
@@ -128,7 +135,9 @@ def _protocol_entry(question: SurveyQuestion) -> dict[str, Any]:
     if p is None:
         steps = [
             "No coin or dice protocol gives exactly this question's design "
-            f"({question.design.name}, epsilon {question.epsilon:.4g}): do not ask it on "
+            f"({question.design.name}, "
+            + (NO_BOUND if question.unbounded else f"epsilon {question.epsilon:.4g}")
+            + "): do not ask it on "
             "paper; the respondent answers it on the survey page instead."
         ]
         return {"question": question.id, "text": question.text, "steps": steps, "protocol": None}

@@ -54,6 +54,7 @@ from deniable.service.routes.deps import (
     submitter,
     survey_info,
 )
+from deniable.service.routes.groups import check_batch_groups, question_guarantee
 from deniable.service.storage import SurveyClosedError
 from deniable.survey import Survey
 
@@ -116,22 +117,29 @@ def create_session(
     return {"token": token}
 
 
-def _visible(survey: Survey, answered: dict[str, int], remaining: float) -> list[dict[str, Any]]:
+def _visible(
+    survey: Survey, answered: dict[str, int], remaining: float, groups: dict[str, int]
+) -> list[dict[str, Any]]:
     out = []
     for q in survey.questions:
         report = answered.get(q.id)
-        if report is None and q.epsilon > remaining:
-            continue  # it would pass the cap: not shown
-        out.append(
-            {
-                "id": q.id,
-                "text": q.text,
-                "labels": list(q.labels),
-                "spec": q.spec.to_dict(),
-                "epsilon": q.epsilon,
-                "answered": report,
-            }
-        )
+        if report is None and not q.unbounded and q.epsilon > remaining:
+            continue  # it would pass the cap: not shown (an unbounded one is outside it)
+        if q.two_group and q.id not in groups:
+            continue  # (a version loaded meanwhile dropped it: no group was drawn)
+        entry = {
+            "id": q.id,
+            "text": q.text,
+            "labels": list(q.labels),
+            "spec": q.spec.to_dict(),
+            **question_guarantee(q),
+            "answered": report,
+        }
+        if q.two_group:  # the group the server drew: the browser randomizes within it
+            entry["group"] = groups[q.id]
+        if q.unrelated is not None:  # asked on the device, only inside the randomization
+            entry["unrelated"] = q.unrelated
+        out.append(entry)
     return out
 
 
@@ -140,17 +148,23 @@ def read_survey(request: Request, info: SurveyDep, respondent: RespondentDep) ->
     """The survey for this respondent: every question it may still answer (with its spec,
     epsilon and the report already sent, if any), its remaining epsilon and the cap.
 
-    A question not answered yet whose epsilon is more than what remains is left out.
+    A question not answered yet whose epsilon is more than what remains is left out.  An
+    unbounded (two-group) question is outside the cap: always shown, with ``epsilon``
+    ``"inf"``, ``"guarantee": "ε = ∞ (no bounded guarantee)"`` and ``group``, the
+    respondent's randomization group (1 or 2), drawn by the server on the first read.
     """
     survey = info.survey
     store = request.app.state.store
     answered = store.answered(survey.id, respondent)
     remaining = float(store.remaining(survey.id, respondent))
+    # each two-group question's group, drawn by the server when first read
+    groups = store.assign_groups(survey.id, respondent) if any(
+        q.two_group for q in survey.questions) else {}  # fmt: skip
     return {
         "id": survey.id,
         "title": survey.title,
         "description": survey.description,
-        "questions": _visible(survey, answered, remaining),
+        "questions": _visible(survey, answered, remaining, groups),
         "remaining": remaining,
         "cap": survey.cap,
         "open": survey.is_open(),
@@ -345,6 +359,7 @@ def _submit_batch(
             raise ApiError(401, f"`reports[{i}].token`: not a respondent token of this survey")
         per_token[token] = per_token.get(token, 0) + 1
         items.append((rid, qid, report))
+    check_batch_groups(request, survey, items)  # the reports of two-group questions
     if not survey.is_open():
         return outcome("closed", survey, "")
     _rate_limit_batch(request, reports, per_token)

@@ -5,7 +5,7 @@
 
 import { el, picture, statusLine } from "./dom.js";
 import { answerNames, explain, quote } from "./explain.js";
-import { HttpError, RespondentSession, sessionProblem } from "./session.js";
+import { HttpError, NO_BOUND, RespondentSession, sessionProblem } from "./session.js";
 import { checkSpec } from "./spec.js";
 
 function statusText(status, label) {
@@ -59,6 +59,23 @@ function renderQuestion(doc, session, question, index) {
     choices.append(el(doc, "div", { class: "choice" }, el(doc, "input", { type: "radio", name: qid, id, value, required: true }), el(doc, "label", { for: id, text: label })));
   });
   fieldset.append(choices);
+  // the unrelated question of Greenberg's design: asked here, its answer used only inside
+  // the randomization on this device (never stored, never sent)
+  let unrelated = null;
+  if (typeof question.unrelated === "string" && checkSpec(question.spec).latent?.default === null) {
+    unrelated = el(doc, "fieldset", { class: "unrelated", id: `${qid}-unrelated` });
+    unrelated.append(el(doc, "legend", { text: question.unrelated }));
+    unrelated.append(el(doc, "p", { class: "note", text: "Answer this question too: your device uses the answer only to randomize, and never sends it." }));
+    ["no", "yes"].forEach((label, value) => {
+      const id = `${qid}-u${value}`;
+      unrelated.append(el(doc, "div", { class: "choice" }, el(doc, "input", { type: "radio", name: `${qid}-u`, id, value, required: true }), el(doc, "label", { for: id, text: label })));
+    });
+    fieldset.append(unrelated);
+  }
+  if (checkSpec(question.spec).epsilon === Infinity) {
+    // outside the survey's cap: said in words, never as a number
+    fieldset.append(el(doc, "p", { class: "guarantee", text: `${NO_BOUND}: the randomization hides your answer from a casual reader, but a report can reveal it.` }));
+  }
   const info = explain(question.spec, labels);
   const how = el(doc, "div", { class: "how", id: `${qid}-how` });
   for (const s of info.how) how.append(el(doc, "p", { text: s }));
@@ -73,6 +90,7 @@ function renderQuestion(doc, session, question, index) {
     status.className = `q-status ${["stored", "duplicate"].includes(status_) ? "ok" : "error"}`;
     if (["stored", "duplicate", "conflict", "changed"].includes(status_)) {
       for (const input of choices.querySelectorAll("input")) input.checked = false; // the true answer leaves the screen too
+      if (unrelated) for (const input of unrelated.querySelectorAll("input")) input.checked = false;
       fieldset.disabled = true;
       form.classList.add("done");
     }
@@ -81,16 +99,18 @@ function renderQuestion(doc, session, question, index) {
     event.preventDefault();
     const focused = form.contains(doc.activeElement); // sent from the keyboard, or a focusing click
     const picked = choices.querySelector("input:checked");
+    const pickedUnrelated = unrelated ? unrelated.querySelector("input:checked") : null;
     const kept = session.stored(question);
-    if (!picked && kept === null) {
-      status.textContent = "Choose an answer first.";
+    if ((!picked || (unrelated && !pickedUnrelated)) && kept === null) {
+      status.textContent = unrelated && picked ? "Answer the second question too." : "Choose an answer first.";
       status.className = "q-status error";
       return;
     }
     button.disabled = true;
     status.textContent = "Randomizing and sending…";
     try {
-      const result = await session.answer(question, picked ? Number(picked.value) : 0);
+      const latent = pickedUnrelated ? Number(pickedUnrelated.value) : undefined;
+      const result = await session.answer(question, picked ? Number(picked.value) : 0, latent);
       done(result.status, result.report);
     } catch (err) {
       // the report is kept before it is sent: say so only if there is one (a device that

@@ -4,7 +4,7 @@
 // them against fakes.  Only randomized reports are stored or sent: the body of a report is
 // {question, report} and nothing else.
 
-import { randomizeAnswer, typeOf } from "./randomizer.js";
+import { randomize, randomizeAnswer, randomWords, typeOf } from "./randomizer.js";
 import { SpecError, checkLabels, checkSpec, show } from "./spec.js";
 
 export class HttpError extends Error {
@@ -63,17 +63,24 @@ async function call(fetchImpl, method, url, { token, body } = {}) {
 
 const PREFIX = "deniable";
 
+/** What the pages say of an infinite epsilon (a two-group question): never a number. */
+export const NO_BOUND = "ε = ∞ (no bounded guarantee)";
+
 /**
- * Why the page cannot ask a question, or null: its spec, its labels for the spec, or a
- * two-group design whose latent indicator has no default (the unrelated question: its
- * respondent type needs a second answer, which the page does not ask).
+ * Why the page cannot ask a question, or null: its spec, its labels for the spec, a
+ * two-group question without the group the server drew (the page never chooses it), or
+ * one whose latent indicator has no default (the unrelated question) without the wording
+ * of that second question, which the page then asks on this device.
  */
 function problemOf(question) {
   try {
     const c = checkSpec(question.spec);
     if (question.labels !== undefined && question.labels !== null) checkLabels(question.labels, c.answers);
-    if (c.algorithm === "two-group/2" && c.latent.default === null) {
-      throw new SpecError("latent.default", `is null: the respondent type needs the answer to the ${c.latent.name} question too, which this page does not ask.`);
+    if (c.algorithm === "two-group/2" && question.group !== 1 && question.group !== 2) {
+      throw new SpecError("group", `must be the randomization group the server drew (1 or 2), got ${show(question.group)}: the page never chooses it.`);
+    }
+    if (c.algorithm === "two-group/2" && c.latent.default === null && (typeof question.unrelated !== "string" || !question.unrelated.trim())) {
+      throw new SpecError("latent.default", `is null: the respondent type needs the answer to the ${c.latent.name} question too, and the server sent no wording for it.`);
     }
     return null;
   } catch (err) {
@@ -176,19 +183,27 @@ export class RespondentSession {
    * Answer a question: the device's kept report if it has one (the same report again,
    * whatever the answer given now), else a fresh randomization of `answer`, kept BEFORE it
    * is sent (a lost response must not lead to a second randomization).  A two-group
-   * design randomizes the respondent type of the answer (latent.type[answer][default],
-   * docs/specs.md), not the answer itself.
+   * design randomizes the respondent type of the answer (latent.type[answer][latent],
+   * docs/specs.md; `latent`: the answer to the unrelated question, else the default)
+   * within the group the server drew (`question.group`, one answer word): the report is
+   * 2 (group - 1) + answer, and the page never chooses the group.
    */
-  async answer(question, answer) {
+  async answer(question, answer, latent = undefined) {
     const kept = this.stored(question);
     if (kept === undefined) return { status: "changed", report: null };
     let report = kept;
     if (report === null) {
       const twoGroup = checkSpec(question.spec).algorithm === "two-group/2"; // the design's, not the answer's
-      report = randomizeAnswer(question.spec, twoGroup ? typeOf(question.spec, answer) : answer, this.crypto);
+      if (twoGroup) {
+        if (question.group !== 1 && question.group !== 2) throw new SpecError("group", `must be the group the server drew (1 or 2), got ${show(question.group)}.`);
+        const type = typeOf(question.spec, answer, latent);
+        report = randomize(question.spec, type, randomWords(1, this.crypto), { group: question.group });
+      } else {
+        report = randomizeAnswer(question.spec, answer, this.crypto);
+      }
       this.keep(question, report);
     }
-    // `answer` goes out of use here; only `report` leaves this function
+    // `answer` and `latent` go out of use here; only `report` leaves this function
     return { status: await this.send(question, report), report };
   }
 

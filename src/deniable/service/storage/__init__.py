@@ -17,6 +17,7 @@ module             what
 ``respondents``    invitations, sessions, tokens
 ``submissions``    reports and their spends (``_plan``: the pure decisions)
 ``exports``        tallies, timelines, budgets spent, exports, arrival counts
+``groups``         the randomization groups of two-group questions (drawn by the server)
 ``store``          :class:`ServiceStore`, all of the above
 ``lifecycle``      close, reopen, the summaries of every survey
 =================  ======================================================================

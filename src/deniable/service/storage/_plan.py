@@ -202,6 +202,10 @@ def decide(
             pend_a = np.array(pend, dtype=np.int64)
             whose = ipos[pend_a]
             question = survey.questions[j]
+            if question.unbounded:  # outside the cap (two-group): stored, never charged
+                for i in pend:
+                    done[(rid_l[i], j)] = rep_l[i]
+                continue
             request = SpendRequest(names[j], question.epsilon, False, limit, partial=True)
             plan = request.plan(
                 History(spent[whose], np.zeros(whose.size, dtype=np.bool_), now_records[j])

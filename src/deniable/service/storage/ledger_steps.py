@@ -48,6 +48,7 @@ from deniable.service.storage.tables import (
     ledger_respondent,
     ledger_spend_seq,
     reports,
+    surveys,
 )
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "service_charges",
     "spend_in",
     "stored_unit",
+    "unbounded_questions",
     "unit_of",
     "write_charged",
     "write_records",
@@ -327,7 +329,7 @@ def charged_keys(conn: Connection, question: str, enc: Sequence[str]) -> set[str
         conn.execute(charged, {"question": question, "keys": listed(postgres, enc)}).scalars()
     )
     sid, slash, qid = question.partition("/")
-    if slash:
+    if slash and (sid, qid) not in unbounded_questions(conn, sid):
         prefix = f"s{sid}:"
         ids = {
             int(k[len(prefix) :]): k
@@ -344,7 +346,23 @@ def service_charges(conn: Connection) -> list[tuple[str, str]]:
     """Every ``(question, key)`` the survey service charged: one per stored report (the
     service keeps no ``ledger_charged`` row for them: the report is the record)."""
     rows = conn.execute(_SERVICE_CHARGES).all()
-    return [(f"{s}/{qid}", f"s{s}:{r}") for s, qid, r in rows]
+    free = unbounded_questions(conn)  # outside the cap: a report there is no charge
+    return [(f"{s}/{qid}", f"s{s}:{r}") for s, qid, r in rows if (s, qid) not in free]
+
+
+def unbounded_questions(conn: Connection, survey_id: str | None = None) -> set[tuple[str, str]]:
+    """``(survey id, question id)`` of every unbounded question (a two-group design,
+    outside the cap: its reports are never charged) of the stored survey definitions (of
+    ``survey_id`` only, if given)."""
+    stmt = sa.select(surveys.c.id, surveys.c.definition)
+    if survey_id is not None:
+        stmt = stmt.where(surveys.c.id == survey_id)
+    return {
+        (sid, str(q["id"]))
+        for sid, definition in conn.execute(stmt)
+        for q in definition.get("questions", [])
+        if q.get("unbounded") is True
+    }
 
 
 def write_spent(

@@ -14,6 +14,8 @@ RespondentStore`                                       respondents of tokens
 SubmissionStore`                                       transaction), what a respondent answered
 :class:`~deniable.service.storage.exports.ExportStore`  tallies, timelines, budgets spent,
                                                        exports, arrival counts
+:class:`~deniable.service.storage.groups.GroupStore`    the randomization groups of two-group
+                                                       questions, drawn by the server
 =====================================================  ====================================
 
 Operators' changes of a survey's state (close, reopen) and the summaries of every survey
@@ -23,13 +25,14 @@ are functions of a store: :mod:`deniable.service.storage.lifecycle`.
 from __future__ import annotations
 
 from deniable.service.storage.exports import ExportStore
+from deniable.service.storage.groups import GroupStore
 from deniable.service.storage.respondents import RespondentStore
 from deniable.service.storage.submissions import SubmissionStore
 
 __all__ = ["ServiceStore"]
 
 
-class ServiceStore(RespondentStore, SubmissionStore, ExportStore):
+class ServiceStore(RespondentStore, SubmissionStore, ExportStore, GroupStore):
     """Surveys, respondents, reports and budgets in one SQL database (see the module
     docstring and each base class).
 

@@ -48,6 +48,7 @@ from deniable.exceptions import DataError, ParameterTypeError
 from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
 from deniable.service.storage._sql import Rollback, array, listed, member, per_dialect, retrying
 from deniable.service.storage.db import is_postgres, read_tx
+from deniable.service.storage.groups import check_groups
 from deniable.service.storage.ledger_steps import (
     UNIT_COLUMNS,
     ledger_history,
@@ -214,7 +215,8 @@ class SubmissionStore(SurveyStore):
             done = {q for q, _ in conn.execute(_ANSWERED, {"sid": survey_id, "rid": rid})}
         eps = np.array([x.epsilon for x in survey.questions], dtype=np.float64)
         ok = admitted(np.full(eps.size, spent[0]), eps, spend_limit(survey.cap, 0.0))
-        return {x.id: x.id in done or bool(a) for x, a in zip(survey.questions, ok, strict=True)}
+        return {x.id: x.id in done or x.unbounded or bool(a)  # unbounded: outside the cap
+                for x, a in zip(survey.questions, ok, strict=True)}  # fmt: skip
 
     def submit(
         self, survey_id: str, respondent_id: int, question_id: str, report: int
@@ -245,7 +247,7 @@ class SubmissionStore(SurveyStore):
             if not survey.is_open():
                 return [Submitted("closed")] * rid.size
             try:
-                work = functools.partial(_store, survey, stamp, shape, rid, qix, rep)
+                work = functools.partial(_store, survey, stamp, shape, rid, qix, rep, single)
                 return retrying(self._engine, work)
             except _Stale:  # a new version was loaded meanwhile: read it, check again
                 with self._lock:
@@ -260,6 +262,7 @@ def _store(
     rid: Ints,
     qix: Ints,
     rep: Ints,
+    single: bool,
     conn: Connection,
 ) -> list[Submitted]:
     """Decide and write the items in ``conn``'s write transaction (see the module)."""
@@ -270,6 +273,8 @@ def _store(
         raise _Stale
     # the ledger's totals are pure epsilon (the service prices so): never add them to rho
     require_unit(conn, PURE_EPSILON.unit, unit_of(row[3], row[4]))
+    # a two-group question's report must carry the respondent's drawn group (groups.py)
+    check_groups(conn, survey, rid, qix, rep, single=single)
     who: Ranked = ranked(rid)
     id_list = who.ids.tolist()
     qids, qpos = shape.qids, shape.qpos
@@ -305,7 +310,8 @@ def _store(
         raise Rollback([Submitted(STATUSES[x]) for x in status.tolist()])
     _write_reports(conn, sid, [(int(rid[i]), qids[qix[i]], int(rep[i])) for i in stored_l])
     paid = np.zeros(who.ids.size, dtype=np.bool_)
-    paid[who.ipos[stored_l]] = True
+    # (an unbounded question's report is charged nothing: its respondent's total unchanged)
+    paid[who.ipos[[i for i in stored_l if not survey.questions[qix[i]].unbounded]]] = True
     write_spent(conn, enc, paid, decision.spent[paid], new)
     # (no ledger_charged rows: a stored report is the charge's record, charged_keys)
     # add the charges to the question rows (not locked: other writers add theirs)

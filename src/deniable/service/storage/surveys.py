@@ -24,7 +24,13 @@ from deniable.service.storage._sql import EngineStore, dialect_insert, retrying
 from deniable.service.storage.db import make_engine, migrate, read_tx
 from deniable.service.storage.ledger import SqlLedgerStore
 from deniable.service.storage.memo import SqlMemoStore
-from deniable.service.storage.tables import ledger_respondent, reports, respondents, surveys
+from deniable.service.storage.tables import (
+    groups,
+    ledger_respondent,
+    reports,
+    respondents,
+    surveys,
+)
 from deniable.survey import Survey
 
 __all__ = [
@@ -61,6 +67,18 @@ def _changed(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """The ids of the questions of ``old`` that ``new`` removes or changes."""
     after = {q["id"]: q for q in new["questions"]}
     return [q["id"] for q in old["questions"] if after.get(q["id"]) != q]
+
+
+def _redrawn(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """The ids of the two-group questions of ``old`` whose design ``new`` changes or that
+    it removes: the groups drawn for them are forgotten (the next are drawn with the new
+    design's shares; such a question has no reports, or the version is refused)."""
+    after = {q["id"]: q.get("design") for q in new["questions"]}
+    return [
+        q["id"]
+        for q in old["questions"]
+        if q.get("unbounded") is True and after.get(q["id"]) != q.get("design")
+    ]
 
 
 #: A survey's stamp: what says that its stored definition changed.
@@ -183,6 +201,12 @@ class SurveyStore(EngineStore):
                         "reports: keep those questions as they are (add new questions under new "
                         "ids) or start a survey with a new id."
                     )
+            redrawn = _redrawn(row.definition, definition)
+            if redrawn:
+                g = groups.c
+                conn.execute(
+                    sa.delete(groups).where(g.survey_id == survey.id, g.question_id.in_(redrawn))
+                )
             over = self._over_cap(conn, survey.id, survey.cap)
             if over:
                 warnings.append(

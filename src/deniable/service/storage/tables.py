@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 __all__ = [
+    "groups",
     "invitations",
     "ledger_charged",
     "ledger_meta",
@@ -88,6 +89,20 @@ reports = sa.Table(
     sa.Column("question_id", Ident, primary_key=True),
     sa.Column("report", sa.Integer, nullable=False),
     sa.Column("received_at", Time, nullable=False),
+)
+
+# each respondent's randomization group (1 or 2) for each two-group question, drawn by the
+# server (storage/groups.py) when the respondent first reads the question (migration 0005);
+# the report, 2 (group - 1) + answer, must carry it
+groups = sa.Table(
+    "groups",
+    metadata,
+    sa.Column("survey_id", Ident, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("respondent_id", sa.Integer, sa.ForeignKey("respondents.id"), primary_key=True),
+    sa.Column("question_id", Ident, primary_key=True),
+    sa.Column("grp", sa.SmallInteger, nullable=False),
+    sa.Column("assigned_at", Time, nullable=False),
+    sa.CheckConstraint("grp IN (1, 2)", name="grp"),
 )
 
 # ---------------------------------------------------------------- the ledger store
