@@ -415,3 +415,37 @@ def test_cli_report_two_group(runner: CliRunner, mixed: Any, tmp_path: Path) -> 
                and line.rstrip().endswith("∞") for line in lines), table.stdout  # fmt: skip
     assert "Wald (delta method) for two-group: cheat" in table.stdout
     assert "groups in version" in table.stdout and "inf" not in table.stdout
+
+
+def test_cli_report_survey_file_with_a_two_group_question(
+    runner: CliRunner, mixed: Any, tmp_path: Path
+) -> None:
+    """`deniable report EXPORT --survey FILE` on a survey with a two-group question (as the
+    service exports it: the group in `<id>_group`) analyses it as a two-group design, the
+    same numbers as the library given the group column; before, the survey's questions
+    were read as one-group designs and the report refused the file."""
+    frame = mixed.rename(columns={"version": "cheat_group"})
+    path = str(write_reports(frame, tmp_path / "export.csv"))
+    survey_file = tmp_path / "survey.yaml"
+    survey_file.write_text(
+        "schema: deniable.survey/1\nid: s\ntitle: S\ncap: 5\nquestions:\n"
+        '  - {id: drugs, text: "Drugs?", design: {mechanism: two-coin, parameters: {}}}\n'
+        "  - id: cheat\n    text: Cheated?\n    unbounded: true\n"
+        "    design: {mechanism: sld, parameters: {p1: 2/12, p2: 10/12}}\n",
+        encoding="utf-8",
+    )
+    result = runner.invoke(
+        app, ["report", path, "--survey", str(survey_file), "--json"], catch_exceptions=False
+    )
+    assert result.exit_code == 0 and result.stderr == "", result.output
+    got = json.loads(result.stdout)["questions"][1]
+    want = json.loads(
+        survey_report(
+            pd.read_csv(path), {"drugs": TwoCoin(), "cheat": (SLD, "cheat_group")}
+        ).to_json()
+    )["questions"][1]
+    assert got["epsilon"] == "inf" and got["group"] == "cheat_group"
+    for name in ("prevalence", "honesty"):
+        assert got["estimates"][name]["estimate"] == pytest.approx(
+            want["estimates"][name]["estimate"], abs=1e-15
+        )

@@ -304,7 +304,9 @@ def report_command(
     questions: dict[str, Design | tuple[Design, str]] = {}
     if survey is not None:
         found = _survey(survey)
-        questions = {q.id: q.design for q in found.questions}
+        questions = {
+            q.id: (q.design, q.group_column) if q.two_group else q.design for q in found.questions
+        }
         title = found.title if title is None else title
     for spec in question or ():
         col, d, group = parse_question(spec)
