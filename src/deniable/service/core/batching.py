@@ -11,10 +11,22 @@ Nothing waits on a timer: a report that finds no write in progress starts one at
 a lone request is not delayed), and the reports that arrive during a write go together in
 the next.  Each request is answered only after the transaction holding its report has
 committed, so an acknowledged report is as durable as with one transaction per report, and
-the outcomes are those of submitting the reports one by one in arrival order (``submit_batch``
-gives each item the outcome :meth:`submit` would give it in that order).  Should a group's
-write fail as a whole, its reports are retried one transaction each, so that one report's
-error is only that report's.
+the outcomes are those of submitting the reports one by one in arrival order
+(``submit_batch`` gives each item the outcome :meth:`submit` would give it in that order).
+Should a group's write fail as a whole, its reports are retried one transaction each, so
+that one report's error is only that report's.
+
+Where the store writes without waiting (SQLite in a file with ``synchronous=NORMAL``:
+``store.writes_without_waiting``), a group is written in the event loop itself, with no
+hand-off to a worker thread and back: its transaction takes about a millisecond of CPU
+and never waits for the disk (the commit goes to the write-ahead log) nor for another
+writer (``submit_batch(..., wait=False)`` fails at once with
+:class:`~deniable.service.storage.WriterBusy` while another connection holds the write
+lock, and the group is then written in a worker thread that waits for it).  Meanwhile the
+requests that arrive queue up in the sockets, so the next group is larger: fewer, larger
+transactions.  PostgreSQL (whose commit waits for the server and its disk) and SQLite with
+``synchronous=FULL`` or ``EXTRA`` (an fsync at every commit) are written in a worker
+thread.
 """
 
 from __future__ import annotations
@@ -24,6 +36,8 @@ from collections import defaultdict
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
+
+from deniable.service.storage import WriterBusy
 
 __all__ = ["GroupSubmitter"]
 
@@ -39,6 +53,8 @@ class GroupSubmitter:
 
     def __init__(self, store: Any) -> None:
         self.store = store
+        #: whether groups are written in the event loop (see the module docstring)
+        self.inline = bool(getattr(store, "writes_without_waiting", False))
         # per event loop (one with uvicorn; a test client may use several): the queue, and
         # the task writing it (None when idle)
         self._queues: dict[asyncio.AbstractEventLoop, list[Entry]] = {}
@@ -75,7 +91,14 @@ class GroupSubmitter:
     async def _write(self, survey_id: str, entries: list[tuple[Item, asyncio.Future[Any]]]) -> None:
         items = [item for item, _ in entries]
         try:
-            results = await run_in_threadpool(self.store.submit_batch, survey_id, items)
+            results: Any = None
+            if self.inline:
+                try:
+                    results = self.store.submit_batch(survey_id, items, wait=False)
+                except WriterBusy:  # another writer holds the lock: wait for it in a thread
+                    results = None
+            if results is None:
+                results = await run_in_threadpool(self.store.submit_batch, survey_id, items)
         except Exception as exc:
             if len(entries) == 1:
                 _settle(entries[0][1], error=exc)
