@@ -126,8 +126,11 @@ def test_only_sqlite_files_with_synchronous_normal_write_without_waiting(
     assert twin is not None and nowait_engine(normal) is twin  # made once
     with twin.connect() as conn:
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 0
+        # its commits never checkpoint (that waits for the disk): a worker thread does
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 0
     with normal.connect() as conn:  # the store's own connections still wait
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 60_000
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar() == 1000
     # an fsync at every commit (FULL), a database of one connection: a worker thread
     assert nowait_engine(make_engine(f"sqlite:///{tmp_path}/b.db?synchronous=full")) is None
     assert nowait_engine(make_engine("sqlite://")) is None
@@ -137,3 +140,76 @@ def test_only_sqlite_files_with_synchronous_normal_write_without_waiting(
     if backend == "postgres":
         with pytest.raises(ParameterError, match="`wait=False`"):
             store.submit_batch("workplace", [], wait=False)
+
+
+def test_reports_that_become_ready_while_the_writer_starts_join_its_group(
+    store: ServiceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_survey(store, "g")
+    rids = [store.create_respondent("g")[1] for _ in range(12)]
+    group = GroupSubmitter(store)
+    sizes: list[int] = []
+    real = store.submit_batch
+
+    def spy(survey_id: str, items: Any, **options: Any) -> Any:
+        sizes.append(len(items))
+        return real(survey_id, items, **options)
+
+    monkeypatch.setattr(store, "submit_batch", spy)
+
+    async def late(rid: int, turns: int) -> str:
+        for _ in range(turns):  # ready a few turns of the loop after the first report
+            await asyncio.sleep(0)
+        return str((await group.submit("g", rid, "a", 1)).status)
+
+    async def main() -> list[str]:
+        return list(await asyncio.gather(*(late(r, i % 4) for i, r in enumerate(rids))))
+
+    assert asyncio.run(main()) == ["stored"] * len(rids)
+    assert sizes == [len(rids)]  # one transaction, not one per turn of the loop
+
+
+def test_writes_in_the_loop_leave_the_checkpoints_to_a_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ServiceStore(f"sqlite:///{tmp_path}/wal.db")
+    store.migrate()
+    try:
+        add_survey(store, "g")
+        group = GroupSubmitter(store)
+        group.CHECKPOINT_EVERY = 3
+        rids = [store.create_respondent("g")[1] for _ in range(7)]
+        threads: list[int] = []
+        real = store.checkpoint
+
+        def spy() -> None:
+            threads.append(threading.get_ident())
+            real()
+
+        monkeypatch.setattr(store, "checkpoint", spy)
+
+        async def main() -> int:
+            for rid in rids:  # one group each
+                assert (await group.submit("g", rid, "a", 1)).status == "stored"
+                if group._checkpoint is not None:  # (a running one is not started twice)
+                    await group._checkpoint
+            return threading.get_ident()
+
+        loop_thread = asyncio.run(main())
+        assert len(threads) == 2 and loop_thread not in threads  # after writes 3 and 6
+        assert len(snapshot(store, "g")[0]) == len(rids)
+    finally:
+        store.close()
+
+
+def test_the_app_freezes_what_it_loaded_while_it_serves(store: ServiceStore) -> None:
+    import gc
+
+    from _apihelp import make_client
+
+    client = make_client(store)
+    assert gc.get_freeze_count() == 0
+    with client:  # startup and shutdown
+        assert gc.get_freeze_count() > 0
+        assert client.get("/healthz").status_code == 200
+    assert gc.get_freeze_count() == 0

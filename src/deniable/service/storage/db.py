@@ -34,6 +34,7 @@ from deniable.exceptions import ParameterError
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "SYNCHRONOUS",
+    "checkpoint",
     "create_private_file",
     "database_url",
     "dispose",
@@ -107,7 +108,9 @@ _NOWAIT: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
 _NOWAIT_LOCK = threading.Lock()
 
 
-def _sqlite_setup(engine: Engine, synchronous: str, busy_timeout_ms: int) -> None:
+def _sqlite_setup(
+    engine: Engine, synchronous: str, busy_timeout_ms: int, autocheckpoint: bool
+) -> None:
     # Connection set-up and transaction control, which SQLAlchemy Core has no statements
     # for: the pragmas on the driver's connection, and BEGIN as SQLAlchemy's documentation
     # does it for pysqlite (the only SQL of the service not written as Core; the values
@@ -123,6 +126,8 @@ def _sqlite_setup(engine: Engine, synchronous: str, busy_timeout_ms: int) -> Non
             cur.execute("PRAGMA journal_mode = WAL")
             cur.execute(f"PRAGMA synchronous = {synchronous}")
             cur.execute("PRAGMA foreign_keys = ON")
+            if not autocheckpoint:  # its commits never copy the log back: checkpoint()
+                cur.execute("PRAGMA wal_autocheckpoint = 0")
         finally:
             cur.close()
 
@@ -143,11 +148,15 @@ def create_private_file(path: Path) -> None:
     os.close(fd)
 
 
-def make_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, **kwargs: Any) -> Engine:
+def make_engine(
+    url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, autocheckpoint: bool = True, **kwargs: Any
+) -> Engine:
     """An engine for ``url`` (see the module docstring); a new SQLite file is created
     ``0600`` (owner only; its ``-wal`` and ``-shm`` files follow its mode), in a directory
     created ``0700``.  ``busy_timeout_ms``: how long a SQLite connection waits for another
-    writer's lock.  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
+    writer's lock; ``autocheckpoint=False``: a SQLite connection's commits never copy the
+    write-ahead log back into the database (which waits for the disk), someone else must
+    (:func:`checkpoint`).  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
     full = database_url(url)
     if full.startswith("sqlite"):
         parsed = sa.engine.make_url(full)
@@ -164,7 +173,7 @@ def make_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, **kwargs: A
             create_private_file(Path(path))
         lite = {"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
         engine = sa.create_engine(full, connect_args=lite, **kwargs)
-        _sqlite_setup(engine, sync, busy_timeout_ms)
+        _sqlite_setup(engine, sync, busy_timeout_ms, autocheckpoint)
         _SQLITE_ENGINES[engine] = (full, sync, dict(kwargs))
         return engine
     kwargs.setdefault("pool_pre_ping", True)
@@ -178,8 +187,10 @@ def make_engine(url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, **kwargs: A
 def nowait_engine(engine: Engine) -> Engine | None:
     """A second engine on the same SQLite database as ``engine`` whose connections never
     wait for the write lock (``busy_timeout`` 0: ``BEGIN IMMEDIATE`` fails at once with
-    ``SQLITE_BUSY`` while another connection writes), for writing from a thread that must
-    not block (the event loop: :mod:`deniable.service.core.batching`); made once per engine.
+    ``SQLITE_BUSY`` while another connection writes) nor for the disk (no automatic
+    checkpoint at a commit: the caller runs :func:`checkpoint` elsewhere), for writing from
+    a thread that must not block (the event loop: :mod:`deniable.service.core.batching`);
+    made once per engine.
 
     None unless ``engine`` is a SQLite database in a file made by :func:`make_engine` with
     ``synchronous=NORMAL`` (the default): its commits write to the write-ahead log without
@@ -199,8 +210,20 @@ def nowait_engine(engine: Engine) -> Engine | None:
     with _NOWAIT_LOCK:
         twin = _NOWAIT.get(engine)
         if twin is None:
-            twin = _NOWAIT[engine] = make_engine(full, busy_timeout_ms=0, **kwargs)
+            twin = _NOWAIT[engine] = make_engine(
+                full, busy_timeout_ms=0, autocheckpoint=False, **kwargs
+            )
         return twin
+
+
+def checkpoint(engine: Engine) -> None:
+    """Copy what a SQLite database's write-ahead log holds back into the database, as far
+    as no reader needs it (``PRAGMA wal_checkpoint(PASSIVE)``: it waits for no one, and
+    writers go on meanwhile); nothing on another database."""
+    if not is_sqlite(engine):
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
 
 
 def dispose(engine: Engine) -> None:

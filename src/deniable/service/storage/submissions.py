@@ -48,7 +48,13 @@ from deniable.accounting import (
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
 from deniable.service.storage._sql import Rollback, array, listed, member, per_dialect, retrying
-from deniable.service.storage.db import is_busy, is_postgres, nowait_engine, read_tx
+from deniable.service.storage.db import (
+    checkpoint,
+    is_busy,
+    is_postgres,
+    nowait_engine,
+    read_tx,
+)
 from deniable.service.storage.ledger_steps import (
     UNIT_COLUMNS,
     ledger_history,
@@ -261,6 +267,12 @@ class SubmissionStore(SurveyStore):
         :func:`~deniable.service.storage.db.nowait_engine`): then a caller that must not
         block may call :meth:`submit_batch` with ``wait=False``."""
         return nowait_engine(self._engine) is not None
+
+    def checkpoint(self) -> None:
+        """Copy SQLite's write-ahead log back into the database (a passive checkpoint; see
+        :func:`~deniable.service.storage.db.checkpoint`): the writes with ``wait=False``
+        leave it to their caller, to be run where waiting for the disk blocks nothing."""
+        checkpoint(self._engine)
 
     def _submit(
         self,
