@@ -30,7 +30,7 @@ passive checkpoint runs in a worker thread.  PostgreSQL (whose commit waits for 
 and its disk) and SQLite with ``synchronous=FULL`` or ``EXTRA`` (an fsync at every commit)
 are written in a worker thread.
 
-Before it writes, the writer lets the event loop turn while reports keep arriving (at most
+Before each write, the writer lets the event loop turn while reports keep arriving (at most
 :attr:`GroupSubmitter.GATHER` turns, each a few microseconds when nothing comes): the
 requests whose bytes are already read join the group, which doubles its size under load.
 """
@@ -87,12 +87,12 @@ class GroupSubmitter:
     async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
             queue = self._queues[loop]
-            for _ in range(self.GATHER):  # let the requests that are ready join the group
-                waiting = len(queue)
-                await asyncio.sleep(0)
-                if len(queue) == waiting:
-                    break
             while queue:
+                for _ in range(self.GATHER):  # let the requests that are ready join the group
+                    waiting = len(queue)
+                    await asyncio.sleep(0)
+                    if len(queue) == waiting:
+                        break
                 group = queue[: self.MAX_GROUP]
                 del queue[: self.MAX_GROUP]
                 by_survey: dict[str, list[tuple[Item, asyncio.Future[Any]]]] = defaultdict(list)
