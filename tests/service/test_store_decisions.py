@@ -87,3 +87,31 @@ def test_a_small_group_is_decided_as_the_passes_of_a_batch_decide_it(
     # the same statuses, charges, totals (to the bit), question records and stored reports,
     # and the same refusal of a question bound to another epsilon
     assert _run(decide_each, case) == _run(decide_in_passes, case)
+
+
+def test_a_question_outside_the_cap_is_stored_and_never_charged() -> None:
+    # a two-group question (``unbounded``: epsilon infinite, outside the cap) is stored
+    # without pricing, charge or record, in a small group as in a batch's passes
+    from types import SimpleNamespace
+
+    q = SimpleNamespace(epsilon=math.inf, unbounded=True)
+    paid = SimpleNamespace(epsilon=1.0, unbounded=False)
+    survey: Any = SimpleNamespace(cap=1.5, questions=[q, paid])
+    rid = np.array([7, 7, 8, 7], dtype=np.int64)
+    done: dict[tuple[int, int], int] = {}
+    out = decide_each(
+        survey,
+        {0: "s/u", 1: "s/p"},
+        rid,
+        np.array([0, 1, 0, 0], dtype=np.int64),
+        np.array([1, 0, 0, 0], dtype=np.int64),
+        ranked(rid),
+        np.array([0.5, 0.0]),
+        done,
+        {0: None, 1: None},
+    )
+    assert out.status.tolist() == [0, 0, 0, 2]  # stored, stored, stored, conflict
+    assert out.charged.tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert out.spent.tolist() == [1.5, 0.0]
+    assert out.records[0] is None and out.records[1] == QuestionRecord("s/p", 1.0, False, 1)
+    assert done == {(7, 0): 1, (7, 1): 0, (8, 0): 0}

@@ -292,12 +292,18 @@ def decide_each(
     limit = spend_limit(survey.cap, 0.0)
     charges: dict[int, int] = {}  # per question priced: the charges it made
     eps = {j: survey.questions[j].epsilon for j in names}
+    # a question outside the cap (a two-group design, where the survey has them): stored,
+    # never priced nor charged, its record untouched
+    free = {j for j in names if getattr(survey.questions[j], "unbounded", False) is True}
     for i, (r, j, v, p) in enumerate(
         zip(rid.tolist(), qix.tolist(), rep.tolist(), who.ipos.tolist(), strict=True)
     ):
         old = done.get((r, j))
         if old is not None:
             status[i] = 1 if old == v else 2
+            continue
+        if j in free:
+            done[(r, j)] = v
             continue
         epsilon = eps[j]
         if j not in charges:
