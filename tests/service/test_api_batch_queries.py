@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from deniable.service.app import create_app
 from deniable.service.settings import Settings
 from deniable.service.storage import ServiceStore
+from deniable.service.storage.tables import ledger_question as lq
 
 SID = "workplace"  # the demo survey of the store fixture
 ADMIN = "batch-query-admin-token-0123456789abcdef0123"
@@ -95,3 +96,31 @@ def test_a_batch_inserts_its_reports_in_one_statement_of_one_parameter_set(
             {"s": SID},
         ).scalar()
     assert stored == 30
+
+
+def test_the_question_records_of_a_submission_are_one_statement_on_postgresql(
+    store: ServiceStore, backend: str
+) -> None:
+    # a group of single reports touches up to one ledger row per question: on PostgreSQL
+    # an executemany would send a statement per row
+    many: list[tuple[str, bool]] = []
+
+    def record(conn: Any, cursor: Any, statement: str, params: Any, ctx: Any, em: bool) -> None:
+        if "ledger_question" in statement and statement.lstrip().upper().startswith("INSERT"):
+            many.append((statement, em))
+
+    questions = [q.id for q in store.survey(SID).questions]
+    rid = store.create_respondent(SID)[1]
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    try:
+        results = store.submit_batch(SID, [(rid, q, 0) for q in questions[:3]])
+    finally:
+        sa.event.remove(store.engine, "before_cursor_execute", record)
+    assert [r.status for r in results] == ["stored"] * 3
+    assert len(many) == 1  # one upsert of the three questions' rows
+    assert many[0][1] is (backend == "sqlite")  # an executemany on SQLite only
+    with store.engine.connect() as conn:
+        rows = {n: c for n, c in conn.execute(sa.select(lq.c.name, lq.c.charges))}
+    assert {f"{SID}/{q}": rows.get(f"{SID}/{q}") for q in questions[:3]} == {
+        f"{SID}/{q}": 1 for q in questions[:3]
+    }

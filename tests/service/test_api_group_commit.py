@@ -22,9 +22,9 @@ def _spy(store: ServiceStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     sizes: list[int] = []
     real = store.submit_batch
 
-    def submit_batch(survey_id: str, items: Any) -> Any:
+    def submit_batch(survey_id: str, items: Any, **options: Any) -> Any:
         sizes.append(len(items))
-        return real(survey_id, items)
+        return real(survey_id, items, **options)
 
     monkeypatch.setattr(store, "submit_batch", submit_batch)
     return sizes
@@ -84,7 +84,7 @@ def test_a_failing_group_is_retried_one_report_at_a_time(
     real_submit = store.submit
     bad = {}
 
-    def submit_batch(survey_id: str, items: Any) -> Any:
+    def submit_batch(survey_id: str, items: Any, **options: Any) -> Any:
         raise DataError("the group failed")
 
     def submit(survey_id: str, rid: int, q: str, report: int) -> Any:

@@ -265,3 +265,18 @@ def test_serve_refuses_weak_secrets_before_creating_anything(
     assert word in lines[0] and "too weak" in lines[0]
     assert all(value not in result.stderr + result.stdout for value in env.values())
     assert not (tmp_path / "data").exists()  # nothing created
+
+
+def test_a_second_authorization_header_does_not_escape_the_rate_limit(
+    store: ServiceStore,
+) -> None:
+    # the route authenticates the first Authorization header: the limit must count that
+    # token, whatever other Authorization headers the request carries
+    client = make_client(store, rate_limit_per_minute=3)
+    token = new_token(client)
+    codes = []
+    for i in range(5):
+        headers = [("Authorization", f"Bearer {token}"), ("Authorization", f"Bearer decoy{i}")]
+        r = client.post(REPORTS, json={"question": "happy", "report": 1}, headers=headers)
+        codes.append(r.status_code)
+    assert codes == [201, 200, 200, 429, 429], codes

@@ -44,7 +44,10 @@ completed with every refusal the middleware and the handlers answer
 
 from __future__ import annotations
 
+import gc
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -109,6 +112,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     if store is None:
         store = open_store(settings)
     app = FastAPI(
+        lifespan=_lifespan,
         title="deniable survey service",
         version=deniable.__version__,
         docs_url=None,
@@ -156,6 +160,20 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.add_middleware(HeadMiddleware)
     app.add_middleware(AccessLogMiddleware)
     return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """At startup, what is loaded by then (the modules, the app, the survey) is moved out
+    of the garbage collector's sight (:func:`gc.freeze`): a full collection then looks at
+    the objects made while serving only, where it took up to 90 ms (a pause of every
+    request in flight) looking at everything the imports made.  Unfrozen at shutdown."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def app_from_environment() -> FastAPI:

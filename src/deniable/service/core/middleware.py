@@ -26,9 +26,10 @@ from deniable.service.core.logging import (
     log_event,
 )
 from deniable.service.core.security import (
+    TOKEN_KEY,
     SlidingWindowLimiter,
-    bearer_token,
     retry_after,
+    scope_bearer,
     token_key,
 )
 
@@ -184,10 +185,13 @@ class RateLimitMiddleware(HttpMiddleware):
     """At most ``limiter.limit`` requests per Bearer token in any window of
     ``limiter.window`` seconds (429 with ``Retry-After`` past it).
 
-    Keyed by the token's sha256 (no token is held in memory); requests without a token are
-    not limited here (behind a reverse proxy every client has the proxy's address: limit
-    those there).  The batch endpoint counts each of its reports against its own token in
-    the same limiter (``app.state.rate_limiter``).  The windows live in this process: with
+    Keyed by the token's sha256 (no token is held in memory), of the first ``Authorization``
+    header (the one the routes authenticate); the hash is left in the scope
+    (:data:`~deniable.service.core.security.TOKEN_KEY`) for the route to look its token up
+    by, not hashed twice.  Requests without a token are not limited here (behind a reverse
+    proxy every client has the proxy's address: limit those there).  The batch endpoint
+    counts each of its reports against its own token in the same limiter
+    (``app.state.rate_limiter``).  The windows live in this process: with
     several workers, each enforces its own.
     """
 
@@ -196,11 +200,13 @@ class RateLimitMiddleware(HttpMiddleware):
         self.limiter = limiter
 
     async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        token = bearer_token(_HeaderView(scope))  # type: ignore[arg-type]
+        token = scope_bearer(scope)
         if token is None:
             await self.app(scope, receive, send)
             return
-        wait = self.limiter.acquire(token_key(token))
+        key = token_key(token)
+        scope[TOKEN_KEY] = (token, key)
+        wait = self.limiter.acquire(key)
         if wait > 0:
             retry = retry_after(wait)
             await _send_json(
@@ -214,15 +220,6 @@ class RateLimitMiddleware(HttpMiddleware):
             )
             return
         await self.app(scope, receive, send)
-
-
-class _HeaderView:
-    """Just enough of a Request for :func:`bearer_token`: its headers."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.headers = {
-            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
-        }
 
 
 class HeadMiddleware(HttpMiddleware):

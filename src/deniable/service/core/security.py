@@ -63,6 +63,7 @@ __all__ = [
     "ADMIN_GUESS_LIMIT",
     "ADMIN_GUESS_WINDOW",
     "RESPONDENT_SECURITY",
+    "TOKEN_KEY",
     "ApiError",
     "RespondentCache",
     "RespondentCredentials",
@@ -79,10 +80,14 @@ __all__ = [
     "require_admin",
     "require_respondent",
     "retry_after",
+    "scope_bearer",
     "set_admin_cookie",
     "token_key",
 ]
 
+#: The scope key under which the rate limit leaves ``(token, token_key(token))`` of the
+#: request's Bearer token (:class:`~deniable.service.core.middleware.RateLimitMiddleware`).
+TOKEN_KEY = "deniable.token_key"
 #: Failed admin tokens allowed per client address and window, unless the settings say.
 ADMIN_GUESS_LIMIT = 10
 #: The window of that count, in seconds.
@@ -131,9 +136,22 @@ def _unauthorized(message: str) -> ApiError:
 def bearer_token(request: Request) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header, or None if there is none.
 
-    Malformed headers (another scheme, no token) count as none.
+    Malformed headers (another scheme, no token) count as none.  Of several
+    ``Authorization`` headers, the first is read (as everywhere: :func:`scope_bearer`).
     """
-    header = request.headers.get("authorization")
+    return _bearer_of(request.headers.get("authorization"))
+
+
+def scope_bearer(scope: Any) -> str | None:
+    """:func:`bearer_token` of an ASGI scope's headers (the first ``Authorization``
+    header, as a Request's ``headers.get`` reads it), without making a Request."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            return _bearer_of(value.decode("latin-1"))
+    return None
+
+
+def _bearer_of(header: str | None) -> str | None:
     if not header:
         return None
     scheme, _, token = header.partition(" ")
@@ -304,8 +322,10 @@ class RespondentCache:
         self._entries: OrderedDict[tuple[str, str], tuple[float, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, survey_id: str, token: str) -> int | None:
-        key = (survey_id, token_key(token))
+    def get(self, survey_id: str, token: str, hashed: str | None = None) -> int | None:
+        """The respondent of ``token`` in ``survey_id``, or None; ``hashed``: the token's
+        :func:`token_key`, if the caller has it."""
+        key = (survey_id, token_key(token) if hashed is None else hashed)
         now = time.monotonic()
         with self._lock:
             hit = self._entries.get(key)

@@ -19,7 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -27,13 +27,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from deniable.exceptions import DeniableError
 from deniable.service.core.batching import GroupSubmitter
 from deniable.service.core.security import (
+    TOKEN_KEY,
     ApiError,
     RespondentCredentials,
     bad_token,
-    bearer_token,
     lookup_respondent,
     no_token,
     respondent_cache,
+    scope_bearer,
 )
 from deniable.survey import Survey, SurveyQuestion
 
@@ -136,10 +137,11 @@ async def get_respondent(
 ) -> int:
     """FastAPI dependency: :func:`~deniable.service.core.security.require_respondent` that asks
     the store (in a worker thread) only when the process does not know the token yet."""
-    token = bearer_token(request)
+    hashed = request.scope.get(TOKEN_KEY)  # (token, its hash), from the rate limit
+    token, key = hashed if hashed is not None else (scope_bearer(request.scope), None)
     if token is None:
         raise no_token(survey_id)
-    found = respondent_cache(request.app).get(survey_id, token)
+    found = respondent_cache(request.app).get(survey_id, token, key)
     if found is None:
         found = await run_in_threadpool(lookup_respondent, request, survey_id, token)
     if found is None:
@@ -160,13 +162,14 @@ def check_open(survey: Survey) -> None:
         raise ApiError(409, MESSAGES["closed"].format(s=survey.id, q=""))
 
 
-def outcome(status: str, survey: Survey, question: str) -> JSONResponse:
+def outcome(status: str, survey: Survey, question: str) -> Response:
     code = STATUS_CODES.get(status)
     if code is None:  # a store answering something the contract does not know
         raise RuntimeError(f"unknown submission status {status!r}")
+    if code < 400:  # written once (what JSONResponse would write)
+        return Response(STATUS_JSON[status], status_code=code, media_type="application/json")
     body: dict[str, Any] = {"status": status}
-    if code >= 400:
-        body["error"] = MESSAGES[status].format(q=question, s=survey.id)
+    body["error"] = MESSAGES[status].format(q=question, s=survey.id)
     return JSONResponse(body, status_code=code)
 
 

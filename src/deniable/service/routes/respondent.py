@@ -199,14 +199,39 @@ async def submit_report(request: Request, survey_id: str) -> Response:
 async def _report(request: Request, survey_id: str) -> Response:
     info = await get_survey(request, survey_id)
     respondent = await get_respondent(request, survey_id)
-    body = await parse_body(request, ReportRequest)
+    fields = _report_fields(await request.body())
+    if fields is None:  # not the plain shape: the strict model says what is wrong
+        body = await parse_body(request, ReportRequest)
+        fields = body.question, body.report
+    qid, report = fields
     survey = info.survey
-    question, k = info.question(body.question, "question")
-    check_report(question, k, body.report, "report")
+    question, k = info.question(qid, "question")
+    check_report(question, k, report, "report")
     if not survey.is_open():
         return outcome("closed", survey, question.id)
-    result = await submitter(request).submit(survey.id, respondent, question.id, body.report)
+    result = await submitter(request).submit(survey.id, respondent, question.id, report)
     return outcome(result.status, survey, question.id)
+
+
+def _report_fields(raw: bytes) -> tuple[str, int] | None:
+    """``(question, report)`` of a report body that has exactly :class:`ReportRequest`'s
+    shape, in ASCII; else None (then the strict model parses it and names what is wrong).
+    A fifth of the model's time."""
+    try:
+        doc = json.loads(raw.decode("ascii"))  # a str: no guessing of UTF-16 or -32
+    except (ValueError, RecursionError):  # (UnicodeDecodeError is a ValueError)
+        return None
+    if type(doc) is not dict or len(doc) != 2:
+        return None
+    question, report = doc.get("question"), doc.get("report")
+    if (
+        type(question) is not str
+        or type(report) is not int  # not bool, not float: as the strict model
+        or not 0 < len(question) <= 64
+        or not question.isascii()  # (an escaped lone surrogate is the model's to refuse)
+    ):
+        return None
+    return question, report
 
 
 class _Route(Route):

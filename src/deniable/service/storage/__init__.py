@@ -34,7 +34,12 @@ from deniable.service.storage.ledger import SqlLedgerStore
 from deniable.service.storage.memo import SqlMemoStore
 from deniable.service.storage.respondents import MAX_INVITATIONS, hash_token
 from deniable.service.storage.store import ServiceStore
-from deniable.service.storage.submissions import Submitted, ledger_key, ledger_question_name
+from deniable.service.storage.submissions import (
+    Submitted,
+    WriterBusy,
+    ledger_key,
+    ledger_question_name,
+)
 from deniable.service.storage.surveys import SurveyClosedError
 
 __all__ = [
@@ -45,6 +50,7 @@ __all__ = [
     "SqlMemoStore",
     "Submitted",
     "SurveyClosedError",
+    "WriterBusy",
     "decode_key",
     "encode_key",
     "hash_token",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,12 +34,16 @@ from deniable.exceptions import ParameterError
 __all__ = [
     "BUSY_TIMEOUT_MS",
     "SYNCHRONOUS",
+    "checkpoint",
     "create_private_file",
     "database_url",
+    "dispose",
+    "is_busy",
     "is_postgres",
     "is_sqlite",
     "make_engine",
     "migrate",
+    "nowait_engine",
     "read_tx",
     "write_tx",
 ]
@@ -94,7 +99,18 @@ def is_postgres(bind: Engine | Connection) -> bool:
 SYNCHRONOUS = ("NORMAL", "FULL", "EXTRA")
 
 
-def _sqlite_setup(engine: Engine, synchronous: str) -> None:
+#: What :func:`make_engine` made each SQLite engine of: the URL (without ``synchronous``),
+#: the ``synchronous`` level and the keyword arguments (for :func:`nowait_engine`).
+_SQLITE_ENGINES: weakref.WeakKeyDictionary[Engine, tuple[str, str, dict[str, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+_NOWAIT: weakref.WeakKeyDictionary[Engine, Engine] = weakref.WeakKeyDictionary()
+_NOWAIT_LOCK = threading.Lock()
+
+
+def _sqlite_setup(
+    engine: Engine, synchronous: str, busy_timeout_ms: int, autocheckpoint: bool
+) -> None:
     # Connection set-up and transaction control, which SQLAlchemy Core has no statements
     # for: the pragmas on the driver's connection, and BEGIN as SQLAlchemy's documentation
     # does it for pysqlite (the only SQL of the service not written as Core; the values
@@ -106,10 +122,12 @@ def _sqlite_setup(engine: Engine, synchronous: str) -> None:
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
         try:
-            cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            cur.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             cur.execute("PRAGMA journal_mode = WAL")
             cur.execute(f"PRAGMA synchronous = {synchronous}")
             cur.execute("PRAGMA foreign_keys = ON")
+            if not autocheckpoint:  # its commits never copy the log back: checkpoint()
+                cur.execute("PRAGMA wal_autocheckpoint = 0")
         finally:
             cur.close()
 
@@ -130,10 +148,15 @@ def create_private_file(path: Path) -> None:
     os.close(fd)
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+def make_engine(
+    url: str, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS, autocheckpoint: bool = True, **kwargs: Any
+) -> Engine:
     """An engine for ``url`` (see the module docstring); a new SQLite file is created
     ``0600`` (owner only; its ``-wal`` and ``-shm`` files follow its mode), in a directory
-    created ``0700``.  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
+    created ``0700``.  ``busy_timeout_ms``: how long a SQLite connection waits for another
+    writer's lock; ``autocheckpoint=False``: a SQLite connection's commits never copy the
+    write-ahead log back into the database (which waits for the disk), someone else must
+    (:func:`checkpoint`).  ``kwargs`` go to :func:`sqlalchemy.create_engine`."""
     full = database_url(url)
     if full.startswith("sqlite"):
         parsed = sa.engine.make_url(full)
@@ -148,9 +171,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         if path and path != ":memory:" and not path.startswith("file:"):
             # 0600 before SQLite opens it: its -wal and -shm files take the file's mode
             create_private_file(Path(path))
-        lite = {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}
+        lite = {"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
         engine = sa.create_engine(full, connect_args=lite, **kwargs)
-        _sqlite_setup(engine, sync)
+        _sqlite_setup(engine, sync, busy_timeout_ms, autocheckpoint)
+        _SQLITE_ENGINES[engine] = (full, sync, dict(kwargs))
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     # no server-side prepared statements: a generic plan made while a table was small (a new
@@ -158,6 +182,64 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     args: dict[str, Any] = dict(kwargs.pop("connect_args", {}))
     args.setdefault("prepare_threshold", None)
     return sa.create_engine(full, connect_args=args, **kwargs)
+
+
+def nowait_engine(engine: Engine) -> Engine | None:
+    """A second engine on the same SQLite database as ``engine`` whose connections never
+    wait for the write lock (``busy_timeout`` 0: ``BEGIN IMMEDIATE`` fails at once with
+    ``SQLITE_BUSY`` while another connection writes) nor for the disk (no automatic
+    checkpoint at a commit: the caller runs :func:`checkpoint` elsewhere), for writing from
+    a thread that must not block (the event loop: :mod:`deniable.service.core.batching`);
+    made once per engine.
+
+    None unless ``engine`` is a SQLite database in a file made by :func:`make_engine` with
+    ``synchronous=NORMAL`` (the default): its commits write to the write-ahead log without
+    waiting for the disk, while ``FULL`` or ``EXTRA`` wait for an fsync at every commit, and
+    a PostgreSQL commit for the server.
+    """
+    twin = _NOWAIT.get(engine)
+    if twin is not None:
+        return twin
+    made = _SQLITE_ENGINES.get(engine)
+    if made is None:
+        return None
+    full, sync, kwargs = made
+    path = sa.engine.make_url(full).database
+    if sync != "NORMAL" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    with _NOWAIT_LOCK:
+        twin = _NOWAIT.get(engine)
+        if twin is None:
+            twin = _NOWAIT[engine] = make_engine(
+                full, busy_timeout_ms=0, autocheckpoint=False, **kwargs
+            )
+        return twin
+
+
+def checkpoint(engine: Engine) -> None:
+    """Copy what a SQLite database's write-ahead log holds back into the database, as far
+    as no reader needs it (``PRAGMA wal_checkpoint(PASSIVE)``: it waits for no one, and
+    writers go on meanwhile); nothing on another database."""
+    if not is_sqlite(engine):
+        return
+    with engine.connect() as conn:
+        conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def dispose(engine: Engine) -> None:
+    """Close the pooled connections of ``engine`` and of its :func:`nowait_engine`."""
+    with _NOWAIT_LOCK:
+        twin = _NOWAIT.pop(engine, None)
+    if twin is not None:
+        twin.dispose()
+    engine.dispose()
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether ``exc`` is SQLite's ``SQLITE_BUSY`` (another connection holds the lock)."""
+    orig = getattr(exc, "orig", exc)
+    code = getattr(orig, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == 5  # SQLITE_BUSY and its extended codes
 
 
 @contextmanager

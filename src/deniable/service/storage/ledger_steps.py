@@ -222,10 +222,28 @@ def _charged_insert(postgres: bool) -> Any:
 
 @per_dialect
 def _record_upserts(postgres: bool) -> tuple[Any, Any]:
-    """Upserts of question rows: charges as given, and charges added to the stored ones."""
+    """Upserts of question rows: charges as given, and charges added to the stored ones.
+    On PostgreSQL one statement for all the rows, from arrays (``names``, ``epsilons``,
+    ``memoized``, ``charges``) read with ``unnest``: an ``executemany`` sends a statement
+    per row (a group of single reports touches up to one row per question)."""
     out = []
     for add in (False, True):
         insert = dialect_insert(postgres, ledger_question)
+        if postgres:
+            u = (
+                sa.func.unnest(
+                    array("names", sa.Text),
+                    array("epsilons", sa.Float(53)),
+                    array("memoized", sa.Boolean),
+                    array("charges", sa.BigInteger),
+                )
+                .table_valued("name", "epsilon", "memoized", "charges")
+                .render_derived(name="u")
+            )
+            insert = insert.from_select(
+                ["name", "epsilon", "memoized", "charges"],
+                sa.select(u.c.name, u.c.epsilon, u.c.memoized, u.c.charges),
+            )
         x = insert.excluded
         out.append(
             insert.on_conflict_do_update(
@@ -407,12 +425,24 @@ def write_records(conn: Connection, records: Sequence[QuestionRecord], *, add: b
     if not records:
         return
     upsert = _record_upserts(conn)[1 if add else 0]
+    ordered = sorted(records, key=lambda r: r.question)
+    if is_postgres(conn):  # one statement of arrays
+        conn.execute(
+            upsert,
+            {
+                "names": [r.question for r in ordered],
+                "epsilons": [r.epsilon for r in ordered],
+                "memoized": [r.memoized for r in ordered],
+                "charges": [r.charges for r in ordered],
+            },
+        )
+        return
     conn.execute(
         upsert,
         [
             {"name": r.question, "epsilon": r.epsilon, "memoized": r.memoized,
              "charges": r.charges}
-            for r in sorted(records, key=lambda r: r.question)
+            for r in ordered
         ],
     )  # fmt: skip
 

@@ -35,7 +35,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from deniable.accounting import (
     PURE_EPSILON,
@@ -44,10 +45,16 @@ from deniable.accounting import (
     remaining_budget,
     spend_limit,
 )
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
 from deniable.service.storage._sql import Rollback, array, listed, member, per_dialect, retrying
-from deniable.service.storage.db import is_postgres, read_tx
+from deniable.service.storage.db import (
+    checkpoint,
+    is_busy,
+    is_postgres,
+    nowait_engine,
+    read_tx,
+)
 from deniable.service.storage.groups import check_groups
 from deniable.service.storage.ledger_steps import (
     UNIT_COLUMNS,
@@ -73,6 +80,7 @@ __all__ = [
     "STATUSES",
     "SubmissionStore",
     "Submitted",
+    "WriterBusy",
     "ledger_key",
     "ledger_question_name",
 ]
@@ -108,6 +116,11 @@ def _check_id(what: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise ParameterTypeError(f"`{what}` must be an integer id, got {value!r}.")
     return int(value)
+
+
+class WriterBusy(Exception):
+    """:meth:`SubmissionStore.submit_batch` with ``wait=False`` found the database's write
+    lock held by another connection: nothing was written (submit again, waiting)."""
 
 
 class _Stale(Exception):
@@ -228,16 +241,48 @@ class SubmissionStore(SurveyStore):
         return self._submit(survey_id, [(respondent_id, question_id, report)], single=True)[0]
 
     def submit_batch(
-        self, survey_id: str, items: Sequence[tuple[int, str, int]]
+        self, survey_id: str, items: Sequence[tuple[int, str, int]], *, wait: bool = True
     ) -> list[Submitted]:
         """Many ``(respondent id, question id, report)`` in one transaction, each with the
         outcome :meth:`submit` would give it in this order.  One invalid item raises
         :class:`~deniable.exceptions.DataError` naming it (``items[3].report``) and stores
-        nothing."""
-        return self._submit(survey_id, items, single=False)
+        nothing.
+
+        ``wait=False`` (only where :attr:`writes_without_waiting`): never wait for another
+        writer; if one holds the write lock, raise :class:`WriterBusy` and store nothing.
+        """
+        engine = self._engine
+        if not wait:
+            found = nowait_engine(self._engine)
+            if found is None:
+                raise ParameterError(
+                    "`wait=False` needs a database that writes without waiting (SQLite in "
+                    f"a file, synchronous=NORMAL), got {self!r}."
+                )
+            engine = found
+        return self._submit(survey_id, items, single=False, engine=engine)
+
+    @property
+    def writes_without_waiting(self) -> bool:
+        """Whether a transaction of reports can be written without waiting for the disk or
+        a server (SQLite in a file with ``synchronous=NORMAL``; see
+        :func:`~deniable.service.storage.db.nowait_engine`): then a caller that must not
+        block may call :meth:`submit_batch` with ``wait=False``."""
+        return nowait_engine(self._engine) is not None
+
+    def checkpoint(self) -> None:
+        """Copy SQLite's write-ahead log back into the database (a passive checkpoint; see
+        :func:`~deniable.service.storage.db.checkpoint`): the writes with ``wait=False``
+        leave it to their caller, to be run where waiting for the disk blocks nothing."""
+        checkpoint(self._engine)
 
     def _submit(
-        self, survey_id: str, items: Sequence[tuple[int, str, int]], *, single: bool
+        self,
+        survey_id: str,
+        items: Sequence[tuple[int, str, int]],
+        *,
+        single: bool,
+        engine: Engine | None = None,
     ) -> list[Submitted]:
         for _ in range(3):
             survey, stamp, shape = self._survey_now(survey_id)
@@ -248,7 +293,11 @@ class SubmissionStore(SurveyStore):
                 return [Submitted("closed")] * rid.size
             try:
                 work = functools.partial(_store, survey, stamp, shape, rid, qix, rep, single)
-                return retrying(self._engine, work)
+                return retrying(engine or self._engine, work)
+            except OperationalError as exc:
+                if engine is not None and engine is not self._engine and is_busy(exc):
+                    raise WriterBusy from None
+                raise
             except _Stale:  # a new version was loaded meanwhile: read it, check again
                 with self._lock:
                     self._cache.pop(survey_id, None)

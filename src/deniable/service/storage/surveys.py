@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.service.storage._plan import Layout, layout
 from deniable.service.storage._sql import EngineStore, dialect_insert, retrying
-from deniable.service.storage.db import make_engine, migrate, read_tx
+from deniable.service.storage.db import dispose, make_engine, migrate, read_tx
 from deniable.service.storage.ledger import SqlLedgerStore
 from deniable.service.storage.memo import SqlMemoStore
 from deniable.service.storage.tables import (
@@ -131,7 +131,7 @@ class SurveyStore(EngineStore):
 
     def close(self) -> None:
         """Close the pooled connections."""
-        self._engine.dispose()
+        dispose(self._engine)
 
     def migrate(self) -> None:
         """Create or upgrade the schema (``alembic upgrade head``); idempotent."""
