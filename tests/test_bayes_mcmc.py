@@ -28,6 +28,9 @@ from deniable.exceptions import (
     SamplerWarning,
 )
 
+# JAX starts threads: its tests run in their own pytest process (scripts/test, pyproject).
+pytestmark = pytest.mark.jax
+
 assert numpyro.__version__
 
 

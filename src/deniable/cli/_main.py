@@ -88,8 +88,8 @@ COMMANDS: dict[str, Command] = {
     ),
     "regress": Command(
         "deniable.cli._regress", "cli",
-        "Regression with randomized answers: logistic on a randomized outcome, or linear on a "
-        "randomized predictor (--predictor).",
+        "Regression with randomized answers: logistic (or probit, cloglog) on a randomized "
+        "outcome, or linear on a randomized predictor (--predictor).",
     ),
     "tour": Command(
         "deniable.cli._tour", "cli",

@@ -369,9 +369,11 @@ def regress_command(
     agq: AgqOpt = None,
 ) -> None:
     """Regression with randomized answers: logistic (or probit, cloglog) on a randomized
-    outcome, or linear on a randomized predictor (--predictor); under a sample design from
-    columns of the file (--weights, --strata, --psu, --fpc or --repweights) the fit is
-    weighted and its standard errors design-based; with --random, a mixed-effects model."""
+    outcome, or linear on a randomized predictor (--predictor).
+
+    Under a sample design from columns of the file (--weights, --strata, --psu, --fpc or
+    --repweights) the fit is weighted and its standard errors design-based; with --random,
+    a mixed-effects model."""
     from deniable.estimation import linear_rr, logistic_rr
 
     v.choice("--se", se, _SE)
