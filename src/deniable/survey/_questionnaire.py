@@ -39,6 +39,7 @@ from deniable.designs import (
 )
 from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.results import Result, Table
+from deniable.survey._survey_weighting import SurveyWeighting, survey_weighting
 
 __all__ = [
     "SURVEY_SCHEMA",
@@ -69,6 +70,7 @@ _TOP = {
     "closes",
     "respondents",
     "questions",
+    "weighting",
 }
 _REQUIRED = {"schema", "id", "title", "cap", "questions"}
 _QUESTION = {"id", "text", "labels", "design"}
@@ -178,7 +180,8 @@ class Survey:
 
     ``closed_at`` is not part of the file: the survey service sets it when the operator
     closes the survey (``deniable survey close``), and the survey takes no answers from then
-    on, whatever ``closes`` says.
+    on, whatever ``closes`` says.  ``weighting``: the population margins the service rakes
+    to (:class:`~deniable.survey.SurveyWeighting`), or ``None``.
     """
 
     id: str
@@ -192,6 +195,7 @@ class Survey:
     closes: datetime | None = None
     respondents: str = "anonymous"
     closed_at: datetime | None = None
+    weighting: SurveyWeighting | None = None
 
     def question(self, question_id: str) -> SurveyQuestion:
         """The question with this id (a DataError naming the known ids otherwise)."""
@@ -253,6 +257,8 @@ class Survey:
             "respondents": self.respondents,
             "questions": [q.to_dict() for q in self.questions],
         }
+        if self.weighting is not None:  # absent when not given: older definitions unchanged
+            out["weighting"] = self.weighting.to_dict()
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -298,6 +304,7 @@ class Survey:
             if q.id in seen:
                 raise _where(f"questions[{i}].id", f"must be unique, got {q.id!r} twice.")
             seen.add(q.id)
+        weighting = survey_weighting(data.get("weighting"), questions=seen, respondents=respondents)
         return cls(
             id=sid,
             title=title,
@@ -309,6 +316,7 @@ class Survey:
             opens=opens,
             closes=closes,
             respondents=respondents,
+            weighting=weighting,
         )
 
 
