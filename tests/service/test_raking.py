@@ -355,3 +355,18 @@ def test_respondents_without_a_raking_variable_are_counted_and_left_out() -> Non
     assert a["raked"]["estimate"] == pytest.approx(
         _expected(kept, MARGINS, qids=("a",))["a"], rel=1e-6
     )
+
+
+def test_trimming_bounds_the_weights_cannot_meet_are_a_message() -> None:
+    from deniable.service.analysis import design_results
+
+    # design weights of 20 to 80 cannot all be brought within [0.3, 3.0] keeping their total
+    survey = loads_survey(_text(MARGINS, trim=", trim: [0.3, 3.0]"))
+    attrs = dict(enumerate(_attributes()))
+    rows = [{"respondent": i, "a": i % 2} for i in attrs]
+    doc = design_results(survey, rows, attrs)
+    assert doc is not None
+    error = doc["raking"]["error"]
+    assert error is not None and "`lower` = 0.3 and `upper` = 3" in error
+    assert doc["questions"][0]["raked"] is None
+    assert doc["questions"][0]["design_based"] is not None
