@@ -370,3 +370,20 @@ def test_trimming_bounds_the_weights_cannot_meet_are_a_message() -> None:
     assert error is not None and "`lower` = 0.3 and `upper` = 3" in error
     assert doc["questions"][0]["raked"] is None
     assert doc["questions"][0]["design_based"] is not None
+
+
+def test_no_reports_or_no_design_still_say_why_nothing_is_raked() -> None:
+    from deniable.service.analysis import design_results
+
+    survey = loads_survey(_text(MARGINS))
+    attrs = dict(enumerate(_attributes()))
+    doc = design_results(survey, [], attrs)
+    assert doc is not None and doc["raking"]["error"] == (
+        "no respondent with design attributes has sent a report yet"
+    )
+    # one PSU in a stratum (lonely PSU: fail) makes no design, raked or not
+    for a in attrs.values():
+        a["psu"] = a["stratum"]
+    doc = design_results(survey, [{"respondent": i, "a": 1} for i in attrs], attrs)
+    assert doc is not None and doc["raking"]["error"].startswith("no design: ")
+    assert doc["error"] in doc["raking"]["error"]

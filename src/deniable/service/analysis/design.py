@@ -30,7 +30,7 @@ from deniable.common import to_jsonable
 from deniable.exceptions import DeniableError
 from deniable.sampling import SampleDesign, kish_deff, survey_estimate
 from deniable.service.analysis.raking import rake_sample
-from deniable.survey import Survey
+from deniable.survey import Survey, SurveyWeighting
 
 __all__ = ["DESIGN_COLUMNS", "MIN_CELL", "design_columns", "design_results"]
 
@@ -77,7 +77,9 @@ def design_results(
                            "min_cell": MIN_CELL,
                            "without_attributes": len(answered) - total}  # fmt: skip
     if total == 0:
-        out.update(n=0, design=None, questions=[], strata=[], raking=None)
+        out.update(n=0, design=None, questions=[], strata=[],
+                   raking=_unraked(weighting, "no respondent with design attributes has "
+                                   "sent a report yet"))  # fmt: skip
         return out
     attrs = [attributes[int(r["respondent"])] for r in kept]
     parts: dict[str, Any] = {}
@@ -92,7 +94,8 @@ def design_results(
         try:
             sample = SampleDesign(**parts)
         except DeniableError as exc:
-            out.update(error=str(exc), questions=[], strata=[], raking=None)
+            out.update(error=str(exc), questions=[], strata=[],
+                       raking=_unraked(weighting, f"no design: {exc}"))  # fmt: skip
             return out
         out.update(design=sample.describe(), deff_weights=kish_deff(sample.weights))
     raked = None if weighting is None else rake_sample(weighting, attrs, parts, min_cell=MIN_CELL)
@@ -112,6 +115,12 @@ def design_results(
     out["questions"] = questions
     result: dict[str, Any] = to_jsonable(out)
     return result
+
+
+def _unraked(weighting: SurveyWeighting | None, why: str) -> dict[str, Any] | None:
+    """The ``raking`` entry when there is nothing to rake: ``None`` without margins."""
+    return None if weighting is None else rake_sample(weighting, [], {}, min_cell=MIN_CELL,
+                                                      empty=why).info  # fmt: skip
 
 
 def _question(q: Any, rows: Sequence[Mapping[str, Any]], sample: Any, level: float) -> Any:

@@ -54,11 +54,12 @@ def rake_sample(
     parts: Mapping[str, Any],
     *,
     min_cell: int,
+    empty: str = "no respondent to rake",
 ) -> RakedSample:
     """Rake the rows' design (``parts``: the ``weights``, ``strata`` and ``psu`` arrays of
     :class:`~deniable.sampling.SampleDesign`, any absent) to ``weighting``'s margins, from
     each row's attributes (``attrs``).  A cell of the margins' table with fewer than
-    ``min_cell`` respondents shows no count."""
+    ``min_cell`` respondents shows no count; without rows, ``empty`` is the error."""
     variables = weighting.variables
     info: dict[str, Any] = {
         "variables": list(variables), "kind": weighting.kind,
@@ -67,6 +68,9 @@ def rake_sample(
         "converged": None, "max_error": None, "deff_weights": None, "cells": [],
         "error": None, "notes": [],
     }  # fmt: skip
+    if not attrs:
+        info["error"] = empty
+        return RakedSample(info, np.zeros(0, dtype=np.bool_), None)
     carried = sorted({k for a in attrs for k in a})
     absent = [v for v in variables if not any(v in a for a in attrs)]
     keep = np.array([all(v in a for v in variables) for a in attrs], dtype=np.bool_)
