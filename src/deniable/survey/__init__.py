@@ -40,6 +40,7 @@ from deniable.survey._readers import (
 )
 from deniable.survey._report import SurveyReport, survey_report, survey_report_file
 from deniable.survey._sample import DesignColumns
+from deniable.survey._survey_weighting import SurveyWeighting
 from deniable.survey._tally_file import tally_reports_file
 from deniable.survey._weights import (
     WEIGHT_METHODS,
@@ -66,6 +67,7 @@ __all__ = [
     "SurveyBudget",
     "SurveyQuestion",
     "SurveyReport",
+    "SurveyWeighting",
     "Weighting",
     "analyze",
     "analyze_file",

@@ -50,6 +50,7 @@ from deniable.survey._fields import (
     _when,
     _where,
 )
+from deniable.survey._survey_weighting import SurveyWeighting, survey_weighting
 
 __all__ = [
     "SURVEY_SCHEMA",
@@ -75,6 +76,7 @@ _TOP = {
     "closes",
     "respondents",
     "questions",
+    "weighting",
 }
 _REQUIRED = {"schema", "id", "title", "cap", "questions"}
 _QUESTION = {"id", "text", "labels", "design", "unbounded", "unrelated"}
@@ -142,7 +144,8 @@ class Survey:
 
     ``closed_at`` is not part of the file: the survey service sets it when the operator
     closes the survey (``deniable survey close``), and the survey takes no answers from then
-    on, whatever ``closes`` says.
+    on, whatever ``closes`` says.  ``weighting``: the population margins the service rakes
+    to (:class:`~deniable.survey.SurveyWeighting`), or ``None``.
     """
 
     id: str
@@ -156,6 +159,7 @@ class Survey:
     closes: datetime | None = None
     respondents: str = "anonymous"
     closed_at: datetime | None = None
+    weighting: SurveyWeighting | None = None
 
     def question(self, question_id: str) -> SurveyQuestion:
         """The question with this id (a DataError naming the known ids otherwise)."""
@@ -203,6 +207,8 @@ class Survey:
             "respondents": self.respondents,
             "questions": [q.to_dict() for q in self.questions],
         }
+        if self.weighting is not None:  # absent when not given: older definitions unchanged
+            out["weighting"] = self.weighting.to_dict()
         return out
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -253,6 +259,7 @@ class Survey:
             if q.id in groups:  # the export's group column of a two-group question
                 raise _where(f"questions[{i}].id", f"must differ from {q.id!r}, the export's "
                              f"column of the groups of question {groups[q.id]!r}.")  # fmt: skip
+        weighting = survey_weighting(data.get("weighting"), questions=seen, respondents=respondents)
         return cls(
             id=sid,
             title=title,
@@ -264,6 +271,7 @@ class Survey:
             opens=opens,
             closes=closes,
             respondents=respondents,
+            weighting=weighting,
         )
 
 

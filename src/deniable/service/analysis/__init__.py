@@ -18,7 +18,8 @@ Every number the dashboard shows comes from here, and each function is also a JS
 * :func:`arrival_rates` -- sessions and reports per minute or hour, bursts flagged;
 * :func:`design_results` -- under the design attributes of the invitations (stratum, PSU,
   weight), every question's design-based estimate (:func:`deniable.sampling.survey_estimate`)
-  with its SE, interval, design effect and degrees of freedom;
+  with its SE, interval, design effect and degrees of freedom, and under weights raked to
+  the survey file's population margins (:mod:`deniable.service.analysis.raking`);
 * :func:`export_table` -- the randomized reports, one row per respondent and one column per
   question, then the design attributes of the respondent's invitation if any, with nothing
   else: no respondent id, no time, rows sorted by their reports so that their order

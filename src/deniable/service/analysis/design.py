@@ -9,8 +9,14 @@ whole design, exactly as ``deniable analyze EXPORT --weights weight --strata str
 psu`` computes them (a test checks that round trip).  Respondents who came without
 attributes (anonymous, or by an invitation without any) are left out of the design and
 counted.  The dashboard shows the design over the whole sample only; its counts per
-stratum hide every cell of fewer than :data:`MIN_CELL` respondents, so that the
-attributes, joined with the reports, never single anyone out.
+stratum (and per level of a raking variable) hide every cell of fewer than
+:data:`MIN_CELL` respondents, so that the attributes, joined with the reports, never
+single anyone out.
+
+When the survey file gives population margins (``weighting``), every question also gets
+its raked estimate (``"raked"``): the same design with the weights raked to the margins
+(:mod:`deniable.service.analysis.raking`), as ``deniable weight EXPORT --margins ...``
+then ``deniable analyze --weights`` computes it from the export.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ import numpy as np
 from deniable.common import to_jsonable
 from deniable.exceptions import DeniableError
 from deniable.sampling import SampleDesign, kish_deff, survey_estimate
-from deniable.survey import Survey
+from deniable.service.analysis.raking import rake_sample
+from deniable.survey import Survey, SurveyWeighting
 
 __all__ = ["DESIGN_COLUMNS", "MIN_CELL", "design_columns", "design_results"]
 
@@ -50,15 +57,18 @@ def design_results(
     level: float = 0.95,
 ) -> dict[str, Any] | None:
     """The design-based estimate of every question (``None`` when no respondent carries a
-    stratum, a PSU or a weight): ``{"design": ..., "questions": [{"question": id,
-    "design_based": SurveyEstimate.to_dict() or an "error"}, ...], "without_attributes":
-    respondents with reports but no attributes, left out}``.
+    stratum, a PSU or a weight, and the survey rakes to no margins): ``{"design": ...,
+    "questions": [{"question": id, "design_based": SurveyEstimate.to_dict() or an
+    "error", "raked": the same under the raked weights or ``None`` with "raked_error"},
+    ...], "raking": what the raking did (or its "error"; ``None`` without margins),
+    "without_attributes": respondents with reports but no attributes, left out}``.
 
     ``rows``: the store's export rows (``{"respondent": id, question id: report or
     None}``); ``attributes``: each respondent's design attributes.
     """
     columns = [c for c in design_columns(attributes) if c in DESIGN_COLUMNS]
-    if not columns:
+    weighting = survey.weighting
+    if not columns and (weighting is None or not attributes):
         return None
     answered = [r for r in rows if any(r.get(q.id) is not None for q in survey.questions)]
     kept = [r for r in answered if int(r["respondent"]) in attributes]
@@ -67,7 +77,9 @@ def design_results(
                            "min_cell": MIN_CELL,
                            "without_attributes": len(answered) - total}  # fmt: skip
     if total == 0:
-        out.update(n=0, design=None, questions=[], strata=[])
+        out.update(n=0, design=None, questions=[], strata=[],
+                   raking=_unraked(weighting, "no respondent with design attributes has "
+                                   "sent a report yet"))  # fmt: skip
         return out
     attrs = [attributes[int(r["respondent"])] for r in kept]
     parts: dict[str, Any] = {}
@@ -76,16 +88,39 @@ def design_results(
     for name, key in (("strata", "stratum"), ("psu", "psu")):
         if key in columns:
             parts[name] = np.array([str(a.get(key, "")) for a in attrs], dtype=object)
-    try:
-        sample = SampleDesign(**parts)
-    except DeniableError as exc:
-        out.update(n=total, design=None, error=str(exc), questions=[], strata=[])
-        return out
-    out.update(n=total, design=sample.describe(), deff_weights=kish_deff(sample.weights),
-               strata=_strata(parts.get("strata")))  # fmt: skip
-    out["questions"] = [_question(q, kept, sample, level) for q in survey.questions]
+    sample: SampleDesign | None = None
+    out.update(n=total, design=None, strata=_strata(parts.get("strata")))
+    if columns:
+        try:
+            sample = SampleDesign(**parts)
+        except DeniableError as exc:
+            out.update(error=str(exc), questions=[], strata=[],
+                       raking=_unraked(weighting, f"no design: {exc}"))  # fmt: skip
+            return out
+        out.update(design=sample.describe(), deff_weights=kish_deff(sample.weights))
+    raked = None if weighting is None else rake_sample(weighting, attrs, parts, min_cell=MIN_CELL)
+    out["raking"] = None if raked is None else raked.info
+    questions = []
+    for q in survey.questions:
+        entry: dict[str, Any] = {"question": q.id, "design_based": None,
+                                 "n": sum(r.get(q.id) is not None for r in kept)}  # fmt: skip
+        if sample is not None:
+            entry.update(_question(q, kept, sample, level))
+        if raked is not None:
+            sub = [r for r, k in zip(kept, raked.rows, strict=True) if k]
+            got = _question(q, sub, raked.design, level) if raked.design is not None else {}
+            entry.update(raked=got.get("design_based"), raked_n=got.get("n", 0),
+                         raked_error=got.get("error", raked.info["error"]))  # fmt: skip
+        questions.append(entry)
+    out["questions"] = questions
     result: dict[str, Any] = to_jsonable(out)
     return result
+
+
+def _unraked(weighting: SurveyWeighting | None, why: str) -> dict[str, Any] | None:
+    """The ``raking`` entry when there is nothing to rake: ``None`` without margins."""
+    return None if weighting is None else rake_sample(weighting, [], {}, min_cell=MIN_CELL,
+                                                      empty=why).info  # fmt: skip
 
 
 def _question(q: Any, rows: Sequence[Mapping[str, Any]], sample: Any, level: float) -> Any:

@@ -124,7 +124,7 @@ def _design(design: Mapping[str, Any] | None, results: Mapping[str, Any]) -> Any
         return None
     plain = {q["id"]: q for q in results["questions"]}
     rows: list[tuple[str, ...]] = []
-    for entry in design.get("questions", []):
+    for entry in design.get("questions", []) if design.get("design") else []:
         q, based = plain[entry["question"]], entry["design_based"]
         if based is None:
             rows.append((q["id"], *["–"] * 7, entry.get("error", "")))
@@ -146,6 +146,53 @@ def _design(design: Mapping[str, Any] | None, results: Mapping[str, Any]) -> Any
         "deff_weights": num(design["deff_weights"]) if "deff_weights" in design else "–",
         "pct": f"{float(design['level']):.0%}",
         "without": int(design.get("without_attributes", 0)),
+        "raking": _raking(design, plain),
+    }  # fmt: skip
+
+
+def _raking(design: Mapping[str, Any], plain: Mapping[str, Any]) -> Any:
+    """The raked estimates beside the unweighted and design-weighted ones, what the raking
+    did and each margin level's target, achieved value and respondents (hidden under the
+    minimum cell)."""
+    info = design.get("raking")
+    if info is None:
+        return None
+    weighted = "weight" in design["attributes"]
+    rows: list[tuple[str, ...]] = []
+    for entry in design.get("questions", []) if info["error"] is None else []:
+        q, raked, based = plain[entry["question"]], entry["raked"], entry["design_based"]
+        if raked is None:
+            rows.append((q["id"], *["–"] * (7 if weighted else 6), entry.get("raked_error", "")))
+            continue
+        categories = isinstance(raked["estimate"], list)
+        for j, label in enumerate(q["labels"] if categories else [None]):
+
+            def at(x: Any, j: int = j, many: bool = categories) -> Any:
+                return x[j] if many and x is not None else x
+
+            head = q["id"] if label is None else f"{q['id']}: {label}"
+            cells = [head, num(at(q["estimate"]))]
+            if weighted:
+                cells.append(num(at(based["estimate"])) if based else "–")
+            cells += [num(at(raked["estimate"])), num(at(raked["se"])), ci(at(raked["ci_t"])),
+                      num(at(raked["deff"])), str(raked["df"]), str(entry["raked_n"])]  # fmt: skip
+            rows.append(tuple(cells))
+    head = ["question", "estimate (unweighted)"]
+    if weighted:
+        head.append("estimate (design weights)")
+    head += ["estimate (raked)", "SE (raked)", f"{float(design['level']):.0%} CI (t, raked)",
+             "design effect (raked)", "df", "n"]  # fmt: skip
+    cells = [(c["variable"], c["level"], num(c["target"]), num(c["achieved"]),
+              f"fewer than {design['min_cell']}" if c["hidden"] else str(c["n"]))
+             for c in info["cells"]]  # fmt: skip
+    return {
+        "head": head, "rows": rows, "cells": cells, "error": info["error"],
+        "variables": ", ".join(info["variables"]), "kind": info["kind"], "n": info["n"],
+        "without": info["without_variables"], "iterations": info["iterations"],
+        "converged": info["converged"], "deff_weights": num(info["deff_weights"]),
+        "trim": None if info["trim"] is None else ci(info["trim"]),
+        "from": "the invitations' design weights" if weighted else "weights of 1",
+        "notes": info["notes"],
     }  # fmt: skip
 
 
