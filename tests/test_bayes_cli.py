@@ -4,6 +4,7 @@ numbers as the library, and one error line for every misuse."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -125,4 +126,19 @@ def test_categorical_misuse_is_one_error_line(
     one_error(
         run(runner, "analyze", three, "--column", "q", *CATEGORICAL, "--bayes", "--prior", prior),
         *needles,
+    )
+
+
+def test_many_categorical_reports_without_numpyro_are_one_error_line(
+    runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """600 reports of k = 3 are past the exact mixture's work bound: the NUTS route needs
+    the bayes extra, and its absence is one error line naming it."""
+    path = tmp_path / "many.csv"
+    path.write_text("q\n" + "\n".join(str(i % 3) for i in range(600)) + "\n")
+    monkeypatch.setitem(sys.modules, "numpyro", None)
+    one_error(
+        run(runner, "analyze", path, "--column", "q", *CATEGORICAL, "--bayes"),
+        "`--bayes`",
+        "pip install 'deniable[bayes]'",
     )
