@@ -17,12 +17,10 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from deniable.designs import (
-    Categorical,
     CheaterDetection,
     Crosswise,
     Custom,
     ForcedResponse,
-    Kuk,
     StochasticLieDetector,
     Tally,
     UnrelatedUnknown,
@@ -349,10 +347,6 @@ def test_bad_counts_and_designs_are_refused() -> None:
         posterior(Warner(0.75), yes=0, n=0)
     with pytest.raises(DataError):
         posterior(Warner(0.75), [0, 1, 2])
-    with pytest.raises(ParameterTypeError, match="`design` must be a one-group binary design"):
-        posterior(Categorical(k=3, p_truthful=0.7), [0, 1, 2])
-    with pytest.raises(ParameterTypeError, match="`design` must be a one-group binary design"):
-        posterior(Kuk(0.3, 0.7, draws=3), [0, 1, 3])
     with pytest.raises(ParameterTypeError, match="`design` must be a one-group binary design"):
         posterior("warner", yes=1, n=3)
     with pytest.raises(ParameterError, match="`data` is missing"):

@@ -226,16 +226,16 @@ def analyze_command(
     miss = v.choice("--missing", missing, ("drop", "error"))
     sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
                            mse, lonely_psu).columns()  # fmt: skip
-    beta_prior = bayes_prior(bayes, prior, by=by, sampled=sample is not None)
+    post_prior = bayes_prior(bayes, prior, by=by, sampled=sample is not None)
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
         result = analyze_file(file, column, d, group=group_column, by=by, level=level,
                               missing=miss, progress=progress, sample_design=sample)  # fmt: skip
     if by is not None:
         show(GroupedAnalysis(result, d, file), as_json)
-    elif beta_prior is None:
+    elif post_prior is None:
         show(result.summary(), as_json)
     else:
-        show_with_posterior(result, beta_prior, level, as_json)
+        show_with_posterior(result, post_prior, level, as_json)
 
 
 # --------------------------------------------------------------------------- report

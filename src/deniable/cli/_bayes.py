@@ -1,15 +1,17 @@
-"""`deniable analyze --bayes [--prior A,B]`: the posterior of the prevalence beside the
-estimate (:func:`deniable.estimation.posterior`; docs/bayes.md)."""
+"""`deniable analyze --bayes [--prior A,B | a1,...,ak]`: the posterior of the prevalence (of
+each category's prevalence for a categorical design) beside the estimate
+(:func:`deniable.estimation.posterior`; docs/bayes.md)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated, Any
 
 import typer
 
 from deniable.cli._base import fail
 from deniable.cli._render import emit_json, show
-from deniable.exceptions import DeniableError
+from deniable.exceptions import DeniableError, SamplerWarning
 
 __all__ = ["BayesOpt", "PriorOpt", "bayes_prior", "show_with_posterior"]
 
@@ -17,8 +19,9 @@ BayesOpt = Annotated[
     bool,
     typer.Option(
         "--bayes",
-        help="Also print the posterior of the prevalence (exact, no MCMC; a simple random "
-        "sample of a binary or two-group design) beside the estimate.",
+        help="Also print the posterior of the prevalence beside the estimate (a simple random "
+        "sample; exact for binary and two-group designs; per category for a categorical "
+        "design, exact for few reports, else NUTS with the bayes extra).",
     ),
 ]
 PriorOpt = Annotated[
@@ -26,7 +29,9 @@ PriorOpt = Annotated[
     typer.Option(
         "--prior",
         metavar="A,B",
-        help="The Beta(A, B) prior of --bayes, or uniform (the default) or jeffreys.",
+        help="The prior of --bayes: Beta(A, B) for a binary or two-group design, Dirichlet"
+        "(a1, ..., ak) as a1,...,ak for a categorical design with k categories, or uniform "
+        "(the default) or jeffreys.",
         show_default=False,
     ),
 ]
@@ -34,7 +39,7 @@ PriorOpt = Annotated[
 
 def bayes_prior(
     bayes: bool, prior: str | None, *, by: str | None, sampled: bool
-) -> str | tuple[float, float] | None:
+) -> str | tuple[float, ...] | None:
     """The prior of ``--bayes`` (``None`` without it), or one error line."""
     if not bayes:
         if prior is not None:
@@ -52,23 +57,31 @@ def bayes_prior(
     text = prior.strip().lower()
     if text in ("uniform", "jeffreys"):
         return text
-    a, sep, b = text.partition(",")
+    parts = text.split(",")
     try:
-        if not sep:
+        if len(parts) < 2:
             raise ValueError
-        return float(a), float(b)
+        return tuple(float(x) for x in parts)
     except ValueError:
-        fail(f"`--prior` must be A,B (two numbers > 0), uniform or jeffreys, got {prior!r}.")
+        fail(
+            "`--prior` must be A,B (two numbers > 0; a1,...,ak for a categorical design with "
+            f"k categories), uniform or jeffreys, got {prior!r}."
+        )
 
 
 def show_with_posterior(
-    result: Any, prior: str | tuple[float, float], level: float, as_json: bool
+    result: Any, prior: str | tuple[float, ...], level: float, as_json: bool
 ) -> None:
-    """The estimate and, beside it, the posterior of the prevalence (``--bayes``)."""
+    """The estimate and, beside it, the posterior of the prevalence (``--bayes``; of each
+    category's prevalence for a categorical design)."""
     from deniable.estimation import posterior
 
     try:
-        post = posterior(result.design, result.tally, prior=prior)
+        with warnings.catch_warnings():  # the table and the JSON say it (converged: false)
+            warnings.simplefilter("ignore", SamplerWarning)
+            post = posterior(result.design, result.tally, prior=prior)
+    except ImportError as exc:  # NUTS without the bayes extra
+        fail(f"`--bayes`: {exc}")
     except DeniableError as exc:
         text = str(exc)
         fail(text.replace("`prior`", "`--prior`") if "`prior`" in text else f"`--bayes`: {text}")

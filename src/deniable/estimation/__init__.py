@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from deniable.estimation._association import Association, AssociationMeasure, association
 from deniable.estimation._bayes import INTERVAL_KINDS, POSTERIOR_METHODS, Posterior, posterior
+from deniable.estimation._bayes_categorical import CategoricalPosterior
+from deniable.estimation._bayes_dirichlet import CATEGORICAL_EXACT_MAX_WORK
 from deniable.estimation._bayes_exact import EXACT_MAX_N
 from deniable.estimation._bayes_mcmc import (
     RHAT_LIMIT,
@@ -56,6 +58,7 @@ from deniable.estimation._rr_predictors import RRPredictorResult
 __all__ = [
     "ALTERNATIVES",
     "BREADS",
+    "CATEGORICAL_EXACT_MAX_WORK",
     "DIRECTIONS",
     "EXACT_MAX_N",
     "INDEPENDENCE_TESTS",
@@ -73,6 +76,7 @@ __all__ = [
     "AssociationMeasure",
     "BayesLogisticRRResult",
     "Beta",
+    "CategoricalPosterior",
     "DirectTest",
     "HosmerLemeshow",
     "IndependenceTest",

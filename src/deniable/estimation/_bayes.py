@@ -7,10 +7,10 @@ bound); two-group designs get the marginal posterior of the prevalence, integrat
 numerically over the nuisance parameter (:mod:`._bayes_twogroup`).  No Markov chain is
 involved: every number is a deterministic function of the counts.
 
-Categorical designs (k-ary, forced response with k outcomes) are not covered: their
-posterior under a Dirichlet prior has no such finite form that stays cheap, and an
-approximation would need its own checks.  Collapse the categories to a binary question, or
-use the design's frequentist estimate.
+Categorical designs (k-ary, forced response with k outcomes, Kuk's design with several
+draws) get a Dirichlet prior on their ``k`` prevalences and a :class:`CategoricalPosterior`
+(:mod:`._bayes_categorical`): the exact Dirichlet mixture for few reports, NumPyro's NUTS
+beyond.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Design, Tally, TwoGroupDesign, group_counts
-from deniable.estimation._bayes_exact import EXACT_MAX_N, BetaMixture
-from deniable.estimation._bayes_numeric import GridDensity
+from deniable.estimation._bayes_categorical import CategoricalPosterior, categorical_posterior
+from deniable.estimation._bayes_exact import EXACT_MAX_N, BetaMixture, density_quantile
+from deniable.estimation._bayes_numeric import GridDensity, binary_grid
 from deniable.estimation._bayes_prior import Beta, resolve_prior
 from deniable.estimation._bayes_twogroup import TwoGroupLogMarginal
 from deniable.estimation._regression_data import check_design
@@ -39,7 +40,7 @@ Array = npt.NDArray[np.float64]
 #: The kinds of credible interval :meth:`Posterior.interval` gives.
 INTERVAL_KINDS = ("equal-tailed", "hpd")
 #: The ``method`` values of :func:`posterior`.
-POSTERIOR_METHODS = ("auto", "exact", "numerical")
+POSTERIOR_METHODS = ("auto", "exact", "numerical", "nuts")
 
 
 class _Density(Protocol):
@@ -116,20 +117,7 @@ class Posterior(Result):
         return self._quantile(q)
 
     def _quantile(self, q: float) -> float:
-        from scipy.optimize import brentq
-
-        if q <= 0.0:
-            return 0.0
-        if q >= 1.0:
-            return 1.0
-
-        def gap(x: float) -> float:
-            return float(self._density.cdf(x)[0]) - q
-
-        lo, hi = self._density.bracket(q)
-        if not (gap(lo) <= 0.0 <= gap(hi)):  # rounding at a panel edge: search all of [0, 1]
-            lo, hi = 0.0, 1.0
-        return float(brentq(gap, lo, hi, xtol=1e-300, rtol=1e-12))
+        return density_quantile(self._density, q)
 
     def interval(self, level: Any = 0.95, kind: str = "equal-tailed") -> tuple[float, float]:
         """A credible interval of posterior probability ``level``, inside [0, 1].
@@ -224,27 +212,43 @@ def posterior(
     yes: Any = None,
     n: Any = None,
     method: str = "auto",
-) -> Posterior:
+    counts: Any = None,
+    chains: int = 2,
+    draws: int = 1000,
+    warmup: int = 1000,
+    seed: int = 0,
+) -> Posterior | CategoricalPosterior:
     """The posterior distribution of the prevalence given randomized reports.
 
     Parameters
     ----------
-    design : a one-group binary design (``Warner``, ``ForcedResponse``, ``Crosswise``, ...)
-        or a two-group design (``UnrelatedUnknown``, ``CheaterDetection``,
-        ``StochasticLieDetector``).
-    data : the reports (0/1, or 0..3 for a two-group design) or a
-        :class:`~deniable.designs.Tally`; or give ``yes`` and ``n`` (one-group designs).
+    design : a one-group binary design (``Warner``, ``ForcedResponse``, ``Crosswise``, ...),
+        a two-group design (``UnrelatedUnknown``, ``CheaterDetection``,
+        ``StochasticLieDetector``) or a categorical design (``Categorical``, ``Kuk`` with
+        several draws: any one-group design with ``k`` true values).
+    data : the reports (0/1, 0..3 for a two-group design, 0..r-1 for a categorical design)
+        or a :class:`~deniable.designs.Tally`; or give ``yes`` and ``n`` (one-group binary
+        designs) or ``counts`` (categorical designs: one count per report value).
     prior : a :class:`Beta`, a pair ``(a, b)``, ``"uniform"`` (Beta(1, 1), the default) or
         ``"jeffreys"`` (Beta(1/2, 1/2)).  Under a two-group design it is the prior of the
         prevalence; the nuisance parameter is uniform on its range given the prevalence.
-    method : ``"exact"`` (the Beta mixture; one-group designs with at most
-        :data:`EXACT_MAX_N` reports), ``"numerical"`` (integration on [0, 1]) or ``"auto"``
-        (exact where it is offered).
+        Under a categorical design it is a Dirichlet prior of the ``k`` prevalences:
+        ``"uniform"`` (all ones), ``"jeffreys"`` (all 1/2) or a sequence of ``k`` numbers
+        > 0 (for ``k = 2``, a :class:`Beta` of ``pi_1`` is Dirichlet(b, a)).
+    method : ``"exact"`` (the Beta mixture of a one-group binary design with at most
+        :data:`EXACT_MAX_N` reports; the Dirichlet mixture of a categorical design while
+        ``n k (n + 1)^(k - 1)`` is at most :data:`CATEGORICAL_EXACT_MAX_WORK`),
+        ``"numerical"`` (integration on [0, 1]; binary and two-group designs), ``"nuts"``
+        (NumPyro's sampler; categorical designs, the ``bayes`` extra) or ``"auto"`` (exact
+        where it is offered, else numerical or NUTS).
+    chains, draws, warmup, seed : NUTS's chains (run one after another), kept draws and
+        warm-up draws per chain, and seed; used only when NUTS runs.
 
     Returns
     -------
-    Posterior
-        The posterior of the prevalence.
+    Posterior or CategoricalPosterior
+        The posterior of the prevalence (of each category's prevalence for a categorical
+        design).
 
     Notes
     -----
@@ -265,8 +269,35 @@ def posterior(
     >>> 0 <= lo < hi <= 1
     True
     """
-    prior = resolve_prior(prior)
     method = v.choice("method", method, POSTERIOR_METHODS)
+    sampler = {"chains": v.integer("chains", chains, minimum=1),
+               "draws": v.integer("draws", draws, minimum=10),
+               "warmup": v.integer("warmup", warmup, minimum=10),
+               "seed": v.integer("seed", seed, minimum=0, maximum=2**32 - 1)}  # fmt: skip
+    if _is_categorical(design):
+        if method == "numerical":
+            raise ParameterError(
+                "`method` must be 'auto', 'exact' or 'nuts' for a categorical design, got "
+                "'numerical': numerical integration is for one prevalence."
+            )
+        if yes is not None or n is not None:
+            raise ParameterError(
+                "`yes` and `n` are for binary designs: give a categorical design's reports in "
+                "`data` or its report counts in `counts`."
+            )
+        tally = _categorical_tally(design, data, counts)
+        return categorical_posterior(design, tally.counts, prior, method, **sampler)
+    if counts is not None:
+        raise ParameterError(
+            "`counts` is for categorical designs: give a binary design's reports in `data`, "
+            "or `yes` and `n`."
+        )
+    if method == "nuts":
+        raise ParameterError(
+            "`method` 'nuts' is for categorical designs, got a binary or two-group design: "
+            "its posterior is exact ('exact') or integrated ('numerical'), no sampler needed."
+        )
+    prior = resolve_prior(prior)
     if isinstance(design, TwoGroupDesign):
         if method == "exact":
             raise ParameterError(
@@ -278,13 +309,6 @@ def posterior(
         log_f = TwoGroupLogMarginal(design, ys, ns, prior.a, prior.b)
         density: _Density = GridDensity(log_f, prior.a, prior.b, log_f.centers)
         return Posterior(design, prior, tuple(ys), tuple(ns), density)
-    if not isinstance(design, BinaryDesign) and isinstance(design, Design):
-        raise ParameterTypeError(
-            "`design` must be a one-group binary design (Warner, ForcedResponse, ...) or a "
-            "two-group design (UnrelatedUnknown, CheaterDetection, StochasticLieDetector), "
-            f"got {type(design).__name__} {design!r}: the posterior of a categorical design is "
-            "not offered (collapse it to a yes/no question)."
-        )
     design = check_design(design)
     tally = _tally(design, data, yes, n)
     y, total = int(tally.counts[1]), int(tally.counts[0] + tally.counts[1])
@@ -297,8 +321,35 @@ def posterior(
     if method == "exact" or (method == "auto" and total <= EXACT_MAX_N):
         density = BetaMixture(y, total, p1, p0, prior.a, prior.b)
     else:
-        density = _binary_grid(y, total, p1, p0, prior)
+        density = binary_grid(y, total, p1, p0, prior.a, prior.b)
     return Posterior(design, prior, (y,), (total,), density)
+
+
+def _is_categorical(design: Any) -> bool:
+    """A one-group design that is not binary (k-ary, Kuk with several draws)."""
+    return (
+        isinstance(design, Design)
+        and not isinstance(design, BinaryDesign | TwoGroupDesign)
+        and design.n_groups == 1
+    )
+
+
+def _categorical_tally(design: Design, data: Any, counts: Any) -> Tally:
+    if data is not None and counts is not None:
+        raise ParameterError("give the reports in `data` or their counts in `counts`, not both.")
+    if counts is not None:
+        if isinstance(counts, Tally):
+            raise ParameterTypeError(
+                "`counts` must be a sequence of numbers: pass a Tally as `data`."
+            )
+        tally = Tally(counts)
+        if len(tally.counts) != design.n_reports:
+            raise ParameterError(
+                "`counts` must have one count per report value of the design "
+                f"({design.n_reports}), got {len(tally.counts)}."
+            )
+        return _tally(design, tally, None, None)
+    return _tally(design, data, None, None)
 
 
 def _tally(design: Design, data: Any, yes: Any, n: Any) -> Tally:
@@ -335,31 +386,3 @@ def _group_tally(yes: Any, n: Any) -> Tally:
         one = Tally.binary(y_g, n_g)
         counts += [int(one.counts[0]), int(one.counts[1])]
     return Tally(counts)
-
-
-class _BinaryLogDensity:
-    """The unnormalised log posterior of a binary design (a class, not a closure, so that a
-    :class:`Posterior` pickles)."""
-
-    def __init__(self, y: int, n: int, p1: float, p0: float, a: float, b: float) -> None:
-        self.y, self.n, self.p1, self.p0, self.a, self.b = y, n, p1, p0, a, b
-
-    def __call__(self, pi: Array) -> Array:
-        from scipy.special import xlogy
-
-        lam = np.clip(self.p0 + (self.p1 - self.p0) * pi, 0.0, 1.0)
-        out: Array = (
-            xlogy(self.a - 1, pi)
-            + xlogy(self.b - 1, 1 - pi)
-            + xlogy(self.y, lam)
-            + xlogy(self.n - self.y, 1 - lam)
-        )
-        return out
-
-
-def _binary_grid(y: int, n: int, p1: float, p0: float, prior: Beta) -> GridDensity:
-    log_f = _BinaryLogDensity(y, n, p1, p0, prior.a, prior.b)
-    lam_hat = (y + 0.5) / (n + 1.0)
-    center = float(np.clip((lam_hat - p0) / (p1 - p0), 0.0, 1.0))
-    scale = math.sqrt(lam_hat * (1 - lam_hat) / n) / abs(p1 - p0)
-    return GridDensity(log_f, prior.a, prior.b, [(center, max(scale, 1e-9))])

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["EXACT_MAX_N", "BetaMixture"]
+__all__ = ["EXACT_MAX_N", "BetaMixture", "density_quantile"]
 
 Array = npt.NDArray[np.float64]
 
@@ -71,6 +71,23 @@ class BetaMixture:
         self.alpha: Array = a + m[keep]
         self.beta: Array = b + n - m[keep]
 
+    @classmethod
+    def from_components(cls, log_weights: Array, alpha: Array, beta: Array) -> BetaMixture:
+        """``sum_m w_m Beta(alpha_m, beta_m)`` from its log weights (normalised here; the
+        components below ``1e-300`` of the largest are dropped, as above).  The marginals of
+        a Dirichlet mixture are such mixtures (:mod:`._bayes_dirichlet`)."""
+        from scipy.special import logsumexp
+
+        logw = np.asarray(log_weights, dtype=np.float64)
+        logw = logw - logsumexp(logw)
+        keep = logw > np.max(logw) - 690.0
+        out = cls.__new__(cls)
+        out.log_weights = logw[keep]
+        out.weights = np.exp(out.log_weights)
+        out.alpha = np.asarray(alpha, dtype=np.float64)[keep]
+        out.beta = np.asarray(beta, dtype=np.float64)[keep]
+        return out
+
     @property
     def components(self) -> int:
         """Number of Beta components kept."""
@@ -116,3 +133,22 @@ class BetaMixture:
         vals = betainc(self.alpha[:, None], self.beta[:, None], xs[None, :])
         out: Array = np.clip(self.weights @ vals, 0.0, 1.0)
         return out
+
+
+def density_quantile(density: Any, q: float) -> float:
+    """The ``q``-quantile (``q`` in [0, 1]) of a density on [0, 1] that gives ``cdf`` and
+    ``bracket`` (a :class:`BetaMixture` or a ``GridDensity``), by Brent's method."""
+    from scipy.optimize import brentq
+
+    if q <= 0.0:
+        return 0.0
+    if q >= 1.0:
+        return 1.0
+
+    def gap(x: float) -> float:
+        return float(density.cdf(x)[0]) - q
+
+    lo, hi = density.bracket(q)
+    if not (gap(lo) <= 0.0 <= gap(hi)):  # rounding at a panel edge: search all of [0, 1]
+        lo, hi = 0.0, 1.0
+    return float(brentq(gap, lo, hi, xtol=1e-300, rtol=1e-12))

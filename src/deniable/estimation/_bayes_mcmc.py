@@ -272,7 +272,7 @@ def bayes_logistic_rr(
         for j, label in enumerate(labels):
             out[f"u[{label}]"] = tau * z[:, :, j]
     diag = numpyro.diagnostics
-    r_hat = {n: _rhat(diag, d) for n, d in out.items()}
+    r_hat = {n: split_rhat(diag, d) for n, d in out.items()}
     ess = {n: float(diag.effective_sample_size(d)) for n, d in out.items()}
     divergences = int(np.sum(np.asarray(mcmc.get_extra_fields()["diverging"])))
     result = BayesLogisticRRResult(
@@ -280,6 +280,14 @@ def bayes_logistic_rr(
         design=design, formula=formula, groups=groups, group_labels=labels,
         prior_scale=prior_scale, nobs=len(md.y),
     )  # fmt: skip
+    warn_unconverged(r_hat, divergences, stacklevel=2)
+    return result
+
+
+def warn_unconverged(r_hat: dict[str, float], divergences: int, *, stacklevel: int = 2) -> None:
+    """Issue a :class:`SamplerWarning` when a transition diverged or some R-hat exceeds
+    :data:`RHAT_LIMIT` (or is not a number); ``stacklevel=2`` points it at the caller of
+    the function that calls this one."""
     worst = max(r_hat, key=lambda n: r_hat[n] if math.isfinite(r_hat[n]) else math.inf)
     if divergences or not r_hat[worst] <= RHAT_LIMIT:
         warnings.warn(
@@ -287,12 +295,12 @@ def bayes_logistic_rr(
             f"R-hat {r_hat[worst]:.4f} for {worst!r} (limit {RHAT_LIMIT}); run more "
             "`warmup`/`draws` or `chains`, or reparametrize, before trusting the summaries.",
             SamplerWarning,
-            stacklevel=2,
+            stacklevel=stacklevel + 1,
         )
-    return result
 
 
-def _rhat(diag: Any, d: Array) -> float:
+def split_rhat(diag: Any, d: Array) -> float:
+    """Split R-hat of draws of shape ``(chains, draws)`` (NumPyro's)."""
     if d.shape[0] < 2 and d.shape[1] < 4:  # pragma: no cover - draws >= 10 is enforced
         return math.nan
     return float(diag.split_gelman_rubin(d))

@@ -18,6 +18,7 @@ end piece, relative to the total mass: a bound on the quadrature error of any pr
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -25,7 +26,7 @@ import numpy.typing as npt
 
 from deniable.exceptions import DataError
 
-__all__ = ["DELTA", "GridDensity"]
+__all__ = ["DELTA", "GridDensity", "binary_grid"]
 
 Array = npt.NDArray[np.float64]
 
@@ -158,3 +159,32 @@ class GridDensity:
         nodes = (x - lo) / 2 * _X20 + (x + lo) / 2
         part = (x - lo) / 2 * float(np.exp(self._log_f(nodes) - self._shift) @ _W20)
         return float(self._cum[i] + part / self._z)
+
+
+class _BinaryLogDensity:
+    """The unnormalised log posterior of a binary design (a class, not a closure, so that a
+    posterior pickles)."""
+
+    def __init__(self, y: int, n: int, p1: float, p0: float, a: float, b: float) -> None:
+        self.y, self.n, self.p1, self.p0, self.a, self.b = y, n, p1, p0, a, b
+
+    def __call__(self, pi: Array) -> Array:
+        from scipy.special import xlogy
+
+        lam = np.clip(self.p0 + (self.p1 - self.p0) * pi, 0.0, 1.0)
+        out: Array = (
+            xlogy(self.a - 1, pi)
+            + xlogy(self.b - 1, 1 - pi)
+            + xlogy(self.y, lam)
+            + xlogy(self.n - self.y, 1 - lam)
+        )
+        return out
+
+
+def binary_grid(y: int, n: int, p1: float, p0: float, a: float, b: float) -> GridDensity:
+    """The posterior of a binary design with a Beta(a, b) prior, integrated numerically."""
+    log_f = _BinaryLogDensity(y, n, p1, p0, a, b)
+    lam_hat = (y + 0.5) / (n + 1.0)
+    center = float(np.clip((lam_hat - p0) / (p1 - p0), 0.0, 1.0))
+    scale = math.sqrt(lam_hat * (1 - lam_hat) / n) / abs(p1 - p0)
+    return GridDensity(log_f, a, b, [(center, max(scale, 1e-9))])
