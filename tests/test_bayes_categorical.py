@@ -175,6 +175,7 @@ def test_credible_intervals_are_calibrated_under_the_prior() -> None:
 # ------------------------------------------------------------------ NUTS
 
 
+@pytest.mark.jax  # NumPyro: its own pytest process (pyproject, scripts/test)
 def test_exact_and_nuts_agree_within_monte_carlo_error() -> None:
     """n = 60 reports, k = 3: the exact mixture against 2 chains x 500 NUTS draws (seed 1,
     which converges).  Each mean must be within 4 Monte Carlo SEs (sd / sqrt(ESS)) of the
@@ -197,6 +198,7 @@ def test_exact_and_nuts_agree_within_monte_carlo_error() -> None:
     json.dumps(data)
 
 
+@pytest.mark.jax  # NumPyro: its own pytest process (pyproject, scripts/test)
 def test_many_reports_go_to_nuts_and_a_short_run_warns() -> None:
     """Past CATEGORICAL_EXACT_MAX_WORK, method='auto' samples; ten draws cannot mix (R-hat
     above 1.01 with this seed): a SamplerWarning, and the table says so."""
