@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import pickle
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 from scipy import stats
 
 from deniable.designs import Tally
-from deniable.exceptions import DataError, ParameterError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles import DBitFlipMemo, DBitFlipPM, DBitFlipReports
 
 
@@ -208,3 +209,16 @@ def test_foreign_tallies_and_malformed_reports_are_refused() -> None:
         mech.tally(DBitFlipReports(np.array([[1, 1], [0, 2]]), good.bits))
     with pytest.raises(DataError, match=r"bucket ids in 0\.\.3"):
         mech.tally(DBitFlipReports(np.array([[1, 4], [0, 2]]), good.bits))
+
+
+def test_a_memo_survives_pickling_and_refuses_unhashable_devices() -> None:
+    memo = DBitFlipMemo(DBitFlipPM(1.0, k=8, b=4, d=2))
+    first = memo.report(["a", "b"], [0, 7], rng=1)
+    restored = pickle.loads(pickle.dumps(memo))  # a restart with the state kept
+    again = restored.report(["a", "b"], [1, 6], rng=2)
+    assert np.array_equal(again.bits, first.bits)
+    assert np.array_equal(again.buckets, first.buckets)
+    with pytest.raises(ParameterTypeError, match="`devices`"):
+        memo.report([["a"]], [0], rng=1)
+    with pytest.raises(ParameterTypeError, match="`devices`"):
+        memo.report("a", [0], rng=1)

@@ -64,6 +64,8 @@ __all__ = ["DBitFlipEstimate", "DBitFlipMemo", "DBitFlipPM", "DBitFlipReports"]
 
 _TWO53 = 1 << 53
 _SHIFT = np.uint64(11)
+_HALF = np.uint64(32)
+_LOW = np.uint64(0xFFFFFFFF)
 
 
 @dataclass(frozen=True)
@@ -195,9 +197,11 @@ class DBitFlipPM:
             perm = np.tile(np.arange(b, dtype=np.int64), (stop - start, 1))
             words = random_words(gen, (stop - start) * d).reshape(-1, d)
             for j in range(d):
-                # multiply-shift on the top 32 bits: an index in j..b-1 (b <= 2**16)
-                pick = j + ((words[:, j] >> np.uint64(32)) * np.uint64(b - j) >> np.uint64(32))
-                pick = pick.astype(np.int64)
+                # an index in j..b-1: floor(word (b - j) / 2**64), the high word of the
+                # product from its 32-bit halves (b <= 2**16), off uniform by < 2**-48
+                c = np.uint64(b - j)
+                high, low = words[:, j] >> _HALF, words[:, j] & _LOW
+                pick = j + ((high * c + ((low * c) >> _HALF)) >> _HALF).astype(np.int64)
                 chosen = perm[rows, pick]
                 perm[rows, pick] = perm[rows, j]
                 perm[rows, j] = chosen
@@ -315,6 +319,22 @@ class DBitFlipPM:
         return np.asarray(b * second / (n * d * (p - q) ** 2) - pi / n, dtype=np.float64)
 
 
+def device_keys(devices: Any) -> list[Hashable]:
+    """``devices`` as a list of hashable keys (integers, strings), or a clear error."""
+    if isinstance(devices, str | bytes):
+        raise ParameterTypeError("`devices` must be a sequence of device keys, got a string.")
+    try:
+        keys = list(devices)
+        for key in keys:
+            hash(key)
+    except TypeError:
+        raise ParameterTypeError(
+            "`devices` must be a sequence of hashable device keys (integers or strings), "
+            f"got {type(devices).__name__}."
+        ) from None
+    return keys
+
+
 class DBitFlipMemo:
     """The memoized dBitFlipPM of a fleet of devices (module docstring): each device's
     sampled buckets are drawn once, and its bits once per bucket value it has been in.
@@ -351,7 +371,7 @@ class DBitFlipMemo:
         """One day's reports of ``devices`` (distinct keys) whose values are ``values``."""
         mech = self._mechanism
         own = mech.bucket_of(values)
-        keys = list(devices)
+        keys = device_keys(devices)
         if len(keys) != own.size or len(set(keys)) != len(keys):
             raise DataError(
                 f"`devices` must hold {own.size} distinct device keys, one per value, got "

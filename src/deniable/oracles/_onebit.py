@@ -49,6 +49,7 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterTypeError
+from deniable.oracles._dbitflip import device_keys
 from deniable.oracles._numeric import DuchiMechanism
 from deniable.randomness import random_words, resolve_rng
 
@@ -175,7 +176,7 @@ class OneBitMeanMemo:
         """One day's bits of ``devices`` (distinct keys) whose values are ``values``."""
         mech = self._mechanism
         t = mech._unit(values)  # checked: numbers in [lower, upper], mapped to [-1, 1]
-        keys = list(devices)
+        keys = device_keys(devices)
         if len(keys) != t.size or len(set(keys)) != len(keys):
             raise DataError(
                 f"`devices` must hold {t.size} distinct device keys, one per value, got "
