@@ -51,7 +51,8 @@ from deniable.oracles._consistency import (
     maximum_likelihood,
     project_to_simplex,
 )
-from deniable.oracles._dbitflip import DBitFlipEstimate, DBitFlipMemo, DBitFlipPM, DBitFlipReports
+from deniable.oracles._dbitflip import DBitFlipEstimate, DBitFlipPM, DBitFlipReports
+from deniable.oracles._dbitflip_memo import DBitFlipMemo
 from deniable.oracles._files import (
     REPORTS_MAGIC,
     read_report_key,

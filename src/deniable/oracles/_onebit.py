@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterTypeError
-from deniable.oracles._dbitflip import device_keys
+from deniable.oracles._dbitflip_memo import device_keys
 from deniable.oracles._numeric import DuchiMechanism
 from deniable.randomness import random_words, resolve_rng
 
