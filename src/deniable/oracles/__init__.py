@@ -27,6 +27,10 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           :func:`make_oracle` builds one at an epsilon
 :func:`choose_oracle`       the oracle with the smallest exact variance for ``k``, eps, n
 :func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
+:class:`DBitFlipPM`         dBitFlipPM (Ding et al. 2017): bucket histograms collected every
+                          day, memoized per device by :class:`DBitFlipMemo` (its own tally)
+:class:`OneBitMean`         1BitMean (Duchi et al.'s bit on ``[0, m]``) with alpha-point
+                          rounding, memoized by :class:`OneBitMeanMemo`: daily means
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -47,6 +51,8 @@ from deniable.oracles._consistency import (
     maximum_likelihood,
     project_to_simplex,
 )
+from deniable.oracles._dbitflip import DBitFlipEstimate, DBitFlipPM, DBitFlipReports
+from deniable.oracles._dbitflip_memo import DBitFlipMemo
 from deniable.oracles._files import (
     REPORTS_MAGIC,
     read_report_key,
@@ -61,6 +67,7 @@ from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
 from deniable.oracles._numeric_base import MeanChannel
+from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
 from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
@@ -95,6 +102,10 @@ __all__ = [
     "REPORTS_MAGIC",
     "SUE",
     "ConsistentFrequencies",
+    "DBitFlipEstimate",
+    "DBitFlipMemo",
+    "DBitFlipPM",
+    "DBitFlipReports",
     "DuchiMechanism",
     "FrequencyEstimate",
     "FrequencyOracle",
@@ -103,6 +114,8 @@ __all__ = [
     "LinearOLH",
     "LocalHashing",
     "MeanChannel",
+    "OneBitMean",
+    "OneBitMeanMemo",
     "OracleChoice",
     "PiecewiseMechanism",
     "PostProcessingStudy",
