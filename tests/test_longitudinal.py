@@ -15,7 +15,8 @@ from scipy import stats
 
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms import InMemoryMemoStore
-from deniable.oracles import LGRR, LOSUE, LOUE, LSUE, make_oracle
+from deniable.oracles import LGRR, LOSUE, LOUE, LSUE, make_oracle, oracle_spec
+from deniable.randomness import ArrayWords
 
 CLASSES = (LGRR, LSUE, LOUE, LOSUE)
 
@@ -174,6 +175,21 @@ def test_longitudinal_epsilon_composes_rounds_and_values() -> None:
     assert o.longitudinal_epsilon() == o.epsilon
     assert o.longitudinal_epsilon(30, values=3) == pytest.approx(3 * o.epsilon)
     assert o.longitudinal_epsilon(0) == 0
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.name)
+def test_first_reports_take_their_words_report_by_report(cls: Any) -> None:
+    """Report i consumes words i w .. i w + w - 1 (w = words_per_report, as the spec
+    states), whatever the value: a batch equals its reports drawn one at a time."""
+    o = cls.from_epsilon(2.0, 70 if cls is not LGRR else 5, eps_1=1.0)
+    w = o.words_per_report
+    assert oracle_spec(o)["words_per_report"] == w
+    values = np.array([0, 4, 2, 4, 1, 3])
+    words = np.random.default_rng(4).integers(0, 2**64, size=w * values.size, dtype=np.uint64)
+    batch = o.randomize(values, rng=ArrayWords(words))
+    for i, x in enumerate(values):
+        one = o.randomize([x], rng=ArrayWords(words[i * w : (i + 1) * w]))
+        np.testing.assert_array_equal(one[0], batch[i])
 
 
 # --- memoization -----------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from deniable.designs import Categorical, mechanism_key
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 from deniable.oracles._base import FrequencyOracle, check_k, open_probability
 from deniable.oracles._rappor_client import _MemoStore
-from deniable.randomness import resolve_rng
+from deniable.randomness import random_words, resolve_rng, uniform_below
 
 __all__ = ["LGRR", "LongitudinalOracle"]
 
@@ -120,8 +120,9 @@ class LongitudinalOracle(FrequencyOracle):
         """Non-negative int64 memo reports a PRR is kept in."""
 
     @abstractmethod
-    def _prr(self, x: npt.NDArray[np.integer[Any]], gen: Any) -> npt.NDArray[Any]:
-        """Fresh PRRs of the values ``x``."""
+    def _first(self, x: npt.NDArray[np.integer[Any]], gen: Any) -> npt.NDArray[Any]:
+        """First reports of the values ``x``: a fresh PRR and IRR each, the words taken
+        report by report (the PRR's, then the IRR's: ``words_per_report`` in all)."""
 
     @abstractmethod
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
@@ -221,7 +222,7 @@ class LongitudinalOracle(FrequencyOracle):
         if memo is None:
             if devices is not None:
                 raise ParameterError("`devices` needs `memo` (where the devices' PRRs are kept).")
-            return self._irr(self._prr(x, gen), gen)
+            return self._first(x, gen)
         if not isinstance(memo, _MemoStore):
             raise ParameterTypeError(
                 "`memo` must be a MemoStore (e.g. deniable.mechanisms.InMemoryMemoStore()), "
@@ -273,9 +274,9 @@ class LGRR(LongitudinalOracle):
 
     ``p1`` (``p2``) is the probability that the PRR (IRR) reports its input; another value
     is reported with ``q = (1 - p) / (k - 1)``.  Each round is the design
-    :class:`~deniable.designs.Categorical` with ``p_truthful = (k p - 1) / (k - 1)`` (two
-    words a round), and every number stated is of those designs.  A report is the value
-    ``0..k-1`` it supports.
+    :class:`~deniable.designs.Categorical` with ``p_truthful = (k p - 1) / (k - 1)``, drawn
+    as it draws (a keep word and a category word a round), and every number stated is of
+    those designs.  A report is the value ``0..k-1`` it supports.
 
     * ``epsilon = ln(p1 / q1)`` (the PRR's);
     * ``epsilon_1 = ln(p_s / q_s)``, ``p_s = p1 p2 + (k - 1) q1 q2``, ``q_s = (1 - p_s) /
@@ -370,16 +371,31 @@ class LGRR(LongitudinalOracle):
     def _chunks(self) -> int:
         return 1
 
-    def _prr(self, x: npt.NDArray[np.integer[Any]], gen: Any) -> npt.NDArray[Any]:
-        return self._designs[0].randomize(x, rng=gen)
+    def _round(
+        self, x: npt.NDArray[Any], keep_words: npt.NDArray[np.uint64],
+        category_words: npt.NDArray[np.uint64], stage: int,
+    ) -> npt.NDArray[np.int64]:  # fmt: skip
+        """k-ary RR as the design ``Categorical`` draws it (``keep-or-forced/1``): keep
+        ``x`` when ``keep_word >> 11 < keep``, else the uniform category of the other word."""
+        keep = np.uint64(self._designs[stage].thresholds()[0])
+        kept = (keep_words >> np.uint64(11)) < keep
+        forced = uniform_below(category_words, self.k).astype(np.int64)
+        return np.where(kept, x.astype(np.int64), forced)
+
+    def _first(self, x: npt.NDArray[np.integer[Any]], gen: Any) -> npt.NDArray[Any]:
+        words = random_words(gen, 4 * x.size).reshape(x.size, 4)
+        prr = self._round(x, words[:, 0], words[:, 1], 0)
+        return self._round(prr, words[:, 2], words[:, 3], 1)
 
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
-        return self._designs[1].randomize(prr, rng=gen)
+        words = random_words(gen, 2 * prr.shape[0]).reshape(-1, 2)
+        return self._round(prr, words[:, 0], words[:, 1], 1)
 
     def _prr_chunk(self, value: int, n: int, chunk: int, gen: Any) -> npt.NDArray[np.int64]:
         if not n:
             return np.zeros(0, dtype=np.int64)
-        return self._prr(np.full(n, value), gen).astype(np.int64)
+        words = random_words(gen, 2 * n).reshape(n, 2)
+        return self._round(np.full(n, value), words[:, 0], words[:, 1], 0)
 
     def _from_chunks(self, chunks: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
         return chunks[:, 0]

@@ -31,8 +31,9 @@ below ``ln((2 e^eps_inf + 1) / 3)``.
 **The randomizer.**  Bit ``j`` of a round is set when ``w >> 11 < t``, ``w`` a 64-bit word,
 ``t = round(p 2**53)``: each probability is realised as ``t / 2**53`` and every number stated
 is of those (:attr:`~LongitudinalUnary.probabilities`); :meth:`from_epsilon` fits them so that
-both epsilons are at most the request.  A round consumes ``k`` words (a report without a
-memo ``2 k``).  A report is ``ceil(k / 8)`` bytes, bit ``j`` at bit ``j % 8`` of byte ``j //
+both epsilons are at most the request.  A round consumes ``k`` words, one a bit; a first
+report (no memo) ``2 k``, report by report: words ``0..k-1`` the PRR's bits, ``k..2k-1`` the
+IRR's.  A report is ``ceil(k / 8)`` bytes, bit ``j`` at bit ``j % 8`` of byte ``j //
 8``, as SUE's and OUE's; a kept PRR is ``ceil(k / 56)`` memo reports of 56 bits.
 """
 
@@ -138,23 +139,28 @@ class LongitudinalUnary(LongitudinalOracle):
         words = random_words(gen, thresholds.size).reshape(thresholds.shape)
         return np.asarray((words >> _ELEVEN) < thresholds)
 
-    def _blocks(self, n: int) -> list[tuple[int, int]]:
-        block = max(1, _BLOCK_WORDS // self.k)
+    def _blocks(self, n: int, rounds: int) -> list[tuple[int, int]]:
+        block = max(1, _BLOCK_WORDS // (rounds * self.k))
         return [(s, min(s + block, n)) for s in range(0, n, block)]
 
-    def _prr(self, x: npt.NDArray[np.integer[Any]], gen: Any) -> npt.NDArray[Any]:
-        t_p1, t_q1, _, _ = self._thresholds
-        out = np.empty((x.size, self.k), dtype=np.bool_)
-        for start, stop in self._blocks(x.size):
-            thr = np.full((stop - start, self.k), t_q1, dtype=np.uint64)
-            thr[np.arange(stop - start), x[start:stop]] = t_p1
-            out[start:stop] = self._draw(thr, gen)
+    def _first(self, x: npt.NDArray[np.integer[Any]], gen: Any) -> npt.NDArray[Any]:
+        t_p1, t_q1, t_p2, t_q2 = (np.uint64(t) for t in self._thresholds)
+        k = self.k
+        out = np.empty((x.size, (k + 7) // 8), dtype=np.uint8)
+        for start, stop in self._blocks(x.size, 2):
+            m = stop - start
+            u = random_words(gen, 2 * m * k).reshape(m, 2, k) >> _ELEVEN
+            thr = np.full((m, k), t_q1, dtype=np.uint64)
+            thr[np.arange(m), x[start:stop]] = t_p1
+            prr = u[:, 0] < thr  # words 0..k-1 of a report: the PRR's bits
+            irr = u[:, 1] < np.where(prr, t_p2, t_q2)  # words k..2k-1: the IRR's
+            out[start:stop] = np.packbits(irr, axis=1, bitorder="little")
         return out
 
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
         _, _, t_p2, t_q2 = self._thresholds
         out = np.empty((prr.shape[0], (self.k + 7) // 8), dtype=np.uint8)
-        for start, stop in self._blocks(prr.shape[0]):
+        for start, stop in self._blocks(prr.shape[0], 1):
             thr = np.where(prr[start:stop], np.uint64(t_p2), np.uint64(t_q2))
             bits = self._draw(thr, gen)
             out[start:stop] = np.packbits(bits, axis=1, bitorder="little")
