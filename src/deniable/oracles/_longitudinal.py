@@ -283,7 +283,7 @@ class LGRR(LongitudinalOracle):
       (k - 1)``: the composed channel is k-ary RR with ``p_s - q_s = (p1 - q1)(p2 - q2)``;
     * ``epsilon_irr = ln(p2 / q2)``.
 
-    :meth:`from_epsilon` takes ``p1 = e^eps_inf / (e^eps_inf + k - 1)`` (Arcolezi et al.
+    ``from_epsilon`` takes ``p1 = e^eps_inf / (e^eps_inf + k - 1)`` (Arcolezi et al.
     2022) and solves the composed channel exactly: ``p2 - q2 = D / (p1 - q1)`` with ``D =
     (e^eps_1 - 1) / (e^eps_1 + k - 1)``.  (The paper's closed form for ``p2`` solves ``p1 p2
     + q1 q2 = e^eps_1 (p1 q2 + q1 p2)``, which leaves out the ``k - 2`` paths through a third

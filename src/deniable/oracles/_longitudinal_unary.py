@@ -13,7 +13,7 @@ The value ``x`` is one-hot encoded as ``k`` bits.  The PRR sets bit ``x`` with p
   in all ``k`` bits.
 
 =======  ==========================  ==========================  ============================
-oracle   PRR                         IRR                         :meth:`from_epsilon`
+oracle   PRR                         IRR                         ``from_epsilon``
 =======  ==========================  ==========================  ============================
 L-SUE    SUE: ``q1 = 1 - p1``        SUE: ``q2 = 1 - p2``        ``p1 = e^(e/2) / (e^(e/2)
                                                                  + 1)``, ``p_s`` the same at
@@ -30,7 +30,7 @@ below ``ln((2 e^eps_inf + 1) / 3)``.
 
 **The randomizer.**  Bit ``j`` of a round is set when ``w >> 11 < t``, ``w`` a 64-bit word,
 ``t = round(p 2**53)``: each probability is realised as ``t / 2**53`` and every number stated
-is of those (:attr:`~LongitudinalUnary.probabilities`); :meth:`from_epsilon` fits them so that
+is of those (``probabilities``); ``from_epsilon`` fits them so that
 both epsilons are at most the request.  A round consumes ``k`` words, one a bit; a first
 report (no memo) ``2 k``, report by report: words ``0..k-1`` the PRR's bits, ``k..2k-1`` the
 IRR's.  A report is ``ceil(k / 8)`` bytes, bit ``j`` at bit ``j % 8`` of byte ``j //
