@@ -62,7 +62,8 @@ from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
-from deniable.oracles._longitudinal import LGRR, LongitudinalOracle
+from deniable.oracles._longitudinal import LongitudinalOracle
+from deniable.oracles._longitudinal_grr import LGRR
 from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE, LongitudinalUnary
 from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
 from deniable.oracles._numeric_base import MeanChannel

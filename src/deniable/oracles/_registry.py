@@ -20,7 +20,7 @@ from deniable.designs import Categorical
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
 from deniable.oracles._linear_hashing import LinearOLH
-from deniable.oracles._longitudinal import LGRR
+from deniable.oracles._longitudinal_grr import LGRR
 from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
