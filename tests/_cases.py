@@ -54,6 +54,10 @@ from deniable.mechanisms import (
 from deniable.oracles import (
     BLH,
     GRR,
+    LGRR,
+    LOSUE,
+    LOUE,
+    LSUE,
     OLH,
     OUE,
     SUE,
@@ -242,6 +246,16 @@ ORACLES: dict[str, list[Callable[[], Any]]] = {
         lambda: SubsetSelection.from_epsilon(0.5, k=300),
     ],
     "grr": [lambda: GRR.from_epsilon(1.0, k=128)],  # (a dense k x k epsilon check: O(k^3))
+    # longitudinal (first reports, no memo): eps_1 above eps_inf / 2, so that the audit
+    # refutes half the stated epsilon; a k that is not a power of two and one above 56
+    # (two memo chunks of a unary PRR)
+    "l-grr": [lambda: LGRR.from_epsilon(2.0, 6, eps_1=1.5), lambda: LGRR(k=3, p1=0.8, p2=0.9)],
+    "l-sue": [
+        lambda: LSUE.from_epsilon(2.0, 5, eps_1=1.5),
+        lambda: LSUE(k=70, p1=0.875, p2=0.9375),
+    ],
+    "l-oue": [lambda: LOUE.from_epsilon(2.0, 4, eps_1=1.5)],
+    "l-osue": [lambda: LOSUE.from_epsilon(3.0, 9, eps_1=2.0)],
 }
 
 #: Mechanisms of deniable.oracles that are not frequency oracles of values 0..k-1: a

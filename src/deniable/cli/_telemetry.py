@@ -29,7 +29,10 @@ __all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
 #: The mechanisms ``simulate`` takes, by their ``--mechanism`` name: the library's registry
 #: (``deniable.oracles.FREQUENCY_ORACLES``, written out here so that ``--help`` imports none
 #: of the library; a test keeps the two equal).
-MECHANISMS = ("grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset")
+MECHANISMS = (
+    "grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset",
+    "l-grr", "l-sue", "l-oue", "l-osue",
+)  # fmt: skip
 #: Devices randomized and written at once by ``simulate`` (fewer for large reports).
 _BATCH = 1 << 18
 #: Bytes of reports ``simulate`` randomizes at once.

@@ -20,6 +20,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           transform, O(n g + k log k)
 :class:`HadamardResponse`   a Hadamard row and one randomized bit
 :class:`SubsetSelection`    a random subset of about ``k / (e^eps + 1)`` values
+:class:`LGRR`, :class:`LSUE`  two-round memoized longitudinal oracles (L-GRR, L-SUE,
+:class:`LOUE`, :class:`LOSUE`  L-OUE, L-OSUE): a permanent response kept per device and
+                          value, a fresh instantaneous one every report
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
                           (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``)
 :data:`FREQUENCY_ORACLES`   every oracle of ``k`` values by its name (``--mechanism``), one
@@ -65,6 +68,9 @@ from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
+from deniable.oracles._longitudinal import LongitudinalOracle
+from deniable.oracles._longitudinal_grr import LGRR
+from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE, LongitudinalUnary
 from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
 from deniable.oracles._numeric_base import MeanChannel
 from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
@@ -94,6 +100,10 @@ __all__ = [
     "CRITERION",
     "FREQUENCY_ORACLES",
     "GRR",
+    "LGRR",
+    "LOSUE",
+    "LOUE",
+    "LSUE",
     "METHODS",
     "OLH",
     "ORACLE_SPEC_SCHEMA",
@@ -113,6 +123,8 @@ __all__ = [
     "Histogram",
     "LinearOLH",
     "LocalHashing",
+    "LongitudinalOracle",
+    "LongitudinalUnary",
     "MeanChannel",
     "OneBitMean",
     "OneBitMeanMemo",

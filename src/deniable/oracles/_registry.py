@@ -20,6 +20,8 @@ from deniable.designs import Categorical
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
 from deniable.oracles._linear_hashing import LinearOLH
+from deniable.oracles._longitudinal_grr import LGRR
+from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
 
@@ -27,7 +29,9 @@ __all__ = ["FREQUENCY_ORACLES", "make_oracle"]
 
 #: Every frequency oracle of ``k`` values, by its ``--mechanism`` name, in the order of the
 #: documentation (read-only: one registry shared by every thread).  Each class has
-#: ``from_epsilon(epsilon, k)``, the variance-optimal parameters at ``epsilon``.
+#: ``from_epsilon(epsilon, k)``, the variance-optimal parameters at ``epsilon`` (the
+#: longitudinal oracles ``l-*``: ``epsilon`` is the bound over all reports of a value, and
+#: the first report's is ``epsilon / 2`` unless ``eps_1=`` is given).
 FREQUENCY_ORACLES: Mapping[str, type[Any]] = MappingProxyType(
     {
         "grr": Categorical,
@@ -38,6 +42,10 @@ FREQUENCY_ORACLES: Mapping[str, type[Any]] = MappingProxyType(
         "olh-linear": LinearOLH,
         "hadamard": HadamardResponse,
         "subset": SubsetSelection,
+        "l-grr": LGRR,
+        "l-sue": LSUE,
+        "l-oue": LOUE,
+        "l-osue": LOSUE,
     }
 )
 

@@ -50,6 +50,8 @@ _REPORTS = {
     "local-hashing/1": "hash-bucket",
     "linear-local-hashing/1": "linear-hash",
     "hadamard-response/1": "row-bit",
+    "longitudinal-grr/1": "value",
+    "longitudinal-unary/1": "packed-bits",
 }
 
 #: The hash family of local hashing; its seeds are the first two words of each report.
