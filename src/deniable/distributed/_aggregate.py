@@ -38,7 +38,7 @@ from deniable.distributed._sources import (
     require_dask,
     resolve_mechanism,
 )
-from deniable.distributed._tables import BATCH_BYTES, Progress, record
+from deniable.distributed._tables import BATCH_BYTES, Progress, record, two_dimensional
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = ["DEFAULT_BATCH", "LOCAL_WORKERS", "aggregate"]
@@ -192,6 +192,8 @@ def _tally_csv_stream(
 
 
 def _tally(oracle: Any, reports: Any, where: str) -> Tally:
+    if reports.ndim == 1 and two_dimensional(oracle):  # one column of one-byte bit vectors
+        reports = reports.reshape(-1, 1)
     try:
         out: Tally = oracle.tally(reports)
     except DeniableError as exc:
@@ -264,7 +266,8 @@ def _tasks(
 
 def _tally_none(oracle: Any) -> Tally:
     dtype, width = record(oracle)
-    out: Tally = oracle.tally(np.empty((0, width) if width > 1 else 0, dtype=dtype))
+    shape = (0, width) if two_dimensional(oracle) else 0
+    out: Tally = oracle.tally(np.empty(shape, dtype=dtype))
     return out
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "TABLE_FORMATS",
     "report_columns",
     "table_format",
+    "two_dimensional",
     "write_report_table",
 ]
 
@@ -57,6 +58,13 @@ def record(oracle: Any) -> tuple[np.dtype[Any], int]:
     sample = np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0))
     width = int(np.prod(sample.shape[1:], dtype=np.int64)) if sample.ndim > 1 else 1
     return sample.dtype.newbyteorder("="), width
+
+
+def two_dimensional(oracle: Any) -> bool:
+    """Whether ``oracle``'s reports are rows of a 2-D array (a unary oracle's packed bits
+    are, even when one byte holds them: k <= 8), so a one-column table is read back as
+    ``(m, 1)``, not ``(m,)``."""
+    return bool(np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0)).ndim > 1)
 
 
 def report_columns(oracle: Any) -> tuple[str, ...]:

@@ -65,8 +65,10 @@ BATCH_BYTES = 1 << 27
 Progress = Callable[[int, int], object]
 
 
-def _record(oracle: Any) -> tuple[np.dtype[Any], int]:
-    """The little-endian dtype of one report item and the items per report."""
+def _record(oracle: Any) -> tuple[np.dtype[Any], int, bool]:
+    """The little-endian dtype of one report item, the items per report, and whether the
+    oracle's reports are rows of a 2-D array (a unary oracle's packed bits are, even when
+    one byte holds them: k <= 8)."""
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`oracle` must be a frequency oracle (randomize and tally), got "
@@ -75,7 +77,7 @@ def _record(oracle: Any) -> tuple[np.dtype[Any], int]:
     zero = np.zeros(1, dtype=np.int64)
     sample = np.asarray(oracle.randomize(zero, rng=np.random.default_rng(0)))
     width = int(np.prod(sample.shape[1:], dtype=np.int64)) if sample.ndim > 1 else 1
-    return sample.dtype.newbyteorder("<"), width
+    return sample.dtype.newbyteorder("<"), width, sample.ndim > 1
 
 
 def _check(oracle: Any, reports: npt.NDArray[Any]) -> None:
@@ -112,7 +114,7 @@ def write_report_batches(
     in all raise :class:`~deniable.exceptions.DataError` and leave no file.
     ``progress(done, n)`` is called after each batch."""
     total = v.integer("n", n, minimum=0)
-    dtype, width = _record(oracle)
+    dtype, width, _ = _record(oracle)
     key = str(oracle.key).encode("utf-8")
     dt = dtype.str.encode("ascii")
     head = (
@@ -190,7 +192,7 @@ def tally_file(
     before counting anything."""
     size = v.integer("batch", batch, minimum=1)
     name = os.fspath(path)
-    dtype, width = _record(oracle)
+    dtype, width, rows = _record(oracle)
     with open(name, "rb") as fh:
         key, file_dtype, file_width, n, start = _header(fh, name)
         if key != oracle.key:
@@ -221,14 +223,14 @@ def tally_file(
             chunk = np.fromfile(fh, dtype=dtype, count=m * width)
             if chunk.size != m * width:  # pragma: no cover - the file shrank while read
                 raise DataError(f"report file {name!r} ended early while it was read.")
-            reports = chunk.reshape(m, width) if width > 1 else chunk
+            reports = chunk.reshape(m, width) if rows else chunk
             part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
             total = part if total is None else total + part
             done += m
             if progress is not None:
                 progress(done, n)
     if total is None:
-        total = oracle.tally(np.empty((0, width) if width > 1 else 0, dtype=dtype))
+        total = oracle.tally(np.empty((0, width) if rows else 0, dtype=dtype))
     return total
 
 
