@@ -62,7 +62,6 @@ from deniable.service.storage.ledger_steps import (
     ledger_write_ctes,
     ledger_write_params,
     lock_respondents,
-    question_records,
     require_unit,
     unit_of,
     write_records,
@@ -75,7 +74,7 @@ from deniable.service.storage.surveys import (
     respondent_key,
     survey_stamp,
 )
-from deniable.service.storage.tables import reports, respondents, surveys
+from deniable.service.storage.tables import ledger_question, reports, respondents, surveys
 from deniable.survey import Survey
 
 __all__ = [
@@ -136,10 +135,19 @@ _ANSWERED = sa.select(_r.question_id, _r.report).where(
 )
 
 
-#: The survey's stamp and the unit of the ledger's totals, in one statement.
-_STAMP_AND_UNIT = sa.select(*STAMP.selected_columns, *UNIT_COLUMNS).where(
-    surveys.c.id == sa.bindparam("sid")
-)
+@per_dialect
+def _stamp_unit_records(postgres: bool) -> Any:
+    """The survey's stamp, the unit of the ledger's totals and the question rows of the
+    names ``names``, in one statement: a row per question row found (its columns NULL in
+    the one row when none is)."""
+    lq = ledger_question.c
+    on = member(lq.name, "names", postgres)
+    return (
+        sa.select(*STAMP.selected_columns, *UNIT_COLUMNS, lq.name, lq.epsilon, lq.memoized,
+                  lq.charges)
+        .select_from(surveys.outerjoin(ledger_question, on))
+        .where(surveys.c.id == sa.bindparam("sid"))
+    )  # fmt: skip
 
 
 @per_dialect
@@ -332,20 +340,26 @@ def _store(
     """Decide and write the items in ``conn``'s write transaction (see the module)."""
     sid = survey.id
     postgres = is_postgres(conn)
-    row = conn.execute(_STAMP_AND_UNIT, {"sid": sid}).first()
-    if row is None or survey_stamp(row) != stamp:
+    qids, qpos = shape.qids, shape.qpos
+    used = sorted(set(qix.tolist()))
+    names = {j: ledger_question_name(sid, qids[j]) for j in used}
+    # the stamp, the unit and the question rows (not locked: writers add their charges)
+    rows = conn.execute(
+        _stamp_unit_records(conn), {"sid": sid, "names": listed(postgres, names.values())}
+    ).all()
+    if not rows or survey_stamp(rows[0]) != stamp:
         raise _Stale
     # the ledger's totals are pure epsilon (the service prices so): never add them to rho
-    require_unit(conn, PURE_EPSILON.unit, unit_of(row[3], row[4]))
+    require_unit(conn, PURE_EPSILON.unit, unit_of(rows[0][3], rows[0][4]))
+    records: dict[str, QuestionRecord | None] = dict.fromkeys(names.values())
+    for name, eps, memoized, charges in (row[5:] for row in rows):
+        if name is not None and eps is not None:
+            records[name] = QuestionRecord(name, float(eps), bool(memoized), int(charges))
+    before = {j: records[name] for j, name in names.items()}
     # a two-group question's report must carry the respondent's drawn group (groups.py)
     check_groups(conn, survey, rid, qix, rep, single=single)
     who: Ranked = ranked(rid)
     id_list = who.ids.tolist()
-    qids, qpos = shape.qids, shape.qpos
-    used = sorted(set(qix.tolist()))
-    names = {j: ledger_question_name(sid, qids[j]) for j in used}
-    records = question_records(conn, list(names.values()), lock=False)
-    before = {j: records[name] for j, name in names.items()}
     enc = [respondent_key(sid, i) for i in id_list]
     spent, new = lock_respondents(conn, enc)
     # which ids are respondents, and the reports they stored before for these questions:
