@@ -15,11 +15,13 @@ the same report again is a ``"duplicate"`` (nothing spent again), a different on
 A respondent's key in the ledger is ``f"{survey_id}:{respondent_id}"``, a question's name
 ``f"{survey_id}/{question_id}"``; the stored report is the record of the charge (no
 ``ledger_charged`` row).  The statements are SQLAlchemy Core, built once per dialect: a
-transaction reads the survey's stamp with the ledger's unit (one statement), the question
-records, the respondents' rows (locked), then which of the ids are respondents together
+transaction reads the survey's stamp with the ledger's unit and the question records (one
+statement), the respondents' rows (locked), then which of the ids are respondents together
 with the reports they stored for the batch's questions (one statement, after the lock: a
-report a concurrent transaction committed is seen), and writes the reports (one statement
-of arrays on PostgreSQL), the totals (one upsert on SQLite) and the question records.
+report a concurrent transaction committed is seen), and writes the reports, the totals and
+the question records: on PostgreSQL in one statement of arrays (the ledger's writes as
+CTEs of the reports' insert), on SQLite in three.  A PostgreSQL group transaction thus
+sends 5 statements (``tests/service/test_store_pg_writes.py`` counts them).
 """
 
 from __future__ import annotations
