@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +47,14 @@ from deniable.accounting import (
 )
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
-from deniable.service.storage._sql import Rollback, array, listed, member, per_dialect, retrying
+from deniable.service.storage._sql import Rollback, listed, retrying
+from deniable.service.storage._submit_sql import (
+    report_params,
+    respondents_and_reports,
+    stamp_unit_records,
+    write_all,
+    write_reports,
+)
 from deniable.service.storage.db import (
     checkpoint,
     is_busy,
@@ -59,9 +64,7 @@ from deniable.service.storage.db import (
 )
 from deniable.service.storage.groups import check_groups
 from deniable.service.storage.ledger_steps import (
-    UNIT_COLUMNS,
     ledger_history,
-    ledger_write_ctes,
     ledger_write_params,
     lock_respondents,
     require_unit,
@@ -70,13 +73,12 @@ from deniable.service.storage.ledger_steps import (
     write_spent,
 )
 from deniable.service.storage.surveys import (
-    STAMP,
     Stamp,
     SurveyStore,
     respondent_key,
     survey_stamp,
 )
-from deniable.service.storage.tables import ledger_question, reports, respondents, surveys
+from deniable.service.storage.tables import reports
 from deniable.survey import Survey
 
 __all__ = [
@@ -135,91 +137,6 @@ _r = reports.c
 _ANSWERED = sa.select(_r.question_id, _r.report).where(
     _r.survey_id == sa.bindparam("sid"), _r.respondent_id == sa.bindparam("rid")
 )
-
-
-@per_dialect
-def _stamp_unit_records(postgres: bool) -> Any:
-    """The survey's stamp, the unit of the ledger's totals and the question rows of the
-    names ``names``, in one statement: a row per question row found (its columns NULL in
-    the one row when none is)."""
-    lq = ledger_question.c
-    on = member(lq.name, "names", postgres)
-    return (
-        sa.select(*STAMP.selected_columns, *UNIT_COLUMNS, lq.name, lq.epsilon, lq.memoized,
-                  lq.charges)
-        .select_from(surveys.outerjoin(ledger_question, on))
-        .where(surveys.c.id == sa.bindparam("sid"))
-    )  # fmt: skip
-
-
-@per_dialect
-def _respondents_and_reports(postgres: bool) -> Any:
-    """Which of the ids ``ids`` are respondents of survey ``sid``, each with the reports it
-    stored for the questions ``qids`` (a row per report; one with a NULL question for a
-    respondent without any).  Driven by the list of ids (a primary-key look-up each: on
-    PostgreSQL from the unnested array, whatever the statistics of a table last analyzed
-    when it was small say)."""
-    r = respondents.c
-    on = sa.and_(
-        _r.survey_id == r.survey_id,
-        _r.respondent_id == r.id,
-        member(_r.question_id, "qids", postgres),
-    )
-    if not postgres:
-        return (
-            sa.select(r.id, _r.question_id, _r.report)
-            .select_from(respondents.outerjoin(reports, on))
-            .where(r.survey_id == sa.bindparam("sid"), member(r.id, "ids", postgres, sa.Integer))
-        )
-    ids = sa.func.unnest(array("ids", sa.Integer)).table_valued("id").render_derived(name="u")
-    found = ids.join(respondents, sa.and_(r.id == ids.c.id, r.survey_id == sa.bindparam("sid")))
-    return sa.select(r.id, _r.question_id, _r.report).select_from(found.outerjoin(reports, on))
-
-
-@per_dialect
-def _insert_reports(postgres: bool) -> Any:
-    """New reports in one statement, with the survey ``sid`` and the time ``now``: on
-    PostgreSQL from arrays (``r``, ``qid``, ``v``) read with ``unnest``; on SQLite from one
-    JSON array of ``[r, qid, v]`` triples (``rows``) read with ``json_each``.  One bound
-    value, not one parameter set per report: SQLAlchemy compiles the parameters of every
-    set of an ``executemany``, which cost as much as the insert itself (a batch of 10,000
-    reports took twice as long)."""
-    r: Any
-    qid: Any
-    v: Any
-    if postgres:
-        u = (
-            sa.func.unnest(array("r", sa.Integer), array("qid", sa.Text), array("v", sa.Integer))
-            .table_valued("r", "qid", "v")
-            .render_derived(name="u")
-        )
-        r, qid, v = u.c.r, u.c.qid, u.c.v
-    else:
-        each = sa.func.json_each(sa.bindparam("rows", type_=sa.Text)).table_valued("value")
-        r, qid, v = (sa.func.json_extract(each.c.value, f"$[{i}]") for i in range(3))
-    return sa.insert(reports).from_select(
-        ["survey_id", "respondent_id", "question_id", "report", "received_at"],
-        sa.select(
-            sa.bindparam("sid", type_=reports.c.survey_id.type),
-            r,
-            qid,
-            v,
-            sa.bindparam("now", type_=reports.c.received_at.type),
-        ),
-    )
-
-
-_WRITE_ALL: list[Any] = []
-
-
-def _write_all(conn: Connection) -> Any:
-    """PostgreSQL: the reports' insert with the ledger's writes attached as CTEs
-    (:func:`~deniable.service.storage.ledger_steps.ledger_write_ctes`), one round trip
-    instead of three; the CTEs act on rows this transaction has locked, disjoint from each
-    other (the totals of the paid keys, the lock rows of the unpaid new ones)."""
-    if not _WRITE_ALL:
-        _WRITE_ALL.append(_insert_reports(conn).add_cte(*ledger_write_ctes(conn)))
-    return _WRITE_ALL[0]
 
 
 class SubmissionStore(SurveyStore):
@@ -347,7 +264,7 @@ def _store(
     names = {j: ledger_question_name(sid, qids[j]) for j in used}
     # the stamp, the unit and the question rows (not locked: writers add their charges)
     rows = conn.execute(
-        _stamp_unit_records(conn), {"sid": sid, "names": listed(postgres, names.values())}
+        stamp_unit_records(conn), {"sid": sid, "names": listed(postgres, names.values())}
     ).all()
     if not rows or survey_stamp(rows[0]) != stamp:
         raise _Stale
@@ -375,7 +292,7 @@ def _store(
     }  # (on PostgreSQL the ids are an array either way)
     have: set[int] = set()
     done: dict[tuple[int, int], int] = {}
-    for i, qid, v in conn.execute(_respondents_and_reports(conn), params):
+    for i, qid, v in conn.execute(respondents_and_reports(conn), params):
         have.add(int(i))
         if qid is not None:
             done[(int(i), qpos.get(qid, -1))] = int(v)
@@ -401,9 +318,9 @@ def _store(
             added.append(dataclasses.replace(rec, charges=rec.charges - prior))
     if postgres:  # the reports, the totals and the question rows: one statement
         params = ledger_write_params(enc, paid, decision.spent[paid], new, added)
-        conn.execute(_write_all(conn), {**params, **_report_params(sid, stored_rows)})
+        conn.execute(write_all(conn), {**params, **report_params(sid, stored_rows)})
     else:
-        _write_reports(conn, sid, stored_rows)
+        write_reports(conn, sid, stored_rows)
         write_spent(conn, enc, paid, decision.spent[paid], new)
         write_records(conn, added, add=True)
     # one (frozen, so shareable) outcome per distinct (status, charge): a batch has a
@@ -420,18 +337,3 @@ def _store(
 
 def _charges(record: QuestionRecord | None) -> int:
     return 0 if record is None else int(record.charges)
-
-
-def _report_params(sid: str, rows: list[tuple[int, str, int]]) -> dict[str, Any]:
-    """The parameters of :func:`_insert_reports` on PostgreSQL: the rows as arrays."""
-    r, qid, v = (list(col) for col in zip(*rows, strict=True))
-    return {"sid": sid, "now": time.time(), "r": r, "qid": qid, "v": v}
-
-
-def _write_reports(conn: Connection, sid: str, rows: list[tuple[int, str, int]]) -> None:
-    """Insert the stored reports ``(respondent id, question id, report)``, received now."""
-    insert = _insert_reports(conn)
-    if is_postgres(conn):  # one statement of arrays
-        conn.execute(insert, _report_params(sid, rows))
-    else:  # one statement of a JSON array
-        conn.execute(insert, {"sid": sid, "now": time.time(), "rows": json.dumps(rows)})
