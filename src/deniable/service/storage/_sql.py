@@ -206,10 +206,17 @@ def _active() -> dict[str, Connection]:
     return conns
 
 
+class _Lost(Exception):
+    """The connection to the server was lost before the transaction's commit was sent."""
+
+
 def retrying(engine: Engine, work: Callable[[Connection], T]) -> T:
     """Run ``work(conn)`` in a write transaction (:func:`write_tx`) and commit; if it raises
     :class:`Rollback`, roll back and return its value.  On PostgreSQL, a deadlock or
-    serialization failure rolls back and runs the work again (a few times).
+    serialization failure rolls back and runs the work again (a few times), and so does,
+    once, a connection lost before the commit (a pooled connection to a server that has
+    restarted: engines do not ping a connection before each use); a connection lost
+    during the commit is raised (whether it committed is unknown).
 
     Called while this thread is already inside such a transaction on the same database (a
     memo store's ``create`` charging the ledger store), the work joins that transaction
@@ -224,16 +231,24 @@ def retrying(engine: Engine, work: Callable[[Connection], T]) -> T:
                 return work(outer)
         except Rollback as back:
             return back.value  # type: ignore[no-any-return]
+    reconnected = False
     for attempt in range(ATTEMPTS):
         try:
             with write_tx(engine) as conn:
                 active[key] = conn
                 try:
                     return work(conn)
+                except DBAPIError as exc:
+                    if exc.connection_invalidated and not reconnected:
+                        raise _Lost from exc  # before the commit: nothing was written
+                    raise
                 finally:
                     del active[key]
         except Rollback as back:
             return back.value  # type: ignore[no-any-return]
+        except _Lost:
+            reconnected = True  # once, on a fresh connection (the pool dropped the others)
+            continue
         except DBAPIError as exc:
             code = getattr(exc.orig, "sqlstate", None)
             if code not in ("40001", "40P01") or attempt == ATTEMPTS - 1:

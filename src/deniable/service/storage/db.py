@@ -176,7 +176,9 @@ def make_engine(
         _sqlite_setup(engine, sync, busy_timeout_ms, autocheckpoint)
         _SQLITE_ENGINES[engine] = (full, sync, dict(kwargs))
         return engine
-    kwargs.setdefault("pool_pre_ping", True)
+    # no ping before each use (a round trip per transaction): a write whose pooled
+    # connection turns out dead runs again once on a fresh one (_sql.retrying), and the
+    # first such error drops every older pooled connection
     # no server-side prepared statements: a generic plan made while a table was small (a new
     # survey) would go on treating it as small once it is large; plan every execution
     args: dict[str, Any] = dict(kwargs.pop("connect_args", {}))

@@ -56,6 +56,8 @@ __all__ = [
     "charged_keys",
     "claim_unit",
     "ledger_history",
+    "ledger_write_ctes",
+    "ledger_write_params",
     "lock_respondents",
     "question_records",
     "require_unit",
@@ -256,6 +258,38 @@ def _record_upserts(postgres: bool) -> tuple[Any, Any]:
             )
         )
     return out[0], out[1]
+
+
+def ledger_write_ctes(conn: Connection) -> tuple[Any, Any, Any]:
+    """On PostgreSQL, what :func:`write_spent` and :func:`write_records` (``add=True``)
+    write, as three CTEs to attach to another write (``add_cte``: one statement, one round
+    trip): the new totals, the lock rows dropped and the question rows' charges added.
+    Their parameters: :func:`ledger_write_params` (empty arrays write nothing)."""
+    write, drop = _write_spent_stmts(conn)
+    upsert = _record_upserts(conn)[1]
+    return write.cte("spent_w"), drop.cte("dropped_w"), upsert.cte("records_w")
+
+
+def ledger_write_params(
+    enc: Sequence[str],
+    paid: Mask,
+    totals: Floats,
+    new: set[str],
+    records: Sequence[QuestionRecord],
+) -> dict[str, Any]:
+    """The parameters of :func:`ledger_write_ctes`: those :func:`write_spent` and
+    :func:`write_records` would bind on PostgreSQL (records in name order)."""
+    keys = [k for k, p in zip(enc, paid.tolist(), strict=True) if p]
+    ordered = sorted(records, key=lambda r: r.question)
+    return {
+        "s": totals.tolist(),
+        "k": keys,
+        "keys": sorted(new.difference(keys)),
+        "names": [r.question for r in ordered],
+        "epsilons": [r.epsilon for r in ordered],
+        "memoized": [r.memoized for r in ordered],
+        "charges": [r.charges for r in ordered],
+    }
 
 
 # --------------------------------------------------------------------------- steps

@@ -15,19 +15,19 @@ the same report again is a ``"duplicate"`` (nothing spent again), a different on
 A respondent's key in the ledger is ``f"{survey_id}:{respondent_id}"``, a question's name
 ``f"{survey_id}/{question_id}"``; the stored report is the record of the charge (no
 ``ledger_charged`` row).  The statements are SQLAlchemy Core, built once per dialect: a
-transaction reads the survey's stamp with the ledger's unit (one statement), the question
-records, the respondents' rows (locked), then which of the ids are respondents together
+transaction reads the survey's stamp with the ledger's unit and the question records (one
+statement), the respondents' rows (locked), then which of the ids are respondents together
 with the reports they stored for the batch's questions (one statement, after the lock: a
-report a concurrent transaction committed is seen), and writes the reports (one statement
-of arrays on PostgreSQL), the totals (one upsert on SQLite) and the question records.
+report a concurrent transaction committed is seen), and writes the reports, the totals and
+the question records: on PostgreSQL in one statement of arrays (the ledger's writes as
+CTEs of the reports' insert), on SQLite in three.  A PostgreSQL group transaction thus
+sends 5 statements (``tests/service/test_store_pg_writes.py`` counts them).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +47,14 @@ from deniable.accounting import (
 )
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
-from deniable.service.storage._sql import Rollback, array, listed, member, per_dialect, retrying
+from deniable.service.storage._sql import Rollback, listed, retrying
+from deniable.service.storage._submit_sql import (
+    report_params,
+    respondents_and_reports,
+    stamp_unit_records,
+    write_all,
+    write_reports,
+)
 from deniable.service.storage.db import (
     checkpoint,
     is_busy,
@@ -57,23 +64,21 @@ from deniable.service.storage.db import (
 )
 from deniable.service.storage.groups import check_groups
 from deniable.service.storage.ledger_steps import (
-    UNIT_COLUMNS,
     ledger_history,
+    ledger_write_params,
     lock_respondents,
-    question_records,
     require_unit,
     unit_of,
     write_records,
     write_spent,
 )
 from deniable.service.storage.surveys import (
-    STAMP,
     Stamp,
     SurveyStore,
     respondent_key,
     survey_stamp,
 )
-from deniable.service.storage.tables import reports, respondents, surveys
+from deniable.service.storage.tables import reports
 from deniable.survey import Survey
 
 __all__ = [
@@ -132,69 +137,6 @@ _r = reports.c
 _ANSWERED = sa.select(_r.question_id, _r.report).where(
     _r.survey_id == sa.bindparam("sid"), _r.respondent_id == sa.bindparam("rid")
 )
-
-
-#: The survey's stamp and the unit of the ledger's totals, in one statement.
-_STAMP_AND_UNIT = sa.select(*STAMP.selected_columns, *UNIT_COLUMNS).where(
-    surveys.c.id == sa.bindparam("sid")
-)
-
-
-@per_dialect
-def _respondents_and_reports(postgres: bool) -> Any:
-    """Which of the ids ``ids`` are respondents of survey ``sid``, each with the reports it
-    stored for the questions ``qids`` (a row per report; one with a NULL question for a
-    respondent without any).  Driven by the list of ids (a primary-key look-up each: on
-    PostgreSQL from the unnested array, whatever the statistics of a table last analyzed
-    when it was small say)."""
-    r = respondents.c
-    on = sa.and_(
-        _r.survey_id == r.survey_id,
-        _r.respondent_id == r.id,
-        member(_r.question_id, "qids", postgres),
-    )
-    if not postgres:
-        return (
-            sa.select(r.id, _r.question_id, _r.report)
-            .select_from(respondents.outerjoin(reports, on))
-            .where(r.survey_id == sa.bindparam("sid"), member(r.id, "ids", postgres, sa.Integer))
-        )
-    ids = sa.func.unnest(array("ids", sa.Integer)).table_valued("id").render_derived(name="u")
-    found = ids.join(respondents, sa.and_(r.id == ids.c.id, r.survey_id == sa.bindparam("sid")))
-    return sa.select(r.id, _r.question_id, _r.report).select_from(found.outerjoin(reports, on))
-
-
-@per_dialect
-def _insert_reports(postgres: bool) -> Any:
-    """New reports in one statement, with the survey ``sid`` and the time ``now``: on
-    PostgreSQL from arrays (``r``, ``qid``, ``v``) read with ``unnest``; on SQLite from one
-    JSON array of ``[r, qid, v]`` triples (``rows``) read with ``json_each``.  One bound
-    value, not one parameter set per report: SQLAlchemy compiles the parameters of every
-    set of an ``executemany``, which cost as much as the insert itself (a batch of 10,000
-    reports took twice as long)."""
-    r: Any
-    qid: Any
-    v: Any
-    if postgres:
-        u = (
-            sa.func.unnest(array("r", sa.Integer), array("qid", sa.Text), array("v", sa.Integer))
-            .table_valued("r", "qid", "v")
-            .render_derived(name="u")
-        )
-        r, qid, v = u.c.r, u.c.qid, u.c.v
-    else:
-        each = sa.func.json_each(sa.bindparam("rows", type_=sa.Text)).table_valued("value")
-        r, qid, v = (sa.func.json_extract(each.c.value, f"$[{i}]") for i in range(3))
-    return sa.insert(reports).from_select(
-        ["survey_id", "respondent_id", "question_id", "report", "received_at"],
-        sa.select(
-            sa.bindparam("sid", type_=reports.c.survey_id.type),
-            r,
-            qid,
-            v,
-            sa.bindparam("now", type_=reports.c.received_at.type),
-        ),
-    )
 
 
 class SubmissionStore(SurveyStore):
@@ -317,20 +259,26 @@ def _store(
     """Decide and write the items in ``conn``'s write transaction (see the module)."""
     sid = survey.id
     postgres = is_postgres(conn)
-    row = conn.execute(_STAMP_AND_UNIT, {"sid": sid}).first()
-    if row is None or survey_stamp(row) != stamp:
+    qids, qpos = shape.qids, shape.qpos
+    used = sorted(set(qix.tolist()))
+    names = {j: ledger_question_name(sid, qids[j]) for j in used}
+    # the stamp, the unit and the question rows (not locked: writers add their charges)
+    rows = conn.execute(
+        stamp_unit_records(conn), {"sid": sid, "names": listed(postgres, names.values())}
+    ).all()
+    if not rows or survey_stamp(rows[0]) != stamp:
         raise _Stale
     # the ledger's totals are pure epsilon (the service prices so): never add them to rho
-    require_unit(conn, PURE_EPSILON.unit, unit_of(row[3], row[4]))
+    require_unit(conn, PURE_EPSILON.unit, unit_of(rows[0][3], rows[0][4]))
+    records: dict[str, QuestionRecord | None] = dict.fromkeys(names.values())
+    for name, eps, memoized, charges in (row[5:] for row in rows):
+        if name is not None and eps is not None:
+            records[name] = QuestionRecord(name, float(eps), bool(memoized), int(charges))
+    before = {j: records[name] for j, name in names.items()}
     # a two-group question's report must carry the respondent's drawn group (groups.py)
     check_groups(conn, survey, rid, qix, rep, single=single)
     who: Ranked = ranked(rid)
     id_list = who.ids.tolist()
-    qids, qpos = shape.qids, shape.qpos
-    used = sorted(set(qix.tolist()))
-    names = {j: ledger_question_name(sid, qids[j]) for j in used}
-    records = question_records(conn, list(names.values()), lock=False)
-    before = {j: records[name] for j, name in names.items()}
     enc = [respondent_key(sid, i) for i in id_list]
     spent, new = lock_respondents(conn, enc)
     # which ids are respondents, and the reports they stored before for these questions:
@@ -344,7 +292,7 @@ def _store(
     }  # (on PostgreSQL the ids are an array either way)
     have: set[int] = set()
     done: dict[tuple[int, int], int] = {}
-    for i, qid, v in conn.execute(_respondents_and_reports(conn), params):
+    for i, qid, v in conn.execute(respondents_and_reports(conn), params):
         have.add(int(i))
         if qid is not None:
             done[(int(i), qpos.get(qid, -1))] = int(v)
@@ -357,11 +305,10 @@ def _store(
     if not stored_l:
         # nothing to store: roll back the ledger rows inserted only to be locked
         raise Rollback([Submitted(STATUSES[x]) for x in status.tolist()])
-    _write_reports(conn, sid, [(int(rid[i]), qids[qix[i]], int(rep[i])) for i in stored_l])
+    stored_rows = [(int(rid[i]), qids[qix[i]], int(rep[i])) for i in stored_l]
     paid = np.zeros(who.ids.size, dtype=np.bool_)
     # (an unbounded question's report is charged nothing: its respondent's total unchanged)
     paid[who.ipos[[i for i in stored_l if not survey.questions[qix[i]].unbounded]]] = True
-    write_spent(conn, enc, paid, decision.spent[paid], new)
     # (no ledger_charged rows: a stored report is the charge's record, charged_keys)
     # add the charges to the question rows (not locked: other writers add theirs)
     added = []
@@ -369,7 +316,13 @@ def _store(
         if rec is not None and rec is not before[j]:
             prior = 0 if before[j] is None else _charges(before[j])
             added.append(dataclasses.replace(rec, charges=rec.charges - prior))
-    write_records(conn, added, add=True)
+    if postgres:  # the reports, the totals and the question rows: one statement
+        params = ledger_write_params(enc, paid, decision.spent[paid], new, added)
+        conn.execute(write_all(conn), {**params, **report_params(sid, stored_rows)})
+    else:
+        write_reports(conn, sid, stored_rows)
+        write_spent(conn, enc, paid, decision.spent[paid], new)
+        write_records(conn, added, add=True)
     # one (frozen, so shareable) outcome per distinct (status, charge): a batch has a
     # few, and building 10,000 dataclasses cost a third of the batch
     made: dict[tuple[int, float], Submitted] = {}
@@ -384,14 +337,3 @@ def _store(
 
 def _charges(record: QuestionRecord | None) -> int:
     return 0 if record is None else int(record.charges)
-
-
-def _write_reports(conn: Connection, sid: str, rows: list[tuple[int, str, int]]) -> None:
-    """Insert the stored reports ``(respondent id, question id, report)``, received now."""
-    now = time.time()
-    insert = _insert_reports(conn)
-    if is_postgres(conn):  # one statement of arrays
-        r, qid, v = (list(col) for col in zip(*rows, strict=True))
-        conn.execute(insert, {"sid": sid, "now": now, "r": r, "qid": qid, "v": v})
-    else:  # one statement of a JSON array
-        conn.execute(insert, {"sid": sid, "now": now, "rows": json.dumps(rows)})
