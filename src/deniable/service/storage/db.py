@@ -176,9 +176,11 @@ def make_engine(
         _sqlite_setup(engine, sync, busy_timeout_ms, autocheckpoint)
         _SQLITE_ENGINES[engine] = (full, sync, dict(kwargs))
         return engine
-    # no ping before each use (a round trip per transaction): a write whose pooled
-    # connection turns out dead runs again once on a fresh one (_sql.retrying), and the
-    # first such error drops every older pooled connection
+    # a ping before each use (a round trip per transaction) keeps reads working after a
+    # server restart; a write whose connection is lost before its commit also runs again
+    # once on a fresh one (_sql.retrying).  Pass pool_pre_ping=False to trade the first
+    # read after a restart for that round trip.
+    kwargs.setdefault("pool_pre_ping", True)
     # no server-side prepared statements: a generic plan made while a table was small (a new
     # survey) would go on treating it as small once it is large; plan every execution
     args: dict[str, Any] = dict(kwargs.pop("connect_args", {}))
