@@ -13,6 +13,7 @@ import pytest
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles import (
     MultiAttribute,
+    MultiTally,
     choose_multi,
     rsfd_attribute_epsilon,
 )
@@ -263,3 +264,20 @@ def test_bad_values_are_refused_by_name(protocol):
     reports = MultiAttribute([3, 4], 1.0, protocol=other).randomize([[0, 1]], rng=1)
     with pytest.raises(DataError, match="`reports` must be the MultiReports"):
         multi.tally(reports)
+
+
+def test_bad_tallies_and_empty_data_are_refused_by_name():
+    multi = MultiAttribute([3, 4], 1.0, protocol="smp")
+    with pytest.raises(DataError, match="`data` must hold at least one device"):
+        multi.estimate(multi.randomize(np.zeros((0, 2), dtype=int), rng=1))
+    bad = MultiTally(multi.key, (np.array([1, 2, 3]), np.array([1, 2])), 5)
+    with pytest.raises(DataError, match="`data` attribute 1 must have 4 support counts"):
+        multi.estimate(bad)
+    over = MultiTally(multi.key, (np.array([1, 2, 9]), np.array([1, 2, 0, 0])), 5)
+    with pytest.raises(DataError, match=r"`data` attribute 0 must have 3 support counts in 0..n"):
+        multi.estimate(over)
+    other = MultiAttribute([3, 4], 1.0, protocol="spl").tally(
+        MultiAttribute([3, 4], 1.0, protocol="spl").randomize([[0, 1]], rng=1)
+    )
+    with pytest.raises(DataError, match="only tallies of"):
+        multi.tally(multi.randomize([[0, 1]], rng=1)) + other

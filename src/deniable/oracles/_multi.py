@@ -90,6 +90,17 @@ MULTI_ORACLES = ("grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "s
 _OUE_Z = "oue-z"
 
 
+def check_ks(ks: Any) -> tuple[int, ...]:
+    """The domain sizes of ``d >= 2`` attributes, each an integer >= 2."""
+    if isinstance(ks, str | bytes) or not isinstance(ks, Sequence | np.ndarray):
+        raise ParameterTypeError(f"`ks` must be a sequence of domain sizes, got {ks!r}.")
+    if len(ks) < 2:
+        raise ParameterError(
+            f"`ks` must give d >= 2 attributes (one oracle covers one), got {len(ks)}."
+        )
+    return tuple(v.integer(f"ks[{j}]", k, minimum=2) for j, k in enumerate(ks))
+
+
 def rsfd_attribute_epsilon(epsilon: float, ks: Sequence[int]) -> float:
     """The epsilon of RS+FD[GRR], every oracle at ``epsilon``, against a change of **one**
     attribute of a device with domains ``ks`` (the module's proof note): with ``c_i = k_i /
@@ -105,9 +116,7 @@ def rsfd_attribute_epsilon(epsilon: float, ks: Sequence[int]) -> float:
     1.0718
     """
     eps = check_epsilon(epsilon)
-    if isinstance(ks, str | bytes) or not isinstance(ks, Sequence) or len(ks) < 2:
-        raise ParameterError(f"`ks` must give d >= 2 domain sizes, got {ks!r}.")
-    kk = [v.integer(f"ks[{j}]", k, minimum=2) for j, k in enumerate(ks)]
+    kk = check_ks(ks)
     big = math.exp(eps)
     c = [k / (big + k - 1) for k in kk]
     total = math.fsum(c)
@@ -174,13 +183,7 @@ class MultiAttribute:
         self, ks: Sequence[int], epsilon: float, *, protocol: str = "smp",
         oracle: str | Sequence[str] = "grr",
     ) -> None:  # fmt: skip
-        if isinstance(ks, str | bytes) or not isinstance(ks, Sequence | np.ndarray):
-            raise ParameterTypeError(f"`ks` must be a sequence of domain sizes, got {ks!r}.")
-        if len(ks) < 2:
-            raise ParameterError(
-                f"`ks` must give d >= 2 attributes (one oracle covers one), got {len(ks)}."
-            )
-        self.ks = tuple(v.integer(f"ks[{j}]", k, minimum=2) for j, k in enumerate(ks))
+        self.ks = check_ks(ks)
         self.protocol = v.choice("protocol", protocol, MULTI_PROTOCOLS)
         self.requested_epsilon = check_epsilon(epsilon)
         d = len(self.ks)
@@ -349,6 +352,11 @@ class MultiAttribute:
             raise DataError("`data` must hold at least one device's reports, got none.")
         out = []
         for j, (o, c) in enumerate(zip(self.oracles, t.counts, strict=True)):
+            if c.shape != (o.k,) or int(c.min()) < 0 or int(c.max()) > t.n:
+                raise DataError(
+                    f"`data` attribute {j} must have {o.k} support counts in 0..n = {t.n}, "
+                    f"got {c.tolist() if c.size <= 8 else c.shape}."
+                )
             p, q = self.support(j)
             cells = Tally(np.append(c, t.n), mechanism=f"{self.key}[{j}]")
             out.append(FrequencyEstimate.from_counts(o, cells, c, t.n, p, q))

@@ -17,6 +17,7 @@ from deniable.oracles._multi import (
     _OUE_Z,
     MULTI_ORACLES,
     MultiAttribute,
+    check_ks,
     effective_support,
 )
 from deniable.oracles._registry import FREQUENCY_ORACLES
@@ -80,8 +81,9 @@ def choose_multi(ks: Sequence[int], epsilon: float, n: int) -> MultiChoice:
     """The protocol and oracles for ``d`` attributes of domains ``ks`` at a device budget
     ``epsilon`` with the smallest exact variance from ``n`` devices (:data:`MULTI_CRITERION`).
 
-    For each protocol every attribute takes the oracle of :data:`~deniable.oracles.
-    MULTI_ORACLES` (and OUE-z for RS+FD) of least variance with its ``(p', q')``
+    For each protocol every attribute takes the oracle of
+    :data:`~deniable.oracles.MULTI_ORACLES` (and OUE-z for RS+FD) of least variance with
+    its ``(p', q')``
     (:class:`~deniable.oracles.MultiAttribute`); the protocols are ranked by the variance
     averaged over every value of every attribute.  Ties go to SMP, then RS+FD, then SPL.
 
@@ -91,11 +93,7 @@ def choose_multi(ks: Sequence[int], epsilon: float, n: int) -> MultiChoice:
     >>> choose_multi([2, 2], 0.5, n=10_000).multi.protocol   # low epsilon: sample one
     'smp'
     """
-    if isinstance(ks, str | bytes) or not isinstance(ks, Sequence):
-        raise ParameterError(f"`ks` must be a sequence of domain sizes, got {ks!r}.")
-    if len(ks) < 2:
-        raise ParameterError(f"`ks` must give d >= 2 attributes, got {len(ks)}.")
-    kk = tuple(v.integer(f"ks[{j}]", k, minimum=2) for j, k in enumerate(ks))
+    kk = check_ks(ks)
     eps = check_epsilon(epsilon)
     size = v.integer("n", n, minimum=1, maximum=MAX_COUNT)
     d = len(kk)
