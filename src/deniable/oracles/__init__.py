@@ -32,6 +32,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
 :class:`DBitFlipPM`         dBitFlipPM (Ding et al. 2017): bucket histograms collected every
                           day, memoized per device by :class:`DBitFlipMemo` (its own tally)
+:class:`MultiAttribute`     several attributes per device: SPL, SMP or RS+FD over any mix
+                          of the oracles; :func:`choose_multi` picks the protocol and oracles
 :class:`OneBitMean`         1BitMean (Duchi et al.'s bit on ``[0, m]``) with alpha-point
                           rounding, memoized by :class:`OneBitMeanMemo`: daily means
 ========================  ==============================================================
@@ -71,6 +73,15 @@ from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._longitudinal import LongitudinalOracle
 from deniable.oracles._longitudinal_grr import LGRR
 from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE, LongitudinalUnary
+from deniable.oracles._multi import (
+    MULTI_ORACLES,
+    MULTI_PROTOCOLS,
+    MultiAttribute,
+    MultiReports,
+    MultiTally,
+    rsfd_attribute_epsilon,
+)
+from deniable.oracles._multi_choose import MULTI_CRITERION, MultiChoice, choose_multi
 from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
 from deniable.oracles._numeric_base import MeanChannel
 from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
@@ -105,6 +116,9 @@ __all__ = [
     "LOUE",
     "LSUE",
     "METHODS",
+    "MULTI_CRITERION",
+    "MULTI_ORACLES",
+    "MULTI_PROTOCOLS",
     "OLH",
     "ORACLE_SPEC_SCHEMA",
     "ORACLE_VECTORS_SCHEMA",
@@ -126,6 +140,10 @@ __all__ = [
     "LongitudinalOracle",
     "LongitudinalUnary",
     "MeanChannel",
+    "MultiAttribute",
+    "MultiChoice",
+    "MultiReports",
+    "MultiTally",
     "OneBitMean",
     "OneBitMeanMemo",
     "OracleChoice",
@@ -137,6 +155,7 @@ __all__ = [
     "RapporReports",
     "SubsetSelection",
     "UnaryEncoding",
+    "choose_multi",
     "choose_oracle",
     "clip_and_normalize",
     "collision_probability",
@@ -151,6 +170,7 @@ __all__ = [
     "post_processing_study",
     "project_to_simplex",
     "read_report_key",
+    "rsfd_attribute_epsilon",
     "sampling_variance",
     "string_digest",
     "support_probabilities",
