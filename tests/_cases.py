@@ -55,6 +55,7 @@ from deniable.oracles import (
     BLH,
     GRR,
     LGRR,
+    LOLOHA,
     LOSUE,
     LOUE,
     LSUE,
@@ -256,6 +257,11 @@ ORACLES: dict[str, list[Callable[[], Any]]] = {
     ],
     "l-oue": [lambda: LOUE.from_epsilon(2.0, 4, eps_1=1.5)],
     "l-osue": [lambda: LOSUE.from_epsilon(3.0, 9, eps_1=2.0)],
+    # LOLOHA: g below k (values share buckets) and g = 2 (BiLOLOHA)
+    "loloha": [
+        lambda: LOLOHA.from_epsilon(2.0, 10, eps_1=1.5, g=4),
+        lambda: LOLOHA(k=6, g=2, p1=0.8, p2=0.9),
+    ],
 }
 
 #: Mechanisms of deniable.oracles that are not frequency oracles of values 0..k-1: a

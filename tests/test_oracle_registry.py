@@ -14,6 +14,7 @@ from deniable.oracles import (
     BLH,
     FREQUENCY_ORACLES,
     LGRR,
+    LOLOHA,
     LOSUE,
     LOUE,
     LSUE,
@@ -44,6 +45,7 @@ DOCUMENTED: dict[str, type[Any]] = {
     "l-sue": LSUE,
     "l-oue": LOUE,
     "l-osue": LOSUE,
+    "loloha": LOLOHA,
 }
 
 
@@ -89,7 +91,9 @@ def test_grr_is_the_categorical_design_with_uniform_forcing_only() -> None:
 def test_choose_ranks_every_registered_oracle() -> None:
     # k = 64, eps = 1: every registered one-shot oracle is a candidate (none out of its
     # range); the longitudinal ones (l-*) answer another question (two epsilons per report)
-    one_shot = [name for name in FREQUENCY_ORACLES if not name.startswith("l-")]
+    one_shot = [
+        name for name in FREQUENCY_ORACLES if not name.startswith("l-") and name != "loloha"
+    ]
     choice = choose_oracle(1.0, k=64, n=10_000)
     assert choice.candidates.notes == ()
     assert len(choice.candidates.rows) == len(one_shot)

@@ -31,7 +31,7 @@ __all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
 #: of the library; a test keeps the two equal).
 MECHANISMS = (
     "grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset",
-    "l-grr", "l-sue", "l-oue", "l-osue",
+    "l-grr", "l-sue", "l-oue", "l-osue", "loloha",
 )  # fmt: skip
 #: Devices randomized and written at once by ``simulate`` (fewer for large reports).
 _BATCH = 1 << 18

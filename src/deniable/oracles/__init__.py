@@ -23,6 +23,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`LGRR`, :class:`LSUE`  two-round memoized longitudinal oracles (L-GRR, L-SUE,
 :class:`LOUE`, :class:`LOSUE`  L-OUE, L-OSUE): a permanent response kept per device and
                           value, a fresh instantaneous one every report
+:class:`LOLOHA`            longitudinal local hashing (Arcolezi et al. 2023): a hash kept
+                          per device, L-GRR over its buckets
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
                           (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``)
 :data:`FREQUENCY_ORACLES`   every oracle of ``k`` values by its name (``--mechanism``), one
@@ -70,6 +72,7 @@ from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
+from deniable.oracles._loloha import LOLOHA
 from deniable.oracles._longitudinal import LongitudinalOracle
 from deniable.oracles._longitudinal_grr import LGRR
 from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE, LongitudinalUnary
@@ -112,6 +115,7 @@ __all__ = [
     "FREQUENCY_ORACLES",
     "GRR",
     "LGRR",
+    "LOLOHA",
     "LOSUE",
     "LOUE",
     "LSUE",

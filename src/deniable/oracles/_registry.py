@@ -20,6 +20,7 @@ from deniable.designs import Categorical
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
 from deniable.oracles._linear_hashing import LinearOLH
+from deniable.oracles._loloha import LOLOHA
 from deniable.oracles._longitudinal_grr import LGRR
 from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE
 from deniable.oracles._subset import SubsetSelection
@@ -31,7 +32,8 @@ __all__ = ["FREQUENCY_ORACLES", "make_oracle"]
 #: documentation (read-only: one registry shared by every thread).  Each class has
 #: ``from_epsilon(epsilon, k)``, the variance-optimal parameters at ``epsilon`` (the
 #: longitudinal oracles ``l-*``: ``epsilon`` is the bound over all reports of a value, and
-#: the first report's is ``epsilon / 2`` unless ``eps_1=`` is given).
+#: the first report's is ``epsilon / 2`` unless ``eps_1=`` is given; ``loloha`` too, over
+#: its hashed domain).
 FREQUENCY_ORACLES: Mapping[str, type[Any]] = MappingProxyType(
     {
         "grr": Categorical,
@@ -46,6 +48,7 @@ FREQUENCY_ORACLES: Mapping[str, type[Any]] = MappingProxyType(
         "l-sue": LSUE,
         "l-oue": LOUE,
         "l-osue": LOSUE,
+        "loloha": LOLOHA,
     }
 )
 

@@ -52,6 +52,7 @@ _REPORTS = {
     "hadamard-response/1": "row-bit",
     "longitudinal-grr/1": "value",
     "longitudinal-unary/1": "packed-bits",
+    "loloha/1": "hash-bucket",
 }
 
 #: The hash family of local hashing; its seeds are the first two words of each report.
@@ -71,7 +72,11 @@ LINEAR_HASH_FAMILY = {
 }
 
 #: The hash field of each algorithm that hashes.
-_HASHES = {"local-hashing/1": HASH_FAMILY, "linear-local-hashing/1": LINEAR_HASH_FAMILY}
+_HASHES = {
+    "local-hashing/1": HASH_FAMILY,
+    "linear-local-hashing/1": LINEAR_HASH_FAMILY,
+    "loloha/1": HASH_FAMILY,
+}
 
 _FIELDS = (
     "schema", "mechanism", "parameters", "key", "k", "algorithm", "words_per_report",

@@ -1,6 +1,7 @@
 """Seeded simulation: surveys with a known truth for every design (groups, non-compliance),
 simulation studies of bias, standard errors and interval coverage, and telemetry devices
-whose values follow stated frequencies (:class:`DevicePopulation`: Zipf, uniform, weights).
+whose values follow stated frequencies (:class:`DevicePopulation`: Zipf, uniform, weights),
+and a fleet of them whose values change over time (:class:`Fleet`).
 
 May import every layer below it (survey, estimation, designs, randomness, results).
 """
@@ -8,6 +9,7 @@ May import every layer below it (survey, estimation, designs, randomness, result
 from __future__ import annotations
 
 from deniable.simulation._devices import DevicePopulation
+from deniable.simulation._fleet import Fleet, FleetRun
 from deniable.simulation._population import (
     TWO_GROUP_OPTIONS,
     TwoGroupSetting,
@@ -23,6 +25,8 @@ from deniable.simulation._study_twogroup import ParameterStudy, TwoGroupSimulati
 __all__ = [
     "TWO_GROUP_OPTIONS",
     "DevicePopulation",
+    "Fleet",
+    "FleetRun",
     "ParameterStudy",
     "Simulation",
     "SimulationStudy",
