@@ -17,7 +17,10 @@ the privacy of a device that keeps one value, each exact and each the epsilon of
 
 ``r`` reports of one value lose at most ``min(eps_inf, r eps_1)``; a device whose value
 takes ``d`` distinct values keeps ``d`` PRRs and loses at most ``min(d eps_inf, r eps_1)``
-(basic composition; :meth:`~LongitudinalOracle.longitudinal_epsilon`).
+(basic composition; :meth:`~LongitudinalOracle.longitudinal_epsilon`) against value
+sequences with the same pattern of changes.  The pattern (which rounds share a value) is
+not protected: the reports show when the value changed, and between sequences of
+different patterns only ``r epsilon_irr`` holds.
 
 The composed channel of every oracle here is a "pure" one (Wang, Blocki, Li & Jha 2017): a
 report supports the true value with probability ``p_s`` and each other value with ``q_s``,
@@ -55,9 +58,12 @@ _QUESTION = "longitudinal/prr/{value}/{chunk}"
 
 # Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
 # Claim: a device reporting value x in any number of rounds loses at most `epsilon` (the
-# PRR's), r rounds at most min(epsilon, r epsilon_1).  Argument: every report is the IRR of
-# the one PRR of x with fresh coins (post-processing of the PRR), and each report alone is
-# the composed channel P_irr @ P_prr (basic composition of the r reports).  The PRR is
+# PRR's), r rounds at most min(epsilon, r epsilon_1), against another constant sequence
+# (and d values, min(d epsilon, r epsilon_1), against sequences of the same change
+# pattern only: tests/test_loloha.py enumerates a counterexample across patterns).
+# Argument: every report is the IRR of the one PRR of x with fresh coins (post-processing
+# of the PRR), and each report alone is the composed channel P_irr @ P_prr (basic
+# composition of the r reports).  The PRR is
 # drawn once per (device, value): the memo question names the value only and each stored
 # chunk carries `permanent_key` (the PRR's family and parameters), so another oracle, or
 # this one with another PRR, is refused (PrivacyError) for a device holding one, never
@@ -158,7 +164,11 @@ class LongitudinalOracle(FrequencyOracle):
 
     def longitudinal_epsilon(self, rounds: int | None = None, *, values: int = 1) -> float:
         """The epsilon of ``rounds`` reports (all, if ``None``) of a device whose value took
-        ``values`` distinct values: ``min(values eps_inf, rounds eps_1)`` (module doc).
+        ``values`` distinct values: ``min(values eps_inf, rounds eps_1)`` (module doc),
+        against value sequences with the same pattern of changes (the same rounds share a
+        value).  The pattern is not protected: memoized reports show when the value
+        changed; between sequences of different patterns only ``rounds * epsilon_irr``
+        holds (docs/telemetry.md, "What the bound is against").
 
         >>> from deniable.oracles import LGRR
         >>> o = LGRR.from_epsilon(2.0, 4, eps_1=0.5)
