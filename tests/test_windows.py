@@ -4,7 +4,9 @@ accounting of a device across windows (the stores' contract: tests/test_windows_
 from __future__ import annotations
 
 import math
+import random
 from datetime import UTC, datetime, timedelta
+from fractions import Fraction
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -222,3 +224,24 @@ def test_the_ledger_accounts_its_device() -> None:
     acct = ledger.account("d")
     assert acct.n_windows == 4 and acct.basic_epsilon == 4.0
     assert ledger.account("other").n_windows == 0
+
+
+def test_rolling_windows_are_exact_at_their_edge() -> None:
+    # two charges of 0.75 under a cap of 1 per rolling `length`: refused exactly when the
+    # second comes less than `length` after the first, decided on the exact rationals of
+    # the doubles (the float `t - length` rounds across the edge in about 1 pair in 14 here)
+    rng = random.Random(20261128)
+    for _ in range(2000):
+        first, length = rng.uniform(1.7e9, 1.9e9), rng.uniform(1.0, 1e6)
+        second = first + length
+        for _ in range(rng.randint(0, 3)):
+            second = math.nextafter(second, rng.choice([-math.inf, math.inf]))
+        w = BudgetWindow("rolling", 1.0, length=length)
+        closer = Fraction(second) - Fraction(first) < Fraction(length)
+        refused = decide_charge([w], [Charge(first, 0.75)], Charge(second, 0.75)) is not None
+        assert refused == closer, (first, second, length)
+        # and the other way round: the later charge first (a lagging clock)
+        back = decide_charge([w], [Charge(second, 0.75)], Charge(first, 0.75)) is not None
+        assert back == closer, (first, second, length)
+        acct = window_account(w, [Charge(first, 0.75), Charge(second, 0.75)])
+        assert acct.n_windows == (1 if closer else 2)

@@ -8,7 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
@@ -108,3 +109,27 @@ def test_processes_never_pass_the_cap_together(
     store = SqlWindowStore(url)
     _engines.append(store)
     assert sum(c.epsilon for c in store.charges("shared")) == 1.0
+
+
+def test_a_long_history_is_read_near_the_charge_only_and_nothing_is_missed(
+    fresh_db: Callable[[], str], _engines: list[SqlWindowStore]
+) -> None:
+    # 60 days of charges, then a week in Paris whose Sunday is 25 hours long (the end of
+    # daylight saving time on 25 October 2026): every charge of the week counts
+    store = SqlWindowStore(fresh_db())
+    _engines.append(store)
+    clock = Clock(datetime(2026, 8, 20, 12, tzinfo=UTC))
+    week = WindowedLedger(BudgetWindow("week", 1.0, tz="Europe/Paris"), store=store, clock=clock)
+    while clock.now < datetime(2026, 10, 19, tzinfo=UTC):
+        week.charge("d", 0.125)
+        clock.move(days=1)
+    paris = ZoneInfo("Europe/Paris")
+    clock.now = datetime(2026, 10, 19, 0, 30, tzinfo=paris)  # Monday 00:30, Paris
+    week.charge("d", 0.5)
+    clock.now = datetime(2026, 10, 25, 23, 30, tzinfo=paris)  # Sunday 23:30, the 25th hour
+    week.charge("d", 0.5)
+    with pytest.raises(PrivacyError, match=r"week 2026-W43 \(Europe/Paris\)"):
+        week.charge("d", 2.0**-20)
+    clock.now = datetime(2026, 10, 26, 0, 0, tzinfo=paris)  # the next Monday
+    week.charge("d", 1.0)
+    assert len(store.charges("d")) == 60 + 3

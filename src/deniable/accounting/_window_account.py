@@ -34,7 +34,7 @@ from deniable.accounting._accountant import COMPOSITION_METHODS, PrivacyAccounta
 from deniable.accounting._event_tree import Event
 from deniable.accounting._events import EpsilonDelta, PureEpsilon
 from deniable.accounting._exact_sum import add_up
-from deniable.accounting._windows import BudgetWindow, Charge
+from deniable.accounting._windows import BudgetWindow, Charge, within
 from deniable.common import validation as v
 
 __all__ = ["WindowAccount", "WindowTotal", "window_account"]
@@ -138,7 +138,7 @@ def _grouped(
         if window.kind != "rolling":
             span = window.window_of(c.at)
         else:
-            if tile is None or c.at >= tile[1]:
+            if tile is None or not within(tile[0], c.at, window.length):
                 tile = (c.at, c.at + window.length)
             span = tile
         groups.setdefault(span, []).append(c)

@@ -56,6 +56,7 @@ __all__ = [
     "decide_charge",
     "epoch_seconds",
     "window_totals",
+    "within",
 ]
 
 #: The kinds of budget window.
@@ -197,6 +198,14 @@ class BudgetWindow:
             return f"{cap} per rolling {_fmt(self.length)} s"
         return f"{cap} per {self.kind} ({self.tz})"
 
+    @property
+    def reach(self) -> float:
+        """Seconds beyond which two charges never share a window: ``length`` (rolling), two
+        days (a calendar day may have 25 hours), eight days (a week)."""
+        if self.kind == "rolling":
+            return float(self.length)
+        return 2 * 86400.0 if self.kind == "day" else 8 * 86400.0
+
     def window_of(self, t: float) -> tuple[float, float]:
         """The calendar window ``[start, end)`` that contains ``t`` (seconds since the epoch);
         for a rolling window, the one that ends at ``t``: ``(t - length, t]``.
@@ -250,12 +259,29 @@ def charge_cost(epsilon: float, reports: int) -> float:
     return c
 
 
-def _total(charges: list[Charge], lo: float, hi: float, closed_hi: bool) -> tuple[float, float]:
-    """Upward sums of the epsilons and deltas of the charges in ``[lo, hi)`` (calendar) or
-    ``(lo, hi]`` (rolling, ``closed_hi``), in a fixed order."""
+def within(earlier: float, later: float, length: float) -> bool:
+    """``later - earlier < length``, decided exactly (a float subtraction may round across
+    the boundary; exact rationals decide where it could)."""
+    d = later - earlier
+    margin = 4 * math.ulp(max(abs(earlier), abs(later), length))
+    if d < length - margin:
+        return True
+    if d > length + margin:
+        return False
+    return Fraction(later) - Fraction(earlier) < Fraction(length)
+
+
+def _total(
+    window: BudgetWindow, charges: list[Charge], lo: float, hi: float
+) -> tuple[float, float]:
+    """Upward sums of the epsilons and deltas of the charges in the calendar window
+    ``[lo, hi)``, or in the rolling window ``(hi - length, hi]``, in a fixed order."""
     eps = dlt = 0.0
     for c in charges:
-        inside = lo < c.at <= hi if closed_hi else lo <= c.at < hi
+        if window.kind == "rolling":
+            inside = c.at <= hi and within(c.at, hi, window.length)
+        else:
+            inside = lo <= c.at < hi
         if inside:
             eps = float(add_up(eps, c.epsilon))
             dlt = float(add_up(dlt, c.delta))
@@ -271,9 +297,9 @@ def window_totals(
     ordered = sorted(charges, key=lambda c: (c.at, c.epsilon, c.delta))
     if window.kind != "rolling":
         lo, hi = window.window_of(t)
-        return [_total(ordered, lo, hi, closed_hi=False)]
-    ends = [t] + [c.at for c in ordered if t < c.at < t + window.length]
-    return [_total(ordered, s - window.length, s, closed_hi=True) for s in ends]
+        return [_total(window, ordered, lo, hi)]
+    ends = [t] + [c.at for c in ordered if t < c.at and within(t, c.at, window.length)]
+    return [_total(window, ordered, s - window.length, s) for s in ends]
 
 
 def decide_charge(windows: list[BudgetWindow], charges: list[Charge], new: Charge) -> str | None:

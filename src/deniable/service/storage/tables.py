@@ -196,8 +196,10 @@ window_charge = sa.Table(
         primary_key=True,
         autoincrement=True,
     ),
-    sa.Column("key", sa.Text, nullable=False, index=True),
+    sa.Column("key", sa.Text, nullable=False),
     sa.Column("at", Time, nullable=False),
     sa.Column("epsilon", sa.Float(53), nullable=False),
     sa.Column("delta", sa.Float(53), nullable=False),
+    # a device's charges near a time: the only read of a charge
+    sa.Index("ix_window_charge_key_at", "key", "at"),
 )

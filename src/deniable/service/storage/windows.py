@@ -8,9 +8,11 @@ How :meth:`SqlWindowStore.charge` is one atomic check-and-charge (one transactio
 1. **the device's row** is inserted if missing and locked (``SELECT ... FOR UPDATE`` on
    PostgreSQL; SQLite has one writer at a time: the transaction begins ``BEGIN
    IMMEDIATE``), so two charges of one device run one after the other;
-2. every recorded spec and the device's charges are read *after* the lock (PostgreSQL's
-   ``READ COMMITTED`` gives each statement the newest committed data: a spec or a charge
-   committed by the charge that held the lock before is seen);
+2. every recorded spec and the device's charges near the charge's time (within the
+   longest spec's :attr:`~deniable.accounting.BudgetWindow.reach`: no other charge can
+   share a window with it) are read *after* the lock (PostgreSQL's ``READ COMMITTED``
+   gives each statement the newest committed data: a spec or a charge committed by the
+   charge that held the lock before is seen);
 3. the decision is :func:`~deniable.accounting.decide_charge` (pure Python: a retry
    decides again on what it reads);
 4. admitted: the ledger's spec is recorded if new (``ON CONFLICT DO NOTHING``) and the
@@ -48,10 +50,15 @@ def _specs(conn: Connection) -> list[BudgetWindow]:
     return [BudgetWindow.from_key(k) for k in rows]
 
 
-def _charges(conn: Connection, key: str) -> list[Charge]:
-    rows = conn.execute(
-        sa.select(_c.at, _c.epsilon, _c.delta).where(_c.key == key).order_by(_c.at, _c.id)
-    )
+def _charges(conn: Connection, key: str, near: tuple[float, float] | None = None) -> list[Charge]:
+    """The charges of ``key``, oldest first; with ``near = (t, reach)`` only those less than
+    ``reach`` (plus a second of slack) from ``t``: the only ones that can share a window
+    with a charge at ``t``."""
+    stmt = sa.select(_c.at, _c.epsilon, _c.delta).where(_c.key == key)
+    if near is not None:
+        t, reach = near
+        stmt = stmt.where(_c.at >= t - reach - 1.0, _c.at <= t + reach + 1.0)
+    rows = conn.execute(stmt.order_by(_c.at, _c.id))
     return [Charge(float(at), float(eps), float(dlt)) for at, eps, dlt in rows]
 
 
@@ -70,7 +77,8 @@ class SqlWindowStore(EngineStore):
             if is_postgres(conn):
                 conn.execute(sa.select(_d.key).where(_d.key == key).with_for_update())
             specs = _specs(conn)
-            refused = request.decide(specs, _charges(conn, key))
+            reach = max(w.reach for w in [*specs, request.window])
+            refused = request.decide(specs, _charges(conn, key, (request.charge.at, reach)))
             if refused is not None:
                 raise Rollback(refused)
             if request.window not in specs:

@@ -45,11 +45,11 @@ def upgrade() -> None:
         sa.Column("delta", sa.Float(53), nullable=False),
         sa.PrimaryKeyConstraint("id", name="pk_window_charge"),
     )
-    op.create_index("ix_window_charge_key", "window_charge", ["key"])
+    op.create_index("ix_window_charge_key_at", "window_charge", ["key", "at"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_window_charge_key", table_name="window_charge")
+    op.drop_index("ix_window_charge_key_at", table_name="window_charge")
     op.drop_table("window_charge")
     op.drop_table("window_device")
     op.drop_table("window_spec")
