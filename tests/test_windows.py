@@ -245,3 +245,29 @@ def test_rolling_windows_are_exact_at_their_edge() -> None:
         assert back == closer, (first, second, length)
         acct = window_account(w, [Charge(first, 0.75), Charge(second, 0.75)])
         assert acct.n_windows == (1 if closer else 2)
+
+
+@pytest.mark.parametrize(
+    "tz", ["UTC", "Europe/Paris", "America/Havana", "America/Santiago", "Australia/Lord_Howe"]
+)
+def test_every_time_lies_in_its_calendar_window(tz: str) -> None:
+    # zones whose clocks change at midnight (Havana, Santiago) or by half an hour (Lord Howe)
+    rng = random.Random(tz)  # a str seed is hashed deterministically (sha512)
+    day, week = BudgetWindow("day", 1.0, tz=tz), BudgetWindow("week", 1.0, tz=tz)
+    for _ in range(3000):
+        t = rng.uniform(ts(2020, 1, 1), ts(2030, 1, 1))
+        lo, hi = day.window_of(t)
+        assert lo <= t < hi and 22 * 3600 <= hi - lo <= 26 * 3600
+        wlo, whi = week.window_of(t)
+        assert wlo <= lo and hi <= whi and datetime.fromtimestamp(wlo, ZoneInfo(tz)).weekday() == 0
+    # the edges themselves: a window's end is the next window's start
+    assert day.window_of(hi)[0] == hi
+
+
+def test_a_charge_is_checked() -> None:
+    with pytest.raises(ParameterError, match="`epsilon`"):
+        Charge(0.0, -1.0)
+    with pytest.raises(ParameterError, match="`at` must be a finite"):
+        Charge(math.inf, 1.0)
+    with pytest.raises(ParameterError, match="`delta` of a charge"):
+        Charge(0.0, 1.0, 1.5)

@@ -65,7 +65,10 @@ class WindowRequest:
         specs = list(windows)
         if self.window not in specs:
             specs.append(self.window)
-        return decide_charge(specs, charges, self.charge)
+        # only charges within the longest reach can share a window with this one
+        reach, t = max(w.reach for w in specs), self.charge.at
+        near = [c for c in charges if abs(c.at - t) <= reach + 1.0]
+        return decide_charge(specs, near, self.charge)
 
 
 @runtime_checkable

@@ -164,10 +164,13 @@ class WindowedLedger:
             specs.append(self._window)
         room = min(w.epsilon - eps for w in specs for eps, _ in window_totals(w, charges, t))
         room = max(room, 0.0)
-        # rounded down until a charge of exactly ``room`` is admitted
-        while room > 0 and decide_charge(specs, charges, Charge(t, room)) is not None:
+        # rounded down until a charge of exactly ``room`` is admitted (a few doubles at most:
+        # the upward sums exceed the exact ones by one double each)
+        for _ in range(64):
+            if room <= 0 or decide_charge(specs, charges, Charge(t, room)) is None:
+                return room
             room = max(math.nextafter(room, 0.0), 0.0)
-        return room
+        return 0.0
 
     def account(self, device: Any) -> WindowAccount:
         """``device``'s loss across the windows it took part in (basic and tight

@@ -245,6 +245,18 @@ class Charge:
     epsilon: float
     delta: float = 0.0
 
+    def __post_init__(self) -> None:
+        at = v.real("at", self.at)
+        if not math.isfinite(at):
+            raise ParameterError(f"`at` must be a finite time in seconds, got {self.at!r}.")
+        eps = v.positive("epsilon", self.epsilon, allow_zero=True)
+        dlt = v.real("delta", self.delta)
+        if not 0 <= dlt <= 1:
+            raise ParameterError(f"`delta` of a charge must be in [0, 1], got {self.delta!r}.")
+        object.__setattr__(self, "at", at)
+        object.__setattr__(self, "epsilon", eps)
+        object.__setattr__(self, "delta", dlt)
+
 
 def charge_cost(epsilon: float, reports: int) -> float:
     """``reports * epsilon`` rounded upward (never below the exact product): the basic
