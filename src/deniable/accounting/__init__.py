@@ -34,6 +34,12 @@ the plots in :mod:`deniable.plotting`.
   storage behind the :class:`LedgerStore` protocol (:class:`InMemoryLedgerStore`; a store
   performs each :class:`SpendRequest` as one atomic check-and-spend of a :class:`SpendPlan`
   made from the respondents' :class:`History`).
+* **Budgets per period**: :class:`WindowedLedger` caps each device's epsilon (and delta)
+  per :class:`BudgetWindow` (calendar day or ISO week in a stated zone, or rolling of a
+  stated length), charging through the :class:`WindowStore` protocol
+  (:class:`InMemoryWindowStore`; each :class:`WindowRequest` one atomic check-and-charge,
+  decided by ``decide_charge`` over every spec the store has enforced); ``window_account``
+  states a device's loss across the windows it took part in (:class:`WindowAccount`).
 
 Proof notes for the non-trivial bounds are in ``proofs/`` beside this package.  See
 ``docs/accounting.md``, ``docs/shuffle.md``, ``docs/noise.md`` and ``docs/budgets.md``.
@@ -159,6 +165,21 @@ from deniable.accounting._shuffle import (
     shuffle_guarantee,
 )
 from deniable.accounting._stores import InMemoryLedgerStore, LedgerStore, SpentSummary, adopted_unit
+from deniable.accounting._window_account import WindowAccount, WindowTotal, window_account
+from deniable.accounting._window_stores import (
+    InMemoryWindowStore,
+    WindowRequest,
+    WindowStore,
+    device_key,
+)
+from deniable.accounting._windowed_ledger import WindowedLedger
+from deniable.accounting._windows import (
+    WINDOW_KINDS,
+    BudgetWindow,
+    Charge,
+    charge_cost,
+    decide_charge,
+)
 
 __all__ = [
     "ACCOUNTANTS",
@@ -171,6 +192,7 @@ __all__ = [
     "QUESTIONNAIRE_METHODS",
     "RDP",
     "UNKNOWN_UNIT",
+    "WINDOW_KINDS",
     "ZCDP",
     "Accountant",
     "AdvancedAccountant",
@@ -179,7 +201,9 @@ __all__ = [
     "BudgetFilter",
     "BudgetLedger",
     "BudgetPlan",
+    "BudgetWindow",
     "Channel",
+    "Charge",
     "Composed",
     "Composition",
     "CompositionRow",
@@ -192,6 +216,7 @@ __all__ = [
     "Gaussian",
     "History",
     "InMemoryLedgerStore",
+    "InMemoryWindowStore",
     "KOVAccountant",
     "KeyIndex",
     "Keys",
@@ -216,6 +241,11 @@ __all__ = [
     "SpendPlan",
     "SpendRequest",
     "SpentSummary",
+    "WindowAccount",
+    "WindowRequest",
+    "WindowStore",
+    "WindowTotal",
+    "WindowedLedger",
     "ZCDPAccountant",
     "ZCDPComposition",
     "add_up",
@@ -224,6 +254,7 @@ __all__ = [
     "advanced_composition",
     "basic_composition",
     "budget_plan",
+    "charge_cost",
     "check_unit",
     "common_lattice",
     "compare_composition",
@@ -231,6 +262,8 @@ __all__ = [
     "compose_questions",
     "conversion_methods",
     "convert_guarantee",
+    "decide_charge",
+    "device_key",
     "event_from_dict",
     "format_key",
     "gaussian_pld",
@@ -262,6 +295,7 @@ __all__ = [
     "shuffle_epsilon_table",
     "shuffle_guarantee",
     "spend_limit",
+    "window_account",
     "without_replacement_amplification",
     "zcdp_delta",
     "zcdp_epsilon",

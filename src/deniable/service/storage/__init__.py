@@ -1,6 +1,7 @@
 """The service's database: :class:`ServiceStore` (surveys, respondents, reports and
-budgets), and the library's ledger and memo protocols on SQL (:class:`SqlLedgerStore`,
-:class:`SqlMemoStore`), on SQLite and PostgreSQL.
+budgets), and the library's ledger, memo and window protocols on SQL
+(:class:`SqlLedgerStore`, :class:`SqlMemoStore`, :class:`SqlWindowStore`), on SQLite and
+PostgreSQL.
 
 =================  ======================================================================
 module             what
@@ -13,6 +14,7 @@ module             what
 ``ledger_steps``   the steps of a budget spend (unit, records, locks, writes)
 ``ledger``         :class:`SqlLedgerStore`
 ``memo``           :class:`SqlMemoStore`
+``windows``        :class:`SqlWindowStore` (budgets per period)
 ``surveys``        the base of :class:`ServiceStore`: engine and surveys
 ``respondents``    invitations, sessions, tokens
 ``submissions``    reports and their spends (``_plan``: the pure decisions)
@@ -41,6 +43,7 @@ from deniable.service.storage.submissions import (
     ledger_question_name,
 )
 from deniable.service.storage.surveys import SurveyClosedError
+from deniable.service.storage.windows import SqlWindowStore
 
 __all__ = [
     "MAX_INVITATIONS",
@@ -48,6 +51,7 @@ __all__ = [
     "ServiceStore",
     "SqlLedgerStore",
     "SqlMemoStore",
+    "SqlWindowStore",
     "Submitted",
     "SurveyClosedError",
     "WriterBusy",

@@ -25,6 +25,9 @@ __all__ = [
     "reports",
     "respondents",
     "surveys",
+    "window_charge",
+    "window_device",
+    "window_spec",
 ]
 
 #: Constraint names fixed by convention, so that migrations can name what they change.
@@ -162,4 +165,41 @@ memo_question = sa.Table(
     "memo_question",
     metadata,
     sa.Column("name", sa.Text, primary_key=True),
+)
+
+# ---------------------------------------------------------------- the window store
+# Budgets per period (migration 0006; ``deniable.service.storage.windows``).  Every spec
+# (``BudgetWindow.key``) the store has enforced, in the order recorded: a charge must fit
+# under all of them.
+window_spec = sa.Table(
+    "window_spec",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("spec", sa.Text, nullable=False, unique=True),
+    sa.Column("recorded_at", Time, nullable=False),
+)
+
+# a row per device (keys as text), locked by every charge of that device (PostgreSQL)
+window_device = sa.Table(
+    "window_device",
+    metadata,
+    sa.Column("key", sa.Text, primary_key=True),
+)
+
+# every charge with its time: a rolling window is checked exactly against them
+window_charge = sa.Table(
+    "window_charge",
+    metadata,
+    sa.Column(
+        "id",
+        sa.BigInteger().with_variant(sa.Integer, "sqlite"),
+        primary_key=True,
+        autoincrement=True,
+    ),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("at", Time, nullable=False),
+    sa.Column("epsilon", sa.Float(53), nullable=False),
+    sa.Column("delta", sa.Float(53), nullable=False),
+    # a device's charges near a time: the only read of a charge
+    sa.Index("ix_window_charge_key_at", "key", "at"),
 )
