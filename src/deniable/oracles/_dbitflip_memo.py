@@ -5,8 +5,8 @@ per device, bits once per bucket value, and the realized longitudinal epsilon pe
 A device's state lives in a memo store (``deniable.oracles._dbitflip_state``): its ``d``
 sampled buckets under the questions ``<name>/buckets/<chunk>`` (three 16-bit bucket ids a
 report), and the ``d`` bits it drew for bucket value ``j`` under ``<name>/bits/<j>/<chunk>``
-(62 bits a report), every report carrying :attr:`DBitFlipPM.key <deniable.oracles.
-DBitFlipPM.key>` (``epsilon``, ``k``, ``b``, ``d``).
+(62 bits a report), every report carrying ``DBitFlipPM.key`` (``epsilon``, ``k``,
+``b``, ``d``).
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class OneBitMeanMemo:
     ``deniable.service.storage.SqlMemoStore(url)``, where it survives a restart), by default
     a store of this object's own in memory.  A device's ``alpha`` is kept under the question
     ``<name>/alpha`` (its ``2**-53`` grid index) and the bit of rounded point ``r`` under
-    ``<name>/bit/<r>``, every report carrying :attr:`OneBitMean.key` (``epsilon``, ``lower``,
+    ``<name>/bit/<r>``, every report carrying ``OneBitMean.key`` (``epsilon``, ``lower``,
     ``upper``, ``s``): another mechanism over the same store and name is refused
     (:class:`~deniable.exceptions.PrivacyError`) for a device that holds state.
 
