@@ -222,3 +222,22 @@ def test_bad_input_is_refused_and_nothing_is_stored() -> None:
         OneBitMeanMemo(_ONEBIT, "sqlite:///x.db")
     with pytest.raises(ParameterTypeError, match="`name`"):
         DBitFlipMemo(_DBITFLIP, store, name="")
+
+
+def test_state_the_counters_did_not_write_is_refused() -> None:
+    # reports stored under a memo's questions with its key by something else: a bucket id
+    # twice, a bit of 5; refused, never replayed as a report
+    store = InMemoryMemoStore()
+    keys = np.array(["a"], dtype=object)
+    twice = (3 << 16) | 3  # the buckets (3, 3)
+    store.get_or_create("dbitflip/buckets/0", keys, lambda m: [twice], mechanism=_DBITFLIP.key)
+    with pytest.raises(DataError, match=r"not 2 distinct ids in 0\.\.7"):
+        DBitFlipMemo(_DBITFLIP, store).report(["a"], [0], rng=1)
+    point = OneBitMeanMemo(_ONEBIT, store)
+    point.report(["b"], [0.0], rng=1)  # 0.0 rounds to grid point 0 whatever alpha
+    store.forget("onebitmean/bit/0")
+    store.get_or_create(
+        "onebitmean/bit/0", np.array(["b"], dtype=object), lambda m: [5], mechanism=_ONEBIT.key
+    )
+    with pytest.raises(DataError, match="bits other than 0 and 1"):
+        point.report(["b"], [0.0], rng=2)

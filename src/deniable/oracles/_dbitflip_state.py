@@ -62,8 +62,10 @@ class StateStore(Protocol):
 
 class LocalStore:
     """A minimal memo store in this process's memory (the default of the counters when no
-    store is given): per question the keys' dense indices, their reports and the mechanism
-    that drew them; one lock makes each get-or-create atomic."""
+    store is given): per question the keys' dense indices, their reports (a buffer grown by
+    doubling) and the one mechanism that drew them; one lock makes each get-or-create
+    atomic.  A question is refused (:class:`~deniable.exceptions.PrivacyError`) to every
+    other mechanism: the store is one memo's own."""
 
     __slots__ = ("_lock", "_memo")
 
@@ -73,23 +75,27 @@ class LocalStore:
 
     def __getstate__(self) -> dict[str, Any]:
         with self._lock:
-            return {"memo": dict(self._memo)}
+            return {
+                "memo": {
+                    q: (index.copy(), reports[: len(index)].copy(), mechanism)
+                    for q, (index, reports, mechanism) in self._memo.items()
+                }
+            }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._memo = state["memo"]
         self._lock = threading.Lock()
 
-    def _found(self, question: str, keys: npt.NDArray[Any], asked: str) -> Rows:
+    def _entry(self, question: str, asked: str) -> tuple[KeyIndex, Rows, str]:
         entry = self._memo.get(question)
         if entry is None:
-            return np.full(keys.size, -1, dtype=np.int64)
-        index, _, mechanism = entry
-        if mechanism != asked:  # one mechanism per question (the store is one memo's own)
+            return KeyIndex(), np.zeros(0, dtype=np.int64), asked
+        if entry[2] != asked:
             raise PrivacyError(
-                f"question {question!r}: the devices' state was drawn by {mechanism}; the "
+                f"question {question!r}: the devices' state was drawn by {entry[2]}; the "
                 f"mechanism {asked} would replay it or draw a second one: refused."
             )
-        return index.find(keys)
+        return entry
 
     def get_or_create(
         self,
@@ -100,28 +106,29 @@ class LocalStore:
         mechanism: str,
     ) -> Rows:
         with self._lock:
-            found = self._found(question, keys, mechanism)
+            index, reports, held = self._entry(question, mechanism)
+            found = index.find(keys)
             missing = found < 0
             new = np.asarray(create(missing.copy()), dtype=np.int64)
-            index, reports, held = self._memo.get(
-                question, (KeyIndex(), np.zeros(0, np.int64), mechanism)
-            )
             if not missing.any():
                 return reports[found]
-            index = index.copy()
-            idx = index.add(keys, found)
-            grown = np.full(len(index), -1, dtype=np.int64)
-            grown[: reports.size] = reports
-            grown[idx[missing]] = new
-            self._memo[question] = (index, grown, held)
-            return grown[idx]
+            top = len(index) + int(np.count_nonzero(missing))
+            if top > reports.size:
+                grown = np.full(max(top, 2 * reports.size, 16), -1, dtype=np.int64)
+                grown[: reports.size] = reports
+                reports = grown
+            idx = index.add(keys, found)  # all or nothing
+            reports[idx[missing]] = new
+            self._memo[question] = (index, reports, held)
+            return reports[idx]
 
     def lookup(self, question: str, keys: npt.NDArray[Any], *, mechanism: str) -> Rows:
         with self._lock:
-            found = self._found(question, keys, mechanism)
+            index, reports, _ = self._entry(question, mechanism)
+            found = index.find(keys)
+            hit = found >= 0
             out = np.full(keys.size, -1, dtype=np.int64)
-            if found.size and (found >= 0).any():
-                out[found >= 0] = self._memo[question][1][found[found >= 0]]
+            out[hit] = reports[found[hit]]
             return out
 
 
@@ -188,7 +195,9 @@ def memoized_rows(
     those (``draw`` with their prefix), so a row is always one consistent draw.
     """
     n = keys.size
-    groups = [(int(u), np.flatnonzero(labels == u)) for u in np.unique(labels)]
+    order = np.argsort(labels, kind="stable")  # the devices of each label, in call order
+    cuts = np.flatnonzero(np.diff(labels[order])) + 1
+    groups = [(int(labels[part[0]]), part) for part in np.split(order, cuts) if part.size]
     chunks = len(questions(groups[0][0])) if groups else 0
     fresh = np.zeros(n, dtype=np.bool_)
     for label, rows in groups:

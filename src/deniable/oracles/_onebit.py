@@ -228,6 +228,10 @@ class OneBitMeanMemo:
         bits = memoized_rows(
             self._store, self._bit_questions, keys, points, draw_bits, mechanism=mech.key
         )
+        if bits.max() > 1:
+            raise DataError(  # only a store written by something else can hold this
+                f"the store holds bits other than 0 and 1 under {self._name!r}: refused."
+            )
         return bits[:, 0].astype(np.uint8)
 
     def distinct_counts(self, devices: Any) -> npt.NDArray[np.int64]:
