@@ -67,6 +67,22 @@ _HALF = np.uint64(32)
 _LOW = np.uint64(0xFFFFFFFF)
 
 
+def _pick(words: npt.NDArray[np.uint64], b: int, j: int) -> npt.NDArray[np.int64]:
+    """An index in ``j..b-1`` per word: ``floor(word (b - j) / 2**64)``, the high word of the
+    product from its 32-bit halves (``b <= 2**16``), off uniform by < ``2**-48``."""
+    c = np.uint64(b - j)
+    high, low = words >> _HALF, words & _LOW
+    return j + ((high * c + ((low * c) >> _HALF)) >> _HALF).astype(np.int64)
+
+
+def _swap(
+    perm: npt.NDArray[np.int64], rows: npt.NDArray[Any], j: int, pick: npt.NDArray[Any]
+) -> None:
+    chosen = perm[rows, pick]
+    perm[rows, pick] = perm[rows, j]
+    perm[rows, j] = chosen
+
+
 @dataclass(frozen=True)
 class DBitFlipReports:
     """A batch of dBitFlipPM reports: ``buckets[i]`` the ``d`` distinct bucket ids device
@@ -196,16 +212,26 @@ class DBitFlipPM:
             perm = np.tile(np.arange(b, dtype=np.int64), (stop - start, 1))
             words = random_words(gen, (stop - start) * d).reshape(-1, d)
             for j in range(d):
-                # an index in j..b-1: floor(word (b - j) / 2**64), the high word of the
-                # product from its 32-bit halves (b <= 2**16), off uniform by < 2**-48
-                c = np.uint64(b - j)
-                high, low = words[:, j] >> _HALF, words[:, j] & _LOW
-                pick = j + ((high * c + ((low * c) >> _HALF)) >> _HALF).astype(np.int64)
-                chosen = perm[rows, pick]
-                perm[rows, pick] = perm[rows, j]
-                perm[rows, j] = chosen
+                _swap(perm, rows, j, _pick(words[:, j], b, j))
             out[start:stop] = perm[:, :d]
         return out
+
+    def _extend_buckets(self, prefix: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.int64]:
+        """Rows of ``d`` distinct buckets that begin with ``prefix`` (``n x m`` distinct
+        buckets, ``m <= d``): the partial Fisher-Yates of :meth:`sample_buckets` continued
+        from its first ``m`` picks, ``d - m`` words a row (a memoized device whose first
+        buckets were stored by a concurrent call draws the rest given them)."""
+        arr = np.asarray(prefix, dtype=np.int64)
+        n, m = arr.shape
+        b, d = self.buckets, self.d
+        perm = np.tile(np.arange(b, dtype=np.int64), (n, 1))
+        rows = np.arange(n)
+        for j in range(m):  # replay the picks that put prefix[:, j] at position j
+            _swap(perm, rows, j, np.argmax(perm == arr[:, j : j + 1], axis=1))
+        words = random_words(resolve_rng(rng), n * (d - m)).reshape(n, d - m)
+        for j in range(m, d):
+            _swap(perm, rows, j, _pick(words[:, j - m], b, j))
+        return perm[:, :d]
 
     def report_bits(
         self, values: npt.ArrayLike, buckets: npt.ArrayLike, *, rng: Any = None

@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterTypeError
-from deniable.oracles._dbitflip_memo import device_keys
+from deniable.oracles._dbitflip_state import checked_store, device_keys, memoized_rows, seen
 from deniable.oracles._numeric import DuchiMechanism
 from deniable.randomness import random_words, resolve_rng
 
@@ -141,6 +141,15 @@ class OneBitMeanMemo:
     """The memoized 1BitMean of a fleet of devices with alpha-point rounding (module
     docstring): ``alpha`` drawn once per device, a bit once per rounded value.
 
+    ``store`` is where the devices' state lives: a :class:`~deniable.mechanisms.MemoStore`
+    (``deniable.mechanisms.InMemoryMemoStore()``, or the service's
+    ``deniable.service.storage.SqlMemoStore(url)``, where it survives a restart), by default
+    a store of this object's own in memory.  A device's ``alpha`` is kept under the question
+    ``<name>/alpha`` (its ``2**-53`` grid index) and the bit of rounded point ``r`` under
+    ``<name>/bit/<r>``, every report carrying ``OneBitMean.key`` (``epsilon``, ``lower``,
+    ``upper``, ``s``): another mechanism over the same store and name is refused
+    (:class:`~deniable.exceptions.PrivacyError`) for a device that holds state.
+
     >>> memo = OneBitMeanMemo(OneBitMean(1.0, upper=10.0, s=10))
     >>> day1 = memo.report(["a", "b"], [3.0, 7.0], rng=1)
     >>> day2 = memo.report(["a", "b"], [3.0, 7.0], rng=2)      # same values: replayed
@@ -148,27 +157,44 @@ class OneBitMeanMemo:
     (True, 1, 1.0)
     """
 
-    __slots__ = ("_alpha", "_bits", "_mechanism")
+    __slots__ = ("_mechanism", "_name", "_store")
 
-    def __init__(self, mechanism: OneBitMean) -> None:
+    def __init__(
+        self, mechanism: OneBitMean, store: Any = None, *, name: str = "onebitmean"
+    ) -> None:
         if not isinstance(mechanism, OneBitMean):
             raise ParameterTypeError(
                 f"`mechanism` must be a OneBitMean, got {type(mechanism).__name__}."
             )
+        if not isinstance(name, str) or not name:
+            raise ParameterTypeError(f"`name` must be a non-empty string, got {name!r}.")
         self._mechanism = mechanism
-        self._alpha: dict[Hashable, float] = {}
-        self._bits: dict[Hashable, dict[int, int]] = {}
+        self._store = checked_store(store)
+        self._name = name
 
     @property
     def mechanism(self) -> OneBitMean:
         """The mechanism whose bits are memoized."""
         return self._mechanism
 
+    @property
+    def store(self) -> Any:
+        """Where the devices' offsets and bits live."""
+        return self._store
+
+    def _alpha_questions(self, _: int = 0) -> list[str]:
+        return [f"{self._name}/alpha"]
+
+    def _bit_questions(self, point: int) -> list[str]:
+        return [f"{self._name}/bit/{point}"]
+
     def alpha(self, device: Hashable) -> float:
         """The rounding offset of ``device`` (drawn at its first report)."""
-        if device not in self._alpha:
+        keys = device_keys([device])
+        got = self._store.lookup(self._name + "/alpha", keys, mechanism=self._mechanism.key)
+        if got[0] < 0:
             raise DataError(f"`device` {device!r} has not reported yet.")
-        return self._alpha[device]
+        return float(got[0]) / _TWO53
 
     def report(
         self, devices: Sequence[Hashable], values: npt.ArrayLike, *, rng: Any = None
@@ -176,30 +202,51 @@ class OneBitMeanMemo:
         """One day's bits of ``devices`` (distinct keys) whose values are ``values``."""
         mech = self._mechanism
         t = mech._unit(values)  # checked: numbers in [lower, upper], mapped to [-1, 1]
-        keys = device_keys(devices)
-        if len(keys) != t.size or len(set(keys)) != len(keys):
-            raise DataError(
-                f"`devices` must hold {t.size} distinct device keys, one per value, got "
-                f"{len(keys)} keys ({len(set(keys))} distinct)."
-            )
+        keys = device_keys(devices, t.size)
         gen = resolve_rng(rng)
-        new = [key for key in keys if key not in self._alpha]
-        for key, a in zip(new, mech.draw_alpha(len(new), rng=gen), strict=True):
-            self._alpha[key] = float(a)
-            self._bits[key] = {}
-        alpha = np.array([self._alpha[key] for key in keys], dtype=np.float64)
-        points = mech._round_unit(t, alpha)
-        fresh = [i for i, key in enumerate(keys) if int(points[i]) not in self._bits[key]]
-        if fresh:
-            drawn = mech.randomize(mech.point_value(points[fresh]), rng=gen)
-            for i, bit in zip(fresh, drawn, strict=True):
-                self._bits[keys[i]][int(points[i])] = int(bit)
-        out = [self._bits[key][int(r)] for key, r in zip(keys, points, strict=True)]
-        return np.array(out, dtype=np.uint8)
+        if not keys.size:
+            return np.zeros(0, dtype=np.uint8)
+
+        def draw_alpha(rows: npt.NDArray[np.intp], _: npt.NDArray[np.int64]) -> Any:
+            grid = mech.draw_alpha(rows.size, rng=gen) * _TWO53  # exact: 53-bit integers
+            return grid.astype(np.int64)[:, None]
+
+        zero = np.zeros(keys.size, dtype=np.int64)
+        grid = memoized_rows(
+            self._store, self._alpha_questions, keys, zero, draw_alpha, mechanism=mech.key
+        )[:, 0]
+        if grid.max() >= _TWO53:
+            raise DataError(  # only a store written by something else can hold this
+                f"the store holds rounding offsets outside [0, 1) under {self._name!r}: refused."
+            )
+        points = mech._round_unit(t, grid.astype(np.float64) / _TWO53)
+
+        def draw_bits(rows: npt.NDArray[np.intp], _: npt.NDArray[np.int64]) -> Any:
+            drawn = mech.randomize(mech.point_value(points[rows]), rng=gen)
+            return np.asarray(drawn, dtype=np.int64)[:, None]
+
+        bits = memoized_rows(
+            self._store, self._bit_questions, keys, points, draw_bits, mechanism=mech.key
+        )
+        if bits.max() > 1:
+            raise DataError(  # only a store written by something else can hold this
+                f"the store holds bits other than 0 and 1 under {self._name!r}: refused."
+            )
+        return bits[:, 0].astype(np.uint8)
+
+    def distinct_counts(self, devices: Any) -> npt.NDArray[np.int64]:
+        """The number of distinct rounded values each device has reported (0 if never):
+        one lookup per grid point over every device."""
+        questions = [self._bit_questions(r)[0] for r in range(self._mechanism.s + 1)]
+        return seen(self._store, questions, device_keys(devices), mechanism=self._mechanism.key)
+
+    def realized_epsilons(self, devices: Any) -> npt.NDArray[np.float64]:
+        """The privacy loss of each device so far: ``distinct * epsilon``."""
+        return np.asarray(self.distinct_counts(devices) * self._mechanism.epsilon, dtype=np.float64)
 
     def distinct_values(self, device: Hashable) -> int:
         """The number of distinct rounded values ``device`` has reported (0 if never)."""
-        return len(self._bits.get(device, {}))
+        return int(self.distinct_counts([device])[0])
 
     def realized_epsilon(self, device: Hashable) -> float:
         """The privacy loss of ``device`` so far: ``distinct * epsilon``."""
