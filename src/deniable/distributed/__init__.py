@@ -29,7 +29,28 @@ them.
 from __future__ import annotations
 
 from deniable.distributed._aggregate import DEFAULT_BATCH, LOCAL_WORKERS, aggregate
+from deniable.distributed._batch import (
+    BATCH_HEADER_SIZE,
+    BATCH_MAGIC,
+    BATCH_VERSION,
+    batch_digest,
+    decode_batch,
+    decode_json_batch,
+    encode_batch,
+    encode_json_batch,
+)
 from deniable.distributed._sources import require_dask, resolve_mechanism, table_mechanism
+from deniable.distributed._streams import (
+    STREAM_SPEC_FILE,
+    STREAM_SPEC_SCHEMA,
+    StoredBatch,
+    aggregate_stream,
+    append_batch,
+    append_reports,
+    clean_stream,
+    stream_files,
+    stream_oracle,
+)
 from deniable.distributed._tables import (
     CSV_SUFFIXES,
     KEY_METADATA,
@@ -40,15 +61,32 @@ from deniable.distributed._tables import (
 )
 
 __all__ = [
+    "BATCH_HEADER_SIZE",
+    "BATCH_MAGIC",
+    "BATCH_VERSION",
     "CSV_SUFFIXES",
     "DEFAULT_BATCH",
     "KEY_METADATA",
     "LOCAL_WORKERS",
+    "STREAM_SPEC_FILE",
+    "STREAM_SPEC_SCHEMA",
     "TABLE_FORMATS",
+    "StoredBatch",
     "aggregate",
+    "aggregate_stream",
+    "append_batch",
+    "append_reports",
+    "batch_digest",
+    "clean_stream",
+    "decode_batch",
+    "decode_json_batch",
+    "encode_batch",
+    "encode_json_batch",
     "report_columns",
     "require_dask",
     "resolve_mechanism",
+    "stream_files",
+    "stream_oracle",
     "table_format",
     "table_mechanism",
     "write_report_table",
