@@ -198,8 +198,8 @@ def decode_json_batch(oracle: Any, body: str | bytes) -> npt.NDArray[Any]:
     info = np.iinfo(native)
     try:
         arr = np.array(items) if items else np.empty((0, width) if rows else 0, dtype=native)
-        if arr.dtype == object:  # integers beyond int64 (64-bit words), or ragged lists
-            arr = np.array(items, dtype=np.uint64)
+        if arr.dtype.kind in "fO":  # JSON floats are refused: integers beyond int64
+            arr = np.array(items, dtype=np.uint64)  # (64-bit words), or ragged lists
     except (ValueError, OverflowError, TypeError) as exc:
         raise DataError(
             f"`body` reports must be {'lists of ' + str(width) + ' ' if rows else ''}whole "

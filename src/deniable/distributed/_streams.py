@@ -12,11 +12,11 @@ skip), flushes and fsyncs it, links it to a new name (never over an existing fil
 the temporary name and fsyncs the directory (and each directory it created), then returns a
 :class:`StoredBatch`: when it returns, the batch is durable.  A process killed at any point
 leaves either the whole file or no visible file; a leftover temporary file is ignored by
-readers and removed by :func:`clean_stream`.
+readers and removed by :func:`~deniable.distributed.clean_stream`.
 
 Each partition file is a report table (:func:`~deniable.distributed.write_report_table`'s
-columns and oracle key), so :func:`aggregate_stream` (or
-:func:`~deniable.distributed.aggregate` given :func:`stream_files`) tallies a stream's days
+columns and oracle key), so :func:`~deniable.distributed.aggregate_stream` (or
+:func:`~deniable.distributed.aggregate` given :func:`~deniable.distributed.stream_files`) tallies a stream's days
 in process or on a Dask cluster.  The stream's oracle is stored beside its partitions
 (``_stream.json``: schema ``deniable.stream/1``, the stream id and the oracle's key) the
 first time a batch is appended, and checked on every append and read: another oracle, or the
@@ -32,6 +32,7 @@ import os
 import re
 import secrets
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,9 +41,8 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import atomic_write, load_json
-from deniable.designs import Tally
 from deniable.distributed._batch import decode_batch
-from deniable.distributed._sources import require_dask, resolve_mechanism
+from deniable.distributed._sources import resolve_mechanism
 from deniable.distributed._tables import KEY_METADATA, record, report_columns
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
@@ -50,12 +50,9 @@ __all__ = [
     "STREAM_SPEC_FILE",
     "STREAM_SPEC_SCHEMA",
     "StoredBatch",
-    "aggregate_stream",
     "append_batch",
+    "append_batches",
     "append_reports",
-    "clean_stream",
-    "stream_files",
-    "stream_oracle",
 ]
 
 #: The schema of the spec file stored beside a stream's partitions.
@@ -65,8 +62,6 @@ STREAM_SPEC_FILE = "_stream.json"
 #: A stream id: letters, digits, ``.``, ``_`` and ``-``, starting with a letter or digit.
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _DAY = re.compile(r"day=(\d{4}-\d{2}-\d{2})")
-#: Seconds a temporary file must be old before :func:`clean_stream` removes it by default.
-CLEAN_AFTER = 3600.0
 
 
 @dataclass(frozen=True)
@@ -313,79 +308,30 @@ def append_batch(
     return _append(root, sid, oracle, decode_batch(oracle, body), when)
 
 
-def stream_oracle(root: str | os.PathLike[str], stream: str) -> Any:
-    """The oracle stored for ``stream`` (its ``_stream.json``)."""
-    from deniable.oracles import oracle_from_key
-
-    sid = _stream_id(stream)
-    key = _stored_key(Path(root), sid)
-    if key is None:
-        raise DataError(f"no stream {sid!r} under {os.fspath(root)!r} (no {STREAM_SPEC_FILE}).")
-    return oracle_from_key(key)
-
-
-def stream_files(
-    root: str | os.PathLike[str], stream: str, *, start: Any = None, end: Any = None
-) -> list[Path]:
-    """The Parquet files of ``stream`` for the days ``start .. end`` (both included; all
-    days by default), in order of day then of writing; temporary files are skipped."""
-    sid = _stream_id(stream)
-    first = None if start is None else _day(start, "start")
-    last = None if end is None else _day(end, "end")
-    if first is not None and last is not None and first > last:
-        raise ParameterError(f"`start` must not be after `end`, got {first} > {last}.")
-    out: list[Path] = []
-    for when, folder in _days(Path(root), sid):
-        if (first is None or when >= first) and (last is None or when <= last):
-            out.extend(sorted(p for p in folder.glob("part-*.parquet") if p.is_file()))
-    return out
-
-
-def aggregate_stream(
+def append_batches(
     root: str | os.PathLike[str],
     stream: str,
-    mechanism: Any = None,
+    mechanism: Any,
+    bodies: Sequence[bytes | bytearray | memoryview],
     *,
-    start: Any = None,
-    end: Any = None,
-    **options: Any,
-) -> Tally:
-    """The tally of ``stream``'s reports of the days ``start .. end`` (all by default),
-    computed by :func:`~deniable.distributed.aggregate` (``options``: ``scheduler``,
-    ``batch``, ``progress``, ...; ``scheduler=None`` starts a local Dask cluster,
-    ``"synchronous"`` counts in this process).  The stream's stored oracle is used, and a
-    ``mechanism`` given must be it; no file in the range is the tally of no reports."""
-    from deniable.distributed._aggregate import _tally_none, aggregate
-
-    require_dask()
+    day: Any,
+) -> StoredBatch:
+    """Append several binary batches of one day as **one** Parquet file (a group commit:
+    one fsync for the group).  Every body is decoded and checked before anything is
+    written: one bad body refuses the group, naming its index."""
     sid = _stream_id(stream)
-    stored = stream_oracle(root, sid)
-    if mechanism is not None:
-        _same_oracle(Path(root), sid, resolve_mechanism(mechanism), create=False)
-    files = stream_files(root, sid, start=start, end=end)
-    if not files:
-        return _tally_none(stored)
-    return aggregate(files, stored, **options)
-
-
-def clean_stream(
-    root: str | os.PathLike[str], stream: str, *, older_than: float = CLEAN_AFTER
-) -> list[Path]:
-    """Remove the temporary files a killed writer left in ``stream``'s partitions (hidden
-    ``.part-*.tmp`` files at least ``older_than`` seconds old, so that a write in progress
-    is left alone) and return them.  Readers ignore these files whether or not they are
-    removed."""
-    if not isinstance(older_than, int | float) or isinstance(older_than, bool) or older_than < 0:
-        raise ParameterError(f"`older_than` must be seconds >= 0, got {older_than!r}.")
-    sid = _stream_id(stream)
-    cutoff = time.time() - float(older_than)
-    removed = []
-    for _, folder in _days(Path(root), sid):
-        for path in folder.glob(".part-*.tmp"):
-            try:
-                if path.stat().st_mtime <= cutoff:
-                    path.unlink()
-                    removed.append(path)
-            except FileNotFoundError:
-                continue
-    return sorted(removed)
+    when = _day(day)
+    oracle = resolve_mechanism(mechanism)
+    if isinstance(bodies, bytes | bytearray | memoryview | str) or not isinstance(bodies, Sequence):
+        raise ParameterTypeError(
+            f"`bodies` must be a sequence of binary batches, got {type(bodies).__name__}."
+        )
+    if not bodies:
+        raise DataError("`bodies` must hold at least one batch, got none.")
+    parts = []
+    for i, body in enumerate(bodies):
+        try:
+            parts.append(decode_batch(oracle, body))
+        except DataError as exc:
+            raise DataError(f"`bodies[{i}]`: {exc}") from None
+    return _append(root, sid, oracle, np.concatenate(parts), when)
