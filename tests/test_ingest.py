@@ -177,6 +177,7 @@ def test_a_bad_json_batch_is_one_clear_error(grr: Any) -> None:
         f'{{"key": "{key}", "reports": [[1, 2]]}}': "shape (1, 2)",
         f'{{"key": "{key}", "reports": 3}}': "`reports` must be a list",
         "{": "is not JSON",
+        f'{{"key": "{key}", "reports": [true, 2]}}': "got true or false",
     }
     for body, message in cases.items():
         with pytest.raises(DataError) as info:
@@ -267,6 +268,10 @@ def test_bad_stream_ids_days_and_bodies_name_the_parameter(tmp_path: Path, grr: 
         append_batch(tmp_path, "s", grr, body, day=dt.datetime(2026, 11, 28))
     with pytest.raises(DataError, match="at least one report"):
         append_batch(tmp_path, "s", grr, encode_batch(grr, np.empty(0, np.uint16)), day=DAY)
+    (tmp_path / "file").write_text("")
+    with pytest.raises(DataError, match=r"cannot .*file/stream=s.*Not a directory"):
+        append_batch(tmp_path / "file", "s", grr, body, day=DAY)
+    (tmp_path / "file").unlink()
     with pytest.raises(DataError, match="no stream 'nothing'"):
         aggregate_stream(tmp_path, "nothing", scheduler="synchronous")
     assert visible(tmp_path) == []

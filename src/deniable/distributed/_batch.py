@@ -170,6 +170,10 @@ def _no_float(text: str) -> Any:
     raise DataError(f"`body` reports must be whole numbers, got {text}.")
 
 
+def _has_bool(items: list[Any]) -> bool:
+    return any(x is True or x is False or (isinstance(x, list) and _has_bool(x)) for x in items)
+
+
 def decode_json_batch(oracle: Any, body: str | bytes) -> npt.NDArray[Any]:
     """The reports of a JSON batch of ``oracle`` (``{"key": KEY, "reports": [...]}``), after
     checking its key and every report as :func:`decode_batch` does."""
@@ -195,6 +199,9 @@ def decode_json_batch(oracle: Any, body: str | bytes) -> npt.NDArray[Any]:
     items = doc["reports"]
     if not isinstance(items, list):
         raise DataError(f"`body` field `reports` must be a list, got {type(items).__name__}.")
+    raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+    if (b"true" in raw or b"false" in raw) and _has_bool(items):  # numpy reads true as 1
+        raise DataError("`body` reports must be whole numbers, got true or false.")
     info = np.iinfo(native)
     try:
         arr = np.array(items) if items else np.empty((0, width) if rows else 0, dtype=native)

@@ -16,11 +16,12 @@ readers and removed by :func:`~deniable.distributed.clean_stream`.
 
 Each partition file is a report table (:func:`~deniable.distributed.write_report_table`'s
 columns and oracle key), so :func:`~deniable.distributed.aggregate_stream` (or
-:func:`~deniable.distributed.aggregate` given :func:`~deniable.distributed.stream_files`) tallies a stream's days
-in process or on a Dask cluster.  The stream's oracle is stored beside its partitions
-(``_stream.json``: schema ``deniable.stream/1``, the stream id and the oracle's key) the
-first time a batch is appended, and checked on every append and read: another oracle, or the
-same oracle with another ``k`` or epsilon, is refused, never mixed into the stream.
+:func:`~deniable.distributed.aggregate` given :func:`~deniable.distributed.stream_files`)
+tallies a stream's days in process or on a Dask cluster.  The stream's oracle is stored
+beside its partitions (``_stream.json``: schema ``deniable.stream/1``, the stream id and the
+oracle's key) the first time a batch is appended, and checked on every append and read:
+another oracle, or the same oracle with another ``k`` or epsilon, is refused, never mixed
+into the stream.
 """
 
 from __future__ import annotations
@@ -123,7 +124,13 @@ def _make_dirs(path: Path) -> None:
             d.mkdir()
         except FileExistsError:
             if not d.is_dir():
-                raise DataError(f"cannot create {str(d)!r}: a file is there.") from None
+                raise DataError(
+                    f"cannot create the directory {str(d)!r}: a file is there."
+                ) from None
+        except OSError as exc:
+            raise DataError(
+                f"cannot create the directory {str(d)!r}: {exc.strerror or exc}."
+            ) from None
         _fsync_dir(d.parent)
 
 
