@@ -213,6 +213,28 @@ def test_a_stream_spec_changed_under_existing_data_is_refused_not_mixed(tmp_path
         append_batch(tmp_path, "s", first, encode_batch(first, reports_of(first)), day=DAY)
 
 
+def test_concurrent_first_appends_agree_on_one_oracle(tmp_path: Path) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    oracles = [OUE.from_epsilon(1.0, k=10), OUE.from_epsilon(2.0, k=10)] * 4
+
+    def post(oracle: Any) -> str:
+        try:
+            append_batch(tmp_path, "s", oracle, encode_batch(oracle, reports_of(oracle)), day=DAY)
+        except DataError as exc:
+            assert "holds reports of" in str(exc)
+            return "refused"
+        return oracle.key
+
+    with ThreadPoolExecutor(8) as pool:
+        outcomes = list(pool.map(post, oracles))
+    winner = stream_oracle(tmp_path, "s").key
+    # every append of the stored oracle landed, every other one was refused: never mixed
+    assert outcomes == [o.key if o.key == winner else "refused" for o in oracles]
+    assert len(stream_files(tmp_path, "s")) == 4
+    assert aggregate_stream(tmp_path, "s", scheduler="synchronous").counts[-1] == 4 * 500
+
+
 def test_days_are_partitions_and_a_day_range_reads_only_its_days(tmp_path: Path) -> None:
     oracle = OLH.from_epsilon(1.0, k=64)
     days = [dt.date(2026, 11, 27) + dt.timedelta(days=i) for i in range(4)]
