@@ -314,6 +314,34 @@ def test_a_leftover_temporary_file_is_ignored_by_readers_and_cleaned(
     assert not partial.exists() and stored.path.exists()
 
 
+def test_an_append_returns_after_the_file_and_its_directories_are_fsynced(
+    tmp_path: Path, grr: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[tuple[str, str]] = []
+    fsync, link = os.fsync, os.link
+
+    def record_fsync(fd: int) -> None:
+        events.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")))
+        fsync(fd)
+
+    def record_link(src: Any, dst: Any) -> None:
+        events.append(("link", os.fspath(dst)))
+        link(src, dst)
+
+    monkeypatch.setattr(os, "fsync", record_fsync)
+    monkeypatch.setattr(os, "link", record_link)
+    root = tmp_path / "root"
+    stored = append_batch(root, "s", grr, encode_batch(grr, reports_of(grr)), day=DAY)
+    day = stored.path.parent
+    tmp = str(day / f".{stored.path.name}.tmp")
+    i = events.index(("fsync", tmp))  # the data reached the disk under its temporary name
+    assert events[i + 1] == ("link", str(stored.path))  # then was linked to its name
+    assert events[i + 2 :] == [("fsync", str(day))]  # and the directory entry made durable
+    # every directory the append created was made durable in its parent
+    for made in (root, root / "stream=s", day):
+        assert ("fsync", str(made.parent)) in events[:i]
+
+
 # ---- durability: a writer killed by SIGKILL mid-batch
 
 WRITER = textwrap.dedent(
