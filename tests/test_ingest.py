@@ -224,7 +224,7 @@ def test_concurrent_first_appends_agree_on_one_oracle(tmp_path: Path) -> None:
         except DataError as exc:
             assert "holds reports of" in str(exc)
             return "refused"
-        return oracle.key
+        return str(oracle.key)
 
     with ThreadPoolExecutor(8) as pool:
         outcomes = list(pool.map(post, oracles))
