@@ -17,6 +17,15 @@ the same reports (integer addition is exact and associative), so the estimate is
 :func:`report_columns`    the column names of an oracle's reports
 :func:`table_mechanism`   the oracle whose key a Parquet report table carries
 :func:`require_dask`      the ``dask`` extra imported, or an ``ImportError`` naming it
+:func:`encode_batch`      a device's reports as a binary batch (``deniable.batch/1``);
+:func:`decode_batch`      read back with the header, length and every report checked
+                          (:func:`encode_json_batch`, :func:`decode_json_batch`: JSON)
+:func:`append_batch`      a batch appended to a stream's Parquet partition of a day,
+                          durably (:func:`append_batches`: a group as one file;
+                          :func:`append_reports`: reports already decoded)
+:func:`aggregate_stream`  the tally of a stream's days, in process or on Dask
+                          (:func:`stream_files`, :func:`stream_oracle`,
+                          :func:`clean_stream`)
 ========================  ==============================================================
 
 May import :mod:`deniable.oracles`, :mod:`deniable.designs`, :mod:`deniable.common` and
@@ -29,7 +38,32 @@ them.
 from __future__ import annotations
 
 from deniable.distributed._aggregate import DEFAULT_BATCH, LOCAL_WORKERS, aggregate
+from deniable.distributed._batch import (
+    BATCH_HEADER_SIZE,
+    BATCH_MAGIC,
+    BATCH_VERSION,
+    batch_digest,
+    decode_batch,
+    decode_json_batch,
+    encode_batch,
+    encode_json_batch,
+)
 from deniable.distributed._sources import require_dask, resolve_mechanism, table_mechanism
+from deniable.distributed._stream_read import (
+    CLEAN_AFTER,
+    aggregate_stream,
+    clean_stream,
+    stream_files,
+    stream_oracle,
+)
+from deniable.distributed._streams import (
+    STREAM_SPEC_FILE,
+    STREAM_SPEC_SCHEMA,
+    StoredBatch,
+    append_batch,
+    append_batches,
+    append_reports,
+)
 from deniable.distributed._tables import (
     CSV_SUFFIXES,
     KEY_METADATA,
@@ -40,15 +74,34 @@ from deniable.distributed._tables import (
 )
 
 __all__ = [
+    "BATCH_HEADER_SIZE",
+    "BATCH_MAGIC",
+    "BATCH_VERSION",
+    "CLEAN_AFTER",
     "CSV_SUFFIXES",
     "DEFAULT_BATCH",
     "KEY_METADATA",
     "LOCAL_WORKERS",
+    "STREAM_SPEC_FILE",
+    "STREAM_SPEC_SCHEMA",
     "TABLE_FORMATS",
+    "StoredBatch",
     "aggregate",
+    "aggregate_stream",
+    "append_batch",
+    "append_batches",
+    "append_reports",
+    "batch_digest",
+    "clean_stream",
+    "decode_batch",
+    "decode_json_batch",
+    "encode_batch",
+    "encode_json_batch",
     "report_columns",
     "require_dask",
     "resolve_mechanism",
+    "stream_files",
+    "stream_oracle",
     "table_format",
     "table_mechanism",
     "write_report_table",
