@@ -157,3 +157,15 @@ test("a kept PRR out of range or of another stage in the storage is refused, not
   storage.set(key, JSON.stringify({ ...entry, pin: "longitudinal-grr/1{}" }));
   assert.throws(() => device.held(0), /`storage` holds an unreadable memo/);
 });
+
+test("a tampered constant is refused by name before any report", () => {
+  const linear = structuredClone(specOf("olh-linear-2"));
+  linear.constants.report_words += 1;
+  assert.throws(() => makeOracle(linear), /: `constants.report_words` must be 2/);
+  const sue = structuredClone(specOf("sue-0"));
+  sue.constants.set = 2 ** sue.constants.bits + 1;
+  assert.throws(() => makeOracle(sue), /: `constants.set` must be an integer in 0\.\.4/);
+  const eps = { ...specOf("olh-0"), implemented_epsilon: specOf("olh-0").epsilon * 2 };
+  assert.throws(() => makeOracle(eps), /: `implemented_epsilon` must be a number at most `epsilon`/);
+  assert.throws(() => makeOracle({ ...specOf("olh-0"), report: "value" }), /: `report` must be "hash-bucket"/);
+});

@@ -15,17 +15,21 @@ import { randomWords, randomize as randomizeAnswer } from "./randomizer.js";
 import { SpecError, checkSpec, show } from "./spec.js";
 
 export const ORACLE_SCHEMA = "deniable.oracle/1";
-export const ORACLE_ALGORITHMS = Object.freeze([
-  "symmetric-unary/1",
-  "optimized-unary/1",
-  "local-hashing/1",
-  "linear-local-hashing/1",
-  "hadamard-response/1",
-  "subset-selection/1",
-  "longitudinal-grr/1",
-  "longitudinal-unary/1",
-  "loloha/1",
-]);
+
+/** The report form of each algorithm (docs/specs.md, "Reports and the vectors file"). */
+const REPORTS = Object.freeze({
+  "symmetric-unary/1": "packed-bits",
+  "optimized-unary/1": "packed-bits",
+  "local-hashing/1": "hash-bucket",
+  "linear-local-hashing/1": "linear-hash",
+  "hadamard-response/1": "row-bit",
+  "subset-selection/1": "packed-bits",
+  "longitudinal-grr/1": "value",
+  "longitudinal-unary/1": "packed-bits",
+  "loloha/1": "hash-bucket",
+});
+
+export const ORACLE_ALGORITHMS = Object.freeze(Object.keys(REPORTS));
 
 const M64 = (1n << 64n) - 1n;
 const ONE = 1n << 53n;
@@ -116,6 +120,9 @@ function checkConstants(algorithm, k, c) {
       if (c[field] !== want) throw new SpecError(`constants.${field}`, `must be ${want} for k = ${k}, got ${show(c[field])}.`);
     }
     out.words = Math.ceil(out.l / out.R) + 2;
+    const yAfterRows = (((out.l - 1) % out.R) + 1) * out.L + out.l <= 64;
+    const m = Math.ceil(out.l / out.R) + (yAfterRows ? 0 : 1);
+    if (out.m !== m) throw new SpecError("constants.report_words", `must be ${m} for k = ${k} and ${out.g} buckets, got ${out.m}.`);
   } else if (algorithm === "hadamard-response/1") {
     out.rows = integer(c, "rows", 2);
     out.e = bitLength(out.rows) - 1;
@@ -150,6 +157,9 @@ export function checkOracleSpec(spec) {
   if (spec.schema !== ORACLE_SCHEMA) throw new SpecError("schema", `must be "${ORACLE_SCHEMA}", got ${show(spec.schema)}.`);
   if (!ORACLE_ALGORITHMS.includes(spec.algorithm)) {
     throw new SpecError("algorithm", `must be one of ${ORACLE_ALGORITHMS.join(", ")}, got ${show(spec.algorithm)}.`);
+  }
+  if (spec.report !== REPORTS[spec.algorithm]) {
+    throw new SpecError("report", `must be "${REPORTS[spec.algorithm]}" for ${spec.algorithm}, got ${show(spec.report)}.`);
   }
   if (!Number.isSafeInteger(spec.k) || spec.k < 2) throw new SpecError("k", `must be an integer >= 2, got ${show(spec.k)}.`);
   if (spec.constants === null || typeof spec.constants !== "object") {
