@@ -13,6 +13,7 @@ mechanism contract, unbiasedness, the exact variance and the epsilon audit on ea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from fractions import Fraction
@@ -37,6 +38,8 @@ from deniable.oracles import (
     Histogram,
     LinearOLH,
     PiecewiseMechanism,
+    Rappor,
+    RapporClient,
     SubsetSelection,
     choose_oracle,
     clip_and_normalize,
@@ -47,6 +50,8 @@ from deniable.oracles import (
     oracle_from_spec,
     oracle_spec,
     project_to_simplex,
+    rappor_from_spec,
+    rappor_spec,
     tally_batches,
     tally_file,
     write_reports,
@@ -87,9 +92,9 @@ def test_the_vectors_cover_every_oracle_and_threshold_edge() -> None:
     data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
     assert data["schema"] == "deniable.oracle-vectors/1"
     names = {c["spec"]["mechanism"] for c in data["cases"]}
-    assert names == set(VECTOR_ORACLES) == set(ORACLE_IDS) | set(LONGITUDINAL_IDS)
+    assert names - {"rappor"} == set(VECTOR_ORACLES) == set(ORACLE_IDS) | set(LONGITUDINAL_IDS)
     devices = {c["spec"]["mechanism"] for c in data["cases"] if "prr" in c}
-    assert devices == set(LONGITUDINAL_IDS)
+    assert devices == {*LONGITUDINAL_IDS, "rappor"}
     for case in data["cases"]:
         if "prr" in case:  # a device's rounds: covered by the device tests below
             continue
@@ -243,9 +248,76 @@ def _replay_device(spec: dict[str, Any], values: list[int], rounds: list[list[in
     return reports, held
 
 
-def _device_cases() -> list[dict[str, Any]]:
+def _device_cases(schema: str = "deniable.oracle/1") -> list[dict[str, Any]]:
     data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
-    return [c for c in data["cases"] if "prr" in c]
+    return [c for c in data["cases"] if "prr" in c and c["spec"]["schema"] == schema]
+
+
+def _replay_rappor(spec: dict[str, Any], values: list[str], rounds: list[list[int]]) -> Any:
+    """A RAPPOR device's rounds by docs/specs.md in plain Python (hashlib's BLAKE2b):
+    ``(reports, held PRRs)``; the memo holds the cohort and the PRR of each string."""
+    c = spec["constants"]
+    m, h = c["bits"], c["hashes"]
+    memo: dict[str, Any] = {}
+    reports, held = [], []
+    for value, words in zip(values, rounds, strict=True):
+        words = list(words)
+        if "cohort" not in memo:
+            memo["cohort"] = ((words.pop(0) >> 32) * c["cohorts"]) >> 32
+        cohort = memo["cohort"]
+        if value not in memo:
+            digest = hashlib.blake2b(value.encode(), digest_size=8, person=b"deniable-rappor")
+            x = int.from_bytes(digest.digest(), "big") >> 31
+            bloom = [0] * m
+            for i in range(h):
+                raw = hashlib.blake2b(f"deniable.rappor/1:{cohort}:{i}".encode(), digest_size=16)
+                a, b = (int.from_bytes(raw.digest()[j : j + 8], "little") for j in (0, 8))
+                bloom[((((a * x + b) & M64) >> 32) * m) >> 32] = 1
+            coins = zip([words.pop(0) for _ in range(m)], bloom, strict=True)
+            memo[value] = [w & 1 if (w >> 11) < c["f"] else bit for w, bit in coins]
+        pairs = zip(memo[value], words, strict=True)  # the IRR's m words, all of the rest
+        irr = [int((w >> 11) < (c["q"] if bit else c["p"])) for bit, w in pairs]
+        reports.append([cohort, _pack(irr)])
+        held.append(_pack(memo[value]))
+    return reports, held
+
+
+def test_every_rappor_device_case_replays_by_the_documented_algorithm() -> None:
+    cases = _device_cases("deniable.rappor-spec/1")
+    assert len(cases) >= 2
+    for case in cases:
+        rounds = [[int(w) for w in ws] for ws in case["words"]]
+        reports, held = _replay_rappor(case["spec"], case["values"], rounds)
+        assert reports == case["reports"], case["id"]
+        assert held == case["prr"], case["id"]
+
+
+def test_every_rappor_device_case_replays_through_the_client_and_a_memo_store() -> None:
+    for case in _device_cases("deniable.rappor-spec/1"):
+        rappor = rappor_from_spec(case["spec"])
+        client = RapporClient(rappor, InMemoryMemoStore())
+        got = []
+        for value, ws in zip(case["values"], case["words"], strict=True):
+            source = ArrayWords(np.array([int(w) for w in ws], dtype=np.uint64))
+            report = client.report(["phone"], [value], rng=source)
+            assert source.remaining == 0, case["id"]
+            got.append([int(report.cohorts[0]), bytes(report.bits[0]).hex()])
+        assert got == case["reports"], case["id"]
+
+
+def test_a_rappor_spec_round_trips_and_a_tampered_field_is_refused() -> None:
+    rappor = Rappor(m=24, h=2, cohorts=3, f=0.25, p=0.1, q=0.9)
+    spec = rappor_spec(rappor)
+    assert rappor_from_spec(spec) == rappor == rappor_from_spec(json.dumps(spec))
+    for field, value in [("epsilon", 0.5), ("key", "rappor{}"), ("report", "bits")]:
+        with pytest.raises(DataError, match=f"`{field}`"):
+            rappor_from_spec({**spec, field: value})
+    with pytest.raises(DataError, match="`constants`"):
+        rappor_from_spec({**spec, "constants": {**spec["constants"], "f": 1}})
+    with pytest.raises(DataError, match="unknown spec field `k`"):
+        rappor_from_spec({**spec, "k": 2})
+    with pytest.raises(DataError, match="`parameters`: `p` must be less than `q`"):
+        rappor_from_spec({**spec, "parameters": {**spec["parameters"], "p": "1"}})
 
 
 def test_every_device_case_replays_through_the_documented_algorithms() -> None:

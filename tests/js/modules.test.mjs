@@ -31,7 +31,8 @@ const ALLOWED = {
   "main.js": ["interviewer.js", "respondent.js"],
   // the frequency-oracle client: its words from randomizer.js, its errors from spec.js
   "oracles.js": ["randomizer.js", "spec.js"],
-  "oraclesmemo.js": ["oracles.js", "randomizer.js", "spec.js"],
+  "oraclesmemo.js": ["oracles.js", "oraclesrappor.js", "randomizer.js", "spec.js"],
+  "oraclesrappor.js": ["oracles.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };
 

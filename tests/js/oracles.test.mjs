@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { ORACLE_ALGORITHMS, makeOracle } from "../../src/deniable/service/static/oracles.js";
 import { makeDevice } from "../../src/deniable/service/static/oraclesmemo.js";
+import { RAPPOR_SCHEMA, blake2b, stringDigest } from "../../src/deniable/service/static/oraclesrappor.js";
 import { VECTORS, caseWords, seededCrypto } from "./_helpers.mjs";
 
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
@@ -21,11 +22,14 @@ const mapStorage = () => new Map();
 test("the vectors file has first-report cases of every algorithm and device cases of every longitudinal oracle", () => {
   assert.equal(ORACLES.schema, "deniable.oracle-vectors/1");
   assert.deepEqual([...new Set(firstCases.map((c) => c.spec.algorithm))].sort(), [...ORACLE_ALGORITHMS].sort());
-  assert.deepEqual([...new Set(deviceCases.map((c) => c.spec.mechanism))].sort(), [...LONGITUDINAL].sort());
+  assert.deepEqual([...new Set(deviceCases.map((c) => c.spec.mechanism))].sort(), [...LONGITUDINAL, "rappor"].sort());
 });
 
-test("every oracle of the file has a client: makeOracle accepts each spec", () => {
-  for (const c of ORACLES.cases) assert.doesNotThrow(() => makeOracle(c.spec), c.id);
+test("every oracle of the file has a client: makeOracle (first reports) or makeDevice (RAPPOR) accepts each spec", () => {
+  for (const c of ORACLES.cases) {
+    if (c.spec.schema === RAPPOR_SCHEMA) assert.doesNotThrow(() => makeDevice(c.spec, { storage: mapStorage() }), c.id);
+    else assert.doesNotThrow(() => makeOracle(c.spec), c.id);
+  }
 });
 
 for (const c of firstCases) {
@@ -168,4 +172,36 @@ test("a tampered constant is refused by name before any report", () => {
   const eps = { ...specOf("olh-0"), implemented_epsilon: specOf("olh-0").epsilon * 2 };
   assert.throws(() => makeOracle(eps), /: `implemented_epsilon` must be a number at most `epsilon`/);
   assert.throws(() => makeOracle({ ...specOf("olh-0"), report: "value" }), /: `report` must be "hash-bucket"/);
+});
+
+test("BLAKE2b agrees with node's blake2b512 over block boundaries; the string digest is 33 bits", async () => {
+  const { createHash } = await import("node:crypto");
+  for (const text of ["", "abc", "x".repeat(127), "x".repeat(128), "x".repeat(129), "\u00fc".repeat(300)]) {
+    const mine = Buffer.from(blake2b(new TextEncoder().encode(text), 64)).toString("hex");
+    assert.equal(mine, createHash("blake2b512").update(text, "utf8").digest("hex"), `${text.length} characters`);
+  }
+  assert.ok(stringDigest("apple") < 2n ** 33n);
+});
+
+test("RAPPOR: the cohort and PRRs are kept; another permanent stage is refused, another IRR keeps them", () => {
+  const c = deviceCases.find((x) => x.id === "rappor-0-device");
+  const storage = mapStorage();
+  const device = makeDevice(c.spec, { storage, stream: "app", cryptoImpl: seededCrypto(9) });
+  assert.equal(device.wordsNeeded("x"), 1 + 2 * 16);
+  device.report("x");
+  const cohort = device.cohort();
+  const prr = device.held("x");
+  assert.equal(device.wordsNeeded("x"), 16);
+  const irr = structuredClone(c.spec);
+  irr.constants.q -= 1; // only the IRR changes
+  const same = makeDevice(irr, { storage, stream: "app", cryptoImpl: seededCrypto(10) });
+  same.report("x");
+  assert.equal(same.cohort(), cohort);
+  assert.equal(same.held("x"), prr);
+  const before = new Map(storage);
+  const other = structuredClone(c.spec);
+  other.constants.f += 1;
+  assert.throws(() => makeDevice(other, { storage, stream: "app" }).report("x"), { name: "PrivacyError" });
+  assert.deepEqual(storage, before);
+  assert.throws(() => device.report(3), /: `value` must be a string \(RAPPOR reports strings\), got 3/);
 });

@@ -33,6 +33,9 @@ from deniable.oracles._loloha import LOLOHA
 from deniable.oracles._longitudinal import LongitudinalOracle
 from deniable.oracles._longitudinal_grr import LGRR
 from deniable.oracles._longitudinal_unary import LOSUE, LOUE, LSUE
+from deniable.oracles._rappor import Rappor
+from deniable.oracles._rappor_client import RapporClient
+from deniable.oracles._rappor_spec import rappor_spec
 from deniable.oracles._spec import oracle_spec
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
@@ -73,6 +76,25 @@ VECTOR_ORACLES: dict[str, tuple[Callable[[], FrequencyOracle], ...]] = {
         lambda: LOLOHA(k=6, g=3, p1=0.5, p2=0.5),
     ),
 }
+
+#: RAPPOR's device cases: small and dyadic, and a filter of more than 56 bits (two memo
+#: chunks) with probabilities off the dyadic grid.
+VECTOR_RAPPOR: tuple[Callable[[], Rappor], ...] = (
+    lambda: Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.25, q=0.75),
+    lambda: Rappor(m=72, h=3, cohorts=5, f=0.3, p=0.1, q=0.8),
+)
+#: RAPPOR's values, round by round: ASCII, the empty string, non-ASCII UTF-8.
+_RAPPOR_VALUES = (
+    "apple",
+    "apple",
+    "banana",
+    "apple",
+    "",
+    "banana",
+    "z\u00fcrich \u2713",
+    "",
+    "apple",
+)
 
 #: The values of a device case, round by round (modulo ``k``): repeats, changes, returns.
 _DEVICE_VALUES = (0, 0, 1, 0, 1, 1, 2, 0, -1, -1, 3, 2, 0, 5, 7, 5, 1, 0)
@@ -218,6 +240,38 @@ def _device_case(case_id: str, oracle: LongitudinalOracle) -> dict[str, Any]:
     }
 
 
+def _rappor_case(case_id: str, rappor: Rappor) -> dict[str, Any]:
+    """One RAPPOR device's rounds: its cohort and the PRR of each string kept in a memo."""
+    rng = np.random.Generator(np.random.PCG64(zlib.crc32(case_id.encode())))
+    memo = _DeviceMemo()
+    client = RapporClient(rappor, memo)
+    words: list[list[str]] = []
+    reports: list[Any] = []
+    held: list[str] = []
+    raw = []
+    for value in _RAPPOR_VALUES:
+        supply = np.asarray(rng.bit_generator.random_raw(2 * rappor.m + 1), np.uint64)
+        source = ArrayWords(supply)
+        report = client.report([0], [value], rng=source)
+        words.append([str(int(x)) for x in supply[: supply.size - source.remaining]])
+        reports.append([int(report.cohorts[0]), bytes(report.bits[0]).hex()])
+        prr = client.permanent([0], [value])  # kept: draws no word
+        held.append(bytes(np.packbits(prr[0], bitorder="little")).hex())
+        raw.append(report)
+    cohorts = np.concatenate([r.cohorts for r in raw])
+    bits = np.concatenate([r.bits for r in raw])
+    tally = rappor.tally(type(raw[0])(cohorts, bits))
+    return {
+        "id": case_id,
+        "spec": rappor_spec(rappor),
+        "values": list(_RAPPOR_VALUES),
+        "words": words,
+        "prr": held,
+        "reports": reports,
+        "tally": tally.counts.tolist(),
+    }
+
+
 def oracle_vectors() -> dict[str, Any]:
     """Every case of ``VECTOR_ORACLES`` (``oracles._vectors``) as one JSON-ready dict (schema
     ``deniable.oracle-vectors/1``, ``docs/specs.md``)."""
@@ -232,6 +286,7 @@ def oracle_vectors() -> dict[str, Any]:
         for i, make in enumerate(makers)
         if isinstance(oracle := make(), LongitudinalOracle)
     ]
+    cases += [_rappor_case(f"rappor-{i}-device", make()) for i, make in enumerate(VECTOR_RAPPOR)]
     return {
         "schema": ORACLE_VECTORS_SCHEMA,
         "about": (

@@ -14,6 +14,7 @@
 import { randomWords } from "./randomizer.js";
 import { PrivacyError, SpecError, show } from "./spec.js";
 import { below, bucketOf, checkOracleSpec, checkValue, checkWords, keepOrUniform, packBits, unaryRound } from "./oracles.js";
+import { RAPPOR_SCHEMA, bloomBits, checkRapporSpec, cohortOf, rapporInstantaneous, rapporPermanent } from "./oraclesrappor.js";
 
 const LONGITUDINAL = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloha/1"]);
 /** Where a stream's memo lives in the storage: PREFIX + stream + "/" + the memo question. */
@@ -40,26 +41,14 @@ function hexBits(hex, k) {
 }
 
 /**
- * A device of one longitudinal oracle, its permanent responses kept in `storage`.
- *
- * report(value[, { words }]): the value's report; the words are drawn from
- * crypto.getRandomValues unless given (then exactly wordsNeeded(value) BigInt words: the
- * PRR's words first when the value is new, then the instantaneous response's two words, or
- * k for the unary ones; LOLOHA draws its hash seeds, four words, in its first round).
- * held(value): the PRR kept for the value (null if none).  The memo is written before the
- * report is returned, so no report leaves the device from a PRR that was not kept.
+ * The memo of a stream in a storage, pinned to `pin`: read(question) gives the entry (null if
+ * none; an unreadable one throws), checkPin() refuses a stream pinned to another permanent
+ * stage, write(entries) stores [question, entry] pairs.
  */
-export function makeDevice(spec, { storage, stream = "default", cryptoImpl = globalThis.crypto } = {}) {
-  const c = checkOracleSpec(spec);
-  if (!LONGITUDINAL.includes(c.algorithm)) {
-    throw new SpecError("algorithm", `must be a longitudinal oracle (${LONGITUDINAL.join(", ")}) to keep a memo, got ${show(c.algorithm)}.`);
-  }
+function openMemo(storage, stream, pin) {
   if (typeof stream !== "string" || stream.length === 0) throw new SpecError("stream", `must be a non-empty string, got ${show(stream)}.`);
   const store = wrapStorage(storage);
-  const pin = permanentKey(c);
   const prefix = `${MEMO_PREFIX}${encodeURIComponent(stream)}/`;
-  const loloha = c.algorithm === "loloha/1";
-  const unary = c.algorithm === "longitudinal-unary/1";
 
   function read(question) {
     const key = prefix + question;
@@ -78,6 +67,41 @@ export function makeDevice(spec, { storage, stream = "default", cryptoImpl = glo
     return entry;
   }
 
+  function checkPin() {
+    const stage = read("permanent");
+    if (stage !== null && stage.pin !== pin) {
+      throw new PrivacyError("spec", `has another permanent stage (${pin}) than the one this device keeps for stream ${show(stream)} (${stage.pin}): a second permanent response of the same values is refused; only the instantaneous response of a stream may change.`);
+    }
+  }
+
+  function write(entries) {
+    for (const [question, entry] of entries) store.set(prefix + question, JSON.stringify(entry));
+  }
+
+  return { prefix, read, checkPin, write };
+}
+
+/**
+ * A device of one longitudinal oracle, its permanent responses kept in `storage`.
+ *
+ * report(value[, { words }]): the value's report; the words are drawn from
+ * crypto.getRandomValues unless given (then exactly wordsNeeded(value) BigInt words: the
+ * PRR's words first when the value is new, then the instantaneous response's two words, or
+ * k for the unary ones; LOLOHA draws its hash seeds, four words, in its first round).
+ * held(value): the PRR kept for the value (null if none).  The memo is written before the
+ * report is returned, so no report leaves the device from a PRR that was not kept.
+ */
+export function makeDevice(spec, { storage, stream = "default", cryptoImpl = globalThis.crypto } = {}) {
+  if (spec !== null && typeof spec === "object" && spec.schema === RAPPOR_SCHEMA) return rapporDevice(spec, storage, stream, cryptoImpl);
+  const c = checkOracleSpec(spec);
+  if (!LONGITUDINAL.includes(c.algorithm)) {
+    throw new SpecError("algorithm", `must be a longitudinal oracle (${LONGITUDINAL.join(", ")}) to keep a memo, got ${show(c.algorithm)}.`);
+  }
+  const pin = permanentKey(c);
+  const { prefix, read, checkPin, write } = openMemo(storage, stream, pin);
+  const loloha = c.algorithm === "loloha/1";
+  const unary = c.algorithm === "longitudinal-unary/1";
+
   /** A kept PRR, checked: a hex string of k packed bits (unary), else an integer in range. */
   function keptPrr(entry, q) {
     const m = loloha ? c.g : c.k;
@@ -86,13 +110,6 @@ export function makeDevice(spec, { storage, stream = "default", cryptoImpl = glo
       throw new SpecError("storage", `holds an unreadable memo at ${show(prefix + q)} (got ${show(entry)}); it is not redrawn.`);
     }
     return entry.prr;
-  }
-
-  function checkPin() {
-    const stage = read("permanent");
-    if (stage !== null && stage.pin !== pin) {
-      throw new PrivacyError("spec", `has another permanent stage (${pin}) than the one this device keeps for stream ${show(stream)} (${stage.pin}): a second permanent response of the same values is refused; only the instantaneous response of a stream may change.`);
-    }
   }
 
   function seeds() {
@@ -159,9 +176,64 @@ export function makeDevice(spec, { storage, stream = "default", cryptoImpl = glo
       const y = keepOrUniform(prr, w[i], w[i + 1], c.keep2, loloha ? c.g : c.k);
       out = loloha ? [String(s[0]), String(s[1]), y] : y;
     }
-    for (const [name, entry] of writes) store.set(prefix + name, JSON.stringify(entry));
+    write(writes);
     return out;
   }
 
   return Object.freeze({ spec, stream, k: c.k, algorithm: c.algorithm, permanentKey: pin, wordsNeeded, held, report });
+}
+
+/**
+ * A RAPPOR device (makeDevice with a spec of schema "deniable.rappor-spec/1"): its cohort,
+ * drawn from one word in its first round, and the PRR of each string value (m words) kept;
+ * every report is [cohort, the m IRR bits packed as hex] from m fresh words.
+ */
+function rapporDevice(spec, storage, stream, cryptoImpl) {
+  const c = checkRapporSpec(spec);
+  const { prefix, read, checkPin, write } = openMemo(storage, stream, c.pin);
+  const hexLength = c.m / 4;
+  const checkString = (value) => {
+    if (typeof value !== "string") throw new SpecError("value", `must be a string (RAPPOR reports strings), got ${show(value)}.`);
+    return value;
+  };
+  const prrQuestion = (value) => `rappor/prr/${encodeURIComponent(value)}`;
+
+  function kept(question, valid) {
+    const entry = read(question);
+    if (entry !== null && (entry.pin !== c.pin || !valid(entry))) {
+      throw new SpecError("storage", `holds an unreadable memo at ${show(prefix + question)} (got ${show(entry)}); it is not redrawn.`);
+    }
+    return entry;
+  }
+  const cohort = () => kept("rappor/cohort", (e) => Number.isSafeInteger(e.cohort) && e.cohort >= 0 && e.cohort < c.cohorts)?.cohort ?? null;
+  const held = (value) => kept(prrQuestion(checkString(value)), (e) => typeof e.prr === "string" && /^[0-9a-f]*$/.test(e.prr) && e.prr.length === hexLength)?.prr ?? null;
+
+  function wordsNeeded(value) {
+    checkString(value);
+    checkPin();
+    return (cohort() === null ? 1 : 0) + (held(value) === null ? c.m : 0) + c.m;
+  }
+
+  function report(value, { words } = {}) {
+    const n = wordsNeeded(value);
+    const w = words === undefined ? randomWords(n, cryptoImpl) : checkWords(words, n);
+    const writes = [["permanent", { pin: c.pin }]];
+    let i = 0;
+    let coh = cohort();
+    if (coh === null) {
+      coh = cohortOf(c, w[i++]);
+      writes.push(["rappor/cohort", { pin: c.pin, cohort: coh }]);
+    }
+    let prr = held(value);
+    if (prr === null) {
+      prr = packBits(rapporPermanent(c, bloomBits(c, coh, value), w.slice(i, i + c.m)));
+      i += c.m;
+      writes.push([prrQuestion(value), { pin: c.pin, prr }]);
+    }
+    const out = [coh, rapporInstantaneous(c, hexBits(prr, c.m), w.slice(i, i + c.m))];
+    write(writes);
+    return out;
+  }
+
+  return Object.freeze({ spec, stream, algorithm: c.algorithm, permanentKey: c.pin, wordsNeeded, held, cohort, report });
 }
