@@ -273,7 +273,8 @@ def _rappor_case(case_id: str, rappor: Rappor) -> dict[str, Any]:
 
 
 def oracle_vectors() -> dict[str, Any]:
-    """Every case of ``VECTOR_ORACLES`` (``oracles._vectors``) as one JSON-ready dict (schema
+    """Every case of ``VECTOR_ORACLES`` (``oracles._vectors``), then a device case of each
+    longitudinal one and of ``VECTOR_RAPPOR``, as one JSON-ready dict (schema
     ``deniable.oracle-vectors/1``, ``docs/specs.md``)."""
     cases = [
         _case(f"{name}-{i}", make())
@@ -293,6 +294,8 @@ def oracle_vectors() -> dict[str, Any]:
             "Frequency-oracle test vectors of deniable: the words of each case, "
             "words_per_report a report in order, given to the algorithm its spec names with "
             "each value, give its reports; tally is the support count of each value, then n. "
+            "A device case (it has prr: the longitudinal oracles and RAPPOR) is one device's "
+            "rounds through its memo, words one list per round. "
             "Schema and algorithms: docs/specs.md."
         ),
         "cases": cases,
