@@ -13,6 +13,7 @@ mechanism contract, unbiasedness, the exact variance and the epsilon audit on ea
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from fractions import Fraction
@@ -24,6 +25,7 @@ import pytest
 
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.mechanisms import InMemoryMemoStore
 from deniable.oracles import (
     BLH,
     GRR,
@@ -36,6 +38,8 @@ from deniable.oracles import (
     Histogram,
     LinearOLH,
     PiecewiseMechanism,
+    Rappor,
+    RapporClient,
     SubsetSelection,
     choose_oracle,
     clip_and_normalize,
@@ -46,11 +50,14 @@ from deniable.oracles import (
     oracle_from_spec,
     oracle_spec,
     project_to_simplex,
+    rappor_from_spec,
+    rappor_spec,
     tally_batches,
     tally_file,
     write_reports,
 )
 from deniable.oracles._vectors import VECTOR_ORACLES
+from deniable.randomness import ArrayWords
 
 VECTORS_FILE = Path(__file__).parent / "vectors" / "oracles.json"
 M64 = (1 << 64) - 1
@@ -65,6 +72,7 @@ ORACLE_MAKERS = [
     lambda: SubsetSelection.from_epsilon(1.0, k=17),
 ]
 ORACLE_IDS = ["sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset"]
+LONGITUDINAL_IDS = ["l-grr", "l-sue", "l-oue", "l-osue", "loloha"]
 
 
 @pytest.fixture(params=ORACLE_MAKERS, ids=ORACLE_IDS)
@@ -84,8 +92,12 @@ def test_the_vectors_cover_every_oracle_and_threshold_edge() -> None:
     data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
     assert data["schema"] == "deniable.oracle-vectors/1"
     names = {c["spec"]["mechanism"] for c in data["cases"]}
-    assert names == set(VECTOR_ORACLES) == set(ORACLE_IDS)
+    assert names - {"rappor"} == set(VECTOR_ORACLES) == set(ORACLE_IDS) | set(LONGITUDINAL_IDS)
+    devices = {c["spec"]["mechanism"] for c in data["cases"] if "prr" in c}
+    assert devices == {*LONGITUDINAL_IDS, "rappor"}
     for case in data["cases"]:
+        if "prr" in case:  # a device's rounds: covered by the device tests below
+            continue
         words = [int(w) for w in case["words"]]
         w = case["spec"]["words_per_report"]
         assert len(words) == w * len(case["values"]) == w * len(case["reports"])
@@ -176,13 +188,174 @@ def _replay(spec: dict[str, Any], value: int, words: list[int]) -> Any:
             j_value = j + (j >= value)
             chosen.add(j_value if t_value in chosen else t_value)
         return _pack([int(x in chosen) for x in range(k)])
+    if alg == "longitudinal-grr/1":
+        prr = _keep_or_uniform(value, words[0], words[1], c["keep_1"], k)
+        return _keep_or_uniform(prr, words[2], words[3], c["keep_2"], k)
+    if alg == "longitudinal-unary/1":
+        prr = [(words[j] >> 11) < (c["p1"] if j == value else c["q1"]) for j in range(k)]
+        return _pack(_unary_irr(c, prr, words[k:]))
+    if alg == "loloha/1":
+        a, b = words[0], words[1]
+        g = c["buckets"]
+        bucket = ((((a * value + b) & M64) >> 32) * g) >> 32
+        prr = _keep_or_uniform(bucket, words[2], words[3], c["keep_1"], g)
+        return [str(a), str(b), _keep_or_uniform(prr, words[4], words[5], c["keep_2"], g)]
     raise AssertionError(alg)  # pragma: no cover
+
+
+def _keep_or_uniform(x: int, keep_word: int, word: int, keep: int, m: int) -> int:
+    """docs/specs.md: one round of k-ary randomized response (keep-or-forced/1)."""
+    return x if (keep_word >> 11) < keep else _uniform(word, m)
+
+
+def _unary_irr(c: dict[str, int], prr: list[bool], words: list[int]) -> list[int]:
+    pairs = zip(prr, words, strict=True)
+    return [int((w >> 11) < (c["p2"] if bit else c["q2"])) for bit, w in pairs]
+
+
+def _replay_device(spec: dict[str, Any], values: list[int], rounds: list[list[int]]) -> Any:
+    """A device's rounds by docs/specs.md in plain Python: ``(reports, held PRRs)``, the memo
+    a dict from the value (LOLOHA: the seeds, then the bucket) to its permanent response."""
+    k, c, alg = spec["k"], spec["constants"], spec["algorithm"]
+    memo: dict[Any, Any] = {}
+    reports, held = [], []
+    for value, words in zip(values, rounds, strict=True):
+        words = list(words)
+        if alg == "loloha/1":
+            if "seeds" not in memo:  # 4 words, their top 32 bits: a low, a high, b low, b high
+                top = [words.pop(0) >> 32 for _ in range(4)]
+                memo["seeds"] = (top[0] | top[1] << 32, top[2] | top[3] << 32)
+            a, b = memo["seeds"]
+            g = c["buckets"]
+            key: Any = ((((a * value + b) & M64) >> 32) * g) >> 32
+            if key not in memo:
+                memo[key] = _keep_or_uniform(key, words.pop(0), words.pop(0), c["keep_1"], g)
+            report: Any = [str(a), str(b), _keep_or_uniform(memo[key], *words, c["keep_2"], g)]
+            held.append(memo[key])
+        elif alg == "longitudinal-grr/1":
+            if value not in memo:
+                memo[value] = _keep_or_uniform(value, words.pop(0), words.pop(0), c["keep_1"], k)
+            report = _keep_or_uniform(memo[value], *words, c["keep_2"], k)
+            held.append(memo[value])
+        else:
+            if value not in memo:
+                memo[value] = [
+                    (words.pop(0) >> 11) < (c["p1"] if j == value else c["q1"]) for j in range(k)
+                ]
+            report = _pack(_unary_irr(c, memo[value], words))
+            held.append(_pack([int(bit) for bit in memo[value]]))
+        reports.append(report)
+    return reports, held
+
+
+def _device_cases(schema: str = "deniable.oracle/1") -> list[dict[str, Any]]:
+    data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
+    return [c for c in data["cases"] if "prr" in c and c["spec"]["schema"] == schema]
+
+
+def _replay_rappor(spec: dict[str, Any], values: list[str], rounds: list[list[int]]) -> Any:
+    """A RAPPOR device's rounds by docs/specs.md in plain Python (hashlib's BLAKE2b):
+    ``(reports, held PRRs)``; the memo holds the cohort and the PRR of each string."""
+    c = spec["constants"]
+    m, h = c["bits"], c["hashes"]
+    memo: dict[str, Any] = {}
+    reports, held = [], []
+    for value, words in zip(values, rounds, strict=True):
+        words = list(words)
+        if "cohort" not in memo:
+            memo["cohort"] = ((words.pop(0) >> 32) * c["cohorts"]) >> 32
+        cohort = memo["cohort"]
+        if value not in memo:
+            digest = hashlib.blake2b(value.encode(), digest_size=8, person=b"deniable-rappor")
+            x = int.from_bytes(digest.digest(), "big") >> 31
+            bloom = [0] * m
+            for i in range(h):
+                raw = hashlib.blake2b(f"deniable.rappor/1:{cohort}:{i}".encode(), digest_size=16)
+                a, b = (int.from_bytes(raw.digest()[j : j + 8], "little") for j in (0, 8))
+                bloom[((((a * x + b) & M64) >> 32) * m) >> 32] = 1
+            coins = zip([words.pop(0) for _ in range(m)], bloom, strict=True)
+            memo[value] = [w & 1 if (w >> 11) < c["f"] else bit for w, bit in coins]
+        pairs = zip(memo[value], words, strict=True)  # the IRR's m words, all of the rest
+        irr = [int((w >> 11) < (c["q"] if bit else c["p"])) for bit, w in pairs]
+        reports.append([cohort, _pack(irr)])
+        held.append(_pack(memo[value]))
+    return reports, held
+
+
+def test_every_rappor_device_case_replays_by_the_documented_algorithm() -> None:
+    cases = _device_cases("deniable.rappor-spec/1")
+    assert len(cases) >= 2
+    for case in cases:
+        rounds = [[int(w) for w in ws] for ws in case["words"]]
+        reports, held = _replay_rappor(case["spec"], case["values"], rounds)
+        assert reports == case["reports"], case["id"]
+        assert held == case["prr"], case["id"]
+
+
+def test_every_rappor_device_case_replays_through_the_client_and_a_memo_store() -> None:
+    for case in _device_cases("deniable.rappor-spec/1"):
+        rappor = rappor_from_spec(case["spec"])
+        client = RapporClient(rappor, InMemoryMemoStore())
+        got = []
+        for value, ws in zip(case["values"], case["words"], strict=True):
+            source = ArrayWords(np.array([int(w) for w in ws], dtype=np.uint64))
+            report = client.report(["phone"], [value], rng=source)
+            assert source.remaining == 0, case["id"]
+            got.append([int(report.cohorts[0]), bytes(report.bits[0]).hex()])
+        assert got == case["reports"], case["id"]
+
+
+def test_a_rappor_spec_round_trips_and_a_tampered_field_is_refused() -> None:
+    rappor = Rappor(m=24, h=2, cohorts=3, f=0.25, p=0.1, q=0.9)
+    spec = rappor_spec(rappor)
+    assert rappor_from_spec(spec) == rappor == rappor_from_spec(json.dumps(spec))
+    for field, value in [("epsilon", 0.5), ("key", "rappor{}"), ("report", "bits")]:
+        with pytest.raises(DataError, match=f"`{field}`"):
+            rappor_from_spec({**spec, field: value})
+    with pytest.raises(DataError, match="`constants`"):
+        rappor_from_spec({**spec, "constants": {**spec["constants"], "f": 1}})
+    with pytest.raises(DataError, match="unknown spec field `k`"):
+        rappor_from_spec({**spec, "k": 2})
+    with pytest.raises(DataError, match="`parameters`: `p` must be less than `q`"):
+        rappor_from_spec({**spec, "parameters": {**spec["parameters"], "p": "1"}})
+
+
+def test_every_device_case_replays_through_the_documented_algorithms() -> None:
+    """An independent reading of docs/specs.md (a device's memo) gives every report and
+    every permanent response of the device cases, each round using exactly its words."""
+    for case in _device_cases():
+        rounds = [[int(w) for w in ws] for ws in case["words"]]
+        reports, held = _replay_device(case["spec"], case["values"], rounds)
+        assert reports == case["reports"], case["id"]
+        assert held == case["prr"], case["id"]
+
+
+def test_every_device_case_replays_through_the_library_and_a_memo_store() -> None:
+    """The oracle, given each round's words, a MemoStore and one device, reports as the
+    case says, uses exactly the round's words, and keeps the PRR across rounds."""
+    for case in _device_cases():
+        oracle = oracle_from_spec(case["spec"])
+        memo = InMemoryMemoStore()
+        got = []
+        for value, ws in zip(case["values"], case["words"], strict=True):
+            source = ArrayWords(np.array([int(w) for w in ws], dtype=np.uint64))
+            report = oracle.randomize([value], rng=source, memo=memo, devices=["phone"])
+            assert source.remaining == 0, case["id"]
+            got.append(report)
+        reports = np.concatenate(got)
+        assert oracle.tally(reports).counts.tolist() == case["tally"], case["id"]
+        if case["spec"]["report"] == "packed-bits":
+            assert [bytes(r).hex() for r in reports] == case["reports"], case["id"]
+        elif case["spec"]["report"] == "hash-bucket":
+            assert [[str(a), str(b), int(y)] for a, b, y in reports] == case["reports"]
+        else:
+            assert reports.tolist() == case["reports"], case["id"]
 
 
 def test_every_vector_replays_through_the_documented_algorithms() -> None:
     """An independent reading of docs/specs.md gives every report of the file."""
     data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
-    for case in data["cases"]:
+    for case in [c for c in data["cases"] if "prr" not in c]:
         spec = case["spec"]
         w = spec["words_per_report"]
         words = [int(x) for x in case["words"]]
@@ -193,7 +366,7 @@ def test_every_vector_replays_through_the_documented_algorithms() -> None:
 
 def test_every_vector_tallies_to_its_support_counts() -> None:
     data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
-    for case in data["cases"]:
+    for case in [c for c in data["cases"] if "prr" not in c]:
         oracle = oracle_from_spec(case["spec"])
         kind = case["spec"]["report"]
         if kind == "packed-bits":

@@ -29,6 +29,10 @@ const ALLOWED = {
   "respondent.js": ["dom.js", "explain.js", "session.js", "spec.js"],
   "interviewer.js": ["dom.js", "session.js"],
   "main.js": ["interviewer.js", "respondent.js"],
+  // the frequency-oracle client: its words from randomizer.js, its errors from spec.js
+  "oracles.js": ["randomizer.js", "spec.js"],
+  "oraclesmemo.js": ["oracles.js", "oraclesrappor.js", "randomizer.js", "spec.js"],
+  "oraclesrappor.js": ["oracles.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };
 

@@ -26,7 +26,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`LOLOHA`            longitudinal local hashing (Arcolezi et al. 2023): a hash kept
                           per device, L-GRR over its buckets
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
-                          (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``)
+                          (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``);
+                          :func:`rappor_spec` as versioned JSON for a device
 :data:`FREQUENCY_ORACLES`   every oracle of ``k`` values by its name (``--mechanism``), one
                           registry for the command line, the specs and keys, and the choice;
                           :func:`make_oracle` builds one at an epsilon
@@ -91,6 +92,7 @@ from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
 from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
+from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
@@ -127,6 +129,7 @@ __all__ = [
     "ORACLE_SPEC_SCHEMA",
     "ORACLE_VECTORS_SCHEMA",
     "OUE",
+    "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SUE",
     "ConsistentFrequencies",
@@ -173,6 +176,8 @@ __all__ = [
     "oracle_vectors",
     "post_processing_study",
     "project_to_simplex",
+    "rappor_from_spec",
+    "rappor_spec",
     "read_report_key",
     "rsfd_attribute_epsilon",
     "sampling_variance",
