@@ -4,8 +4,10 @@ thread that waits for the lock when another process holds it).
 
 Three real servers (uvicorn, loopback) share one database whose survey caps each
 respondent at two of its three questions.  Every report of every respondent is posted to
-every server at once, by concurrent clients, so the same (respondent, question) races
-across processes and every respondent's third question races its cap.  Then:
+every server at once, by concurrent clients (single reports and batches), so the same
+(respondent, question) races across processes and every respondent's third question
+races its cap; meanwhile the test takes SQLite's write lock a few times for 0.2 s, so
+every server's in-loop write finds it taken.  Then:
 
 * no request failed: every answer is ``stored`` (201), ``duplicate`` (200) or
   ``over_cap`` (403); never a 500 or a "database is locked";
@@ -18,7 +20,9 @@ across processes and every respondent's third question races its cap.  Then:
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -65,8 +69,10 @@ def test_servers_on_one_sqlite_file_store_each_report_once(tmp_path: Path) -> No
     servers = [Server(url, tmp_path / f"s{i}") for i in range(SERVERS)]
     for s in servers:
         s.workdir.mkdir()
-        s.start()
     try:
+        # started at once, each migrating the database at its start
+        _run([threading.Thread(target=s.start) for s in servers])
+        assert all(s.proc is not None for s in servers), [s.logs() for s in servers]
         tokens: list[str] = []
         lock = threading.Lock()
 
@@ -82,7 +88,7 @@ def test_servers_on_one_sqlite_file_store_each_report_once(tmp_path: Path) -> No
         items = [(t, q, (i * 5 + len(q)) % k) for i, t in enumerate(tokens)
                  for q, k in SIZES.items()]  # fmt: skip
         answers: list[tuple[int, str, str, int, int, str]] = []
-        barrier = threading.Barrier(CLIENTS)
+        barrier = threading.Barrier(CLIENTS + 1)
 
         def client(n: int) -> None:
             server = servers[n % SERVERS]
@@ -110,7 +116,20 @@ def test_servers_on_one_sqlite_file_store_each_report_once(tmp_path: Path) -> No
             with lock:
                 answers.extend(got)
 
-        _run([threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)])
+        def locker() -> None:  # a fourth process's writes: every server finds the lock taken
+            conn = sqlite3.connect(f"{tmp_path}/shared.db", timeout=60, isolation_level=None)
+            try:
+                barrier.wait()
+                for _ in range(3):
+                    conn.execute("BEGIN IMMEDIATE")
+                    time.sleep(0.2)
+                    conn.execute("COMMIT")
+                    time.sleep(0.1)
+            finally:
+                conn.close()
+
+        clients = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
+        _run([*clients, threading.Thread(target=locker)])
     finally:
         for s in servers:
             s.stop()
