@@ -52,6 +52,8 @@ def t_interval(
     level : in (0, 1).
     method : ``"t"`` or ``"wald"``.
 
+    Examples
+    --------
     >>> t_interval(10.0, 2.0, df=4, level=0.95).format(3)
     '[4.447, 15.553]'
     >>> t_interval(10.0, 2.0, df=4, method="wald").format(3)
