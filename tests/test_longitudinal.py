@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from scipy import stats
 
+from _longitudinal import check_replayed_rounds, grr_matrix, log_worst_ratio
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms import InMemoryMemoStore
 from deniable.oracles import LGRR, LOSUE, LOUE, LSUE, make_oracle, oracle_spec
@@ -22,11 +22,6 @@ CLASSES = (LGRR, LSUE, LOUE, LOSUE)
 
 
 # --- the channels, enumerated independently of the closed forms ---------------------------
-
-
-def _grr(k: int, p: float) -> np.ndarray:
-    q = (1 - p) / (k - 1)
-    return np.full((k, k), q) + np.eye(k) * (p - q)  # [report, input]
 
 
 def _bits(k: int) -> list[tuple[int, ...]]:
@@ -50,14 +45,9 @@ def channels(o: Any) -> tuple[np.ndarray, np.ndarray]:
     """``(PRR, IRR)``: the PRR from the values, the IRR from every PRR output."""
     p1, q1, p2, q2 = o.probabilities
     if isinstance(o, LGRR):
-        return _grr(o.k, p1), _grr(o.k, p2)
+        return grr_matrix(o.k, p1), grr_matrix(o.k, p2)
     onehot = [tuple(int(j == x) for j in range(o.k)) for x in range(o.k)]
     return _ue(onehot, o.k, p1, q1), _ue(_bits(o.k), o.k, p2, q2)
-
-
-def log_worst_ratio(ch: np.ndarray) -> float:
-    """``ln max_{r, x, x'} P[r | x] / P[r | x']`` by brute force."""
-    return max(math.log(row.max() / row.min()) for row in ch)
 
 
 def examples() -> list[Any]:
@@ -242,20 +232,8 @@ def test_replayed_rounds_are_unbiased_with_the_stated_variance(cls: Any) -> None
     band at 1e-6 on each side of the fixed-population variance; that variance at a zero
     frequency is the paper's q_s (1 - q_s) / (n (p1 - q1)^2 (p2 - q2)^2)."""
     o = cls.from_epsilon(2.0, 4, eps_1=1.2)
-    n, reps = 1000, 200
-    values = np.repeat(np.arange(4), [500, 300, 150, 50])
-    truth = np.bincount(values, minlength=4) / n
-    gen = np.random.default_rng(11)
-    est = np.empty((reps, 4))
-    for r in range(reps):
-        store = InMemoryMemoStore()
-        o.randomize(values, rng=gen, memo=store, devices=range(n))
-        est[r] = o.estimate(o.randomize(values, rng=gen, memo=store, devices=range(n))).values
-    var = o.variance(n, truth)
-    z = (est.mean(axis=0) - truth) / np.sqrt(var / reps)
-    assert np.max(np.abs(z)) <= 6, z
-    lo, hi = stats.chi2.ppf([1e-6, 1 - 1e-6], reps - 1) / (reps - 1)
-    assert lo <= est[:, 0].var(ddof=1) / var[0] <= hi
+    n = 1000
+    check_replayed_rounds(o, np.repeat(np.arange(4), [500, 300, 150, 50]), reps=200, seed=11)
     p1, q1, p2, q2 = o.probabilities
     qs = o.channel.q
     paper = qs * (1 - qs) / (n * (p1 - q1) ** 2 * (p2 - q2) ** 2)

@@ -4,6 +4,7 @@ neither links nor invitations are written (SQLite and PostgreSQL)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -62,7 +63,8 @@ def test_each_link_carries_its_rows_attributes(db_url: str, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("text", "count", "needles"),
     [
-        (GOOD, 2, ["`--attributes`", "one row per invitation (--count 2)", "got 3"]),
+        (GOOD, 2, ["`--attributes`", "one row per invitation (--count 2)", "got more than 2"]),
+        (GOOD, 4, ["`--attributes`", "one row per invitation (--count 4)", "got 3"]),
         (GOOD.replace("12.5", "0"), 3, ["data row 1", "`weight`", "> 0", "'0'"]),
         (GOOD.replace("12.5", "-1"), 3, ["data row 1", "`weight`", "'-1'"]),
         (GOOD.replace("12.5", "nan"), 3, ["data row 1", "`weight`"]),
@@ -88,3 +90,69 @@ def test_bad_attributes_are_one_error_and_write_nothing(
     assert not out.exists()
     if Path(f"{tmp_path}/d.db").exists():
         assert _stored(db) == {}
+
+
+class _Counting(io.FileIO):
+    """A file that adds up the bytes read from the disk."""
+
+    total = 0
+
+    def readinto(self, buffer: Any) -> int | None:
+        n = super().readinto(buffer)
+        _Counting.total += n or 0
+        return n
+
+    def readall(self) -> bytes:
+        data = super().readall()
+        _Counting.total += len(data)
+        return data
+
+
+def _counting_open(file: Any, mode: str = "r", buffering: int = -1, encoding: str | None = None,
+                   errors: str | None = None, newline: str | None = None) -> Any:  # fmt: skip
+    buf = io.BufferedReader(_Counting(file, "r"))
+    if "b" in mode:
+        return buf
+    return io.TextIOWrapper(buf, encoding=encoding, errors=errors, newline=newline)
+
+
+@pytest.mark.parametrize(
+    ("shape", "needles"),
+    [  # 8 MB either way, for --count 3 (at most 4 * MAX_ROW_BYTES = 8 KiB are read)
+        ("rows", ["one row per invitation (--count 3)", "got more than 3"]),
+        ("one line", ["larger than 8,192 bytes", "--count 3", "2,048 bytes per invitation"]),
+    ],
+)
+def test_a_huge_attributes_file_is_refused_without_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shape: str, needles: list[str]
+) -> None:
+    import deniable.cli._invite_attributes as module
+
+    size = 8 << 20
+    row = "south,school 2,30,s\n" if shape == "rows" else "south,"
+    text = "stratum,psu,weight,region\n" + row * (size // len(row))
+    monkeypatch.setattr(module, "open", _counting_open, raising=False)
+    _Counting.total = 0
+    res, out = _invite(f"sqlite:///{tmp_path}/d.db", tmp_path, text, count=3)
+    assert res.exit_code == 2, res.output
+    assert 0 < _Counting.total <= 64 << 10, _Counting.total  # a few buffers, not 8 MB
+    line = res.stderr.strip()
+    assert line.startswith("error: `--attributes`") and "\n" not in line, res.stderr
+    for needle in needles:
+        assert needle in line, (needle, line)
+    assert not out.exists()
+
+
+def test_attributes_at_the_store_limits_fit_the_byte_limit(tmp_path: Path) -> None:
+    from deniable.cli._invite_attributes import MAX_ROW_BYTES, read_attributes
+    from deniable.service.storage.attributes import MAX_VALUE_LENGTH, MAX_VARIABLES
+
+    names = ["stratum", "psu", "weight", *(f"v{i}" for i in range(MAX_VARIABLES))]
+    value = '"' + 'a""b' * (MAX_VALUE_LENGTH // 3) + '"'  # quoted, quotes doubled
+    row = ",".join(value if n != "weight" else "1.2345678901234567e+300" for n in names)
+    assert len(row) < MAX_ROW_BYTES
+    path = tmp_path / "big.csv"
+    path.write_text(",".join(names) + "\n" + (row + "\r\n") * 50)
+    attrs, variables = read_attributes(str(path), 50)
+    assert len(attrs) == 50 and variables == names[3:]
+    assert attrs[0]["stratum"] == 'a"b' * (MAX_VALUE_LENGTH // 3)

@@ -1,31 +1,71 @@
 """``deniable survey invite --attributes CSV``: the design attributes of the invitations
 (stratum, PSU, weight, raking variables), one row per invitation; the store checks the
-values (``deniable.service.storage.attributes``)."""
+values (``deniable.service.storage.attributes``).
+
+The file is read line by line and never past what ``--count`` needs: reading stops at the
+first data row beyond ``--count``, and at ``MAX_ROW_BYTES`` bytes per invitation (the
+header counted as one more row), so a file far larger than the invitations asked for is
+refused after reading at most that many bytes, whatever its size or shape (one endless
+line included)."""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, BinaryIO
 
 from deniable.cli._base import fail
 
-__all__ = ["read_attributes", "store_error"]
+__all__ = ["MAX_ROW_BYTES", "read_attributes", "store_error"]
+
+#: The most bytes ``--attributes`` may hold per invitation, the header counted as one
+#: more: a row of stratum, PSU, weight and eight raking variables of 64 characters each
+#: (the store's limits) is under 1 KiB.
+MAX_ROW_BYTES = 2048
+
+
+def _lines(f: BinaryIO, path: str, count: int) -> Iterator[str]:
+    """The lines of ``f`` as text, refusing more than ``MAX_ROW_BYTES * (count + 1)`` bytes
+    (a line is read only up to what is left of that)."""
+    import codecs
+
+    limit = MAX_ROW_BYTES * (count + 1)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    left = limit
+    while line := f.readline(left + 1):
+        left -= len(line)
+        if left < 0:
+            fail(
+                f"`--attributes` {path!r} is larger than {limit:,} bytes, the most for --count "
+                f"{count} ({MAX_ROW_BYTES:,} bytes per invitation, the header counted as one)."
+            )
+        yield decoder.decode(line)
+    if tail := decoder.decode(b"", final=True):  # raises on a cut-off character
+        yield tail
 
 
 def read_attributes(path: str, count: int) -> tuple[list[dict[str, Any]], list[str]]:
     """The design attributes of ``--attributes`` (a CSV with a header row, one row per
     invitation) and its raking variables (the columns other than stratum, psu and weight);
-    the store checks the values.  One error line for a file that cannot be read, or whose
-    rows do not match ``--count``."""
+    the store checks the values.  One error line for a file that cannot be read, larger
+    than ``MAX_ROW_BYTES`` per invitation, or whose rows do not match ``--count``
+    (reading stops at the first row too many)."""
     import csv
     import math
 
     design = ("stratum", "psu", "weight")
+    rows: list[list[str]] = []
     try:
-        with open(path, encoding="utf-8", newline="") as f:
-            reader = csv.reader(f)
+        with open(path, "rb") as f:
+            reader = csv.reader(_lines(f, path, count))
             header = next(reader, None)
-            rows = [r for r in reader if any(cell.strip() for cell in r)]
+            for row in reader:
+                if not any(cell.strip() for cell in row):
+                    continue
+                if len(rows) == count:  # read no further
+                    fail(f"`--attributes` {path!r} must have one row per invitation (--count "
+                         f"{count}), got more than {count}.")  # fmt: skip
+                rows.append(row)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         fail(f"`--attributes` {path!r} cannot be read: {getattr(exc, 'strerror', None) or exc}.")
     if not header or not all(h.strip() for h in header):

@@ -9,14 +9,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from deniable.common import format_epsilon, format_number, to_jsonable
-from deniable.common import validation as v
 from deniable.exceptions import ParameterError, PrivacyError
-from deniable.results import ConfidenceInterval, Result, Table, normal_quantile, t_quantile
+from deniable.results import (
+    SYMMETRIC_INTERVALS,
+    ConfidenceInterval,
+    Result,
+    Table,
+    t_interval,
+)
 
 __all__ = ["NumberEstimate", "NumberPrivacy"]
 
 #: The intervals every :class:`NumberEstimate` offers.
-INTERVALS = ("t", "wald")
+INTERVALS = SYMMETRIC_INTERVALS
 
 
 @dataclass(frozen=True)
@@ -69,10 +74,7 @@ class NumberEstimate(Result):
     def ci(self, level: float = 0.95, method: str = "t") -> ConfidenceInterval:
         """Two-sided interval ``value +- q se`` at ``level``: ``q`` the t quantile with
         :attr:`df` degrees of freedom (``t``) or the normal one (``wald``)."""
-        lvl = v.level(level)
-        v.choice("method", method, INTERVALS)
-        q = t_quantile(lvl, self.df) if method == "t" else normal_quantile(lvl)
-        return ConfidenceInterval(self.value - q * self.se, self.value + q * self.se)
+        return t_interval(self.value, self.se, self.df, level, method)
 
     def total_ci(self, level: float = 0.95, method: str = "t") -> ConfidenceInterval:
         """The interval of the total, ``N`` times :meth:`ci` (needs ``population``)."""

@@ -1,8 +1,9 @@
 """Result objects shared by every layer: :class:`Estimate` (a value with both standard-error
 conventions and its intervals), :class:`ConfidenceInterval` (the one interval type),
-binomial intervals, :class:`Table` (a titled table of rows that prints for people, renders
-as HTML in Jupyter and converts to plain data) and :class:`Result`, the base of every
-result that prints (``table()`` and ``to_dict()``).
+binomial intervals, the symmetric t and Wald intervals of design-based estimates
+(:func:`t_interval`), :class:`Table` (a titled table of rows that prints for people,
+renders as HTML in Jupyter and converts to plain data) and :class:`Result`, the base of
+every result that prints (``table()`` and ``to_dict()``).
 
 May import :mod:`deniable.common` and :mod:`deniable.exceptions`; scipy is imported only when
 an interval needs it.
@@ -23,10 +24,12 @@ from deniable.results._estimate import (
     t_quantile,
 )
 from deniable.results._interval import ConfidenceInterval
+from deniable.results._symmetric import SYMMETRIC_INTERVALS, t_interval
 from deniable.results._table import Result, Table, format_cell
 
 __all__ = [
     "SE_PLUG_IN",
+    "SYMMETRIC_INTERVALS",
     "ConfidenceInterval",
     "Estimate",
     "MappedBinomialInterval",
@@ -39,5 +42,6 @@ __all__ = [
     "information_note",
     "map_interval",
     "normal_quantile",
+    "t_interval",
     "t_quantile",
 ]

@@ -125,9 +125,8 @@ class SurveyEstimate(Result):
         if method == "exact" and self.exact_counts is None:
             raise ParameterError(f"`method` 'exact' is not offered here: {self.exact_reason}")
         v.choice("method", method, self.interval_methods)
-        if method in ("t", "wald"):
-            q = results.t_quantile(lvl, self.df) if method == "t" else results.normal_quantile(lvl)
-            return ConfidenceInterval(self.value - q * self.se, self.value + q * self.se)
+        if method in results.SYMMETRIC_INTERVALS:
+            return results.t_interval(self.value, self.se, self.df, lvl, method)
         p1, p0 = float(self.p_yes_given_1 or 0.0), float(self.p_yes_given_0 or 0.0)
         if method == "exact":
             yes, n = self.exact_counts  # type: ignore[misc]
@@ -214,9 +213,7 @@ class SurveyFrequencies(Result):
 
     def ci(self, level: float = 0.95, method: str = "t") -> FloatArray:
         """``(k, 2)`` intervals: ``t`` (the design's df) or ``wald``, not clipped."""
-        v.choice("method", method, ("t", "wald"))
-        q = results.t_quantile(level, self.df) if method == "t" else results.normal_quantile(level)
-        return np.stack([self.values - q * self.se, self.values + q * self.se], axis=1)
+        return results.t_interval(self.values, self.se, self.df, level, method)
 
     def category(self, j: int) -> SurveyEstimate:
         """Value ``j`` as the binary item "the report supports ``j`` or not"."""
