@@ -22,7 +22,7 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.common import format_epsilon, to_jsonable
-from deniable.results import Table
+from deniable.results import Table, normal_quantile
 
 __all__ = [
     "RAPPOR",
@@ -365,35 +365,34 @@ def _show(
     as_json: bool,
 ) -> None:  # fmt: skip
     import numpy as np
-    from scipy.stats import norm
 
-    z = float(norm.ppf(0.5 + level / 2))  # a normal (Wald) interval of the refit estimate
-    n = est.n
+    low, high = est.ci(level)  # a normal (Wald) interval of the refit estimate
+    counts, count_se = est.counts, est.count_se
     if as_json:
         data = est.to_dict()
         for i, row in enumerate(data["candidates"]):
-            value, se = float(est.values[i]), float(est.se[i])
-            row["count"] = value * n
-            row["count_se"] = se * n
-            row["ci"] = None if math.isnan(se) else [value - z * se, value + z * se]
+            row["count"] = float(counts[i])
+            row["count_se"] = float(count_se[i])
+            row["ci"] = None if math.isnan(low[i]) else [float(low[i]), float(high[i])]
         emit_json(to_jsonable({"file": file, **_epsilons(rappor), "level": level, **data}))
         return
     order = np.argsort(-est.values, kind="stable")
     shown = order[: table_rows if rows is None else rows]
     body = []
     for i in shown.tolist():
-        value, se = float(est.values[i]), float(est.se[i])
+        se = float(est.se[i])
         no_se = math.isnan(se)
         body.append((
-            est.candidates[i], value, "-" if no_se else se,
-            "-" if no_se else value - z * se, "-" if no_se else value + z * se,
-            round(value * n), float(est.p_values[i]), "yes" if est.reported[i] else "",
+            est.candidates[i], float(est.values[i]), "-" if no_se else se,
+            "-" if no_se else float(low[i]), "-" if no_se else float(high[i]),
+            round(float(counts[i])), float(est.p_values[i]), "yes" if est.reported[i] else "",
         ))  # fmt: skip
     more = len(order) - len(shown)
     notes = (
         *((f"... {more} more candidates (--rows, or --json for all)",) if more else ()),
         f"frequency: the weighted least-squares refit; interval: normal, frequency +/- "
-        f"{z:.3g} SE ({level:.0%}); count = n x frequency; candidates most frequent first",
+        f"{normal_quantile(level):.3g} SE ({level:.0%}); count = n x frequency; candidates "
+        "most frequent first",
         *est.table().notes,
         _epsilon_note(rappor),
     )
@@ -402,7 +401,7 @@ def _show(
             ("candidate", "frequency", "SE", "lower", "upper", "count", "p-value", "reported"),
             tuple(body),
             title=f"RAPPOR: {int(est.reported.sum())} of {len(est.candidates)} candidates "
-            f"reported, n = {n}",
+            f"reported, n = {est.n}",
             notes=notes,
         )
     )
