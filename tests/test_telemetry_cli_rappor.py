@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from _cli import ENV, no_constant, one_error, run
-from deniable.oracles import Rappor, read_report_key, read_report_metadata
+from deniable.oracles import Rappor, read_report_key, read_report_metadata, tally_file
 
 PAGES = ["home", "search", "settings", "help", "about", "news"]
 ABSENT = ["admin", "login", "debug"]
@@ -73,6 +73,10 @@ def test_simulate_then_aggregate_recovers_the_planted_frequencies(
         assert row["count"] == pytest.approx(row["frequency"] * 60_000)
         lo, hi = row["ci"]
         assert lo < row["frequency"] < hi and hi - lo == pytest.approx(2 * 1.96 * row["se"], 1e-3)
+    # the command prints the library's decoding of the file's tally
+    lib = rappor.decode(tally_file(rappor, out), PAGES + ABSENT).to_dict()
+    assert [r["frequency"] for r in lib["candidates"]] == [rows[c]["frequency"] for c in rows]
+    assert [r["se"] for r in lib["candidates"]] == [rows[c]["se"] for c in rows]
     # the four commonest (above 7%) are reported; no absent page is (Bonferroni, alpha 0.05)
     assert all(rows[p]["reported"] for p in PAGES[:4])
     assert not any(rows[a]["reported"] for a in ABSENT)
