@@ -30,7 +30,8 @@ atomically (a temporary file renamed into place: never half-written); :func:`tal
 reads it in batches of ``batch`` reports (at most 128 MB of them) and adds their tallies,
 so memory is O(k) plus one batch, and calls ``progress(done, total)`` after each batch
 (the command line draws a progress bar with it).  A file of another oracle, a
-header that does not parse, or a file whose size is not the header plus ``n`` whole
+header that does not parse, a RAPPOR file whose header block is not the one its key's
+mechanism writes, or a file whose size is not the header plus ``n`` whole
 reports (truncated, or with bytes after the last report) is refused with
 :class:`~deniable.exceptions.DataError` before any report is counted.
 :func:`tally_batches` adds the tallies of any iterable of report arrays the same way.
