@@ -392,14 +392,14 @@ def test_a_bloom_filter_size_of_the_wrong_kind_is_a_type_error(m: object, match:
         Rappor(m=m, h=1, cohorts=1, f=0.5, p=0.5, q=0.75)  # type: ignore[arg-type]
 
 
-def test_rappor_reports_have_no_report_file_format(tmp_path: Path) -> None:
-    """Report files (``deniable.reports/1``) hold the frequency oracles' reports; a RAPPOR
-    batch is refused naming the argument, and no file is left behind."""
+def test_rappor_bits_without_cohorts_are_not_written_to_a_report_file(tmp_path: Path) -> None:
+    """RAPPOR's report files (tests/test_rappor_files.py) hold RapporReports: its packed bits
+    alone (no cohorts) are refused naming the argument, and no file is left behind."""
     from deniable.oracles import write_reports
 
     r = Rappor(m=16, h=1, cohorts=2, f=0.5, p=0.5, q=0.75)
     rep = RapporClient(r, InMemoryMemoStore()).report([1, 2], ["a", "b"], rng=1)
-    with pytest.raises(ParameterTypeError, match="`oracle` must be a frequency oracle"):
+    with pytest.raises(ParameterTypeError, match="`reports` must be RapporReports"):
         write_reports(tmp_path / "r.bin", r, rep.bits)
     assert list(tmp_path.iterdir()) == []
 

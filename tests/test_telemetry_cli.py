@@ -91,8 +91,8 @@ def test_simulate_is_reproducible_from_its_seed(runner: CliRunner, tmp_path: Pat
 def test_bad_input_is_one_error_line_and_no_file(runner: CliRunner, tmp_path: Path) -> None:
     out = tmp_path / "x.dnrp"
     one_error(run(runner, "telemetry", "simulate", "--out", str(out), "--devices", "10",
-                  "--k", "4", "--epsilon", "1", "--mechanism", "rappor"),
-              "`--mechanism` must be one of", "got 'rappor'")  # fmt: skip
+                  "--k", "4", "--epsilon", "1", "--mechanism", "rapor"),
+              "`--mechanism` must be one of", "rappor, got 'rapor'")  # fmt: skip
     one_error(run(runner, "telemetry", "simulate", "--out", str(out), "--devices", "10",
                   "--k", "1", "--epsilon", "1"), "--k")  # fmt: skip
     one_error(run(runner, "telemetry", "simulate", "--out", str(out), "--devices", "10",

@@ -2,11 +2,13 @@
 
 ``choose`` ranks the oracles by their exact variance for ``--k``, ``--epsilon`` and ``--n``;
 ``simulate`` writes a report file, or a Parquet or CSV report table, of simulated devices
-(seeded; a progress bar on a terminal); ``aggregate`` tallies a report file in batches
+(seeded; a progress bar on a terminal; RAPPOR's strings: ``_telemetry_rappor``);
+``aggregate`` tallies a report file in batches
 (memory O(k) plus one batch, a progress bar), or report tables on a Dask cluster (a local
 one by default, ``--scheduler ADDRESS`` for an existing one; ``deniable.distributed``), and
 prints every frequency with its SE (for a sampled population; ``--json`` also gives the
-fixed-population SE of Wang et al. 2017) and intervals.
+fixed-population SE of Wang et al. 2017) and intervals; a RAPPOR report file is decoded
+against ``--candidates`` (``_telemetry_rappor``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,24 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, SeedOpt, fresh_seed
 from deniable.cli._render import emit_json, print_table, show
+from deniable.cli._telemetry_rappor import (
+    RAPPOR,
+    AlphaOpt,
+    CandidatesOpt,
+    CohortsOpt,
+    FOpt,
+    HOpt,
+    MethodOpt,
+    MOpt,
+    PenaltyOpt,
+    POpt,
+    QOpt,
+    ValuesOpt,
+    aggregate_rappor,
+    check_simulate_options,
+    not_rappor,
+    simulate_rappor,
+)
 from deniable.common import format_epsilon
 from deniable.results import Table
 
@@ -90,12 +110,45 @@ def simulate_command(
             show_default=False,
         ),
     ],
-    devices: Annotated[int, typer.Option("--devices", min=1, help="Number of devices.")],
-    k: KOpt,
-    epsilon: EpsOpt,
+    devices: Annotated[
+        int | None,
+        typer.Option(
+            "--devices",
+            min=1,
+            help="Number of devices (with RAPPOR's --values: its lines).",
+            show_default=False,
+        ),
+    ] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            "--k",
+            min=2,
+            help="Number of values (categories), >= 2; not for RAPPOR.",
+            show_default=False,
+        ),
+    ] = None,
+    epsilon: Annotated[
+        float | None,
+        typer.Option(
+            "--epsilon",
+            help="The epsilon of one report, > 0; not for RAPPOR (its "
+            "epsilons follow from --h, --f, --p, --q).",
+            show_default=False,
+        ),
+    ] = None,
     mechanism: Annotated[
-        str, typer.Option("--mechanism", help=f"The oracle: {', '.join(MECHANISMS)}.")
+        str,
+        typer.Option("--mechanism", help=f"The oracle: {', '.join(MECHANISMS)}, or {RAPPOR}."),
     ] = "olh",
+    candidates: CandidatesOpt = None,
+    values: ValuesOpt = None,
+    bloom_bits: MOpt = None,
+    hashes: HOpt = None,
+    cohorts: CohortsOpt = None,
+    prr_f: FOpt = None,
+    irr_p: POpt = None,
+    irr_q: QOpt = None,
     seed: SeedOpt = None,
     file_format: Annotated[
         str | None,
@@ -111,15 +164,25 @@ def simulate_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Simulate devices (values 0..k-1, frequencies proportional to 1/(j+1)) and write their
-    reports to a report file, or a Parquet or CSV report table."""
+    reports to a report file, or a Parquet or CSV report table.
+
+    RAPPOR (--mechanism rappor) simulates strings, drawn by Zipf's law over --candidates or
+    read from --values, into a report file."""
     import numpy as np
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
     from deniable.simulation import DevicePopulation
 
-    if mechanism not in o.FREQUENCY_ORACLES:
-        fail(f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, got {mechanism!r}.")
+    if mechanism not in o.FREQUENCY_ORACLES and mechanism != RAPPOR:
+        fail(
+            f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, {RAPPOR}, got "
+            f"{mechanism!r}."
+        )
+    rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
+                     "p": irr_p, "q": irr_q}  # fmt: skip
+    check_simulate_options(mechanism, rappor_params, candidates=candidates, values=values,
+                           devices=devices, k=k, epsilon=epsilon)  # fmt: skip
     target = claim_output(
         "--out",
         out,
@@ -127,8 +190,15 @@ def simulate_command(
         formats={"reports": (".dnrp",), "parquet": (".parquet", ".pq"), "csv": CSV_SUFFIXES},
         format=file_format,
         format_option="--format",
+        inputs=[("--candidates", candidates), ("--values", values)],
     )
     file_format = target.format
+    used = fresh_seed() if seed is None else seed
+    if mechanism == RAPPOR:  # strings through a Bloom filter (_telemetry_rappor)
+        return simulate_rappor(target, out=out, devices=devices, candidates=candidates,
+                               values=values, params=rappor_params, seed=used,
+                               limits=(MAX_DEVICES, MAX_FILE_BYTES), as_json=as_json)  # fmt: skip
+    assert devices is not None and k is not None and epsilon is not None
     oracle: Any = o.make_oracle(mechanism, epsilon, k)
     if devices > MAX_DEVICES:
         fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
@@ -141,7 +211,6 @@ def simulate_command(
             "devices or write several files."
         )
     step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
-    used = fresh_seed() if seed is None else seed
     # the devices' values: Zipf's law, frequencies proportional to 1/(j+1)
     batches = DevicePopulation.zipf(k).reports(
         oracle, devices, rng=np.random.default_rng(used), batch=step
@@ -242,13 +311,18 @@ def aggregate_command(
             f"{MAX_ROWS:,}.",
         ),
     ] = None,
+    candidates: CandidatesOpt = None,
+    method: MethodOpt = "nnls",
+    penalty: PenaltyOpt = None,
+    alpha: AlphaOpt = 0.05,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
     """Tally a report file in batches, or report tables on a Dask cluster (memory O(k)), and
     estimate every frequency.
 
-    Intervals and rows are computed for the categories shown only (--rows, at most 65,536)."""
+    Intervals and rows are computed for the categories shown only (--rows, at most 65,536).
+    A RAPPOR report file is decoded against --candidates."""
     from deniable.oracles import oracle_from_key, read_report_key, tally_file
 
     if local_workers > MAX_LOCAL_WORKERS:
@@ -268,11 +342,20 @@ def aggregate_command(
                 f"`FILE` {file!r} is tallied as a report file in this process."
             )
         with guard_io(f"read {file!r}"):
-            oracle = oracle_from_key(read_report_key(file))
+            key = read_report_key(file)
+        if key.startswith(RAPPOR + "{"):  # decoded against --candidates
+            return aggregate_rappor(file, key, candidates=candidates, method=method,
+                                    penalty=penalty, alpha=alpha, batch=batch, rows=rows,
+                                    level=level, table_rows=TABLE_ROWS,
+                                    as_json=as_json)  # fmt: skip
+        not_rappor(file, candidates, method, penalty, alpha)
+        with guard_io(f"read {file!r}"):
+            oracle = oracle_from_key(key)
             _check_json_rows(as_json, rows, int(oracle.k))  # before any report is read
             with progress_bar(not as_json, f"reading {file}") as progress:
                 tally = tally_file(oracle, file, batch=batch, progress=progress)
     else:
+        not_rappor(file, candidates, method, penalty, alpha)
         from deniable.distributed import aggregate, require_dask
 
         try:

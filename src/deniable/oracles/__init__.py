@@ -64,6 +64,7 @@ from deniable.oracles._dbitflip_memo import DBitFlipMemo
 from deniable.oracles._files import (
     REPORTS_MAGIC,
     read_report_key,
+    read_report_metadata,
     tally_batches,
     tally_file,
     write_report_batches,
@@ -92,6 +93,7 @@ from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
 from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
+from deniable.oracles._rappor_files import rappor_from_key
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._spec import (
@@ -176,9 +178,11 @@ __all__ = [
     "oracle_vectors",
     "post_processing_study",
     "project_to_simplex",
+    "rappor_from_key",
     "rappor_from_spec",
     "rappor_spec",
     "read_report_key",
+    "read_report_metadata",
     "rsfd_attribute_epsilon",
     "sampling_variance",
     "string_digest",

@@ -18,12 +18,20 @@ bytes       field
 n w s       the reports, ``s`` bytes per item
 ==========  ===========================================================================
 
+Version 2 (written for RAPPOR only; every other oracle's file stays version 1) has one more
+field after the key: ``4`` bytes, the length ``J`` of a block (``uint32``), then ``J``
+bytes of UTF-8 JSON describing the reports (RAPPOR's parameters and epsilons, and its row
+layout: ``deniable.oracles._rappor_files``); :func:`read_report_metadata` gives it.  A
+RAPPOR report is a row of ``2 + m / 8`` bytes (``|u1``): its cohort (``<u2``), then its
+packed bits.
+
 :func:`write_reports` (or :func:`write_report_batches`, a batch at a time) writes one
 atomically (a temporary file renamed into place: never half-written); :func:`tally_file`
 reads it in batches of ``batch`` reports (at most 128 MB of them) and adds their tallies,
 so memory is O(k) plus one batch, and calls ``progress(done, total)`` after each batch
 (the command line draws a progress bar with it).  A file of another oracle, a
-header that does not parse, or a file whose size is not the header plus ``n`` whole
+header that does not parse, a RAPPOR file whose header block is not the one its key's
+mechanism writes, or a file whose size is not the header plus ``n`` whole
 reports (truncated, or with bytes after the last report) is refused with
 :class:`~deniable.exceptions.DataError` before any report is counted.
 :func:`tally_batches` adds the tallies of any iterable of report arrays the same way.
@@ -31,6 +39,7 @@ reports (truncated, or with bytes after the last report) is refused with
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from collections.abc import Callable, Iterable
@@ -40,14 +49,23 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import atomic_write
+from deniable.common import atomic_write, load_json
 from deniable.common import validation as v
 from deniable.designs import Tally
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.oracles._rappor import Rappor, RapporReports
+from deniable.oracles._rappor_files import (
+    COHORT_BYTES,
+    check_rappor_metadata,
+    rappor_file_metadata,
+    rappor_from_records,
+    rappor_records,
+)
 
 __all__ = [
     "REPORTS_MAGIC",
     "read_report_key",
+    "read_report_metadata",
     "tally_batches",
     "tally_file",
     "write_report_batches",
@@ -56,6 +74,10 @@ __all__ = [
 
 REPORTS_MAGIC = b"DNRP"
 _VERSION = 1
+#: The version of a file whose header carries a JSON block (RAPPOR's).
+_VERSION_BLOCK = 2
+#: The longest JSON block a header may carry.
+_MAX_BLOCK = 1 << 16
 #: Reports read at once by default.
 DEFAULT_BATCH = 1 << 20
 #: The most bytes of reports read at once, whatever ``batch`` says (a report of OUE at
@@ -68,7 +90,9 @@ Progress = Callable[[int, int], object]
 def _record(oracle: Any) -> tuple[np.dtype[Any], int, bool]:
     """The little-endian dtype of one report item, the items per report, and whether the
     oracle's reports are rows of a 2-D array (a unary oracle's packed bits are, even when
-    one byte holds them: k <= 8)."""
+    one byte holds them: k <= 8).  RAPPOR's: bytes, ``2 + m / 8`` a report."""
+    if isinstance(oracle, Rappor):
+        return np.dtype("|u1"), COHORT_BYTES + oracle.width, True
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`oracle` must be a frequency oracle (randomize and tally), got "
@@ -95,6 +119,8 @@ def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayL
     The reports are checked first (as the oracle's ``tally`` checks them), so a file is
     never written with reports its oracle would refuse.
     """
+    if isinstance(reports, RapporReports):
+        return write_report_batches(path, oracle, len(reports), [reports])
     arr = np.asarray(reports)
     n = int(arr.shape[0]) if arr.ndim else 0
     return write_report_batches(path, oracle, n, [arr])
@@ -117,10 +143,16 @@ def write_report_batches(
     dtype, width, _ = _record(oracle)
     key = str(oracle.key).encode("utf-8")
     dt = dtype.str.encode("ascii")
+    rappor = oracle if isinstance(oracle, Rappor) else None
+    block = b""
+    if rappor is not None:  # version 2: RAPPOR's parameters and epsilons after the key
+        meta = json.dumps(rappor_file_metadata(rappor), sort_keys=True, allow_nan=False)
+        block = struct.pack("<I", len(meta.encode("utf-8"))) + meta.encode("utf-8")
     head = (
         REPORTS_MAGIC
-        + struct.pack("<H", _VERSION)
+        + struct.pack("<H", _VERSION if rappor is None else _VERSION_BLOCK)
         + struct.pack("<I", len(key)) + key
+        + block
         + struct.pack("<I", len(dt)) + dt
         + struct.pack("<IQ", width, total)
     )  # fmt: skip
@@ -130,8 +162,11 @@ def write_report_batches(
         with open(tmp, "wb") as fh:
             fh.write(head)
             for reports in batches:
-                arr = np.asarray(reports)
-                _check(oracle, arr)  # shape, dtype and range, naming `reports`
+                if rappor is not None:  # checked as its tally checks them, then as rows
+                    arr = rappor_records(rappor, reports)
+                else:
+                    arr = np.asarray(reports)
+                    _check(oracle, arr)  # shape, dtype and range, naming `reports`
                 m = int(arr.shape[0]) if arr.ndim else 0
                 if done + m > total:
                     raise DataError(f"`batches` hold more than the n = {total} reports promised.")
@@ -152,8 +187,17 @@ def read_report_key(path: str | os.PathLike[str]) -> str:
         return _header(fh, name)[0]
 
 
-def _header(fh: Any, path: str) -> tuple[str, str, int, int, int]:
-    """``(key, dtype, width, n, header bytes)`` of an open report file."""
+def read_report_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The JSON block of a report file's header (version 2: RAPPOR's parameters and
+    epsilons, ``deniable.oracles._rappor_files``), or ``None`` (version 1)."""
+    name = os.fspath(path)
+    with open(name, "rb") as fh:
+        return _header(fh, name)[5]
+
+
+def _header(fh: Any, path: str) -> tuple[str, str, int, int, int, dict[str, Any] | None]:
+    """``(key, dtype, width, n, header bytes, JSON block or None)`` of an open report
+    file."""
 
     def read(size: int, what: str) -> bytes:
         data = fh.read(size)
@@ -164,18 +208,28 @@ def _header(fh: Any, path: str) -> tuple[str, str, int, int, int]:
     if read(4, "magic") != REPORTS_MAGIC:
         raise DataError(f"{path!r} is not a report file (it does not start with DNRP).")
     (version,) = struct.unpack("<H", read(2, "version"))
-    if version != _VERSION:
-        raise DataError(f"report file {path!r} has version {version}; this reads version 1.")
+    if version not in (_VERSION, _VERSION_BLOCK):
+        raise DataError(f"report file {path!r} has version {version}; this reads versions 1 and 2.")
     (klen,) = struct.unpack("<I", read(4, "key length"))
     if klen > 1 << 20:
         raise DataError(f"report file {path!r}: key length {klen} is not plausible.")
     key = read(klen, "key").decode("utf-8", errors="replace")
+    meta: dict[str, Any] | None = None
+    if version == _VERSION_BLOCK:
+        (jlen,) = struct.unpack("<I", read(4, "block length"))
+        if jlen > _MAX_BLOCK:
+            raise DataError(f"report file {path!r}: block length {jlen} is not plausible.")
+        text = read(jlen, "block").decode("utf-8", errors="replace")
+        loaded = load_json(text, source=f"report file {path!r}: the header's block")
+        if not isinstance(loaded, dict):
+            raise DataError(f"report file {path!r}: the header's block is not a JSON object.")
+        meta = loaded
     (dlen,) = struct.unpack("<I", read(4, "dtype length"))
     if dlen > 16:
         raise DataError(f"report file {path!r}: dtype length {dlen} is not plausible.")
     dt = read(dlen, "dtype").decode("ascii", errors="replace")
     width, n = struct.unpack("<IQ", read(12, "report count"))
-    return key, dt, width, n, fh.tell()
+    return key, dt, width, n, fh.tell(), meta
 
 
 def tally_file(
@@ -194,10 +248,18 @@ def tally_file(
     name = os.fspath(path)
     dtype, width, rows = _record(oracle)
     with open(name, "rb") as fh:
-        key, file_dtype, file_width, n, start = _header(fh, name)
+        key, file_dtype, file_width, n, start, meta = _header(fh, name)
         if key != oracle.key:
             raise DataError(
                 f"report file {name!r} holds reports of {key}, not of this oracle {oracle.key}."
+            )
+        rappor = oracle if isinstance(oracle, Rappor) else None
+        if rappor is not None:  # the header's parameters must be the key's
+            check_rappor_metadata(rappor, meta, name)
+        elif meta is not None:
+            raise DataError(
+                f"report file {name!r}: a header block is written for RAPPOR only, and "
+                f"{key} is not RAPPOR."
             )
         if file_dtype != dtype.str or file_width != width:
             raise DataError(
@@ -224,14 +286,28 @@ def tally_file(
             if chunk.size != m * width:  # pragma: no cover - the file shrank while read
                 raise DataError(f"report file {name!r} ended early while it was read.")
             reports = chunk.reshape(m, width) if rows else chunk
-            part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
+            if rappor is not None:
+                part = rappor.tally(_rappor_rows(rappor, reports, name, done))
+            else:
+                part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
             total = part if total is None else total + part
             done += m
             if progress is not None:
                 progress(done, n)
     if total is None:
-        total = oracle.tally(np.empty((0, width) if rows else 0, dtype=dtype))
+        empty = np.empty((0, width) if rows else 0, dtype=dtype)
+        total = oracle.tally(rappor_from_records(rappor, empty) if rappor else empty)
     return total
+
+
+def _rappor_rows(rappor: Rappor, rows: npt.NDArray[Any], path: str, done: int) -> RapporReports:
+    """RAPPOR reports of record rows; a bad row is refused naming the file and the row."""
+    try:
+        return rappor_from_records(rappor, rows)
+    except DeniableError as exc:
+        raise DataError(
+            f"report file {path!r}, reports {done}..{done + rows.shape[0] - 1}: {exc}"
+        ) from None
 
 
 def tally_batches(

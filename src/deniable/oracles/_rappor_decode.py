@@ -61,7 +61,7 @@ from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._lasso import nonnegative_lasso
-from deniable.results import Result, Table
+from deniable.results import Result, Table, normal_quantile
 
 __all__ = ["METHODS", "SE_RAPPOR", "RapporEstimate", "decode", "default_penalty"]
 
@@ -148,6 +148,25 @@ class RapporEstimate(Result):
     def counts(self) -> FloatArray:
         """Estimated number of clients of each candidate: ``n`` times its frequency."""
         return np.asarray(self.values * self.n, dtype=np.float64)
+
+    @property
+    def count_se(self) -> FloatArray:
+        """Standard errors of :attr:`counts`: ``n`` times :attr:`se` (NaN unselected)."""
+        return np.asarray(self.se * self.n, dtype=np.float64)
+
+    def ci(self, level: float = 0.95) -> tuple[FloatArray, FloatArray]:
+        """``(low, high)``: the normal (Wald) interval ``value -/+ z se`` of each frequency
+        at ``level``, ``z`` the two-sided normal quantile (NaN for unselected candidates:
+        they have no standard error).
+
+        >>> est = RapporEstimate(("a", "b"), np.array([0.4, 0.0]), np.array([0.01, np.nan]),
+        ...                      np.array([1e-9, 1.0]), np.array([True, False]), 0.05, 100, "k")
+        >>> [np.round(x, 4).tolist() for x in est.ci(0.95)]
+        [[0.3804, nan], [0.4196, nan]]
+        """
+        z = normal_quantile(level)
+        low = np.asarray(self.values - z * self.se, dtype=np.float64)
+        return low, np.asarray(self.values + z * self.se, dtype=np.float64)
 
     def top(self) -> list[tuple[str, float]]:
         """The reported candidates and their frequencies, most frequent first."""

@@ -1,0 +1,407 @@
+"""RAPPOR on the command line (``deniable telemetry simulate --mechanism rappor`` and
+``aggregate`` of a RAPPOR report file with ``--candidates``; ``docs/rappor.md``).
+
+``simulate`` draws each device's string (Zipf's law over the lines of ``--candidates``, in
+their order, or the lines of ``--values``, one device a line), randomizes it with the
+library's :class:`~deniable.oracles.RapporClient` (cohort and PRR memoized per device, a
+fresh IRR) and writes a RAPPOR report file.  ``aggregate`` tallies the file in batches and
+decodes the tally against ``--candidates`` (``Rappor.decode``: NNLS or the Lasso), printing
+each candidate's frequency and count with standard errors, a normal interval and the
+decoder's diagnostics.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from deniable.cli._base import fail, guard_io
+from deniable.cli._files import progress_bar
+from deniable.cli._render import emit_json, print_table
+from deniable.common import format_epsilon, to_jsonable
+from deniable.results import Table, normal_quantile
+
+__all__ = [
+    "RAPPOR",
+    "RAPPOR_DEFAULTS",
+    "aggregate_rappor",
+    "check_simulate_options",
+    "not_rappor",
+    "read_lines",
+    "simulate_rappor",
+]
+
+#: ``simulate --mechanism rappor``: strings through a Bloom filter (not in the registry of
+#: oracles of values ``0..k-1``; ``docs/rappor.md``).
+RAPPOR = "rappor"
+_RAPPOR_ONLY = "RAPPOR only (default: the paper's"
+CandidatesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--candidates",
+        help="RAPPOR: a file of candidate strings, one a line (distinct; blank lines "
+        "skipped). simulate draws the devices' strings from it by Zipf's law, in its order; "
+        "aggregate decodes against it (needed for a RAPPOR report file).",
+        show_default=False,
+    ),
+]
+
+ValuesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--values",
+        help="RAPPOR: a file of the devices' strings, one device a line (blank lines skipped).",
+        show_default=False,
+    ),
+]
+
+MOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--m", help=f"Bloom filter bits, a multiple of 8; {_RAPPOR_ONLY} 128).", show_default=False
+    ),
+]
+
+HOpt = Annotated[
+    int | None,
+    typer.Option("--h", help=f"Hash functions per cohort; {_RAPPOR_ONLY} 2).", show_default=False),
+]
+
+CohortsOpt = Annotated[
+    int | None,
+    typer.Option("--cohorts", help=f"Cohorts; {_RAPPOR_ONLY} 64).", show_default=False),
+]
+
+FOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--f",
+        help=f"The permanent response's f, in [0, 1); {_RAPPOR_ONLY} 0.5).",
+        show_default=False,
+    ),
+]
+
+POpt = Annotated[
+    float | None,
+    typer.Option(
+        "--p", help=f"The instantaneous response's p < q; {_RAPPOR_ONLY} 0.5).", show_default=False
+    ),
+]
+
+QOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--q",
+        help=f"The instantaneous response's q <= 1; {_RAPPOR_ONLY} 0.75).",
+        show_default=False,
+    ),
+]
+
+MethodOpt = Annotated[
+    str,
+    typer.Option(
+        "--method", help="RAPPOR: how candidates are selected before the refit, nnls or lasso."
+    ),
+]
+
+PenaltyOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--penalty",
+        help="RAPPOR, --method lasso: the penalty in noise SDs, >= "
+        "0 (default: sqrt(2 ln K) for K candidates).",
+        show_default=False,
+    ),
+]
+
+AlphaOpt = Annotated[
+    float,
+    typer.Option(
+        "--alpha",
+        help="RAPPOR: the family-wise level of the reported candidates (Bonferroni over them).",
+    ),
+]
+
+#: RAPPOR's parameters when not given: the paper's setting (Erlingsson et al. 2014).
+RAPPOR_DEFAULTS: dict[str, Any] = {"m": 128, "h": 2, "cohorts": 64, "f": 0.5, "p": 0.5, "q": 0.75}
+#: Devices randomized at once (each batch has its own memo store: a device is in one batch).
+_BATCH = 1 << 16
+#: The most cells of the decoder's design matrix, ``cohorts m K`` (float64: 256 MB).
+MAX_DESIGN_CELLS = 1 << 25
+#: The largest strings file read (``--candidates``, ``--values``).
+MAX_LINES_BYTES = 1 << 30
+
+
+def check_simulate_options(
+    mechanism: str,
+    rappor_params: dict[str, Any],
+    *,
+    candidates: str | None,
+    values: str | None,
+    devices: int | None,
+    k: int | None,
+    epsilon: float | None,
+) -> None:
+    """One error line for options of RAPPOR given to another oracle, or the reverse."""
+    if mechanism == RAPPOR:
+        given = [f"`--{name}`" for name, x in (("k", k), ("epsilon", epsilon)) if x is not None]
+        if given:
+            fail(
+                f"{' and '.join(given)} do not apply to `--mechanism rappor`: its parameters "
+                "are --m, --h, --cohorts, --f, --p, --q, and its epsilons follow from them."
+            )
+        return
+    given = [f"`--{name}`" for name, x in rappor_params.items() if x is not None]
+    given += [name for name, x in (("`--candidates`", candidates), ("`--values`", values)) if x]
+    if given:
+        fail(f"{', '.join(given)} apply to `--mechanism rappor` only, got {mechanism!r}.")
+    needed = (("--devices", devices), ("--k", k), ("--epsilon", epsilon))
+    missing = [f"`{name}`" for name, x in needed if x is None]
+    if missing:
+        fail(f"{', '.join(missing)} must be given for `--mechanism {mechanism}`.")
+
+
+def not_rappor(
+    file: str, candidates: str | None, method: str, penalty: float | None, alpha: float
+) -> None:
+    """Refuse the RAPPOR decoder's options for reports of another oracle."""
+    given = [f"`{name}`" for name, x in (("--candidates", candidates), ("--penalty", penalty))
+             if x is not None]  # fmt: skip
+    given += ["`--method`"] if method != "nnls" else []
+    given += ["`--alpha`"] if alpha != 0.05 else []
+    if given:
+        fail(
+            f"{', '.join(given)} apply to a RAPPOR report file only; {file!r} does not hold "
+            "RAPPOR reports."
+        )
+
+
+def read_lines(option: str, path: str, *, distinct: bool) -> list[str]:
+    """The strings of ``path``, one a line (the line end removed, blank lines skipped):
+    one error line for a file that cannot be read, is not UTF-8, holds none, or (with
+    ``distinct``) repeats one."""
+    with guard_io(f"read {path!r} (`{option}`)"):
+        if Path(path).stat().st_size > MAX_LINES_BYTES:
+            fail(f"`{option}` {path!r} is larger than {MAX_LINES_BYTES >> 30} GiB.")
+        raw = Path(path).read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        fail(f"`{option}` {path!r} must be UTF-8 text, got a byte that is not (at {exc.start}).")
+    numbered = [(i, line.removesuffix("\r")) for i, line in enumerate(text.split("\n"), 1)]
+    lines = [line for _, line in numbered if line != ""]
+    if not lines:
+        fail(f"`{option}` {path!r} must hold at least one string (one a line), got none.")
+    if distinct:
+        seen: dict[str, int] = {}
+        for number, line in numbered:
+            if line == "":
+                continue
+            if line in seen:
+                fail(
+                    f"`{option}` {path!r} must hold distinct strings, got {line!r} on lines "
+                    f"{seen[line]} and {number}."
+                )
+            seen[line] = number
+    return lines
+
+
+def _epsilons(rappor: Any) -> dict[str, float]:
+    # the PRR's epsilon bounds any number of reports of one value; epsilon_1: one report
+    return {"epsilon": float(rappor.permanent_epsilon), "epsilon_1": float(rappor.epsilon)}
+
+
+def _epsilon_note(rappor: Any) -> str:
+    return (
+        f"epsilon {format_epsilon(rappor.permanent_epsilon)} over any number of reports of a "
+        f"value (the permanent response's), {format_epsilon(rappor.epsilon)} the first report's"
+    )
+
+
+def simulate_rappor(
+    target: Any,
+    *,
+    out: str,
+    devices: int | None,
+    candidates: str | None,
+    values: str | None,
+    params: dict[str, Any],
+    seed: int,
+    limits: tuple[int, int],
+    as_json: bool,
+) -> None:
+    """Simulate RAPPOR devices into the report file ``target`` (claimed) and print it;
+    ``limits``: the most devices and the most bytes of the file."""
+    import numpy as np
+
+    from deniable.mechanisms import InMemoryMemoStore
+    from deniable.oracles import Rappor, RapporClient, write_report_batches
+    from deniable.simulation import DevicePopulation
+
+    max_devices, max_bytes = limits
+    if target.format != "reports":
+        fail(
+            f"`--mechanism rappor` writes a report file (.dnrp) only, got `--format "
+            f"{target.format}`: RAPPOR has no report-table form yet."
+        )
+    rappor = Rappor(**{**RAPPOR_DEFAULTS, **{k: x for k, x in params.items() if x is not None}})
+    if (candidates is None) == (values is None):
+        fail(
+            "`--mechanism rappor` simulates strings: give --candidates FILE (devices drawn by "
+            "Zipf's law over its lines) or --values FILE (one device's string a line), one of "
+            f"them, got {'both' if candidates else 'neither'}."
+        )
+    if values is not None:
+        strings = np.asarray(read_lines("--values", values, distinct=False))
+        if devices is not None and devices != strings.size:
+            fail(
+                f"`--devices` must be the number of strings of --values ({strings.size}) or "
+                f"left out, got {devices}."
+            )
+        n = int(strings.size)
+    else:
+        assert candidates is not None
+        strings = np.asarray(read_lines("--candidates", candidates, distinct=True))
+        if devices is None:
+            fail("`--devices` must be given with --candidates (the number of devices drawn).")
+        n = devices
+    if n > max_devices:
+        fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
+    record = 2 + rappor.width
+    if n * record > max_bytes:
+        fail(
+            f"`--devices` {n} reports of {record} bytes (rappor, m = {rappor.m}) would make a "
+            f"report file larger than {max_bytes >> 30} GiB; simulate fewer devices."
+        )
+    gen = np.random.default_rng(seed)
+    population = DevicePopulation.zipf(strings.size) if values is None else None
+
+    def batches() -> Any:
+        for start in range(0, n, _BATCH):
+            m = min(_BATCH, n - start)
+            if population is not None:  # Zipf's law over the candidates, in their order
+                batch_values = strings[population.draw(m, rng=gen)]
+            else:
+                batch_values = strings[start : start + m]
+            # the library's client: cohort and PRR memoized per device (each device is in
+            # one batch, so a store a batch), a fresh IRR
+            client = RapporClient(rappor, InMemoryMemoStore())
+            yield client.report(np.arange(start, start + m), batch_values, rng=gen)
+
+    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
+        path = target.write(
+            lambda tmp: write_report_batches(tmp, rappor, n, batches(), progress=progress)
+        )
+    data = {
+        "file": str(out),
+        "format": "reports",
+        "devices": n,
+        "mechanism": rappor.key,
+        **_epsilons(rappor),
+        "strings": "zipf over --candidates" if values is None else "--values",
+        "seed": seed,
+        "bytes": Path(path).stat().st_size,
+    }
+    if as_json:
+        emit_json(to_jsonable(data))
+        return
+    shown = {
+        **data,
+        "mechanism": "rappor",
+        "epsilon": format_epsilon(rappor.permanent_epsilon),
+        "epsilon_1": format_epsilon(rappor.epsilon),
+    }
+    notes = (
+        f"m = {rappor.m} bits, h = {rappor.h}, cohorts = {rappor.cohorts}, f = {rappor.f:g}, "
+        f"p = {rappor.p:g}, q = {rappor.q:g}",
+        _epsilon_note(rappor),
+    )
+    print_table(Table.pairs(shown.items(), title="simulated RAPPOR reports", notes=notes))
+
+
+def aggregate_rappor(
+    file: str,
+    key: str,
+    *,
+    candidates: str | None,
+    method: str,
+    penalty: float | None,
+    alpha: float,
+    batch: int,
+    rows: int | None,
+    level: float,
+    table_rows: int,
+    as_json: bool,
+) -> None:
+    """Tally a RAPPOR report file and decode it against the strings of ``candidates``."""
+    from deniable.oracles import rappor_from_key, tally_file
+
+    rappor = rappor_from_key(key)
+    if candidates is None:
+        fail(
+            f"`--candidates` FILE (one candidate string a line) is needed to decode the RAPPOR "
+            f"reports of {file!r}: RAPPOR counts Bloom filter bits, not values."
+        )
+    cand = read_lines("--candidates", candidates, distinct=True)
+    cells = rappor.cohorts * rappor.m * len(cand)
+    if cells > MAX_DESIGN_CELLS:
+        most = MAX_DESIGN_CELLS // (rappor.cohorts * rappor.m)
+        fail(
+            f"`--candidates` must hold at most {most:,} strings for this file (cohorts x m = "
+            f"{rappor.cohorts * rappor.m:,} rows of the decoder), got {len(cand):,}."
+        )
+    with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
+        tally = tally_file(rappor, file, batch=batch, progress=progress)
+    est = rappor.decode(tally, cand, alpha=alpha, method=method, penalty=penalty)
+    _show(rappor, est, file=file, level=level, rows=rows, table_rows=table_rows,
+          as_json=as_json)  # fmt: skip
+
+
+def _show(
+    rappor: Any, est: Any, *, file: str, level: float, rows: int | None, table_rows: int,
+    as_json: bool,
+) -> None:  # fmt: skip
+    import numpy as np
+
+    low, high = est.ci(level)  # a normal (Wald) interval of the refit estimate
+    counts, count_se = est.counts, est.count_se
+    if as_json:
+        data = est.to_dict()
+        for i, row in enumerate(data["candidates"]):
+            row["count"] = float(counts[i])
+            row["count_se"] = float(count_se[i])
+            row["ci"] = None if math.isnan(low[i]) else [float(low[i]), float(high[i])]
+        emit_json(to_jsonable({"file": file, **_epsilons(rappor), "level": level, **data}))
+        return
+    order = np.argsort(-est.values, kind="stable")
+    shown = order[: table_rows if rows is None else rows]
+    body = []
+    for i in shown.tolist():
+        se = float(est.se[i])
+        no_se = math.isnan(se)
+        body.append((
+            est.candidates[i], float(est.values[i]), "-" if no_se else se,
+            "-" if no_se else float(low[i]), "-" if no_se else float(high[i]),
+            round(float(counts[i])), float(est.p_values[i]), "yes" if est.reported[i] else "",
+        ))  # fmt: skip
+    more = len(order) - len(shown)
+    notes = (
+        *((f"... {more} more candidates (--rows, or --json for all)",) if more else ()),
+        f"frequency: the weighted least-squares refit; interval: normal, frequency +/- "
+        f"{normal_quantile(level):.3g} SE ({level:.0%}); count = n x frequency; candidates "
+        "most frequent first",
+        *est.table().notes,
+        _epsilon_note(rappor),
+    )
+    print_table(
+        Table(
+            ("candidate", "frequency", "SE", "lower", "upper", "count", "p-value", "reported"),
+            tuple(body),
+            title=f"RAPPOR: {int(est.reported.sum())} of {len(est.candidates)} candidates "
+            f"reported, n = {est.n}",
+            notes=notes,
+        )
+    )
