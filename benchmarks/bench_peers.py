@@ -75,6 +75,13 @@ the populations, the closed forms) and ``report.py`` (the markdown and the verdi
 
 Writes ``benchmarks/results/peers.md`` and ``peers.json`` and prints the markdown.  Run:
 ``scripts/bench-peers`` (``--quick``: n = 10**4, a 2 s budget, nothing written).
+
+``--only longitudinal`` runs the rows of issue 17 instead (``peers/longitudinal.py``, its
+docstring has the method; markdown and verdicts in ``peers/longitudinal_report.py``):
+multi-freq-ldpy's longitudinal L-GRR, L-SUE, L-OUE, L-OSUE, L-OLH (beside our LOLOHA) and
+dBitFlipPM, and its multidimensional SPL, SMP and RS+FD, over 30 rounds of n devices whose
+values change (the Markov switching model of ``deniable.simulation.Fleet``), and writes
+``benchmarks/results/peers-longitudinal.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -102,6 +109,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
+from peers import longitudinal, longitudinal_report  # noqa: E402
 from peers.cells import PILOT_N, REPEATS, PeerCell  # noqa: E402
 from peers.libraries import CLAIMED_EPSILON, load_peers  # noqa: E402
 from peers.model import (  # noqa: E402
@@ -323,7 +331,13 @@ def main() -> int:
         "--repeats", type=int, default=3, help="timed runs of every cell, ours and the peers'"
     )
     parser.add_argument("--budget", type=float, default=20.0, help="seconds per peer run")
-    parser.add_argument("--only", nargs="*", default=[], help="workload keys (binary, grr, ...)")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=[],
+        help="workload keys (binary, grr, ...), or longitudinal: the longitudinal and "
+        "multidimensional rows, written to peers-longitudinal.{md,json}",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -332,25 +346,11 @@ def main() -> int:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
     budget = 2.0 if args.quick else args.budget
     REPEATS[0] = args.repeats
+    if "longitudinal" in args.only:  # its own rows and files (peers/longitudinal.py)
+        return longitudinal_main(args, ns, budget, start, load_before)
     data = run_all(ns, args.repeats, budget, set(args.only))
     data["targets"] = verdicts(data["rows"])
-    data["meta"] = {
-        "date": datetime.date.today().isoformat(),
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "cpu": _cpu(),
-        "cpus_allowed": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "versions": _versions(),
-        "epsilon": EPSILON,
-        "ns": list(ns),
-        "repeats": args.repeats,
-        "budget_s": budget,
-        "pilot_n": PILOT_N,
-        "seed": SEED,
-        "run_minutes": (time.perf_counter() - start) / 60,
-        "load_before": load_before,
-        "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }
+    data["meta"] = _meta(ns, args.repeats, budget, start, load_before)
     data = {"meta": data.pop("meta"), **data}
     text = markdown(data)
     if not args.quick and not args.only:
@@ -359,6 +359,47 @@ def main() -> int:
         (OUT / "peers.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     print(text)
     return 0
+
+
+def longitudinal_main(
+    args: argparse.Namespace, ns: tuple[int, ...], budget: float, start: float, load: str
+) -> int:
+    """The longitudinal and multidimensional rows: ``peers-longitudinal.{md,json}``."""
+    warnings.filterwarnings("ignore")
+    rows = longitudinal.run_rows(ns, args.repeats, budget)
+    data: dict[str, Any] = {"meta": _meta(ns, args.repeats, budget, start, load)}
+    data["meta"]["rounds"] = longitudinal.ROUNDS
+    data |= {"rows": rows, "targets": longitudinal_report.verdicts(rows)}
+    text = longitudinal_report.markdown(data)
+    if not args.quick:
+        OUT.mkdir(exist_ok=True)
+        (OUT / "peers-longitudinal.md").write_text(text, encoding="utf-8")
+        out = json.dumps(data, indent=2) + "\n"
+        (OUT / "peers-longitudinal.json").write_text(out, encoding="utf-8")
+    print(text)
+    return 0
+
+
+def _meta(
+    ns: tuple[int, ...], repeats: int, budget: float, start: float, load: str
+) -> dict[str, Any]:
+    return {
+        "date": datetime.date.today().isoformat(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpu": _cpu(),
+        "cpus_allowed": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "versions": _versions(),
+        "epsilon": EPSILON,
+        "ns": list(ns),
+        "repeats": repeats,
+        "budget_s": budget,
+        "pilot_n": PILOT_N,
+        "seed": SEED,
+        "run_minutes": (time.perf_counter() - start) / 60,
+        "load_before": load,
+        "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
 
 
 if __name__ == "__main__":

@@ -290,3 +290,18 @@ def test_l_oue_refuses_a_first_report_its_irr_cannot_reach() -> None:
 def test_parameters_outside_their_range_are_refused(make: Any, name: str) -> None:
     with pytest.raises(ParameterError, match=f"`{name}` must be in"):
         make()
+
+
+@pytest.mark.parametrize("k", [3, 56, 57, 130])
+def test_unary_prrs_unpack_from_their_memo_chunks(k: int) -> None:
+    """A unary PRR is kept as int64 chunks of 56 bits, bit j in chunk j // 56 at position
+    j % 56: unpacking any such chunks gives back the bits (one chunk, an exact chunk, a
+    spill into a second, three chunks)."""
+    o = LOUE.from_epsilon(2.0, k, eps_1=1.0)
+    bits = np.random.default_rng(k).random((500, k)) < 0.5
+    chunks = np.zeros((500, -(-k // 56)), dtype=np.int64)
+    for j in range(k):
+        chunks[:, j // 56] |= bits[:, j].astype(np.int64) << (j % 56)
+    got = o._from_chunks(chunks)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, bits)

@@ -180,8 +180,12 @@ class LongitudinalUnary(LongitudinalOracle):
         return np.asarray(packed, dtype=np.int64)
 
     def _from_chunks(self, chunks: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
-        bits = (chunks[:, :, None] >> np.arange(_CHUNK, dtype=np.int64)) & 1
-        return bits.reshape(chunks.shape[0], -1)[:, : self.k].astype(np.bool_)
+        # a chunk holds 56 bits: the low 7 bytes of its little-endian int64, bit j of the
+        # chunk bit j % 8 of byte j // 8 (unpacked a byte at a time, not a shift per bit)
+        n = chunks.shape[0]
+        raw = np.ascontiguousarray(chunks, dtype="<i8").view(np.uint8).reshape(-1)
+        bits = np.unpackbits(raw, bitorder="little").reshape(n, -1, 64)[:, :, :_CHUNK]
+        return bits.reshape(n, -1)[:, : self.k].view(np.bool_)
 
     def _permanent_parameters(self) -> dict[str, Any]:
         p1, q1, _, _ = self.probabilities
