@@ -5,6 +5,7 @@ object on the same database), refuse another mechanism, and give calls at once o
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -132,3 +133,29 @@ def test_longitudinal_oracles_replay_permanent_reports_after_a_restart(
     )
     with pytest.raises(PrivacyError):
         other.randomize(values, rng=4, memo=open_store(url), devices=devices)
+
+
+@pytest.mark.parametrize(
+    "loloha_first", [True, False], ids=["loloha-then-lgrr", "lgrr-then-loloha"]
+)
+def test_one_permanent_stage_per_device_across_longitudinal_families(
+    loloha_first: bool,
+    fresh_db: Callable[[], str],
+    open_store: Callable[[str], SqlMemoStore],
+) -> None:
+    """LOLOHA keeps its PRRs under questions of its own, L-GRR under the value's: on the SQL
+    store too (here after a restart), a device holding one family's PRR of value 2 is
+    refused the other's, naming the stage it holds, and nothing is stored."""
+    url = fresh_db()
+    loloha = LOLOHA.from_epsilon(2.0, 6, eps_1=1.0, g=3)
+    lgrr = LGRR.from_epsilon(2.0, 6, eps_1=1.0)
+    held, other = (loloha, lgrr) if loloha_first else (lgrr, loloha)
+    devices = np.array(["a", 7], dtype=object)
+    kept = held._memoized(np.array([2, 2]), devices, open_store(url), np.random.default_rng(1))
+    with pytest.raises(PrivacyError, match="'a' holds .*" + re.escape(held.permanent_key)):
+        other.randomize([2, 2], rng=2, memo=open_store(url), devices=devices)
+    stored = repr(open_store(url).snapshot())  # the held family's questions only
+    assert ("longitudinal/prr/2/0" in stored) is not loloha_first
+    assert ("loloha/" in stored) is loloha_first
+    again = held._memoized(np.array([2, 2]), devices, open_store(url), None)
+    np.testing.assert_array_equal(again, kept)

@@ -67,11 +67,22 @@ _32 = np.uint64(32)
 #: low, ``b`` high) and of the PRR of a hashed value.
 _SEED = "loloha/seed/{part}"
 _PRR = "loloha/prr/{bucket}"
-#: Pins a device to one PRR stage (``permanent_key``): another ``g`` or ``p1`` would draw
-#: PRRs of other buckets of the same values, so it is refused even where no bucket is shared.
-_PIN = "loloha/permanent"
 #: What every memo report of a seed carries (the seeds do not depend on ``g``).
 _SEED_KEY = mechanism_key("loloha-seed", {"family": "multiply-add-shift/1"})
+
+# Proof note (one permanent stage per device, docs/architecture.md#proof-notes).
+# Claim: a device never holds PRRs of two permanent stages, so it never pays a permanent
+# epsilon twice for one value and min(tau eps_inf, r eps_1) is of the stage it holds.
+# Argument: the PRRs live under `loloha/prr/<bucket>`, not under L-GRR's questions, so the
+# per-question rule of the MemoStore alone would let a device hold a LOLOHA PRR of H(x) and
+# an L-GRR PRR of x, or LOLOHA PRRs of two `g` (other buckets of the same values).  Every
+# memoized call therefore first pins the device (`LongitudinalOracle._pin`: the question
+# `longitudinal/permanent`, shared by every longitudinal oracle, with `permanent_key`), in
+# one atomic get-or-create before seeds or PRRs are touched: a device pinned to another
+# stage is refused (PrivacyError naming it), nothing stored.  The seeds carry no value
+# (the hash is independent of it) and are shared by every `g`.  Checked by
+# tests/test_loloha.py::test_another_permanent_stage_is_refused and
+# tests/test_longitudinal_pin.py.
 
 
 def _hash(a: Any, b: Any, x: Any, g: int) -> npt.NDArray[np.uint64]:
@@ -227,12 +238,15 @@ class LOLOHA(LongitudinalOracle):
 
     def seeds(self, memo: Any, keys: npt.NDArray[Any], gen: Any) -> npt.NDArray[np.uint64]:
         """The ``(n, 2)`` hash seeds ``(a, b)`` of the devices ``keys``: drawn the first
-        time and kept in ``memo`` (32-bit parts), the same for every ``g``."""
+        time and kept in ``memo`` (32-bit parts), the same for every ``g``; words are drawn
+        from ``gen`` only for devices without seeds (with none, ``gen`` may be ``None``)."""
         parts = np.zeros((keys.size, 4), dtype=np.uint64)
         for part in range(4):
 
             def create(new: npt.NDArray[np.bool_]) -> Any:
                 n = int(np.count_nonzero(new))
+                if not n:  # every seed kept: no word drawn (``gen`` may be None)
+                    return np.zeros(0, dtype=np.int64)
                 return (random_words(gen, n) >> _32).astype(np.int64)
 
             got = memo.get_or_create(_SEED.format(part=part), keys, create, mechanism=_SEED_KEY)
@@ -255,14 +269,11 @@ class LOLOHA(LongitudinalOracle):
     def _memoized(
         self, x: npt.NDArray[np.integer[Any]], keys: npt.NDArray[Any], memo: Any, gen: Any
     ) -> npt.NDArray[Any]:
+        self._pin(keys, memo)  # one stage per device, shared with L-GRR and the unary ones
         seeds = self.seeds(memo, keys, gen)
         h = self.hashed(x, seeds)
         prr = np.zeros(x.size, dtype=np.int64)
         try:
-            memo.get_or_create(
-                _PIN, keys, lambda new: np.zeros(int(np.count_nonzero(new)), dtype=np.int64),
-                mechanism=self.permanent_key,
-            )  # fmt: skip
             for bucket in np.unique(h).tolist():  # one pass per distinct hashed value
                 rows = np.flatnonzero(h == bucket)
 

@@ -55,6 +55,10 @@ __all__ = ["LongitudinalOracle", "check_epsilons", "fit_below"]
 #: The memo question of chunk ``c`` of the PRR of value ``v`` (one namespace for every
 #: longitudinal oracle, so that a device never holds two PRRs of one value).
 _QUESTION = "longitudinal/prr/{value}/{chunk}"
+#: The device-level pin shared by every longitudinal oracle (LOLOHA too): one memo report
+#: per device (always 0) whose mechanism is the ``permanent_key`` of the stage the device's
+#: PRRs were drawn by.  Asked first, before any PRR, by every memoized call.
+_PIN = "longitudinal/permanent"
 
 # Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
 # Claim: a device reporting value x in any number of rounds loses at most `epsilon` (the
@@ -65,11 +69,21 @@ _QUESTION = "longitudinal/prr/{value}/{chunk}"
 # of the PRR), and each report alone is the composed channel P_irr @ P_prr (basic
 # composition of the r reports).  The PRR is
 # drawn once per (device, value): the memo question names the value only and each stored
-# chunk carries `permanent_key` (the PRR's family and parameters), so another oracle, or
-# this one with another PRR, is refused (PrivacyError) for a device holding one, never
-# given a second PRR.  Checked by tests/test_longitudinal.py::test_a_device_replays_its_
-# prr_across_rounds_and_restarts, ::test_another_permanent_stage_is_refused and the
-# enumerations of ::test_three_epsilons_are_exact_and_tight.
+# chunk carries `permanent_key` (the PRR's family and parameters).  And a device holds the
+# PRRs of ONE permanent stage, whatever the oracle and the value: every memoized call of
+# every longitudinal oracle (L-GRR, L-SUE, L-OUE, L-OSUE and LOLOHA, whose PRRs live under
+# other questions) first get-or-creates the device's pin `_PIN` with its
+# `permanent_key`, atomically (the MemoStore's rule), before it draws any PRR; a device
+# pinned to another stage is refused (PrivacyError naming the stage it holds) and nothing
+# is stored.  So no device pays a permanent epsilon twice for one value through two
+# families (LOLOHA's PRR of H(x) and L-GRR's of x), and the per-device bound
+# min(d epsilon, r epsilon_1) is of the one stage the device holds.  Two stages racing for
+# a new device are decided at the pin: the loser is refused before it draws.  A pin
+# without PRRs (a crash after it) only refuses more.  Checked by tests/test_longitudinal.py
+# ::test_a_device_replays_its_prr_across_rounds_and_restarts, ::test_another_permanent_
+# stage_is_refused, tests/test_longitudinal_pin.py (both orders, in memory; the SQL store
+# in tests/service/test_memo_devices.py) and the enumerations of ::test_three_epsilons_
+# are_exact_and_tight.
 
 
 def check_epsilons(eps_inf: Any, eps_1: Any) -> tuple[float, float]:
@@ -224,8 +238,10 @@ class LongitudinalOracle(FrequencyOracle):
         them, each at most once a call): the PRR of a (device, value) is drawn the first
         time and kept in ``memo``, and replayed through a fresh IRR every later time (also
         by another oracle object over the same store, e.g. after a restart, if its PRR is
-        the same; a device holding a PRR of another one is refused with
-        :class:`~deniable.exceptions.PrivacyError`).
+        the same).  A device keeps the PRRs of one permanent stage for all its values,
+        across every longitudinal oracle (LOLOHA too): a device holding PRRs of another
+        stage is refused with :class:`~deniable.exceptions.PrivacyError` naming it, and
+        nothing is stored.
         """
         x = self._values(values)
         gen = resolve_rng(rng)
@@ -250,6 +266,7 @@ class LongitudinalOracle(FrequencyOracle):
     def _memoized(
         self, x: npt.NDArray[np.integer[Any]], keys: npt.NDArray[Any], memo: Any, gen: Any
     ) -> npt.NDArray[Any]:
+        self._pin(keys, memo)
         chunks = np.zeros((x.size, self._chunks), dtype=np.int64)
         for value in np.unique(x).tolist():  # one pass per distinct value
             rows = np.flatnonzero(x == value)
@@ -271,3 +288,21 @@ class LongitudinalOracle(FrequencyOracle):
                     ) from exc
                 chunks[rows, c] = np.asarray(got, dtype=np.int64)
         return self._from_chunks(chunks)
+
+    def _pin(self, keys: npt.NDArray[Any], memo: Any) -> None:
+        """Pin the devices ``keys`` to this oracle's permanent stage (one atomic
+        get-or-create of ``_PIN``, the proof note), or refuse them all."""
+
+        def create(new: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+            return np.zeros(int(np.count_nonzero(new)), dtype=np.int64)
+
+        try:
+            memo.get_or_create(_PIN, keys, create, mechanism=self.permanent_key)
+        except PrivacyError as exc:
+            raise PrivacyError(
+                f"{self.name}: {exc}  (Here the question is the pin every longitudinal oracle "
+                "shares: a device keeps the PRRs of one permanent stage for all its values, "
+                "whatever the oracle (L-GRR, L-SUE, L-OUE, L-OSUE, LOLOHA).  Report it with the "
+                "family and PRR parameters it holds (the IRR may change), or under a new "
+                "device key; any other stage would draw a second PRR.)"
+            ) from exc
