@@ -70,6 +70,8 @@ PureEpsilon EpsilonDelta DiscreteLaplace Channel poisson_amplification
 without_replacement_amplification
 KeyIndex Keys MAX_NUMERICAL_N PURE_EPSILON UNKNOWN_UNIT add_up admitted adopted_unit
 check_unit format_key remaining_budget respondent_keys spend_limit
+BudgetWindow Charge InMemoryWindowStore WINDOW_KINDS WindowAccount WindowRequest WindowStore
+WindowTotal WindowedLedger charge_cost decide_charge device_key window_account
 """.split()  # noqa: SIM905 (one name per word reads better than 48 quoted lines)
 
 
