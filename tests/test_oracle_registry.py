@@ -85,6 +85,9 @@ def test_grr_is_the_categorical_design_with_uniform_forcing_only() -> None:
     with pytest.raises(DataError, match="categorical with uniform forcing"):
         oracle_from_key(forced.key)
     with pytest.raises(DataError, match="must name a frequency oracle"):
+        oracle_from_key('harmony{"k":4}')
+    # RAPPOR's keys are read by RAPPOR's own parser (its parameters, not k)
+    with pytest.raises(DataError, match="must be a RAPPOR key like"):
         oracle_from_key('rappor{"k":4}')
 
 

@@ -154,7 +154,7 @@ def test_bad_rappor_input_is_one_error_line(
     assert run(runner, "telemetry", "simulate", "--out", olh, "--devices", 50, "--k", 8,
                "--epsilon", 1).exit_code == 0  # fmt: skip
     one_error(run(runner, "aggregate", olh, "--candidates", cand),
-              "`--candidates` apply to a RAPPOR report file only")  # fmt: skip
+              "`--candidates` apply to RAPPOR's reports only")  # fmt: skip
     # a RAPPOR file whose header was written for other parameters
     bad = tmp_path / "bad.dnrp"
     bad.write_bytes(out.read_bytes().replace(b'"deniable.rappor/1"', b'"deniable.rappor/2"'))
@@ -174,9 +174,10 @@ def test_bad_rappor_input_is_one_error_line(
               "`p` must be less than `q`")  # fmt: skip
     one_error(run(runner, *sim, "--devices", 10, "--values", cand, "--devices", 7),
               "number of strings of --values (6)")  # fmt: skip
+    # a table whose suffix contradicts --format: refused, nothing written
     one_error(run(runner, "telemetry", "simulate", "--mechanism", "rappor", "--out",
-                  tmp_path / "t.parquet", "--devices", 10, "--candidates", cand),
-              "report file (.dnrp) only")  # fmt: skip
+                  tmp_path / "t.parquet", "--format", "csv", "--devices", 10, "--candidates",
+                  cand), "--format")  # fmt: skip
     one_error(run(runner, "telemetry", "simulate", "--out", new, "--devices", 10, "--k", 4,
                   "--epsilon", 1, "--m", 64),
               "`--m` apply to `--mechanism rappor` only")  # fmt: skip

@@ -7,8 +7,9 @@
 (memory O(k) plus one batch, a progress bar), or report tables on a Dask cluster (a local
 one by default, ``--scheduler ADDRESS`` for an existing one; ``deniable.distributed``), and
 prints every frequency with its SE (for a sampled population; ``--json`` also gives the
-fixed-population SE of Wang et al. 2017) and intervals; a RAPPOR report file is decoded
-against ``--candidates`` (``_telemetry_rappor``).
+fixed-population SE of Wang et al. 2017) and intervals; RAPPOR's reports are decoded against
+``--candidates`` (``_telemetry_rappor``); report tables and a telemetry stream's days
+(``--stream-root``, ``--stream``) are found in ``_telemetry_tables``.
 """
 
 from __future__ import annotations
@@ -38,8 +39,17 @@ from deniable.cli._telemetry_rappor import (
     ValuesOpt,
     aggregate_rappor,
     check_simulate_options,
+    decode_rappor,
     not_rappor,
+    rappor_candidates,
     simulate_rappor,
+)
+from deniable.cli._telemetry_tables import (
+    EndOpt,
+    StartOpt,
+    StreamOpt,
+    StreamRootOpt,
+    table_source,
 )
 from deniable.common import format_epsilon
 from deniable.results import Table
@@ -167,7 +177,8 @@ def simulate_command(
     reports to a report file, or a Parquet or CSV report table.
 
     RAPPOR (--mechanism rappor) simulates strings, drawn by Zipf's law over --candidates or
-    read from --values, into a report file."""
+    read from --values, into a report file or a report table (a cohort column, then the
+    packed bits)."""
     import numpy as np
 
     from deniable import oracles as o
@@ -256,15 +267,15 @@ def simulate_command(
 @telemetry_app.command("aggregate")
 def aggregate_command(
     file: Annotated[
-        str,
+        str | None,
         typer.Argument(
-            metavar="FILE",
+            metavar="[FILE]",
             help="A report file, or Parquet or CSV (also .csv.gz, .csv.bz2, .csv.zst) report "
-            "tables: a path, a glob, a "
-            "directory or a URL dask reads.",
+            "tables: a path, a glob, a directory or a URL dask reads; or none, with "
+            "--stream-root and --stream.",
             show_default=False,
         ),
-    ],
+    ] = None,
     batch: Annotated[
         int,
         typer.Option(
@@ -296,11 +307,15 @@ def aggregate_command(
         str | None,
         typer.Option(
             "--mechanism",
-            help="The oracle's key or spec (JSON) for CSV tables; a Parquet table and a "
-            "report file name their own.",
+            help="The oracle's key or spec (JSON) for CSV tables; a Parquet table, a stream "
+            "and a report file name their own (given, it must be theirs).",
             show_default=False,
         ),
     ] = None,
+    stream_root: StreamRootOpt = None,
+    stream: StreamOpt = None,
+    start: StartOpt = None,
+    end: EndOpt = None,
     rows: Annotated[
         int | None,
         typer.Option(
@@ -321,21 +336,20 @@ def aggregate_command(
     """Tally a report file in batches, or report tables on a Dask cluster (memory O(k)), and
     estimate every frequency.
 
-    Intervals and rows are computed for the categories shown only (--rows, at most 65,536).
-    A RAPPOR report file is decoded against --candidates."""
-    from deniable.oracles import oracle_from_key, read_report_key, tally_file
+    A telemetry stream's days are report tables: --stream-root ROOT --stream ID [--start DAY]
+    [--end DAY] instead of FILE.  Intervals and rows are computed for the categories shown
+    only (--rows, at most 65,536).  RAPPOR's reports (a report file or tables) are decoded
+    against --candidates."""
+    from deniable.oracles import Rappor, oracle_from_key, read_report_key, tally_file
 
     if local_workers > MAX_LOCAL_WORKERS:
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
     if rows is not None and rows > MAX_ROWS:
         fail(f"`--rows` must be at most {MAX_ROWS:,} (the categories shown), got {rows}.")
-    from deniable.distributed import CSV_SUFFIXES
-
-    lowered = file.lower().rstrip("/")
-    table = lowered.endswith((".parquet", ".pq", *CSV_SUFFIXES)) or "://" in file
-    if not table and Path(file).is_dir():
-        table = True  # a directory of report tables
-    if not table:
+    tables = table_source(file, stream_root=stream_root, stream=stream, start=start, end=end,
+                          mechanism=mechanism)  # fmt: skip
+    if tables is None:
+        assert file is not None
         if scheduler is not None or mechanism is not None:
             fail(
                 "`--scheduler` and `--mechanism` apply to Parquet or CSV report tables; "
@@ -355,31 +369,25 @@ def aggregate_command(
             with progress_bar(not as_json, f"reading {file}") as progress:
                 tally = tally_file(oracle, file, batch=batch, progress=progress)
     else:
-        not_rappor(file, candidates, method, penalty, alpha)
-        from deniable.distributed import aggregate, require_dask
-
-        try:
-            require_dask()
-        except ImportError as exc:  # one line naming the extra, never a traceback
-            fail(str(exc))
         if scheduler is not None and "://" not in scheduler:
             fail(f"`--scheduler` must be an address like tcp://host:8786, got {scheduler!r}.")
+        cand = None
+        if isinstance(tables.oracle, Rappor):  # the decoder's input checked before counting
+            cand = rappor_candidates(tables.oracle, candidates, tables.label)
+        else:
+            not_rappor(tables.label, candidates, method, penalty, alpha)
         where: Any = scheduler if scheduler is not None else (
             None if local_workers else "synchronous"
         )  # fmt: skip
-        with (
-            guard_io(f"read {file!r}"),
-            progress_bar(not as_json, f"tallying {file}", unit="partitions") as progress,
-        ):
-            tally = aggregate(
-                file,
-                mechanism,
-                scheduler=where,
-                batch=batch,
-                local_workers=max(local_workers, 1),
-                progress=progress,
-            )
+        tally = tables.tally(mechanism, scheduler=where, batch=batch,
+                             local_workers=max(local_workers, 1), as_json=as_json)  # fmt: skip
         oracle = oracle_from_key(tally.mechanism or "")
+        if isinstance(oracle, Rappor):  # decoded against --candidates (checked above)
+            if cand is None:
+                cand = rappor_candidates(oracle, candidates, tables.label)
+            return decode_rappor(oracle, tally, cand, file=tables.label, method=method,
+                                 penalty=penalty, alpha=alpha, rows=rows, level=level,
+                                 table_rows=TABLE_ROWS, as_json=as_json)  # fmt: skip
     k = int(tally.counts.size) - 1
     _check_json_rows(as_json, rows, k)
     shown = (k if as_json else min(k, TABLE_ROWS)) if rows is None else min(rows, k)

@@ -1,13 +1,14 @@
 """RAPPOR on the command line (``deniable telemetry simulate --mechanism rappor`` and
-``aggregate`` of a RAPPOR report file with ``--candidates``; ``docs/rappor.md``).
+``aggregate`` of RAPPOR's reports with ``--candidates``; ``docs/rappor.md``).
 
 ``simulate`` draws each device's string (Zipf's law over the lines of ``--candidates``, in
 their order, or the lines of ``--values``, one device a line), randomizes it with the
 library's :class:`~deniable.oracles.RapporClient` (cohort and PRR memoized per device, a
-fresh IRR) and writes a RAPPOR report file.  ``aggregate`` tallies the file in batches and
-decodes the tally against ``--candidates`` (``Rappor.decode``: NNLS or the Lasso), printing
-each candidate's frequency and count with standard errors, a normal interval and the
-decoder's diagnostics.
+fresh IRR) and writes a RAPPOR report file, or a Parquet or CSV report table (a ``cohort``
+column, then the packed bits).  ``aggregate`` tallies the file in batches (tables and a
+stream's days on Dask: ``_telemetry_tables``) and decodes the tally against
+``--candidates`` (``Rappor.decode``: NNLS or the Lasso), printing each candidate's
+frequency and count with standard errors, a normal interval and the decoder's diagnostics.
 """
 
 from __future__ import annotations
@@ -29,7 +30,9 @@ __all__ = [
     "RAPPOR_DEFAULTS",
     "aggregate_rappor",
     "check_simulate_options",
+    "decode_rappor",
     "not_rappor",
+    "rappor_candidates",
     "read_lines",
     "simulate_rappor",
 ]
@@ -44,7 +47,7 @@ CandidatesOpt = Annotated[
         "--candidates",
         help="RAPPOR: a file of candidate strings, one a line (distinct; blank lines "
         "skipped). simulate draws the devices' strings from it by Zipf's law, in its order; "
-        "aggregate decodes against it (needed for a RAPPOR report file).",
+        "aggregate decodes against it (needed for RAPPOR's reports).",
         show_default=False,
     ),
 ]
@@ -174,8 +177,8 @@ def not_rappor(
     given += ["`--alpha`"] if alpha != 0.05 else []
     if given:
         fail(
-            f"{', '.join(given)} apply to a RAPPOR report file only; {file!r} does not hold "
-            "RAPPOR reports."
+            f"{', '.join(given)} apply to RAPPOR's reports only (a report file, tables or a "
+            f"stream); {file!r} does not hold RAPPOR reports."
         )
 
 
@@ -233,8 +236,8 @@ def simulate_rappor(
     limits: tuple[int, int],
     as_json: bool,
 ) -> None:
-    """Simulate RAPPOR devices into the report file ``target`` (claimed) and print it;
-    ``limits``: the most devices and the most bytes of the file."""
+    """Simulate RAPPOR devices into the report file or report table ``target`` (claimed)
+    and print it; ``limits``: the most devices and the most bytes of the file."""
     import numpy as np
 
     from deniable.mechanisms import InMemoryMemoStore
@@ -243,10 +246,13 @@ def simulate_rappor(
 
     max_devices, max_bytes = limits
     if target.format != "reports":
-        fail(
-            f"`--mechanism rappor` writes a report file (.dnrp) only, got `--format "
-            f"{target.format}`: RAPPOR has no report-table form yet."
-        )
+        try:
+            import pyarrow  # noqa: F401 - checked here so the error names the extra
+        except ImportError:
+            fail(
+                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
+                "pip install 'deniable[dask]'."
+            )
     rappor = Rappor(**{**RAPPOR_DEFAULTS, **{k: x for k, x in params.items() if x is not None}})
     if (candidates is None) == (values is None):
         fail(
@@ -291,13 +297,20 @@ def simulate_rappor(
             client = RapporClient(rappor, InMemoryMemoStore())
             yield client.report(np.arange(start, start + m), batch_values, rng=gen)
 
+    def write(tmp: Any, progress: Any) -> Any:
+        if target.format == "reports":
+            return write_report_batches(tmp, rappor, n, batches(), progress=progress)
+        from deniable.distributed import write_report_table
+
+        # the cohort column, then the packed bits (deniable.distributed._tables)
+        return write_report_table(tmp, rappor, n, batches(), format=target.format,
+                                  progress=progress)  # fmt: skip
+
     with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(
-            lambda tmp: write_report_batches(tmp, rappor, n, batches(), progress=progress)
-        )
+        path = target.write(lambda tmp: write(tmp, progress))
     data = {
         "file": str(out),
-        "format": "reports",
+        "format": target.format,
         "devices": n,
         "mechanism": rappor.key,
         **_epsilons(rappor),
@@ -322,6 +335,26 @@ def simulate_rappor(
     print_table(Table.pairs(shown.items(), title="simulated RAPPOR reports", notes=notes))
 
 
+def rappor_candidates(rappor: Any, candidates: str | None, file: str) -> list[str]:
+    """The strings of ``candidates`` to decode ``rappor``'s reports of ``file`` against,
+    checked (given, distinct, a decoder of at most :data:`MAX_DESIGN_CELLS` cells) before
+    any report is read."""
+    if candidates is None:
+        fail(
+            f"`--candidates` FILE (one candidate string a line) is needed to decode the RAPPOR "
+            f"reports of {file!r}: RAPPOR counts Bloom filter bits, not values."
+        )
+    cand = read_lines("--candidates", candidates, distinct=True)
+    cells = rappor.cohorts * rappor.m * len(cand)
+    if cells > MAX_DESIGN_CELLS:
+        most = MAX_DESIGN_CELLS // (rappor.cohorts * rappor.m)
+        fail(
+            f"`--candidates` must hold at most {most:,} strings for this file (cohorts x m = "
+            f"{rappor.cohorts * rappor.m:,} rows of the decoder), got {len(cand):,}."
+        )
+    return cand
+
+
 def aggregate_rappor(
     file: str,
     key: str,
@@ -340,21 +373,29 @@ def aggregate_rappor(
     from deniable.oracles import rappor_from_key, tally_file
 
     rappor = rappor_from_key(key)
-    if candidates is None:
-        fail(
-            f"`--candidates` FILE (one candidate string a line) is needed to decode the RAPPOR "
-            f"reports of {file!r}: RAPPOR counts Bloom filter bits, not values."
-        )
-    cand = read_lines("--candidates", candidates, distinct=True)
-    cells = rappor.cohorts * rappor.m * len(cand)
-    if cells > MAX_DESIGN_CELLS:
-        most = MAX_DESIGN_CELLS // (rappor.cohorts * rappor.m)
-        fail(
-            f"`--candidates` must hold at most {most:,} strings for this file (cohorts x m = "
-            f"{rappor.cohorts * rappor.m:,} rows of the decoder), got {len(cand):,}."
-        )
+    cand = rappor_candidates(rappor, candidates, file)
     with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
         tally = tally_file(rappor, file, batch=batch, progress=progress)
+    decode_rappor(rappor, tally, cand, file=file, method=method, penalty=penalty, alpha=alpha,
+                  rows=rows, level=level, table_rows=table_rows, as_json=as_json)  # fmt: skip
+
+
+def decode_rappor(
+    rappor: Any,
+    tally: Any,
+    cand: list[str],
+    *,
+    file: str,
+    method: str,
+    penalty: float | None,
+    alpha: float,
+    rows: int | None,
+    level: float,
+    table_rows: int,
+    as_json: bool,
+) -> None:
+    """Decode ``rappor``'s tally (of a report file, report tables or a stream's days)
+    against the strings ``cand`` and print each candidate's estimate."""
     est = rappor.decode(tally, cand, alpha=alpha, method=method, penalty=penalty)
     _show(rappor, est, file=file, level=level, rows=rows, table_rows=table_rows,
           as_json=as_json)  # fmt: skip

@@ -38,7 +38,13 @@ from deniable.distributed._sources import (
     require_dask,
     resolve_mechanism,
 )
-from deniable.distributed._tables import BATCH_BYTES, Progress, record, two_dimensional
+from deniable.distributed._tables import (
+    BATCH_BYTES,
+    Progress,
+    column_dtypes,
+    from_columns,
+    record,
+)
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = ["DEFAULT_BATCH", "LOCAL_WORKERS", "aggregate"]
@@ -57,13 +63,12 @@ CONNECT_TIMEOUT = 10.0
 # ---- the tasks (run on the workers; module-level so they pickle by reference)
 
 
-def _reports(table: Any, columns: Sequence[str], dtype: Any, where: str) -> Any:
-    """The (m, w) or (m,) report array of a pyarrow table, each value checked to fit
-    ``dtype``."""
-    m = table.num_rows
-    out = np.empty((m, len(columns)), dtype=dtype)
-    info = np.iinfo(dtype)
-    for i, name in enumerate(columns):
+def _reports(table: Any, columns: Sequence[str], dtypes: Sequence[Any], where: str) -> list[Any]:
+    """The arrays of the report columns of a pyarrow table, each value checked to fit its
+    column's type (``dtypes``, one a column)."""
+    out = []
+    for name, dtype in zip(columns, dtypes, strict=True):
+        info = np.iinfo(dtype)
         col = table.column(name)
         if col.null_count:
             raise DataError(f"{where}: column {name!r} has {col.null_count} missing values.")
@@ -78,12 +83,18 @@ def _reports(table: Any, columns: Sequence[str], dtype: Any, where: str) -> Any:
                 f"{where}: column {name!r} must hold values in {info.min}..{info.max} "
                 f"({dtype.name}), got {bad}."
             )
-        out[:, i] = arr
-    return out if len(columns) > 1 else out[:, 0]
+        out.append(arr.astype(dtype, copy=False))
+    return out
 
 
 def _tally_parquet(
-    oracle: Any, fs: Any, path: str, first: int, stop: int, columns: Sequence[str], dtype: Any
+    oracle: Any,
+    fs: Any,
+    path: str,
+    first: int,
+    stop: int,
+    columns: Sequence[str],
+    dtypes: Sequence[Any],
 ) -> Tally:
     """The tally of row groups ``first .. stop - 1`` of a Parquet file: one footer read and
     one table of at most about ``batch`` rows (or one larger row group)."""
@@ -95,7 +106,7 @@ def _tally_parquet(
             table = pq.ParquetFile(fh).read_row_groups(range(first, stop), columns=list(columns))
     except Exception as exc:
         raise DataError(f"{where} cannot be read (truncated or malformed?): {exc}") from None
-    return _tally(oracle, _reports(table, columns, dtype, where), where)
+    return _tally(oracle, _reports(table, columns, dtypes, where), where)
 
 
 def _row_group_runs(rows: Sequence[int], batch: int) -> list[tuple[int, int]]:
@@ -126,14 +137,12 @@ def _tally_csv(
     index: int,
     names: Sequence[str],
     columns: Sequence[str],
-    dtype: Any,
+    dtypes: Sequence[Any],
 ) -> Tally:
-    import pyarrow as pa
     import pyarrow.csv as pcsv
 
     where = f"{path!r} block {index}"
-    types = {c: pa.int64() if dtype.kind == "i" or dtype.itemsize < 8 else pa.uint64()
-             for c in columns}  # fmt: skip
+    types = _csv_types(columns, dtypes)
     try:
         table = pcsv.read_csv(
             io.BytesIO(block),
@@ -144,7 +153,7 @@ def _tally_csv(
         )
     except Exception as exc:
         raise DataError(f"{where} is not a CSV of reports: {exc}") from None
-    return _tally(oracle, _reports(table, columns, dtype, where), where)
+    return _tally(oracle, _reports(table, columns, dtypes, where), where)
 
 
 def _tally_csv_stream(
@@ -153,7 +162,7 @@ def _tally_csv_stream(
     path: str,
     names: Sequence[str],
     columns: Sequence[str],
-    dtype: Any,
+    dtypes: Sequence[Any],
     block: int,
 ) -> Tally:
     """The tally of a whole compressed CSV file, decompressed as a stream and read about
@@ -161,8 +170,7 @@ def _tally_csv_stream(
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    types = {c: pa.int64() if dtype.kind == "i" or dtype.itemsize < 8 else pa.uint64()
-             for c in columns}  # fmt: skip
+    types = _csv_types(columns, dtypes)
     total: Tally | None = None
     index = 0
     try:
@@ -178,8 +186,8 @@ def _tally_csv_stream(
             )
             for index, batch in enumerate(reader):
                 where = f"{path!r} batch {index}"
-                part = _tally(oracle, _reports(pa.Table.from_batches([batch]), columns, dtype,
-                                               where), where)  # fmt: skip
+                table = pa.Table.from_batches([batch])
+                part = _tally(oracle, _reports(table, columns, dtypes, where), where)
                 total = part if total is None else total + part
     except DeniableError:
         raise
@@ -191,11 +199,17 @@ def _tally_csv_stream(
     return _tally_none(oracle) if total is None else total
 
 
-def _tally(oracle: Any, reports: Any, where: str) -> Tally:
-    if reports.ndim == 1 and two_dimensional(oracle):  # one column of one-byte bit vectors
-        reports = reports.reshape(-1, 1)
+def _csv_types(columns: Sequence[str], dtypes: Sequence[Any]) -> dict[str, Any]:
+    """pyarrow's type of each CSV column: read as 64-bit integers, then range-checked."""
+    import pyarrow as pa
+
+    return {c: pa.int64() if t.kind == "i" or t.itemsize < 8 else pa.uint64()
+            for c, t in zip(columns, dtypes, strict=True)}  # fmt: skip
+
+
+def _tally(oracle: Any, columns: list[Any], where: str) -> Tally:
     try:
-        out: Tally = oracle.tally(reports)
+        out: Tally = oracle.tally(from_columns(oracle, columns))
     except DeniableError as exc:
         raise type(exc)(f"{where}: {exc}") from None
     return out
@@ -218,6 +232,7 @@ def _tasks(
     kind = _one_format(paths, fmt)
     cols = _columns(oracle, columns)
     dtype, width = record(oracle)
+    dtypes = column_dtypes(oracle)
     # a partition holds at most 128 MB of reports, whatever `batch` says
     batch = max(1, min(batch, BATCH_BYTES // (width * dtype.itemsize)))
     tasks: list[Any] = []
@@ -231,7 +246,7 @@ def _tasks(
                 )
             _check_has(path, names, cols, oracle)
             tasks.extend(
-                part(oracle, fs, path, first, stop, cols, dtype)
+                part(oracle, fs, path, first, stop, cols, dtypes)
                 for first, stop in _row_group_runs(groups, batch)
             )
         if not tasks:  # files without row groups: the tally of no reports
@@ -244,12 +259,12 @@ def _tasks(
         names = _csv_header(fs, path)
         _check_has(path, names, cols, oracle)
         headers[path] = names
-    row = sum(len(str(np.iinfo(dtype).max)) + 1 for _ in cols)
+    row = sum(len(str(np.iinfo(t).max)) + 1 for t in dtypes)
     blocksize = max(1 << 16, row, min(batch * row, 2 * BATCH_BYTES))  # text: 2 x the bytes
     for path in paths:  # a compressed file: one task that streams it
         if _codec(path) is not None:
             part = delayed(_tally_csv_stream, pure=True)
-            tasks.append(part(oracle, fs, path, headers[path], cols, dtype, blocksize))
+            tasks.append(part(oracle, fs, path, headers[path], cols, dtypes, blocksize))
     plain = [p for p in paths if _codec(p) is None]
     if not plain:
         return tasks
@@ -259,15 +274,14 @@ def _tasks(
     for path, file_blocks in zip(plain, blocks, strict=True):
         part = delayed(_tally_csv, pure=True)
         tasks.extend(
-            part(oracle, b, path, i, headers[path], cols, dtype) for i, b in enumerate(file_blocks)
+            part(oracle, b, path, i, headers[path], cols, dtypes) for i, b in enumerate(file_blocks)
         )
     return tasks
 
 
 def _tally_none(oracle: Any) -> Tally:
-    dtype, width = record(oracle)
-    shape = (0, width) if two_dimensional(oracle) else 0
-    out: Tally = oracle.tally(np.empty(shape, dtype=dtype))
+    empty = [np.empty(0, dtype=t) for t in column_dtypes(oracle)]
+    out: Tally = oracle.tally(from_columns(oracle, empty))
     return out
 
 

@@ -35,19 +35,32 @@ def require_dask() -> None:
 
 
 def resolve_mechanism(mechanism: Any) -> Any:
-    """The oracle ``mechanism`` names: an oracle itself, its key (``olh{...}``, as a report
-    file or a Parquet table carries it) or its spec (a mapping or JSON text, schema
-    ``deniable.oracle/1``)."""
-    from deniable.oracles import oracle_from_key, oracle_from_spec
+    """The oracle ``mechanism`` names: an oracle itself (or RAPPOR), its key (``olh{...}``,
+    ``rappor{...}``, as a report file or a Parquet table carries it) or its spec (a mapping
+    or JSON text, schema ``deniable.oracle/1``, or RAPPOR's ``deniable.rappor-spec/1``)."""
+    from deniable.oracles import (
+        RAPPOR_SPEC_SCHEMA,
+        Rappor,
+        oracle_from_key,
+        oracle_from_spec,
+        rappor_from_spec,
+    )
 
+    if isinstance(mechanism, str) and mechanism.strip().startswith("{"):
+        from deniable.common import load_json
+
+        spec = load_json(mechanism.strip(), source="`spec` (JSON text of an oracle spec)")
+        is_rappor = isinstance(spec, Mapping) and spec.get("schema") == RAPPOR_SPEC_SCHEMA
+        return rappor_from_spec(spec) if is_rappor else oracle_from_spec(spec)
     if isinstance(mechanism, Mapping):
+        if mechanism.get("schema") == RAPPOR_SPEC_SCHEMA:
+            return rappor_from_spec(mechanism)
         return oracle_from_spec(mechanism)
     if isinstance(mechanism, str):
-        text = mechanism.strip()
-        if text.startswith("{"):
-            return oracle_from_spec(text)
-        return oracle_from_key(text)
-    if hasattr(mechanism, "randomize") and hasattr(mechanism, "tally"):
+        return oracle_from_key(mechanism.strip())
+    if isinstance(mechanism, Rappor) or (
+        hasattr(mechanism, "randomize") and hasattr(mechanism, "tally")
+    ):
         record(mechanism)
         return mechanism
     raise ParameterTypeError(

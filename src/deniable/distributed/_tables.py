@@ -6,12 +6,17 @@ report) is one row: column ``report`` when ``w = 1``, else ``report_0 .. report_
 each of the oracle's item type (``uint8`` ... ``uint64``).  A Parquet table also carries
 the oracle's key in its schema metadata (:data:`KEY_METADATA`), so it names its oracle as
 a report file does; a CSV table does not, and is read with the oracle given.
+
+RAPPOR's reports (:class:`~deniable.oracles.RapporReports`) are rows of a ``cohort``
+column (``uint16``: cohorts are at most 65,536) then its ``m`` bits packed into ``m / 8``
+bytes, ``report_0 .. report_{m/8-1}`` (``uint8``, bit ``i`` at bit ``i % 8`` of
+``report_{i // 8}``), as its report file packs them (``deniable.oracles._rappor_files``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +31,11 @@ __all__ = [
     "CSV_SUFFIXES",
     "KEY_METADATA",
     "TABLE_FORMATS",
+    "column_dtypes",
+    "from_columns",
     "report_columns",
     "table_format",
+    "to_columns",
     "two_dimensional",
     "write_report_table",
 ]
@@ -48,8 +56,24 @@ BATCH_BYTES = 1 << 27
 Progress = Callable[[int, int], object]
 
 
+#: The column of a RAPPOR report's cohort, and its type.
+COHORT_COLUMN = "cohort"
+_COHORT = np.dtype(np.uint16)
+
+
+def _rappor(oracle: Any) -> Any:
+    """``oracle`` if it is RAPPOR (reports of a cohort and packed bits), else None."""
+    from deniable.oracles import Rappor
+
+    return oracle if isinstance(oracle, Rappor) else None
+
+
 def record(oracle: Any) -> tuple[np.dtype[Any], int]:
-    """The dtype of one report item (native order) and the items per report of ``oracle``."""
+    """The dtype of one report item (native order) and the items per report of ``oracle``
+    (RAPPOR: its ``2 + m / 8`` bytes, the cohort's two then the bits')."""
+    rappor = _rappor(oracle)
+    if rappor is not None:
+        return np.dtype(np.uint8), _COHORT.itemsize + int(rappor.width)
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`mechanism` must be a frequency oracle (randomize and tally), got "
@@ -64,6 +88,8 @@ def two_dimensional(oracle: Any) -> bool:
     """Whether ``oracle``'s reports are rows of a 2-D array (a unary oracle's packed bits
     are, even when one byte holds them: k <= 8), so a one-column table is read back as
     ``(m, 1)``, not ``(m,)``."""
+    if _rappor(oracle) is not None:
+        return True
     return bool(np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0)).ndim > 1)
 
 
@@ -76,9 +102,66 @@ def report_columns(oracle: Any) -> tuple[str, ...]:
     ('report_0', 'report_1', 'report_2')
     >>> report_columns(GRR.from_epsilon(1.0, k=16))
     ('report',)
+    >>> from deniable.oracles import Rappor
+    >>> report_columns(Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.5, q=0.75))
+    ('cohort', 'report_0', 'report_1')
     """
+    rappor = _rappor(oracle)
+    if rappor is not None:
+        return (COHORT_COLUMN, *(f"report_{i}" for i in range(int(rappor.width))))
     _, width = record(oracle)
     return ("report",) if width == 1 else tuple(f"report_{i}" for i in range(width))
+
+
+def column_dtypes(oracle: Any) -> tuple[np.dtype[Any], ...]:
+    """The type of each column of :func:`report_columns` (RAPPOR: ``uint16`` for the
+    cohort, ``uint8`` for each byte of bits; every other oracle: its item type)."""
+    dtype, width = record(oracle)
+    if _rappor(oracle) is not None:
+        return (_COHORT, *([dtype] * (width - _COHORT.itemsize)))
+    return (dtype,) * width
+
+
+def to_columns(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
+    """The columns of a batch of ``oracle``'s reports (one array each, :func:`column_dtypes`),
+    the reports checked first by the oracle (shape, type, range), naming ``reports``."""
+    rappor = _rappor(oracle)
+    if rappor is not None:
+        rep = rappor._reports(reports)  # checks the cohorts and the bits' shape and type
+        bits = np.asarray(rep.bits)
+        return [rep.cohorts.astype(_COHORT), *(bits[:, i] for i in range(bits.shape[1]))]
+    arr = np.asarray(reports)
+    check = getattr(oracle, "check_reports", None) or oracle.tally
+    check(arr)  # shape, dtype and range, naming `reports`
+    if arr.ndim == 0:
+        raise DataError(f"`reports` must be an array of reports, got a scalar {arr!r}.")
+    _, width = record(oracle)
+    rows = arr.reshape(arr.shape[0], width)
+    return [rows[:, i] for i in range(width)]
+
+
+def from_columns(oracle: Any, columns: Sequence[npt.NDArray[Any]]) -> Any:
+    """The batch of ``oracle``'s reports that the arrays of its columns hold (the reverse of
+    :func:`to_columns`; the values already fit each column's type)."""
+    rappor = _rappor(oracle)
+    if rappor is not None:
+        from deniable.oracles import RapporReports
+
+        cohorts = np.asarray(columns[0]).astype(np.int64)
+        if cohorts.size and int(cohorts.max()) >= rappor.cohorts:
+            raise DataError(
+                f"column {COHORT_COLUMN!r} must hold cohorts 0..{rappor.cohorts - 1} (cohorts = "
+                f"{rappor.cohorts}), got {int(cohorts.max())}."
+            )
+        bits = np.empty((cohorts.size, len(columns) - 1), dtype=np.uint8)
+        for i, col in enumerate(columns[1:]):
+            bits[:, i] = col
+        return RapporReports(cohorts, bits)
+    dtype, width = record(oracle)
+    out = np.empty((np.asarray(columns[0]).size, width), dtype=dtype)
+    for i, col in enumerate(columns):
+        out[:, i] = col
+    return out if width > 1 or two_dimensional(oracle) else out[:, 0]
 
 
 def table_format(path: str | os.PathLike[str], format: str | None = None) -> str:
@@ -137,17 +220,17 @@ def write_report_table(
     total = v.integer("n", n, minimum=0)
     size = v.integer("row_group", row_group, minimum=1)
     fmt = table_format(path, format)
-    dtype, width = record(oracle)
     names = report_columns(oracle)
     schema = pa.schema(
-        [pa.field(c, pa.from_numpy_dtype(dtype), nullable=False) for c in names],
+        [
+            pa.field(c, pa.from_numpy_dtype(t), nullable=False)
+            for c, t in zip(names, column_dtypes(oracle), strict=True)
+        ],
         metadata={KEY_METADATA: str(oracle.key).encode("utf-8")},
     )
-    check = getattr(oracle, "check_reports", None) or oracle.tally
 
-    def table(arr: npt.NDArray[Any]) -> Any:
-        rows = arr.reshape(arr.shape[0], width)
-        return pa.table([pa.array(rows[:, i]) for i in range(width)], schema=schema)
+    def table(cols: list[npt.NDArray[Any]], start: int, stop: int) -> Any:
+        return pa.table([pa.array(c[start:stop]) for c in cols], schema=schema)
 
     lowered = os.fspath(path).lower()
     codec = next((c for suf, c in CSV_CODECS.items() if lowered.endswith(suf)), None)
@@ -166,13 +249,12 @@ def write_report_table(
             writer = pcsv.CSVWriter(tmp if sink is None else sink, schema)
         try:
             for reports in batches:
-                arr = np.asarray(reports)
-                check(arr)  # shape, dtype and range, naming `reports`
-                m = int(arr.shape[0]) if arr.ndim else 0
+                cols = to_columns(oracle, reports)  # checked: shape, dtype and range
+                m = int(cols[0].shape[0])
                 if done + m > total:
                     raise DataError(f"`batches` hold more than the n = {total} reports promised.")
                 for start in range(0, m, size):
-                    piece = table(arr[start : start + size])
+                    piece = table(cols, start, start + size)
                     if fmt == "parquet":
                         writer.write_table(piece, row_group_size=size)
                     else:

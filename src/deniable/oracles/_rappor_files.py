@@ -123,22 +123,9 @@ def rappor_from_key(key: str) -> Rappor:
     >>> rappor_from_key(r.key) == r
     True
     """
-    from deniable.oracles._spec import _parameter
+    from deniable.oracles._spec import rappor_key_oracle
 
-    name, brace, rest = str(key).partition("{")
-    try:
-        params = json.loads(brace + rest) if name == Rappor.name and brace else None
-    except ValueError:
-        params = None
-    if not isinstance(params, dict) or set(params) != {"cohorts", "f", "h", "m", "p", "q"}:
-        raise DataError(f"`key` must be a RAPPOR key like {_EXAMPLE}, got {key!r}.")
-    out = Rappor(**{n: _parameter(n, x) for n, x in params.items()})
-    if out.key != key:
-        raise DataError(f"`key` {key!r} is not canonical (the mechanism's key is {out.key}).")
-    return out
-
-
-_EXAMPLE = 'rappor{"cohorts":64,"f":"1/2","h":2,"m":128,"p":"1/2","q":"3/4"}'
+    return rappor_key_oracle(key)
 
 
 def is_rappor_key(key: str) -> bool:

@@ -26,6 +26,7 @@ from deniable.common import load_json
 from deniable.designs import exact_value
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._base import FrequencyOracle
+from deniable.oracles._rappor import Rappor
 from deniable.oracles._registry import FREQUENCY_ORACLES
 
 __all__ = ["ORACLES", "ORACLE_SPEC_SCHEMA", "oracle_from_spec", "oracle_spec"]
@@ -198,15 +199,21 @@ def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
 
 def oracle_from_key(key: str) -> Any:
     """The oracle (or k-ary randomized response, the design ``categorical`` with uniform
-    forcing) whose ``key`` is ``key``, e.g. the key a report file or a tally carries.
+    forcing, or RAPPOR: :func:`~deniable.oracles.rappor_from_key`) whose ``key`` is
+    ``key``, e.g. the key a report file, a report table or a tally carries.
 
-    >>> from deniable.oracles import OUE
+    >>> from deniable.oracles import OUE, Rappor
     >>> oracle_from_key(OUE(k=8, q=0.25).key) == OUE(k=8, q=0.25)
+    True
+    >>> r = Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.25, q=0.75)
+    >>> oracle_from_key(r.key) == r
     True
     """
     if not isinstance(key, str):
         raise ParameterTypeError(f"`key` must be a string, got {type(key).__name__}.")
     name, brace, rest = key.partition("{")
+    if name == Rappor.name:  # strings through a Bloom filter: its own key's parameters
+        return rappor_key_oracle(key)
     try:
         params = load_json(brace + rest, source="`key`") if brace else None
     except DataError:
@@ -217,7 +224,7 @@ def oracle_from_key(key: str) -> Any:
     grr_forced = name == FREQUENCY_ORACLES["grr"].name and params.get("forced") is not None
     if name not in _BY_KEY_NAME or grr_forced:
         raise DataError(
-            f"`key` must name a frequency oracle ({', '.join(sorted(ORACLES))}) or "
+            f"`key` must name a frequency oracle ({', '.join(sorted(ORACLES))}), rappor or "
             f"categorical with uniform forcing, got {key!r}."
         )
     values: dict[str, Any] = {n: x if x is None else _parameter(n, x) for n, x in params.items()}
@@ -225,6 +232,28 @@ def oracle_from_key(key: str) -> Any:
         out = _BY_KEY_NAME[name](**values)
     except TypeError as exc:
         raise DataError(f"`key` {key!r} does not fit its mechanism: {exc}.") from None
+    if out.key != key:
+        raise DataError(f"`key` {key!r} is not canonical (the mechanism's key is {out.key}).")
+    return out
+
+
+_RAPPOR_EXAMPLE = 'rappor{"cohorts":64,"f":"1/2","h":2,"m":128,"p":"1/2","q":"3/4"}'
+
+
+def rappor_key_oracle(key: str) -> Rappor:
+    """The :class:`~deniable.oracles.Rappor` whose canonical ``key`` is ``key`` (what
+    ``rappor_from_key`` and ``oracle_from_key`` return for a RAPPOR key)."""
+    name, brace, rest = str(key).partition("{")
+    try:
+        params = json.loads(brace + rest) if name == Rappor.name and brace else None
+    except ValueError:
+        params = None
+    if not isinstance(params, dict) or set(params) != {"cohorts", "f", "h", "m", "p", "q"}:
+        raise DataError(f"`key` must be a RAPPOR key like {_RAPPOR_EXAMPLE}, got {key!r}.")
+    try:
+        out = Rappor(**{n: _parameter(n, x) for n, x in params.items()})
+    except DeniableError as exc:  # a parameter that is no number, or out of its range
+        raise DataError(f"`key` {key!r} does not fit RAPPOR: {exc}") from None
     if out.key != key:
         raise DataError(f"`key` {key!r} is not canonical (the mechanism's key is {out.key}).")
     return out
