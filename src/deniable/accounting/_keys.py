@@ -144,6 +144,13 @@ def first_repeat(keys: npt.NDArray[Any]) -> Any:
     if keys.size < 2:
         return None
     if keys.dtype != object:
+        if bool((keys[1:] > keys[:-1]).all()):  # increasing ids (e.g. arange): no repeat
+            return None
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo < 4 * keys.size:  # dense ids: count them over their span, linear time
+            counts = np.bincount(keys - lo, minlength=1)
+            dups = np.flatnonzero(counts > 1)
+            return int(dups[0]) + lo if dups.size else None
         s = np.sort(keys)
         dup = s[1:][s[1:] == s[:-1]]
         return int(dup[0]) if dup.size else None
