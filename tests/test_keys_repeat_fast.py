@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from deniable.accounting._keys import first_repeat, respondent_keys
-from deniable.exceptions import DataError
+from deniable.exceptions import DataError, ParameterTypeError
 
 
 def _reference(keys: np.ndarray) -> int | None:
@@ -40,3 +40,13 @@ def test_a_repeated_device_is_still_refused_by_name() -> None:
     ids[17] = ids[4000]
     with pytest.raises(DataError, match=f"got {ids[17]} twice"):
         respondent_keys(ids, unique=True, name="devices")
+
+
+def test_a_list_of_keys_keeps_each_key_as_given() -> None:
+    # numpy would turn [1, "a"] into ["1", "a"] and [1, True] into [1, 1]
+    mixed = respondent_keys([1, "a", np.str_("b")], unique=True)
+    assert mixed.dtype == object and mixed.tolist() == [1, "a", "b"]
+    assert respondent_keys(list(range(5)), unique=True).dtype == np.int64
+    for bad in ([1, True], [np.bool_(False), 2]):
+        with pytest.raises(ParameterTypeError, match="bool"):
+            respondent_keys(bad, unique=True)
