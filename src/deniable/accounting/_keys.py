@@ -91,12 +91,12 @@ def respondent_keys(respondents: Any, *, unique: bool, name: str = "respondents"
             kind = {"U": str, "S": bytes}.get(arr.dtype.kind)
             # numpy turns [1, "a"] into ["1", "a"] and [1, True] into [1, 1]: keep each key
             # as it was given (and have a bool refused below)
+            # (over the distinct types of the keys: one C-speed pass, not one call per key)
+            types = set(map(type, respondents))
             if kind is not None:
-                mixed = not all(isinstance(k, kind) for k in respondents)
+                mixed = not all(issubclass(t, kind) for t in types)
             else:
-                mixed = arr.dtype.kind in "iu" and any(
-                    isinstance(k, bool | np.bool_) for k in respondents
-                )
+                mixed = arr.dtype.kind in "iu" and bool(types & {bool, np.bool_})
         except ValueError:  # ragged, e.g. ["a", ["b"]]: each item is checked as a key below
             mixed = True
         if mixed:
@@ -144,6 +144,13 @@ def first_repeat(keys: npt.NDArray[Any]) -> Any:
     if keys.size < 2:
         return None
     if keys.dtype != object:
+        if bool((keys[1:] > keys[:-1]).all()):  # increasing ids (e.g. arange): no repeat
+            return None
+        lo, hi = int(keys.min()), int(keys.max())
+        if hi - lo < 4 * keys.size:  # dense ids: count them over their span, linear time
+            counts = np.bincount(keys - lo, minlength=1)
+            dups = np.flatnonzero(counts > 1)
+            return int(dups[0]) + lo if dups.size else None
         s = np.sort(keys)
         dup = s[1:][s[1:] == s[:-1]]
         return int(dup[0]) if dup.size else None

@@ -164,17 +164,19 @@ def pack(values: Rows, width: int, per: int) -> Rows:
     chunk at bits ``width * i``."""
     n, d = values.shape
     chunks = -(-d // per)
-    padded = np.zeros((n, chunks * per), dtype=np.int64)
-    padded[:, :d] = values
-    shifts = np.arange(per, dtype=np.int64) * width
-    return np.asarray((padded.reshape(n, chunks, per) << shifts).sum(axis=2), dtype=np.int64)
+    out = np.zeros((n, chunks), dtype=np.int64)
+    # value i of each chunk, OR-ed in place (the values are below 2**width, so OR is the
+    # sum); only the d given values are touched, never the padding of the last chunk
+    for i in range(min(per, d)):
+        part = np.asarray(values[:, i::per], dtype=np.int64)
+        out[:, : part.shape[1]] |= part << (width * i)
+    return out
 
 
 def unpack(reports: Rows, width: int, per: int, d: int) -> Rows:
     """The inverse of :func:`pack`: ``n x d`` values."""
-    shifts = np.arange(per, dtype=np.int64) * width
-    parts = (reports[:, :, None] >> shifts) & ((1 << width) - 1)
-    return parts.reshape(reports.shape[0], -1)[:, :d]
+    j = np.arange(d, dtype=np.int64)
+    return np.asarray((reports[:, j // per] >> (width * (j % per))) & ((1 << width) - 1))
 
 
 def memoized_rows(
