@@ -302,3 +302,29 @@ def test_only_the_admin_stores_specs_and_issues_tokens(client: TestClient) -> No
     assert len({d["token"] for d in r.json()["devices"]}) == 3
     listed = client.get("/api/streams", headers=admin_headers()).json()["streams"]
     assert [(s["id"], s["devices"]) for s in listed] == [("app", 4)]
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("streams: [{id: app, period: day, oracle: {}, window: {kind: day, epsilon: 1}}]",
+         "`oracle`"),
+        ("streams: 3", "one field `streams`"),
+    ],
+)  # fmt: skip
+def test_serve_refuses_a_bad_streams_file_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str, words: str
+) -> None:
+    from typer.testing import CliRunner
+
+    from deniable.cli import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DENIABLE_DATA", str(tmp_path))
+    bad = tmp_path / "streams.yaml"
+    bad.write_text(content)
+    result = CliRunner().invoke(app, ["serve", "--streams", str(bad)])
+    assert result.exit_code == 2, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --streams:") and words in lines[0]
+    assert list(tmp_path.glob("*.db")) == []  # nothing created
