@@ -255,8 +255,10 @@ def test_openapi_declares_credentials_refusals_and_content_types(store: ServiceS
         where = f"{method} {path}"
         names = {name for requirement in op.get("security", []) for name in requirement}
         if path in ("/healthz", "/api/surveys/{survey_id}/sessions",
-                    "/api/surveys/{survey_id}/reports/batch"):  # fmt: skip
+                    "/api/surveys/{survey_id}/reports/batch", "/streams/{stream_id}"):  # fmt: skip
             assert names == set(), where
+        elif path == "/streams/{stream_id}/batches":
+            assert names == {"deviceToken"}, where
         elif path in ("/api/surveys/{survey_id}", "/api/surveys/{survey_id}/reports"):
             assert names == {"respondentToken"}, where
         else:
@@ -273,8 +275,8 @@ def test_openapi_declares_credentials_refusals_and_content_types(store: ServiceS
             assert "401" in responses, where
         if "requestBody" in op:
             assert {"400", "408", "413", "422"} <= set(responses), where
-        if "{survey_id}" in path:
-            assert "404" in responses, where
+        if "{survey_id}" in path or ("{stream_id}" in path and method != "put"):
+            assert "404" in responses, where  # a PUT of a stream creates it
         ok = next(r for c, r in responses.items() if c.startswith("2"))
         types = set(ok["content"])
         if path.endswith(".svg"):

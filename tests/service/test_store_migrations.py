@@ -57,7 +57,7 @@ def test_migrate_creates_the_models_and_is_idempotent(db_url: str) -> None:
         diff = compare_metadata(MigrationContext.configure(conn), metadata)
         version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one()
     assert diff == [], diff
-    assert version == "0006"
+    assert version == "0007"
     before = _schema(store.engine)
     store.migrate()
     assert _schema(store.engine) == before

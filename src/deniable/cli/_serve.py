@@ -104,6 +104,14 @@ def serve_command(
             "demo survey.",
         ),
     ] = None,
+    streams: Annotated[
+        Path | None,
+        typer.Option(
+            "--streams",
+            help="Telemetry streams file (YAML or JSON: streams: [spec, ...]) to store at "
+            "start; default: DENIABLE_STREAMS, else none.",
+        ),
+    ] = None,
     workers: Annotated[
         int,
         typer.Option(
@@ -134,6 +142,15 @@ def serve_command(
     from deniable.exceptions import DeniableError
 
     settings = serve_settings(db, None if survey is None else str(survey), host, port)
+    if streams is not None:
+        settings = settings.model_copy(update={"streams_file": streams})
+    if settings.streams_file is not None:
+        from deniable.service.analysis.streams import load_streams_file
+
+        try:  # checked before anything is written
+            load_streams_file(settings.streams_file)
+        except DeniableError as exc:
+            fail(f"--streams: {exc}")
     try:  # a survey file is checked before anything else
         the_survey = None if settings.survey_file is None else settings.survey()
     except (DeniableError, OSError) as exc:
@@ -165,7 +182,10 @@ def serve_command(
         fail(f"--db: {exc}")
     except Exception as exc:  # the database cannot be opened or migrated
         fail(f"--db: cannot open the database ({type(exc).__name__}: {exc})")
-    app = create_app(settings, store)
+    try:
+        app = create_app(settings, store)
+    except DeniableError as exc:  # a stream stored with another spec
+        fail(f"--streams: {exc}")
     base = f"http://{display_host(settings.host)}:{settings.port}"
     print_surveys(base, None if the_survey is None else the_survey.id, summaries)
     typer.echo("The service:")
@@ -281,4 +301,8 @@ def worker_environment(settings: Any) -> dict[str, str]:
         env["DENIABLE_ADMIN_PASSWORD"] = str(settings.admin_password)
     if settings.survey_file is not None:
         env["DENIABLE_SURVEY"] = str(settings.survey_file)
+    if settings.streams_file is not None:
+        env["DENIABLE_STREAMS"] = str(settings.streams_file)
+    if getattr(settings, "streams_dir", None) is not None:
+        env["DENIABLE_STREAMS_DIR"] = str(settings.streams_dir)
     return env

@@ -6,7 +6,8 @@ its parts (docs/architecture.md, "The survey service"):
   ballot-stuffing panels, the dashboard's pages and login;
 * the plumbing of :mod:`deniable.service.core`: settings, security, limits, the error
   answers, the OpenAPI schema, the middleware;
-* the store of :mod:`deniable.service.storage` (``app.state.store``).
+* the store of :mod:`deniable.service.storage` (``app.state.store``), and the telemetry
+  streams on its database (``app.state.streams``: :func:`open_streams`).
 
 The app holds its settings and its store in ``app.state`` (``settings``, ``store``, and
 the limiters and the dashboard's sessions), serves the landing page ``/``, ``/healthz``,
@@ -48,6 +49,7 @@ import gc
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -74,7 +76,14 @@ from deniable.service.core.security import SlidingWindowLimiter
 from deniable.service.core.sessions import SessionRegistry
 from deniable.service.core.strength import check_admin_secrets
 from deniable.service.pages import docs_page
-from deniable.service.routes import analyst, dashboard, integrity, interviewer, respondent
+from deniable.service.routes import (
+    analyst,
+    dashboard,
+    integrity,
+    interviewer,
+    respondent,
+    streams,
+)
 from deniable.service.routes.deps import STATIC_DIR, static_page
 
 __all__ = [
@@ -89,6 +98,7 @@ __all__ = [
     "app_from_environment",
     "create_app",
     "open_store",
+    "open_streams",
 ]
 
 
@@ -124,6 +134,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.state.store = store
     app.state.sessions = SessionRegistry(getattr(settings, "sessions_file", None))
     app.state.rate_limiter = SlidingWindowLimiter(int(settings.rate_limit_per_minute), 60.0)
+    app.state.streams = open_streams(settings, store)
     app.add_exception_handler(RequestValidationError, validation_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(DeniableError, library_error)
@@ -145,7 +156,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
 
     # in this order: a route of an earlier router wins (``/dashboard/login`` before
     # ``/dashboard/{survey_id}``)
-    for router in (respondent, interviewer, analyst, dashboard, integrity):
+    for router in (respondent, interviewer, analyst, dashboard, integrity, streams):
         app.include_router(router.router)
     app.router.routes[0:0] = respondent.FAST_ROUTES  # the busiest route, matched first
     if STATIC_DIR.is_dir():
@@ -187,6 +198,21 @@ def app_from_environment() -> FastAPI:
     configure_logging()
     settings = Settings()
     return create_app(settings, ServiceStore(settings.database_url))
+
+
+def open_streams(settings: Any, store: Any) -> streams.StreamState:
+    """The telemetry streams' state on ``store``'s database, partitions under
+    ``settings.streams_dir``; the streams of ``settings.streams_file`` stored (a stream
+    stored with another spec, or partitions of another oracle, refuse the start with a
+    :class:`~deniable.exceptions.DataError`)."""
+    from deniable.service.analysis.streams import load_streams_file
+
+    root = getattr(settings, "streams_dir", None) or Path(settings.data_dir) / "streams"
+    state = streams.StreamState(store.engine, root)
+    if getattr(settings, "streams_file", None) is not None:
+        for spec in load_streams_file(settings.streams_file):
+            streams.store_spec(state, spec)
+    return state
 
 
 def open_store(settings: Any) -> Any:

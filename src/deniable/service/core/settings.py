@@ -25,6 +25,10 @@ Each setting, its variable and its default:
 * ``header_timeout`` (``DENIABLE_HEADER_TIMEOUT``): 10 seconds
 * ``body_timeout`` (``DENIABLE_BODY_TIMEOUT``): 30 seconds
 * ``keep_alive_timeout`` (``DENIABLE_KEEP_ALIVE_TIMEOUT``): 5 seconds
+* ``streams_file`` (``DENIABLE_STREAMS``): none (telemetry streams stored through
+  ``PUT /api/streams/{id}`` only); a streams file is loaded at start
+* ``streams_dir`` (``DENIABLE_STREAMS_DIR``): ``<data dir>/streams`` (the streams' Parquet
+  partitions)
 
 Keyword arguments override the environment: ``Settings(database_url="sqlite:///x.db")``.
 The last four settings bound the connections of ``deniable serve``
@@ -89,6 +93,11 @@ class Settings(BaseSettings):
     session_limit_per_address: int = Field(default=30, ge=0)
     session_limit_per_survey: int = Field(default=6000, ge=0)
     session_window_seconds: float = Field(default=600.0, gt=0, le=86400)
+    streams_file: Path | None = Field(
+        default=None,
+        validation_alias=AliasChoices("streams_file", "DENIABLE_STREAMS", "DENIABLE_STREAMS_FILE"),
+    )
+    streams_dir: Path | None = None
     #: True when ``admin_token`` was not set and a fresh one was generated (print it once).
     admin_token_generated: bool = Field(default=False, exclude=True)
 
@@ -97,6 +106,8 @@ class Settings(BaseSettings):
         if not self.database_url:
             self.database_url = default_sqlite_url(self.data_dir)
         self.database_url = database_url(self.database_url)
+        if self.streams_dir is None:
+            self.streams_dir = self.data_dir / "streams"
         if not self.admin_token:
             self.admin_token = secrets.token_urlsafe(32)
             self.admin_token_generated = True

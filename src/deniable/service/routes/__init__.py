@@ -11,6 +11,7 @@ module             routes
 ``analyst``        results, timelines, majority decisions, budgets, plots, exports
 ``dashboard``      the dashboard's pages and its login
 ``integrity``      arrival rates and robustness to fake respondents
+``streams``        telemetry streams: specs, device tokens, batches of reports
 =================  ======================================================================
 
 What they share: ``deps`` (the survey and respondent of a request, strict bodies, the

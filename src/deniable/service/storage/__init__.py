@@ -36,6 +36,7 @@ from deniable.service.storage.ledger import SqlLedgerStore
 from deniable.service.storage.memo import SqlMemoStore
 from deniable.service.storage.respondents import MAX_INVITATIONS, hash_token
 from deniable.service.storage.store import ServiceStore
+from deniable.service.storage.streams import SqlStreamStore
 from deniable.service.storage.submissions import (
     Submitted,
     WriterBusy,
@@ -51,6 +52,7 @@ __all__ = [
     "ServiceStore",
     "SqlLedgerStore",
     "SqlMemoStore",
+    "SqlStreamStore",
     "SqlWindowStore",
     "Submitted",
     "SurveyClosedError",

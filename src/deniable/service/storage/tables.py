@@ -24,6 +24,8 @@ __all__ = [
     "metadata",
     "reports",
     "respondents",
+    "stream_device",
+    "stream_spec",
     "surveys",
     "window_charge",
     "window_device",
@@ -202,4 +204,28 @@ window_charge = sa.Table(
     sa.Column("delta", sa.Float(53), nullable=False),
     # a device's charges near a time: the only read of a charge
     sa.Index("ix_window_charge_key_at", "key", "at"),
+)
+
+
+# ---------------------------------------------------------------- telemetry streams
+# Streams (migration 0007; ``deniable.service.storage.streams``): each stream's spec as
+# canonical JSON, fixed once stored; and the devices of each stream, by the SHA-256 of
+# their token (the raw token is never stored).  The reports are never here: they go to
+# Parquet partitions (``deniable.distributed.append_reports``).
+stream_spec = sa.Table(
+    "stream_spec",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("spec", sa.Text, nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+)
+
+stream_device = sa.Table(
+    "stream_device",
+    metadata,
+    sa.Column("token_hash", sa.Text, primary_key=True),
+    sa.Column("stream", sa.Text, nullable=False),
+    sa.Column("device", sa.Text, nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.UniqueConstraint("stream", "device", name="uq_stream_device_stream"),
 )

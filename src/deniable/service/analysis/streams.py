@@ -1,0 +1,211 @@
+"""Telemetry streams: the spec of a stream (:class:`StreamSpec`: its oracle, period and
+per-device budget window), read strictly from a file or a request body, and what a batch
+of its reports costs a device.
+
+A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
+
+    id: app-version                 # letters, digits, '.', '_', '-' (1 to 128)
+    oracle: {...}                   # the oracle's spec, as deniable.oracles.oracle_spec
+                                    #   emits it (schema deniable.oracle/1)
+    period: day                     # the partitions: one per UTC day
+    window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
+
+A streams file holds ``streams: [spec, ...]``.  Every field is required, none other is
+allowed, and each is checked by the library (:func:`~deniable.oracles.oracle_from_spec`
+recomputes every implied field of the oracle's spec; :class:`~deniable.accounting.
+BudgetWindow` checks the window).
+
+**What a report costs.**  A report of an oracle costs its ``epsilon``; a report of a
+longitudinal oracle (memoized: L-GRR, L-OUE/L-SUE, LOLOHA) costs ``epsilon_1``, the first
+report's epsilon.  A device's ``r`` reports of ``v`` distinct values lose at most
+``min(v * epsilon_inf, r * epsilon_1)`` (Erlingsson et al. 2014; Arcolezi et al. 2022),
+which is at most ``r * epsilon_1``: the server, which never sees the values, charges that
+bound, the sum over the reports by basic composition.  A spec whose per-report cost exceeds
+the window's cap is refused (no report could ever be admitted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from deniable.accounting import BudgetWindow
+from deniable.common import load_json, load_yaml
+from deniable.exceptions import DataError, DeniableError
+from deniable.oracles import oracle_from_spec, oracle_spec
+
+__all__ = ["STREAM_SPEC_SCHEMA", "StreamSpec", "load_streams_file", "stream_spec_from"]
+
+#: The schema of a stream spec.
+STREAM_SPEC_SCHEMA = "deniable.stream-spec/1"
+_FIELDS = ("id", "oracle", "period", "window")
+_WINDOW_FIELDS = ("kind", "epsilon", "delta", "length", "tz")
+_PERIODS = ("day",)
+#: A stream id, as the partitions allow it (``deniable.distributed.append_reports``).
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    """A telemetry stream: ``id``, its ``oracle``, its ``period`` (``"day"``) and the
+    per-device budget ``window``."""
+
+    id: str
+    oracle: Any
+    period: str
+    window: BudgetWindow
+
+    @property
+    def report_epsilon(self) -> float:
+        """What one report costs a device (module docstring): ``epsilon_1`` for a
+        longitudinal oracle, else ``epsilon``."""
+        return float(getattr(self.oracle, "epsilon_1", self.oracle.epsilon))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as served to devices (``GET /streams/{id}``): the fields above, the
+        oracle as its full spec, and ``report_epsilon``."""
+        w = self.window
+        return {
+            "schema": STREAM_SPEC_SCHEMA,
+            "id": self.id,
+            "oracle": oracle_spec(self.oracle),
+            "period": self.period,
+            "window": {
+                "kind": w.kind,
+                "epsilon": w.epsilon,
+                "delta": w.delta,
+                "length": w.length,
+                "tz": w.tz,
+            },
+            "report_epsilon": self.report_epsilon,
+        }
+
+    def canonical(self) -> str:
+        """The spec as canonical JSON text (how the store keeps it; equal specs, equal
+        text)."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+
+def _where(source: str, field: str) -> str:
+    return f"{source}: field `{field}`"
+
+
+def _window(data: Any, source: str) -> BudgetWindow:
+    where = _where(source, "window")
+    if not isinstance(data, Mapping):
+        raise DataError(
+            f"{where} must be a mapping (kind, epsilon, [delta, length, tz]), got "
+            f"{type(data).__name__}."
+        )
+    unknown = sorted(set(map(str, data)) - set(_WINDOW_FIELDS))
+    if unknown:
+        raise DataError(
+            f"{where}: unknown field `{unknown[0]}` (fields: {', '.join(_WINDOW_FIELDS)})."
+        )
+    for name in ("kind", "epsilon"):
+        if name not in data:
+            raise DataError(f"{where}: field `{name}` is missing.")
+    try:
+        return BudgetWindow(
+            data["kind"],
+            data["epsilon"],
+            data.get("delta", 0.0),
+            data.get("length"),
+            data.get("tz", "UTC"),
+        )
+    except DeniableError as exc:
+        raise DataError(f"{where}: {exc}") from None
+
+
+def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpec:
+    """The :class:`StreamSpec` of plain data (a mapping as the module docstring shows;
+    ``schema`` and ``report_epsilon`` may be there, as :meth:`StreamSpec.to_dict` writes
+    them, and must then match); any other shape is a :class:`~deniable.exceptions.DataError`
+    naming ``source`` and the field.
+
+    >>> from deniable.oracles import OUE, oracle_spec
+    >>> spec = stream_spec_from({"id": "app-version", "period": "day",
+    ...     "oracle": oracle_spec(OUE.from_epsilon(1.0, k=8)),
+    ...     "window": {"kind": "day", "epsilon": 2.0}})
+    >>> spec.window.describe(), spec.report_epsilon == OUE.from_epsilon(1.0, k=8).epsilon
+    ('epsilon 2 per day (UTC)', True)
+    >>> stream_spec_from({"id": "x", "period": "hour", "oracle": {}, "window": {}})
+    Traceback (most recent call last):
+    ...
+    deniable.exceptions.DataError: the stream spec: field `period` must be one of 'day', got 'hour'.
+    """
+    if not isinstance(data, Mapping):
+        raise DataError(f"{source} must be a mapping, got {type(data).__name__}.")
+    extra = {"schema", "report_epsilon"}
+    unknown = sorted(set(map(str, data)) - set(_FIELDS) - extra)
+    if unknown:
+        raise DataError(f"{source}: unknown field `{unknown[0]}` (fields: {', '.join(_FIELDS)}).")
+    missing = [f for f in _FIELDS if f not in data]
+    if missing:
+        raise DataError(f"{_where(source, missing[0])} is missing.")
+    if "schema" in data and data["schema"] != STREAM_SPEC_SCHEMA:
+        raise DataError(
+            f"{_where(source, 'schema')} must be {STREAM_SPEC_SCHEMA!r}, got {data['schema']!r}."
+        )
+    sid = data["id"]
+    if not isinstance(sid, str) or not _ID.fullmatch(sid):
+        raise DataError(
+            f"{_where(source, 'id')} must be 1 to 128 letters, digits, '.', '_' or '-', "
+            f"starting with a letter or digit, got {sid!r}."
+        )
+    if data["period"] not in _PERIODS:
+        raise DataError(
+            f"{_where(source, 'period')} must be one of "
+            f"{', '.join(map(repr, _PERIODS))}, got {data['period']!r}."
+        )
+    try:
+        oracle = oracle_from_spec(data["oracle"])
+    except DeniableError as exc:
+        raise DataError(f"{_where(source, 'oracle')}: {exc}") from None
+    spec = StreamSpec(sid, oracle, str(data["period"]), _window(data["window"], source))
+    if "report_epsilon" in data and data["report_epsilon"] != spec.report_epsilon:
+        raise DataError(
+            f"{_where(source, 'report_epsilon')} does not match the oracle: it says "
+            f"{data['report_epsilon']!r}, the oracle implies {spec.report_epsilon!r}."
+        )
+    if spec.report_epsilon > spec.window.epsilon:
+        raise DataError(
+            f"{_where(source, 'window')}: a report of this oracle costs epsilon "
+            f"{spec.report_epsilon:g}, more than the cap {spec.window.describe()}; no report "
+            "could ever be admitted."
+        )
+    return spec
+
+
+def load_streams_file(path: str | Path) -> list[StreamSpec]:
+    """The stream specs of a streams file (``.json``, ``.yaml`` or ``.yml``: ``streams:
+    [spec, ...]``), each checked (:func:`stream_spec_from`); two specs with one id are
+    refused."""
+    p = Path(path)
+    source = f"streams file {str(p)!r}"
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read {source}: {exc.strerror or exc}.") from None
+    doc = (
+        load_json(raw, source=source)
+        if p.suffix.lower() == ".json"
+        else load_yaml(raw, source=source)
+    )
+    if (
+        not isinstance(doc, Mapping)
+        or set(doc) != {"streams"}
+        or not isinstance(doc["streams"], list)
+    ):
+        raise DataError(f"{source} must be a mapping with one field `streams`: a list of specs.")
+    specs: list[StreamSpec] = []
+    for i, item in enumerate(doc["streams"]):
+        spec = stream_spec_from(item, source=f"{source}, `streams[{i}]`")
+        if any(s.id == spec.id for s in specs):
+            raise DataError(f"{source}: the stream id {spec.id!r} is given twice.")
+        specs.append(spec)
+    return specs
