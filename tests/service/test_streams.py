@@ -101,13 +101,54 @@ def test_a_device_posts_and_its_reports_aggregate_back(client: TestClient) -> No
     assert charges(client) == 2
 
 
-def test_a_report_costs_the_first_report_epsilon_of_a_longitudinal_oracle() -> None:
-    from deniable.oracles import LOLOHA
+def _two_report_loss(oracle: object) -> tuple[float, float]:
+    """The largest log-ratio of two memoized L-GRR reports between value sequences of the
+    same pattern of changes, and between any two sequences (exact enumeration, k = 3)."""
+    import itertools
+
+    p1, q1, p2, q2 = oracle.probabilities  # type: ignore[attr-defined]
+    k = 3
+    prr = np.full((k, k), q1)
+    np.fill_diagonal(prr, p1)
+    irr = np.full((k, k), q2)
+    np.fill_diagonal(irr, p2)
+
+    def joint(seq: tuple[int, ...]) -> np.ndarray:
+        out = np.zeros((k, k))
+        values = sorted(set(seq))
+        for kept in itertools.product(range(k), repeat=len(values)):
+            memo = dict(zip(values, kept, strict=True))
+            weight = np.prod([prr[v, s] for v, s in memo.items()])
+            out += weight * np.outer(irr[memo[seq[0]]], irr[memo[seq[1]]])
+        return np.log(out)
+
+    seqs = list(itertools.product(range(k), repeat=2))
+    same = max(
+        float(np.max(np.abs(joint(a) - joint(b))))
+        for a in seqs
+        for b in seqs
+        if (a[0] == a[1]) == (b[0] == b[1])
+    )
+    anyway = max(float(np.max(np.abs(joint(a) - joint(b)))) for a in seqs for b in seqs)
+    return same, anyway
+
+
+def test_a_report_costs_the_irr_epsilon_of_a_longitudinal_oracle() -> None:
+    """A window bounds the loss against any change of a device's values: two memoized
+    reports lose more than 2 epsilon_1 between sequences of different change patterns,
+    never more than 2 epsilon_irr, so a report costs epsilon_irr (exact enumeration)."""
+    from deniable.oracles import LGRR, LOLOHA
     from deniable.service.analysis.streams import stream_spec_from
 
+    lgrr = LGRR.from_epsilon(2.0, 3, eps_1=0.5)
+    same, anyway = _two_report_loss(lgrr)
+    assert same <= 2 * lgrr.epsilon_1 + 1e-9  # the memoized bound, same pattern
+    assert anyway > 2 * lgrr.epsilon_1 + 0.01  # not a bound across patterns
+    spec = stream_spec_from(spec_body(oracle=lgrr))
+    assert spec.report_epsilon == lgrr.epsilon_irr
+    assert anyway <= 2 * spec.report_epsilon + 1e-9
     loloha = LOLOHA.from_epsilon(2.0, k=10)
-    spec = stream_spec_from(spec_body(oracle=loloha))
-    assert spec.report_epsilon == loloha.epsilon_1 < loloha.epsilon
+    assert stream_spec_from(spec_body(oracle=loloha)).report_epsilon == loloha.epsilon_irr
 
 
 def test_the_day_is_the_utc_date_the_server_received_the_batch(client: TestClient) -> None:

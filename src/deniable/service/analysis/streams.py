@@ -16,12 +16,19 @@ recomputes every implied field of the oracle's spec; :class:`~deniable.accountin
 BudgetWindow` checks the window).
 
 **What a report costs.**  A report of an oracle costs its ``epsilon``; a report of a
-longitudinal oracle (memoized: L-GRR, L-OUE/L-SUE, LOLOHA) costs ``epsilon_1``, the first
-report's epsilon.  A device's ``r`` reports of ``v`` distinct values lose at most
-``min(v * epsilon_inf, r * epsilon_1)`` (Erlingsson et al. 2014; Arcolezi et al. 2022),
-which is at most ``r * epsilon_1``: the server, which never sees the values, charges that
-bound, the sum over the reports by basic composition.  A spec whose per-report cost exceeds
-the window's cap is refused (no report could ever be admitted).
+longitudinal oracle (memoized: L-GRR, L-OUE/L-SUE/L-OSUE, LOLOHA) costs ``epsilon_irr``,
+the instantaneous randomization's epsilon over every kept permanent response.  The
+memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
+with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
+longitudinal_epsilon``); a window promises a bound against *any* change of a device's
+values in it, and between sequences of different patterns only ``r * epsilon_irr`` holds
+(each report, given the kept responses, is an ``epsilon_irr`` channel; the joint law is a
+mixture over them).  ``r * epsilon_1`` is not a bound there: two reports of L-GRR at
+``epsilon_inf = 2, epsilon_1 = 0.5``, k = 3, lose 1.05 > 1.0 between ``(a, a)`` and
+``(a, b)`` (tests/service/test_streams.py enumerates it).  The server, which never sees
+the values, charges ``epsilon_irr`` a report, the sum over the reports by basic
+composition.  A spec whose per-report cost exceeds the window's cap is refused (no
+report could ever be admitted).
 """
 
 from __future__ import annotations
@@ -61,9 +68,10 @@ class StreamSpec:
 
     @property
     def report_epsilon(self) -> float:
-        """What one report costs a device (module docstring): ``epsilon_1`` for a
-        longitudinal oracle, else ``epsilon``."""
-        return float(getattr(self.oracle, "epsilon_1", self.oracle.epsilon))
+        """What one report costs a device (module docstring): ``epsilon_irr`` for a
+        longitudinal oracle (the bound against any change of its values), else
+        ``epsilon``."""
+        return float(getattr(self.oracle, "epsilon_irr", self.oracle.epsilon))
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as served to devices (``GET /streams/{id}``): the fields above, the
