@@ -33,6 +33,7 @@ report could ever be admitted).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Mapping
@@ -42,16 +43,30 @@ from typing import Any
 
 from deniable.accounting import BudgetWindow
 from deniable.common import load_json, load_yaml
-from deniable.exceptions import DataError, DeniableError
+from deniable.common import validation as v
+from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.oracles import oracle_from_spec, oracle_spec
 
-__all__ = ["STREAM_SPEC_SCHEMA", "StreamSpec", "load_streams_file", "stream_spec_from"]
+__all__ = [
+    "DEFAULT_STREAM_DAYS",
+    "MAX_STREAM_DAYS",
+    "STREAM_SPEC_SCHEMA",
+    "StreamSpec",
+    "load_streams_file",
+    "stream_days",
+    "stream_estimates",
+    "stream_spec_from",
+]
 
 #: The schema of a stream spec.
 STREAM_SPEC_SCHEMA = "deniable.stream-spec/1"
 _FIELDS = ("id", "oracle", "period", "window")
 _WINDOW_FIELDS = ("kind", "epsilon", "delta", "length", "tz")
 _PERIODS = ("day",)
+#: The most UTC days one request for a stream's estimates may read (``start`` .. ``end``).
+MAX_STREAM_DAYS = 92
+#: The days read when no ``start`` is given: the last 30 UTC days up to ``end``.
+DEFAULT_STREAM_DAYS = 30
 #: A stream id, as the partitions allow it (``deniable.distributed.append_reports``).
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
@@ -217,3 +232,70 @@ def load_streams_file(path: str | Path) -> list[StreamSpec]:
             raise DataError(f"{source}: the stream id {spec.id!r} is given twice.")
         specs.append(spec)
     return specs
+
+
+def _query_day(name: str, text: str) -> dt.date:
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            raise ValueError
+        return dt.date.fromisoformat(text)
+    except ValueError:
+        raise ParameterError(f"`{name}` must be a UTC day 'YYYY-MM-DD', got {text!r}.") from None
+
+
+def stream_days(start: str | None, end: str | None, today: dt.date) -> tuple[dt.date, dt.date]:
+    """The UTC days ``start .. end`` (both included) a request for a stream's estimates
+    reads: ``end`` is ``today`` by default, ``start`` :data:`DEFAULT_STREAM_DAYS` days up
+    to ``end``.  A malformed day, ``start`` after ``end`` or a range of more than
+    :data:`MAX_STREAM_DAYS` days is a :class:`~deniable.exceptions.ParameterError` naming
+    the parameter.
+
+    >>> import datetime as dt
+    >>> stream_days(None, None, dt.date(2026, 11, 28))
+    (datetime.date(2026, 10, 30), datetime.date(2026, 11, 28))
+    >>> stream_days("2026-11-01", None, dt.date(2026, 11, 28))
+    (datetime.date(2026, 11, 1), datetime.date(2026, 11, 28))
+    """
+    last = today if end is None else _query_day("end", end)
+    if start is None:
+        first = last - dt.timedelta(days=DEFAULT_STREAM_DAYS - 1)
+    else:
+        first = _query_day("start", start)
+    if first > last:
+        raise ParameterError(f"`start` must not be after `end`, got {first} > {last}.")
+    days = (last - first).days + 1
+    if days > MAX_STREAM_DAYS:
+        raise ParameterError(
+            f"`start` .. `end` may span at most {MAX_STREAM_DAYS} days, got {days} "
+            f"({first} .. {last})."
+        )
+    return first, last
+
+
+def stream_estimates(
+    root: str | Path, spec: StreamSpec, first: dt.date, last: dt.date, level: float = 0.95
+) -> dict[str, Any]:
+    """Each UTC day's estimate of ``spec``'s stream over the days ``first .. last`` that
+    hold reports: the tally of exactly that day's partition
+    (:func:`deniable.distributed.aggregate_stream`, counted in this process), estimated by
+    the stream's oracle, as its ``to_dict(level)`` (for a frequency oracle a
+    :class:`~deniable.designs.FrequencyEstimate`: each value's estimate, standard errors,
+    exact and Wald intervals at ``level``).  A day without reports is left out."""
+    from deniable.distributed import aggregate_stream, stream_files
+
+    lvl = v.level(level)
+    held = sorted({f.parent.name.removeprefix("day=") for f in stream_files(
+        root, spec.id, start=first, end=last)})  # fmt: skip
+    days = []
+    for day in held:
+        tally = aggregate_stream(root, spec.id, start=day, end=day, scheduler="synchronous")
+        days.append({"day": day, "estimate": spec.oracle.estimate(tally).to_dict(lvl)})
+    return {
+        "stream": spec.id,
+        "oracle": spec.oracle.key,
+        "start": first.isoformat(),
+        "end": last.isoformat(),
+        "level": lvl,
+        "max_days": MAX_STREAM_DAYS,
+        "days": days,
+    }

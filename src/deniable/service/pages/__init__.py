@@ -1,7 +1,8 @@
 """The HTML the service renders on the server: the dashboard's pages (login, the list of
-surveys, one survey's dashboard) and the API's ``/docs`` page, from Jinja2 templates
-(``templates/``) with autoescaping on for every template (:mod:`deniable.service.pages.
-_env`): a survey's title, questions and labels are text wherever they appear.
+surveys and streams, one survey's dashboard, one telemetry stream's estimates per day) and
+the API's ``/docs`` page, from Jinja2 templates (``templates/``) with autoescaping on for
+every template (:mod:`deniable.service.pages._env`): a survey's title, questions and
+labels are text wherever they appear.
 
 Pure functions of plain data (the dicts of :mod:`deniable.service.analysis` and of the
 OpenAPI schema): this package reads no database and imports nothing of HTTP (import
@@ -19,5 +20,14 @@ from deniable.service.pages.dashboard import (
     survey_page,
 )
 from deniable.service.pages.site import docs_page
+from deniable.service.pages.streams import stream_page
 
-__all__ = ["LEVELS", "SHIFTS", "docs_page", "login_page", "survey_list_page", "survey_page"]
+__all__ = [
+    "LEVELS",
+    "SHIFTS",
+    "docs_page",
+    "login_page",
+    "stream_page",
+    "survey_list_page",
+    "survey_page",
+]

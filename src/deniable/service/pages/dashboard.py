@@ -30,16 +30,20 @@ def login_page(error: str | None = None) -> str:
     return render("login.html", title="Login", nav=False, error=error)
 
 
-def survey_list_page(surveys: Sequence[Mapping[str, Any]]) -> str:
+def survey_list_page(
+    surveys: Sequence[Mapping[str, Any]], streams: Sequence[Mapping[str, Any]] = ()
+) -> str:
     """The list of surveys: id, title, version, how respondents come, state, questions,
-    reports."""
+    reports; then the telemetry streams (``id``, ``oracle``, ``devices``), each linked to
+    its page."""
     rows = [
         {"id": s["id"], "title": s["title"], "version": s["version"],
          "access": s.get("access", ""), "state": s.get("state", ""),
          "questions": s["questions"], "reports": s["reports"]}
         for s in surveys
     ]  # fmt: skip
-    return render("surveys.html", title="Surveys", surveys=rows)
+    listed = [{"id": s["id"], "oracle": s["oracle"], "devices": s["devices"]} for s in streams]
+    return render("surveys.html", title="Surveys", surveys=rows, streams=listed)
 
 
 def _select(name: str, label: str, options: Sequence[tuple[str, str]], chosen: str) -> Any:

@@ -3,6 +3,8 @@
 =====================================================  =========================================
 ``GET /dashboard``, ``GET /dashboard/{id}``            the pages (401 and the login form when
                                                        not logged in)
+``GET /dashboard/streams/{id}``                        a telemetry stream's page
+                                                       (:mod:`.stream_pages`)
 ``GET|POST /dashboard/login``, ``POST .../logout``     the login form; set / clear the cookie
 =====================================================  =========================================
 
@@ -34,6 +36,7 @@ from deniable.service.core.security import (
     retry_after,
     set_admin_cookie,
 )
+from deniable.service.routes import stream_pages
 from deniable.service.routes.analyst import NO_STORE, Bucket, Level
 from deniable.service.routes.integrity import Rate, Shift
 from deniable.service.routes.reads import (
@@ -53,6 +56,7 @@ from deniable.service.storage.lifecycle import state_of
 __all__ = ["router"]
 
 router = APIRouter()
+router.include_router(stream_pages.router)  # /dashboard/streams/{id} and its JSON twin
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
@@ -121,7 +125,14 @@ def dashboard(request: Request) -> HTMLResponse:
                      "access": "by invitation" if s.respondents == "invitation" else "anonymous",
                      "state": state_of(s), "questions": len(s.questions),
                      "reports": reports})  # fmt: skip
-    return _html(pages.survey_list_page(rows))
+    state = request.app.state.streams
+    streams = []
+    for sid in state.specs.streams():
+        spec = state.spec(sid)
+        if spec is not None:
+            streams.append({"id": sid, "oracle": spec.oracle.key,
+                            "devices": state.specs.devices(sid)})  # fmt: skip
+    return _html(pages.survey_list_page(rows, streams))
 
 
 @router.get(

@@ -1,0 +1,66 @@
+"""The dashboard's telemetry-stream page: each UTC day's estimate of a stream, rendered on
+the server from :func:`deniable.service.analysis.streams.stream_estimates` through the
+template ``stream.html`` (autoescaped: :mod:`deniable.service.pages._env`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deniable.service.pages._env import ci, num, render
+
+__all__ = ["stream_page"]
+
+_LEVELS = (0.8, 0.9, 0.95, 0.99)
+
+
+def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per value of a frequency estimate (a list per field), or one row for a
+    single estimate (a number per field, e.g. a mean's)."""
+    est = estimate.get("estimate")
+    fields = ("estimate", "se", "ci_exact", "ci_wald")
+    if isinstance(est, list):
+        cols = [estimate.get(f) or [None] * len(est) for f in fields]
+        counts = estimate.get("counts") or [None] * len(est)
+        return [
+            (str(j), "–" if counts[j] is None else str(counts[j]), num(cols[0][j]),
+             num(cols[1][j]), ci(cols[2][j]), ci(cols[3][j]))
+            for j in range(len(est))
+        ]  # fmt: skip
+    one = [estimate.get(f) for f in fields]
+    name = str(estimate.get("parameter", "estimate"))
+    return [(name, "–", num(one[0]), num(one[1]), ci(one[2]), ci(one[3]))]
+
+
+def stream_page(
+    spec: Mapping[str, Any], estimates: Mapping[str, Any], devices: int | None = None
+) -> str:
+    """One stream's page: its spec (oracle, period, budget window), the range form, and a
+    table per UTC day with reports: each value's reports supporting it, estimate, standard
+    error, exact and Wald intervals at the level of ``estimates``."""
+    level = float(estimates["level"])
+    levels: Sequence[tuple[str, str]] = [
+        (f"{lv:g}", f"{lv:.0%}") for lv in sorted({*_LEVELS, level})
+    ]
+    days = [
+        {"day": d["day"], "n": d["estimate"].get("n", "–"), "rows": _rows(d["estimate"])}
+        for d in estimates["days"]
+    ]
+    window = spec["window"]
+    return render(
+        "stream.html",
+        title=f"Stream {spec['id']}",
+        stream=spec["id"],
+        oracle=estimates["oracle"],
+        period=spec["period"],
+        window=f"ε {window['epsilon']:g} per {window['kind']} ({window['tz']})",
+        report_epsilon=f"{float(spec['report_epsilon']):g}",
+        devices=devices,
+        start=estimates["start"],
+        end=estimates["end"],
+        max_days=estimates["max_days"],
+        pct=f"{level:.0%}",
+        levels=levels,
+        level=f"{level:g}",
+        days=days,
+    )
