@@ -13,11 +13,10 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from deniable.common import load_json
 from deniable.designs import exact_value
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._rappor import HASH_FAMILY, Rappor, _threshold
-from deniable.oracles._spec import _parameter
+from deniable.oracles._spec import _parameter, _spec_fields
 
 __all__ = ["RAPPOR_SPEC_SCHEMA", "rappor_from_spec", "rappor_spec"]
 
@@ -85,22 +84,7 @@ def rappor_from_spec(spec: Mapping[str, Any] | str | bytes) -> Rappor:
     """The RAPPOR mechanism a spec describes (a mapping or its JSON text), every implied
     field recomputed and compared: an unknown, missing or altered field is refused with
     :class:`~deniable.exceptions.DataError` naming it."""
-    if isinstance(spec, str | bytes):
-        spec = load_json(spec, source="`spec` (JSON text of a RAPPOR spec)")
-    if not isinstance(spec, Mapping):
-        raise ParameterTypeError(
-            f"`spec` must be a mapping or JSON text, got {type(spec).__name__}."
-        )
-    unknown = sorted(set(spec) - set(_FIELDS))
-    missing = [f for f in _FIELDS if f not in spec]
-    if unknown:
-        raise DataError(f"unknown spec field `{unknown[0]}` (fields: {', '.join(_FIELDS)}).")
-    if missing:
-        raise DataError(f"spec field `{missing[0]}` is missing.")
-    if spec["schema"] != RAPPOR_SPEC_SCHEMA:
-        raise DataError(
-            f"spec field `schema` must be {RAPPOR_SPEC_SCHEMA!r}, got {spec['schema']!r}."
-        )
+    spec = _spec_fields(spec, _FIELDS, RAPPOR_SPEC_SCHEMA, "a RAPPOR spec")
     params = spec["parameters"]
     if not isinstance(params, Mapping):
         raise DataError(f"spec field `parameters` must be an object, got {params!r}.")

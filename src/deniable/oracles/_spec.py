@@ -152,27 +152,35 @@ def _parameter(name: str, value: Any) -> Any:
     )
 
 
+def _spec_fields(
+    spec: Mapping[str, Any] | str | bytes, fields: tuple[str, ...], schema: str, what: str
+) -> Mapping[str, Any]:
+    """``spec`` (a mapping or its JSON text, ``what`` naming it in errors) checked to hold
+    exactly ``fields`` and the schema ``schema``: an unknown or missing field, or another
+    schema, is refused with :class:`~deniable.exceptions.DataError` naming it."""
+    if isinstance(spec, str | bytes):
+        spec = load_json(spec, source=f"`spec` (JSON text of {what})")
+    if not isinstance(spec, Mapping):
+        raise ParameterTypeError(
+            f"`spec` must be a mapping or JSON text, got {type(spec).__name__}."
+        )
+    unknown = sorted(set(spec) - set(fields))
+    missing = [f for f in fields if f not in spec]
+    if unknown:
+        raise DataError(f"unknown spec field `{unknown[0]}` (fields: {', '.join(fields)}).")
+    if missing:
+        raise DataError(f"spec field `{missing[0]}` is missing.")
+    if spec["schema"] != schema:
+        raise DataError(f"spec field `schema` must be {schema!r}, got {spec['schema']!r}.")
+    return spec
+
+
 def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
     """The oracle a spec describes (a mapping or its JSON text), with every implied field
     recomputed and compared: a spec with an unknown, missing or altered field (a tampered
     threshold, another epsilon, another hash family) is refused with
     :class:`~deniable.exceptions.DataError` naming the field."""
-    if isinstance(spec, str | bytes):
-        spec = load_json(spec, source="`spec` (JSON text of an oracle spec)")
-    if not isinstance(spec, Mapping):
-        raise ParameterTypeError(
-            f"`spec` must be a mapping or JSON text, got {type(spec).__name__}."
-        )
-    unknown = sorted(set(spec) - set(_FIELDS))
-    missing = [f for f in _FIELDS if f not in spec]
-    if unknown:
-        raise DataError(f"unknown spec field `{unknown[0]}` (fields: {', '.join(_FIELDS)}).")
-    if missing:
-        raise DataError(f"spec field `{missing[0]}` is missing.")
-    if spec["schema"] != ORACLE_SPEC_SCHEMA:
-        raise DataError(
-            f"spec field `schema` must be {ORACLE_SPEC_SCHEMA!r}, got {spec['schema']!r}."
-        )
+    spec = _spec_fields(spec, _FIELDS, ORACLE_SPEC_SCHEMA, "an oracle spec")
     name = spec["mechanism"]
     if name not in ORACLES:
         raise DataError(
