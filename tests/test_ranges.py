@@ -21,6 +21,7 @@ from deniable.oracles import (
     LevelReports,
     support_probabilities,
 )
+from deniable.oracles._hierarchical import averaging_weights
 
 #: A skewed, unimodal-at-both-ends distribution over 0..15 (shares known exactly).
 F16 = np.array([8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 3, 4, 5, 6, 7, 8], float) / 72
@@ -82,6 +83,16 @@ def test_minimal_cover_partitions_the_range_with_no_full_family(domain, branchin
 
 
 # ---- closed forms, derived by hand ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("branching", "height"), [(2, 5), (3, 4), (16, 3)])
+def test_equal_variances_give_hay_et_al_weights(branching, height) -> None:
+    # Hay et al. (2010): z = (B^i - B^(i-1)) / (B^i - 1) h + ... at height i (leaves 1)
+    got = averaging_weights([0.37] * height, branching)
+    want = [
+        (branching**i - branching ** (i - 1)) / (branching**i - 1) for i in range(height, 0, -1)
+    ]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
 
 
 def _per_report_covariance(oracle_name, p, q, k, pi):
@@ -321,6 +332,19 @@ def test_tallies_add_and_round_trip(mech) -> None:
     assert json.loads(json.dumps(mech.estimate(t).to_dict()))["level_n"]
 
 
+@pytest.mark.parametrize("oracle", ["grr", "oue", "olh", "hadamard"])
+def test_every_oracle_takes_batches_that_leave_levels_empty(oracle) -> None:
+    hh = HierarchicalHistogram(16, 4, 1.0, oracle=oracle)
+    small = hh.randomize([7], rng=0)  # one device: the other level gets no report
+    assert small.n == 1 and sum(len(r) for r in small.reports) == 1
+    big = hh.randomize(np.arange(16).repeat(30), rng=1)
+    est = hh.estimate(hh.tally(small) + hh.tally(big))
+    assert est.n == 481
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.leaves, est.leaves)
+    assert again.range(2, 9) == est.range(2, 9)
+
+
 def test_a_tally_of_another_mechanism_is_refused() -> None:
     a, b = HaarHRR(16, 1.0), HaarHRR(16, 2.0)
     t = a.tally(a.randomize(np.arange(16).repeat(50), rng=1))
@@ -364,7 +388,28 @@ def test_bad_input_raises_one_clear_error() -> None:
         hh.variance(0, 2, 100, [0.5, 0.5])
     with pytest.raises(DataError, match="`reports` must be the LevelReports"):
         hh.tally(np.arange(4))
+    good = hh.randomize(np.arange(16), rng=1)
+    with pytest.raises(DataError, match=r"`reports\.level`"):
+        hh.tally(LevelReports(good.level + 4, good.reports))
+    with pytest.raises(DataError, match="must have one row per device"):
+        hh.tally(LevelReports(good.level[::-1].copy() * 0, good.reports))
     # a level without reports cannot be estimated; the tally itself is kept
     one = hh.randomize([3], rng=0)
     with pytest.raises(DataError, match="at least one report of every level"):
         hh.estimate(hh.tally(one))
+
+
+@pytest.mark.slow
+def test_quantile_interval_coverage_large_study() -> None:
+    # 400 seeded replications per mechanism at level 0.9 for the median of F16: coverage
+    # below 0.84 is a false alarm with probability < 3e-5 (binomial(400, 0.9), 4 SD).
+    # The fast sibling is test_quantile_intervals_cover_at_their_level.
+    true_q = int(np.flatnonzero(np.cumsum(F16) >= 0.5 - 1e-12)[0])
+    rng = np.random.default_rng(23)
+    for mech in (HierarchicalHistogram(16, 4, 1.0, oracle="grr"), HaarHRR(16, 1.0)):
+        hits = 0
+        for _ in range(400):
+            est = mech.estimate(mech.randomize(rng.choice(16, size=20_000, p=F16), rng=rng))
+            ci = est.quantile(0.5, level=0.9).interval
+            hits += ci.low <= true_q <= ci.high
+        assert hits >= 336, (mech.name, hits)

@@ -83,6 +83,25 @@ def consistent_nodes(y: list[FloatArray], alpha: tuple[float, ...], b: int) -> l
     return x
 
 
+def averaging_weights(variances: list[float], b: int) -> tuple[float, ...]:
+    """Bottom-up weights ``a_l`` of levels ``1..h`` from each level's node variance
+    ``s_l``: ``a_l = t / (s_l + t)``, ``t = B v_(l+1)``, ``v_h = s_h``, ``v_l = s_l t / (s_l
+    + t)`` (1 at the leaves).  Equal variances give Hay et al.'s ``(B^i - B^(i-1)) / (B^i -
+    1)`` at height ``i`` (leaves at height 1).
+
+    >>> [round(a, 12) for a in averaging_weights([1.0, 1.0, 1.0], 2)]   # 4/7, 2/3, 1
+    [0.571428571429, 0.666666666667, 1.0]
+    """
+    h = len(variances)
+    alpha = [1.0] * h
+    var_z = variances[h - 1]
+    for i in range(h - 2, -1, -1):
+        t = b * var_z
+        alpha[i] = t / (variances[i] + t)
+        var_z = variances[i] * t / (variances[i] + t)
+    return tuple(alpha)
+
+
 def range_weights(seeds: FloatArray, alpha: tuple[float, ...], b: int) -> list[FloatArray]:
     """The weights on each level's estimates (``(T, B^l)``, levels ``1..h``) of the
     linear functionals ``seeds @ leaves`` (``seeds`` of shape ``(T, D)``): the two passes
@@ -195,16 +214,9 @@ class HierarchicalHistogram(LevelSampled):
 
     def weights(self, level_n: tuple[float, ...]) -> tuple[float, ...]:
         """The bottom-up weights ``a_l`` (levels ``1..h``; 1 at the leaves) for level
-        report counts ``level_n`` (module docstring)."""
+        report counts ``level_n``: ``averaging_weights`` of the level variances."""
         s = [self.level_variance(n)[i] for i, n in enumerate(level_n)]
-        h = len(s)
-        alpha = [1.0] * h
-        var_z = s[h - 1]
-        for i in range(h - 2, -1, -1):
-            t = self.branching * var_z
-            alpha[i] = t / (s[i] + t)
-            var_z = s[i] * t / (s[i] + t)
-        return tuple(alpha)
+        return averaging_weights(s, self.branching)
 
     def _quadratic(self, j: int, w: FloatArray, pi: FloatArray, n: float) -> FloatArray:
         """``w' C_j w`` for each row of ``w``: level ``j``'s covariance (module docstring)."""

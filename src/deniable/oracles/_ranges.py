@@ -44,8 +44,9 @@ FloatArray = npt.NDArray[np.float64]
 
 #: Largest domain a range mechanism takes (its leaf oracle's largest ``k``).
 MAX_DOMAIN = 1 << 24
-#: Prefixes whose variance is computed at once when a quantile scans the CDF.
-_BLOCK = 128
+#: Prefixes whose variance is computed at once when a quantile scans the CDF, times the
+#: domain (the work arrays of a block hold about this many floats a level).
+_BLOCK_CELLS = 1 << 20
 
 
 def check_height(domain: Any, branching: Any) -> tuple[int, int, int]:
@@ -185,9 +186,7 @@ class LevelSampled(MechanismBase, ABC):
             raise DataError(
                 f"`reports` must hold {len(self.levels)} levels, got {len(reports.reports)}."
             )
-        level = np.asarray(reports.level)
-        if level.ndim != 1 or (level.size and (level.min() < 0 or level.max() >= len(self.levels))):
-            raise DataError(f"`reports.level` must hold levels in 0..{len(self.levels) - 1}.")
+        level = v.reports_array("reports.level", reports.level, categories=len(self.levels))
         parts = []
         for j, oracle in enumerate(self.levels):
             t = oracle.tally(reports.reports[j])
@@ -341,8 +340,9 @@ class RangeEstimate(Result, ABC):
         hit = np.flatnonzero(cdf >= qq - 1e-12)
         value = int(hit[0]) if hit.size else size - 1
         low = high = -1
-        for start in range(0, size, _BLOCK):
-            ts = np.arange(start, min(start + _BLOCK, size), dtype=np.int64)
+        block = max(1, min(256, _BLOCK_CELLS // size))
+        for start in range(0, size, block):
+            ts = np.arange(start, min(start + block, size), dtype=np.int64)
             se = np.sqrt(np.maximum(self._variances(np.zeros_like(ts), ts), 0.0))
             if low < 0:
                 up = np.flatnonzero(cdf[ts] + z * se >= qq - 1e-12)
