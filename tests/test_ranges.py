@@ -284,6 +284,24 @@ def test_range_answers_are_unbiased_with_the_stated_variance(mech) -> None:
 # ---- quantiles -----------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("domain", "branching", "oracle"),
+    [(16, 2, "oue"), (27, 3, "grr"), (64, 4, "hadamard"), (16, 16, "grr"), (81, 3, "olh")],
+)
+def test_all_prefix_variances_at_once_equal_the_general_computation(
+    domain, branching, oracle
+) -> None:
+    hh = HierarchicalHistogram(domain, branching, 1.0, oracle=oracle)
+    x = np.random.default_rng(0).integers(0, domain // 2 + 1, 5000)  # skewed shares
+    est = hh.estimate(hh.randomize(x, rng=1))
+    pis = [np.clip(n, 0, 1) for n in est.nodes[1:]]
+    t = np.arange(domain)
+    general = hh.range_variances(np.zeros_like(t), t, pis, est.level_n)
+    fast = hh.prefix_variances(pis, est.level_n)
+    np.testing.assert_allclose(fast, general, rtol=0, atol=1e-12 * general.max())
+    assert general[-1] == pytest.approx(0.0, abs=1e-15)  # the whole domain: exactly 1
+
+
 def test_quantile_intervals_cover_at_their_level() -> None:
     # 60 seeded replications per mechanism and quantile at level 0.9.  Coverage below 0.7
     # is a false alarm with probability < 3e-5 per check (binomial(60, 0.9); the intervals

@@ -53,13 +53,10 @@ from deniable.oracles._ranges import (
 __all__ = ["HaarEstimate", "HaarHRR"]
 
 
-def _overlap(
-    lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], start: Any, stop: Any
-) -> FloatArray:
-    """``|[lo, hi] n [start, stop]|`` for every range (rows) and interval (columns)."""
-    top = np.minimum(hi[:, None], stop[None, :])
-    bottom = np.maximum(lo[:, None], start[None, :])
-    return np.asarray(np.maximum(top - bottom + 1, 0), dtype=np.float64)
+def _overlap(lo: Any, hi: Any, start: Any, stop: Any) -> FloatArray:
+    """``|[lo, hi] n [start, stop]|``, elementwise."""
+    size = np.minimum(hi, stop) - np.maximum(lo, start) + 1
+    return np.asarray(np.maximum(size, 0), dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -118,23 +115,29 @@ class HaarHRR(LevelSampled):
         thetas: list[FloatArray], level_n: tuple[float, ...],
     ) -> FloatArray:  # fmt: skip
         """Variances of the answers for the ranges ``[lo[i], hi[i]]`` at coefficients
-        ``thetas`` (levels ``0..h-1``) and level report counts ``level_n``."""
+        ``thetas`` (levels ``0..h-1``) and level report counts ``level_n``: O(h) a range."""
         total = np.zeros(lo.size)
         for j, n in enumerate(level_n):
-            c = self._coefficients(lo, hi, j)
+            nodes, c = self._coefficients(lo, hi, j)
             g = self._gain(j)
-            total += ((c**2).sum(1) / g**2 - (c @ thetas[j]) ** 2) / n
+            total += ((c**2).sum(1) / g**2 - (c * thetas[j][nodes]).sum(1) ** 2) / n
         return total
 
     def _coefficients(
         self, lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64], j: int
-    ) -> FloatArray:
+    ) -> tuple[npt.NDArray[np.int64], FloatArray]:
+        """The nodes of level ``j`` holding ``lo`` and ``hi`` (``(T, 2)``) and the range's
+        coefficient ``c_v`` on each (the second 0 when both are one node); every other node
+        is inside the range or outside it, ``c_v = 0``."""
         width = self.domain >> j
-        start = np.arange(1 << j, dtype=np.int64) * width
         half = width // 2
-        left = _overlap(lo, hi, start, start + half - 1)
-        right = _overlap(lo, hi, start + half, start + width - 1)
-        return (left - right) / width
+        nodes = np.stack([lo // width, hi // width], axis=1)
+        start = nodes * width
+        left = _overlap(lo[:, None], hi[:, None], start, start + half - 1)
+        right = _overlap(lo[:, None], hi[:, None], start + half, start + width - 1)
+        c = (left - right) / width
+        c[:, 1] = np.where(nodes[:, 0] == nodes[:, 1], 0.0, c[:, 1])
+        return nodes, c
 
     @staticmethod
     def coefficients_of(leaves: npt.ArrayLike) -> list[FloatArray]:
@@ -186,12 +189,16 @@ class HaarEstimate(RangeEstimate):
 
     thetas: tuple[FloatArray, ...] = ()
 
+    def _prefix_block(self, size: int) -> int:
+        return 1 << 16  # O(h) work a range
+
     def _value(self, a: int, b: int) -> float:
         lo, hi = np.array([a]), np.array([b])
         mech = self.mechanism
         total: float = (b - a + 1) / mech.domain
         for j, theta in enumerate(self.thetas):
-            total += float((mech._coefficients(lo, hi, j) @ theta)[0])
+            nodes, c = mech._coefficients(lo, hi, j)
+            total += float((c * theta[nodes]).sum())
         return total
 
     def _variances(self, lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]) -> FloatArray:

@@ -312,6 +312,14 @@ class RangeEstimate(Result, ABC):
     def _variances(self, lo: npt.NDArray[np.int64], hi: npt.NDArray[np.int64]) -> FloatArray:
         """The variance of the estimate of each range ``[lo[i], hi[i]]`` (plug-in)."""
 
+    def _prefix_variances(self, ts: npt.NDArray[np.int64]) -> FloatArray:
+        """The variance of the estimate of each prefix ``[0, ts[i]]``."""
+        return self._variances(np.zeros_like(ts), ts)
+
+    def _prefix_block(self, size: int) -> int:
+        """How many prefixes :meth:`quantile` hands to :meth:`_variances` at once."""
+        return max(1, min(256, _BLOCK_CELLS // size))
+
     def range(self, a: int, b: int) -> RangeAnswer:
         """The share of the devices with a value in ``[a, b]`` (``0 <= a <= b < D``)."""
         lo, hi = check_range(a, b, self.mechanism.domain)
@@ -329,8 +337,8 @@ class RangeEstimate(Result, ABC):
         at ``level`` (:data:`QUANTILE_METHOD`).  The interval holds the quantile; its
         coverage is that of the band at the two prefixes around the true quantile
         (checked by a seeded study in tests/test_ranges.py).  The band's SEs are computed a
-        block of prefixes at a time and the scan stops at the interval's upper end, so its
-        cost grows with the quantile's position."""
+        block of prefixes at a time (every prefix at once for the hierarchical histogram)
+        and the scan stops at the interval's upper end."""
         qq = v.real("q", q)
         if not 0 < qq <= 1:
             raise ParameterError(f"`q` must be in (0, 1], got {q!r}.")
@@ -340,10 +348,10 @@ class RangeEstimate(Result, ABC):
         hit = np.flatnonzero(cdf >= qq - 1e-12)
         value = int(hit[0]) if hit.size else size - 1
         low = high = -1
-        block = max(1, min(256, _BLOCK_CELLS // size))
+        block = self._prefix_block(size)
         for start in range(0, size, block):
             ts = np.arange(start, min(start + block, size), dtype=np.int64)
-            se = np.sqrt(np.maximum(self._variances(np.zeros_like(ts), ts), 0.0))
+            se = np.sqrt(np.maximum(self._prefix_variances(ts), 0.0))
             if low < 0:
                 up = np.flatnonzero(cdf[ts] + z * se >= qq - 1e-12)
                 low = int(ts[up[0]]) if up.size else -1
