@@ -39,6 +39,10 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           of the oracles; :func:`choose_multi` picks the protocol and oracles
 :class:`OneBitMean`         1BitMean (Duchi et al.'s bit on ``[0, m]``) with alpha-point
                           rounding, memoized by :class:`OneBitMeanMemo`: daily means
+:class:`HierarchicalHistogram`  range queries and quantiles over ``0..D-1``: a B-ary tree of
+                          oracles, one level per device, made consistent (Hay et al. 2010)
+:class:`HaarHRR`            range queries from Haar coefficients, Hadamard randomized
+                          response per level (Cormode, Kulkarni & Srivastava 2019)
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -70,8 +74,14 @@ from deniable.oracles._files import (
     write_report_batches,
     write_reports,
 )
+from deniable.oracles._haar import HaarEstimate, HaarHRR
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
+from deniable.oracles._hierarchical import (
+    HIERARCHY_ORACLES,
+    HierarchicalEstimate,
+    HierarchicalHistogram,
+)
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._loloha import LOLOHA
@@ -90,6 +100,13 @@ from deniable.oracles._multi_choose import MULTI_CRITERION, MultiChoice, choose_
 from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
 from deniable.oracles._numeric_base import MeanChannel
 from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
+from deniable.oracles._ranges import (
+    QUANTILE_METHOD,
+    LevelReports,
+    RangeAnswer,
+    RangeEstimate,
+    RangeQuantile,
+)
 from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
@@ -118,6 +135,7 @@ __all__ = [
     "CRITERION",
     "FREQUENCY_ORACLES",
     "GRR",
+    "HIERARCHY_ORACLES",
     "LGRR",
     "LOLOHA",
     "LOSUE",
@@ -131,6 +149,7 @@ __all__ = [
     "ORACLE_SPEC_SCHEMA",
     "ORACLE_VECTORS_SCHEMA",
     "OUE",
+    "QUANTILE_METHOD",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SUE",
@@ -142,8 +161,13 @@ __all__ = [
     "DuchiMechanism",
     "FrequencyEstimate",
     "FrequencyOracle",
+    "HaarEstimate",
+    "HaarHRR",
     "HadamardResponse",
+    "HierarchicalEstimate",
+    "HierarchicalHistogram",
     "Histogram",
+    "LevelReports",
     "LinearOLH",
     "LocalHashing",
     "LongitudinalOracle",
@@ -158,6 +182,9 @@ __all__ = [
     "OracleChoice",
     "PiecewiseMechanism",
     "PostProcessingStudy",
+    "RangeAnswer",
+    "RangeEstimate",
+    "RangeQuantile",
     "Rappor",
     "RapporClient",
     "RapporEstimate",
