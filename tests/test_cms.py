@@ -443,3 +443,16 @@ def test_bad_reports_and_tallies_are_refused() -> None:
     hcms = HCMS(k=2, m=4, epsilon=1.0)
     with pytest.raises(DataError, match="`reports`"):
         hcms.tally([16])
+
+
+def test_identity_binding_and_pickling_come_from_the_base() -> None:
+    import inspect
+
+    from deniable.designs import MechanismBase
+
+    for cls in (CMS, HCMS):
+        for name in ("key", "bind", "tally_counts", "__getstate__", "describe"):
+            assert inspect.getattr_static(cls, name) is MechanismBase.__dict__[name], name
+    assert CMS(k=2, m=8, epsilon=0.5).key == (
+        'cms{"epsilon":"1/2","k":2,"m":8,"max_bytes":1024,"salt":0}'
+    )

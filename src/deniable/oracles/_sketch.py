@@ -158,11 +158,11 @@ def check_level(level: Any) -> float:
 
 #: What :attr:`SketchEstimate.se` is.
 SE_SKETCH = (
-    "sampling: devices drawn from a population, the salt (the row hashes) at random; the "
-    "collision term bounded by the candidates' estimates and the rest's mass"
+    "sampling: devices drawn from a population, the salt (the row hashes) at random, the "
+    "collision term from the sketch's own sum of squared shares"
 )
 #: What :attr:`SketchEstimate.se_fixed` is.
-SE_SKETCH_FIXED = "fixed population of the n devices, the salt at random; same collision bound"
+SE_SKETCH_FIXED = "fixed population of the n devices, the salt at random; same collision term"
 
 
 @dataclass(frozen=True)
