@@ -64,7 +64,7 @@ class CMS(CountMeanSketch):
         w = self.words_per_report
         rows = np.empty(x.size, dtype=np.int64)
         bits = np.empty((x.size, self.width), dtype=np.uint8)
-        step = max(1, CHUNK // w)
+        step = max(1, (16 * CHUNK) // w)  # about 8 MiB of words a block
         for start in range(0, x.size, step):
             stop = min(start + step, x.size)
             words = random_words(gen, w * (stop - start)).reshape(-1, w)
@@ -106,10 +106,13 @@ class CMS(CountMeanSketch):
         rep = self._reports(reports)
         out = np.zeros((self.k, self.m + 1), dtype=np.int64)
         out[:, self.m] = np.bincount(rep.rows, minlength=self.k)
-        for start in range(0, len(rep), 4096):
+        cells = np.zeros(self.k * self.m, dtype=np.int64)
+        offsets = np.arange(self.m, dtype=np.int64)
+        for start in range(0, len(rep), 4096):  # the set bits' cells j m + i, counted
             block = np.unpackbits(rep.bits[start : start + 4096], axis=1, bitorder="little")
-            rows = rep.rows[start : start + 4096]
-            np.add.at(out[:, : self.m], rows, block[:, : self.m].astype(np.int64))
+            cell = rep.rows[start : start + 4096, None] * self.m + offsets
+            cells += np.bincount(cell[block[:, : self.m].astype(np.bool_)], minlength=cells.size)
+        out[:, : self.m] = cells.reshape(self.k, self.m)
         return Tally(out.reshape(-1), mechanism=self.key)
 
     @property
