@@ -456,3 +456,33 @@ def test_identity_binding_and_pickling_come_from_the_base() -> None:
     assert CMS(k=2, m=8, epsilon=0.5).key == (
         'cms{"epsilon":"1/2","k":2,"m":8,"max_bytes":1024,"salt":0}'
     )
+
+
+@pytest.mark.parametrize("cls", [CMS, HCMS])
+def test_sampled_devices_have_the_stated_iid_variance_and_intervals_cover(cls: Any) -> None:
+    """Seeded: 300 replicates, each a new salt and 2000 devices drawn iid from the shares of
+    `population`.  The sample variance of "a"'s estimate is the stated sampling variance
+    (chi-square bounds at a false-alarm rate of 1e-6), and the default 95% intervals (`se`)
+    cover the true share in at least 270 of 300 replicates for each of three strings
+    (expected 285; P(Bin(300, 0.95) < 270) is about 1e-4)."""
+    from scipy.stats import chi2
+
+    _, shares = population(2000)
+    names = sorted(shares)
+    probs = np.array([shares[s] for s in names])
+    rng = np.random.default_rng(99)
+    est, covered = [], np.zeros(3, dtype=int)
+    checked = [names.index(s) for s in ("a", "b", "o0")]
+    for r in range(300):
+        sketch = cls(k=4, m=8, epsilon=2.0, salt=5000 + r)
+        values = list(np.asarray(names)[rng.choice(len(names), 2000, p=probs)])
+        e = sketch.estimate(sketch.tally(sketch.randomize(values, rng=rng)), names)
+        low, high = e.ci(0.95)
+        covered += [(low[i] <= probs[i] <= high[i]) for i in checked]
+        est.append(e.values[names.index("a")])
+    others = sum(x * x for s, x in shares.items() if s != "a")
+    stated = float(cls(k=4, m=8, epsilon=2.0).variance(2000, 0.3, others, population="iid"))
+    ratio = np.var(est, ddof=1) / stated
+    lo, hi = chi2.ppf([1e-6, 1 - 1e-6], 299) / 299
+    assert lo < ratio < hi, ratio
+    assert (covered >= 270).all(), covered
