@@ -333,6 +333,9 @@ def test_tallies_merge_and_the_result_is_complete() -> None:
         assert both == sketch.tally(joined)
         est = sketch.estimate(both, ["x", "y", "zz"])
         assert isinstance(est, SketchEstimate) and est.n == 800
+        assert np.array_equal(est.variances, est.se**2)
+        assert np.array_equal(est.variances_fixed, est.se_fixed**2)
+        assert np.allclose(est.counts, 800 * est.values)
         low, high = est.ci(0.9)
         assert ((low <= np.clip(est.values, 0, 1)) & (np.clip(est.values, 0, 1) <= high)).all()
         d = est.to_dict()

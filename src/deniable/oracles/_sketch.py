@@ -193,6 +193,16 @@ class SketchEstimate(Result):
         return SE_SKETCH
 
     @property
+    def variances(self) -> FloatArray:
+        """``se ** 2``: the sampling variances (the names of a ``FrequencyEstimate``)."""
+        return np.asarray(self.se**2, dtype=np.float64)
+
+    @property
+    def variances_fixed(self) -> FloatArray:
+        """``se_fixed ** 2``: the fixed-population variances."""
+        return np.asarray(self.se_fixed**2, dtype=np.float64)
+
+    @property
     def counts(self) -> FloatArray:
         """Estimated number of devices of each candidate: ``n`` times its frequency."""
         return np.asarray(self.values * self.n, dtype=np.float64)
