@@ -28,6 +28,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
                           (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``);
                           :func:`rappor_spec` as versioned JSON for a device
+:class:`CMS`, :class:`HCMS`   count mean sketches of strings (Apple 2017): a row of a
+                          sketch per device, frequencies of any candidate string;
+                          :func:`cms_spec` as versioned JSON for a device
 :data:`FREQUENCY_ORACLES`   every oracle of ``k`` values by its name (``--mechanism``), one
                           registry for the command line, the specs and keys, and the choice;
                           :func:`make_oracle` builds one at an epsilon
@@ -57,6 +60,9 @@ from deniable.designs import Categorical as GRR
 from deniable.designs import FrequencyEstimate
 from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._choose import CRITERION, OracleChoice, choose_oracle
+from deniable.oracles._cms import CMS
+from deniable.oracles._cms_base import CountMeanSketch
+from deniable.oracles._cms_spec import CMS_SPEC_SCHEMA, cms_from_spec, cms_spec
 from deniable.oracles._consistency import (
     ConsistentFrequencies,
     clip_and_normalize,
@@ -77,6 +83,7 @@ from deniable.oracles._files import (
 from deniable.oracles._haar import HaarEstimate, HaarHRR
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
+from deniable.oracles._hcms import HCMS
 from deniable.oracles._hierarchical import (
     HIERARCHY_ORACLES,
     HierarchicalEstimate,
@@ -113,6 +120,7 @@ from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._rappor_files import rappor_from_key
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
+from deniable.oracles._sketch import SketchEstimate, SketchReports
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
     oracle_from_key,
@@ -132,9 +140,12 @@ from deniable.oracles._vectors import ORACLE_VECTORS_SCHEMA, dump_oracle_vectors
 
 __all__ = [
     "BLH",
+    "CMS",
+    "CMS_SPEC_SCHEMA",
     "CRITERION",
     "FREQUENCY_ORACLES",
     "GRR",
+    "HCMS",
     "HIERARCHY_ORACLES",
     "LGRR",
     "LOLOHA",
@@ -154,6 +165,7 @@ __all__ = [
     "REPORTS_MAGIC",
     "SUE",
     "ConsistentFrequencies",
+    "CountMeanSketch",
     "DBitFlipEstimate",
     "DBitFlipMemo",
     "DBitFlipPM",
@@ -189,11 +201,15 @@ __all__ = [
     "RapporClient",
     "RapporEstimate",
     "RapporReports",
+    "SketchEstimate",
+    "SketchReports",
     "SubsetSelection",
     "UnaryEncoding",
     "choose_multi",
     "choose_oracle",
     "clip_and_normalize",
+    "cms_from_spec",
+    "cms_spec",
     "collision_probability",
     "dump_oracle_vectors",
     "exact_variance",

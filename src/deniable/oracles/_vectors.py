@@ -26,8 +26,12 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.oracles._base import FrequencyOracle
+from deniable.oracles._cms import CMS
+from deniable.oracles._cms_base import CountMeanSketch
+from deniable.oracles._cms_spec import cms_spec
 from deniable.oracles._hadamard import HadamardResponse
 from deniable.oracles._hashing import BLH, OLH
+from deniable.oracles._hcms import HCMS
 from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._loloha import LOLOHA
 from deniable.oracles._longitudinal import LongitudinalOracle
@@ -95,6 +99,17 @@ _RAPPOR_VALUES = (
     "",
     "apple",
 )
+
+#: The count mean sketches' cases: m not a multiple of 8 (padding bits), k not a power of
+#: two, a salt; HCMS with m = 8 and m = 4.
+VECTOR_SKETCHES: tuple[Callable[[], CountMeanSketch], ...] = (
+    lambda: CMS(k=3, m=10, epsilon=2.0),
+    lambda: CMS(k=4, m=8, epsilon=4.0, salt=7, max_bytes=32),
+    lambda: HCMS(k=3, m=8, epsilon=1.0),
+    lambda: HCMS(k=5, m=4, epsilon=2.0, salt=2**32 - 1),
+)
+#: The sketches' strings: ASCII, one byte, non-ASCII UTF-8 (2, 3 and 4 bytes a character).
+_SKETCH_VALUES = ("apple", "b", "z\u00fcrich \u2713", "\U0001f600 emoji")
 
 #: The values of a device case, round by round (modulo ``k``): repeats, changes, returns.
 _DEVICE_VALUES = (0, 0, 1, 0, 1, 1, 2, 0, -1, -1, 3, 2, 0, 5, 7, 5, 1, 0)
@@ -272,6 +287,49 @@ def _rappor_case(case_id: str, rappor: Rappor) -> dict[str, Any]:
     }
 
 
+def _sketch_case(case_id: str, sketch: CountMeanSketch) -> dict[str, Any]:
+    """Each of ``_SKETCH_VALUES`` with every row of words: all 0, all ``2**64 - 1``, the
+    flip words on either side of the flip threshold, then PCG64 words; with each value's
+    column in every row (the keyed string hash)."""
+    spec = cms_spec(sketch)
+    w = sketch.words_per_report
+    t = sketch.flip_threshold
+    flips = slice(1, w) if sketch.name == "cms" else slice(2, 3)
+    edges: list[tuple[slice | None, int]] = [(None, 0), (None, _TOP)]
+    edges += [(flips, (t << 11) - 1), (flips, t << 11)]
+    k = len(_SKETCH_VALUES)
+    n = (len(edges) + _RANDOM_ROWS) * k
+    rng = np.random.Generator(np.random.PCG64(zlib.crc32(case_id.encode())))
+    words = np.asarray(rng.bit_generator.random_raw((n, w)), dtype=np.uint64)
+    for r, (slot, word) in enumerate(edges):
+        block = words[r * k : (r + 1) * k]
+        if slot is None:
+            block[:] = word
+        else:
+            block[:, slot] = word
+    values = [_SKETCH_VALUES[i % k] for i in range(n)]
+    source = ArrayWords(words.reshape(-1))
+    reports = sketch.randomize(values, rng=source)
+    if source.remaining:  # pragma: no cover - words_per_report is wrong for this sketch
+        raise AssertionError(f"{case_id}: {source.remaining} words left unused")
+    if sketch.name == "cms":
+        encoded: list[Any] = [
+            [int(r), bytes(b).hex()] for r, b in zip(reports.rows, reports.bits, strict=True)
+        ]
+    else:
+        encoded = [int(r) for r in reports]
+    cols = sketch.columns(list(_SKETCH_VALUES))
+    return {
+        "id": case_id,
+        "spec": spec,
+        "values": values,
+        "words": [str(int(x)) for x in words.reshape(-1)],
+        "reports": encoded,
+        "columns": {s: [int(c) for c in row] for s, row in zip(_SKETCH_VALUES, cols, strict=True)},
+        "tally": sketch.tally(reports).counts.tolist(),
+    }
+
+
 def oracle_vectors() -> dict[str, Any]:
     """Every case of ``VECTOR_ORACLES`` (``oracles._vectors``), then a device case of each
     longitudinal one and of ``VECTOR_RAPPOR``, as one JSON-ready dict (schema
@@ -288,6 +346,11 @@ def oracle_vectors() -> dict[str, Any]:
         if isinstance(oracle := make(), LongitudinalOracle)
     ]
     cases += [_rappor_case(f"rappor-{i}-device", make()) for i, make in enumerate(VECTOR_RAPPOR)]
+    cases += [
+        _sketch_case(f"{sketch.name}-{i}", sketch)
+        for i, make in enumerate(VECTOR_SKETCHES)
+        if (sketch := make()) is not None
+    ]
     return {
         "schema": ORACLE_VECTORS_SCHEMA,
         "about": (
