@@ -1,4 +1,4 @@
-"""Square Wave (Li, Lopuhaä-Zwakenberg, Li, Škorić & Li, SIGMOD 2020): the distribution of
+"""Square Wave (Li, Wang, Lopuhaä-Zwakenberg, Li & Škorić, SIGMOD 2020): the distribution of
 bounded numbers under epsilon-LDP, estimated by EM with smoothing
 (:mod:`deniable.oracles._square_wave_em`).
 
@@ -61,6 +61,7 @@ from deniable.oracles._numeric_base import (
     window_cells,
     window_weights,
 )
+from deniable.oracles._square_wave_em import SquareWaveEstimate, transition_matrix
 from deniable.randomness import CHUNK, random_words, resolve_rng
 
 __all__ = ["SW_GRID", "SquareWave", "square_wave_b"]
@@ -101,17 +102,24 @@ class SquareWave(MechanismBase):
 
     Parameters
     ----------
-    epsilon : the requested epsilon (the realised one, :attr:`implemented_epsilon`, is at
-        most it).
-    b : the window's half-width on the ``[0, 1]`` scale, in ``(0, 2]``; ``None`` (default)
+    epsilon : float
+        The requested epsilon (the realised one, :attr:`implemented_epsilon`, is at most it).
+    b : float or None
+        The window's half-width on the ``[0, 1]`` scale, in ``(0, 2]``; ``None`` (default)
         for Li et al.'s :func:`square_wave_b`.  Realised as ``w / (2 G)``.
-    lower, upper : the values' range (default ``[0, 1]``).
-    bins : ``d'``, input bins of the estimated distribution (default 256, at most ``G``).
-    output_bins : ``d``, output bins of the tally (default ``bins``; at most ``G + w``).
-    clip : values outside ``[lower, upper]`` raise :class:`~deniable.exceptions.DataError`
+    lower, upper : float
+        The values' range (default ``[0, 1]``).
+    bins : int
+        ``d'``, input bins of the estimated distribution (default 256, at most ``G``).
+    output_bins : int or None
+        ``d``, output bins of the tally (default ``bins``; at most ``G + w``).
+    clip : bool
+        Values outside ``[lower, upper]`` raise :class:`~deniable.exceptions.DataError`
         unless ``clip=True``, which moves them to the nearer bound before randomizing (the
         estimate is then of the clipped values; epsilon is unchanged).  NaN always raises.
 
+    Examples
+    --------
     >>> sw = SquareWave(1.0)
     >>> sw.window, round(sw.half_width, 4), sw.implemented_epsilon <= 1.0
     (2098, 0.2561, True)
@@ -358,37 +366,15 @@ class SquareWave(MechanismBase):
         ``[i G / d', (i + 1) G / d')``: the integral of the rounding's hat function ``max(0,
         1 - |x - s|)`` over that interval, divided by its length ``G / d'``.
         """
-        return _transition(self)
+        return transition_matrix(self)
 
-    def estimate(self, data: Any, *, method: str = "ems", **options: Any) -> Any:
+    def estimate(
+        self, data: Any, *, method: str = "ems", tol: float = 1e-9, max_iter: int = 10_000
+    ) -> SquareWaveEstimate:
         """The distribution of the numbers over the ``d'`` input bins, by EM with smoothing
-        (``method="ems"``, Li et al.'s default) or plain EM (``"em"``): a
-        :class:`~deniable.oracles.SquareWaveEstimate` (``options``: ``tol``, ``max_iter``;
-        see :func:`~deniable.oracles._square_wave_em.fit_em`)."""
-        from deniable.oracles._square_wave_em import SquareWaveEstimate
-
+        (``method="ems"``, Li et al.'s default) or plain EM (``"em"``), stopped after the
+        first iteration that changes the log-likelihood per report by at most ``tol`` or
+        after ``max_iter``: a :class:`~deniable.oracles.SquareWaveEstimate`
+        (docs/distributions.md)."""
         tally = self._as_tally(data)
-        return SquareWaveEstimate.fit(self, tally, method=method, **options)
-
-
-def _hat_integral(t: FloatArray) -> FloatArray:
-    """``H(t) = integral_{-inf}^t max(0, 1 - |x|) dx``."""
-    t = np.clip(t, -1.0, 1.0)
-    return np.where(t <= 0, (t + 1) ** 2 / 2, 1 - (1 - t) ** 2 / 2)
-
-
-def _transition(sw: SquareWave) -> FloatArray:
-    alpha, beta = sw.weights
-    edges = sw.output_edges
-    starts = np.arange(SW_GRID + 1, dtype=np.int64)
-    lo, hi = edges[:-1, None], edges[1:, None]
-    overlap = np.clip(
-        np.minimum(hi, starts[None, :] + sw.window) - np.maximum(lo, starts[None, :]), 0, None
-    )
-    size = (hi - lo).astype(np.float64)
-    o = (float(beta) * size + float(alpha - beta) * overlap.astype(np.float64)) / _TWO64
-    width = SW_GRID / sw.bins
-    left = np.arange(sw.bins) * width
-    k = starts[:, None].astype(np.float64)
-    s = (_hat_integral(left[None, :] + width - k) - _hat_integral(left[None, :] - k)) / width
-    return np.asarray(o @ s, dtype=np.float64)
+        return SquareWaveEstimate.fit(self, tally, method=method, tol=tol, max_iter=max_iter)

@@ -44,7 +44,9 @@ from deniable.results import SE_PLUG_IN, Estimate, Result, Table
 if TYPE_CHECKING:
     from deniable.oracles._square_wave import SquareWave
 
-__all__ = ["SquareWaveEstimate", "fit_em", "smooth"]
+__all__ = ["SquareWaveEstimate", "fit_em", "smooth", "transition_matrix"]
+
+_TWO64 = float(1 << 64)
 
 FloatArray = npt.NDArray[np.float64]
 METHODS = ("ems", "em")
@@ -103,6 +105,31 @@ def fit_em(
     return (pi[:, 0] if one else pi), iterations, converged, ll
 
 
+def _hat_integral(t: FloatArray) -> FloatArray:
+    """``H(t) = integral_{-inf}^t max(0, 1 - |x|) dx``."""
+    t = np.clip(t, -1.0, 1.0)
+    return np.where(t <= 0, (t + 1) ** 2 / 2, 1 - (1 - t) ** 2 / 2)
+
+
+def transition_matrix(sw: SquareWave) -> FloatArray:
+    """``T = O S`` (:attr:`SquareWave.transition <deniable.oracles.SquareWave.transition>`)."""
+    alpha, beta = sw.weights
+    grid = sw.n_reports - sw.window  # G
+    edges = sw.output_edges
+    starts = np.arange(grid + 1, dtype=np.int64)
+    lo, hi = edges[:-1, None], edges[1:, None]
+    overlap = np.clip(
+        np.minimum(hi, starts[None, :] + sw.window) - np.maximum(lo, starts[None, :]), 0, None
+    )
+    size = (hi - lo).astype(np.float64)
+    o = (float(beta) * size + float(alpha - beta) * overlap.astype(np.float64)) / _TWO64
+    width = grid / sw.bins
+    left = np.arange(sw.bins) * width
+    k = starts[:, None].astype(np.float64)
+    s = (_hat_integral(left[None, :] + width - k) - _hat_integral(left[None, :] - k)) / width
+    return np.asarray(o @ s, dtype=np.float64)
+
+
 @dataclass(frozen=True)
 class _Percentile:
     """A picklable percentile interval of bootstrap replicates (``level -> (lo, hi)``)."""
@@ -119,15 +146,14 @@ def _quantiles(pi: FloatArray, qs: FloatArray) -> FloatArray:
     """Quantiles on ``[0, 1]`` of distributions ``pi`` (``d' x B``), uniform within each bin:
     ``B x len(qs)``."""
     d = pi.shape[0]
-    cum = np.cumsum(pi, axis=0)
-    out = np.empty((pi.shape[1], qs.size))
-    for b in range(pi.shape[1]):  # B columns (bootstrap replicates), not users
-        i = np.minimum(np.searchsorted(cum[:, b], qs, side="left"), d - 1)
-        before = np.where(i > 0, cum[np.maximum(i - 1, 0), b], 0.0)
-        mass = pi[i, b]
-        within = np.where(mass > 0, (qs - before) / np.where(mass > 0, mass, 1.0), 0.0)
-        out[b] = (i + np.clip(within, 0.0, 1.0)) / d
-    return out
+    cum = np.cumsum(pi, axis=0).T  # B x d'
+    # the first bin whose cumulative share reaches q: the number of bins below q
+    i = np.minimum(np.sum(cum[:, :, None] < qs[None, None, :], axis=1), d - 1)  # B x len(qs)
+    rows = np.arange(cum.shape[0])[:, None]
+    before = np.where(i > 0, cum[rows, np.maximum(i - 1, 0)], 0.0)
+    mass = cum[rows, i] - before
+    within = np.where(mass > 0, (qs[None, :] - before) / np.where(mass > 0, mass, 1.0), 0.0)
+    return np.asarray((i + np.clip(within, 0.0, 1.0)) / d, dtype=np.float64)
 
 
 @dataclass(frozen=True)
