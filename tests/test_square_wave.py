@@ -402,3 +402,21 @@ def test_bad_reports_tallies_and_options() -> None:
         est.mean(replicates=1)
     with pytest.raises(ParameterError, match="`seed`"):
         est.mean(seed=-1)
+
+
+@pytest.mark.slow
+def test_bootstrap_intervals_cover() -> None:
+    """100 data sets of 20 000 values from Beta(2, 2) (symmetric, so EMS's smoothing does not
+    move the mean or the median 1/2): the 90% bootstrap intervals of the mean and the median
+    cover 1/2 at least 80 times each (false alarm 8e-4 each at the nominal 90%; seen: 90 and
+    91).  The fast sibling: test_bootstrap_intervals_are_seeded_and_nested."""
+    sw = SquareWave(1.0, bins=32)
+    gen = np.random.default_rng(31)
+    mean_hits = median_hits = 0
+    for r in range(100):
+        est = sw.estimate(sw.randomize(gen.beta(2, 2, 20_000), rng=gen))
+        lo, hi = est.mean(replicates=100, seed=r).ci(0.9, method="bootstrap")
+        mean_hits += lo <= 0.5 <= hi
+        lo, hi = est.quantile(0.5, replicates=100, seed=r).ci(0.9, method="bootstrap")
+        median_hits += lo <= 0.5 <= hi
+    assert mean_hits >= 80 and median_hits >= 80, (mean_hits, median_hits)

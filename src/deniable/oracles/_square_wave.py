@@ -205,9 +205,9 @@ class SquareWave(MechanismBase):
     def densities(self) -> tuple[float, float]:
         """``(p, q)`` of the continuous mechanism at the realised ``b``: ``p = e^eps / (2 b
         e^eps + 1)``, ``q = 1 / (2 b e^eps + 1)``."""
-        e = math.exp(min(self.epsilon, 700.0))
-        denom = 2 * self.half_width * e + 1
-        return e / denom, 1 / denom
+        tail = math.exp(-self.epsilon)  # e^-eps: p = 1 / (2 b + e^-eps), q = e^-eps p
+        p = 1 / (2 * self.half_width + tail)
+        return p, tail * p
 
     @property
     def channel(self) -> MeanChannel:
