@@ -67,6 +67,7 @@ from deniable.oracles import (
     Histogram,
     LinearOLH,
     PiecewiseMechanism,
+    SquareWave,
     SubsetSelection,
 )
 
@@ -273,6 +274,10 @@ TELEMETRY_MECHANISMS: dict[str, list[Callable[[], Any]]] = {
     "piecewise": [
         lambda: PiecewiseMechanism(2.0, lower=0.0, upper=4.0),
         lambda: PiecewiseMechanism(0.5, lower=0.0, upper=4.0),
+    ],
+    "square-wave": [
+        lambda: SquareWave(1.0, lower=0.0, upper=4.0, bins=8),
+        lambda: SquareWave(3.0, b=0.1, lower=0.0, upper=4.0, bins=16, output_bins=24),
     ],
 }
 

@@ -46,6 +46,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           oracles, one level per device, made consistent (Hay et al. 2010)
 :class:`HaarHRR`            range queries from Haar coefficients, Hadamard randomized
                           response per level (Cormode, Kulkarni & Srivastava 2019)
+:class:`SquareWave`         Square Wave (Li et al. 2020): the distribution of bounded
+                          numbers by EM with smoothing (:class:`SquareWaveEstimate`: the
+                          mean, quantiles, bootstrap intervals)
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -127,6 +130,8 @@ from deniable.oracles._spec import (
     oracle_from_spec,
     oracle_spec,
 )
+from deniable.oracles._square_wave import SquareWave, square_wave_b
+from deniable.oracles._square_wave_em import SquareWaveEstimate
 from deniable.oracles._study import METHODS, PostProcessingStudy, post_processing_study
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE, UnaryEncoding
@@ -203,6 +208,8 @@ __all__ = [
     "RapporReports",
     "SketchEstimate",
     "SketchReports",
+    "SquareWave",
+    "SquareWaveEstimate",
     "SubsetSelection",
     "UnaryEncoding",
     "choose_multi",
@@ -228,6 +235,7 @@ __all__ = [
     "read_report_metadata",
     "rsfd_attribute_epsilon",
     "sampling_variance",
+    "square_wave_b",
     "string_digest",
     "support_probabilities",
     "tally_batches",

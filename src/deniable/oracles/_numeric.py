@@ -57,6 +57,8 @@ from deniable.oracles._numeric_base import (
     FloatArray,
     _BoundedMean,
     _Interval,
+    window_cells,
+    window_weights,
 )
 from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
 from deniable.results import Estimate, beta_quantile_bounds
@@ -226,31 +228,7 @@ class PiecewiseMechanism(_BoundedMean):
     def _weights(self) -> tuple[int, int]:
         """``(alpha, beta)``: integers with ``w alpha + (N - w) beta = 2**64`` and ``alpha /
         beta`` the largest such ratio at most ``e^eps`` (toward privacy)."""
-        # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
-        # Claim: alpha / beta <= e^eps exactly, and the weights are a distribution over the
-        # grid (w alpha + (N - w) beta = 2**64).  Argument: a grid point's probability is
-        # alpha / 2**64 or beta / 2**64 whatever the value, so the worst ratio is alpha /
-        # beta; the loop returns only a pair with alpha <= L beta, L = exp_lower_bound(eps)
-        # < e^eps, in integers, with alpha = (2**64 - rest beta) / w whole (beta in the
-        # residue class that makes it so); raising beta by a step lowers alpha, so the loop
-        # ends.  Checked by tests/test_implemented_epsilon.py::test_piecewise_realises_at_
-        # most_its_epsilon_over_the_whole_range (which also checks the sum).
-        w, rest = self.window, GRID - self.window
-        ratio = exp_lower_bound(min(self.epsilon, 700.0))  # proven: at most e^eps
-        # w alpha + rest beta = 2**64 with alpha = ratio beta: beta = 2**64 / (w ratio + rest)
-        beta = math.floor(_TWO64 / (w * ratio + rest))
-        g = math.gcd(rest, w)
-        step = w // g  # beta moves in steps of w / g; alpha by rest / g the other way
-        # (rest beta) = 2**64 mod w: solve rest/g * beta = (2**64 mod w)/g mod w/g
-        target = (_TWO64 % w) // g
-        inv = pow(rest // g, -1, step) if step > 1 else 0
-        base = (target * inv) % step if step > 1 else 0
-        beta += (base - beta) % step  # the first beta >= the guess in the right class
-        while True:
-            alpha = (_TWO64 - rest * beta) // w
-            if alpha <= ratio * beta:
-                return alpha, beta
-            beta += step
+        return window_weights(self.window, GRID - self.window, self.epsilon)
 
     @property
     def weights(self) -> tuple[int, int]:
@@ -304,22 +282,13 @@ class PiecewiseMechanism(_BoundedMean):
         gen = resolve_rng(rng)
         alpha, beta = (np.uint64(x) for x in self._weights)
         w = np.uint64(self.window)
-        width = w * alpha  # the window's words: w alpha < 2**64
         out = np.empty(t.size, dtype=np.uint16)
         for start in range(0, t.size, CHUNK):
             stop = min(start + CHUNK, t.size)
             words = random_words(gen, 2 * (stop - start)).reshape(-1, 2)
             whole, frac = self._start(t[start:stop])
             s = whole.astype(np.uint64) + (words[:, 0] < (frac << np.uint64(11)))
-            point = words[:, 1]
-            before = s * beta  # the points below the window take [0, s beta)
-            past = point - before  # wraps below `before`, where the first branch is taken
-            u = np.where(
-                point < before,
-                point // beta,
-                np.where(past < width, s + past // alpha, s + w + (past - width) // beta),
-            )
-            out[start:stop] = u
+            out[start:stop] = window_cells(s, words[:, 1], alpha, beta, w)
         return out
 
     def report_distribution(self, value: float) -> FloatArray:

@@ -1,7 +1,9 @@
 """The shared part of the bounded-mean mechanisms of :mod:`deniable.oracles._numeric`:
 their channel (:class:`MeanChannel`: no finite matrix, one value's report distribution)
 and the base class that maps ``[lower, upper]`` to ``[-1, 1]``, checks values and builds
-the mean estimate with its plug-in SEs and intervals."""
+the mean estimate with its plug-in SEs and intervals; and the integer window weights and
+inverse-CDF cell draw that the piecewise mechanism and Square Wave
+(:mod:`deniable.oracles._square_wave`) share."""
 
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from deniable.common import validation as v
 from deniable.designs import Channel, MechanismBase
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
+from deniable.randomness import exp_lower_bound
 from deniable.results import SE_PLUG_IN, Estimate
 
-__all__ = ["GRID", "MeanChannel"]
+__all__ = ["GRID", "MeanChannel", "window_cells", "window_weights"]
 
 FloatArray = npt.NDArray[np.float64]
 _TWO52 = 1 << 52
@@ -26,6 +29,59 @@ _TWO53 = 1 << 53
 _TWO64 = 1 << 64
 #: Grid points of the piecewise mechanism's reports.
 GRID = 4096
+
+
+def window_weights(window: int, rest: int, epsilon: float) -> tuple[int, int]:
+    """``(alpha, beta)``: integers with ``window alpha + rest beta = 2**64`` and ``alpha /
+    beta`` the largest such ratio at most ``e^eps`` (toward privacy): the cell weights of a
+    grid mechanism whose ``window`` cells around the value are likelier than the ``rest``
+    (the piecewise mechanism, Square Wave)."""
+    # Proof note (threshold rounding toward privacy, docs/architecture.md#proof-notes).
+    # Claim: alpha / beta <= e^eps exactly, and the weights are a distribution over the
+    # grid (w alpha + rest beta = 2**64).  Argument: a grid point's probability is
+    # alpha / 2**64 or beta / 2**64 whatever the value, so the worst ratio is alpha /
+    # beta; the loop returns only a pair with alpha <= L beta, L = exp_lower_bound(eps)
+    # < e^eps, in integers, with alpha = (2**64 - rest beta) / w whole (beta in the
+    # residue class that makes it so); raising beta by a step lowers alpha, so the loop
+    # ends.  Checked by tests/test_implemented_epsilon.py::test_piecewise_realises_at_
+    # most_its_epsilon_over_the_whole_range (which also checks the sum) and by
+    # tests/test_square_wave.py for Square Wave's grids.
+    w = window
+    ratio = exp_lower_bound(min(epsilon, 700.0))  # proven: at most e^eps
+    # w alpha + rest beta = 2**64 with alpha = ratio beta: beta = 2**64 / (w ratio + rest)
+    beta = math.floor(_TWO64 / (w * ratio + rest))
+    g = math.gcd(rest, w)
+    step = w // g  # beta moves in steps of w / g; alpha by rest / g the other way
+    # (rest beta) = 2**64 mod w: solve rest/g * beta = (2**64 mod w)/g mod w/g
+    target = (_TWO64 % w) // g
+    inv = pow(rest // g, -1, step) if step > 1 else 0
+    base = (target * inv) % step if step > 1 else 0
+    beta += (base - beta) % step  # the first beta >= the guess in the right class
+    while True:
+        alpha = (_TWO64 - rest * beta) // w
+        if alpha <= ratio * beta:
+            return alpha, beta
+        beta += step
+
+
+def window_cells(
+    start: npt.NDArray[np.uint64],
+    point: npt.NDArray[np.uint64],
+    alpha: np.uint64,
+    beta: np.uint64,
+    window: np.uint64,
+) -> npt.NDArray[np.uint64]:
+    """The grid cell each 64-bit word ``point`` picks (inverse CDF on the word grid) when
+    the window of ``window`` cells starts at ``start``: cells below the window take the
+    words ``[0, start beta)``, the window's the next ``window alpha``, the rest the others."""
+    width = window * alpha  # the window's words: w alpha < 2**64
+    before = start * beta  # the points below the window take [0, s beta)
+    past = point - before  # wraps below `before`, where the first branch is taken
+    return np.where(
+        point < before,
+        point // beta,
+        np.where(past < width, start + past // alpha, start + window + (past - width) // beta),
+    )
 
 
 class MeanChannel(Channel):
