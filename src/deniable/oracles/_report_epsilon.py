@@ -119,7 +119,8 @@ def report_epsilon(oracle: Any) -> float:
     if isinstance(oracle, LongitudinalOracle):
         return float(oracle.epsilon_irr)
     if isinstance(oracle, tuple(FREQUENCY_ORACLES.values())):
-        return float(oracle.epsilon)
+        plain: Any = oracle  # every report drawn afresh from the value
+        return float(plain.epsilon)
     raise ParameterTypeError(
         "`oracle` must be a stream oracle: one of the frequency oracles "
         f"{', '.join(sorted(FREQUENCY_ORACLES))} or rappor (a per-report epsilon against any "
