@@ -39,6 +39,16 @@ from deniable.oracles._registry import FREQUENCY_ORACLES
 __all__ = ["report_epsilon"]
 
 
+# Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
+# Claim: a report of a stream oracle loses at most report_epsilon(oracle) given everything
+# the device kept, whatever its values, so r reports in a window lose at most the sum.
+# Argument: a plain oracle's report is a fresh draw from the value (its epsilon); a
+# longitudinal oracle's and RAPPOR's is an IRR draw from a kept PRR, whose epsilon over
+# every PRR bounds the ratio of any two mixtures over kept PRRs (a ratio of mixtures is at
+# most the largest ratio of components), then basic composition.  RAPPOR's IRR epsilon is
+# derived in report_epsilon's Notes and enumerated by tests/test_report_epsilon.py.
+
+
 def _rappor_irr_epsilon(rappor: Rappor) -> float:
     """``m max(ln(q / p), ln((1 - p) / (1 - q)))``; infinite when ``p = 0`` or ``q = 1``."""
     p, q = rappor.p, rappor.q
