@@ -161,8 +161,22 @@ def test_a_window_below_one_rappor_report_refuses_the_spec(client: TestClient) -
     ("change", "words"),
     [
         ({"candidates": ["a", "a"]}, "the candidate 'a' is given twice"),
-        ({"candidates": []}, "must be a list of 1 to 1000 non-empty strings"),
-        ({"candidates": ["a", 3]}, "non-empty strings"),
+        (
+            {"candidates": []},
+            "must be a list of 1 to 1000 distinct non-empty strings, got a list of 0",
+        ),
+        ({"candidates": ["a", 3]}, "non-empty strings, got 3"),
+        ({"candidates": ["a", ""]}, "non-empty strings, got ''"),
+        ({"candidates": "a"}, "non-empty strings, got str"),
+        (
+            {
+                "oracle": rappor_spec(Rappor(m=1024, h=2, cohorts=64, f=0.5, p=0.5, q=0.75)),
+                "window": {"kind": "day", "epsilon": 1e5},
+                "candidates": [str(i) for i in range(513)],
+            },
+            "513 candidates make a decoder of cohorts x m x K = 33619968 cells, more than 33554432;"
+            " give at most 512",
+        ),
         ({"oracle": {**rappor_spec(RAPPOR), "epsilon": 1.0}}, "`epsilon` does not match"),
         ({"oracle": oracle_spec(OUE.from_epsilon(1.0, k=4))}, "for a RAPPOR stream only"),
     ],

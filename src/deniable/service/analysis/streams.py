@@ -186,17 +186,13 @@ def _candidates(data: Mapping[str, Any], oracle: Any, source: str) -> tuple[str,
             f"against); this stream's oracle is {oracle.name}."
         )
     got = data["candidates"]
-    if (
-        not isinstance(got, list)
-        or not 1 <= len(got) <= MAX_CANDIDATES
-        or not all(isinstance(c, str) and c for c in got)
-    ):
-        raise DataError(
-            f"{where} must be a list of 1 to {MAX_CANDIDATES} non-empty strings, got "
-            f"{type(got).__name__ if not isinstance(got, list) else f'{len(got)} items'}"
-            + ("" if not isinstance(got, list) else " (or a non-string / empty one)")
-            + "."
-        )
+    allowed = f"must be a list of 1 to {MAX_CANDIDATES} distinct non-empty strings"
+    if not isinstance(got, list) or not 1 <= len(got) <= MAX_CANDIDATES:
+        size = f"a list of {len(got)}" if isinstance(got, list) else type(got).__name__
+        raise DataError(f"{where} {allowed}, got {size}.")
+    bad = next((c for c in got if not isinstance(c, str) or not c), None)
+    if bad is not None or any(not isinstance(c, str) for c in got):
+        raise DataError(f"{where} {allowed}, got {bad!r}.")
     if len(set(got)) != len(got):
         twice = next(c for i, c in enumerate(got) if c in got[:i])
         raise DataError(f"{where}: the candidate {twice!r} is given twice.")
