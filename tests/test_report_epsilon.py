@@ -139,3 +139,20 @@ def test_several_attributes_are_refused() -> None:
     multi = MultiAttribute([3, 4], 1.0, protocol="rs+fd", oracle="grr")
     with pytest.raises(ParameterTypeError, match="got MultiAttribute"):
         report_epsilon(multi)
+
+
+def test_dbitflip_reports_show_a_change_with_no_finite_bound() -> None:
+    """Why dBitFlipPM is refused: its memoized reports carry no fresh randomness, so two
+    reports of a kept value are always equal (probability 1), while a change of bucket
+    makes them differ with positive probability: no finite epsilon bounds the pair."""
+    from deniable.oracles import DBitFlipMemo
+
+    memo = DBitFlipMemo(DBitFlipPM(1.0, k=16, b=4, d=2))
+    devices = [f"d{i}" for i in range(400)]
+    day1 = memo.report(devices, [0] * 400, rng=1)
+    day2 = memo.report(devices, [0] * 200 + [15] * 200, rng=2)  # half change bucket 0 -> 3
+    same = (day1.bits == day2.bits).all(axis=1)
+    assert same[:200].all()  # kept: equal always
+    # changed: a device sampling bucket 0 or 3 redraws that bit; it differs with
+    # probability about 0.4 each, so none differing among 200 has probability < 1e-20
+    assert not same[200:].all()
