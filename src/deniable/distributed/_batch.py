@@ -14,11 +14,14 @@ bytes       field
 n w s       the reports, ``w`` items of ``s`` bytes each (the oracle's record: one
             ``uint16``/``uint32`` for k-ary RR, ``ceil(k / 8)`` bytes of packed bits for
             the unary oracles, three ``uint64`` words ``(a, b, bucket)`` for local hashing,
-            one ``uint32`` for Hadamard response, ...)
+            one ``uint32`` for Hadamard response, ``2 + m / 8`` bytes for RAPPOR: the
+            cohort ``uint16`` then the ``m`` packed bits, ...)
 ==========  ===========================================================================
 
 A **JSON batch** is ``{"key": KEY, "reports": [...]}``: a report is an integer when the
-oracle's record has one item, else a list of its ``w`` items.
+oracle's record has one item, else a list of its ``w`` items (RAPPOR: ``[cohort, byte_0,
+..., byte_{m/8-1}]``).  RAPPOR's reports are :class:`~deniable.oracles.RapporReports` in
+and out (:mod:`._batch_rappor`); every other oracle's, arrays.
 
 :func:`decode_batch` and :func:`decode_json_batch` check everything before they return: the
 magic, version and flags, the oracle (a batch for another oracle or other parameters is
@@ -37,7 +40,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.distributed._tables import record, two_dimensional
+from deniable.distributed._batch_rappor import (
+    rappor_from_json,
+    rappor_from_rows,
+    rappor_json,
+    rappor_rows,
+)
+from deniable.distributed._tables import _rappor, record, two_dimensional
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = [
@@ -93,6 +102,10 @@ def encode_batch(oracle: Any, reports: npt.ArrayLike) -> bytes:
     True
     """
     native, little, _, _ = _wire(oracle)
+    if _rappor(oracle) is not None:  # cohort <u2 and the packed bits, checked
+        rows = rappor_rows(oracle, reports, "`reports`")
+        head = _HEADER.pack(BATCH_MAGIC, BATCH_VERSION, 0, batch_digest(oracle), rows.shape[0])
+        return head + rows.tobytes()
     arr = np.asarray(reports)
     _check(oracle, arr, "`reports`")
     n = int(arr.shape[0]) if arr.ndim else 0
@@ -109,11 +122,12 @@ def _bytes(body: Any) -> memoryview:
     return view
 
 
-def decode_batch(oracle: Any, body: bytes | bytearray | memoryview) -> npt.NDArray[Any]:
+def decode_batch(oracle: Any, body: bytes | bytearray | memoryview) -> Any:
     """The reports of a binary batch of ``oracle`` (``(n,)`` or ``(n, w)``, the oracle's
-    dtype), after checking the header, the length and every report; a batch for another
-    oracle or other parameters, a truncated body, bytes after the last report, a wrong magic
-    or version, or a report outside the oracle's domain is one
+    dtype; RAPPOR: :class:`~deniable.oracles.RapporReports`), after checking the header,
+    the length and every report; a batch for another oracle or other parameters, a
+    truncated body, bytes after the last report, a wrong magic or version, or a report
+    outside the oracle's domain (RAPPOR: a cohort out of range) is one
     :class:`~deniable.exceptions.DataError` naming it.  The array may share ``body``'s
     memory (read-only)."""
     native, little, width, rows = _wire(oracle)
@@ -153,6 +167,8 @@ def decode_batch(oracle: Any, body: bytes | bytearray | memoryview) -> npt.NDArr
             + (" (truncated)." if got < expected else " (bytes after the last report).")
         )
     flat = np.frombuffer(data, dtype=little, count=n * width, offset=BATCH_HEADER_SIZE)
+    if _rappor(oracle) is not None:
+        return rappor_from_rows(oracle, flat.reshape(n, width), "`body`")
     arr = flat.astype(native, copy=False)
     reports = arr.reshape(n, width) if rows else arr
     _check(oracle, reports, "`body`")
@@ -161,9 +177,13 @@ def decode_batch(oracle: Any, body: bytes | bytearray | memoryview) -> npt.NDArr
 
 def encode_json_batch(oracle: Any, reports: npt.ArrayLike) -> str:
     """The JSON batch ``{"key": KEY, "reports": [...]}`` of ``reports`` of ``oracle``."""
-    arr = np.asarray(reports)
-    _check(oracle, arr, "`reports`")
-    return json.dumps({"key": oracle.key, "reports": arr.tolist()}, separators=(",", ":"))
+    if _rappor(oracle) is not None:
+        items: list[Any] = rappor_json(oracle, reports)
+    else:
+        arr = np.asarray(reports)
+        _check(oracle, arr, "`reports`")
+        items = arr.tolist()
+    return json.dumps({"key": oracle.key, "reports": items}, separators=(",", ":"))
 
 
 def _no_float(text: str) -> Any:
@@ -174,7 +194,7 @@ def _has_bool(items: list[Any]) -> bool:
     return any(x is True or x is False or (isinstance(x, list) and _has_bool(x)) for x in items)
 
 
-def decode_json_batch(oracle: Any, body: str | bytes) -> npt.NDArray[Any]:
+def decode_json_batch(oracle: Any, body: str | bytes) -> Any:
     """The reports of a JSON batch of ``oracle`` (``{"key": KEY, "reports": [...]}``), after
     checking its key and every report as :func:`decode_batch` does."""
     native, _, width, rows = _wire(oracle)
@@ -202,6 +222,8 @@ def decode_json_batch(oracle: Any, body: str | bytes) -> npt.NDArray[Any]:
     raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
     if (b"true" in raw or b"false" in raw) and _has_bool(items):  # numpy reads true as 1
         raise DataError("`body` reports must be whole numbers, got true or false.")
+    if _rappor(oracle) is not None:
+        return rappor_from_json(oracle, items)
     info = np.iinfo(native)
     try:
         arr = np.array(items) if items else np.empty((0, width) if rows else 0, dtype=native)

@@ -44,7 +44,13 @@ import numpy.typing as npt
 from deniable.common import atomic_write, load_json
 from deniable.distributed._batch import decode_batch
 from deniable.distributed._sources import resolve_mechanism
-from deniable.distributed._tables import KEY_METADATA, record, report_columns
+from deniable.distributed._tables import (
+    KEY_METADATA,
+    column_dtypes,
+    record,
+    report_columns,
+    to_columns,
+)
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = [
@@ -242,39 +248,53 @@ def _write_new(folder: Path, table: Any) -> Path:
 
 
 def append_reports(
-    root: str | os.PathLike[str], stream: str, mechanism: Any, reports: npt.ArrayLike, *, day: Any
+    root: str | os.PathLike[str], stream: str, mechanism: Any, reports: Any, *, day: Any
 ) -> StoredBatch:
     """Append ``reports`` of ``mechanism`` (an oracle, its key or spec) to ``stream``'s
     partition of ``day`` as one new Parquet file, durably (module docstring); the reports
-    are checked by the oracle first.  The first append stores the stream's oracle; an
-    append with another one is refused (:class:`~deniable.exceptions.DataError`), nothing
-    written."""
+    (an array, or :class:`~deniable.oracles.RapporReports` for RAPPOR) are checked by the
+    oracle first.  The first append stores the stream's oracle; an append with another one
+    is refused (:class:`~deniable.exceptions.DataError`), nothing written."""
     oracle = resolve_mechanism(mechanism)
-    arr = np.asarray(reports)
-    check = getattr(oracle, "check_reports", None) or oracle.tally
-    check(arr)
-    return _append(root, _stream_id(stream), oracle, arr, _day(day))
+    sid, when = _stream_id(stream), _day(day)
+    if isinstance(reports, np.ndarray) and reports.ndim == 0:
+        raise DataError(f"`reports` must be an array of reports, got a scalar {reports!r}.")
+    return _append(root, sid, oracle, to_columns(oracle, reports), when)
+
+
+def _decoded(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
+    """The columns of reports :func:`decode_batch` returned (checked there: an array is
+    only reshaped; RAPPOR's cohorts and bits are split by :func:`to_columns`)."""
+    if not isinstance(reports, np.ndarray):
+        return to_columns(oracle, reports)
+    _, width = record(oracle)
+    rows = reports.reshape(reports.shape[0], width)
+    return [rows[:, i] for i in range(width)]
 
 
 def _append(
-    root: str | os.PathLike[str], sid: str, oracle: Any, arr: npt.NDArray[Any], when: dt.date
+    root: str | os.PathLike[str],
+    sid: str,
+    oracle: Any,
+    columns: list[npt.NDArray[Any]],
+    when: dt.date,
 ) -> StoredBatch:
-    """Append checked reports (:func:`append_reports`)."""
+    """Append the columns of checked reports (:func:`append_reports`)."""
     import pyarrow as pa
 
-    n = int(arr.shape[0]) if arr.ndim else 0
+    n = int(columns[0].shape[0])
     if n == 0:
         raise DataError("a batch must hold at least one report, got none.")
     base = Path(root)
     _same_oracle(base, sid, oracle, create=True)
-    dtype, width = record(oracle)
-    names = report_columns(oracle)
     schema = pa.schema(
-        [pa.field(c, pa.from_numpy_dtype(dtype), nullable=False) for c in names],
+        [
+            pa.field(c, pa.from_numpy_dtype(t), nullable=False)
+            for c, t in zip(report_columns(oracle), column_dtypes(oracle), strict=True)
+        ],
         metadata={KEY_METADATA: str(oracle.key).encode("utf-8")},
     )
-    rows = arr.reshape(n, width)
-    table = pa.table([pa.array(rows[:, i], type=schema.field(i).type) for i in range(width)],
+    table = pa.table([pa.array(col, type=schema.field(i).type) for i, col in enumerate(columns)],
                      schema=schema)  # fmt: skip
     folder = base / f"stream={sid}" / f"day={when.isoformat()}"
     _make_dirs(folder)
@@ -312,7 +332,7 @@ def append_batch(
     sid = _stream_id(stream)
     when = _day(day)
     oracle = resolve_mechanism(mechanism)
-    return _append(root, sid, oracle, decode_batch(oracle, body), when)
+    return _append(root, sid, oracle, _decoded(oracle, decode_batch(oracle, body)), when)
 
 
 def append_batches(
@@ -338,7 +358,8 @@ def append_batches(
     parts = []
     for i, body in enumerate(bodies):
         try:
-            parts.append(decode_batch(oracle, body))
+            parts.append(_decoded(oracle, decode_batch(oracle, body)))
         except DataError as exc:
             raise DataError(f"`bodies[{i}]`: {exc}") from None
-    return _append(root, sid, oracle, np.concatenate(parts), when)
+    columns = [np.concatenate([p[j] for p in parts]) for j in range(len(parts[0]))]
+    return _append(root, sid, oracle, columns, when)

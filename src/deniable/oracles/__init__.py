@@ -36,6 +36,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           :func:`make_oracle` builds one at an epsilon
 :func:`choose_oracle`       the oracle with the smallest exact variance for ``k``, eps, n
 :func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
+:func:`report_epsilon`      what one report costs a device against any change of its
+                          values: a telemetry stream's per-report charge
 :class:`DBitFlipPM`         dBitFlipPM (Ding et al. 2017): bucket histograms collected every
                           day, memoized per device by :class:`DBitFlipMemo` (its own tally)
 :class:`MultiAttribute`     several attributes per device: SPL, SMP or RS+FD over any mix
@@ -123,6 +125,7 @@ from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._rappor_files import rappor_from_key
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
+from deniable.oracles._report_epsilon import report_epsilon
 from deniable.oracles._sketch import SketchEstimate, SketchReports
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
@@ -233,6 +236,7 @@ __all__ = [
     "rappor_spec",
     "read_report_key",
     "read_report_metadata",
+    "report_epsilon",
     "rsfd_attribute_epsilon",
     "sampling_variance",
     "square_wave_b",

@@ -194,10 +194,11 @@ class RapporEstimate(Result):
             ),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, level: float | None = None) -> dict[str, Any]:
         """Plain JSON: mechanism, n, method, penalty, alpha, threshold, scale, se_convention,
-        and per candidate its estimate."""
-        return {
+        and per candidate its estimate; with ``level``, also ``level`` and each candidate's
+        Wald interval ``ci_wald`` (:meth:`ci`; null for an unselected candidate)."""
+        out: dict[str, Any] = {
             "mechanism": self.key,
             "n": self.n,
             "method": self.method,
@@ -218,6 +219,13 @@ class RapporEstimate(Result):
                 for i, c in enumerate(self.candidates)
             ],
         }
+        if level is not None:
+            low, high = self.ci(level)
+            out["level"] = float(level)
+            for i, row in enumerate(out["candidates"]):
+                ok = bool(self.selected[i])
+                row["ci_wald"] = [float(low[i]), float(high[i])] if ok else None
+        return out
 
 
 def _strings(name: str, values: Any) -> npt.NDArray[np.str_]:

@@ -6,18 +6,24 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
 
     id: app-version                 # letters, digits, '.', '_', '-' (1 to 128)
     oracle: {...}                   # the oracle's spec, as deniable.oracles.oracle_spec
-                                    #   emits it (schema deniable.oracle/1)
+                                    #   emits it (schema deniable.oracle/1), or RAPPOR's
+                                    #   (deniable.oracles.rappor_spec: deniable.rappor-spec/1)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
+    candidates: [a, b, ...]         # RAPPOR only, optional: the strings each day's reports
+                                    #   are decoded against (the stream page)
 
-A streams file holds ``streams: [spec, ...]``.  Every field is required, none other is
-allowed, and each is checked by the library (:func:`~deniable.oracles.oracle_from_spec`
-recomputes every implied field of the oracle's spec; :class:`~deniable.accounting.
+A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` is
+required, none other is allowed, and each is checked by the library
+(:func:`~deniable.oracles.oracle_from_spec` and :func:`~deniable.oracles.rappor_from_spec`
+recompute every implied field of the oracle's spec; :class:`~deniable.accounting.
 BudgetWindow` checks the window).
 
-**What a report costs.**  A report of an oracle costs its ``epsilon``; a report of a
-longitudinal oracle (memoized: L-GRR, L-OUE/L-SUE/L-OSUE, LOLOHA) costs ``epsilon_irr``,
-the instantaneous randomization's epsilon over every kept permanent response.  The
+**What a report costs** is the library's :func:`deniable.oracles.report_epsilon`: a
+report of an oracle costs its ``epsilon``; a report of a longitudinal oracle (memoized:
+L-GRR, L-OUE/L-SUE/L-OSUE, LOLOHA) costs ``epsilon_irr``, the instantaneous
+randomization's epsilon over every kept permanent response; a report of RAPPOR, its IRR's
+epsilon over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``.  The
 memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
 with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
 longitudinal_epsilon``); a window promises a bound against *any* change of a device's
@@ -45,10 +51,20 @@ from deniable.accounting import BudgetWindow
 from deniable.common import load_json, load_yaml
 from deniable.common import validation as v
 from deniable.exceptions import DataError, DeniableError, ParameterError
-from deniable.oracles import oracle_from_spec, oracle_spec
+from deniable.oracles import (
+    RAPPOR_SPEC_SCHEMA,
+    Rappor,
+    oracle_from_spec,
+    oracle_spec,
+    rappor_from_spec,
+    rappor_spec,
+    report_epsilon,
+)
 
 __all__ = [
     "DEFAULT_STREAM_DAYS",
+    "MAX_CANDIDATES",
+    "MAX_DECODE_CELLS",
     "MAX_STREAM_DAYS",
     "STREAM_SPEC_SCHEMA",
     "StreamSpec",
@@ -61,6 +77,12 @@ __all__ = [
 #: The schema of a stream spec.
 STREAM_SPEC_SCHEMA = "deniable.stream-spec/1"
 _FIELDS = ("id", "oracle", "period", "window")
+#: The most candidate strings a RAPPOR stream's spec may carry (each day's decoding fits
+#: one column per candidate).
+MAX_CANDIDATES = 1000
+#: The most cells ``cohorts m K`` of the decoder's design matrix a spec's candidates may
+#: make (as ``deniable telemetry aggregate`` allows: float64, 256 MB).
+MAX_DECODE_CELLS = 1 << 25
 _WINDOW_FIELDS = ("kind", "epsilon", "delta", "length", "tz")
 _PERIODS = ("day",)
 #: The most UTC days one request for a stream's estimates may read (``start`` .. ``end``).
@@ -73,29 +95,34 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 @dataclass(frozen=True)
 class StreamSpec:
-    """A telemetry stream: ``id``, its ``oracle``, its ``period`` (``"day"``) and the
-    per-device budget ``window``."""
+    """A telemetry stream: ``id``, its ``oracle``, its ``period`` (``"day"``), the
+    per-device budget ``window`` and, for RAPPOR, the ``candidates`` its reports are
+    decoded against (or None)."""
 
     id: str
     oracle: Any
     period: str
     window: BudgetWindow
+    candidates: tuple[str, ...] | None = None
 
     @property
     def report_epsilon(self) -> float:
-        """What one report costs a device (module docstring): ``epsilon_irr`` for a
-        longitudinal oracle (the bound against any change of its values), else
-        ``epsilon``."""
-        return float(getattr(self.oracle, "epsilon_irr", self.oracle.epsilon))
+        """What one report costs a device against any change of its values:
+        :func:`deniable.oracles.report_epsilon` of the oracle (module docstring)."""
+        return report_epsilon(self.oracle)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as served to devices (``GET /streams/{id}``): the fields above, the
         oracle as its full spec, and ``report_epsilon``."""
         w = self.window
-        return {
+        out = {
             "schema": STREAM_SPEC_SCHEMA,
             "id": self.id,
-            "oracle": oracle_spec(self.oracle),
+            "oracle": (
+                rappor_spec(self.oracle)
+                if isinstance(self.oracle, Rappor)
+                else oracle_spec(self.oracle)
+            ),
             "period": self.period,
             "window": {
                 "kind": w.kind,
@@ -106,6 +133,9 @@ class StreamSpec:
             },
             "report_epsilon": self.report_epsilon,
         }
+        if self.candidates is not None:  # absent otherwise: a stored spec's text is kept
+            out["candidates"] = list(self.candidates)
+        return out
 
     def canonical(self) -> str:
         """The spec as canonical JSON text (how the store keeps it; equal specs, equal
@@ -144,6 +174,38 @@ def _window(data: Any, source: str) -> BudgetWindow:
         raise DataError(f"{where}: {exc}") from None
 
 
+def _candidates(data: Mapping[str, Any], oracle: Any, source: str) -> tuple[str, ...] | None:
+    """The spec's ``candidates``: for RAPPOR only, 1 to :data:`MAX_CANDIDATES` distinct
+    non-empty strings; absent (None) by default."""
+    if "candidates" not in data:
+        return None
+    where = _where(source, "candidates")
+    if not isinstance(oracle, Rappor):
+        raise DataError(
+            f"{where} is for a RAPPOR stream only (the strings its reports are decoded "
+            f"against); this stream's oracle is {oracle.name}."
+        )
+    got = data["candidates"]
+    allowed = f"must be a list of 1 to {MAX_CANDIDATES} distinct non-empty strings"
+    if not isinstance(got, list) or not 1 <= len(got) <= MAX_CANDIDATES:
+        size = f"a list of {len(got)}" if isinstance(got, list) else type(got).__name__
+        raise DataError(f"{where} {allowed}, got {size}.")
+    bad = next((c for c in got if not isinstance(c, str) or not c), None)
+    if bad is not None or any(not isinstance(c, str) for c in got):
+        raise DataError(f"{where} {allowed}, got {bad!r}.")
+    if len(set(got)) != len(got):
+        twice = next(c for i, c in enumerate(got) if c in got[:i])
+        raise DataError(f"{where}: the candidate {twice!r} is given twice.")
+    cells = oracle.cohorts * oracle.m * len(got)
+    if cells > MAX_DECODE_CELLS:
+        raise DataError(
+            f"{where}: {len(got)} candidates make a decoder of cohorts x m x K = {cells} "
+            f"cells, more than {MAX_DECODE_CELLS}; give at most "
+            f"{MAX_DECODE_CELLS // (oracle.cohorts * oracle.m)}."
+        )
+    return tuple(got)
+
+
 def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpec:
     """The :class:`StreamSpec` of plain data (a mapping as the module docstring shows;
     ``schema`` and ``report_epsilon`` may be there, as :meth:`StreamSpec.to_dict` writes
@@ -163,7 +225,7 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
     """
     if not isinstance(data, Mapping):
         raise DataError(f"{source} must be a mapping, got {type(data).__name__}.")
-    extra = {"schema", "report_epsilon"}
+    extra = {"schema", "report_epsilon", "candidates"}
     unknown = sorted(set(map(str, data)) - set(_FIELDS) - extra)
     if unknown:
         raise DataError(f"{source}: unknown field `{unknown[0]}` (fields: {', '.join(_FIELDS)}).")
@@ -185,11 +247,15 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
             f"{_where(source, 'period')} must be one of "
             f"{', '.join(map(repr, _PERIODS))}, got {data['period']!r}."
         )
+    raw = data["oracle"]
+    rappor = isinstance(raw, Mapping) and raw.get("schema") == RAPPOR_SPEC_SCHEMA
     try:
-        oracle = oracle_from_spec(data["oracle"])
+        oracle = rappor_from_spec(raw) if rappor else oracle_from_spec(raw)
     except DeniableError as exc:
         raise DataError(f"{_where(source, 'oracle')}: {exc}") from None
-    spec = StreamSpec(sid, oracle, str(data["period"]), _window(data["window"], source))
+    candidates = _candidates(data, oracle, source)
+    window = _window(data["window"], source)
+    spec = StreamSpec(sid, oracle, str(data["period"]), window, candidates)
     if "report_epsilon" in data and data["report_epsilon"] != spec.report_epsilon:
         raise DataError(
             f"{_where(source, 'report_epsilon')} does not match the oracle: it says "
@@ -280,16 +346,30 @@ def stream_estimates(
     (:func:`deniable.distributed.aggregate_stream`, counted in this process), estimated by
     the stream's oracle, as its ``to_dict(level)`` (for a frequency oracle a
     :class:`~deniable.designs.FrequencyEstimate`: each value's estimate, standard errors,
-    exact and Wald intervals at ``level``).  A day without reports is left out."""
+    exact and Wald intervals at ``level``; for RAPPOR a
+    :class:`~deniable.oracles.RapporEstimate` of the spec's ``candidates``: each one's
+    frequency, standard error, p-value, whether it is reported, and its Wald interval at
+    ``level``; a RAPPOR spec without candidates is a
+    :class:`~deniable.exceptions.DataError`).  A day without reports is left out."""
     from deniable.distributed import aggregate_stream, stream_files
 
     lvl = v.level(level)
+    if isinstance(spec.oracle, Rappor) and spec.candidates is None:
+        raise DataError(
+            f"stream {spec.id!r} is a RAPPOR stream whose spec carries no `candidates`: its "
+            "reports are decoded against candidate strings (give them in the spec, or run "
+            "`deniable telemetry aggregate --stream-root ROOT --stream ID --candidates FILE`)."
+        )
     held = sorted({f.parent.name.removeprefix("day=") for f in stream_files(
         root, spec.id, start=first, end=last)})  # fmt: skip
     days = []
     for day in held:
         tally = aggregate_stream(root, spec.id, start=day, end=day, scheduler="synchronous")
-        days.append({"day": day, "estimate": spec.oracle.estimate(tally).to_dict(lvl)})
+        if isinstance(spec.oracle, Rappor):  # decoded against the spec's candidates
+            estimate = spec.oracle.decode(tally, list(spec.candidates or ())).to_dict(lvl)
+        else:
+            estimate = spec.oracle.estimate(tally).to_dict(lvl)
+        days.append({"day": day, "estimate": estimate})
     return {
         "stream": spec.id,
         "oracle": spec.oracle.key,

@@ -14,9 +14,29 @@ __all__ = ["stream_page"]
 _LEVELS = (0.8, 0.9, 0.95, 0.99)
 
 
+def _rappor_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per candidate of a RAPPOR estimate: whether it is reported (Bonferroni),
+    its frequency, SE, p-value and Wald interval (– for an unselected candidate)."""
+    return [
+        (str(c["candidate"]), "yes" if c["reported"] else "no", num(c["frequency"]),
+         num(c["se"]), num(c["p_value"]), ci(c.get("ci_wald")))
+        for c in estimate["candidates"]
+    ]  # fmt: skip
+
+
+def _header(estimate: Mapping[str, Any], pct: str) -> tuple[str, ...]:
+    if "candidates" in estimate:
+        return ("candidate", "reported", "frequency", "SE", "p-value", f"{pct} CI Wald")
+    return ("value", "reports supporting it", "estimate", "SE", f"{pct} CI exact",
+            f"{pct} CI Wald")  # fmt: skip
+
+
 def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
-    """One row per value of a frequency estimate (a list per field), or one row for a
-    single estimate (a number per field, e.g. a mean's)."""
+    """One row per value of a frequency estimate (a list per field), one per candidate of
+    a RAPPOR estimate, or one row for a single estimate (a number per field, e.g. a
+    mean's)."""
+    if "candidates" in estimate:
+        return _rappor_rows(estimate)
     est = estimate.get("estimate")
     fields = ("estimate", "se", "ci_exact", "ci_wald")
     if isinstance(est, list):
@@ -42,10 +62,12 @@ def stream_page(
     levels: Sequence[tuple[str, str]] = [
         (f"{lv:g}", f"{lv:.0%}") for lv in sorted({*_LEVELS, level})
     ]
+    pct = f"{level:.0%}"
     days = [
-        {"day": d["day"], "n": d["estimate"].get("n", "–"), "rows": _rows(d["estimate"])}
+        {"day": d["day"], "n": d["estimate"].get("n", "–"), "rows": _rows(d["estimate"]),
+         "header": _header(d["estimate"], pct)}
         for d in estimates["days"]
-    ]
+    ]  # fmt: skip
     window = spec["window"]
     return render(
         "stream.html",
@@ -59,7 +81,8 @@ def stream_page(
         start=estimates["start"],
         end=estimates["end"],
         max_days=estimates["max_days"],
-        pct=f"{level:.0%}",
+        pct=pct,
+        rappor="candidates" in spec,
         levels=levels,
         level=f"{level:g}",
         days=days,

@@ -14,12 +14,13 @@ budget window and appended to the stream's Parquet partitions (docs/service.md,
 =====================================  =================================================
 
 The order of a batch: the token is checked (401), the body decoded and every report
-checked against the stream's oracle (415, 422: nothing charged, nothing stored), the
-device's window charged atomically (429 naming the window: nothing stored), then the
-reports appended durably to the partition of the UTC day the server received them; only
-then is the batch acknowledged (201).  A crash or a failed write after the charge leaves
-the device charged for reports that were not stored: the safe side (the device retries
-within its budget; it never gets past it).
+checked against the stream's oracle (415, 422: nothing charged, nothing stored; RAPPOR's
+reports: the shape and every cohort), the device's window charged atomically, each report
+at :func:`deniable.oracles.report_epsilon` of the oracle (429 naming the window: nothing
+stored), then the reports appended durably to the partition of the UTC day the server
+received them; only then is the batch acknowledged (201).  A crash or a failed write
+after the charge leaves the device charged for reports that were not stored: the safe
+side (the device retries within its budget; it never gets past it).
 """
 
 from __future__ import annotations
@@ -109,6 +110,8 @@ def _differences(old: StreamSpec, new: StreamSpec) -> str:
         parts.append(f"window {old.window.describe()} (given {new.window.describe()})")
     if old.period != new.period:
         parts.append(f"period {old.period!r} (given {new.period!r})")
+    if old.candidates != new.candidates:
+        parts.append("candidates (RAPPOR's decoding)")
     return "; ".join(parts)
 
 
@@ -277,7 +280,7 @@ def _ingest(state: StreamState, stream_id: str, token: str | None, kind: str, ra
         raise ApiError(401, f"header `Authorization`: the token is not a device of stream "
                        f"{stream_id!r}", headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
     reports = _reports(spec, kind, raw)
-    n = int(reports.shape[0]) if reports.ndim else 0
+    n = len(reports)  # an array of reports, or RAPPOR's RapporReports
     if n == 0:
         raise ApiError(422, "body: a batch must hold at least one report, got none")
     now = state.clock()

@@ -1,0 +1,138 @@
+"""What one report of a stream oracle costs a device: :func:`report_epsilon`, the epsilon
+a telemetry stream charges per report against any change of a device's values.
+
+A stream's budget window promises a bound on what a device's reports in the window reveal
+against *any* change of its values in it: another value, another sequence of values, and
+another pattern of changes (which reports share a value).  Basic composition (Dwork & Roth
+2014, Thm. 3.16) then charges each report an epsilon that holds for that report given
+everything the device kept, whatever the values are:
+
+* a plain oracle (every report drawn afresh from the value: GRR, SUE, OUE, BLH, OLH,
+  OLH-linear, Hadamard response, subset selection): its ``epsilon``;
+* a longitudinal oracle (a permanent response kept per value, a fresh instantaneous one
+  every report: L-GRR, L-SUE, L-OUE, L-OSUE, LOLOHA): ``epsilon_irr``, the instantaneous
+  channel's epsilon over every kept permanent response.  The memoized bound ``min(d
+  epsilon, r epsilon_1)`` holds only against sequences with the same pattern of changes
+  (``oracles/_longitudinal.py``, its proof note), so ``epsilon_1`` is not a per-report
+  charge;
+* RAPPOR (Erlingsson, Pihur & Korolova 2014: a permanent randomized response, PRR, kept
+  per value, and an instantaneous one, IRR, over its ``m`` Bloom bits): ``m max(ln(q / p),
+  ln((1 - p) / (1 - q)))``, the IRR's epsilon over every PRR (derived at
+  :func:`report_epsilon`).
+
+Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
+no fresh randomness per report, so two reports of a device that kept its value are equal,
+and of one whose value changed buckets may differ: the pattern of changes has no finite
+bound, and they are not stream oracles.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from deniable.exceptions import ParameterTypeError
+from deniable.oracles._longitudinal import LongitudinalOracle
+from deniable.oracles._rappor import Rappor
+from deniable.oracles._registry import FREQUENCY_ORACLES
+
+__all__ = ["report_epsilon"]
+
+
+# Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
+# Claim: a report of a stream oracle loses at most report_epsilon(oracle) given everything
+# the device kept, whatever its values, so r reports in a window lose at most the sum.
+# Argument: a plain oracle's report is a fresh draw from the value (its epsilon); a
+# longitudinal oracle's and RAPPOR's is an IRR draw from a kept PRR, whose epsilon over
+# every PRR bounds the ratio of any two mixtures over kept PRRs (a ratio of mixtures is at
+# most the largest ratio of components), then basic composition.  RAPPOR's IRR epsilon is
+# derived in report_epsilon's Notes and enumerated by tests/test_report_epsilon.py.
+
+
+def _rappor_irr_epsilon(rappor: Rappor) -> float:
+    """``m max(ln(q / p), ln((1 - p) / (1 - q)))``; infinite when ``p = 0`` or ``q = 1``."""
+    p, q = rappor.p, rappor.q
+    # a set report bit: ln(q / p), infinite at p = 0; a clear one: ln((1-p)/(1-q)), at q = 1
+    up = math.inf if p == 0 else math.log(q / p)
+    down = math.inf if q == 1 else math.log((1 - p) / (1 - q))
+    return rappor.m * max(up, down)
+
+
+def report_epsilon(oracle: Any) -> float:
+    """The epsilon one report of ``oracle`` costs a device against any change of its values
+    across reports: what a telemetry stream charges per report (basic composition over the
+    reports of a window, whatever the values and their pattern of changes).
+
+    Parameters
+    ----------
+    oracle
+        A frequency oracle of :data:`~deniable.oracles.FREQUENCY_ORACLES` (k-ary randomized
+        response included) or :class:`~deniable.oracles.Rappor`.
+
+    Returns
+    -------
+    float
+        ``oracle.epsilon`` for a plain oracle; ``oracle.epsilon_irr`` for a longitudinal
+        one (L-GRR, L-SUE, L-OUE, L-OSUE, LOLOHA); for RAPPOR
+
+        .. math:: \\varepsilon_{report} = m \\max\\Big(\\ln\\frac{q}{p},
+                  \\ln\\frac{1 - p}{1 - q}\\Big)
+
+        (``inf`` when ``p = 0`` or ``q = 1``: never a finite number for an infinite loss).
+
+    Raises
+    ------
+    ParameterTypeError
+        For any other mechanism (dBitFlipPM, 1BitMean, several attributes, numeric
+        mechanisms, designs): no per-report charge is stated for it.
+
+    Notes
+    -----
+    **RAPPOR.**  Given the kept PRR ``B'`` (``m`` bits), the IRR sets report bit ``i`` with
+    probability ``q`` if ``B'_i = 1`` and ``p`` if ``B'_i = 0``, the bits independent.  For
+    two PRRs ``B', B''`` and a report ``S``,
+
+    .. math:: \\ln\\frac{P(S \\mid B')}{P(S \\mid B'')} = \\sum_{i: B'_i \\ne B''_i}
+              \\ell_i(S_i),
+
+    with ``l_i = ln(q / p)`` or ``ln((1 - q) / (1 - p))`` where ``B'_i = 1, B''_i = 0`` (for
+    ``S_i = 1`` or ``0``) and ``ln(p / q)`` or ``ln((1 - p) / (1 - q))`` where ``B'_i = 0,
+    B''_i = 1``.  Each term is at most ``max(ln(q / p), ln((1 - p) / (1 - q)))``, reached by
+    one value of ``S_i``, so the largest ratio over all reports is ``m`` times it, reached
+    by two PRRs that differ in every bit (the larger term's direction in each) and the
+    report that picks the larger term in each bit.  With ``f > 0`` every PRR has positive
+    probability under every value, so that pair is possible: the bound is exact for the IRR
+    over its inputs (``tests/test_report_epsilon.py`` enumerates every PRR pair and report at
+    ``m = 8``).  It bounds a report whatever the device holds: the law of a device's reports
+    is a mixture, over its kept PRRs (one per value) and its cohort (drawn independently of
+    the values), of products of IRR channels, and a ratio of two mixtures is at most the
+    largest ratio of their components, ``e^(r eps)`` for ``r`` reports.  The one-report
+    epsilon ``h ln(q* (1 - p*) / (p* (1 - q*)))`` (:attr:`Rappor.epsilon`) is not a
+    per-report charge across changes, as ``epsilon_1`` of a longitudinal oracle is not.
+    Rounding of the thresholds (``p`` up, ``q`` down) only lowers the implemented ratio.
+
+    Examples
+    --------
+    >>> from deniable.oracles import OUE, LGRR, Rappor
+    >>> report_epsilon(OUE.from_epsilon(1.0, k=8)) == OUE.from_epsilon(1.0, k=8).epsilon
+    True
+    >>> lgrr = LGRR.from_epsilon(2.0, 3, eps_1=0.5)
+    >>> report_epsilon(lgrr) == lgrr.epsilon_irr
+    True
+    >>> round(report_epsilon(Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.5, q=0.75)), 6)
+    11.090355
+    >>> report_epsilon(Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.0, q=0.75))
+    inf
+    """
+    if isinstance(oracle, Rappor):
+        return _rappor_irr_epsilon(oracle)
+    if isinstance(oracle, LongitudinalOracle):
+        return float(oracle.epsilon_irr)
+    if isinstance(oracle, tuple(FREQUENCY_ORACLES.values())):
+        plain: Any = oracle  # every report drawn afresh from the value
+        return float(plain.epsilon)
+    raise ParameterTypeError(
+        "`oracle` must be a stream oracle: one of the frequency oracles "
+        f"{', '.join(sorted(FREQUENCY_ORACLES))} or rappor (a per-report epsilon against any "
+        f"change of a device's values is stated for these only), got {type(oracle).__name__}."
+    )

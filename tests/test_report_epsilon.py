@@ -1,0 +1,158 @@
+"""``oracles.report_epsilon``: what one report costs a device against any change of its
+values (a telemetry stream's per-report charge), checked exactly: RAPPOR's by enumerating
+every pair of permanent responses and every report at m = 8 bits (the stated value is
+reached, so it is tight), and as a bound on two memoized reports across change patterns,
+where the one-report epsilon is not one."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deniable.designs import Warner
+from deniable.exceptions import ParameterTypeError
+from deniable.oracles import (
+    FREQUENCY_ORACLES,
+    DBitFlipPM,
+    LongitudinalOracle,
+    MultiAttribute,
+    OneBitMean,
+    Rappor,
+    make_oracle,
+    report_epsilon,
+)
+
+
+def _irr_log_channel(m: int, p: float, q: float) -> np.ndarray:
+    """``log P(S | B')`` of RAPPOR's IRR for every PRR ``B'`` (rows) and report ``S``
+    (columns), each a vector of ``m`` bits, enumerated (``2**m`` of each)."""
+    vectors = np.array(list(itertools.product([0, 1], repeat=m)), dtype=bool)  # (2**m, m)
+    prr, rep = vectors[:, None, :], vectors[None, :, :]
+    prob = np.where(prr, np.where(rep, q, 1 - q), np.where(rep, p, 1 - p))
+    with np.errstate(divide="ignore"):
+        return np.asarray(np.log(prob).sum(axis=2))
+
+
+@pytest.mark.parametrize(
+    ("p", "q"),
+    [(0.5, 0.75), (0.1, 0.25), (0.6, 0.95), (0.25, 0.75)],
+    ids=["paper", "set-bit-dominates", "clear-bit-dominates", "symmetric"],
+)
+def test_rappors_report_epsilon_is_the_irrs_exact_epsilon_over_every_prr(
+    p: float, q: float
+) -> None:
+    m = 8
+    rappor = Rappor(m=m, h=2, cohorts=4, f=0.5, p=p, q=q)
+    logs = _irr_log_channel(m, p, q)
+    # the largest log-ratio between two PRRs for one report, over every report
+    enumerated = float(np.max(logs.max(axis=0) - logs.min(axis=0)))
+    closed = m * max(math.log(q / p), math.log((1 - p) / (1 - q)))
+    assert report_epsilon(rappor) == pytest.approx(closed, rel=1e-12)
+    assert enumerated == pytest.approx(closed, rel=1e-12)  # reached: tight
+    # reached by two PRRs differing in every bit, and by nothing smaller
+    assert enumerated > report_epsilon(rappor) * (1 - 1e-9)
+    worst = np.unravel_index(np.argmax(logs.max(axis=0) - logs.min(axis=0)), (2**m,))[0]
+    assert bin(int(np.argmax(logs[:, worst])) ^ int(np.argmin(logs[:, worst]))) == "0b11111111"
+
+
+def test_rappors_report_epsilon_is_infinite_without_a_floor() -> None:
+    assert report_epsilon(Rappor(m=8, h=1, cohorts=1, f=0.5, p=0.0, q=0.5)) == math.inf
+    assert report_epsilon(Rappor(m=8, h=1, cohorts=1, f=0.5, p=0.5, q=1.0)) == math.inf
+
+
+def _two_report_loss(rappor: Rappor, a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """The largest log-ratio of two memoized RAPPOR reports (one cohort) between the value
+    sequences (a, a) and (a, b), ``a`` and ``b`` their Bloom filters; and between (a, a)
+    and (b, b).  Exact: given the values the m bits are independent (PRR and IRR bit by
+    bit), so the joint law of the two reports is a product over bits of 2x2 tables, and
+    the largest ratio is the sum over bits of each bit's largest one."""
+    f, p, q = rappor.f, rappor.p, rappor.q
+
+    def prr(x: int) -> np.ndarray:  # P(B' = 0), P(B' = 1) given the Bloom bit x
+        one = f / 2 + (1 - f) * x
+        return np.array([1 - one, one])
+
+    irr = np.array([[1 - p, p], [1 - q, q]])  # rows: B'; columns: S
+
+    def joint(x1: int, x2: int, kept: bool) -> np.ndarray:
+        if kept:  # one PRR of the one value for both reports
+            return np.einsum("b,bs,bt->st", prr(x1), irr, irr)
+        return np.outer(prr(x1) @ irr, prr(x2) @ irr)
+
+    def loss(first: Any, second: Any) -> float:
+        ups = downs = 0.0
+        for i in range(rappor.m):
+            d = np.log(joint(*first(i))) - np.log(joint(*second(i)))
+            ups, downs = ups + float(d.max()), downs + float(-d.min())
+        return max(ups, downs)
+
+    across = loss(lambda i: (a[i], a[i], True), lambda i: (a[i], b[i], False))
+    same = loss(lambda i: (a[i], a[i], True), lambda i: (b[i], b[i], True))
+    return across, same
+
+
+def test_two_memoized_rappor_reports_lose_at_most_twice_the_report_epsilon() -> None:
+    # a weak PRR (f near 1) and a sharp IRR: two reports of one kept PRR agree far more
+    # often than two of two PRRs, which shows a change in the bits the values share too
+    rappor = Rappor(m=8, h=1, cohorts=1, f=0.875, p=0.0625, q=0.9375)
+    a = np.zeros(8, dtype=int)
+    b = np.zeros(8, dtype=int)
+    a[0], b[1] = 1, 1  # two values whose one Bloom bit differs (h = 1)
+    across, same = _two_report_loss(rappor, a, b)
+    assert same <= 2 * rappor.epsilon + 1e-12  # a constant value: two one-report epsilons
+    assert across > 2 * rappor.epsilon + 0.1  # a change: the one-report epsilon is no charge
+    assert across <= 2 * report_epsilon(rappor) + 1e-12  # the per-report charge is one
+
+
+@pytest.mark.parametrize("name", sorted(FREQUENCY_ORACLES))
+def test_every_registered_oracle_costs_its_epsilon_or_its_irrs(name: str) -> None:
+    oracle = make_oracle(name, 2.0, k=12)
+    got = report_epsilon(oracle)
+    if isinstance(oracle, LongitudinalOracle):
+        assert got == oracle.epsilon_irr
+        assert got > oracle.epsilon_1  # the first report's epsilon would undercharge
+    else:
+        assert got == oracle.epsilon == 2.0 or got == pytest.approx(oracle.epsilon, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        DBitFlipPM(2.0, k=8, b=4, d=2),
+        OneBitMean(1.0, upper=24.0),
+        Warner(0.75),
+        "oue",
+        None,
+    ],
+    ids=["dbitflip", "onebit", "warner", "a name", "none"],
+)
+def test_anything_else_is_refused_naming_the_stream_oracles(mechanism: Any) -> None:
+    with pytest.raises(ParameterTypeError, match=r"`oracle` must be a stream oracle: .*rappor"):
+        report_epsilon(mechanism)
+
+
+def test_several_attributes_are_refused() -> None:
+    multi = MultiAttribute([3, 4], 1.0, protocol="rs+fd", oracle="grr")
+    with pytest.raises(ParameterTypeError, match="got MultiAttribute"):
+        report_epsilon(multi)
+
+
+def test_dbitflip_reports_show_a_change_with_no_finite_bound() -> None:
+    """Why dBitFlipPM is refused: its memoized reports carry no fresh randomness, so two
+    reports of a kept value are always equal (probability 1), while a change of bucket
+    makes them differ with positive probability: no finite epsilon bounds the pair."""
+    from deniable.oracles import DBitFlipMemo
+
+    memo = DBitFlipMemo(DBitFlipPM(1.0, k=16, b=4, d=2))
+    devices = [f"d{i}" for i in range(400)]
+    day1 = memo.report(devices, [0] * 400, rng=1)
+    day2 = memo.report(devices, [0] * 200 + [15] * 200, rng=2)  # half change bucket 0 -> 3
+    same = (day1.bits == day2.bits).all(axis=1)
+    assert same[:200].all()  # kept: equal always
+    # changed: a device sampling bucket 0 or 3 redraws that bit; it differs with
+    # probability about 0.4 each, so none differing among 200 has probability < 1e-20
+    assert not same[200:].all()
