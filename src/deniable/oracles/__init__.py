@@ -39,6 +39,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           of the oracles; :func:`choose_multi` picks the protocol and oracles
 :class:`OneBitMean`         1BitMean (Duchi et al.'s bit on ``[0, m]``) with alpha-point
                           rounding, memoized by :class:`OneBitMeanMemo`: daily means
+:class:`PEM`, :class:`TreeHist`  heavy hitters over an unknown domain of strings (prefix
+                          extension, binary prefix tree): :class:`HeavyHitters`
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -72,6 +74,8 @@ from deniable.oracles._files import (
 )
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
+from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
+from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters
 from deniable.oracles._histogram import Histogram
 from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._loloha import LOLOHA
@@ -131,6 +135,7 @@ __all__ = [
     "ORACLE_SPEC_SCHEMA",
     "ORACLE_VECTORS_SCHEMA",
     "OUE",
+    "PEM",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SUE",
@@ -143,6 +148,9 @@ __all__ = [
     "FrequencyEstimate",
     "FrequencyOracle",
     "HadamardResponse",
+    "HeavyHitterReports",
+    "HeavyHitterRound",
+    "HeavyHitters",
     "Histogram",
     "LinearOLH",
     "LocalHashing",
@@ -163,6 +171,7 @@ __all__ = [
     "RapporEstimate",
     "RapporReports",
     "SubsetSelection",
+    "TreeHist",
     "UnaryEncoding",
     "choose_multi",
     "choose_oracle",
