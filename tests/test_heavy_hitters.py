@@ -102,6 +102,44 @@ def test_linear_hash_collides_with_probability_exactly_one_over_g() -> None:
         assert np.bincount(hashes[x].astype(np.int64), minlength=4).tolist() == [16] * 4
 
 
+def test_report_channel_enumerated_has_exactly_the_implemented_epsilon() -> None:
+    """Every word outcome of a report enumerated through ``randomize`` (ArrayWords): the
+    rows (64 matrices; low bits of the row words masked away), keep or not (weights
+    ``keep / 2**53`` and the rest) and the bucket word's top bits.  The largest ratio
+    P(report | x) / P(report | x') over 3-bit prefixes is ``1 + g keep / (2**53 - keep)``
+    exactly, whose log is ``implemented_epsilon`` (at most the stated epsilon)."""
+    from collections import defaultdict
+    from fractions import Fraction
+
+    from deniable.randomness import ArrayWords
+
+    base = LinearOLH(k=8, g=4, p_truthful=0.3)
+    oracle = PrefixOLH(base, bits=3, words=1)
+    keep_t, _ = base.randomized_response.thresholds()
+    weights = {0: Fraction(keep_t, 2**53), (1 << 64) - 1: 1 - Fraction(keep_t, 2**53)}
+    combos = [
+        (a0, a1, kw, e)
+        for a0, a1 in itertools.product(range(8), repeat=2)
+        for kw in weights
+        for e in range(4)
+    ]
+    junk = (1 << 61) - 1  # bits past the prefix: masked away
+    words = [w for a0, a1, kw, e in combos for w in ((a0 << 61) | junk, a1 << 61, kw, e << 62)]
+    dist = []
+    for x in range(8):
+        prefixes = np.full((len(combos), 1), x << 61, dtype=np.uint64)
+        reports = oracle.randomize(prefixes, rng=ArrayWords(words))
+        d: dict[tuple[int, ...], Fraction] = defaultdict(Fraction)
+        for rep, (_, _, kw, _) in zip(reports.tolist(), combos, strict=True):
+            d[tuple(rep)] += Fraction(1, 64) * weights[kw] / 4
+        assert sum(d.values()) == 1
+        dist.append(d)
+    ratio = max(dx[r] / dy[r] for dx in dist for dy in dist for r in dx)
+    assert ratio == 1 + Fraction(4 * keep_t, 2**53 - keep_t)
+    assert math.log(ratio) == pytest.approx(base.implemented_epsilon, rel=1e-12)
+    assert base.implemented_epsilon <= base.epsilon
+
+
 def test_randomized_reports_support_own_prefix_with_p_and_others_with_one_over_g() -> None:
     """n = 200000 reports of one 20-bit prefix: the share supporting it is Binomial(n, p'),
     another prefix's Binomial(n, 1/g); each checked within 4.5 SD (false alarm ~ 1.4e-5)."""
@@ -121,22 +159,40 @@ def test_randomized_reports_support_own_prefix_with_p_and_others_with_one_over_g
 # ---- the exact binomial threshold
 
 
-def test_count_threshold_is_the_least_count_with_tail_at_most_alpha_over_m() -> None:
-    pem = PEM(1.0, max_bytes=2, alpha=0.05)  # g = 4: q = 1/4
+@pytest.mark.parametrize(
+    ("alpha", "n", "m"),
+    [(0.05, 60, 7), (0.05, 1, 1), (1e-6, 3, 10), (0.5, 200, 1), (0.01, 2857, 256)],
+)
+def test_count_threshold_is_the_least_count_with_tail_at_most_alpha_over_m(
+    alpha: float, n: int, m: int
+) -> None:
+    pem = PEM(1.0, max_bytes=2, alpha=alpha)  # g = 4: q = 1/4
     assert pem.base.g == 4
-    n, m = 60, 7
+    from fractions import Fraction
 
-    def tail(c: int) -> float:  # P(Binomial(n, 1/4) >= c) by a direct sum
-        return sum(math.comb(n, i) * 0.25**i * 0.75 ** (n - i) for i in range(c, n + 1))
+    def tail(c: int) -> Fraction:  # P(Binomial(n, 1/4) >= c), exactly
+        return sum(
+            (Fraction(math.comb(n, i) * 3 ** (n - i), 4**n) for i in range(max(c, 0), n + 1)),
+            Fraction(0),
+        )
 
     c_star = pem.count_threshold(n, m)
-    assert tail(c_star) <= 0.05 / m < tail(c_star - 1)
+    bound = Fraction(alpha) / m
+    assert tail(c_star) <= bound < tail(c_star - 1)
+
+
+def test_count_threshold_refuses_bad_arguments() -> None:
+    with pytest.raises(ParameterError, match="`alpha` must be set"):
+        PEM(1.0, max_bytes=2, alpha=None).count_threshold(10, 2)
+    with pytest.raises(ParameterError, match=r"`m` must be an integer in \[1, inf\]"):
+        PEM(1.0, max_bytes=2).count_threshold(10, 0)
 
 
 # ---- prefixes and strings
 
 
 def test_strings_round_trip_with_padding_stripped() -> None:
+    assert encode_strings(["é", "x"], 2).tolist() == encode_strings([b"\xc3\xa9", b"x"], 2).tolist()
     items = ["a", "é", "日本", b"xyz\n", "abcdefghi"]
     words = encode_strings(items, 9)
     assert words.shape == (5, 2)
@@ -296,6 +352,8 @@ def test_result_to_dict_and_table() -> None:
         (["ok", "a\x00"], DataError, r"`items\[1\]` must not contain a NUL"),
         (["ok", "\ud800"], DataError, r"`items\[1\]` must be encodable as UTF-8"),
         (["ok", 3], ParameterTypeError, r"`items\[1\]` must be a str or bytes, got int"),
+        (["ok", b"ok", "\ud800"], DataError, r"`items\[2\]` must be encodable as UTF-8"),
+        ([b"ok", b"a\x00b"], DataError, r"`items\[1\]` must not contain a NUL"),
         ("abc", ParameterTypeError, r"`items` must be a sequence"),
         ([], DataError, r"`items` must hold at least one"),
         (["a"], DataError, r"at least one string per group"),

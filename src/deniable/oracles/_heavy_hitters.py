@@ -235,6 +235,8 @@ class _PrefixProtocol:
 
         if self.alpha is None:
             raise ParameterError("`alpha` must be set for a count threshold, got None.")
+        n = v.integer("n", n, minimum=1)
+        m = v.integer("m", m, minimum=1)
         g = self.base.g
         c = int(stats.binom.isf(self.alpha / m, n, 1 / g)) + 1
         while c > 0 and stats.binom.sf(c - 2, n, 1 / g) <= self.alpha / m:

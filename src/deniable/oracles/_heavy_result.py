@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from deniable.results import ConfidenceInterval, Result, Table
+from deniable.results import ConfidenceInterval, Result, Table, normal_quantile
 
 __all__ = ["HeavyHitterRound", "HeavyHitters"]
 
@@ -60,9 +60,7 @@ class HeavyHitters(Result):
 
     def intervals(self) -> tuple[ConfidenceInterval, ...]:
         """Normal (Wald) intervals ``f +- z se`` at ``level``."""
-        from scipy import stats
-
-        z = float(stats.norm.ppf(0.5 + self.level / 2))
+        z = normal_quantile(self.level)
         return tuple(
             ConfidenceInterval(f - z * s, f + z * s)
             for f, s in zip(self.frequencies, self.se, strict=True)

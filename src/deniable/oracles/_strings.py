@@ -37,14 +37,34 @@ def _item_at(offsets: npt.NDArray[np.int64], position: int) -> int:
     return int(np.searchsorted(offsets, position, side="right") - 1)
 
 
+def _not_a_sequence(items: Any) -> bool:
+    return isinstance(items, str | bytes | bytearray) or not hasattr(items, "__len__")
+
+
 def _encoded(items: Any) -> list[bytes]:
-    if isinstance(items, str | bytes | bytearray) or not hasattr(items, "__len__"):
+    """Each item's UTF-8 bytes.  A sequence of ``str`` only (or of ``bytes`` only) is joined
+    on NUL, encoded and split again: C loops, no Python step per device (a NUL inside an
+    item makes one piece too many, refused by :func:`encode_strings` as a NUL byte)."""
+    if _not_a_sequence(items):
         raise ParameterTypeError(
             "`items` must be a sequence of strings (str, or UTF-8 bytes), got "
             f"{type(items).__name__}."
         )
+    seq = list(items)
+    if seq and all(isinstance(x, str) for x in seq):
+        try:
+            pieces = "\x00".join(seq).encode("utf-8").split(b"\x00")
+        except UnicodeEncodeError:
+            pass  # the item-by-item loop below names the item
+        else:
+            if len(pieces) == len(seq):
+                return pieces
+    elif seq and all(isinstance(x, bytes) for x in seq):
+        pieces = b"\x00".join(seq).split(b"\x00")
+        if len(pieces) == len(seq):
+            return pieces
     out: list[bytes] = []
-    for i, item in enumerate(items):  # encoding is per string whatever the container
+    for i, item in enumerate(seq):  # mixed kinds, or to name the offending item
         if isinstance(item, str):
             try:
                 out.append(item.encode("utf-8"))
@@ -52,7 +72,7 @@ def _encoded(items: Any) -> list[bytes]:
                 raise DataError(
                     f"`items[{i}]` must be encodable as UTF-8, got {item!r} ({exc.reason})."
                 ) from None
-        elif isinstance(item, bytes | bytearray | np.bytes_):
+        elif isinstance(item, bytes | bytearray):
             out.append(bytes(item))
         else:
             raise ParameterTypeError(
