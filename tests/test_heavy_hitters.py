@@ -156,6 +156,25 @@ def test_randomized_reports_support_own_prefix_with_p_and_others_with_one_over_g
         assert abs(c - n * prob) <= 4.5 * math.sqrt(n * prob * (1 - prob))
 
 
+@pytest.mark.parametrize(("bits", "step", "max_bytes"), [(12, 4, 2), (72, 8, 9), (66, 3, 9)])
+def test_extension_counts_equal_the_support_counts_of_the_extended_candidates(
+    bits: int, step: int, max_bytes: int
+) -> None:
+    """The linear shortcut (A (p, e) = A p xor A e) against counting every candidate."""
+    pem = PEM(3.0, max_bytes=max_bytes)
+    oracle = pem.oracle(bits)
+    w = pem.words
+    rng = np.random.default_rng(bits)
+    raw = rng.integers(0, 1 << 63, size=(3000, w), dtype=np.uint64)
+    mask = prefix_mask(bits, w)
+    reports = oracle.check_reports(oracle.randomize(raw & mask[None, :], rng=1))
+    prefixes = raw[:5] & prefix_mask(bits - step, w)[None, :]
+    fast = oracle.extension_counts(reports, prefixes, step)
+    slow = oracle.support_counts(reports, extend_prefixes(prefixes, bits - step, step))
+    assert fast.tolist() == slow.tolist()
+    assert fast.sum() > 0
+
+
 # ---- the exact binomial threshold
 
 

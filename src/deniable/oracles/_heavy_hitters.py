@@ -194,14 +194,18 @@ class _PrefixProtocol:
         counts = np.zeros(0, dtype=np.int64)
         n_j = 0
         for j, bits in enumerate(self.levels):
-            if j:
-                cands = extend_prefixes(cands[kept], self.levels[j - 1], bits - self.levels[j - 1])
             oracle = self.oracle(bits)
             arr = oracle.check_reports(reports.reports[j])
             n_j = int(arr.shape[0])
             if n_j == 0:
                 raise DataError(f"`reports` must have a report in every group, got none in {j}.")
-            counts = oracle.support_counts(arr, cands)
+            if j:
+                step = bits - self.levels[j - 1]
+                survivors = cands[kept]
+                cands = extend_prefixes(survivors, self.levels[j - 1], step)
+                counts = oracle.extension_counts(arr, survivors, step)
+            else:
+                counts = oracle.support_counts(arr, cands)
             est = (counts / n_j - q) / (p - q)
             kept, threshold, rule = self._select(counts, est, n_j, g)
             prefixes = tuple(

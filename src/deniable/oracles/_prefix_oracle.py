@@ -18,7 +18,11 @@ report's rows do not depend on ``x``, so ``epsilon = ln(p' / q')`` of the random
 over the ``g`` buckets, whatever ``s``.
 
 The domain ``2**s`` is never enumerated: :meth:`PrefixOLH.support_counts` counts the reports
-that support each of ``m`` given candidates, in O(n m l W) word operations.
+that support each of ``m`` given candidates, in O(n m l W) word operations.  When the
+candidates are ``k`` prefixes each followed by every pattern ``e`` of the last ``t`` bits,
+the hash is linear, ``A (p, e) = A p xor A e``, so :meth:`PrefixOLH.extension_counts` builds
+each report's table of ``A e`` over the ``2**t`` patterns once (``t`` doublings) and compares
+it with ``y xor A p`` for each prefix: O(n (k l W + k 2**t)) small-integer operations.
 """
 
 from __future__ import annotations
@@ -120,6 +124,31 @@ class PrefixOLH:
                 f"g = {self.base.g}, got report {int(stray[0])} beyond them."
             )
         return arr
+
+    def extension_counts(
+        self, reports: WordArray, prefixes: WordArray, step: int
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`support_counts` of every prefix of ``bits - step`` bits (``(k, W)`` words)
+        followed by each ``step``-bit pattern, in the order of ``extend_prefixes`` (prefix
+        ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring)."""
+        n, k, w = reports.shape[0], prefixes.shape[0], self.words
+        if n == 0 or k == 0:
+            return np.zeros(k << step, dtype=np.int64)
+        start = self.bits - step
+        table = np.zeros((n, 1), dtype=np.uint64)  # A e over the patterns e so far
+        for j in range(step):  # pattern bit j (from its top) sits at bit start + j
+            word, shift = divmod(start + j, 64)
+            column = np.zeros(n, dtype=np.uint64)  # A's column at that bit: (a_r bit) << r
+            for r in range(self.base.bucket_bits):
+                bit = (reports[:, r * w + word] >> np.uint64(63 - shift)) & np.uint64(1)
+                column |= bit << np.uint64(r)
+            table = np.stack([table, table ^ column[:, None]], axis=2).reshape(n, -1)
+        y = reports[:, -1]
+        counts = np.empty((k, 1 << step), dtype=np.int64)
+        for i in range(k):  # a few kept prefixes, each against every report at once
+            target = y ^ self._hash(reports[:, :-1], np.broadcast_to(prefixes[i], (n, w)))
+            counts[i] = np.count_nonzero(table == target[:, None], axis=0)
+        return counts.ravel()
 
     def support_counts(self, reports: WordArray, candidates: WordArray) -> npt.NDArray[np.int64]:
         """How many of the (checked) reports support each candidate (``(m, W)`` words):
