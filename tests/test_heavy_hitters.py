@@ -412,6 +412,8 @@ def test_reports_of_another_protocol_or_malformed_are_refused() -> None:
         PEM(2.0, max_bytes=2, start_bits=4, step_bits=4).estimate(reports)
     with pytest.raises(DataError, match=r"`reports` must be the HeavyHitterReports"):
         pem.estimate("reports")  # type: ignore[arg-type]
+    with pytest.raises(DataError, match=r"`reports` must hold one array per level \(2\), got 1"):
+        HeavyHitterReports(reports.levels, reports.reports[:1])
     bad = reports.reports[0].copy()
     bad[0, 0] |= np.uint64(1)  # a row bit past the 8-bit prefix
     with pytest.raises(DataError, match=r"rows of at most 8 bits"):

@@ -85,6 +85,15 @@ class HeavyHitterReports:
     levels: tuple[int, ...]
     reports: tuple[WordArray, ...]
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", tuple(self.levels))
+        object.__setattr__(self, "reports", tuple(self.reports))
+        if len(self.reports) != len(self.levels):
+            raise DataError(
+                f"`reports` must hold one array per level ({len(self.levels)}), got "
+                f"{len(self.reports)}."
+            )
+
     @property
     def n(self) -> int:
         """Devices (reports) in all."""
