@@ -51,6 +51,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`SquareWave`         Square Wave (Li et al. 2020): the distribution of bounded
                           numbers by EM with smoothing (:class:`SquareWaveEstimate`: the
                           mean, quantiles, bootstrap intervals)
+:class:`PEM`, :class:`TreeHist`  heavy hitters over an unknown domain of strings (prefix
+                          extension, binary prefix tree): :class:`HeavyHitters`
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -89,6 +91,8 @@ from deniable.oracles._haar import HaarEstimate, HaarHRR
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._hcms import HCMS
+from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
+from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters
 from deniable.oracles._hierarchical import (
     HIERARCHY_ORACLES,
     HierarchicalEstimate,
@@ -168,6 +172,7 @@ __all__ = [
     "ORACLE_SPEC_SCHEMA",
     "ORACLE_VECTORS_SCHEMA",
     "OUE",
+    "PEM",
     "QUANTILE_METHOD",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
@@ -184,6 +189,9 @@ __all__ = [
     "HaarEstimate",
     "HaarHRR",
     "HadamardResponse",
+    "HeavyHitterReports",
+    "HeavyHitterRound",
+    "HeavyHitters",
     "HierarchicalEstimate",
     "HierarchicalHistogram",
     "Histogram",
@@ -214,6 +222,7 @@ __all__ = [
     "SquareWave",
     "SquareWaveEstimate",
     "SubsetSelection",
+    "TreeHist",
     "UnaryEncoding",
     "choose_multi",
     "choose_oracle",

@@ -1,0 +1,357 @@
+"""Heavy hitters over an unknown domain: prefix extension (PEM) and TreeHist.
+
+**Items.**  A device holds one string of 1 to ``L`` bytes (``max_bytes``; ``str`` encoded
+UTF-8, no NUL byte), padded to ``L`` bytes and read as ``8 L`` bits (``oracles._strings``).  No
+dictionary of strings is needed: the server grows the frequent ones prefix by prefix.
+
+**Collection.**  The devices are split into ``G`` groups, one per prefix length ``s_0 <
+s_1 < ... < s_(G-1) = 8 L``, by a uniformly random balanced rule independent of the values
+(device ``i`` gets the rank of a uniform 64-bit word of the generator, mod ``G``).  A device
+of group ``j`` reports only its prefix of ``s_j`` bits, once, through optimized local
+hashing with a linear hash (``PrefixOLH`` of ``oracles._prefix_oracle``, the
+parameters of :class:`~deniable.oracles.LinearOLH`) at the full ``epsilon``: **each device's
+total epsilon is the oracle's epsilon** (one report, ``ln(p' / q')``), whatever ``L``,
+``G`` or the number of rounds.
+
+**Estimation.**  Round ``j`` estimates, from group ``j`` alone, the frequencies of its
+candidates: every prefix of ``s_0`` bits in round 0 (``2**s_0`` of them), then each prefix
+kept in round ``j - 1`` followed by every pattern of ``s_j - s_(j-1)`` bits.  Only the
+candidates are counted (support counting), never the ``2**(8 L)`` domain.  The estimate is
+``f = (c / n_j - q) / (p - q)`` (Wang et al. 2017), ``c`` the candidate's support count.
+
+**The threshold** (``alpha`` given).  A candidate that no device of the group holds is
+supported by each report independently with probability exactly ``q = 1/g`` (a collision
+of the linear hash, or a uniform bucket: both ``1/g``), so its count is exactly
+``Binomial(n_j, 1/g)``.  Round ``j`` keeps the candidates whose count is at least
+
+    c* = min {c : P(Binomial(n_j, 1/g) >= c) <= alpha / m_j}
+
+(``m_j`` candidates; Bonferroni): the probability that a round keeps any candidate of
+frequency zero in its group is at most ``alpha``, exactly, not by a normal approximation.
+At most ``top_k`` are kept (the largest estimates); when that cap binds, the threshold that
+decided is the last kept estimate.  Without ``alpha`` the rounds keep the ``top_k``
+largest, the rule of Wang et al. 2019.
+
+**Recall against false discoveries.**  A string of frequency ``f`` is found when every
+prefix of it clears its round: ``f`` must exceed about ``z sqrt(q (1 - q) / n_j) / (p - q)``
+with ``z`` the normal quantile at ``alpha / m_j`` and ``n_j = n / G``.  A longer bound ``L``
+(more groups: smaller ``n_j``), a longer step (``m_j = top_k 2**step`` grows, so does ``z``)
+or a smaller ``alpha`` raise that floor and lose recall; a larger ``alpha`` admits more
+false discoveries (at most ``alpha`` probability a round).
+
+References: Wang, Li, Jha & others 2019, "Locally differentially private heavy hitter
+identification" (IEEE TDSC; PEM); Bassily, Nissim, Stemmer & Thakurta 2017, "Practical
+locally private heavy hitters" (NeurIPS; TreeHist); Wang, Blocki, Li & Jha 2017 (OLH).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, ClassVar
+
+import numpy as np
+
+from deniable.common import validation as v
+from deniable.exceptions import DataError, ParameterError
+from deniable.oracles._base import check_epsilon
+from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters, wald_se
+from deniable.oracles._linear_hashing import LinearOLH
+from deniable.oracles._prefix_oracle import PrefixOLH
+from deniable.oracles._strings import (
+    WordArray,
+    bytes_of,
+    decode_strings,
+    encode_strings,
+    extend_prefixes,
+    prefix_mask,
+)
+from deniable.randomness import random_words, resolve_rng
+
+__all__ = ["PEM", "HeavyHitterReports", "TreeHist"]
+
+#: Longest string bound in bytes (512 bits).
+MAX_BYTES = 64
+#: Largest first prefix (its ``2**s_0`` candidates are all counted).
+MAX_START_BITS = 16
+
+
+@dataclass(frozen=True)
+class HeavyHitterReports:
+    """The reports of one collection: ``levels[j]`` bits in group ``j``, whose reports are
+    ``reports[j]`` (an ``(n_j, l W + 1)`` uint64 array: each report's hash rows, then its
+    bucket)."""
+
+    levels: tuple[int, ...]
+    reports: tuple[WordArray, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", tuple(self.levels))
+        object.__setattr__(self, "reports", tuple(self.reports))
+        if len(self.reports) != len(self.levels):
+            raise DataError(
+                f"`reports` must hold one array per level ({len(self.levels)}), got "
+                f"{len(self.reports)}."
+            )
+
+    @property
+    def n(self) -> int:
+        """Devices (reports) in all."""
+        return sum(int(r.shape[0]) for r in self.reports)
+
+
+class _PrefixProtocol:
+    """What PEM and TreeHist share: the oracle, the groups, the rounds."""
+
+    method: ClassVar[str]
+    epsilon: float
+    max_bytes: int
+    top_k: int
+    alpha: float | None
+    g: int | None
+
+    def _check_common(self) -> None:
+        object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
+        object.__setattr__(
+            self, "max_bytes", v.integer("max_bytes", self.max_bytes, minimum=1, maximum=MAX_BYTES)
+        )
+        object.__setattr__(self, "top_k", v.integer("top_k", self.top_k, minimum=1, maximum=4096))
+        if self.alpha is not None:
+            a = v.real("alpha", self.alpha)
+            if not 0 < a < 1:
+                raise ParameterError(f"`alpha` must be in (0, 1) or None, got {self.alpha!r}.")
+            object.__setattr__(self, "alpha", a)
+        self.base  # noqa: B018 - validates `g` against `epsilon`
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        """Prefix lengths in bits, one group each; the last is ``8 max_bytes``."""
+        raise NotImplementedError  # pragma: no cover - subclasses
+
+    @cached_property
+    def base(self) -> LinearOLH:
+        """The linear-hash OLH whose ``g``, ``p_truthful`` and epsilon every group uses."""
+        return LinearOLH.from_epsilon(self.epsilon, LinearOLH.max_k, self.g)
+
+    # Proof note (heavy hitters, docs/architecture.md#proof-notes).  Claim: a device's
+    # epsilon is the oracle's, and a round keeps a candidate no device of its group holds
+    # with probability <= alpha.  Argument: one report a device, LinearOLH's randomized
+    # response over g buckets, rows drawn whatever the string; a report supports a candidate
+    # it does not hold with probability exactly 1/g (hash collision 1/g when kept, a uniform
+    # bucket otherwise), independently, so the count is Binomial(n_j, 1/g); c* bounds each
+    # tail by alpha / m_j and the union bound gives alpha.  Checked by tests/test_heavy_
+    # hitters.py::test_epsilon_per_device_..., ::test_linear_hash_collides_..., ::test_count_
+    # threshold_..., ::test_a_round_keeps_a_prefix_no_device_holds_...
+    @property
+    def epsilon_per_device(self) -> float:
+        """The epsilon of each device: it sends one report of the oracle (module doc)."""
+        # eps per device = ln(p' / q') of its single report; the groups are disjoint
+        return self.base.epsilon
+
+    @property
+    def implemented_epsilon(self) -> float:
+        """An upper bound on the realised epsilon of a report (never above
+        ``epsilon_per_device``): :attr:`~deniable.oracles.LinearOLH.implemented_epsilon`."""
+        return self.base.implemented_epsilon
+
+    @property
+    def words(self) -> int:
+        """uint64 words of a padded string: ``ceil(max_bytes / 8)``."""
+        return -(-self.max_bytes // 8)
+
+    def oracle(self, bits: int) -> PrefixOLH:
+        """The oracle of the group reporting prefixes of ``bits`` bits."""
+        return PrefixOLH(self.base, bits, self.words)
+
+    def randomize(self, items: Any, *, rng: Any = None) -> HeavyHitterReports:
+        """Each device's one report: the group rule (module docstring), then the prefix of
+        its group's length through ``oracle`` (CSPRNG unless ``rng`` is given)."""
+        x = encode_strings(items, self.max_bytes)
+        levels = self.levels
+        if x.shape[0] < len(levels):
+            raise DataError(
+                f"`items` must hold at least one string per group ({len(levels)} groups for "
+                f"prefixes {levels[0]}..{levels[-1]} bits), got {x.shape[0]}."
+            )
+        gen = resolve_rng(rng)
+        order = np.argsort(random_words(gen, x.shape[0]), kind="stable")
+        group = np.empty(x.shape[0], dtype=np.int64)
+        group[order] = np.arange(x.shape[0]) % len(levels)
+        out = []
+        for j, bits in enumerate(levels):
+            mine = x[group == j]
+            out.append(self.oracle(bits).randomize(_prefixes(mine, bits), rng=gen))
+        return HeavyHitterReports(levels, tuple(out))
+
+    def estimate(self, reports: HeavyHitterReports, *, level: float = 0.95) -> HeavyHitters:
+        """Round by round (module docstring): the strings found, their frequencies, SEs and
+        intervals at ``level``, and each round's threshold."""
+        lv = v.level(level)
+        if not isinstance(reports, HeavyHitterReports) or reports.levels != self.levels:
+            raise DataError(
+                f"`reports` must be the HeavyHitterReports of this protocol (levels "
+                f"{self.levels}), got {_describe(reports)}."
+            )
+        base = self.base
+        p, q, g = base.p, base.q, base.g
+        first = self.levels[0]
+        cands = np.zeros((1 << first, self.words), dtype=np.uint64)
+        cands[:, 0] = np.arange(1 << first, dtype=np.uint64) << np.uint64(64 - first)
+        rounds: list[HeavyHitterRound] = []
+        kept = np.zeros(0, dtype=np.int64)
+        est = np.zeros(0)
+        counts = np.zeros(0, dtype=np.int64)
+        n_j = 0
+        for j, bits in enumerate(self.levels):
+            oracle = self.oracle(bits)
+            arr = oracle.check_reports(reports.reports[j])
+            n_j = int(arr.shape[0])
+            if n_j == 0:
+                raise DataError(f"`reports` must have a report in every group, got none in {j}.")
+            if j:
+                step = bits - self.levels[j - 1]
+                survivors = cands[kept]
+                cands = extend_prefixes(survivors, self.levels[j - 1], step)
+                counts = oracle.extension_counts(arr, survivors, step)
+            else:
+                counts = oracle.support_counts(arr, cands)
+            est = (counts / n_j - q) / (p - q)
+            kept, threshold, rule = self._select(counts, est, n_j, g)
+            prefixes = tuple(
+                row.tobytes() for row in bytes_of(cands[kept], -(-bits // 8))
+            )  # a few kept candidates, not the devices
+            rounds.append(HeavyHitterRound(bits, n_j, int(cands.shape[0]), int(kept.size),
+                                           threshold, rule, prefixes))  # fmt: skip
+            if kept.size == 0:
+                break
+        done = len(rounds) == len(self.levels) and kept.size > 0
+        final = kept if done else np.zeros(0, dtype=np.int64)
+        return HeavyHitters(
+            method=self.method,
+            strings=tuple(decode_strings(cands[final], self.max_bytes)),
+            frequencies=tuple(float(f) for f in est[final]),
+            se=tuple(wald_se(int(c), n_j, p, q) for c in counts[final]),
+            rounds=tuple(rounds),
+            epsilon=self.epsilon_per_device,
+            n=reports.n,
+            alpha=self.alpha,
+            level=lv,
+        )
+
+    def run(self, items: Any, *, rng: Any = None, level: float = 0.95) -> HeavyHitters:
+        """``estimate`` of ``randomize`` (a simulation, or one batch of devices)."""
+        return self.estimate(self.randomize(items, rng=rng), level=level)
+
+    def count_threshold(self, n: int, m: int) -> int:
+        """``c*``: the least count with ``P(Binomial(n, 1/g) >= c*) <= alpha / m``."""
+        from scipy import stats
+
+        if self.alpha is None:
+            raise ParameterError("`alpha` must be set for a count threshold, got None.")
+        n = v.integer("n", n, minimum=1)
+        m = v.integer("m", m, minimum=1)
+        g = self.base.g
+        c = int(stats.binom.isf(self.alpha / m, n, 1 / g)) + 1
+        while c > 0 and stats.binom.sf(c - 2, n, 1 / g) <= self.alpha / m:
+            c -= 1  # isf's float search may overshoot by one
+        while stats.binom.sf(c - 1, n, 1 / g) > self.alpha / m:
+            c += 1
+        return c
+
+    def _select(
+        self, counts: np.ndarray[Any, Any], est: np.ndarray[Any, Any], n: int, g: int
+    ) -> tuple[np.ndarray[Any, Any], float, str]:
+        order = np.argsort(-est, kind="stable")
+        if self.alpha is None:
+            keep = order[: self.top_k]
+            return keep, float(est[keep[-1]]), "top-k"
+        c_star = self.count_threshold(n, int(counts.size))
+        passing = order[counts[order] >= c_star]
+        if passing.size > self.top_k:
+            keep = passing[: self.top_k]
+            return keep, float(est[keep[-1]]), "top-k"
+        p, q = self.base.p, self.base.q
+        return passing, float((c_star / n - q) / (p - q)), "binomial"
+
+
+def _prefixes(x: WordArray, bits: int) -> WordArray:
+    return x & prefix_mask(bits, x.shape[1])[None, :]
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, HeavyHitterReports):
+        return f"reports for levels {value.levels}"
+    return type(value).__name__
+
+
+@dataclass(frozen=True)
+class PEM(_PrefixProtocol):
+    """Prefix extension (Wang et al. 2019): groups report prefixes of ``start_bits``,
+    ``start_bits + step_bits``, ... up to ``8 max_bytes`` bits; each round keeps the frequent
+    prefixes and extends them by ``step_bits`` (module docstring).
+
+    Each device reports once, at ``epsilon``: ``epsilon_per_device``.
+
+    >>> pem = PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8, top_k=4)
+    >>> pem.levels, pem.base.g, round(pem.epsilon_per_device, 12)
+    ((8, 16), 64, 4.0)
+    >>> items = ["hi"] * 3000 + ["yo"] * 2000 + [chr(97 + i % 26) * 2 for i in range(5000)]
+    >>> found = pem.run(items, rng=1)
+    >>> found.strings[:2]
+    ('hi', 'yo')
+    """
+
+    epsilon: float
+    max_bytes: int
+    start_bits: int = 8
+    step_bits: int = 4
+    top_k: int = 16
+    alpha: float | None = 0.05
+    g: int | None = None
+    method: ClassVar[str] = "PEM"
+
+    def __post_init__(self) -> None:
+        self._check_common()
+        top = 8 * self.max_bytes
+        object.__setattr__(
+            self,
+            "start_bits",
+            v.integer("start_bits", self.start_bits, minimum=1, maximum=min(MAX_START_BITS, top)),
+        )
+        object.__setattr__(
+            self, "step_bits", v.integer("step_bits", self.step_bits, minimum=1, maximum=8)
+        )
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        top = 8 * self.max_bytes
+        out = list(range(self.start_bits, top, self.step_bits))
+        return (*out, top)
+
+
+@dataclass(frozen=True)
+class TreeHist(_PrefixProtocol):
+    """TreeHist (Bassily, Nissim, Stemmer & Thakurta 2017) as a binary prefix tree: one
+    group per bit, ``8 max_bytes`` groups, each round keeping the frequent nodes and
+    extending them by one bit (module docstring).  Here every level uses the linear-hash
+    OLH oracle and the exact binomial threshold instead of the paper's Hadamard-based
+    oracle and its noise-level threshold; each device reports once, at ``epsilon``.
+
+    >>> tree = TreeHist(epsilon=4.0, max_bytes=1, top_k=4)
+    >>> len(tree.levels), round(tree.epsilon_per_device, 12)
+    (8, 4.0)
+    """
+
+    epsilon: float
+    max_bytes: int
+    top_k: int = 16
+    alpha: float | None = 0.05
+    g: int | None = None
+    method: ClassVar[str] = "TreeHist"
+
+    def __post_init__(self) -> None:
+        self._check_common()
+
+    @property
+    def levels(self) -> tuple[int, ...]:
+        return tuple(range(1, 8 * self.max_bytes + 1))
