@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import KeyIndex, Keys, format_key
+from deniable.accounting import KeyIndex, Keys, MemoAccess, format_key
 from deniable.exceptions import DataError, ParameterTypeError, PrivacyError
 from deniable.mechanisms._memo_legacy import upgraded_question
 
@@ -33,7 +33,7 @@ Codes = npt.NDArray[np.int32]
 
 
 @runtime_checkable
-class MemoStore(Protocol):
+class MemoStore(MemoAccess, Protocol):
     """The storage behind a :class:`~deniable.mechanisms.MemoizedRandomizer`.
 
     Keys are canonical respondent keys (``respondent_keys`` in ``deniable.accounting._keys``:
@@ -62,6 +62,9 @@ class MemoStore(Protocol):
     ``snapshot() -> MemoStore``
         An independent copy taken atomically (pickling uses it).
 
+    The first two are :class:`~deniable.accounting.MemoAccess`, all that the oracles'
+    memoized randomizers use.
+
     How a SQL store keeps :meth:`get_or_create` atomic: a table ``memo(key, question,
     report, mechanism)`` with a **unique constraint on (key, question)**.  In one
     transaction: take a lock that serializes creators of this question (``SELECT ... FOR
@@ -76,17 +79,6 @@ class MemoStore(Protocol):
     over-counts).  Returning the re-selected rows, never the freshly drawn ones, is what
     keeps a respondent at one permanent report.
     """
-
-    def get_or_create(
-        self,
-        question: str,
-        keys: Keys,
-        create: Callable[[Mask], npt.ArrayLike],
-        *,
-        mechanism: str,
-    ) -> Reports: ...
-
-    def lookup(self, question: str, keys: Keys, *, mechanism: str) -> Reports: ...
 
     def forget(self, question: str) -> None: ...
 
