@@ -3,7 +3,7 @@ and :class:`InMemoryMemoStore`.
 
 A memo store holds one randomized report (a non-negative integer) per (respondent key,
 question), and with each report the key of the mechanism that drew it (its permanent
-stage: ``design.key``).  It makes two promises: :meth:`MemoStore.get_or_create` is one
+stage: ``design.key``).  It makes two promises: ``MemoStore.get_or_create`` is one
 atomic get-or-create, so two rounds asking the same respondent the same question at once
 get the same permanent report; and a stored report is only ever returned to the mechanism
 that drew it: asked by another mechanism, the store raises
@@ -65,7 +65,7 @@ class MemoStore(MemoAccess, Protocol):
     The first two are :class:`~deniable.accounting.MemoAccess`, all that the oracles'
     memoized randomizers use.
 
-    How a SQL store keeps :meth:`get_or_create` atomic: a table ``memo(key, question,
+    How a SQL store keeps ``get_or_create`` atomic: a table ``memo(key, question,
     report, mechanism)`` with a **unique constraint on (key, question)**.  In one
     transaction: take a lock that serializes creators of this question (``SELECT ... FOR
     UPDATE`` on the question's row, or ``BEGIN IMMEDIATE`` on SQLite), ``SELECT`` the stored
