@@ -5,11 +5,13 @@ every bad input refused by name."""
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import itertools
 import json
 import math
 import pickle
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -489,3 +491,24 @@ def test_sampled_devices_have_the_stated_iid_variance_and_intervals_cover(cls: A
     lo, hi = chi2.ppf([1e-6, 1 - 1e-6], 299) / 299
     assert lo < ratio < hi, ratio
     assert (covered >= 270).all(), covered
+
+
+@pytest.mark.parametrize(
+    ("cls", "epsilon"),
+    [(HCMS, 1.0), (HCMS, 0.17), (HCMS, 0.51), (CMS, 0.23), (CMS, 1.02), (CMS, 1.41)]
+    + [(cls, i / 10) for cls in (CMS, HCMS) for i in range(1, 60)],
+)
+def test_the_flip_threshold_keeps_the_ratio_at_most_e_eps_exactly(cls: Any, epsilon: float) -> None:
+    # A float ``log`` comparison lets ((2**53 - t) / t)^bits exceed e^eps by an ulp (it did at
+    # HCMS eps = 1.0, CMS eps = 0.23): check the rational ratio against e^eps at 60 digits.
+    sketch = cls(k=2, m=4, epsilon=epsilon)
+    t = sketch.flip_threshold
+    moved = 2 if sketch.name == "cms" else 1
+    ratio = Fraction(TWO53 - t, t) ** moved
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        e_eps = decimal.Decimal(epsilon).exp()
+        assert decimal.Decimal(ratio.numerator) / decimal.Decimal(ratio.denominator) <= e_eps
+    # tight: one less is above the stated epsilon (the threshold is the least that holds)
+    assert Fraction(TWO53 - (t - 1), t - 1) ** moved > Fraction(math.exp(epsilon)) * (1 - 1e-12)
+    assert sketch.implemented_epsilon <= epsilon

@@ -86,6 +86,7 @@ from deniable.oracles._sketch import (
     string_digests,
 )
 from deniable.randomness import (
+    exp_lower_bound,
     probability_threshold,
     uniform_below,
 )
@@ -154,9 +155,12 @@ class CountMeanSketch(MechanismBase):
     @cached_property
     def flip_threshold(self) -> int:
         """Flip a bit iff ``word >> 11 < flip_threshold``: ``ceil(f 2**53)``, raised until
-        the implemented epsilon is at most the stated one (toward privacy)."""
+        the implemented epsilon is at most the stated one (toward privacy): exactly,
+        ``((2**53 - t) / t)^bits <= L`` with ``L = exp_lower_bound(eps) < e^eps`` (a float
+        ``log`` comparison lets an ulp through)."""
         t = probability_threshold(Fraction(self.flip), "up")
-        while self._epsilon_of(t) > self.epsilon:
+        bound = exp_lower_bound(self.epsilon)
+        while Fraction(_TWO53 - t, t) ** self._bits_moved > bound:
             t += 1
         return t
 
@@ -168,7 +172,8 @@ class CountMeanSketch(MechanismBase):
     def implemented_epsilon(self) -> float:
         """The epsilon of the randomizer as implemented (from :attr:`flip_threshold`): at most
         :attr:`epsilon`."""
-        return self._epsilon_of(self.flip_threshold)
+        # the ratio bound holds exactly (flip_threshold); the float log can land an ulp above
+        return min(self._epsilon_of(self.flip_threshold), self.epsilon)
 
     @property
     def implemented_flip(self) -> float:
