@@ -512,3 +512,19 @@ def test_the_flip_threshold_keeps_the_ratio_at_most_e_eps_exactly(cls: Any, epsi
     # tight: one less is above the stated epsilon (the threshold is the least that holds)
     assert Fraction(TWO53 - (t - 1), t - 1) ** moved > Fraction(math.exp(epsilon)) * (1 - 1e-12)
     assert sketch.implemented_epsilon <= epsilon
+
+
+@pytest.mark.parametrize(
+    ("share", "others", "match"),
+    [
+        ("x", 0.1, "`share` must be a number"),
+        (0.1, [object()], "`others` must be a number"),
+        (0.1, "0.1", "`others` must be a number"),
+        (1.5, 0.1, "`share` must be in"),
+        (0.1, math.nan, "`others` must be in"),
+    ],
+)
+def test_variance_refuses_bad_shares_by_name(share: Any, others: Any, match: str) -> None:
+    # one error of the project's tree naming the parameter, never numpy's bare ValueError
+    with pytest.raises((ParameterError, ParameterTypeError), match=match):
+        CMS(k=2, m=8, epsilon=1.0).variance(100, share, others)

@@ -75,7 +75,7 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.designs import MechanismBase, Tally
-from deniable.exceptions import DataError, ParameterError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._hashing import collision_probability
 from deniable.oracles._sketch import (
     MAX_STRING_BYTES,
@@ -298,8 +298,7 @@ class CountMeanSketch(MechanismBase):
         devices drawn ``iid`` from a population (module docstring)."""
         nn = v.integer("n", n, minimum=1)
         v.choice("population", population, ("fixed", "iid"))
-        pi = np.asarray(share, dtype=np.float64)
-        s2 = np.asarray(others, dtype=np.float64)
+        pi, s2 = _numbers("share", share), _numbers("others", others)
         if not ((pi >= 0) & (pi <= 1)).all():
             raise ParameterError(f"`share` must be in [0, 1], got {share!r}.")
         if not ((s2 >= 0) & (s2 <= 1)).all():
@@ -317,3 +316,17 @@ class CountMeanSketch(MechanismBase):
         else:
             per = pi * (a + b - 1) + (1 - pi) * (a + b * c - c * c - spread)
         return np.asarray((per / n + big_v) / (1 - c) ** 2, dtype=np.float64)
+
+
+def _numbers(name: str, value: Any) -> FloatArray:
+    """``value`` as a float array, or a :class:`~deniable.exceptions.ParameterTypeError`
+    naming ``name`` (a string or an object numpy cannot read as numbers)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(
+            f"`{name}` must be a number or an array of numbers in [0, 1], got "
+            f"{type(value).__name__} {value!r}."
+        ) from None
