@@ -408,6 +408,8 @@ def test_a_domain_too_large_for_the_sketch_is_refused_by_name() -> None:
         ({"k": 2, "m": 8, "epsilon": 0.0}, "`epsilon`"),
         ({"k": 2, "m": 8, "epsilon": math.inf}, "`epsilon`"),
         ({"k": 2, "m": 8, "epsilon": 31.0}, "`epsilon` must be at most 30"),
+        # the flip rounds to 1/2 (estimates divided by zero before)
+        ({"k": 2, "m": 8, "epsilon": 1e-17}, "`epsilon` is too small for 'cms'"),
         ({"k": 2, "m": 8, "epsilon": 1.0, "salt": -1}, "`salt`"),
         ({"k": 2, "m": 8, "epsilon": 1.0, "max_bytes": 0}, "`max_bytes`"),
         ({"k": 65536, "m": 65536, "epsilon": 1.0}, "`m` must keep the tally at most 2\\*\\*27"),
@@ -549,3 +551,9 @@ def test_variance_when_every_device_holds_the_string_is_the_coins_alone(cls: Any
     assert abs(np.mean(est) - 1.0) < 4.9 * math.sqrt(stated / 400)
     lo, hi = chi2.ppf([1e-6, 1 - 1e-6], 399) / 399
     assert lo < np.var(est, ddof=1) / stated < hi
+
+
+def test_hcms_refuses_an_epsilon_whose_flip_rounds_to_a_half() -> None:
+    with pytest.raises(ParameterError, match="`epsilon` is too small for 'hcms'"):
+        HCMS(k=2, m=8, epsilon=1e-17)
+    assert HCMS(k=2, m=8, epsilon=1e-15).flip_threshold < TWO53 // 2  # still a signal

@@ -129,6 +129,12 @@ class CountMeanSketch(MechanismBase):
                 f"probability would fall below what a 53-bit draw resolves), got {self.epsilon!r}."
             )
         object.__setattr__(self, "epsilon", eps)
+        if 2 * self.flip_threshold >= _TWO53:  # f rounds to 1/2: reports carry no signal
+            raise ParameterError(
+                f"`epsilon` is too small for {self.name!r}: its flip probability rounds to "
+                f"1/2 on the 2**-53 grid (the estimate would divide by 1 - 2 f = 0), got "
+                f"{self.epsilon!r}."
+            )
         object.__setattr__(self, "salt", v.integer("salt", self.salt, minimum=0, maximum=2**32 - 1))
         object.__setattr__(
             self,
