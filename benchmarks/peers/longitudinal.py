@@ -311,9 +311,14 @@ def measure_peer(key: str, n: int, repeats: int, budget: float) -> dict[str, Any
             "per_s": n * ROUNDS / seconds, "setup_s": setup}  # fmt: skip
 
 
-def run_rows(ns: tuple[int, ...], repeats: int, budget: float) -> list[dict[str, Any]]:
+def run_rows(
+    ns: tuple[int, ...], repeats: int, budget: float, only: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of ``WORKLOADS`` (those whose key is in ``only``, if given), in table order."""
     rows = []
     for key, label in WORKLOADS:
+        if only and key not in only:
+            continue
         for n in ns:
             print(f"  {label} n={n:,} x {ROUNDS} rounds", flush=True)
             rows.append({
