@@ -126,7 +126,7 @@ def our_run(mech: Any, key: str, values: np.ndarray, rng: Any) -> tuple[float, l
     ests: list[Any] = []
     if key == "dbitflip":
         memo = DBitFlipMemo(mech)
-        keys = ids.tolist()  # DBitFlipMemo takes a sequence of keys (not timed)
+        keys = ids  # the device ids as an array, as the other rows give them (devices=ids)
         t0 = time.perf_counter()
         for x in values:
             ests.append(mech.estimate(mech.tally(memo.report(keys, x, rng=rng))).shares)
