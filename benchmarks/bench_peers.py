@@ -390,6 +390,7 @@ def longitudinal_main(
     text = longitudinal_report.markdown(data)
     if args.protocols:
         data["meta"]["protocols"] = args.protocols
+        text = text.replace("peers-longitudinal.json", "peers-longitudinal-partial.json")
         text = (
             f"<!-- partial run: rows {', '.join(args.protocols)} only (--protocols); compare "
             "within this run, the whole table is peers-longitudinal.md -->\n" + text
