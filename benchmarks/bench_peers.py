@@ -81,7 +81,9 @@ docstring has the method; markdown and verdicts in ``peers/longitudinal_report.p
 multi-freq-ldpy's longitudinal L-GRR, L-SUE, L-OUE, L-OSUE, L-OLH (beside our LOLOHA) and
 dBitFlipPM, and its multidimensional SPL, SMP and RS+FD, over 30 rounds of n devices whose
 values change (the Markov switching model of ``deniable.simulation.Fleet``), and writes
-``benchmarks/results/peers-longitudinal.md`` and ``.json``.
+``benchmarks/results/peers-longitudinal.md`` and ``.json``; ``--protocols lsue,loue`` runs
+only those rows, into ``peers-longitudinal-partial.md`` and ``.json`` (the whole table is
+never overwritten by a part of it).
 """
 
 from __future__ import annotations
@@ -338,6 +340,15 @@ def main() -> int:
         help="workload keys (binary, grr, ...), or longitudinal: the longitudinal and "
         "multidimensional rows, written to peers-longitudinal.{md,json}",
     )
+    parser.add_argument(
+        "--protocols",
+        type=lambda s: [p for p in s.split(",") if p],
+        default=[],
+        metavar="NAME[,NAME]",
+        help="with --only longitudinal: run only these rows (lgrr, lsue, loue, losue, loloha, "
+        "dbitflip, spl, smp, rsfd); the partial table goes to "
+        "peers-longitudinal-partial.{md,json}, never over the whole one",
+    )
     args = parser.parse_args()
     start = time.perf_counter()
     load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -346,6 +357,8 @@ def main() -> int:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
     budget = 2.0 if args.quick else args.budget
     REPEATS[0] = args.repeats
+    if args.protocols and "longitudinal" not in args.only:
+        parser.error("--protocols filters the longitudinal rows: give --only longitudinal")
     if "longitudinal" in args.only:  # its own rows and files (peers/longitudinal.py)
         return longitudinal_main(args, ns, budget, start, load_before)
     data = run_all(ns, args.repeats, budget, set(args.only))
@@ -366,16 +379,29 @@ def longitudinal_main(
 ) -> int:
     """The longitudinal and multidimensional rows: ``peers-longitudinal.{md,json}``."""
     warnings.filterwarnings("ignore")
-    rows = longitudinal.run_rows(ns, args.repeats, budget)
+    keys = [key for key, _ in longitudinal.WORKLOADS]
+    unknown = sorted(set(args.protocols) - set(keys))
+    if unknown:
+        raise SystemExit(f"--protocols must name rows among {', '.join(keys)}, got {unknown}")
+    rows = longitudinal.run_rows(ns, args.repeats, budget, args.protocols)
     data: dict[str, Any] = {"meta": _meta(ns, args.repeats, budget, start, load)}
     data["meta"]["rounds"] = longitudinal.ROUNDS
     data |= {"rows": rows, "targets": longitudinal_report.verdicts(rows)}
     text = longitudinal_report.markdown(data)
+    if args.protocols:
+        data["meta"]["protocols"] = args.protocols
+        text = text.replace("peers-longitudinal.json", "peers-longitudinal-partial.json")
+        text = (
+            f"<!-- partial run: rows {', '.join(args.protocols)} only (--protocols); compare "
+            "within this run, the whole table is peers-longitudinal.md -->\n" + text
+        )
     if not args.quick:
+        # a run of some rows only is written beside the whole table, never over it
+        stem = "peers-longitudinal-partial" if args.protocols else "peers-longitudinal"
         OUT.mkdir(exist_ok=True)
-        (OUT / "peers-longitudinal.md").write_text(text, encoding="utf-8")
+        (OUT / f"{stem}.md").write_text(text, encoding="utf-8")
         out = json.dumps(data, indent=2) + "\n"
-        (OUT / "peers-longitudinal.json").write_text(out, encoding="utf-8")
+        (OUT / f"{stem}.json").write_text(out, encoding="utf-8")
     print(text)
     return 0
 
