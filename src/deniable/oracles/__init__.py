@@ -126,8 +126,8 @@ from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._rappor_files import rappor_from_key
-from deniable.oracles._rappor_ngram import NgramReports, RapporNgram
-from deniable.oracles._rappor_ngram_decode import NgramDiscovery
+from deniable.oracles._rappor_ngram import RapporNgram
+from deniable.oracles._rappor_ngram_decode import NgramDiscovery, NgramReports
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon

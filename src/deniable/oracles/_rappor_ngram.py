@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -42,12 +42,10 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._rappor import Rappor, RapporReports
+from deniable.oracles._rappor_ngram_decode import NgramDiscovery, NgramReports, discover
 from deniable.randomness import random_words, resolve_rng
 
-if TYPE_CHECKING:
-    from deniable.oracles._rappor_ngram_decode import NgramDiscovery
-
-__all__ = ["NgramReports", "RapporNgram"]
+__all__ = ["RapporNgram"]
 
 #: Largest per-position n-gram domain the server decodes (candidates per position).
 MAX_DOMAIN = 1 << 13
@@ -56,20 +54,6 @@ MAX_LENGTH = 64
 #: Reports randomized at once (bounds the memory of the randomizer's words).
 _BATCH = 1 << 14
 _32 = np.uint64(32)
-
-
-@dataclass(frozen=True)
-class NgramReports:
-    """What devices sent: ``positions`` (``(n, pairs, 2)`` position pairs ``j1 < j2``),
-    ``ngrams`` (the ``2 n pairs`` n-gram reports, device by device, each pair's ``j1`` report
-    then its ``j2`` one) and ``full`` (the ``n`` full-string reports, or None)."""
-
-    positions: npt.NDArray[np.int64]
-    ngrams: RapporReports
-    full: RapporReports | None
-
-    def __len__(self) -> int:
-        return int(self.positions.shape[0])
 
 
 @dataclass(frozen=True)
@@ -311,8 +295,6 @@ class RapporNgram:
         false-discovery rule).  ``alpha`` in ``(0, 1)`` is the family-wise level of the
         n-grams and of the strings; ``edge_threshold`` in ``(0, 1)`` the joint frequency
         that joins two n-grams; more than ``max_candidates`` candidate chains is refused."""
-        from deniable.oracles._rappor_ngram_decode import discover
-
         return discover(
             self, reports, alpha=alpha, edge_threshold=edge_threshold,
             max_candidates=max_candidates,

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -60,14 +60,45 @@ from deniable.oracles._rappor import Rappor, RapporReports
 from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.results import Result, Table, normal_quantile
 
-if TYPE_CHECKING:
-    from deniable.oracles._rappor_ngram import NgramReports, RapporNgram
-
-__all__ = ["NgramDiscovery", "discover"]
+__all__ = ["NgramDiscovery", "NgramReports", "discover"]
 
 FloatArray = npt.NDArray[np.float64]
 _EM_TOL = 1e-6
 _EM_ITERATIONS = 2000
+
+
+@dataclass(frozen=True)
+class NgramReports:
+    """What devices sent: ``positions`` (``(n, pairs, 2)`` position pairs ``j1 < j2``),
+    ``ngrams`` (the ``2 n pairs`` n-gram reports, device by device, each pair's ``j1`` report
+    then its ``j2`` one) and ``full`` (the ``n`` full-string reports, or None)."""
+
+    positions: npt.NDArray[np.int64]
+    ngrams: RapporReports
+    full: RapporReports | None
+
+    def __len__(self) -> int:
+        return int(self.positions.shape[0])
+
+
+class _Model(Protocol):
+    """What the server reads of :class:`~deniable.oracles.RapporNgram` (the client's
+    module imports this one)."""
+
+    @property
+    def ngram(self) -> Rappor: ...
+    @property
+    def full(self) -> Rappor | None: ...
+    @property
+    def pairs(self) -> int: ...
+    @property
+    def pad(self) -> str: ...
+    @property
+    def positions(self) -> int: ...
+    @property
+    def position_pairs(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def domain(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True)
@@ -166,9 +197,7 @@ class NgramDiscovery(Result):
         return out
 
 
-def _checked(model: RapporNgram, reports: Any) -> NgramReports:
-    from deniable.oracles._rappor_ngram import NgramReports
-
+def _checked(model: _Model, reports: Any) -> NgramReports:
     if not isinstance(reports, NgramReports):
         raise ParameterTypeError(
             f"`reports` must be NgramReports (RapporNgram.randomize), got {type(reports).__name__}."
@@ -199,7 +228,7 @@ def _checked(model: RapporNgram, reports: Any) -> NgramReports:
 
 
 def discover(
-    model: RapporNgram,
+    model: _Model,
     reports: Any,
     *,
     alpha: float = 0.05,
