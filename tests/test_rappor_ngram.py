@@ -112,8 +112,9 @@ def test_each_device_draws_distinct_pairs_uniformly() -> None:
 def test_epsilon_is_basic_composition_of_the_reports() -> None:
     ng = model(pairs=2)
     assert ng.epsilon == pytest.approx(4 * NGRAM.epsilon + FULL.epsilon, rel=1e-15)
+    # fresh positions each collection: in time every one of the G = 3 n-grams is reported
     assert ng.permanent_epsilon == pytest.approx(
-        4 * NGRAM.permanent_epsilon + FULL.permanent_epsilon, rel=1e-15
+        3 * NGRAM.permanent_epsilon + FULL.permanent_epsilon, rel=1e-15
     )
     assert model(full=None).epsilon == pytest.approx(2 * NGRAM.epsilon, rel=1e-15)
     # the paper's setting: eps_1 = 2 ln(q*(1-p*)/(p*(1-q*))), q* = 11/16, p* = 9/16

@@ -20,10 +20,13 @@ one-report epsilon is :attr:`Rappor.epsilon <deniable.oracles.Rappor.epsilon>`):
 
     eps = 2 pairs eps_1(ngram) + eps_1(full),
 
-and over any number of collections of one string, with the PRRs memoized (the PRR bound
-of each report, :attr:`Rappor.permanent_epsilon <deniable.oracles.Rappor.permanent_epsilon>`),
+and over any number of collections of one string, if each report's PRR is memoized per
+(device, ``"<j>:<n-gram>"``) as :class:`~deniable.oracles.RapporClient` does (``randomize``
+draws fresh PRRs: one collection), by the PRR bound of each value reported
+(:attr:`Rappor.permanent_epsilon <deniable.oracles.Rappor.permanent_epsilon>`): positions
+are drawn afresh each collection, so in time every one of the ``G`` n-grams is reported,
 
-    eps_inf = 2 pairs eps_inf(ngram) + eps_inf(full).
+    eps_inf = G eps_inf(ngram) + eps_inf(full).
 
 The bound is reached when every report's Bloom bits of two strings are disjoint (two
 strings that differ in every n-gram).  The server's side is
@@ -171,10 +174,11 @@ class RapporNgram:
 
     @property
     def permanent_epsilon(self) -> float:
-        """Any number of collections of one string with memoized PRRs: ``2 pairs
+        """Any number of collections of one string with PRRs memoized per value: ``G
         eps_inf(ngram) + eps_inf(full)`` (infinite if a PRR has ``f = 0``)."""
+        # eps = one PRR bound per n-gram value (every position, in time) and the full string
         full = self.full.permanent_epsilon if self.full is not None else 0.0
-        return 2 * self.pairs * self.ngram.permanent_epsilon + full
+        return self.positions * self.ngram.permanent_epsilon + full
 
     # ---- the client
 
