@@ -187,16 +187,24 @@ def test_planted_strings_are_recalled_and_nothing_else() -> None:
     assert "banana" in str(found)
 
 
-def test_under_the_null_nothing_is_discovered() -> None:
-    # uniform strings of six letters: every string has share 16**-6 and every n-gram 1/256.
-    # The rule discovers some string with probability at most about alpha = 0.05 (steps 1
-    # and 4 both Bonferroni at alpha): the stated bound here is 0 strings, false alarm 0.05.
+@pytest.mark.parametrize("lengths", ["six", "one to six"])
+def test_under_the_null_nothing_is_discovered(lengths: str) -> None:
+    # uniform strings of six letters: every string has share 16**-6 and every n-gram 1/256;
+    # cut to uniform lengths 1..6, padding n-grams are frequent (share 1/3 at position 1)
+    # but no string is (at most 1/16 / 6).  The rule discovers some string with
+    # probability at most about alpha = 0.05 (step 4's Bonferroni, whatever the candidates):
+    # the stated bound here is 0 strings, false alarm 0.05.
     n = 50_000
     values, _ = population(n, {}, seed=3)
+    if lengths != "six":
+        cut = np.random.default_rng(31).integers(1, 7, n)
+        values = np.array([s[:k] for s, k in zip(values.tolist(), cut.tolist(), strict=True)])
     ng = model()
     found = ng.discover(ng.randomize(values, rng=4))
     assert found.strings == ()
     assert found.values.size == 0
+    if lengths != "six":
+        assert "__" in found.ngrams[2]  # the padding is found, and no string from it
 
 
 def test_without_full_reports_the_candidates_come_without_frequencies() -> None:
@@ -236,6 +244,7 @@ def test_a_lower_edge_threshold_admits_more_candidates() -> None:
         (["abz"], r"`values\[0\]` must hold characters of `alphabet`.*got 'z'"),
         (["ab", 3], r"`values\[1\]` must be a str or UTF-8 bytes, got int"),
         ([["ab"]], r"`values` must be 1-D"),
+        ([], r"`values` must hold at least one string, got none"),
     ],
 )
 def test_bad_values_are_refused_naming_them(values: object, match: str) -> None:

@@ -183,8 +183,8 @@ class RapporNgram:
     # ---- the client
 
     def strings(self, values: Any) -> npt.NDArray[np.str_]:
-        """``values`` checked and decoded (``bytes`` from UTF-8): 1-D, each ``1..length``
-        characters of ``alphabet``.  The first bad value is named in a
+        """``values`` checked and decoded (``bytes`` from UTF-8): 1-D, not empty, each
+        ``1..length`` characters of ``alphabet``.  The first bad value is named in a
         :class:`~deniable.exceptions.DataError`."""
         if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
             raise ParameterTypeError(
@@ -194,6 +194,8 @@ class RapporNgram:
         arr = np.asarray(values, dtype=object)
         if arr.ndim != 1:
             raise DataError(f"`values` must be 1-D, got shape {arr.shape}.")
+        if not arr.size:
+            raise DataError("`values` must hold at least one string, got none.")
         is_str = np.frompyfunc(lambda x: isinstance(x, str), 1, 1)(arr).astype(bool)
         is_bytes = np.frompyfunc(lambda x: isinstance(x, bytes), 1, 1)(arr).astype(bool)
         other = np.flatnonzero(~(is_str | is_bytes))
