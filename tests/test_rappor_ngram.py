@@ -291,6 +291,12 @@ def test_bad_discovery_arguments_are_refused() -> None:
         ng.discover(NgramReports(rep.positions[:, :, ::-1].copy(), rep.ngrams, rep.full))
     with pytest.raises(DataError, match=r"`reports\.ngrams` must hold 2 pairs n = 80"):
         ng.discover(NgramReports(rep.positions, rep.ngrams[:10], rep.full))
+    with pytest.raises(ParameterTypeError, match=r"`reports\.ngrams` must be RapporReports"):
+        bits_only = NgramReports(rep.positions, rep.ngrams.bits, rep.full)  # type: ignore[arg-type]
+        ng.discover(bits_only)
+    one = NgramReports(np.array([[[0, 1]]]), rep.ngrams[:2], rep.full[:1] if rep.full else None)
+    with pytest.raises(DataError, match="n-gram reports of every position, got none of 2"):
+        ng.discover(one)
 
 
 # ---- studies

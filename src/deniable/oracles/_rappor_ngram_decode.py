@@ -202,6 +202,12 @@ def _checked(model: _Model, reports: Any) -> NgramReports:
         raise ParameterTypeError(
             f"`reports` must be NgramReports (RapporNgram.randomize), got {type(reports).__name__}."
         )
+    for name in ("ngrams", "full"):
+        part = getattr(reports, name)
+        if not isinstance(part, RapporReports) and not (name == "full" and part is None):
+            raise ParameterTypeError(
+                f"`reports.{name}` must be RapporReports, got {type(part).__name__}."
+            )
     pos = np.asarray(reports.positions)
     n = pos.shape[0] if pos.ndim == 3 else -1
     if pos.shape != (n, model.pairs, 2) or pos.dtype.kind not in "iu" or n < 1:
@@ -211,7 +217,8 @@ def _checked(model: _Model, reports: Any) -> NgramReports:
         )
     ordered = (pos[..., 0] >= 0) & (pos[..., 0] < pos[..., 1])
     if not ordered.all() or pos.max() >= model.positions:
-        raise DataError(f"`reports.positions` must hold pairs j1 < j2 in 0..{model.positions - 1}.")
+        top = model.positions - 1
+        raise DataError(f"`reports.positions` must hold pairs j1 < j2 in 0..{top}.")
     if len(reports.ngrams) != 2 * model.pairs * n:
         raise DataError(
             f"`reports.ngrams` must hold 2 pairs n = {2 * model.pairs * n} reports, got "
@@ -247,7 +254,9 @@ def discover(
         labels = [f"{j}:{w}" for w in model.domain]
         at = np.flatnonzero(flat == j)
         if not at.size:
-            raise DataError(f"`reports` must hold n-gram reports of every position, none of {j}.")
+            raise DataError(
+                f"`reports` must hold n-gram reports of every position, got none of {j}."
+            )
         est = r.decode(r.tally(rep.ngrams[at]), labels, alpha=a / g)
         estimates.append(est)
         significant.append(np.flatnonzero(est.reported))
