@@ -28,8 +28,8 @@ are drawn afresh each collection, so in time every one of the ``G`` n-grams is r
 
     eps_inf = G eps_inf(ngram) + eps_inf(full).
 
-The bound is reached when every report's Bloom bits of two strings are disjoint (two
-strings that differ in every n-gram).  The server's side is
+The one-collection ``eps`` is reached when two strings' Bloom bits are disjoint in every
+report (strings that differ in every n-gram).  The server's side is
 ``deniable.oracles._rappor_ngram_decode``.
 """
 
