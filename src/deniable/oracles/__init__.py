@@ -28,6 +28,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
                           (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``);
                           :func:`rappor_spec` as versioned JSON for a device
+:class:`RapporNgram`        strings nobody listed: n-grams at fixed positions through
+                          RAPPOR, decoded per position, linked by EM, candidates decoded
+                          (Fanti, Pihur & Erlingsson 2016; :class:`NgramDiscovery`)
 :class:`CMS`, :class:`HCMS`   count mean sketches of strings (Apple 2017): a row of a
                           sketch per device, frequencies of any candidate string;
                           :func:`cms_spec` as versioned JSON for a device
@@ -127,6 +130,8 @@ from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._rappor_files import rappor_from_key
+from deniable.oracles._rappor_ngram import RapporNgram
+from deniable.oracles._rappor_ngram_decode import NgramDiscovery, NgramReports
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
@@ -205,6 +210,8 @@ __all__ = [
     "MultiChoice",
     "MultiReports",
     "MultiTally",
+    "NgramDiscovery",
+    "NgramReports",
     "OneBitMean",
     "OneBitMeanMemo",
     "OracleChoice",
@@ -216,6 +223,7 @@ __all__ = [
     "Rappor",
     "RapporClient",
     "RapporEstimate",
+    "RapporNgram",
     "RapporReports",
     "SketchEstimate",
     "SketchReports",
