@@ -47,15 +47,13 @@ divides the devices further) and ``t_w``.  ``z(alpha / R)`` grows with ``R = P 2
 1)^2``: a larger alphabet, more puzzle bits or a smaller ``alpha`` raise the floor and lose
 recall; a larger ``alpha`` admits more false discoveries.  More puzzle bits split the
 strings into smaller groups (fewer false products: ``2^-r`` of the wrong ones survive the
-puzzle check).  **Cost**: ``R`` records are hashed and estimated, ``P 2^r (A + 1)^2``: with
-the default byte alphabet and ``r = 8``, ``2^24`` a position (minutes a position here, in
-chunks); lowercase and digits (``A = 36``) about ``3.5 10^5``.
+puzzle check).  **Cost**: ``R = P 2^r ((A + 1)^2 - A)`` records are hashed and estimated:
+with the default byte alphabet and ``r = 8``, about ``2^24`` a position (minutes a position
+here, in chunks); lowercase and digits (``A = 36``) about ``3.4 10^5``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import math
 from dataclasses import dataclass
 from functools import cached_property
@@ -66,12 +64,12 @@ import numpy.typing as npt
 from scipy.stats import norm
 
 from deniable.common import validation as v
-from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._base import check_epsilon, open_probability
 from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._hcms import HCMS
+from deniable.oracles._sfp_assemble import Groups, assemble, chunked_estimate, puzzle_piece
 from deniable.oracles._sfp_result import SFPReports, SFPResult, SFPTally
 from deniable.oracles._sketch import check_level, sketch_strings
 from deniable.randomness import random_words, resolve_rng, uniform_below
@@ -79,23 +77,10 @@ from deniable.randomness import random_words, resolve_rng, uniform_below
 __all__ = ["SFP"]
 
 FloatArray = npt.NDArray[np.float64]
-#: A position's kept records: per puzzle value, ``(estimate, fragment code)``.
-_Groups = dict[int, list[tuple[float, int]]]
-#: The name (and version) of the puzzle-piece hash.
-PUZZLE_HASH = "deniable.sfp/1"
 #: Longest ``max_length`` (symbols) and largest alphabet.
 MAX_LENGTH = 64
 MAX_ALPHABET = 256
-#: Candidates estimated at a time (each is hashed in every row).
-_CHUNK_HASHES = 1 << 22
 _SKETCHES: dict[str, type[CMS] | type[HCMS]] = {"cms": CMS, "hcms": HCMS}
-
-
-def puzzle_piece(strings: list[bytes], bits: int) -> npt.NDArray[np.int64]:
-    """``p(s)``: the top ``bits`` bits of SHA-256(``"deniable.sfp/1" || 0x00 || s``)."""
-    prefix = PUZZLE_HASH.encode() + b"\x00"
-    top = (int.from_bytes(hashlib.sha256(prefix + s).digest()[:4], "big") for s in strings)
-    return np.fromiter((t >> (32 - bits) for t in top), dtype=np.int64, count=len(strings))
 
 
 @dataclass(frozen=True)
@@ -269,22 +254,6 @@ class SFP:
                 out[u, : len(text)] = [index[c] for c in text]
         return out
 
-    def _decode(self, row: npt.NDArray[np.int64]) -> bytes | None:
-        """The string of symbol indices ``row``, or ``None`` (padding inside, empty, not
-        UTF-8)."""
-        pad = row == self.symbols
-        length = int(np.argmax(pad)) if pad.any() else row.size
-        if length == 0 or not pad[length:].all():
-            return None
-        if self.alphabet is None:
-            raw = bytes(row[:length].astype(np.uint8).tobytes())
-            try:
-                raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
-            return raw
-        return "".join(self.alphabet[i] for i in row[:length]).encode("utf-8")
-
     # ---- device
 
     def randomize(self, values: Any, *, rng: Any = None) -> SFPReports:
@@ -366,7 +335,7 @@ class SFP:
         t_w = math.inf
         if cands and n:
             t_w = self.threshold(word, n, len(cands), word.second_moment(tally.words))
-            est = _chunked(word, tally.words, cands)
+            est = chunked_estimate(word, tally.words, cands, lambda c: c)
             for c, val, se, sef in zip(cands, *est, strict=True):
                 if val >= t_w:
                     found.append((c.decode("utf-8"), float(val), float(se), float(sef)))
@@ -403,7 +372,7 @@ class SFP:
             self.fragment_sketch._as_tally(t)
         self.word_sketch._as_tally(tally.words)
 
-    def _fragments(self, tally: SFPTally) -> tuple[list[_Groups], tuple[float, ...]]:
+    def _fragments(self, tally: SFPTally) -> tuple[list[Groups], tuple[float, ...]]:
         """Per position, the kept records ``{puzzle: [(estimate, fragment code), ...]}``
         and the thresholds."""
         frag = self.fragment_sketch
@@ -412,12 +381,12 @@ class SFP:
         pairs = np.arange(base * base, dtype=np.int64)
         valid = ~((pairs // base == a) & (pairs % base != a))  # padding is never followed
         tests = self.positions * self.records_per_position
-        kept: list[_Groups] = []
+        kept: list[Groups] = []
         thresholds: list[float] = []
         for at in range(self.positions):
             ok = pairs[valid & (pairs // base != a)] if at == 0 else pairs[valid]
             n_l = frag._reports_in(tally.fragments[at])
-            groups: _Groups = {}
+            groups: Groups = {}
             if n_l == 0:
                 thresholds.append(math.inf)
                 kept.append(groups)
@@ -425,8 +394,9 @@ class SFP:
             t_l = self.threshold(frag, n_l, tests, frag.second_moment(tally.fragments[at]))
             codes = (at * r + np.arange(r, dtype=np.int64)[:, None]) * base**2 + ok[None, :]
             codes = codes.reshape(-1)
-            records = [self._record(int(c)) for c in codes]
-            values = _chunked(frag, tally.fragments[at], records)[0]
+            values = chunked_estimate(
+                frag, tally.fragments[at], codes, lambda c: self._record(int(c))
+            )[0]
             for c, val in zip(codes[values >= t_l], values[values >= t_l], strict=True):
                 p = int(c // base**2) % r
                 groups.setdefault(p, []).append((float(val), int(c % base**2)))
@@ -434,39 +404,7 @@ class SFP:
             kept.append(groups)
         return kept, tuple(thresholds)
 
-    def _candidates(
-        self, kept: list[dict[int, list[tuple[float, int]]]]
-    ) -> tuple[list[bytes], int]:
-        """The strings assembled per puzzle value (module docstring) and how many puzzle
-        values were trimmed to ``max_candidates``."""
-        base = self.symbols + 1
-        out: dict[bytes, None] = {}
-        trimmed = 0
-        for p in sorted(set.intersection(*(set(g) for g in kept)) if kept else ()):
-            lists = [sorted(g[p], reverse=True) for g in kept]
-            if math.prod(len(x) for x in lists) > self.max_candidates:
-                trimmed += 1
-                while math.prod(len(x) for x in lists) > self.max_candidates:
-                    longest = max(range(len(lists)), key=lambda i: (len(lists[i]), i))
-                    lists[longest].pop()
-            combos = np.array(list(itertools.product(*[[c for _, c in x] for x in lists])))
-            sym = np.stack([combos // base, combos % base], axis=2).reshape(len(combos), -1)
-            strings = [s for row in sym if (s := self._decode(row)) is not None]
-            if strings:
-                match = puzzle_piece(strings, self.puzzle_bits) == p
-                out.update(dict.fromkeys(s for s, ok in zip(strings, match, strict=True) if ok))
-        return list(out), trimmed
-
-
-def _chunked(
-    sketch: CountMeanSketch, tally: Tally, candidates: list[Any]
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """The sketch's estimate of ``candidates`` (distinct), a chunk at a time."""
-    step = max(1, _CHUNK_HASHES // sketch.k)
-    parts = [sketch.estimate(tally, candidates[i : i + step])
-             for i in range(0, len(candidates), step)]  # fmt: skip
-    return (
-        np.concatenate([e.values for e in parts]),
-        np.concatenate([e.se for e in parts]),
-        np.concatenate([e.se_fixed for e in parts]),
-    )
+    def _candidates(self, kept: list[Groups]) -> tuple[list[bytes], int]:
+        """The candidates of the kept records and the puzzle values trimmed
+        (:func:`~deniable.oracles._sfp_assemble.assemble`)."""
+        return assemble(kept, self.symbols, self.alphabet, self.puzzle_bits, self.max_candidates)
