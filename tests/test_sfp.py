@@ -269,6 +269,26 @@ def test_tallies_add_and_estimate_from_a_tally() -> None:
     assert {"abcd", "dcb"} <= set(res.strings)
 
 
+def test_count_mean_sketch_variant_recalls_and_states_its_epsilon() -> None:
+    # CMS instead of HCMS: n = 20000, two strings of 40 % and 30 % against 8**4 uniform
+    # ones.  Fragment floor at most z(1e-2 / 2336) sd(0) = 4.45 x 0.0127 = 0.056 at n_l ~
+    # 1e4 (F2 bounded by 1), so both clear it by > 15 sd (miss < 1e-9); nothing else is
+    # listed (at most alpha = 0.01).
+    sfp = SFP(epsilon=6.0, max_length=4, alphabet="abcdefgh", puzzle_bits=4, k=32, m=256,
+              sketch="cms")  # fmt: skip
+    assert isinstance(sfp.fragment_sketch, CMS) and isinstance(sfp.word_sketch, CMS)
+    assert sfp.positions * sfp.records_per_position == 2 * 16 * (9**2 - 8)
+    assert sfp.fragment_sketch.epsilon + sfp.word_sketch.epsilon <= 6.0
+    rng = np.random.default_rng(8)
+    rest = ["".join(LETTERS[j] for j in row) for row in rng.integers(0, 8, size=(6000, 4))]
+    values = ["bead"] * 8000 + ["hag"] * 6000 + rest
+    res = sfp.run(values, rng=9)
+    assert all(t < 0.0564 for t in res.fragment_thresholds)
+    assert set(res.strings) == {"bead", "hag"}
+    for s, f, se in zip(res.strings, res.frequencies, res.se, strict=True):
+        assert abs(f - {"bead": 0.4, "hag": 0.3}[s]) < 5 * se
+
+
 def test_result_prints_and_serializes() -> None:
     sfp = SFP(epsilon=6.0, max_length=4, alphabet="abcd", puzzle_bits=4, k=32, m=256)
     res = sfp.run(["abcd"] * 4000 + ["bad"] * 3000 + ["c"] * 3000, rng=5)
@@ -316,7 +336,9 @@ def test_bad_strings_are_refused_by_name(values: list[object], match: str) -> No
 
 def test_bytes_longer_than_the_bound_are_refused() -> None:
     sfp = SFP(epsilon=2.0, max_length=3, puzzle_bits=1, k=16, m=64)
-    with pytest.raises(DataError, match=r"max_bytes = 3 bytes in UTF-8, got 4"):
+    with pytest.raises(
+        DataError, match=r"`values`\[0\] must be at most max_length = 3 bytes in UTF-8, got 4"
+    ):
         sfp.randomize(["é!!"], rng=1)
     with pytest.raises(ParameterTypeError, match="`values` must be a string or a sequence"):
         sfp.randomize(5, rng=1)
@@ -370,7 +392,14 @@ def test_bad_reports_and_tallies_are_refused() -> None:
         sfp.estimate(reports, level=1.5)
     tally = sfp.tally(reports)
     with pytest.raises(DataError, match="must have 2 positions"):
-        tally + SFPTally(tally.fragments[:1], tally.words)
+        tally + SFPTally(tally.fragments[:1], tally.words, tally.key)
+    # same sketches, another alphabet: the records mean other strings, so refused
+    abc = SFP(epsilon=2.0, max_length=4, alphabet="ba", puzzle_bits=2, k=8, m=64)
+    assert abc.fragment_sketch.key == sfp.fragment_sketch.key
+    with pytest.raises(DataError, match="`data` must be a tally of this SFP"):
+        abc.estimate(tally)
+    with pytest.raises(DataError, match="must come from the same SFP"):
+        tally + abc.tally(abc.randomize(["ab"], rng=1))
 
 
 # ---- slow studies

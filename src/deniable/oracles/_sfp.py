@@ -164,7 +164,9 @@ class SFP:
 
     @property
     def records_per_position(self) -> int:
-        """``2^r ((A + 1)^2 - A)``: the records the server estimates at a position."""
+        """``2^r ((A + 1)^2 - A)``: the records the server estimates at a position (``2^r``
+        fewer at position 0, which never starts with padding; the Bonferroni count ``R`` is
+        ``P`` times this, a bound)."""
         return (1 << self.puzzle_bits) * ((self.symbols + 1) ** 2 - self.symbols)
 
     @cached_property
@@ -224,22 +226,21 @@ class SFP:
     def strings(self, values: Any) -> list[bytes]:
         """``values`` as checked UTF-8 bytes: non-empty, at most ``max_length`` symbols, each
         in the alphabet; an error names ``values``, the position and what was wrong."""
-        raw = sketch_strings("values", values, self._max_bytes)
-        if self.alphabet is not None:
-            allowed = set(self.alphabet)
-            for s in dict.fromkeys(raw):  # once per distinct string
-                text = s.decode("utf-8")
-                if len(text) > self.max_length:
-                    raise DataError(
-                        f"`values`[{raw.index(s)}] must be at most max_length = "
-                        f"{self.max_length} characters, got {len(text)}."
-                    )
-                bad = set(text) - allowed
-                if bad:
-                    raise DataError(
-                        f"`values`[{raw.index(s)}] must use only the alphabet's characters "
-                        f"{self.alphabet!r}, got {min(bad)!r} in {text!r}."
-                    )
+        raw = sketch_strings("values", values, 4 * self.max_length)
+        allowed = None if self.alphabet is None else set(self.alphabet)
+        unit = "bytes in UTF-8" if allowed is None else "characters"
+        for s in dict.fromkeys(raw):  # once per distinct string
+            text = s.decode("utf-8")
+            if (size := len(s) if allowed is None else len(text)) > self.max_length:
+                raise DataError(
+                    f"`values`[{raw.index(s)}] must be at most max_length = {self.max_length} "
+                    f"{unit}, got {size}."
+                )
+            if allowed is not None and (bad := set(text) - allowed):
+                raise DataError(
+                    f"`values`[{raw.index(s)}] must use only the alphabet's characters "
+                    f"{self.alphabet!r}, got {min(bad)!r} in {text!r}."
+                )
         return raw
 
     def symbol_indices(self, strings: list[bytes]) -> npt.NDArray[np.int64]:
@@ -312,7 +313,7 @@ class SFP:
             raise DataError(
                 f"`reports.words` must hold one report per device ({pos.size}), got {got}."
             )
-        return SFPTally(tallies, words)
+        return SFPTally(tallies, words, key=self.key)
 
     def threshold(self, sketch: CountMeanSketch, n: int, tests: int, moment: float | None) -> float:
         """``z(alpha / tests) sd(0)``: the share a record or string of frequency 0 exceeds
@@ -364,6 +365,10 @@ class SFP:
         return self.estimate(self.randomize(values, rng=rng), level=level)
 
     def _check_tally(self, tally: SFPTally) -> None:
+        if tally.key != self.key:
+            raise DataError(
+                f"`data` must be a tally of this SFP ({self.key}), got one of {tally.key}."
+            )
         if len(tally.fragments) != self.positions:
             raise DataError(
                 f"`data` must hold {self.positions} position tallies, got {len(tally.fragments)}."

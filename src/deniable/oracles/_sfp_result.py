@@ -43,27 +43,34 @@ class SFPReports:
 @dataclass(frozen=True)
 class SFPTally:
     """The tally of SFP reports: one fragment-sketch tally per position (``fragments``) and
-    the whole-string sketch's tally (``words``).  Tallies add across batches of the same
-    SFP (``a + b``, position by position)."""
+    the whole-string sketch's tally (``words``), bound to the SFP's ``key``.  Tallies add
+    across batches of the same SFP (``a + b``, position by position)."""
 
     fragments: tuple[Tally, ...]
     words: Tally
+    key: str
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fragments", tuple(self.fragments))
         if not all(isinstance(t, Tally) for t in (*self.fragments, self.words)):
             raise ParameterTypeError("`fragments` and `words` must be Tally objects.")
+        if not isinstance(self.key, str):
+            raise ParameterTypeError(f"`key` must be a str, got {type(self.key).__name__}.")
 
     def __add__(self, other: object) -> SFPTally:
         if not isinstance(other, SFPTally):
             return NotImplemented
+        if other.key != self.key:
+            raise DataError(
+                f"SFP tallies must come from the same SFP to add, got {self.key} and {other.key}."
+            )
         if len(other.fragments) != len(self.fragments):
             raise DataError(
                 f"an SFP tally must have {len(self.fragments)} positions to add to this one, "
                 f"got {len(other.fragments)}."
             )
         pairs = zip(self.fragments, other.fragments, strict=True)
-        return SFPTally(tuple(a + b for a, b in pairs), self.words + other.words)
+        return SFPTally(tuple(a + b for a, b in pairs), self.words + other.words, self.key)
 
 
 @dataclass(frozen=True)
