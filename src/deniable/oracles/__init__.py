@@ -56,6 +56,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           mean, quantiles, bootstrap intervals)
 :class:`PEM`, :class:`TreeHist`  heavy hitters over an unknown domain of strings (prefix
                           extension, binary prefix tree): :class:`HeavyHitters`
+:class:`SFP`                Sequence Fragment Puzzle (Apple 2017): frequent strings from a
+                          fragment sketch with puzzle pieces and a whole-string sketch
+                          (:class:`SFPResult`)
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -135,6 +138,8 @@ from deniable.oracles._rappor_ngram_decode import NgramDiscovery, NgramReports
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
+from deniable.oracles._sfp import SFP
+from deniable.oracles._sfp_result import SFPReports, SFPResult, SFPTally
 from deniable.oracles._sketch import SketchEstimate, SketchReports
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
@@ -181,6 +186,7 @@ __all__ = [
     "QUANTILE_METHOD",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
+    "SFP",
     "SUE",
     "ConsistentFrequencies",
     "CountMeanSketch",
@@ -225,6 +231,9 @@ __all__ = [
     "RapporEstimate",
     "RapporNgram",
     "RapporReports",
+    "SFPReports",
+    "SFPResult",
+    "SFPTally",
     "SketchEstimate",
     "SketchReports",
     "SquareWave",
