@@ -53,7 +53,9 @@ from deniable.cli._telemetry_sketch import (
     SketchRowsOpt,
     aggregate_sketch,
     not_sketch,
+    show_sketch,
     simulate_sketch,
+    sketch_candidates,
 )
 from deniable.cli._telemetry_tables import (
     EndOpt,
@@ -369,7 +371,13 @@ def aggregate_command(
     [--end DAY] instead of FILE.  Intervals and rows are computed for the categories shown
     only (--rows, at most 65,536).  RAPPOR's reports (a report file or tables) are decoded
     against --candidates."""
-    from deniable.oracles import Rappor, oracle_from_key, read_report_key, tally_file
+    from deniable.oracles import (
+        Rappor,
+        oracle_from_key,
+        read_report_key,
+        sketch_from_key,
+        tally_file,
+    )
 
     if local_workers > MAX_LOCAL_WORKERS:
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
@@ -408,6 +416,9 @@ def aggregate_command(
         cand = None
         if isinstance(tables.oracle, Rappor):  # the decoder's input checked before counting
             cand = rappor_candidates(tables.oracle, candidates, tables.label)
+        elif getattr(tables.oracle, "name", None) in SKETCHES:  # likewise the sketch's
+            not_rappor_decoder(tables.label, method, penalty, alpha)
+            cand = sketch_candidates(tables.oracle, candidates, tables.label)
         else:
             not_rappor(tables.label, candidates, method, penalty, alpha)
         where: Any = scheduler if scheduler is not None else (
@@ -415,6 +426,11 @@ def aggregate_command(
         )  # fmt: skip
         tally = tables.tally(mechanism, scheduler=where, batch=batch,
                              local_workers=max(local_workers, 1), as_json=as_json)  # fmt: skip
+        if (tally.mechanism or "").partition("{")[0] in SKETCHES:  # --candidates checked above
+            sketch = sketch_from_key(tally.mechanism or "")
+            return show_sketch(sketch, tally, cand or sketch_candidates(sketch, candidates,
+                               tables.label), file=tables.label, rows=rows, level=level,
+                               table_rows=TABLE_ROWS, as_json=as_json)  # fmt: skip
         oracle = oracle_from_key(tally.mechanism or "")
         if isinstance(oracle, Rappor):  # decoded against --candidates (checked above)
             if cand is None:

@@ -33,7 +33,9 @@ __all__ = [
     "SketchRowsOpt",
     "aggregate_sketch",
     "not_sketch",
+    "show_sketch",
     "simulate_sketch",
+    "sketch_candidates",
 ]
 
 #: ``simulate --mechanism cms|hcms``: strings through a keyed hash into a sketch (not in the
@@ -152,10 +154,13 @@ def simulate_sketch(
             "are --epsilon, --sketch-rows, --sketch-columns and --salt."
         )
     if target.format != "reports":
-        fail(
-            f"`--format {target.format}` is not available for `--mechanism {mechanism}`: "
-            "its reports go to a report file (.dnrp)."
-        )
+        try:
+            import pyarrow  # noqa: F401 - checked here so the error names the extra
+        except ImportError:
+            fail(
+                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
+                "pip install 'deniable[dask]'."
+            )
     if epsilon is None:
         fail(f"`--epsilon` must be given for `--mechanism {mechanism}`.")
     gen = np.random.default_rng(seed)
@@ -186,10 +191,17 @@ def simulate_sketch(
                 batch_values = pool[start : start + size]
             yield sketch.randomize(batch_values.tolist(), rng=gen)
 
+    def write(tmp: Any, progress: Any) -> Any:
+        if target.format == "reports":
+            return write_report_batches(tmp, sketch, n, batches(), progress=progress)
+        from deniable.distributed import write_report_table
+
+        # CMS: the row column, then the packed bits; HCMS: one column (distributed._tables)
+        return write_report_table(tmp, sketch, n, batches(), format=target.format,
+                                  progress=progress)  # fmt: skip
+
     with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(
-            lambda tmp: write_report_batches(tmp, sketch, n, batches(), progress=progress)
-        )
+        path = target.write(lambda tmp: write(tmp, progress))
     data = {
         "file": str(out),
         "format": target.format,
@@ -228,6 +240,16 @@ def aggregate_sketch(
     from deniable.oracles import sketch_from_key, tally_file
 
     sketch = sketch_from_key(key)
+    cand = sketch_candidates(sketch, candidates, file)
+    with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
+        tally = tally_file(sketch, file, batch=batch, progress=progress)
+    show_sketch(sketch, tally, cand, file=file, rows=rows, level=level, table_rows=table_rows,
+                as_json=as_json)  # fmt: skip
+
+
+def sketch_candidates(sketch: Any, candidates: str | None, file: str) -> list[str]:
+    """The strings of ``candidates`` to estimate ``sketch``'s reports of ``file`` for,
+    checked (given, distinct, at most ``max_bytes`` each) before any report is read."""
     if candidates is None:
         fail(
             f"`--candidates` FILE (one candidate string a line) is needed to estimate from "
@@ -236,8 +258,15 @@ def aggregate_sketch(
         )
     cand = read_lines("--candidates", candidates, distinct=True)
     _check_lengths("--candidates", cand, sketch.max_bytes)
-    with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
-        tally = tally_file(sketch, file, batch=batch, progress=progress)
+    return cand
+
+
+def show_sketch(
+    sketch: Any, tally: Any, cand: list[str], *, file: str, rows: int | None, level: float,
+    table_rows: int, as_json: bool,
+) -> None:  # fmt: skip
+    """Estimate the share of each of ``cand`` from ``sketch``'s tally (of a report file,
+    report tables) and print it (the first ``rows``, all with ``--json``)."""
     est = sketch.estimate(tally, cand)
     if as_json:
         eps = {"epsilon": sketch.epsilon, "implemented_epsilon": sketch.implemented_epsilon}
