@@ -33,7 +33,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           (Fanti, Pihur & Erlingsson 2016; :class:`NgramDiscovery`)
 :class:`CMS`, :class:`HCMS`   count mean sketches of strings (Apple 2017): a row of a
                           sketch per device, frequencies of any candidate string;
-                          :func:`cms_spec` as versioned JSON for a device
+                          :func:`cms_spec` as versioned JSON for a device,
+                          :func:`sketch_from_key` the sketch of a report file's key
 :data:`FREQUENCY_ORACLES`   every oracle of ``k`` values by its name (``--mechanism``), one
                           registry for the command line, the specs and keys, and the choice;
                           :func:`make_oracle` builds one at an epsilon
@@ -141,6 +142,7 @@ from deniable.oracles._report_epsilon import report_epsilon
 from deniable.oracles._sfp import SFP
 from deniable.oracles._sfp_result import SFPReports, SFPResult, SFPTally
 from deniable.oracles._sketch import SketchEstimate, SketchReports
+from deniable.oracles._sketch_files import sketch_from_key
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
     oracle_from_key,
@@ -265,6 +267,7 @@ __all__ = [
     "report_epsilon",
     "rsfd_attribute_epsilon",
     "sampling_variance",
+    "sketch_from_key",
     "square_wave_b",
     "string_digest",
     "support_probabilities",
