@@ -82,6 +82,11 @@ multi-freq-ldpy's longitudinal L-GRR, L-SUE, L-OUE, L-OSUE, L-OLH (beside our LO
 dBitFlipPM, and its multidimensional SPL, SMP and RS+FD, over 30 rounds of n devices whose
 values change (the Markov switching model of ``deniable.simulation.Fleet``), and writes
 ``benchmarks/results/peers-longitudinal.md`` and ``.json``.
+
+``--only sketches`` runs the rows of issue 18, part 5 instead (``peers/sketches.py``, its
+docstring has the method; markdown, verdicts and files in ``peers/sketches_report.py``): our
+CMS and HCMS beside pure-LDP's ``CMSClient`` / ``CMSServer`` on the same Zipf strings, into
+``benchmarks/results/peers-sketches.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -109,7 +114,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from peers import longitudinal, longitudinal_report  # noqa: E402
+from peers import longitudinal, longitudinal_report, sketches_report  # noqa: E402
 from peers.cells import PILOT_N, REPEATS, PeerCell  # noqa: E402
 from peers.libraries import CLAIMED_EPSILON, load_peers  # noqa: E402
 from peers.model import (  # noqa: E402
@@ -336,7 +341,8 @@ def main() -> int:
         nargs="*",
         default=[],
         help="workload keys (binary, grr, ...), or longitudinal: the longitudinal and "
-        "multidimensional rows, written to peers-longitudinal.{md,json}",
+        "multidimensional rows, written to peers-longitudinal.{md,json}; or sketches: CMS "
+        "and HCMS against pure-LDP, written to peers-sketches.{md,json}",
     )
     args = parser.parse_args()
     start = time.perf_counter()
@@ -348,6 +354,10 @@ def main() -> int:
     REPEATS[0] = args.repeats
     if "longitudinal" in args.only:  # its own rows and files (peers/longitudinal.py)
         return longitudinal_main(args, ns, budget, start, load_before)
+    if "sketches" in args.only:  # its own rows and files (peers/sketches.py)
+        out = None if args.quick else OUT
+        meta = lambda: _meta(ns, args.repeats, budget, start, load_before)  # noqa: E731
+        return sketches_report.main(ns, args.repeats, budget, out, meta)
     data = run_all(ns, args.repeats, budget, set(args.only))
     data["targets"] = verdicts(data["rows"])
     data["meta"] = _meta(ns, args.repeats, budget, start, load_before)
