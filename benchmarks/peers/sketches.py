@@ -21,8 +21,9 @@ One timed run is randomize + tally + estimate of all ``n`` reports; a row's time
 of ``--repeats`` runs.  A pure-LDP run that would exceed ``--budget`` seconds is measured on
 the first reports of the row (the n that fits, from a pilot of ``PILOT_N`` reports and the
 affine fit of ``peers.cells``) and its time extrapolated affinely to n, marked so: the fit
-takes two pilots, of ``PILOT_N`` and ``10 PILOT_N`` reports, since pure-LDP's
-``estimate_all`` hashes every candidate in every row (a fixed cost of seconds).
+takes two pilots (each the best of ``--repeats`` runs), of ``PILOT_N`` and ``10 PILOT_N``
+reports, since pure-LDP's ``estimate_all`` hashes every candidate in every row (a fixed
+cost of seconds).
 
 Accuracy, on the same strings: the mean squared error of the frequency estimates over the
 domain beside the variance we state (``sketch.variance(..., population="fixed")`` at the true
@@ -207,10 +208,11 @@ def measure_peer(key: str, eps: float, n: int, repeats: int, budget: float) -> d
         setup = time.perf_counter() - t0
         idx = population(n)
         # two pilots: estimate_all has a large fixed cost (every candidate hashed k times),
-        # which one pilot would take for a cost per report
-        first = (min(PILOT_N, n), _peer_at(client, server, idx[:PILOT_N], 1)[0])
+        # which one pilot would take for a cost per report; each the best of ``repeats``
+        # runs like the run it is fitted with (a single slow pilot would flatten the fit)
+        first = (min(PILOT_N, n), _peer_at(client, server, idx[:PILOT_N], repeats)[0])
         m2 = min(10 * PILOT_N, n)
-        pilot = (m2, _peer_at(client, server, idx[:m2], 1)[0])
+        pilot = (m2, _peer_at(client, server, idx[:m2], repeats)[0])
         used, why = _fit(n, n, budget, [first, pilot])
         seconds, acc = _peer_at(client, server, idx[:used], repeats)
         if pilot[0] < used < n:
