@@ -84,6 +84,11 @@ values change (the Markov switching model of ``deniable.simulation.Fleet``), and
 ``benchmarks/results/peers-longitudinal.md`` and ``.json``; ``--protocols lsue,loue`` runs
 only those rows, into ``peers-longitudinal-partial.md`` and ``.json`` (the whole table is
 never overwritten by a part of it).
+
+``--only sketches`` runs the rows of issue 18, part 5 instead (``peers/sketches.py``, its
+docstring has the method; markdown, verdicts and files in ``peers/sketches_report.py``): our
+CMS and HCMS beside pure-LDP's ``CMSClient`` / ``CMSServer`` on the same Zipf strings, into
+``benchmarks/results/peers-sketches.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -111,7 +116,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from peers import longitudinal, longitudinal_report  # noqa: E402
+from peers import longitudinal, longitudinal_report, sketches_report  # noqa: E402
 from peers.cells import PILOT_N, REPEATS, PeerCell  # noqa: E402
 from peers.libraries import CLAIMED_EPSILON, load_peers  # noqa: E402
 from peers.model import (  # noqa: E402
@@ -338,7 +343,8 @@ def main() -> int:
         nargs="*",
         default=[],
         help="workload keys (binary, grr, ...), or longitudinal: the longitudinal and "
-        "multidimensional rows, written to peers-longitudinal.{md,json}",
+        "multidimensional rows, written to peers-longitudinal.{md,json}; or sketches: CMS "
+        "and HCMS against pure-LDP, written to peers-sketches.{md,json}",
     )
     parser.add_argument(
         "--protocols",
@@ -361,6 +367,10 @@ def main() -> int:
         parser.error("--protocols filters the longitudinal rows: give --only longitudinal")
     if "longitudinal" in args.only:  # its own rows and files (peers/longitudinal.py)
         return longitudinal_main(args, ns, budget, start, load_before)
+    if "sketches" in args.only:  # its own rows and files (peers/sketches.py)
+        out = None if args.quick else OUT
+        meta = lambda: _meta(ns, args.repeats, budget, start, load_before)  # noqa: E731
+        return sketches_report.main(ns, args.repeats, budget, out, meta)
     data = run_all(ns, args.repeats, budget, set(args.only))
     data["targets"] = verdicts(data["rows"])
     data["meta"] = _meta(ns, args.repeats, budget, start, load_before)
