@@ -15,7 +15,7 @@ import pytest
 from _longitudinal import check_replayed_rounds, grr_matrix, log_worst_ratio
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms import InMemoryMemoStore
-from deniable.oracles import LGRR, LOSUE, LOUE, LSUE, make_oracle, oracle_spec
+from deniable.oracles import LGRR, LOLOHA, LOSUE, LOUE, LSUE, make_oracle, oracle_spec
 from deniable.randomness import ArrayWords
 
 CLASSES = (LGRR, LSUE, LOUE, LOSUE)
@@ -305,3 +305,20 @@ def test_unary_prrs_unpack_from_their_memo_chunks(k: int) -> None:
     got = o._from_chunks(chunks)
     assert got.dtype == np.bool_
     np.testing.assert_array_equal(got, bits)
+
+
+@pytest.mark.parametrize("memo", [False, True], ids=["fresh", "memo"])
+@pytest.mark.parametrize("cls", [*CLASSES, LOLOHA], ids=lambda c: c.name)
+def test_no_values_give_no_reports(cls: Any, memo: bool) -> None:
+    """Zero values give zero reports of the report's own shape and dtype: a unary oracle's
+    ``(0, ceil(k / 8))`` bytes, L-GRR's ``(0,)`` values, LOLOHA's ``(0, 3)`` words (two seed
+    words and the bucket), with a memo or without, and the empty batch tallies to zeros."""
+    k = 12
+    o = cls.from_epsilon(2.0, k)
+    width = {LGRR: (), LOLOHA: (3,)}.get(cls, (-(-k // 8),))
+    dtype = {LGRR: np.int64, LOLOHA: np.uint64}.get(cls, np.uint8)
+    store = InMemoryMemoStore() if memo else None
+    got = o.randomize([], rng=1, memo=store, devices=[] if memo else None)
+    assert got.shape == (0, *width)
+    assert got.dtype == dtype
+    assert not o.tally(got).counts.any()

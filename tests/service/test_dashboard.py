@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 import pytest
 from _closed_forms import binary, binom_sf
 from fastapi.testclient import TestClient
+from test_streams import spec_body
 
 from deniable.service.app import create_app
 from deniable.service.core.settings import Settings
@@ -45,6 +46,7 @@ PASSWORD = "correct horse battery staple"
 E = math.e
 CHANNELS = {"happy": (0.75, 0.25), "harassment": (E / (1 + E), 1 / (1 + E))}
 N_RESPONDENTS = 80  # the last two open a session and send nothing
+STREAM = "app"  # a telemetry stream (its routes are admin only, as the survey's)
 ADMIN_PATHS = [
     f"/api/surveys/{SID}/results",
     f"/api/surveys/{SID}/results/happy/timeline",
@@ -60,7 +62,12 @@ ADMIN_PATHS = [
     f"/api/surveys/{SID}/robustness",
     "/dashboard",
     f"/dashboard/{SID}",
+    "/api/streams",
+    f"/api/streams/{STREAM}/estimates",
+    f"/dashboard/streams/{STREAM}",
 ]
+#: The stream routes that store: admin only too (a PUT of a spec, a POST issuing tokens).
+ADMIN_WRITES = [("PUT", f"/api/streams/{STREAM}"), ("POST", f"/api/streams/{STREAM}/devices")]
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -103,11 +110,28 @@ def filled(store: ServiceStore) -> Filled:
 
 
 @pytest.fixture
-def app_client(store: ServiceStore, db_url: str) -> Iterator[TestClient]:
-    settings = Settings(database_url=db_url, admin_token=TOKEN, admin_password=PASSWORD)
+def app_client(store: ServiceStore, db_url: str, tmp_path: Path) -> Iterator[TestClient]:
+    settings = Settings(
+        database_url=db_url,
+        admin_token=TOKEN,
+        admin_password=PASSWORD,
+        streams_dir=tmp_path / "streams",
+    )
     app = create_app(settings, store=store)
     with TestClient(app) as client:
         yield client
+
+
+@pytest.fixture
+def stream(app_client: TestClient) -> str:
+    """A telemetry stream stored through the API (no reports yet)."""
+    r = app_client.put(
+        f"/api/streams/{STREAM}",
+        json=spec_body(STREAM),
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    )
+    assert r.status_code == 201, r.text
+    return STREAM
 
 
 @pytest.fixture
@@ -124,7 +148,7 @@ def _get(client: TestClient, path: str, **params: Any) -> Any:
 
 # --------------------------------------------------------------------------- auth
 @pytest.mark.parametrize("path", ADMIN_PATHS)
-def test_admin_only(app_client: TestClient, filled: Filled, path: str) -> None:
+def test_admin_only(app_client: TestClient, filled: Filled, stream: str, path: str) -> None:
     r = app_client.get(path)
     assert r.status_code == 401
     if path.startswith("/dashboard"):
@@ -146,6 +170,26 @@ def test_admin_only(app_client: TestClient, filled: Filled, path: str) -> None:
         assert out.status_code == 303
         app_client.cookies.clear()  # what the browser does with the expired cookie
         assert app_client.get(path).status_code == 401
+
+
+@pytest.mark.parametrize(("method", "path"), ADMIN_WRITES)
+def test_stream_writes_are_admin_only(
+    app_client: TestClient, stream: str, method: str, path: str
+) -> None:
+    """Without the admin's credentials a stream's spec is not replaced and no device token
+    is issued: 401 naming the credentials, and the stream keeps no device."""
+    body = spec_body(STREAM, cap=1.0)
+    app_client.cookies.set("deniable_admin", "forged.value.sig")
+    for headers in ({}, {"Authorization": "Bearer nope"}):
+        r = app_client.request(method, path, json=body, headers=headers)
+        assert r.status_code == 401, (method, headers)
+        assert "admin only" in r.json()["error"]
+    app_client.cookies.clear()
+    listed = app_client.get("/api/streams", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert listed.status_code == 200
+    [kept] = listed.json()["streams"]
+    assert kept["devices"] == 0
+    assert kept["window"]["epsilon"] == 500.0  # the cap stored first, not the 1 sent after
 
 
 def test_login_refuses_a_wrong_secret(app_client: TestClient) -> None:
@@ -382,7 +426,7 @@ def test_bad_requests(admin: TestClient, filled: Filled) -> None:
         assert word in r.json()["error"], (path, r.text)
 
 
-def test_empty_survey_has_no_numbers_yet(admin: TestClient) -> None:
+def test_empty_survey_has_no_numbers_yet(admin: TestClient, stream: str) -> None:
     res = _get(admin, f"/api/surveys/{SID}/results")
     assert all(q["n"] == 0 and q["estimate"] in (None, [None] * 4) for q in res["questions"])
     for path in ADMIN_PATHS:

@@ -194,10 +194,11 @@ class LongitudinalUnary(LongitudinalOracle):
     def _from_chunks(self, chunks: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
         # a chunk holds 56 bits: the low 7 bytes of its little-endian int64, bit j of the
         # chunk bit j % 8 of byte j // 8 (unpacked a byte at a time, not a shift per bit)
-        n = chunks.shape[0]
-        raw = np.ascontiguousarray(chunks, dtype="<i8").view(np.uint8).reshape(-1)
-        bits = np.unpackbits(raw, bitorder="little").reshape(n, -1, 64)[:, :, :_CHUNK]
-        return bits.reshape(n, -1)[:, : self.k].view(np.bool_)
+        # (the shapes are spelled out, never -1: with no rows, -1 is ambiguous and refused)
+        n, c = chunks.shape
+        raw = np.ascontiguousarray(chunks, dtype="<i8").view(np.uint8).reshape(n * c * 8)
+        bits = np.unpackbits(raw, bitorder="little").reshape(n, c, 64)[:, :, :_CHUNK]
+        return bits.reshape(n, c * _CHUNK)[:, : self.k].view(np.bool_)
 
     def _permanent_parameters(self) -> dict[str, Any]:
         p1, q1, _, _ = self.probabilities
