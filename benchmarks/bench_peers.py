@@ -81,7 +81,14 @@ docstring has the method; markdown and verdicts in ``peers/longitudinal_report.p
 multi-freq-ldpy's longitudinal L-GRR, L-SUE, L-OUE, L-OSUE, L-OLH (beside our LOLOHA) and
 dBitFlipPM, and its multidimensional SPL, SMP and RS+FD, over 30 rounds of n devices whose
 values change (the Markov switching model of ``deniable.simulation.Fleet``), and writes
-``benchmarks/results/peers-longitudinal.md`` and ``.json``.
+``benchmarks/results/peers-longitudinal.md`` and ``.json``; ``--protocols lsue,loue`` runs
+only those rows, into ``peers-longitudinal-partial.md`` and ``.json`` (the whole table is
+never overwritten by a part of it).
+
+``--only sketches`` runs the rows of issue 18, part 5 instead (``peers/sketches.py``, its
+docstring has the method; markdown, verdicts and files in ``peers/sketches_report.py``): our
+CMS and HCMS beside pure-LDP's ``CMSClient`` / ``CMSServer`` on the same Zipf strings, into
+``benchmarks/results/peers-sketches.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -109,7 +116,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from peers import longitudinal, longitudinal_report  # noqa: E402
+from peers import longitudinal, longitudinal_report, sketches_report  # noqa: E402
 from peers.cells import PILOT_N, REPEATS, PeerCell  # noqa: E402
 from peers.libraries import CLAIMED_EPSILON, load_peers  # noqa: E402
 from peers.model import (  # noqa: E402
@@ -336,7 +343,17 @@ def main() -> int:
         nargs="*",
         default=[],
         help="workload keys (binary, grr, ...), or longitudinal: the longitudinal and "
-        "multidimensional rows, written to peers-longitudinal.{md,json}",
+        "multidimensional rows, written to peers-longitudinal.{md,json}; or sketches: CMS "
+        "and HCMS against pure-LDP, written to peers-sketches.{md,json}",
+    )
+    parser.add_argument(
+        "--protocols",
+        type=lambda s: [p for p in s.split(",") if p],
+        default=[],
+        metavar="NAME[,NAME]",
+        help="with --only longitudinal: run only these rows (lgrr, lsue, loue, losue, loloha, "
+        "dbitflip, spl, smp, rsfd); the partial table goes to "
+        "peers-longitudinal-partial.{md,json}, never over the whole one",
     )
     args = parser.parse_args()
     start = time.perf_counter()
@@ -346,8 +363,14 @@ def main() -> int:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
     budget = 2.0 if args.quick else args.budget
     REPEATS[0] = args.repeats
+    if args.protocols and "longitudinal" not in args.only:
+        parser.error("--protocols filters the longitudinal rows: give --only longitudinal")
     if "longitudinal" in args.only:  # its own rows and files (peers/longitudinal.py)
         return longitudinal_main(args, ns, budget, start, load_before)
+    if "sketches" in args.only:  # its own rows and files (peers/sketches.py)
+        out = None if args.quick else OUT
+        meta = lambda: _meta(ns, args.repeats, budget, start, load_before)  # noqa: E731
+        return sketches_report.main(ns, args.repeats, budget, out, meta)
     data = run_all(ns, args.repeats, budget, set(args.only))
     data["targets"] = verdicts(data["rows"])
     data["meta"] = _meta(ns, args.repeats, budget, start, load_before)
@@ -366,16 +389,29 @@ def longitudinal_main(
 ) -> int:
     """The longitudinal and multidimensional rows: ``peers-longitudinal.{md,json}``."""
     warnings.filterwarnings("ignore")
-    rows = longitudinal.run_rows(ns, args.repeats, budget)
+    keys = [key for key, _ in longitudinal.WORKLOADS]
+    unknown = sorted(set(args.protocols) - set(keys))
+    if unknown:
+        raise SystemExit(f"--protocols must name rows among {', '.join(keys)}, got {unknown}")
+    rows = longitudinal.run_rows(ns, args.repeats, budget, args.protocols)
     data: dict[str, Any] = {"meta": _meta(ns, args.repeats, budget, start, load)}
     data["meta"]["rounds"] = longitudinal.ROUNDS
     data |= {"rows": rows, "targets": longitudinal_report.verdicts(rows)}
     text = longitudinal_report.markdown(data)
+    if args.protocols:
+        data["meta"]["protocols"] = args.protocols
+        text = text.replace("peers-longitudinal.json", "peers-longitudinal-partial.json")
+        text = (
+            f"<!-- partial run: rows {', '.join(args.protocols)} only (--protocols); compare "
+            "within this run, the whole table is peers-longitudinal.md -->\n" + text
+        )
     if not args.quick:
+        # a run of some rows only is written beside the whole table, never over it
+        stem = "peers-longitudinal-partial" if args.protocols else "peers-longitudinal"
         OUT.mkdir(exist_ok=True)
-        (OUT / "peers-longitudinal.md").write_text(text, encoding="utf-8")
+        (OUT / f"{stem}.md").write_text(text, encoding="utf-8")
         out = json.dumps(data, indent=2) + "\n"
-        (OUT / "peers-longitudinal.json").write_text(out, encoding="utf-8")
+        (OUT / f"{stem}.json").write_text(out, encoding="utf-8")
     print(text)
     return 0
 

@@ -59,6 +59,7 @@ def main() -> None:
     spec["thresholds"]["yes"][1] += 1
     (cwd / "tampered.json").write_text(json.dumps(spec, indent=2))
     _sample_files(cwd)
+    (cwd / "pages.txt").write_text("home\nsearch\nsettings\nhelp\nabout\nnews\nadmin\n")
     for template in sorted((ROOT / "docs/templates").glob("*.md.in")):
         out = []
         for line in template.read_text().splitlines(keepends=True):

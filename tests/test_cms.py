@@ -5,11 +5,13 @@ every bad input refused by name."""
 
 from __future__ import annotations
 
+import decimal
 import hashlib
 import itertools
 import json
 import math
 import pickle
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -406,6 +408,8 @@ def test_a_domain_too_large_for_the_sketch_is_refused_by_name() -> None:
         ({"k": 2, "m": 8, "epsilon": 0.0}, "`epsilon`"),
         ({"k": 2, "m": 8, "epsilon": math.inf}, "`epsilon`"),
         ({"k": 2, "m": 8, "epsilon": 31.0}, "`epsilon` must be at most 30"),
+        # the flip rounds to 1/2 (estimates divided by zero before)
+        ({"k": 2, "m": 8, "epsilon": 1e-17}, "`epsilon` is too small for 'cms'"),
         ({"k": 2, "m": 8, "epsilon": 1.0, "salt": -1}, "`salt`"),
         ({"k": 2, "m": 8, "epsilon": 1.0, "max_bytes": 0}, "`max_bytes`"),
         ({"k": 65536, "m": 65536, "epsilon": 1.0}, "`m` must keep the tally at most 2\\*\\*27"),
@@ -489,3 +493,67 @@ def test_sampled_devices_have_the_stated_iid_variance_and_intervals_cover(cls: A
     lo, hi = chi2.ppf([1e-6, 1 - 1e-6], 299) / 299
     assert lo < ratio < hi, ratio
     assert (covered >= 270).all(), covered
+
+
+@pytest.mark.parametrize(
+    ("cls", "epsilon"),
+    [(HCMS, 1.0), (HCMS, 0.17), (HCMS, 0.51), (CMS, 0.23), (CMS, 1.02), (CMS, 1.41)]
+    + [(cls, i / 10) for cls in (CMS, HCMS) for i in range(1, 60)],
+)
+def test_the_flip_threshold_keeps_the_ratio_at_most_e_eps_exactly(cls: Any, epsilon: float) -> None:
+    # A float ``log`` comparison lets ((2**53 - t) / t)^bits exceed e^eps by an ulp (it did at
+    # HCMS eps = 1.0, CMS eps = 0.23): check the rational ratio against e^eps at 60 digits.
+    sketch = cls(k=2, m=4, epsilon=epsilon)
+    t = sketch.flip_threshold
+    moved = 2 if sketch.name == "cms" else 1
+    ratio = Fraction(TWO53 - t, t) ** moved
+    with decimal.localcontext() as ctx:
+        ctx.prec = 60
+        e_eps = decimal.Decimal(epsilon).exp()
+        assert decimal.Decimal(ratio.numerator) / decimal.Decimal(ratio.denominator) <= e_eps
+    # tight: one less is above the stated epsilon (the threshold is the least that holds)
+    assert Fraction(TWO53 - (t - 1), t - 1) ** moved > Fraction(math.exp(epsilon)) * (1 - 1e-12)
+    assert sketch.implemented_epsilon <= epsilon
+
+
+@pytest.mark.parametrize(
+    ("share", "others", "match"),
+    [
+        ("x", 0.1, "`share` must be a number"),
+        (0.1, [object()], "`others` must be a number"),
+        (0.1, "0.1", "`others` must be a number"),
+        (1.5, 0.1, "`share` must be in"),
+        (0.1, math.nan, "`others` must be in"),
+    ],
+)
+def test_variance_refuses_bad_shares_by_name(share: Any, others: Any, match: str) -> None:
+    # one error of the project's tree naming the parameter, never numpy's bare ValueError
+    with pytest.raises((ParameterError, ParameterTypeError), match=match):
+        CMS(k=2, m=8, epsilon=1.0).variance(100, share, others)
+
+
+@pytest.mark.parametrize("cls", [CMS, HCMS])
+def test_variance_when_every_device_holds_the_string_is_the_coins_alone(cls: Any) -> None:
+    """Every device holds "a": each report's Y has mean 1 whatever the row and salt, so
+    Var pi_hat = Var(Y) / (n (1 - c)^2), derived per report: CMS ``Y = (bit - f) / (1 - 2 f)``
+    with ``bit ~ Bernoulli(1 - f)``, ``Var Y = f (1 - f) / (1 - 2 f)^2``; HCMS ``Y = +-1 / (1 -
+    2 f)`` with mean 1, ``Var Y = 1 / (1 - 2 f)^2 - 1``.  (The salt-spread checks above are
+    dominated by the collision term and let a wrong per-report moment through.)  Seeded:
+    400 replicates of 500 devices, sample variance within chi-square bounds at 1e-6."""
+    from scipy.stats import chi2
+
+    sketch = cls(k=3, m=8, epsilon=2.0, salt=7)
+    f, c, n = sketch.flip_threshold / TWO53, sketch.collision, 500
+    var_y = f * (1 - f) / (1 - 2 * f) ** 2 if cls is CMS else 1 / (1 - 2 * f) ** 2 - 1
+    stated = float(sketch.variance(n, 1.0, 0.0))
+    assert math.isclose(stated, var_y / (n * (1 - c) ** 2), rel_tol=1e-12)
+    est = [sketch.estimate(sketch.randomize(["a"] * n, rng=r), ["a"]).values[0] for r in range(400)]
+    assert abs(np.mean(est) - 1.0) < 4.9 * math.sqrt(stated / 400)
+    lo, hi = chi2.ppf([1e-6, 1 - 1e-6], 399) / 399
+    assert lo < np.var(est, ddof=1) / stated < hi
+
+
+def test_hcms_refuses_an_epsilon_whose_flip_rounds_to_a_half() -> None:
+    with pytest.raises(ParameterError, match="`epsilon` is too small for 'hcms'"):
+        HCMS(k=2, m=8, epsilon=1e-17)
+    assert HCMS(k=2, m=8, epsilon=1e-15).flip_threshold < TWO53 // 2  # still a signal

@@ -446,3 +446,17 @@ def test_pem_recall_at_large_n() -> None:
     items = _zipf_items(400_000, heavy, 0.45, 8, seed=9)
     found = PEM(4.0, max_bytes=8, start_bits=8, step_bits=4, top_k=32).run(items, rng=10)
     assert set(heavy) <= set(found.strings)
+
+
+def test_se_is_the_documented_wald_se_of_the_last_group() -> None:
+    # se = sqrt(lambda (1 - lambda) / (n_j (p - q)^2)), lambda = q + (p - q) f the support
+    # rate the frequency f implies (docs/heavy-hitters.md); n_j the last group's reports
+    pem = PEM(epsilon=2.0, max_bytes=2, start_bits=8, step_bits=8, top_k=4, alpha=None)
+    items = ["ab"] * 1500 + ["cd"] * 1000 + [chr(101 + i % 20) * 2 for i in range(2500)]
+    found = pem.run(items, rng=3)
+    p, q = pem.base.p, pem.base.q
+    n_last = found.rounds[-1].devices
+    assert found.strings[:2] == ("ab", "cd")
+    for f, se in zip(found.frequencies, found.se, strict=True):
+        lam = q + (p - q) * f
+        assert math.isclose(se, math.sqrt(lam * (1 - lam) / n_last) / (p - q), rel_tol=1e-9)

@@ -431,3 +431,23 @@ def test_quantile_interval_coverage_large_study() -> None:
             ci = est.quantile(0.5, level=0.9).interval
             hits += ci.low <= true_q <= ci.high
         assert hits >= 336, (mech.name, hits)
+
+
+@pytest.mark.parametrize("mech", [HierarchicalHistogram(16, 2, 1.0), HaarHRR(16, 1.0)])
+@pytest.mark.parametrize(
+    ("frequencies", "match"),
+    [
+        ("abcd", "`frequencies` must have D = 16 entries, got str"),
+        ([object()] * 16, "`frequencies` must have D = 16 entries, got list"),
+        ([math.nan] * 16, "`frequencies` must be 16 non-negative numbers that sum to 1"),
+        ([-0.5, 1.5] + [0.0] * 14, "`frequencies` must be 16 non-negative numbers"),
+        ([0.1] * 16, "`frequencies` must be 16 non-negative numbers that sum to 1"),
+    ],
+)
+def test_variance_refuses_bad_frequencies_by_name(
+    mech: object, frequencies: object, match: str
+) -> None:
+    # NaN or shares that are no distribution gave a number (NaN or a wrong variance); a
+    # string gave numpy's bare ValueError: one DataError naming `frequencies` instead
+    with pytest.raises(DataError, match=match):
+        mech.variance(0, 3, 1000, frequencies)  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from deniable.oracles import (
     make_oracle,
     report_epsilon,
 )
+from deniable.randomness import ArrayWords
 
 
 def _irr_log_channel(m: int, p: float, q: float) -> np.ndarray:
@@ -156,3 +157,23 @@ def test_dbitflip_reports_show_a_change_with_no_finite_bound() -> None:
     # changed: a device sampling bucket 0 or 3 redraws that bit; it differs with
     # probability about 0.4 each, so none differing among 200 has probability < 1e-20
     assert not same[200:].all()
+
+
+def test_rappors_charge_counts_the_rounding_when_it_crosses_p_and_q() -> None:
+    # The IRR draws p as ceil(p 2**53) and q as floor(q 2**53) out of 2**53.  At p = 1e-17,
+    # q = 2e-17 that is 1 and 0: a set bit is possible over a kept 0 and impossible over a
+    # kept 1, an infinite ratio (the closed form said 8 ln 2).  At p = 1.2e-16, q = 1.9e-16
+    # it is 2 and 1: the set bit is twice as likely over a kept 0, 8 ln 2 (the closed form
+    # said 8 ln(19 / 12)).
+    tiny = Rappor(m=8, h=1, cohorts=1, f=0.5, p=1e-17, q=2e-17)
+    zero_prr, one_prr = np.zeros((1, 8), dtype=np.bool_), np.ones((1, 8), dtype=np.bool_)
+    words = ArrayWords(np.zeros(8, dtype=np.uint64))  # every word below any threshold >= 1
+    assert np.unpackbits(tiny.instantaneous(zero_prr, rng=words)).all()
+    words = ArrayWords(np.zeros(8, dtype=np.uint64))
+    assert not np.unpackbits(tiny.instantaneous(one_prr, rng=words)).any()
+    assert report_epsilon(tiny) == math.inf
+    crossed = Rappor(m=8, h=1, cohorts=1, f=0.5, p=1.2e-16, q=1.9e-16)
+    assert report_epsilon(crossed) == pytest.approx(8 * math.log(2), rel=1e-12)
+    # no crossing: the closed form, an upper bound of the implemented ratios
+    plain = Rappor(m=8, h=1, cohorts=1, f=0.5, p=0.25, q=0.75)
+    assert report_epsilon(plain) == pytest.approx(8 * math.log(3), rel=1e-12)

@@ -420,3 +420,16 @@ def test_bootstrap_intervals_cover() -> None:
         lo, hi = est.quantile(0.5, replicates=100, seed=r).ci(0.9, method="bootstrap")
         median_hits += lo <= 0.5 <= hi
     assert mean_hits >= 80 and median_hits >= 80, (mean_hits, median_hits)
+
+
+def test_estimate_refuses_non_numeric_q_and_x_by_name() -> None:
+    # numpy's bare ValueError before: one ParameterTypeError naming the argument
+    sw = SquareWave(1.0, bins=16)
+    est = sw.estimate(sw.randomize(np.full(200, 0.5), rng=1))
+    with pytest.raises(ParameterTypeError, match="`q` must be probabilities in"):
+        est.quantile("median")
+    with pytest.raises(ParameterTypeError, match="`q` must be probabilities in"):
+        est.quantile_value(["x"])
+    with pytest.raises(ParameterTypeError, match="`x` must be numbers"):
+        est.cdf("half")
+    assert est.cdf([0.0, 1.0]).tolist() == [0.0, 1.0]

@@ -126,7 +126,7 @@ def our_run(mech: Any, key: str, values: np.ndarray, rng: Any) -> tuple[float, l
     ests: list[Any] = []
     if key == "dbitflip":
         memo = DBitFlipMemo(mech)
-        keys = ids.tolist()  # DBitFlipMemo takes a sequence of keys (not timed)
+        keys = ids  # the device ids as an array, as the other rows give them (devices=ids)
         t0 = time.perf_counter()
         for x in values:
             ests.append(mech.estimate(mech.tally(memo.report(keys, x, rng=rng))).shares)
@@ -311,9 +311,14 @@ def measure_peer(key: str, n: int, repeats: int, budget: float) -> dict[str, Any
             "per_s": n * ROUNDS / seconds, "setup_s": setup}  # fmt: skip
 
 
-def run_rows(ns: tuple[int, ...], repeats: int, budget: float) -> list[dict[str, Any]]:
+def run_rows(
+    ns: tuple[int, ...], repeats: int, budget: float, only: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of ``WORKLOADS`` (those whose key is in ``only``, if given), in table order."""
     rows = []
     for key, label in WORKLOADS:
+        if only and key not in only:
+            continue
         for n in ns:
             print(f"  {label} n={n:,} x {ROUNDS} rounds", flush=True)
             rows.append({

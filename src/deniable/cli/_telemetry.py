@@ -2,14 +2,16 @@
 
 ``choose`` ranks the oracles by their exact variance for ``--k``, ``--epsilon`` and ``--n``;
 ``simulate`` writes a report file, or a Parquet or CSV report table, of simulated devices
-(seeded; a progress bar on a terminal; RAPPOR's strings: ``_telemetry_rappor``);
+(seeded; a progress bar on a terminal; RAPPOR's strings: ``_telemetry_rappor``; the count
+mean sketches': ``_telemetry_sketch``);
 ``aggregate`` tallies a report file in batches
 (memory O(k) plus one batch, a progress bar), or report tables on a Dask cluster (a local
 one by default, ``--scheduler ADDRESS`` for an existing one; ``deniable.distributed``), and
 prints every frequency with its SE (for a sampled population; ``--json`` also gives the
 fixed-population SE of Wang et al. 2017) and intervals; RAPPOR's reports are decoded against
-``--candidates`` (``_telemetry_rappor``); report tables and a telemetry stream's days
-(``--stream-root``, ``--stream``) are found in ``_telemetry_tables``.
+``--candidates`` (``_telemetry_rappor``), the sketches' estimated for them
+(``_telemetry_sketch``); report tables and a telemetry stream's days (``--stream-root``,
+``--stream``) are found in ``_telemetry_tables``.
 """
 
 from __future__ import annotations
@@ -43,6 +45,17 @@ from deniable.cli._telemetry_rappor import (
     not_rappor,
     rappor_candidates,
     simulate_rappor,
+)
+from deniable.cli._telemetry_sketch import (
+    SKETCHES,
+    SaltOpt,
+    SketchColumnsOpt,
+    SketchRowsOpt,
+    aggregate_sketch,
+    not_sketch,
+    show_sketch,
+    simulate_sketch,
+    sketch_candidates,
 )
 from deniable.cli._telemetry_tables import (
     EndOpt,
@@ -149,7 +162,11 @@ def simulate_command(
     ] = None,
     mechanism: Annotated[
         str,
-        typer.Option("--mechanism", help=f"The oracle: {', '.join(MECHANISMS)}, or {RAPPOR}."),
+        typer.Option(
+            "--mechanism",
+            help=f"The oracle: {', '.join(MECHANISMS)}, {RAPPOR}, or a count mean sketch "
+            f"of strings: {', '.join(SKETCHES)}.",
+        ),
     ] = "olh",
     candidates: CandidatesOpt = None,
     values: ValuesOpt = None,
@@ -159,6 +176,9 @@ def simulate_command(
     prr_f: FOpt = None,
     irr_p: POpt = None,
     irr_q: QOpt = None,
+    sketch_rows: SketchRowsOpt = None,
+    sketch_columns: SketchColumnsOpt = None,
+    salt: SaltOpt = None,
     seed: SeedOpt = None,
     file_format: Annotated[
         str | None,
@@ -178,22 +198,26 @@ def simulate_command(
 
     RAPPOR (--mechanism rappor) simulates strings, drawn by Zipf's law over --candidates or
     read from --values, into a report file or a report table (a cohort column, then the
-    packed bits)."""
+    packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
+    same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt."""
     import numpy as np
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
     from deniable.simulation import DevicePopulation
 
-    if mechanism not in o.FREQUENCY_ORACLES and mechanism != RAPPOR:
+    if mechanism not in o.FREQUENCY_ORACLES and mechanism not in (RAPPOR, *SKETCHES):
         fail(
-            f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, {RAPPOR}, got "
-            f"{mechanism!r}."
+            f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, "
+            f"{', '.join(SKETCHES)}, {RAPPOR}, got {mechanism!r}."
         )
     rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
                      "p": irr_p, "q": irr_q}  # fmt: skip
-    check_simulate_options(mechanism, rappor_params, candidates=candidates, values=values,
-                           devices=devices, k=k, epsilon=epsilon)  # fmt: skip
+    shape = {"sketch-rows": sketch_rows, "sketch-columns": sketch_columns, "salt": salt}
+    if mechanism not in SKETCHES:  # the sketches check their own (_telemetry_sketch)
+        not_sketch(mechanism, shape)
+        check_simulate_options(mechanism, rappor_params, candidates=candidates, values=values,
+                               devices=devices, k=k, epsilon=epsilon)  # fmt: skip
     target = claim_output(
         "--out",
         out,
@@ -209,6 +233,13 @@ def simulate_command(
         return simulate_rappor(target, out=out, devices=devices, candidates=candidates,
                                values=values, params=rappor_params, seed=used,
                                limits=(MAX_DEVICES, MAX_FILE_BYTES), as_json=as_json)  # fmt: skip
+    if mechanism in SKETCHES:  # strings through a keyed hash into a sketch (_telemetry_sketch)
+        return simulate_sketch(target, mechanism=mechanism, out=out, devices=devices,
+                               candidates=candidates, values=values, epsilon=epsilon,
+                               others={"k": k, **rappor_params},
+                               shape={"k": sketch_rows, "m": sketch_columns, "salt": salt},
+                               seed=used, limits=(MAX_DEVICES, MAX_FILE_BYTES),
+                               as_json=as_json)  # fmt: skip
     assert devices is not None and k is not None and epsilon is not None
     oracle: Any = o.make_oracle(mechanism, epsilon, k)
     if devices > MAX_DEVICES:
@@ -340,7 +371,13 @@ def aggregate_command(
     [--end DAY] instead of FILE.  Intervals and rows are computed for the categories shown
     only (--rows, at most 65,536).  RAPPOR's reports (a report file or tables) are decoded
     against --candidates."""
-    from deniable.oracles import Rappor, oracle_from_key, read_report_key, tally_file
+    from deniable.oracles import (
+        Rappor,
+        oracle_from_key,
+        read_report_key,
+        sketch_from_key,
+        tally_file,
+    )
 
     if local_workers > MAX_LOCAL_WORKERS:
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
@@ -357,6 +394,11 @@ def aggregate_command(
             )
         with guard_io(f"read {file!r}"):
             key = read_report_key(file)
+        if key.partition("{")[0] in SKETCHES:  # estimated for --candidates
+            not_rappor_decoder(file, method, penalty, alpha)
+            return aggregate_sketch(file, key, candidates=candidates, batch=batch, rows=rows,
+                                    level=level, table_rows=TABLE_ROWS,
+                                    as_json=as_json)  # fmt: skip
         if key.startswith(RAPPOR + "{"):  # decoded against --candidates
             return aggregate_rappor(file, key, candidates=candidates, method=method,
                                     penalty=penalty, alpha=alpha, batch=batch, rows=rows,
@@ -374,6 +416,9 @@ def aggregate_command(
         cand = None
         if isinstance(tables.oracle, Rappor):  # the decoder's input checked before counting
             cand = rappor_candidates(tables.oracle, candidates, tables.label)
+        elif getattr(tables.oracle, "name", None) in SKETCHES:  # likewise the sketch's
+            not_rappor_decoder(tables.label, method, penalty, alpha)
+            cand = sketch_candidates(tables.oracle, candidates, tables.label)
         else:
             not_rappor(tables.label, candidates, method, penalty, alpha)
         where: Any = scheduler if scheduler is not None else (
@@ -381,6 +426,11 @@ def aggregate_command(
         )  # fmt: skip
         tally = tables.tally(mechanism, scheduler=where, batch=batch,
                              local_workers=max(local_workers, 1), as_json=as_json)  # fmt: skip
+        if (tally.mechanism or "").partition("{")[0] in SKETCHES:  # --candidates checked above
+            sketch = sketch_from_key(tally.mechanism or "")
+            return show_sketch(sketch, tally, cand or sketch_candidates(sketch, candidates,
+                               tables.label), file=tables.label, rows=rows, level=level,
+                               table_rows=TABLE_ROWS, as_json=as_json)  # fmt: skip
         oracle = oracle_from_key(tally.mechanism or "")
         if isinstance(oracle, Rappor):  # decoded against --candidates (checked above)
             if cand is None:
@@ -398,6 +448,18 @@ def aggregate_command(
     else:  # a frequency oracle's or k-ary randomized response's (categorical) table
         print_table(est.table(level, shown))
     sys.stdout.flush()
+
+
+def not_rappor_decoder(file: str, method: str, penalty: float | None, alpha: float) -> None:
+    """Refuse RAPPOR's decoder options for a sketch's reports (which take --candidates)."""
+    given = ["`--penalty`"] if penalty is not None else []
+    given += ["`--method`"] if method != "nnls" else []
+    given += ["`--alpha`"] if alpha != 0.05 else []
+    if given:
+        fail(
+            f"{', '.join(given)} apply to RAPPOR's reports only; {file!r} holds the reports "
+            "of a count mean sketch (its estimate takes --candidates and --level)."
+        )
 
 
 def _check_json_rows(as_json: bool, rows: int | None, k: int) -> None:

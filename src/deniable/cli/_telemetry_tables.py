@@ -141,7 +141,6 @@ def _known_oracle(file: str, mechanism: str | None) -> Any:
     """The oracle of ``file``'s tables if known without counting: ``--mechanism``'s, else
     the key of its first Parquet file (the others are checked by ``aggregate``)."""
     from deniable.distributed import require_dask, resolve_mechanism, table_mechanism
-    from deniable.oracles import oracle_from_key
 
     try:
         require_dask()
@@ -150,7 +149,7 @@ def _known_oracle(file: str, mechanism: str | None) -> Any:
     if mechanism is not None:
         return resolve_mechanism(mechanism)
     try:
-        return oracle_from_key(table_mechanism(file))
+        return resolve_mechanism(table_mechanism(file))  # an oracle, RAPPOR or a sketch
     except (DeniableError, OSError):
         return None  # a CSV table, or a file aggregate refuses with its own error
 

@@ -35,29 +35,39 @@ def require_dask() -> None:
 
 
 def resolve_mechanism(mechanism: Any) -> Any:
-    """The oracle ``mechanism`` names: an oracle itself (or RAPPOR), its key (``olh{...}``,
-    ``rappor{...}``, as a report file or a Parquet table carries it) or its spec (a mapping
-    or JSON text, schema ``deniable.oracle/1``, or RAPPOR's ``deniable.rappor-spec/1``)."""
+    """The oracle ``mechanism`` names: an oracle itself (or RAPPOR, or a count mean sketch),
+    its key (``olh{...}``, ``rappor{...}``, ``cms{...}``, as a report file or a Parquet table
+    carries it) or its spec (a mapping or JSON text, schema ``deniable.oracle/1``, RAPPOR's
+    ``deniable.rappor-spec/1`` or the sketches' ``deniable.cms-spec/1``)."""
     from deniable.oracles import (
+        CMS_SPEC_SCHEMA,
         RAPPOR_SPEC_SCHEMA,
         Rappor,
+        cms_from_spec,
         oracle_from_key,
         oracle_from_spec,
         rappor_from_spec,
+        sketch_from_key,
     )
+
+    def from_spec(spec: Any) -> Any:
+        schema = spec.get("schema") if isinstance(spec, Mapping) else None
+        if schema == RAPPOR_SPEC_SCHEMA:
+            return rappor_from_spec(spec)
+        return cms_from_spec(spec) if schema == CMS_SPEC_SCHEMA else oracle_from_spec(spec)
 
     if isinstance(mechanism, str) and mechanism.strip().startswith("{"):
         from deniable.common import load_json
 
         spec = load_json(mechanism.strip(), source="`spec` (JSON text of an oracle spec)")
-        is_rappor = isinstance(spec, Mapping) and spec.get("schema") == RAPPOR_SPEC_SCHEMA
-        return rappor_from_spec(spec) if is_rappor else oracle_from_spec(spec)
+        return from_spec(spec)
     if isinstance(mechanism, Mapping):
-        if mechanism.get("schema") == RAPPOR_SPEC_SCHEMA:
-            return rappor_from_spec(mechanism)
-        return oracle_from_spec(mechanism)
+        return from_spec(mechanism)
     if isinstance(mechanism, str):
-        return oracle_from_key(mechanism.strip())
+        key = mechanism.strip()
+        if key.partition("{")[0] in ("cms", "hcms"):  # strings through a keyed hash
+            return sketch_from_key(key)
+        return oracle_from_key(key)
     if isinstance(mechanism, Rappor) or (
         hasattr(mechanism, "randomize") and hasattr(mechanism, "tally")
     ):
@@ -238,8 +248,6 @@ def _table_oracle(source: Any, fmt: str | None) -> Any:
     """The oracle every Parquet file of ``source`` names: each must carry a key, and the
     same one, whatever the order of the files (a file without one, or of another oracle, is
     refused naming it)."""
-    from deniable.oracles import oracle_from_key
-
     fs, paths = _files(source)
     if _one_format(paths, fmt) != "parquet":
         raise ParameterError(
@@ -261,4 +269,4 @@ def _table_oracle(source: Any, fmt: str | None) -> Any:
             f"`source` holds reports of different oracles: {pa!r} of {ka} and {pb!r} of "
             f"{kb}; aggregate the tables of one oracle at a time."
         )
-    return oracle_from_key(next(iter(keys)))
+    return resolve_mechanism(next(iter(keys)))  # an oracle's, RAPPOR's or a sketch's key

@@ -11,6 +11,9 @@ RAPPOR's reports (:class:`~deniable.oracles.RapporReports`) are rows of a ``coho
 column (``uint16``: cohorts are at most 65,536) then its ``m`` bits packed into ``m / 8``
 bytes, ``report_0 .. report_{m/8-1}`` (``uint8``, bit ``i`` at bit ``i % 8`` of
 ``report_{i // 8}``), as its report file packs them (``deniable.oracles._rappor_files``).
+A CMS report (:class:`~deniable.oracles.SketchReports`) is likewise a ``row`` column
+(``uint16``: at most 65,536 rows) then its ``m`` bits packed into ``ceil(m / 8)`` bytes; an
+HCMS report one ``int64`` column ``report`` (``deniable.oracles._sketch_files``).
 """
 
 from __future__ import annotations
@@ -68,12 +71,35 @@ def _rappor(oracle: Any) -> Any:
     return oracle if isinstance(oracle, Rappor) else None
 
 
+#: The column of a CMS report's row (its type: that of RAPPOR's cohort).
+ROW_COLUMN = "row"
+
+
+def _sketch(oracle: Any) -> Any:
+    """``oracle`` if it is a count mean sketch (reports of strings), else None."""
+    from deniable.oracles import CountMeanSketch
+
+    return oracle if isinstance(oracle, CountMeanSketch) else None
+
+
+def _cms(oracle: Any) -> Any:
+    """``oracle`` if it is a CMS (reports of a row and packed bits), else None."""
+    from deniable.oracles import CMS
+
+    return oracle if isinstance(oracle, CMS) else None
+
+
 def record(oracle: Any) -> tuple[np.dtype[Any], int]:
     """The dtype of one report item (native order) and the items per report of ``oracle``
-    (RAPPOR: its ``2 + m / 8`` bytes, the cohort's two then the bits')."""
+    (RAPPOR: its ``2 + m / 8`` bytes, the cohort's two then the bits'; CMS: ``2 + ceil(m /
+    8)`` bytes, the row's two then the bits'; HCMS: one ``int64``)."""
     rappor = _rappor(oracle)
     if rappor is not None:
         return np.dtype(np.uint8), _COHORT.itemsize + int(rappor.width)
+    if _cms(oracle) is not None:
+        return np.dtype(np.uint8), _COHORT.itemsize + int(oracle.width)
+    if _sketch(oracle) is not None:  # HCMS: strings in, so no report of the value 0
+        return np.dtype(np.int64), 1
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`mechanism` must be a frequency oracle (randomize and tally), got "
@@ -88,8 +114,10 @@ def two_dimensional(oracle: Any) -> bool:
     """Whether ``oracle``'s reports are rows of a 2-D array (a unary oracle's packed bits
     are, even when one byte holds them: k <= 8), so a one-column table is read back as
     ``(m, 1)``, not ``(m,)``."""
-    if _rappor(oracle) is not None:
+    if _rappor(oracle) is not None or _cms(oracle) is not None:
         return True
+    if _sketch(oracle) is not None:
+        return False
     return bool(np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0)).ndim > 1)
 
 
@@ -109,6 +137,8 @@ def report_columns(oracle: Any) -> tuple[str, ...]:
     rappor = _rappor(oracle)
     if rappor is not None:
         return (COHORT_COLUMN, *(f"report_{i}" for i in range(int(rappor.width))))
+    if _cms(oracle) is not None:
+        return (ROW_COLUMN, *(f"report_{i}" for i in range(int(oracle.width))))
     _, width = record(oracle)
     return ("report",) if width == 1 else tuple(f"report_{i}" for i in range(width))
 
@@ -117,7 +147,7 @@ def column_dtypes(oracle: Any) -> tuple[np.dtype[Any], ...]:
     """The type of each column of :func:`report_columns` (RAPPOR: ``uint16`` for the
     cohort, ``uint8`` for each byte of bits; every other oracle: its item type)."""
     dtype, width = record(oracle)
-    if _rappor(oracle) is not None:
+    if _rappor(oracle) is not None or _cms(oracle) is not None:
         return (_COHORT, *([dtype] * (width - _COHORT.itemsize)))
     return (dtype,) * width
 
@@ -130,6 +160,11 @@ def to_columns(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
         rep = rappor._reports(reports)  # checks the cohorts and the bits' shape and type
         bits = np.asarray(rep.bits)
         return [rep.cohorts.astype(_COHORT), *(bits[:, i] for i in range(bits.shape[1]))]
+    cms = _cms(oracle)
+    if cms is not None:
+        srep = cms._reports(reports)  # checks the rows and the bits' shape, type and padding
+        bits = np.asarray(srep.bits)
+        return [srep.rows.astype(_COHORT), *(bits[:, i] for i in range(bits.shape[1]))]
     arr = np.asarray(reports)
     check = getattr(oracle, "check_reports", None) or oracle.tally
     check(arr)  # shape, dtype and range, naming `reports`
@@ -157,6 +192,15 @@ def from_columns(oracle: Any, columns: Sequence[npt.NDArray[Any]]) -> Any:
         for i, col in enumerate(columns[1:]):
             bits[:, i] = col
         return RapporReports(cohorts, bits)
+    cms = _cms(oracle)
+    if cms is not None:
+        from deniable.oracles import SketchReports
+
+        rows = np.asarray(columns[0]).astype(np.int64)
+        packed = np.empty((rows.size, len(columns) - 1), dtype=np.uint8)
+        for i, col in enumerate(columns[1:]):
+            packed[:, i] = col
+        return cms._reports(SketchReports(rows, packed))  # rows past k, padding bits refused
     dtype, width = record(oracle)
     out = np.empty((np.asarray(columns[0]).size, width), dtype=dtype)
     for i, col in enumerate(columns):

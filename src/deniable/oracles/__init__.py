@@ -28,9 +28,13 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`Rappor`            RAPPOR: Bloom filter, PRR and IRR, per-cohort tally, decoding
                           (:class:`RapporClient` memoizes PRRs; ``docs/rappor.md``);
                           :func:`rappor_spec` as versioned JSON for a device
+:class:`RapporNgram`        strings nobody listed: n-grams at fixed positions through
+                          RAPPOR, decoded per position, linked by EM, candidates decoded
+                          (Fanti, Pihur & Erlingsson 2016; :class:`NgramDiscovery`)
 :class:`CMS`, :class:`HCMS`   count mean sketches of strings (Apple 2017): a row of a
                           sketch per device, frequencies of any candidate string;
-                          :func:`cms_spec` as versioned JSON for a device
+                          :func:`cms_spec` as versioned JSON for a device,
+                          :func:`sketch_from_key` the sketch of a report file's key
 :data:`FREQUENCY_ORACLES`   every oracle of ``k`` values by its name (``--mechanism``), one
                           registry for the command line, the specs and keys, and the choice;
                           :func:`make_oracle` builds one at an epsilon
@@ -53,6 +57,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           mean, quantiles, bootstrap intervals)
 :class:`PEM`, :class:`TreeHist`  heavy hitters over an unknown domain of strings (prefix
                           extension, binary prefix tree): :class:`HeavyHitters`
+:class:`SFP`                Sequence Fragment Puzzle (Apple 2017): frequent strings from a
+                          fragment sketch with puzzle pieces and a whole-string sketch
+                          (:class:`SFPResult`)
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -127,10 +134,15 @@ from deniable.oracles._rappor import Rappor, RapporReports, string_digest
 from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._rappor_files import rappor_from_key
+from deniable.oracles._rappor_ngram import RapporNgram
+from deniable.oracles._rappor_ngram_decode import NgramDiscovery, NgramReports
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
+from deniable.oracles._sfp import SFP
+from deniable.oracles._sfp_result import SFPReports, SFPResult, SFPTally
 from deniable.oracles._sketch import SketchEstimate, SketchReports
+from deniable.oracles._sketch_files import sketch_from_key
 from deniable.oracles._spec import (
     ORACLE_SPEC_SCHEMA,
     oracle_from_key,
@@ -176,6 +188,7 @@ __all__ = [
     "QUANTILE_METHOD",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
+    "SFP",
     "SUE",
     "ConsistentFrequencies",
     "CountMeanSketch",
@@ -205,6 +218,8 @@ __all__ = [
     "MultiChoice",
     "MultiReports",
     "MultiTally",
+    "NgramDiscovery",
+    "NgramReports",
     "OneBitMean",
     "OneBitMeanMemo",
     "OracleChoice",
@@ -216,7 +231,11 @@ __all__ = [
     "Rappor",
     "RapporClient",
     "RapporEstimate",
+    "RapporNgram",
     "RapporReports",
+    "SFPReports",
+    "SFPResult",
+    "SFPTally",
     "SketchEstimate",
     "SketchReports",
     "SquareWave",
@@ -248,6 +267,7 @@ __all__ = [
     "report_epsilon",
     "rsfd_attribute_epsilon",
     "sampling_variance",
+    "sketch_from_key",
     "square_wave_b",
     "string_digest",
     "support_probabilities",

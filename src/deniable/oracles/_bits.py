@@ -89,14 +89,27 @@ def _packed(reports: Any, k: int) -> npt.NDArray[np.uint8]:
     return arr
 
 
+#: Bit ``b`` of each byte value ``v``: ``_BYTE_BITS[v, b]``.
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.int64)
+#: Reports of at most this many bytes are counted by a histogram of each byte column.
+_HIST_BYTES = 32
+
+
 def packed_support_counts(
     reports: Any, k: int
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
     """How many packed reports have each of the ``k`` bits set, and the checked reports.
 
-    Blockwise: ``_COUNT_ROWS`` rows are unpacked at a time and summed in 16-bit counters,
-    so memory beyond the reports is O(k)."""
+    Reports of at most ``8 * _HIST_BYTES`` bits: a histogram of each byte column (256
+    counts), then ``count(bit 8c + b) = sum_v hist_c[v] ((v >> b) & 1)``, exact in int64.
+    Wider ones blockwise: ``_COUNT_ROWS`` rows are unpacked at a time and summed in 16-bit
+    counters.  Memory beyond the reports is O(k) either way."""
     arr = _packed(reports, k)
+    if arr.shape[1] <= _HIST_BYTES:
+        hist = np.zeros((arr.shape[1], 256), dtype=np.int64)
+        for c in range(arr.shape[1]):
+            hist[c] = np.bincount(arr[:, c], minlength=256)
+        return np.asarray((hist @ _BYTE_BITS).reshape(-1)[:k], dtype=np.int64), arr
     counts = np.zeros(k, dtype=np.int64)
     acc = np.empty(k, dtype=np.uint16)
     for start in range(0, arr.shape[0], _COUNT_ROWS):

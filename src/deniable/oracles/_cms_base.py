@@ -75,7 +75,7 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.designs import MechanismBase, Tally
-from deniable.exceptions import DataError, ParameterError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._hashing import collision_probability
 from deniable.oracles._sketch import (
     MAX_STRING_BYTES,
@@ -86,6 +86,7 @@ from deniable.oracles._sketch import (
     string_digests,
 )
 from deniable.randomness import (
+    exp_lower_bound,
     probability_threshold,
     uniform_below,
 )
@@ -128,6 +129,12 @@ class CountMeanSketch(MechanismBase):
                 f"probability would fall below what a 53-bit draw resolves), got {self.epsilon!r}."
             )
         object.__setattr__(self, "epsilon", eps)
+        if 2 * self.flip_threshold >= _TWO53:  # f rounds to 1/2: reports carry no signal
+            raise ParameterError(
+                f"`epsilon` is too small for {self.name!r}: its flip probability rounds to "
+                f"1/2 on the 2**-53 grid (the estimate would divide by 1 - 2 f = 0), got "
+                f"{self.epsilon!r}."
+            )
         object.__setattr__(self, "salt", v.integer("salt", self.salt, minimum=0, maximum=2**32 - 1))
         object.__setattr__(
             self,
@@ -154,9 +161,12 @@ class CountMeanSketch(MechanismBase):
     @cached_property
     def flip_threshold(self) -> int:
         """Flip a bit iff ``word >> 11 < flip_threshold``: ``ceil(f 2**53)``, raised until
-        the implemented epsilon is at most the stated one (toward privacy)."""
+        the implemented epsilon is at most the stated one (toward privacy): exactly,
+        ``((2**53 - t) / t)^bits <= L`` with ``L = exp_lower_bound(eps) < e^eps`` (a float
+        ``log`` comparison lets an ulp through)."""
         t = probability_threshold(Fraction(self.flip), "up")
-        while self._epsilon_of(t) > self.epsilon:
+        bound = exp_lower_bound(self.epsilon)
+        while Fraction(_TWO53 - t, t) ** self._bits_moved > bound:
             t += 1
         return t
 
@@ -168,7 +178,8 @@ class CountMeanSketch(MechanismBase):
     def implemented_epsilon(self) -> float:
         """The epsilon of the randomizer as implemented (from :attr:`flip_threshold`): at most
         :attr:`epsilon`."""
-        return self._epsilon_of(self.flip_threshold)
+        # the ratio bound holds exactly (flip_threshold); the float log can land an ulp above
+        return min(self._epsilon_of(self.flip_threshold), self.epsilon)
 
     @property
     def implemented_flip(self) -> float:
@@ -293,8 +304,7 @@ class CountMeanSketch(MechanismBase):
         devices drawn ``iid`` from a population (module docstring)."""
         nn = v.integer("n", n, minimum=1)
         v.choice("population", population, ("fixed", "iid"))
-        pi = np.asarray(share, dtype=np.float64)
-        s2 = np.asarray(others, dtype=np.float64)
+        pi, s2 = _numbers("share", share), _numbers("others", others)
         if not ((pi >= 0) & (pi <= 1)).all():
             raise ParameterError(f"`share` must be in [0, 1], got {share!r}.")
         if not ((s2 >= 0) & (s2 <= 1)).all():
@@ -312,3 +322,17 @@ class CountMeanSketch(MechanismBase):
         else:
             per = pi * (a + b - 1) + (1 - pi) * (a + b * c - c * c - spread)
         return np.asarray((per / n + big_v) / (1 - c) ** 2, dtype=np.float64)
+
+
+def _numbers(name: str, value: Any) -> FloatArray:
+    """``value`` as a float array, or a :class:`~deniable.exceptions.ParameterTypeError`
+    naming ``name`` (a string or an object numpy cannot read as numbers)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(
+            f"`{name}` must be a number or an array of numbers in [0, 1], got "
+            f"{type(value).__name__} {value!r}."
+        ) from None

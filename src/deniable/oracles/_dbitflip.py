@@ -59,7 +59,7 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._base import check_epsilon, check_k
 from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
 
-__all__ = ["DBitFlipEstimate", "DBitFlipPM", "DBitFlipReports"]
+__all__ = ["DBitFlipEstimate", "DBitFlipPM", "DBitFlipReports", "repeats"]
 
 _TWO53 = 1 << 53
 _SHIFT = np.uint64(11)
@@ -103,6 +103,26 @@ class DBitFlipEstimate:
     shares: npt.NDArray[np.float64]
     se: npt.NDArray[np.float64]
     n: int
+
+
+def repeats(buckets: npt.NDArray[np.int64]) -> bool:
+    """Whether a row of ``buckets`` (``n x d``) holds an id twice: a comparison of each
+    pair of columns for a small ``d`` (no sort of every row), else the sorted rows."""
+    d = buckets.shape[1]
+    if d > 8:
+        return bool(np.any(np.diff(np.sort(buckets, axis=1), axis=1) == 0))
+    cols = [np.ascontiguousarray(buckets[:, j]) for j in range(d)]
+    return any(bool((cols[i] == cols[j]).any()) for i in range(d) for j in range(i + 1, d))
+
+
+def _zeros_and_ones(bits: npt.NDArray[Any]) -> bool:
+    """Whether every entry of ``bits`` is 0 or 1 (an integer array by its range, without
+    ``np.isin``)."""
+    if bits.dtype.kind == "b":
+        return True
+    if bits.dtype.kind in "iu":
+        return bool(bits.min() >= 0 and bits.max() <= 1)
+    return bool(np.isin(bits, (0, 1)).all())
 
 
 @dataclass(frozen=True)
@@ -286,11 +306,11 @@ class DBitFlipPM:
         n = len(reports)
         buckets = self._check_buckets("reports.buckets", reports.buckets, n)
         bits = np.asarray(reports.bits)
-        if bits.shape != buckets.shape or (bits.size and not np.isin(bits, (0, 1)).all()):
+        if bits.shape != buckets.shape or (bits.size and not _zeros_and_ones(bits)):
             raise DataError(
                 f"`reports.bits` must be an {n} x {self.d} array of 0/1, got shape {bits.shape}."
             )
-        if np.any(np.diff(np.sort(buckets, axis=1), axis=1) == 0):
+        if repeats(buckets):
             raise DataError("`reports.buckets` must hold d distinct buckets a report.")
         b = self.buckets
         sampled = np.bincount(buckets.reshape(-1), minlength=b)

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.exceptions import DataError, ParameterTypeError
-from deniable.oracles._dbitflip import DBitFlipPM, DBitFlipReports
+from deniable.oracles._dbitflip import DBitFlipPM, DBitFlipReports, repeats
 from deniable.oracles._dbitflip_state import (
     checked_store,
     device_keys,
@@ -119,8 +119,7 @@ class DBitFlipMemo:
             mechanism=mech.key,
         )
         buckets = unpack(stored, _ID_BITS, _IDS, mech.d)
-        srt = np.sort(buckets, axis=1)
-        if srt[:, -1].max() >= mech.buckets or (np.diff(srt, axis=1) == 0).any():
+        if buckets.max() >= mech.buckets or repeats(buckets):
             raise DataError(  # only a store written by something else can hold this
                 f"the store holds sampled buckets that are not {mech.d} distinct ids in "
                 f"0..{mech.buckets - 1} under {self._name!r}: refused."

@@ -180,19 +180,23 @@ def memoized_rows(
     those (``draw`` with their prefix), so a row is always one consistent draw.
     """
     n = keys.size
-    order = np.argsort(labels, kind="stable")  # the devices of each label, in call order
+    # the devices of each label, in call order (a radix sort of 16-bit labels)
+    small = n and int(labels.min()) >= 0 and int(labels.max()) < 1 << 16
+    order = np.argsort(labels.astype(np.uint16) if small else labels, kind="stable")
     cuts = np.flatnonzero(np.diff(labels[order])) + 1
-    groups = [(int(labels[part[0]]), part) for part in np.split(order, cuts) if part.size]
+    groups = [
+        (int(labels[part[0]]), part, keys[part]) for part in np.split(order, cuts) if part.size
+    ]
     chunks = len(questions(groups[0][0])) if groups else 0
     fresh = np.zeros(n, dtype=np.bool_)
-    for label, rows in groups:
-        fresh[rows] = store.lookup(questions(label)[0], keys[rows], mechanism=mechanism) < 0
+    for label, rows, sub in groups:
+        fresh[rows] = store.lookup(questions(label)[0], sub, mechanism=mechanism) < 0
     drawn = np.full((n, chunks), -1, dtype=np.int64)
     new = np.flatnonzero(fresh)
     if new.size:
         drawn[new] = draw(new, np.zeros((new.size, 0), dtype=np.int64))
     out = np.full((n, chunks), -1, dtype=np.int64)
-    for label, rows in groups:
+    for label, rows, sub in groups:
         for c, question in enumerate(questions(label)):
 
             def create(missing: npt.NDArray[np.bool_], rows: Any = rows, c: int = c) -> Rows:
@@ -204,7 +208,7 @@ def memoized_rows(
                     drawn[bad] = draw(bad, out[bad, :c])
                 return np.asarray(drawn[sel, c], dtype=np.int64)
 
-            out[rows, c] = store.get_or_create(question, keys[rows], create, mechanism=mechanism)
+            out[rows, c] = store.get_or_create(question, sub, create, mechanism=mechanism)
     return out
 
 

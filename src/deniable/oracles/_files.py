@@ -23,7 +23,8 @@ field after the key: ``4`` bytes, the length ``J`` of a block (``uint32``), then
 bytes of UTF-8 JSON describing the reports (RAPPOR's parameters and epsilons, and its row
 layout: ``deniable.oracles._rappor_files``); :func:`read_report_metadata` gives it.  A
 RAPPOR report is a row of ``2 + m / 8`` bytes (``|u1``): its cohort (``<u2``), then its
-packed bits.
+packed bits.  A CMS report is a row of ``2 + ceil(m / 8)`` bytes: its row (``<u2``), then
+its packed bits; an HCMS report one ``<i8`` (``deniable.oracles._sketch_files``).
 
 :func:`write_reports` (or :func:`write_report_batches`, a batch at a time) writes one
 atomically (a temporary file renamed into place: never half-written); :func:`tally_file`
@@ -53,6 +54,8 @@ from deniable.common import atomic_write, load_json
 from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.oracles._cms import CMS
+from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._rappor import Rappor, RapporReports
 from deniable.oracles._rappor_files import (
     COHORT_BYTES,
@@ -61,6 +64,8 @@ from deniable.oracles._rappor_files import (
     rappor_from_records,
     rappor_records,
 )
+from deniable.oracles._sketch import SketchReports
+from deniable.oracles._sketch_files import sketch_from_records, sketch_record, sketch_records
 
 __all__ = [
     "REPORTS_MAGIC",
@@ -93,6 +98,8 @@ def _record(oracle: Any) -> tuple[np.dtype[Any], int, bool]:
     one byte holds them: k <= 8).  RAPPOR's: bytes, ``2 + m / 8`` a report."""
     if isinstance(oracle, Rappor):
         return np.dtype("|u1"), COHORT_BYTES + oracle.width, True
+    if isinstance(oracle, CountMeanSketch):  # strings in: no report of the value 0 to look at
+        return sketch_record(oracle)
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`oracle` must be a frequency oracle (randomize and tally), got "
@@ -119,7 +126,7 @@ def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayL
     The reports are checked first (as the oracle's ``tally`` checks them), so a file is
     never written with reports its oracle would refuse.
     """
-    if isinstance(reports, RapporReports):
+    if isinstance(reports, RapporReports | SketchReports):
         return write_report_batches(path, oracle, len(reports), [reports])
     arr = np.asarray(reports)
     n = int(arr.shape[0]) if arr.ndim else 0
@@ -164,6 +171,8 @@ def write_report_batches(
             for reports in batches:
                 if rappor is not None:  # checked as its tally checks them, then as rows
                     arr = rappor_records(rappor, reports)
+                elif isinstance(oracle, CountMeanSketch):  # likewise
+                    arr = sketch_records(oracle, reports)
                 else:
                     arr = np.asarray(reports)
                     _check(oracle, arr)  # shape, dtype and range, naming `reports`
@@ -288,6 +297,8 @@ def tally_file(
             reports = chunk.reshape(m, width) if rows else chunk
             if rappor is not None:
                 part = rappor.tally(_rappor_rows(rappor, reports, name, done))
+            elif isinstance(oracle, CMS):
+                part = oracle.tally(_cms_rows(oracle, reports, name, done))
             else:
                 part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
             total = part if total is None else total + part
@@ -296,8 +307,20 @@ def tally_file(
                 progress(done, n)
     if total is None:
         empty = np.empty((0, width) if rows else 0, dtype=dtype)
+        if isinstance(oracle, CMS):
+            return oracle.tally(sketch_from_records(oracle, empty))
         total = oracle.tally(rappor_from_records(rappor, empty) if rappor else empty)
     return total
+
+
+def _cms_rows(sketch: CMS, rows: npt.NDArray[Any], path: str, done: int) -> Any:
+    """CMS reports of record rows; a bad row is refused naming the file and the rows."""
+    try:
+        return sketch_from_records(sketch, rows)
+    except DeniableError as exc:
+        raise DataError(
+            f"report file {path!r}, reports {done}..{done + rows.shape[0] - 1}: {exc}"
+        ) from None
 
 
 def _rappor_rows(rappor: Rappor, rows: npt.NDArray[Any], path: str, done: int) -> RapporReports:

@@ -48,12 +48,12 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.designs import MAX_COUNT
-from deniable.exceptions import DataError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._ranges import (
     FloatArray,
     LevelSampled,
     RangeEstimate,
+    check_frequencies,
     check_height,
     check_range,
 )
@@ -314,11 +314,7 @@ class HierarchicalHistogram(LevelSampled):
         entries): the closed form of the module docstring at the true shares."""
         lo, hi = check_range(a, b, self.domain)
         size = v.integer("n", n, minimum=1, maximum=MAX_COUNT)
-        leaves = np.asarray(frequencies, dtype=np.float64)
-        if leaves.shape != (self.domain,):
-            raise DataError(
-                f"`frequencies` must have D = {self.domain} entries, got shape {leaves.shape}."
-            )
+        leaves = check_frequencies(frequencies, self.domain)
         pis = [leaves.reshape(o.k, -1).sum(1) for o in self.levels]
         level_n = (size / self.height,) * self.height
         return float(self.range_variances(np.array([lo]), np.array([hi]), pis, level_n)[0])

@@ -112,6 +112,20 @@ def fit_below(
     raise ParameterError(f"no parameters realise epsilon {target!r}.")  # pragma: no cover
 
 
+def _groups(x: npt.NDArray[np.integer[Any]]) -> list[tuple[int, npt.NDArray[np.intp]]]:
+    """``(value, rows)`` of each distinct value of ``x`` (values ascending, the rows of a
+    value ascending, as ``np.flatnonzero(x == value)``): one stable argsort (a radix sort
+    of 16-bit values, linear time) instead of a pass over ``x`` per value."""
+    if not x.size:
+        return []
+    small = int(x.min()) >= 0 and int(x.max()) < 1 << 16
+    order = np.argsort(x.astype(np.uint16) if small else x, kind="stable")
+    srt = x[order]
+    cuts = np.flatnonzero(srt[1:] != srt[:-1]) + 1
+    starts = [0, *cuts.tolist()]
+    return [(int(srt[a]), order[a:b]) for a, b in zip(starts, [*starts[1:], x.size], strict=True)]
+
+
 class LongitudinalOracle(FrequencyOracle):
     """Base of the two-round memoized oracles (module doc): a subclass gives the PRR and
     IRR probabilities, their draws and the chunks a PRR is kept in."""
@@ -267,8 +281,8 @@ class LongitudinalOracle(FrequencyOracle):
     ) -> npt.NDArray[Any]:
         self._pin(keys, memo)
         chunks = np.zeros((x.size, self._chunks), dtype=np.int64)
-        for value in np.unique(x).tolist():  # one pass per distinct value
-            rows = np.flatnonzero(x == value)
+        for value, rows in _groups(x):
+            sub = keys[rows]
             for c in range(self._chunks):
 
                 def create(new: npt.NDArray[np.bool_], value: int = value, c: int = c) -> Any:
@@ -276,9 +290,7 @@ class LongitudinalOracle(FrequencyOracle):
 
                 question = _QUESTION.format(value=value, chunk=c)
                 try:
-                    got = memo.get_or_create(
-                        question, keys[rows], create, mechanism=self.permanent_key
-                    )
+                    got = memo.get_or_create(question, sub, create, mechanism=self.permanent_key)
                 except PrivacyError as exc:
                     raise PrivacyError(
                         f"{self.name}: {exc}  (a device's PRR of a value is defined by the "

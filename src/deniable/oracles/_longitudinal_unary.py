@@ -158,12 +158,24 @@ class LongitudinalUnary(LongitudinalOracle):
         return out
 
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
+        # bit j is set when w >> 11 < t (t = t_p2 where the PRR's bit is set, else t_q2),
+        # i.e. when w < t << 11 (exact: t < 2**53, checked by __post_init__): the same
+        # words and bits as a threshold per bit, without the threshold array or the
+        # shift.  Rows are padded to whole bytes, so that one flat packbits packs them.
         _, _, t_p2, t_q2 = self._thresholds
-        out = np.empty((prr.shape[0], (self.k + 7) // 8), dtype=np.uint8)
+        top_p, top_q = np.uint64(t_p2 << 11), np.uint64(t_q2 << 11)
+        k, width = self.k, (self.k + 7) // 8
+        out = np.empty((prr.shape[0], width), dtype=np.uint8)
         for start, stop in self._blocks(prr.shape[0], 1):
-            thr = np.where(prr[start:stop], np.uint64(t_p2), np.uint64(t_q2))
-            bits = self._draw(thr, gen)
-            out[start:stop] = np.packbits(bits, axis=1, bitorder="little")
+            m = stop - start
+            words = random_words(gen, m * k).reshape(m, k)
+            kept = prr[start:stop]
+            bits = np.zeros((m, 8 * width), dtype=np.bool_)
+            view = bits[:, :k]
+            np.less(words, top_p, out=view)
+            view &= kept
+            view |= (words < top_q) & ~kept
+            out[start:stop] = np.packbits(bits.reshape(-1), bitorder="little").reshape(m, width)
         return out
 
     def _prr_chunk(self, value: int, n: int, chunk: int, gen: Any) -> npt.NDArray[np.int64]:

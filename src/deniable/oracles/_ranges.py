@@ -71,6 +71,29 @@ def check_range(a: Any, b: Any, domain: int) -> tuple[int, int]:
     return lo, hi
 
 
+def check_frequencies(frequencies: Any, domain: int) -> FloatArray:
+    """``frequencies`` as ``D`` finite non-negative shares summing to 1 (within ``1e-9``),
+    else a :class:`~deniable.exceptions.DataError` naming ``frequencies``."""
+    try:
+        bad = isinstance(frequencies, str | bytes)
+        pi = np.zeros(0) if bad else np.asarray(frequencies, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad, pi = True, np.zeros(0)
+    if bad or pi.shape != (domain,):
+        raise DataError(
+            f"`frequencies` must have D = {domain} entries, got "
+            f"{type(frequencies).__name__ if bad else f'shape {pi.shape}'}."
+        )
+    if not (
+        np.isfinite(pi).all() and (pi >= 0).all() and math.isclose(pi.sum(), 1.0, abs_tol=1e-9)
+    ):
+        raise DataError(
+            f"`frequencies` must be {domain} non-negative numbers that sum to 1, got "
+            f"entries in [{pi.min()!r}, {pi.max()!r}] summing to {pi.sum()!r}."
+        )
+    return pi
+
+
 def oracle_counts(oracle: Any, tally: Tally) -> tuple[npt.NDArray[np.int64], int]:
     """``(support counts of the k values, n)`` of a level oracle's tally (k-ary randomized
     response counts reports: k cells; the other oracles add ``n`` as a last cell)."""

@@ -38,6 +38,8 @@ from deniable.oracles._registry import FREQUENCY_ORACLES
 
 __all__ = ["report_epsilon"]
 
+_TWO53 = 1 << 53
+
 
 # Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
 # Claim: a report of a stream oracle loses at most report_epsilon(oracle) given everything
@@ -50,8 +52,20 @@ __all__ = ["report_epsilon"]
 
 
 def _rappor_irr_epsilon(rappor: Rappor) -> float:
-    """``m max(ln(q / p), ln((1 - p) / (1 - q)))``; infinite when ``p = 0`` or ``q = 1``."""
+    """``m max(ln(q / p), ln((1 - p) / (1 - q)))``; infinite when ``p = 0`` or ``q = 1``.
+
+    The IRR draws ``p`` and ``q`` as ``ceil(p 2**53)`` and ``floor(q 2**53)`` out of
+    ``2**53``.  That lowers the ratio unless the rounding crosses them (``0 < p < q`` within
+    a unit of ``2**-53``, as ``p = 1e-17, q = 2e-17``: the IRR then sets a bit with
+    probability ``2**-53`` over a kept 0 and never over a kept 1): then the implemented
+    ratios are the charge, infinite when ``q`` rounds to 0 (never a finite number for an
+    infinite loss)."""
     p, q = rappor.p, rappor.q
+    t_p, t_q = math.ceil(p * _TWO53), math.floor(q * _TWO53)  # exact: scaling by 2**53
+    if t_q < t_p:  # the rounding crossed p and q: the reversed ratios, as implemented
+        up = math.inf if t_q == 0 else math.log(t_p / t_q)
+        down = math.log((_TWO53 - t_q) / (_TWO53 - t_p))
+        return rappor.m * max(up, down)
     # a set report bit: ln(q / p), infinite at p = 0; a clear one: ln((1-p)/(1-q)), at q = 1
     up = math.inf if p == 0 else math.log(q / p)
     down = math.inf if q == 1 else math.log((1 - p) / (1 - q))

@@ -38,7 +38,7 @@ import numpy.typing as npt
 from deniable.common import format_epsilon
 from deniable.common import validation as v
 from deniable.designs import Tally
-from deniable.exceptions import ParameterError
+from deniable.exceptions import ParameterError, ParameterTypeError
 from deniable.results import SE_PLUG_IN, Estimate, Result, Table
 
 if TYPE_CHECKING:
@@ -103,6 +103,19 @@ def fit_em(
             break
         previous = ll
     return (pi[:, 0] if one else pi), iterations, converged, ll
+
+
+def _floats(name: str, value: Any, what: str) -> FloatArray:
+    """``value`` as floats, or one :class:`~deniable.exceptions.ParameterTypeError` naming
+    ``name`` (a string, or what numpy cannot read as numbers)."""
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterTypeError(
+            f"`{name}` must be {what}, got {type(value).__name__} {value!r}."
+        ) from None
 
 
 def _hat_integral(t: FloatArray) -> FloatArray:
@@ -267,11 +280,11 @@ class SquareWaveEstimate(Result):
     def cdf(self, x: npt.ArrayLike) -> FloatArray:
         """The estimated ``P[X <= x]`` (linear within a bin)."""
         cum = np.concatenate([[0.0], np.cumsum(self.distribution)])
-        return np.asarray(np.interp(np.asarray(x, dtype=np.float64), self.edges, cum))
+        return np.asarray(np.interp(_floats("x", x, "numbers"), self.edges, cum))
 
     @staticmethod
     def _check_q(q: npt.ArrayLike) -> FloatArray:
-        qs = np.atleast_1d(np.asarray(q, dtype=np.float64))
+        qs = np.atleast_1d(_floats("q", q, "probabilities in [0, 1]"))
         if qs.ndim != 1 or not np.all((qs >= 0) & (qs <= 1)):
             raise ParameterError(f"`q` must be probabilities in [0, 1], got {q!r}.")
         return qs

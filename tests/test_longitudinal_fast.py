@@ -1,0 +1,65 @@
+"""The fast paths of the longitudinal rows (issue 17, part 5) against the plain definitions
+they replace: the unary IRR's bits against ``(w >> 11) < t`` bit by bit on the same words,
+the grouping of rows by value against ``np.flatnonzero(x == value)``, dBitFlipPM's check of
+distinct buckets against a set per row, and the packed support counts against the sum of
+the unpacked bits.  Every check is exact (no statistics)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from deniable.oracles import LOSUE, LOUE, LSUE
+from deniable.oracles._bits import packed_support_counts
+from deniable.oracles._dbitflip import repeats
+from deniable.oracles._longitudinal import _groups
+from deniable.randomness import ArrayWords
+
+
+@pytest.mark.parametrize("cls", [LSUE, LOUE, LOSUE])
+@pytest.mark.parametrize("k", [2, 5, 8, 16, 57])
+def test_the_irr_sets_bit_j_when_the_word_shifted_is_below_its_threshold(cls: type, k: int) -> None:
+    oracle = cls.from_epsilon(1.5, k, eps_1=0.6)
+    rng = np.random.default_rng(k)
+    n = 300
+    prr = rng.random((n, k)) < 0.4
+    words = rng.integers(0, 2**64, size=n * k, dtype=np.uint64, endpoint=False)
+    _, _, t_p2, t_q2 = oracle._thresholds
+    # words near each threshold too: w >> 11 == t - 1, t (the boundary of the comparison)
+    words[:4] = np.array([t_p2, t_p2 - 1, t_q2, t_q2 - 1], dtype=np.uint64) << np.uint64(11)
+    got = oracle._irr(prr, ArrayWords(words))
+    thr = np.where(prr, t_p2, t_q2).astype(np.uint64)
+    want = (words.reshape(n, k) >> np.uint64(11)) < thr
+    assert np.array_equal(np.unpackbits(got, axis=1, count=k, bitorder="little"), want)
+
+
+@pytest.mark.parametrize("high", [1, 3, 70_000])
+def test_groups_are_the_rows_of_each_value_in_order(high: int) -> None:
+    rng = np.random.default_rng(high)
+    for n in (0, 1, 50, 5000):
+        x = rng.integers(0, high, size=n)
+        got = _groups(x)
+        want = [(v, np.flatnonzero(x == v)) for v in np.unique(x).tolist()]
+        assert [g[0] for g in got] == [w[0] for w in want]
+        assert all(np.array_equal(g[1], w[1]) for g, w in zip(got, want, strict=True))
+
+
+@pytest.mark.parametrize("d", [1, 2, 4, 8, 9, 12])
+def test_repeats_finds_a_row_holding_an_id_twice(d: int) -> None:
+    rng = np.random.default_rng(d)
+    for _ in range(40):
+        rows = rng.integers(0, 2 * d + 1, size=(rng.integers(0, 6), d))
+        want = any(len(set(r.tolist())) < d for r in rows)
+        assert repeats(rows) is want
+
+
+@pytest.mark.parametrize("k", [1, 5, 8, 16, 100, 255, 256, 257, 600])
+def test_packed_support_counts_are_the_sums_of_the_bits(k: int) -> None:
+    # k <= 256: a histogram of each byte column; wider: unpacked blockwise
+    rng = np.random.default_rng(k)
+    for n in (0, 1, 2500):
+        bits = rng.random((n, k)) < rng.random(k)
+        packed = np.packbits(bits, axis=1, bitorder="little")
+        counts, _ = packed_support_counts(packed, k)
+        assert counts.dtype == np.int64
+        assert np.array_equal(counts, bits.sum(axis=0))
