@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from _cli import ENV
+from _distributed import cluster_client, write_parts
 from deniable.cli import app
 from deniable.distributed import (
     KEY_METADATA,
@@ -36,21 +36,7 @@ ORACLES = {
 }
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=True)
 
 
 def reports_of(oracle: Any, n: int = 20_000, seed: int = 3) -> Any:
@@ -60,15 +46,10 @@ def reports_of(oracle: Any, n: int = 20_000, seed: int = 3) -> Any:
     return oracle.randomize(values, rng=rng)
 
 
-def split(path: Path, oracle: Any, reports: Any, suffix: str, parts: int = 3) -> list[Path]:
-    """Write the reports to ``parts`` files of unequal size (several row groups each)."""
-    cuts = [0, len(reports) // 5, len(reports) // 2, len(reports)][: parts + 1]
-    out = []
-    for i in range(parts):
-        piece = reports[cuts[i] : cuts[i + 1]]
-        out.append(path / f"part-{i}{suffix}")
-        write_report_table(out[-1], oracle, len(piece), [piece], row_group=1500)
-    return out
+def split(path: Path, oracle: Any, reports: Any, suffix: str) -> list[Path]:
+    """Write the reports to three files of unequal size (several row groups each)."""
+    cuts = [0, len(reports) // 5, len(reports) // 2, len(reports)]
+    return write_parts(path, oracle, reports, suffix, cuts, row_group=1500)
 
 
 @pytest.mark.parametrize("name", sorted(ORACLES))

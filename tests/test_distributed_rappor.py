@@ -6,7 +6,6 @@ spec names its oracle as any other oracle's does."""
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from _distributed import cluster_client, write_parts
 from deniable.distributed import (
     KEY_METADATA,
     aggregate,
@@ -34,21 +34,7 @@ def rappor_reports(n: int = 6000, seed: int = 4) -> Any:
     return RapporClient(RAPPOR, InMemoryMemoStore()).report(np.arange(n), values, rng=rng)
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=True)
 
 
 def test_oracle_from_key_and_resolve_mechanism_know_rappor() -> None:
@@ -70,13 +56,9 @@ def test_rappor_tables_tally_as_rappor_in_process_and_on_the_cluster(
     client: Any, tmp_path: Path, suffix: str
 ) -> None:
     reports = rappor_reports()
+    # three files of unequal size, several row groups / blocks each, two batches a file
     cuts = [0, 1000, 3500, len(reports)]
-    paths = []
-    for i in range(3):  # three files of unequal size, several row groups / blocks each
-        piece = reports[cuts[i] : cuts[i + 1]]
-        paths.append(tmp_path / f"part-{i}{suffix}")
-        write_report_table(paths[-1], RAPPOR, len(piece), [piece[:300], piece[300:]],
-                           row_group=700)  # fmt: skip
+    write_parts(tmp_path, RAPPOR, reports, suffix, cuts, row_group=700, batch=300)
     expected = RAPPOR.tally(reports)
     mechanism = None if suffix == ".parquet" else RAPPOR.key
     here = aggregate(tmp_path, mechanism, scheduler="synchronous", batch=1024)

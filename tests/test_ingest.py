@@ -13,7 +13,6 @@ import struct
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import deniable
+from _distributed import cluster_client
 from deniable.distributed import (
     BATCH_HEADER_SIZE,
     STREAM_SPEC_FILE,
@@ -407,21 +407,7 @@ def test_a_writer_killed_mid_batch_loses_no_acknowledged_batch(tmp_path: Path) -
 # ---- the Dask path
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=False)
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,7 @@ PLDAccountant RDPAccountant ZCDPAccountant GDPAccountant make_accountant EVENT_T
 Composed SelfComposed PoissonSampled SampledWithoutReplacement event_from_dict NoOp NonPrivate
 PureEpsilon EpsilonDelta DiscreteLaplace Channel poisson_amplification
 without_replacement_amplification
-KeyIndex Keys MAX_NUMERICAL_N PURE_EPSILON UNKNOWN_UNIT add_up admitted adopted_unit
+KeyIndex Keys MAX_NUMERICAL_N MemoAccess PURE_EPSILON UNKNOWN_UNIT add_up admitted adopted_unit
 check_unit format_key remaining_budget respondent_keys spend_limit
 BudgetWindow Charge InMemoryWindowStore WINDOW_KINDS WindowAccount WindowRequest WindowStore
 WindowTotal WindowedLedger charge_cost decide_charge device_key window_account

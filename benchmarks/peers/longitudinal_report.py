@@ -17,7 +17,7 @@ from peers.longitudinal import (
     SWITCH,
     K,
 )
-from peers.report import _n, _rate, _ratio
+from peers.report import _n, _rate, _ratio, page_head, page_tail
 
 #: Our timings of a row: (key, label).
 OURS = (("ours", "seeded"), ("ours_default", "default randomness"))
@@ -69,22 +69,16 @@ def _eps(e: dict[str, float]) -> str:
 
 def markdown(data: dict[str, Any]) -> str:
     meta = data["meta"]
-    versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
-    lines = [
-        "# deniable against multi-freq-ldpy: values that change, several attributes",
-        "",
+    what = (
         f"{ROUNDS} rounds of n devices, k = {K} values per attribute (Zipf-like), each device's "
         f"value moving with probability {SWITCH} a round (the Markov switching model of "
         "`deniable.simulation.Fleet`, one draw per row given to both libraries); reports per "
         f"second of randomize + tally + estimate over the {ROUNDS} rounds (n x {ROUNDS} "
         "reports), one core (`taskset -c 0`, one BLAS/OpenMP/numba thread); "
-        f"{meta['cpu']}, {meta['cpus_allowed']} CPU(s) allowed, shared; Python "
-        f"{meta['python']}; {meta['date']}.  Whole run: {meta['run_minutes']:.1f} min; load "
-        f"average {meta.get('load_before', '?')} before, {meta.get('load_after', '?')} after "
-        "(the machine is shared: compare within a run).",
-        "",
-        f"Versions: {versions}.",
-        "",
+    )
+    title = "deniable against multi-freq-ldpy: values that change, several attributes"
+    lines = page_head(title, what, meta)
+    lines += [
         f"Parameters: longitudinal oracles eps_inf = {EPS_INF}, eps_1 = {EPS_1}; dBitFlipPM "
         f"eps = {DBIT_EPS}, b = {DBIT_B} buckets, d = {DBIT_D} bits; SPL, SMP and RS+FD over "
         f"{MD_D} attributes with GRR at a device budget eps = {MD_EPS} a round.  Every time is "
@@ -118,24 +112,20 @@ def markdown(data: dict[str, Any]) -> str:
             f"{peer_err} | {_eps(ours['epsilon'])} | {peer['stated']:.3g}; "
             f"{peer['realized']:.3g} ({peer['why']}) |"
         )
-    lines += ["", "Targets (issue 17, one core):", ""]
-    lines += [f"* {v}" for v in data["targets"]]
-    lines += [
-        "",
-        "Notes:",
-        "",
-        "* multi-freq-ldpy's longitudinal clients memoize nothing: each call draws a fresh "
+    notes = [
+        "multi-freq-ldpy's longitudinal clients memoize nothing: each call draws a fresh "
         "permanent response (cheaper than keeping one), so its stated eps_perm bounds one "
         f"report only; over {ROUNDS} rounds a device loses up to {ROUNDS} x eps_1.  Ours keep "
         "the permanent responses in a memo store: the realized eps is per device, from the "
         "distinct values (LOLOHA: hashed values; dBitFlipPM: buckets) it reported.",
-        "* LOLOHA has no package of its own on the registry (no peer but multi-freq-ldpy's "
+        "LOLOHA has no package of its own on the registry (no peer but multi-freq-ldpy's "
         "`L_LH_Client(optimal=True)`, its L-OLH from the LOLOHA paper).",
-        "* RS+FD: multi-freq-ldpy runs GRR at the amplified ln(d (e^eps - 1) + 1), which holds "
+        "RS+FD: multi-freq-ldpy runs GRR at the amplified ln(d (e^eps - 1) + 1), which holds "
         "against a change of one attribute only; deniable runs it at eps (the bound against "
         "any change), so their variances differ.",
-        "* The peer's MSE is of its clipped and renormalized estimates (biased), at the devices "
+        "The peer's MSE is of its clipped and renormalized estimates (biased), at the devices "
         "it ran, as a multiple of our mechanism's theoretical variance scaled to those devices.",
-        "* Full per-row data: `benchmarks/results/peers-longitudinal.json`.",
+        "Full per-row data: `benchmarks/results/peers-longitudinal.json`.",
     ]
+    lines += page_tail("issue 17", data["targets"], notes)
     return "\n".join(lines) + "\n"

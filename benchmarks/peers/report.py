@@ -135,21 +135,40 @@ def _cell(cells: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def markdown(data: dict[str, Any]) -> str:
-    meta = data["meta"]
+def page_head(title: str, what: str, meta: dict[str, Any]) -> list[str]:
+    """The first lines of a report: the title, ``what`` was timed followed by where and when
+    (CPU, Python, date, run time, load), and the versions."""
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
-    lines = [
-        "# deniable against the Python LDP libraries",
+    return [
+        f"# {title}",
         "",
-        f"epsilon = {EPSILON}; Zipf-like values; reports per second of randomize + tally + "
-        f"estimate for all n reports, one core (`taskset -c 0`, one BLAS/OpenMP/numba thread); "
-        f"{meta['cpu']}, {meta['cpus_allowed']} CPU(s) allowed, shared; Python "
+        what + f"{meta['cpu']}, {meta['cpus_allowed']} CPU(s) allowed, shared; Python "
         f"{meta['python']}; {meta['date']}.  Whole run: {meta['run_minutes']:.1f} min; load "
         f"average {meta.get('load_before', '?')} before, {meta.get('load_after', '?')} after "
         "(the machine is shared: compare within a run).",
         "",
         f"Versions: {versions}.",
         "",
+    ]
+
+
+def page_tail(issues: str, targets: list[str], notes: list[str]) -> list[str]:
+    """The last lines of a report: the verdict on each target of ``issues``, then the
+    notes."""
+    lines = ["", f"Targets ({issues}, one core):", ""]
+    lines += [f"* {v}" for v in targets]
+    return [*lines, "", "Notes:", "", *(f"* {n}" for n in notes)]
+
+
+def markdown(data: dict[str, Any]) -> str:
+    meta = data["meta"]
+    lines = page_head(
+        "deniable against the Python LDP libraries",
+        f"epsilon = {EPSILON}; Zipf-like values; reports per second of randomize + tally + "
+        f"estimate for all n reports, one core (`taskset -c 0`, one BLAS/OpenMP/numba thread); ",
+        meta,
+    )
+    lines += [
         f"Every time is the best of {meta['repeats']} runs at the n measured: ours, with a "
         "seeded generator and with the default randomness (`rng=None`: `SystemRandom()`, the "
         "process's ChaCha20 keystream), and every peer's.  A peer cell whose one run would "
@@ -203,11 +222,8 @@ def markdown(data: dict[str, Any]) -> str:
             f"| {ours['mae'] / ours['expected_mae']:.3f}; "
             f"{default['mae'] / default['expected_mae']:.3f} | {peer_mae} |"
         )
-    lines += ["", "Targets (issues 10 and 15, one core):", ""]
-    lines += [f"* {v}" for v in data["targets"]]
     notes = sorted({c["note"] for r in data["rows"] for c in r["peers"] if c["note"]})
-    lines += ["", "Notes:", ""]
-    lines += [f"* {n}" for n in notes]
+    lines += page_tail("issues 10 and 15", data["targets"], notes)
     lines += [
         "* Our OLH rows: `LinearOLH` (OLH with a linear hash over GF(2), what `choose_oracle` "
         "picks at epsilon = 1: the same channel, estimate and exact variance as OLH at its g, "

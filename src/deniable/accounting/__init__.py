@@ -33,7 +33,8 @@ the plots in :mod:`deniable.plotting`.
   which price through :class:`BasicAccountant` and :class:`ZCDPAccountant`),
   storage behind the :class:`LedgerStore` protocol (:class:`InMemoryLedgerStore`; a store
   performs each :class:`SpendRequest` as one atomic check-and-spend of a :class:`SpendPlan`
-  made from the respondents' :class:`History`).
+  made from the respondents' :class:`History`).  :class:`MemoAccess`: the part of a memo
+  store (``deniable.mechanisms.MemoStore``) that memoizing randomizers and oracles use.
 * **Budgets per period**: :class:`WindowedLedger` caps each device's epsilon (and delta)
   per :class:`BudgetWindow` (calendar day or ISO week in a stated zone, or rolling of a
   stated length), charging through the :class:`WindowStore` protocol
@@ -120,6 +121,7 @@ from deniable.accounting._exact_sum import add_up
 from deniable.accounting._keys import KeyIndex, Keys, format_key, respondent_keys
 from deniable.accounting._ledger import BudgetLedger
 from deniable.accounting._measures import GDP, RDP, ZCDP, ApproxDP, PureDP
+from deniable.accounting._memo_access import MemoAccess
 from deniable.accounting._optimal import OptimalAccountant
 from deniable.accounting._pld import PrivacyLossDistribution, rr_pld
 from deniable.accounting._pld_accountants import PLDAccountant
@@ -222,6 +224,7 @@ __all__ = [
     "Keys",
     "Laplace",
     "LedgerStore",
+    "MemoAccess",
     "NoOp",
     "NonPrivate",
     "OptimalAccountant",

@@ -3,7 +3,7 @@ and :class:`InMemoryMemoStore`.
 
 A memo store holds one randomized report (a non-negative integer) per (respondent key,
 question), and with each report the key of the mechanism that drew it (its permanent
-stage: ``design.key``).  It makes two promises: :meth:`MemoStore.get_or_create` is one
+stage: ``design.key``).  It makes two promises: ``MemoStore.get_or_create`` is one
 atomic get-or-create, so two rounds asking the same respondent the same question at once
 get the same permanent report; and a stored report is only ever returned to the mechanism
 that drew it: asked by another mechanism, the store raises
@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import KeyIndex, Keys, format_key
+from deniable.accounting import KeyIndex, Keys, MemoAccess, format_key
 from deniable.exceptions import DataError, ParameterTypeError, PrivacyError
 from deniable.mechanisms._memo_legacy import upgraded_question
 
@@ -33,7 +33,7 @@ Codes = npt.NDArray[np.int32]
 
 
 @runtime_checkable
-class MemoStore(Protocol):
+class MemoStore(MemoAccess, Protocol):
     """The storage behind a :class:`~deniable.mechanisms.MemoizedRandomizer`.
 
     Keys are canonical respondent keys (``respondent_keys`` in ``deniable.accounting._keys``:
@@ -62,7 +62,10 @@ class MemoStore(Protocol):
     ``snapshot() -> MemoStore``
         An independent copy taken atomically (pickling uses it).
 
-    How a SQL store keeps :meth:`get_or_create` atomic: a table ``memo(key, question,
+    The first two are :class:`~deniable.accounting.MemoAccess`, all that the oracles'
+    memoized randomizers use.
+
+    How a SQL store keeps ``get_or_create`` atomic: a table ``memo(key, question,
     report, mechanism)`` with a **unique constraint on (key, question)**.  In one
     transaction: take a lock that serializes creators of this question (``SELECT ... FOR
     UPDATE`` on the question's row, or ``BEGIN IMMEDIATE`` on SQLite), ``SELECT`` the stored
@@ -76,17 +79,6 @@ class MemoStore(Protocol):
     over-counts).  Returning the re-selected rows, never the freshly drawn ones, is what
     keeps a respondent at one permanent report.
     """
-
-    def get_or_create(
-        self,
-        question: str,
-        keys: Keys,
-        create: Callable[[Mask], npt.ArrayLike],
-        *,
-        mechanism: str,
-    ) -> Reports: ...
-
-    def lookup(self, question: str, keys: Keys, *, mechanism: str) -> Reports: ...
 
     def forget(self, question: str) -> None: ...
 

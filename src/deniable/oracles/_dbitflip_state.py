@@ -18,17 +18,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import KeyIndex, respondent_keys
+from deniable.accounting import KeyIndex, MemoAccess, respondent_keys
 from deniable.exceptions import DataError, ParameterTypeError, PrivacyError
 
 __all__ = [
     "LocalStore",
-    "StateStore",
     "checked_store",
     "device_keys",
     "memoized_rows",
@@ -43,29 +42,13 @@ Rows = npt.NDArray[np.int64]
 Draw = Callable[[npt.NDArray[np.intp], Rows], Rows]
 
 
-@runtime_checkable
-class StateStore(Protocol):
-    """The part of :class:`~deniable.mechanisms.MemoStore` the counters use (``oracles``
-    and ``mechanisms`` are sibling layers, so the protocol is matched by structure)."""
-
-    def get_or_create(
-        self,
-        question: str,
-        keys: npt.NDArray[Any],
-        create: Callable[[npt.NDArray[np.bool_]], npt.ArrayLike],
-        *,
-        mechanism: str,
-    ) -> Rows: ...
-
-    def lookup(self, question: str, keys: npt.NDArray[Any], *, mechanism: str) -> Rows: ...
-
-
 class LocalStore:
-    """A minimal memo store in this process's memory (the default of the counters when no
-    store is given): per question the keys' dense indices, their reports (a buffer grown by
-    doubling) and the one mechanism that drew them; one lock makes each get-or-create
-    atomic.  A question is refused (:class:`~deniable.exceptions.PrivacyError`) to every
-    other mechanism: the store is one memo's own."""
+    """A minimal :class:`~deniable.accounting.MemoAccess` in this process's memory (the
+    default of the counters when no store is given): per question the keys' dense
+    indices, their reports (a buffer grown by doubling) and the one mechanism that drew
+    them; one lock makes each get-or-create atomic.  A question is refused
+    (:class:`~deniable.exceptions.PrivacyError`) to every other mechanism: the store is
+    one memo's own."""
 
     __slots__ = ("_lock", "_memo")
 
@@ -137,7 +120,7 @@ def checked_store(store: Any) -> Any:
     store."""
     if store is None:
         return LocalStore()
-    if not isinstance(store, StateStore):
+    if not isinstance(store, MemoAccess):
         raise ParameterTypeError(
             "`store` must be a MemoStore (e.g. deniable.mechanisms.InMemoryMemoStore() or "
             f"deniable.service.storage.SqlMemoStore(url)) or None, got {type(store).__name__}."

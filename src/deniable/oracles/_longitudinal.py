@@ -42,12 +42,11 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import respondent_keys
+from deniable.accounting import MemoAccess, respondent_keys
 from deniable.common import validation as v
 from deniable.designs import mechanism_key
 from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 from deniable.oracles._base import FrequencyOracle, check_k
-from deniable.oracles._rappor_client import _MemoStore
 from deniable.randomness import resolve_rng
 
 __all__ = ["LongitudinalOracle", "check_epsilons", "fit_below"]
@@ -263,7 +262,7 @@ class LongitudinalOracle(FrequencyOracle):
             if devices is not None:
                 raise ParameterError("`devices` needs `memo` (where the devices' PRRs are kept).")
             return self._first(x, gen)
-        if not isinstance(memo, _MemoStore):
+        if not isinstance(memo, MemoAccess):
             raise ParameterTypeError(
                 "`memo` must be a MemoStore (e.g. deniable.mechanisms.InMemoryMemoStore()), "
                 f"got {type(memo).__name__}."

@@ -16,12 +16,12 @@ mechanism; ``deniable.mechanisms._memo_legacy`` reads that layout.)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable.accounting import respondent_keys
+from deniable.accounting import MemoAccess, respondent_keys
 from deniable.exceptions import DataError, ParameterTypeError, PrivacyError
 from deniable.oracles._rappor import Rappor, RapporReports
 from deniable.oracles._rappor_decode import _strings
@@ -45,25 +45,6 @@ __all__ = ["RapporClient"]
 _32 = np.uint64(32)
 #: Bits of the PRR kept in one memo-store report (a non-negative int64): 7 bytes.
 _CHUNK_BYTES = 7
-
-
-@runtime_checkable
-class _MemoStore(Protocol):
-    """The part of :class:`~deniable.mechanisms.MemoStore` the client uses (``oracles`` and
-    ``mechanisms`` are sibling layers, so the protocol is matched by structure)."""
-
-    def get_or_create(
-        self,
-        question: str,
-        keys: npt.NDArray[Any],
-        create: Callable[[npt.NDArray[np.bool_]], npt.ArrayLike],
-        *,
-        mechanism: str,
-    ) -> npt.NDArray[np.int64]: ...
-
-    def lookup(
-        self, question: str, keys: npt.NDArray[Any], *, mechanism: str
-    ) -> npt.NDArray[np.int64]: ...
 
 
 class RapporClient:
@@ -97,7 +78,7 @@ class RapporClient:
     def __init__(self, rappor: Rappor, store: Any) -> None:
         if not isinstance(rappor, Rappor):
             raise ParameterTypeError(f"`rappor` must be a Rappor, got {type(rappor).__name__}.")
-        if not isinstance(store, _MemoStore):
+        if not isinstance(store, MemoAccess):
             raise ParameterTypeError(
                 "`store` must be a MemoStore (e.g. deniable.mechanisms.InMemoryMemoStore() or "
                 f"deniable.service.stores.SqlMemoStore(url)), got {type(store).__name__}."

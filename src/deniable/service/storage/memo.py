@@ -21,6 +21,8 @@ from deniable.service.storage._sql import (
     decoded,
     dialect_insert,
     encode_keys,
+    listed,
+    member,
     retrying,
 )
 from deniable.service.storage.db import is_postgres, read_tx
@@ -138,16 +140,30 @@ def _memo_lookup(
     conn: Connection, question: str, keys: Keys, enc: Sequence[str], asked: str
 ) -> Reports:
     """The stored report of each key (``-1``: none); a report of another mechanism than
-    ``asked`` is refused (:func:`~deniable.mechanisms._memo_store.mismatch`)."""
+    ``asked`` is refused (:func:`~deniable.mechanisms._memo_store.mismatch`, naming the
+    first such key of the call).
+
+    One statement, compiled once, run per chunk of keys with the chunk bound as one list
+    (``key IN (...)`` over ``json_each`` or ``unnest``: :func:`member`); the rows fetched
+    at once, matched to the keys by one dict, and checked and placed as arrays."""
     m = memo.c
-    found: dict[str, tuple[int, str | None]] = {}
+    postgres = is_postgres(conn)
+    query = sa.select(m.key, m.report, m.mechanism).where(
+        m.question == question, member(m.key, "keys", postgres)
+    )
+    rows: list[Any] = []
     for part in chunks(enc):
-        rows = conn.execute(
-            sa.select(m.key, m.report, m.mechanism).where(m.question == question, m.key.in_(part))
-        )
-        found.update((k, (int(r), mech)) for k, r, mech in rows)
-    for i, k in enumerate(enc):
-        hit = found.get(k)
-        if hit is not None and hit[1] != asked:
-            raise mismatch(question, keys[i], hit[1], asked)
-    return np.fromiter((found.get(k, (-1, None))[0] for k in enc), dtype=np.int64, count=len(enc))
+        rows += conn.execute(query, {"keys": listed(postgres, part)}).all()
+    out = np.full(len(enc), -1, dtype=np.int64)
+    if not rows:
+        return out
+    row_of = {k: i for i, (k, _, _) in enumerate(rows)}
+    at = np.fromiter((row_of.get(k, -1) for k in enc), dtype=np.int64, count=len(enc))
+    hit = np.flatnonzero(at >= 0)
+    kinds = np.array([r[2] for r in rows], dtype=object)[at[hit]]
+    bad = np.flatnonzero(kinds != asked)
+    if bad.size:
+        first = int(bad[0])
+        raise mismatch(question, keys[int(hit[first])], kinds[first], asked)
+    out[hit] = np.array([r[1] for r in rows], dtype=np.int64)[at[hit]]
+    return out
