@@ -33,6 +33,34 @@ def test_the_irr_sets_bit_j_when_the_word_shifted_is_below_its_threshold(cls: ty
     assert np.array_equal(np.unpackbits(got, axis=1, count=k, bitorder="little"), want)
 
 
+@pytest.mark.parametrize("cls", [LSUE, LOUE, LOSUE])
+@pytest.mark.parametrize("k", [2, 9, 56, 57, 130])
+def test_a_prr_chunk_sets_bit_j_when_the_word_shifted_is_below_its_threshold(
+    cls: type, k: int
+) -> None:
+    # the plain definition: bit j of chunk c (PRR bit 56 c + j) from the row-major word of
+    # that row and bit, set when w >> 11 < t_p1 for the value's bit, t_q1 for the others;
+    # kept as sum(bit_j 2**j), a non-negative int64
+    oracle = cls.from_epsilon(1.5, k, eps_1=0.6)
+    t_p1, t_q1, _, _ = oracle._thresholds
+    n = 200
+    for chunk in range(-(-k // 56)):
+        width = min(56, k - 56 * chunk)
+        for value in {0, k - 1, min(k - 1, 56 * chunk + width // 2)}:
+            words = np.random.default_rng((k, chunk, value)).integers(
+                0, 2**64, size=n * width, dtype=np.uint64, endpoint=False
+            )
+            words[:4] = np.array([t_p1, t_p1 - 1, t_q1, t_q1 - 1], np.uint64) << np.uint64(11)
+            got = oracle._prr_chunk(value, n, chunk, ArrayWords(words))
+            thr = np.full(width, t_q1, dtype=np.uint64)
+            if 56 * chunk <= value < 56 * chunk + width:
+                thr[value - 56 * chunk] = t_p1
+            bits = (words.reshape(n, width) >> np.uint64(11)) < thr
+            want = [sum(1 << j for j in np.flatnonzero(row).tolist()) for row in bits]
+            assert got.dtype == np.int64
+            assert got.tolist() == want
+
+
 @pytest.mark.parametrize("high", [1, 3, 70_000])
 def test_groups_are_the_rows_of_each_value_in_order(high: int) -> None:
     rng = np.random.default_rng(high)

@@ -142,6 +142,31 @@ def test_key_index_dense_and_sparse_paths_agree() -> None:
     assert dense._table is not None and sparse._table is None
 
 
+def test_key_index_ascending_int_batches_take_the_dict_order() -> None:
+    # an ascending batch of new int64 ids skips the sort (issue 17, part 5): the same dense
+    # indices as a dict in insertion order, whether a batch is ascending, ascending with a
+    # repeat (the sorting path), descending or shuffled, interleaved with the known keys
+    gen = np.random.default_rng(17)
+    index, model = KeyIndex(), {}
+    batches = [
+        np.arange(0, 4000, 2),
+        np.arange(1, 4000, 4),
+        np.array([5, 5, 7, 9000, 9000]),
+        np.arange(10_000, 9000, -3),
+        gen.permutation(12_000)[:3000],
+        np.arange(0, 12_001),
+    ]
+    for batch in batches:
+        ids = np.asarray(batch, dtype=np.int64)
+        got = index.add(ids, index.find(ids))
+        for x in ids.tolist():
+            model.setdefault(x, len(model))
+        assert got.tolist() == [model[x] for x in ids.tolist()]
+    probe = np.arange(-3, 12_010)
+    assert index.find(probe).tolist() == [model.get(int(x), -1) for x in probe]
+    assert index.keys().tolist() == list(model)
+
+
 def test_key_index_finds_many_unsorted_sparse_keys() -> None:
     # past 4096 unsorted keys the lookup sorts them first: same answers as a dict
     gen = np.random.default_rng(11)

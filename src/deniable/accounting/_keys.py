@@ -317,8 +317,11 @@ class KeyIndex:
         fresh = keys[rows]
         n = self._n
         if keys.dtype != object:
-            perm = np.argsort(fresh, kind="stable")
-            srt = fresh[perm]
+            if bool((fresh[1:] > fresh[:-1]).all()):  # ascending (e.g. ids in order): as is
+                perm, srt = np.arange(fresh.size), fresh
+            else:
+                perm = np.argsort(fresh, kind="stable")
+                srt = fresh[perm]
             if srt.size < 2 or bool((srt[1:] != srt[:-1]).all()):
                 # distinct new integer ids (the usual case): row r gets index n + r
                 self._merge(srt, n + perm)

@@ -280,7 +280,9 @@ class LongitudinalOracle(FrequencyOracle):
         self, x: npt.NDArray[np.integer[Any]], keys: npt.NDArray[Any], memo: Any, gen: Any
     ) -> npt.NDArray[Any]:
         self._pin(keys, memo)
-        chunks = np.zeros((x.size, self._chunks), dtype=np.int64)
+        # chunk c of every row in one contiguous row of `by_chunk` (a 1-D scatter a value,
+        # not a 2-D one); its transpose is the (rows, chunks) array _from_chunks takes
+        by_chunk = np.zeros((self._chunks, x.size), dtype=np.int64)
         for value, rows in _groups(x):
             sub = keys[rows]
             for c in range(self._chunks):
@@ -297,8 +299,8 @@ class LongitudinalOracle(FrequencyOracle):
                         "PRR's family and parameters; the IRR may change, any other change "
                         "would draw a second PRR.)"
                     ) from exc
-                chunks[rows, c] = np.asarray(got, dtype=np.int64)
-        return self._from_chunks(chunks)
+                by_chunk[c][rows] = np.asarray(got, dtype=np.int64)
+        return self._from_chunks(by_chunk.T)
 
     def _pin(self, keys: npt.NDArray[Any], memo: Any) -> None:
         """Pin the devices ``keys`` to this oracle's permanent stage (one atomic

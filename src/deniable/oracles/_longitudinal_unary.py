@@ -54,7 +54,7 @@ from deniable.exceptions import ParameterError
 from deniable.oracles._base import check_k, open_probability
 from deniable.oracles._bits import packed_bit, packed_support_counts
 from deniable.oracles._longitudinal import LongitudinalOracle, fit_below
-from deniable.randomness import probability_threshold, random_words
+from deniable.randomness import fill_words, probability_threshold, random_words
 
 __all__ = ["LOSUE", "LOUE", "LSUE", "LongitudinalUnary"]
 
@@ -134,11 +134,6 @@ class LongitudinalUnary(LongitudinalOracle):
 
     # ---- rounds
 
-    def _draw(self, thresholds: npt.NDArray[np.uint64], gen: Any) -> npt.NDArray[np.bool_]:
-        """Bits set with ``threshold / 2**53`` each (one word a bit, row-major)."""
-        words = random_words(gen, thresholds.size).reshape(thresholds.shape)
-        return np.asarray((words >> _ELEVEN) < thresholds)
-
     def _blocks(self, n: int, rounds: int) -> list[tuple[int, int]]:
         block = max(1, _BLOCK_WORDS // (rounds * self.k))
         return [(s, min(s + block, n)) for s in range(0, n, block)]
@@ -159,46 +154,62 @@ class LongitudinalUnary(LongitudinalOracle):
 
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
         # bit j is set when w >> 11 < t (t = t_p2 where the PRR's bit is set, else t_q2),
-        # i.e. when w < t << 11 (exact: t < 2**53, checked by __post_init__): the same
-        # words and bits as a threshold per bit, without the threshold array or the
-        # shift.  Rows are padded to whole bytes, so that one flat packbits packs them.
+        # i.e. when w < t << 11 (exact: t < 2**53, checked by __post_init__).  Every
+        # oracle here has q2 < p2, so that is (w < t_q2 << 11) | (prr & (w < t_p2 << 11)):
+        # the same words and bits as a threshold per bit, without the threshold array, the
+        # shift or the complement of the PRR.  The words of a block are written into one
+        # buffer (fill_words: the same words random_words gives), kept in cache block after
+        # block; rows are padded to whole bytes, so that one flat packbits packs them.
         _, _, t_p2, t_q2 = self._thresholds
         top_p, top_q = np.uint64(t_p2 << 11), np.uint64(t_q2 << 11)
         k, width = self.k, (self.k + 7) // 8
         out = np.empty((prr.shape[0], width), dtype=np.uint8)
-        for start, stop in self._blocks(prr.shape[0], 1):
+        blocks = self._blocks(prr.shape[0], 1)
+        rows = blocks[0][1] if blocks else 0  # the first block is the largest
+        buf = np.empty(rows * k, dtype=np.uint64)
+        bits = np.zeros((rows, 8 * width), dtype=np.bool_)
+        low = np.empty((rows, k), dtype=np.bool_)
+        for start, stop in blocks:
             m = stop - start
-            words = random_words(gen, m * k).reshape(m, k)
-            kept = prr[start:stop]
-            bits = np.zeros((m, 8 * width), dtype=np.bool_)
-            view = bits[:, :k]
+            words = fill_words(gen, buf[: m * k]).reshape(m, k)
+            view, below = bits[:m, :k], low[:m]
             np.less(words, top_p, out=view)
-            view &= kept
-            view |= (words < top_q) & ~kept
-            out[start:stop] = np.packbits(bits.reshape(-1), bitorder="little").reshape(m, width)
+            view &= prr[start:stop]
+            np.less(words, top_q, out=below)
+            view |= below
+            packed = np.packbits(bits[:m].reshape(-1), bitorder="little")
+            out[start:stop] = packed.reshape(m, width)
         return out
 
     def _prr_chunk(self, value: int, n: int, chunk: int, gen: Any) -> npt.NDArray[np.int64]:
+        # bit j of the chunk (PRR bit lo + j) is set when its word w has w >> 11 < t_q1, or
+        # t_p1 for the value's bit: one word a bit, row-major, as a threshold array would
+        # take them.  Packed little-endian into the low 7 bytes of an int64 (bit j at 2**j).
         t_p1, t_q1, _, _ = self._thresholds
         if not n:
             return np.zeros(0, dtype=np.int64)
         lo = chunk * _CHUNK
         width = min(_CHUNK, self.k - lo)
-        thr = np.full((n, width), t_q1, dtype=np.uint64)
+        words = random_words(gen, n * width).reshape(n, width) >> _ELEVEN
+        bits = words < np.uint64(t_q1)
         if lo <= value < lo + width:
-            thr[:, value - lo] = t_p1
-        bits = self._draw(thr, gen).astype(np.int64)
-        packed = (bits << np.arange(width, dtype=np.int64)).sum(axis=1, dtype=np.int64)
-        return np.asarray(packed, dtype=np.int64)
+            bits[:, value - lo] = words[:, value - lo] < np.uint64(t_p1)
+        packed = np.packbits(bits, axis=1, bitorder="little")
+        raw = np.zeros((n, 8), dtype=np.uint8)
+        raw[:, : packed.shape[1]] = packed
+        return raw.view("<i8").reshape(n).astype(np.int64)
 
     def _from_chunks(self, chunks: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
         # a chunk holds 56 bits: the low 7 bytes of its little-endian int64, bit j of the
-        # chunk bit j % 8 of byte j // 8 (unpacked a byte at a time, not a shift per bit)
-        # (the shapes are spelled out, never -1: with no rows, -1 is ambiguous and refused)
+        # chunk bit j % 8 of byte j // 8.  56 = 7 x 8, so the chunks' low 7 bytes side by
+        # side are the PRR packed as a report is (bit j at bit j % 8 of byte j // 8): only
+        # its ceil(k / 8) bytes are unpacked.  (The shapes are spelled out, never -1: with
+        # no rows, -1 is ambiguous and refused.)
         n, c = chunks.shape
-        raw = np.ascontiguousarray(chunks, dtype="<i8").view(np.uint8).reshape(n * c * 8)
-        bits = np.unpackbits(raw, bitorder="little").reshape(n, c, 64)[:, :, :_CHUNK]
-        return bits.reshape(n, c * _CHUNK)[:, : self.k].view(np.bool_)
+        raw = np.ascontiguousarray(chunks, dtype="<i8").view(np.uint8).reshape(n, c, 8)
+        packed = raw[:, :, :7].reshape(n, 7 * c)[:, : (self.k + 7) // 8]
+        bits = np.unpackbits(packed, axis=1, count=self.k, bitorder="little")
+        return bits.view(np.bool_)
 
     def _permanent_parameters(self) -> dict[str, Any]:
         p1, q1, _, _ = self.probabilities
