@@ -171,3 +171,30 @@ def test_forced_numpy_path_imports_no_numba() -> None:
     )
     env = {"DENIABLE_KERNEL": "numpy", "PYTHONPATH": ":".join(sys.path)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+
+
+def test_no_writable_cache_compiles_without_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    # numba refuses cache=True when no cache directory is writable (RuntimeError at
+    # decoration): the loops are compiled for the process instead, with the same reports
+    import numba
+
+    real = numba.njit
+
+    def refusing(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("cache"):
+            raise RuntimeError("cannot cache function: no locator available")
+        return real(*args, **kwargs)
+
+    design = deniable.Categorical.from_epsilon(1.0, 16)
+    x = _answers(CHUNK + 9, 16, seed=2)
+    want = _run(monkeypatch, "numpy", design, x, seed=3)
+    try:
+        with monkeypatch.context() as m:
+            m.setattr(numba, "njit", refusing)
+            _compiled._compiled.cache_clear()
+            assert _compiled._compiled() is not None
+            got = _run(m, "numba", design, x, seed=3)
+    finally:
+        _compiled._compiled.cache_clear()  # the next call compiles (or loads) as usual
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])

@@ -203,17 +203,22 @@ def _count_loop(reps: npt.NDArray[np.unsignedinteger[Any]], counts: npt.NDArray[
 
 @functools.cache
 def _compiled() -> tuple[Any, Any, Any, Any] | None:
-    """The two loops compiled by numba (lazily, per argument types; cached on disk where
-    numba can write, in its user-wide cache when the package directory is read-only), or
-    None when numba cannot be imported."""
+    """The loops compiled by numba (binary; k-ary with multiply-shift, cumulative thresholds,
+    top bits), lazily, per argument types; cached on disk where numba can write (its
+    user-wide cache when the package directory is read-only, no cache when nothing is
+    writable), or None when numba cannot be imported."""
     try:
         import numba
     except ImportError:
         return None
     global _count
-    jit = numba.njit(cache=True, nogil=True, boundscheck=False)
-    _count = jit(_count_loop)  # called by the k-ary loops (a global numba reads when compiling)
-    return jit(_binary_loop), jit(_kary_uniform_loop), jit(_kary_cum_loop), jit(_kary_top_loop)
+    loops = (_count_loop, _binary_loop, _kary_uniform_loop, _kary_cum_loop, _kary_top_loop)
+    try:  # numba refuses cache=True when no cache directory is writable: compile per process
+        compiled = [numba.njit(cache=True, nogil=True, boundscheck=False)(f) for f in loops]
+    except RuntimeError:
+        compiled = [numba.njit(cache=False, nogil=True, boundscheck=False)(f) for f in loops]
+    _count = compiled[0]  # called by the k-ary loops (a global numba reads when compiling)
+    return compiled[1], compiled[2], compiled[3], compiled[4]
 
 
 def binary_kernel(
