@@ -48,6 +48,12 @@ def _answers(n: int, k: int, seed: int) -> np.ndarray:
     return x.astype(np.uint8 if k <= 2 else np.uint16 if k <= 1 << 16 else np.uint32)
 
 
+@pytest.fixture(autouse=True)
+def _every_size_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the kernel for every size here (by default fewer than MIN_REPORTS take numpy's path)
+    monkeypatch.setattr(_compiled, "MIN_REPORTS", 0)
+
+
 def _run(monkeypatch: pytest.MonkeyPatch, kernel: str, design: Any, x: np.ndarray, seed: int):
     monkeypatch.setenv("DENIABLE_KERNEL", kernel)
     gen = np.random.Generator(np.random.PCG64(seed))
@@ -160,6 +166,27 @@ def test_auto_picks_numba_when_importable_else_numpy(monkeypatch: pytest.MonkeyP
     assert _compiled.kernel_backend() == "numpy"
 
 
+def test_small_inputs_take_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_compiled, "MIN_REPORTS", 4096)
+    monkeypatch.setenv("DENIABLE_KERNEL", "numba")
+    assert not _compiled.use_kernel(4095)
+    assert _compiled.use_kernel(4096)
+    monkeypatch.setenv("DENIABLE_KERNEL", "numpy")
+    assert not _compiled.use_kernel(10**6)
+    monkeypatch.setenv("DENIABLE_KERNEL", "bogus")  # refused whatever the size
+    with pytest.raises(ParameterError, match="DENIABLE_KERNEL"):
+        _compiled.use_kernel(1)
+    # a small call imports no numba (a fresh process: this one has it loaded)
+    code = (
+        "import sys, numpy as np, deniable\n"
+        "deniable.Binary(1.0).randomize_and_tally(np.zeros(100, dtype=np.uint8), rng=1)\n"
+        "deniable.Categorical.from_epsilon(1.0, 16).randomize(np.arange(100) % 16, rng=1)\n"
+        "assert 'numba' not in sys.modules\n"
+    )
+    env = {"DENIABLE_KERNEL": "auto", "PYTHONPATH": ":".join(sys.path)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
+
+
 def test_forced_numpy_path_imports_no_numba() -> None:
     # DENIABLE_KERNEL=numpy: the numpy path, and numba is never imported
     code = (
@@ -170,7 +197,7 @@ def test_forced_numpy_path_imports_no_numba() -> None:
         "assert 'numba' not in sys.modules\n"
     )
     env = {"DENIABLE_KERNEL": "numpy", "PYTHONPATH": ":".join(sys.path)}
-    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=120)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=300)
 
 
 def test_no_writable_cache_compiles_without_one(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,13 +34,25 @@ import numpy.typing as npt
 
 from deniable.exceptions import ParameterError
 
-__all__ = ["KERNELS", "KERNEL_ENV", "LANES", "binary_kernel", "kary_kernel", "kernel_backend"]
+__all__ = [
+    "KERNELS",
+    "KERNEL_ENV",
+    "LANES",
+    "MIN_REPORTS",
+    "binary_kernel",
+    "kary_kernel",
+    "kernel_backend",
+    "use_kernel",
+]
 
 #: The environment variable that chooses the path of ``randomize_and_tally``.
 KERNEL_ENV = "DENIABLE_KERNEL"
 #: Its allowed values.
 KERNELS = ("auto", "numba", "numpy")
 
+#: Fewer reports than this take the numpy path whatever ``DENIABLE_KERNEL`` says (the
+#: same reports; numba's import and first compile are not worth a few microseconds).
+MIN_REPORTS = 4096
 #: Rows of the kernels' counts (consecutive reports are counted in different rows).
 LANES = 4
 _LANES = LANES
@@ -67,6 +79,16 @@ def kernel_backend() -> str:
             )
         return "numpy"
     return "numba"
+
+
+def use_kernel(n: int) -> bool:
+    """Whether ``n`` reports go through the compiled kernel: ``DENIABLE_KERNEL`` is read and
+    checked on every call (:func:`kernel_backend`), and fewer than :data:`MIN_REPORTS`
+    reports take the numpy path (numba is then not imported)."""
+    choice = os.environ.get(KERNEL_ENV, "auto").strip().lower()
+    if choice not in KERNELS or n >= MIN_REPORTS:
+        return kernel_backend() == "numba"  # refuses a bad value whatever n
+    return False
 
 
 def _binary_loop(

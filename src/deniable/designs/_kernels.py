@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs._compiled import LANES, binary_kernel, kary_kernel, kernel_backend
+from deniable.designs._compiled import LANES, binary_kernel, kary_kernel, use_kernel
 from deniable.designs._counting import PACKED_VALUES, ValueCounter
 from deniable.designs._mechanism import blocks
 from deniable.randomness import (
@@ -74,7 +74,7 @@ def binary_reports(
     size = min(BINARY_BLOCK, x.size)
     words = _Words(gen, size)
     yes = 0
-    if kernel_backend() == "numba":  # the same words, one compiled pass a block
+    if use_kernel(x.size):  # the same words, one compiled pass a block
         for start, stop in blocks(x.size, BINARY_BLOCK):
             yes += binary_kernel(words.next(stop - start), x[start:stop], t0, t1, out[start:stop])
         return out, yes if count else 0
@@ -129,7 +129,7 @@ def keep_or_forced_reports(
     dtype, keep_t, cum = plan.dtype, plan.keep, plan.cum_array
     n = x.size
     out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(n, dtype=dtype)
-    fused = kernel_backend() == "numba"
+    fused = use_kernel(n)
     group = min(GROUP, n // CHUNK)
     size = max(group * CHUNK, n % CHUNK if group == 0 else 0)
     words = _Words(gen, 2 * size)
