@@ -20,7 +20,16 @@ word's place among the cumulative thresholds (a binary search, as ``np.searchsor
 Which path runs is the environment variable ``DENIABLE_KERNEL``, read on every call:
 ``numpy`` (never compile), ``numba`` (numba required), or ``auto`` (the default: numba when
 it can be imported).  ``import deniable`` never imports numba: it is imported the first
-time a kernel is asked for.
+time a kernel is asked for (calls of fewer than :data:`MIN_REPORTS` reports never ask).
+
+References
+----------
+S. L. Warner, "Randomized response: a survey technique for eliminating evasive answer
+bias", JASA 60 (1965) 63-69 (binary RR).  P. Kairouz, K. Bonawitz, D. Ramage, "Discrete
+distribution estimation under local privacy", ICML 2016 (k-ary RR).  D. Lemire, "Fast
+random integer generation in an interval", ACM TOMACS 29 (2019) (the multiply-shift
+category).  S. K. Lam, A. Pitrou, S. Seibert, "Numba: a LLVM-based Python JIT compiler",
+LLVM-HPC 2015.
 """
 
 from __future__ import annotations
