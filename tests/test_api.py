@@ -144,7 +144,7 @@ def test_import_deniable_loads_no_heavy_dependency() -> None:
         "import sys\n"
         "import deniable\n"
         "heavy = [m for m in ('scipy', 'pandas', 'matplotlib', 'pyarrow', 'typer', 'rich',"
-        " 'dask', 'distributed') if m in sys.modules]\n"
+        " 'dask', 'distributed', 'numba') if m in sys.modules]\n"
         "assert heavy == [], heavy\n"
         "d = deniable.TwoCoin()\n"
         "e = d.estimate(yes=400, n=1000)\n"

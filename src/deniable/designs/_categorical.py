@@ -15,7 +15,7 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.designs._base import Design
 from deniable.designs._channel import Channel, DenseChannel, SymmetricChannel
-from deniable.designs._counting import PACKED_VALUES, ValueCounter
+from deniable.designs._counting import ValueCounter
 from deniable.designs._frequency import MAX_DENSE_K, FrequencyEstimate
 from deniable.designs._from_epsilon import design_for_epsilon
 from deniable.designs._kernels import keep_or_forced_reports
@@ -345,18 +345,15 @@ class Categorical(Design):
         self, truth: npt.ArrayLike, /, *, rng: Any = None
     ) -> tuple[npt.NDArray[np.integer[Any]], Tally]:
         """``randomize`` and ``tally`` in one pass: the same reports from the same words,
-        counted without validating them again: four at a time for ``k <= 16``, else a
-        ``bincount`` of each group of blocks while it is in cache (above ``k = 2**16``, and
-        for one answer, ``randomize`` then ``tally``)."""
+        counted without validating them again: as they are made by the compiled kernel
+        (``DENIABLE_KERNEL``, numba), else four at a time for ``k <= 16`` or a ``bincount``
+        of each group of blocks while it is in cache (above ``k = 2**16``, and for one
+        answer, ``randomize`` then ``tally``)."""
         if one_answer(truth, self.k) or self.k > CHUNK:
             return super().randomize_and_tally(truth, rng=rng)
         x = v.reports_array("truth", truth, categories=self.k)
         counter = ValueCounter(self.k)
-        if self.k <= PACKED_VALUES:  # counted four at a time, over the whole output
-            out = keep_or_forced_reports(x, resolve_rng(rng), self._plan, self.k)
-            counter.add(out)
-        else:  # bincount of each block while it is in cache
-            out = keep_or_forced_reports(x, resolve_rng(rng), self._plan, self.k, counter)
+        out = keep_or_forced_reports(x, resolve_rng(rng), self._plan, self.k, counter)
         return out, self.bind(Tally(counter.counts()))
 
     def estimate(self, data: Any = None) -> FrequencyEstimate:

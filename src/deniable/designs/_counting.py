@@ -66,6 +66,10 @@ class ValueCounter:
         for lo in range(start, values.size, CHUNK):  # blockwise: bincount copies to intp
             self._counts += np.bincount(values[lo : lo + CHUNK], minlength=self._size)
 
+    def add_counts(self, counts: npt.NDArray[np.int64]) -> None:
+        """Add counts already made (``size`` entries, the count of each value)."""
+        self._counts += counts
+
     def _add_packed(self, words: npt.NDArray[np.uint64]) -> None:
         if self._pending is None or self._spread is None:
             self._pending = np.empty(_PENDING, dtype=np.uint64)

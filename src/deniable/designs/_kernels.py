@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs._counting import ValueCounter
+from deniable.designs._compiled import LANES, binary_kernel, kary_kernel, use_kernel
+from deniable.designs._counting import PACKED_VALUES, ValueCounter
 from deniable.designs._mechanism import blocks
 from deniable.randomness import (
     CHUNK,
@@ -69,15 +70,19 @@ def binary_reports(
     ``w_i`` is below ``t_lo``, or below ``t_hi`` and ``x_i`` is the answer whose threshold
     is ``t_hi`` (two comparisons and two passes over 1-byte flags, whatever the answers).
     """
-    t_lo, t_hi = min(t0, t1), max(t0, t1)
     out = np.empty(x.size, dtype=np.uint8)
     size = min(BINARY_BLOCK, x.size)
     words = _Words(gen, size)
+    yes = 0
+    if use_kernel(x.size):  # the same words, one compiled pass a block
+        for start, stop in blocks(x.size, BINARY_BLOCK):
+            yes += binary_kernel(words.next(stop - start), x[start:stop], t0, t1, out[start:stop])
+        return out, yes if count else 0
+    t_lo, t_hi = min(t0, t1), max(t0, t1)
     lo = np.empty(size, dtype=np.bool_)
     # reports_array returns 0/1 uint8 as given (or a view of bools): readable as bools
     as_bool = x.dtype == np.uint8
     xb = np.empty(0 if as_bool else size, dtype=np.bool_)
-    yes = 0
     for start, stop in blocks(x.size, BINARY_BLOCK):
         m = stop - start
         w = words.next(m)
@@ -112,8 +117,10 @@ def keep_or_forced_reports(
     (``(w >> 11) < plan.keep``) and the next ``m`` draw the forced category (multiply-shift,
     or the cumulative thresholds ``plan.cum_array``).  The report is selected
     arithmetically, ``other + keep * (x - other)`` in wrapping unsigned arithmetic, so no
-    step depends on the answer.  When ``counter`` is given, the reports are counted into it
-    as they are made, while they are in cache.
+    step depends on the answer.  When ``counter`` is given, the reports are counted into it:
+    as they are made (the compiled kernel, or numpy's ``bincount`` of each group of blocks
+    while it is in cache), or, for ``k <= 16`` on the numpy path, four at a time over the
+    whole output (:class:`ValueCounter`).
 
     Up to ``GROUP`` whole blocks are drawn with one call and worked on together, as a
     ``(g, 2, CHUNK)`` array of words (keep words ``[:, 0]``, category words ``[:, 1]``):
@@ -122,9 +129,27 @@ def keep_or_forced_reports(
     dtype, keep_t, cum = plan.dtype, plan.keep, plan.cum_array
     n = x.size
     out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(n, dtype=dtype)
+    fused = use_kernel(n)
     group = min(GROUP, n // CHUNK)
     size = max(group * CHUNK, n % CHUNK if group == 0 else 0)
     words = _Words(gen, 2 * size)
+    if fused:  # the same words, one compiled pass a group of blocks
+        counts = None if counter is None else np.zeros((LANES, k), dtype=np.int64)
+        start = 0
+        while start < n:
+            g = min(group, (n - start) // CHUNK)
+            m = g * CHUNK if g else n - start
+            w = words.next(2 * m)
+            block = CHUNK if g else m
+            kary_kernel(w, x[start : start + m], out[start : start + m], counts, plan, block)
+            del w  # a Generator's words: freed before the next are made
+            start += m
+        if counter is not None and counts is not None:
+            counter.add_counts(counts.sum(axis=0))
+        return out
+    # counted four at a time over the whole output for k <= 16, else block by block
+    whole = counter if counter is not None and k <= PACKED_VALUES else None
+    block_counter = None if whole is not None else counter
     keep_buf = np.empty(size, dtype=np.bool_)
     other_buf = np.empty(size, dtype=dtype)
     start = 0
@@ -155,8 +180,10 @@ def keep_or_forced_reports(
         np.subtract(xs, other, out=rep, dtype=dtype, casting="unsafe")
         np.multiply(rep, keep, out=rep)
         np.add(rep, other, out=rep)
-        if counter is not None:
-            counter.add(out[start : start + m])
+        if block_counter is not None:
+            block_counter.add(out[start : start + m])
         del w, keep_words, category  # a Generator's words: freed before the next are made
         start += m
+    if whole is not None:
+        whole.add(out)
     return out

@@ -1,0 +1,300 @@
+"""The optional compiled kernels of ``randomize_and_tally`` (binary and k-ary randomized
+response): one pass over the words already drawn, instead of numpy's several.
+
+Numpy evaluates each step of a randomizer (a comparison, a selection, a count) as one pass
+over a block of words; at a nanosecond or so a word each, those passes cost as much as the
+ChaCha20 keystream itself (``docs/performance.md``, "What limits speed").  The kernels
+below, compiled by numba (the ``fast`` extra) on first use, do the same arithmetic on the
+same words in one loop: the comparison with the threshold, the arithmetic selection of the
+report and its count.  They consume exactly the words of the numpy path in the same order
+(the words are drawn by :func:`~deniable.randomness.fill_words` before a kernel sees them:
+the keystream stays ChaCha20 in ``cryptography``), so both paths give the same reports and
+tallies bit for bit (``tests/test_compiled_kernels.py``).
+
+No step depends on the true answer (house style 3): a report is selected arithmetically,
+``t0 + x (t1 - t0)`` for the threshold of a binary report and ``other + keep (x - other)``
+in wrapping unsigned arithmetic for a k-ary one, as in the scalar paths.  The loops branch
+only on the design's constants and, for a non-uniform forced distribution, on the random
+word's place among the cumulative thresholds (a binary search, as ``np.searchsorted``).
+
+Which path runs is the environment variable ``DENIABLE_KERNEL``, read on every call:
+``numpy`` (never compile), ``numba`` (numba required), or ``auto`` (the default: numba when
+it can be imported).  ``import deniable`` never imports numba: it is imported the first
+time a kernel is asked for (calls of fewer than :data:`MIN_REPORTS` reports never ask).
+
+References
+----------
+S. L. Warner, "Randomized response: a survey technique for eliminating evasive answer
+bias", JASA 60 (1965) 63-69 (binary RR).  P. Kairouz, K. Bonawitz, D. Ramage, "Discrete
+distribution estimation under local privacy", ICML 2016 (k-ary RR).  D. Lemire, "Fast
+random integer generation in an interval", ACM TOMACS 29 (2019) (the multiply-shift
+category).  S. K. Lam, A. Pitrou, S. Seibert, "Numba: a LLVM-based Python JIT compiler",
+LLVM-HPC 2015.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.exceptions import ParameterError
+
+__all__ = [
+    "KERNELS",
+    "KERNEL_ENV",
+    "LANES",
+    "MIN_REPORTS",
+    "binary_kernel",
+    "kary_kernel",
+    "kernel_backend",
+    "use_kernel",
+]
+
+#: The environment variable that chooses the path of ``randomize_and_tally``.
+KERNEL_ENV = "DENIABLE_KERNEL"
+#: Its allowed values.
+KERNELS = ("auto", "numba", "numpy")
+
+#: Fewer reports than this take the numpy path whatever ``DENIABLE_KERNEL`` says (the
+#: same reports; numba's import and first compile are not worth a few microseconds).
+MIN_REPORTS = 4096
+#: Rows of the kernels' counts (consecutive reports are counted in different rows).
+LANES = 4
+_LANES = LANES
+_S11 = np.uint64(11)
+
+
+def kernel_backend() -> str:
+    """``"numba"`` or ``"numpy"``: the path ``DENIABLE_KERNEL`` asks for (``auto``, the
+    default, is numba when it can be imported).  A value outside :data:`KERNELS`, or
+    ``numba`` without numba installed, is refused with a :class:`ParameterError`."""
+    raw = os.environ.get(KERNEL_ENV, "auto")
+    choice = raw.strip().lower()
+    if choice not in KERNELS:
+        raise ParameterError(
+            f"`{KERNEL_ENV}` must be one of {', '.join(map(repr, KERNELS))}, got {raw!r}."
+        )
+    if choice == "numpy":
+        return "numpy"
+    if _compiled() is None:
+        if choice == "numba":
+            raise ParameterError(
+                f"`{KERNEL_ENV}`='numba' needs numba (pip install 'deniable[fast]'), which "
+                "cannot be imported; set it to 'auto' or 'numpy'."
+            )
+        return "numpy"
+    return "numba"
+
+
+def use_kernel(n: int) -> bool:
+    """Whether ``n`` reports go through the compiled kernel: ``DENIABLE_KERNEL`` is read and
+    checked on every call (:func:`kernel_backend`), and fewer than :data:`MIN_REPORTS`
+    reports take the numpy path (numba is then not imported)."""
+    choice = os.environ.get(KERNEL_ENV, "auto").strip().lower()
+    if choice not in KERNELS or n >= MIN_REPORTS:
+        return kernel_backend() == "numba"  # refuses a bad value whatever n
+    return False
+
+
+def _binary_loop(
+    words: npt.NDArray[np.uint64],
+    x: npt.NDArray[np.integer[Any]],
+    t0: np.uint64,
+    t1: np.uint64,
+    out: npt.NDArray[np.uint8],
+) -> int:
+    # report i = (w_i >> 11) < t0 + x_i (t1 - t0): the threshold of the answer's column
+    # selected by arithmetic (x is 0 or 1), one comparison, the count added as it is made
+    d = t1 - t0  # wrapping: t0 + 1 * d = t1 modulo 2**64
+    yes = 0
+    for i in range(out.size):
+        t = t0 + np.uint64(x[i]) * d
+        r = np.uint8((words[i] >> _S11) < t)
+        out[i] = r
+        yes += int(r)
+    return yes
+
+
+def _kary_uniform_loop(
+    words: npt.NDArray[np.uint64],
+    x: npt.NDArray[np.integer[Any]],
+    out: npt.NDArray[np.unsignedinteger[Any]],
+    counts: npt.NDArray[np.int64],
+    keep_last: np.uint64,
+    keep_any: np.uint64,
+    block: int,
+    pre: np.uint64,
+    mul: np.uint64,
+    post: np.uint64,
+    count: bool,
+) -> None:
+    # blocks of `block` reports (the last one shorter): the block's keep words, then its
+    # category words; the forced category ((cw >> pre) * mul) >> post (multiply-shift, or
+    # the top bits when pre = 0, mul = 1); the report other + keep (x - other) modulo
+    # 2**64, which is x or other; counted into one of LANES rows of `counts` (each row's
+    # additions do not wait for the previous report's: a run of equal reports stays fast)
+    m = out.size
+    b = 0
+    while b < m:
+        size = min(block, m - b)
+        keep_words = words[2 * b : 2 * b + size]
+        category = words[2 * b + size : 2 * b + 2 * size]
+        xs, reps = x[b : b + size], out[b : b + size]
+        for i in range(size):  # no store to counts: the loop vectorizes
+            keep = np.uint64(keep_words[i] <= keep_last) & keep_any
+            other = ((category[i] >> pre) * mul) >> post
+            reps[i] = other + keep * (np.uint64(xs[i]) - other)
+        if count:  # a constant of the call (the design's, not the answer's)
+            _count(reps, counts)
+        b += size
+
+
+def _kary_top_loop(
+    words: npt.NDArray[np.uint64],
+    x: npt.NDArray[np.integer[Any]],
+    out: npt.NDArray[np.unsignedinteger[Any]],
+    counts: npt.NDArray[np.int64],
+    keep_last: np.uint64,
+    keep_any: np.uint64,
+    block: int,
+    shift: np.uint64,
+    count: bool,
+) -> None:
+    # as the uniform loop, for k a power of two: the forced category cw >> shift
+    m = out.size
+    b = 0
+    while b < m:
+        size = min(block, m - b)
+        keep_words = words[2 * b : 2 * b + size]
+        category = words[2 * b + size : 2 * b + 2 * size]
+        xs, reps = x[b : b + size], out[b : b + size]
+        for i in range(size):
+            keep = np.uint64(keep_words[i] <= keep_last) & keep_any
+            other = category[i] >> shift
+            reps[i] = other + keep * (np.uint64(xs[i]) - other)
+        if count:
+            _count(reps, counts)
+        b += size
+
+
+def _kary_cum_loop(
+    words: npt.NDArray[np.uint64],
+    x: npt.NDArray[np.integer[Any]],
+    out: npt.NDArray[np.unsignedinteger[Any]],
+    counts: npt.NDArray[np.int64],
+    keep_t: np.uint64,
+    block: int,
+    cum: npt.NDArray[np.uint64],
+    count: bool,
+) -> None:
+    # as the uniform loop, the forced category bisect_right(cum, cw >> 11) (a binary search
+    # on the random word, as np.searchsorted(cum, cw >> 11, side="right"))
+    m = out.size
+    n_cum = cum.size
+    b = 0
+    while b < m:
+        size = min(block, m - b)
+        keep_words = words[2 * b : 2 * b + size]
+        category = words[2 * b + size : 2 * b + 2 * size]
+        xs, reps = x[b : b + size], out[b : b + size]
+        for i in range(size):
+            keep = np.uint64((keep_words[i] >> _S11) < keep_t)
+            v = category[i] >> _S11
+            lo, hi = 0, n_cum
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] <= v:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            other = np.uint64(lo)
+            reps[i] = other + keep * (np.uint64(xs[i]) - other)
+        if count:
+            _count(reps, counts)
+        b += size
+
+
+def _count_loop(reps: npt.NDArray[np.unsignedinteger[Any]], counts: npt.NDArray[np.int64]) -> None:
+    # reports i, i+1, i+2, i+3 counted in rows 0..3: the four additions do not wait for each
+    # other when reports repeat (a store to one counter, then a load of it, costs cycles)
+    size = reps.size
+    whole = size - size % _LANES
+    for i in range(0, whole, _LANES):
+        counts[0, reps[i]] += 1
+        counts[1, reps[i + 1]] += 1
+        counts[2, reps[i + 2]] += 1
+        counts[3, reps[i + 3]] += 1
+    for i in range(whole, size):
+        counts[0, reps[i]] += 1
+
+
+@functools.cache
+def _compiled() -> tuple[Any, Any, Any, Any] | None:
+    """The loops compiled by numba (binary; k-ary with multiply-shift, cumulative thresholds,
+    top bits), lazily, per argument types; cached on disk where numba can write (its
+    user-wide cache when the package directory is read-only, no cache when nothing is
+    writable), or None when numba cannot be imported."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    global _count
+    loops = (_count_loop, _binary_loop, _kary_uniform_loop, _kary_cum_loop, _kary_top_loop)
+    try:  # numba refuses cache=True when no cache directory is writable: compile per process
+        compiled = [numba.njit(cache=True, nogil=True, boundscheck=False)(f) for f in loops]
+    except RuntimeError:
+        compiled = [numba.njit(cache=False, nogil=True, boundscheck=False)(f) for f in loops]
+    _count = compiled[0]  # called by the k-ary loops (a global numba reads when compiling)
+    return compiled[1], compiled[2], compiled[3], compiled[4]
+
+
+def binary_kernel(
+    words: npt.NDArray[np.uint64],
+    x: npt.NDArray[np.integer[Any]],
+    t0: int,
+    t1: int,
+    out: npt.NDArray[np.uint8],
+) -> int:
+    """Binary reports of ``x`` (validated 0/1, the same length as ``out``) into ``out``,
+    one word each: report ``i`` is ``(w_i >> 11) < t[x_i]``; returns the number of 1s."""
+    compiled = _compiled()
+    assert compiled is not None  # kernel_backend() said "numba"
+    return int(compiled[0](words, x, np.uint64(t0), np.uint64(t1), out))
+
+
+def kary_kernel(
+    words: npt.NDArray[np.uint64],
+    x: npt.NDArray[np.integer[Any]],
+    out: npt.NDArray[np.unsignedinteger[Any]],
+    counts: npt.NDArray[np.int64] | None,
+    plan: Any,
+    block: int,
+) -> None:
+    """K-ary keep-or-forced reports of ``x`` into ``out`` from ``2 * out.size`` words laid
+    out in blocks of ``block`` reports (keep words, then category words, the layout of the
+    numpy path), counted into ``counts`` when given (shape ``(LANES, k)``: the count of
+    value ``j`` is ``counts[:, j].sum()``)."""
+    compiled = _compiled()
+    assert compiled is not None  # kernel_backend() said "numba"
+    count = counts is not None
+    into = counts if counts is not None else _NO_COUNTS
+    if plan.cum_array is not None:
+        compiled[2](words, x, out, into, np.uint64(plan.keep), block, plan.cum_array, count)
+        return
+    # (w >> 11) < keep  <=>  w <= keep * 2**11 - 1 (2**64 - 1 for keep = 2**53), and
+    # never for keep = 0 (keep_any = 0 then): the same test without the shift
+    keep_last = np.uint64(((plan.keep << 11) - 1) % (1 << 64))
+    keep_any = np.uint64(1 if plan.keep > 0 else 0)
+    if plan.mul == 0:  # the top bits: word >> shift
+        compiled[3](words, x, out, into, keep_last, keep_any, block, np.uint64(plan.shift), count)
+    else:  # ((word >> (64 - shift)) * mul) >> shift
+        pre, mul, post = np.uint64(64 - plan.shift), np.uint64(plan.mul), np.uint64(plan.shift)
+        compiled[1](words, x, out, into, keep_last, keep_any, block, pre, mul, post, count)
+
+
+_count: Any = _count_loop  # replaced by its compiled self when numba is loaded
+_NO_COUNTS = np.zeros((LANES, 1), dtype=np.int64)
