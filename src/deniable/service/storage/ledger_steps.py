@@ -36,6 +36,9 @@ from deniable.service.storage._sql import (
     array,
     dialect_insert,
     encode_keys,
+    json_columns,
+    json_elements,
+    json_listed,
     listed,
     member,
     per_dialect,
@@ -60,6 +63,7 @@ __all__ = [
     "ledger_write_params",
     "lock_respondents",
     "question_records",
+    "record_rows",
     "require_unit",
     "service_charges",
     "spend_in",
@@ -129,20 +133,17 @@ def _spent_stmt(postgres: bool) -> sa.Select[Any]:
 def _lock_respondent_rows(postgres: bool) -> tuple[Any, Any]:
     """PostgreSQL: insert the missing respondent rows in key order (``first`` from the
     spend sequence, read once per statement, and the key's position), returning the keys
-    inserted; then lock every row of the keys in key order."""
-    keys = (
-        sa.func.unnest(array("keys", sa.Text))
-        .table_valued("k", with_ordinality="n")
-        .render_derived(name="t")
-    )
+    inserted; then lock every row of the keys in key order.  The keys (``keys``) are one
+    JSON array (:func:`~deniable.service.storage._sql.json_listed`) in both."""
+    keys = json_elements("keys", ordinality="n").render_derived(name="t")
     spend = sa.select(ledger_spend_seq.next_value()).scalar_subquery()
     first = spend * sa.literal(_SPEND_STRIDE, sa.BigInteger) + keys.c.n - 1
     insert = (
         dialect_insert(postgres, ledger_respondent)
         .from_select(
             ["key", "spent", "first"],
-            sa.select(keys.c.k, sa.literal(0.0, sa.Float(53)), first).order_by(
-                _by_key(keys.c.k, postgres)
+            sa.select(keys.c.value, sa.literal(0.0, sa.Float(53)), first).order_by(
+                _by_key(keys.c.value, postgres)
             ),
         )
         .on_conflict_do_nothing()
@@ -150,7 +151,7 @@ def _lock_respondent_rows(postgres: bool) -> tuple[Any, Any]:
     )
     lock = (
         sa.select(_lr.key, _lr.spent)
-        .where(member(_lr.key, "keys", postgres))
+        .where(member(_lr.key, "keys", postgres, as_json=True))
         .order_by(_by_key(_lr.key, postgres))
         .with_for_update()
     )
@@ -198,22 +199,19 @@ def _charged_stmts(postgres: bool) -> tuple[Any, Any]:
 
 @per_dialect
 def _write_spent_stmts(postgres: bool) -> tuple[Any, Any]:
-    """The new totals (PostgreSQL: of the rows locked already, one statement of two arrays;
-    SQLite: an upsert per row, ``first`` for a new row), and the deletion of rows inserted
-    only to be locked."""
+    """The new totals (PostgreSQL: of the rows locked already, one statement of one JSON
+    array of ``[key, total]`` pairs, ``totals``; SQLite: an upsert per row, ``first`` for
+    a new row), and the deletion of rows inserted only to be locked (``keys``, a JSON
+    array)."""
     if postgres:
-        new = (
-            sa.func.unnest(array("s", sa.Float(53)), array("k", sa.Text))
-            .table_valued("s", "k")
-            .render_derived(name="u")
-        )
-        write = sa.update(ledger_respondent).values(spent=new.c.s).where(_lr.key == new.c.k)
+        _, (key, total) = json_columns("totals", [sa.Text, sa.Float(53)])
+        write = sa.update(ledger_respondent).values(spent=total).where(_lr.key == key)
     else:
         insert = dialect_insert(postgres, ledger_respondent)
         write = insert.on_conflict_do_update(
             index_elements=[_lr.key], set_={"spent": insert.excluded.spent}
         )
-    drop = sa.delete(ledger_respondent).where(member(_lr.key, "keys", postgres))
+    drop = sa.delete(ledger_respondent).where(member(_lr.key, "keys", postgres, as_json=True))
     return write, drop
 
 
@@ -225,26 +223,16 @@ def _charged_insert(postgres: bool) -> Any:
 @per_dialect
 def _record_upserts(postgres: bool) -> tuple[Any, Any]:
     """Upserts of question rows: charges as given, and charges added to the stored ones.
-    On PostgreSQL one statement for all the rows, from arrays (``names``, ``epsilons``,
-    ``memoized``, ``charges``) read with ``unnest``: an ``executemany`` sends a statement
-    per row (a group of single reports touches up to one row per question)."""
+    On PostgreSQL one statement for all the rows, from one JSON array of ``[name, epsilon,
+    memoized, charges]`` rows (``records``, :func:`record_rows`): an ``executemany`` sends
+    a statement per row (a group of single reports touches up to one row per question)."""
     out = []
     for add in (False, True):
         insert = dialect_insert(postgres, ledger_question)
         if postgres:
-            u = (
-                sa.func.unnest(
-                    array("names", sa.Text),
-                    array("epsilons", sa.Float(53)),
-                    array("memoized", sa.Boolean),
-                    array("charges", sa.BigInteger),
-                )
-                .table_valued("name", "epsilon", "memoized", "charges")
-                .render_derived(name="u")
-            )
+            _, columns = json_columns("records", [sa.Text, sa.Float(53), sa.Boolean, sa.BigInteger])
             insert = insert.from_select(
-                ["name", "epsilon", "memoized", "charges"],
-                sa.select(u.c.name, u.c.epsilon, u.c.memoized, u.c.charges),
+                ["name", "epsilon", "memoized", "charges"], sa.select(*columns)
             )
         x = insert.excluded
         out.append(
@@ -280,16 +268,26 @@ def ledger_write_params(
     """The parameters of :func:`ledger_write_ctes`: those :func:`write_spent` and
     :func:`write_records` would bind on PostgreSQL (records in name order)."""
     keys = [k for k, p in zip(enc, paid.tolist(), strict=True) if p]
-    ordered = sorted(records, key=lambda r: r.question)
     return {
-        "s": totals.tolist(),
-        "k": keys,
-        "keys": sorted(new.difference(keys)),
-        "names": [r.question for r in ordered],
-        "epsilons": [r.epsilon for r in ordered],
-        "memoized": [r.memoized for r in ordered],
-        "charges": [r.charges for r in ordered],
+        "totals": _totals(keys, totals),
+        "keys": json_listed(sorted(new.difference(keys))),
+        "records": record_rows(records),
     }
+
+
+def _totals(keys: Sequence[str], totals: Floats) -> str:
+    """The ``totals`` parameter: ``[key, total]`` pairs, each total as the text of its
+    shortest repr (exact, and ``inf`` where JSON has no number for it)."""
+    return json_listed([k, repr(s)] for k, s in zip(keys, totals.tolist(), strict=True))
+
+
+def record_rows(records: Sequence[QuestionRecord]) -> str:
+    """The ``records`` parameter of the PostgreSQL upserts: ``[name, epsilon, memoized,
+    charges]`` in name order (epsilon as :func:`_totals` writes a total)."""
+    ordered = sorted(records, key=lambda r: r.question)
+    return json_listed(
+        [r.question, repr(float(r.epsilon)), bool(r.memoized), int(r.charges)] for r in ordered
+    )
 
 
 # --------------------------------------------------------------------------- steps
@@ -325,8 +323,9 @@ def lock_respondents(conn: Connection, enc: Sequence[str]) -> tuple[Floats, set[
     postgres = is_postgres(conn)
     if postgres:
         insert, lock = _lock_respondent_rows(conn)
-        new = set(conn.execute(insert, {"keys": list(enc)}).scalars())
-        spent_of = dict(conn.execute(lock, {"keys": list(enc)}).all())
+        keys = json_listed(enc)
+        new = set(conn.execute(insert, {"keys": keys}).scalars())
+        spent_of = dict(conn.execute(lock, {"keys": keys}).all())
     else:
         found = conn.execute(_spent_stmt(conn), {"keys": listed(postgres, enc)})
         spent_of = dict(found.all())
@@ -428,10 +427,10 @@ def write_spent(
     write, drop = _write_spent_stmts(conn)
     if postgres:
         if keys:  # one statement (the rows are locked already)
-            conn.execute(write, {"s": vals, "k": keys})
+            conn.execute(write, {"totals": _totals(keys, totals)})
         unpaid = new.difference(keys)
         if unpaid:
-            conn.execute(drop, {"keys": listed(postgres, unpaid)})
+            conn.execute(drop, {"keys": json_listed(sorted(unpaid))})
         return
     if not keys:
         return
@@ -460,16 +459,8 @@ def write_records(conn: Connection, records: Sequence[QuestionRecord], *, add: b
         return
     upsert = _record_upserts(conn)[1 if add else 0]
     ordered = sorted(records, key=lambda r: r.question)
-    if is_postgres(conn):  # one statement of arrays
-        conn.execute(
-            upsert,
-            {
-                "names": [r.question for r in ordered],
-                "epsilons": [r.epsilon for r in ordered],
-                "memoized": [r.memoized for r in ordered],
-                "charges": [r.charges for r in ordered],
-            },
-        )
+    if is_postgres(conn):  # one statement of one JSON array
+        conn.execute(upsert, {"records": record_rows(ordered)})
         return
     conn.execute(
         upsert,

@@ -47,7 +47,7 @@ from deniable.accounting import (
 )
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
-from deniable.service.storage._sql import Rollback, listed, retrying
+from deniable.service.storage._sql import Rollback, json_listed, retrying
 from deniable.service.storage._submit_sql import (
     report_params,
     respondents_and_reports,
@@ -212,6 +212,13 @@ class SubmissionStore(SurveyStore):
         block may call :meth:`submit_batch` with ``wait=False``."""
         return nowait_engine(self._engine) is not None
 
+    @property
+    def writes_concurrently(self) -> bool:
+        """Whether transactions of reports of different respondents proceed together
+        (PostgreSQL: each locks only its respondents' rows), so that a caller may write
+        several groups at once; SQLite has one writer at a time."""
+        return is_postgres(self._engine)
+
     def checkpoint(self) -> None:
         """Copy SQLite's write-ahead log back into the database (a passive checkpoint; see
         :func:`~deniable.service.storage.db.checkpoint`): the writes with ``wait=False``
@@ -264,7 +271,7 @@ def _store(
     names = {j: ledger_question_name(sid, qids[j]) for j in used}
     # the stamp, the unit and the question rows (not locked: writers add their charges)
     rows = conn.execute(
-        stamp_unit_records(conn), {"sid": sid, "names": listed(postgres, names.values())}
+        stamp_unit_records(conn), {"sid": sid, "names": json_listed(names.values())}
     ).all()
     if not rows or survey_stamp(rows[0]) != stamp:
         raise _Stale
@@ -285,14 +292,20 @@ def _store(
     # read after their rows are locked (PostgreSQL), so that a report a concurrent
     # transaction committed for one of them is seen, not stored twice; a bad id rolls
     # the locking rows back with the rest
-    params = {
-        "sid": sid,
-        "ids": listed(postgres, id_list),
-        "qids": listed(postgres, (qids[j] for j in used)),
-    }  # (on PostgreSQL the ids are an array either way)
+    if postgres:  # the distinct (respondent, question) pairs
+        pairs = sorted(set(zip(rid.tolist(), qix.tolist(), strict=True)))
+        params = {"sid": sid, "pairs": json_listed([i, qids[j]] for i, j in pairs)}
+    else:
+        params = {
+            "sid": sid,
+            "ids": json_listed(id_list),
+            "qids": json_listed(qids[j] for j in used),
+        }
     have: set[int] = set()
     done: dict[tuple[int, int], int] = {}
     for i, qid, v in conn.execute(respondents_and_reports(conn), params):
+        if i is None:  # (PostgreSQL: a pair of an id that is no respondent)
+            continue
         have.add(int(i))
         if qid is not None:
             done[(int(i), qpos.get(qid, -1))] = int(v)
