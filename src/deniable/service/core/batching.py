@@ -33,19 +33,6 @@ are written in a worker thread.
 Before each write, the writer lets the event loop turn while reports keep arriving (at most
 :attr:`GroupSubmitter.GATHER` turns, each a few microseconds when nothing comes): the
 requests whose bytes are already read join the group, which doubles its size under load.
-
-**Two groups in flight** where transactions of different respondents proceed together
-(PostgreSQL, whose writers lock only their respondents' rows:
-``store.writes_concurrently``): while a group's transaction runs in its worker thread
-(mostly waiting for the server and its commit), the next group forms and starts writing
-(at most :attr:`GroupSubmitter.IN_FLIGHT` at once), instead of the event loop idling
-until the commit returns.  A report whose respondent has a report in a group still in
-flight waits for that group and goes into a later one: the reports of one respondent are
-thus decided one after another in arrival order, as with one group at a time, and since
-an outcome depends only on its respondent's reports and total (a question's record only
-adds up its charges, in any order), every outcome is the one of writing the groups one
-at a time.  The budget is safe either way: each transaction locks its respondents' rows
-before it reads their totals.  SQLite has one writer at a time: one group in flight.
 """
 
 from __future__ import annotations
@@ -73,24 +60,17 @@ class GroupSubmitter:
     GATHER = 8
     #: A checkpoint of SQLite's log (in a worker thread) after this many writes in the loop.
     CHECKPOINT_EVERY = 32
-    #: At most this many groups written at once where the store writes concurrently.
-    IN_FLIGHT = 2
 
     def __init__(self, store: Any) -> None:
         self.store = store
         #: whether groups are written in the event loop (see the module docstring)
         self.inline = bool(getattr(store, "writes_without_waiting", False))
-        #: how many groups may be written at once (see the module docstring)
-        concurrent = bool(getattr(store, "writes_concurrently", False)) and not self.inline
-        self.in_flight = self.IN_FLIGHT if concurrent else 1
         self._written = 0  # writes in the loop since the last checkpoint
         self._checkpoint: asyncio.Future[None] | None = None
         # per event loop (one with uvicorn; a test client may use several): the queue, and
         # the task writing it (None when idle)
         self._queues: dict[asyncio.AbstractEventLoop, list[Entry]] = {}
         self._writers: dict[asyncio.AbstractEventLoop, asyncio.Task[None]] = {}
-        # per event loop, while groups are written overlapped: set when a report arrives
-        self._arrived: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
 
     async def submit(self, survey_id: str, respondent: int, question: str, report: int) -> Any:
         """Write one report (with its budget spend); its ``Submitted`` outcome once committed."""
@@ -101,77 +81,29 @@ class GroupSubmitter:
         )
         if loop not in self._writers:
             # a task of its own: a request that goes away does not stop the others' writes
-            drain = self._drain if self.in_flight == 1 else self._drain_overlapped
-            self._writers[loop] = loop.create_task(drain(loop))
-        else:
-            arrived = self._arrived.get(loop)
-            if arrived is not None:
-                arrived.set()
+            self._writers[loop] = loop.create_task(self._drain(loop))
         return await future
 
-    async def _gather(self, queue: list[Entry]) -> None:
-        """Let the event loop turn while reports keep arriving (at most :attr:`GATHER`)."""
-        for _ in range(self.GATHER):
-            waiting = len(queue)
-            await asyncio.sleep(0)
-            if len(queue) == waiting:
-                break
-
     async def _drain(self, loop: asyncio.AbstractEventLoop) -> None:
-        """One group at a time."""
         try:
             queue = self._queues[loop]
             while queue:
-                await self._gather(queue)
+                for _ in range(self.GATHER):  # let the requests that are ready join the group
+                    waiting = len(queue)
+                    await asyncio.sleep(0)
+                    if len(queue) == waiting:
+                        break
                 group = queue[: self.MAX_GROUP]
                 del queue[: self.MAX_GROUP]
-                await self._write_group(group)
+                by_survey: dict[str, list[tuple[Item, asyncio.Future[Any]]]] = defaultdict(list)
+                for survey_id, item, future in group:
+                    by_survey[survey_id].append((item, future))
+                for survey_id, entries in by_survey.items():
+                    await self._write(survey_id, entries)
         finally:
             del self._writers[loop]
             if not self._queues.get(loop):
                 self._queues.pop(loop, None)
-
-    async def _drain_overlapped(self, loop: asyncio.AbstractEventLoop) -> None:
-        """Up to :attr:`in_flight` groups at once, no respondent in two of them (see the
-        module docstring)."""
-        queue = self._queues[loop]
-        arrived = self._arrived[loop] = asyncio.Event()
-        flying: dict[asyncio.Task[None], set[tuple[str, int]]] = {}
-        try:
-            while queue or flying:
-                if queue and len(flying) < self.in_flight:
-                    await self._gather(queue)
-                    group = _take(queue, set().union(*flying.values()), self.MAX_GROUP)
-                    if group:
-                        who = {(survey_id, item[0]) for survey_id, item, _ in group}
-                        flying[loop.create_task(self._write_group(group))] = who
-                        continue
-                # wait for a group to be written, or for a report to arrive
-                arrived.clear()
-                wake: asyncio.Task[Any] = loop.create_task(arrived.wait())
-                try:
-                    done, _ = await asyncio.wait(
-                        [*flying, wake], return_when=asyncio.FIRST_COMPLETED
-                    )
-                finally:
-                    wake.cancel()
-                for task in flying.keys() & done:
-                    del flying[task]
-                    task.result()  # (_write settles its requests: only a cancellation)
-        finally:
-            for task in flying:  # the drain was cancelled: so are its writes
-                task.cancel()
-            del self._writers[loop]
-            self._arrived.pop(loop, None)
-            if not self._queues.get(loop):
-                self._queues.pop(loop, None)
-
-    async def _write_group(self, group: list[Entry]) -> None:
-        by_survey: dict[str, list[tuple[Item, asyncio.Future[Any]]]] = defaultdict(list)
-        for survey_id, item, future in group:
-            by_survey[survey_id].append((item, future))
-        for survey_id, entries in by_survey.items():
-            await self._write(survey_id, entries)
 
     async def _write(self, survey_id: str, entries: list[tuple[Item, asyncio.Future[Any]]]) -> None:
         items = [item for item, _ in entries]
@@ -212,24 +144,6 @@ class GroupSubmitter:
         self._written = 0
         self._checkpoint = asyncio.ensure_future(run_in_threadpool(self.store.checkpoint))
         self._checkpoint.add_done_callback(_retrieve)
-
-
-def _take(queue: list[Entry], busy: set[tuple[str, int]], most: int) -> list[Entry]:
-    """Remove from ``queue`` and return the next group: up to ``most`` reports in arrival
-    order, none of a respondent ``(survey id, respondent id)`` in ``busy`` (a group in
-    flight holds one of its reports: it and its later ones wait, in order)."""
-    if not busy:
-        group = queue[:most]
-        del queue[:most]
-        return group
-    group, rest = [], []
-    for entry in queue:
-        if len(group) < most and (entry[0], entry[1][0]) not in busy:
-            group.append(entry)
-        else:
-            rest.append(entry)
-    queue[:] = rest
-    return group
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

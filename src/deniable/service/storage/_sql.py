@@ -161,19 +161,19 @@ def _json_param(name: str) -> Any:
     return sa.cast(sa.bindparam(name, type_=sa.Text), sa.JSON)
 
 
-def json_elements(name: str, *, ordinality: str | None = None) -> Any:
+def json_elements(name: str) -> Any:
     """PostgreSQL: the elements of the JSON array bound to ``name``, as text, in a
-    table-valued function (``json_array_elements_text``: column ``value``; with
-    ``ordinality``, that column too, numbered from 1).
+    table-valued function (``json_array_elements_text``, column ``value``).
 
-    On PostgreSQL a JSON array is the cheaper way to bind a list: the driver binds one
-    string (dumped by :func:`json.dumps`), where a Python list is turned into an array
-    parameter element by element, in Python (some 45 microseconds of CPU per list of 25,
-    as much as the rest of a short statement's execution)."""
-    fn = sa.func.json_array_elements_text(_json_param(name))
-    if ordinality:
-        return fn.table_valued("value", with_ordinality=ordinality)
-    return fn.table_valued("value")
+    A JSON array is the cheaper way to bind a list: the driver binds one string (dumped
+    by :func:`json.dumps`), where a Python list becomes an array parameter element by
+    element, in Python (some 45 microseconds of CPU per list of 25, as much as the rest
+    of a short statement's execution).  But the planner counts 100 elements in any JSON
+    array, and the elements of an array parameter exactly: where a list drives a join
+    to a table that grows (the ledger's rows by key), an array keeps the plan a look-up
+    per element; use JSON where the plan does not depend on the count (an insert's rows,
+    look-ups in ``LATERAL`` subqueries, a small table's rows)."""
+    return sa.func.json_array_elements_text(_json_param(name)).table_valued("value")
 
 
 def json_columns(name: str, kinds: Sequence[Any], *, alias: str = "u") -> tuple[Any, list[Any]]:

@@ -37,7 +37,6 @@ from deniable.service.storage._sql import (
     dialect_insert,
     encode_keys,
     json_columns,
-    json_elements,
     json_listed,
     listed,
     member,
@@ -133,17 +132,20 @@ def _spent_stmt(postgres: bool) -> sa.Select[Any]:
 def _lock_respondent_rows(postgres: bool) -> tuple[Any, Any]:
     """PostgreSQL: insert the missing respondent rows in key order (``first`` from the
     spend sequence, read once per statement, and the key's position), returning the keys
-    inserted; then lock every row of the keys in key order.  The keys (``keys``) are one
-    JSON array (:func:`~deniable.service.storage._sql.json_listed`) in both."""
-    keys = json_elements("keys", ordinality="n").render_derived(name="t")
+    inserted; then lock every row of the keys in key order."""
+    keys = (
+        sa.func.unnest(array("keys", sa.Text))
+        .table_valued("k", with_ordinality="n")
+        .render_derived(name="t")
+    )
     spend = sa.select(ledger_spend_seq.next_value()).scalar_subquery()
     first = spend * sa.literal(_SPEND_STRIDE, sa.BigInteger) + keys.c.n - 1
     insert = (
         dialect_insert(postgres, ledger_respondent)
         .from_select(
             ["key", "spent", "first"],
-            sa.select(keys.c.value, sa.literal(0.0, sa.Float(53)), first).order_by(
-                _by_key(keys.c.value, postgres)
+            sa.select(keys.c.k, sa.literal(0.0, sa.Float(53)), first).order_by(
+                _by_key(keys.c.k, postgres)
             ),
         )
         .on_conflict_do_nothing()
@@ -151,7 +153,7 @@ def _lock_respondent_rows(postgres: bool) -> tuple[Any, Any]:
     )
     lock = (
         sa.select(_lr.key, _lr.spent)
-        .where(member(_lr.key, "keys", postgres, as_json=True))
+        .where(member(_lr.key, "keys", postgres))
         .order_by(_by_key(_lr.key, postgres))
         .with_for_update()
     )
@@ -199,19 +201,22 @@ def _charged_stmts(postgres: bool) -> tuple[Any, Any]:
 
 @per_dialect
 def _write_spent_stmts(postgres: bool) -> tuple[Any, Any]:
-    """The new totals (PostgreSQL: of the rows locked already, one statement of one JSON
-    array of ``[key, total]`` pairs, ``totals``; SQLite: an upsert per row, ``first`` for
-    a new row), and the deletion of rows inserted only to be locked (``keys``, a JSON
-    array)."""
+    """The new totals (PostgreSQL: of the rows locked already, one statement of two arrays;
+    SQLite: an upsert per row, ``first`` for a new row), and the deletion of rows inserted
+    only to be locked."""
     if postgres:
-        _, (key, total) = json_columns("totals", [sa.Text, sa.Float(53)])
-        write = sa.update(ledger_respondent).values(spent=total).where(_lr.key == key)
+        new = (
+            sa.func.unnest(array("s", sa.Float(53)), array("k", sa.Text))
+            .table_valued("s", "k")
+            .render_derived(name="u")
+        )
+        write = sa.update(ledger_respondent).values(spent=new.c.s).where(_lr.key == new.c.k)
     else:
         insert = dialect_insert(postgres, ledger_respondent)
         write = insert.on_conflict_do_update(
             index_elements=[_lr.key], set_={"spent": insert.excluded.spent}
         )
-    drop = sa.delete(ledger_respondent).where(member(_lr.key, "keys", postgres, as_json=True))
+    drop = sa.delete(ledger_respondent).where(member(_lr.key, "keys", postgres))
     return write, drop
 
 
@@ -269,21 +274,17 @@ def ledger_write_params(
     :func:`write_records` would bind on PostgreSQL (records in name order)."""
     keys = [k for k, p in zip(enc, paid.tolist(), strict=True) if p]
     return {
-        "totals": _totals(keys, totals),
-        "keys": json_listed(sorted(new.difference(keys))),
+        "s": totals.tolist(),
+        "k": keys,
+        "keys": sorted(new.difference(keys)),
         "records": record_rows(records),
     }
 
 
-def _totals(keys: Sequence[str], totals: Floats) -> str:
-    """The ``totals`` parameter: ``[key, total]`` pairs, each total as the text of its
-    shortest repr (exact, and ``inf`` where JSON has no number for it)."""
-    return json_listed([k, repr(s)] for k, s in zip(keys, totals.tolist(), strict=True))
-
-
 def record_rows(records: Sequence[QuestionRecord]) -> str:
     """The ``records`` parameter of the PostgreSQL upserts: ``[name, epsilon, memoized,
-    charges]`` in name order (epsilon as :func:`_totals` writes a total)."""
+    charges]`` in name order, each epsilon as the text of its shortest repr (read back
+    exactly, and ``inf``, which JSON has no number for)."""
     ordered = sorted(records, key=lambda r: r.question)
     return json_listed(
         [r.question, repr(float(r.epsilon)), bool(r.memoized), int(r.charges)] for r in ordered
@@ -323,9 +324,8 @@ def lock_respondents(conn: Connection, enc: Sequence[str]) -> tuple[Floats, set[
     postgres = is_postgres(conn)
     if postgres:
         insert, lock = _lock_respondent_rows(conn)
-        keys = json_listed(enc)
-        new = set(conn.execute(insert, {"keys": keys}).scalars())
-        spent_of = dict(conn.execute(lock, {"keys": keys}).all())
+        new = set(conn.execute(insert, {"keys": list(enc)}).scalars())
+        spent_of = dict(conn.execute(lock, {"keys": list(enc)}).all())
     else:
         found = conn.execute(_spent_stmt(conn), {"keys": listed(postgres, enc)})
         spent_of = dict(found.all())
@@ -427,10 +427,10 @@ def write_spent(
     write, drop = _write_spent_stmts(conn)
     if postgres:
         if keys:  # one statement (the rows are locked already)
-            conn.execute(write, {"totals": _totals(keys, totals)})
+            conn.execute(write, {"s": vals, "k": keys})
         unpaid = new.difference(keys)
         if unpaid:
-            conn.execute(drop, {"keys": json_listed(sorted(unpaid))})
+            conn.execute(drop, {"keys": listed(postgres, unpaid)})
         return
     if not keys:
         return

@@ -212,13 +212,6 @@ class SubmissionStore(SurveyStore):
         block may call :meth:`submit_batch` with ``wait=False``."""
         return nowait_engine(self._engine) is not None
 
-    @property
-    def writes_concurrently(self) -> bool:
-        """Whether transactions of reports of different respondents proceed together
-        (PostgreSQL: each locks only its respondents' rows), so that a caller may write
-        several groups at once; SQLite has one writer at a time."""
-        return is_postgres(self._engine)
-
     def checkpoint(self) -> None:
         """Copy SQLite's write-ahead log back into the database (a passive checkpoint; see
         :func:`~deniable.service.storage.db.checkpoint`): the writes with ``wait=False``
