@@ -145,25 +145,29 @@ def test_a_group_looks_its_stored_reports_up_by_key_whatever_the_statistics_say(
     assert all(x.stored for x in pg_store.submit_batch(SID, stored))
     items = [(i, "harassment", 0) for i in ids[:25]]
     with pg_store.engine.connect() as conn:
-        params = {"sid": SID, "pairs": json_listed([i, q] for i, q, _ in items)}
+        params = {"sid": SID, "ids": json_listed(i for i, _, _ in items), "qids": '["harassment"]'}
         plan = _plan(conn, respondents_and_reports(conn), params)
-    # one look-up per (respondent, question) pair, by primary key (the survey's 2,975
-    # reports: a scan of them per pair would cost more than the index)
+    # look-ups per respondent, by primary key (the survey's 2,975 reports: a scan of them
+    # per respondent would cost more than the index), never one scan of them all
     assert "Index Scan using pk_reports on reports" in plan, plan
     assert "Index Scan using pk_respondents on respondents" in plan, plan
-    assert "Seq Scan on reports" not in plan and "Bitmap Heap Scan on reports" not in plan, plan
-    assert "Hash" not in plan, plan
-    # and what it finds: each pair's stored report (happy: 1), NULLs for none (harassment)
-    pairs = [(i, "happy") for i in ids[:3]] + [(ids[3], "harassment"), (2**31 - 1, "happy")]
+    for table in ("reports", "respondents"):
+        assert f"Seq Scan on {table}" not in plan, plan
+        assert f"Bitmap Heap Scan on {table}" not in plan, plan
+    # and what it finds: the reports stored for the questions asked, a NULL question for a
+    # respondent without any, a NULL id for an id that is no respondent
+    asked = [*ids[:2], ids[30], 2**31 - 1]
     with pg_store.engine.connect() as conn:
         rows = conn.execute(
             respondents_and_reports(conn),
-            {"sid": SID, "pairs": json_listed([i, q] for i, q in pairs)},
+            {"sid": SID, "ids": json_listed(asked), "qids": '["harassment", "hours"]'},
         ).all()
-    assert sorted(rows, key=lambda r: (r[0] is None, r[0] or 0)) == [
-        *((i, "happy", 1) for i in ids[:3]),
-        (ids[3], None, None),
-        (None, None, None),  # no respondent of this survey
+    assert sorted(rows, key=lambda r: (r[0] is None, r[0] or 0, r[1] or "")) == [
+        (ids[0], None, None),
+        (ids[1], None, None),
+        (ids[30], "harassment", 0),
+        (ids[30], "hours", 0),
+        (None, None, None),
     ]
 
 

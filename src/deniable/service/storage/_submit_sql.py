@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from deniable.service.storage._sql import (
     json_columns,
+    json_elements,
     json_listed,
     member,
     per_dialect,
@@ -50,18 +51,16 @@ def stamp_unit_records(postgres: bool) -> Any:
 
 @per_dialect
 def respondents_and_reports(postgres: bool) -> Any:
-    """Which respondent ids of a submission are respondents of survey ``sid``, with the
-    reports they stored before for its questions.
+    """Which of the ids ``ids`` are respondents of survey ``sid``, each with the reports it
+    stored for the questions ``qids`` (both JSON arrays, :func:`json_listed`): a row per
+    report; one with a NULL question for a respondent without any (on PostgreSQL also
+    one, with a NULL id, per id that is no respondent of the survey).
 
-    On SQLite, of the ids ``ids`` and the questions ``qids`` (JSON arrays): a row per
-    stored report of those questions, one with a NULL question for a respondent without
-    any.  On PostgreSQL, of the submission's distinct ``(respondent id, question id)``
-    pairs (``pairs``, a JSON array of pairs): a row per pair, with the respondent's id
-    (NULL if it is not one) and the report stored for the pair (NULLs if none).  Each pair
-    is looked up by primary key (a ``LATERAL`` subquery per pair: never a scan of the
-    survey's reports, which a plan from the statistics of a table analyzed before the
-    survey's reports came would otherwise choose, reading every report of the survey
-    once per transaction)."""
+    On PostgreSQL each id is looked up on its own, in ``LATERAL`` subqueries (their LIMIT
+    and OFFSET keep them from being flattened into joins): its respondent row by primary
+    key, its reports by the primary key's first columns (survey, respondent).  A join
+    would be planned from the statistics, and with statistics gathered before a survey's
+    reports came PostgreSQL read every report of the survey once per transaction."""
     r = respondents.c
     if not postgres:
         on = sa.and_(
@@ -75,18 +74,21 @@ def respondents_and_reports(postgres: bool) -> Any:
             .where(r.survey_id == sa.bindparam("sid"), member(r.id, "ids", postgres, sa.Integer))
         )
     sid = sa.bindparam("sid", type_=reports.c.survey_id.type)
-    pairs, (rid, qid) = json_columns("pairs", [sa.Integer, sa.Text], alias="p")
-    # LIMIT 1 (each is a primary-key look-up): keeps the subqueries from being flattened
-    # into joins, whose plan the statistics would choose
+    ids = json_elements("ids").render_derived(name="u")
+    rid = sa.cast(ids.c.value, sa.Integer)
     who = sa.select(r.id).where(r.id == rid, r.survey_id == sid).limit(1).lateral("who")
     done = (
         sa.select(_r.question_id, _r.report)
-        .where(_r.survey_id == sid, _r.respondent_id == rid, _r.question_id == qid)
-        .limit(1)
+        .where(
+            _r.survey_id == sid,
+            _r.respondent_id == rid,
+            member(_r.question_id, "qids", postgres, as_json=True),
+        )
+        .offset(0)
         .lateral("done")
     )
     return sa.select(who.c.id, done.c.question_id, done.c.report).select_from(
-        pairs.outerjoin(who, sa.true()).outerjoin(done, sa.true())
+        ids.outerjoin(who, sa.true()).outerjoin(done, sa.true())
     )
 
 

@@ -285,19 +285,11 @@ def _store(
     # read after their rows are locked (PostgreSQL), so that a report a concurrent
     # transaction committed for one of them is seen, not stored twice; a bad id rolls
     # the locking rows back with the rest
-    if postgres:  # the distinct (respondent, question) pairs
-        pairs = sorted(set(zip(rid.tolist(), qix.tolist(), strict=True)))
-        params = {"sid": sid, "pairs": json_listed([i, qids[j]] for i, j in pairs)}
-    else:
-        params = {
-            "sid": sid,
-            "ids": json_listed(id_list),
-            "qids": json_listed(qids[j] for j in used),
-        }
+    params = {"sid": sid, "ids": json_listed(id_list), "qids": json_listed(qids[j] for j in used)}
     have: set[int] = set()
     done: dict[tuple[int, int], int] = {}
     for i, qid, v in conn.execute(respondents_and_reports(conn), params):
-        if i is None:  # (PostgreSQL: a pair of an id that is no respondent)
+        if i is None:  # (PostgreSQL: an id that is no respondent)
             continue
         have.add(int(i))
         if qid is not None:
