@@ -18,10 +18,13 @@ A respondent's key in the ledger is ``f"{survey_id}:{respondent_id}"``, a questi
 transaction reads the survey's stamp with the ledger's unit and the question records (one
 statement), the respondents' rows (locked), then which of the ids are respondents together
 with the reports they stored for the batch's questions (one statement, after the lock: a
-report a concurrent transaction committed is seen), and writes the reports, the totals and
-the question records: on PostgreSQL in one statement of arrays (the ledger's writes as
-CTEs of the reports' insert), on SQLite in three.  A PostgreSQL group transaction thus
-sends 5 statements (``tests/service/test_store_pg_writes.py`` counts them).
+report a concurrent transaction committed is seen; on PostgreSQL each respondent looked up
+by key, whatever the statistics say), and writes the reports, the totals and the question
+records: on PostgreSQL in one statement (the ledger's writes as CTEs of the reports'
+insert), on SQLite in three.  A PostgreSQL group transaction thus sends 5 statements
+(``tests/service/test_store_pg_writes.py`` counts them).  Lists are bound as one value
+each: a JSON array, except the ledger's keys on PostgreSQL, an array (whose length the
+planner knows; see :func:`~deniable.service.storage._sql.json_elements`).
 """
 
 from __future__ import annotations
