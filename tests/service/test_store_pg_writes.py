@@ -10,13 +10,18 @@ restart is still there."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
 from _pg import PgUnavailable, start
 
+from deniable.accounting import QuestionRecord
 from deniable.service.storage import ServiceStore
+from deniable.service.storage._sql import json_listed
+from deniable.service.storage._submit_sql import respondents_and_reports
+from deniable.service.storage.ledger_steps import question_records, write_records
 from deniable.survey import demo_survey
 
 SID = "workplace"  # the demo survey
@@ -118,3 +123,65 @@ def test_a_restarted_server_loses_no_acknowledged_report_and_the_next_write_succ
     finally:
         store.close()
         server.stop()
+
+
+def _plan(conn: Any, stmt: Any, params: dict[str, Any]) -> str:
+    compiled = stmt.compile(dialect=conn.dialect)
+    bound = {**compiled.params, **params}  # (with the LIMITs' values)
+    return "\n".join(row[0] for row in conn.exec_driver_sql(f"EXPLAIN {compiled}", bound))
+
+
+def test_a_group_looks_its_stored_reports_up_by_key_whatever_the_statistics_say(
+    pg_store: ServiceStore,
+) -> None:
+    # the statistics say the reports table is empty (analyzed before the survey's reports
+    # came); a plan from them that joins on the survey id reads all its reports per group
+    with pg_store.engine.begin() as conn:
+        conn.exec_driver_sql("ANALYZE reports")
+        conn.exec_driver_sql("ANALYZE respondents")
+    ids = [pg_store.create_respondent(SID)[1] for _ in range(1000)]
+    stored = [(i, "happy", 1) for i in ids] + [(i, q, 0) for q in ("harassment", "hours")
+                                               for i in ids[25:]]  # fmt: skip
+    assert all(x.stored for x in pg_store.submit_batch(SID, stored))
+    items = [(i, "harassment", 0) for i in ids[:25]]
+    with pg_store.engine.connect() as conn:
+        params = {"sid": SID, "ids": json_listed(i for i, _, _ in items), "qids": '["harassment"]'}
+        plan = _plan(conn, respondents_and_reports(conn), params)
+    # look-ups per respondent, by primary key (the survey's 2,975 reports: a scan of them
+    # per respondent would cost more than the index), never one scan of them all
+    assert "Index Scan using pk_reports on reports" in plan, plan
+    assert "Index Scan using pk_respondents on respondents" in plan, plan
+    for table in ("reports", "respondents"):
+        assert f"Seq Scan on {table}" not in plan, plan
+        assert f"Bitmap Heap Scan on {table}" not in plan, plan
+    # and what it finds: the reports stored for the questions asked, a NULL question for a
+    # respondent without any, a NULL id for an id that is no respondent
+    asked = [*ids[:2], ids[30], 2**31 - 1]
+    with pg_store.engine.connect() as conn:
+        rows = conn.execute(
+            respondents_and_reports(conn),
+            {"sid": SID, "ids": json_listed(asked), "qids": '["harassment", "hours"]'},
+        ).all()
+    assert sorted(rows, key=lambda r: (r[0] is None, r[0] or 0, r[1] or "")) == [
+        (ids[0], None, None),
+        (ids[1], None, None),
+        (ids[30], "harassment", 0),
+        (ids[30], "hours", 0),
+        (None, None, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    "epsilon", [0.1, 0.1 + 0.2, math.log(3), 1 / 3, 5e-324, 1.7976931348623157e308, math.inf]
+)
+def test_question_records_travel_as_json_and_come_back_exactly(
+    pg_store: ServiceStore, epsilon: float
+) -> None:
+    name = "some/question"
+    with pg_store.engine.begin() as conn:
+        write_records(conn, [QuestionRecord(name, epsilon, False, 3)], add=False)
+        write_records(conn, [QuestionRecord(name, epsilon, False, 2)], add=True)
+    with pg_store.engine.connect() as conn:
+        found = question_records(conn, [name], lock=False)[name]
+    assert found == QuestionRecord(name, epsilon, False, 5)
+    assert found is not None and found.epsilon.hex() == epsilon.hex()  # every bit

@@ -36,6 +36,8 @@ from deniable.service.storage._sql import (
     array,
     dialect_insert,
     encode_keys,
+    json_columns,
+    json_listed,
     listed,
     member,
     per_dialect,
@@ -60,6 +62,7 @@ __all__ = [
     "ledger_write_params",
     "lock_respondents",
     "question_records",
+    "record_rows",
     "require_unit",
     "service_charges",
     "spend_in",
@@ -225,26 +228,16 @@ def _charged_insert(postgres: bool) -> Any:
 @per_dialect
 def _record_upserts(postgres: bool) -> tuple[Any, Any]:
     """Upserts of question rows: charges as given, and charges added to the stored ones.
-    On PostgreSQL one statement for all the rows, from arrays (``names``, ``epsilons``,
-    ``memoized``, ``charges``) read with ``unnest``: an ``executemany`` sends a statement
-    per row (a group of single reports touches up to one row per question)."""
+    On PostgreSQL one statement for all the rows, from one JSON array of ``[name, epsilon,
+    memoized, charges]`` rows (``records``, :func:`record_rows`): an ``executemany`` sends
+    a statement per row (a group of single reports touches up to one row per question)."""
     out = []
     for add in (False, True):
         insert = dialect_insert(postgres, ledger_question)
         if postgres:
-            u = (
-                sa.func.unnest(
-                    array("names", sa.Text),
-                    array("epsilons", sa.Float(53)),
-                    array("memoized", sa.Boolean),
-                    array("charges", sa.BigInteger),
-                )
-                .table_valued("name", "epsilon", "memoized", "charges")
-                .render_derived(name="u")
-            )
+            _, columns = json_columns("records", [sa.Text, sa.Float(53), sa.Boolean, sa.BigInteger])
             insert = insert.from_select(
-                ["name", "epsilon", "memoized", "charges"],
-                sa.select(u.c.name, u.c.epsilon, u.c.memoized, u.c.charges),
+                ["name", "epsilon", "memoized", "charges"], sa.select(*columns)
             )
         x = insert.excluded
         out.append(
@@ -280,16 +273,22 @@ def ledger_write_params(
     """The parameters of :func:`ledger_write_ctes`: those :func:`write_spent` and
     :func:`write_records` would bind on PostgreSQL (records in name order)."""
     keys = [k for k, p in zip(enc, paid.tolist(), strict=True) if p]
-    ordered = sorted(records, key=lambda r: r.question)
     return {
         "s": totals.tolist(),
         "k": keys,
         "keys": sorted(new.difference(keys)),
-        "names": [r.question for r in ordered],
-        "epsilons": [r.epsilon for r in ordered],
-        "memoized": [r.memoized for r in ordered],
-        "charges": [r.charges for r in ordered],
+        "records": record_rows(records),
     }
+
+
+def record_rows(records: Sequence[QuestionRecord]) -> str:
+    """The ``records`` parameter of the PostgreSQL upserts: ``[name, epsilon, memoized,
+    charges]`` in name order, each epsilon as the text of its shortest repr (read back
+    exactly, and ``inf``, which JSON has no number for)."""
+    ordered = sorted(records, key=lambda r: r.question)
+    return json_listed(
+        [r.question, repr(float(r.epsilon)), bool(r.memoized), int(r.charges)] for r in ordered
+    )
 
 
 # --------------------------------------------------------------------------- steps
@@ -460,16 +459,8 @@ def write_records(conn: Connection, records: Sequence[QuestionRecord], *, add: b
         return
     upsert = _record_upserts(conn)[1 if add else 0]
     ordered = sorted(records, key=lambda r: r.question)
-    if is_postgres(conn):  # one statement of arrays
-        conn.execute(
-            upsert,
-            {
-                "names": [r.question for r in ordered],
-                "epsilons": [r.epsilon for r in ordered],
-                "memoized": [r.memoized for r in ordered],
-                "charges": [r.charges for r in ordered],
-            },
-        )
+    if is_postgres(conn):  # one statement of one JSON array
+        conn.execute(upsert, {"records": record_rows(ordered)})
         return
     conn.execute(
         upsert,

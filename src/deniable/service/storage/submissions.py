@@ -18,10 +18,13 @@ A respondent's key in the ledger is ``f"{survey_id}:{respondent_id}"``, a questi
 transaction reads the survey's stamp with the ledger's unit and the question records (one
 statement), the respondents' rows (locked), then which of the ids are respondents together
 with the reports they stored for the batch's questions (one statement, after the lock: a
-report a concurrent transaction committed is seen), and writes the reports, the totals and
-the question records: on PostgreSQL in one statement of arrays (the ledger's writes as
-CTEs of the reports' insert), on SQLite in three.  A PostgreSQL group transaction thus
-sends 5 statements (``tests/service/test_store_pg_writes.py`` counts them).
+report a concurrent transaction committed is seen; on PostgreSQL each respondent looked up
+by key, whatever the statistics say), and writes the reports, the totals and the question
+records: on PostgreSQL in one statement (the ledger's writes as CTEs of the reports'
+insert), on SQLite in three.  A PostgreSQL group transaction thus sends 5 statements
+(``tests/service/test_store_pg_writes.py`` counts them).  Lists are bound as one value
+each: a JSON array, except the ledger's keys on PostgreSQL, an array (whose length the
+planner knows; see :func:`~deniable.service.storage._sql.json_elements`).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from deniable.accounting import (
 )
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
-from deniable.service.storage._sql import Rollback, listed, retrying
+from deniable.service.storage._sql import Rollback, json_listed, retrying
 from deniable.service.storage._submit_sql import (
     report_params,
     respondents_and_reports,
@@ -264,7 +267,7 @@ def _store(
     names = {j: ledger_question_name(sid, qids[j]) for j in used}
     # the stamp, the unit and the question rows (not locked: writers add their charges)
     rows = conn.execute(
-        stamp_unit_records(conn), {"sid": sid, "names": listed(postgres, names.values())}
+        stamp_unit_records(conn), {"sid": sid, "names": json_listed(names.values())}
     ).all()
     if not rows or survey_stamp(rows[0]) != stamp:
         raise _Stale
@@ -285,14 +288,12 @@ def _store(
     # read after their rows are locked (PostgreSQL), so that a report a concurrent
     # transaction committed for one of them is seen, not stored twice; a bad id rolls
     # the locking rows back with the rest
-    params = {
-        "sid": sid,
-        "ids": listed(postgres, id_list),
-        "qids": listed(postgres, (qids[j] for j in used)),
-    }  # (on PostgreSQL the ids are an array either way)
+    params = {"sid": sid, "ids": json_listed(id_list), "qids": json_listed(qids[j] for j in used)}
     have: set[int] = set()
     done: dict[tuple[int, int], int] = {}
     for i, qid, v in conn.execute(respondents_and_reports(conn), params):
+        if i is None:  # (PostgreSQL: an id that is no respondent)
+            continue
         have.add(int(i))
         if qid is not None:
             done[(int(i), qpos.get(qid, -1))] = int(v)
