@@ -31,7 +31,8 @@ _STREAM_SCHEMAS = ("deniable.oracle/1", "deniable.rappor-spec/1")
 
 
 def _oracle(spec: dict[str, Any]) -> Any:
-    return rappor_from_spec(spec) if spec["schema"] == "deniable.rappor-spec/1" else oracle_from_spec(spec)
+    rappor = spec["schema"] == "deniable.rappor-spec/1"
+    return rappor_from_spec(spec) if rappor else oracle_from_spec(spec)
 
 
 def _arrays(spec: dict[str, Any], reports: list[Any]) -> Any:

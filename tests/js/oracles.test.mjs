@@ -109,7 +109,7 @@ test("a spec with another permanent stage is refused for a device that keeps a P
     assert.throws(() => other.report(1), { name: "PrivacyError", message: /another permanent stage/ }, id);
     assert.throws(() => other.report(2), { name: "PrivacyError" }, `${id}: a new value too`);
     assert.deepEqual(storage, before, `${id}: nothing stored changed`);
-    // another stream (another attribute) keeps its own memo
+    // another device (another storage name) keeps its own memo
     assert.doesNotThrow(() => makeDevice(changed, { storage, device: "other", cryptoImpl: seededCrypto(5) }).report(1));
   }
 });
