@@ -35,6 +35,9 @@ const ALLOWED = {
   "oraclesrappor.js": ["oracles.js", "spec.js"],
   // the count mean sketches' client: words from randomizer.js, errors from spec.js
   "sketches.js": ["oracles.js", "randomizer.js", "spec.js"],
+  // a telemetry device: the batch format and its POST, and the stream client on top
+  "batch.js": ["oracles.js", "oraclesrappor.js", "session.js", "spec.js"],
+  "stream.js": ["batch.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "session.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };
 
@@ -51,10 +54,12 @@ test("the core is free of the page and the network; randomness only from crypto.
   for (const name of MODULES) {
     const text = code(name);
     assert.doesNotMatch(text, /Math\.random|Date\.now|performance\.now/, `${name}: a randomness source other than crypto.getRandomValues`);
-    if (!["dom.js", "respondent.js", "interviewer.js", "main.js"].includes(name)) {
+    // stream.js: the device's memo in the page's localStorage unless a storage is given
+    if (!["dom.js", "respondent.js", "interviewer.js", "main.js", "stream.js"].includes(name)) {
       assert.doesNotMatch(text, /\bdocument\b|\bwindow\b|localStorage|sessionStorage/, `${name} touches the page`);
     }
-    if (name !== "session.js" && !["respondent.js", "interviewer.js"].includes(name)) {
+    // batch.js and stream.js talk to the service only (GET /streams/{id}, POST its batches)
+    if (!["session.js", "respondent.js", "interviewer.js", "batch.js", "stream.js"].includes(name)) {
       assert.doesNotMatch(text, /\bfetch\b|XMLHttpRequest|sendBeacon|WebSocket/, `${name} touches the network`);
     }
     if (name !== "randomizer.js") assert.doesNotMatch(text, /getRandomValues/, `${name} draws randomness itself`);

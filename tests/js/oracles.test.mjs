@@ -48,7 +48,7 @@ for (const c of firstCases) {
 
 for (const c of deviceCases) {
   test(`device vector ${c.id}: every round's report and kept permanent response`, () => {
-    const device = makeDevice(c.spec, { storage: mapStorage(), stream: "vectors" });
+    const device = makeDevice(c.spec, { storage: mapStorage(), device: "vectors" });
     c.values.forEach((value, r) => {
       const words = c.words[r].map(BigInt);
       assert.equal(device.wordsNeeded(value), words.length, `${c.id} round ${r}: words`);
@@ -80,17 +80,17 @@ test("a changed word changes a report: the replay can fail", () => {
 test("the memo survives the device object (a restart) and a new instantaneous response", () => {
   const c = deviceCases.find((x) => x.id === "l-grr-0-device");
   const storage = mapStorage();
-  const first = makeDevice(c.spec, { storage, stream: "app", cryptoImpl: seededCrypto(1) });
+  const first = makeDevice(c.spec, { storage, device: "app", cryptoImpl: seededCrypto(1) });
   first.report(3);
   const kept = first.held(3);
   // a restart: another object over the same storage replays the PRR, drawing 2 words only
-  const again = makeDevice(c.spec, { storage, stream: "app", cryptoImpl: seededCrypto(2) });
+  const again = makeDevice(c.spec, { storage, device: "app", cryptoImpl: seededCrypto(2) });
   assert.equal(again.held(3), kept);
   assert.equal(again.wordsNeeded(3), 2);
   // another spec with the same PRR and another IRR (l-grr-1 has k = 4; build one from -0)
   const irr = structuredClone(c.spec);
   irr.constants.keep_2 = Math.floor(irr.constants.keep_2 / 2);
-  const other = makeDevice(irr, { storage, stream: "app" });
+  const other = makeDevice(irr, { storage, device: "app" });
   assert.equal(other.held(3), kept);
   assert.equal(other.wordsNeeded(3), 2);
 });
@@ -99,18 +99,18 @@ test("a spec with another permanent stage is refused for a device that keeps a P
   for (const id of ["l-grr-0-device", "l-sue-0-device", "loloha-0-device"]) {
     const spec = specOf(id);
     const storage = mapStorage();
-    const device = makeDevice(spec, { storage, stream: "app", cryptoImpl: seededCrypto(3) });
+    const device = makeDevice(spec, { storage, device: "app", cryptoImpl: seededCrypto(3) });
     device.report(1);
     const before = new Map(storage);
     const changed = structuredClone(spec);
     const field = "keep_1" in changed.constants ? "keep_1" : "p1";
     changed.constants[field] -= 1;
-    const other = makeDevice(changed, { storage, stream: "app", cryptoImpl: seededCrypto(4) });
+    const other = makeDevice(changed, { storage, device: "app", cryptoImpl: seededCrypto(4) });
     assert.throws(() => other.report(1), { name: "PrivacyError", message: /another permanent stage/ }, id);
     assert.throws(() => other.report(2), { name: "PrivacyError" }, `${id}: a new value too`);
     assert.deepEqual(storage, before, `${id}: nothing stored changed`);
-    // another stream (another attribute) keeps its own memo
-    assert.doesNotThrow(() => makeDevice(changed, { storage, stream: "other", cryptoImpl: seededCrypto(5) }).report(1));
+    // another device (another storage name) keeps its own memo
+    assert.doesNotThrow(() => makeDevice(changed, { storage, device: "other", cryptoImpl: seededCrypto(5) }).report(1));
   }
 });
 
@@ -118,7 +118,7 @@ test("a localStorage-like storage works, and an unreadable memo is refused, not 
   const map = new Map();
   const local = { getItem: (k) => (map.has(k) ? map.get(k) : null), setItem: (k, v) => map.set(k, String(v)) };
   const spec = specOf("l-osue-0-device");
-  const device = makeDevice(spec, { storage: local, stream: "s", cryptoImpl: seededCrypto(6) });
+  const device = makeDevice(spec, { storage: local, device: "s", cryptoImpl: seededCrypto(6) });
   device.report(2);
   const key = [...map.keys()].find((k) => k.endsWith("/longitudinal/prr/2"));
   assert.ok(key, [...map.keys()].join(", "));
@@ -155,7 +155,7 @@ test("the default words come from crypto.getRandomValues: reports vary, values s
 test("a kept PRR out of range or of another stage in the storage is refused, not used", () => {
   const spec = specOf("l-grr-1-device");
   const storage = mapStorage();
-  const device = makeDevice(spec, { storage, stream: "s", cryptoImpl: seededCrypto(8) });
+  const device = makeDevice(spec, { storage, device: "s", cryptoImpl: seededCrypto(8) });
   device.report(0);
   const key = [...storage.keys()].find((k) => k.endsWith("/longitudinal/prr/0"));
   const entry = JSON.parse(storage.get(key));
@@ -189,7 +189,7 @@ test("BLAKE2b agrees with node's blake2b512 over block boundaries; the string di
 test("RAPPOR: the cohort and PRRs are kept; another permanent stage is refused, another IRR keeps them", () => {
   const c = deviceCases.find((x) => x.id === "rappor-0-device");
   const storage = mapStorage();
-  const device = makeDevice(c.spec, { storage, stream: "app", cryptoImpl: seededCrypto(9) });
+  const device = makeDevice(c.spec, { storage, device: "app", cryptoImpl: seededCrypto(9) });
   assert.equal(device.wordsNeeded("x"), 1 + 2 * 16);
   device.report("x");
   const cohort = device.cohort();
@@ -197,14 +197,14 @@ test("RAPPOR: the cohort and PRRs are kept; another permanent stage is refused, 
   assert.equal(device.wordsNeeded("x"), 16);
   const irr = structuredClone(c.spec);
   irr.constants.q -= 1; // only the IRR changes
-  const same = makeDevice(irr, { storage, stream: "app", cryptoImpl: seededCrypto(10) });
+  const same = makeDevice(irr, { storage, device: "app", cryptoImpl: seededCrypto(10) });
   same.report("x");
   assert.equal(same.cohort(), cohort);
   assert.equal(same.held("x"), prr);
   const before = new Map(storage);
   const other = structuredClone(c.spec);
   other.constants.f += 1;
-  assert.throws(() => makeDevice(other, { storage, stream: "app" }).report("x"), { name: "PrivacyError" });
+  assert.throws(() => makeDevice(other, { storage, device: "app" }).report("x"), { name: "PrivacyError" });
   assert.deepEqual(storage, before);
   assert.throws(() => device.report(3), /: `value` must be a string \(RAPPOR reports strings\), got 3/);
 });

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _apihelp import make_client
@@ -238,3 +239,76 @@ def test_static_modules_are_revalidated_not_cached_blind(tmp_path: Path) -> None
         again = client.get("/static/main.js", headers={"if-none-match": first.headers["etag"]})
         assert again.status_code == 304
     store.close()
+
+
+def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
+    from deniable.oracles import LOLOHA, LOSUE, OUE, HadamardResponse, LinearOLH, Rappor
+
+    words = ["apple", "banana", "", "z\u00fcrich", "apple"]
+    return [
+        ("oue", OUE.from_epsilon(1.0, k=13), [0, 5, 12]),
+        ("linear", LinearOLH(k=40, g=2048, p_truthful=0.75), [0, 39, 7]),
+        ("hadamard", HadamardResponse.from_epsilon(1.0, k=16), [15, 0]),
+        ("losue", LOSUE.from_epsilon(3.0, 5, eps_1=1.0), [1, 1, 4]),
+        ("loloha", LOLOHA.from_epsilon(2.0, 20, eps_1=1.0, g=4), [19, 0, 19]),
+        ("rappor", Rappor(m=72, h=3, cohorts=5, f=0.3, p=0.1, q=0.8), words),
+    ]
+
+
+def _new_stream(client: Any, name: str, oracle: Any) -> str:
+    """Store a stream of ``oracle`` (RAPPOR with candidates); a device token of it."""
+    from _apihelp import admin_headers
+
+    from deniable.oracles import Rappor, oracle_spec, rappor_spec
+
+    rappor = isinstance(oracle, Rappor)
+    body: dict[str, Any] = {
+        "id": name,
+        "oracle": rappor_spec(oracle) if rappor else oracle_spec(oracle),
+        "period": "day",
+        "window": {"kind": "day", "epsilon": 1000.0},
+    }
+    if rappor:
+        body["candidates"] = ["apple", "banana", "pear"]
+    r = client.put(f"/api/streams/{name}", json=body, headers=admin_headers())
+    assert r.status_code == 201, r.text
+    r = client.post(f"/api/streams/{name}/devices", headers=admin_headers())
+    return str(r.json()["devices"][0]["token"])
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("case", range(6))
+def test_the_service_accepts_a_batch_the_js_stream_client_builds(
+    store: ServiceStore, tmp_path: Path, case: int
+) -> None:
+    """The JS device of stream.js reads the spec ``GET /streams/{id}`` serves and builds a
+    binary batch; the server decodes, charges and stores every report of it (201), and the
+    same batch posted to a stream of another oracle is refused (422, the key digest)."""
+    from _apihelp import bearer
+
+    from deniable.distributed import decode_batch
+
+    oracles = _stream_oracles()
+    name, oracle, values = oracles[case]
+    client = make_client(store, streams_dir=tmp_path / "streams")
+    token = _new_stream(client, name, oracle)
+    spec_path, values_path = tmp_path / "spec.json", tmp_path / "values.json"
+    spec_path.write_text(client.get(f"/streams/{name}").text, encoding="utf-8")
+    values_path.write_text(json.dumps(values), encoding="utf-8")
+    result = subprocess.run(
+        [_node(), str(JS_TESTS / "_stream_device.mjs"), str(spec_path), str(values_path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    batch = bytes.fromhex(result.stdout)
+    assert len(decode_batch(oracle, batch)) == len(values)
+    binary = {"Content-Type": "application/octet-stream"}
+    r = client.post(f"/streams/{name}/batches", content=batch, headers={**binary, **bearer(token)})
+    assert r.status_code == 201, r.text
+    assert r.json()["reports"] == len(values)
+    other_name, other, _ = oracles[(case + 1) % len(oracles)]
+    other_token = _new_stream(client, other_name, other)
+    r = client.post(
+        f"/streams/{other_name}/batches", content=batch, headers={**binary, **bearer(other_token)}
+    )
+    assert r.status_code == 422 and "another oracle" in r.text, r.text

@@ -1,15 +1,20 @@
 // oraclesmemo.js: a device of the longitudinal oracles (L-GRR, L-SUE, L-OUE, L-OSUE,
-// LOLOHA) that keeps its permanent responses on the device (docs/telemetry.md, "The browser
-// client"; the words of each round in docs/specs.md).
+// LOLOHA) and of RAPPOR that keeps its permanent responses on the device (docs/telemetry.md,
+// "The browser client"; the words of each round in docs/specs.md).
 //
-// makeDevice(spec, { storage, stream }) draws the permanent response (PRR) of a value the
+// makeDevice(spec, { storage, device }) draws the permanent response (PRR) of a value the
 // first time the value is reported and keeps it in `storage` (localStorage in a browser: any
-// object with getItem/setItem, or a Map), under the stream's name; every later report of the
-// value is a fresh instantaneous response of the kept PRR.  The memo of a stream is pinned to
-// the spec's permanent stage (algorithm, k or g, and the PRR's thresholds), the rule of
-// Python's MemoStore: a spec whose PRR differs is refused with a PrivacyError, never given a
-// second PRR of the same values; a spec that changes only the instantaneous response keeps
-// the PRRs.  tests/js/oracles.test.mjs replays every device case of the vectors with it.
+// object with getItem/setItem, or a Map), under the device's name: the memo is keyed as
+// Python's MemoStore keys it, by (device, question), so one device holds one memo for every
+// stream it reports to.  Every later report of the value is a fresh instantaneous response
+// of the kept PRR.  As in Python (oracles/_longitudinal.py's pin), a device holds the PRRs
+// of ONE permanent stage across every longitudinal oracle: the question
+// "longitudinal/permanent" pins it (algorithm, k or g, the PRR's thresholds), and a spec
+// whose PRR differs is refused with a PrivacyError, never given a second PRR of the same
+// values; a spec that changes only the instantaneous response keeps the PRRs.  RAPPOR's
+// cohort is pinned to the number of cohorts and each PRR to its permanent stage, per
+// question (Python's RapporClient).  tests/js/oracles.test.mjs replays every device case
+// of the vectors with it.
 
 import { randomWords } from "./randomizer.js";
 import { PrivacyError, SpecError, show } from "./spec.js";
@@ -17,8 +22,10 @@ import { below, bucketOf, checkOracleSpec, checkValue, checkWords, keepOrUniform
 import { RAPPOR_SCHEMA, bloomBits, checkRapporSpec, cohortOf, rapporInstantaneous, rapporPermanent } from "./oraclesrappor.js";
 
 const LONGITUDINAL = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloha/1"]);
-/** Where a stream's memo lives in the storage: PREFIX + stream + "/" + the memo question. */
+/** Where a device's memo lives in the storage: PREFIX + device + "/" + the memo question. */
 export const MEMO_PREFIX = "deniable.memo/1/";
+/** The device-level pin of every longitudinal oracle (Python's `longitudinal/permanent`). */
+export const PIN_QUESTION = "longitudinal/permanent";
 
 /** A storage with getItem/setItem (localStorage), or a Map, as { get, set } of strings. */
 function wrapStorage(storage) {
@@ -41,14 +48,13 @@ function hexBits(hex, k) {
 }
 
 /**
- * The memo of a stream in a storage, pinned to `pin`: read(question) gives the entry (null if
- * none; an unreadable one throws), checkPin() refuses a stream pinned to another permanent
- * stage, write(entries) stores [question, entry] pairs.
+ * The memo of a device in a storage: read(question) gives the entry (null if none; an
+ * unreadable one throws), write(entries) stores [question, entry] pairs.
  */
-function openMemo(storage, stream, pin) {
-  if (typeof stream !== "string" || stream.length === 0) throw new SpecError("stream", `must be a non-empty string, got ${show(stream)}.`);
+function openMemo(storage, device) {
+  if (typeof device !== "string" || device.length === 0) throw new SpecError("device", `must be a non-empty string (the device's name in the storage), got ${show(device)}.`);
   const store = wrapStorage(storage);
-  const prefix = `${MEMO_PREFIX}${encodeURIComponent(stream)}/`;
+  const prefix = `${MEMO_PREFIX}${encodeURIComponent(device)}/`;
 
   function read(question) {
     const key = prefix + question;
@@ -67,18 +73,19 @@ function openMemo(storage, stream, pin) {
     return entry;
   }
 
-  function checkPin() {
-    const stage = read("permanent");
-    if (stage !== null && stage.pin !== pin) {
-      throw new PrivacyError("spec", `has another permanent stage (${pin}) than the one this device keeps for stream ${show(stream)} (${stage.pin}): a second permanent response of the same values is refused; only the instantaneous response of a stream may change.`);
-    }
-  }
-
   function write(entries) {
     for (const [question, entry] of entries) store.set(prefix + question, JSON.stringify(entry));
   }
 
-  return { prefix, read, checkPin, write };
+  return { prefix, read, write };
+}
+
+/** The device, checked; `stream` is the option of an earlier client, refused by name. */
+function deviceName(options) {
+  if ("stream" in options) {
+    throw new SpecError("stream", `is no longer an option: the memo is kept per device, as Python's MemoStore keeps it (one permanent stage per device across streams); pass \`device\` (default "default"), got stream ${show(options.stream)}.`);
+  }
+  return options.device ?? "default";
 }
 
 /**
@@ -91,14 +98,24 @@ function openMemo(storage, stream, pin) {
  * held(value): the PRR kept for the value (null if none).  The memo is written before the
  * report is returned, so no report leaves the device from a PRR that was not kept.
  */
-export function makeDevice(spec, { storage, stream = "default", cryptoImpl = globalThis.crypto } = {}) {
-  if (spec !== null && typeof spec === "object" && spec.schema === RAPPOR_SCHEMA) return rapporDevice(spec, storage, stream, cryptoImpl);
+export function makeDevice(spec, options = {}) {
+  const { storage, cryptoImpl = globalThis.crypto } = options;
+  const device = deviceName(options);
+  if (spec !== null && typeof spec === "object" && spec.schema === RAPPOR_SCHEMA) return rapporDevice(spec, storage, device, cryptoImpl);
   const c = checkOracleSpec(spec);
   if (!LONGITUDINAL.includes(c.algorithm)) {
     throw new SpecError("algorithm", `must be a longitudinal oracle (${LONGITUDINAL.join(", ")}) to keep a memo, got ${show(c.algorithm)}.`);
   }
   const pin = permanentKey(c);
-  const { prefix, read, checkPin, write } = openMemo(storage, stream, pin);
+  const { prefix, read, write } = openMemo(storage, device);
+
+  /** Refuse a device pinned to another permanent stage (Python's _pin), nothing stored. */
+  function checkPin() {
+    const stage = read(PIN_QUESTION);
+    if (stage !== null && stage.pin !== pin) {
+      throw new PrivacyError("spec", `has another permanent stage (${pin}) than the one device ${show(device)} keeps (${stage.pin}): a second permanent response of the same values is refused; only the instantaneous response may change.`);
+    }
+  }
   const loloha = c.algorithm === "loloha/1";
   const unary = c.algorithm === "longitudinal-unary/1";
 
@@ -146,7 +163,7 @@ export function makeDevice(spec, { storage, stream = "default", cryptoImpl = glo
     const n = wordsNeeded(x);
     const w = words === undefined ? randomWords(n, cryptoImpl) : checkWords(words, n);
     let i = 0;
-    const writes = [["permanent", { pin }]];
+    const writes = [[PIN_QUESTION, { pin }]];
     let s = loloha ? seeds() : null;
     if (loloha && s === null) {
       const top = w.slice(0, 4).map((word) => word >> 32n); // a low, a high, b low, b high
@@ -180,17 +197,20 @@ export function makeDevice(spec, { storage, stream = "default", cryptoImpl = glo
     return out;
   }
 
-  return Object.freeze({ spec, stream, k: c.k, algorithm: c.algorithm, permanentKey: pin, wordsNeeded, held, report });
+  return Object.freeze({ spec, device, k: c.k, algorithm: c.algorithm, permanentKey: pin, wordsNeeded, held, report });
 }
 
 /**
  * A RAPPOR device (makeDevice with a spec of schema "deniable.rappor-spec/1"): its cohort,
- * drawn from one word in its first round, and the PRR of each string value (m words) kept;
- * every report is [cohort, the m IRR bits packed as hex] from m fresh words.
+ * drawn from one word in its first round and pinned to the number of cohorts, and the PRR
+ * of each string value (m words) kept, pinned to m, h, cohorts, f and the hash family;
+ * every report is [cohort, the m IRR bits packed as hex] from m fresh words.  A kept cohort
+ * or PRR of another stage is refused with a PrivacyError (Python's RapporClient).
  */
-function rapporDevice(spec, storage, stream, cryptoImpl) {
+function rapporDevice(spec, storage, device, cryptoImpl) {
   const c = checkRapporSpec(spec);
-  const { prefix, read, checkPin, write } = openMemo(storage, stream, c.pin);
+  const { prefix, read, write } = openMemo(storage, device);
+  const cohortPin = `rappor-cohort{"cohorts":${c.cohorts}}`; // Python's Rappor.cohort_key
   const hexLength = c.m / 4;
   const checkString = (value) => {
     if (typeof value !== "string") throw new SpecError("value", `must be a string (RAPPOR reports strings), got ${show(value)}.`);
@@ -198,31 +218,32 @@ function rapporDevice(spec, storage, stream, cryptoImpl) {
   };
   const prrQuestion = (value) => `rappor/prr/${encodeURIComponent(value)}`;
 
-  function kept(question, valid) {
+  function kept(question, pin, valid) {
     const entry = read(question);
-    if (entry !== null && (entry.pin !== c.pin || !valid(entry))) {
-      throw new SpecError("storage", `holds an unreadable memo at ${show(prefix + question)} (got ${show(entry)}); it is not redrawn.`);
+    if (entry === null) return null;
+    if (entry.pin !== pin) {
+      throw new PrivacyError("spec", `has another permanent stage (${pin}) than the one device ${show(device)} keeps for ${show(question)} (${entry.pin}): a second cohort or permanent response is refused; only p and q (the instantaneous response) may change.`);
     }
+    if (!valid(entry)) throw new SpecError("storage", `holds an unreadable memo at ${show(prefix + question)} (got ${show(entry)}); it is not redrawn.`);
     return entry;
   }
-  const cohort = () => kept("rappor/cohort", (e) => Number.isSafeInteger(e.cohort) && e.cohort >= 0 && e.cohort < c.cohorts)?.cohort ?? null;
-  const held = (value) => kept(prrQuestion(checkString(value)), (e) => typeof e.prr === "string" && /^[0-9a-f]*$/.test(e.prr) && e.prr.length === hexLength)?.prr ?? null;
+  const cohort = () => kept("rappor/cohort", cohortPin, (e) => Number.isSafeInteger(e.cohort) && e.cohort >= 0 && e.cohort < c.cohorts)?.cohort ?? null;
+  const held = (value) => kept(prrQuestion(checkString(value)), c.pin, (e) => typeof e.prr === "string" && /^[0-9a-f]*$/.test(e.prr) && e.prr.length === hexLength)?.prr ?? null;
 
   function wordsNeeded(value) {
     checkString(value);
-    checkPin();
     return (cohort() === null ? 1 : 0) + (held(value) === null ? c.m : 0) + c.m;
   }
 
   function report(value, { words } = {}) {
     const n = wordsNeeded(value);
     const w = words === undefined ? randomWords(n, cryptoImpl) : checkWords(words, n);
-    const writes = [["permanent", { pin: c.pin }]];
+    const writes = [];
     let i = 0;
     let coh = cohort();
     if (coh === null) {
       coh = cohortOf(c, w[i++]);
-      writes.push(["rappor/cohort", { pin: c.pin, cohort: coh }]);
+      writes.push(["rappor/cohort", { pin: cohortPin, cohort: coh }]);
     }
     let prr = held(value);
     if (prr === null) {
@@ -235,5 +256,5 @@ function rapporDevice(spec, storage, stream, cryptoImpl) {
     return out;
   }
 
-  return Object.freeze({ spec, stream, algorithm: c.algorithm, permanentKey: c.pin, wordsNeeded, held, cohort, report });
+  return Object.freeze({ spec, device, algorithm: c.algorithm, permanentKey: c.pin, wordsNeeded, held, cohort, report });
 }

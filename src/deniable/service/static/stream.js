@@ -1,0 +1,87 @@
+// stream.js: a device of a telemetry stream (docs/telemetry.md, "The browser client"): it
+// reads the stream spec the service serves (GET /streams/{id}, schema
+// "deniable.stream-spec/1"), randomizes each value with the stream's oracle on the device
+// (oracles.js; the longitudinal oracles and RAPPOR through oraclesmemo.js, their permanent
+// responses kept in the device's storage) and posts the reports as one binary batch with
+// the device token (batch.js).  The only requests are to the service.
+
+import { encodeBatch, postBatch } from "./batch.js";
+import { ORACLE_SCHEMA, makeOracle } from "./oracles.js";
+import { makeDevice } from "./oraclesmemo.js";
+import { RAPPOR_SCHEMA } from "./oraclesrappor.js";
+import { HttpError } from "./session.js";
+import { SpecError, show } from "./spec.js";
+
+export const STREAM_SCHEMA = "deniable.stream-spec/1";
+const MEMO = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloha/1", "rappor/1"]);
+
+/**
+ * Check a stream spec as the service serves it: its schema, id and oracle (an oracle spec
+ * or a RAPPOR spec), and RAPPOR's optional `candidates` (strings, for the server's
+ * decoding: a device may report any string).  Returns the spec.
+ */
+export function checkStreamSpec(spec) {
+  if (spec === null || typeof spec !== "object" || Array.isArray(spec)) throw new SpecError("spec", `must be a stream spec object, got ${show(spec)}.`);
+  if (spec.schema !== STREAM_SCHEMA) throw new SpecError("schema", `must be "${STREAM_SCHEMA}", got ${show(spec.schema)}.`);
+  if (typeof spec.id !== "string" || spec.id.length === 0) throw new SpecError("id", `must be the stream's id (a non-empty string), got ${show(spec.id)}.`);
+  const schema = spec.oracle?.schema;
+  if (schema !== ORACLE_SCHEMA && schema !== RAPPOR_SCHEMA) {
+    throw new SpecError("oracle.schema", `must be "${ORACLE_SCHEMA}" or "${RAPPOR_SCHEMA}", got ${show(schema)}.`);
+  }
+  if ("candidates" in spec) {
+    const c = spec.candidates;
+    if (schema !== RAPPOR_SCHEMA) throw new SpecError("candidates", `are RAPPOR's only (the strings its reports are decoded against), got them for ${show(spec.oracle.algorithm)}.`);
+    if (!Array.isArray(c) || !c.every((s) => typeof s === "string")) throw new SpecError("candidates", `must be a list of strings, got ${show(c)}.`);
+  }
+  return spec;
+}
+
+/** GET `${base}/streams/${id}`: the stream spec devices read, checked. */
+export async function fetchStream(id, { base = "", fetchImpl = globalThis.fetch } = {}) {
+  if (typeof id !== "string" || id.length === 0) throw new SpecError("stream", `must be the stream's id, got ${show(id)}.`);
+  const response = await fetchImpl(`${base}/streams/${encodeURIComponent(id)}`, { method: "GET" });
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (response.status !== 200) throw new HttpError(response.status, data?.error ?? `stream ${show(id)} could not be read (HTTP ${response.status}).`, data);
+  return checkStreamSpec(data);
+}
+
+/**
+ * The client of one device in a stream: { id, spec, candidates, report(value), encode(reports),
+ * send(reports), reportAndSend(values) }.  report(value) randomizes a value (0..k-1; RAPPOR:
+ * a string) into its report; the longitudinal oracles and RAPPOR keep their permanent
+ * responses in `storage` (the page's localStorage unless given; a Map in tests) under
+ * `device` (default "default": one memo per device, as Python keys it, whatever the
+ * stream).  send(reports) posts one binary batch with `token` and resolves to the server's
+ * answer; an HttpError carries a refusal (429: the device's budget window is spent).
+ */
+export function makeStreamClient(streamSpec, options = {}) {
+  const spec = checkStreamSpec(streamSpec);
+  const { token, base = "", fetchImpl = globalThis.fetch, cryptoImpl = globalThis.crypto } = options;
+  const memo = MEMO.includes(spec.oracle.algorithm);
+  let randomize;
+  if (memo) {
+    const storage = options.storage ?? globalThis.localStorage;
+    const device = makeDevice(spec.oracle, { storage, cryptoImpl, ...("device" in options ? { device: options.device } : {}) });
+    randomize = (value) => device.report(value);
+  } else {
+    const oracle = makeOracle(spec.oracle);
+    randomize = (value) => oracle.randomizeValue(value, cryptoImpl);
+  }
+  const encode = (reports) => encodeBatch(spec.oracle, reports);
+  const send = (reports) => postBatch(spec.id, encode(reports), { token, base, fetchImpl });
+  return Object.freeze({
+    id: spec.id,
+    spec,
+    candidates: spec.candidates ?? null,
+    report: randomize,
+    encode,
+    send,
+    /** Each value's report, then one batch of them (the memo is written before). */
+    reportAndSend: (values) => send(Array.from(values, randomize)),
+  });
+}

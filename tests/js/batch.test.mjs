@@ -1,0 +1,178 @@
+// A telemetry device in the browser: batch.js builds, byte for byte, the binary batches
+// Python's encode_batch writes (tests/vectors/batches.json, kept from drifting by
+// tests/test_batch_vectors.py) and posts them with the device token; stream.js makes a
+// device of a stream spec, RAPPOR included; the memo is kept per device (Python's key),
+// survives a reload of the storage, and pins one permanent stage per device across streams.
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { test } from "node:test";
+import { BATCH_HEADER_SIZE, encodeBatch, postBatch, sha256 } from "../../src/deniable/service/static/batch.js";
+import { MEMO_PREFIX, PIN_QUESTION, makeDevice } from "../../src/deniable/service/static/oraclesmemo.js";
+import { STREAM_SCHEMA, fetchStream, makeStreamClient } from "../../src/deniable/service/static/stream.js";
+import { FakeStorage } from "./_fakes.mjs";
+import { VECTORS, seededCrypto, wordsCrypto } from "./_helpers.mjs";
+
+const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
+const BATCHES = JSON.parse(readFileSync(new URL("../vectors/batches.json", import.meta.url), "utf8"));
+const caseOf = (id) => ORACLES.cases.find((c) => c.id === id);
+const hex = (bytes) => Buffer.from(bytes).toString("hex");
+const streamSpec = (id, oracle, extra = {}) => ({
+  schema: STREAM_SCHEMA, id, oracle, period: "day",
+  window: { kind: "day", epsilon: 50, delta: 0, length: null, tz: "UTC" }, report_epsilon: oracle.epsilon ?? 1, ...extra,
+});
+
+/** A fetch that records each request and answers `status` with `data`. */
+function fakeFetch(status = 201, data = { stream: "app", reports: 1 }) {
+  const requests = [];
+  const fetch = async (url, init = {}) => {
+    requests.push({ url, ...init });
+    return { ok: status < 300, status, json: async () => data };
+  };
+  return { fetch, requests };
+}
+
+test("SHA-256 agrees with node's over the padding boundaries", () => {
+  for (const n of [0, 1, 55, 56, 63, 64, 65, 119, 1000]) {
+    const data = Uint8Array.from({ length: n }, (_, i) => (i * 7 + n) & 255);
+    assert.equal(hex(sha256(data)), createHash("sha256").update(data).digest("hex"), `${n} bytes`);
+  }
+  assert.equal(hex(sha256(new TextEncoder().encode("abc"))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); // FIPS 180-2, B.1
+});
+
+test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle and RAPPOR", () => {
+  assert.equal(BATCHES.schema, "deniable.batch-vectors/1");
+  const algorithms = new Set();
+  for (const v of BATCHES.cases) {
+    const spec = caseOf(v.case).spec;
+    algorithms.add(spec.algorithm);
+    assert.equal(hex(encodeBatch(spec, v.reports)), v.body, v.case);
+  }
+  assert.deepEqual([...algorithms].sort(), ["hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
+});
+
+test("the header is the documented one (magic, version, flags, key digest, count), derived here", () => {
+  const c = caseOf("hadamard-0");
+  const body = encodeBatch(c.spec, [1, 2, 9]);
+  const view = new DataView(body.buffer);
+  assert.equal(Buffer.from(body.subarray(0, 4)).toString("latin1"), "DNRB");
+  assert.deepEqual([view.getUint16(4, true), view.getUint16(6, true)], [1, 0]);
+  assert.equal(hex(body.subarray(8, 40)), createHash("sha256").update(c.spec.key, "utf8").digest("hex"));
+  assert.equal(view.getBigUint64(40, true), 3n);
+  assert.deepEqual([0, 1, 2].map((i) => view.getUint32(BATCH_HEADER_SIZE + 4 * i, true)), [1, 2, 9]);
+  assert.equal(body.length, BATCH_HEADER_SIZE + 12);
+});
+
+test("bad reports are refused by name before any byte is made", () => {
+  const sue = caseOf("sue-0").spec; // k = 5: one byte, bits 5..7 padding
+  assert.throws(() => encodeBatch(sue, []), /^SpecError: `reports` must be a non-empty list/);
+  assert.throws(() => encodeBatch(sue, ["01", "20"]), /`reports\[1\]` has a padding bit set past bit 4/);
+  assert.throws(() => encodeBatch(sue, ["1"]), /`reports\[0\]` must be 1 bytes of packed bits/);
+  const olh = caseOf("olh-0").spec; // g = 3
+  assert.throws(() => encodeBatch(olh, [["1", "2", 3]]), /`reports\[0\]\[2\]` must be an integer in 0\.\.2, got 3/);
+  assert.throws(() => encodeBatch(olh, [["1", String(2n ** 64n), 0]]), /`reports\[0\]\[1\]` must be a 64-bit word/);
+  const lgrr = caseOf("l-grr-0").spec; // k = 5
+  assert.throws(() => encodeBatch(lgrr, [0, 5]), /`reports\[1\]` must be an integer in 0\.\.4, got 5/);
+  const rappor = caseOf("rappor-0-device").spec; // 4 cohorts, m = 16
+  assert.throws(() => encodeBatch(rappor, [[4, "0000"]]), /`reports\[0\]\[0\]` must be an integer in 0\.\.3, got 4/);
+  assert.throws(() => encodeBatch(rappor, [[0, "00"]]), /`reports\[0\]\[1\]` must be 2 bytes/);
+  // GRR's question spec is no stream oracle (the service serves oracle and RAPPOR specs)
+  const grr = VECTORS.cases.find((c) => c.spec.algorithm === "keep-or-forced/1").spec;
+  assert.throws(() => encodeBatch(grr, [0]), /`schema` must be "deniable.oracle\/1"/);
+});
+
+test("postBatch sends the bytes with the device token to the stream's batches; a refusal is an HttpError", async () => {
+  const spec = caseOf("l-grr-0").spec;
+  const body = encodeBatch(spec, [0, 4]);
+  const ok = fakeFetch(201, { stream: "s 1", reports: 2 });
+  assert.deepEqual(await postBatch("s 1", body, { token: "tok", base: "https://x", fetchImpl: ok.fetch }), { stream: "s 1", reports: 2 });
+  const [r] = ok.requests;
+  assert.equal(r.url, "https://x/streams/s%201/batches");
+  assert.equal(r.method, "POST");
+  assert.deepEqual(r.headers, { "Content-Type": "application/octet-stream", Authorization: "Bearer tok" });
+  assert.equal(r.body, body);
+  const spent = fakeFetch(429, { error: "window spent" });
+  await assert.rejects(postBatch("s", body, { token: "tok", fetchImpl: spent.fetch }), { name: "HttpError", status: 429, message: "window spent" });
+  await assert.rejects(postBatch("s", body, { fetchImpl: ok.fetch }), /`token` must be the device token/);
+});
+
+test("a RAPPOR stream: the client reads the spec and its candidates, reports as the vectors, posts one batch", async () => {
+  const c = caseOf("rappor-0-device");
+  const spec = streamSpec("words", c.spec, { candidates: ["apple", "banana"] });
+  const served = fakeFetch(200, spec);
+  const got = await fetchStream("words", { base: "", fetchImpl: served.fetch });
+  assert.equal(served.requests[0].url, "/streams/words");
+  const post = fakeFetch(201, { stream: "words", reports: c.values.length });
+  const words = c.words.flat().map(BigInt);
+  const client = makeStreamClient(got, { token: "dev", storage: new FakeStorage(), cryptoImpl: wordsCrypto(words), fetchImpl: post.fetch });
+  assert.deepEqual(client.candidates, ["apple", "banana"]);
+  await client.reportAndSend(c.values);
+  const sent = post.requests[0];
+  assert.equal(sent.url, "/streams/words/batches");
+  // the reports of the vectors, round by round through the device's memo, in one batch
+  assert.equal(hex(sent.body), hex(encodeBatch(c.spec, c.reports)));
+  const view = new DataView(sent.body.buffer);
+  assert.equal(view.getUint16(BATCH_HEADER_SIZE, true), c.reports[0][0]);
+  assert.throws(() => makeStreamClient({ ...spec, candidates: [1] }), /`candidates` must be a list of strings/);
+  assert.throws(() => makeStreamClient(streamSpec("x", caseOf("olh-0").spec, { candidates: ["a"] })), /`candidates` are RAPPOR's only/);
+  assert.throws(() => makeStreamClient({ ...spec, schema: "x" }), /`schema` must be "deniable.stream-spec\/1"/);
+});
+
+test("a stream of a first-report oracle posts reports in range; no storage is needed", async () => {
+  const c = caseOf("olh-1");
+  const post = fakeFetch();
+  const client = makeStreamClient(streamSpec("o", c.spec), { token: "t", cryptoImpl: seededCrypto(3), fetchImpl: post.fetch });
+  await client.reportAndSend([0, 5, 15]);
+  const body = post.requests[0].body;
+  assert.equal(body.length, BATCH_HEADER_SIZE + 3 * 24);
+  const view = new DataView(body.buffer);
+  for (let i = 0; i < 3; i++) assert.ok(view.getBigUint64(BATCH_HEADER_SIZE + 24 * i + 16, true) < BigInt(c.spec.constants.buckets));
+});
+
+for (const id of ["l-sue-0-device", "loloha-0-device", "rappor-1-device"]) {
+  test(`${id}: a restart (the storage reloaded from its text) replays the same permanent responses`, () => {
+    const c = caseOf(id);
+    const half = Math.floor(c.values.length / 2);
+    let storage = new FakeStorage();
+    const run = (from, to) => {
+      const device = makeDevice(c.spec, { storage, device: "phone" });
+      for (let r = from; r < to; r++) {
+        assert.deepEqual(device.report(c.values[r], { words: c.words[r].map(BigInt) }), c.reports[r], `${id} round ${r}`);
+        assert.deepEqual(device.held(c.values[r]), c.prr[r], `${id} round ${r}: PRR`);
+      }
+    };
+    run(0, half);
+    const text = JSON.stringify([...storage.map]); // what localStorage keeps across a restart
+    storage = new FakeStorage();
+    for (const [k, v] of JSON.parse(text)) storage.setItem(k, v);
+    run(half, c.values.length); // the kept PRRs (and cohort, seeds) are used: the vectors' words fit exactly
+    assert.ok([...storage.map.keys()].every((k) => k.startsWith(`${MEMO_PREFIX}phone/`)));
+  });
+}
+
+test("the memo is per device, as Python keys it: one permanent stage across streams, PRRs shared", () => {
+  const grr = caseOf("l-grr-0-device").spec;
+  const storage = new FakeStorage();
+  const a = makeStreamClient(streamSpec("a", grr), { storage, cryptoImpl: seededCrypto(11) });
+  a.report(3);
+  assert.equal(JSON.parse(storage.getItem(`${MEMO_PREFIX}default/${PIN_QUESTION}`)).pin, makeDevice(grr, { storage }).permanentKey);
+  // another stream with the same permanent stage reads the same PRR of 3 (one PRR per device and value)
+  const b = makeDevice(grr, { storage, cryptoImpl: seededCrypto(12) });
+  assert.equal(b.wordsNeeded(3), 2);
+  // another stream of another stage (L-OSUE) on the same device is refused, nothing stored changes
+  const before = new Map(storage.map);
+  const other = makeStreamClient(streamSpec("b", caseOf("l-osue-0-device").spec), { storage, cryptoImpl: seededCrypto(13) });
+  assert.throws(() => other.report(1), { name: "PrivacyError", message: /another permanent stage .* device "default" keeps/ });
+  assert.deepEqual(storage.map, before);
+  // RAPPOR keeps its own questions (Python's RapporClient): it coexists with the pin
+  const rappor = makeStreamClient(streamSpec("r", caseOf("rappor-0-device").spec), { storage, cryptoImpl: seededCrypto(14) });
+  assert.doesNotThrow(() => rappor.report("apple"));
+  // another number of cohorts would draw a second cohort: refused
+  const cohorts = structuredClone(caseOf("rappor-0-device").spec);
+  cohorts.constants.cohorts += 1;
+  assert.throws(() => makeDevice(cohorts, { storage }).report("pear"), { name: "PrivacyError", message: /rappor\/cohort/ });
+  // the option of the per-stream client is refused by name, never silently given a fresh memo
+  assert.throws(() => makeDevice(grr, { storage, stream: "a" }), /^SpecError: `stream` is no longer an option/);
+  assert.throws(() => makeDevice(grr, { storage, device: "" }), /`device` must be a non-empty string/);
+  assert.throws(() => makeStreamClient(streamSpec("a", grr), {}), /`storage` must be a Storage/);
+});

@@ -1,0 +1,150 @@
+"""The batch vectors, ``tests/vectors/batches.json``: binary report batches
+(``deniable.batch/1``) that Python's :func:`deniable.distributed.encode_batch` writes for
+reports of the oracle vectors (``tests/vectors/oracles.json``), which the browser client's
+``encodeBatch`` (``static/batch.js``, ``tests/js/batch.test.mjs``) must write byte for byte.
+
+This test keeps the committed file equal to what the encoder writes today (regenerate with
+``python tests/test_batch_vectors.py``), and checks each body against a layout derived here
+from docs/specs.md ("Report batches") with ``struct`` and ``hashlib``, not with the encoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from deniable.distributed import decode_batch, encode_batch
+from deniable.oracles import RapporReports, oracle_from_spec, rappor_from_spec
+
+VECTORS = Path(__file__).parent / "vectors"
+ORACLE_VECTORS = VECTORS / "oracles.json"
+BATCH_VECTORS = VECTORS / "batches.json"
+SCHEMA = "deniable.batch-vectors/1"
+_STREAM_SCHEMAS = ("deniable.oracle/1", "deniable.rappor-spec/1")
+
+
+def _oracle(spec: dict[str, Any]) -> Any:
+    rappor = spec["schema"] == "deniable.rappor-spec/1"
+    return rappor_from_spec(spec) if rappor else oracle_from_spec(spec)
+
+
+def _arrays(spec: dict[str, Any], reports: list[Any]) -> Any:
+    """The reports of the vectors' JSON form as the oracle's arrays (what encode_batch takes)."""
+    kind = spec["report"]
+    if kind == "cohort-bits":
+        cohorts = np.array([r[0] for r in reports], dtype=np.int64)
+        bits = np.array([list(bytes.fromhex(r[1])) for r in reports], dtype=np.uint8)
+        return RapporReports(cohorts, bits)
+    if kind == "packed-bits":
+        return np.array([list(bytes.fromhex(r)) for r in reports], dtype=np.uint8)
+    if kind == "hash-bucket":
+        return np.array([[int(a), int(b), int(y)] for a, b, y in reports], dtype=np.uint64)
+    if kind == "linear-hash":
+        arr = np.array([[int(w) for w in r] for r in reports], dtype=np.uint64)
+        return arr[:, 0] if arr.shape[1] == 1 else arr
+    if kind == "row-bit":
+        return np.array(reports, dtype=np.uint32)
+    return np.array(reports, dtype=np.int64)  # "value": L-GRR
+
+
+def _pick(reports: list[Any]) -> list[Any]:
+    """Two edge reports (words all 0) and the last four (random words) of a case."""
+    return reports[:2] + reports[-4:]
+
+
+def batch_vectors() -> dict[str, Any]:
+    """Every stream oracle's case of the oracle vectors: six reports and their batch."""
+    cases = json.loads(ORACLE_VECTORS.read_text(encoding="utf-8"))["cases"]
+    out = []
+    for case in cases:
+        spec = case["spec"]
+        if spec.get("schema") not in _STREAM_SCHEMAS:
+            continue  # the count mean sketches have their own stream format
+        reports = _pick(case["reports"])
+        body = encode_batch(_oracle(spec), _arrays(spec, reports))
+        out.append({"case": case["id"], "reports": reports, "body": body.hex()})
+    return {
+        "schema": SCHEMA,
+        "about": (
+            "Binary report batches (deniable.batch/1) that deniable.distributed.encode_batch "
+            "writes for reports of tests/vectors/oracles.json (case: the oracle's spec there); "
+            "body is the hex of the bytes. Format: docs/specs.md, Report batches."
+        ),
+        "cases": out,
+    }
+
+
+def dump_batch_vectors() -> str:
+    data = batch_vectors()
+    lines = [json.dumps(c, separators=(",", ":")) for c in data["cases"]]
+    head = json.dumps({"schema": data["schema"], "about": data["about"]}, indent=2)
+    return head[:-2] + ',\n  "cases": [\n    ' + ",\n    ".join(lines) + "\n  ]\n}\n"
+
+
+def test_the_committed_batch_vectors_are_what_the_encoder_writes() -> None:
+    assert BATCH_VECTORS.read_text(encoding="utf-8") == dump_batch_vectors(), (
+        "tests/vectors/batches.json is stale: run `python tests/test_batch_vectors.py`."
+    )
+
+
+def _record(spec: dict[str, Any], report: Any) -> bytes:
+    """One report's record, from docs/specs.md's table (little-endian)."""
+    kind = spec["report"]
+    if kind == "cohort-bits":
+        return struct.pack("<H", report[0]) + bytes.fromhex(report[1])
+    if kind == "packed-bits":
+        return bytes.fromhex(report)
+    if kind == "hash-bucket":
+        return struct.pack("<3Q", int(report[0]), int(report[1]), report[2])
+    if kind == "linear-hash":
+        return b"".join(struct.pack("<Q", int(w)) for w in report)
+    if kind == "row-bit":
+        return struct.pack("<I", report)
+    return struct.pack("<q", report)
+
+
+def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout() -> None:
+    specs = {c["id"]: c["spec"] for c in json.loads(ORACLE_VECTORS.read_text("utf-8"))["cases"]}
+    cases = json.loads(BATCH_VECTORS.read_text(encoding="utf-8"))["cases"]
+    kinds = {specs[c["case"]].get("algorithm") for c in cases}
+    assert kinds == {
+        "symmetric-unary/1", "optimized-unary/1", "local-hashing/1", "linear-local-hashing/1",
+        "hadamard-response/1", "subset-selection/1", "longitudinal-grr/1",
+        "longitudinal-unary/1", "loloha/1", "rappor/1",
+    }  # fmt: skip
+    for case in cases:
+        spec = specs[case["case"]]
+        body = bytes.fromhex(case["body"])
+        digest = hashlib.sha256(spec["key"].encode("utf-8")).digest()
+        head = b"DNRB" + struct.pack("<HH", 1, 0) + digest + struct.pack("<Q", len(case["reports"]))
+        want = head + b"".join(_record(spec, r) for r in case["reports"])
+        assert body == want, case["case"]
+        # and the server's decoder reads the reports back
+        decoded = decode_batch(_oracle(spec), body)
+        assert len(decoded) == len(case["reports"]), case["case"]
+
+
+@pytest.mark.parametrize("cut", [1, 47])
+def test_a_cut_body_of_the_vectors_is_refused(cut: int) -> None:
+    from deniable.exceptions import DataError
+
+    case = json.loads(BATCH_VECTORS.read_text(encoding="utf-8"))["cases"][0]
+    spec = next(
+        c["spec"]
+        for c in json.loads(ORACLE_VECTORS.read_text("utf-8"))["cases"]
+        if c["id"] == case["case"]
+    )
+    with pytest.raises(DataError, match="`body`"):
+        decode_batch(_oracle(spec), bytes.fromhex(case["body"])[:-cut])
+
+
+if __name__ == "__main__":  # regenerate tests/vectors/batches.json
+    BATCH_VECTORS.write_text(dump_batch_vectors(), encoding="utf-8")
+    sys.stdout.write(f"wrote {BATCH_VECTORS}\n")
