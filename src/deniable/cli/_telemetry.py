@@ -17,7 +17,6 @@ fixed-population SE of Wang et al. 2017) and intervals; RAPPOR's reports are dec
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -37,6 +36,7 @@ from deniable.cli._telemetry_heavy import (
     not_heavy,
     simulate_heavy,
 )
+from deniable.cli._telemetry_oracle import simulate_oracle
 from deniable.cli._telemetry_rappor import (
     RAPPOR,
     AlphaOpt,
@@ -76,8 +76,6 @@ from deniable.cli._telemetry_tables import (
     StreamRootOpt,
     table_source,
 )
-from deniable.common import format_epsilon
-from deniable.results import Table
 
 __all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
 
@@ -88,10 +86,6 @@ MECHANISMS = (
     "grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset",
     "l-grr", "l-sue", "l-oue", "l-osue", "loloha",
 )  # fmt: skip
-#: Devices randomized and written at once by ``simulate`` (fewer for large reports).
-_BATCH = 1 << 18
-#: Bytes of reports ``simulate`` randomizes at once.
-_BATCH_BYTES = 1 << 25
 #: The formats ``simulate`` writes: a report file (``DNRP``) or a report table.
 FORMATS = ("reports", "parquet", "csv")
 #: Categories ``aggregate`` prints by default (a table), and the most it prints (``--rows``,
@@ -217,16 +211,14 @@ def simulate_command(
     same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
     the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes
     and PEM's --start-bits, --step-bits."""
-    import numpy as np
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
-    from deniable.simulation import DevicePopulation
 
     if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY):
         fail(
             f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, "
-            f"{', '.join(SKETCHES)}, {RAPPOR}, {', '.join(HEAVY)}, got {mechanism!r}."
+            f"{', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, got {mechanism!r}."
         )
     heavy = {"max-bytes": max_bytes, "start-bits": start_bits, "step-bits": step_bits}
     rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
@@ -267,58 +259,9 @@ def simulate_command(
                               others={"k": k, **rappor_params}, params=heavy, seed=used,
                               limits=(MAX_DEVICES, MAX_FILE_BYTES), as_json=as_json)  # fmt: skip
     assert devices is not None and k is not None and epsilon is not None
-    oracle: Any = o.make_oracle(mechanism, epsilon, k)
-    if devices > MAX_DEVICES:
-        fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
-    one = oracle.randomize([0], rng=np.random.default_rng(0))
-    per_report = int(one.nbytes)
-    if devices * per_report > MAX_FILE_BYTES:
-        fail(
-            f"`--devices` {devices} reports of {per_report} bytes ({mechanism}, k = {k}) would "
-            f"make a report file larger than {MAX_FILE_BYTES >> 30} GiB; simulate fewer "
-            "devices or write several files."
-        )
-    step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
-    # the devices' values: Zipf's law, frequencies proportional to 1/(j+1)
-    batches = DevicePopulation.zipf(k).reports(
-        oracle, devices, rng=np.random.default_rng(used), batch=step
-    )
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        if file_format == "reports":
-            path = target.write(
-                lambda tmp: o.write_report_batches(tmp, oracle, devices, batches,
-                                                   progress=progress)
-            )  # fmt: skip
-        else:
-            from deniable.distributed import write_report_table
-
-            try:
-                import pyarrow  # noqa: F401 - checked here so the error names the extra
-            except ImportError:
-                fail(
-                    f"`--format {file_format}` needs pyarrow, of the [dask] extra: "
-                    "pip install 'deniable[dask]'."
-                )
-            path = target.write(
-                lambda tmp: write_report_table(tmp, oracle, devices, batches,
-                                               format=file_format, progress=progress)
-            )  # fmt: skip
-    size = Path(path).stat().st_size
-    data = {
-        "file": str(out),
-        "format": file_format,
-        "devices": devices,
-        "mechanism": oracle.key,
-        "epsilon": float(oracle.epsilon),
-        "seed": used,
-        "bytes": size,
-    }
-    if as_json:
-        emit_json(data)
-    else:  # the key (exact parameters) is in the file's header and the JSON
-        shown = {**data, "mechanism": oracle.name, "epsilon": format_epsilon(oracle.epsilon)}
-        print_table(Table.pairs(shown.items(), title="simulated telemetry reports"))
+    simulate_oracle(target, mechanism=mechanism, out=out, devices=devices, k=k,
+                    epsilon=epsilon, seed=used, limits=(MAX_DEVICES, MAX_FILE_BYTES),
+                    as_json=as_json)  # fmt: skip
 
 
 @telemetry_app.command("aggregate")

@@ -59,6 +59,7 @@ from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._file_header import (
     _VERSION,
     _VERSION_BLOCK,
+    BATCH_BYTES,
     REPORTS_MAGIC,
     _header,
     check_file,
@@ -234,6 +235,7 @@ def tally_file(
     with open(name, "rb") as fh:
         rappor = oracle if isinstance(oracle, Rappor) else None
         n = check_file(fh, name, oracle.key, dtype, width, rappor=rappor)
+        size = min(size, max(1, BATCH_BYTES // (width * dtype.itemsize)))  # 128 MB at most
         total: Tally | None = None
         for done, chunk in read_batches(fh, name, n, dtype, width, size):
             reports = chunk if rows else chunk.reshape(-1)
