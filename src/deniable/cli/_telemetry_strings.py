@@ -33,15 +33,18 @@ MAX_LINES_BYTES = 1 << 30
 MAX_LINES = 10**8
 
 
-def read_lines(option: str, path: str, *, distinct: bool, max_lines: int = MAX_LINES) -> list[str]:
+def read_lines(
+    option: str, path: str, *, distinct: bool, max_lines: int | None = None
+) -> list[str]:
     """The strings of ``path``, one a line (the line end removed, blank lines skipped):
     one error line naming ``option`` for a file that cannot be read, is larger than
-    ``MAX_LINES_BYTES`` or holds more than ``max_lines`` strings, is not UTF-8, holds none,
-    or (with ``distinct``) repeats one."""
+    ``MAX_LINES_BYTES`` or holds more than ``max_lines`` strings (default ``MAX_LINES``), is
+    not UTF-8, holds none, or (with ``distinct``) repeats one."""
+    most = MAX_LINES if max_lines is None else min(max_lines, MAX_LINES)
     with guard_io(f"read {path!r} (`{option}`)"), open(path, "rb") as fh:
         raw = fh.read(MAX_LINES_BYTES + 1)  # bounded, whatever the file's size claims
     if len(raw) > MAX_LINES_BYTES:
-        fail(f"`{option}` {path!r} must be at most {MAX_LINES_BYTES >> 30} GiB, got more.")
+        fail(f"`{option}` {path!r} must be at most {MAX_LINES_BYTES:,} bytes, got more.")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -50,8 +53,8 @@ def read_lines(option: str, path: str, *, distinct: bool, max_lines: int = MAX_L
     lines = [line for _, line in numbered if line != ""]
     if not lines:
         fail(f"`{option}` {path!r} must hold at least one string (one a line), got none.")
-    if len(lines) > max_lines:
-        fail(f"`{option}` {path!r} must hold at most {max_lines:,} strings, got {len(lines):,}.")
+    if len(lines) > most:
+        fail(f"`{option}` {path!r} must hold at most {most:,} strings, got {len(lines):,}.")
     if distinct:
         seen: dict[str, int] = {}
         for number, line in numbered:
@@ -72,7 +75,7 @@ def device_strings(
     devices: int | None,
     mechanism: str,
     *,
-    max_devices: int = MAX_LINES,
+    max_devices: int | None = None,
 ) -> tuple[list[str], int]:
     """The strings devices are drawn from (``--candidates``) or hold, one a device
     (``--values``), and the number of devices; one error line for both or neither given,
