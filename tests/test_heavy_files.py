@@ -109,7 +109,7 @@ def test_bad_files_and_records_are_refused_naming_them(tmp_path: Path) -> None:
     rec = heavy_records(PEM_2, reports)
     bad = rec.copy()
     bad[5, 0] = 2  # two groups: 0 and 1
-    with pytest.raises(DataError, match="groups 0..1"):
+    with pytest.raises(DataError, match=r"groups 0\.\.1"):
         heavy_from_records(PEM_2, bad)
     stray = rec.copy()
     stray[0, -1] = 64  # a bucket of g = 64 buckets is at most 63
