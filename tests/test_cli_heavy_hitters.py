@@ -173,3 +173,8 @@ def test_bad_input_is_one_error_line_naming_the_option(
               "`--candidates`", "without a dictionary")  # fmt: skip
     one_error(run(runner, "telemetry", "aggregate", day, "--top-k", 0), "`--top-k`")
     one_error(run(runner, "telemetry", "aggregate", day, "--method", "lasso"), "`--method`")
+    olh = tmp_path / "olh.dnrp"
+    made = run(runner, "telemetry", "simulate", "--out", olh, "--devices", 50, "--k", 4,
+               "--epsilon", 1, "--seed", 1)  # fmt: skip
+    assert made.exit_code == 0, made.output
+    one_error(run(runner, "telemetry", "aggregate", olh, "--top-k", 3), "`--top-k`", "'olh'")

@@ -13,6 +13,7 @@ import pytest
 
 from _distributed import cluster_client
 from deniable.distributed import (
+    aggregate,
     aggregate_heavy_hitters,
     report_columns,
     resolve_mechanism,
@@ -79,6 +80,8 @@ def test_bad_tables_are_refused_naming_the_file(tmp_path: Path) -> None:
     other = PEM(epsilon=2.0, max_bytes=2, start_bits=8, step_bits=4, g=64)
     with pytest.raises(DataError, match="not of this oracle"):
         aggregate_heavy_hitters(str(tmp_path / "a"), other, scheduler="synchronous")
+    with pytest.raises(ParameterTypeError, match="aggregate_heavy_hitters"):
+        aggregate(str(tmp_path / "a"), PEM_2, scheduler="synchronous")  # no one tally
     with pytest.raises(ParameterTypeError, match="heavy-hitter protocol"):
         aggregate_heavy_hitters(str(tmp_path / "a"), GRR.from_epsilon(1.0, k=4).key,
                                 scheduler="synchronous")  # fmt: skip

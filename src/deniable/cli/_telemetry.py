@@ -366,12 +366,10 @@ def aggregate_command(
             )
         with guard_io(f"read {file!r}"):
             key = read_report_key(file)
-        not_heavy(
-            key.partition("{")[0], {"top-k": top_k} if key.partition("{")[0] not in HEAVY else {}
-        )
         if key.partition("{")[0] in HEAVY:  # heavy hitters found, no dictionary
             return aggregate_heavy(file, key, refused=refused, top_k=top_k, alpha=alpha,
                                    level=level, batch=batch, as_json=as_json)  # fmt: skip
+        not_heavy(key.partition("{")[0], {"top-k": top_k})
         if key.partition("{")[0] in SKETCHES:  # estimated for --candidates
             not_rappor_decoder(file, method, penalty, alpha)
             return aggregate_sketch(file, key, candidates=candidates, batch=batch, rows=rows,

@@ -79,8 +79,6 @@ from deniable.oracles._sketch_files import sketch_from_records, sketch_record, s
 
 __all__ = [
     "REPORTS_MAGIC",
-    "check_file",
-    "read_batches",
     "read_report_key",
     "read_report_metadata",
     "tally_batches",
