@@ -37,7 +37,8 @@ def require_dask() -> None:
 def resolve_mechanism(mechanism: Any) -> Any:
     """The oracle ``mechanism`` names: an oracle itself (or RAPPOR, a count mean sketch, a
     heavy-hitter protocol), its key (``olh{...}``, ``rappor{...}``, ``cms{...}``,
-    ``pem{...}``, as a report file or a Parquet table carries it) or its spec (a mapping or JSON text, schema ``deniable.oracle/1``, RAPPOR's
+    ``pem{...}``, as a report file or a Parquet table carries it) or its spec (a mapping or
+    JSON text, schema ``deniable.oracle/1``, RAPPOR's
     ``deniable.rappor-spec/1`` or the sketches' ``deniable.cms-spec/1``)."""
     from deniable.oracles import (
         CMS_SPEC_SCHEMA,
