@@ -172,7 +172,7 @@ def test_bad_sketch_input_is_one_error_line(runner: CliRunner, tmp_path: Path) -
     one_error(sim("--mechanism", "cms", "--values", long, "--epsilon", 1),
               "`--values`: string 2", "at most max_bytes = 1024", "got 1025")  # fmt: skip
     one_error(sim("--mechanism", "count-min", *base), "`--mechanism` must be one of",
-              "cms, hcms, rappor")  # fmt: skip
+              "cms, hcms, pem, treehist, rappor")  # fmt: skip
     assert not out.exists()
 
 

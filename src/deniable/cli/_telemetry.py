@@ -17,7 +17,6 @@ fixed-population SE of Wang et al. 2017) and intervals; RAPPOR's reports are dec
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -26,6 +25,18 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, SeedOpt, fresh_seed
 from deniable.cli._render import emit_json, print_table, show
+from deniable.cli._telemetry_heavy import (
+    HEAVY,
+    MaxBytesOpt,
+    StartBitsOpt,
+    StepBitsOpt,
+    TopKOpt,
+    aggregate_heavy,
+    aggregate_heavy_tables,
+    not_heavy,
+    simulate_heavy,
+)
+from deniable.cli._telemetry_oracle import simulate_oracle
 from deniable.cli._telemetry_rappor import (
     RAPPOR,
     AlphaOpt,
@@ -52,6 +63,7 @@ from deniable.cli._telemetry_sketch import (
     SketchColumnsOpt,
     SketchRowsOpt,
     aggregate_sketch,
+    not_rappor_decoder,
     not_sketch,
     show_sketch,
     simulate_sketch,
@@ -64,8 +76,6 @@ from deniable.cli._telemetry_tables import (
     StreamRootOpt,
     table_source,
 )
-from deniable.common import format_epsilon
-from deniable.results import Table
 
 __all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
 
@@ -76,10 +86,6 @@ MECHANISMS = (
     "grr", "sue", "oue", "blh", "olh", "olh-linear", "hadamard", "subset",
     "l-grr", "l-sue", "l-oue", "l-osue", "loloha",
 )  # fmt: skip
-#: Devices randomized and written at once by ``simulate`` (fewer for large reports).
-_BATCH = 1 << 18
-#: Bytes of reports ``simulate`` randomizes at once.
-_BATCH_BYTES = 1 << 25
 #: The formats ``simulate`` writes: a report file (``DNRP``) or a report table.
 FORMATS = ("reports", "parquet", "csv")
 #: Categories ``aggregate`` prints by default (a table), and the most it prints (``--rows``,
@@ -164,8 +170,8 @@ def simulate_command(
         str,
         typer.Option(
             "--mechanism",
-            help=f"The oracle: {', '.join(MECHANISMS)}, {RAPPOR}, or a count mean sketch "
-            f"of strings: {', '.join(SKETCHES)}.",
+            help=f"The oracle: {', '.join(MECHANISMS)}, {RAPPOR}, a count mean sketch of "
+            f"strings: {', '.join(SKETCHES)}, or heavy hitters: {', '.join(HEAVY)}.",
         ),
     ] = "olh",
     candidates: CandidatesOpt = None,
@@ -179,6 +185,9 @@ def simulate_command(
     sketch_rows: SketchRowsOpt = None,
     sketch_columns: SketchColumnsOpt = None,
     salt: SaltOpt = None,
+    max_bytes: MaxBytesOpt = None,
+    start_bits: StartBitsOpt = None,
+    step_bits: StepBitsOpt = None,
     seed: SeedOpt = None,
     file_format: Annotated[
         str | None,
@@ -199,23 +208,27 @@ def simulate_command(
     RAPPOR (--mechanism rappor) simulates strings, drawn by Zipf's law over --candidates or
     read from --values, into a report file or a report table (a cohort column, then the
     packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
-    same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt."""
-    import numpy as np
+    same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
+    the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes
+    and PEM's --start-bits, --step-bits."""
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
-    from deniable.simulation import DevicePopulation
 
-    if mechanism not in o.FREQUENCY_ORACLES and mechanism not in (RAPPOR, *SKETCHES):
+    if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY):
         fail(
             f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, "
-            f"{', '.join(SKETCHES)}, {RAPPOR}, got {mechanism!r}."
+            f"{', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, got {mechanism!r}."
         )
+    heavy = {"max-bytes": max_bytes, "start-bits": start_bits, "step-bits": step_bits}
     rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
                      "p": irr_p, "q": irr_q}  # fmt: skip
     shape = {"sketch-rows": sketch_rows, "sketch-columns": sketch_columns, "salt": salt}
+    if mechanism not in HEAVY:  # PEM and TreeHist check their own (_telemetry_heavy)
+        not_heavy(mechanism, heavy)
     if mechanism not in SKETCHES:  # the sketches check their own (_telemetry_sketch)
         not_sketch(mechanism, shape)
+    if mechanism not in (*SKETCHES, *HEAVY):
         check_simulate_options(mechanism, rappor_params, candidates=candidates, values=values,
                                devices=devices, k=k, epsilon=epsilon)  # fmt: skip
     target = claim_output(
@@ -240,59 +253,15 @@ def simulate_command(
                                shape={"k": sketch_rows, "m": sketch_columns, "salt": salt},
                                seed=used, limits=(MAX_DEVICES, MAX_FILE_BYTES),
                                as_json=as_json)  # fmt: skip
+    if mechanism in HEAVY:  # strings, prefix by prefix (_telemetry_heavy)
+        return simulate_heavy(target, mechanism=mechanism, out=out, devices=devices,
+                              candidates=candidates, values=values, epsilon=epsilon,
+                              others={"k": k, **rappor_params}, params=heavy, seed=used,
+                              limits=(MAX_DEVICES, MAX_FILE_BYTES), as_json=as_json)  # fmt: skip
     assert devices is not None and k is not None and epsilon is not None
-    oracle: Any = o.make_oracle(mechanism, epsilon, k)
-    if devices > MAX_DEVICES:
-        fail(f"`--devices` must be at most {MAX_DEVICES:,}, got {devices}.")
-    one = oracle.randomize([0], rng=np.random.default_rng(0))
-    per_report = int(one.nbytes)
-    if devices * per_report > MAX_FILE_BYTES:
-        fail(
-            f"`--devices` {devices} reports of {per_report} bytes ({mechanism}, k = {k}) would "
-            f"make a report file larger than {MAX_FILE_BYTES >> 30} GiB; simulate fewer "
-            "devices or write several files."
-        )
-    step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
-    # the devices' values: Zipf's law, frequencies proportional to 1/(j+1)
-    batches = DevicePopulation.zipf(k).reports(
-        oracle, devices, rng=np.random.default_rng(used), batch=step
-    )
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        if file_format == "reports":
-            path = target.write(
-                lambda tmp: o.write_report_batches(tmp, oracle, devices, batches,
-                                                   progress=progress)
-            )  # fmt: skip
-        else:
-            from deniable.distributed import write_report_table
-
-            try:
-                import pyarrow  # noqa: F401 - checked here so the error names the extra
-            except ImportError:
-                fail(
-                    f"`--format {file_format}` needs pyarrow, of the [dask] extra: "
-                    "pip install 'deniable[dask]'."
-                )
-            path = target.write(
-                lambda tmp: write_report_table(tmp, oracle, devices, batches,
-                                               format=file_format, progress=progress)
-            )  # fmt: skip
-    size = Path(path).stat().st_size
-    data = {
-        "file": str(out),
-        "format": file_format,
-        "devices": devices,
-        "mechanism": oracle.key,
-        "epsilon": float(oracle.epsilon),
-        "seed": used,
-        "bytes": size,
-    }
-    if as_json:
-        emit_json(data)
-    else:  # the key (exact parameters) is in the file's header and the JSON
-        shown = {**data, "mechanism": oracle.name, "epsilon": format_epsilon(oracle.epsilon)}
-        print_table(Table.pairs(shown.items(), title="simulated telemetry reports"))
+    simulate_oracle(target, mechanism=mechanism, out=out, devices=devices, k=k,
+                    epsilon=epsilon, seed=used, limits=(MAX_DEVICES, MAX_FILE_BYTES),
+                    as_json=as_json)  # fmt: skip
 
 
 @telemetry_app.command("aggregate")
@@ -361,6 +330,7 @@ def aggregate_command(
     method: MethodOpt = "nnls",
     penalty: PenaltyOpt = None,
     alpha: AlphaOpt = 0.05,
+    top_k: TopKOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -370,7 +340,7 @@ def aggregate_command(
     A telemetry stream's days are report tables: --stream-root ROOT --stream ID [--start DAY]
     [--end DAY] instead of FILE.  Intervals and rows are computed for the categories shown
     only (--rows, at most 65,536).  RAPPOR's reports (a report file or tables) are decoded
-    against --candidates."""
+    against --candidates; PEM's and TreeHist's give the strings found, without them."""
     from deniable.oracles import (
         Rappor,
         oracle_from_key,
@@ -383,6 +353,8 @@ def aggregate_command(
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
     if rows is not None and rows > MAX_ROWS:
         fail(f"`--rows` must be at most {MAX_ROWS:,} (the categories shown), got {rows}.")
+    refused = {"`--candidates`": candidates is not None, "`--rows`": rows is not None,
+               "`--method`": method != "nnls", "`--penalty`": penalty is not None}  # fmt: skip
     tables = table_source(file, stream_root=stream_root, stream=stream, start=start, end=end,
                           mechanism=mechanism)  # fmt: skip
     if tables is None:
@@ -394,6 +366,10 @@ def aggregate_command(
             )
         with guard_io(f"read {file!r}"):
             key = read_report_key(file)
+        if key.partition("{")[0] in HEAVY:  # heavy hitters found, no dictionary
+            return aggregate_heavy(file, key, refused=refused, top_k=top_k, alpha=alpha,
+                                   level=level, batch=batch, as_json=as_json)  # fmt: skip
+        not_heavy(key.partition("{")[0], {"top-k": top_k})
         if key.partition("{")[0] in SKETCHES:  # estimated for --candidates
             not_rappor_decoder(file, method, penalty, alpha)
             return aggregate_sketch(file, key, candidates=candidates, batch=batch, rows=rows,
@@ -413,7 +389,16 @@ def aggregate_command(
     else:
         if scheduler is not None and "://" not in scheduler:
             fail(f"`--scheduler` must be an address like tcp://host:8786, got {scheduler!r}.")
+        where: Any = scheduler if scheduler is not None else (
+            None if local_workers else "synchronous"
+        )  # fmt: skip
         cand = None
+        if getattr(tables.oracle, "name", None) in HEAVY:  # each round on the cluster
+            return aggregate_heavy_tables(tables, refused=refused, top_k=top_k, alpha=alpha,
+                                          level=level, scheduler=where, batch=batch,
+                                          local_workers=max(local_workers, 1),
+                                          as_json=as_json)  # fmt: skip
+        not_heavy(str(getattr(tables.oracle, "name", "these reports")), {"top-k": top_k})
         if isinstance(tables.oracle, Rappor):  # the decoder's input checked before counting
             cand = rappor_candidates(tables.oracle, candidates, tables.label)
         elif getattr(tables.oracle, "name", None) in SKETCHES:  # likewise the sketch's
@@ -421,9 +406,6 @@ def aggregate_command(
             cand = sketch_candidates(tables.oracle, candidates, tables.label)
         else:
             not_rappor(tables.label, candidates, method, penalty, alpha)
-        where: Any = scheduler if scheduler is not None else (
-            None if local_workers else "synchronous"
-        )  # fmt: skip
         tally = tables.tally(mechanism, scheduler=where, batch=batch,
                              local_workers=max(local_workers, 1), as_json=as_json)  # fmt: skip
         if (tally.mechanism or "").partition("{")[0] in SKETCHES:  # --candidates checked above
@@ -448,18 +430,6 @@ def aggregate_command(
     else:  # a frequency oracle's or k-ary randomized response's (categorical) table
         print_table(est.table(level, shown))
     sys.stdout.flush()
-
-
-def not_rappor_decoder(file: str, method: str, penalty: float | None, alpha: float) -> None:
-    """Refuse RAPPOR's decoder options for a sketch's reports (which take --candidates)."""
-    given = ["`--penalty`"] if penalty is not None else []
-    given += ["`--method`"] if method != "nnls" else []
-    given += ["`--alpha`"] if alpha != 0.05 else []
-    if given:
-        fail(
-            f"{', '.join(given)} apply to RAPPOR's reports only; {file!r} holds the reports "
-            "of a count mean sketch (its estimate takes --candidates and --level)."
-        )
 
 
 def _check_json_rows(as_json: bool, rows: int | None, k: int) -> None:

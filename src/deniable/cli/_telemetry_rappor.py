@@ -22,6 +22,7 @@ import typer
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
+from deniable.cli._telemetry_strings import device_strings, read_lines, string_batches
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table, normal_quantile
 
@@ -33,7 +34,6 @@ __all__ = [
     "decode_rappor",
     "not_rappor",
     "rappor_candidates",
-    "read_lines",
     "simulate_rappor",
 ]
 
@@ -134,8 +134,6 @@ RAPPOR_DEFAULTS: dict[str, Any] = {"m": 128, "h": 2, "cohorts": 64, "f": 0.5, "p
 _BATCH = 1 << 16
 #: The most cells of the decoder's design matrix, ``cohorts m K`` (float64: 256 MB).
 MAX_DESIGN_CELLS = 1 << 25
-#: The largest strings file read (``--candidates``, ``--values``).
-MAX_LINES_BYTES = 1 << 30
 
 
 def check_simulate_options(
@@ -182,36 +180,6 @@ def not_rappor(
         )
 
 
-def read_lines(option: str, path: str, *, distinct: bool) -> list[str]:
-    """The strings of ``path``, one a line (the line end removed, blank lines skipped):
-    one error line for a file that cannot be read, is not UTF-8, holds none, or (with
-    ``distinct``) repeats one."""
-    with guard_io(f"read {path!r} (`{option}`)"):
-        if Path(path).stat().st_size > MAX_LINES_BYTES:
-            fail(f"`{option}` {path!r} is larger than {MAX_LINES_BYTES >> 30} GiB.")
-        raw = Path(path).read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        fail(f"`{option}` {path!r} must be UTF-8 text, got a byte that is not (at {exc.start}).")
-    numbered = [(i, line.removesuffix("\r")) for i, line in enumerate(text.split("\n"), 1)]
-    lines = [line for _, line in numbered if line != ""]
-    if not lines:
-        fail(f"`{option}` {path!r} must hold at least one string (one a line), got none.")
-    if distinct:
-        seen: dict[str, int] = {}
-        for number, line in numbered:
-            if line == "":
-                continue
-            if line in seen:
-                fail(
-                    f"`{option}` {path!r} must hold distinct strings, got {line!r} on lines "
-                    f"{seen[line]} and {number}."
-                )
-            seen[line] = number
-    return lines
-
-
 def _epsilons(rappor: Any) -> dict[str, float]:
     # the PRR's epsilon bounds any number of reports of one value; epsilon_1: one report
     return {"epsilon": float(rappor.permanent_epsilon), "epsilon_1": float(rappor.epsilon)}
@@ -242,7 +210,6 @@ def simulate_rappor(
 
     from deniable.mechanisms import InMemoryMemoStore
     from deniable.oracles import Rappor, RapporClient, write_report_batches
-    from deniable.simulation import DevicePopulation
 
     max_devices, max_bytes = limits
     if target.format != "reports":
@@ -254,26 +221,7 @@ def simulate_rappor(
                 "pip install 'deniable[dask]'."
             )
     rappor = Rappor(**{**RAPPOR_DEFAULTS, **{k: x for k, x in params.items() if x is not None}})
-    if (candidates is None) == (values is None):
-        fail(
-            "`--mechanism rappor` simulates strings: give --candidates FILE (devices drawn by "
-            "Zipf's law over its lines) or --values FILE (one device's string a line), one of "
-            f"them, got {'both' if candidates else 'neither'}."
-        )
-    if values is not None:
-        strings = np.asarray(read_lines("--values", values, distinct=False))
-        if devices is not None and devices != strings.size:
-            fail(
-                f"`--devices` must be the number of strings of --values ({strings.size}) or "
-                f"left out, got {devices}."
-            )
-        n = int(strings.size)
-    else:
-        assert candidates is not None
-        strings = np.asarray(read_lines("--candidates", candidates, distinct=True))
-        if devices is None:
-            fail("`--devices` must be given with --candidates (the number of devices drawn).")
-        n = devices
+    strings, n = device_strings(candidates, values, devices, RAPPOR, max_devices=max_devices)
     if n > max_devices:
         fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
     record = 2 + rappor.width
@@ -283,19 +231,15 @@ def simulate_rappor(
             f"report file larger than {max_bytes >> 30} GiB; simulate fewer devices."
         )
     gen = np.random.default_rng(seed)
-    population = DevicePopulation.zipf(strings.size) if values is None else None
 
     def batches() -> Any:
-        for start in range(0, n, _BATCH):
-            m = min(_BATCH, n - start)
-            if population is not None:  # Zipf's law over the candidates, in their order
-                batch_values = strings[population.draw(m, rng=gen)]
-            else:
-                batch_values = strings[start : start + m]
+        drawn = string_batches(strings, n, zipf=values is None, rng=gen, batch=_BATCH)
+        for start, batch_values in drawn:  # Zipf's law over the candidates, or --values
             # the library's client: cohort and PRR memoized per device (each device is in
             # one batch, so a store a batch), a fresh IRR
             client = RapporClient(rappor, InMemoryMemoStore())
-            yield client.report(np.arange(start, start + m), batch_values, rng=gen)
+            yield client.report(np.arange(start, start + len(batch_values)),
+                                batch_values.astype(str), rng=gen)  # fmt: skip
 
     def write(tmp: Any, progress: Any) -> Any:
         if target.format == "reports":

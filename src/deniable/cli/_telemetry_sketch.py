@@ -21,7 +21,12 @@ import typer
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
-from deniable.cli._telemetry_rappor import read_lines
+from deniable.cli._telemetry_strings import (
+    check_lengths,
+    device_strings,
+    read_lines,
+    string_batches,
+)
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table
 
@@ -32,6 +37,7 @@ __all__ = [
     "SketchColumnsOpt",
     "SketchRowsOpt",
     "aggregate_sketch",
+    "not_rappor_decoder",
     "not_sketch",
     "show_sketch",
     "simulate_sketch",
@@ -89,39 +95,6 @@ def _epsilon_note(sketch: Any) -> str:
     )
 
 
-def _device_strings(
-    candidates: str | None, values: str | None, devices: int | None, mechanism: str
-) -> tuple[list[str], int]:
-    """The strings devices are drawn from (or hold, one a device) and the device count."""
-    if (candidates is None) == (values is None):
-        fail(
-            f"`--mechanism {mechanism}` simulates strings: give --candidates FILE (devices "
-            "drawn by Zipf's law over its lines) or --values FILE (one device's string a "
-            f"line), one of them, got {'both' if candidates else 'neither'}."
-        )
-    if values is not None:
-        strings = read_lines("--values", values, distinct=False)
-        if devices is not None and devices != len(strings):
-            fail(
-                f"`--devices` must be the number of strings of --values ({len(strings)}) or "
-                f"left out, got {devices}."
-            )
-        return strings, len(strings)
-    assert candidates is not None
-    if devices is None:
-        fail("`--devices` must be given with --candidates (the number of devices drawn).")
-    return read_lines("--candidates", candidates, distinct=True), devices
-
-
-def _check_lengths(option: str, strings: list[str], max_bytes: int) -> None:
-    for i, s in enumerate(strings, 1):
-        if len(s.encode("utf-8")) > max_bytes:
-            fail(
-                f"`{option}`: string {i} ({s[:32]!r}...) must be at most max_bytes = "
-                f"{max_bytes} bytes in UTF-8, got {len(s.encode('utf-8'))}."
-            )
-
-
 def simulate_sketch(
     target: Any,
     *,
@@ -144,7 +117,6 @@ def simulate_sketch(
     import numpy as np
 
     from deniable.oracles import CMS, HCMS, write_report_batches
-    from deniable.simulation import DevicePopulation
 
     max_devices, max_bytes = limits
     given = [f"`--{name}`" for name, x in others.items() if x is not None]
@@ -169,8 +141,8 @@ def simulate_sketch(
     m = shape["m"] if shape["m"] is not None else SKETCH_DEFAULTS["m"]
     cls = CMS if mechanism == "cms" else HCMS
     sketch: Any = cls(k=k, m=m, epsilon=epsilon, salt=salt)  # a bad parameter: one error line
-    strings, n = _device_strings(candidates, values, devices, mechanism)
-    _check_lengths("--values" if values else "--candidates", strings, sketch.max_bytes)
+    strings, n = device_strings(candidates, values, devices, mechanism, max_devices=max_devices)
+    check_lengths("--values" if values else "--candidates", strings, sketch.max_bytes)
     if n > max_devices:
         fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
     record = 2 + sketch.width if mechanism == "cms" else 8
@@ -179,16 +151,10 @@ def simulate_sketch(
             f"`--devices` {n} reports of {record} bytes ({mechanism}, m = {m}) would make a "
             f"report file larger than {max_bytes >> 30} GiB; simulate fewer devices."
         )
-    pool = np.asarray(strings, dtype=object)
-    population = DevicePopulation.zipf(len(strings)) if values is None else None
 
-    def batches() -> Any:
-        for start in range(0, n, _BATCH):
-            size = min(_BATCH, n - start)
-            if population is not None:  # Zipf's law over the candidates, in their order
-                batch_values = pool[population.draw(size, rng=gen)]
-            else:
-                batch_values = pool[start : start + size]
+    def batches() -> Any:  # Zipf's law over the candidates, in their order, or --values
+        for _, batch_values in string_batches(strings, n, zipf=values is None, rng=gen,
+                                              batch=_BATCH):  # fmt: skip
             yield sketch.randomize(batch_values.tolist(), rng=gen)
 
     def write(tmp: Any, progress: Any) -> Any:
@@ -257,7 +223,7 @@ def sketch_candidates(sketch: Any, candidates: str | None, file: str) -> list[st
             "not strings."
         )
     cand = read_lines("--candidates", candidates, distinct=True)
-    _check_lengths("--candidates", cand, sketch.max_bytes)
+    check_lengths("--candidates", cand, sketch.max_bytes)
     return cand
 
 
@@ -282,3 +248,15 @@ def show_sketch(
         _epsilon_note(sketch),
     )
     print_table(Table(table.columns, table.rows[:shown], title=table.title, notes=notes))
+
+
+def not_rappor_decoder(file: str, method: str, penalty: float | None, alpha: float) -> None:
+    """Refuse RAPPOR's decoder options for a sketch's reports (which take --candidates)."""
+    given = ["`--penalty`"] if penalty is not None else []
+    given += ["`--method`"] if method != "nnls" else []
+    given += ["`--alpha`"] if alpha != 0.05 else []
+    if given:
+        fail(
+            f"{', '.join(given)} apply to RAPPOR's reports only; {file!r} holds the reports "
+            "of a count mean sketch (its estimate takes --candidates and --level)."
+        )

@@ -15,6 +15,8 @@ the same reports (integer addition is exact and associative), so the estimate is
 :func:`write_report_table`  reports of an oracle, given in batches, to a Parquet or CSV
                           table (atomically; Parquet carries the oracle's key)
 :func:`report_columns`    the column names of an oracle's reports
+:func:`aggregate_heavy_hitters`  PEM's or TreeHist's heavy hitters from report tables,
+                          each round a map-reduce on the cluster (equal to in-process)
 :func:`table_mechanism`   the oracle whose key a Parquet report table carries
 :func:`require_dask`      the ``dask`` extra imported, or an ``ImportError`` naming it
 :func:`encode_batch`      a device's reports as a binary batch (``deniable.batch/1``);
@@ -48,6 +50,7 @@ from deniable.distributed._batch import (
     encode_batch,
     encode_json_batch,
 )
+from deniable.distributed._heavy import aggregate_heavy_hitters
 from deniable.distributed._sources import require_dask, resolve_mechanism, table_mechanism
 from deniable.distributed._stream_read import (
     CLEAN_AFTER,
@@ -87,6 +90,7 @@ __all__ = [
     "TABLE_FORMATS",
     "StoredBatch",
     "aggregate",
+    "aggregate_heavy_hitters",
     "aggregate_stream",
     "append_batch",
     "append_batches",

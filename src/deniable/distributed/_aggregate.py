@@ -356,6 +356,11 @@ def aggregate(
     workers = v.integer("local_workers", local_workers, minimum=1, maximum=256)
     require_dask()
     oracle = _table_oracle(source, format) if mechanism is None else resolve_mechanism(mechanism)
+    if not hasattr(oracle, "tally"):  # PEM, TreeHist: rounds, not one tally
+        raise ParameterTypeError(
+            f"`mechanism` {oracle.key} has no tally (its rounds need every report): aggregate "
+            "its tables with aggregate_heavy_hitters."
+        )
     if scheduler is not None and not isinstance(scheduler, str):
         from distributed import Client
 

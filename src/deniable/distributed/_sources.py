@@ -35,15 +35,20 @@ def require_dask() -> None:
 
 
 def resolve_mechanism(mechanism: Any) -> Any:
-    """The oracle ``mechanism`` names: an oracle itself (or RAPPOR, or a count mean sketch),
-    its key (``olh{...}``, ``rappor{...}``, ``cms{...}``, as a report file or a Parquet table
-    carries it) or its spec (a mapping or JSON text, schema ``deniable.oracle/1``, RAPPOR's
+    """The oracle ``mechanism`` names: an oracle itself (or RAPPOR, a count mean sketch, a
+    heavy-hitter protocol), its key (``olh{...}``, ``rappor{...}``, ``cms{...}``,
+    ``pem{...}``, as a report file or a Parquet table carries it) or its spec (a mapping or
+    JSON text, schema ``deniable.oracle/1``, RAPPOR's
     ``deniable.rappor-spec/1`` or the sketches' ``deniable.cms-spec/1``)."""
     from deniable.oracles import (
         CMS_SPEC_SCHEMA,
+        PEM,
         RAPPOR_SPEC_SCHEMA,
         Rappor,
+        TreeHist,
         cms_from_spec,
+        heavy_from_key,
+        is_heavy_key,
         oracle_from_key,
         oracle_from_spec,
         rappor_from_spec,
@@ -67,8 +72,10 @@ def resolve_mechanism(mechanism: Any) -> Any:
         key = mechanism.strip()
         if key.partition("{")[0] in ("cms", "hcms"):  # strings through a keyed hash
             return sketch_from_key(key)
+        if is_heavy_key(key):  # heavy hitters: estimated round by round (_heavy)
+            return heavy_from_key(key)
         return oracle_from_key(key)
-    if isinstance(mechanism, Rappor) or (
+    if isinstance(mechanism, Rappor | PEM | TreeHist) or (
         hasattr(mechanism, "randomize") and hasattr(mechanism, "tally")
     ):
         record(mechanism)

@@ -13,7 +13,11 @@ bytes, ``report_0 .. report_{m/8-1}`` (``uint8``, bit ``i`` at bit ``i % 8`` of
 ``report_{i // 8}``), as its report file packs them (``deniable.oracles._rappor_files``).
 A CMS report (:class:`~deniable.oracles.SketchReports`) is likewise a ``row`` column
 (``uint16``: at most 65,536 rows) then its ``m`` bits packed into ``ceil(m / 8)`` bytes; an
-HCMS report one ``int64`` column ``report`` (``deniable.oracles._sketch_files``).
+HCMS report one ``int64`` column ``report`` (``deniable.oracles._sketch_files``).  A
+heavy-hitter report (:class:`~deniable.oracles.PEM`, :class:`~deniable.oracles.TreeHist`)
+is a ``group`` column (``uint16``: the device's group, which round reads it) then its
+``l W + 1`` words ``report_0 .. report_{l W}`` (``uint64``: the rows of its hash, then its
+bucket; ``deniable.oracles._heavy_files``).
 """
 
 from __future__ import annotations
@@ -89,6 +93,19 @@ def _cms(oracle: Any) -> Any:
     return oracle if isinstance(oracle, CMS) else None
 
 
+#: The column of a heavy-hitter report's group (its type: that of RAPPOR's cohort).
+GROUP_COLUMN = "group"
+
+
+def _heavy(oracle: Any) -> Any:
+    """The heavy-hitter protocol of ``oracle`` (itself, or the protocol a round of its
+    estimate counts for: ``distributed._heavy``), else None."""
+    from deniable.oracles import PEM, TreeHist
+
+    inner = getattr(oracle, "protocol", oracle)
+    return inner if isinstance(inner, PEM | TreeHist) else None
+
+
 def record(oracle: Any) -> tuple[np.dtype[Any], int]:
     """The dtype of one report item (native order) and the items per report of ``oracle``
     (RAPPOR: its ``2 + m / 8`` bytes, the cohort's two then the bits'; CMS: ``2 + ceil(m /
@@ -98,6 +115,9 @@ def record(oracle: Any) -> tuple[np.dtype[Any], int]:
         return np.dtype(np.uint8), _COHORT.itemsize + int(rappor.width)
     if _cms(oracle) is not None:
         return np.dtype(np.uint8), _COHORT.itemsize + int(oracle.width)
+    heavy = _heavy(oracle)
+    if heavy is not None:  # the group, then the report's words
+        return np.dtype(np.uint64), 1 + heavy.oracle(heavy.levels[0]).report_width
     if _sketch(oracle) is not None:  # HCMS: strings in, so no report of the value 0
         return np.dtype(np.int64), 1
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
@@ -114,7 +134,7 @@ def two_dimensional(oracle: Any) -> bool:
     """Whether ``oracle``'s reports are rows of a 2-D array (a unary oracle's packed bits
     are, even when one byte holds them: k <= 8), so a one-column table is read back as
     ``(m, 1)``, not ``(m,)``."""
-    if _rappor(oracle) is not None or _cms(oracle) is not None:
+    if _rappor(oracle) is not None or _cms(oracle) is not None or _heavy(oracle) is not None:
         return True
     if _sketch(oracle) is not None:
         return False
@@ -140,6 +160,8 @@ def report_columns(oracle: Any) -> tuple[str, ...]:
     if _cms(oracle) is not None:
         return (ROW_COLUMN, *(f"report_{i}" for i in range(int(oracle.width))))
     _, width = record(oracle)
+    if _heavy(oracle) is not None:
+        return (GROUP_COLUMN, *(f"report_{i}" for i in range(width - 1)))
     return ("report",) if width == 1 else tuple(f"report_{i}" for i in range(width))
 
 
@@ -149,6 +171,8 @@ def column_dtypes(oracle: Any) -> tuple[np.dtype[Any], ...]:
     dtype, width = record(oracle)
     if _rappor(oracle) is not None or _cms(oracle) is not None:
         return (_COHORT, *([dtype] * (width - _COHORT.itemsize)))
+    if _heavy(oracle) is not None:
+        return (_COHORT, *([dtype] * (width - 1)))
     return (dtype,) * width
 
 
@@ -165,6 +189,12 @@ def to_columns(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
         srep = cms._reports(reports)  # checks the rows and the bits' shape, type and padding
         bits = np.asarray(srep.bits)
         return [srep.rows.astype(_COHORT), *(bits[:, i] for i in range(bits.shape[1]))]
+    heavy = _heavy(oracle)
+    if heavy is not None:  # each group's reports checked by its oracle
+        from deniable.oracles import heavy_records
+
+        rec = heavy_records(heavy, reports)
+        return [rec[:, 0].astype(_COHORT), *(rec[:, i] for i in range(1, rec.shape[1]))]
     arr = np.asarray(reports)
     check = getattr(oracle, "check_reports", None) or oracle.tally
     check(arr)  # shape, dtype and range, naming `reports`
@@ -202,6 +232,18 @@ def from_columns(oracle: Any, columns: Sequence[npt.NDArray[Any]]) -> Any:
             packed[:, i] = col
         return cms._reports(SketchReports(rows, packed))  # rows past k, padding bits refused
     dtype, width = record(oracle)
+    heavy = _heavy(oracle)
+    if heavy is not None:  # the records: each group's reports are checked by its round
+        rec = np.empty((np.asarray(columns[0]).size, width), dtype=np.uint64)
+        for i, col in enumerate(columns):
+            rec[:, i] = col
+        groups = len(heavy.levels)
+        if rec.shape[0] and int(rec[:, 0].max()) >= groups:
+            raise DataError(
+                f"column {GROUP_COLUMN!r} must hold groups 0..{groups - 1} ({groups} prefix "
+                f"lengths), got {int(rec[:, 0].max())}."
+            )
+        return rec
     out = np.empty((np.asarray(columns[0]).size, width), dtype=dtype)
     for i, col in enumerate(columns):
         out[:, i] = col

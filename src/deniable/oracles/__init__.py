@@ -56,7 +56,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           numbers by EM with smoothing (:class:`SquareWaveEstimate`: the
                           mean, quantiles, bootstrap intervals)
 :class:`PEM`, :class:`TreeHist`  heavy hitters over an unknown domain of strings (prefix
-                          extension, binary prefix tree): :class:`HeavyHitters`
+                          extension, binary prefix tree): :class:`HeavyHitters`;
+                          :func:`heavy_from_key` the protocol of a report file's key,
+                          :func:`read_heavy_file` its reports
 :class:`SFP`                Sequence Fragment Puzzle (Apple 2017): frequent strings from a
                           fragment sketch with puzzle pieces and a whole-string sketch
                           (:class:`SFPResult`)
@@ -98,6 +100,14 @@ from deniable.oracles._haar import HaarEstimate, HaarHRR
 from deniable.oracles._hadamard import HadamardResponse, walsh_hadamard
 from deniable.oracles._hashing import BLH, OLH, LocalHashing, collision_probability
 from deniable.oracles._hcms import HCMS
+from deniable.oracles._heavy_files import (
+    heavy_from_key,
+    heavy_from_records,
+    heavy_key,
+    heavy_records,
+    is_heavy_key,
+    read_heavy_file,
+)
 from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
 from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters
 from deniable.oracles._hierarchical import (
@@ -251,6 +261,11 @@ __all__ = [
     "collision_probability",
     "dump_oracle_vectors",
     "exact_variance",
+    "heavy_from_key",
+    "heavy_from_records",
+    "heavy_key",
+    "heavy_records",
+    "is_heavy_key",
     "make_oracle",
     "maximum_likelihood",
     "oracle_from_key",
@@ -262,6 +277,7 @@ __all__ = [
     "rappor_from_key",
     "rappor_from_spec",
     "rappor_spec",
+    "read_heavy_file",
     "read_report_key",
     "read_report_metadata",
     "report_epsilon",

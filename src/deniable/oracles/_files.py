@@ -50,16 +50,26 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import atomic_write, load_json
+from deniable.common import atomic_write
 from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
+from deniable.oracles._file_header import (
+    _VERSION,
+    _VERSION_BLOCK,
+    BATCH_BYTES,
+    REPORTS_MAGIC,
+    _header,
+    check_file,
+    read_batches,
+)
+from deniable.oracles._heavy_files import heavy_record, heavy_records
+from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
 from deniable.oracles._rappor import Rappor, RapporReports
 from deniable.oracles._rappor_files import (
     COHORT_BYTES,
-    check_rappor_metadata,
     rappor_file_metadata,
     rappor_from_records,
     rappor_records,
@@ -77,18 +87,7 @@ __all__ = [
     "write_reports",
 ]
 
-REPORTS_MAGIC = b"DNRP"
-_VERSION = 1
-#: The version of a file whose header carries a JSON block (RAPPOR's).
-_VERSION_BLOCK = 2
-#: The longest JSON block a header may carry.
-_MAX_BLOCK = 1 << 16
-#: Reports read at once by default.
 DEFAULT_BATCH = 1 << 20
-#: The most bytes of reports read at once, whatever ``batch`` says (a report of OUE at
-#: k = 2**16 is 8 KB: 2**20 of them would be 8 GB).
-BATCH_BYTES = 1 << 27
-
 Progress = Callable[[int, int], object]
 
 
@@ -100,6 +99,8 @@ def _record(oracle: Any) -> tuple[np.dtype[Any], int, bool]:
         return np.dtype("|u1"), COHORT_BYTES + oracle.width, True
     if isinstance(oracle, CountMeanSketch):  # strings in: no report of the value 0 to look at
         return sketch_record(oracle)
+    if isinstance(oracle, PEM | TreeHist):  # the group, then the report (_heavy_files)
+        return heavy_record(oracle)
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`oracle` must be a frequency oracle (randomize and tally), got "
@@ -126,8 +127,9 @@ def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayL
     The reports are checked first (as the oracle's ``tally`` checks them), so a file is
     never written with reports its oracle would refuse.
     """
-    if isinstance(reports, RapporReports | SketchReports):
-        return write_report_batches(path, oracle, len(reports), [reports])
+    if isinstance(reports, RapporReports | SketchReports | HeavyHitterReports):
+        n = reports.n if isinstance(reports, HeavyHitterReports) else len(reports)
+        return write_report_batches(path, oracle, n, [reports])
     arr = np.asarray(reports)
     n = int(arr.shape[0]) if arr.ndim else 0
     return write_report_batches(path, oracle, n, [arr])
@@ -148,6 +150,7 @@ def write_report_batches(
     ``progress(done, n)`` is called after each batch."""
     total = v.integer("n", n, minimum=0)
     dtype, width, _ = _record(oracle)
+    heavy = oracle if isinstance(oracle, PEM | TreeHist) else None
     key = str(oracle.key).encode("utf-8")
     dt = dtype.str.encode("ascii")
     rappor = oracle if isinstance(oracle, Rappor) else None
@@ -169,10 +172,13 @@ def write_report_batches(
         with open(tmp, "wb") as fh:
             fh.write(head)
             for reports in batches:
+                arr: npt.NDArray[Any]
                 if rappor is not None:  # checked as its tally checks them, then as rows
                     arr = rappor_records(rappor, reports)
                 elif isinstance(oracle, CountMeanSketch):  # likewise
                     arr = sketch_records(oracle, reports)
+                elif heavy is not None:  # each group's reports checked by its oracle
+                    arr = heavy_records(heavy, reports)
                 else:
                     arr = np.asarray(reports)
                     _check(oracle, arr)  # shape, dtype and range, naming `reports`
@@ -204,43 +210,6 @@ def read_report_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return _header(fh, name)[5]
 
 
-def _header(fh: Any, path: str) -> tuple[str, str, int, int, int, dict[str, Any] | None]:
-    """``(key, dtype, width, n, header bytes, JSON block or None)`` of an open report
-    file."""
-
-    def read(size: int, what: str) -> bytes:
-        data = fh.read(size)
-        if len(data) != size:
-            raise DataError(f"report file {path!r} ends inside its header ({what}).")
-        return bytes(data)
-
-    if read(4, "magic") != REPORTS_MAGIC:
-        raise DataError(f"{path!r} is not a report file (it does not start with DNRP).")
-    (version,) = struct.unpack("<H", read(2, "version"))
-    if version not in (_VERSION, _VERSION_BLOCK):
-        raise DataError(f"report file {path!r} has version {version}; this reads versions 1 and 2.")
-    (klen,) = struct.unpack("<I", read(4, "key length"))
-    if klen > 1 << 20:
-        raise DataError(f"report file {path!r}: key length {klen} is not plausible.")
-    key = read(klen, "key").decode("utf-8", errors="replace")
-    meta: dict[str, Any] | None = None
-    if version == _VERSION_BLOCK:
-        (jlen,) = struct.unpack("<I", read(4, "block length"))
-        if jlen > _MAX_BLOCK:
-            raise DataError(f"report file {path!r}: block length {jlen} is not plausible.")
-        text = read(jlen, "block").decode("utf-8", errors="replace")
-        loaded = load_json(text, source=f"report file {path!r}: the header's block")
-        if not isinstance(loaded, dict):
-            raise DataError(f"report file {path!r}: the header's block is not a JSON object.")
-        meta = loaded
-    (dlen,) = struct.unpack("<I", read(4, "dtype length"))
-    if dlen > 16:
-        raise DataError(f"report file {path!r}: dtype length {dlen} is not plausible.")
-    dt = read(dlen, "dtype").decode("ascii", errors="replace")
-    width, n = struct.unpack("<IQ", read(12, "report count"))
-    return key, dt, width, n, fh.tell(), meta
-
-
 def tally_file(
     oracle: Any,
     path: str | os.PathLike[str],
@@ -255,54 +224,27 @@ def tally_file(
     before counting anything."""
     size = v.integer("batch", batch, minimum=1)
     name = os.fspath(path)
+    if isinstance(oracle, PEM | TreeHist):
+        raise ParameterTypeError(
+            f"`oracle` {type(oracle).__name__} has no tally (its rounds need every report): "
+            "read its file with read_heavy_file."
+        )
     dtype, width, rows = _record(oracle)
     with open(name, "rb") as fh:
-        key, file_dtype, file_width, n, start, meta = _header(fh, name)
-        if key != oracle.key:
-            raise DataError(
-                f"report file {name!r} holds reports of {key}, not of this oracle {oracle.key}."
-            )
         rappor = oracle if isinstance(oracle, Rappor) else None
-        if rappor is not None:  # the header's parameters must be the key's
-            check_rappor_metadata(rappor, meta, name)
-        elif meta is not None:
-            raise DataError(
-                f"report file {name!r}: a header block is written for RAPPOR only, and "
-                f"{key} is not RAPPOR."
-            )
-        if file_dtype != dtype.str or file_width != width:
-            raise DataError(
-                f"report file {name!r}: records of {file_width} x {file_dtype}, the oracle "
-                f"writes {width} x {dtype.str}."
-            )
-        record = width * dtype.itemsize
-        expected = start + n * record
-        actual = os.fstat(fh.fileno()).st_size
-        if actual != expected:
-            whole, extra = divmod(max(actual - start, 0), record)
-            raise DataError(
-                f"report file {name!r} is {actual} bytes; its header promises {n} reports "
-                f"of {record} bytes ({expected} bytes in all): it holds {whole} whole reports"
-                + (f" and {extra} bytes of a partial one" if extra else "")
-                + (" (truncated)." if actual < expected else " (bytes after the last report).")
-            )
+        n = check_file(fh, name, oracle.key, dtype, width, rappor=rappor)
+        size = min(size, max(1, BATCH_BYTES // (width * dtype.itemsize)))  # 128 MB at most
         total: Tally | None = None
-        done = 0
-        size = min(size, max(1, BATCH_BYTES // record))  # at most 128 MB of reports at once
-        while done < n:
-            m = min(size, n - done)
-            chunk = np.fromfile(fh, dtype=dtype, count=m * width)
-            if chunk.size != m * width:  # pragma: no cover - the file shrank while read
-                raise DataError(f"report file {name!r} ended early while it was read.")
-            reports = chunk.reshape(m, width) if rows else chunk
+        for done, chunk in read_batches(fh, name, n, dtype, width, size):
+            reports = chunk if rows else chunk.reshape(-1)
+            first = done - reports.shape[0]
             if rappor is not None:
-                part = rappor.tally(_rappor_rows(rappor, reports, name, done))
+                part = rappor.tally(_rappor_rows(rappor, reports, name, first))
             elif isinstance(oracle, CMS):
-                part = oracle.tally(_cms_rows(oracle, reports, name, done))
+                part = oracle.tally(_cms_rows(oracle, reports, name, first))
             else:
                 part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
             total = part if total is None else total + part
-            done += m
             if progress is not None:
                 progress(done, n)
     if total is None:

@@ -46,6 +46,7 @@ locally private heavy hitters" (NeurIPS; TreeHist); Wang, Blocki, Li & Jha 2017 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, ClassVar
@@ -53,6 +54,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from deniable.common import validation as v
+from deniable.designs import mechanism_key
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters, wald_se
@@ -69,6 +71,10 @@ from deniable.oracles._strings import (
 from deniable.randomness import random_words, resolve_rng
 
 __all__ = ["PEM", "HeavyHitterReports", "TreeHist"]
+
+IntArray = np.ndarray[Any, np.dtype[np.int64]]
+#: ``count(j, prefixes, step) -> (support counts of round j, reports of each group)``.
+RoundCounter = Callable[[int, WordArray, int], tuple[IntArray, IntArray]]
 
 #: Longest string bound in bytes (512 bits).
 MAX_BYTES = 64
@@ -104,6 +110,7 @@ class _PrefixProtocol:
     """What PEM and TreeHist share: the oracle, the groups, the rounds."""
 
     method: ClassVar[str]
+    name: ClassVar[str]
     epsilon: float
     max_bytes: int
     top_k: int
@@ -122,6 +129,16 @@ class _PrefixProtocol:
                 raise ParameterError(f"`alpha` must be in (0, 1) or None, got {self.alpha!r}.")
             object.__setattr__(self, "alpha", a)
         self.base  # noqa: B018 - validates `g` against `epsilon`
+
+    @property
+    def key(self) -> str:
+        """The identity of the reports: the protocol and every parameter a report depends on,
+        not ``alpha`` or ``top_k`` (the server's; ``oracles._heavy_files``)."""
+        params = {"epsilon": self.epsilon, "g": self.base.g, "max_bytes": self.max_bytes}
+        for name in ("start_bits", "step_bits"):  # PEM's levels
+            if hasattr(self, name):
+                params[name] = getattr(self, name)
+        return mechanism_key(self.name, params)
 
     @property
     def levels(self) -> tuple[int, ...]:
@@ -186,12 +203,38 @@ class _PrefixProtocol:
     def estimate(self, reports: HeavyHitterReports, *, level: float = 0.95) -> HeavyHitters:
         """Round by round (module docstring): the strings found, their frequencies, SEs and
         intervals at ``level``, and each round's threshold."""
-        lv = v.level(level)
         if not isinstance(reports, HeavyHitterReports) or reports.levels != self.levels:
             raise DataError(
                 f"`reports` must be the HeavyHitterReports of this protocol (levels "
                 f"{self.levels}), got {_describe(reports)}."
             )
+        pairs = zip(self.levels, reports.reports, strict=True)
+        arrs = [self.oracle(b).check_reports(r) for b, r in pairs]
+        groups = np.array([a.shape[0] for a in arrs], dtype=np.int64)
+
+        def count(j: int, prefixes: WordArray, step: int) -> tuple[IntArray, IntArray]:
+            return self.round_counts(j, arrs[j], prefixes, step), groups
+
+        return self.estimate_counts(count, level=level)
+
+    def round_counts(self, j: int, reports: WordArray, prefixes: WordArray, step: int) -> IntArray:
+        """The support counts of round ``j`` among ``reports`` of group ``j`` (checked):
+        of each candidate of ``prefixes`` when ``step`` is 0 (round 0), else of each
+        ``prefixes`` row followed by every ``step``-bit pattern (``extend_prefixes``'
+        order).  Counts add over any split of the group's reports (a partition a worker)."""
+        oracle = self.oracle(self.levels[j])
+        if step == 0:
+            return oracle.support_counts(reports, prefixes)
+        return oracle.extension_counts(reports, prefixes, step)
+
+    def estimate_counts(self, count: RoundCounter, *, level: float = 0.95) -> HeavyHitters:
+        """:meth:`estimate` from a counter of each round instead of the reports in memory:
+        ``count(j, prefixes, step)`` returns the :meth:`round_counts` of round ``j`` summed
+        over every report of group ``j`` and the number of reports of each group (a Dask
+        map-reduce over report tables, ``deniable.distributed``).  Round 0 gets every
+        ``start`` bit prefix with ``step = 0``; round ``j`` the prefixes kept in round ``j
+        - 1`` and ``step = levels[j] - levels[j - 1]``."""
+        lv = v.level(level)
         base = self.base
         p, q, g = base.p, base.q, base.g
         first = self.levels[0]
@@ -201,27 +244,24 @@ class _PrefixProtocol:
         kept = np.zeros(0, dtype=np.int64)
         est = np.zeros(0)
         counts = np.zeros(0, dtype=np.int64)
-        n_j = 0
+        n_j, n = 0, 0
         for j, bits in enumerate(self.levels):
-            oracle = self.oracle(bits)
-            arr = oracle.check_reports(reports.reports[j])
-            n_j = int(arr.shape[0])
+            step = bits - self.levels[j - 1] if j else 0
+            prefixes = cands[kept] if j else cands
+            counts, groups = count(j, prefixes, step)
+            counts = np.asarray(counts, dtype=np.int64)
+            n, n_j = int(np.sum(groups)), int(groups[j])
             if n_j == 0:
                 raise DataError(f"`reports` must have a report in every group, got none in {j}.")
             if j:
-                step = bits - self.levels[j - 1]
-                survivors = cands[kept]
-                cands = extend_prefixes(survivors, self.levels[j - 1], step)
-                counts = oracle.extension_counts(arr, survivors, step)
-            else:
-                counts = oracle.support_counts(arr, cands)
+                cands = extend_prefixes(prefixes, self.levels[j - 1], step)
             est = (counts / n_j - q) / (p - q)
             kept, threshold, rule = self._select(counts, est, n_j, g)
-            prefixes = tuple(
+            kept_prefixes = tuple(
                 row.tobytes() for row in bytes_of(cands[kept], -(-bits // 8))
             )  # a few kept candidates, not the devices
             rounds.append(HeavyHitterRound(bits, n_j, int(cands.shape[0]), int(kept.size),
-                                           threshold, rule, prefixes))  # fmt: skip
+                                           threshold, rule, kept_prefixes))  # fmt: skip
             if kept.size == 0:
                 break
         done = len(rounds) == len(self.levels) and kept.size > 0
@@ -233,7 +273,7 @@ class _PrefixProtocol:
             se=tuple(wald_se(int(c), n_j, p, q) for c in counts[final]),
             rounds=tuple(rounds),
             epsilon=self.epsilon_per_device,
-            n=reports.n,
+            n=n,
             alpha=self.alpha,
             level=lv,
         )
@@ -309,6 +349,7 @@ class PEM(_PrefixProtocol):
     alpha: float | None = 0.05
     g: int | None = None
     method: ClassVar[str] = "PEM"
+    name: ClassVar[str] = "pem"
 
     def __post_init__(self) -> None:
         self._check_common()
@@ -348,6 +389,7 @@ class TreeHist(_PrefixProtocol):
     alpha: float | None = 0.05
     g: int | None = None
     method: ClassVar[str] = "TreeHist"
+    name: ClassVar[str] = "treehist"
 
     def __post_init__(self) -> None:
         self._check_common()

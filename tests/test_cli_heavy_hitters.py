@@ -1,0 +1,180 @@
+"""`deniable telemetry simulate --mechanism pem|treehist` and `aggregate` of what it writes:
+strings found without a dictionary (no --candidates), with frequencies, intervals and each
+round's threshold; a report table aggregated on Dask gives the same answer as the file; bad
+input is one `error:` line with exit status 2 naming the option, and no file written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from _cli import ENV, no_constant, one_error, run
+from deniable.cli import _telemetry_strings
+from deniable.oracles import PEM, TreeHist, read_heavy_file, read_report_key
+
+PLANTED = {"hello": 0.3, "world": 0.2, "foo": 0.1}
+N = 20_000
+
+
+@pytest.fixture(scope="module")
+def runner() -> CliRunner:
+    return CliRunner(env=ENV)
+
+
+def _json(result: Any) -> dict[str, Any]:
+    assert result.exit_code == 0, result.output
+    return dict(json.loads(result.stdout, parse_constant=no_constant))
+
+
+def _values(path: Path) -> Path:
+    """N devices: the planted strings at their frequencies, the rest each a string of six
+    random letters (26**6 of them: about one device each, frequency ~1/N)."""
+    rng = np.random.default_rng(11)
+    lines = [s for s, f in PLANTED.items() for _ in range(round(f * N))]
+    letters = rng.integers(97, 123, size=(N - len(lines), 6))
+    lines += ["".join(map(chr, row)) for row in letters]
+    path.write_text("\n".join(rng.permutation(lines)) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def simulated(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, Any]]:
+    tmp = tmp_path_factory.mktemp("pem")
+    values = _values(tmp / "values.txt")
+    out = tmp / "day.dnrp"
+    info = _json(run(CliRunner(env=ENV), "telemetry", "simulate", "--mechanism", "pem",
+                     "--out", out, "--values", values, "--epsilon", 4, "--max-bytes", 6,
+                     "--seed", 5, "--json"))  # fmt: skip
+    return out, values, info
+
+
+def test_simulate_writes_the_protocol_its_options_name(
+    simulated: tuple[Path, Path, dict[str, Any]],
+) -> None:
+    out, _, info = simulated
+    pem = PEM(epsilon=4.0, max_bytes=6)  # the defaults: start 8, step 4 bits
+    assert info["mechanism"] == pem.key == read_report_key(out)
+    assert info["devices"] == N and info["strings"] == "--values"
+    assert info["levels"] == [8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48]
+    assert info["epsilon_per_device"] == 4.0 and info["implemented_epsilon"] <= 4.0
+    # a record: the group, the l = log2 g rows of W = 1 word, the bucket (8 bytes each)
+    words = 2 + (pem.base.g.bit_length() - 1)
+    head = 4 + 2 + 4 + len(pem.key.encode()) + 4 + 3 + 4 + 8
+    assert info["bytes"] == out.stat().st_size == head + N * 8 * words
+    assert read_heavy_file(pem, out).n == N
+
+
+def test_aggregate_finds_the_planted_strings_without_candidates(
+    runner: CliRunner, simulated: tuple[Path, Path, dict[str, Any]]
+) -> None:
+    """False alarms: a round keeps a prefix no device of its group holds with probability at
+    most alpha = 0.001 (the exact binomial threshold), so over the 11 rounds a string nobody
+    planted is listed with probability about 1% or less; the seeds are fixed.  Each planted
+    frequency is within 4 SE of its estimate (6e-5 each)."""
+    out, _, _ = simulated
+    data = _json(run(runner, "telemetry", "aggregate", out, "--alpha", 0.001, "--json"))
+    found = {h["string"]: h for h in data["heavy_hitters"]}
+    assert set(found) == set(PLANTED)
+    for s, f in PLANTED.items():
+        h = found[s]
+        assert abs(h["frequency"] - f) <= 4 * h["se"]
+        assert h["ci"][0] < h["frequency"] < h["ci"][1] and h["utf8"]
+    assert data["method"] == "PEM" and data["alpha"] == 0.001 and data["n"] == N
+    assert [r["bits"] for r in data["rounds"]] == [8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48]
+    for r in data["rounds"]:
+        assert r["rule"] == "binomial" and r["kept"] >= 3 and r["threshold"] > 0
+        # the threshold that decided is below every planted frequency
+        assert r["threshold"] < min(PLANTED.values())
+    # the table: the strings and the rounds with their thresholds
+    shown = run(runner, "telemetry", "aggregate", out, "--alpha", 0.001)
+    assert shown.exit_code == 0, shown.output
+    assert "hello" in shown.stdout and "threshold" in shown.stdout and "rounds" in shown.stdout
+
+
+def test_top_k_caps_each_round(
+    runner: CliRunner, simulated: tuple[Path, Path, dict[str, Any]]
+) -> None:
+    out, _, _ = simulated
+    data = _json(run(runner, "telemetry", "aggregate", out, "--top-k", 1, "--json"))
+    assert [h["string"] for h in data["heavy_hitters"]] == ["hello"]
+    # round 0: three prefixes clear the threshold, the cap keeps one; then only the
+    # extensions of "hello"'s prefix are candidates, and one clears it
+    assert data["rounds"][0]["rule"] == "top-k" and all(r["kept"] == 1 for r in data["rounds"])
+
+
+def test_a_table_on_dask_gives_the_files_answer(runner: CliRunner, tmp_path: Path) -> None:
+    """TreeHist over --candidates: the same seed writes the same reports to a file and a
+    Parquet table; the table aggregated in process (--local-workers 0) equals the file."""
+    cand = tmp_path / "c.txt"
+    cand.write_text("a\nb\nc\nd\ne\n", encoding="utf-8")
+    common = ["--mechanism", "treehist", "--candidates", cand, "--devices", 6000,
+              "--epsilon", 3, "--max-bytes", 1, "--seed", 9]  # fmt: skip
+    for out in ("r.dnrp", "r.parquet"):
+        _json(run(runner, "telemetry", "simulate", "--out", tmp_path / out, *common, "--json"))
+    a = _json(run(runner, "telemetry", "aggregate", tmp_path / "r.dnrp", "--json"))
+    b = _json(run(runner, "telemetry", "aggregate", tmp_path / "r.parquet", "--local-workers",
+                  0, "--json"))  # fmt: skip
+    assert {k: v for k, v in a.items() if k != "file"} == {
+        k: v for k, v in b.items() if k != "file"
+    }
+    assert a["mechanism"] == TreeHist(epsilon=3.0, max_bytes=1).key
+    # Zipf over 5: 1/(j+1) / H_5, "a" at 0.438, "b" at 0.219
+    assert {"a", "b"} <= {h["string"] for h in a["heavy_hitters"]}
+
+
+def _bad(tmp: Path, name: str, data: bytes) -> Path:
+    path = tmp / name
+    path.write_bytes(data)
+    return path
+
+
+def test_bad_input_is_one_error_line_naming_the_option(
+    runner: CliRunner, tmp_path: Path, simulated: tuple[Path, Path, dict[str, Any]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    out = tmp_path / "x.dnrp"
+    good = _bad(tmp_path, "good.txt", b"abc\nde\n")
+
+    def simulate(*args: Any) -> Any:
+        return run(runner, "telemetry", "simulate", "--out", out, "--epsilon", 2,
+                   "--mechanism", *args)  # fmt: skip
+
+    one_error(simulate("pem", "--values", _bad(tmp_path, "e.txt", b"\n\n\r\n")),
+              "`--values`", "at least one string")  # fmt: skip
+    one_error(simulate("pem", "--max-bytes", 2, "--values", good), "`--values`", "string 1",
+              "max_bytes = 2")  # fmt: skip
+    one_error(simulate("pem", "--values", _bad(tmp_path, "u.txt", b"ab\n\xff\xfe\n")),
+              "`--values`", "UTF-8")  # fmt: skip
+    one_error(simulate("pem", "--values", _bad(tmp_path, "n.txt", b"ab\nc\x00d\n")),
+              "`--values`", "NUL")  # fmt: skip
+    one_error(simulate("treehist", "--values", good, "--start-bits", 4), "`--start-bits`")
+    one_error(simulate("pem", "--values", good, "--sketch-rows", 4), "`--sketch-rows`")
+    one_error(simulate("pem", "--values", good, "--k", 4), "`--k`")
+    one_error(simulate("olh", "--k", 4, "--devices", 9, "--max-bytes", 3), "`--max-bytes`")
+    one_error(simulate("pem", "--values", good, "--max-bytes", 65), "`--max-bytes`", "1..64")
+    one_error(simulate("pem", "--values", good, "--step-bits", 9), "`--step-bits`", "1..8")
+    one_error(simulate("pem", "--values", good, "--start-bits", 17), "`--start-bits`")
+    # --max-bytes 8 by default: prefixes of 8, 12, ..., 64 bits, 15 groups
+    one_error(simulate("pem", "--values", good), "`--devices`", "at least 15")
+    one_error(simulate("pem", "--values", good, "--candidates", good), "both")
+    monkeypatch.setattr(_telemetry_strings, "MAX_LINES_BYTES", 4)
+    one_error(simulate("pem", "--values", good), "`--values`", "at most 4 bytes")
+    monkeypatch.setattr(_telemetry_strings, "MAX_LINES", 1)
+    monkeypatch.setattr(_telemetry_strings, "MAX_LINES_BYTES", 1 << 20)
+    one_error(simulate("pem", "--values", good), "`--values`", "at most 1 strings")
+    assert not out.exists()
+    day = simulated[0]
+    one_error(run(runner, "telemetry", "aggregate", day, "--candidates", good),
+              "`--candidates`", "without a dictionary")  # fmt: skip
+    one_error(run(runner, "telemetry", "aggregate", day, "--top-k", 0), "`--top-k`")
+    one_error(run(runner, "telemetry", "aggregate", day, "--method", "lasso"), "`--method`")
+    olh = tmp_path / "olh.dnrp"
+    made = run(runner, "telemetry", "simulate", "--out", olh, "--devices", 50, "--k", 4,
+               "--epsilon", 1, "--seed", 1)  # fmt: skip
+    assert made.exit_code == 0, made.output
+    one_error(run(runner, "telemetry", "aggregate", olh, "--top-k", 3), "`--top-k`", "'olh'")
