@@ -3,6 +3,8 @@
 Each ``docs/templates/NAME.md.in`` becomes ``docs/NAME.md``: a line ``@@ deniable ...`` is
 replaced by a console block with the command and its real output (and its exit status when
 non-zero).  Run after changing a command: ``.venv/bin/python scripts/gen_cli_docs.py``.
+The examples run the ``deniable`` script of the interpreter that runs this one, on this
+checkout's ``src`` (first on ``PYTHONPATH``), so a worktree documents its own code.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import os
 import pathlib
 import shlex
 import subprocess
+import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-EXE = ROOT / ".venv/bin/deniable"
+EXE = pathlib.Path(sys.executable).parent / "deniable"
 ENV = dict(os.environ, COLUMNS="80", LINES="50", NO_COLOR="1", TERM="dumb")
+ENV["PYTHONPATH"] = os.pathsep.join(
+    p for p in [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")] if p
+)
 ENV.pop("FORCE_COLOR", None)
 REPORTS = [1, 0, 0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 1, 0, 0, 1, 0, 1, 1]
 
