@@ -9,6 +9,7 @@ import itertools
 import json
 import math
 import pickle
+from decimal import Decimal, localcontext
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,56 @@ def test_epsilons_equal_the_brute_force_worst_case(h: int, f: float, p: float, q
     assert (r.q_star, r.p_star) == pytest.approx((p1, p0), rel=1e-12)
     assert r.epsilon == pytest.approx(_brute_epsilon(8, h, p1, p0), rel=1e-12)
     assert r.epsilon <= r.permanent_epsilon
+
+
+def _implemented(prob: float, *, up: bool) -> float:
+    """``prob`` as a 53-bit threshold draws it: rounded up or down to ``2**-53``."""
+    scaled = prob * 2.0**53
+    return (math.ceil(scaled) if up else math.floor(scaled)) / 2.0**53
+
+
+@pytest.mark.parametrize(
+    ("h", "f", "p", "q"),
+    [
+        (2, 0.5, 1e-17, 2e-17),  # p and q within 2**-53: the rounding reverses the channel
+        (1, 0.25, 0.3, math.nextafter(0.3, 1)),  # both round to one threshold: epsilon 0
+        (3, 0.7, 0.1, 0.6),
+    ],
+)
+def test_epsilon_is_the_implemented_channels_even_where_rounding_crosses_p_and_q(
+    h: int, f: float, p: float, q: float
+) -> None:
+    """The IRR draws p rounded up and q rounded down to 2**-53 (the PRR f rounded up): the
+    stated epsilon is that channel's worst case (enumerated), never negative, never the
+    nominal one where they differ."""
+    r = Rappor(m=8, h=h, cohorts=1, f=f, p=p, q=q)
+    fi, pi, qi = _implemented(f, up=True), _implemented(p, up=True), _implemented(q, up=False)
+    p1 = (1 - fi / 2) * qi + fi / 2 * pi
+    p0 = fi / 2 * qi + (1 - fi / 2) * pi
+    want = _brute_epsilon(8, h, p1, p0) if p1 != p0 else 0.0
+    assert r.epsilon >= 0
+    assert r.epsilon == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+def test_a_tiny_epsilon_is_not_lost_to_cancellation() -> None:
+    """p and q two thresholds apart: epsilon about 1e-15, checked against the closed form
+    evaluated in 60-digit decimals from the exact implemented probabilities."""
+    r = Rappor(m=8, h=2, cohorts=1, f=0.5, p=0.1, q=0.1 + 2**-52)
+    with localcontext() as ctx:
+        ctx.prec = 60
+        f, p, q = (
+            Decimal(_implemented(x, up=up)) for x, up in ((r.f, True), (r.p, True), (r.q, False))
+        )
+        q1, p0 = (1 - f / 2) * q + f / 2 * p, f / 2 * q + (1 - f / 2) * p
+        want = 2 * ((q1 * (1 - p0)) / (p0 * (1 - q1))).ln()
+    assert 0 < r.epsilon < 1e-14
+    assert r.epsilon == pytest.approx(float(want), rel=1e-12)
+
+
+def test_epsilon_is_infinite_when_rounding_makes_a_report_bit_certain() -> None:
+    """f = 0, q = 2e-17 rounds to 0: a set report bit then comes only from a Bloom 0, so one
+    report can tell a Bloom bit: an infinite epsilon (the nominal formula gave ln 2 h)."""
+    assert Rappor(m=8, h=2, cohorts=1, f=0.0, p=1e-17, q=2e-17).epsilon == math.inf
 
 
 def test_epsilon_is_infinite_where_the_channel_is_deterministic() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import math
 import pickle
+import threading
 from decimal import Decimal, getcontext
 from fractions import Fraction
 
@@ -299,6 +300,30 @@ def test_means_beside_duchi_and_piecewise() -> None:
     assert abs(est.mean_value - truth) < 0.05
 
 
+def test_a_cached_bootstrap_is_one_read_only_array_across_threads() -> None:
+    """Eight threads ask one estimate for the same seeded bootstrap at once: every thread
+    gets the very array the cache keeps (a race may fit twice, never answer twice), and no
+    caller can write into what the others are given."""
+    sw = SquareWave(1.0, bins=16)
+    est = sw.estimate(sw.randomize(np.random.default_rng(4).beta(2, 5, 5_000), rng=4))
+    barrier = threading.Barrier(8)
+    got: list[np.ndarray] = []
+
+    def ask() -> None:
+        barrier.wait()
+        got.append(est.bootstrap(20, seed=7))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(g is got[0] for g in got)
+    assert got[0] is est.bootstrap(20, seed=7)
+    with pytest.raises(ValueError, match="read-only"):
+        got[0][0, 0] = 1.0
+
+
 def test_moment_mean_is_exactly_unbiased() -> None:
     """E[(u - c0) / c1 | v] = v for the implemented grid, at every value (exact sums)."""
     sw = SquareWave(0.7, b=0.3, lower=-1, upper=3)
@@ -364,7 +389,7 @@ def test_bad_parameters_raise_naming_them(kwargs: dict[str, float], name: str) -
 
 def test_bad_values_and_clipping() -> None:
     sw = SquareWave(1.0, lower=0, upper=10)
-    with pytest.raises(DataError, match=r"\[0, 10\].*clip=True.*11"):
+    with pytest.raises(DataError, match=r"\[0, 10\].*clip=True.*index 1"):
         sw.randomize([5.0, 11.0])
     with pytest.raises(DataError, match="values"):
         sw.randomize([math.nan])

@@ -51,6 +51,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
 
@@ -223,12 +224,44 @@ class Rappor(MechanismBase):
 
     @property
     def epsilon(self) -> float:
-        """Epsilon of one report: ``h ln(q* (1 - p*) / (p* (1 - q*)))`` (infinite if
-        ``p* = 0`` or ``q* = 1``)."""
-        ps, qs = self.p_star, self.q_star
-        if ps == 0 or qs == 1:
+        """Epsilon of one report: ``h |ln(q* (1 - p*) / (p* (1 - q*)))|`` at the probabilities
+        the randomizers implement (infinite where a report bit is certain given the Bloom bit).
+
+        Proof note.  Claim: no two Bloom filters of at most ``h`` set bits give one report
+        with probabilities whose ratio exceeds ``e^epsilon``, and some pair reaches it.
+        Argument: the report's bits are independent given the Bloom filter (the PRR and the
+        IRR act bit by bit), set with ``q*`` over a Bloom 1 and ``p*`` over a 0; two filters
+        differ in at most ``h`` bits each way, and a bit set in one and not the other changes
+        the log-likelihood by at most ``max(ln(q*/p*), ln((1-q*)/(1-p*)))`` one way and the
+        mirror the other, whose sum is ``|ln(q* (1 - p*) / (p* (1 - q*)))|`` (Erlingsson,
+        Pihur & Korolova 2014, Theorem 2, for ``q* > p*``; the absolute value covers the
+        reversed channel).  The probabilities are the implemented ones, exact rationals:
+        ``f`` rounded up, ``p`` up and ``q`` down to ``2**-53`` (:func:`_threshold`), so that
+        when rounding crosses ``p`` and ``q`` (within ``2**-53`` of each other) the stated
+        epsilon is the reversed channel's, infinite when ``q`` rounds to 0 with ``f = 0``,
+        never the nominal one.  Checked by enumeration in tests/test_rappor.py.
+        """
+        ps, qs = self.implemented_stars
+        if qs == ps:
+            return 0.0
+        lo, hi = (ps, qs) if ps < qs else (qs, ps)
+        if lo == 0 or hi == 1:
             return math.inf
-        return self.h * math.log(qs * (1 - ps) / (ps * (1 - qs)))
+        # ln(hi (1 - lo) / (lo (1 - hi))) = ln(1 + gap / lo) + ln(1 + gap / (1 - hi)): exact
+        # fractions then one rounding each, so a tiny epsilon is not lost to cancellation
+        gap = hi - lo
+        return self.h * (math.log1p(gap / lo) + math.log1p(gap / (1 - hi)))
+
+    @property
+    def implemented_stars(self) -> tuple[Fraction, Fraction]:
+        """``(p*, q*)`` as the randomizers draw them, exact: the PRR's ``f`` rounded up and
+        the IRR's ``p`` up and ``q`` down to multiples of ``2**-53`` (:func:`_threshold`)."""
+        two53 = 1 << 53
+        f = Fraction(int(_threshold(self.f, up=True)), two53)
+        p = Fraction(int(_threshold(self.p, up=True)), two53)
+        q = Fraction(int(_threshold(self.q, up=False)), two53)
+        mix = f * (p + q) / 2
+        return mix + (1 - f) * p, mix + (1 - f) * q
 
     # ---- the Bloom filter
 

@@ -310,7 +310,11 @@ class SquareWaveEstimate(Result):
             start=self.distribution,
         )  # fmt: skip
         if key is not None:
-            self._boot[key] = pi
+            # read-only, so no caller can change what another is given; setdefault is one
+            # step under the GIL, so threads racing on one key all get the first stored
+            # array (a race costs a second fit, never two answers)
+            pi.setflags(write=False)
+            return self._boot.setdefault(key, pi)
         return pi
 
     def _estimate(self, value: float, reps: FloatArray, parameter: str) -> Estimate:
