@@ -121,7 +121,7 @@ def bad_bodies(grr: Any) -> dict[str, tuple[bytes, str]]:
         "count too big": (_header(grr, 4) + good[48:], "promises 4 reports"),
         "outside the domain": (
             _header(grr, 2) + np.array([3, 16], dtype="<u2").tobytes(),
-            "must hold integers in 0..15, got 16",
+            "must hold integers in 0..15, got one outside at index 1",
         ),
     }
 
@@ -172,7 +172,7 @@ def test_a_bad_json_batch_is_one_clear_error(grr: Any) -> None:
         "[1, 2]": "JSON object with the fields `key` and `reports`",
         '{"key": "x", "reports": [1]}': "batch for 'x'",
         f'{{"key": "{key}", "reports": [1.5]}}': "whole numbers, got 1.5",
-        f'{{"key": "{key}", "reports": [1, 16]}}': "integers in 0..15, got 16",
+        f'{{"key": "{key}", "reports": [1, 16]}}': "integers in 0..15, got one outside at index 1",
         f'{{"key": "{key}", "reports": [1, -1]}}': "got -1",
         f'{{"key": "{key}", "reports": [[1, 2]]}}': "shape (1, 2)",
         f'{{"key": "{key}", "reports": 3}}': "`reports` must be a list",

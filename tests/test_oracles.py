@@ -755,7 +755,7 @@ def test_numeric_means_refuse_out_of_range_values_and_bounds() -> None:
         duchi.randomize([math.nan])
     with pytest.raises(ParameterError, match="`upper`"):
         PiecewiseMechanism(1.0, lower=1.0, upper=1.0)
-    with pytest.raises(DataError, match=r"`reports` must hold integers in 0\.\.4095, got 5000"):
+    with pytest.raises(DataError, match=r"`reports` must hold integers in 0\.\.4095, got one"):
         PiecewiseMechanism(1.0, lower=0.0, upper=1.0).tally(np.array([5000], dtype=np.uint16))
 
 

@@ -86,7 +86,9 @@ def test_the_words_consumed_do_not_depend_on_the_answers(design: Any) -> None:
 
 
 def test_bad_truth_is_refused_naming_truth() -> None:
-    with pytest.raises(DataError, match=re.escape("`truth` must hold integers in 0..15, got 16")):
+    with pytest.raises(
+        DataError, match=re.escape("`truth` must hold integers in 0..15, got one outside at index")
+    ):
         Categorical.from_epsilon(1.0, 16).randomize_and_tally(np.array([1, 16]), rng=1)
     with pytest.raises(DataError, match="`truth`"):
         Binary(1.0).randomize_and_tally([0, 2], rng=1)

@@ -241,7 +241,7 @@ def test_a_lower_edge_threshold_admits_more_candidates() -> None:
         ([""], r"`values\[0\]` must hold 1\.\.6 characters \(`length`\), got 0"),
         (["abc", "abcdefa"], r"`values\[1\]` must hold 1\.\.6 characters \(`length`\), got 7"),
         (["ab", b"a\xffb"], r"`values\[1\]` must be valid UTF-8, got bytes with an invalid byte "),
-        (["abz"], r"`values\[0\]` must hold characters of `alphabet`.*got 'z'"),
+        (["abz"], r"`values\[0\]` must hold characters of `alphabet`.*at character 2"),
         (["ab", 3], r"`values\[1\]` must be a str or UTF-8 bytes, got int"),
         ([["ab"]], r"`values` must be 1-D"),
         ([], r"`values` must hold at least one string, got none"),

@@ -323,7 +323,7 @@ def test_bytes_alphabet_finds_a_frequent_string() -> None:
     [
         ([""], r"`values`\[0\] must be a non-empty string"),
         (["ab", "abcdefg"], r"`values`\[1\] must be at most max_length = 6 characters, got 7"),
-        (["abz"], r"`values`\[0\] must use only the alphabet's characters .*'z'"),
+        (["abz"], r"`values`\[0\] must use only the alphabet's characters .*at character 2"),
         ([b"ab\xff"], r"`values`\[0\] must be valid UTF-8"),
         ([3], r"`values`\[0\] must be a str or UTF-8 bytes"),
     ],

@@ -711,7 +711,7 @@ def test_parameter_of_the_wrong_type() -> None:
         ({"yes": (300, 700), "n": (500, 692)}, "`yes2` must be in [0, n2] = [0, 692], got 700."),
         ({"data": Tally.binary(3, 10)}, "needs two groups: got a Tally of one group"),
         ({"data": np.array([0, 1, 1])}, "needs two groups: group 2 has no reports"),
-        ({"data": np.array([0, 4, 1])}, "`reports` must hold integers in 0..3, got 4"),
+        ({"data": np.array([0, 4, 1])}, "`reports` must hold integers in 0..3, got one outside"),
         ({"data": Tally((1, 2, 3, 4, 5))}, "the tally has 5 report values"),
         ({"data": Warner(0.7).tally([0, 1])}, "belongs to mechanism warner"),
         ({}, "give reports (2 (group - 1) + answer"),

@@ -126,7 +126,7 @@ test("bad strings are refused by name before any word is drawn", () => {
     ["x".repeat(33), /^`value` must be at most max_bytes = 32 bytes in UTF-8, got 33 bytes\.$/],
     ["\u00fc".repeat(17), /got 34 bytes/],
     ["a\uD800b", /^`value` must be valid Unicode \(no lone surrogates\)\.$/],
-    [3, /^`value` must be a string \(the sketches report strings\), got 3\.$/],
+    [3, /^`value` must be a string \(the sketches report strings\), got a number\.$/],
     [null, /^`value` must be a string/],
   ]) {
     assert.throws(() => sketch.randomize(bad, words), { name: "SpecError", message }, String(bad));

@@ -102,13 +102,13 @@ def device_strings(
 
 def check_lengths(option: str, strings: list[str], max_bytes: int) -> None:
     """One error line naming ``option`` for a string longer than ``max_bytes`` bytes of
-    UTF-8 (its number, not the whole string)."""
+    UTF-8 (its number, never the string: it is a device's value)."""
     for i, s in enumerate(strings, 1):
         size = len(s.encode("utf-8"))
         if size > max_bytes:
             fail(
-                f"`{option}`: string {i} ({s[:32]!r}...) must be at most max_bytes = "
-                f"{max_bytes} bytes in UTF-8, got {size}."
+                f"`{option}`: string {i} must be at most max_bytes = {max_bytes} bytes in "
+                f"UTF-8, got {size} (the string is not shown)."
             )
 
 

@@ -14,6 +14,10 @@ import numpy.typing as npt
 
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
+#: Errors about data never quote a value: an answer or a device's value is what the
+#: randomization hides, and an error message may be logged or sent on.
+_NOT_SHOWN = " (values are not shown in errors)"
+
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
@@ -205,9 +209,12 @@ def reports_array(name: str, values: Any, *, categories: int = 2) -> npt.NDArray
             raise DataError(f"`{name}`: booleans need at least 2 categories.")
         return arr.view(np.uint8)
     if arr.dtype.kind == "f":
-        if arr.size and not np.all(np.isfinite(arr) & (arr == np.floor(arr))):
-            bad = arr[~(np.isfinite(arr) & (arr == np.floor(arr)))][0]
-            raise DataError(f"`{name}` must hold integers in 0..{categories - 1}, got {bad!r}.")
+        whole = np.isfinite(arr) & (arr == np.floor(arr))
+        if arr.size and not np.all(whole):
+            raise DataError(
+                f"`{name}` must hold integers in 0..{categories - 1}, got a number that is "
+                f"not at index {int(np.flatnonzero(~whole)[0])}{_NOT_SHOWN}."
+            )
         arr = arr.astype(np.int64)
     elif arr.dtype.kind not in "iu":
         raise DataError(
@@ -216,6 +223,9 @@ def reports_array(name: str, values: Any, *, categories: int = 2) -> npt.NDArray
     if arr.size:
         lo, hi = arr.min(), arr.max()
         if lo < 0 or hi > categories - 1:
-            bad = lo if lo < 0 else hi
-            raise DataError(f"`{name}` must hold integers in 0..{categories - 1}, got {int(bad)}.")
+            at = int(np.flatnonzero((arr < 0) | (arr > categories - 1))[0])
+            raise DataError(
+                f"`{name}` must hold integers in 0..{categories - 1}, got one outside at index "
+                f"{at}{_NOT_SHOWN}."
+            )
     return arr

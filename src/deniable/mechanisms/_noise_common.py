@@ -74,7 +74,10 @@ def _integer_values(values: npt.ArrayLike) -> npt.NDArray[np.int64]:
     if arr.dtype.kind == "f":
         ok = np.isfinite(arr) & (arr == np.floor(arr))
         if not np.all(ok):
-            raise DataError(f"`values` must hold integers, got {arr[~ok][0]!r}.")
+            raise DataError(
+                f"`values` must hold integers, got a number that is not at index "
+                f"{int(np.flatnonzero(~ok)[0])} (values are not shown in errors)."
+            )
     elif arr.dtype.kind not in "biu":
         raise DataError(f"`values` must hold integers, got dtype {arr.dtype}.")
     if arr.size and (np.max(np.abs(arr.astype(np.float64))) >= 2.0**61):

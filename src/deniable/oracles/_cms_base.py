@@ -334,5 +334,5 @@ def _numbers(name: str, value: Any) -> FloatArray:
     except (TypeError, ValueError):
         raise ParameterTypeError(
             f"`{name}` must be a number or an array of numbers in [0, 1], got "
-            f"{type(value).__name__} {value!r}."
+            f"{type(value).__name__}."
         ) from None

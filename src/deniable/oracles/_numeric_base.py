@@ -194,7 +194,8 @@ class _BoundedMean(MechanismBase):
         if bad.any():
             raise DataError(
                 f"`values` must be numbers in [lower, upper] = [{self.lower:g}, "
-                f"{self.upper:g}], got {x[bad][0]!r}."
+                f"{self.upper:g}], got one outside at index {int(np.flatnonzero(bad)[0])} "
+                "(values are not shown in errors)."
             )
         t = (x - self.lower) / (self.upper - self.lower) * 2.0 - 1.0
         return np.clip(t, -1.0, 1.0)

@@ -232,20 +232,20 @@ class RapporNgram:
             except UnicodeDecodeError as exc:
                 raise DataError(
                     f"{where} must be valid UTF-8, got bytes with an invalid byte at offset "
-                    f"{exc.start}: {s[exc.start : exc.start + 1]!r}."
+                    f"{exc.start} (the item is not shown)."
                 ) from None
         if not isinstance(s, str):
             raise DataError(f"{where} must be a str or UTF-8 bytes, got {type(s).__name__}.")
         if not 1 <= len(s) <= self.length:
             raise DataError(
-                f"{where} must hold 1..{self.length} characters (`length`), got {len(s)}: "
-                f"{s[:20]!r}{'...' if len(s) > 20 else ''}."
+                f"{where} must hold 1..{self.length} characters (`length`), got {len(s)} "
+                "(the item is not shown)."
             )
-        bad = next((c for c in s if c not in allowed), None)
+        bad = next((i for i, c in enumerate(s) if c not in allowed), None)
         if bad is not None:
             raise DataError(
-                f"{where} must hold characters of `alphabet` ({self.alphabet!r}), got "
-                f"{bad!r} in {s!r}."
+                f"{where} must hold characters of `alphabet` ({self.alphabet!r}), got one "
+                f"that is not at character {bad} (the item is not shown)."
             )
         return s
 

@@ -236,10 +236,12 @@ class SFP:
                     f"`values`[{raw.index(s)}] must be at most max_length = {self.max_length} "
                     f"{unit}, got {size}."
                 )
-            if allowed is not None and (bad := set(text) - allowed):
+            if allowed is not None and not set(text) <= allowed:
+                at = next(i for i, c in enumerate(text) if c not in allowed)
                 raise DataError(
                     f"`values`[{raw.index(s)}] must use only the alphabet's characters "
-                    f"{self.alphabet!r}, got {min(bad)!r} in {text!r}."
+                    f"{self.alphabet!r}, got one that is not at character {at} (the item is "
+                    "not shown)."
                 )
         return raw
 

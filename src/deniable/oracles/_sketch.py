@@ -73,21 +73,20 @@ def sketch_strings(name: str, values: Any, max_bytes: int) -> list[bytes]:
                 raw = s.encode("utf-8")
             except UnicodeEncodeError:  # a lone surrogate
                 raise DataError(
-                    f"`{name}`[{i}] must be valid Unicode (no lone surrogates), got {s!r}."
+                    f"`{name}`[{i}] must be valid Unicode (no lone surrogates), got a str "
+                    "that is not (the item is not shown)."
                 ) from None
         elif isinstance(s, bytes):
             try:
                 s.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise DataError(
-                    f"`{name}`[{i}] must be valid UTF-8, got bytes {s[:32]!r} (invalid at byte "
-                    f"{exc.start})."
+                    f"`{name}`[{i}] must be valid UTF-8, got bytes that are not (invalid at "
+                    f"byte {exc.start}; the item is not shown)."
                 ) from None
             raw = s
         else:
-            raise DataError(
-                f"`{name}`[{i}] must be a str or UTF-8 bytes, got {type(s).__name__} {s!r}."
-            )
+            raise DataError(f"`{name}`[{i}] must be a str or UTF-8 bytes, got {type(s).__name__}.")
         if not raw:
             raise DataError(f"`{name}`[{i}] must be a non-empty string, got an empty one.")
         if len(raw) > max_bytes:

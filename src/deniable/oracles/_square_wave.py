@@ -264,7 +264,8 @@ class SquareWave(MechanismBase):
             extra = "" if self.clip else " (or pass clip=True to move them to the bounds)"
             raise DataError(
                 f"`values` must be numbers in [lower, upper] = [{self.lower:g}, "
-                f"{self.upper:g}]{extra}, got {x[bad][0]!r}."
+                f"{self.upper:g}]{extra}, got one outside at index "
+                f"{int(np.flatnonzero(bad)[0])} (values are not shown in errors)."
             )
         u = (x - self.lower) / (self.upper - self.lower)
         return np.clip(u, 0.0, 1.0)  # rounding only, unless clip=True

@@ -70,7 +70,8 @@ def _encoded(items: Any) -> list[bytes]:
                 out.append(item.encode("utf-8"))
             except UnicodeEncodeError as exc:
                 raise DataError(
-                    f"`items[{i}]` must be encodable as UTF-8, got {item!r} ({exc.reason})."
+                    f"`items[{i}]` must be encodable as UTF-8, got a str that is not (at "
+                    f"character {exc.start}: {exc.reason}; the item is not shown)."
                 ) from None
         elif isinstance(item, bytes | bytearray):
             out.append(bytes(item))
@@ -115,13 +116,17 @@ def encode_strings(items: Any, max_bytes: int) -> WordArray:
         i = _item_at(offsets, int(nul[0]))
         raise DataError(
             f"`items[{i}]` must not contain a NUL byte (it could not be told from the "
-            f"padding), got {enc[i]!r}."
+            f"padding), got one at byte {int(nul[0]) - int(offsets[i])} (the item is not "
+            "shown)."
         )
     try:
         joined.decode("utf-8")
     except UnicodeDecodeError as exc:
         i = _item_at(offsets, exc.start)
-        raise DataError(f"`items[{i}]` must be valid UTF-8, got {enc[i]!r}.") from None
+        raise DataError(
+            f"`items[{i}]` must be valid UTF-8, got bytes that are not (invalid at byte "
+            f"{exc.start - int(offsets[i])}: {exc.reason}; the item is not shown)."
+        ) from None
     fixed = np.array(enc, dtype=f"S{max_bytes}").view(np.uint8).reshape(n, max_bytes)
     return words_of(fixed)
 

@@ -12,7 +12,7 @@
 // crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
 import { randomWords, randomize as randomizeAnswer } from "./randomizer.js";
-import { SpecError, checkSpec, show } from "./spec.js";
+import { SpecError, checkSpec, show, kindOf } from "./spec.js";
 
 export const ORACLE_SCHEMA = "deniable.oracle/1";
 
@@ -180,7 +180,7 @@ export function checkOracleSpec(spec) {
 /** The value, checked against the domain: an integer in 0..k-1. */
 export function checkValue(value, k) {
   if (!Number.isSafeInteger(value) || value < 0 || value >= k) {
-    throw new SpecError("value", `must be an integer in 0..${k - 1}, got ${show(value)}.`);
+    throw new SpecError("value", `must be an integer in 0..${k - 1}, got ${Number.isInteger(value) ? "one outside" : kindOf(value)} (values are not shown in errors).`);
   }
   return value;
 }

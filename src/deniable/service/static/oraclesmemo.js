@@ -17,7 +17,7 @@
 // of the vectors with it.
 
 import { randomWords } from "./randomizer.js";
-import { PrivacyError, SpecError, show } from "./spec.js";
+import { PrivacyError, SpecError, show, kindOf } from "./spec.js";
 import { below, bucketOf, checkOracleSpec, checkValue, checkWords, keepOrUniform, packBits, unaryRound } from "./oracles.js";
 import { RAPPOR_SCHEMA, bloomBits, checkRapporSpec, cohortOf, rapporInstantaneous, rapporPermanent } from "./oraclesrappor.js";
 
@@ -213,7 +213,7 @@ function rapporDevice(spec, storage, device, cryptoImpl) {
   const cohortPin = `rappor-cohort{"cohorts":${c.cohorts}}`; // Python's Rappor.cohort_key
   const hexLength = c.m / 4;
   const checkString = (value) => {
-    if (typeof value !== "string") throw new SpecError("value", `must be a string (RAPPOR reports strings), got ${show(value)}.`);
+    if (typeof value !== "string") throw new SpecError("value", `must be a string (RAPPOR reports strings), got ${kindOf(value)}.`);
     return value;
   };
   const prrQuestion = (value) => `rappor/prr/${encodeURIComponent(value)}`;

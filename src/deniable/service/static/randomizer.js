@@ -8,7 +8,7 @@
 // crypto.getRandomValues only.
 
 import { bitLength } from "./channel.js";
-import { SpecError, checkSpec, show } from "./spec.js";
+import { SpecError, checkSpec, show, kindOf } from "./spec.js";
 
 const WORD_LIMIT = 2n ** 64n;
 
@@ -96,7 +96,7 @@ export function randomize(spec, input, words, options = {}) {
 export function typeOf(spec, answer, latent) {
   const c = checkSpec(spec);
   if (c.algorithm !== "two-group/2") throw new SpecError("algorithm", `has no respondent types: ${c.algorithm} takes the answer itself.`);
-  if (answer !== 0 && answer !== 1) throw new SpecError("answer", `must be 0 or 1, got ${show(answer)}.`);
+  if (answer !== 0 && answer !== 1) throw new SpecError("answer", `must be 0 or 1, got ${Number.isInteger(answer) ? "another integer" : kindOf(answer)} (answers are not shown in errors).`);
   const l = latent === undefined || latent === null ? c.latent.default : latent;
   if (l !== 0 && l !== 1) {
     throw new SpecError(c.latent.name, `must be 0 or 1 (the ${c.latent.name} indicator has no default), got ${show(latent)}.`);

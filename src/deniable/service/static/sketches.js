@@ -19,7 +19,7 @@
 
 import { below, checkWords, packBits, uniform } from "./oracles.js";
 import { randomWords } from "./randomizer.js";
-import { SpecError, show } from "./spec.js";
+import { SpecError, show, kindOf } from "./spec.js";
 
 export const CMS_SCHEMA = "deniable.cms-spec/1";
 export const SKETCH_HASH = "deniable.cms/1";
@@ -92,7 +92,7 @@ const PREFIX = encoder.encode(`${SKETCH_HASH}\u0000`);
 
 /** A string's UTF-8 bytes, checked as the library checks them: non-empty, at most maxBytes. */
 export function sketchString(value, maxBytes) {
-  if (typeof value !== "string") throw new SpecError("value", `must be a string (the sketches report strings), got ${show(value)}.`);
+  if (typeof value !== "string") throw new SpecError("value", `must be a string (the sketches report strings), got ${kindOf(value)}.`);
   if (LONE_SURROGATE.test(value)) throw new SpecError("value", "must be valid Unicode (no lone surrogates).");
   const raw = encoder.encode(value);
   if (raw.length === 0) throw new SpecError("value", "must be a non-empty string, got an empty one.");

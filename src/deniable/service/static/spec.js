@@ -55,6 +55,15 @@ export function checkLabels(labels, answers, field = "labels") {
 }
 
 /** A value as the error messages quote it (JSON where it can be). */
+// A respondent's answer or a device's value is never quoted in an error (an error may be
+// logged or sent on): its kind only.
+export function kindOf(value) {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  if (typeof value === "number" && !Number.isFinite(value)) return "a non-finite number";
+  return `a ${typeof value}`;
+}
+
 export function show(value) {
   if (typeof value === "bigint") return `${value}`;
   try {
