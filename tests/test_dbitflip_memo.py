@@ -211,7 +211,7 @@ def test_bad_input_is_refused_and_nothing_is_stored() -> None:
         memo.report(["a", "a"], [0, 1], rng=1)
     with pytest.raises(DataError, match="`devices` must hold 2"):
         onebit.report(["a"], [1.0, 2.0], rng=1)
-    with pytest.raises(DataError, match=r"`values` must hold integers in 0\.\.15, got 16"):
+    with pytest.raises(DataError, match=r"`values` must hold integers in 0\.\.15, got one outside"):
         memo.report(["a"], [16], rng=1)
     with pytest.raises(DataError, match=r"`values` must be numbers in \[lower, upper\]"):
         onebit.report(["a"], [10.5], rng=1)

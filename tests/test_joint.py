@@ -242,7 +242,7 @@ def test_a_design_of_other_rows_is_refused() -> None:
 
 def test_bad_reports_and_unsupported_designs_name_the_item() -> None:
     w = Warner(0.8)
-    with pytest.raises(DataError, match=r"`mechanisms\[1\]` \('warner'\): `reports`.*got 2"):
+    with pytest.raises(DataError, match=r"`mechanisms\[1\]` \(.warner.\): `reports`.*got one"):
         joint_estimate([w, w], [[0, 1], [1, 2]])
     sld = StochasticLieDetector(0.3, 0.7)
     with pytest.raises(DataError, match=r"`mechanisms\[0\]` \('sld'\) must be a one-group design"):
