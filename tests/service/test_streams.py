@@ -18,9 +18,9 @@ import pytest
 from _apihelp import admin_headers, bearer, make_client
 from fastapi.testclient import TestClient
 
+from deniable.designs import design_from_spec, spec_of
 from deniable.distributed import aggregate_stream, append_reports, encode_batch, stream_files
 from deniable.exceptions import DataError
-from deniable.designs import design_from_spec, spec_of
 from deniable.oracles import GRR, OLH, OUE, oracle_from_spec, oracle_spec
 from deniable.service.storage import ServiceStore
 

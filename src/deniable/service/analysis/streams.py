@@ -260,6 +260,7 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
         )
     raw = data["oracle"]
     schema = raw.get("schema") if isinstance(raw, Mapping) else None
+    oracle: Any
     try:
         if schema == RAPPOR_SPEC_SCHEMA:
             oracle = rappor_from_spec(raw)
