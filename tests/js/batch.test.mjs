@@ -11,7 +11,7 @@ import { BATCH_HEADER_SIZE, encodeBatch, postBatch, sha256 } from "../../src/den
 import { MEMO_PREFIX, PIN_QUESTION, makeDevice } from "../../src/deniable/service/static/oraclesmemo.js";
 import { STREAM_SCHEMA, fetchStream, makeStreamClient } from "../../src/deniable/service/static/stream.js";
 import { FakeStorage } from "./_fakes.mjs";
-import { VECTORS, seededCrypto, wordsCrypto } from "./_helpers.mjs";
+import { VECTORS, caseWords, seededCrypto, wordsCrypto } from "./_helpers.mjs";
 
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
 const BATCHES = JSON.parse(readFileSync(new URL("../vectors/batches.json", import.meta.url), "utf8"));
@@ -76,9 +76,6 @@ test("bad reports are refused by name before any byte is made", () => {
   const rappor = caseOf("rappor-0-device").spec; // 4 cohorts, m = 16
   assert.throws(() => encodeBatch(rappor, [[4, "0000"]]), /`reports\[0\]\[0\]` must be an integer in 0\.\.3, got 4/);
   assert.throws(() => encodeBatch(rappor, [[0, "00"]]), /`reports\[0\]\[1\]` must be 2 bytes/);
-  // GRR's question spec is no stream oracle (the service serves oracle and RAPPOR specs)
-  const grr = VECTORS.cases.find((c) => c.spec.algorithm === "keep-or-forced/1").spec;
-  assert.throws(() => encodeBatch(grr, [0]), /`schema` must be "deniable.oracle\/1"/);
 });
 
 test("postBatch sends the bytes with the device token to the stream's batches; a refusal is an HttpError", async () => {
@@ -116,6 +113,28 @@ test("a RAPPOR stream: the client reads the spec and its candidates, reports as 
   assert.throws(() => makeStreamClient({ ...spec, candidates: [1] }), /`candidates` must be a list of strings/);
   assert.throws(() => makeStreamClient(streamSpec("x", caseOf("olh-0").spec, { candidates: ["a"] })), /`candidates` are RAPPOR's only/);
   assert.throws(() => makeStreamClient({ ...spec, schema: "x" }), /`schema` must be "deniable.stream-spec\/1"/);
+});
+
+test("a k-ary randomized response stream: the question spec's reports as the vectors, one uint16 each", async () => {
+  const c = VECTORS.cases.find((x) => x.id === "categorical-1"); // k = 5, uniform forcing
+  const n = 12;
+  const words = Array.from({ length: n }, (_, i) => caseWords(c, i)).flat();
+  const post = fakeFetch();
+  const client = makeStreamClient(streamSpec("g", c.spec), { token: "t", cryptoImpl: wordsCrypto(words), fetchImpl: post.fetch });
+  await client.reportAndSend(c.truth.slice(0, n));
+  const body = post.requests[0].body;
+  // the layout derived here: the header, then each report of the vectors as a little-endian uint16
+  const view = new DataView(body.buffer);
+  assert.equal(body.length, BATCH_HEADER_SIZE + 2 * n);
+  assert.equal(hex(body.subarray(8, 40)), createHash("sha256").update(c.spec.key, "utf8").digest("hex"));
+  assert.deepEqual(Array.from({ length: n }, (_, i) => view.getUint16(BATCH_HEADER_SIZE + 2 * i, true)), c.reports.slice(0, n));
+  // a report out of range or another question design is refused
+  assert.throws(() => encodeBatch(c.spec, [5]), /`reports\[0\]` must be an integer in 0\.\.4/);
+  const binary = VECTORS.cases.find((x) => x.spec.algorithm === "bernoulli-count/1").spec;
+  assert.throws(() => makeStreamClient(streamSpec("w", binary)), /`oracle.algorithm` must be "keep-or-forced\/1"/);
+  assert.throws(() => encodeBatch(binary, [1]), /`oracle.algorithm` must be k-ary randomized response/);
+  const fresh = makeStreamClient(streamSpec("g", c.spec), { cryptoImpl: seededCrypto(1) });
+  assert.throws(() => fresh.report(7), /must be a true answer in 0\.\.4, got one outside \(answers are not shown in errors\)/);
 });
 
 test("a stream of a first-report oracle posts reports in range; no storage is needed", async () => {

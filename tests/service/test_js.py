@@ -242,7 +242,7 @@ def test_static_modules_are_revalidated_not_cached_blind(tmp_path: Path) -> None
 
 
 def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
-    from deniable.oracles import LOLOHA, LOSUE, OUE, HadamardResponse, LinearOLH, Rappor
+    from deniable.oracles import GRR, LOLOHA, LOSUE, OUE, HadamardResponse, LinearOLH, Rappor
 
     words = ["apple", "banana", "", "z\u00fcrich", "apple"]
     return [
@@ -252,6 +252,7 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         ("losue", LOSUE.from_epsilon(3.0, 5, eps_1=1.0), [1, 1, 4]),
         ("loloha", LOLOHA.from_epsilon(2.0, 20, eps_1=1.0, g=4), [19, 0, 19]),
         ("rappor", Rappor(m=72, h=3, cohorts=5, f=0.3, p=0.1, q=0.8), words),
+        ("grr", GRR.from_epsilon(1.0, k=300), [0, 299, 7]),  # a question spec
     ]
 
 
@@ -259,12 +260,17 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
     """Store a stream of ``oracle`` (RAPPOR with candidates); a device token of it."""
     from _apihelp import admin_headers
 
-    from deniable.oracles import Rappor, oracle_spec, rappor_spec
+    from deniable.designs import spec_of
+    from deniable.oracles import GRR, Rappor, oracle_spec, rappor_spec
 
     rappor = isinstance(oracle, Rappor)
+    if rappor:
+        spec = rappor_spec(oracle)
+    else:  # k-ary randomized response has a question spec
+        spec = spec_of(oracle).to_dict() if isinstance(oracle, GRR) else oracle_spec(oracle)
     body: dict[str, Any] = {
         "id": name,
-        "oracle": rappor_spec(oracle) if rappor else oracle_spec(oracle),
+        "oracle": spec,
         "period": "day",
         "window": {"kind": "day", "epsilon": 1000.0},
     }
@@ -277,7 +283,7 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("case", range(7))
 def test_the_service_accepts_a_batch_the_js_stream_client_builds(
     store: ServiceStore, tmp_path: Path, case: int
 ) -> None:

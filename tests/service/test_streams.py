@@ -18,9 +18,10 @@ import pytest
 from _apihelp import admin_headers, bearer, make_client
 from fastapi.testclient import TestClient
 
+from deniable.designs import design_from_spec, spec_of
 from deniable.distributed import aggregate_stream, append_reports, encode_batch, stream_files
 from deniable.exceptions import DataError
-from deniable.oracles import OLH, OUE, oracle_from_spec, oracle_spec
+from deniable.oracles import GRR, OLH, OUE, oracle_from_spec, oracle_spec
 from deniable.service.storage import ServiceStore
 
 ORACLE = OUE.from_epsilon(1.0, k=6)
@@ -32,7 +33,7 @@ ONE = np.array([[1]], np.uint8)  # one packed report (bit 0 set)
 def spec_body(sid: str = "app", oracle: Any = ORACLE, cap: float = 500.0) -> dict[str, Any]:
     return {
         "id": sid,
-        "oracle": oracle_spec(oracle),
+        "oracle": spec_of(oracle).to_dict() if isinstance(oracle, GRR) else oracle_spec(oracle),
         "period": "day",
         "window": {"kind": "day", "epsilon": cap},
     }
@@ -99,6 +100,59 @@ def test_a_device_posts_and_its_reports_aggregate_back(client: TestClient) -> No
     tally = aggregate_stream(root(client), "app", scheduler="synchronous")
     assert tally == ORACLE.tally(np.concatenate([first, second]))
     assert charges(client) == 2
+
+
+def test_a_k_ary_randomized_response_stream(client: TestClient) -> None:
+    """GRR has a question spec (deniable.question/1), not an oracle spec: a stream serves it
+    as such, a device's batch of its reports (one uint16 each) is charged epsilon a report,
+    stored and aggregated back, and the stream page estimates each day with GRR itself."""
+    grr = GRR.from_epsilon(1.5, k=7)
+    token = new_stream(client, "grr", oracle=grr, cap=100 * grr.epsilon * (1 + 1e-9))
+    served = client.get("/streams/grr").json()
+    assert served["oracle"]["schema"] == "deniable.question/1"
+    assert design_from_spec(served["oracle"]) == grr
+    assert served["report_epsilon"] == grr.epsilon
+    reports = grr.randomize(np.arange(60) % 7, rng=3)
+    body = encode_batch(grr, reports)
+    assert len(body) == 48 + 2 * 60  # the header, then one uint16 a report
+    r = post(client, token, body, sid="grr")
+    assert r.status_code == 201, r.text
+    assert r.json()["reports"] == 60
+    assert aggregate_stream(root(client), "grr", scheduler="synchronous") == grr.tally(reports)
+    # the budget: 100 reports' worth, 60 spent, so a batch of 41 is refused whole
+    more = grr.randomize(np.zeros(41, dtype=np.int64), rng=4)
+    r = post(client, token, encode_batch(grr, more), sid="grr")
+    assert r.status_code == 429, r.text
+    page = client.get("/api/streams/grr/estimates", headers=admin_headers())
+    assert page.status_code == 200, page.text
+    [day] = page.json()["days"]
+    want = json.loads(json.dumps(grr.estimate(reports).to_dict(0.95)))
+    assert day["estimate"] == want
+
+
+@pytest.mark.parametrize(
+    ("design", "words"),
+    [
+        ("warner", "must be k-ary randomized response (mechanism 'categorical')"),
+        ("revealing", "no report could ever be admitted"),
+    ],
+)
+def test_a_question_spec_other_than_a_private_grr_is_refused(
+    client: TestClient, design: str, words: str
+) -> None:
+    from fractions import Fraction
+
+    from deniable.designs import Categorical, Warner
+
+    spec = (
+        spec_of(Warner(0.75)).to_dict()
+        if design == "warner"  # a binary design: a survey question, not a stream oracle
+        else spec_of(Categorical(3, Fraction(1, 2), forced=(0.5, 0.5, 0))).to_dict()
+    )  # the second forces no one to report 2: a report of 2 tells the answer (epsilon inf)
+    body = {**spec_body(), "oracle": spec}
+    r = client.put("/api/streams/app", json=body, headers=admin_headers())
+    assert r.status_code == 422 and words in r.json()["error"], r.text
+    assert client.get("/streams/app").status_code == 404
 
 
 def _two_report_loss(oracle: object) -> tuple[float, float]:

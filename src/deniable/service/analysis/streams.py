@@ -6,8 +6,11 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
 
     id: app-version                 # letters, digits, '.', '_', '-' (1 to 128)
     oracle: {...}                   # the oracle's spec, as deniable.oracles.oracle_spec
-                                    #   emits it (schema deniable.oracle/1), or RAPPOR's
+                                    #   emits it (schema deniable.oracle/1), RAPPOR's
                                     #   (deniable.oracles.rappor_spec: deniable.rappor-spec/1)
+                                    #   or k-ary randomized response's question spec
+                                    #   (deniable.designs.spec_of: deniable.question/1,
+                                    #   mechanism categorical)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
     candidates: [a, b, ...]         # RAPPOR only, optional: the strings each day's reports
@@ -15,8 +18,9 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
 
 A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` is
 required, none other is allowed, and each is checked by the library
-(:func:`~deniable.oracles.oracle_from_spec` and :func:`~deniable.oracles.rappor_from_spec`
-recompute every implied field of the oracle's spec; :class:`~deniable.accounting.
+(:func:`~deniable.oracles.oracle_from_spec`, :func:`~deniable.oracles.rappor_from_spec`
+and :func:`~deniable.designs.design_from_spec` recompute every implied field of the
+oracle's spec; :class:`~deniable.accounting.
 BudgetWindow` checks the window).
 
 **What a report costs** is the library's :func:`deniable.oracles.report_epsilon`: a
@@ -50,6 +54,7 @@ from typing import Any
 from deniable.accounting import BudgetWindow
 from deniable.common import load_json, load_yaml
 from deniable.common import validation as v
+from deniable.designs import SPEC_SCHEMA, Categorical, design_from_spec, spec_of
 from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.oracles import (
     RAPPOR_SPEC_SCHEMA,
@@ -118,11 +123,7 @@ class StreamSpec:
         out = {
             "schema": STREAM_SPEC_SCHEMA,
             "id": self.id,
-            "oracle": (
-                rappor_spec(self.oracle)
-                if isinstance(self.oracle, Rappor)
-                else oracle_spec(self.oracle)
-            ),
+            "oracle": _oracle_spec(self.oracle),
             "period": self.period,
             "window": {
                 "kind": w.kind,
@@ -206,6 +207,16 @@ def _candidates(data: Mapping[str, Any], oracle: Any, source: str) -> tuple[str,
     return tuple(got)
 
 
+def _oracle_spec(oracle: Any) -> dict[str, Any]:
+    """The spec a device reads of a stream's oracle: RAPPOR's, k-ary randomized response's
+    question spec (``deniable.question/1``), or a frequency oracle's."""
+    if isinstance(oracle, Rappor):
+        return rappor_spec(oracle)
+    if isinstance(oracle, Categorical):
+        return spec_of(oracle).to_dict()
+    return oracle_spec(oracle)
+
+
 def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpec:
     """The :class:`StreamSpec` of plain data (a mapping as the module docstring shows;
     ``schema`` and ``report_epsilon`` may be there, as :meth:`StreamSpec.to_dict` writes
@@ -248,9 +259,20 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
             f"{', '.join(map(repr, _PERIODS))}, got {data['period']!r}."
         )
     raw = data["oracle"]
-    rappor = isinstance(raw, Mapping) and raw.get("schema") == RAPPOR_SPEC_SCHEMA
+    schema = raw.get("schema") if isinstance(raw, Mapping) else None
+    oracle: Any
     try:
-        oracle = rappor_from_spec(raw) if rappor else oracle_from_spec(raw)
+        if schema == RAPPOR_SPEC_SCHEMA:
+            oracle = rappor_from_spec(raw)
+        elif schema == SPEC_SCHEMA:  # k-ary randomized response has a question spec
+            oracle = design_from_spec(raw)
+            if oracle.name != "categorical":
+                raise DataError(
+                    "a question spec on a stream must be k-ary randomized response "
+                    f"(mechanism 'categorical'), got mechanism {oracle.name!r}."
+                )
+        else:
+            oracle = oracle_from_spec(raw)
     except DeniableError as exc:
         raise DataError(f"{_where(source, 'oracle')}: {exc}") from None
     candidates = _candidates(data, oracle, source)

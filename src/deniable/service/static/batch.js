@@ -15,7 +15,7 @@
 import { checkOracleSpec } from "./oracles.js";
 import { RAPPOR_SCHEMA, checkRapporSpec } from "./oraclesrappor.js";
 import { HttpError } from "./session.js";
-import { SpecError, show } from "./spec.js";
+import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
 
 /** The media type of a binary batch. */
 export const BATCH_TYPE = "application/octet-stream";
@@ -99,6 +99,23 @@ function recordOf(spec) {
         if (!Array.isArray(r) || r.length !== 2) throw new SpecError(where, `must be a RAPPOR report [cohort, hex], got ${show(r)}.`);
         view.setUint16(at, integer(r[0], c.cohorts - 1, `${where}[0]`), true);
         new Uint8Array(view.buffer).set(hexBytes(r[1], c.m / 8, c.m, `${where}[1]`), at + 2);
+      },
+    };
+  }
+  if (spec !== null && typeof spec === "object" && spec.schema === SPEC_SCHEMA) {
+    // k-ary randomized response's question spec: one uint16 a report (k <= 65,536), else uint32
+    const c = checkSpec(spec);
+    if (c.algorithm !== "keep-or-forced/1") {
+      throw new SpecError("oracle.algorithm", `must be k-ary randomized response ("keep-or-forced/1") for a question spec in a batch, got ${show(c.algorithm)}.`);
+    }
+    const wide = c.truths > 65536;
+    return {
+      key: spec.key,
+      size: wide ? 4 : 2,
+      write(view, at, r, where) {
+        const x = integer(r, c.reports - 1, where);
+        if (wide) view.setUint32(at, x, true);
+        else view.setUint16(at, x, true);
       },
     };
   }

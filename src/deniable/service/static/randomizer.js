@@ -56,7 +56,7 @@ export function randomize(spec, input, words, options = {}) {
   const c = checkSpec(spec);
   if (!Number.isSafeInteger(input) || input < 0 || input >= c.truths) {
     const what = c.algorithm === "two-group/2" ? "respondent type" : "true answer";
-    throw new SpecError("input", `must be a ${what} in 0..${c.truths - 1}, got ${show(input)}.`);
+    throw new SpecError("input", `must be a ${what} in 0..${c.truths - 1}, got ${Number.isSafeInteger(input) ? "one outside" : kindOf(input)} (answers are not shown in errors).`);
   }
   const givenGroup = options && options.group !== undefined;
   if (givenGroup && c.algorithm !== "two-group/2") {

@@ -1,8 +1,9 @@
 // stream.js: a device of a telemetry stream (docs/telemetry.md, "The browser client"): it
 // reads the stream spec the service serves (GET /streams/{id}, schema
 // "deniable.stream-spec/1"), randomizes each value with the stream's oracle on the device
-// (oracles.js; the longitudinal oracles and RAPPOR through oraclesmemo.js, their permanent
-// responses kept in the device's storage) and posts the reports as one binary batch with
+// (oracles.js; k-ary randomized response, whose spec is a question spec, through
+// randomizer.js; the longitudinal oracles and RAPPOR through oraclesmemo.js, their
+// permanent responses kept in the device's storage) and posts the reports as one binary batch with
 // the device token (batch.js).  The only requests are to the service.
 
 import { encodeBatch, postBatch } from "./batch.js";
@@ -10,14 +11,15 @@ import { ORACLE_SCHEMA, makeOracle } from "./oracles.js";
 import { makeDevice } from "./oraclesmemo.js";
 import { RAPPOR_SCHEMA } from "./oraclesrappor.js";
 import { HttpError } from "./session.js";
-import { SpecError, show } from "./spec.js";
+import { randomizeAnswer } from "./randomizer.js";
+import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
 
 export const STREAM_SCHEMA = "deniable.stream-spec/1";
 const MEMO = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloha/1", "rappor/1"]);
 
 /**
- * Check a stream spec as the service serves it: its schema, id and oracle (an oracle spec
- * or a RAPPOR spec), and RAPPOR's optional `candidates` (strings, for the server's
+ * Check a stream spec as the service serves it: its schema, id and oracle (an oracle spec,
+ * a RAPPOR spec, or k-ary randomized response's question spec), and RAPPOR's optional `candidates` (strings, for the server's
  * decoding: a device may report any string).  Returns the spec.
  */
 export function checkStreamSpec(spec) {
@@ -25,8 +27,11 @@ export function checkStreamSpec(spec) {
   if (spec.schema !== STREAM_SCHEMA) throw new SpecError("schema", `must be "${STREAM_SCHEMA}", got ${show(spec.schema)}.`);
   if (typeof spec.id !== "string" || spec.id.length === 0) throw new SpecError("id", `must be the stream's id (a non-empty string), got ${show(spec.id)}.`);
   const schema = spec.oracle?.schema;
-  if (schema !== ORACLE_SCHEMA && schema !== RAPPOR_SCHEMA) {
-    throw new SpecError("oracle.schema", `must be "${ORACLE_SCHEMA}" or "${RAPPOR_SCHEMA}", got ${show(schema)}.`);
+  if (schema !== ORACLE_SCHEMA && schema !== RAPPOR_SCHEMA && schema !== SPEC_SCHEMA) {
+    throw new SpecError("oracle.schema", `must be "${ORACLE_SCHEMA}", "${RAPPOR_SCHEMA}" or "${SPEC_SCHEMA}" (k-ary randomized response), got ${show(schema)}.`);
+  }
+  if (schema === SPEC_SCHEMA && checkSpec(spec.oracle).algorithm !== "keep-or-forced/1") {
+    throw new SpecError("oracle.algorithm", `must be "keep-or-forced/1" (k-ary randomized response) for a question spec on a stream, got ${show(spec.oracle.algorithm)}.`);
   }
   if ("candidates" in spec) {
     const c = spec.candidates;
@@ -68,6 +73,8 @@ export function makeStreamClient(streamSpec, options = {}) {
     const storage = options.storage ?? globalThis.localStorage;
     const device = makeDevice(spec.oracle, { storage, cryptoImpl, ...("device" in options ? { device: options.device } : {}) });
     randomize = (value) => device.report(value);
+  } else if (spec.oracle.schema === SPEC_SCHEMA) {
+    randomize = (value) => randomizeAnswer(spec.oracle, value, cryptoImpl);
   } else {
     const oracle = makeOracle(spec.oracle);
     randomize = (value) => oracle.randomizeValue(value, cryptoImpl);
