@@ -224,33 +224,38 @@ class Rappor(MechanismBase):
 
     @property
     def epsilon(self) -> float:
-        """Epsilon of one report: ``h |ln(q* (1 - p*) / (p* (1 - q*)))|`` at the probabilities
-        the randomizers implement (infinite where a report bit is certain given the Bloom bit).
+        """Epsilon of one report: ``h ln(q* (1 - p*) / (p* (1 - q*)))`` (infinite if ``p* = 0``
+        or ``q* = 1``), or the implemented channel's where rounding reverses it.
 
         Proof note.  Claim: no two Bloom filters of at most ``h`` set bits give one report
-        with probabilities whose ratio exceeds ``e^epsilon``, and some pair reaches it.
+        with probabilities whose ratio exceeds ``e^epsilon`` (to float rounding).
         Argument: the report's bits are independent given the Bloom filter (the PRR and the
         IRR act bit by bit), set with ``q*`` over a Bloom 1 and ``p*`` over a 0; two filters
         differ in at most ``h`` bits each way, and a bit set in one and not the other changes
         the log-likelihood by at most ``max(ln(q*/p*), ln((1-q*)/(1-p*)))`` one way and the
-        mirror the other, whose sum is ``|ln(q* (1 - p*) / (p* (1 - q*)))|`` (Erlingsson,
-        Pihur & Korolova 2014, Theorem 2, for ``q* > p*``; the absolute value covers the
-        reversed channel).  The probabilities are the implemented ones, exact rationals:
-        ``f`` rounded up, ``p`` up and ``q`` down to ``2**-53`` (:func:`_threshold`), so that
-        when rounding crosses ``p`` and ``q`` (within ``2**-53`` of each other) the stated
-        epsilon is the reversed channel's, infinite when ``q`` rounds to 0 with ``f = 0``,
-        never the nominal one.  Checked by enumeration in tests/test_rappor.py.
+        mirror the other, whose sum is the absolute value of ``ln(q* (1 - p*) / (p* (1 -
+        q*)))`` (Erlingsson, Pihur & Korolova 2014, Theorem 2, for ``q* > p*``).  The
+        randomizers implement ``f`` and ``p`` rounded up and ``q`` down to ``2**-53``
+        (:attr:`implemented_stars`), which narrows the gap ``q* - p*``: the nominal formula
+        bounds the implemented channel and is stated (the float closed form, as every spec
+        states it).  Where ``p`` and ``q`` lie within ``2**-53`` of each other the rounding
+        can reverse the channel (a set bit likelier over a Bloom 0): then the stated
+        epsilon is the reversed channel's, computed from the exact implemented
+        probabilities, infinite where a report bit is certain (``f = 0`` and ``q`` rounding
+        to 0), never the nominal one.  Checked by enumeration in tests/test_rappor.py.
         """
-        ps, qs = self.implemented_stars
-        if qs == ps:
-            return 0.0
-        lo, hi = (ps, qs) if ps < qs else (qs, ps)
-        if lo == 0 or hi == 1:
+        ips, iqs = self.implemented_stars
+        if iqs < ips:  # rounding reversed the channel: its own epsilon, exact then rounded
+            if iqs == 0 or ips == 1:
+                return math.inf
+            # ln(ips (1 - iqs) / (iqs (1 - ips))) = ln(1 + gap / iqs) + ln(1 + gap / (1 - ips)):
+            # exact fractions, then one rounding each (no cancellation for a tiny epsilon)
+            gap = ips - iqs
+            return self.h * (math.log1p(gap / iqs) + math.log1p(gap / (1 - ips)))
+        ps, qs = self.p_star, self.q_star
+        if ps == 0 or qs == 1:
             return math.inf
-        # ln(hi (1 - lo) / (lo (1 - hi))) = ln(1 + gap / lo) + ln(1 + gap / (1 - hi)): exact
-        # fractions then one rounding each, so a tiny epsilon is not lost to cancellation
-        gap = hi - lo
-        return self.h * (math.log1p(gap / lo) + math.log1p(gap / (1 - hi)))
+        return self.h * math.log(qs * (1 - ps) / (ps * (1 - qs)))
 
     @property
     def implemented_stars(self) -> tuple[Fraction, Fraction]:
