@@ -260,7 +260,7 @@ class Rappor(MechanismBase):
     @property
     def implemented_stars(self) -> tuple[Fraction, Fraction]:
         """``(p*, q*)`` as the randomizers draw them, exact: the PRR's ``f`` rounded up and
-        the IRR's ``p`` up and ``q`` down to multiples of ``2**-53`` (:func:`_threshold`)."""
+        the IRR's ``p`` up and ``q`` down to multiples of ``2**-53`` (``_threshold``)."""
         two53 = 1 << 53
         f = Fraction(int(_threshold(self.f, up=True)), two53)
         p = Fraction(int(_threshold(self.p, up=True)), two53)
