@@ -34,9 +34,11 @@ const ALLOWED = {
   "oraclesmemo.js": ["oracles.js", "oraclesrappor.js", "randomizer.js", "spec.js"],
   "oraclesrappor.js": ["oracles.js", "spec.js"],
   // the count mean sketches' client: words from randomizer.js, errors from spec.js
-  "sketches.js": ["oracles.js", "randomizer.js", "spec.js"],
+  // SHA-256 once, pure (the sketches' string hash and a batch's spec digest)
+  "digest.js": [],
+  "sketches.js": ["digest.js", "oracles.js", "randomizer.js", "spec.js"],
   // a telemetry device: the batch format and its POST, and the stream client on top
-  "batch.js": ["oracles.js", "oraclesrappor.js", "session.js", "spec.js"],
+  "batch.js": ["digest.js", "oracles.js", "oraclesrappor.js", "session.js", "spec.js"],
   "stream.js": ["batch.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "session.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };

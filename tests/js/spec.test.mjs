@@ -202,3 +202,34 @@ test("plain words: chances, odds rounded up, infinite epsilon never finite", () 
     }
   }
 });
+
+test("keep-or-forced epsilon in closed form equals the largest column log ratio of the channel", async () => {
+  // epsilonOf no longer builds the k x k channel; on every small k, keep and forcing it gives
+  // the number the channel's columns give, to the bit
+  const { channelOf, epsilonOf, ONE } = await import("../../src/deniable/service/static/channel.js");
+  const fromChannel = (c) => {
+    const rows = channelOf(c);
+    let eps = 0;
+    for (let y = 0; y < rows[0].length; y++) {
+      const col = rows.map((r) => r[y]);
+      const hi = Math.max(...col);
+      const lo = Math.min(...col);
+      if (hi > 0) eps = Math.max(eps, lo === 0 ? Infinity : Math.log(hi / lo));
+    }
+    return eps;
+  };
+  let compared = 0;
+  for (let k = 2; k <= 40; k++) {
+    for (const keep of [0n, 1n, ONE / 3n, ONE / 2n, ONE - 12345n, ONE - 1n, ONE]) {
+      const uniform = { algorithm: "keep-or-forced/1", truths: k, keep, forced: null };
+      // cuts with a repeated one (a category never forced) and uneven steps
+      const cuts = Array.from({ length: k - 1 }, (_, j) => (ONE * BigInt(j * j + (j % 3 === 0 ? 0 : 1))) / BigInt((k - 1) * (k - 1) + 1));
+      const given = { algorithm: "keep-or-forced/1", truths: k, keep, forced: cuts };
+      for (const c of [uniform, given]) {
+        assert.equal(epsilonOf(c), fromChannel(c), `k=${k} keep=${keep} forced=${c.forced === null ? "uniform" : "cuts"}`);
+        compared += 1;
+      }
+    }
+  }
+  assert.equal(compared, 39 * 7 * 2);
+});

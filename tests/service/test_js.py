@@ -318,3 +318,46 @@ def test_the_service_accepts_a_batch_the_js_stream_client_builds(
         f"/streams/{other_name}/batches", content=batch, headers={**binary, **bearer(other_token)}
     )
     assert r.status_code == 422 and "another oracle" in r.text, r.text
+
+
+def test_js_checks_categorical_specs_up_to_the_largest_k_as_python_states_them(
+    tmp_path: Path,
+) -> None:
+    # spec.js once built the k x k channel to find a keep-or-forced spec's epsilon: a
+    # categorical question (or a stream's k-ary RR) of k = 65,537 ran the page out of memory.
+    # Its epsilon is now ln(1 + keep / ((1 - keep) q)) at the forcing's smallest share: it must
+    # agree with Python's implemented epsilon for uniform forcing (power of two or not, up to
+    # k = 2**24) and for a forcing given by cuts; one past 2**24 is refused by name.
+    from deniable.designs import Categorical, QuestionSpec
+
+    designs = [Categorical(k, p_truthful=p) for k in (65_537, 2**20 + 3, 2**24) for p in (0.3, 0.9)]
+    designs += [Categorical(6, p_truthful=0.5, forced=(0.5, 0.2, 0.1, 0.1, 0.05, 0.05))]
+    specs = [QuestionSpec(d).to_dict() for d in designs]
+    big = dict(specs[0], truths=2**24 + 1, reports=2**24 + 1)
+    path = tmp_path / "specs.json"
+    path.write_text(json.dumps([*specs, big]))
+    script = (
+        'import { readFileSync } from "node:fs";\n'
+        f'import {{ channelEpsilon }} from "{(STATIC / "spec.js").as_uri()}";\n'
+        "const out = [];\n"
+        "for (const s of JSON.parse(readFileSync(process.argv[1], 'utf8'))) {\n"
+        "  try { out.push(channelEpsilon(s)); } catch (e) { out.push(String(e.message)); }\n"
+        "}\n"
+        "process.stdout.write(JSON.stringify(out));\n"
+    )
+    result = subprocess.run(
+        [_node(), "--input-type=module", "-e", script, str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    got = json.loads(result.stdout)
+    for spec, eps in zip(specs, got[:-1], strict=True):
+        assert isinstance(eps, float), eps
+        assert eps == pytest.approx(spec["epsilon"], rel=1e-12, abs=0.0), spec["key"][:60]
+    assert got[-1] == (
+        "`truths` must be at most 16777216 (2**24) for keep-or-forced/1, got 16777217."
+    )

@@ -15,7 +15,7 @@ import pytest
 from _apihelp import ADMIN, SURVEY, admin_headers, bearer, make_client, new_token, snapshot
 from fastapi.testclient import TestClient
 
-from deniable.service.app import CSP
+from deniable.service.core.middleware import CSP
 from deniable.service.storage import ServiceStore
 from deniable.service.storage.db import make_engine
 

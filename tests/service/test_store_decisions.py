@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from deniable.accounting import QuestionRecord
 from deniable.exceptions import DeniableError
-from deniable.service.storage._plan import decide_each, decide_in_passes, ranked
+from deniable.service.storage._plan import Items, decide_each, decide_in_passes, ranked
 from deniable.survey import loads_survey
 
 _SURVEY = loads_survey(
@@ -66,15 +66,17 @@ def _run(decide: Any, case: tuple[Any, ...]) -> Any:
     r = np.array(rid, dtype=np.int64)
     try:
         out = decide(
-            _SURVEY,
-            names,
-            r,
-            np.array(qix, dtype=np.int64),
-            np.array(rep, dtype=np.int64),
-            ranked(r),
-            np.array(spent, dtype=np.float64),
-            done,
-            dict(records),
+            Items(
+                _SURVEY,
+                names,
+                r,
+                np.array(qix, dtype=np.int64),
+                np.array(rep, dtype=np.int64),
+                ranked(r),
+                np.array(spent, dtype=np.float64),
+                done,
+                dict(records),
+            )
         )
     except DeniableError as exc:  # (of two questions bound to others, either is named)
         return type(exc), "was first charged with epsilon" in str(exc)
@@ -102,15 +104,17 @@ def test_a_question_outside_the_cap_is_stored_and_never_charged() -> None:
     rid = np.array([7, 7, 8, 7], dtype=np.int64)
     done: dict[tuple[int, int], int] = {}
     out = decide_each(
-        survey,
-        {0: "s/u", 1: "s/p"},
-        rid,
-        np.array([0, 1, 0, 0], dtype=np.int64),
-        np.array([1, 0, 0, 0], dtype=np.int64),
-        ranked(rid),
-        np.array([0.5, 0.0]),
-        done,
-        {0: None, 1: None},
+        Items(
+            survey,
+            {0: "s/u", 1: "s/p"},
+            rid,
+            np.array([0, 1, 0, 0], dtype=np.int64),
+            np.array([1, 0, 0, 0], dtype=np.int64),
+            ranked(rid),
+            np.array([0.5, 0.0]),
+            done,
+            {0: None, 1: None},
+        )
     )
     assert out.status.tolist() == [0, 0, 0, 2]  # stored, stored, stored, conflict
     assert out.charged.tolist() == [0.0, 1.0, 0.0, 0.0]

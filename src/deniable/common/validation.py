@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 import numbers
 import re
@@ -187,6 +188,23 @@ def choice(name: str, value: Any, choices: Iterable[str]) -> str:
         listed = ", ".join(repr(c) for c in allowed)
         raise ParameterError(f"`{name}` must be one of {listed}, got {value!r}.")
     return value
+
+
+def day(name: str, value: Any, *, what: str = "a date") -> dt.date:
+    """Check a calendar day: a :class:`datetime.date` (not a datetime) or its ISO text
+    ``'YYYY-MM-DD'`` (``what`` names it in the error); the day as a date."""
+    if isinstance(value, dt.datetime) or not isinstance(value, dt.date | str):
+        raise ParameterTypeError(
+            f"`{name}` must be a datetime.date or 'YYYY-MM-DD', got {type(value).__name__}."
+        )
+    if isinstance(value, dt.date):
+        return value
+    try:
+        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+            raise ValueError
+        return dt.date.fromisoformat(value)
+    except ValueError:
+        raise ParameterError(f"`{name}` must be {what} 'YYYY-MM-DD', got {value!r}.") from None
 
 
 def level(value: Any) -> float:

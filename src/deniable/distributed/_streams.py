@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import atomic_write, load_json
+from deniable.common import atomic_write, load_json, validation
 from deniable.distributed._batch import decode_batch
 from deniable.distributed._sources import resolve_mechanism
 from deniable.distributed._tables import (
@@ -95,18 +95,7 @@ def _stream_id(stream: Any) -> str:
 
 
 def _day(day: Any, name: str = "day") -> dt.date:
-    if isinstance(day, dt.datetime) or not isinstance(day, dt.date | str):
-        raise ParameterTypeError(
-            f"`{name}` must be a datetime.date or 'YYYY-MM-DD', got {type(day).__name__}."
-        )
-    if isinstance(day, dt.date):
-        return day
-    try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", day):
-            raise ValueError
-        return dt.date.fromisoformat(day)
-    except ValueError:
-        raise ParameterError(f"`{name}` must be a date 'YYYY-MM-DD', got {day!r}.") from None
+    return validation.day(name, day)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -63,7 +63,6 @@ from deniable.exceptions import DeniableError
 from deniable.service.core.errors import http_error, library_error, validation_error
 from deniable.service.core.logging import AccessLogMiddleware
 from deniable.service.core.middleware import (
-    CSP,
     BodyLimitMiddleware,
     CatchAllMiddleware,
     HeadMiddleware,
@@ -87,14 +86,7 @@ from deniable.service.routes import (
 from deniable.service.routes.deps import STATIC_DIR, static_page
 
 __all__ = [
-    "CSP",
     "STATIC_DIR",
-    "BodyLimitMiddleware",
-    "CatchAllMiddleware",
-    "HeadMiddleware",
-    "RateLimitMiddleware",
-    "SecurityHeadersMiddleware",
-    "SlashRedirectMiddleware",
     "app_from_environment",
     "create_app",
     "open_store",

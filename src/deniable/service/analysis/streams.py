@@ -322,15 +322,6 @@ def load_streams_file(path: str | Path) -> list[StreamSpec]:
     return specs
 
 
-def _query_day(name: str, text: str) -> dt.date:
-    try:
-        if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            raise ValueError
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise ParameterError(f"`{name}` must be a UTC day 'YYYY-MM-DD', got {text!r}.") from None
-
-
 def stream_days(start: str | None, end: str | None, today: dt.date) -> tuple[dt.date, dt.date]:
     """The UTC days ``start .. end`` (both included) a request for a stream's estimates
     reads: ``end`` is ``today`` by default, ``start`` :data:`DEFAULT_STREAM_DAYS` days up
@@ -344,11 +335,11 @@ def stream_days(start: str | None, end: str | None, today: dt.date) -> tuple[dt.
     >>> stream_days("2026-11-01", None, dt.date(2026, 11, 28))
     (datetime.date(2026, 11, 1), datetime.date(2026, 11, 28))
     """
-    last = today if end is None else _query_day("end", end)
+    last = today if end is None else v.day("end", end, what="a UTC day")
     if start is None:
         first = last - dt.timedelta(days=DEFAULT_STREAM_DAYS - 1)
     else:
-        first = _query_day("start", start)
+        first = v.day("start", start, what="a UTC day")
     if first > last:
         raise ParameterError(f"`start` must not be after `end`, got {first} > {last}.")
     days = (last - first).days + 1

@@ -39,6 +39,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
+from fastapi.types import DecoratedCallable
 
 from deniable.service import analysis as an
 from deniable.service.core.security import ApiError, require_admin
@@ -77,6 +78,15 @@ class _ParquetResponse(Response):
     media_type = "application/vnd.apache.parquet"
 
 
+def _admin_get(
+    path: str, response_class: type[Response] | None = None
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """``router.get`` for a dashboard route that needs the admin token (an SVG, CSV or
+    Parquet answer names its class, for what OpenAPI declares)."""
+    extra: dict[str, Any] = {} if response_class is None else {"response_class": response_class}
+    return router.get(path, dependencies=ADMIN, tags=["dashboard"], **extra)
+
+
 Level = Annotated[float, Query(description="Confidence level of the intervals, in (0, 1).")]
 Bucket = Annotated[str, Query(description="Time bucket: hour or day.")]
 
@@ -109,18 +119,14 @@ def _plot(call: Callable[[], str]) -> Response:
 
 
 # --------------------------------------------------------------------------- JSON
-@router.get("/api/surveys/{survey_id}/results", dependencies=ADMIN, tags=["dashboard"])
+@_admin_get("/api/surveys/{survey_id}/results")
 def results(request: Request, survey_id: str, level: Level = 0.95) -> JSONResponse:
     """Every question: n, estimate, bounded MLE, both SEs, exact and Wald intervals at
     ``level``, epsilon (categorical questions: per-category lists)."""
     return _json(results_data(request, survey_of(request, survey_id), level))
 
 
-@router.get(
-    "/api/surveys/{survey_id}/results/{question_id}/timeline",
-    dependencies=ADMIN,
-    tags=["dashboard"],
-)
+@_admin_get("/api/surveys/{survey_id}/results/{question_id}/timeline")
 def timeline(
     request: Request, survey_id: str, question_id: str, bucket: Bucket = "day", level: Level = 0.95
 ) -> JSONResponse:
@@ -129,11 +135,7 @@ def timeline(
     return _json(timeline_data(request, survey, question_id, bucket, level))
 
 
-@router.get(
-    "/api/surveys/{survey_id}/results/{question_id}/majority",
-    dependencies=ADMIN,
-    tags=["dashboard"],
-)
+@_admin_get("/api/surveys/{survey_id}/results/{question_id}/majority")
 def majority(
     request: Request,
     survey_id: str,
@@ -147,7 +149,7 @@ def majority(
     return _json(checked(lambda: an.majority(survey, question_id, tally, offset=offset)))
 
 
-@router.get("/api/surveys/{survey_id}/budget", dependencies=ADMIN, tags=["dashboard"])
+@_admin_get("/api/surveys/{survey_id}/budget")
 def budget(
     request: Request,
     survey_id: str,
@@ -158,12 +160,7 @@ def budget(
 
 
 # --------------------------------------------------------------------------- plots
-@router.get(
-    "/api/surveys/{survey_id}/plots/forest.svg",
-    dependencies=ADMIN,
-    tags=["dashboard"],
-    response_class=_SvgResponse,
-)
+@_admin_get("/api/surveys/{survey_id}/plots/forest.svg", _SvgResponse)
 def forest_plot(request: Request, survey_id: str, level: Level = 0.95) -> Response:
     """Every question's estimate and exact interval (categorical: one row per category)."""
     survey = survey_of(request, survey_id)
@@ -178,12 +175,7 @@ def forest_plot(request: Request, survey_id: str, level: Level = 0.95) -> Respon
     return _plot(lambda: forest_svg(labels, est, lo, hi, xlabel=xlabel))
 
 
-@router.get(
-    "/api/surveys/{survey_id}/plots/timeline/{question_id}.svg",
-    dependencies=ADMIN,
-    tags=["dashboard"],
-    response_class=_SvgResponse,
-)
+@_admin_get("/api/surveys/{survey_id}/plots/timeline/{question_id}.svg", _SvgResponse)
 def timeline_plot(
     request: Request, survey_id: str, question_id: str, bucket: Bucket = "day", level: Level = 0.95
 ) -> Response:
@@ -217,12 +209,7 @@ def timeline_plot(
     return _plot(lambda: plots.timeline_svg(ends, series, ylabel=ylabel))
 
 
-@router.get(
-    "/api/surveys/{survey_id}/plots/budget.svg",
-    dependencies=ADMIN,
-    tags=["dashboard"],
-    response_class=_SvgResponse,
-)
+@_admin_get("/api/surveys/{survey_id}/plots/budget.svg", _SvgResponse)
 def budget_plot(request: Request, survey_id: str) -> Response:
     """The histogram of the epsilon each respondent has spent, with the cap."""
     b = budget_data(request, survey_of(request, survey_id))
@@ -248,12 +235,7 @@ def _arrow_type(pa: Any, name: str, survey: Survey) -> Any:
     return pa.float64() if name == "weight" else pa.string()
 
 
-@router.get(
-    "/api/surveys/{survey_id}/export.csv",
-    dependencies=ADMIN,
-    tags=["dashboard"],
-    response_class=_CsvResponse,
-)
+@_admin_get("/api/surveys/{survey_id}/export.csv", _CsvResponse)
 def export_csv(request: Request, survey_id: str) -> Response:
     """The randomized reports: one row per respondent, one column per question (the report
     values; empty where none was sent), then the design attributes of the respondent's
@@ -270,12 +252,7 @@ def export_csv(request: Request, survey_id: str) -> Response:
     return Response(buf.getvalue(), media_type="text/csv; charset=utf-8", headers=headers)
 
 
-@router.get(
-    "/api/surveys/{survey_id}/export.parquet",
-    dependencies=ADMIN,
-    tags=["dashboard"],
-    response_class=_ParquetResponse,
-)
+@_admin_get("/api/surveys/{survey_id}/export.parquet", _ParquetResponse)
 def export_parquet(request: Request, survey_id: str) -> Response:
     """The randomized reports as Parquet (nullable int64 columns, one per question; the
     design attributes after them, the weight as float64 and the others as text)."""
@@ -297,7 +274,7 @@ def export_parquet(request: Request, survey_id: str) -> Response:
     return Response(buf.getvalue(), media_type="application/vnd.apache.parquet", headers=headers)
 
 
-@router.get("/api/surveys/{survey_id}/design", dependencies=ADMIN, tags=["dashboard"])
+@_admin_get("/api/surveys/{survey_id}/design")
 def design(request: Request, survey_id: str, level: Level = 0.95) -> JSONResponse:
     """The design-based estimates of every question (weighted, stratified, clustered:
     ``deniable.sampling.survey_estimate``) when the survey's invitations carry design
@@ -305,7 +282,7 @@ def design(request: Request, survey_id: str, level: Level = 0.95) -> JSONRespons
     return _json({"design": design_data(request, survey_of(request, survey_id), level)})
 
 
-@router.get("/api/surveys/{survey_id}/results.json", dependencies=ADMIN, tags=["dashboard"])
+@_admin_get("/api/surveys/{survey_id}/results.json")
 def results_json(request: Request, survey_id: str, level: Level = 0.95) -> JSONResponse:
     """The results export: the survey, every question's results, the budget, the majority
     decisions (no reports, no times)."""

@@ -11,6 +11,17 @@ export function bitLength(n) {
   return n.toString(2).length;
 }
 
+/** The probabilities the categories of uniform(word, k) take: 1 / k when k is a power of
+ * two, else the floor and the ceiling of 2**b / k values over 2**b (multiply-shift gives
+ * each category one of the two), computed as uniformShares computes them. */
+function uniformShareValues(k) {
+  const e = bitLength(k) - 1;
+  if (2 ** e === k) return [1 / k];
+  const span = 1n << BigInt(64 - bitLength(k));
+  const low = span / BigInt(k);
+  return [Number(low) / Number(span), Number(low + 1n) / Number(span)];
+}
+
 /** Probability of each category of uniform(word, k) (multiply-shift, docs/specs.md). */
 function uniformShares(k) {
   const e = bitLength(k) - 1;
@@ -79,6 +90,21 @@ export function epsilonOf(c) {
     const [a, b] = c.yes;
     const worst = Math.max(logRatio(a, b), logRatio(ONE - a, ONE - b));
     return worst === 0 ? 0 : c.words * worst;
+  }
+  if (c.algorithm === "keep-or-forced/1") {
+    // column y holds (1 - keep) q_y off the diagonal and (1 - keep) q_y + keep on it, so
+    // its log ratio is ln(1 + keep / ((1 - keep) q_y)), largest at the smallest q_y: O(k)
+    // over the spec's cuts, O(1) for uniform forcing, whose shares take one or two values
+    // (k up to 2**24: no k x k channel is built)
+    const keep = Number(c.keep) / Number(ONE);
+    const column = (qy) => {
+      const lo = (1 - keep) * qy;
+      const hi = lo + keep;
+      if (hi === 0) return 0;
+      return lo === 0 ? Infinity : Math.log(hi / lo);
+    };
+    const shares = c.forced === null ? uniformShareValues(c.truths) : forcedShares(c);
+    return shares.reduce((eps, qy) => Math.max(eps, column(qy)), 0);
   }
   const rows = channelOf(c);
   let eps = 0;

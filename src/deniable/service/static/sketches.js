@@ -19,7 +19,10 @@
 
 import { below, checkWords, packBits, uniform } from "./oracles.js";
 import { randomWords } from "./randomizer.js";
+import { sha256 } from "./digest.js";
 import { SpecError, show, kindOf } from "./spec.js";
+
+export { sha256 };
 
 export const CMS_SCHEMA = "deniable.cms-spec/1";
 export const SKETCH_HASH = "deniable.cms/1";
@@ -34,55 +37,6 @@ export const SKETCH_MECHANISMS = Object.freeze(Object.keys(SKETCHES));
 
 const M64 = (1n << 64n) - 1n;
 const TWO53 = 2 ** 53;
-
-// ---- SHA-256 (FIPS 180-4)
-
-const K256 = new Uint32Array([
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-]);
-const H256 = [0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19];
-
-const rotr32 = (x, n) => (x >>> n) | (x << (32 - n));
-
-/** SHA-256 of `bytes` (a Uint8Array): 32 bytes. */
-export function sha256(bytes) {
-  const blocks = Math.ceil((bytes.length + 9) / 64);
-  const padded = new Uint8Array(64 * blocks);
-  padded.set(bytes);
-  padded[bytes.length] = 0x80;
-  const view = new DataView(padded.buffer);
-  const bits = bytes.length * 8; // the length in bits, big-endian in the last 8 bytes
-  view.setUint32(padded.length - 8, Math.floor(bits / 2 ** 32));
-  view.setUint32(padded.length - 4, bits >>> 0);
-  const h = [...H256];
-  const w = new Uint32Array(64);
-  for (let b = 0; b < blocks; b++) {
-    for (let t = 0; t < 16; t++) w[t] = view.getUint32(64 * b + 4 * t);
-    for (let t = 16; t < 64; t++) {
-      const s0 = rotr32(w[t - 15], 7) ^ rotr32(w[t - 15], 18) ^ (w[t - 15] >>> 3);
-      const s1 = rotr32(w[t - 2], 17) ^ rotr32(w[t - 2], 19) ^ (w[t - 2] >>> 10);
-      w[t] = w[t - 16] + s0 + w[t - 7] + s1;
-    }
-    let [a, bb, c, d, e, f, g, hh] = h;
-    for (let t = 0; t < 64; t++) {
-      const t1 = (hh + (rotr32(e, 6) ^ rotr32(e, 11) ^ rotr32(e, 25)) + ((e & f) ^ (~e & g)) + K256[t] + w[t]) >>> 0;
-      const t2 = ((rotr32(a, 2) ^ rotr32(a, 13) ^ rotr32(a, 22)) + ((a & bb) ^ (a & c) ^ (bb & c))) >>> 0;
-      [hh, g, f, e, d, c, bb, a] = [g, f, e, (d + t1) >>> 0, c, bb, a, (t1 + t2) >>> 0];
-    }
-    for (const [i, x] of [a, bb, c, d, e, f, g, hh].entries()) h[i] = (h[i] + x) >>> 0;
-  }
-  const out = new Uint8Array(32);
-  const outView = new DataView(out.buffer);
-  h.forEach((x, i) => outView.setUint32(4 * i, x));
-  return out;
-}
 
 // ---- the string hash deniable.cms/1
 

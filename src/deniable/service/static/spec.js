@@ -11,6 +11,7 @@ export const SPEC_SCHEMA = "deniable.question/1";
 export const ALGORITHMS = Object.freeze(["bernoulli-count/1", "keep-or-forced/1", "two-group/2"]);
 
 const MAX_WORDS = 65536; // a sanity bound on words_per_report (a report is a few words)
+const MAX_TRUTHS = 2 ** 24; // the largest k of a categorical design (deniable.designs.Categorical)
 
 const BASE_FIELDS = [
   "schema",
@@ -227,6 +228,7 @@ function checkSpecNow(spec) {
     exactKeys(th, ["yes"], "thresholds");
     checked.yes = thresholdList(th.yes, "thresholds.yes", 2);
   } else if (algorithm === "keep-or-forced/1") {
+    if (truths > MAX_TRUTHS) throw new SpecError("truths", `must be at most ${MAX_TRUTHS} (2**24) for ${algorithm}, got ${truths}.`);
     if (reports !== truths) throw new SpecError("reports", `must equal truths (${truths}) for ${algorithm}, got ${reports}.`);
     if (words !== 2) throw new SpecError("words_per_report", `must be 2 for ${algorithm}, got ${words}.`);
     exactKeys(th, ["keep", "forced"], "thresholds");

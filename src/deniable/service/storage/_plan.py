@@ -37,6 +37,7 @@ __all__ = [
     "MAX_ID",
     "STATUSES",
     "Decision",
+    "Items",
     "Layout",
     "Ranked",
     "checked",
@@ -172,39 +173,35 @@ class Decision:
     records: dict[int, QuestionRecord | None]
 
 
-def decide(
-    survey: Survey,
-    names: dict[int, str],
-    rid: Ints,
-    qix: Ints,
-    rep: Ints,
-    who: Ranked,
-    spent: npt.NDArray[np.float64],
-    done: dict[tuple[int, int], int],
-    records: dict[int, QuestionRecord | None],
-) -> Decision:
-    """The outcome of every item, in order (see the module docstring), from each
-    respondent's total (``spent``, :class:`Ranked` order), the reports stored before
-    (``done``: ``(respondent id, question index) -> report``; updated in place with the
-    items stored) and the records of the used questions (``records``, by question index;
-    ``names`` are their ledger names)."""
-    if rid.size <= FEW:
-        return decide_each(survey, names, rid, qix, rep, who, spent, done, records)
-    return decide_in_passes(survey, names, rid, qix, rep, who, spent, done, records)
+@dataclass(frozen=True)
+class Items:
+    """What :func:`decide` decides on: the items (respondent ``rid``, question index ``qix``,
+    report ``rep``; ``who`` ranks their respondents) of ``survey``, each respondent's total
+    (``spent``, :class:`Ranked` order), the reports stored before (``done``: ``(respondent
+    id, question index) -> report``; updated in place with the items stored) and the records
+    of the used questions (``records``, by question index; ``names`` are their ledger
+    names)."""
+
+    survey: Survey
+    names: dict[int, str]
+    rid: Ints
+    qix: Ints
+    rep: Ints
+    who: Ranked
+    spent: npt.NDArray[np.float64]
+    done: dict[tuple[int, int], int]
+    records: dict[int, QuestionRecord | None]
 
 
-def decide_in_passes(
-    survey: Survey,
-    names: dict[int, str],
-    rid: Ints,
-    qix: Ints,
-    rep: Ints,
-    who: Ranked,
-    spent: npt.NDArray[np.float64],
-    done: dict[tuple[int, int], int],
-    records: dict[int, QuestionRecord | None],
-) -> Decision:
+def decide(items: Items) -> Decision:
+    """The outcome of every item, in order (see the module docstring)."""
+    return (decide_each if items.rid.size <= FEW else decide_in_passes)(items)
+
+
+def decide_in_passes(items: Items) -> Decision:
     """:func:`decide` in passes, each question of a pass priced in one call."""
+    survey, names, rid, qix, rep = items.survey, items.names, items.rid, items.qix, items.rep
+    who, spent, done, records = items.who, items.spent, items.done, items.records
     n = rid.size
     ipos = who.ipos
     spent = spent.copy()
@@ -277,18 +274,10 @@ def _check_record(name: str, epsilon: float, limit: float, record: QuestionRecor
     request.plan(History(none, np.zeros(0, dtype=np.bool_), record))
 
 
-def decide_each(
-    survey: Survey,
-    names: dict[int, str],
-    rid: Ints,
-    qix: Ints,
-    rep: Ints,
-    who: Ranked,
-    spent: npt.NDArray[np.float64],
-    done: dict[tuple[int, int], int],
-    records: dict[int, QuestionRecord | None],
-) -> Decision:
+def decide_each(items: Items) -> Decision:
     """:func:`decide` one item after another, priced through a cache (see the module)."""
+    survey, names, rid, qix, rep = items.survey, items.names, items.rid, items.qix, items.rep
+    who, spent, done, records = items.who, items.spent, items.done, items.records
     n = rid.size
     total = spent.tolist()
     status = [0] * n

@@ -49,7 +49,15 @@ from deniable.accounting import (
     spend_limit,
 )
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
-from deniable.service.storage._plan import STATUSES, Layout, Ranked, checked, decide, ranked
+from deniable.service.storage._plan import (
+    STATUSES,
+    Items,
+    Layout,
+    Ranked,
+    checked,
+    decide,
+    ranked,
+)
 from deniable.service.storage._sql import Rollback, json_listed, retrying
 from deniable.service.storage._submit_sql import (
     report_params,
@@ -300,7 +308,7 @@ def _store(
     if len(have) != len(id_list):
         bad = next(i for i in id_list if i not in have)
         raise DataError(f"`respondent_id` {bad} is not a respondent of survey {sid!r}.")
-    decision = decide(survey, names, rid, qix, rep, who, spent, done, before)
+    decision = decide(Items(survey, names, rid, qix, rep, who, spent, done, before))
     status = decision.status
     stored_l = np.flatnonzero(status == 0).tolist()
     if not stored_l:
