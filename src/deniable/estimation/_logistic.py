@@ -41,6 +41,7 @@ from deniable.common import validation as v
 from deniable.designs import BinaryDesign, TwoGroupDesign
 from deniable.estimation._regression_data import (
     Array,
+    as_frame,
     binary_values,
     check_design,
     check_se,
@@ -62,7 +63,7 @@ from deniable.estimation._regression_results import FitData
 from deniable.estimation._regression_stats import SE_TYPES, invert_information
 from deniable.estimation._regression_twogroup import TwoGroupRRResult, fit_twogroup
 from deniable.estimation._rr_predictors import fit_rr_predictors
-from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.exceptions import ParameterError
 
 __all__ = ["DirectTest", "LogisticRRResult", "logistic_rr"]  # the results: re-exported
 
@@ -297,16 +298,7 @@ def _rows(data: Any) -> int:
 def _positional(data: Any) -> tuple[Any, Any]:
     """``data`` with row labels ``0..n-1`` (positions into the sample design), and its
     original labels."""
-    pd = require_data_extras()[0]
-    if isinstance(data, pd.DataFrame):
-        frame = data
-    elif isinstance(data, Mapping):
-        frame = pd.DataFrame(dict(data))
-    else:
-        raise ParameterTypeError(
-            f"`data` must be a pandas DataFrame (or a mapping of column names to values), "
-            f"got {type(data).__name__}."
-        )
+    frame = as_frame(require_data_extras()[0], data)
     return frame.reset_index(drop=True), frame.index
 
 

@@ -23,6 +23,7 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = [
     "ModelData",
+    "as_frame",
     "check_design",
     "check_finite",
     "check_se",
@@ -93,7 +94,8 @@ class ModelData:
     n_dropped: int
 
 
-def _as_frame(pd: Any, data: Any) -> Any:
+def as_frame(pd: Any, data: Any) -> Any:
+    """``data`` as a DataFrame: a DataFrame itself, a mapping of columns as one."""
     if isinstance(data, pd.DataFrame):
         return data
     if isinstance(data, Mapping):
@@ -166,7 +168,7 @@ def model_data(
         raise ParameterTypeError(
             f"`formula` must be a string like 'y ~ x1 + x2', got {type(formula).__name__}."
         )
-    frame = _as_frame(pd, data)
+    frame = as_frame(pd, data)
     # Refuses anything outside the formula language (code, attribute access, dunders) and
     # malformed parts before formulaic parses, let alone evaluates, the formula.
     names = check_formula(formula)
