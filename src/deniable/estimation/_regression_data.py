@@ -11,7 +11,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,10 @@ from deniable.designs import BinaryDesign, Kuk
 from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from deniable.estimation._regression_logit import LogitFit
+    from deniable.estimation._regression_mixture import MixtureFit
+
 __all__ = [
     "ModelData",
     "as_frame",
@@ -28,6 +32,7 @@ __all__ = [
     "check_finite",
     "check_se",
     "columns_list",
+    "fit_fields",
     "model_data",
     "require_data_extras",
 ]
@@ -92,6 +97,29 @@ class ModelData:
     index: Any
     spec: Any
     n_dropped: int
+
+
+def fit_fields(
+    md: ModelData,
+    fit: LogitFit | MixtureFit,
+    design: BinaryDesign,
+    se: str,
+    tol: float,
+    notes: Sequence[str],
+) -> dict[str, Any]:
+    """The fields of a regression result that an EM-then-Newton ``fit`` of ``md`` sets
+    alike whatever the model (``logistic_rr``, ``linear_rr``)."""
+    return {
+        "se_type": se,
+        "llf": fit.llf,
+        "nobs": int(md.y.size),
+        "design": design,
+        "converged": fit.converged,
+        "iterations": {"EM": fit.em_iterations, "Newton": fit.newton_iterations},
+        "tolerance": tol,
+        "n_dropped": md.n_dropped,
+        "notes": tuple(notes),
+    }
 
 
 def as_frame(pd: Any, data: Any) -> Any:
