@@ -41,9 +41,11 @@ from deniable.common import validation as v
 from deniable.designs import BinaryDesign, TwoGroupDesign
 from deniable.estimation._regression_data import (
     Array,
+    as_frame,
     binary_values,
     check_design,
     check_se,
+    fit_fields,
     model_data,
     require_data_extras,
 )
@@ -62,7 +64,7 @@ from deniable.estimation._regression_results import FitData
 from deniable.estimation._regression_stats import SE_TYPES, invert_information
 from deniable.estimation._regression_twogroup import TwoGroupRRResult, fit_twogroup
 from deniable.estimation._rr_predictors import fit_rr_predictors
-from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.exceptions import ParameterError
 
 __all__ = ["DirectTest", "LogisticRRResult", "logistic_rr"]  # the results: re-exported
 
@@ -254,15 +256,7 @@ def logistic_rr(
         terms=md.terms,
         theta=fit.beta,
         covariances=covs,
-        se_type=se,
-        llf=fit.llf,
-        nobs=int(md.y.size),
-        design=d,
-        converged=fit.converged,
-        iterations={"EM": fit.em_iterations, "Newton": fit.newton_iterations},
-        tolerance=tol,
-        n_dropped=md.n_dropped,
-        notes=tuple(notes),
+        **fit_fields(md, fit, d, se, tol, notes),
         data=FitData(md.y, md.X, p1, p0),
         direct=direct,
         direct_test=test,
@@ -297,16 +291,7 @@ def _rows(data: Any) -> int:
 def _positional(data: Any) -> tuple[Any, Any]:
     """``data`` with row labels ``0..n-1`` (positions into the sample design), and its
     original labels."""
-    pd = require_data_extras()[0]
-    if isinstance(data, pd.DataFrame):
-        frame = data
-    elif isinstance(data, Mapping):
-        frame = pd.DataFrame(dict(data))
-    else:
-        raise ParameterTypeError(
-            f"`data` must be a pandas DataFrame (or a mapping of column names to values), "
-            f"got {type(data).__name__}."
-        )
+    frame = as_frame(require_data_extras()[0], data)
     return frame.reset_index(drop=True), frame.index
 
 

@@ -16,6 +16,7 @@ import numpy.typing as npt
 from deniable.designs import BinaryDesign
 from deniable.estimation._regression_data import (
     ModelData,
+    as_frame,
     check_design,
     check_finite,
     columns_list,
@@ -132,15 +133,7 @@ def mixed_data(formula: Any, data: Any, design: Any, random: Any, item: str | No
     pd, _ = require_data_extras()
     term = parse_random(random)
     designs = _designs(design, item)
-    if isinstance(data, pd.DataFrame):
-        frame = data
-    elif isinstance(data, Mapping):
-        frame = pd.DataFrame(dict(data))
-    else:
-        raise ParameterTypeError(
-            f"`data` must be a pandas DataFrame (or a mapping of column names to values), "
-            f"got {type(data).__name__}."
-        )
+    frame = as_frame(pd, data)
     needed = [term.group, *(c for c in term.columns if c != "1")]
     absent = [c for c in needed if c not in frame.columns]
     if absent:

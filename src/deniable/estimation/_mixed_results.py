@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -44,13 +44,8 @@ class HosmerLemeshow:
     groups: int
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict."""
-        return {
-            "statistic": self.statistic,
-            "df": self.df,
-            "pvalue": self.pvalue,
-            "groups": self.groups,
-        }
+        """Plain-JSON dict: every field."""
+        return asdict(self)
 
     def __str__(self) -> str:
         return (

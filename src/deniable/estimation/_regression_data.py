@@ -11,7 +11,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -21,12 +21,18 @@ from deniable.designs import BinaryDesign, Kuk
 from deniable.estimation._formula import check_formula, evaluation_context
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
+if TYPE_CHECKING:  # pragma: no cover
+    from deniable.estimation._regression_logit import LogitFit
+    from deniable.estimation._regression_mixture import MixtureFit
+
 __all__ = [
     "ModelData",
+    "as_frame",
     "check_design",
     "check_finite",
     "check_se",
     "columns_list",
+    "fit_fields",
     "model_data",
     "require_data_extras",
 ]
@@ -93,7 +99,31 @@ class ModelData:
     n_dropped: int
 
 
-def _as_frame(pd: Any, data: Any) -> Any:
+def fit_fields(
+    md: ModelData,
+    fit: LogitFit | MixtureFit,
+    design: BinaryDesign,
+    se: str,
+    tol: float,
+    notes: Sequence[str],
+) -> dict[str, Any]:
+    """The fields of a regression result that an EM-then-Newton ``fit`` of ``md`` sets
+    alike whatever the model (``logistic_rr``, ``linear_rr``)."""
+    return {
+        "se_type": se,
+        "llf": fit.llf,
+        "nobs": int(md.y.size),
+        "design": design,
+        "converged": fit.converged,
+        "iterations": {"EM": fit.em_iterations, "Newton": fit.newton_iterations},
+        "tolerance": tol,
+        "n_dropped": md.n_dropped,
+        "notes": tuple(notes),
+    }
+
+
+def as_frame(pd: Any, data: Any) -> Any:
+    """``data`` as a DataFrame: a DataFrame itself, a mapping of columns as one."""
     if isinstance(data, pd.DataFrame):
         return data
     if isinstance(data, Mapping):
@@ -166,7 +196,7 @@ def model_data(
         raise ParameterTypeError(
             f"`formula` must be a string like 'y ~ x1 + x2', got {type(formula).__name__}."
         )
-    frame = _as_frame(pd, data)
+    frame = as_frame(pd, data)
     # Refuses anything outside the formula language (code, attribute access, dunders) and
     # malformed parts before formulaic parses, let alone evaluates, the formula.
     names = check_formula(formula)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -74,18 +74,8 @@ class LRTest:
     restricted: str
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict."""
-        result: dict[str, Any] = to_jsonable(
-            {
-                "statistic": self.statistic,
-                "df": self.df,
-                "pvalue": self.pvalue,
-                "llf_full": self.llf_full,
-                "llf_restricted": self.llf_restricted,
-                "full": self.full,
-                "restricted": self.restricted,
-            }
-        )
+        """Plain-JSON dict: every field."""
+        result: dict[str, Any] = to_jsonable(asdict(self))
         return result
 
     def __str__(self) -> str:

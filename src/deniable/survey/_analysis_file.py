@@ -4,6 +4,7 @@ CSV or Parquet file read in batches (or, under a sample design, read whole)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from deniable.designs import Design
@@ -83,18 +84,24 @@ def _designed(
 ) -> Any:
     """The analysis of ``plan``'s question in the open file ``f`` under the sample design
     ``spec``: the columns read whole, data rows numbered from 1."""
-    needed = list(plan.columns())
-    if isinstance(spec, DesignColumns):
-        names = list(f.names)
-        parts = [(spec.label(p), getattr(spec, p)) for p in ("weights", "strata", "psu", "fpc")]
-        f.check_columns([(w, c) for w, c in parts if c is not None])
-        reps = spec.replicate_columns(names)
-        needed += [c for _, c in parts if c is not None] + reps
-    frame = read_frame(label, columns=list(dict.fromkeys(needed)))
-    frame.index = frame.index + 1  # data rows, numbered from 1
+    frame = read_whole(f, label, spec, plan.columns())
     run([plan], frame_batches(frame, plan.columns()), missing)
     sample = build_sample(frame, spec, lambda r: f"data row {r} of {label!r}")
     if plan.by is not None:
         return with_design_by(_grouped(plan, d, lvl, text=False), frame, plan, d, sample, False)
     out: Analysis = with_design(_analysis(plan, d, lvl, label), frame, plan, sample)
     return out
+
+
+def read_whole(f: SurveyFile, label: str, spec: Spec, columns: Sequence[Any]) -> Any:
+    """``columns`` and the columns of the sample design ``spec`` (checked first) of the
+    open file ``f`` (``label``), read whole into a DataFrame whose index is the data row,
+    numbered from 1."""
+    needed = list(columns)
+    if isinstance(spec, DesignColumns):
+        given = [(spec.label(p), getattr(spec, p)) for p in ("weights", "strata", "psu", "fpc")]
+        f.check_columns([(w, c) for w, c in given if c is not None])
+        needed += spec.columns(list(f.names))
+    frame = read_frame(label, columns=list(dict.fromkeys(needed)))
+    frame.index = frame.index + 1  # data rows, numbered from 1
+    return frame

@@ -33,14 +33,14 @@ from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table
 from deniable.survey._analysis import Analysis, _analysis, _check, _plan
+from deniable.survey._analysis_file import read_whole
 from deniable.survey._columns import column_series
 from deniable.survey._compare import design_fields, report_design_table
 from deniable.survey._files import Progress, SurveyFile
 from deniable.survey._questionnaire import Survey
 from deniable.survey._questions import file_batches, frame_batches, run
-from deniable.survey._readers import check_frame, read_frame, require_pandas
+from deniable.survey._readers import check_frame, require_pandas
 from deniable.survey._sample import (
-    DesignColumns,
     build_sample,
     design_parameter,
     sample_spec,
@@ -420,15 +420,8 @@ def survey_report_file(
         if spec is None:
             rows = run(plans, file_batches(f, columns), missing)
         else:
-            if isinstance(spec, DesignColumns):
-                given = [(spec.label(k), getattr(spec, k)) for k in ("weights", "strata", "psu",
-                         "fpc")]  # fmt: skip
-                f.check_columns([(w, c) for w, c in given if c is not None])
-                columns += spec.columns(list(f.names))
-            frame = read_frame(label, columns=list(dict.fromkeys(columns)))
-            frame.index = frame.index + 1  # data rows, numbered from 1
-            rows = run(plans, frame_batches(frame, [c for p in plans for c in p.columns()]),
-                       missing)  # fmt: skip
+            frame = read_whole(f, label, spec, columns)
+            rows = run(plans, frame_batches(frame, columns), missing)
             sample = build_sample(frame, spec, place)
     results = [_analysis(p, d, lvl, label) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
     if sample is not None:
