@@ -8,6 +8,7 @@ inverse-CDF cell draw that the piecewise mechanism and Square Wave
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +19,7 @@ from deniable.common import validation as v
 from deniable.designs import Channel, MechanismBase
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
-from deniable.randomness import exp_lower_bound
+from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
 from deniable.results import SE_PLUG_IN, Estimate
 
 __all__ = ["GRID", "MeanChannel", "window_cells", "window_weights"]
@@ -82,6 +83,64 @@ def window_cells(
         point // beta,
         np.where(past < width, start + past // alpha, start + window + (past - width) // beta),
     )
+
+
+def check_bounds(mechanism: Any) -> None:
+    """Set ``mechanism.lower`` and ``.upper`` (a frozen dataclass's) to their checked
+    floats: finite, with ``lower < upper``."""
+    lo = v.real("lower", mechanism.lower)
+    hi = v.real("upper", mechanism.upper)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ParameterError(
+            f"`lower` and `upper` must be finite with lower < upper, got {mechanism.lower!r} "
+            f"and {mechanism.upper!r}."
+        )
+    object.__setattr__(mechanism, "lower", lo)
+    object.__setattr__(mechanism, "upper", hi)
+
+
+def checked_values(
+    values: npt.ArrayLike, lower: float, upper: float, *, clip: bool = False, hint: str = ""
+) -> FloatArray:
+    """``values`` as a flat float array, checked: numbers in ``[lower, upper]`` (NaN is
+    outside), or with ``clip`` any number but NaN; ``hint`` follows the bounds in the error
+    that names the first value outside (never the value itself)."""
+    try:
+        x = None if isinstance(values, str | bytes) else np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        x = None
+    if x is None or x.ndim > 1:
+        raise DataError(f"`values` must be a 1-D array of numbers in [{lower:g}, {upper:g}].")
+    x = x.reshape(-1)
+    bad = np.isnan(x) if clip else ~((x >= lower) & (x <= upper))  # NaN is bad too
+    if bad.any():
+        raise DataError(
+            f"`values` must be numbers in [lower, upper] = [{lower:g}, {upper:g}]{hint}, got "
+            f"one outside at index {int(np.flatnonzero(bad)[0])} (values are not shown in "
+            "errors)."
+        )
+    return x
+
+
+def window_reports(
+    unit: FloatArray, start: Callable[[FloatArray], tuple[FloatArray, npt.NDArray[np.uint64]]],
+    weights: tuple[int, int], window: int, rng: Any,
+) -> npt.NDArray[np.uint16]:  # fmt: skip
+    """The grid cells of a window mechanism (the piecewise mechanism, Square Wave) for the
+    mapped values ``unit``: report ``i`` uses words ``2 i`` (rounding the window's start,
+    ``start(unit)`` as ``(floor, floor(frac 2**53))``) and ``2 i + 1`` (the cell, by
+    :func:`window_cells` with ``weights`` ``(alpha, beta)``)."""
+    gen = resolve_rng(rng)
+    alpha, beta = (np.uint64(x) for x in weights)
+    w = np.uint64(window)
+    out = np.empty(unit.size, dtype=np.uint16)
+    for first in range(0, unit.size, CHUNK):
+        stop = min(first + CHUNK, unit.size)
+        words = random_words(gen, 2 * (stop - first)).reshape(-1, 2)
+        whole, frac = start(unit[first:stop])
+        s = whole.astype(np.uint64) + (words[:, 0] < (frac << np.uint64(11)))
+        out[first:stop] = window_cells(s, words[:, 1], alpha, beta, w)
+    return out
 
 
 class MeanChannel(Channel):
@@ -156,15 +215,7 @@ class _BoundedMean(MechanismBase):
 
     def _check_bounds(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        lo = v.real("lower", self.lower)
-        hi = v.real("upper", self.upper)
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ParameterError(
-                f"`lower` and `upper` must be finite with lower < upper, got {self.lower!r} "
-                f"and {self.upper!r}."
-            )
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        check_bounds(self)
 
     @property
     def channel(self) -> MeanChannel:
@@ -181,22 +232,7 @@ class _BoundedMean(MechanismBase):
 
     def _unit(self, values: npt.ArrayLike) -> FloatArray:
         """``values`` checked (finite, in [lower, upper]) and mapped to [-1, 1]."""
-        try:
-            x = None if isinstance(values, str | bytes) else np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            x = None
-        if x is None or x.ndim > 1:
-            raise DataError(
-                f"`values` must be a 1-D array of numbers in [{self.lower:g}, {self.upper:g}]."
-            )
-        x = x.reshape(-1)
-        bad = ~((x >= self.lower) & (x <= self.upper))  # NaN is bad too
-        if bad.any():
-            raise DataError(
-                f"`values` must be numbers in [lower, upper] = [{self.lower:g}, "
-                f"{self.upper:g}], got one outside at index {int(np.flatnonzero(bad)[0])} "
-                "(values are not shown in errors)."
-            )
+        x = checked_values(values, self.lower, self.upper)
         t = (x - self.lower) / (self.upper - self.lower) * 2.0 - 1.0
         return np.clip(t, -1.0, 1.0)
 
