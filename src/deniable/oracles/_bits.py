@@ -125,6 +125,20 @@ def packed_bit(reports: Any, k: int, j: int) -> npt.NDArray[np.bool_]:
     return np.asarray((arr[:, j >> 3] >> np.uint8(j & 7)) & np.uint8(1), dtype=np.bool_)
 
 
+class _PackedSupports:
+    """The support counts and supports of reports that are ``k`` packed bits (unary
+    encoding, longitudinal unary encoding): a mixin named before the oracle's base."""
+
+    k: int
+
+    def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
+        counts, arr = packed_support_counts(reports, self.k)
+        return counts, int(arr.shape[0])
+
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        return packed_bit(reports, self.k, value)
+
+
 def row_popcounts(arr: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
     """The number of set bits of each packed row."""
     if hasattr(np, "bitwise_count"):
