@@ -24,14 +24,21 @@ import numpy.typing as npt
 from deniable.exceptions import DataError, ParameterTypeError
 
 __all__ = [
+    "INDEX_BYTES",
+    "indexed_records",
     "lanes",
     "pack_words",
     "packed_bit",
     "packed_support_counts",
     "parity",
     "row_popcounts",
+    "split_records",
 ]
 
+#: Bytes of the index (RAPPOR's cohort, a CMS report's row, a little-endian ``uint16``)
+#: before the packed bits of a report file's record.
+INDEX_BYTES = 2
+_INDEX = np.dtype("<u2")
 _ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 #: Rows of packed reports unpacked at once when counting (bits: 1024 x k bytes).
 _COUNT_ROWS = 1024
@@ -137,6 +144,32 @@ class _PackedSupports:
 
     def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
         return packed_bit(reports, self.k, value)
+
+
+def indexed_records(
+    index: npt.NDArray[np.integer[Any]], bits: npt.NDArray[np.uint8], width: int
+) -> npt.NDArray[np.uint8]:
+    """``(n, INDEX_BYTES + width)`` record bytes: each report's index (``<u2``), then its
+    ``width`` bytes of packed bits."""
+    n = index.shape[0]
+    out = np.empty((n, INDEX_BYTES + width), dtype=np.uint8)
+    out[:, :INDEX_BYTES] = index.astype(_INDEX).view(np.uint8).reshape(n, INDEX_BYTES)
+    out[:, INDEX_BYTES:] = bits
+    return out
+
+
+def split_records(
+    records: npt.NDArray[Any], width: int, what: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    """The indices and packed bits of :func:`indexed_records`'s record bytes; records of
+    another shape are refused naming ``what``."""
+    rec = np.ascontiguousarray(records, dtype=np.uint8)
+    if rec.ndim != 2 or rec.shape[1] != INDEX_BYTES + width:
+        raise DataError(
+            f"{what} records must be rows of {INDEX_BYTES + width} bytes, got shape {rec.shape}."
+        )
+    index = rec[:, :INDEX_BYTES].copy().view(_INDEX).reshape(-1).astype(np.int64)
+    return index, np.ascontiguousarray(rec[:, INDEX_BYTES:])
 
 
 def row_popcounts(arr: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
