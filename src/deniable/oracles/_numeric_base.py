@@ -85,6 +85,17 @@ def window_cells(
     )
 
 
+def float_array(value: Any) -> FloatArray | None:
+    """``value`` as a float array, or ``None`` for a string or what numpy cannot read as
+    numbers (the caller names it in its own error)."""
+    if isinstance(value, str | bytes):
+        return None
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
 def check_bounds(mechanism: Any) -> None:
     """Set ``mechanism.lower`` and ``.upper`` (a frozen dataclass's) to their checked
     floats: finite, with ``lower < upper``."""
@@ -105,10 +116,7 @@ def checked_values(
     """``values`` as a flat float array, checked: numbers in ``[lower, upper]`` (NaN is
     outside), or with ``clip`` any number but NaN; ``hint`` follows the bounds in the error
     that names the first value outside (never the value itself)."""
-    try:
-        x = None if isinstance(values, str | bytes) else np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError):
-        x = None
+    x = float_array(values)
     if x is None or x.ndim > 1:
         raise DataError(f"`values` must be a 1-D array of numbers in [{lower:g}, {upper:g}].")
     x = x.reshape(-1)
