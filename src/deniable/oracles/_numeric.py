@@ -57,6 +57,8 @@ from deniable.oracles._numeric_base import (
     FloatArray,
     _BoundedMean,
     _Interval,
+    check_window,
+    window_epsilon,
     window_reports,
     window_weights,
 )
@@ -211,12 +213,7 @@ class PiecewiseMechanism(_BoundedMean):
 
     def __post_init__(self) -> None:
         self._check_bounds()
-        alpha, beta = self._weights
-        if alpha <= beta:
-            raise ParameterError(
-                f"`epsilon` is too small for {self.name!r} on its grid of {GRID} values, got "
-                f"{self.epsilon!r}."
-            )
+        check_window(self._weights, self.epsilon, self.name, f"{GRID} values")
 
     @cached_property
     def window(self) -> int:
@@ -238,10 +235,7 @@ class PiecewiseMechanism(_BoundedMean):
 
     @property
     def implemented_epsilon(self) -> float:
-        # ln(alpha / beta): alpha / beta <= e^eps holds exactly (see _weights); the float
-        # log can land an ulp above eps, so state the proven bound
-        alpha, beta = self._weights
-        return min(math.log(alpha / beta), self.epsilon)
+        return window_epsilon(self._weights, self.epsilon)
 
     @cached_property
     def _linear(self) -> tuple[float, float]:

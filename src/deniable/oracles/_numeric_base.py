@@ -65,6 +65,25 @@ def window_weights(window: int, rest: int, epsilon: float) -> tuple[int, int]:
         beta += step
 
 
+def check_window(weights: tuple[int, int], epsilon: float, name: str, grid: str) -> None:
+    """Refuse ``weights`` ``(alpha, beta)`` that make no window (``alpha <= beta``: the
+    ``epsilon`` is too small for the mechanism ``name`` on its ``grid``)."""
+    alpha, beta = weights
+    if alpha <= beta:
+        raise ParameterError(
+            f"`epsilon` is too small for {name!r} on its grid of {grid}, got {epsilon!r}."
+        )
+
+
+def window_epsilon(weights: tuple[int, int], epsilon: float) -> float:
+    """The implemented epsilon of a window mechanism: ``ln(alpha / beta)``, the worst ratio
+    of one cell's probability under two values.  ``alpha / beta <= e^eps`` holds exactly in
+    integers (:func:`window_weights`); the float log can land an ulp above ``epsilon``, so
+    the proven bound is stated then."""
+    alpha, beta = weights
+    return min(math.log(alpha / beta), epsilon)
+
+
 def window_cells(
     start: npt.NDArray[np.uint64],
     point: npt.NDArray[np.uint64],

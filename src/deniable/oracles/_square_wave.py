@@ -59,7 +59,9 @@ from deniable.oracles._numeric_base import (
     FloatArray,
     MeanChannel,
     check_bounds,
+    check_window,
     checked_values,
+    window_epsilon,
     window_reports,
     window_weights,
 )
@@ -156,12 +158,7 @@ class SquareWave(MechanismBase):
         object.__setattr__(self, "output_bins", out)
         if not isinstance(self.clip, bool):
             raise ParameterTypeError(f"`clip` must be True or False, got {self.clip!r}.")
-        alpha, beta = self.weights
-        if alpha <= beta:
-            raise ParameterError(
-                f"`epsilon` is too small for {self.name!r} on its grid of {SW_GRID} cells, "
-                f"got {self.epsilon!r}."
-            )
+        check_window(self.weights, self.epsilon, self.name, f"{SW_GRID} cells")
 
     # -- the grid ---------------------------------------------------------------------
 
@@ -189,11 +186,7 @@ class SquareWave(MechanismBase):
 
     @property
     def implemented_epsilon(self) -> float:
-        # eps = ln(alpha / beta): the worst ratio of one cell's probability under two values
-        # (alpha / beta <= e^eps holds exactly in integers; the float log can land an ulp
-        # above eps, so state the proven bound)
-        alpha, beta = self.weights
-        return min(math.log(alpha / beta), self.epsilon)
+        return window_epsilon(self.weights, self.epsilon)
 
     @property
     def densities(self) -> tuple[float, float]:
