@@ -1,6 +1,8 @@
 """Bit-level helpers of the oracles whose reports are bit vectors (unary encoding, subset
-selection): many Bernoulli draws from few words, packing, support counts of packed reports,
-and the parity of a bitwise AND (the Hadamard matrix entries).
+selection): many Bernoulli draws from few words, packing, support counts of packed reports
+(and the mixin that tallies them), the report-file records of packed bits after a 16-bit
+index (RAPPOR's cohort, a CMS row), and the parity of a bitwise AND (the Hadamard matrix
+entries).
 
 **Bit-sliced Bernoulli lanes.**  ``L`` words give 64 independent lanes of an ``L``-bit
 uniform number each: lane ``b`` of word ``i`` is bit ``i`` of the lane's number ``U``

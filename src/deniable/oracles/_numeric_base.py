@@ -1,9 +1,10 @@
 """The shared part of the bounded-mean mechanisms of :mod:`deniable.oracles._numeric`:
 their channel (:class:`MeanChannel`: no finite matrix, one value's report distribution)
 and the base class that maps ``[lower, upper]`` to ``[-1, 1]``, checks values and builds
-the mean estimate with its plug-in SEs and intervals; and the integer window weights and
-inverse-CDF cell draw that the piecewise mechanism and Square Wave
-(:mod:`deniable.oracles._square_wave`) share."""
+the mean estimate with its plug-in SEs and intervals; and what the piecewise mechanism and
+Square Wave (:mod:`deniable.oracles._square_wave`) share: the check of the bounds and the
+values, the integer window weights, their epsilon, and the randomizer (the window's start
+rounded with one word, the inverse-CDF cell draw with another)."""
 
 from __future__ import annotations
 
