@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import io
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
 
-from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.distributed._sources import (
     _check_has,
@@ -34,9 +34,7 @@ from deniable.distributed._sources import (
     _one_format,
     _open_csv,
     _parquet_key,
-    _table_oracle,
-    require_dask,
-    resolve_mechanism,
+    checked_call,
 )
 from deniable.distributed._tables import (
     BATCH_BYTES,
@@ -296,6 +294,28 @@ def _tree(tasks: list[Any]) -> Any:
     return tasks[0]
 
 
+@contextmanager
+def local_client(workers: int) -> Iterator[Any]:
+    """A client of a ``LocalCluster`` started for the call and closed after it: ``workers``
+    processes of one thread each, no dashboard."""
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,  # no dashboard; its health routes on any port
+            scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK},
+            # the workers log a failed task with its traceback on this process's
+            # stderr; the error reaches the caller as one DataError instead
+            silence_logs=logging.CRITICAL,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
 def aggregate(
     source: Any,
     mechanism: Any = None,
@@ -352,10 +372,7 @@ def aggregate(
     :class:`~deniable.exceptions.DataError` naming the file and the problem.  Nothing is
     written.
     """
-    size = v.integer("batch", batch, minimum=1)
-    workers = v.integer("local_workers", local_workers, minimum=1, maximum=256)
-    require_dask()
-    oracle = _table_oracle(source, format) if mechanism is None else resolve_mechanism(mechanism)
+    size, workers, oracle = checked_call(source, mechanism, batch, format, local_workers)
     if not hasattr(oracle, "tally"):  # PEM, TreeHist: rounds, not one tally
         raise ParameterTypeError(
             f"`mechanism` {oracle.key} has no tally (its rounds need every report): aggregate "
@@ -413,22 +430,10 @@ def _run(
                 total = part if total is None else total + part
                 progress(count, len(tasks))
             return done(total)
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
         if scheduler is None:
-            with (
-                LocalCluster(
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=None,  # no dashboard; its health routes on any port
-                    scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK},
-                    # the workers log a failed task with its traceback on this process's
-                    # stderr; the error reaches the caller as one DataError instead
-                    silence_logs=logging.CRITICAL,
-                ) as cluster,
-                Client(cluster) as client,
-            ):
+            with local_client(workers) as client:
                 return on(client)
         if isinstance(scheduler, str):
             with Client(scheduler, timeout=timeout) as client:

@@ -17,7 +17,6 @@ boundary.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,17 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.distributed._aggregate import (
     CONNECT_TIMEOUT,
     DEFAULT_BATCH,
     LOCAL_WORKERS,
-    LOOPBACK,
     _run,
     _tasks,
+    local_client,
 )
-from deniable.distributed._sources import _table_oracle, require_dask, resolve_mechanism
+from deniable.distributed._sources import checked_call
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = ["HeavyRound", "aggregate_heavy_hitters"]
@@ -77,19 +75,7 @@ def _session(scheduler: Any, workers: int, timeout: float) -> Iterator[Any]:
     """One cluster for every round: a LocalCluster started for the call (``None``), a
     client of the scheduler's address, the given client, or ``"synchronous"``."""
     if scheduler is None:
-        from distributed import Client, LocalCluster
-
-        with (
-            LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                scheduler_kwargs={"dashboard": False, "dashboard_address": LOOPBACK},
-                silence_logs=logging.CRITICAL,
-            ) as cluster,
-            Client(cluster) as client,
-        ):
+        with local_client(workers) as client:
             yield client
     elif isinstance(scheduler, str) and scheduler != "synchronous":
         from distributed import Client
@@ -147,10 +133,7 @@ def aggregate_heavy_hitters(
     """
     from deniable.oracles import PEM, TreeHist, heavy_from_key
 
-    size = v.integer("batch", batch, minimum=1)
-    workers = v.integer("local_workers", local_workers, minimum=1, maximum=256)
-    require_dask()
-    found = _table_oracle(source, format) if mechanism is None else resolve_mechanism(mechanism)
+    size, workers, found = checked_call(source, mechanism, batch, format, local_workers)
     if not isinstance(found, PEM | TreeHist):
         raise ParameterTypeError(
             f"`mechanism` must be a heavy-hitter protocol (PEM or TreeHist) or its key, got "

@@ -9,10 +9,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from deniable.common import validation as v
 from deniable.distributed._tables import KEY_METADATA, record, report_columns, table_format
 from deniable.exceptions import DataError, DeniableError, ParameterError, ParameterTypeError
 
-__all__ = ["require_dask", "resolve_mechanism", "table_mechanism"]
+__all__ = ["checked_call", "require_dask", "resolve_mechanism", "table_mechanism"]
 
 
 #: What the ``dask`` extra brings, imported by the functions that use them.
@@ -277,3 +278,15 @@ def _table_oracle(source: Any, fmt: str | None) -> Any:
             f"{kb}; aggregate the tables of one oracle at a time."
         )
     return resolve_mechanism(next(iter(keys)))  # an oracle's, RAPPOR's or a sketch's key
+
+
+def checked_call(
+    source: Any, mechanism: Any, batch: int, format: str | None, local_workers: int
+) -> tuple[int, int, Any]:
+    """``(batch, local_workers, mechanism)`` of a call on report tables, checked: the
+    mechanism given (an object, key or spec), or by default the one the tables carry."""
+    size = v.integer("batch", batch, minimum=1)
+    workers = v.integer("local_workers", local_workers, minimum=1, maximum=256)
+    require_dask()
+    found = _table_oracle(source, format) if mechanism is None else resolve_mechanism(mechanism)
+    return size, workers, found

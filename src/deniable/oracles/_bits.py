@@ -1,6 +1,8 @@
 """Bit-level helpers of the oracles whose reports are bit vectors (unary encoding, subset
-selection): many Bernoulli draws from few words, packing, support counts of packed reports,
-and the parity of a bitwise AND (the Hadamard matrix entries).
+selection): many Bernoulli draws from few words, packing, support counts of packed reports
+(and the mixin that tallies them), the report-file records of packed bits after a 16-bit
+index (RAPPOR's cohort, a CMS row), and the parity of a bitwise AND (the Hadamard matrix
+entries).
 
 **Bit-sliced Bernoulli lanes.**  ``L`` words give 64 independent lanes of an ``L``-bit
 uniform number each: lane ``b`` of word ``i`` is bit ``i`` of the lane's number ``U``
@@ -24,14 +26,21 @@ import numpy.typing as npt
 from deniable.exceptions import DataError, ParameterTypeError
 
 __all__ = [
+    "INDEX_BYTES",
+    "indexed_records",
     "lanes",
     "pack_words",
     "packed_bit",
     "packed_support_counts",
     "parity",
     "row_popcounts",
+    "split_records",
 ]
 
+#: Bytes of the index (RAPPOR's cohort, a CMS report's row, a little-endian ``uint16``)
+#: before the packed bits of a report file's record.
+INDEX_BYTES = 2
+_INDEX = np.dtype("<u2")
 _ONES = np.uint64(0xFFFF_FFFF_FFFF_FFFF)
 #: Rows of packed reports unpacked at once when counting (bits: 1024 x k bytes).
 _COUNT_ROWS = 1024
@@ -123,6 +132,46 @@ def packed_bit(reports: Any, k: int, j: int) -> npt.NDArray[np.bool_]:
     """Bit ``j`` of each packed report, as booleans."""
     arr = _packed(reports, k)
     return np.asarray((arr[:, j >> 3] >> np.uint8(j & 7)) & np.uint8(1), dtype=np.bool_)
+
+
+class _PackedSupports:
+    """The support counts and supports of reports that are ``k`` packed bits (unary
+    encoding, longitudinal unary encoding): a mixin named before the oracle's base."""
+
+    k: int
+
+    def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
+        counts, arr = packed_support_counts(reports, self.k)
+        return counts, int(arr.shape[0])
+
+    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
+        return packed_bit(reports, self.k, value)
+
+
+def indexed_records(
+    index: npt.NDArray[np.integer[Any]], bits: npt.NDArray[np.uint8], width: int
+) -> npt.NDArray[np.uint8]:
+    """``(n, INDEX_BYTES + width)`` record bytes: each report's index (``<u2``), then its
+    ``width`` bytes of packed bits."""
+    n = index.shape[0]
+    out = np.empty((n, INDEX_BYTES + width), dtype=np.uint8)
+    out[:, :INDEX_BYTES] = index.astype(_INDEX).view(np.uint8).reshape(n, INDEX_BYTES)
+    out[:, INDEX_BYTES:] = bits
+    return out
+
+
+def split_records(
+    records: npt.NDArray[Any], width: int, what: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint8]]:
+    """The indices and packed bits of :func:`indexed_records`'s record bytes; records of
+    another shape are refused naming ``what``."""
+    rec = np.ascontiguousarray(records, dtype=np.uint8)
+    if rec.ndim != 2 or rec.shape[1] != INDEX_BYTES + width:
+        raise DataError(
+            f"{what} records must be rows of {INDEX_BYTES + width} bytes, got shape {rec.shape}."
+        )
+    index = rec[:, :INDEX_BYTES].copy().view(_INDEX).reshape(-1).astype(np.int64)
+    return index, np.ascontiguousarray(rec[:, INDEX_BYTES:])
 
 
 def row_popcounts(arr: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:

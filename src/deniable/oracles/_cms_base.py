@@ -77,6 +77,7 @@ from deniable.common import validation as v
 from deniable.designs import MechanismBase, Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._hashing import collision_probability
+from deniable.oracles._numeric_base import float_array
 from deniable.oracles._sketch import (
     MAX_STRING_BYTES,
     SketchEstimate,
@@ -327,12 +328,10 @@ class CountMeanSketch(MechanismBase):
 def _numbers(name: str, value: Any) -> FloatArray:
     """``value`` as a float array, or a :class:`~deniable.exceptions.ParameterTypeError`
     naming ``name`` (a string or an object numpy cannot read as numbers)."""
-    try:
-        if isinstance(value, str | bytes):
-            raise TypeError
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    out = float_array(value)
+    if out is None:
         raise ParameterTypeError(
             f"`{name}` must be a number or an array of numbers in [0, 1], got "
             f"{type(value).__name__}."
-        ) from None
+        )
+    return out

@@ -9,18 +9,17 @@ by the salt) and the bound on a string's UTF-8 bytes.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from deniable.designs import exact_value
-from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterTypeError
 from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._hcms import HCMS
 from deniable.oracles._sketch import SKETCH_HASH
-from deniable.oracles._spec import _parameter, _spec_fields
+from deniable.oracles._spec import _from_parameters, _spec_fields
 
 __all__ = ["CMS_SPEC_SCHEMA", "cms_from_spec", "cms_spec"]
 
@@ -81,20 +80,4 @@ def cms_from_spec(spec: Mapping[str, Any] | str | bytes) -> CountMeanSketch:
     name = spec["mechanism"]
     if name not in _SKETCHES:
         raise DataError(f"spec field `mechanism` must be one of cms, hcms, got {name!r}.")
-    params = spec["parameters"]
-    if not isinstance(params, Mapping):
-        raise DataError(f"spec field `parameters` must be an object, got {params!r}.")
-    try:
-        sketch = _SKETCHES[name](**{n: _parameter(n, x) for n, x in params.items()})
-    except TypeError as exc:
-        raise DataError(f"spec field `parameters` does not fit {name!r}: {exc}.") from None
-    except DeniableError as exc:
-        raise DataError(f"spec field `parameters`: {exc}") from None
-    implied = cms_spec(sketch)
-    for field in _FIELDS:
-        if json.dumps(spec[field], sort_keys=True) != json.dumps(implied[field], sort_keys=True):
-            raise DataError(
-                f"spec field `{field}` does not match the parameters: it says "
-                f"{spec[field]!r}, the parameters imply {implied[field]!r}."
-            )
-    return sketch
+    return _from_parameters(spec, _FIELDS, _SKETCHES[name], name, cms_spec)

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError
 from deniable.oracles._dbitflip import DBitFlipPM, DBitFlipReports, repeats
 from deniable.oracles._dbitflip_state import (
-    checked_store,
+    _FleetMemo,
     device_keys,
     memoized_rows,
     pack,
@@ -37,7 +37,7 @@ _IDS, _ID_BITS = 3, 16
 _BITS = 62
 
 
-class DBitFlipMemo:
+class DBitFlipMemo(_FleetMemo[DBitFlipPM]):
     """The memoized dBitFlipPM of a fleet of devices (module docstring): each device's
     sampled buckets are drawn once, and its bits once per bucket value it has been in.
 
@@ -62,28 +62,11 @@ class DBitFlipMemo:
     [2.0, 1.0, 0.0]
     """
 
-    __slots__ = ("_mechanism", "_name", "_store")
+    __slots__ = ()
+    _kind = DBitFlipPM
 
     def __init__(self, mechanism: DBitFlipPM, store: Any = None, *, name: str = "dbitflip") -> None:
-        if not isinstance(mechanism, DBitFlipPM):
-            raise ParameterTypeError(
-                f"`mechanism` must be a DBitFlipPM, got {type(mechanism).__name__}."
-            )
-        if not isinstance(name, str) or not name:
-            raise ParameterTypeError(f"`name` must be a non-empty string, got {name!r}.")
-        self._mechanism = mechanism
-        self._store = checked_store(store)
-        self._name = name
-
-    @property
-    def mechanism(self) -> DBitFlipPM:
-        """The mechanism whose reports are memoized."""
-        return self._mechanism
-
-    @property
-    def store(self) -> Any:
-        """Where the devices' buckets and bits live."""
-        return self._store
+        super().__init__(mechanism, store, name)
 
     def _bucket_questions(self, _: int = 0) -> list[str]:
         return [f"{self._name}/buckets/{c}" for c in range(-(-self._mechanism.d // _IDS))]

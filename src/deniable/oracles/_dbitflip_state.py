@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -126,6 +126,39 @@ def checked_store(store: Any) -> Any:
             f"deniable.service.storage.SqlMemoStore(url)) or None, got {type(store).__name__}."
         )
     return store
+
+
+_M = TypeVar("_M")
+
+
+class _FleetMemo(Generic[_M]):
+    """What the memoized counters of a fleet share: their mechanism (an instance of the
+    subclass's ``_kind``), the memo store of the devices' state (:func:`checked_store`) and
+    the name that prefixes its questions, each checked."""
+
+    __slots__ = ("_mechanism", "_name", "_store")
+    _kind: ClassVar[type]
+
+    def __init__(self, mechanism: _M, store: Any, name: str) -> None:
+        if not isinstance(mechanism, self._kind):
+            raise ParameterTypeError(
+                f"`mechanism` must be a {self._kind.__name__}, got {type(mechanism).__name__}."
+            )
+        if not isinstance(name, str) or not name:
+            raise ParameterTypeError(f"`name` must be a non-empty string, got {name!r}.")
+        self._mechanism = mechanism
+        self._store = checked_store(store)
+        self._name = name
+
+    @property
+    def mechanism(self) -> _M:
+        """The mechanism whose reports are memoized."""
+        return self._mechanism
+
+    @property
+    def store(self) -> Any:
+        """Where the devices' state (what they drew) lives."""
+        return self._store
 
 
 def device_keys(devices: Any, n: int | None = None) -> npt.NDArray[Any]:

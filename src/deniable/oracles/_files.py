@@ -235,13 +235,16 @@ def tally_file(
         n = check_file(fh, name, oracle.key, dtype, width, rappor=rappor)
         size = min(size, max(1, BATCH_BYTES // (width * dtype.itemsize)))  # 128 MB at most
         total: Tally | None = None
+        records: Callable[[Any, npt.NDArray[Any]], Any] | None = None
+        if rappor is not None:
+            records = rappor_from_records
+        elif isinstance(oracle, CMS):
+            records = sketch_from_records
         for done, chunk in read_batches(fh, name, n, dtype, width, size):
             reports = chunk if rows else chunk.reshape(-1)
-            first = done - reports.shape[0]
-            if rappor is not None:
-                part = rappor.tally(_rappor_rows(rappor, reports, name, first))
-            elif isinstance(oracle, CMS):
-                part = oracle.tally(_cms_rows(oracle, reports, name, first))
+            if records is not None:
+                first = done - reports.shape[0]
+                part = oracle.tally(_record_reports(records, oracle, reports, name, first))
             else:
                 part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
             total = part if total is None else total + part
@@ -255,20 +258,14 @@ def tally_file(
     return total
 
 
-def _cms_rows(sketch: CMS, rows: npt.NDArray[Any], path: str, done: int) -> Any:
-    """CMS reports of record rows; a bad row is refused naming the file and the rows."""
+def _record_reports(
+    from_records: Callable[[Any, npt.NDArray[Any]], Any], mechanism: Any,
+    rows: npt.NDArray[Any], path: str, done: int,
+) -> Any:  # fmt: skip
+    """The reports (CMS's or RAPPOR's) ``from_records`` makes of record rows; a bad row is
+    refused naming the file and the rows."""
     try:
-        return sketch_from_records(sketch, rows)
-    except DeniableError as exc:
-        raise DataError(
-            f"report file {path!r}, reports {done}..{done + rows.shape[0] - 1}: {exc}"
-        ) from None
-
-
-def _rappor_rows(rappor: Rappor, rows: npt.NDArray[Any], path: str, done: int) -> RapporReports:
-    """RAPPOR reports of record rows; a bad row is refused naming the file and the row."""
-    try:
-        return rappor_from_records(rappor, rows)
+        return from_records(mechanism, rows)
     except DeniableError as exc:
         raise DataError(
             f"report file {path!r}, reports {done}..{done + rows.shape[0] - 1}: {exc}"

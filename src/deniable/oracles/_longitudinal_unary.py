@@ -52,7 +52,7 @@ from deniable.common import validation as v
 from deniable.designs import expit
 from deniable.exceptions import ParameterError
 from deniable.oracles._base import check_k, open_probability
-from deniable.oracles._bits import packed_bit, packed_support_counts
+from deniable.oracles._bits import _PackedSupports
 from deniable.oracles._longitudinal import LongitudinalOracle, fit_below
 from deniable.randomness import fill_words, probability_threshold, random_words
 
@@ -75,7 +75,7 @@ def _ue_epsilon(p: float, q: float) -> float:
     return math.log(p * (1 - q) / ((1 - p) * q))
 
 
-class LongitudinalUnary(LongitudinalOracle):
+class LongitudinalUnary(_PackedSupports, LongitudinalOracle):
     """Base of L-SUE, L-OUE and L-OSUE (module doc)."""
 
     _family: ClassVar[str] = "unary"
@@ -216,13 +216,6 @@ class LongitudinalUnary(LongitudinalOracle):
         return {"k": self.k, "p1": p1, "q1": q1}
 
     # ---- tally
-
-    def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
-        counts, arr = packed_support_counts(reports, self.k)
-        return counts, int(arr.shape[0])
-
-    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
-        return packed_bit(reports, self.k, value)
 
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
         constants = dict(zip(("p1", "q1", "p2", "q2"), self._thresholds, strict=True))

@@ -57,7 +57,9 @@ from deniable.oracles._numeric_base import (
     FloatArray,
     _BoundedMean,
     _Interval,
-    window_cells,
+    check_window,
+    window_epsilon,
+    window_reports,
     window_weights,
 )
 from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
@@ -211,12 +213,7 @@ class PiecewiseMechanism(_BoundedMean):
 
     def __post_init__(self) -> None:
         self._check_bounds()
-        alpha, beta = self._weights
-        if alpha <= beta:
-            raise ParameterError(
-                f"`epsilon` is too small for {self.name!r} on its grid of {GRID} values, got "
-                f"{self.epsilon!r}."
-            )
+        check_window(self._weights, self.epsilon, self.name, f"{GRID} values")
 
     @cached_property
     def window(self) -> int:
@@ -238,10 +235,7 @@ class PiecewiseMechanism(_BoundedMean):
 
     @property
     def implemented_epsilon(self) -> float:
-        # ln(alpha / beta): alpha / beta <= e^eps holds exactly (see _weights); the float
-        # log can land an ulp above eps, so state the proven bound
-        alpha, beta = self._weights
-        return min(math.log(alpha / beta), self.epsilon)
+        return window_epsilon(self._weights, self.epsilon)
 
     @cached_property
     def _linear(self) -> tuple[float, float]:
@@ -278,18 +272,7 @@ class PiecewiseMechanism(_BoundedMean):
     def randomize(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint16]:
         """Grid reports ``u`` in ``0..4095`` for numbers in ``[lower, upper]``; report ``i``
         uses words ``2 i`` (rounding the window's start) and ``2 i + 1`` (the point)."""
-        t = self._unit(values)
-        gen = resolve_rng(rng)
-        alpha, beta = (np.uint64(x) for x in self._weights)
-        w = np.uint64(self.window)
-        out = np.empty(t.size, dtype=np.uint16)
-        for start in range(0, t.size, CHUNK):
-            stop = min(start + CHUNK, t.size)
-            words = random_words(gen, 2 * (stop - start)).reshape(-1, 2)
-            whole, frac = self._start(t[start:stop])
-            s = whole.astype(np.uint64) + (words[:, 0] < (frac << np.uint64(11)))
-            out[start:stop] = window_cells(s, words[:, 1], alpha, beta, w)
-        return out
+        return window_reports(self._unit(values), self._start, self._weights, self.window, rng)
 
     def report_distribution(self, value: float) -> FloatArray:
         """``P[u | value]`` for the 4096 grid values, as implemented."""

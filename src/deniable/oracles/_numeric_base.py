@@ -1,13 +1,15 @@
 """The shared part of the bounded-mean mechanisms of :mod:`deniable.oracles._numeric`:
 their channel (:class:`MeanChannel`: no finite matrix, one value's report distribution)
 and the base class that maps ``[lower, upper]`` to ``[-1, 1]``, checks values and builds
-the mean estimate with its plug-in SEs and intervals; and the integer window weights and
-inverse-CDF cell draw that the piecewise mechanism and Square Wave
-(:mod:`deniable.oracles._square_wave`) share."""
+the mean estimate with its plug-in SEs and intervals; and what the piecewise mechanism and
+Square Wave (:mod:`deniable.oracles._square_wave`) share: the check of the bounds and the
+values, the integer window weights, their epsilon, and the randomizer (the window's start
+rounded with one word, the inverse-CDF cell draw with another)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ from deniable.common import validation as v
 from deniable.designs import Channel, MechanismBase
 from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
-from deniable.randomness import exp_lower_bound
+from deniable.randomness import CHUNK, exp_lower_bound, random_words, resolve_rng
 from deniable.results import SE_PLUG_IN, Estimate
 
 __all__ = ["GRID", "MeanChannel", "window_cells", "window_weights"]
@@ -64,6 +66,25 @@ def window_weights(window: int, rest: int, epsilon: float) -> tuple[int, int]:
         beta += step
 
 
+def check_window(weights: tuple[int, int], epsilon: float, name: str, grid: str) -> None:
+    """Refuse ``weights`` ``(alpha, beta)`` that make no window (``alpha <= beta``: the
+    ``epsilon`` is too small for the mechanism ``name`` on its ``grid``)."""
+    alpha, beta = weights
+    if alpha <= beta:
+        raise ParameterError(
+            f"`epsilon` is too small for {name!r} on its grid of {grid}, got {epsilon!r}."
+        )
+
+
+def window_epsilon(weights: tuple[int, int], epsilon: float) -> float:
+    """The implemented epsilon of a window mechanism: ``ln(alpha / beta)``, the worst ratio
+    of one cell's probability under two values.  ``alpha / beta <= e^eps`` holds exactly in
+    integers (:func:`window_weights`); the float log can land an ulp above ``epsilon``, so
+    the proven bound is stated then."""
+    alpha, beta = weights
+    return min(math.log(alpha / beta), epsilon)
+
+
 def window_cells(
     start: npt.NDArray[np.uint64],
     point: npt.NDArray[np.uint64],
@@ -82,6 +103,72 @@ def window_cells(
         point // beta,
         np.where(past < width, start + past // alpha, start + window + (past - width) // beta),
     )
+
+
+def float_array(value: Any) -> FloatArray | None:
+    """``value`` as a float array, or ``None`` for a string or what numpy cannot read as
+    numbers (the caller names it in its own error)."""
+    if isinstance(value, str | bytes):
+        return None
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return None
+
+
+def check_bounds(mechanism: Any) -> None:
+    """Set ``mechanism.lower`` and ``.upper`` (a frozen dataclass's) to their checked
+    floats: finite, with ``lower < upper``."""
+    lo = v.real("lower", mechanism.lower)
+    hi = v.real("upper", mechanism.upper)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ParameterError(
+            f"`lower` and `upper` must be finite with lower < upper, got {mechanism.lower!r} "
+            f"and {mechanism.upper!r}."
+        )
+    object.__setattr__(mechanism, "lower", lo)
+    object.__setattr__(mechanism, "upper", hi)
+
+
+def checked_values(
+    values: npt.ArrayLike, lower: float, upper: float, *, clip: bool = False, hint: str = ""
+) -> FloatArray:
+    """``values`` as a flat float array, checked: numbers in ``[lower, upper]`` (NaN is
+    outside), or with ``clip`` any number but NaN; ``hint`` follows the bounds in the error
+    that names the first value outside (never the value itself)."""
+    x = float_array(values)
+    if x is None or x.ndim > 1:
+        raise DataError(f"`values` must be a 1-D array of numbers in [{lower:g}, {upper:g}].")
+    x = x.reshape(-1)
+    bad = np.isnan(x) if clip else ~((x >= lower) & (x <= upper))  # NaN is bad too
+    if bad.any():
+        raise DataError(
+            f"`values` must be numbers in [lower, upper] = [{lower:g}, {upper:g}]{hint}, got "
+            f"one outside at index {int(np.flatnonzero(bad)[0])} (values are not shown in "
+            "errors)."
+        )
+    return x
+
+
+def window_reports(
+    unit: FloatArray, start: Callable[[FloatArray], tuple[FloatArray, npt.NDArray[np.uint64]]],
+    weights: tuple[int, int], window: int, rng: Any,
+) -> npt.NDArray[np.uint16]:  # fmt: skip
+    """The grid cells of a window mechanism (the piecewise mechanism, Square Wave) for the
+    mapped values ``unit``: report ``i`` uses words ``2 i`` (rounding the window's start,
+    ``start(unit)`` as ``(floor, floor(frac 2**53))``) and ``2 i + 1`` (the cell, by
+    :func:`window_cells` with ``weights`` ``(alpha, beta)``)."""
+    gen = resolve_rng(rng)
+    alpha, beta = (np.uint64(x) for x in weights)
+    w = np.uint64(window)
+    out = np.empty(unit.size, dtype=np.uint16)
+    for first in range(0, unit.size, CHUNK):
+        stop = min(first + CHUNK, unit.size)
+        words = random_words(gen, 2 * (stop - first)).reshape(-1, 2)
+        whole, frac = start(unit[first:stop])
+        s = whole.astype(np.uint64) + (words[:, 0] < (frac << np.uint64(11)))
+        out[first:stop] = window_cells(s, words[:, 1], alpha, beta, w)
+    return out
 
 
 class MeanChannel(Channel):
@@ -156,15 +243,7 @@ class _BoundedMean(MechanismBase):
 
     def _check_bounds(self) -> None:
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
-        lo = v.real("lower", self.lower)
-        hi = v.real("upper", self.upper)
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ParameterError(
-                f"`lower` and `upper` must be finite with lower < upper, got {self.lower!r} "
-                f"and {self.upper!r}."
-            )
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        check_bounds(self)
 
     @property
     def channel(self) -> MeanChannel:
@@ -181,22 +260,7 @@ class _BoundedMean(MechanismBase):
 
     def _unit(self, values: npt.ArrayLike) -> FloatArray:
         """``values`` checked (finite, in [lower, upper]) and mapped to [-1, 1]."""
-        try:
-            x = None if isinstance(values, str | bytes) else np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            x = None
-        if x is None or x.ndim > 1:
-            raise DataError(
-                f"`values` must be a 1-D array of numbers in [{self.lower:g}, {self.upper:g}]."
-            )
-        x = x.reshape(-1)
-        bad = ~((x >= self.lower) & (x <= self.upper))  # NaN is bad too
-        if bad.any():
-            raise DataError(
-                f"`values` must be numbers in [lower, upper] = [{self.lower:g}, "
-                f"{self.upper:g}], got one outside at index {int(np.flatnonzero(bad)[0])} "
-                "(values are not shown in errors)."
-            )
+        x = checked_values(values, self.lower, self.upper)
         t = (x - self.lower) / (self.upper - self.lower) * 2.0 - 1.0
         return np.clip(t, -1.0, 1.0)
 

@@ -48,8 +48,8 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import validation as v
-from deniable.exceptions import DataError, ParameterTypeError
-from deniable.oracles._dbitflip_state import checked_store, device_keys, memoized_rows, seen
+from deniable.exceptions import DataError
+from deniable.oracles._dbitflip_state import _FleetMemo, device_keys, memoized_rows, seen
 from deniable.oracles._numeric import DuchiMechanism
 from deniable.randomness import random_words, resolve_rng
 
@@ -137,7 +137,7 @@ class OneBitMean(DuchiMechanism):
         return np.minimum(self.lower + r * (self.m / self.s), self.upper)
 
 
-class OneBitMeanMemo:
+class OneBitMeanMemo(_FleetMemo[OneBitMean]):
     """The memoized 1BitMean of a fleet of devices with alpha-point rounding (module
     docstring): ``alpha`` drawn once per device, a bit once per rounded value.
 
@@ -157,30 +157,13 @@ class OneBitMeanMemo:
     (True, 1, 1.0)
     """
 
-    __slots__ = ("_mechanism", "_name", "_store")
+    __slots__ = ()
+    _kind = OneBitMean
 
     def __init__(
         self, mechanism: OneBitMean, store: Any = None, *, name: str = "onebitmean"
     ) -> None:
-        if not isinstance(mechanism, OneBitMean):
-            raise ParameterTypeError(
-                f"`mechanism` must be a OneBitMean, got {type(mechanism).__name__}."
-            )
-        if not isinstance(name, str) or not name:
-            raise ParameterTypeError(f"`name` must be a non-empty string, got {name!r}.")
-        self._mechanism = mechanism
-        self._store = checked_store(store)
-        self._name = name
-
-    @property
-    def mechanism(self) -> OneBitMean:
-        """The mechanism whose bits are memoized."""
-        return self._mechanism
-
-    @property
-    def store(self) -> Any:
-        """Where the devices' offsets and bits live."""
-        return self._store
+        super().__init__(mechanism, store, name)
 
     def _alpha_questions(self, _: int = 0) -> list[str]:
         return [f"{self._name}/alpha"]

@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from deniable.common import to_jsonable
 from deniable.exceptions import DataError
+from deniable.oracles._bits import INDEX_BYTES, indexed_records, split_records
 from deniable.oracles._rappor import HASH_FAMILY, Rappor, RapporReports
 
 __all__ = [
@@ -40,8 +41,7 @@ __all__ = [
 #: The schema of RAPPOR's header block (and of its row layout).
 RAPPOR_FILE_SCHEMA = "deniable.reports.rappor/1"
 #: Bytes of a row's cohort (a little-endian ``uint16``).
-COHORT_BYTES = 2
-_COHORT = np.dtype("<u2")
+COHORT_BYTES = INDEX_BYTES
 
 
 def rappor_file_metadata(rappor: Rappor) -> dict[str, Any]:
@@ -95,24 +95,14 @@ def rappor_records(rappor: Rappor, reports: Any) -> npt.NDArray[np.uint8]:
     """``(n, 2 + m / 8)`` bytes: each report's cohort (``<u2``) then its packed bits; the
     reports are checked as ``rappor.tally`` checks them."""
     rep = rappor._reports(reports)
-    n = len(rep)
-    out = np.empty((n, COHORT_BYTES + rappor.width), dtype=np.uint8)
-    out[:, :COHORT_BYTES] = rep.cohorts.astype(_COHORT).view(np.uint8).reshape(n, COHORT_BYTES)
-    out[:, COHORT_BYTES:] = rep.bits
-    return out
+    return indexed_records(rep.cohorts, rep.bits, rappor.width)
 
 
 def rappor_from_records(rappor: Rappor, records: npt.NDArray[Any]) -> RapporReports:
     """The :class:`~deniable.oracles.RapporReports` of ``(n, 2 + m / 8)`` record bytes (a
     cohort out of range is refused by the mechanism's check)."""
-    rec = np.ascontiguousarray(records, dtype=np.uint8)
-    if rec.ndim != 2 or rec.shape[1] != COHORT_BYTES + rappor.width:
-        raise DataError(
-            f"RAPPOR records must be rows of {COHORT_BYTES + rappor.width} bytes, got shape "
-            f"{rec.shape}."
-        )
-    cohorts = rec[:, :COHORT_BYTES].copy().view(_COHORT).reshape(-1).astype(np.int64)
-    return rappor._reports(RapporReports(cohorts, np.ascontiguousarray(rec[:, COHORT_BYTES:])))
+    cohorts, bits = split_records(records, rappor.width, "RAPPOR")
+    return rappor._reports(RapporReports(cohorts, bits))
 
 
 def rappor_from_key(key: str) -> Rappor:

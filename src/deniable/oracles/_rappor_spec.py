@@ -8,15 +8,14 @@ response per value, so its spec is not an oracle spec (``deniable.oracle/1``): i
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from deniable.designs import exact_value
-from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.exceptions import ParameterTypeError
 from deniable.oracles._rappor import HASH_FAMILY, Rappor, _threshold
-from deniable.oracles._spec import _parameter, _spec_fields
+from deniable.oracles._spec import _from_parameters, _spec_fields
 
 __all__ = ["RAPPOR_SPEC_SCHEMA", "rappor_from_spec", "rappor_spec"]
 
@@ -85,20 +84,4 @@ def rappor_from_spec(spec: Mapping[str, Any] | str | bytes) -> Rappor:
     field recomputed and compared: an unknown, missing or altered field is refused with
     :class:`~deniable.exceptions.DataError` naming it."""
     spec = _spec_fields(spec, _FIELDS, RAPPOR_SPEC_SCHEMA, "a RAPPOR spec")
-    params = spec["parameters"]
-    if not isinstance(params, Mapping):
-        raise DataError(f"spec field `parameters` must be an object, got {params!r}.")
-    try:
-        rappor = Rappor(**{n: _parameter(n, x) for n, x in params.items()})
-    except TypeError as exc:
-        raise DataError(f"spec field `parameters` does not fit 'rappor': {exc}.") from None
-    except DeniableError as exc:
-        raise DataError(f"spec field `parameters`: {exc}") from None
-    implied = rappor_spec(rappor)
-    for field in _FIELDS:
-        if json.dumps(spec[field], sort_keys=True) != json.dumps(implied[field], sort_keys=True):
-            raise DataError(
-                f"spec field `{field}` does not match the parameters: it says "
-                f"{spec[field]!r}, the parameters imply {implied[field]!r}."
-            )
-    return rappor
+    return _from_parameters(spec, _FIELDS, Rappor, Rappor.name, rappor_spec)

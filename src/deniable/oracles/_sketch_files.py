@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.exceptions import DataError, DeniableError
+from deniable.oracles._bits import INDEX_BYTES, indexed_records, split_records
 from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._hcms import HCMS
@@ -37,8 +38,7 @@ __all__ = [
 ]
 
 #: Bytes of a CMS row's row index (a little-endian ``uint16``).
-ROW_BYTES = 2
-_ROW = np.dtype("<u2")
+ROW_BYTES = INDEX_BYTES
 _SKETCHES: dict[str, type[CountMeanSketch]] = {CMS.name: CMS, HCMS.name: HCMS}
 _FIELDS = {"epsilon", "k", "m", "max_bytes", "salt"}
 
@@ -95,11 +95,7 @@ def sketch_records(sketch: CountMeanSketch, reports: Any) -> npt.NDArray[Any]:
         sketch.tally(arr)  # the values' range and kind, naming `reports`
         return arr
     rep = sketch._reports(reports)
-    n = len(rep)
-    out = np.empty((n, ROW_BYTES + sketch.width), dtype=np.uint8)
-    out[:, :ROW_BYTES] = rep.rows.astype(_ROW).view(np.uint8).reshape(n, ROW_BYTES)
-    out[:, ROW_BYTES:] = rep.bits
-    return out
+    return indexed_records(rep.rows, rep.bits, sketch.width)
 
 
 def sketch_from_records(sketch: CountMeanSketch, records: npt.NDArray[Any]) -> Any:
@@ -108,10 +104,5 @@ def sketch_from_records(sketch: CountMeanSketch, records: npt.NDArray[Any]) -> A
     check; HCMS: the integers themselves)."""
     if not isinstance(sketch, CMS):
         return np.asarray(records)
-    rec = np.ascontiguousarray(records, dtype=np.uint8)
-    if rec.ndim != 2 or rec.shape[1] != ROW_BYTES + sketch.width:
-        raise DataError(
-            f"CMS records must be rows of {ROW_BYTES + sketch.width} bytes, got shape {rec.shape}."
-        )
-    rows = rec[:, :ROW_BYTES].copy().view(_ROW).reshape(-1).astype(np.int64)
-    return sketch._reports(SketchReports(rows, np.ascontiguousarray(rec[:, ROW_BYTES:])))
+    rows, bits = split_records(records, sketch.width, "CMS")
+    return sketch._reports(SketchReports(rows, bits))

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import Any, TypeVar
 
 from deniable.common import load_json
 from deniable.designs import exact_value
@@ -175,6 +175,35 @@ def _spec_fields(
     return spec
 
 
+_M = TypeVar("_M")
+
+
+def _from_parameters(
+    spec: Mapping[str, Any], fields: tuple[str, ...], make: Callable[..., _M], name: str,
+    implied_by: Callable[[_M], Mapping[str, Any]],
+) -> _M:  # fmt: skip
+    """The mechanism ``make`` builds from the spec field ``parameters`` (``name`` naming it
+    in errors), with every one of ``fields`` of ``spec`` checked against the spec
+    ``implied_by`` the mechanism: what the oracle, sketch and RAPPOR specs share."""
+    params = spec["parameters"]
+    if not isinstance(params, Mapping):
+        raise DataError(f"spec field `parameters` must be an object, got {params!r}.")
+    try:
+        out = make(**{n: _parameter(n, x) for n, x in params.items()})
+    except TypeError as exc:
+        raise DataError(f"spec field `parameters` does not fit {name!r}: {exc}.") from None
+    except DeniableError as exc:
+        raise DataError(f"spec field `parameters`: {exc}") from None
+    implied = implied_by(out)
+    for field in fields:
+        if json.dumps(spec[field], sort_keys=True) != json.dumps(implied[field], sort_keys=True):
+            raise DataError(
+                f"spec field `{field}` does not match the parameters: it says "
+                f"{spec[field]!r}, the parameters imply {implied[field]!r}."
+            )
+    return out
+
+
 def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
     """The oracle a spec describes (a mapping or its JSON text), with every implied field
     recomputed and compared: a spec with an unknown, missing or altered field (a tampered
@@ -186,23 +215,7 @@ def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
         raise DataError(
             f"spec field `mechanism` must be one of {', '.join(sorted(ORACLES))}, got {name!r}."
         )
-    params = spec["parameters"]
-    if not isinstance(params, Mapping):
-        raise DataError(f"spec field `parameters` must be an object, got {params!r}.")
-    try:
-        oracle = ORACLES[name](**{n: _parameter(n, x) for n, x in params.items()})
-    except TypeError as exc:
-        raise DataError(f"spec field `parameters` does not fit {name!r}: {exc}.") from None
-    except DeniableError as exc:
-        raise DataError(f"spec field `parameters`: {exc}") from None
-    implied = oracle_spec(oracle)
-    for field in _FIELDS:
-        if json.dumps(spec[field], sort_keys=True) != json.dumps(implied[field], sort_keys=True):
-            raise DataError(
-                f"spec field `{field}` does not match the parameters: it says "
-                f"{spec[field]!r}, the parameters imply {implied[field]!r}."
-            )
-    return oracle
+    return _from_parameters(spec, _FIELDS, ORACLES[name], name, oracle_spec)
 
 
 def oracle_from_key(key: str) -> Any:

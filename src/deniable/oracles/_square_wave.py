@@ -58,11 +58,14 @@ from deniable.oracles._numeric_base import (
     _TWO64,
     FloatArray,
     MeanChannel,
-    window_cells,
+    check_bounds,
+    check_window,
+    checked_values,
+    window_epsilon,
+    window_reports,
     window_weights,
 )
 from deniable.oracles._square_wave_em import SquareWaveEstimate, transition_matrix
-from deniable.randomness import CHUNK, random_words, resolve_rng
 
 __all__ = ["SW_GRID", "SquareWave", "square_wave_b"]
 
@@ -147,14 +150,7 @@ class SquareWave(MechanismBase):
             if not 0 < b <= MAX_B:
                 raise ParameterError(f"`b` must be in (0, {MAX_B:g}], got {self.b!r}.")
             object.__setattr__(self, "b", b)
-        lo, hi = v.real("lower", self.lower), v.real("upper", self.upper)
-        if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
-            raise ParameterError(
-                f"`lower` and `upper` must be finite with lower < upper, got {self.lower!r} "
-                f"and {self.upper!r}."
-            )
-        object.__setattr__(self, "lower", lo)
-        object.__setattr__(self, "upper", hi)
+        check_bounds(self)
         bins = v.integer("bins", self.bins, minimum=2, maximum=SW_GRID)
         object.__setattr__(self, "bins", bins)
         out = bins if self.output_bins is None else self.output_bins
@@ -162,12 +158,7 @@ class SquareWave(MechanismBase):
         object.__setattr__(self, "output_bins", out)
         if not isinstance(self.clip, bool):
             raise ParameterTypeError(f"`clip` must be True or False, got {self.clip!r}.")
-        alpha, beta = self.weights
-        if alpha <= beta:
-            raise ParameterError(
-                f"`epsilon` is too small for {self.name!r} on its grid of {SW_GRID} cells, "
-                f"got {self.epsilon!r}."
-            )
+        check_window(self.weights, self.epsilon, self.name, f"{SW_GRID} cells")
 
     # -- the grid ---------------------------------------------------------------------
 
@@ -195,11 +186,7 @@ class SquareWave(MechanismBase):
 
     @property
     def implemented_epsilon(self) -> float:
-        # eps = ln(alpha / beta): the worst ratio of one cell's probability under two values
-        # (alpha / beta <= e^eps holds exactly in integers; the float log can land an ulp
-        # above eps, so state the proven bound)
-        alpha, beta = self.weights
-        return min(math.log(alpha / beta), self.epsilon)
+        return window_epsilon(self.weights, self.epsilon)
 
     @property
     def densities(self) -> tuple[float, float]:
@@ -250,23 +237,8 @@ class SquareWave(MechanismBase):
     def unit(self, values: npt.ArrayLike) -> FloatArray:
         """``values`` checked (finite; in ``[lower, upper]`` unless ``clip``) and mapped to
         ``v`` in ``[0, 1]``."""
-        try:
-            x = None if isinstance(values, str | bytes) else np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
-            x = None
-        if x is None or x.ndim > 1:
-            raise DataError(
-                f"`values` must be a 1-D array of numbers in [{self.lower:g}, {self.upper:g}]."
-            )
-        x = x.reshape(-1)
-        bad = np.isnan(x) if self.clip else ~((x >= self.lower) & (x <= self.upper))
-        if bad.any():
-            extra = "" if self.clip else " (or pass clip=True to move them to the bounds)"
-            raise DataError(
-                f"`values` must be numbers in [lower, upper] = [{self.lower:g}, "
-                f"{self.upper:g}]{extra}, got one outside at index "
-                f"{int(np.flatnonzero(bad)[0])} (values are not shown in errors)."
-            )
+        hint = "" if self.clip else " (or pass clip=True to move them to the bounds)"
+        x = checked_values(values, self.lower, self.upper, clip=self.clip, hint=hint)
         u = (x - self.lower) / (self.upper - self.lower)
         return np.clip(u, 0.0, 1.0)  # rounding only, unless clip=True
 
@@ -279,18 +251,7 @@ class SquareWave(MechanismBase):
     def randomize(self, values: npt.ArrayLike, *, rng: Any = None) -> npt.NDArray[np.uint16]:
         """Report cells ``0..M-1`` for numbers in ``[lower, upper]``; report ``i`` uses words
         ``2 i`` (rounding the window's start) and ``2 i + 1`` (the cell, by inverse CDF)."""
-        u = self.unit(values)
-        gen = resolve_rng(rng)
-        alpha, beta = (np.uint64(x) for x in self.weights)
-        w = np.uint64(self.window)
-        out = np.empty(u.size, dtype=np.uint16)
-        for start in range(0, u.size, CHUNK):
-            stop = min(start + CHUNK, u.size)
-            words = random_words(gen, 2 * (stop - start)).reshape(-1, 2)
-            whole, frac = self._start(u[start:stop])
-            s = whole.astype(np.uint64) + (words[:, 0] < (frac << np.uint64(11)))
-            out[start:stop] = window_cells(s, words[:, 1], alpha, beta, w)
-        return out
+        return window_reports(self.unit(values), self._start, self.weights, self.window, rng)
 
     def report_distribution(self, value: float) -> FloatArray:
         """``P[cell | value]`` for the ``M`` cells, as implemented (exact up to the float

@@ -39,6 +39,7 @@ from deniable.common import format_epsilon
 from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.exceptions import ParameterError, ParameterTypeError
+from deniable.oracles._numeric_base import float_array
 from deniable.results import SE_PLUG_IN, Estimate, Result, Table
 
 if TYPE_CHECKING:
@@ -108,14 +109,10 @@ def fit_em(
 def _floats(name: str, value: Any, what: str) -> FloatArray:
     """``value`` as floats, or one :class:`~deniable.exceptions.ParameterTypeError` naming
     ``name`` (a string, or what numpy cannot read as numbers)."""
-    try:
-        if isinstance(value, str | bytes):
-            raise TypeError
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ParameterTypeError(
-            f"`{name}` must be {what}, got {type(value).__name__} {value!r}."
-        ) from None
+    out = float_array(value)
+    if out is None:
+        raise ParameterTypeError(f"`{name}` must be {what}, got {type(value).__name__} {value!r}.")
+    return out
 
 
 def _hat_integral(t: FloatArray) -> FloatArray:

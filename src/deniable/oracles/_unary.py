@@ -35,7 +35,11 @@ from deniable.common import validation as v
 from deniable.designs import expit
 from deniable.exceptions import ParameterError
 from deniable.oracles._base import FrequencyOracle, check_epsilon, check_k, open_probability
-from deniable.oracles._bits import lanes, pack_words, packed_bit, packed_support_counts
+from deniable.oracles._bits import (
+    _PackedSupports,
+    lanes,
+    pack_words,
+)
 from deniable.randomness import random_words, resolve_rng
 
 __all__ = ["OUE", "SUE", "UnaryEncoding"]
@@ -57,7 +61,7 @@ def _grid(q: float) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class UnaryEncoding(FrequencyOracle):
+class UnaryEncoding(_PackedSupports, FrequencyOracle):
     """Unary encoding of ``k`` values: bits of the one-hot vector randomized one by one (the
     module docstring has the algorithm); :class:`SUE` and :class:`OUE` are its two
     calibrations."""
@@ -178,13 +182,6 @@ class UnaryEncoding(FrequencyOracle):
         return out
 
     # ---- tally
-
-    def _support_counts(self, reports: Any) -> tuple[npt.NDArray[np.int64], int]:
-        counts, arr = packed_support_counts(reports, self.k)
-        return counts, int(arr.shape[0])
-
-    def _supports(self, reports: Any, value: int) -> npt.NDArray[np.bool_]:
-        return packed_bit(reports, self.k, value)
 
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
         return self._algorithm, self.words_per_report, {"bits": self.bits, "set": self.set_count}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -160,12 +160,13 @@ def _encode(spec: dict[str, Any], reports: npt.NDArray[Any]) -> list[Any]:
     return [int(r) for r in reports]
 
 
-def _case(case_id: str, oracle: FrequencyOracle) -> dict[str, Any]:
-    spec = oracle_spec(oracle)
-    k, w = oracle.k, oracle.words_per_report
-    edges = _edge_rows(spec)
-    rows = len(edges) + _RANDOM_ROWS
-    n = rows * k
+def _case_words(
+    case_id: str, edges: Sequence[tuple[int | slice | None, int]], k: int, w: int
+) -> npt.NDArray[np.uint64]:
+    """``(rows k, w)`` words of a case: PCG64 words seeded by ``case_id``, then each edge
+    row ``(slot, word)`` written over ``k`` rows (one a value), in every slot or in
+    ``slot``; the ``_RANDOM_ROWS`` rows after the edges keep their PCG64 words."""
+    n = (len(edges) + _RANDOM_ROWS) * k
     rng = np.random.Generator(np.random.PCG64(zlib.crc32(case_id.encode())))
     words = np.asarray(rng.bit_generator.random_raw((n, w)), dtype=np.uint64)
     for r, (slot, word) in enumerate(edges):
@@ -174,11 +175,25 @@ def _case(case_id: str, oracle: FrequencyOracle) -> dict[str, Any]:
             block[:] = word
         else:
             block[:, slot] = word
-    values = np.arange(n) % k
+    return words
+
+
+def _randomized(case_id: str, mechanism: Any, values: Any, words: npt.NDArray[np.uint64]) -> Any:
+    """``mechanism``'s reports of ``values`` drawn from ``words``, every word used."""
     source = ArrayWords(words.reshape(-1))
-    reports = oracle.randomize(values, rng=source)
-    if source.remaining:  # pragma: no cover - words_per_report is wrong for this oracle
+    reports = mechanism.randomize(values, rng=source)
+    if source.remaining:  # pragma: no cover - words_per_report is wrong for this mechanism
         raise AssertionError(f"{case_id}: {source.remaining} words left unused")
+    return reports
+
+
+def _case(case_id: str, oracle: FrequencyOracle) -> dict[str, Any]:
+    spec = oracle_spec(oracle)
+    k, w = oracle.k, oracle.words_per_report
+    edges = _edge_rows(spec)
+    words = _case_words(case_id, edges, k, w)
+    values = np.arange(words.shape[0]) % k
+    reports = _randomized(case_id, oracle, values, words)
     return {
         "id": case_id,
         "spec": spec,
@@ -298,20 +313,9 @@ def _sketch_case(case_id: str, sketch: CountMeanSketch) -> dict[str, Any]:
     edges: list[tuple[slice | None, int]] = [(None, 0), (None, _TOP)]
     edges += [(flips, (t << 11) - 1), (flips, t << 11)]
     k = len(_SKETCH_VALUES)
-    n = (len(edges) + _RANDOM_ROWS) * k
-    rng = np.random.Generator(np.random.PCG64(zlib.crc32(case_id.encode())))
-    words = np.asarray(rng.bit_generator.random_raw((n, w)), dtype=np.uint64)
-    for r, (slot, word) in enumerate(edges):
-        block = words[r * k : (r + 1) * k]
-        if slot is None:
-            block[:] = word
-        else:
-            block[:, slot] = word
-    values = [_SKETCH_VALUES[i % k] for i in range(n)]
-    source = ArrayWords(words.reshape(-1))
-    reports = sketch.randomize(values, rng=source)
-    if source.remaining:  # pragma: no cover - words_per_report is wrong for this sketch
-        raise AssertionError(f"{case_id}: {source.remaining} words left unused")
+    words = _case_words(case_id, edges, k, w)
+    values = [_SKETCH_VALUES[i % k] for i in range(words.shape[0])]
+    reports = _randomized(case_id, sketch, values, words)
     if sketch.name == "cms":
         encoded: list[Any] = [
             [int(r), bytes(b).hex()] for r, b in zip(reports.rows, reports.bits, strict=True)
