@@ -31,6 +31,17 @@ MAX_BIT_EPSILON = math.log(2.0**53 - 1)
 MIN_BINARY_EPSILON = 1e-6
 
 
+def _set_informative(design: BinaryDesign, name: str) -> None:
+    """Store ``design``'s probability ``name`` checked (in (0, 1), not the uninformative
+    1/2, drawn exactly by the randomizer), then check the channel: Warner's ``p``, the
+    biased coin's ``q``."""
+    value = v.probability(
+        name, getattr(design, name), low_open=True, high_open=True, exclude=(0.5,)
+    )
+    object.__setattr__(design, name, v.realizable(name, value))
+    design._check_channel()
+
+
 @dataclass(frozen=True)
 class _WarnerAlgebra(BinaryDesign):
     """The channel of Warner (1965), shared by :class:`Warner`, :class:`Mirrored` and
@@ -42,9 +53,7 @@ class _WarnerAlgebra(BinaryDesign):
     p: float
 
     def __post_init__(self) -> None:
-        p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
-        object.__setattr__(self, "p", v.realizable("p", p))
-        self._check_channel()
+        _set_informative(self, "p")
 
     @property
     def p_yes_given_1(self) -> float:
@@ -137,6 +146,31 @@ class _TruthOrYes(BinaryDesign):
         return t + (1 - t) * (1 - y)
 
 
+class _YesOrNoForced(BinaryDesign):
+    """A "yes" forced with probability ``fy``, a "no" with ``fn`` (``(fy, fn)`` =
+    ``_forcing``), otherwise the true answer: forced response, and the biased coin (a lie,
+    the other answer, with ``q = fy = fn``).  ``P(yes | 1) = 1 - fn``, ``P(yes | 0) = fy``;
+    ``P(no | 1)`` is ``fn`` itself, not ``1 - (1 - fn)``, which rounds a small ``fn`` to a
+    multiple of ``2**-53``."""
+
+    @property
+    @abstractmethod
+    def _forcing(self) -> tuple[float, float]:
+        """``(fy, fn)``: the probability of a forced "yes" and of a forced "no"."""
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return 1 - self._forcing[1]
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return self._forcing[0]
+
+    @property
+    def p_no_given_1(self) -> float:
+        return self._forcing[1]
+
+
 @dataclass(frozen=True)
 class TwoCoin(_TruthOrYes):
     """Two coins (Dwork & Roth 2014, sec. 3.2): the first coin says "answer truthfully" with
@@ -184,7 +218,7 @@ class TwoCoin(_TruthOrYes):
 
 
 @dataclass(frozen=True)
-class BiasedCoin(BinaryDesign):
+class BiasedCoin(_YesOrNoForced):
     """Report the flipped answer with probability ``q`` (the lying probability).
 
     ``P(yes | 1) = 1 - q``, ``P(yes | 0) = q``; estimator ``(lambda_hat - q) / (1 - 2q)``;
@@ -195,21 +229,11 @@ class BiasedCoin(BinaryDesign):
     name: ClassVar[str] = "biased-coin"
 
     def __post_init__(self) -> None:
-        q = v.probability("q", self.q, low_open=True, high_open=True, exclude=(0.5,))
-        object.__setattr__(self, "q", v.realizable("q", q))
-        self._check_channel()
+        _set_informative(self, "q")
 
     @property
-    def p_yes_given_1(self) -> float:
-        return 1 - self.q
-
-    @property
-    def p_yes_given_0(self) -> float:
-        return self.q
-
-    @property
-    def p_no_given_1(self) -> float:
-        return self.q  # not 1 - (1 - q), which rounds a small q to a multiple of 2**-53
+    def _forcing(self) -> tuple[float, float]:
+        return self.q, self.q
 
     @property
     def epsilon(self) -> float:
