@@ -125,6 +125,18 @@ class _TruthOrYes(BinaryDesign):
     def _coins(self) -> tuple[float, float]:
         """``(t, y)``: the probability of a truthful answer and of "yes" otherwise."""
 
+    def _set_coins(self, t: str, y: str, *, check_yes_given_1: bool = False) -> None:
+        """Store the fields ``t`` (in (0, 1]) and ``y`` (in [0, 1]) checked, check that the
+        randomizer draws the channel's small cells exactly (each named by its formula:
+        ``P(yes | 1)`` too where ``check_yes_given_1``), then the channel."""
+        object.__setattr__(self, t, v.probability(t, getattr(self, t), low_open=True))
+        object.__setattr__(self, y, v.probability(y, getattr(self, y)))
+        if check_yes_given_1:
+            v.realizable(f"{t} + (1 - {t}) * {y}", self.p_yes_given_1)
+        v.realizable(f"(1 - {t}) * {y}", self.p_yes_given_0)
+        v.realizable(f"(1 - {t}) * (1 - {y})", self.p_no_given_1)
+        self._check_channel()
+
     @property
     def p_yes_given_1(self) -> float:
         t, y = self._coins
@@ -187,13 +199,7 @@ class TwoCoin(_TruthOrYes):
     name: ClassVar[str] = "two-coin"
 
     def __post_init__(self) -> None:
-        t = v.probability("p_truthful", self.p_truthful, low_open=True)
-        object.__setattr__(self, "p_truthful", t)
-        object.__setattr__(self, "p_yes", v.probability("p_yes", self.p_yes))
-        v.realizable("p_truthful + (1 - p_truthful) * p_yes", self.p_yes_given_1)
-        v.realizable("(1 - p_truthful) * p_yes", self.p_yes_given_0)
-        v.realizable("(1 - p_truthful) * (1 - p_yes)", self.p_no_given_1)
-        self._check_channel()
+        self._set_coins("p_truthful", "p_yes", check_yes_given_1=True)
 
     @property
     def _coins(self) -> tuple[float, float]:

@@ -88,11 +88,7 @@ class UnrelatedQuestion(_TruthOrYes):
     name: ClassVar[str] = "unrelated"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "p", v.probability("p", self.p, low_open=True))
-        object.__setattr__(self, "q", v.probability("q", self.q))
-        v.realizable("(1 - p) * q", self.p_yes_given_0)
-        v.realizable("(1 - p) * (1 - q)", self.p_no_given_1)
-        self._check_channel()
+        self._set_coins("p", "q")
 
     @property
     def _coins(self) -> tuple[float, float]:
