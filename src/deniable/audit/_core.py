@@ -29,14 +29,13 @@ __all__ = ["clopper_pearson_bounds"]
 def clopper_pearson_bounds(
     counts: npt.ArrayLike, n: int, alpha: float
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """One-sided Clopper-Pearson bounds at error ``alpha`` each, vectorized over ``counts``.
+    """One-sided Clopper-Pearson bounds at error ``alpha`` each, vectorized over ``counts``:
+    :func:`~deniable.results.beta_quantile_bounds` (the formulas are there) with its inputs
+    checked, ``n >= 1``, ``alpha`` in ``(0, 1)`` and every count in ``[0, n]``.
 
-    ``lower = Beta^-1(alpha; c, n - c + 1)`` (0 when ``c = 0``) and
-    ``upper = Beta^-1(1 - alpha; c + 1, n - c)`` (1 when ``c = n``).
-
-    >>> lo, hi = clopper_pearson_bounds([0, 10], 10, 0.05)
-    >>> float(lo[0]), round(float(hi[0]), 4), round(float(lo[1]), 4), float(hi[1])
-    (0.0, 0.2589, 0.7411, 1.0)
+    >>> lo, hi = clopper_pearson_bounds([3], 10, 0.025)  # a two-sided 95% interval
+    >>> round(float(lo[0]), 4), round(float(hi[0]), 4)
+    (0.0667, 0.6525)
     """
     c = np.asarray(counts, dtype=np.float64)
     size = v.integer("n", n, minimum=1)
