@@ -596,7 +596,7 @@ def test_the_categorical_audit_runs_in_bounded_memory() -> None:
 
 
 def test_every_pair_at_once_equals_the_pair_by_pair_loop() -> None:
-    from deniable.audit._core import _every_pair, _listed_pairs
+    from deniable.audit._core import _Bounds, _every_pair, _listed_pairs
 
     rng = np.random.default_rng(7)
     for n_inputs, m in [(2, 2), (3, 5), (9, 4), (25, 25), (40, 7)]:
@@ -607,8 +607,9 @@ def test_every_pair_at_once_equals_the_pair_by_pair_loop() -> None:
         labels = [f"e{e}" for e in range(m)]
         names = [f"x{i}" for i in range(n_inputs)]
         pairs = [(a, b) for a in range(n_inputs) for b in range(a + 1, n_inputs)]
-        slow = _listed_pairs(counts, log_lo, log_hi, labels, names, pairs)
-        fast = _every_pair(counts, log_lo, log_hi, labels, names)
+        bounds = _Bounds(counts, log_lo, log_hi, labels, names)
+        slow = _listed_pairs(bounds, pairs)
+        fast = _every_pair(bounds)
         assert fast[0] == slow[0]  # the largest lower bound
         assert fast[3] == slow[3]  # the plug-in epsilon
         i, j = names.index(fast[2][0]), names.index(fast[2][1])

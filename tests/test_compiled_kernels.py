@@ -34,6 +34,10 @@ def _designs() -> list[tuple[str, Any, int]]:
         ("k=16", deniable.Categorical.from_epsilon(1.0, 16), 16),
         ("k=1024", deniable.Categorical.from_epsilon(1.0, 1024), 1024),
         ("forced", deniable.Categorical(3, 0.5, forced=[0.2, 0.3, 0.5]), 3),  # cumulative
+        # cumulative, the truth always kept (keep = 2**53: the keep test's largest word)
+        ("forced kept", deniable.Categorical(3, 1.0, forced=[0.2, 0.3, 0.5]), 3),
+        # and never kept (p_truthful = 2**-53 rounds toward privacy to keep = 0)
+        ("forced never kept", deniable.Categorical(3, 2**-53, forced=[0.2, 0.3, 0.5]), 3),
         ("k=70000", deniable.Categorical.from_epsilon(1.0, 70_000), 70_000),  # uint32 reports
     ]
 

@@ -42,18 +42,22 @@ def format_key(key: Any) -> str:
     return repr(key)
 
 
+def _not_a_key(name: str, why: str) -> ParameterTypeError:
+    return ParameterTypeError(
+        f"`{name}` must hold respondent keys (integer ids or string tokens; {why}."
+    )
+
+
 def _canonical(key: Any, name: str) -> Hashable:
     if key is None or isinstance(key, bool | np.bool_):
-        raise ParameterTypeError(
-            f"`{name}` must hold respondent keys (integer ids or string tokens; not None, a "
-            f"bool or a float), got {key!r}."
-        )
+        raise _not_a_key(name, f"not None, a bool or a float), got {key!r}")
     if isinstance(key, numbers.Integral):
         return int(key)
     if isinstance(key, numbers.Number):
-        raise ParameterTypeError(
-            f"`{name}` must hold respondent keys (integer ids or string tokens; not a float, "
-            f"which could equal another key or be nan), got {type(key).__name__} {key!r}."
+        raise _not_a_key(
+            name,
+            "not a float, which could equal another key or be nan), got "
+            f"{type(key).__name__} {key!r}",
         )
     if isinstance(key, np.str_):
         return str(key)

@@ -39,8 +39,25 @@ def _add_fields(measure: _M, other: _M) -> _M:
     return added
 
 
+class _NonnegativeMeasure:
+    """A measure whose every field is a number in ``[0, inf]`` (checked when it is made)."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        _nonnegative_fields(self)
+
+
+class _AdditiveMeasure(_NonnegativeMeasure):
+    """A measure whose guarantees also add field by field under composition."""
+
+    __slots__ = ()
+
+    __add__ = _add_fields
+
+
 @dataclass(frozen=True)
-class PureDP:
+class PureDP(_AdditiveMeasure):
     """Pure ``epsilon``-differential privacy: ``P[M(x) in S] <= e^epsilon P[M(x') in S]``.
 
     ``epsilon`` is in ``[0, inf]``; ``inf`` is "no guarantee".  Adding two guarantees is basic
@@ -51,11 +68,6 @@ class PureDP:
     """
 
     epsilon: float
-
-    def __post_init__(self) -> None:
-        _nonnegative_fields(self)
-
-    __add__ = _add_fields
 
 
 @dataclass(frozen=True)
@@ -80,7 +92,7 @@ class ApproxDP:
 
 
 @dataclass(frozen=True)
-class ZCDP:
+class ZCDP(_AdditiveMeasure):
     """``rho``-zero-concentrated DP: ``D_alpha(M(x) || M(x')) <= rho * alpha`` for all
     ``alpha > 1`` (Bun & Steinke 2016).  ``rho`` in ``[0, inf]``; guarantees add under
     composition.
@@ -90,11 +102,6 @@ class ZCDP:
     """
 
     rho: float
-
-    def __post_init__(self) -> None:
-        _nonnegative_fields(self)
-
-    __add__ = _add_fields
 
 
 @dataclass(frozen=True)
@@ -155,7 +162,7 @@ class RDP:
 
 
 @dataclass(frozen=True)
-class GDP:
+class GDP(_NonnegativeMeasure):
     """``mu``-Gaussian DP (Dong, Roth & Su 2019): distinguishing ``M(x)`` from ``M(x')`` is no
     easier than ``N(0, 1)`` from ``N(mu, 1)``.  ``mu`` in ``[0, inf]``; composition is
     ``sqrt(sum mu_i^2)`` (:func:`compose_gdp`).
@@ -165,9 +172,6 @@ class GDP:
     """
 
     mu: float
-
-    def __post_init__(self) -> None:
-        _nonnegative_fields(self)
 
 
 def _as_tuple(name: str, values: Iterable[float]) -> tuple[float, ...]:

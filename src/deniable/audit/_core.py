@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -29,14 +29,13 @@ __all__ = ["clopper_pearson_bounds"]
 def clopper_pearson_bounds(
     counts: npt.ArrayLike, n: int, alpha: float
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """One-sided Clopper-Pearson bounds at error ``alpha`` each, vectorized over ``counts``.
+    """One-sided Clopper-Pearson bounds at error ``alpha`` each, vectorized over ``counts``:
+    :func:`~deniable.results.beta_quantile_bounds` (the formulas are there) with its inputs
+    checked, ``n >= 1``, ``alpha`` in ``(0, 1)`` and every count in ``[0, n]``.
 
-    ``lower = Beta^-1(alpha; c, n - c + 1)`` (0 when ``c = 0``) and
-    ``upper = Beta^-1(1 - alpha; c + 1, n - c)`` (1 when ``c = n``).
-
-    >>> lo, hi = clopper_pearson_bounds([0, 10], 10, 0.05)
-    >>> float(lo[0]), round(float(hi[0]), 4), round(float(lo[1]), 4), float(hi[1])
-    (0.0, 0.2589, 0.7411, 1.0)
+    >>> lo, hi = clopper_pearson_bounds([3], 10, 0.025)  # a two-sided 95% interval
+    >>> round(float(lo[0]), 4), round(float(hi[0]), 4)
+    (0.0667, 0.6525)
     """
     c = np.asarray(counts, dtype=np.float64)
     size = v.integer("n", n, minimum=1)
@@ -207,14 +206,14 @@ def _evaluate(
         # (eps, delta)-DP: p_i <= e^eps p_j + delta, so ln((p_i - delta) / p_j) <= eps
         log_lo, log_hi = np.log(np.maximum(lo - delta, 0.0)), np.log(hi)
     n_pairs = n_inputs * (n_inputs - 1) // 2 if pairs is None else len(pairs)
+    bounds = _Bounds(counts, log_lo, log_hi, labels, names)
     if n_pairs * m > MAX_EVENT_ROWS and pairs is None:
-        best, best_label, best_pair, emp, table = _every_pair(counts, log_lo, log_hi, labels, names)
+        best, best_label, best_pair, emp, table = _every_pair(bounds)
     else:
         every = [(a, b) for a in range(n_inputs) for b in range(a + 1, n_inputs)]
-        best, best_label, best_pair, emp, rows = _listed_pairs(
-            counts, log_lo, log_hi, labels, names, every if pairs is None else pairs
+        best, best_label, best_pair, emp, table = _listed_pairs(
+            bounds, every if pairs is None else pairs
         )
-        table = Table(_EVENT_COLUMNS, tuple(rows), title="")
     table = replace(table, title=f"audit events ({trials} trials per input, confidence {level:g})")
     return AuditResult(
         claimed_epsilon=claimed,
@@ -235,20 +234,34 @@ _EVENT_COLUMNS = (
 )  # fmt: skip
 
 
-def _listed_pairs(
-    counts: npt.NDArray[np.int64],
-    log_lo: npt.NDArray[np.float64],
-    log_hi: npt.NDArray[np.float64],
-    labels: list[str],
-    names: list[str],
-    pairs: list[tuple[int, int]],
-) -> tuple[float, str, tuple[str, str], float, list[tuple[Any, ...]]]:
+class _Bounds(NamedTuple):
+    """The counts ``[input, event]``, the logs of their lower and upper bounds, the events'
+    labels and the inputs' names: what both ways of pairing the inputs read."""
+
+    counts: npt.NDArray[np.int64]
+    log_lo: npt.NDArray[np.float64]
+    log_hi: npt.NDArray[np.float64]
+    labels: list[str]
+    names: list[str]
+
+    def row(self, a: int, b: int, e: int) -> tuple[Any, ...]:
+        """The events table's row of inputs ``a``, ``b`` and event ``e``."""
+        c, lo, hi = self.counts, self.log_lo, self.log_hi
+        return (self.names[a], self.names[b], self.labels[e], int(c[a, e]), int(c[b, e]),
+                float(lo[a, e] - hi[b, e]), float(lo[b, e] - hi[a, e]))  # fmt: skip
+
+
+_Pairing = tuple[float, str, tuple[str, str], float, Table]
+
+
+def _listed_pairs(bounds: _Bounds, pairs: list[tuple[int, int]]) -> _Pairing:
     """Every listed pair and event, one row each (the events table lists them all)."""
+    counts, log_lo, log_hi, labels, names = bounds
     with np.errstate(divide="ignore"):
         log_c = np.log(counts.astype(np.float64))
     best, best_label, best_pair = -math.inf, labels[0], (names[0], names[1])
     emp = 0.0
-    rows = []
+    rows: list[tuple[Any, ...]] = []
     for a, b in pairs:
         for direction in ((a, b), (b, a)):
             i, j = direction
@@ -260,11 +273,8 @@ def _listed_pairs(
             with np.errstate(invalid="ignore"):
                 ratio = np.where(seen, log_c[i] - log_c[j], -math.inf)
             emp = max(emp, float(np.nanmax(np.where(np.isnan(ratio), -math.inf, ratio))))
-        for e in range(len(labels)):
-            rows.append((names[a], names[b], labels[e], int(counts[a, e]), int(counts[b, e]),
-                         float(log_lo[a, e] - log_hi[b, e]),
-                         float(log_lo[b, e] - log_hi[a, e])))  # fmt: skip
-    return best, best_label, best_pair, emp, rows
+        rows.extend(bounds.row(a, b, e) for e in range(len(labels)))
+    return best, best_label, best_pair, emp, Table(_EVENT_COLUMNS, tuple(rows), title="")
 
 
 def _two_extremes(
@@ -279,17 +289,12 @@ def _two_extremes(
     return best, second
 
 
-def _every_pair(
-    counts: npt.NDArray[np.int64],
-    log_lo: npt.NDArray[np.float64],
-    log_hi: npt.NDArray[np.float64],
-    labels: list[str],
-    names: list[str],
-) -> tuple[float, str, tuple[str, str], float, Table]:
+def _every_pair(bounds: _Bounds) -> _Pairing:
     """Every ordered pair of distinct inputs and every event, in O(inputs x events): for
     each event the largest ``ln(p_i lower) - ln(p_j upper)`` over ``i != j`` comes from the
     two largest lower bounds and the two smallest upper bounds (Bonferroni covers every
     pair either way).  The table lists each event's worst pair."""
+    counts, log_lo, log_hi, labels, names = bounds
     m = counts.shape[1]
     cols = np.arange(m)
     i1, i2 = _two_extremes(log_lo, largest=True)
@@ -313,10 +318,8 @@ def _every_pair(
     elif np.any(seen):
         emp = max(0.0, float(np.max(np.log(cmax[seen]) - np.log(cmin[seen]))))
     rows = tuple(
-        (names[a], names[b], labels[c], int(counts[a, c]), int(counts[b, c]),
-         float(log_lo[a, c] - log_hi[b, c]), float(log_lo[b, c] - log_hi[a, c]))
-        for c, a, b in zip(range(m), i.tolist(), j.tolist(), strict=True)
-    )  # fmt: skip
+        bounds.row(a, b, c) for c, a, b in zip(range(m), i.tolist(), j.tolist(), strict=True)
+    )
     n = counts.shape[0]
     note = (
         f"{n} inputs: {n * (n - 1) // 2} pairs x {m} events; each event's row is its worst "

@@ -31,6 +31,17 @@ MAX_BIT_EPSILON = math.log(2.0**53 - 1)
 MIN_BINARY_EPSILON = 1e-6
 
 
+def _set_informative(design: BinaryDesign, name: str) -> None:
+    """Store ``design``'s probability ``name`` checked (in (0, 1), not the uninformative
+    1/2, drawn exactly by the randomizer), then check the channel: Warner's ``p``, the
+    biased coin's ``q``."""
+    value = v.probability(
+        name, getattr(design, name), low_open=True, high_open=True, exclude=(0.5,)
+    )
+    object.__setattr__(design, name, v.realizable(name, value))
+    design._check_channel()
+
+
 @dataclass(frozen=True)
 class _WarnerAlgebra(BinaryDesign):
     """The channel of Warner (1965), shared by :class:`Warner`, :class:`Mirrored` and
@@ -42,9 +53,7 @@ class _WarnerAlgebra(BinaryDesign):
     p: float
 
     def __post_init__(self) -> None:
-        p = v.probability("p", self.p, low_open=True, high_open=True, exclude=(0.5,))
-        object.__setattr__(self, "p", v.realizable("p", p))
-        self._check_channel()
+        _set_informative(self, "p")
 
     @property
     def p_yes_given_1(self) -> float:
@@ -116,6 +125,18 @@ class _TruthOrYes(BinaryDesign):
     def _coins(self) -> tuple[float, float]:
         """``(t, y)``: the probability of a truthful answer and of "yes" otherwise."""
 
+    def _set_coins(self, t: str, y: str, *, check_yes_given_1: bool = False) -> None:
+        """Store the fields ``t`` (in (0, 1]) and ``y`` (in [0, 1]) checked, check that the
+        randomizer draws the channel's small cells exactly (each named by its formula:
+        ``P(yes | 1)`` too where ``check_yes_given_1``), then the channel."""
+        object.__setattr__(self, t, v.probability(t, getattr(self, t), low_open=True))
+        object.__setattr__(self, y, v.probability(y, getattr(self, y)))
+        if check_yes_given_1:
+            v.realizable(f"{t} + (1 - {t}) * {y}", self.p_yes_given_1)
+        v.realizable(f"(1 - {t}) * {y}", self.p_yes_given_0)
+        v.realizable(f"(1 - {t}) * (1 - {y})", self.p_no_given_1)
+        self._check_channel()
+
     @property
     def p_yes_given_1(self) -> float:
         t, y = self._coins
@@ -137,6 +158,31 @@ class _TruthOrYes(BinaryDesign):
         return t + (1 - t) * (1 - y)
 
 
+class _YesOrNoForced(BinaryDesign):
+    """A "yes" forced with probability ``fy``, a "no" with ``fn`` (``(fy, fn)`` =
+    ``_forcing``), otherwise the true answer: forced response, and the biased coin (a lie,
+    the other answer, with ``q = fy = fn``).  ``P(yes | 1) = 1 - fn``, ``P(yes | 0) = fy``;
+    ``P(no | 1)`` is ``fn`` itself, not ``1 - (1 - fn)``, which rounds a small ``fn`` to a
+    multiple of ``2**-53``."""
+
+    @property
+    @abstractmethod
+    def _forcing(self) -> tuple[float, float]:
+        """``(fy, fn)``: the probability of a forced "yes" and of a forced "no"."""
+
+    @property
+    def p_yes_given_1(self) -> float:
+        return 1 - self._forcing[1]
+
+    @property
+    def p_yes_given_0(self) -> float:
+        return self._forcing[0]
+
+    @property
+    def p_no_given_1(self) -> float:
+        return self._forcing[1]
+
+
 @dataclass(frozen=True)
 class TwoCoin(_TruthOrYes):
     """Two coins (Dwork & Roth 2014, sec. 3.2): the first coin says "answer truthfully" with
@@ -153,13 +199,7 @@ class TwoCoin(_TruthOrYes):
     name: ClassVar[str] = "two-coin"
 
     def __post_init__(self) -> None:
-        t = v.probability("p_truthful", self.p_truthful, low_open=True)
-        object.__setattr__(self, "p_truthful", t)
-        object.__setattr__(self, "p_yes", v.probability("p_yes", self.p_yes))
-        v.realizable("p_truthful + (1 - p_truthful) * p_yes", self.p_yes_given_1)
-        v.realizable("(1 - p_truthful) * p_yes", self.p_yes_given_0)
-        v.realizable("(1 - p_truthful) * (1 - p_yes)", self.p_no_given_1)
-        self._check_channel()
+        self._set_coins("p_truthful", "p_yes", check_yes_given_1=True)
 
     @property
     def _coins(self) -> tuple[float, float]:
@@ -184,7 +224,7 @@ class TwoCoin(_TruthOrYes):
 
 
 @dataclass(frozen=True)
-class BiasedCoin(BinaryDesign):
+class BiasedCoin(_YesOrNoForced):
     """Report the flipped answer with probability ``q`` (the lying probability).
 
     ``P(yes | 1) = 1 - q``, ``P(yes | 0) = q``; estimator ``(lambda_hat - q) / (1 - 2q)``;
@@ -195,21 +235,11 @@ class BiasedCoin(BinaryDesign):
     name: ClassVar[str] = "biased-coin"
 
     def __post_init__(self) -> None:
-        q = v.probability("q", self.q, low_open=True, high_open=True, exclude=(0.5,))
-        object.__setattr__(self, "q", v.realizable("q", q))
-        self._check_channel()
+        _set_informative(self, "q")
 
     @property
-    def p_yes_given_1(self) -> float:
-        return 1 - self.q
-
-    @property
-    def p_yes_given_0(self) -> float:
-        return self.q
-
-    @property
-    def p_no_given_1(self) -> float:
-        return self.q  # not 1 - (1 - q), which rounds a small q to a multiple of 2**-53
+    def _forcing(self) -> tuple[float, float]:
+        return self.q, self.q
 
     @property
     def epsilon(self) -> float:

@@ -119,7 +119,7 @@ def _binary_loop(
     return yes
 
 
-def _kary_uniform_loop(
+def _kary_loop(
     words: npt.NDArray[np.uint64],
     x: npt.NDArray[np.integer[Any]],
     out: npt.NDArray[np.unsignedinteger[Any]],
@@ -130,69 +130,18 @@ def _kary_uniform_loop(
     pre: np.uint64,
     mul: np.uint64,
     post: np.uint64,
-    count: bool,
-) -> None:
-    # blocks of `block` reports (the last one shorter): the block's keep words, then its
-    # category words; the forced category ((cw >> pre) * mul) >> post (multiply-shift, or
-    # the top bits when pre = 0, mul = 1); the report other + keep (x - other) modulo
-    # 2**64, which is x or other; counted into one of LANES rows of `counts` (each row's
-    # additions do not wait for the previous report's: a run of equal reports stays fast)
-    m = out.size
-    b = 0
-    while b < m:
-        size = min(block, m - b)
-        keep_words = words[2 * b : 2 * b + size]
-        category = words[2 * b + size : 2 * b + 2 * size]
-        xs, reps = x[b : b + size], out[b : b + size]
-        for i in range(size):  # no store to counts: the loop vectorizes
-            keep = np.uint64(keep_words[i] <= keep_last) & keep_any
-            other = ((category[i] >> pre) * mul) >> post
-            reps[i] = other + keep * (np.uint64(xs[i]) - other)
-        if count:  # a constant of the call (the design's, not the answer's)
-            _count(reps, counts)
-        b += size
-
-
-def _kary_top_loop(
-    words: npt.NDArray[np.uint64],
-    x: npt.NDArray[np.integer[Any]],
-    out: npt.NDArray[np.unsignedinteger[Any]],
-    counts: npt.NDArray[np.int64],
-    keep_last: np.uint64,
-    keep_any: np.uint64,
-    block: int,
-    shift: np.uint64,
-    count: bool,
-) -> None:
-    # as the uniform loop, for k a power of two: the forced category cw >> shift
-    m = out.size
-    b = 0
-    while b < m:
-        size = min(block, m - b)
-        keep_words = words[2 * b : 2 * b + size]
-        category = words[2 * b + size : 2 * b + 2 * size]
-        xs, reps = x[b : b + size], out[b : b + size]
-        for i in range(size):
-            keep = np.uint64(keep_words[i] <= keep_last) & keep_any
-            other = category[i] >> shift
-            reps[i] = other + keep * (np.uint64(xs[i]) - other)
-        if count:
-            _count(reps, counts)
-        b += size
-
-
-def _kary_cum_loop(
-    words: npt.NDArray[np.uint64],
-    x: npt.NDArray[np.integer[Any]],
-    out: npt.NDArray[np.unsignedinteger[Any]],
-    counts: npt.NDArray[np.int64],
-    keep_t: np.uint64,
-    block: int,
     cum: npt.NDArray[np.uint64],
     count: bool,
 ) -> None:
-    # as the uniform loop, the forced category bisect_right(cum, cw >> 11) (a binary search
-    # on the random word, as np.searchsorted(cum, cw >> 11, side="right"))
+    # blocks of `block` reports (the last one shorter): the block's keep words, then its
+    # category words; the forced category bisect_right(cum, cw >> 11) when `cum` holds the
+    # cumulative thresholds of a given distribution (a binary search on the random word, as
+    # np.searchsorted(cum, cw >> 11, side="right")), else ((cw >> pre) * mul) >> post
+    # (multiply-shift, or the top bits when pre = 0, mul = 1); the report other + keep
+    # (x - other) modulo 2**64, which is x or other; counted into one of LANES rows of
+    # `counts` (each row's additions do not wait for the previous report's: a run of equal
+    # reports stays fast).  The branch on `cum` is a constant of the call (the design's):
+    # the compiler takes it out of the loop, whose multiply-shift form vectorizes.
     m = out.size
     n_cum = cum.size
     b = 0
@@ -201,19 +150,22 @@ def _kary_cum_loop(
         keep_words = words[2 * b : 2 * b + size]
         category = words[2 * b + size : 2 * b + 2 * size]
         xs, reps = x[b : b + size], out[b : b + size]
-        for i in range(size):
-            keep = np.uint64((keep_words[i] >> _S11) < keep_t)
-            v = category[i] >> _S11
-            lo, hi = 0, n_cum
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cum[mid] <= v:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            other = np.uint64(lo)
+        for i in range(size):  # no store to counts: the loop vectorizes
+            keep = np.uint64(keep_words[i] <= keep_last) & keep_any
+            if n_cum:
+                v = category[i] >> _S11
+                lo, hi = 0, n_cum
+                while lo < hi:
+                    mid = (lo + hi) >> 1
+                    if cum[mid] <= v:
+                        lo = mid + 1
+                    else:
+                        hi = mid
+                other = np.uint64(lo)
+            else:
+                other = ((category[i] >> pre) * mul) >> post
             reps[i] = other + keep * (np.uint64(xs[i]) - other)
-        if count:
+        if count:  # a constant of the call (the design's, not the answer's)
             _count(reps, counts)
         b += size
 
@@ -233,23 +185,22 @@ def _count_loop(reps: npt.NDArray[np.unsignedinteger[Any]], counts: npt.NDArray[
 
 
 @functools.cache
-def _compiled() -> tuple[Any, Any, Any, Any] | None:
-    """The loops compiled by numba (binary; k-ary with multiply-shift, cumulative thresholds,
-    top bits), lazily, per argument types; cached on disk where numba can write (its
-    user-wide cache when the package directory is read-only, no cache when nothing is
-    writable), or None when numba cannot be imported."""
+def _compiled() -> tuple[Any, Any] | None:
+    """The loops compiled by numba (binary; k-ary), lazily, per argument types; cached on
+    disk where numba can write (its user-wide cache when the package directory is
+    read-only, no cache when nothing is writable), or None when numba cannot be imported."""
     try:
         import numba
     except ImportError:
         return None
     global _count
-    loops = (_count_loop, _binary_loop, _kary_uniform_loop, _kary_cum_loop, _kary_top_loop)
+    loops = (_count_loop, _binary_loop, _kary_loop)
     try:  # numba refuses cache=True when no cache directory is writable: compile per process
         compiled = [numba.njit(cache=True, nogil=True, boundscheck=False)(f) for f in loops]
     except RuntimeError:
         compiled = [numba.njit(cache=False, nogil=True, boundscheck=False)(f) for f in loops]
     _count = compiled[0]  # called by the k-ary loops (a global numba reads when compiling)
-    return compiled[1], compiled[2], compiled[3], compiled[4]
+    return compiled[1], compiled[2]
 
 
 def binary_kernel(
@@ -282,19 +233,21 @@ def kary_kernel(
     assert compiled is not None  # kernel_backend() said "numba"
     count = counts is not None
     into = counts if counts is not None else _NO_COUNTS
-    if plan.cum_array is not None:
-        compiled[2](words, x, out, into, np.uint64(plan.keep), block, plan.cum_array, count)
-        return
     # (w >> 11) < keep  <=>  w <= keep * 2**11 - 1 (2**64 - 1 for keep = 2**53), and
     # never for keep = 0 (keep_any = 0 then): the same test without the shift
     keep_last = np.uint64(((plan.keep << 11) - 1) % (1 << 64))
     keep_any = np.uint64(1 if plan.keep > 0 else 0)
-    if plan.mul == 0:  # the top bits: word >> shift
-        compiled[3](words, x, out, into, keep_last, keep_any, block, np.uint64(plan.shift), count)
+    if plan.cum_array is not None:  # a given distribution: the thresholds' binary search
+        pre, mul, post, cum = _U0, _U0, _U0, plan.cum_array
+    elif plan.mul == 0:  # the top bits: word >> shift
+        pre, mul, post, cum = _U0, np.uint64(1), np.uint64(plan.shift), _NO_CUM
     else:  # ((word >> (64 - shift)) * mul) >> shift
         pre, mul, post = np.uint64(64 - plan.shift), np.uint64(plan.mul), np.uint64(plan.shift)
-        compiled[1](words, x, out, into, keep_last, keep_any, block, pre, mul, post, count)
+        cum = _NO_CUM
+    compiled[1](words, x, out, into, keep_last, keep_any, block, pre, mul, post, cum, count)
 
 
 _count: Any = _count_loop  # replaced by its compiled self when numba is loaded
 _NO_COUNTS = np.zeros((LANES, 1), dtype=np.int64)
+_NO_CUM = np.zeros(0, dtype=np.uint64)
+_U0 = np.uint64(0)

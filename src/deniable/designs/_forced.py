@@ -10,7 +10,7 @@ from typing import ClassVar
 
 from deniable.common import validation as v
 from deniable.designs._base import BinaryDesign
-from deniable.designs._binary import _TruthOrYes
+from deniable.designs._binary import _TruthOrYes, _YesOrNoForced
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.exceptions import ParameterError
 
@@ -18,7 +18,7 @@ __all__ = ["ForcedResponse", "Mangat", "Triangular", "UnrelatedQuestion"]
 
 
 @dataclass(frozen=True)
-class ForcedResponse(BinaryDesign):
+class ForcedResponse(_YesOrNoForced):
     """Forced response (Boruch 1971): a randomizer forces "yes" with probability
     ``forced_yes``, "no" with probability ``forced_no``, and otherwise the respondent answers
     truthfully (probability ``1 - forced_yes - forced_no``).
@@ -46,16 +46,8 @@ class ForcedResponse(BinaryDesign):
         self._check_channel()
 
     @property
-    def p_yes_given_1(self) -> float:
-        return 1 - self.forced_no
-
-    @property
-    def p_yes_given_0(self) -> float:
-        return self.forced_yes
-
-    @property
-    def p_no_given_1(self) -> float:
-        return self.forced_no  # exact, not 1 - (1 - forced_no)
+    def _forcing(self) -> tuple[float, float]:
+        return self.forced_yes, self.forced_no
 
     @property
     def epsilon(self) -> float:
@@ -96,11 +88,7 @@ class UnrelatedQuestion(_TruthOrYes):
     name: ClassVar[str] = "unrelated"
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "p", v.probability("p", self.p, low_open=True))
-        object.__setattr__(self, "q", v.probability("q", self.q))
-        v.realizable("(1 - p) * q", self.p_yes_given_0)
-        v.realizable("(1 - p) * (1 - q)", self.p_no_given_1)
-        self._check_channel()
+        self._set_coins("p", "q")
 
     @property
     def _coins(self) -> tuple[float, float]:
