@@ -14,7 +14,6 @@ dictionary of strings is needed.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -23,6 +22,7 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import check_lengths, device_strings, string_batches
+from deniable.cli._telemetry_write import check_file_size, require_pyarrow, write_reports
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table
 
@@ -145,8 +145,6 @@ def simulate_heavy(
     ``limits``: the most devices and the most bytes of the file."""
     import numpy as np
 
-    from deniable.oracles import write_report_batches
-
     max_devices, max_file = limits
     given = [f"`--{name}`" for name, x in others.items() if x is not None]
     if given:
@@ -155,14 +153,7 @@ def simulate_heavy(
             "are --epsilon, --max-bytes" + (", --start-bits, --step-bits." if mechanism == "pem"
                                             else ".")
         )  # fmt: skip
-    if target.format != "reports":
-        try:
-            import pyarrow  # noqa: F401 - checked here so the error names the extra
-        except ImportError:
-            fail(
-                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                "pip install 'deniable[dask]'."
-            )
+    require_pyarrow(target.format)
     protocol = _protocol(mechanism, epsilon, params)
     strings, n = device_strings(candidates, values, devices, mechanism, max_devices=max_devices)
     option = "--values" if values is not None else "--candidates"
@@ -179,12 +170,7 @@ def simulate_heavy(
             f"{protocol.levels[0]}..{protocol.levels[-1]} bits), got {n}."
         )
     record = 8 * (1 + protocol.oracle(protocol.levels[0]).report_width)
-    if n * record > max_file:
-        fail(
-            f"`--devices` {n} reports of {record} bytes ({mechanism}, --max-bytes "
-            f"{protocol.max_bytes}) would make a report file larger than {max_file >> 30} "
-            "GiB; simulate fewer devices."
-        )
+    check_file_size(n, record, f"{mechanism}, --max-bytes {protocol.max_bytes}", max_file)
     gen = np.random.default_rng(seed)
     # equal batches of at most about _BATCH: each holds n / b - 1 >= groups devices or more
     count = -(-n // _BATCH)
@@ -195,17 +181,8 @@ def simulate_heavy(
                                               batch=size):  # fmt: skip
             yield protocol.randomize(batch_values.tolist(), rng=gen)
 
-    def write(tmp: Any, progress: Any) -> Any:
-        if target.format == "reports":
-            return write_report_batches(tmp, protocol, n, batches(), progress=progress)
-        from deniable.distributed import write_report_table
-
-        # the group column, then the report's words (deniable.distributed._tables)
-        return write_report_table(tmp, protocol, n, batches(), format=target.format,
-                                  progress=progress)  # fmt: skip
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(lambda tmp: write(tmp, progress))
+    # a table: the group column, then the report's words (deniable.distributed._tables)
+    written = write_reports(target, protocol, n, batches(), out=out, as_json=as_json)
     data = {
         "file": str(out),
         "format": target.format,
@@ -216,7 +193,7 @@ def simulate_heavy(
         "levels": list(protocol.levels),
         "strings": "zipf over --candidates" if values is None else "--values",
         "seed": seed,
-        "bytes": Path(path).stat().st_size,
+        "bytes": written,
     }
     if as_json:
         emit_json(to_jsonable(data))

@@ -9,12 +9,11 @@ table; the seed, the oracle's key and its epsilon are printed.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from deniable.cli._base import fail, guard_io
-from deniable.cli._files import progress_bar
+from deniable.cli._base import fail
 from deniable.cli._render import emit_json, print_table
+from deniable.cli._telemetry_write import check_file_size, require_pyarrow, write_reports
 from deniable.common import format_epsilon
 from deniable.results import Table
 
@@ -52,39 +51,15 @@ def simulate_oracle(
         fail(f"`--devices` must be at most {max_devices:,}, got {devices}.")
     one = oracle.randomize([0], rng=np.random.default_rng(0))
     per_report = int(one.nbytes)
-    if devices * per_report > max_bytes:
-        fail(
-            f"`--devices` {devices} reports of {per_report} bytes ({mechanism}, k = {k}) would "
-            f"make a report file larger than {max_bytes >> 30} GiB; simulate fewer "
-            "devices or write several files."
-        )
+    check_file_size(devices, per_report, f"{mechanism}, k = {k}", max_bytes,
+                    advice="simulate fewer devices or write several files")  # fmt: skip
     step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
     # the devices' values: Zipf's law, frequencies proportional to 1/(j+1)
     batches = DevicePopulation.zipf(k).reports(
         oracle, devices, rng=np.random.default_rng(seed), batch=step
     )
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        if target.format == "reports":
-            path = target.write(
-                lambda tmp: o.write_report_batches(tmp, oracle, devices, batches,
-                                                   progress=progress)
-            )  # fmt: skip
-        else:
-            from deniable.distributed import write_report_table
-
-            try:
-                import pyarrow  # noqa: F401 - checked here so the error names the extra
-            except ImportError:
-                fail(
-                    f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                    "pip install 'deniable[dask]'."
-                )
-            path = target.write(
-                lambda tmp: write_report_table(tmp, oracle, devices, batches,
-                                               format=target.format, progress=progress)
-            )  # fmt: skip
-    size = Path(path).stat().st_size
+    require_pyarrow(target.format)
+    written = write_reports(target, oracle, devices, batches, out=out, as_json=as_json)
     data = {
         "file": str(out),
         "format": target.format,
@@ -92,7 +67,7 @@ def simulate_oracle(
         "mechanism": oracle.key,
         "epsilon": float(oracle.epsilon),
         "seed": seed,
-        "bytes": size,
+        "bytes": written,
     }
     if as_json:
         emit_json(data)

@@ -14,7 +14,6 @@ frequency and count with standard errors, a normal interval and the decoder's di
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -23,6 +22,7 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import device_strings, read_lines, string_batches
+from deniable.cli._telemetry_write import check_file_size, require_pyarrow, write_reports
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table, normal_quantile
 
@@ -209,27 +209,16 @@ def simulate_rappor(
     import numpy as np
 
     from deniable.mechanisms import InMemoryMemoStore
-    from deniable.oracles import Rappor, RapporClient, write_report_batches
+    from deniable.oracles import Rappor, RapporClient
 
     max_devices, max_bytes = limits
-    if target.format != "reports":
-        try:
-            import pyarrow  # noqa: F401 - checked here so the error names the extra
-        except ImportError:
-            fail(
-                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                "pip install 'deniable[dask]'."
-            )
+    require_pyarrow(target.format)
     rappor = Rappor(**{**RAPPOR_DEFAULTS, **{k: x for k, x in params.items() if x is not None}})
     strings, n = device_strings(candidates, values, devices, RAPPOR, max_devices=max_devices)
     if n > max_devices:
         fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
     record = 2 + rappor.width
-    if n * record > max_bytes:
-        fail(
-            f"`--devices` {n} reports of {record} bytes (rappor, m = {rappor.m}) would make a "
-            f"report file larger than {max_bytes >> 30} GiB; simulate fewer devices."
-        )
+    check_file_size(n, record, f"rappor, m = {rappor.m}", max_bytes)
     gen = np.random.default_rng(seed)
 
     def batches() -> Any:
@@ -241,17 +230,8 @@ def simulate_rappor(
             yield client.report(np.arange(start, start + len(batch_values)),
                                 batch_values.astype(str), rng=gen)  # fmt: skip
 
-    def write(tmp: Any, progress: Any) -> Any:
-        if target.format == "reports":
-            return write_report_batches(tmp, rappor, n, batches(), progress=progress)
-        from deniable.distributed import write_report_table
-
-        # the cohort column, then the packed bits (deniable.distributed._tables)
-        return write_report_table(tmp, rappor, n, batches(), format=target.format,
-                                  progress=progress)  # fmt: skip
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(lambda tmp: write(tmp, progress))
+    # a table: the cohort column, then the packed bits (deniable.distributed._tables)
+    written = write_reports(target, rappor, n, batches(), out=out, as_json=as_json)
     data = {
         "file": str(out),
         "format": target.format,
@@ -260,7 +240,7 @@ def simulate_rappor(
         **_epsilons(rappor),
         "strings": "zipf over --candidates" if values is None else "--values",
         "seed": seed,
-        "bytes": Path(path).stat().st_size,
+        "bytes": written,
     }
     if as_json:
         emit_json(to_jsonable(data))

@@ -13,7 +13,6 @@ batches and estimates the share of each candidate string
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -27,6 +26,7 @@ from deniable.cli._telemetry_strings import (
     read_lines,
     string_batches,
 )
+from deniable.cli._telemetry_write import check_file_size, require_pyarrow, write_reports
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table
 
@@ -116,7 +116,7 @@ def simulate_sketch(
     and the most bytes of the file."""
     import numpy as np
 
-    from deniable.oracles import CMS, HCMS, write_report_batches
+    from deniable.oracles import CMS, HCMS
 
     max_devices, max_bytes = limits
     given = [f"`--{name}`" for name, x in others.items() if x is not None]
@@ -125,14 +125,7 @@ def simulate_sketch(
             f"{', '.join(given)} do not apply to `--mechanism {mechanism}`: its parameters "
             "are --epsilon, --sketch-rows, --sketch-columns and --salt."
         )
-    if target.format != "reports":
-        try:
-            import pyarrow  # noqa: F401 - checked here so the error names the extra
-        except ImportError:
-            fail(
-                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                "pip install 'deniable[dask]'."
-            )
+    require_pyarrow(target.format)
     if epsilon is None:
         fail(f"`--epsilon` must be given for `--mechanism {mechanism}`.")
     gen = np.random.default_rng(seed)
@@ -146,28 +139,15 @@ def simulate_sketch(
     if n > max_devices:
         fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
     record = 2 + sketch.width if mechanism == "cms" else 8
-    if n * record > max_bytes:
-        fail(
-            f"`--devices` {n} reports of {record} bytes ({mechanism}, m = {m}) would make a "
-            f"report file larger than {max_bytes >> 30} GiB; simulate fewer devices."
-        )
+    check_file_size(n, record, f"{mechanism}, m = {m}", max_bytes)
 
     def batches() -> Any:  # Zipf's law over the candidates, in their order, or --values
         for _, batch_values in string_batches(strings, n, zipf=values is None, rng=gen,
                                               batch=_BATCH):  # fmt: skip
             yield sketch.randomize(batch_values.tolist(), rng=gen)
 
-    def write(tmp: Any, progress: Any) -> Any:
-        if target.format == "reports":
-            return write_report_batches(tmp, sketch, n, batches(), progress=progress)
-        from deniable.distributed import write_report_table
-
-        # CMS: the row column, then the packed bits; HCMS: one column (distributed._tables)
-        return write_report_table(tmp, sketch, n, batches(), format=target.format,
-                                  progress=progress)  # fmt: skip
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(lambda tmp: write(tmp, progress))
+    # a table, CMS: the row column, then the packed bits; HCMS: one column
+    written = write_reports(target, sketch, n, batches(), out=out, as_json=as_json)
     data = {
         "file": str(out),
         "format": target.format,
@@ -178,7 +158,7 @@ def simulate_sketch(
         "salt": salt,
         "strings": "zipf over --candidates" if values is None else "--values",
         "seed": seed,
-        "bytes": Path(path).stat().st_size,
+        "bytes": written,
     }
     if as_json:
         emit_json(to_jsonable(data))
