@@ -27,20 +27,7 @@ from deniable.cli._robustness import (
     robustness_data,
     show_robustness,
 )
-from deniable.cli._sample import (
-    FpcOpt,
-    LonelyOpt,
-    MseOpt,
-    PsuOpt,
-    RepMethodOpt,
-    RepWeightsOpt,
-    RhoOpt,
-    RscalesOpt,
-    SampleOptions,
-    ScaleOpt,
-    StrataOpt,
-    WeightsOpt,
-)
+from deniable.cli._sample import NO_SAMPLE, SAMPLE, SampleOptions
 from deniable.common import validation as v
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
 from deniable.exceptions import DeniableError
@@ -150,6 +137,7 @@ def parse_question(spec: str) -> Question:
 
 
 @cli.command("analyze")
+@SAMPLE.expand("sampling")
 def analyze_command(
     file: FileArg,
     column: Annotated[
@@ -178,17 +166,7 @@ def analyze_command(
     ] = None,
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    repweights: RepWeightsOpt = None,
-    repmethod: RepMethodOpt = None,
-    rho: RhoOpt = None,
-    scale: ScaleOpt = None,
-    rscales: RscalesOpt = None,
-    mse: MseOpt = False,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     bayes: BayesOpt = False,
     prior: PriorOpt = None,
     as_json: JsonOpt = False,
@@ -224,8 +202,7 @@ def analyze_command(
             f"; design {d.name!r} has one group (--by estimates per subgroup)."
         )
     miss = v.choice("--missing", missing, ("drop", "error"))
-    sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
-                           mse, lonely_psu).columns()  # fmt: skip
+    sample = sampling.columns()
     post_prior = bayes_prior(bayes, prior, by=by, sampled=sample is not None)
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
         result = analyze_file(file, column, d, group=group_column, by=by, level=level,
@@ -242,6 +219,7 @@ def analyze_command(
 
 
 @cli.command("report")
+@SAMPLE.expand("sampling")
 def report_command(
     file: FileArg,
     question: Annotated[
@@ -271,17 +249,7 @@ def report_command(
     missing: MissingOpt = "drop",
     force: ForceOpt = False,
     robustness: RobustnessOpt = None,
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    repweights: RepWeightsOpt = None,
-    repmethod: RepMethodOpt = None,
-    rho: RhoOpt = None,
-    scale: ScaleOpt = None,
-    rscales: RscalesOpt = None,
-    mse: MseOpt = False,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     as_json: JsonOpt = False,
 ) -> None:
     """A whole-survey report: every question's n, estimate, interval and ε (by --question, or
@@ -296,8 +264,7 @@ def report_command(
             "give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75) "
             "or a survey file by --survey FILE."
         )
-    sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
-                           mse, lonely_psu).columns()  # fmt: skip
+    sample = sampling.columns()
     page_out = claim_output(
         "--html", html, force=force, formats=["html"], inputs=[("FILE", file), ("--survey", survey)]
     )

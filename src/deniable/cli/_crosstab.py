@@ -21,20 +21,7 @@ from deniable.cli._analyze import FileArg, MissingOpt, SurveyOpt, parse_question
 from deniable.cli._base import fail
 from deniable.cli._options import JsonOpt, LevelOpt
 from deniable.cli._render import emit_json, print_table
-from deniable.cli._sample import (
-    FpcOpt,
-    LonelyOpt,
-    MseOpt,
-    PsuOpt,
-    RepMethodOpt,
-    RepWeightsOpt,
-    RhoOpt,
-    RscalesOpt,
-    SampleOptions,
-    ScaleOpt,
-    StrataOpt,
-    WeightsOpt,
-)
+from deniable.cli._sample import NO_SAMPLE, SAMPLE, SampleOptions
 from deniable.common import validation as v
 from deniable.exceptions import DeniableError
 
@@ -127,6 +114,7 @@ def _codes(frame: Any, col: str, k: int, place: str) -> Any:
 
 
 @cli.command("crosstab")
+@SAMPLE.expand("sampling")
 def crosstab_command(
     file: FileArg,
     question: Annotated[
@@ -161,17 +149,7 @@ def crosstab_command(
     ] = "wald",
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    repweights: RepWeightsOpt = None,
-    repmethod: RepMethodOpt = None,
-    rho: RhoOpt = None,
-    scale: ScaleOpt = None,
-    rscales: RscalesOpt = None,
-    mse: MseOpt = False,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     as_json: JsonOpt = False,
 ) -> None:
     """Two randomized items together: their joint distribution, association (odds ratio,
@@ -186,8 +164,7 @@ def crosstab_command(
     miss = v.choice("--missing", missing, ("drop", "error"))
     est = v.choice("--estimator", estimator, ESTIMATORS)
     method = v.choice("--test", test, TESTS)
-    spec = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
-                         mse, lonely_psu).columns()  # fmt: skip
+    spec = sampling.columns()
     needed = [c for c, _ in pairs]
     if spec is not None:
         parts = [getattr(spec, p) for p in ("weights", "strata", "psu", "fpc")]

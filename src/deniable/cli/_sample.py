@@ -11,25 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from deniable.cli._base import fail, parse_numbers
+from deniable.cli._options import OptionGroup
 
 if TYPE_CHECKING:
     from deniable.survey import DesignColumns
 
-__all__ = [
-    "LABELS",
-    "FpcOpt",
-    "LonelyOpt",
-    "MseOpt",
-    "PsuOpt",
-    "RepMethodOpt",
-    "RepWeightsOpt",
-    "RhoOpt",
-    "RscalesOpt",
-    "SampleOptions",
-    "ScaleOpt",
-    "StrataOpt",
-    "WeightsOpt",
-]
+__all__ = ["LABELS", "NO_SAMPLE", "SAMPLE", "SampleOptions"]
 
 #: The option that sets each parameter of :class:`~deniable.survey.DesignColumns`.
 LABELS = {
@@ -38,68 +25,10 @@ LABELS = {
     "scale": "--scale", "rscales": "--rscales", "mse": "--mse", "lonely_psu": "--lonely-psu",
 }  # fmt: skip
 
-WeightsOpt = Annotated[
-    str | None,
-    typer.Option("--weights", metavar="COL",
-                 help="Column of sampling weights (finite, > 0): the design-based estimate is "
-                 "printed beside the unweighted one."),
-]  # fmt: skip
-StrataOpt = Annotated[
-    str | None,
-    typer.Option("--strata", metavar="COL",
-                 help="Column of strata labels."),
-]  # fmt: skip
-PsuOpt = Annotated[
-    str | None,
-    typer.Option("--psu", metavar="COL",
-                 help="Column of primary sampling units (clusters), read within their stratum."),
-]  # fmt: skip
-FpcOpt = Annotated[
-    str | None,
-    typer.Option("--fpc", metavar="COL",
-                 help="Column of each stratum's population count of PSUs (finite population "
-                 "correction)."),
-]  # fmt: skip
-RepWeightsOpt = Annotated[
-    str | None,
-    typer.Option("--repweights", metavar="PATTERN_OR_COLS",
-                 help="Replicate-weight columns: a pattern such as 'rw*' or names a,b,c (with "
-                 "--weights, the full-sample weights)."),
-]  # fmt: skip
-RepMethodOpt = Annotated[
-    str | None,
-    typer.Option("--repmethod", metavar="METHOD",
-                 help="Replicate method: JK1 (default), JKn, bootstrap, BRR or Fay.",
-                 show_default=False),
-]  # fmt: skip
-RhoOpt = Annotated[
-    str | None,
-    typer.Option("--rho", help="Fay's coefficient in [0, 1) (--repmethod Fay).",
-                 show_default=False),
-]  # fmt: skip
-ScaleOpt = Annotated[
-    str | None,
-    typer.Option("--scale",
-                 help="Overall factor of the replicate variance [default: the method's].",
-                 show_default=False),
-]  # fmt: skip
-RscalesOpt = Annotated[
-    str | None,
-    typer.Option("--rscales", metavar="S1,S2,...",
-                 help="One factor per replicate (required for JKn: (n_h - 1) / n_h of each "
-                 "replicate's stratum).", show_default=False),
-]  # fmt: skip
-MseOpt = Annotated[
-    bool,
-    typer.Option("--mse",
-                 help="Centre the replicates at the full-sample estimate, not their mean."),
-]  # fmt: skip
-LonelyOpt = Annotated[
-    str | None,
-    typer.Option("--lonely-psu", metavar="RULE",
-                 help="A stratum with one PSU: fail (default), certainty, remove, adjust or "
-                 "average (R's survey.lonely.psu).", show_default=False),
-]  # fmt: skip
+
+def _text(flag: str, help: str, **more: Any) -> tuple[Any, None]:
+    """An option of text (a column, a list of numbers, a name), ``None`` when not given."""
+    return Annotated[str | None, typer.Option(flag, help=help, **more)], None
 
 
 @dataclass(frozen=True)
@@ -157,3 +86,42 @@ class SampleOptions:
         if self.rscales is not None:
             kwargs["rscales"] = parse_numbers("--rscales", self.rscales)
         return DesignColumns(**kwargs, labels=LABELS)
+
+
+#: The sample-design options, in the order ``--help`` lists them; a command takes them as
+#: one parameter (``sampling: SampleOptions = NO_SAMPLE``, decorated with
+#: ``SAMPLE.expand("sampling")``), `deniable numbers` a part of them.
+SAMPLE = OptionGroup(SampleOptions, {
+    "weights": _text("--weights", metavar="COL",
+                     help="Column of sampling weights (finite, > 0): the design-based estimate "
+                     "is printed beside the unweighted one."),
+    "strata": _text("--strata", metavar="COL", help="Column of strata labels."),
+    "psu": _text("--psu", metavar="COL",
+                 help="Column of primary sampling units (clusters), read within their "
+                 "stratum."),
+    "fpc": _text("--fpc", metavar="COL",
+                 help="Column of each stratum's population count of PSUs (finite population "
+                 "correction)."),
+    "repweights": _text("--repweights", metavar="PATTERN_OR_COLS",
+                        help="Replicate-weight columns: a pattern such as 'rw*' or names a,b,c "
+                        "(with --weights, the full-sample weights)."),
+    "repmethod": _text("--repmethod", metavar="METHOD",
+                       help="Replicate method: JK1 (default), JKn, bootstrap, BRR or Fay.",
+                       show_default=False),
+    "rho": _text("--rho", help="Fay's coefficient in [0, 1) (--repmethod Fay).",
+                 show_default=False),
+    "scale": _text("--scale",
+                   help="Overall factor of the replicate variance [default: the method's].",
+                   show_default=False),
+    "rscales": _text("--rscales", metavar="S1,S2,...",
+                     help="One factor per replicate (required for JKn: (n_h - 1) / n_h of each "
+                     "replicate's stratum).", show_default=False),
+    "mse": (Annotated[bool, typer.Option(
+        "--mse", help="Centre the replicates at the full-sample estimate, not their mean.")],
+        False),
+    "lonely_psu": _text("--lonely-psu", metavar="RULE",
+                        help="A stratum with one PSU: fail (default), certainty, remove, adjust "
+                        "or average (R's survey.lonely.psu).", show_default=False),
+})  # fmt: skip
+#: No sample-design option given (the default of a command's ``sampling`` parameter).
+NO_SAMPLE = SampleOptions()
