@@ -33,6 +33,7 @@ __all__ = [
     "ParamOpt",
     "SeedOpt",
     "fresh_seed",
+    "text_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -88,6 +89,12 @@ SeedOpt = Annotated[
 def fresh_seed() -> int:
     """A new seed for a run without ``--seed`` (printed, so the run can be repeated)."""
     return secrets.randbelow(2**32)
+
+
+def text_option(flag: str, help: str, **more: Any) -> tuple[Any, None]:
+    """An option of an :class:`OptionGroup` that takes text (a column, a number, a list of
+    numbers, a name), ``None`` when not given: its annotated type and its default."""
+    return Annotated[str | None, typer.Option(flag, help=help, **more)], None
 
 
 class OptionGroup:

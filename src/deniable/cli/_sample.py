@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from deniable.cli._base import fail, parse_numbers
-from deniable.cli._options import OptionGroup
+from deniable.cli._options import OptionGroup, text_option
 
 if TYPE_CHECKING:
     from deniable.survey import DesignColumns
@@ -24,11 +24,6 @@ LABELS = {
     "replicate_weights": "--repweights", "replicate_method": "--repmethod", "rho": "--rho",
     "scale": "--scale", "rscales": "--rscales", "mse": "--mse", "lonely_psu": "--lonely-psu",
 }  # fmt: skip
-
-
-def _text(flag: str, help: str, **more: Any) -> tuple[Any, None]:
-    """An option of text (a column, a list of numbers, a name), ``None`` when not given."""
-    return Annotated[str | None, typer.Option(flag, help=help, **more)], None
 
 
 @dataclass(frozen=True)
@@ -92,34 +87,34 @@ class SampleOptions:
 #: one parameter (``sampling: SampleOptions = NO_SAMPLE``, decorated with
 #: ``SAMPLE.expand("sampling")``), `deniable numbers` a part of them.
 SAMPLE = OptionGroup(SampleOptions, {
-    "weights": _text("--weights", metavar="COL",
+    "weights": text_option("--weights", metavar="COL",
                      help="Column of sampling weights (finite, > 0): the design-based estimate "
                      "is printed beside the unweighted one."),
-    "strata": _text("--strata", metavar="COL", help="Column of strata labels."),
-    "psu": _text("--psu", metavar="COL",
+    "strata": text_option("--strata", metavar="COL", help="Column of strata labels."),
+    "psu": text_option("--psu", metavar="COL",
                  help="Column of primary sampling units (clusters), read within their "
                  "stratum."),
-    "fpc": _text("--fpc", metavar="COL",
+    "fpc": text_option("--fpc", metavar="COL",
                  help="Column of each stratum's population count of PSUs (finite population "
                  "correction)."),
-    "repweights": _text("--repweights", metavar="PATTERN_OR_COLS",
+    "repweights": text_option("--repweights", metavar="PATTERN_OR_COLS",
                         help="Replicate-weight columns: a pattern such as 'rw*' or names a,b,c "
                         "(with --weights, the full-sample weights)."),
-    "repmethod": _text("--repmethod", metavar="METHOD",
+    "repmethod": text_option("--repmethod", metavar="METHOD",
                        help="Replicate method: JK1 (default), JKn, bootstrap, BRR or Fay.",
                        show_default=False),
-    "rho": _text("--rho", help="Fay's coefficient in [0, 1) (--repmethod Fay).",
+    "rho": text_option("--rho", help="Fay's coefficient in [0, 1) (--repmethod Fay).",
                  show_default=False),
-    "scale": _text("--scale",
+    "scale": text_option("--scale",
                    help="Overall factor of the replicate variance [default: the method's].",
                    show_default=False),
-    "rscales": _text("--rscales", metavar="S1,S2,...",
+    "rscales": text_option("--rscales", metavar="S1,S2,...",
                      help="One factor per replicate (required for JKn: (n_h - 1) / n_h of each "
                      "replicate's stratum).", show_default=False),
     "mse": (Annotated[bool, typer.Option(
         "--mse", help="Centre the replicates at the full-sample estimate, not their mean.")],
         False),
-    "lonely_psu": _text("--lonely-psu", metavar="RULE",
+    "lonely_psu": text_option("--lonely-psu", metavar="RULE",
                         help="A stratum with one PSU: fail (default), certainty, remove, adjust "
                         "or average (R's survey.lonely.psu).", show_default=False),
 })  # fmt: skip
