@@ -21,8 +21,8 @@ import typer
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
-from deniable.cli._telemetry_strings import device_strings, read_lines, string_batches
-from deniable.cli._telemetry_write import check_file_size, require_pyarrow, write_reports
+from deniable.cli._telemetry_strings import read_lines, string_batches
+from deniable.cli._telemetry_write import Simulation
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table, normal_quantile
 
@@ -192,37 +192,24 @@ def _epsilon_note(rappor: Any) -> str:
     )
 
 
-def simulate_rappor(
-    target: Any,
-    *,
-    out: str,
-    devices: int | None,
-    candidates: str | None,
-    values: str | None,
-    params: dict[str, Any],
-    seed: int,
-    limits: tuple[int, int],
-    as_json: bool,
-) -> None:
-    """Simulate RAPPOR devices into the report file or report table ``target`` (claimed)
-    and print it; ``limits``: the most devices and the most bytes of the file."""
+def simulate_rappor(run: Simulation, *, params: dict[str, Any]) -> None:
+    """Simulate RAPPOR devices into the report file or report table of ``run`` and print
+    it; ``params``: RAPPOR's parameters given (``None``: the paper's)."""
     import numpy as np
 
     from deniable.mechanisms import InMemoryMemoStore
     from deniable.oracles import Rappor, RapporClient
 
-    max_devices, max_bytes = limits
-    require_pyarrow(target.format)
+    run.require_pyarrow()
     rappor = Rappor(**{**RAPPOR_DEFAULTS, **{k: x for k, x in params.items() if x is not None}})
-    strings, n = device_strings(candidates, values, devices, RAPPOR, max_devices=max_devices)
-    if n > max_devices:
-        fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
+    strings, n = run.strings(RAPPOR)
+    run.check_devices(n)
     record = 2 + rappor.width
-    check_file_size(n, record, f"rappor, m = {rappor.m}", max_bytes)
-    gen = np.random.default_rng(seed)
+    run.check_file_size(n, record, f"rappor, m = {rappor.m}")
+    gen = np.random.default_rng(run.seed)
 
     def batches() -> Any:
-        drawn = string_batches(strings, n, zipf=values is None, rng=gen, batch=_BATCH)
+        drawn = string_batches(strings, n, zipf=run.values is None, rng=gen, batch=_BATCH)
         for start, batch_values in drawn:  # Zipf's law over the candidates, or --values
             # the library's client: cohort and PRR memoized per device (each device is in
             # one batch, so a store a batch), a fresh IRR
@@ -231,18 +218,8 @@ def simulate_rappor(
                                 batch_values.astype(str), rng=gen)  # fmt: skip
 
     # a table: the cohort column, then the packed bits (deniable.distributed._tables)
-    written = write_reports(target, rappor, n, batches(), out=out, as_json=as_json)
-    data = {
-        "file": str(out),
-        "format": target.format,
-        "devices": n,
-        "mechanism": rappor.key,
-        **_epsilons(rappor),
-        "strings": "zipf over --candidates" if values is None else "--values",
-        "seed": seed,
-        "bytes": written,
-    }
-    if as_json:
+    data = run.write_strings(rappor, n, batches(), mechanism=rappor.key, **_epsilons(rappor))
+    if run.as_json:
         emit_json(to_jsonable(data))
         return
     shown = {
