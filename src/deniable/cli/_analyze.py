@@ -59,14 +59,24 @@ SurveyOpt = Annotated[
 ]
 
 
-def _survey(path: str) -> Survey:
-    """The survey file at ``path``, or one error line."""
+def read_survey(path: str) -> Survey:
+    """The survey file at ``path`` (``--survey``), or one error line."""
     from deniable.survey import load_survey
 
     try:
         return load_survey(path)
     except DeniableError as exc:
         fail(f"`--survey`: {exc}")
+
+
+def check_question(found: Survey, column: str, *, when: str = "") -> None:
+    """One error line when ``column`` (``--column``) is not a question of ``found``."""
+    ids = [q.id for q in found.questions]
+    if column not in ids:
+        fail(
+            f"`--column` must name a question of the survey {found.id!r} ({', '.join(ids)})"
+            f"{when}, got {column!r}."
+        )
 
 
 @contextmanager
@@ -178,13 +188,8 @@ def analyze_command(
     if survey is not None:
         if design is not None or param:
             fail("give the design either by --design/--param or by --survey, not both.")
-        found = _survey(survey)
-        ids = [q.id for q in found.questions]
-        if column not in ids:
-            fail(
-                f"`--column` must name a question of the survey {found.id!r} ({', '.join(ids)}) "
-                f"when --survey is given, got {column!r}."
-            )
+        found = read_survey(survey)
+        check_question(found, column, when=" when --survey is given")
         d = found.question(column).design
     elif design is None:
         fail("give the design: --design NAME (with --param NAME=VALUE ...) or --survey FILE.")
@@ -270,7 +275,7 @@ def report_command(
     )
     questions: dict[str, Design | tuple[Design, str]] = {}
     if survey is not None:
-        found = _survey(survey)
+        found = read_survey(survey)
         questions = {
             q.id: (q.design, q.group_column) if q.two_group else q.design for q in found.questions
         }
@@ -303,4 +308,4 @@ def report_command(
         console().print(f"wrote {html}", markup=False, highlight=False)
 
 
-__all__ = ["Question", "cli", "parse_question"]
+__all__ = ["Question", "check_question", "cli", "parse_question", "read_survey"]

@@ -17,13 +17,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from deniable.cli._analyze import FileArg, MissingOpt, SurveyOpt, parse_question
+from deniable.cli._analyze import (
+    FileArg,
+    MissingOpt,
+    SurveyOpt,
+    check_question,
+    parse_question,
+    read_survey,
+)
 from deniable.cli._base import fail
 from deniable.cli._options import JsonOpt, LevelOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._sample import NO_SAMPLE, SAMPLE, SampleOptions
 from deniable.common import validation as v
-from deniable.exceptions import DeniableError
 
 if TYPE_CHECKING:
     from deniable.designs import Design
@@ -45,12 +51,7 @@ def _items(
     if survey is not None:
         if question:
             fail("give the items either by --question or by --survey and --column, not both.")
-        from deniable.survey import load_survey
-
-        try:
-            found = load_survey(survey)
-        except DeniableError as exc:
-            fail(f"`--survey`: {exc}")
+        found = read_survey(survey)
         ids = [q.id for q in found.questions]
         names = list(column or ())
         if len(names) != 2:
@@ -59,11 +60,7 @@ def _items(
                 f"{', '.join(ids)}), got {len(names)}."
             )
         for name in names:
-            if name not in ids:
-                fail(
-                    f"`--column` must name a question of the survey {found.id!r} "
-                    f"({', '.join(ids)}), got {name!r}."
-                )
+            check_question(found, name)
         pairs = [(name, found.question(name).design) for name in names]
     else:
         if column:
