@@ -117,9 +117,15 @@ class OptionGroup:
         """The decorator that puts the group's options (``only`` these, if given) in the
         place of the command's parameter ``name``."""
         chosen = [key for key in self.options if not only or key in only]
+        if len(chosen) != (len(only) or len(self.options)):
+            raise ValueError(f"not options of this group: {set(only) - set(self.options)}")
 
         def decorate(func: F) -> F:
+            # typer reads the annotations evaluated (not the strings of this package's
+            # modules), from the signature and __annotations__ set below
             signature = inspect.signature(func, eval_str=True)
+            if name not in signature.parameters:
+                raise ValueError(f"{func.__name__} has no parameter {name!r} for the group")
             params: list[inspect.Parameter] = []
             for param in signature.parameters.values():
                 if param.name != name:
