@@ -27,20 +27,7 @@ from deniable.cli._robustness import (
     robustness_data,
     show_robustness,
 )
-from deniable.cli._sample import (
-    FpcOpt,
-    LonelyOpt,
-    MseOpt,
-    PsuOpt,
-    RepMethodOpt,
-    RepWeightsOpt,
-    RhoOpt,
-    RscalesOpt,
-    SampleOptions,
-    ScaleOpt,
-    StrataOpt,
-    WeightsOpt,
-)
+from deniable.cli._sample import NO_SAMPLE, SAMPLE, SampleOptions
 from deniable.common import validation as v
 from deniable.designs import DESIGNS, TWO_GROUP_DESIGNS, Design, make_design
 from deniable.exceptions import DeniableError
@@ -72,14 +59,24 @@ SurveyOpt = Annotated[
 ]
 
 
-def _survey(path: str) -> Survey:
-    """The survey file at ``path``, or one error line."""
+def read_survey(path: str) -> Survey:
+    """The survey file at ``path`` (``--survey``), or one error line."""
     from deniable.survey import load_survey
 
     try:
         return load_survey(path)
     except DeniableError as exc:
         fail(f"`--survey`: {exc}")
+
+
+def check_question(found: Survey, column: str, *, when: str = "") -> None:
+    """One error line when ``column`` (``--column``) is not a question of ``found``."""
+    ids = [q.id for q in found.questions]
+    if column not in ids:
+        fail(
+            f"`--column` must name a question of the survey {found.id!r} ({', '.join(ids)})"
+            f"{when}, got {column!r}."
+        )
 
 
 @contextmanager
@@ -150,6 +147,7 @@ def parse_question(spec: str) -> Question:
 
 
 @cli.command("analyze")
+@SAMPLE.expand("sampling")
 def analyze_command(
     file: FileArg,
     column: Annotated[
@@ -178,17 +176,7 @@ def analyze_command(
     ] = None,
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    repweights: RepWeightsOpt = None,
-    repmethod: RepMethodOpt = None,
-    rho: RhoOpt = None,
-    scale: ScaleOpt = None,
-    rscales: RscalesOpt = None,
-    mse: MseOpt = False,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     bayes: BayesOpt = False,
     prior: PriorOpt = None,
     as_json: JsonOpt = False,
@@ -200,13 +188,8 @@ def analyze_command(
     if survey is not None:
         if design is not None or param:
             fail("give the design either by --design/--param or by --survey, not both.")
-        found = _survey(survey)
-        ids = [q.id for q in found.questions]
-        if column not in ids:
-            fail(
-                f"`--column` must name a question of the survey {found.id!r} ({', '.join(ids)}) "
-                f"when --survey is given, got {column!r}."
-            )
+        found = read_survey(survey)
+        check_question(found, column, when=" when --survey is given")
         d = found.question(column).design
     elif design is None:
         fail("give the design: --design NAME (with --param NAME=VALUE ...) or --survey FILE.")
@@ -224,8 +207,7 @@ def analyze_command(
             f"; design {d.name!r} has one group (--by estimates per subgroup)."
         )
     miss = v.choice("--missing", missing, ("drop", "error"))
-    sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
-                           mse, lonely_psu).columns()  # fmt: skip
+    sample = sampling.columns()
     post_prior = bayes_prior(bayes, prior, by=by, sampled=sample is not None)
     with _extras(), progress_bar(not as_json, f"reading {file}") as progress:
         result = analyze_file(file, column, d, group=group_column, by=by, level=level,
@@ -242,6 +224,7 @@ def analyze_command(
 
 
 @cli.command("report")
+@SAMPLE.expand("sampling")
 def report_command(
     file: FileArg,
     question: Annotated[
@@ -271,17 +254,7 @@ def report_command(
     missing: MissingOpt = "drop",
     force: ForceOpt = False,
     robustness: RobustnessOpt = None,
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    repweights: RepWeightsOpt = None,
-    repmethod: RepMethodOpt = None,
-    rho: RhoOpt = None,
-    scale: ScaleOpt = None,
-    rscales: RscalesOpt = None,
-    mse: MseOpt = False,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     as_json: JsonOpt = False,
 ) -> None:
     """A whole-survey report: every question's n, estimate, interval and ε (by --question, or
@@ -296,14 +269,13 @@ def report_command(
             "give at least one --question COL=DESIGN:NAME=VALUE,... (e.g. -q q1=warner:p=0.75) "
             "or a survey file by --survey FILE."
         )
-    sample = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
-                           mse, lonely_psu).columns()  # fmt: skip
+    sample = sampling.columns()
     page_out = claim_output(
         "--html", html, force=force, formats=["html"], inputs=[("FILE", file), ("--survey", survey)]
     )
     questions: dict[str, Design | tuple[Design, str]] = {}
     if survey is not None:
-        found = _survey(survey)
+        found = read_survey(survey)
         questions = {
             q.id: (q.design, q.group_column) if q.two_group else q.design for q in found.questions
         }
@@ -336,4 +308,4 @@ def report_command(
         console().print(f"wrote {html}", markup=False, highlight=False)
 
 
-__all__ = ["Question", "cli", "parse_question"]
+__all__ = ["Question", "check_question", "cli", "parse_question", "read_survey"]

@@ -17,26 +17,19 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from deniable.cli._analyze import FileArg, MissingOpt, SurveyOpt, parse_question
+from deniable.cli._analyze import (
+    FileArg,
+    MissingOpt,
+    SurveyOpt,
+    check_question,
+    parse_question,
+    read_survey,
+)
 from deniable.cli._base import fail
 from deniable.cli._options import JsonOpt, LevelOpt
 from deniable.cli._render import emit_json, print_table
-from deniable.cli._sample import (
-    FpcOpt,
-    LonelyOpt,
-    MseOpt,
-    PsuOpt,
-    RepMethodOpt,
-    RepWeightsOpt,
-    RhoOpt,
-    RscalesOpt,
-    SampleOptions,
-    ScaleOpt,
-    StrataOpt,
-    WeightsOpt,
-)
+from deniable.cli._sample import NO_SAMPLE, SAMPLE, SampleOptions
 from deniable.common import validation as v
-from deniable.exceptions import DeniableError
 
 if TYPE_CHECKING:
     from deniable.designs import Design
@@ -58,12 +51,7 @@ def _items(
     if survey is not None:
         if question:
             fail("give the items either by --question or by --survey and --column, not both.")
-        from deniable.survey import load_survey
-
-        try:
-            found = load_survey(survey)
-        except DeniableError as exc:
-            fail(f"`--survey`: {exc}")
+        found = read_survey(survey)
         ids = [q.id for q in found.questions]
         names = list(column or ())
         if len(names) != 2:
@@ -72,11 +60,7 @@ def _items(
                 f"{', '.join(ids)}), got {len(names)}."
             )
         for name in names:
-            if name not in ids:
-                fail(
-                    f"`--column` must name a question of the survey {found.id!r} "
-                    f"({', '.join(ids)}), got {name!r}."
-                )
+            check_question(found, name)
         pairs = [(name, found.question(name).design) for name in names]
     else:
         if column:
@@ -127,6 +111,7 @@ def _codes(frame: Any, col: str, k: int, place: str) -> Any:
 
 
 @cli.command("crosstab")
+@SAMPLE.expand("sampling")
 def crosstab_command(
     file: FileArg,
     question: Annotated[
@@ -161,17 +146,7 @@ def crosstab_command(
     ] = "wald",
     level: LevelOpt = 0.95,
     missing: MissingOpt = "drop",
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    repweights: RepWeightsOpt = None,
-    repmethod: RepMethodOpt = None,
-    rho: RhoOpt = None,
-    scale: ScaleOpt = None,
-    rscales: RscalesOpt = None,
-    mse: MseOpt = False,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     as_json: JsonOpt = False,
 ) -> None:
     """Two randomized items together: their joint distribution, association (odds ratio,
@@ -186,8 +161,7 @@ def crosstab_command(
     miss = v.choice("--missing", missing, ("drop", "error"))
     est = v.choice("--estimator", estimator, ESTIMATORS)
     method = v.choice("--test", test, TESTS)
-    spec = SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
-                         mse, lonely_psu).columns()  # fmt: skip
+    spec = sampling.columns()
     needed = [c for c, _ in pairs]
     if spec is not None:
         parts = [getattr(spec, p) for p in ("weights", "strata", "psu", "fpc")]

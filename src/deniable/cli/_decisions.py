@@ -3,6 +3,7 @@ that `deniable simulate` shares with `deniable simulation-study`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 import typer
@@ -12,9 +13,11 @@ from deniable.cli._options import (
     DesignArg,
     JsonOpt,
     LevelOpt,
+    OptionGroup,
     ParamOpt,
     SeedOpt,
     fresh_seed,
+    text_option,
 )
 from deniable.cli._render import show
 from deniable.common import validation as v
@@ -23,7 +26,7 @@ from deniable.estimation import MAX_TRIALS, majority_decision
 from deniable.mechanisms import design_protocol
 from deniable.simulation import simulate
 
-__all__ = ["cli", "two_group_keywords"]
+__all__ = ["DEFAULT_RESPONDENTS", "RESPONDENTS", "Respondents", "cli"]
 
 cli = typer.Typer()
 
@@ -113,44 +116,45 @@ def coins_command(
 # --------------------------------------------------------------------------- simulate
 
 
-GroupShareOpt = Annotated[
-    str | None,
-    typer.Option("--group-share", help="Two-group designs: share of respondents in group 1 (0.5)."),
-]
-UnrelatedOpt = Annotated[
-    str | None,
-    typer.Option(
+@dataclass(frozen=True)
+class Respondents:
+    """How the simulated respondents answer, as given on the command line (text, parsed
+    when the command asks): non-compliance, and the two-group designs' options."""
+
+    non_compliance: str = "0"
+    group_share: str | None = None
+    unrelated_prevalence: str | None = None
+    cheating: str | None = None
+    honesty: str | None = None
+
+    def keywords(self) -> dict[str, float]:
+        """The two-group options given, as simulate() keywords."""
+        given = {"group_share": self.group_share,
+                 "unrelated_prevalence": self.unrelated_prevalence,
+                 "cheating": self.cheating, "honesty": self.honesty}  # fmt: skip
+        return {k: parse_number("--" + k.replace("_", "-"), x) for k, x in given.items() if x}
+
+
+#: The options of :class:`Respondents` (`deniable simulate`, `deniable simulation-study`).
+RESPONDENTS = OptionGroup(Respondents, {
+    "non_compliance": (Annotated[str, typer.Option(
+        "--non-compliance", help="Share who always say no, whatever the coin says.")], "0"),
+    "group_share": text_option(
+        "--group-share", "Two-group designs: share of respondents in group 1 (0.5)."),
+    "unrelated_prevalence": text_option(
         "--unrelated-prevalence",
-        help="unrelated-unknown: share who would say yes to the unrelated question (required).",
-    ),
-]
-CheatingOpt = Annotated[
-    str | None,
-    typer.Option("--cheating", help="cdm, cdm-symmetric: share of respondents who cheat (0)."),
-]
-HonestyOpt = Annotated[
-    str | None,
-    typer.Option("--honesty", help="sld: carriers' probability of answering honestly (1)."),
-]
-NonComplianceOpt = Annotated[
-    str,
-    typer.Option("--non-compliance", help="Share who always say no, whatever the coin says."),
-]
-
-
-def two_group_keywords(
-    group_share: str | None,
-    unrelated_prevalence: str | None,
-    cheating: str | None,
-    honesty: str | None,
-) -> dict[str, float]:
-    """The two-group options given on the command line, as simulate() keywords."""
-    given = {"group_share": group_share, "unrelated_prevalence": unrelated_prevalence,
-             "cheating": cheating, "honesty": honesty}  # fmt: skip
-    return {k: parse_number("--" + k.replace("_", "-"), x) for k, x in given.items() if x}
+        "unrelated-unknown: share who would say yes to the unrelated question (required)."),
+    "cheating": text_option(
+        "--cheating", "cdm, cdm-symmetric: share of respondents who cheat (0)."),
+    "honesty": text_option(
+        "--honesty", "sld: carriers' probability of answering honestly (1)."),
+})  # fmt: skip
+#: No respondents' option given (the default of a command's ``respondents`` parameter).
+DEFAULT_RESPONDENTS = Respondents()
 
 
 @cli.command("simulate")
+@RESPONDENTS.expand("respondents")
 def simulate_command(
     design: DesignArg,
     param: ParamOpt = None,
@@ -160,11 +164,7 @@ def simulate_command(
         typer.Option("--prevalence", help="True share; categorical: a comma list of k shares."),
     ] = None,
     seed: SeedOpt = None,
-    non_compliance: NonComplianceOpt = "0",
-    group_share: GroupShareOpt = None,
-    unrelated_prevalence: UnrelatedOpt = None,
-    cheating: CheatingOpt = None,
-    honesty: HonestyOpt = None,
+    respondents: Respondents = DEFAULT_RESPONDENTS,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -181,8 +181,8 @@ def simulate_command(
         if "," in prevalence:
             fail(f"`--prevalence` must be one number for design {d.name!r}, got {prevalence!r}.")
         pi = parse_number("--prevalence", prevalence)
-    s = parse_number("--non-compliance", non_compliance)
-    extra = two_group_keywords(group_share, unrelated_prevalence, cheating, honesty)
+    s = parse_number("--non-compliance", respondents.non_compliance)
+    extra = respondents.keywords()
     used_seed = fresh_seed() if seed is None else seed
     sim = simulate(d, n, pi, seed=used_seed, non_compliance=s, **extra)
     show(sim, as_json, level=level)

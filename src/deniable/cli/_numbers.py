@@ -11,12 +11,13 @@ import typer
 from deniable.cli._base import fail, parse_number, parse_numbers, parse_params
 from deniable.cli._options import JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import emit_json, show
-from deniable.cli._sample import FpcOpt, LonelyOpt, PsuOpt, SampleOptions, StrataOpt, WeightsOpt
+from deniable.cli._sample import NO_SAMPLE, SAMPLE, SampleOptions
 
 cli = typer.Typer()
 
 
 @cli.command("numbers")
+@SAMPLE.expand("sampling", only=("weights", "strata", "psu", "fpc", "lonely_psu"))
 def numbers_command(
     file: Annotated[
         str,
@@ -83,11 +84,7 @@ def numbers_command(
             help="The population size, for the total N x mean.",
         ),
     ] = None,
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -107,7 +104,7 @@ def numbers_command(
         spec["bounds"] = parse_numbers("--bounds", bounds)
     rr = number_design(spec)
     n_pop = None if population is None else parse_number("--population", population)
-    sample = SampleOptions(weights, strata, psu, fpc, lonely_psu=lonely_psu).columns()
+    sample = sampling.columns()
     frame = read_reports(file)
     if column not in frame.columns:
         fail(f"`--column` must name a column of {file} ({', '.join(map(str, frame.columns))}), "

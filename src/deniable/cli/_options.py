@@ -8,12 +8,18 @@ checks and the write are :func:`deniable.cli._files.claim_output`.
 one draws a fresh seed and prints it (text and JSON), so that any run can be repeated.
 ``--level`` is a confidence level in the open interval (0, 1).  Errors in these options are
 found by the parser and reported as one ``error:`` line (exit status 2).
+
+Options that several commands take together (the sample's design, the two-group
+simulation's) are an :class:`OptionGroup`: declared once, with the value they make.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import secrets
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 import typer
 
@@ -23,10 +29,14 @@ __all__ = [
     "ForceOpt",
     "JsonOpt",
     "LevelOpt",
+    "OptionGroup",
     "ParamOpt",
     "SeedOpt",
     "fresh_seed",
+    "text_option",
 ]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _level(value: float) -> float:
@@ -79,3 +89,62 @@ SeedOpt = Annotated[
 def fresh_seed() -> int:
     """A new seed for a run without ``--seed`` (printed, so the run can be repeated)."""
     return secrets.randbelow(2**32)
+
+
+def text_option(flag: str, help: str, **more: Any) -> tuple[Any, None]:
+    """An option of an :class:`OptionGroup` that takes text (a column, a number, a list of
+    numbers, a name), ``None`` when not given: its annotated type and its default."""
+    return Annotated[str | None, typer.Option(flag, help=help, **more)], None
+
+
+class OptionGroup:
+    """Options that several commands take together, declared once, and the value they make.
+
+    ``build`` makes the value from the options given (keyword arguments named as the
+    options); ``options`` maps each option's parameter name to its annotated type (a
+    ``typer.Option``) and its default, in the order ``--help`` lists them.  A command names
+    one parameter for the whole group and is decorated with ``group.expand(name)``: typer
+    sees the group's options in that parameter's place, and the command receives
+    ``build(**options)`` there (nothing is parsed or checked before the command runs, so
+    its errors come in the order it checks them).  ``only``: a part of the group.
+    """
+
+    def __init__(self, build: Callable[..., Any], options: dict[str, tuple[Any, Any]]) -> None:
+        self.build = build
+        self.options = options
+
+    def expand(self, name: str, *, only: tuple[str, ...] = ()) -> Callable[[F], F]:
+        """The decorator that puts the group's options (``only`` these, if given) in the
+        place of the command's parameter ``name``."""
+        chosen = [key for key in self.options if not only or key in only]
+        if len(chosen) != (len(only) or len(self.options)):
+            raise ValueError(f"not options of this group: {set(only) - set(self.options)}")
+
+        def decorate(func: F) -> F:
+            # typer reads the annotations evaluated (not the strings of this package's
+            # modules), from the signature and __annotations__ set below
+            signature = inspect.signature(func, eval_str=True)
+            if name not in signature.parameters:
+                raise ValueError(f"{func.__name__} has no parameter {name!r} for the group")
+            params: list[inspect.Parameter] = []
+            for param in signature.parameters.values():
+                if param.name != name:
+                    params.append(param)
+                    continue
+                params += [
+                    param.replace(name=key, annotation=self.options[key][0],
+                                  default=self.options[key][1])
+                    for key in chosen
+                ]  # fmt: skip
+
+            @functools.wraps(func)
+            def command(**kwargs: Any) -> Any:
+                values = {key: kwargs.pop(key) for key in chosen}
+                return func(**kwargs, **{name: self.build(**values)})
+
+            command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+            command.__annotations__ = {p.name: p.annotation for p in params}
+            command.__annotations__["return"] = signature.return_annotation
+            return command  # type: ignore[return-value]
+
+        return decorate

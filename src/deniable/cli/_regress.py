@@ -18,20 +18,7 @@ import typer
 from deniable.cli._base import build_design, fail
 from deniable.cli._options import DesignOpt, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import emit_json, show
-from deniable.cli._sample import (
-    FpcOpt,
-    LonelyOpt,
-    MseOpt,
-    PsuOpt,
-    RepMethodOpt,
-    RepWeightsOpt,
-    RhoOpt,
-    RscalesOpt,
-    SampleOptions,
-    ScaleOpt,
-    StrataOpt,
-    WeightsOpt,
-)
+from deniable.cli._sample import NO_SAMPLE, SAMPLE, SampleOptions
 from deniable.common import validation as v
 from deniable.designs import BinaryDesign, Kuk
 from deniable.exceptions import DeniableError
@@ -143,24 +130,6 @@ def two_group_kwargs(
         if given is not None:
             fail(f"`{flag}` is not available with a two-group design.")
     return {"group": group_column}
-
-
-def sample_options(
-    weights: str | None = None,
-    strata: str | None = None,
-    psu: str | None = None,
-    fpc: str | None = None,
-    repweights: str | None = None,
-    repmethod: str | None = None,
-    rho: str | None = None,
-    scale: str | None = None,
-    rscales: str | None = None,
-    mse: bool = False,
-    lonely_psu: str | None = None,
-) -> DesignColumns | None:
-    """The sample-design options of `deniable regress`, parsed as `deniable analyze`'s."""
-    return SampleOptions(weights, strata, psu, fpc, repweights, repmethod, rho, scale, rscales,
-                         mse, lonely_psu).columns()  # fmt: skip
 
 
 def design_kwargs(
@@ -288,6 +257,7 @@ def _regress_mixed(
 
 
 @cli.command("regress")
+@SAMPLE.expand("sampling")
 def regress_command(
     design: DesignOpt,
     data: Annotated[
@@ -352,17 +322,7 @@ def regress_command(
             help="Two-group designs: column of each respondent's group (1 or 2).",
         ),
     ] = None,
-    weights: WeightsOpt = None,
-    strata: StrataOpt = None,
-    psu: PsuOpt = None,
-    fpc: FpcOpt = None,
-    repweights: RepWeightsOpt = None,
-    repmethod: RepMethodOpt = None,
-    rho: RhoOpt = None,
-    scale: ScaleOpt = None,
-    rscales: RscalesOpt = None,
-    mse: MseOpt = False,
-    lonely_psu: LonelyOpt = None,
+    sampling: SampleOptions = NO_SAMPLE,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
     random: RandomOpt = None,
@@ -395,8 +355,9 @@ def regress_command(
         given = [
             name
             for name, value in (
-                ("--weights", weights), ("--strata", strata), ("--psu", psu), ("--fpc", fpc),
-                ("--repweights", repweights), ("--bread", bread),
+                ("--weights", sampling.weights), ("--strata", sampling.strata),
+                ("--psu", sampling.psu), ("--fpc", sampling.fpc),
+                ("--repweights", sampling.repweights), ("--bread", bread),
                 ("--group-column", group_column),
             )
             if value is not None
@@ -407,8 +368,7 @@ def regress_command(
         assert isinstance(d, BinaryDesign)  # two-group designs need --group-column, refused
         _regress_mixed(d, data, formula, random, agq, link, se, predictor, direct, lvl, as_json)
         return
-    sample = sample_options(weights, strata, psu, fpc, repweights, repmethod, rho, scale,
-                            rscales, mse, lonely_psu)  # fmt: skip
+    sample = sampling.columns()
     if sample is not None and se != "observed":
         fail("`--se` chooses a model-based standard error; with a sample design the "
              "covariance is design-based (choose its --bread), drop --se.")  # fmt: skip

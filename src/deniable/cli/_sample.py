@@ -11,25 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from deniable.cli._base import fail, parse_numbers
+from deniable.cli._options import OptionGroup, text_option
 
 if TYPE_CHECKING:
     from deniable.survey import DesignColumns
 
-__all__ = [
-    "LABELS",
-    "FpcOpt",
-    "LonelyOpt",
-    "MseOpt",
-    "PsuOpt",
-    "RepMethodOpt",
-    "RepWeightsOpt",
-    "RhoOpt",
-    "RscalesOpt",
-    "SampleOptions",
-    "ScaleOpt",
-    "StrataOpt",
-    "WeightsOpt",
-]
+__all__ = ["LABELS", "NO_SAMPLE", "SAMPLE", "SampleOptions"]
 
 #: The option that sets each parameter of :class:`~deniable.survey.DesignColumns`.
 LABELS = {
@@ -37,69 +24,6 @@ LABELS = {
     "replicate_weights": "--repweights", "replicate_method": "--repmethod", "rho": "--rho",
     "scale": "--scale", "rscales": "--rscales", "mse": "--mse", "lonely_psu": "--lonely-psu",
 }  # fmt: skip
-
-WeightsOpt = Annotated[
-    str | None,
-    typer.Option("--weights", metavar="COL",
-                 help="Column of sampling weights (finite, > 0): the design-based estimate is "
-                 "printed beside the unweighted one."),
-]  # fmt: skip
-StrataOpt = Annotated[
-    str | None,
-    typer.Option("--strata", metavar="COL",
-                 help="Column of strata labels."),
-]  # fmt: skip
-PsuOpt = Annotated[
-    str | None,
-    typer.Option("--psu", metavar="COL",
-                 help="Column of primary sampling units (clusters), read within their stratum."),
-]  # fmt: skip
-FpcOpt = Annotated[
-    str | None,
-    typer.Option("--fpc", metavar="COL",
-                 help="Column of each stratum's population count of PSUs (finite population "
-                 "correction)."),
-]  # fmt: skip
-RepWeightsOpt = Annotated[
-    str | None,
-    typer.Option("--repweights", metavar="PATTERN_OR_COLS",
-                 help="Replicate-weight columns: a pattern such as 'rw*' or names a,b,c (with "
-                 "--weights, the full-sample weights)."),
-]  # fmt: skip
-RepMethodOpt = Annotated[
-    str | None,
-    typer.Option("--repmethod", metavar="METHOD",
-                 help="Replicate method: JK1 (default), JKn, bootstrap, BRR or Fay.",
-                 show_default=False),
-]  # fmt: skip
-RhoOpt = Annotated[
-    str | None,
-    typer.Option("--rho", help="Fay's coefficient in [0, 1) (--repmethod Fay).",
-                 show_default=False),
-]  # fmt: skip
-ScaleOpt = Annotated[
-    str | None,
-    typer.Option("--scale",
-                 help="Overall factor of the replicate variance [default: the method's].",
-                 show_default=False),
-]  # fmt: skip
-RscalesOpt = Annotated[
-    str | None,
-    typer.Option("--rscales", metavar="S1,S2,...",
-                 help="One factor per replicate (required for JKn: (n_h - 1) / n_h of each "
-                 "replicate's stratum).", show_default=False),
-]  # fmt: skip
-MseOpt = Annotated[
-    bool,
-    typer.Option("--mse",
-                 help="Centre the replicates at the full-sample estimate, not their mean."),
-]  # fmt: skip
-LonelyOpt = Annotated[
-    str | None,
-    typer.Option("--lonely-psu", metavar="RULE",
-                 help="A stratum with one PSU: fail (default), certainty, remove, adjust or "
-                 "average (R's survey.lonely.psu).", show_default=False),
-]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -157,3 +81,42 @@ class SampleOptions:
         if self.rscales is not None:
             kwargs["rscales"] = parse_numbers("--rscales", self.rscales)
         return DesignColumns(**kwargs, labels=LABELS)
+
+
+#: The sample-design options, in the order ``--help`` lists them; a command takes them as
+#: one parameter (``sampling: SampleOptions = NO_SAMPLE``, decorated with
+#: ``SAMPLE.expand("sampling")``), `deniable numbers` a part of them.
+SAMPLE = OptionGroup(SampleOptions, {
+    "weights": text_option("--weights", metavar="COL",
+                     help="Column of sampling weights (finite, > 0): the design-based estimate "
+                     "is printed beside the unweighted one."),
+    "strata": text_option("--strata", metavar="COL", help="Column of strata labels."),
+    "psu": text_option("--psu", metavar="COL",
+                 help="Column of primary sampling units (clusters), read within their "
+                 "stratum."),
+    "fpc": text_option("--fpc", metavar="COL",
+                 help="Column of each stratum's population count of PSUs (finite population "
+                 "correction)."),
+    "repweights": text_option("--repweights", metavar="PATTERN_OR_COLS",
+                        help="Replicate-weight columns: a pattern such as 'rw*' or names a,b,c "
+                        "(with --weights, the full-sample weights)."),
+    "repmethod": text_option("--repmethod", metavar="METHOD",
+                       help="Replicate method: JK1 (default), JKn, bootstrap, BRR or Fay.",
+                       show_default=False),
+    "rho": text_option("--rho", help="Fay's coefficient in [0, 1) (--repmethod Fay).",
+                 show_default=False),
+    "scale": text_option("--scale",
+                   help="Overall factor of the replicate variance [default: the method's].",
+                   show_default=False),
+    "rscales": text_option("--rscales", metavar="S1,S2,...",
+                     help="One factor per replicate (required for JKn: (n_h - 1) / n_h of each "
+                     "replicate's stratum).", show_default=False),
+    "mse": (Annotated[bool, typer.Option(
+        "--mse", help="Centre the replicates at the full-sample estimate, not their mean.")],
+        False),
+    "lonely_psu": text_option("--lonely-psu", metavar="RULE",
+                        help="A stratum with one PSU: fail (default), certainty, remove, adjust "
+                        "or average (R's survey.lonely.psu).", show_default=False),
+})  # fmt: skip
+#: No sample-design option given (the default of a command's ``sampling`` parameter).
+NO_SAMPLE = SampleOptions()

@@ -17,14 +17,7 @@ from rich.progress import (
 )
 
 from deniable.cli._base import build_design, fail, parse_number
-from deniable.cli._decisions import (
-    CheatingOpt,
-    GroupShareOpt,
-    HonestyOpt,
-    NonComplianceOpt,
-    UnrelatedOpt,
-    two_group_keywords,
-)
+from deniable.cli._decisions import DEFAULT_RESPONDENTS, RESPONDENTS, Respondents
 from deniable.cli._options import DesignArg, JsonOpt, LevelOpt, ParamOpt, SeedOpt
 from deniable.cli._render import show
 
@@ -34,6 +27,7 @@ cli = typer.Typer()
 
 
 @cli.command("simulation-study")
+@RESPONDENTS.expand("respondents")
 def simulation_study_command(
     design: DesignArg,
     param: ParamOpt = None,
@@ -43,11 +37,7 @@ def simulation_study_command(
         int, typer.Option("--replications", "-r", help="Number of simulated surveys.")
     ] = 1000,
     seed: SeedOpt = None,
-    non_compliance: NonComplianceOpt = "0",
-    group_share: GroupShareOpt = None,
-    unrelated_prevalence: UnrelatedOpt = None,
-    cheating: CheatingOpt = None,
-    honesty: HonestyOpt = None,
+    respondents: Respondents = DEFAULT_RESPONDENTS,
     null: Annotated[
         str | None, typer.Option("--null", help="Also give the rejection rate of H0: π = NULL.")
     ] = None,
@@ -72,9 +62,9 @@ def simulation_study_command(
     if prevalence is None:
         fail("`--prevalence` is required.")
     pi = parse_number("--prevalence", prevalence)
-    s = parse_number("--non-compliance", non_compliance)
+    s = parse_number("--non-compliance", respondents.non_compliance)
     pi0 = None if null is None else parse_number("--null", null)
-    extra = two_group_keywords(group_share, unrelated_prevalence, cheating, honesty)
+    extra = respondents.keywords()
     err = Console(stderr=True)
     bar = Progress(
         TextColumn("simulating"),

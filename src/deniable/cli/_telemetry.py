@@ -76,6 +76,7 @@ from deniable.cli._telemetry_tables import (
     StreamRootOpt,
     table_source,
 )
+from deniable.cli._telemetry_write import Simulation
 
 __all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
 
@@ -241,27 +242,20 @@ def simulate_command(
         inputs=[("--candidates", candidates), ("--values", values)],
     )
     file_format = target.format
-    used = fresh_seed() if seed is None else seed
+    run = Simulation(target, out, devices, candidates, values,
+                     seed=fresh_seed() if seed is None else seed, max_devices=MAX_DEVICES,
+                     max_bytes=MAX_FILE_BYTES, as_json=as_json)  # fmt: skip
     if mechanism == RAPPOR:  # strings through a Bloom filter (_telemetry_rappor)
-        return simulate_rappor(target, out=out, devices=devices, candidates=candidates,
-                               values=values, params=rappor_params, seed=used,
-                               limits=(MAX_DEVICES, MAX_FILE_BYTES), as_json=as_json)  # fmt: skip
+        return simulate_rappor(run, params=rappor_params)
     if mechanism in SKETCHES:  # strings through a keyed hash into a sketch (_telemetry_sketch)
-        return simulate_sketch(target, mechanism=mechanism, out=out, devices=devices,
-                               candidates=candidates, values=values, epsilon=epsilon,
-                               others={"k": k, **rappor_params},
-                               shape={"k": sketch_rows, "m": sketch_columns, "salt": salt},
-                               seed=used, limits=(MAX_DEVICES, MAX_FILE_BYTES),
-                               as_json=as_json)  # fmt: skip
+        dims = {"k": sketch_rows, "m": sketch_columns, "salt": salt}
+        return simulate_sketch(run, mechanism=mechanism, epsilon=epsilon,
+                               others={"k": k, **rappor_params}, shape=dims)  # fmt: skip
     if mechanism in HEAVY:  # strings, prefix by prefix (_telemetry_heavy)
-        return simulate_heavy(target, mechanism=mechanism, out=out, devices=devices,
-                              candidates=candidates, values=values, epsilon=epsilon,
-                              others={"k": k, **rappor_params}, params=heavy, seed=used,
-                              limits=(MAX_DEVICES, MAX_FILE_BYTES), as_json=as_json)  # fmt: skip
+        return simulate_heavy(run, mechanism=mechanism, epsilon=epsilon,
+                              others={"k": k, **rappor_params}, params=heavy)  # fmt: skip
     assert devices is not None and k is not None and epsilon is not None
-    simulate_oracle(target, mechanism=mechanism, out=out, devices=devices, k=k,
-                    epsilon=epsilon, seed=used, limits=(MAX_DEVICES, MAX_FILE_BYTES),
-                    as_json=as_json)  # fmt: skip
+    simulate_oracle(run, mechanism=mechanism, devices=devices, k=k, epsilon=epsilon)
 
 
 @telemetry_app.command("aggregate")

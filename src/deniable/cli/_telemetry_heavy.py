@@ -14,7 +14,6 @@ dictionary of strings is needed.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +21,8 @@ import typer
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
-from deniable.cli._telemetry_strings import check_lengths, device_strings, string_batches
+from deniable.cli._telemetry_strings import check_lengths, string_batches
+from deniable.cli._telemetry_write import Simulation
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table
 
@@ -125,29 +125,18 @@ def _epsilon_note(protocol: Any) -> str:
 
 
 def simulate_heavy(
-    target: Any,
+    run: Simulation,
     *,
     mechanism: str,
-    out: str,
-    devices: int | None,
-    candidates: str | None,
-    values: str | None,
     epsilon: float | None,
     others: dict[str, Any],
     params: dict[str, int | None],
-    seed: int,
-    limits: tuple[int, int],
-    as_json: bool,
 ) -> None:
-    """Simulate devices of PEM or TreeHist into the report file or table ``target``
-    (claimed) and print it; ``others``: options of other mechanisms (refused when given);
-    ``params``: ``max-bytes``, ``start-bits``, ``step-bits`` (``None``: the default);
-    ``limits``: the most devices and the most bytes of the file."""
+    """Simulate devices of PEM or TreeHist into the report file or table of ``run`` and
+    print it; ``others``: options of other mechanisms (refused when given); ``params``:
+    ``max-bytes``, ``start-bits``, ``step-bits`` (``None``: the default)."""
     import numpy as np
 
-    from deniable.oracles import write_report_batches
-
-    max_devices, max_file = limits
     given = [f"`--{name}`" for name, x in others.items() if x is not None]
     if given:
         fail(
@@ -155,70 +144,40 @@ def simulate_heavy(
             "are --epsilon, --max-bytes" + (", --start-bits, --step-bits." if mechanism == "pem"
                                             else ".")
         )  # fmt: skip
-    if target.format != "reports":
-        try:
-            import pyarrow  # noqa: F401 - checked here so the error names the extra
-        except ImportError:
-            fail(
-                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                "pip install 'deniable[dask]'."
-            )
+    run.require_pyarrow()
     protocol = _protocol(mechanism, epsilon, params)
-    strings, n = device_strings(candidates, values, devices, mechanism, max_devices=max_devices)
-    option = "--values" if values is not None else "--candidates"
+    strings, n = run.strings(mechanism)
+    option = "--values" if run.values is not None else "--candidates"
     check_lengths(option, strings, protocol.max_bytes)
     for i, s in enumerate(strings, 1):
         if "\0" in s:
             fail(f"`{option}`: string {i} must hold no NUL byte (it pads strings), got one.")
     groups = len(protocol.levels)
-    if n > max_devices:
-        fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
+    run.check_devices(n)
     if n < groups:
         fail(
             f"`--devices` must be at least {groups} (one a group: prefixes of "
             f"{protocol.levels[0]}..{protocol.levels[-1]} bits), got {n}."
         )
     record = 8 * (1 + protocol.oracle(protocol.levels[0]).report_width)
-    if n * record > max_file:
-        fail(
-            f"`--devices` {n} reports of {record} bytes ({mechanism}, --max-bytes "
-            f"{protocol.max_bytes}) would make a report file larger than {max_file >> 30} "
-            "GiB; simulate fewer devices."
-        )
-    gen = np.random.default_rng(seed)
+    run.check_file_size(n, record, f"{mechanism}, --max-bytes {protocol.max_bytes}")
+    gen = np.random.default_rng(run.seed)
     # equal batches of at most about _BATCH: each holds n / b - 1 >= groups devices or more
     count = -(-n // _BATCH)
     size = -(-n // count)
 
     def batches() -> Any:
-        for _, batch_values in string_batches(strings, n, zipf=values is None, rng=gen,
+        for _, batch_values in string_batches(strings, n, zipf=run.values is None, rng=gen,
                                               batch=size):  # fmt: skip
             yield protocol.randomize(batch_values.tolist(), rng=gen)
 
-    def write(tmp: Any, progress: Any) -> Any:
-        if target.format == "reports":
-            return write_report_batches(tmp, protocol, n, batches(), progress=progress)
-        from deniable.distributed import write_report_table
-
-        # the group column, then the report's words (deniable.distributed._tables)
-        return write_report_table(tmp, protocol, n, batches(), format=target.format,
-                                  progress=progress)  # fmt: skip
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(lambda tmp: write(tmp, progress))
-    data = {
-        "file": str(out),
-        "format": target.format,
-        "devices": n,
-        "mechanism": protocol.key,
-        "epsilon_per_device": float(protocol.epsilon_per_device),
-        "implemented_epsilon": float(protocol.implemented_epsilon),
-        "levels": list(protocol.levels),
-        "strings": "zipf over --candidates" if values is None else "--values",
-        "seed": seed,
-        "bytes": Path(path).stat().st_size,
-    }
-    if as_json:
+    # a table: the group column, then the report's words (deniable.distributed._tables)
+    data = run.write_strings(
+        protocol, n, batches(), mechanism=protocol.key,
+        epsilon_per_device=float(protocol.epsilon_per_device),
+        implemented_epsilon=float(protocol.implemented_epsilon), levels=list(protocol.levels),
+    )  # fmt: skip
+    if run.as_json:
         emit_json(to_jsonable(data))
         return
     shown = {**data, "mechanism": mechanism, "levels": f"{len(protocol.levels)} groups",

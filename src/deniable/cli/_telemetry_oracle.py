@@ -9,12 +9,10 @@ table; the seed, the oracle's key and its epsilon are printed.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from deniable.cli._base import fail, guard_io
-from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
+from deniable.cli._telemetry_write import Simulation
 from deniable.common import format_epsilon
 from deniable.results import Table
 
@@ -26,75 +24,38 @@ _BATCH = 1 << 18
 _BATCH_BYTES = 1 << 25
 
 
-def simulate_oracle(
-    target: Any,
-    *,
-    mechanism: str,
-    out: str,
-    devices: int,
-    k: int,
-    epsilon: float,
-    seed: int,
-    limits: tuple[int, int],
-    as_json: bool,
-) -> None:
+def simulate_oracle(run: Simulation, *, mechanism: str, devices: int, k: int,
+                    epsilon: float) -> None:  # fmt: skip
     """Simulate ``devices`` devices of the oracle ``mechanism`` into the report file or
-    table ``target`` (claimed) and print it; ``limits``: the most devices and the most
-    bytes of the file."""
+    table of ``run`` and print it."""
     import numpy as np
 
     from deniable import oracles as o
     from deniable.simulation import DevicePopulation
 
-    max_devices, max_bytes = limits
     oracle: Any = o.make_oracle(mechanism, epsilon, k)
-    if devices > max_devices:
-        fail(f"`--devices` must be at most {max_devices:,}, got {devices}.")
+    run.check_devices(devices)
     one = oracle.randomize([0], rng=np.random.default_rng(0))
     per_report = int(one.nbytes)
-    if devices * per_report > max_bytes:
-        fail(
-            f"`--devices` {devices} reports of {per_report} bytes ({mechanism}, k = {k}) would "
-            f"make a report file larger than {max_bytes >> 30} GiB; simulate fewer "
-            "devices or write several files."
-        )
+    run.check_file_size(devices, per_report, f"{mechanism}, k = {k}",
+                        advice="simulate fewer devices or write several files")  # fmt: skip
     step = max(1, min(_BATCH, _BATCH_BYTES // per_report))
     # the devices' values: Zipf's law, frequencies proportional to 1/(j+1)
     batches = DevicePopulation.zipf(k).reports(
-        oracle, devices, rng=np.random.default_rng(seed), batch=step
+        oracle, devices, rng=np.random.default_rng(run.seed), batch=step
     )
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        if target.format == "reports":
-            path = target.write(
-                lambda tmp: o.write_report_batches(tmp, oracle, devices, batches,
-                                                   progress=progress)
-            )  # fmt: skip
-        else:
-            from deniable.distributed import write_report_table
-
-            try:
-                import pyarrow  # noqa: F401 - checked here so the error names the extra
-            except ImportError:
-                fail(
-                    f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                    "pip install 'deniable[dask]'."
-                )
-            path = target.write(
-                lambda tmp: write_report_table(tmp, oracle, devices, batches,
-                                               format=target.format, progress=progress)
-            )  # fmt: skip
-    size = Path(path).stat().st_size
+    run.require_pyarrow()
+    written = run.write(oracle, devices, batches)
     data = {
-        "file": str(out),
-        "format": target.format,
+        "file": str(run.out),
+        "format": run.target.format,
         "devices": devices,
         "mechanism": oracle.key,
         "epsilon": float(oracle.epsilon),
-        "seed": seed,
-        "bytes": size,
+        "seed": run.seed,
+        "bytes": written,
     }
-    if as_json:
+    if run.as_json:
         emit_json(data)
     else:  # the key (exact parameters) is in the file's header and the JSON
         shown = {**data, "mechanism": oracle.name, "epsilon": format_epsilon(oracle.epsilon)}

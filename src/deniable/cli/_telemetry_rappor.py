@@ -14,7 +14,6 @@ frequency and count with standard errors, a normal interval and the decoder's di
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -22,7 +21,8 @@ import typer
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
-from deniable.cli._telemetry_strings import device_strings, read_lines, string_batches
+from deniable.cli._telemetry_strings import read_lines, string_batches
+from deniable.cli._telemetry_write import Simulation
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table, normal_quantile
 
@@ -192,48 +192,24 @@ def _epsilon_note(rappor: Any) -> str:
     )
 
 
-def simulate_rappor(
-    target: Any,
-    *,
-    out: str,
-    devices: int | None,
-    candidates: str | None,
-    values: str | None,
-    params: dict[str, Any],
-    seed: int,
-    limits: tuple[int, int],
-    as_json: bool,
-) -> None:
-    """Simulate RAPPOR devices into the report file or report table ``target`` (claimed)
-    and print it; ``limits``: the most devices and the most bytes of the file."""
+def simulate_rappor(run: Simulation, *, params: dict[str, Any]) -> None:
+    """Simulate RAPPOR devices into the report file or report table of ``run`` and print
+    it; ``params``: RAPPOR's parameters given (``None``: the paper's)."""
     import numpy as np
 
     from deniable.mechanisms import InMemoryMemoStore
-    from deniable.oracles import Rappor, RapporClient, write_report_batches
+    from deniable.oracles import Rappor, RapporClient
 
-    max_devices, max_bytes = limits
-    if target.format != "reports":
-        try:
-            import pyarrow  # noqa: F401 - checked here so the error names the extra
-        except ImportError:
-            fail(
-                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                "pip install 'deniable[dask]'."
-            )
+    run.require_pyarrow()
     rappor = Rappor(**{**RAPPOR_DEFAULTS, **{k: x for k, x in params.items() if x is not None}})
-    strings, n = device_strings(candidates, values, devices, RAPPOR, max_devices=max_devices)
-    if n > max_devices:
-        fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
+    strings, n = run.strings(RAPPOR)
+    run.check_devices(n)
     record = 2 + rappor.width
-    if n * record > max_bytes:
-        fail(
-            f"`--devices` {n} reports of {record} bytes (rappor, m = {rappor.m}) would make a "
-            f"report file larger than {max_bytes >> 30} GiB; simulate fewer devices."
-        )
-    gen = np.random.default_rng(seed)
+    run.check_file_size(n, record, f"rappor, m = {rappor.m}")
+    gen = np.random.default_rng(run.seed)
 
     def batches() -> Any:
-        drawn = string_batches(strings, n, zipf=values is None, rng=gen, batch=_BATCH)
+        drawn = string_batches(strings, n, zipf=run.values is None, rng=gen, batch=_BATCH)
         for start, batch_values in drawn:  # Zipf's law over the candidates, or --values
             # the library's client: cohort and PRR memoized per device (each device is in
             # one batch, so a store a batch), a fresh IRR
@@ -241,28 +217,9 @@ def simulate_rappor(
             yield client.report(np.arange(start, start + len(batch_values)),
                                 batch_values.astype(str), rng=gen)  # fmt: skip
 
-    def write(tmp: Any, progress: Any) -> Any:
-        if target.format == "reports":
-            return write_report_batches(tmp, rappor, n, batches(), progress=progress)
-        from deniable.distributed import write_report_table
-
-        # the cohort column, then the packed bits (deniable.distributed._tables)
-        return write_report_table(tmp, rappor, n, batches(), format=target.format,
-                                  progress=progress)  # fmt: skip
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(lambda tmp: write(tmp, progress))
-    data = {
-        "file": str(out),
-        "format": target.format,
-        "devices": n,
-        "mechanism": rappor.key,
-        **_epsilons(rappor),
-        "strings": "zipf over --candidates" if values is None else "--values",
-        "seed": seed,
-        "bytes": Path(path).stat().st_size,
-    }
-    if as_json:
+    # a table: the cohort column, then the packed bits (deniable.distributed._tables)
+    data = run.write_strings(rappor, n, batches(), mechanism=rappor.key, **_epsilons(rappor))
+    if run.as_json:
         emit_json(to_jsonable(data))
         return
     shown = {

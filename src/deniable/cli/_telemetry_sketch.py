@@ -13,7 +13,6 @@ batches and estimates the share of each candidate string
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -23,10 +22,10 @@ from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import (
     check_lengths,
-    device_strings,
     read_lines,
     string_batches,
 )
+from deniable.cli._telemetry_write import Simulation
 from deniable.common import format_epsilon, to_jsonable
 from deniable.results import Table
 
@@ -96,91 +95,52 @@ def _epsilon_note(sketch: Any) -> str:
 
 
 def simulate_sketch(
-    target: Any,
+    run: Simulation,
     *,
     mechanism: str,
-    out: str,
-    devices: int | None,
-    candidates: str | None,
-    values: str | None,
     epsilon: float | None,
     others: dict[str, Any],
     shape: dict[str, int | None],
-    seed: int,
-    limits: tuple[int, int],
-    as_json: bool,
 ) -> None:
-    """Simulate devices of a CMS or HCMS into the report file ``target`` (claimed) and
-    print it; ``others``: options of other mechanisms (refused when given); ``shape``: the
-    sketch's ``k``, ``m`` and ``salt`` (``None``: the default); ``limits``: the most devices
-    and the most bytes of the file."""
+    """Simulate devices of a CMS or HCMS into the report file or table of ``run`` and print
+    it; ``others``: options of other mechanisms (refused when given); ``shape``: the
+    sketch's ``k``, ``m`` and ``salt`` (``None``: the default)."""
     import numpy as np
 
-    from deniable.oracles import CMS, HCMS, write_report_batches
+    from deniable.oracles import CMS, HCMS
 
-    max_devices, max_bytes = limits
     given = [f"`--{name}`" for name, x in others.items() if x is not None]
     if given:
         fail(
             f"{', '.join(given)} do not apply to `--mechanism {mechanism}`: its parameters "
             "are --epsilon, --sketch-rows, --sketch-columns and --salt."
         )
-    if target.format != "reports":
-        try:
-            import pyarrow  # noqa: F401 - checked here so the error names the extra
-        except ImportError:
-            fail(
-                f"`--format {target.format}` needs pyarrow, of the [dask] extra: "
-                "pip install 'deniable[dask]'."
-            )
+    run.require_pyarrow()
     if epsilon is None:
         fail(f"`--epsilon` must be given for `--mechanism {mechanism}`.")
-    gen = np.random.default_rng(seed)
+    gen = np.random.default_rng(run.seed)
     salt = shape["salt"] if shape["salt"] is not None else int(gen.integers(1 << 32))
     k = shape["k"] if shape["k"] is not None else SKETCH_DEFAULTS["k"]
     m = shape["m"] if shape["m"] is not None else SKETCH_DEFAULTS["m"]
     cls = CMS if mechanism == "cms" else HCMS
     sketch: Any = cls(k=k, m=m, epsilon=epsilon, salt=salt)  # a bad parameter: one error line
-    strings, n = device_strings(candidates, values, devices, mechanism, max_devices=max_devices)
-    check_lengths("--values" if values else "--candidates", strings, sketch.max_bytes)
-    if n > max_devices:
-        fail(f"`--devices` must be at most {max_devices:,}, got {n}.")
+    strings, n = run.strings(mechanism)
+    check_lengths("--values" if run.values else "--candidates", strings, sketch.max_bytes)
+    run.check_devices(n)
     record = 2 + sketch.width if mechanism == "cms" else 8
-    if n * record > max_bytes:
-        fail(
-            f"`--devices` {n} reports of {record} bytes ({mechanism}, m = {m}) would make a "
-            f"report file larger than {max_bytes >> 30} GiB; simulate fewer devices."
-        )
+    run.check_file_size(n, record, f"{mechanism}, m = {m}")
 
     def batches() -> Any:  # Zipf's law over the candidates, in their order, or --values
-        for _, batch_values in string_batches(strings, n, zipf=values is None, rng=gen,
+        for _, batch_values in string_batches(strings, n, zipf=run.values is None, rng=gen,
                                               batch=_BATCH):  # fmt: skip
             yield sketch.randomize(batch_values.tolist(), rng=gen)
 
-    def write(tmp: Any, progress: Any) -> Any:
-        if target.format == "reports":
-            return write_report_batches(tmp, sketch, n, batches(), progress=progress)
-        from deniable.distributed import write_report_table
-
-        # CMS: the row column, then the packed bits; HCMS: one column (distributed._tables)
-        return write_report_table(tmp, sketch, n, batches(), format=target.format,
-                                  progress=progress)  # fmt: skip
-
-    with guard_io(f"write {out!r}"), progress_bar(not as_json, f"writing {out}") as progress:
-        path = target.write(lambda tmp: write(tmp, progress))
-    data = {
-        "file": str(out),
-        "format": target.format,
-        "devices": n,
-        "mechanism": sketch.key,
-        "epsilon": float(sketch.epsilon),
-        "implemented_epsilon": float(sketch.implemented_epsilon),
-        "salt": salt,
-        "strings": "zipf over --candidates" if values is None else "--values",
-        "seed": seed,
-        "bytes": Path(path).stat().st_size,
-    }
-    if as_json:
+    # a table, CMS: the row column, then the packed bits; HCMS: one column
+    data = run.write_strings(
+        sketch, n, batches(), mechanism=sketch.key, epsilon=float(sketch.epsilon),
+        implemented_epsilon=float(sketch.implemented_epsilon), salt=salt,
+    )  # fmt: skip
+    if run.as_json:
         emit_json(to_jsonable(data))
         return
     shown = {**data, "mechanism": mechanism, "epsilon": format_epsilon(sketch.epsilon),
