@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles import (
@@ -175,6 +177,59 @@ def test_extension_counts_equal_the_support_counts_of_the_extended_candidates(
     assert fast.sum() > 0
 
 
+@pytest.mark.parametrize(("epsilon", "step"), [(1.0, 4), (4.0, 8), (9.0, 3)])
+def test_extension_counts_add_over_blocks_of_reports_and_any_bucket_width(
+    monkeypatch: pytest.MonkeyPatch, epsilon: float, step: int
+) -> None:
+    """Counted in blocks of reports (a small block forces several) with buckets of 2 to
+    2**13 values (uint8 and uint16 tables): the same counts as counting every candidate."""
+    import deniable.oracles._prefix_oracle as po
+
+    monkeypatch.setattr(po, "_PAIRS", 1 << (step + 9))  # blocks of 512 reports
+    pem = PEM(epsilon, max_bytes=3, top_k=4)
+    bits = 20
+    oracle = pem.oracle(bits)
+    rng = np.random.default_rng(step)
+    raw = rng.integers(0, 1 << 63, size=(2500, 1), dtype=np.uint64) & prefix_mask(bits, 1)
+    raw[:1200] = raw[0]  # a frequent prefix, so that the counts are not all near n / g
+    reports = oracle.check_reports(oracle.randomize(raw, rng=2))
+    prefixes = raw[[0, 1300, 2000]] & prefix_mask(bits - step, 1)[None, :]
+    fast = oracle.extension_counts(reports, prefixes, step)
+    slow = oracle.support_counts(reports, extend_prefixes(prefixes, bits - step, step))
+    assert fast.tolist() == slow.tolist()
+    assert fast.max() > 1000 * pem.base.p  # the frequent one is there
+
+
+@pytest.mark.parametrize(("epsilon", "bits"), [(0.5, 1), (2.0, 8), (4.0, 13), (9.0, 6)])
+def test_domain_counts_equal_the_support_counts_of_every_prefix(
+    monkeypatch: pytest.MonkeyPatch, epsilon: float, bits: int
+) -> None:
+    """The first round's counts by one Walsh-Hadamard transform, in blocks of reports (a
+    small block forces several), against counting each of the 2**bits prefixes directly."""
+    import deniable.oracles._prefix_oracle as po
+
+    pem = PEM(epsilon, max_bytes=2, start_bits=min(bits, 16), top_k=4)
+    oracle = pem.oracle(bits)
+    monkeypatch.setattr(po, "_SUBSETS", pem.base.g * 700)  # blocks of 700 reports
+    rng = np.random.default_rng(bits)
+    raw = rng.integers(0, 1 << 63, size=(3000, 1), dtype=np.uint64) & prefix_mask(bits, 1)
+    raw[:900] = raw[0]
+    reports = oracle.check_reports(oracle.randomize(raw, rng=5))
+    every = np.arange(1 << bits, dtype=np.uint64)[:, None] << np.uint64(64 - bits)
+    fast = oracle.domain_counts(reports)
+    assert fast.tolist() == oracle.support_counts(reports, every).tolist()
+    assert int(fast[int(raw[0, 0] >> np.uint64(64 - bits))]) > 900 * pem.base.p
+
+
+def test_domain_counts_refuse_a_prefix_longer_than_they_count() -> None:
+    oracle = PEM(2.0, max_bytes=3).oracle(21)
+    reports = oracle.check_reports(oracle.randomize(np.zeros((4, 1), dtype=np.uint64), rng=1))
+    with pytest.raises(
+        ParameterError, match=r"^`bits` must be at most 20 to count every prefix, got 21\.$"
+    ):
+        oracle.domain_counts(reports)
+
+
 # ---- the exact binomial threshold
 
 
@@ -218,6 +273,41 @@ def test_strings_round_trip_with_padding_stripped() -> None:
     # big-endian, left-aligned: "a" is 0x61 in the top byte of word 0
     assert int(words[0, 0]) == 0x61 << 56 and int(words[0, 1]) == 0
     assert decode_strings(words, 9) == ["a", "é", "日本", "xyz\n", "abcdefghi"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.text(min_size=1, max_size=7).filter(lambda t: "\x00" not in t), min_size=1),
+    st.integers(1, 40),
+)
+def test_str_items_on_one_buffer_are_encoded_as_each_item_is(
+    items: list[str], max_bytes: int
+) -> None:
+    """Lists of str are encoded by numpy on one buffer (_str_words); every list the
+    item-by-item path accepts gives the same words, bytes items by construction, and any
+    other list (an item too long, a lone surrogate) goes to that path, which names it."""
+    from deniable.oracles import _strings
+
+    one_by_one = [t.encode("utf-8", "surrogatepass") for t in items]
+    fast = _strings._str_words(items, max_bytes)
+    if all(0 < len(b) <= max_bytes for b in one_by_one) and not any(
+        0xD800 <= ord(c) <= 0xDFFF for t in items for c in t
+    ):
+        assert fast is not None
+        assert fast.tolist() == encode_strings(one_by_one, max_bytes).tolist()
+        assert decode_strings(fast, max_bytes) == items
+    else:
+        assert fast is None
+        with pytest.raises(DataError, match=r"^`items\[\d+\]` must "):
+            encode_strings(items, max_bytes)
+
+
+def test_str_items_with_a_nul_empty_or_other_kind_take_the_path_that_names_them() -> None:
+    from deniable.oracles import _strings
+
+    for items in (["ab", "c\x00d"], ["ab", ""], ["ab", b"cd"], ("ab", 3), []):
+        assert _strings._str_words(items, 8) is None
+    assert _strings._str_words(("ab", "é"), 3) is not None  # a tuple of str is fine
 
 
 def test_a_candidate_that_is_not_utf8_decodes_to_bytes() -> None:

@@ -52,6 +52,7 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.designs import mechanism_key
@@ -59,7 +60,7 @@ from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters, wald_se
 from deniable.oracles._linear_hashing import LinearOLH
-from deniable.oracles._prefix_oracle import PrefixOLH
+from deniable.oracles._prefix_oracle import DOMAIN_BITS, PrefixOLH
 from deniable.oracles._strings import (
     WordArray,
     bytes_of,
@@ -191,12 +192,14 @@ class _PrefixProtocol:
                 f"prefixes {levels[0]}..{levels[-1]} bits), got {x.shape[0]}."
             )
         gen = resolve_rng(rng)
-        order = np.argsort(random_words(gen, x.shape[0]), kind="stable")
-        group = np.empty(x.shape[0], dtype=np.int64)
-        group[order] = np.arange(x.shape[0]) % len(levels)
+        group = _groups(random_words(gen, x.shape[0]), len(levels))
+        # the devices of each group in the order given: one stable (radix) sort of the
+        # small group numbers, then a slice a group
+        by_group = np.argsort(group, kind="stable")
+        ends = np.cumsum(np.bincount(group, minlength=len(levels))).tolist()
         out = []
         for j, bits in enumerate(levels):
-            mine = x[group == j]
+            mine = x[by_group[(ends[j - 1] if j else 0) : ends[j]]]
             out.append(self.oracle(bits).randomize(_prefixes(mine, bits), rng=gen))
         return HeavyHitterReports(levels, tuple(out))
 
@@ -224,6 +227,8 @@ class _PrefixProtocol:
         order).  Counts add over any split of the group's reports (a partition a worker)."""
         oracle = self.oracle(self.levels[j])
         if step == 0:
+            if _every_prefix(prefixes, oracle.bits):  # round 0: one transform for them all
+                return oracle.domain_counts(reports)
             return oracle.support_counts(reports, prefixes)
         return oracle.extension_counts(reports, prefixes, step)
 
@@ -312,6 +317,28 @@ class _PrefixProtocol:
             return keep, float(est[keep[-1]]), "top-k"
         p, q = self.base.p, self.base.q
         return passing, float((c_star / n - q) / (p - q)), "binomial"
+
+
+def _groups(words: WordArray, m: int) -> npt.NDArray[np.uint16]:
+    """Device ``i``'s group: the rank of its word among ``words``, modulo ``m`` (equal words
+    ranked in the order of the devices).  An unstable sort ranks distinct words as a stable
+    one does; equal words (about n**2 / 2**65 pairs) are rare enough to sort again."""
+    order = np.argsort(words)
+    ranked = words[order]
+    if bool((ranked[1:] == ranked[:-1]).any()):
+        order = np.argsort(words, kind="stable")
+    group = np.empty(words.size, dtype=np.uint16)
+    group[order] = np.arange(words.size) % m
+    return group
+
+
+def _every_prefix(prefixes: WordArray, bits: int) -> bool:
+    """Whether ``prefixes`` are every prefix of ``bits <= DOMAIN_BITS`` bits in the order of
+    their value (the first round's candidates)."""
+    if bits > DOMAIN_BITS or prefixes.shape[0] != 1 << bits:
+        return False
+    want = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
+    return bool((prefixes[:, 0] == want).all() and not prefixes[:, 1:].any())
 
 
 def _prefixes(x: WordArray, bits: int) -> WordArray:

@@ -23,6 +23,14 @@ candidates are ``k`` prefixes each followed by every pattern ``e`` of the last `
 the hash is linear, ``A (p, e) = A p xor A e``, so :meth:`PrefixOLH.extension_counts` builds
 each report's table of ``A e`` over the ``2**t`` patterns once (``t`` doublings) and compares
 it with ``y xor A p`` for each prefix: O(n (k l W + k 2**t)) small-integer operations.
+
+When the candidates are every prefix of ``s <= 20`` bits (PEM's and TreeHist's first round),
+:meth:`PrefixOLH.domain_counts` counts them all at once as :class:`~deniable.oracles.LinearOLH`
+decodes: ``[A v = y] = (1 / g) sum_S (-1)^(<a_S, v> xor y_S)`` over the subsets ``S`` of the
+``l`` rows (``a_S`` the xor of the rows in ``S``, ``y_S`` the parity of ``y``'s bits in
+``S``), so the support count of ``v`` is ``(n + W(F)(v)) / g`` with ``F(u) = sum over
+reports and nonempty S of (-1)^(y_S) [a_S = u]`` and ``W`` the Walsh-Hadamard transform of
+its ``2**s`` cells: O(n g + s 2**s) instead of O(n 2**s l W).
 """
 
 from __future__ import annotations
@@ -33,16 +41,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._bits import parity
+from deniable.oracles._hadamard import walsh_hadamard
 from deniable.oracles._linear_hashing import LinearOLH
 from deniable.oracles._strings import WordArray, prefix_mask
 from deniable.randomness import CHUNK, random_words, resolve_rng, words_below
 
-__all__ = ["PrefixOLH"]
+__all__ = ["DOMAIN_BITS", "PrefixOLH"]
 
 #: Candidate x report pairs compared at once when counting supports.
 _PAIRS = 1 << 22
+#: Subset indices (reports x g) built at once by :meth:`PrefixOLH.domain_counts`.
+_SUBSETS = 1 << 21
+#: The longest prefix whose every value :meth:`PrefixOLH.domain_counts` counts (2**20 cells).
+DOMAIN_BITS = 20
 
 
 @dataclass(frozen=True)
@@ -132,23 +145,62 @@ class PrefixOLH:
         followed by each ``step``-bit pattern, in the order of ``extend_prefixes`` (prefix
         ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring)."""
         n, k, w = reports.shape[0], prefixes.shape[0], self.words
+        counts = np.zeros((k, 1 << step), dtype=np.int64)
         if n == 0 or k == 0:
-            return np.zeros(k << step, dtype=np.int64)
+            return counts.ravel()
         start = self.bits - step
-        table = np.zeros((n, 1), dtype=np.uint64)  # A e over the patterns e so far
-        for j in range(step):  # pattern bit j (from its top) sits at bit start + j
-            word, shift = divmod(start + j, 64)
-            column = np.zeros(n, dtype=np.uint64)  # A's column at that bit: (a_r bit) << r
-            for r in range(self.base.bucket_bits):
-                bit = (reports[:, r * w + word] >> np.uint64(63 - shift)) & np.uint64(1)
-                column |= bit << np.uint64(r)
-            table = np.stack([table, table ^ column[:, None]], axis=2).reshape(n, -1)
-        y = reports[:, -1]
-        counts = np.empty((k, 1 << step), dtype=np.int64)
-        for i in range(k):  # a few kept prefixes, each against every report at once
-            target = y ^ self._hash(reports[:, :-1], np.broadcast_to(prefixes[i], (n, w)))
-            counts[i] = np.count_nonzero(table == target[:, None], axis=0)
+        l_bits = self.base.bucket_bits
+        small = np.uint8 if l_bits <= 8 else np.uint16 if l_bits <= 16 else np.uint32
+        block = max(1, _PAIRS >> step)
+        for at in range(0, n, block):
+            part = reports[at : at + block]
+            m = part.shape[0]
+            # A e of every pattern e so far, a row per pattern (small integers: buckets < g)
+            table = np.zeros((1, m), dtype=small)
+            for j in range(step):  # pattern bit j (from its top) sits at bit start + j
+                word, shift = divmod(start + j, 64)
+                column = np.zeros(m, dtype=np.uint64)  # A's column at that bit: a_r bit << r
+                for r in range(l_bits):
+                    bit = (part[:, r * w + word] >> np.uint64(63 - shift)) & np.uint64(1)
+                    column |= bit << np.uint64(r)
+                col = column.astype(small)
+                table = np.stack([table, table ^ col[None, :]], axis=1).reshape(-1, m)
+            y = part[:, -1]
+            for i in range(k):  # a few kept prefixes, each against every report at once
+                hashed = self._hash(part[:, :-1], np.broadcast_to(prefixes[i], (m, w)))
+                target = (y ^ hashed).astype(small)
+                counts[i] += np.count_nonzero(table == target[None, :], axis=1)
         return counts.ravel()
+
+    def domain_counts(self, reports: WordArray) -> npt.NDArray[np.int64]:
+        """:meth:`support_counts` of every prefix of ``bits <= 20`` bits, prefix ``v`` (its
+        bits read as an integer, first bit highest) at index ``v``: by one Walsh-Hadamard
+        transform (module docstring), O(n g + bits 2**bits)."""
+        if self.bits > DOMAIN_BITS:
+            raise ParameterError(
+                f"`bits` must be at most {DOMAIN_BITS} to count every prefix, got {self.bits}."
+            )
+        n, w, size = reports.shape[0], self.words, 1 << self.bits
+        l_bits = self.base.bucket_bits
+        hist = np.zeros(2 * size, dtype=np.int64)
+        drop = np.uint64(64 - self.bits - 1)  # a row's top `bits` bits, times 2
+        low = ~np.uint64(1)
+        block = max(1, _SUBSETS >> l_bits)
+        for start in range(0, n, block):
+            part = reports[start : start + block]
+            y = part[:, -1]
+            # index 2 a_S + y_S of every subset S: the xor of 2 a_r + y_r over r in S
+            idx = np.empty((1 << l_bits, part.shape[0]), dtype=np.uint64)
+            idx[0] = 0
+            for r in range(l_bits):
+                gen_r = ((part[:, r * w] >> drop) & low) | ((y >> np.uint64(r)) & np.uint64(1))
+                half = 1 << r
+                np.bitwise_xor(idx[:half], gen_r, out=idx[half : 2 * half])
+            hist += np.bincount(idx[1:].ravel().view(np.int64), minlength=2 * size)
+        signed = hist[0::2] - hist[1::2]  # F(u): sum of (-1)^(y_S) over a_S = u, S nonempty
+        # S_v = (n + W(F)(v)) / g, an integer in [0, n]
+        counts: npt.NDArray[np.int64] = (n + walsh_hadamard(signed)) // self.base.g
+        return counts
 
     def support_counts(self, reports: WordArray, candidates: WordArray) -> npt.NDArray[np.int64]:
         """How many of the (checked) reports support each candidate (``(m, W)`` words):

@@ -82,6 +82,35 @@ def _encoded(items: Any) -> list[bytes]:
     return out
 
 
+def _str_words(items: Any, max_bytes: int) -> WordArray | None:
+    """:func:`encode_strings` of a list or tuple of ``str`` items that are all valid (1 to
+    ``max_bytes`` bytes in UTF-8, no NUL) by numpy on one buffer: the items joined on NUL
+    and encoded once, split at the NUL bytes, each item's bytes scattered into its padded
+    row.  ``None`` for anything else (the general path then encodes the items, or names
+    the first one it refuses)."""
+    if not isinstance(items, list | tuple) or not items:
+        return None
+    n = len(items)
+    try:  # str.join takes str items only (a TypeError for any other)
+        buf = np.frombuffer("\x00".join(items).encode("utf-8"), dtype=np.uint8)
+    except (TypeError, UnicodeEncodeError):
+        return None
+    seps = np.flatnonzero(buf == 0)
+    if seps.size != n - 1:
+        return None  # a NUL inside an item
+    starts = np.concatenate(([0], seps + 1))
+    lengths = np.concatenate((seps, [buf.size])) - starts
+    if not lengths.all() or int(lengths.max()) > max_bytes:
+        return None  # an empty item or one too long: refused, by name, on the general path
+    fixed = np.zeros((n, max_bytes), dtype=np.uint8)
+    last = buf.size - 1
+    for c in range(int(lengths.max())):  # byte c of every item: one gather a column
+        column = buf[np.minimum(starts + c, last)]
+        column[lengths <= c] = 0  # past the item: padding
+        fixed[:, c] = column
+    return words_of(fixed)
+
+
 def encode_strings(items: Any, max_bytes: int) -> WordArray:
     """``items`` as an ``(n, ceil(max_bytes / 8))`` uint64 array (module docstring).
 
@@ -89,6 +118,9 @@ def encode_strings(items: Any, max_bytes: int) -> WordArray:
     empty one, one longer than ``max_bytes`` bytes once encoded, one with a NUL byte, bytes
     that are not valid UTF-8 and a ``str`` that cannot be encoded (a lone surrogate).
     """
+    fast = _str_words(items, max_bytes)
+    if fast is not None:
+        return fast
     enc = _encoded(items)
     n = len(enc)
     if n == 0:
