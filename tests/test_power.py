@@ -861,3 +861,20 @@ def test_power_result_is_frozen() -> None:
     assert isinstance(r, PowerResult)
     with pytest.raises(AttributeError):
         r.power = 1.0  # type: ignore[misc]
+
+
+def test_plot_n_bounds_are_powers_own(tmp_path: Path, runner: Any) -> None:
+    # a fuzz run found `power --plot --plot-n-max <400 digits>` crashing in numpy.linspace;
+    # the curve's n is bounded as power's n is (2**62), the CLI prints one error line, and
+    # nothing is written
+    from deniable.plotting import plot_power_curves
+
+    with pytest.raises(ParameterError, match=r"^`n_max` must be an integer in \[1, 2\*\*62\]"):
+        plot_power_curves(tmp_path / "c.svg", Warner(0.7), 0.3, 0.2, n_max=2**62 + 1)
+    with pytest.raises(ParameterError, match=r"^`n_min` must be an integer in \[1, 2\*\*62\]"):
+        plot_power_curves(tmp_path / "c.svg", Warner(0.7), 0.3, 0.2, n_min=2**63, n_max=2**63)
+    out = tmp_path / "big.svg"
+    result = run(runner, "power", "warner", "-p", "p=0.7", "--n", "1000", "--prevalence", "0.3",
+                 "--null", "0.2", "--plot", str(out), "--plot-n-max", "9" * 400)  # fmt: skip
+    one_error(result, "n_max")
+    assert not out.exists()

@@ -98,6 +98,10 @@ def _lines(designs: Any) -> list[tuple[str, Design]]:
     return items
 
 
+#: The largest n of a curve: power's own bound (deniable.estimation's MAX_N).
+_MAX_N = 2**62
+
+
 def _grid(n_min: int, n_max: int) -> Any:
     if n_max - n_min + 1 <= _ALL_POINTS:
         return np.arange(n_min, n_max + 1, dtype=np.int64)
@@ -138,8 +142,9 @@ def plot_power_curves(
             f"`path` must end in one of {', '.join(PLOT_FORMATS)} (the format follows the "
             f"extension), got {str(path)!r}."
         )
-    lo = v.integer("n_min", n_min, minimum=1)
-    hi = v.integer("n_max", n_max, minimum=lo)
+    # at most power()'s own bound on n (2**62: its counts are 64-bit integers)
+    lo = v.integer("n_min", n_min, minimum=1, maximum=_MAX_N, why="counts are 64-bit integers")
+    hi = v.integer("n_max", n_max, minimum=lo, maximum=_MAX_N, why="counts are 64-bit integers")
     goal = None if target is None else v.probability("target", target)
     lines = _lines(designs)
     ns = _grid(lo, hi)
