@@ -40,7 +40,7 @@ test("SHA-256 agrees with node's over the padding boundaries", () => {
   assert.equal(hex(sha256(new TextEncoder().encode("abc"))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); // FIPS 180-2, B.1
 });
 
-test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle and RAPPOR", () => {
+test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle, RAPPOR and the sketches", () => {
   assert.equal(BATCHES.schema, "deniable.batch-vectors/1");
   const algorithms = new Set();
   for (const v of BATCHES.cases) {
@@ -48,7 +48,7 @@ test("every batch vector: encodeBatch writes Python's bytes, for every stream or
     algorithms.add(spec.algorithm);
     assert.equal(hex(encodeBatch(spec, v.reports)), v.body, v.case);
   }
-  assert.deepEqual([...algorithms].sort(), ["hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
+  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
 });
 
 test("the header is the documented one (magic, version, flags, key digest, count), derived here", () => {
