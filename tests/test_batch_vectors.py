@@ -21,16 +21,24 @@ import numpy as np
 import pytest
 
 from deniable.distributed import decode_batch, encode_batch
-from deniable.oracles import RapporReports, oracle_from_spec, rappor_from_spec
+from deniable.oracles import (
+    RapporReports,
+    SketchReports,
+    cms_from_spec,
+    oracle_from_spec,
+    rappor_from_spec,
+)
 
 VECTORS = Path(__file__).parent / "vectors"
 ORACLE_VECTORS = VECTORS / "oracles.json"
 BATCH_VECTORS = VECTORS / "batches.json"
 SCHEMA = "deniable.batch-vectors/1"
-_STREAM_SCHEMAS = ("deniable.oracle/1", "deniable.rappor-spec/1")
+_STREAM_SCHEMAS = ("deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1")
 
 
 def _oracle(spec: dict[str, Any]) -> Any:
+    if spec["schema"] == "deniable.cms-spec/1":
+        return cms_from_spec(spec)
     rappor = spec["schema"] == "deniable.rappor-spec/1"
     return rappor_from_spec(spec) if rappor else oracle_from_spec(spec)
 
@@ -42,6 +50,10 @@ def _arrays(spec: dict[str, Any], reports: list[Any]) -> Any:
         cohorts = np.array([r[0] for r in reports], dtype=np.int64)
         bits = np.array([list(bytes.fromhex(r[1])) for r in reports], dtype=np.uint8)
         return RapporReports(cohorts, bits)
+    if kind == "row-bits":  # CMS: [row, packed bits as hex]
+        rows = np.array([r[0] for r in reports], dtype=np.int64)
+        bits = np.array([list(bytes.fromhex(r[1])) for r in reports], dtype=np.uint8)
+        return SketchReports(rows, bits)
     if kind == "packed-bits":
         return np.array([list(bytes.fromhex(r)) for r in reports], dtype=np.uint8)
     if kind == "hash-bucket":
@@ -66,7 +78,7 @@ def batch_vectors() -> dict[str, Any]:
     for case in cases:
         spec = case["spec"]
         if spec.get("schema") not in _STREAM_SCHEMAS:
-            continue  # the count mean sketches have their own stream format
+            continue
         reports = _pick(case["reports"])
         body = encode_batch(_oracle(spec), _arrays(spec, reports))
         out.append({"case": case["id"], "reports": reports, "body": body.hex()})
@@ -97,7 +109,7 @@ def test_the_committed_batch_vectors_are_what_the_encoder_writes() -> None:
 def _record(spec: dict[str, Any], report: Any) -> bytes:
     """One report's record, from docs/specs.md's table (little-endian)."""
     kind = spec["report"]
-    if kind == "cohort-bits":
+    if kind in ("cohort-bits", "row-bits"):  # RAPPOR's cohort, CMS's row: uint16, then bits
         return struct.pack("<H", report[0]) + bytes.fromhex(report[1])
     if kind == "packed-bits":
         return bytes.fromhex(report)
@@ -107,7 +119,7 @@ def _record(spec: dict[str, Any], report: Any) -> bytes:
         return b"".join(struct.pack("<Q", int(w)) for w in report)
     if kind == "row-bit":
         return struct.pack("<I", report)
-    return struct.pack("<q", report)
+    return struct.pack("<q", report)  # "value" (L-GRR), "row-coefficient-bit" (HCMS)
 
 
 def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout() -> None:
@@ -117,7 +129,8 @@ def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout(
     assert kinds == {
         "symmetric-unary/1", "optimized-unary/1", "local-hashing/1", "linear-local-hashing/1",
         "hadamard-response/1", "subset-selection/1", "longitudinal-grr/1",
-        "longitudinal-unary/1", "loloha/1", "rappor/1",
+        "longitudinal-unary/1", "loloha/1", "rappor/1", "count-mean-sketch/1",
+        "hadamard-count-mean-sketch/1",
     }  # fmt: skip
     for case in cases:
         spec = specs[case["case"]]

@@ -40,7 +40,7 @@ test("SHA-256 agrees with node's over the padding boundaries", () => {
   assert.equal(hex(sha256(new TextEncoder().encode("abc"))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); // FIPS 180-2, B.1
 });
 
-test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle and RAPPOR", () => {
+test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle, RAPPOR and the sketches", () => {
   assert.equal(BATCHES.schema, "deniable.batch-vectors/1");
   const algorithms = new Set();
   for (const v of BATCHES.cases) {
@@ -48,7 +48,7 @@ test("every batch vector: encodeBatch writes Python's bytes, for every stream or
     algorithms.add(spec.algorithm);
     assert.equal(hex(encodeBatch(spec, v.reports)), v.body, v.case);
   }
-  assert.deepEqual([...algorithms].sort(), ["hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
+  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
 });
 
 test("the header is the documented one (magic, version, flags, key digest, count), derived here", () => {
@@ -111,8 +111,43 @@ test("a RAPPOR stream: the client reads the spec and its candidates, reports as 
   const view = new DataView(sent.body.buffer);
   assert.equal(view.getUint16(BATCH_HEADER_SIZE, true), c.reports[0][0]);
   assert.throws(() => makeStreamClient({ ...spec, candidates: [1] }), /`candidates` must be a list of strings/);
-  assert.throws(() => makeStreamClient(streamSpec("x", caseOf("olh-0").spec, { candidates: ["a"] })), /`candidates` are RAPPOR's only/);
+  assert.throws(() => makeStreamClient(streamSpec("x", caseOf("olh-0").spec, { candidates: ["a"] })), /`candidates` are for a stream of strings only/);
   assert.throws(() => makeStreamClient({ ...spec, schema: "x" }), /`schema` must be "deniable.stream-spec\/1"/);
+});
+
+for (const id of ["cms-0", "hcms-2"]) {
+  test(`a ${id.split("-")[0]} stream: the client reports the vectors' strings through sketches.js and posts Python's batch byte for byte`, async () => {
+    const c = caseOf(id);
+    const vector = BATCHES.cases.find((v) => v.case === id); // reports 0, 1 and the last four
+    const n = c.values.length;
+    const picked = [0, 1, n - 4, n - 3, n - 2, n - 1];
+    const w = c.spec.words_per_report;
+    const words = picked.flatMap((i) => c.words.slice(i * w, (i + 1) * w)).map(BigInt);
+    const spec = streamSpec("words", c.spec, { candidates: ["apple", "pear"] });
+    const post = fakeFetch(201, { stream: "words", reports: 6 });
+    const client = makeStreamClient(spec, { token: "dev", cryptoImpl: wordsCrypto(words), fetchImpl: post.fetch });
+    assert.deepEqual(client.candidates, ["apple", "pear"]);
+    await client.reportAndSend(picked.map((i) => c.values[i]));
+    assert.equal(post.requests[0].url, "/streams/words/batches");
+    assert.equal(hex(post.requests[0].body), vector.body);
+    // a string the sketch refuses is refused before any word is drawn, naming `value`
+    const fresh = makeStreamClient(spec, { cryptoImpl: wordsCrypto([]) });
+    assert.throws(() => fresh.report(""), /`value` must be a non-empty string/);
+    assert.throws(() => fresh.report(7), /`value` must be a string/);
+  });
+}
+
+test("bad sketch reports are refused by name before any byte is made", () => {
+  const cms = caseOf("cms-0").spec; // k = 3, m = 10: 2 bytes, bits 10..15 padding
+  assert.throws(() => encodeBatch(cms, [[3, "0000"]]), /`reports\[0\]\[0\]` must be an integer in 0\.\.2, got 3/);
+  assert.throws(() => encodeBatch(cms, [[0, "0004"]]), /`reports\[0\]\[1\]` has a padding bit set past bit 9/);
+  assert.throws(() => encodeBatch(cms, [[0, "00"]]), /`reports\[0\]\[1\]` must be 2 bytes/);
+  assert.throws(() => encodeBatch(cms, ["0000"]), /`reports\[0\]` must be a CMS report \[row, hex\]/);
+  const hcms = caseOf("hcms-2").spec; // k = 3, m = 8: reports 0..47
+  assert.throws(() => encodeBatch(hcms, [0, 48]), /`reports\[1\]` must be an integer in 0\.\.47, got 48/);
+  const tampered = structuredClone(cms);
+  tampered.constants.flip -= 1000;
+  assert.throws(() => encodeBatch(tampered, [[0, "0000"]]), /`constants.flip` must implement at most `epsilon`/);
 });
 
 test("a k-ary randomized response stream: the question spec's reports as the vectors, one uint16 each", async () => {

@@ -38,8 +38,8 @@ const ALLOWED = {
   "digest.js": [],
   "sketches.js": ["digest.js", "oracles.js", "randomizer.js", "spec.js"],
   // a telemetry device: the batch format and its POST, and the stream client on top
-  "batch.js": ["digest.js", "oracles.js", "oraclesrappor.js", "session.js", "spec.js"],
-  "stream.js": ["batch.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "session.js", "spec.js"],
+  "batch.js": ["digest.js", "oracles.js", "oraclesrappor.js", "session.js", "sketches.js", "spec.js"],
+  "stream.js": ["batch.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "session.js", "sketches.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };
 

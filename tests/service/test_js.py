@@ -242,7 +242,17 @@ def test_static_modules_are_revalidated_not_cached_blind(tmp_path: Path) -> None
 
 
 def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
-    from deniable.oracles import GRR, LOLOHA, LOSUE, OUE, HadamardResponse, LinearOLH, Rappor
+    from deniable.oracles import (
+        CMS,
+        GRR,
+        HCMS,
+        LOLOHA,
+        LOSUE,
+        OUE,
+        HadamardResponse,
+        LinearOLH,
+        Rappor,
+    )
 
     words = ["apple", "banana", "", "z\u00fcrich", "apple"]
     return [
@@ -253,19 +263,24 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         ("loloha", LOLOHA.from_epsilon(2.0, 20, eps_1=1.0, g=4), [19, 0, 19]),
         ("rappor", Rappor(m=72, h=3, cohorts=5, f=0.3, p=0.1, q=0.8), words),
         ("grr", GRR.from_epsilon(1.0, k=300), [0, 299, 7]),  # a question spec
+        ("cms", CMS(k=6, m=20, epsilon=3.0, salt=77), ["apple", "z\u00fcrich", "x" * 40]),
+        ("hcms", HCMS(k=5, m=32, epsilon=2.0, salt=5), ["apple", "banana", "\U0001f600"]),
     ]
 
 
 def _new_stream(client: Any, name: str, oracle: Any) -> str:
-    """Store a stream of ``oracle`` (RAPPOR with candidates); a device token of it."""
+    """Store a stream of ``oracle`` (RAPPOR and the sketches with candidates); a device
+    token of it."""
     from _apihelp import admin_headers
 
     from deniable.designs import spec_of
-    from deniable.oracles import GRR, Rappor, oracle_spec, rappor_spec
+    from deniable.oracles import GRR, CountMeanSketch, Rappor, cms_spec, oracle_spec, rappor_spec
 
-    rappor = isinstance(oracle, Rappor)
-    if rappor:
+    strings = isinstance(oracle, Rappor | CountMeanSketch)
+    if isinstance(oracle, Rappor):
         spec = rappor_spec(oracle)
+    elif isinstance(oracle, CountMeanSketch):
+        spec = cms_spec(oracle)
     else:  # k-ary randomized response has a question spec
         spec = spec_of(oracle).to_dict() if isinstance(oracle, GRR) else oracle_spec(oracle)
     body: dict[str, Any] = {
@@ -274,7 +289,7 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
         "period": "day",
         "window": {"kind": "day", "epsilon": 1000.0},
     }
-    if rappor:
+    if strings:
         body["candidates"] = ["apple", "banana", "pear"]
     r = client.put(f"/api/streams/{name}", json=body, headers=admin_headers())
     assert r.status_code == 201, r.text
@@ -283,7 +298,7 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("case", range(9))
 def test_the_service_accepts_a_batch_the_js_stream_client_builds(
     store: ServiceStore, tmp_path: Path, case: int
 ) -> None:

@@ -178,7 +178,7 @@ def test_a_window_below_one_rappor_report_refuses_the_spec(client: TestClient) -
             " give at most 512",
         ),
         ({"oracle": {**rappor_spec(RAPPOR), "epsilon": 1.0}}, "`epsilon` does not match"),
-        ({"oracle": oracle_spec(OUE.from_epsilon(1.0, k=4))}, "for a RAPPOR stream only"),
+        ({"oracle": oracle_spec(OUE.from_epsilon(1.0, k=4))}, "for a stream of strings only"),
     ],
 )
 def test_a_bad_rappor_spec_is_refused_naming_its_field(

@@ -15,13 +15,16 @@ n w s       the reports, ``w`` items of ``s`` bytes each (the oracle's record: o
             ``uint16``/``uint32`` for k-ary RR, ``ceil(k / 8)`` bytes of packed bits for
             the unary oracles, three ``uint64`` words ``(a, b, bucket)`` for local hashing,
             one ``uint32`` for Hadamard response, ``2 + m / 8`` bytes for RAPPOR: the
-            cohort ``uint16`` then the ``m`` packed bits, ...)
+            cohort ``uint16`` then the ``m`` packed bits, ``2 + ceil(m / 8)`` bytes for
+            CMS: the row ``uint16`` then the ``m`` packed bits, one ``int64`` for HCMS, ...)
 ==========  ===========================================================================
 
 A **JSON batch** is ``{"key": KEY, "reports": [...]}``: a report is an integer when the
 oracle's record has one item, else a list of its ``w`` items (RAPPOR: ``[cohort, byte_0,
-..., byte_{m/8-1}]``).  RAPPOR's reports are :class:`~deniable.oracles.RapporReports` in
-and out (:mod:`._batch_rappor`); every other oracle's, arrays.
+..., byte_{m/8-1}]``; CMS: ``[row, byte_0, ..., byte_{ceil(m/8)-1}]``).  RAPPOR's reports
+are :class:`~deniable.oracles.RapporReports` in and out (:mod:`._batch_rappor`), CMS's
+:class:`~deniable.oracles.SketchReports` (:mod:`._batch_sketch`); every other oracle's
+(HCMS's integers included), arrays.
 
 :func:`decode_batch` and :func:`decode_json_batch` check everything before they return: the
 magic, version and flags, the oracle (a batch for another oracle or other parameters is
@@ -46,7 +49,8 @@ from deniable.distributed._batch_rappor import (
     rappor_json,
     rappor_rows,
 )
-from deniable.distributed._tables import _rappor, record, two_dimensional
+from deniable.distributed._batch_sketch import cms_from_json, cms_from_rows, cms_json, cms_rows
+from deniable.distributed._tables import _cms, _rappor, record, two_dimensional
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = [
@@ -102,8 +106,9 @@ def encode_batch(oracle: Any, reports: npt.ArrayLike) -> bytes:
     True
     """
     native, little, _, _ = _wire(oracle)
-    if _rappor(oracle) is not None:  # cohort <u2 and the packed bits, checked
-        rows = rappor_rows(oracle, reports, "`reports`")
+    indexed = _indexed(oracle)
+    if indexed is not None:  # cohort (RAPPOR) or row (CMS) <u2 and the packed bits, checked
+        rows: npt.NDArray[np.uint8] = indexed[0](oracle, reports, "`reports`")
         head = _HEADER.pack(BATCH_MAGIC, BATCH_VERSION, 0, batch_digest(oracle), rows.shape[0])
         return head + rows.tobytes()
     arr = np.asarray(reports)
@@ -111,6 +116,16 @@ def encode_batch(oracle: Any, reports: npt.ArrayLike) -> bytes:
     n = int(arr.shape[0]) if arr.ndim else 0
     head = _HEADER.pack(BATCH_MAGIC, BATCH_VERSION, 0, batch_digest(oracle), n)
     return head + np.ascontiguousarray(arr, dtype=native).astype(little, copy=False).tobytes()
+
+
+def _indexed(oracle: Any) -> tuple[Any, Any, Any, Any] | None:
+    """The record functions ``(rows, from_rows, json, from_json)`` of an oracle whose report
+    is an index ``<u2`` then packed bits (RAPPOR, CMS), else None."""
+    if _rappor(oracle) is not None:
+        return rappor_rows, rappor_from_rows, rappor_json, rappor_from_json
+    if _cms(oracle) is not None:
+        return cms_rows, cms_from_rows, cms_json, cms_from_json
+    return None
 
 
 def _bytes(body: Any) -> memoryview:
@@ -124,10 +139,12 @@ def _bytes(body: Any) -> memoryview:
 
 def decode_batch(oracle: Any, body: bytes | bytearray | memoryview) -> Any:
     """The reports of a binary batch of ``oracle`` (``(n,)`` or ``(n, w)``, the oracle's
-    dtype; RAPPOR: :class:`~deniable.oracles.RapporReports`), after checking the header,
-    the length and every report; a batch for another oracle or other parameters, a
-    truncated body, bytes after the last report, a wrong magic or version, or a report
-    outside the oracle's domain (RAPPOR: a cohort out of range) is one
+    dtype; RAPPOR: :class:`~deniable.oracles.RapporReports`; CMS:
+    :class:`~deniable.oracles.SketchReports`), after checking the header, the length and
+    every report; a batch for another oracle or other parameters, a truncated body, bytes
+    after the last report, a wrong magic or version, or a report outside the oracle's
+    domain (RAPPOR: a cohort out of range; CMS: a row out of range or a padding bit set) is
+    one
     :class:`~deniable.exceptions.DataError` naming it.  The array may share ``body``'s
     memory (read-only)."""
     native, little, width, rows = _wire(oracle)
@@ -167,8 +184,9 @@ def decode_batch(oracle: Any, body: bytes | bytearray | memoryview) -> Any:
             + (" (truncated)." if got < expected else " (bytes after the last report).")
         )
     flat = np.frombuffer(data, dtype=little, count=n * width, offset=BATCH_HEADER_SIZE)
-    if _rappor(oracle) is not None:
-        return rappor_from_rows(oracle, flat.reshape(n, width), "`body`")
+    indexed = _indexed(oracle)
+    if indexed is not None:
+        return indexed[1](oracle, flat.reshape(n, width), "`body`")
     arr = flat.astype(native, copy=False)
     reports = arr.reshape(n, width) if rows else arr
     _check(oracle, reports, "`body`")
@@ -177,8 +195,9 @@ def decode_batch(oracle: Any, body: bytes | bytearray | memoryview) -> Any:
 
 def encode_json_batch(oracle: Any, reports: npt.ArrayLike) -> str:
     """The JSON batch ``{"key": KEY, "reports": [...]}`` of ``reports`` of ``oracle``."""
-    if _rappor(oracle) is not None:
-        items: list[Any] = rappor_json(oracle, reports)
+    indexed = _indexed(oracle)
+    if indexed is not None:
+        items: list[Any] = indexed[2](oracle, reports)
     else:
         arr = np.asarray(reports)
         _check(oracle, arr, "`reports`")
@@ -222,8 +241,9 @@ def decode_json_batch(oracle: Any, body: str | bytes) -> Any:
     raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
     if (b"true" in raw or b"false" in raw) and _has_bool(items):  # numpy reads true as 1
         raise DataError("`body` reports must be whole numbers, got true or false.")
-    if _rappor(oracle) is not None:
-        return rappor_from_json(oracle, items)
+    indexed = _indexed(oracle)
+    if indexed is not None:
+        return indexed[3](oracle, items)
     info = np.iinfo(native)
     try:
         arr = np.array(items) if items else np.empty((0, width) if rows else 0, dtype=native)

@@ -28,14 +28,13 @@ CLEAN_AFTER = 3600.0
 
 
 def stream_oracle(root: str | os.PathLike[str], stream: str) -> Any:
-    """The oracle stored for ``stream`` (its ``_stream.json``)."""
-    from deniable.oracles import oracle_from_key
-
+    """The oracle stored for ``stream`` (its ``_stream.json``): a frequency oracle, RAPPOR or
+    a count mean sketch (CMS, HCMS), whatever its key names."""
     sid = _stream_id(stream)
     key = _stored_key(Path(root), sid)
     if key is None:
         raise DataError(f"no stream {sid!r} under {os.fspath(root)!r} (no {STREAM_SPEC_FILE}).")
-    return oracle_from_key(key)
+    return resolve_mechanism(key)
 
 
 def stream_files(

@@ -18,7 +18,12 @@ everything the device kept, whatever the values are:
 * RAPPOR (Erlingsson, Pihur & Korolova 2014: a permanent randomized response, PRR, kept
   per value, and an instantaneous one, IRR, over its ``m`` Bloom bits): ``m max(ln(q / p),
   ln((1 - p) / (1 - q)))``, the IRR's epsilon over every PRR (derived at
-  :func:`report_epsilon`).
+  :func:`report_epsilon`);
+* a count mean sketch (CMS, HCMS: Apple 2017; every report drawn afresh from the string, a
+  uniform row (and coefficient) and independent flips, nothing kept): its ``epsilon``, the
+  exact epsilon of one report against any change of the string (``oracles/_cms_base.py``:
+  two bits of the one-hot vector move for CMS, one sign bit for HCMS), at least the
+  ``implemented_epsilon`` of its rounded flip threshold.
 
 Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
 no fresh randomness per report, so two reports of a device that kept its value are equal,
@@ -32,6 +37,7 @@ import math
 from typing import Any
 
 from deniable.exceptions import ParameterTypeError
+from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._longitudinal import LongitudinalOracle
 from deniable.oracles._rappor import Rappor
 from deniable.oracles._registry import FREQUENCY_ORACLES
@@ -81,12 +87,15 @@ def report_epsilon(oracle: Any) -> float:
     ----------
     oracle
         A frequency oracle of :data:`~deniable.oracles.FREQUENCY_ORACLES` (k-ary randomized
-        response included) or :class:`~deniable.oracles.Rappor`.
+        response included), :class:`~deniable.oracles.Rappor`, or a count mean sketch
+        (:class:`~deniable.oracles.CMS`, :class:`~deniable.oracles.HCMS`).
 
     Returns
     -------
     float
-        ``oracle.epsilon`` for a plain oracle; ``oracle.epsilon_irr`` for a longitudinal
+        ``oracle.epsilon`` for a plain oracle and a count mean sketch (CMS: ``2 ln((1 - f)
+        / f)`` with ``f = 1 / (1 + e^(eps/2))``, two bits move; HCMS: ``ln((1 - f) / f)``
+        with ``f = 1 / (1 + e^eps)``); ``oracle.epsilon_irr`` for a longitudinal
         one (L-GRR, L-SUE, L-OUE, L-OSUE, LOLOHA); for RAPPOR
 
         .. math:: \\varepsilon_{report} = m \\max\\Big(\\ln\\frac{q}{p},
@@ -137,16 +146,20 @@ def report_epsilon(oracle: Any) -> float:
     11.090355
     >>> report_epsilon(Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.0, q=0.75))
     inf
+    >>> from deniable.oracles import CMS
+    >>> report_epsilon(CMS(k=16, m=64, epsilon=4.0))
+    4.0
     """
     if isinstance(oracle, Rappor):
         return _rappor_irr_epsilon(oracle)
     if isinstance(oracle, LongitudinalOracle):
         return float(oracle.epsilon_irr)
-    if isinstance(oracle, tuple(FREQUENCY_ORACLES.values())):
-        plain: Any = oracle  # every report drawn afresh from the value
+    if isinstance(oracle, (*FREQUENCY_ORACLES.values(), CountMeanSketch)):
+        plain: Any = oracle  # every report drawn afresh from the value (or the string)
         return float(plain.epsilon)
     raise ParameterTypeError(
         "`oracle` must be a stream oracle: one of the frequency oracles "
-        f"{', '.join(sorted(FREQUENCY_ORACLES))} or rappor (a per-report epsilon against any "
-        f"change of a device's values is stated for these only), got {type(oracle).__name__}."
+        f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms or hcms (a per-report epsilon "
+        "against any change of a device's values is stated for these only), got "
+        f"{type(oracle).__name__}."
     )

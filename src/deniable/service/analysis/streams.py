@@ -10,24 +10,28 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
                                     #   (deniable.oracles.rappor_spec: deniable.rappor-spec/1)
                                     #   or k-ary randomized response's question spec
                                     #   (deniable.designs.spec_of: deniable.question/1,
-                                    #   mechanism categorical)
+                                    #   mechanism categorical), or a count mean sketch's
+                                    #   (deniable.oracles.cms_spec: deniable.cms-spec/1)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
-    candidates: [a, b, ...]         # RAPPOR only, optional: the strings each day's reports
-                                    #   are decoded against (the stream page)
+    candidates: [a, b, ...]         # RAPPOR, CMS and HCMS only, optional: the strings
+                                    #   each day's reports are decoded against, or whose
+                                    #   frequencies the sketch answers (the stream page)
 
 A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` is
 required, none other is allowed, and each is checked by the library
-(:func:`~deniable.oracles.oracle_from_spec`, :func:`~deniable.oracles.rappor_from_spec`
-and :func:`~deniable.designs.design_from_spec` recompute every implied field of the
-oracle's spec; :class:`~deniable.accounting.
+(:func:`~deniable.oracles.oracle_from_spec`, :func:`~deniable.oracles.rappor_from_spec`,
+:func:`~deniable.oracles.cms_from_spec` and :func:`~deniable.designs.design_from_spec`
+recompute every implied field of the oracle's spec; :class:`~deniable.accounting.
 BudgetWindow` checks the window).
 
 **What a report costs** is the library's :func:`deniable.oracles.report_epsilon`: a
 report of an oracle costs its ``epsilon``; a report of a longitudinal oracle (memoized:
 L-GRR, L-OUE/L-SUE/L-OSUE, LOLOHA) costs ``epsilon_irr``, the instantaneous
 randomization's epsilon over every kept permanent response; a report of RAPPOR, its IRR's
-epsilon over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``.  The
+epsilon over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``; a report of a
+count mean sketch (CMS, HCMS: a fresh row and flips every report, nothing kept), its exact
+``epsilon``.  The
 memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
 with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
 longitudinal_epsilon``); a window promises a bound against *any* change of a device's
@@ -57,13 +61,24 @@ from deniable.common import validation as v
 from deniable.designs import SPEC_SCHEMA, Categorical, design_from_spec, spec_of
 from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.oracles import (
+    CMS_SPEC_SCHEMA,
     RAPPOR_SPEC_SCHEMA,
+    CountMeanSketch,
     Rappor,
+    cms_from_spec,
+    cms_spec,
     oracle_from_spec,
     oracle_spec,
     rappor_from_spec,
     rappor_spec,
     report_epsilon,
+)
+from deniable.service.analysis._stream_strings import (
+    MAX_CANDIDATES,
+    MAX_DECODE_CELLS,
+    check_candidates,
+    of_strings,
+    strings_estimate,
 )
 
 __all__ = [
@@ -82,12 +97,6 @@ __all__ = [
 #: The schema of a stream spec.
 STREAM_SPEC_SCHEMA = "deniable.stream-spec/1"
 _FIELDS = ("id", "oracle", "period", "window")
-#: The most candidate strings a RAPPOR stream's spec may carry (each day's decoding fits
-#: one column per candidate).
-MAX_CANDIDATES = 1000
-#: The most cells ``cohorts m K`` of the decoder's design matrix a spec's candidates may
-#: make (as ``deniable telemetry aggregate`` allows: float64, 256 MB).
-MAX_DECODE_CELLS = 1 << 25
 _WINDOW_FIELDS = ("kind", "epsilon", "delta", "length", "tz")
 _PERIODS = ("day",)
 #: The most UTC days one request for a stream's estimates may read (``start`` .. ``end``).
@@ -101,8 +110,8 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 @dataclass(frozen=True)
 class StreamSpec:
     """A telemetry stream: ``id``, its ``oracle``, its ``period`` (``"day"``), the
-    per-device budget ``window`` and, for RAPPOR, the ``candidates`` its reports are
-    decoded against (or None)."""
+    per-device budget ``window`` and, for a stream of strings (RAPPOR, CMS, HCMS), the
+    ``candidates`` its reports are decoded against (or None)."""
 
     id: str
     oracle: Any
@@ -175,43 +184,14 @@ def _window(data: Any, source: str) -> BudgetWindow:
         raise DataError(f"{where}: {exc}") from None
 
 
-def _candidates(data: Mapping[str, Any], oracle: Any, source: str) -> tuple[str, ...] | None:
-    """The spec's ``candidates``: for RAPPOR only, 1 to :data:`MAX_CANDIDATES` distinct
-    non-empty strings; absent (None) by default."""
-    if "candidates" not in data:
-        return None
-    where = _where(source, "candidates")
-    if not isinstance(oracle, Rappor):
-        raise DataError(
-            f"{where} is for a RAPPOR stream only (the strings its reports are decoded "
-            f"against); this stream's oracle is {oracle.name}."
-        )
-    got = data["candidates"]
-    allowed = f"must be a list of 1 to {MAX_CANDIDATES} distinct non-empty strings"
-    if not isinstance(got, list) or not 1 <= len(got) <= MAX_CANDIDATES:
-        size = f"a list of {len(got)}" if isinstance(got, list) else type(got).__name__
-        raise DataError(f"{where} {allowed}, got {size}.")
-    bad = next((c for c in got if not isinstance(c, str) or not c), None)
-    if bad is not None or any(not isinstance(c, str) for c in got):
-        raise DataError(f"{where} {allowed}, got {bad!r}.")
-    if len(set(got)) != len(got):
-        twice = next(c for i, c in enumerate(got) if c in got[:i])
-        raise DataError(f"{where}: the candidate {twice!r} is given twice.")
-    cells = oracle.cohorts * oracle.m * len(got)
-    if cells > MAX_DECODE_CELLS:
-        raise DataError(
-            f"{where}: {len(got)} candidates make a decoder of cohorts x m x K = {cells} "
-            f"cells, more than {MAX_DECODE_CELLS}; give at most "
-            f"{MAX_DECODE_CELLS // (oracle.cohorts * oracle.m)}."
-        )
-    return tuple(got)
-
-
 def _oracle_spec(oracle: Any) -> dict[str, Any]:
     """The spec a device reads of a stream's oracle: RAPPOR's, k-ary randomized response's
-    question spec (``deniable.question/1``), or a frequency oracle's."""
+    question spec (``deniable.question/1``), a count mean sketch's, or a frequency
+    oracle's."""
     if isinstance(oracle, Rappor):
         return rappor_spec(oracle)
+    if isinstance(oracle, CountMeanSketch):
+        return cms_spec(oracle)
     if isinstance(oracle, Categorical):
         return spec_of(oracle).to_dict()
     return oracle_spec(oracle)
@@ -264,6 +244,8 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
     try:
         if schema == RAPPOR_SPEC_SCHEMA:
             oracle = rappor_from_spec(raw)
+        elif schema == CMS_SPEC_SCHEMA:  # strings through a keyed hash: CMS, HCMS
+            oracle = cms_from_spec(raw)
         elif schema == SPEC_SCHEMA:  # k-ary randomized response has a question spec
             oracle = design_from_spec(raw)
             if oracle.name != "categorical":
@@ -275,7 +257,7 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
             oracle = oracle_from_spec(raw)
     except DeniableError as exc:
         raise DataError(f"{_where(source, 'oracle')}: {exc}") from None
-    candidates = _candidates(data, oracle, source)
+    candidates = check_candidates(_where(source, "candidates"), data, oracle)
     window = _window(data["window"], source)
     spec = StreamSpec(sid, oracle, str(data["period"]), window, candidates)
     if "report_epsilon" in data and data["report_epsilon"] != spec.report_epsilon:
@@ -362,15 +344,18 @@ def stream_estimates(
     exact and Wald intervals at ``level``; for RAPPOR a
     :class:`~deniable.oracles.RapporEstimate` of the spec's ``candidates``: each one's
     frequency, standard error, p-value, whether it is reported, and its Wald interval at
-    ``level``; a RAPPOR spec without candidates is a
+    ``level``; for a count mean sketch its :class:`~deniable.oracles.SketchEstimate` of
+    them: each one's unbiased frequency, both standard errors and its interval at
+    ``level``; a spec of strings without candidates is a
     :class:`~deniable.exceptions.DataError`).  A day without reports is left out."""
     from deniable.distributed import aggregate_stream, stream_files
 
     lvl = v.level(level)
-    if isinstance(spec.oracle, Rappor) and spec.candidates is None:
+    if of_strings(spec.oracle) and spec.candidates is None:
         raise DataError(
-            f"stream {spec.id!r} is a RAPPOR stream whose spec carries no `candidates`: its "
-            "reports are decoded against candidate strings (give them in the spec, or run "
+            f"stream {spec.id!r} is a {spec.oracle.name} stream whose spec carries no "
+            "`candidates`: its reports are decoded against candidate strings (give them in "
+            "the spec, or run "
             "`deniable telemetry aggregate --stream-root ROOT --stream ID --candidates FILE`)."
         )
     held = sorted({f.parent.name.removeprefix("day=") for f in stream_files(
@@ -378,8 +363,8 @@ def stream_estimates(
     days = []
     for day in held:
         tally = aggregate_stream(root, spec.id, start=day, end=day, scheduler="synchronous")
-        if isinstance(spec.oracle, Rappor):  # decoded against the spec's candidates
-            estimate = spec.oracle.decode(tally, list(spec.candidates or ())).to_dict(lvl)
+        if of_strings(spec.oracle):  # the spec's candidates: decoded, or the sketch's
+            estimate = strings_estimate(spec.oracle, tally, spec.candidates or (), lvl)
         else:
             estimate = spec.oracle.estimate(tally).to_dict(lvl)
         days.append({"day": day, "estimate": estimate})

@@ -12,6 +12,8 @@ from deniable.service.pages._env import ci, num, render
 __all__ = ["stream_page"]
 
 _LEVELS = (0.8, 0.9, 0.95, 0.99)
+#: The note under the tables, by the schema of the stream's oracle spec.
+_KINDS = {"deniable.rappor-spec/1": "rappor", "deniable.cms-spec/1": "sketch"}
 
 
 def _rappor_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
@@ -24,7 +26,26 @@ def _rappor_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     ]  # fmt: skip
 
 
+def _sketch_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per candidate of a count mean sketch's estimate: its unbiased frequency,
+    both standard errors and its interval."""
+    return [
+        (str(c["candidate"]), num(c["frequency"]), num(c["se"]), num(c["se_fixed"]),
+         ci(c["ci"]))
+        for c in estimate["candidates"]
+    ]  # fmt: skip
+
+
+def _sketch(estimate: Mapping[str, Any]) -> bool:
+    """Whether ``estimate`` is a count mean sketch's (candidates with an interval ``ci``
+    each, not RAPPOR's ``reported``)."""
+    cands = estimate.get("candidates")
+    return isinstance(cands, list) and bool(cands) and "ci" in cands[0]
+
+
 def _header(estimate: Mapping[str, Any], pct: str) -> tuple[str, ...]:
+    if _sketch(estimate):
+        return ("candidate", "frequency", "SE", "SE (fixed devices)", f"{pct} CI")
     if "candidates" in estimate:
         return ("candidate", "reported", "frequency", "SE", "p-value", f"{pct} CI Wald")
     return ("value", "reports supporting it", "estimate", "SE", f"{pct} CI exact",
@@ -33,8 +54,10 @@ def _header(estimate: Mapping[str, Any], pct: str) -> tuple[str, ...]:
 
 def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """One row per value of a frequency estimate (a list per field), one per candidate of
-    a RAPPOR estimate, or one row for a single estimate (a number per field, e.g. a
-    mean's)."""
+    a RAPPOR or count mean sketch estimate, or one row for a single estimate (a number per
+    field, e.g. a mean's)."""
+    if _sketch(estimate):
+        return _sketch_rows(estimate)
     if "candidates" in estimate:
         return _rappor_rows(estimate)
     est = estimate.get("estimate")
@@ -82,7 +105,7 @@ def stream_page(
         end=estimates["end"],
         max_days=estimates["max_days"],
         pct=pct,
-        rappor="candidates" in spec,
+        kind=_KINDS.get(str(spec["oracle"].get("schema")), "oracle"),
         levels=levels,
         level=f"{level:g}",
         days=days,

@@ -15,7 +15,8 @@ budget window and appended to the stream's Parquet partitions (docs/service.md,
 
 The order of a batch: the token is checked (401), the body decoded and every report
 checked against the stream's oracle (415, 422: nothing charged, nothing stored; RAPPOR's
-reports: the shape and every cohort), the device's window charged atomically, each report
+reports: the shape and every cohort; CMS's: every row and padding bit; HCMS's: the range),
+the device's window charged atomically, each report
 at :func:`deniable.oracles.report_epsilon` of the oracle (429 naming the window: nothing
 stored), then the reports appended durably to the partition of the UTC day the server
 received them; only then is the batch acknowledged (201).  A crash or a failed write
@@ -111,7 +112,7 @@ def _differences(old: StreamSpec, new: StreamSpec) -> str:
     if old.period != new.period:
         parts.append(f"period {old.period!r} (given {new.period!r})")
     if old.candidates != new.candidates:
-        parts.append("candidates (RAPPOR's decoding)")
+        parts.append("candidates (the strings each day is decoded against)")
     return "; ".join(parts)
 
 
@@ -280,7 +281,7 @@ def _ingest(state: StreamState, stream_id: str, token: str | None, kind: str, ra
         raise ApiError(401, f"header `Authorization`: the token is not a device of stream "
                        f"{stream_id!r}", headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
     reports = _reports(spec, kind, raw)
-    n = len(reports)  # an array of reports, or RAPPOR's RapporReports
+    n = len(reports)  # an array of reports, RAPPOR's RapporReports or CMS's SketchReports
     if n == 0:
         raise ApiError(422, "body: a batch must hold at least one report, got none")
     now = state.clock()

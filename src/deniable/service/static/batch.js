@@ -6,14 +6,17 @@
 // deniable.distributed.encode_batch writes for the same reports: a 48-byte header (magic
 // "DNRB", version 1, flags 0, SHA-256 of the oracle's key, the number of reports), then
 // each report at the oracle's record, little-endian.  Reports are in the form the clients
-// give them (oracles.js, oraclesmemo.js): packed bits as hex, [a, b, y] with decimal
-// seeds, a list of decimal words, an integer, RAPPOR's [cohort, hex].  Every report is
+// give them (oracles.js, oraclesmemo.js, sketches.js): packed bits as hex, [a, b, y] with
+// decimal seeds, a list of decimal words, an integer, RAPPOR's [cohort, hex], CMS's
+// [row, hex] (the row a uint16, then the packed bits), HCMS's integer 2 (j m + l) + b (an
+// int64).  Every report is
 // checked first (a SpecError naming `reports[i]`), so no batch is made of a report the
 // server would refuse.  tests/js/batch.test.mjs replays tests/vectors/batches.json, which
 // Python's encoder writes (tests/test_batch_vectors.py keeps it from drifting).
 
 import { checkOracleSpec } from "./oracles.js";
 import { RAPPOR_SCHEMA, checkRapporSpec } from "./oraclesrappor.js";
+import { CMS_SCHEMA, checkSketchSpec } from "./sketches.js";
 import { HttpError } from "./session.js";
 import { sha256 } from "./digest.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -60,6 +63,23 @@ function recordOf(spec) {
         if (!Array.isArray(r) || r.length !== 2) throw new SpecError(where, `must be a RAPPOR report [cohort, hex], got ${show(r)}.`);
         view.setUint16(at, integer(r[0], c.cohorts - 1, `${where}[0]`), true);
         new Uint8Array(view.buffer).set(hexBytes(r[1], c.m / 8, c.m, `${where}[1]`), at + 2);
+      },
+    };
+  }
+  if (spec !== null && typeof spec === "object" && spec.schema === CMS_SCHEMA) {
+    const c = checkSketchSpec(spec);
+    if (c.mechanism === "hcms") {
+      // one int64: 2 (j m + l) + b, below 2 k m (at most 2**33: a safe integer)
+      return { key: c.key, size: 8, write: (view, at, r, where) => view.setBigInt64(at, BigInt(integer(r, 2 * c.k * c.m - 1, where)), true) };
+    }
+    const bytes = Math.ceil(c.m / 8);
+    return {
+      key: c.key,
+      size: 2 + bytes,
+      write(view, at, r, where) {
+        if (!Array.isArray(r) || r.length !== 2) throw new SpecError(where, `must be a CMS report [row, hex], got ${show(r)}.`);
+        view.setUint16(at, integer(r[0], c.k - 1, `${where}[0]`), true);
+        new Uint8Array(view.buffer).set(hexBytes(r[1], bytes, c.m, `${where}[1]`), at + 2);
       },
     };
   }
@@ -115,8 +135,9 @@ function recordOf(spec) {
 
 /**
  * The binary batch (deniable.batch/1) of `reports` of the oracle of `oracleSpec` (an
- * oracle spec, schema "deniable.oracle/1", or a RAPPOR spec, "deniable.rappor-spec/1":
- * the `oracle` of a stream spec), as a Uint8Array.  An empty list, a report of the wrong
+ * oracle spec, schema "deniable.oracle/1", a RAPPOR spec, "deniable.rappor-spec/1", or a
+ * count mean sketch's, "deniable.cms-spec/1": the `oracle` of a stream spec), as a
+ * Uint8Array.  An empty list, a report of the wrong
  * form or out of the oracle's range throws a SpecError naming `reports` or `reports[i]`.
  */
 export function encodeBatch(oracleSpec, reports) {

@@ -1,0 +1,113 @@
+"""The count mean sketches' reports in a report batch (``deniable.batch/1``, :mod:`._batch`).
+
+**CMS**, binary: a report is ``2 + ceil(m / 8)`` bytes, the record of its report file
+(``deniable.oracles._sketch_files``): the report's row ``j`` as a little-endian ``uint16``
+(at most 65,536 rows), then its ``m`` randomized bits packed into ``ceil(m / 8)`` bytes
+(bit ``i`` at bit ``i % 8`` of byte ``2 + i // 8``, the padding bits past ``m`` 0).  JSON:
+the list ``[row, byte_0, ..., byte_{ceil(m/8)-1}]`` (the columns of a report table:
+:func:`~deniable.distributed.report_columns`).
+
+**HCMS**: a report is one integer, ``2 (j m + l) + b`` (the row ``j``, the Hadamard
+coefficient ``l`` and the sign bit ``b``), a little-endian ``int64`` in the binary batch and
+a number in the JSON one: the generic path of :mod:`._batch` (the sketch's ``tally``
+checks the range ``0 .. 2 k m - 1``), nothing here.
+
+Decoding a CMS batch checks the shape and every row (``0 .. k - 1``), byte (``0 .. 255``)
+and padding bit, and returns :class:`~deniable.oracles.SketchReports` (what ``CMS.tally``
+reads); bad input is one :class:`~deniable.exceptions.DataError` naming the report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from deniable.distributed._tables import to_columns
+from deniable.exceptions import DataError, DeniableError
+
+__all__ = ["cms_from_json", "cms_from_rows", "cms_json", "cms_rows"]
+
+_ROW = np.dtype("<u2")
+ROW_BYTES = _ROW.itemsize
+
+
+def cms_rows(cms: Any, reports: Any, what: str) -> npt.NDArray[np.uint8]:
+    """``(n, 2 + ceil(m / 8))`` bytes of :class:`~deniable.oracles.SketchReports` (each
+    checked by the sketch: shape, type, row range, padding bits): the row ``<u2``, then the
+    bits."""
+    try:
+        cols = to_columns(cms, reports)
+    except DeniableError as exc:
+        raise DataError(f"{what}: {exc}") from None
+    n = int(cols[0].shape[0])
+    out = np.empty((n, ROW_BYTES + int(cms.width)), dtype=np.uint8)
+    out[:, :ROW_BYTES] = cols[0].astype(_ROW).view(np.uint8).reshape(n, ROW_BYTES)
+    for i, col in enumerate(cols[1:]):
+        out[:, ROW_BYTES + i] = col
+    return out
+
+
+def _checked(cms: Any, rows: npt.NDArray[Any], bits: npt.NDArray[Any], what: str) -> Any:
+    """:class:`~deniable.oracles.SketchReports` of rows and bytes, every row in ``0 .. k -
+    1`` and every padding bit past ``m`` 0, else a :class:`DataError` naming the report."""
+    from deniable.oracles import SketchReports
+
+    bad = np.flatnonzero((rows < 0) | (rows >= cms.k))
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(
+            f"{what}: report {i} has row {int(rows[i])}; a row must be in 0..{cms.k - 1} "
+            f"(k = {cms.k} rows)."
+        )
+    packed = np.ascontiguousarray(bits, dtype=np.uint8)
+    if cms.m % 8 and packed.size:
+        bad = np.flatnonzero(packed[:, -1] >> (cms.m % 8))
+        if bad.size:
+            raise DataError(
+                f"{what}: report {int(bad[0])} sets a padding bit past m = {cms.m} bits (its "
+                f"last byte is {int(packed[bad[0], -1])}); padding bits must be 0."
+            )
+    return SketchReports(np.asarray(rows, dtype=np.int64), packed)
+
+
+def cms_from_rows(cms: Any, rows: npt.NDArray[np.uint8], what: str) -> Any:
+    """The :class:`~deniable.oracles.SketchReports` of ``(n, 2 + ceil(m / 8))`` record
+    bytes, every row and padding bit checked (``what`` names the input in the error)."""
+    rec = np.ascontiguousarray(rows, dtype=np.uint8)
+    index = rec[:, :ROW_BYTES].copy().view(_ROW).reshape(-1).astype(np.int64)
+    return _checked(cms, index, rec[:, ROW_BYTES:], what)
+
+
+def cms_json(cms: Any, reports: Any) -> list[list[int]]:
+    """The JSON reports ``[row, byte_0, ...]`` of checked CMS reports."""
+    cols = to_columns(cms, reports)
+    return np.column_stack([c.astype(np.int64) for c in cols]).tolist()  # type: ignore[no-any-return]
+
+
+def cms_from_json(cms: Any, items: list[Any]) -> Any:
+    """The :class:`~deniable.oracles.SketchReports` of the JSON reports ``items`` (lists
+    ``[row, byte_0, ..., byte_{ceil(m/8)-1}]`` of whole numbers), every one checked."""
+    width = 1 + int(cms.width)
+    shape = f"lists of {width} whole numbers [row, byte_0, ..., byte_{width - 2}]"
+    try:
+        arr = np.array(items) if items else np.empty((0, width), dtype=np.int64)
+        if arr.dtype.kind in "fO":  # a ragged list, or integers beyond int64
+            arr = np.array(items, dtype=np.int64)
+    except (ValueError, OverflowError, TypeError) as exc:
+        raise DataError(f"`body` reports of CMS must be {shape}: {exc}.") from None
+    if arr.dtype.kind not in "iu" or arr.shape != (len(items), width):
+        raise DataError(
+            f"`body` reports of CMS must be {shape} (m = {cms.m} bits), got an array of "
+            f"{arr.dtype} of shape {arr.shape}."
+        )
+    data = arr[:, 1:]
+    bad = np.flatnonzero(((data < 0) | (data > 255)).any(axis=1))
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(
+            f"`body`: report {i} holds a byte outside 0..255 ({arr[i, 1:].tolist()}); CMS's "
+            "bits are packed 8 a byte."
+        )
+    return _checked(cms, arr[:, 0].astype(np.int64), data.astype(np.uint8), "`body`")
