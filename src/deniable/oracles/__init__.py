@@ -145,6 +145,11 @@ from deniable.oracles._range_spec import (
     square_wave_from_spec,
     square_wave_spec,
 )
+from deniable.oracles._range_vectors import (
+    RANGE_VECTORS_SCHEMA,
+    dump_range_vectors,
+    range_vectors,
+)
 from deniable.oracles._ranges import (
     QUANTILE_METHOD,
     LevelReports,
@@ -209,6 +214,7 @@ __all__ = [
     "PEM",
     "QUANTILE_METHOD",
     "RANGE_SPEC_SCHEMA",
+    "RANGE_VECTORS_SCHEMA",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SFP",
@@ -274,6 +280,7 @@ __all__ = [
     "cms_spec",
     "collision_probability",
     "dump_oracle_vectors",
+    "dump_range_vectors",
     "exact_variance",
     "heavy_from_key",
     "heavy_from_records",
@@ -292,6 +299,7 @@ __all__ = [
     "range_from_key",
     "range_from_spec",
     "range_spec",
+    "range_vectors",
     "rappor_from_key",
     "rappor_from_spec",
     "rappor_spec",
