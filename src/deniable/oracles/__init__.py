@@ -136,7 +136,12 @@ from deniable.oracles._multi_choose import MULTI_CRITERION, MultiChoice, choose_
 from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
 from deniable.oracles._numeric_base import MeanChannel
 from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
-from deniable.oracles._range_files import is_range_key, range_from_key
+from deniable.oracles._range_files import (
+    is_range_key,
+    range_from_key,
+    range_from_records,
+    range_records,
+)
 from deniable.oracles._range_spec import (
     RANGE_SPEC_SCHEMA,
     SQUARE_WAVE_SPEC_SCHEMA,
@@ -297,7 +302,9 @@ __all__ = [
     "post_processing_study",
     "project_to_simplex",
     "range_from_key",
+    "range_from_records",
     "range_from_spec",
+    "range_records",
     "range_spec",
     "range_vectors",
     "rappor_from_key",

@@ -251,9 +251,9 @@ def tally_file(
             records = range_from_records
         for done, chunk in read_batches(fh, name, n, dtype, width, size):
             reports = chunk if rows else chunk.reshape(-1)
-            if records is not None:
+            if records is not None:  # a bad record or report refused naming the file
                 first = done - reports.shape[0]
-                part = oracle.tally(_record_reports(records, oracle, reports, name, first))
+                part = _record_reports(_tally_of(records), oracle, reports, name, first)
             else:
                 part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
             total = part if total is None else total + part
@@ -269,12 +269,19 @@ def tally_file(
     return total
 
 
+def _tally_of(
+    from_records: Callable[[Any, npt.NDArray[Any]], Any],
+) -> Callable[[Any, npt.NDArray[Any]], Tally]:
+    """The tally of the reports ``from_records`` makes of record rows."""
+    return lambda mechanism, rows: mechanism.tally(from_records(mechanism, rows))
+
+
 def _record_reports(
     from_records: Callable[[Any, npt.NDArray[Any]], Any], mechanism: Any,
     rows: npt.NDArray[Any], path: str, done: int,
 ) -> Any:  # fmt: skip
-    """The reports (CMS's or RAPPOR's) ``from_records`` makes of record rows; a bad row is
-    refused naming the file and the rows."""
+    """What ``from_records`` makes of record rows (CMS's, RAPPOR's or a range mechanism's
+    reports, or their tally); a bad row is refused naming the file and the rows."""
     try:
         return from_records(mechanism, rows)
     except DeniableError as exc:
