@@ -236,3 +236,27 @@ def test_aggregate_refuses_bad_queries_with_one_line(runner: CliRunner, tmp_path
     for option in (("--range", "0:1"), ("--quantile", 0.5)):
         one_error(run(runner, "telemetry", "aggregate", other, *option), f"`{option[0]}`",
                   "another mechanism")  # fmt: skip
+
+
+@pytest.mark.parametrize("mechanism", ["hierarchical-histogram", "haar-hrr", "square-wave"])
+def test_a_report_table_gives_the_report_files_estimate(
+    runner: CliRunner, tmp_path: Path, mechanism: str
+) -> None:
+    opts = {"hierarchical-histogram": ("--domain", 64, "--branching", 4, "--level-oracle", "oue"),
+            "haar-hrr": ("--domain", 64), "square-wave": ("--bins", 32)}[mechanism]  # fmt: skip
+    queries = ("--quantile", 0.5) if mechanism == "square-wave" else ("--range", "3:40")
+    results = []
+    for name in ("r.dnrp", "r.parquet", "r.csv"):
+        sim = run(runner, "telemetry", "simulate", "--mechanism", mechanism, *opts, "--epsilon",
+                  2, "--devices", 3000, "--seed", 21, "--out", tmp_path / name)  # fmt: skip
+        assert sim.exit_code == 0, sim.output
+        key = ("--mechanism", read_report_key(tmp_path / "r.dnrp")) if name == "r.csv" else ()
+        results.append(_json(run(runner, "telemetry", "aggregate", tmp_path / name, *queries,
+                                 *key, "--local-workers", 0, "--json")))  # fmt: skip
+    for other in results[1:]:
+        assert {k: x for k, x in other.items() if k != "file"} == {
+            k: x for k, x in results[0].items() if k != "file"
+        }
+    one_error(run(runner, "telemetry", "aggregate", tmp_path / "r.parquet", "--candidates",
+                  tmp_path / "r.csv", "--local-workers", 0), "`--candidates`",
+              "ordered values")  # fmt: skip

@@ -242,7 +242,7 @@ def simulate_command(
     if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY, *ORDERED):
         fail(
             f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, "
-            f"{', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, {', '.join(ORDERED)}, got "
+            f"{', '.join(ORDERED)}, {', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, got "
             f"{mechanism!r}."
         )
     heavy = {"max-bytes": max_bytes, "start-bits": start_bits, "step-bits": step_bits}
