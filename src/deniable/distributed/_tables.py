@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,14 @@ import numpy.typing as npt
 
 from deniable.common import atomic_write
 from deniable.common import validation as v
+from deniable.distributed._range_tables import (
+    LEVEL_COLUMN,
+    range_from_columns,
+    range_layout,
+    range_mechanism,
+    range_to_columns,
+    square_wave,
+)
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = [
@@ -112,35 +119,6 @@ def _heavy(oracle: Any) -> Any:
     return inner if isinstance(inner, PEM | TreeHist) else None
 
 
-#: The column of a range mechanism's level (its type: that of RAPPOR's cohort).
-LEVEL_COLUMN = "level"
-
-
-def _range(oracle: Any) -> Any:
-    """``oracle`` if it is a range mechanism (reports of a level, then its report)."""
-    from deniable.oracles import HaarHRR, HierarchicalHistogram
-
-    return oracle if isinstance(oracle, HierarchicalHistogram | HaarHRR) else None
-
-
-def _wave(oracle: Any) -> Any:
-    """``oracle`` if it is Square Wave (reports of a cell; numbers in: no report of 0)."""
-    from deniable.oracles import SquareWave
-
-    return oracle if isinstance(oracle, SquareWave) else None
-
-
-@lru_cache(maxsize=64)
-def _range_width(oracle: Any) -> tuple[np.dtype[Any], int, int]:
-    """``(item type, items of the level in a record, W)`` of a range mechanism."""
-    from deniable.oracles import range_records
-
-    one = oracle.randomize(np.zeros(1, dtype=np.int64), rng=0)
-    rec = range_records(oracle, one)
-    head = max(1, 2 // rec.dtype.itemsize)
-    return rec.dtype.newbyteorder("="), head, int(rec.shape[1]) - head
-
-
 def record(oracle: Any) -> tuple[np.dtype[Any], int]:
     """The dtype of one report item (native order) and the items per report of ``oracle``
     (RAPPOR: its ``2 + m / 8`` bytes, the cohort's two then the bits'; CMS: ``2 + ceil(m /
@@ -155,10 +133,10 @@ def record(oracle: Any) -> tuple[np.dtype[Any], int]:
         return np.dtype(np.uint64), 1 + heavy.oracle(heavy.levels[0]).report_width
     if _sketch(oracle) is not None:  # HCMS: strings in, so no report of the value 0
         return np.dtype(np.int64), 1
-    if _range(oracle) is not None:  # the level (one item), then W items
-        dtype, _, width = _range_width(oracle)
+    if range_mechanism(oracle) is not None:  # the level (one item), then W items
+        dtype, _, width = range_layout(oracle)
         return dtype, 1 + width
-    if _wave(oracle) is not None:
+    if square_wave(oracle) is not None:
         return np.dtype(np.uint16), 1
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
@@ -176,9 +154,9 @@ def two_dimensional(oracle: Any) -> bool:
     ``(m, 1)``, not ``(m,)``."""
     if _rappor(oracle) is not None or _cms(oracle) is not None or _heavy(oracle) is not None:
         return True
-    if _range(oracle) is not None:
+    if range_mechanism(oracle) is not None:
         return True
-    if _sketch(oracle) is not None or _wave(oracle) is not None:
+    if _sketch(oracle) is not None or square_wave(oracle) is not None:
         return False
     return bool(np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0)).ndim > 1)
 
@@ -204,7 +182,7 @@ def report_columns(oracle: Any) -> tuple[str, ...]:
     _, width = record(oracle)
     if _heavy(oracle) is not None:
         return (GROUP_COLUMN, *(f"report_{i}" for i in range(width - 1)))
-    if _range(oracle) is not None:
+    if range_mechanism(oracle) is not None:
         items = ("report",) if width == 2 else tuple(f"report_{i}" for i in range(width - 1))
         return (LEVEL_COLUMN, *items)
     return ("report",) if width == 1 else tuple(f"report_{i}" for i in range(width))
@@ -216,7 +194,7 @@ def column_dtypes(oracle: Any) -> tuple[np.dtype[Any], ...]:
     dtype, width = record(oracle)
     if _rappor(oracle) is not None or _cms(oracle) is not None:
         return (_COHORT, *([dtype] * (width - _COHORT.itemsize)))
-    if _heavy(oracle) is not None or _range(oracle) is not None:
+    if _heavy(oracle) is not None or range_mechanism(oracle) is not None:
         return (_COHORT, *([dtype] * (width - 1)))
     return (dtype,) * width
 
@@ -240,13 +218,8 @@ def to_columns(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
 
         rec = heavy_records(heavy, reports)
         return [rec[:, 0].astype(_COHORT), *(rec[:, i] for i in range(1, rec.shape[1]))]
-    if _range(oracle) is not None:  # each level's reports checked by its oracle
-        from deniable.oracles import range_records
-
-        _, head, _ = _range_width(oracle)
-        rec = range_records(oracle, reports)
-        level = rec[:, 0] if head == 1 else np.ascontiguousarray(rec[:, :2]).view("<u2")[:, 0]
-        return [level.astype(_COHORT), *(rec[:, i] for i in range(head, rec.shape[1]))]
+    if range_mechanism(oracle) is not None:  # each level's reports checked by its oracle
+        return range_to_columns(oracle, reports)
     arr = np.asarray(reports)
     check = getattr(oracle, "check_reports", None) or oracle.tally
     check(arr)  # shape, dtype and range, naming `reports`
@@ -284,19 +257,10 @@ def from_columns(oracle: Any, columns: Sequence[npt.NDArray[Any]]) -> Any:
             packed[:, i] = col
         return cms._reports(SketchReports(rows, packed))  # rows past k, padding bits refused
     dtype, width = record(oracle)
-    if _range(oracle) is not None:  # the records: each level's reports checked by its tally
-        from deniable.oracles import range_from_records
-
-        _, head, items = _range_width(oracle)
-        level = np.asarray(columns[0]).astype(np.int64)
-        rec = np.zeros((level.size, head + items), dtype=dtype.newbyteorder("<"))
-        if head == 1:
-            rec[:, 0] = level
-        else:  # the level as a little-endian uint16 in two bytes
-            rec[:, :2] = level.astype("<u2").view(np.uint8).reshape(-1, 2)
-        for i, col in enumerate(columns[1:]):
-            rec[:, head + i] = col
-        return range_from_records(oracle, rec)
+    if (
+        range_mechanism(oracle) is not None
+    ):  # the records: each level's reports checked by its tally
+        return range_from_columns(oracle, columns)
     heavy = _heavy(oracle)
     if heavy is not None:  # the records: each group's reports are checked by its round
         rec = np.empty((np.asarray(columns[0]).size, width), dtype=np.uint64)
