@@ -188,6 +188,8 @@ def test_square_wave_simulates_and_estimates_the_distribution(
          ("`--bins`", "haar-hrr")),
         (("--mechanism", "hierarchical-histogram", "--domain", 16, "--epsilon", 1,
           "--level-oracle", "sue"), ("`--level-oracle` must be one of",)),
+        (("--mechanism", "hierarchical-histogram", "--domain", 2**17, "--epsilon", 1),
+         ("`--domain` 131072 is too large for `--level-oracle` oue",)),
         (("--mechanism", "square-wave", "--epsilon", 1, "--lower", 3, "--upper", 2),
          ("`--lower` and `--upper`",)),
         (("--mechanism", "square-wave", "--epsilon", 1, "--k", 3), ("`--k`", "square-wave")),

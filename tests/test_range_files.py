@@ -113,3 +113,14 @@ def test_records_are_checked_before_a_file_is_written(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="levels"):
         range_records(haar, LevelReports(rep.level, rep.reports[:1]))
     assert not (tmp_path / "x.dnrp").exists()
+
+
+def test_grr_levels_of_two_report_types_share_the_widest(tmp_path: Path) -> None:
+    # k-ary RR's categories are uint16 up to 65,536 values and wider past it: a tree of
+    # 2**17 leaves has levels of both, written with the wider type
+    hh = HierarchicalHistogram(1 << 17, 2, 1.0, oracle="grr")
+    kinds = {np.asarray(o.randomize([0], rng=0)).dtype.itemsize for o in hh.levels}
+    assert len(kinds) == 2
+    reports = hh.randomize(np.random.default_rng(2).integers(0, 1 << 17, 2000), rng=3)
+    path = write_reports(tmp_path / "g.dnrp", hh, reports)
+    assert tally_file(hh, path, batch=300) == hh.tally(reports)

@@ -234,7 +234,9 @@ def simulate_command(
     packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
     same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
     the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes
-    and PEM's --start-bits, --step-bits."""
+    and PEM's --start-bits, --step-bits; the range mechanisms (hierarchical-histogram,
+    haar-hrr: --domain values by Zipf's law) and square-wave (Beta(2, 5) numbers on [--lower,
+    --upper]) with --epsilon and their own options."""
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
@@ -367,7 +369,9 @@ def aggregate_command(
     A telemetry stream's days are report tables: --stream-root ROOT --stream ID [--start DAY]
     [--end DAY] instead of FILE.  Intervals and rows are computed for the categories shown
     only (--rows, at most 65,536).  RAPPOR's reports (a report file or tables) are decoded
-    against --candidates; PEM's and TreeHist's give the strings found, without them."""
+    against --candidates; PEM's and TreeHist's give the strings found, without them; the
+    range mechanisms' answer --range A:B and --quantile Q, Square Wave's give the mean and
+    --quantile Q."""
     from deniable.oracles import (
         Rappor,
         is_range_key,

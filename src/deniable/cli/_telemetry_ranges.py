@@ -53,8 +53,10 @@ __all__ = [
 #: ``simulate --mechanism``: the range mechanisms over ``0..D-1``, and Square Wave.
 RANGES = ("hierarchical-histogram", "haar-hrr")
 ORDERED = (*RANGES, WAVE)
-#: Devices randomized at once.
+#: Devices randomized at once, and the most bytes of their reports (a level oracle of
+#: 2**24 values writes 2 MB a report).
 _BATCH = 1 << 16
+_BATCH_BYTES = 1 << 25
 
 DomainOpt = Annotated[
     int | None,
@@ -172,12 +174,20 @@ def _mechanism(mechanism: str, epsilon: float | None, params: dict[str, Any]) ->
             return HaarHRR(params["domain"], epsilon)  # type: ignore[arg-type]
         branching = 2 if params["branching"] is None else params["branching"]
         oracle = "oue" if params["level-oracle"] is None else params["level-oracle"]
-        return HierarchicalHistogram(params["domain"], branching, epsilon, oracle=oracle)  # type: ignore[arg-type]
+        hh = HierarchicalHistogram(params["domain"], branching, epsilon, oracle=oracle)  # type: ignore[arg-type]
     except DeniableError as exc:  # the library's message, naming the options
         message = str(exc)
         for name, option in _OPTIONS.items():
             message = message.replace(f"`{name}`", f"`--{option}`")
         fail(message)
+    try:  # the level oracles are built when first used: the largest is D values
+        hh.levels  # noqa: B018
+    except DeniableError as exc:
+        fail(
+            f"`--domain` {hh.domain} is too large for `--level-oracle` {hh.oracle} (its "
+            f"last level is an oracle of D values): {exc}"
+        )
+    return hh
 
 
 #: The library's parameter names and the options that give them.
@@ -220,14 +230,17 @@ def simulate_ordered(
         population = DevicePopulation.zipf(mech.domain)
         drawn = f"zipf over 0..{mech.domain - 1}"
 
-    def batches() -> Any:
+    step = max(1, min(_BATCH, _BATCH_BYTES // record))
+
+    def batches() -> Any:  # values drawn _BATCH at a time, randomized `step` at a time
         for start in range(0, n, _BATCH):
             size = min(_BATCH, n - start)
             if mechanism == WAVE:  # clipped: lower + scale * x may round past upper
                 x = np.minimum(mech.lower + scale * gen.beta(2.0, 5.0, size), mech.upper)
             else:
                 x = population.draw(size, rng=gen)
-            yield mech.randomize(x, rng=gen)
+            for first in range(0, size, step):
+                yield mech.randomize(x[first : first + step], rng=gen)
 
     written = run.write(mech, n, batches())
     data = {

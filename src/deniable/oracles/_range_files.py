@@ -4,7 +4,8 @@ writes and reads it) and the mechanism a key names.
 **A range mechanism's record** (:class:`~deniable.oracles.HierarchicalHistogram`,
 :class:`~deniable.oracles.HaarHRR`): its level oracles' reports share one item type (the
 same oracle at every level: packed bits are bytes, a Hadamard response's report an
-``<i8``, a hashed report ``<u8`` words, k-ary randomized response's an ``<u2``), so a
+integer, a hashed report ``<u8`` words, k-ary randomized response's category an unsigned
+integer, the widest level's type for every level), so a
 report is the device's level ``l`` (a little-endian ``uint16``: two items of a byte type,
 else one item) then the level oracle's report, its items padded with zeros to the widest
 level's ``W``.  A padding item that is not zero, or a level past the last, is refused.
@@ -120,10 +121,11 @@ def level_layout(mechanism: Any) -> tuple[np.dtype[Any], int, tuple[int, ...], t
     for oracle in mechanism.levels:
         sample = np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0))
         kinds.append((_level_record(oracle), sample.ndim > 1))
-    dtypes = {d for (d, _), _ in kinds}
-    if len(dtypes) != 1:  # pragma: no cover - one oracle class at every level
+    # one oracle class at every level; k-ary RR's categories widen with k (uint16, then
+    # uint32 past 65,536 values): the widest holds every level's
+    dtype = np.result_type(*{d for (d, _), _ in kinds}).newbyteorder("<")
+    if dtype.kind not in "iu":  # pragma: no cover - integer reports of one oracle class
         raise DataError(f"the levels of {mechanism.name!r} write reports of several types.")
-    dtype = dtypes.pop()
     return (dtype, max(1, 2 // dtype.itemsize), tuple(w for (_, w), _ in kinds),
             tuple(r for _, r in kinds))  # fmt: skip
 
