@@ -37,6 +37,22 @@ from deniable.cli._telemetry_heavy import (
     simulate_heavy,
 )
 from deniable.cli._telemetry_oracle import simulate_oracle
+from deniable.cli._telemetry_ranges import (
+    ORDERED,
+    BinsOpt,
+    BranchingOpt,
+    DomainOpt,
+    LevelOracleOpt,
+    LowerOpt,
+    QuantileOpt,
+    RangeOpt,
+    UpperOpt,
+    aggregate_ordered,
+    aggregate_ordered_tables,
+    not_ordered,
+    not_ordered_query,
+    simulate_ordered,
+)
 from deniable.cli._telemetry_rappor import (
     RAPPOR,
     AlphaOpt,
@@ -172,7 +188,8 @@ def simulate_command(
         typer.Option(
             "--mechanism",
             help=f"The oracle: {', '.join(MECHANISMS)}, {RAPPOR}, a count mean sketch of "
-            f"strings: {', '.join(SKETCHES)}, or heavy hitters: {', '.join(HEAVY)}.",
+            f"strings: {', '.join(SKETCHES)}, heavy hitters: {', '.join(HEAVY)}, or ranges and "
+            f"distributions of numbers: {', '.join(ORDERED)}.",
         ),
     ] = "olh",
     candidates: CandidatesOpt = None,
@@ -189,6 +206,12 @@ def simulate_command(
     max_bytes: MaxBytesOpt = None,
     start_bits: StartBitsOpt = None,
     step_bits: StepBitsOpt = None,
+    domain: DomainOpt = None,
+    branching: BranchingOpt = None,
+    level_oracle: LevelOracleOpt = None,
+    lower: LowerOpt = None,
+    upper: UpperOpt = None,
+    bins: BinsOpt = None,
     seed: SeedOpt = None,
     file_format: Annotated[
         str | None,
@@ -211,25 +234,32 @@ def simulate_command(
     packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
     same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
     the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes
-    and PEM's --start-bits, --step-bits."""
+    and PEM's --start-bits, --step-bits; the range mechanisms (hierarchical-histogram,
+    haar-hrr: --domain values by Zipf's law) and square-wave (Beta(2, 5) numbers on [--lower,
+    --upper]) with --epsilon and their own options."""
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
 
-    if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY):
+    if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY, *ORDERED):
         fail(
             f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, "
-            f"{', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, got {mechanism!r}."
+            f"{', '.join(ORDERED)}, {', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, got "
+            f"{mechanism!r}."
         )
     heavy = {"max-bytes": max_bytes, "start-bits": start_bits, "step-bits": step_bits}
     rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
                      "p": irr_p, "q": irr_q}  # fmt: skip
     shape = {"sketch-rows": sketch_rows, "sketch-columns": sketch_columns, "salt": salt}
+    ordered = {"domain": domain, "branching": branching, "level-oracle": level_oracle,
+               "lower": lower, "upper": upper, "bins": bins}  # fmt: skip
+    if mechanism not in ORDERED:  # the ranges and Square Wave check their own
+        not_ordered(mechanism, ordered)
     if mechanism not in HEAVY:  # PEM and TreeHist check their own (_telemetry_heavy)
         not_heavy(mechanism, heavy)
     if mechanism not in SKETCHES:  # the sketches check their own (_telemetry_sketch)
         not_sketch(mechanism, shape)
-    if mechanism not in (*SKETCHES, *HEAVY):
+    if mechanism not in (*SKETCHES, *HEAVY, *ORDERED):
         check_simulate_options(mechanism, rappor_params, candidates=candidates, values=values,
                                devices=devices, k=k, epsilon=epsilon)  # fmt: skip
     target = claim_output(
@@ -251,6 +281,9 @@ def simulate_command(
         dims = {"k": sketch_rows, "m": sketch_columns, "salt": salt}
         return simulate_sketch(run, mechanism=mechanism, epsilon=epsilon,
                                others={"k": k, **rappor_params}, shape=dims)  # fmt: skip
+    if mechanism in ORDERED:  # values of an ordered domain, numbers (_telemetry_ranges)
+        return simulate_ordered(run, mechanism=mechanism, epsilon=epsilon, params=ordered,
+                                others={"k": k, **rappor_params})  # fmt: skip
     if mechanism in HEAVY:  # strings, prefix by prefix (_telemetry_heavy)
         return simulate_heavy(run, mechanism=mechanism, epsilon=epsilon,
                               others={"k": k, **rappor_params}, params=heavy)  # fmt: skip
@@ -325,6 +358,8 @@ def aggregate_command(
     penalty: PenaltyOpt = None,
     alpha: AlphaOpt = 0.05,
     top_k: TopKOpt = None,
+    ranges: RangeOpt = None,
+    quantiles: QuantileOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -334,9 +369,12 @@ def aggregate_command(
     A telemetry stream's days are report tables: --stream-root ROOT --stream ID [--start DAY]
     [--end DAY] instead of FILE.  Intervals and rows are computed for the categories shown
     only (--rows, at most 65,536).  RAPPOR's reports (a report file or tables) are decoded
-    against --candidates; PEM's and TreeHist's give the strings found, without them."""
+    against --candidates; PEM's and TreeHist's give the strings found, without them; the
+    range mechanisms' answer --range A:B and --quantile Q, Square Wave's give the mean and
+    --quantile Q."""
     from deniable.oracles import (
         Rappor,
+        is_range_key,
         oracle_from_key,
         read_report_key,
         sketch_from_key,
@@ -349,6 +387,7 @@ def aggregate_command(
         fail(f"`--rows` must be at most {MAX_ROWS:,} (the categories shown), got {rows}.")
     refused = {"`--candidates`": candidates is not None, "`--rows`": rows is not None,
                "`--method`": method != "nnls", "`--penalty`": penalty is not None}  # fmt: skip
+    heavy_opts = {"`--top-k`": top_k is not None, "`--alpha`": alpha != 0.05}
     tables = table_source(file, stream_root=stream_root, stream=stream, start=start, end=end,
                           mechanism=mechanism)  # fmt: skip
     if tables is None:
@@ -360,6 +399,11 @@ def aggregate_command(
             )
         with guard_io(f"read {file!r}"):
             key = read_report_key(file)
+        if is_range_key(key):  # ranges, quantiles, distributions (_telemetry_ranges)
+            return aggregate_ordered(file, key, refused={**refused, **heavy_opts},
+                                     ranges=ranges, quantiles=quantiles, level=level,
+                                     batch=batch, as_json=as_json)  # fmt: skip
+        not_ordered_query(file, ranges, quantiles)
         if key.partition("{")[0] in HEAVY:  # heavy hitters found, no dictionary
             return aggregate_heavy(file, key, refused=refused, top_k=top_k, alpha=alpha,
                                    level=level, batch=batch, as_json=as_json)  # fmt: skip
@@ -387,6 +431,13 @@ def aggregate_command(
             None if local_workers else "synchronous"
         )  # fmt: skip
         cand = None
+        if getattr(tables.oracle, "name", None) in ORDERED:  # ranges, distributions
+            return aggregate_ordered_tables(tables, mechanism,
+                                            refused={**refused, **heavy_opts}, ranges=ranges,
+                                            quantiles=quantiles, level=level, scheduler=where,
+                                            batch=batch, local_workers=max(local_workers, 1),
+                                            as_json=as_json)  # fmt: skip
+        not_ordered_query(tables.label, ranges, quantiles)
         if getattr(tables.oracle, "name", None) in HEAVY:  # each round on the cluster
             return aggregate_heavy_tables(tables, refused=refused, top_k=top_k, alpha=alpha,
                                           level=level, scheduler=where, batch=batch,

@@ -40,26 +40,37 @@ def resolve_mechanism(mechanism: Any) -> Any:
     heavy-hitter protocol), its key (``olh{...}``, ``rappor{...}``, ``cms{...}``,
     ``pem{...}``, as a report file or a Parquet table carries it) or its spec (a mapping or
     JSON text, schema ``deniable.oracle/1``, RAPPOR's
-    ``deniable.rappor-spec/1`` or the sketches' ``deniable.cms-spec/1``)."""
+    ``deniable.rappor-spec/1``, the sketches' ``deniable.cms-spec/1``, the range mechanisms'
+    ``deniable.range-spec/1`` or Square Wave's ``deniable.square-wave-spec/1``)."""
     from deniable.oracles import (
         CMS_SPEC_SCHEMA,
         PEM,
+        RANGE_SPEC_SCHEMA,
         RAPPOR_SPEC_SCHEMA,
+        SQUARE_WAVE_SPEC_SCHEMA,
         Rappor,
         TreeHist,
         cms_from_spec,
         heavy_from_key,
         is_heavy_key,
+        is_range_key,
         oracle_from_key,
         oracle_from_spec,
+        range_from_key,
+        range_from_spec,
         rappor_from_spec,
         sketch_from_key,
+        square_wave_from_spec,
     )
 
     def from_spec(spec: Any) -> Any:
         schema = spec.get("schema") if isinstance(spec, Mapping) else None
         if schema == RAPPOR_SPEC_SCHEMA:
             return rappor_from_spec(spec)
+        if schema == RANGE_SPEC_SCHEMA:
+            return range_from_spec(spec)
+        if schema == SQUARE_WAVE_SPEC_SCHEMA:
+            return square_wave_from_spec(spec)
         return cms_from_spec(spec) if schema == CMS_SPEC_SCHEMA else oracle_from_spec(spec)
 
     if isinstance(mechanism, str) and mechanism.strip().startswith("{"):
@@ -75,6 +86,8 @@ def resolve_mechanism(mechanism: Any) -> Any:
             return sketch_from_key(key)
         if is_heavy_key(key):  # heavy hitters: estimated round by round (_heavy)
             return heavy_from_key(key)
+        if is_range_key(key):  # ranges and Square Wave: a level and its report; a cell
+            return range_from_key(key)
         return oracle_from_key(key)
     if isinstance(mechanism, Rappor | PEM | TreeHist) or (
         hasattr(mechanism, "randomize") and hasattr(mechanism, "tally")

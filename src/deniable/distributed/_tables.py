@@ -17,7 +17,12 @@ HCMS report one ``int64`` column ``report`` (``deniable.oracles._sketch_files``)
 heavy-hitter report (:class:`~deniable.oracles.PEM`, :class:`~deniable.oracles.TreeHist`)
 is a ``group`` column (``uint16``: the device's group, which round reads it) then its
 ``l W + 1`` words ``report_0 .. report_{l W}`` (``uint64``: the rows of its hash, then its
-bucket; ``deniable.oracles._heavy_files``).
+bucket; ``deniable.oracles._heavy_files``).  A report of a range mechanism
+(:class:`~deniable.oracles.HierarchicalHistogram`, :class:`~deniable.oracles.HaarHRR`) is a
+``level`` column (``uint16``) then its level oracle's report, padded with zeros to the widest
+level's ``W`` items: ``report`` when ``W = 1``, else ``report_0 .. report_{W-1}``, of the
+level reports' item type (``deniable.oracles._range_files``); a Square Wave report is its
+cell, one ``uint16`` column ``report``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,14 @@ import numpy.typing as npt
 
 from deniable.common import atomic_write
 from deniable.common import validation as v
+from deniable.distributed._range_tables import (
+    LEVEL_COLUMN,
+    range_from_columns,
+    range_layout,
+    range_mechanism,
+    range_to_columns,
+    square_wave,
+)
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 
 __all__ = [
@@ -120,6 +133,11 @@ def record(oracle: Any) -> tuple[np.dtype[Any], int]:
         return np.dtype(np.uint64), 1 + heavy.oracle(heavy.levels[0]).report_width
     if _sketch(oracle) is not None:  # HCMS: strings in, so no report of the value 0
         return np.dtype(np.int64), 1
+    if range_mechanism(oracle) is not None:  # the level (one item), then W items
+        dtype, _, width = range_layout(oracle)
+        return dtype, 1 + width
+    if square_wave(oracle) is not None:
+        return np.dtype(np.uint16), 1
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`mechanism` must be a frequency oracle (randomize and tally), got "
@@ -136,7 +154,9 @@ def two_dimensional(oracle: Any) -> bool:
     ``(m, 1)``, not ``(m,)``."""
     if _rappor(oracle) is not None or _cms(oracle) is not None or _heavy(oracle) is not None:
         return True
-    if _sketch(oracle) is not None:
+    if range_mechanism(oracle) is not None:
+        return True
+    if _sketch(oracle) is not None or square_wave(oracle) is not None:
         return False
     return bool(np.asarray(oracle.randomize(np.zeros(1, dtype=np.int64), rng=0)).ndim > 1)
 
@@ -162,6 +182,9 @@ def report_columns(oracle: Any) -> tuple[str, ...]:
     _, width = record(oracle)
     if _heavy(oracle) is not None:
         return (GROUP_COLUMN, *(f"report_{i}" for i in range(width - 1)))
+    if range_mechanism(oracle) is not None:
+        items = ("report",) if width == 2 else tuple(f"report_{i}" for i in range(width - 1))
+        return (LEVEL_COLUMN, *items)
     return ("report",) if width == 1 else tuple(f"report_{i}" for i in range(width))
 
 
@@ -171,7 +194,7 @@ def column_dtypes(oracle: Any) -> tuple[np.dtype[Any], ...]:
     dtype, width = record(oracle)
     if _rappor(oracle) is not None or _cms(oracle) is not None:
         return (_COHORT, *([dtype] * (width - _COHORT.itemsize)))
-    if _heavy(oracle) is not None:
+    if _heavy(oracle) is not None or range_mechanism(oracle) is not None:
         return (_COHORT, *([dtype] * (width - 1)))
     return (dtype,) * width
 
@@ -195,6 +218,8 @@ def to_columns(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
 
         rec = heavy_records(heavy, reports)
         return [rec[:, 0].astype(_COHORT), *(rec[:, i] for i in range(1, rec.shape[1]))]
+    if range_mechanism(oracle) is not None:  # each level's reports checked by its oracle
+        return range_to_columns(oracle, reports)
     arr = np.asarray(reports)
     check = getattr(oracle, "check_reports", None) or oracle.tally
     check(arr)  # shape, dtype and range, naming `reports`
@@ -232,6 +257,10 @@ def from_columns(oracle: Any, columns: Sequence[npt.NDArray[Any]]) -> Any:
             packed[:, i] = col
         return cms._reports(SketchReports(rows, packed))  # rows past k, padding bits refused
     dtype, width = record(oracle)
+    if (
+        range_mechanism(oracle) is not None
+    ):  # the records: each level's reports checked by its tally
+        return range_from_columns(oracle, columns)
     heavy = _heavy(oracle)
     if heavy is not None:  # the records: each group's reports are checked by its round
         rec = np.empty((np.asarray(columns[0]).size, width), dtype=np.uint64)

@@ -55,6 +55,9 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`SquareWave`         Square Wave (Li et al. 2020): the distribution of bounded
                           numbers by EM with smoothing (:class:`SquareWaveEstimate`: the
                           mean, quantiles, bootstrap intervals)
+:func:`range_spec`          the range mechanisms and Square Wave as versioned JSON
+:func:`square_wave_spec`    (:func:`range_from_spec`, :func:`square_wave_from_spec` read
+                          them); :func:`range_from_key` the mechanism of a report file's key
 :class:`PEM`, :class:`TreeHist`  heavy hitters over an unknown domain of strings (prefix
                           extension, binary prefix tree): :class:`HeavyHitters`;
                           :func:`heavy_from_key` the protocol of a report file's key,
@@ -133,6 +136,25 @@ from deniable.oracles._multi_choose import MULTI_CRITERION, MultiChoice, choose_
 from deniable.oracles._numeric import DuchiMechanism, PiecewiseMechanism
 from deniable.oracles._numeric_base import MeanChannel
 from deniable.oracles._onebit import OneBitMean, OneBitMeanMemo
+from deniable.oracles._range_files import (
+    is_range_key,
+    range_from_key,
+    range_from_records,
+    range_records,
+)
+from deniable.oracles._range_spec import (
+    RANGE_SPEC_SCHEMA,
+    SQUARE_WAVE_SPEC_SCHEMA,
+    range_from_spec,
+    range_spec,
+    square_wave_from_spec,
+    square_wave_spec,
+)
+from deniable.oracles._range_vectors import (
+    RANGE_VECTORS_SCHEMA,
+    dump_range_vectors,
+    range_vectors,
+)
 from deniable.oracles._ranges import (
     QUANTILE_METHOD,
     LevelReports,
@@ -196,9 +218,12 @@ __all__ = [
     "OUE",
     "PEM",
     "QUANTILE_METHOD",
+    "RANGE_SPEC_SCHEMA",
+    "RANGE_VECTORS_SCHEMA",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SFP",
+    "SQUARE_WAVE_SPEC_SCHEMA",
     "SUE",
     "ConsistentFrequencies",
     "CountMeanSketch",
@@ -260,12 +285,14 @@ __all__ = [
     "cms_spec",
     "collision_probability",
     "dump_oracle_vectors",
+    "dump_range_vectors",
     "exact_variance",
     "heavy_from_key",
     "heavy_from_records",
     "heavy_key",
     "heavy_records",
     "is_heavy_key",
+    "is_range_key",
     "make_oracle",
     "maximum_likelihood",
     "oracle_from_key",
@@ -274,6 +301,12 @@ __all__ = [
     "oracle_vectors",
     "post_processing_study",
     "project_to_simplex",
+    "range_from_key",
+    "range_from_records",
+    "range_from_spec",
+    "range_records",
+    "range_spec",
+    "range_vectors",
     "rappor_from_key",
     "rappor_from_spec",
     "rappor_spec",
@@ -285,6 +318,8 @@ __all__ = [
     "sampling_variance",
     "sketch_from_key",
     "square_wave_b",
+    "square_wave_from_spec",
+    "square_wave_spec",
     "string_digest",
     "support_probabilities",
     "tally_batches",

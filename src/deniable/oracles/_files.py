@@ -67,6 +67,8 @@ from deniable.oracles._file_header import (
 )
 from deniable.oracles._heavy_files import heavy_record, heavy_records
 from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
+from deniable.oracles._range_files import range_from_records, range_record, range_records
+from deniable.oracles._ranges import LevelReports, LevelSampled
 from deniable.oracles._rappor import Rappor, RapporReports
 from deniable.oracles._rappor_files import (
     COHORT_BYTES,
@@ -76,6 +78,7 @@ from deniable.oracles._rappor_files import (
 )
 from deniable.oracles._sketch import SketchReports
 from deniable.oracles._sketch_files import sketch_from_records, sketch_record, sketch_records
+from deniable.oracles._square_wave import SquareWave
 
 __all__ = [
     "REPORTS_MAGIC",
@@ -101,6 +104,8 @@ def _record(oracle: Any) -> tuple[np.dtype[Any], int, bool]:
         return sketch_record(oracle)
     if isinstance(oracle, PEM | TreeHist):  # the group, then the report (_heavy_files)
         return heavy_record(oracle)
+    if isinstance(oracle, LevelSampled | SquareWave):  # the level, then its report; a cell
+        return range_record(oracle)
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`oracle` must be a frequency oracle (randomize and tally), got "
@@ -127,8 +132,8 @@ def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayL
     The reports are checked first (as the oracle's ``tally`` checks them), so a file is
     never written with reports its oracle would refuse.
     """
-    if isinstance(reports, RapporReports | SketchReports | HeavyHitterReports):
-        n = reports.n if isinstance(reports, HeavyHitterReports) else len(reports)
+    if isinstance(reports, RapporReports | SketchReports | HeavyHitterReports | LevelReports):
+        n = reports.n if isinstance(reports, HeavyHitterReports | LevelReports) else len(reports)
         return write_report_batches(path, oracle, n, [reports])
     arr = np.asarray(reports)
     n = int(arr.shape[0]) if arr.ndim else 0
@@ -179,6 +184,8 @@ def write_report_batches(
                     arr = sketch_records(oracle, reports)
                 elif heavy is not None:  # each group's reports checked by its oracle
                     arr = heavy_records(heavy, reports)
+                elif isinstance(oracle, LevelSampled):  # each level's by its oracle
+                    arr = range_records(oracle, reports)
                 else:
                     arr = np.asarray(reports)
                     _check(oracle, arr)  # shape, dtype and range, naming `reports`
@@ -240,11 +247,13 @@ def tally_file(
             records = rappor_from_records
         elif isinstance(oracle, CMS):
             records = sketch_from_records
+        elif isinstance(oracle, LevelSampled):
+            records = range_from_records
         for done, chunk in read_batches(fh, name, n, dtype, width, size):
             reports = chunk if rows else chunk.reshape(-1)
-            if records is not None:
+            if records is not None:  # a bad record or report refused naming the file
                 first = done - reports.shape[0]
-                part = oracle.tally(_record_reports(records, oracle, reports, name, first))
+                part = _record_reports(_tally_of(records), oracle, reports, name, first)
             else:
                 part = oracle.tally(reports.astype(dtype.newbyteorder("="), copy=False))
             total = part if total is None else total + part
@@ -254,16 +263,25 @@ def tally_file(
         empty = np.empty((0, width) if rows else 0, dtype=dtype)
         if isinstance(oracle, CMS):
             return oracle.tally(sketch_from_records(oracle, empty))
+        if isinstance(oracle, LevelSampled):
+            return oracle.tally(range_from_records(oracle, empty))
         total = oracle.tally(rappor_from_records(rappor, empty) if rappor else empty)
     return total
+
+
+def _tally_of(
+    from_records: Callable[[Any, npt.NDArray[Any]], Any],
+) -> Callable[[Any, npt.NDArray[Any]], Tally]:
+    """The tally of the reports ``from_records`` makes of record rows."""
+    return lambda mechanism, rows: mechanism.tally(from_records(mechanism, rows))
 
 
 def _record_reports(
     from_records: Callable[[Any, npt.NDArray[Any]], Any], mechanism: Any,
     rows: npt.NDArray[Any], path: str, done: int,
 ) -> Any:  # fmt: skip
-    """The reports (CMS's or RAPPOR's) ``from_records`` makes of record rows; a bad row is
-    refused naming the file and the rows."""
+    """What ``from_records`` makes of record rows (CMS's, RAPPOR's or a range mechanism's
+    reports, or their tally); a bad row is refused naming the file and the rows."""
     try:
         return from_records(mechanism, rows)
     except DeniableError as exc:

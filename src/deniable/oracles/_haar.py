@@ -85,8 +85,10 @@ class HaarHRR(LevelSampled):
         object.__setattr__(self, "requested_epsilon", check_epsilon(self.requested_epsilon))
 
     def parameters(self) -> dict[str, Any]:
-        """The domain and every level's Hadamard response key."""
-        return {"domain": self.domain, "levels": [o.key for o in self.levels]}
+        """The domain, the requested epsilon and every level's Hadamard response key (the
+        key names what builds the mechanism, so it parses back: ``oracles.range_from_key``)."""
+        return {"domain": self.domain, "requested_epsilon": self.requested_epsilon,
+                "levels": [o.key for o in self.levels]}  # fmt: skip
 
     @property
     def height(self) -> int:

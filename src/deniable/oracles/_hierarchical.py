@@ -177,8 +177,11 @@ class HierarchicalHistogram(LevelSampled):
         v.choice("oracle", self.oracle, HIERARCHY_ORACLES)
 
     def parameters(self) -> dict[str, Any]:
-        """The domain, the branching factor and every level oracle's key."""
+        """The domain, the branching factor, the requested epsilon, the level oracle's name
+        and every level oracle's key: the key names what builds the mechanism (so it parses
+        back, ``oracles.range_from_key``) and the oracles it built."""
         return {"domain": self.domain, "branching": self.branching,
+                "requested_epsilon": self.requested_epsilon, "oracle": self.oracle,
                 "levels": [o.key for o in self.levels]}  # fmt: skip
 
     @property
