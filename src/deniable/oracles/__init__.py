@@ -161,6 +161,11 @@ from deniable.oracles._spec import (
 )
 from deniable.oracles._square_wave import SquareWave, square_wave_b
 from deniable.oracles._square_wave_em import SquareWaveEstimate
+from deniable.oracles._string_keys import (
+    is_string_protocol_key,
+    rappor_ngram_from_key,
+    sfp_from_key,
+)
 from deniable.oracles._study import METHODS, PostProcessingStudy, post_processing_study
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE, UnaryEncoding
@@ -266,6 +271,7 @@ __all__ = [
     "heavy_key",
     "heavy_records",
     "is_heavy_key",
+    "is_string_protocol_key",
     "make_oracle",
     "maximum_likelihood",
     "oracle_from_key",
@@ -276,6 +282,7 @@ __all__ = [
     "project_to_simplex",
     "rappor_from_key",
     "rappor_from_spec",
+    "rappor_ngram_from_key",
     "rappor_spec",
     "read_heavy_file",
     "read_report_key",
@@ -283,6 +290,7 @@ __all__ = [
     "report_epsilon",
     "rsfd_attribute_epsilon",
     "sampling_variance",
+    "sfp_from_key",
     "sketch_from_key",
     "square_wave_b",
     "string_digest",
