@@ -61,7 +61,10 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           :func:`read_heavy_file` its reports
 :class:`SFP`                Sequence Fragment Puzzle (Apple 2017): frequent strings from a
                           fragment sketch with puzzle pieces and a whole-string sketch
-                          (:class:`SFPResult`)
+                          (:class:`SFPResult`); :func:`sfp_from_key` the protocol of a
+                          report file's key (its file tallied by :func:`tally_file`);
+                          :func:`rappor_ngram_from_key` likewise for :class:`RapporNgram`,
+                          :func:`read_ngram_file` its reports
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -161,6 +164,13 @@ from deniable.oracles._spec import (
 )
 from deniable.oracles._square_wave import SquareWave, square_wave_b
 from deniable.oracles._square_wave_em import SquareWaveEstimate
+from deniable.oracles._string_files import (
+    ngram_from_records,
+    ngram_records,
+    read_ngram_file,
+    sfp_from_records,
+    sfp_records,
+)
 from deniable.oracles._string_keys import (
     is_string_protocol_key,
     rappor_ngram_from_key,
@@ -274,6 +284,8 @@ __all__ = [
     "is_string_protocol_key",
     "make_oracle",
     "maximum_likelihood",
+    "ngram_from_records",
+    "ngram_records",
     "oracle_from_key",
     "oracle_from_spec",
     "oracle_spec",
@@ -285,12 +297,15 @@ __all__ = [
     "rappor_ngram_from_key",
     "rappor_spec",
     "read_heavy_file",
+    "read_ngram_file",
     "read_report_key",
     "read_report_metadata",
     "report_epsilon",
     "rsfd_attribute_epsilon",
     "sampling_variance",
     "sfp_from_key",
+    "sfp_from_records",
+    "sfp_records",
     "sketch_from_key",
     "square_wave_b",
     "string_digest",
