@@ -25,6 +25,20 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, SeedOpt, fresh_seed
 from deniable.cli._render import emit_json, print_table, show
+from deniable.cli._telemetry_discovery import (
+    DISCOVERY,
+    AlphabetOpt,
+    EdgeThresholdOpt,
+    FragmentShareOpt,
+    GramOpt,
+    MaxLengthOpt,
+    PairsOpt,
+    PuzzleBitsOpt,
+    SketchKindOpt,
+    aggregate_discovery,
+    not_discovery,
+    simulate_discovery,
+)
 from deniable.cli._telemetry_heavy import (
     HEAVY,
     MaxBytesOpt,
@@ -172,7 +186,7 @@ def simulate_command(
         typer.Option(
             "--mechanism",
             help=f"The oracle: {', '.join(MECHANISMS)}, {RAPPOR}, a count mean sketch of "
-            f"strings: {', '.join(SKETCHES)}, or heavy hitters: {', '.join(HEAVY)}.",
+            f"strings: {', '.join(SKETCHES)}, or heavy hitters: {', '.join(HEAVY + DISCOVERY)}.",
         ),
     ] = "olh",
     candidates: CandidatesOpt = None,
@@ -189,6 +203,13 @@ def simulate_command(
     max_bytes: MaxBytesOpt = None,
     start_bits: StartBitsOpt = None,
     step_bits: StepBitsOpt = None,
+    alphabet: AlphabetOpt = None,
+    max_length: MaxLengthOpt = None,
+    puzzle_bits: PuzzleBitsOpt = None,
+    fragment_share: FragmentShareOpt = None,
+    sketch_kind: SketchKindOpt = None,
+    gram: GramOpt = None,
+    pairs: PairsOpt = None,
     seed: SeedOpt = None,
     file_format: Annotated[
         str | None,
@@ -211,25 +232,32 @@ def simulate_command(
     packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
     same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
     the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes
-    and PEM's --start-bits, --step-bits."""
+    and PEM's --start-bits, --step-bits; SFP and RAPPOR's n-grams (--mechanism sfp or
+    rappor-ngram) with --alphabet, --max-length and their own (docs/heavy-hitters.md)."""
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
 
-    if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY):
+    if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY, *DISCOVERY):
         fail(
             f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, "
-            f"{', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, got {mechanism!r}."
+            f"{', '.join(DISCOVERY)}, {', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, "
+            f"got {mechanism!r}."
         )
     heavy = {"max-bytes": max_bytes, "start-bits": start_bits, "step-bits": step_bits}
     rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
                      "p": irr_p, "q": irr_q}  # fmt: skip
     shape = {"sketch-rows": sketch_rows, "sketch-columns": sketch_columns, "salt": salt}
+    found = {"alphabet": alphabet, "max-length": max_length, "puzzle-bits": puzzle_bits,
+             "fragment-share": fragment_share, "sketch": sketch_kind, "gram": gram,
+             "pairs": pairs}  # fmt: skip
+    if mechanism not in DISCOVERY:  # SFP and RAPPOR n-grams check their own (_discovery)
+        not_discovery(mechanism, found)
     if mechanism not in HEAVY:  # PEM and TreeHist check their own (_telemetry_heavy)
         not_heavy(mechanism, heavy)
-    if mechanism not in SKETCHES:  # the sketches check their own (_telemetry_sketch)
+    if mechanism not in (*SKETCHES, *DISCOVERY):  # the sketches check their own
         not_sketch(mechanism, shape)
-    if mechanism not in (*SKETCHES, *HEAVY):
+    if mechanism not in (*SKETCHES, *HEAVY, *DISCOVERY):
         check_simulate_options(mechanism, rappor_params, candidates=candidates, values=values,
                                devices=devices, k=k, epsilon=epsilon)  # fmt: skip
     target = claim_output(
@@ -251,6 +279,9 @@ def simulate_command(
         dims = {"k": sketch_rows, "m": sketch_columns, "salt": salt}
         return simulate_sketch(run, mechanism=mechanism, epsilon=epsilon,
                                others={"k": k, **rappor_params}, shape=dims)  # fmt: skip
+    if mechanism in DISCOVERY:  # strings from their fragments (_telemetry_discovery)
+        return simulate_discovery(run, mechanism=mechanism, options={
+            **found, **shape, **rappor_params, "epsilon": epsilon, "k": k})  # fmt: skip
     if mechanism in HEAVY:  # strings, prefix by prefix (_telemetry_heavy)
         return simulate_heavy(run, mechanism=mechanism, epsilon=epsilon,
                               others={"k": k, **rappor_params}, params=heavy)  # fmt: skip
@@ -325,6 +356,7 @@ def aggregate_command(
     penalty: PenaltyOpt = None,
     alpha: AlphaOpt = 0.05,
     top_k: TopKOpt = None,
+    edge_threshold: EdgeThresholdOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -360,6 +392,11 @@ def aggregate_command(
             )
         with guard_io(f"read {file!r}"):
             key = read_report_key(file)
+        if key.partition("{")[0] in DISCOVERY:  # strings from fragments, no dictionary
+            return aggregate_discovery(file, key, refused={**refused, "`--top-k`": top_k
+                                       is not None}, alpha=alpha, edge_threshold=edge_threshold,
+                                       level=level, batch=batch, as_json=as_json)  # fmt: skip
+        not_discovery(key.partition("{")[0], {"edge-threshold": edge_threshold})
         if key.partition("{")[0] in HEAVY:  # heavy hitters found, no dictionary
             return aggregate_heavy(file, key, refused=refused, top_k=top_k, alpha=alpha,
                                    level=level, batch=batch, as_json=as_json)  # fmt: skip
