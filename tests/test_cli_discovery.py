@@ -127,6 +127,22 @@ def test_the_ngram_edge_threshold_is_the_servers_choice(
     assert data["edge_threshold"] == 0.9 and data["candidates"] == [] and data["strings"] == []
 
 
+@pytest.mark.parametrize("name", ["sfp", "rappor-ngram"])
+def test_a_table_on_dask_gives_the_files_answer(
+    runner: CliRunner, tmp_path: Path, simulated: dict[str, Any], name: str
+) -> None:
+    """The same seed writes the same reports to a file and a Parquet table; the table
+    aggregated in process (--local-workers 0) gives the file's answer, every number."""
+    args = [*SFP_ARGS, "--salt", 3] if name == "sfp" else NGRAM_ARGS
+    table = tmp_path / "r.parquet"
+    _json(run(runner, "telemetry", "simulate", "--mechanism", name, "--out", table,
+              "--values", simulated["values"], *args, "--seed", 5, "--json"))  # fmt: skip
+    a = _json(run(runner, "telemetry", "aggregate", simulated[name][0], "--json"))
+    b = _json(run(runner, "telemetry", "aggregate", table, "--local-workers", 0, "--json"))
+    assert a.pop("file") != b.pop("file") and a == b
+    assert set(PLANTED) <= {r["string"] for r in a["heavy_hitters" if name == "sfp" else "strings"]}
+
+
 def _bad(tmp: Path, name: str, data: bytes) -> Path:
     path = tmp / name
     path.write_bytes(data)

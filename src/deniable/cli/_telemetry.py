@@ -36,6 +36,7 @@ from deniable.cli._telemetry_discovery import (
     PuzzleBitsOpt,
     SketchKindOpt,
     aggregate_discovery,
+    aggregate_discovery_tables,
     not_discovery,
     simulate_discovery,
 )
@@ -424,6 +425,14 @@ def aggregate_command(
             None if local_workers else "synchronous"
         )  # fmt: skip
         cand = None
+        if getattr(tables.oracle, "name", None) in DISCOVERY:  # tallies, then likelihoods
+            return aggregate_discovery_tables(tables, refused={**refused, "`--top-k`": top_k
+                                              is not None}, alpha=alpha, level=level,
+                                              edge_threshold=edge_threshold, scheduler=where,
+                                              batch=batch, local_workers=max(local_workers, 1),
+                                              as_json=as_json)  # fmt: skip
+        not_discovery(str(getattr(tables.oracle, "name", "these reports")),
+                      {"edge-threshold": edge_threshold})  # fmt: skip
         if getattr(tables.oracle, "name", None) in HEAVY:  # each round on the cluster
             return aggregate_heavy_tables(tables, refused=refused, top_k=top_k, alpha=alpha,
                                           level=level, scheduler=where, batch=batch,

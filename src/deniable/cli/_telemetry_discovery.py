@@ -40,6 +40,7 @@ __all__ = [
     "PuzzleBitsOpt",
     "SketchKindOpt",
     "aggregate_discovery",
+    "aggregate_discovery_tables",
     "not_discovery",
     "simulate_discovery",
 ]
@@ -258,9 +259,6 @@ def simulate_discovery(run: Simulation, *, mechanism: str, options: dict[str, An
     from deniable.oracles import SFP, ngram_records, sfp_records
 
     run.require_pyarrow()
-    if run.target.format != "reports":
-        fail(f"`--format {run.target.format}`: {mechanism} reports are written to report "
-             "files (.dnrp) only, for now.")  # fmt: skip
     gen = np.random.default_rng(run.seed)
     protocol = _protocol(mechanism, options, gen)
     strings, n = run.strings(mechanism)
@@ -316,11 +314,7 @@ def aggregate_discovery(
     )
 
     mechanism = key.partition("{")[0]
-    _refuse(file, {**refused, "`--edge-threshold`": (
-        edge_threshold is not None and mechanism != NGRAM_NAME)}, mechanism)  # fmt: skip
-    _in_range("alpha", alpha, 0, 1, open_=True)
-    if edge_threshold is not None:
-        _in_range("edge-threshold", edge_threshold, 0, 1, open_=True)
+    _check_choices(file, mechanism, refused, alpha, edge_threshold)
     if mechanism == SFP_NAME:
         protocol: Any = sfp_from_key(key, alpha=alpha)
         with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as bar:
@@ -332,6 +326,45 @@ def aggregate_discovery(
         reports = read_ngram_file(protocol, file, batch=batch, progress=bar)
     found = protocol.discover(reports, alpha=alpha, edge_threshold=edge_threshold or 0.02)
     show_discovery(protocol, found, file, level, as_json)
+
+
+def _check_choices(
+    label: str, mechanism: str, refused: dict[str, bool], alpha: float,
+    edge_threshold: float | None,
+) -> None:  # fmt: skip
+    """The server's options checked, each naming itself; options that do not apply refused."""
+    _refuse(label, {**refused, "`--edge-threshold`": (
+        edge_threshold is not None and mechanism != NGRAM_NAME)}, mechanism)  # fmt: skip
+    _in_range("alpha", alpha, 0, 1, open_=True)
+    if edge_threshold is not None:
+        _in_range("edge-threshold", edge_threshold, 0, 1, open_=True)
+
+
+def aggregate_discovery_tables(
+    tables: Any, *, refused: dict[str, bool], alpha: float, edge_threshold: float | None,
+    level: float, scheduler: Any, batch: int, local_workers: int, as_json: bool,
+) -> None:  # fmt: skip
+    """The strings SFP or RAPPOR's n-grams find in report tables
+    (``_telemetry_tables.TableSource``), their tallies and likelihoods computed on the Dask
+    cluster ``scheduler`` names (:func:`~deniable.distributed.aggregate_strings`)."""
+    from deniable.distributed import aggregate_strings
+
+    protocol = tables.oracle
+    _check_choices(tables.label, protocol.name, refused, alpha, edge_threshold)
+    if tables.stream is not None:
+        fail(f"`--stream` {tables.label!r}: a telemetry stream of {protocol.name} reports is "
+             "not aggregated yet; aggregate its Parquet files as FILE.")  # fmt: skip
+    with guard_io(f"read {tables.label!r}"):
+        found = aggregate_strings(
+            tables.file, protocol, scheduler=scheduler, batch=batch,
+            local_workers=local_workers, alpha=alpha,
+            edge_threshold=0.02 if edge_threshold is None else edge_threshold, level=level,
+        )  # fmt: skip
+    if protocol.name == SFP_NAME:  # the alpha it estimated with
+        from deniable.oracles import sfp_from_key
+
+        protocol = sfp_from_key(protocol.key, alpha=alpha)
+    show_discovery(protocol, found, tables.label, level, as_json)
 
 
 def show_discovery(protocol: Any, found: Any, label: str, level: float, as_json: bool) -> None:

@@ -45,14 +45,19 @@ def resolve_mechanism(mechanism: Any) -> Any:
         CMS_SPEC_SCHEMA,
         PEM,
         RAPPOR_SPEC_SCHEMA,
+        SFP,
         Rappor,
+        RapporNgram,
         TreeHist,
         cms_from_spec,
         heavy_from_key,
         is_heavy_key,
+        is_string_protocol_key,
         oracle_from_key,
         oracle_from_spec,
         rappor_from_spec,
+        rappor_ngram_from_key,
+        sfp_from_key,
         sketch_from_key,
     )
 
@@ -75,8 +80,10 @@ def resolve_mechanism(mechanism: Any) -> Any:
             return sketch_from_key(key)
         if is_heavy_key(key):  # heavy hitters: estimated round by round (_heavy)
             return heavy_from_key(key)
+        if is_string_protocol_key(key):  # SFP, RAPPOR n-grams: in steps (_strings)
+            return sfp_from_key(key) if key.startswith("sfp{") else rappor_ngram_from_key(key)
         return oracle_from_key(key)
-    if isinstance(mechanism, Rappor | PEM | TreeHist) or (
+    if isinstance(mechanism, Rappor | PEM | TreeHist | SFP | RapporNgram) or (
         hasattr(mechanism, "randomize") and hasattr(mechanism, "tally")
     ):
         record(mechanism)

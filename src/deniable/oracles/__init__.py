@@ -148,7 +148,14 @@ from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._rappor_files import rappor_from_key
 from deniable.oracles._rappor_ngram import RapporNgram
-from deniable.oracles._rappor_ngram_decode import NgramDiscovery, NgramReports
+from deniable.oracles._rappor_ngram_decode import (
+    NgramReports,
+    PairLabels,
+    PairLikelihoods,
+    discover_tallies,
+    pair_likelihoods,
+)
+from deniable.oracles._rappor_ngram_result import NgramDiscovery
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
@@ -170,6 +177,7 @@ from deniable.oracles._string_files import (
     read_ngram_file,
     sfp_from_records,
     sfp_records,
+    string_record,
 )
 from deniable.oracles._string_keys import (
     is_string_protocol_key,
@@ -248,6 +256,8 @@ __all__ = [
     "OneBitMean",
     "OneBitMeanMemo",
     "OracleChoice",
+    "PairLabels",
+    "PairLikelihoods",
     "PiecewiseMechanism",
     "PostProcessingStudy",
     "RangeAnswer",
@@ -274,6 +284,7 @@ __all__ = [
     "cms_from_spec",
     "cms_spec",
     "collision_probability",
+    "discover_tallies",
     "dump_oracle_vectors",
     "exact_variance",
     "heavy_from_key",
@@ -290,6 +301,7 @@ __all__ = [
     "oracle_from_spec",
     "oracle_spec",
     "oracle_vectors",
+    "pair_likelihoods",
     "post_processing_study",
     "project_to_simplex",
     "rappor_from_key",
@@ -309,6 +321,7 @@ __all__ = [
     "sketch_from_key",
     "square_wave_b",
     "string_digest",
+    "string_record",
     "support_probabilities",
     "tally_batches",
     "tally_file",

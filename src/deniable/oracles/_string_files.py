@@ -52,6 +52,7 @@ __all__ = [
     "sfp_from_records",
     "sfp_record",
     "sfp_records",
+    "string_record",
 ]
 
 #: The most bytes of reports :func:`read_ngram_file` holds in memory.
@@ -134,6 +135,18 @@ def sfp_from_records(sfp: SFP, records: Any) -> SFPReports:
     frag = sketch_from_records(sfp.fragment_sketch, rec[:, INDEX_BYTES : INDEX_BYTES + half])
     word = sketch_from_records(sfp.word_sketch, rec[:, INDEX_BYTES + half :])
     return SFPReports(pos, frag, word)
+
+
+def string_record(protocol: SFP | RapporNgram) -> tuple[np.dtype[Any], int]:
+    """The dtype and items of a device's record of ``protocol`` (SFP or RAPPOR n-grams):
+    the columns of its report table (``deniable.distributed``)."""
+    if isinstance(protocol, SFP):
+        return sfp_record(protocol)[:2]
+    if isinstance(protocol, RapporNgram):
+        return ngram_record(protocol)[:2]
+    raise ParameterTypeError(
+        f"`protocol` must be SFP or RapporNgram, got {type(protocol).__name__}."
+    )
 
 
 # ---- RAPPOR n-grams
