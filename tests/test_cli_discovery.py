@@ -201,3 +201,35 @@ def test_bad_input_is_one_error_line_naming_the_option(
     kept = run(runner, "telemetry", "simulate", "--out", sfp, "--values", good,
                "--mechanism", "sfp", *SFP_ARGS)  # fmt: skip
     assert kept.exit_code == 2 and "exists" in kept.stderr
+
+
+def test_a_csv_table_is_read_with_its_key_and_the_salt_follows_the_seed(
+    runner: CliRunner, tmp_path: Path, simulated: dict[str, Any]
+) -> None:
+    """Without --salt, SFP's salt is drawn from the seed (the estimate is unbiased over a
+    salt drawn at random): the same seed, the same key; another seed, another salt."""
+    values = simulated["values"]
+
+    def simulate(out: str, seed: int) -> dict[str, Any]:
+        return _json(run(runner, "telemetry", "simulate", "--mechanism", "sfp", "--out",
+                         tmp_path / out, "--values", values, *SFP_ARGS, "--seed", seed,
+                         "--json"))  # fmt: skip
+
+    a, b, c = simulate("a.csv", 7), simulate("b.dnrp", 7), simulate("c.dnrp", 8)
+    assert a["mechanism"] == b["mechanism"] != c["mechanism"]
+    assert json.loads(a["mechanism"][3:])["salt"] != json.loads(c["mechanism"][3:])["salt"]
+    one_error(run(runner, "telemetry", "aggregate", tmp_path / "a.csv", "--local-workers", 0),
+              "`mechanism`", "CSV")  # fmt: skip
+    table = _json(run(runner, "telemetry", "aggregate", tmp_path / "a.csv", "--mechanism",
+                      a["mechanism"], "--local-workers", 0, "--json"))  # fmt: skip
+    file = _json(run(runner, "telemetry", "aggregate", tmp_path / "b.dnrp", "--json"))
+    assert table.pop("file") != file.pop("file") and table == file
+
+
+def test_an_infinite_epsilon_is_never_printed_finite(runner: CliRunner, tmp_path: Path) -> None:
+    # f = 0: a PRR that keeps the Bloom filter, so no bound over repeated collections
+    values = _bad(tmp_path, "v.txt", b"ab\nba\nab\n")
+    data = _json(run(runner, "telemetry", "simulate", "--mechanism", "rappor-ngram", "--out",
+                     tmp_path / "r.dnrp", "--values", values, "--alphabet", "ab",
+                     "--max-length", 2, "--gram", 1, "--f", 0, "--json"))  # fmt: skip
+    assert data["permanent_epsilon"] == "inf" and data["epsilon_per_device"] < 100
