@@ -25,6 +25,21 @@ from deniable.cli._base import fail, guard_io
 from deniable.cli._files import claim_output, progress_bar
 from deniable.cli._options import ForceOpt, JsonOpt, LevelOpt, SeedOpt, fresh_seed
 from deniable.cli._render import emit_json, print_table, show
+from deniable.cli._telemetry_discovery import (
+    DISCOVERY,
+    AlphabetOpt,
+    EdgeThresholdOpt,
+    FragmentShareOpt,
+    GramOpt,
+    MaxLengthOpt,
+    PairsOpt,
+    PuzzleBitsOpt,
+    SketchKindOpt,
+    aggregate_discovery,
+    aggregate_discovery_tables,
+    not_discovery,
+    simulate_discovery,
+)
 from deniable.cli._telemetry_heavy import (
     HEAVY,
     MaxBytesOpt,
@@ -188,8 +203,8 @@ def simulate_command(
         typer.Option(
             "--mechanism",
             help=f"The oracle: {', '.join(MECHANISMS)}, {RAPPOR}, a count mean sketch of "
-            f"strings: {', '.join(SKETCHES)}, heavy hitters: {', '.join(HEAVY)}, or ranges and "
-            f"distributions of numbers: {', '.join(ORDERED)}.",
+            f"strings: {', '.join(SKETCHES)}, heavy hitters: {', '.join(HEAVY + DISCOVERY)}, "
+            f"or ranges and distributions of numbers: {', '.join(ORDERED)}.",
         ),
     ] = "olh",
     candidates: CandidatesOpt = None,
@@ -212,6 +227,13 @@ def simulate_command(
     lower: LowerOpt = None,
     upper: UpperOpt = None,
     bins: BinsOpt = None,
+    alphabet: AlphabetOpt = None,
+    max_length: MaxLengthOpt = None,
+    puzzle_bits: PuzzleBitsOpt = None,
+    fragment_share: FragmentShareOpt = None,
+    sketch_kind: SketchKindOpt = None,
+    gram: GramOpt = None,
+    pairs: PairsOpt = None,
     seed: SeedOpt = None,
     file_format: Annotated[
         str | None,
@@ -234,18 +256,20 @@ def simulate_command(
     packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
     same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
     the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes
-    and PEM's --start-bits, --step-bits; the range mechanisms (hierarchical-histogram,
-    haar-hrr: --domain values by Zipf's law) and square-wave (Beta(2, 5) numbers on [--lower,
-    --upper]) with --epsilon and their own options."""
+    and PEM's --start-bits, --step-bits; SFP and RAPPOR's n-grams (--mechanism sfp or
+    rappor-ngram) with --alphabet, --max-length and their own (docs/heavy-hitters.md); the
+    range mechanisms (hierarchical-histogram, haar-hrr: --domain values by Zipf's law) and
+    square-wave (Beta(2, 5) numbers on [--lower, --upper]) with --epsilon and their own
+    options."""
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
 
-    if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY, *ORDERED):
+    if mechanism not in (*o.FREQUENCY_ORACLES, RAPPOR, *SKETCHES, *HEAVY, *ORDERED, *DISCOVERY):
         fail(
             f"`--mechanism` must be one of {', '.join(o.FREQUENCY_ORACLES)}, "
-            f"{', '.join(ORDERED)}, {', '.join(SKETCHES)}, {', '.join(HEAVY)}, {RAPPOR}, got "
-            f"{mechanism!r}."
+            f"{', '.join(ORDERED)}, {', '.join(DISCOVERY)}, {', '.join(SKETCHES)}, "
+            f"{', '.join(HEAVY)}, {RAPPOR}, got {mechanism!r}."
         )
     heavy = {"max-bytes": max_bytes, "start-bits": start_bits, "step-bits": step_bits}
     rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
@@ -255,11 +279,16 @@ def simulate_command(
                "lower": lower, "upper": upper, "bins": bins}  # fmt: skip
     if mechanism not in ORDERED:  # the ranges and Square Wave check their own
         not_ordered(mechanism, ordered)
+    found = {"alphabet": alphabet, "max-length": max_length, "puzzle-bits": puzzle_bits,
+             "fragment-share": fragment_share, "sketch": sketch_kind, "gram": gram,
+             "pairs": pairs}  # fmt: skip
+    if mechanism not in DISCOVERY:  # SFP and RAPPOR n-grams check their own (_discovery)
+        not_discovery(mechanism, found)
     if mechanism not in HEAVY:  # PEM and TreeHist check their own (_telemetry_heavy)
         not_heavy(mechanism, heavy)
-    if mechanism not in SKETCHES:  # the sketches check their own (_telemetry_sketch)
+    if mechanism not in (*SKETCHES, *DISCOVERY):  # the sketches check their own
         not_sketch(mechanism, shape)
-    if mechanism not in (*SKETCHES, *HEAVY, *ORDERED):
+    if mechanism not in (*SKETCHES, *HEAVY, *ORDERED, *DISCOVERY):
         check_simulate_options(mechanism, rappor_params, candidates=candidates, values=values,
                                devices=devices, k=k, epsilon=epsilon)  # fmt: skip
     target = claim_output(
@@ -284,6 +313,9 @@ def simulate_command(
     if mechanism in ORDERED:  # values of an ordered domain, numbers (_telemetry_ranges)
         return simulate_ordered(run, mechanism=mechanism, epsilon=epsilon, params=ordered,
                                 others={"k": k, **rappor_params})  # fmt: skip
+    if mechanism in DISCOVERY:  # strings from their fragments (_telemetry_discovery)
+        return simulate_discovery(run, mechanism=mechanism, options={
+            **found, **shape, **rappor_params, "epsilon": epsilon, "k": k})  # fmt: skip
     if mechanism in HEAVY:  # strings, prefix by prefix (_telemetry_heavy)
         return simulate_heavy(run, mechanism=mechanism, epsilon=epsilon,
                               others={"k": k, **rappor_params}, params=heavy)  # fmt: skip
@@ -360,6 +392,7 @@ def aggregate_command(
     top_k: TopKOpt = None,
     ranges: RangeOpt = None,
     quantiles: QuantileOpt = None,
+    edge_threshold: EdgeThresholdOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -399,11 +432,17 @@ def aggregate_command(
             )
         with guard_io(f"read {file!r}"):
             key = read_report_key(file)
+        if key.partition("{")[0] not in DISCOVERY:
+            not_discovery(key.partition("{")[0], {"edge-threshold": edge_threshold})
         if is_range_key(key):  # ranges, quantiles, distributions (_telemetry_ranges)
             return aggregate_ordered(file, key, refused={**refused, **heavy_opts},
                                      ranges=ranges, quantiles=quantiles, level=level,
                                      batch=batch, as_json=as_json)  # fmt: skip
         not_ordered_query(file, ranges, quantiles)
+        if key.partition("{")[0] in DISCOVERY:  # strings from fragments, no dictionary
+            return aggregate_discovery(file, key, refused={**refused, "`--top-k`": top_k
+                                       is not None}, alpha=alpha, edge_threshold=edge_threshold,
+                                       level=level, batch=batch, as_json=as_json)  # fmt: skip
         if key.partition("{")[0] in HEAVY:  # heavy hitters found, no dictionary
             return aggregate_heavy(file, key, refused=refused, top_k=top_k, alpha=alpha,
                                    level=level, batch=batch, as_json=as_json)  # fmt: skip
@@ -431,13 +470,22 @@ def aggregate_command(
             None if local_workers else "synchronous"
         )  # fmt: skip
         cand = None
-        if getattr(tables.oracle, "name", None) in ORDERED:  # ranges, distributions
+        name = getattr(tables.oracle, "name", None)
+        if name not in DISCOVERY:
+            not_discovery(str(name or "these reports"), {"edge-threshold": edge_threshold})
+        if name in ORDERED:  # ranges, distributions
             return aggregate_ordered_tables(tables, mechanism,
                                             refused={**refused, **heavy_opts}, ranges=ranges,
                                             quantiles=quantiles, level=level, scheduler=where,
                                             batch=batch, local_workers=max(local_workers, 1),
                                             as_json=as_json)  # fmt: skip
         not_ordered_query(tables.label, ranges, quantiles)
+        if name in DISCOVERY:  # tallies, then likelihoods
+            return aggregate_discovery_tables(tables, refused={**refused, "`--top-k`": top_k
+                                              is not None}, alpha=alpha, level=level,
+                                              edge_threshold=edge_threshold, scheduler=where,
+                                              batch=batch, local_workers=max(local_workers, 1),
+                                              as_json=as_json)  # fmt: skip
         if getattr(tables.oracle, "name", None) in HEAVY:  # each round on the cluster
             return aggregate_heavy_tables(tables, refused=refused, top_k=top_k, alpha=alpha,
                                           level=level, scheduler=where, batch=batch,

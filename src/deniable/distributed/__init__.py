@@ -17,6 +17,8 @@ the same reports (integer addition is exact and associative), so the estimate is
 :func:`report_columns`    the column names of an oracle's reports
 :func:`aggregate_heavy_hitters`  PEM's or TreeHist's heavy hitters from report tables,
                           each round a map-reduce on the cluster (equal to in-process)
+:func:`aggregate_strings`  the strings SFP or RAPPOR's n-grams find in report tables
+                          (their tallies, the n-grams' likelihoods on the cluster)
 :func:`table_mechanism`   the oracle whose key a Parquet report table carries
 :func:`require_dask`      the ``dask`` extra imported, or an ``ImportError`` naming it
 :func:`encode_batch`      a device's reports as a binary batch (``deniable.batch/1``);
@@ -67,6 +69,7 @@ from deniable.distributed._streams import (
     append_batches,
     append_reports,
 )
+from deniable.distributed._strings import aggregate_strings
 from deniable.distributed._tables import (
     CSV_SUFFIXES,
     KEY_METADATA,
@@ -92,6 +95,7 @@ __all__ = [
     "aggregate",
     "aggregate_heavy_hitters",
     "aggregate_stream",
+    "aggregate_strings",
     "append_batch",
     "append_batches",
     "append_reports",

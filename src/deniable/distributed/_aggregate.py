@@ -373,6 +373,11 @@ def aggregate(
     written.
     """
     size, workers, oracle = checked_call(source, mechanism, batch, format, local_workers)
+    if str(getattr(oracle, "name", "")) in ("sfp", "rappor-ngram"):  # steps, not one tally
+        raise ParameterTypeError(
+            f"`mechanism` {oracle.key} is estimated in steps: aggregate its tables with "
+            "aggregate_strings."
+        )
     if not hasattr(oracle, "tally"):  # PEM, TreeHist: rounds, not one tally
         raise ParameterTypeError(
             f"`mechanism` {oracle.key} has no tally (its rounds need every report): aggregate "

@@ -47,18 +47,23 @@ def resolve_mechanism(mechanism: Any) -> Any:
         PEM,
         RANGE_SPEC_SCHEMA,
         RAPPOR_SPEC_SCHEMA,
+        SFP,
         SQUARE_WAVE_SPEC_SCHEMA,
         Rappor,
+        RapporNgram,
         TreeHist,
         cms_from_spec,
         heavy_from_key,
         is_heavy_key,
         is_range_key,
+        is_string_protocol_key,
         oracle_from_key,
         oracle_from_spec,
         range_from_key,
         range_from_spec,
         rappor_from_spec,
+        rappor_ngram_from_key,
+        sfp_from_key,
         sketch_from_key,
         square_wave_from_spec,
     )
@@ -88,8 +93,10 @@ def resolve_mechanism(mechanism: Any) -> Any:
             return heavy_from_key(key)
         if is_range_key(key):  # ranges and Square Wave: a level and its report; a cell
             return range_from_key(key)
+        if is_string_protocol_key(key):  # SFP, RAPPOR n-grams: in steps (_strings)
+            return sfp_from_key(key) if key.startswith("sfp{") else rappor_ngram_from_key(key)
         return oracle_from_key(key)
-    if isinstance(mechanism, Rappor | PEM | TreeHist) or (
+    if isinstance(mechanism, Rappor | PEM | TreeHist | SFP | RapporNgram) or (
         hasattr(mechanism, "randomize") and hasattr(mechanism, "tally")
     ):
         record(mechanism)

@@ -22,7 +22,11 @@ bucket; ``deniable.oracles._heavy_files``).  A report of a range mechanism
 ``level`` column (``uint16``) then its level oracle's report, padded with zeros to the widest
 level's ``W`` items: ``report`` when ``W = 1``, else ``report_0 .. report_{W-1}``, of the
 level reports' item type (``deniable.oracles._range_files``); a Square Wave report is its
-cell, one ``uint16`` column ``report``.
+cell, one ``uint16`` column ``report``.  An SFP or RAPPOR n-gram report
+(:class:`~deniable.oracles.SFP`, :class:`~deniable.oracles.RapporNgram`) is its record's
+items ``report_0 .. report_{w-1}`` as its report file lays them out (SFP with HCMS: the
+position and two ``int64`` reports; SFP with CMS and the n-grams: bytes, ``uint8``;
+``deniable.oracles._string_files``).
 """
 
 from __future__ import annotations
@@ -119,6 +123,30 @@ def _heavy(oracle: Any) -> Any:
     return inner if isinstance(inner, PEM | TreeHist) else None
 
 
+def _strings(oracle: Any) -> Any:
+    """The SFP or RAPPOR n-gram protocol of ``oracle`` (itself, or the protocol a step of
+    its aggregation tallies for: ``distributed._strings``), else None."""
+    from deniable.oracles import SFP, RapporNgram
+
+    inner = getattr(oracle, "protocol", oracle)
+    return inner if isinstance(inner, SFP | RapporNgram) else None
+
+
+def _string_records(protocol: Any) -> Any:
+    """``(records, from_records)`` of an SFP or RAPPOR n-gram protocol."""
+    from deniable.oracles import (
+        SFP,
+        ngram_from_records,
+        ngram_records,
+        sfp_from_records,
+        sfp_records,
+    )
+
+    if isinstance(protocol, SFP):
+        return sfp_records, sfp_from_records
+    return ngram_records, ngram_from_records
+
+
 def record(oracle: Any) -> tuple[np.dtype[Any], int]:
     """The dtype of one report item (native order) and the items per report of ``oracle``
     (RAPPOR: its ``2 + m / 8`` bytes, the cohort's two then the bits'; CMS: ``2 + ceil(m /
@@ -131,6 +159,12 @@ def record(oracle: Any) -> tuple[np.dtype[Any], int]:
     heavy = _heavy(oracle)
     if heavy is not None:  # the group, then the report's words
         return np.dtype(np.uint64), 1 + heavy.oracle(heavy.levels[0]).report_width
+    strings = _strings(oracle)
+    if strings is not None:  # the record's items (oracles._string_files)
+        from deniable.oracles import string_record
+
+        dtype, width = string_record(strings)
+        return dtype.newbyteorder("="), width
     if _sketch(oracle) is not None:  # HCMS: strings in, so no report of the value 0
         return np.dtype(np.int64), 1
     if range_mechanism(oracle) is not None:  # the level (one item), then W items
@@ -154,7 +188,7 @@ def two_dimensional(oracle: Any) -> bool:
     ``(m, 1)``, not ``(m,)``."""
     if _rappor(oracle) is not None or _cms(oracle) is not None or _heavy(oracle) is not None:
         return True
-    if range_mechanism(oracle) is not None:
+    if range_mechanism(oracle) is not None or _strings(oracle) is not None:
         return True
     if _sketch(oracle) is not None or square_wave(oracle) is not None:
         return False
@@ -220,6 +254,10 @@ def to_columns(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
         return [rec[:, 0].astype(_COHORT), *(rec[:, i] for i in range(1, rec.shape[1]))]
     if range_mechanism(oracle) is not None:  # each level's reports checked by its oracle
         return range_to_columns(oracle, reports)
+    strings = _strings(oracle)
+    if strings is not None:  # checked by the protocol as its report file's records
+        rec = _string_records(strings)[0](strings, reports)
+        return [rec[:, i] for i in range(rec.shape[1])]
     arr = np.asarray(reports)
     check = getattr(oracle, "check_reports", None) or oracle.tally
     check(arr)  # shape, dtype and range, naming `reports`
@@ -261,6 +299,11 @@ def from_columns(oracle: Any, columns: Sequence[npt.NDArray[Any]]) -> Any:
         range_mechanism(oracle) is not None
     ):  # the records: each level's reports checked by its tally
         return range_from_columns(oracle, columns)
+    if _strings(oracle) is not None:  # the records: checked where they are read
+        rec = np.empty((np.asarray(columns[0]).size, width), dtype=dtype)
+        for i, col in enumerate(columns):
+            rec[:, i] = col
+        return rec
     heavy = _heavy(oracle)
     if heavy is not None:  # the records: each group's reports are checked by its round
         rec = np.empty((np.asarray(columns[0]).size, width), dtype=np.uint64)

@@ -64,7 +64,10 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           :func:`read_heavy_file` its reports
 :class:`SFP`                Sequence Fragment Puzzle (Apple 2017): frequent strings from a
                           fragment sketch with puzzle pieces and a whole-string sketch
-                          (:class:`SFPResult`)
+                          (:class:`SFPResult`); :func:`sfp_from_key` the protocol of a
+                          report file's key (its file tallied by :func:`tally_file`);
+                          :func:`rappor_ngram_from_key` likewise for :class:`RapporNgram`,
+                          :func:`read_ngram_file` its reports
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -167,7 +170,14 @@ from deniable.oracles._rappor_client import RapporClient
 from deniable.oracles._rappor_decode import RapporEstimate
 from deniable.oracles._rappor_files import rappor_from_key
 from deniable.oracles._rappor_ngram import RapporNgram
-from deniable.oracles._rappor_ngram_decode import NgramDiscovery, NgramReports
+from deniable.oracles._rappor_ngram_decode import (
+    NgramReports,
+    PairLabels,
+    PairLikelihoods,
+    discover_tallies,
+    pair_likelihoods,
+)
+from deniable.oracles._rappor_ngram_result import NgramDiscovery
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
@@ -183,6 +193,19 @@ from deniable.oracles._spec import (
 )
 from deniable.oracles._square_wave import SquareWave, square_wave_b
 from deniable.oracles._square_wave_em import SquareWaveEstimate
+from deniable.oracles._string_files import (
+    ngram_from_records,
+    ngram_records,
+    read_ngram_file,
+    sfp_from_records,
+    sfp_records,
+    string_record,
+)
+from deniable.oracles._string_keys import (
+    is_string_protocol_key,
+    rappor_ngram_from_key,
+    sfp_from_key,
+)
 from deniable.oracles._study import METHODS, PostProcessingStudy, post_processing_study
 from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE, UnaryEncoding
@@ -258,6 +281,8 @@ __all__ = [
     "OneBitMean",
     "OneBitMeanMemo",
     "OracleChoice",
+    "PairLabels",
+    "PairLikelihoods",
     "PiecewiseMechanism",
     "PostProcessingStudy",
     "RangeAnswer",
@@ -284,6 +309,7 @@ __all__ = [
     "cms_from_spec",
     "cms_spec",
     "collision_probability",
+    "discover_tallies",
     "dump_oracle_vectors",
     "dump_range_vectors",
     "exact_variance",
@@ -293,12 +319,16 @@ __all__ = [
     "heavy_records",
     "is_heavy_key",
     "is_range_key",
+    "is_string_protocol_key",
     "make_oracle",
     "maximum_likelihood",
+    "ngram_from_records",
+    "ngram_records",
     "oracle_from_key",
     "oracle_from_spec",
     "oracle_spec",
     "oracle_vectors",
+    "pair_likelihoods",
     "post_processing_study",
     "project_to_simplex",
     "range_from_key",
@@ -309,18 +339,24 @@ __all__ = [
     "range_vectors",
     "rappor_from_key",
     "rappor_from_spec",
+    "rappor_ngram_from_key",
     "rappor_spec",
     "read_heavy_file",
+    "read_ngram_file",
     "read_report_key",
     "read_report_metadata",
     "report_epsilon",
     "rsfd_attribute_epsilon",
     "sampling_variance",
+    "sfp_from_key",
+    "sfp_from_records",
+    "sfp_records",
     "sketch_from_key",
     "square_wave_b",
     "square_wave_from_spec",
     "square_wave_spec",
     "string_digest",
+    "string_record",
     "support_probabilities",
     "tally_batches",
     "tally_file",

@@ -24,7 +24,11 @@ bytes of UTF-8 JSON describing the reports (RAPPOR's parameters and epsilons, an
 layout: ``deniable.oracles._rappor_files``); :func:`read_report_metadata` gives it.  A
 RAPPOR report is a row of ``2 + m / 8`` bytes (``|u1``): its cohort (``<u2``), then its
 packed bits.  A CMS report is a row of ``2 + ceil(m / 8)`` bytes: its row (``<u2``), then
-its packed bits; an HCMS report one ``<i8`` (``deniable.oracles._sketch_files``).
+its packed bits; an HCMS report one ``<i8`` (``deniable.oracles._sketch_files``).  A
+PEM or TreeHist record is its group then its report's words (``_heavy_files``); an SFP
+record its position then its two sketch reports, a RAPPOR n-gram record its position pairs
+then its reports (``_string_files``): SFP's file is tallied here, the others' read whole
+(:func:`~deniable.oracles.read_heavy_file`, :func:`~deniable.oracles.read_ngram_file`).
 
 :func:`write_reports` (or :func:`write_report_batches`, a batch at a time) writes one
 atomically (a temporary file renamed into place: never half-written); :func:`tally_file`
@@ -45,7 +49,7 @@ import os
 import struct
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -76,9 +80,20 @@ from deniable.oracles._rappor_files import (
     rappor_from_records,
     rappor_records,
 )
+from deniable.oracles._rappor_ngram import RapporNgram
+from deniable.oracles._rappor_ngram_decode import NgramReports
+from deniable.oracles._sfp import SFP
+from deniable.oracles._sfp_result import SFPReports, SFPTally
 from deniable.oracles._sketch import SketchReports
 from deniable.oracles._sketch_files import sketch_from_records, sketch_record, sketch_records
 from deniable.oracles._square_wave import SquareWave
+from deniable.oracles._string_files import (
+    ngram_record,
+    ngram_records,
+    sfp_from_records,
+    sfp_record,
+    sfp_records,
+)
 
 __all__ = [
     "REPORTS_MAGIC",
@@ -106,6 +121,10 @@ def _record(oracle: Any) -> tuple[np.dtype[Any], int, bool]:
         return heavy_record(oracle)
     if isinstance(oracle, LevelSampled | SquareWave):  # the level, then its report; a cell
         return range_record(oracle)
+    if isinstance(oracle, SFP):  # the position, then two reports (_string_files)
+        return sfp_record(oracle)
+    if isinstance(oracle, RapporNgram):  # the positions, then the reports (_string_files)
+        return ngram_record(oracle)
     if not hasattr(oracle, "randomize") or not hasattr(oracle, "tally"):
         raise ParameterTypeError(
             f"`oracle` must be a frequency oracle (randomize and tally), got "
@@ -132,8 +151,13 @@ def write_reports(path: str | os.PathLike[str], oracle: Any, reports: npt.ArrayL
     The reports are checked first (as the oracle's ``tally`` checks them), so a file is
     never written with reports its oracle would refuse.
     """
-    if isinstance(reports, RapporReports | SketchReports | HeavyHitterReports | LevelReports):
+    if isinstance(
+        reports, RapporReports | SketchReports | HeavyHitterReports | LevelReports | SFPReports
+    ):
         n = reports.n if isinstance(reports, HeavyHitterReports | LevelReports) else len(reports)
+        return write_report_batches(path, oracle, n, [reports])
+    if isinstance(reports, NgramReports):
+        n = len(reports)
         return write_report_batches(path, oracle, n, [reports])
     arr = np.asarray(reports)
     n = int(arr.shape[0]) if arr.ndim else 0
@@ -186,6 +210,10 @@ def write_report_batches(
                     arr = heavy_records(heavy, reports)
                 elif isinstance(oracle, LevelSampled):  # each level's by its oracle
                     arr = range_records(oracle, reports)
+                elif isinstance(oracle, SFP):  # each report checked by its sketch
+                    arr = sfp_records(oracle, reports)
+                elif isinstance(oracle, RapporNgram):  # checked as its discovery checks them
+                    arr = ngram_records(oracle, reports)
                 else:
                     arr = np.asarray(reports)
                     _check(oracle, arr)  # shape, dtype and range, naming `reports`
@@ -217,31 +245,47 @@ def read_report_metadata(path: str | os.PathLike[str]) -> dict[str, Any] | None:
         return _header(fh, name)[5]
 
 
+@overload
+def tally_file(
+    oracle: SFP, path: str | os.PathLike[str], *, batch: int = ...,
+    progress: Progress | None = ...,
+) -> SFPTally: ...  # fmt: skip
+
+
+@overload
+def tally_file(
+    oracle: Any, path: str | os.PathLike[str], *, batch: int = ...,
+    progress: Progress | None = ...,
+) -> Tally: ...  # fmt: skip
+
+
 def tally_file(
     oracle: Any,
     path: str | os.PathLike[str],
     *,
     batch: int = DEFAULT_BATCH,
     progress: Progress | None = None,
-) -> Tally:
-    """The tally of a report file of ``oracle``, read ``batch`` reports at a time, or
+) -> Tally | SFPTally:
+    """The tally of a report file of ``oracle`` (SFP's: an
+    :class:`~deniable.oracles.SFPTally`), read ``batch`` reports at a time, or
     ``BATCH_BYTES`` (128 MB) of them if fewer (memory: O(k) for the tally plus one
     batch); ``progress(done, total)`` is called after each batch.  Refuses a file of
     another oracle (naming both keys), a malformed header and a truncated or overlong file,
     before counting anything."""
     size = v.integer("batch", batch, minimum=1)
     name = os.fspath(path)
-    if isinstance(oracle, PEM | TreeHist):
+    if isinstance(oracle, PEM | TreeHist | RapporNgram):
+        reader = "read_ngram_file" if isinstance(oracle, RapporNgram) else "read_heavy_file"
         raise ParameterTypeError(
-            f"`oracle` {type(oracle).__name__} has no tally (its rounds need every report): "
-            "read its file with read_heavy_file."
+            f"`oracle` {type(oracle).__name__} has no tally (its estimate needs every "
+            f"report): read its file with {reader}."
         )
     dtype, width, rows = _record(oracle)
     with open(name, "rb") as fh:
         rappor = oracle if isinstance(oracle, Rappor) else None
         n = check_file(fh, name, oracle.key, dtype, width, rappor=rappor)
         size = min(size, max(1, BATCH_BYTES // (width * dtype.itemsize)))  # 128 MB at most
-        total: Tally | None = None
+        total: Tally | SFPTally | None = None
         records: Callable[[Any, npt.NDArray[Any]], Any] | None = None
         if rappor is not None:
             records = rappor_from_records
@@ -249,6 +293,8 @@ def tally_file(
             records = sketch_from_records
         elif isinstance(oracle, LevelSampled):
             records = range_from_records
+        elif isinstance(oracle, SFP):
+            records = sfp_from_records
         for done, chunk in read_batches(fh, name, n, dtype, width, size):
             reports = chunk if rows else chunk.reshape(-1)
             if records is not None:  # a bad record or report refused naming the file
@@ -261,6 +307,8 @@ def tally_file(
                 progress(done, n)
     if total is None:
         empty = np.empty((0, width) if rows else 0, dtype=dtype)
+        if isinstance(oracle, SFP):
+            return oracle.tally(sfp_from_records(oracle, empty))
         if isinstance(oracle, CMS):
             return oracle.tally(sketch_from_records(oracle, empty))
         if isinstance(oracle, LevelSampled):

@@ -35,9 +35,10 @@ report (strings that differ in every n-gram).  The server's side is
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -98,6 +99,7 @@ class RapporNgram:
     length: int
     pairs: int = 1
     pad: str = "_"
+    name: ClassVar[str] = "rappor-ngram"
 
     def __post_init__(self) -> None:
         for name in ("ngram", "full"):
@@ -135,6 +137,16 @@ class RapporNgram:
         object.__setattr__(self, "length", length)
         top = self.positions * (self.positions - 1) // 2
         object.__setattr__(self, "pairs", v.integer("pairs", self.pairs, minimum=1, maximum=top))
+
+    @property
+    def key(self) -> str:
+        """The identity of the reports: every parameter a report depends on, the two RAPPOR
+        mechanisms' as their keys' exact parameters (``rappor-ngram{...}``:
+        ``oracles._rappor_ngram_files``)."""
+        body = {"alphabet": self.alphabet, "full": _exact(self.full), "gram": self.gram,
+                "length": self.length, "ngram": _exact(self.ngram), "pad": self.pad,
+                "pairs": self.pairs}  # fmt: skip
+        return self.name + json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     @property
     def positions(self) -> int:
@@ -305,6 +317,14 @@ class RapporNgram:
             self, reports, alpha=alpha, edge_threshold=edge_threshold,
             max_candidates=max_candidates,
         )  # fmt: skip
+
+
+def _exact(rappor: Rappor | None) -> Any:
+    """The exact parameters of ``rappor``'s key (``rappor{...}``) as JSON data, or None."""
+    if rappor is None:
+        return None
+    _, brace, rest = rappor.key.partition("{")
+    return json.loads(brace + rest)
 
 
 def _report(

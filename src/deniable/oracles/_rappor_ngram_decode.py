@@ -47,20 +47,28 @@ keeps rarer strings and lets more chains through to step 4 (more candidates: a s
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import to_jsonable
 from deniable.common import validation as v
+from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._rappor import Rappor, RapporReports
-from deniable.oracles._rappor_decode import RapporEstimate
-from deniable.results import Result, Table, normal_quantile
+from deniable.oracles._rappor_ngram_result import NgramDiscovery
 
-__all__ = ["NgramDiscovery", "NgramReports", "discover"]
+__all__ = [
+    "NgramDiscovery",
+    "NgramReports",
+    "PairLabels",
+    "PairLikelihoods",
+    "discover",
+    "discover_tallies",
+    "pair_likelihoods",
+]
 
 FloatArray = npt.NDArray[np.float64]
 _EM_TOL = 1e-6
@@ -99,102 +107,6 @@ class _Model(Protocol):
     def position_pairs(self) -> npt.NDArray[np.int64]: ...
     @property
     def domain(self) -> tuple[str, ...]: ...
-
-
-@dataclass(frozen=True)
-class NgramDiscovery(Result):
-    """Strings discovered from n-gram reports (``deniable.oracles._rappor_ngram_decode``).
-
-    Attributes
-    ----------
-    strings : the discovered strings, most frequent first (without full-string reports:
-        every candidate, in the order found).
-    values, se : their frequencies and standard errors (NaN without full-string reports).
-    candidates : every candidate string (step 3).
-    ngrams : the significant n-grams of each position (step 1).
-    ngram_estimates : each position's decoded n-gram frequencies (a ``RapporEstimate``).
-    estimate : the candidates decoded against the full-string reports (None without them).
-    alpha : the family-wise level of steps 1 and 4.
-    edge_threshold : the joint frequency that joins two n-grams (step 2).
-    n : devices.
-    """
-
-    strings: tuple[str, ...]
-    values: FloatArray = field(repr=False)
-    se: FloatArray = field(repr=False)
-    candidates: tuple[str, ...]
-    ngrams: tuple[tuple[str, ...], ...]
-    ngram_estimates: tuple[RapporEstimate, ...] = field(repr=False)
-    estimate: RapporEstimate | None = field(repr=False)
-    alpha: float
-    edge_threshold: float
-    n: int
-
-    @property
-    def ngram_threshold(self) -> float:
-        """The per-n-gram level of step 1: ``alpha / (G K)``."""
-        g = len(self.ngram_estimates)
-        return self.alpha / (g * len(self.ngram_estimates[0].candidates))
-
-    @property
-    def string_threshold(self) -> float | None:
-        """The per-candidate level of step 4: ``alpha / candidates`` (None without it)."""
-        return None if self.estimate is None else self.estimate.threshold
-
-    def ci(self, level: float = 0.95) -> tuple[FloatArray, FloatArray]:
-        """``(low, high)``: the Wald interval ``value -/+ z se`` of each discovered string."""
-        z = normal_quantile(level)
-        return self.values - z * self.se, self.values + z * self.se
-
-    def table(self) -> Table:
-        """The discovered strings: frequency, SE, interval at 95%."""
-        low, high = self.ci(0.95)
-        rows = tuple(
-            (s, float(self.values[i]), float(self.se[i]), float(low[i]), float(high[i]))
-            for i, s in enumerate(self.strings)
-        )
-        found = ", ".join(f"{j}: {len(g)}" for j, g in enumerate(self.ngrams))
-        step4 = (
-            f"strings: p-value < alpha / candidates = {self.string_threshold:.3g}"
-            if self.estimate is not None
-            else "no full-string reports: candidates without frequencies"
-        )
-        return Table(
-            ("string", "frequency", "SE", "95% low", "95% high"),
-            rows,
-            title=f"RAPPOR n-grams: {len(self.strings)} strings of {len(self.candidates)} "
-            f"candidates, n = {self.n}",
-            notes=(
-                f"significant n-grams by position ({found}): p-value < alpha / (G K) = "
-                f"{self.ngram_threshold:.3g}",
-                f"edges: joint frequency (EM) >= {self.edge_threshold:g}",
-                step4,
-            ),
-        )
-
-    def to_dict(self, level: float | None = None) -> dict[str, Any]:
-        """Plain JSON: n, alpha, the thresholds, the n-grams, candidates and strings (with
-        ``level``, each string's Wald interval ``ci_wald``)."""
-        out: dict[str, Any] = {
-            "n": self.n,
-            "alpha": self.alpha,
-            "ngram_threshold": self.ngram_threshold,
-            "edge_threshold": self.edge_threshold,
-            "string_threshold": self.string_threshold,
-            "ngrams": [list(g) for g in self.ngrams],
-            "candidates": list(self.candidates),
-            "strings": [
-                {"string": s, "frequency": to_jsonable(float(self.values[i])),
-                 "se": to_jsonable(float(self.se[i]))}
-                for i, s in enumerate(self.strings)
-            ],
-        }  # fmt: skip
-        if level is not None:
-            low, high = self.ci(level)
-            out["level"] = float(level)
-            for i, row in enumerate(out["strings"]):
-                row["ci_wald"] = [to_jsonable(float(low[i])), to_jsonable(float(high[i]))]
-        return out
 
 
 def _checked(model: _Model, reports: Any) -> NgramReports:
@@ -243,33 +155,79 @@ def discover(
     max_candidates: int = 10_000,
 ) -> NgramDiscovery:
     """Steps 1-4 of the module docstring on ``reports`` of ``model``."""
+    rep = _checked(model, reports)
+    flat, r = rep.positions.reshape(-1), model.ngram
+    tallies = [r.tally(rep.ngrams[np.flatnonzero(flat == j)]) for j in range(model.positions)]
+    full = None if model.full is None or rep.full is None else model.full.tally(rep.full)
+    return discover_tallies(
+        model, len(rep), tallies, full, lambda pairs: pair_likelihoods(model, rep, pairs),
+        alpha=alpha, edge_threshold=edge_threshold, max_candidates=max_candidates,
+    )  # fmt: skip
+
+
+#: Per report of a pair of positions, ``ln P(r | a)`` of its two n-gram reports (``_loglik``).
+PairLikelihoods = tuple[FloatArray, FloatArray]
+#: The pairs of positions step 2 links, each with its two positions' significant labels.
+PairLabels = Mapping[tuple[int, int], tuple[list[str], list[str]]]
+
+
+def pair_likelihoods(
+    model: _Model, reports: NgramReports, pairs: PairLabels
+) -> dict[tuple[int, int], PairLikelihoods]:
+    """For each pair ``(j1, j2)`` of ``pairs``, the likelihoods of its devices' two n-gram
+    reports given each of its labels then "other" (``(D, A + 1)`` each, devices in the
+    order of ``reports``; ``D = 0`` when no device reported the pair)."""
+    pair_of = np.asarray(reports.positions).reshape(-1, 2)
+    out = {}
+    for (j1, j2), (first, second) in pairs.items():
+        rows = np.flatnonzero((pair_of[:, 0] == j1) & (pair_of[:, 1] == j2))
+        if not rows.size:
+            out[(j1, j2)] = (np.empty((0, len(first) + 1)), np.empty((0, len(second) + 1)))
+            continue
+        out[(j1, j2)] = (_loglik(model.ngram, reports.ngrams[2 * rows], first),
+                         _loglik(model.ngram, reports.ngrams[2 * rows + 1], second))  # fmt: skip
+    return out
+
+
+def discover_tallies(
+    model: _Model,
+    n: int,
+    tallies: Sequence[Tally],
+    full: Tally | None,
+    loglik: Callable[[PairLabels], Mapping[tuple[int, int], PairLikelihoods]],
+    *,
+    alpha: float = 0.05,
+    edge_threshold: float = 0.02,
+    max_candidates: int = 10_000,
+) -> NgramDiscovery:
+    """Steps 1-4 from what they read of ``n`` devices' reports: each position's n-gram
+    tally (``tallies``), the full-string tally (``full``), and ``loglik(pairs)``, called
+    once: :func:`pair_likelihoods` of every device's reports, in one order.  The same
+    numbers whether the reports are in this process or on a cluster."""
     a = v.probability("alpha", alpha, low_open=True, high_open=True)
     tau = v.probability("edge_threshold", edge_threshold, low_open=True, high_open=True)
     cap = v.integer("max_candidates", max_candidates, minimum=1, maximum=10**6)
-    rep = _checked(model, reports)
-    n, g, r = len(rep), model.positions, model.ngram
-    flat = rep.positions.reshape(-1)
+    g, r = model.positions, model.ngram
     estimates, significant = [], []
     for j in range(g):  # step 1
         labels = [f"{j}:{w}" for w in model.domain]
-        at = np.flatnonzero(flat == j)
-        if not at.size:
+        if not _reports_in(r, tallies[j]):
             raise DataError(
                 f"`reports` must hold n-gram reports of every position, got none of {j}."
             )
-        est = r.decode(r.tally(rep.ngrams[at]), labels, alpha=a / g)
+        est = r.decode(tallies[j], labels, alpha=a / g)
         estimates.append(est)
         significant.append(np.flatnonzero(est.reported))
     edges: dict[tuple[int, int], npt.NDArray[np.bool_]] = {}
-    pair_of = rep.positions.reshape(-1, 2)
-    for j1, j2 in model.position_pairs.tolist():  # step 2
-        s1, s2 = significant[j1], significant[j2]
-        rows = np.flatnonzero((pair_of[:, 0] == j1) & (pair_of[:, 1] == j2))
-        if not (s1.size and s2.size and rows.size):
-            continue
-        l1 = _loglik(r, rep.ngrams[2 * rows], [f"{j1}:{model.domain[k]}" for k in s1])
-        l2 = _loglik(r, rep.ngrams[2 * rows + 1], [f"{j2}:{model.domain[k]}" for k in s2])
-        edges[(j1, j2)] = _em(l1, l2)[: s1.size, : s2.size] >= tau
+    wanted = {
+        (j1, j2): ([f"{j1}:{model.domain[k]}" for k in significant[j1]],
+                   [f"{j2}:{model.domain[k]}" for k in significant[j2]])
+        for j1, j2 in model.position_pairs.tolist() if significant[j1].size and significant[j2].size
+    }  # fmt: skip
+    rows = loglik(wanted) if wanted else {}
+    for (j1, j2), (l1, l2) in rows.items():  # step 2
+        if l1.shape[0]:  # a pair no device reported constrains nothing
+            edges[(j1, j2)] = _em(l1, l2)[: significant[j1].size, : significant[j2].size] >= tau
     chains = _chains([s.size for s in significant], edges, cap)  # step 3
     strings: dict[str, None] = {}
     for chain in chains.tolist():
@@ -280,19 +238,25 @@ def discover(
     cand = tuple(strings)
     grams = tuple(tuple(model.domain[k] for k in s) for s in significant)
     nan = np.full(len(cand), math.nan)
-    if model.full is None or rep.full is None or not cand:  # no step 4
+    if model.full is None or full is None or not cand:  # no step 4
         none = cand if model.full is None else ()
         return NgramDiscovery(
             none, nan[: len(none)], nan[: len(none)], cand, grams, tuple(estimates), None,
             a, tau, n,
         )  # fmt: skip
-    final = model.full.decode(model.full.tally(rep.full), list(cand), alpha=a)  # step 4
+    final = model.full.decode(full, list(cand), alpha=a)  # step 4
     idx = np.flatnonzero(final.reported)
     idx = idx[np.argsort(-final.values[idx], kind="stable")]
     return NgramDiscovery(
         tuple(cand[i] for i in idx), final.values[idx], final.se[idx], cand, grams,
         tuple(estimates), final, a, tau, n,
     )  # fmt: skip
+
+
+def _reports_in(rappor: Rappor, tally: Tally) -> int:
+    """The reports a RAPPOR tally counts (its column ``m``: each cohort's reports)."""
+    cells = np.asarray(tally.counts).reshape(rappor.cohorts, rappor.m + 1)
+    return int(cells[:, rappor.m].sum())
 
 
 def _loglik(rappor: Rappor, reports: RapporReports, labels: list[str]) -> FloatArray:

@@ -64,6 +64,7 @@ import numpy.typing as npt
 from scipy.stats import norm
 
 from deniable.common import validation as v
+from deniable.designs import mechanism_key
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._base import check_epsilon, open_probability
 from deniable.oracles._cms import CMS
@@ -142,7 +143,8 @@ class SFP:
             "max_candidates",
             v.integer("max_candidates", self.max_candidates, minimum=1, maximum=1 << 20),
         )
-        self.word_sketch  # noqa: B018 - validates k, m, salt and both epsilons
+        for name in ("k", "m", "salt"):  # validated by the sketches, kept as they hold them
+            object.__setattr__(self, name, getattr(self.word_sketch, name))
         if self.k * math.log2(self.m) < 62 and self.m**self.k < self.records_per_position:
             raise ParameterError(
                 f"`m` must give the fragment sketch at least as many column signatures (m**k = "
@@ -213,13 +215,13 @@ class SFP:
 
     @property
     def key(self) -> str:
-        """The protocol's parameters as one string."""
-        return (
-            f"sfp(epsilon={self.epsilon!r}, max_length={self.max_length}, "
-            f"alphabet={self.alphabet!r}, puzzle_bits={self.puzzle_bits}, "
-            f"fragment_share={self.fragment_share!r}, {self.fragment_sketch.key}, "
-            f"{self.word_sketch.key})"
-        )
+        """The identity of the reports: every parameter a report depends on, exact, not the
+        server's ``alpha`` and ``max_candidates`` (``sfp{...}``: ``oracles._sfp_files``)."""
+        params = {"alphabet": self.alphabet, "epsilon": self.epsilon, "k": self.k,
+                  "m": self.m, "fragment_share": self.fragment_share, "sketch": self.sketch,
+                  "max_length": self.max_length, "puzzle_bits": self.puzzle_bits,
+                  "salt": self.salt}  # fmt: skip
+        return mechanism_key(self.name, params)
 
     # ---- strings
 
