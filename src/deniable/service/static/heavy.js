@@ -147,6 +147,37 @@ function record(c, x, words) {
   return [String(group), ...rows.map(String), String(y)];
 }
 
+/** A 64-bit word given as a decimal string or a BigInt (-1n when it is neither). */
+function wordOf(x) {
+  const ok = typeof x === "bigint" || (typeof x === "string" && /^(0|[1-9][0-9]*)$/.test(x));
+  const v = ok ? BigInt(x) : -1n;
+  return v <= M64 ? v : -1n;
+}
+
+/**
+ * A record [group, row words ..., bucket] (decimal strings or BigInts) checked against the
+ * checked spec `c` as the server checks it (distributed/_batch_heavy.py): 2 + l W words,
+ * the group in 0..G-1, no row bit past its group's prefix length, the bucket below g.
+ * Returns the words as BigInts; a bad one throws a SpecError naming `where`.
+ */
+export function checkHeavyRecord(c, r, where) {
+  const width = 2 + c.l * c.w;
+  if (!Array.isArray(r) || r.length !== width) throw new SpecError(where, `must be a heavy-hitter record of ${width} words [group, row words ..., bucket], got ${show(r)}.`);
+  const words = r.map((x, i) => {
+    const v = wordOf(x);
+    if (v < 0n) throw new SpecError(`${where}[${i}]`, `must be a 64-bit word (a decimal string or a BigInt in [0, 2**64)), got ${show(x)}.`);
+    return v;
+  });
+  if (words[0] >= BigInt(c.groups)) throw new SpecError(`${where}[0]`, `must be a group in 0..${c.groups - 1}, got ${words[0]}.`);
+  const bits = c.levels[Number(words[0])];
+  const mask = prefixMask(bits, c.w);
+  for (let i = 1; i < width - 1; i++) {
+    if (words[i] & ~mask[(i - 1) % c.w] & M64) throw new SpecError(`${where}[${i}]`, `has a bit past its group's prefix of ${bits} bits.`);
+  }
+  if (words[width - 1] >= BigInt(c.g)) throw new SpecError(`${where}[${width - 1}]`, `must be a bucket in 0..${c.g - 1}, got ${words[width - 1]}.`);
+  return words;
+}
+
 /**
  * The device client of one heavy-hitter protocol from its spec (schema
  * "deniable.heavy-spec/1"): { spec, mechanism, key, levels, groups, wordsPerReport, epsilon,
