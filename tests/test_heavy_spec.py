@@ -178,6 +178,11 @@ def test_spec_refuses_unknown_missing_and_bad_mechanism_or_parameters() -> None:
     with pytest.raises(DataError, match=r"`parameters`.*max_bytes"):
         bad = {**spec["parameters"], "max_bytes": 65}
         heavy_from_spec({**spec, "parameters": bad})
+    with pytest.raises(DataError, match=r"`parameters` does not fit 'pem'"):
+        heavy_from_spec({**spec, "parameters": {**spec["parameters"], "top_k": 3}})  # server's
+    with pytest.raises(DataError, match="spec field `parameters` does not match"):
+        heavy_from_spec({**spec, "parameters": {k: x for k, x in spec["parameters"].items()
+                                                if k != "g"}})  # fmt: skip
     with pytest.raises(DataError, match="JSON"):
         heavy_from_spec("{not json")
     with pytest.raises(ParameterTypeError, match="`protocol` must be a PEM or a TreeHist"):
