@@ -21,6 +21,7 @@ from deniable.distributed import (
     aggregate_stream,
     append_batch,
     append_batches,
+    append_reports,
     decode_batch,
     decode_json_batch,
     encode_batch,
@@ -29,7 +30,14 @@ from deniable.distributed import (
     stream_oracle,
 )
 from deniable.exceptions import DataError
-from deniable.oracles import OUE, PEM, TreeHist, heavy_device_records, heavy_from_records
+from deniable.oracles import (
+    OUE,
+    PEM,
+    TreeHist,
+    heavy_device_records,
+    heavy_from_records,
+    heavy_spec,
+)
 
 PEM_ = PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8, top_k=4)  # g = 64: l = 6
 TREE = TreeHist(epsilon=2.0, max_bytes=2, top_k=4)
@@ -122,6 +130,9 @@ def test_a_heavy_stream_holds_records_and_is_not_tallied(tmp_path: Path) -> None
     words = 1 + TREE.base.bucket_bits  # l rows of one word, the bucket
     assert table.column_names == ["group", *(f"report_{i}" for i in range(words))]
     assert table.column("group").to_pylist() == rec[:, 0].tolist()
+    again = heavy_device_records(TREE, items(10, 7), rng=8)  # the spec names it too
+    for named in (heavy_spec(TREE), json.dumps(heavy_spec(TREE))):
+        assert append_reports(tmp_path, "t", named, again, day=DAY).reports == 10
     with pytest.raises(DataError, match="estimated round by round, not tallied"):
         aggregate_stream(tmp_path, "t", scheduler="synchronous")
     append_batch(tmp_path, "o", OUE(k=4, q=0.25), encode_batch(OUE(k=4, q=0.25),

@@ -40,15 +40,18 @@ def resolve_mechanism(mechanism: Any) -> Any:
     heavy-hitter protocol), its key (``olh{...}``, ``rappor{...}``, ``cms{...}``,
     ``pem{...}``, as a report file or a Parquet table carries it) or its spec (a mapping or
     JSON text, schema ``deniable.oracle/1``, RAPPOR's
-    ``deniable.rappor-spec/1`` or the sketches' ``deniable.cms-spec/1``)."""
+    ``deniable.rappor-spec/1``, the sketches' ``deniable.cms-spec/1`` or PEM's and TreeHist's
+    ``deniable.heavy-spec/1``)."""
     from deniable.oracles import (
         CMS_SPEC_SCHEMA,
+        HEAVY_SPEC_SCHEMA,
         PEM,
         RAPPOR_SPEC_SCHEMA,
         Rappor,
         TreeHist,
         cms_from_spec,
         heavy_from_key,
+        heavy_from_spec,
         is_heavy_key,
         oracle_from_key,
         oracle_from_spec,
@@ -60,6 +63,8 @@ def resolve_mechanism(mechanism: Any) -> Any:
         schema = spec.get("schema") if isinstance(spec, Mapping) else None
         if schema == RAPPOR_SPEC_SCHEMA:
             return rappor_from_spec(spec)
+        if schema == HEAVY_SPEC_SCHEMA:
+            return heavy_from_spec(spec)
         return cms_from_spec(spec) if schema == CMS_SPEC_SCHEMA else oracle_from_spec(spec)
 
     if isinstance(mechanism, str) and mechanism.strip().startswith("{"):
