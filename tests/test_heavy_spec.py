@@ -91,6 +91,11 @@ def test_every_vector_replays_through_the_documented_algorithm() -> None:
         for i, (value, record) in enumerate(zip(case["values"], case["records"], strict=True)):
             got = replay(spec, value, words[i * per : (i + 1) * per])
             assert [int(x) for x in record] == got, (case["id"], i)
+            bits = spec["levels"][got[0]]  # the prefix: the top bits of the padded string
+            size = -(-bits // 8)
+            top = int.from_bytes(value.encode("utf-8").ljust(size, b"\x00")[:size], "big")
+            want = ((top >> (8 * size - bits)) << (8 * size - bits)).to_bytes(size, "big")
+            assert case["prefixes"][i] == want.hex(), (case["id"], i)
         groups = {int(r[0]) for r in case["records"]}
         assert groups == set(range(spec["groups"])), case["id"]  # every group reached
         keeps = [(words[i * per + per - 2] >> 11) < spec["constants"]["keep"]

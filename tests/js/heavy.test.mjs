@@ -26,6 +26,7 @@ for (const c of CASES) {
     assert.equal(c.words.length, w * c.values.length);
     const got = c.values.map((value, i) => heavy.randomize(value, c.words.slice(i * w, (i + 1) * w).map(BigInt)));
     assert.deepEqual(got, c.records);
+    assert.deepEqual(c.values.map((value, i) => heavy.prefix(value, Number(got[i][0]))), c.prefixes);
   });
 }
 

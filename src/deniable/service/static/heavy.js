@@ -181,7 +181,7 @@ export function checkHeavyRecord(c, r, where) {
 /**
  * The device client of one heavy-hitter protocol from its spec (schema
  * "deniable.heavy-spec/1"): { spec, mechanism, key, levels, groups, wordsPerReport, epsilon,
- * randomize(value, words), randomizeValue(value[, cryptoImpl]) }.  A value that is not a
+ * randomize(value, words), randomizeValue(value[, cryptoImpl]), prefix(value, group) }.  A value that is not a
  * non-empty string of at most max_bytes UTF-8 bytes without NUL, or the wrong number of
  * words, throws a SpecError naming `value` or `words`; the spec's fields are checked by name
  * first.
@@ -198,6 +198,14 @@ export function makeHeavy(spec) {
     wordsPerReport: c.words,
     epsilon: spec.epsilon,
     randomize: (value, words) => record(c, encode(value), checkWords(words, c.words)),
+    /** The prefix a device of `group` reports: ceil(bits / 8) bytes as hex, the bits past it 0. */
+    prefix: (value, group) => {
+      const bits = c.levels[group];
+      if (bits === undefined) throw new SpecError("group", `must be a group in 0..${c.groups - 1}, got ${show(group)}.`);
+      const mask = prefixMask(bits, c.w);
+      const words = encode(value).map((x, i) => (x & mask[i]).toString(16).padStart(16, "0"));
+      return words.join("").slice(0, 2 * Math.ceil(bits / 8));
+    },
     randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
       const x = encode(value); // checked before any word is drawn
       return record(c, x, randomWords(c.words, cryptoImpl));
