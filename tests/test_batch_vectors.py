@@ -25,6 +25,7 @@ from deniable.oracles import (
     RapporReports,
     SketchReports,
     cms_from_spec,
+    heavy_from_spec,
     oracle_from_spec,
     rappor_from_spec,
 )
@@ -32,13 +33,26 @@ from deniable.oracles import (
 VECTORS = Path(__file__).parent / "vectors"
 ORACLE_VECTORS = VECTORS / "oracles.json"
 BATCH_VECTORS = VECTORS / "batches.json"
+HEAVY_VECTORS = VECTORS / "heavy.json"
 SCHEMA = "deniable.batch-vectors/1"
-_STREAM_SCHEMAS = ("deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1")
+_STREAM_SCHEMAS = (
+    "deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1", "deniable.heavy-spec/1",
+)  # fmt: skip
+
+
+def _vector_cases() -> list[dict[str, Any]]:
+    """The oracle vectors' cases, then the heavy-hitter vectors' (their records as
+    ``reports``)."""
+    cases = json.loads(ORACLE_VECTORS.read_text(encoding="utf-8"))["cases"]
+    heavy = json.loads(HEAVY_VECTORS.read_text(encoding="utf-8"))["cases"]
+    return [*cases, *({**c, "reports": c["records"]} for c in heavy)]
 
 
 def _oracle(spec: dict[str, Any]) -> Any:
     if spec["schema"] == "deniable.cms-spec/1":
         return cms_from_spec(spec)
+    if spec["schema"] == "deniable.heavy-spec/1":
+        return heavy_from_spec(spec)
     rappor = spec["schema"] == "deniable.rappor-spec/1"
     return rappor_from_spec(spec) if rappor else oracle_from_spec(spec)
 
@@ -58,6 +72,8 @@ def _arrays(spec: dict[str, Any], reports: list[Any]) -> Any:
         return np.array([list(bytes.fromhex(r)) for r in reports], dtype=np.uint8)
     if kind == "hash-bucket":
         return np.array([[int(a), int(b), int(y)] for a, b, y in reports], dtype=np.uint64)
+    if kind == "group-linear-hash":  # PEM, TreeHist: [group, row words ..., bucket]
+        return np.array([[int(w) for w in r] for r in reports], dtype=np.uint64)
     if kind == "linear-hash":
         arr = np.array([[int(w) for w in r] for r in reports], dtype=np.uint64)
         return arr[:, 0] if arr.shape[1] == 1 else arr
@@ -73,9 +89,8 @@ def _pick(reports: list[Any]) -> list[Any]:
 
 def batch_vectors() -> dict[str, Any]:
     """Every stream oracle's case of the oracle vectors: six reports and their batch."""
-    cases = json.loads(ORACLE_VECTORS.read_text(encoding="utf-8"))["cases"]
     out = []
-    for case in cases:
+    for case in _vector_cases():
         spec = case["spec"]
         if spec.get("schema") not in _STREAM_SCHEMAS:
             continue
@@ -86,7 +101,8 @@ def batch_vectors() -> dict[str, Any]:
         "schema": SCHEMA,
         "about": (
             "Binary report batches (deniable.batch/1) that deniable.distributed.encode_batch "
-            "writes for reports of tests/vectors/oracles.json (case: the oracle's spec there); "
+            "writes for reports of tests/vectors/oracles.json and heavy.json (case: the "
+            "oracle's spec there); "
             "body is the hex of the bytes. Format: docs/specs.md, Report batches."
         ),
         "cases": out,
@@ -115,7 +131,7 @@ def _record(spec: dict[str, Any], report: Any) -> bytes:
         return bytes.fromhex(report)
     if kind == "hash-bucket":
         return struct.pack("<3Q", int(report[0]), int(report[1]), report[2])
-    if kind == "linear-hash":
+    if kind in ("linear-hash", "group-linear-hash"):
         return b"".join(struct.pack("<Q", int(w)) for w in report)
     if kind == "row-bit":
         return struct.pack("<I", report)
@@ -123,14 +139,14 @@ def _record(spec: dict[str, Any], report: Any) -> bytes:
 
 
 def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout() -> None:
-    specs = {c["id"]: c["spec"] for c in json.loads(ORACLE_VECTORS.read_text("utf-8"))["cases"]}
+    specs = {c["id"]: c["spec"] for c in _vector_cases()}
     cases = json.loads(BATCH_VECTORS.read_text(encoding="utf-8"))["cases"]
     kinds = {specs[c["case"]].get("algorithm") for c in cases}
     assert kinds == {
         "symmetric-unary/1", "optimized-unary/1", "local-hashing/1", "linear-local-hashing/1",
         "hadamard-response/1", "subset-selection/1", "longitudinal-grr/1",
         "longitudinal-unary/1", "loloha/1", "rappor/1", "count-mean-sketch/1",
-        "hadamard-count-mean-sketch/1",
+        "hadamard-count-mean-sketch/1", "prefix-linear-hashing/1",
     }  # fmt: skip
     for case in cases:
         spec = specs[case["case"]]

@@ -15,7 +15,8 @@ import { VECTORS, caseWords, seededCrypto, wordsCrypto } from "./_helpers.mjs";
 
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
 const BATCHES = JSON.parse(readFileSync(new URL("../vectors/batches.json", import.meta.url), "utf8"));
-const caseOf = (id) => ORACLES.cases.find((c) => c.id === id);
+const HEAVY = JSON.parse(readFileSync(new URL("../vectors/heavy.json", import.meta.url), "utf8"));
+const caseOf = (id) => ORACLES.cases.find((c) => c.id === id) ?? HEAVY.cases.find((c) => c.id === id);
 const hex = (bytes) => Buffer.from(bytes).toString("hex");
 const streamSpec = (id, oracle, extra = {}) => ({
   schema: STREAM_SCHEMA, id, oracle, period: "day",
@@ -40,7 +41,7 @@ test("SHA-256 agrees with node's over the padding boundaries", () => {
   assert.equal(hex(sha256(new TextEncoder().encode("abc"))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); // FIPS 180-2, B.1
 });
 
-test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle, RAPPOR and the sketches", () => {
+test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle, RAPPOR, the sketches and PEM/TreeHist", () => {
   assert.equal(BATCHES.schema, "deniable.batch-vectors/1");
   const algorithms = new Set();
   for (const v of BATCHES.cases) {
@@ -48,7 +49,7 @@ test("every batch vector: encodeBatch writes Python's bytes, for every stream or
     algorithms.add(spec.algorithm);
     assert.equal(hex(encodeBatch(spec, v.reports)), v.body, v.case);
   }
-  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
+  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "prefix-linear-hashing/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
 });
 
 test("the header is the documented one (magic, version, flags, key digest, count), derived here", () => {
@@ -230,3 +231,35 @@ test("the memo is per device, as Python keys it: one permanent stage across stre
   assert.throws(() => makeDevice(grr, { storage, device: "" }), /`device` must be a non-empty string/);
   assert.throws(() => makeStreamClient(streamSpec("a", grr), {}), /`storage` must be a Storage/);
 });
+
+test("bad heavy-hitter records are refused by name before any byte is made", () => {
+  const spec = HEAVY.cases.find((c) => c.id === "pem-0").spec; // groups 8, 12, 16 bits; g = 8
+  const good = HEAVY.cases.find((c) => c.id === "pem-0").records[0];
+  assert.equal(encodeBatch(spec, [good]).length, BATCH_HEADER_SIZE + 8 * 5);
+  assert.throws(() => encodeBatch(spec, [good.slice(1)]), /`reports\[0\]` must be a heavy-hitter record of 5 words/);
+  assert.throws(() => encodeBatch(spec, [["3", ...good.slice(1)]]), /`reports\[0\]\[0\]` must be a group in 0\.\.2, got 3/);
+  assert.throws(() => encodeBatch(spec, [["0", "1", ...good.slice(2)]]), /`reports\[0\]\[1\]` has a bit past its group's prefix of 8 bits/);
+  assert.throws(() => encodeBatch(spec, [[...good.slice(0, 4), "8"]]), /`reports\[0\]\[4\]` must be a bucket in 0\.\.7, got 8/);
+  assert.throws(() => encodeBatch(spec, [[...good.slice(0, 4), String(2n ** 64n)]]), /`reports\[0\]\[4\]` must be a 64-bit word/);
+});
+
+for (const id of ["pem-0", "treehist-3"]) {
+  test(`a ${id.split("-")[0]} stream: the client reports the vectors' strings through heavy.js and posts Python's batch byte for byte`, async () => {
+    const c = caseOf(id);
+    const vector = BATCHES.cases.find((v) => v.case === id); // records 0, 1 and the last four
+    const n = c.values.length;
+    const picked = [0, 1, n - 4, n - 3, n - 2, n - 1];
+    const w = c.spec.words_per_report;
+    const words = picked.flatMap((i) => c.words.slice(i * w, (i + 1) * w)).map(BigInt);
+    const spec = streamSpec("found", c.spec);
+    const post = fakeFetch(201, { stream: "found", reports: 6 });
+    const client = makeStreamClient(spec, { token: "dev", cryptoImpl: wordsCrypto(words), fetchImpl: post.fetch });
+    assert.equal(client.candidates, null);
+    await client.reportAndSend(picked.map((i) => c.values[i]));
+    assert.equal(post.requests[0].url, "/streams/found/batches");
+    assert.equal(hex(post.requests[0].body), vector.body);
+    const fresh = makeStreamClient(spec, { cryptoImpl: wordsCrypto([]) });
+    assert.throws(() => fresh.report(""), /`value` must be a non-empty string/);
+    assert.throws(() => makeStreamClient({ ...spec, candidates: ["a"] }), /`candidates` are for a stream of strings only/);
+  });
+}

@@ -37,9 +37,11 @@ const ALLOWED = {
   // SHA-256 once, pure (the sketches' string hash and a batch's spec digest)
   "digest.js": [],
   "sketches.js": ["digest.js", "oracles.js", "randomizer.js", "spec.js"],
+  // the heavy-hitter (PEM, TreeHist) device client: the same shape as sketches.js
+  "heavy.js": ["oracles.js", "randomizer.js", "spec.js"],
   // a telemetry device: the batch format and its POST, and the stream client on top
-  "batch.js": ["digest.js", "oracles.js", "oraclesrappor.js", "session.js", "sketches.js", "spec.js"],
-  "stream.js": ["batch.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "session.js", "sketches.js", "spec.js"],
+  "batch.js": ["digest.js", "heavy.js", "oracles.js", "oraclesrappor.js", "session.js", "sketches.js", "spec.js"],
+  "stream.js": ["batch.js", "heavy.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "session.js", "sketches.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };
 

@@ -249,9 +249,11 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         LOLOHA,
         LOSUE,
         OUE,
+        PEM,
         HadamardResponse,
         LinearOLH,
         Rappor,
+        TreeHist,
     )
 
     words = ["apple", "banana", "", "z\u00fcrich", "apple"]
@@ -265,6 +267,8 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         ("grr", GRR.from_epsilon(1.0, k=300), [0, 299, 7]),  # a question spec
         ("cms", CMS(k=6, m=20, epsilon=3.0, salt=77), ["apple", "z\u00fcrich", "x" * 40]),
         ("hcms", HCMS(k=5, m=32, epsilon=2.0, salt=5), ["apple", "banana", "\U0001f600"]),
+        ("pem", PEM(epsilon=2.0, max_bytes=9, start_bits=5, step_bits=8), ["apple", "\u2713"]),
+        ("treehist", TreeHist(epsilon=3.0, max_bytes=2), ["hi", "\u00fc", "z"]),
     ]
 
 
@@ -274,13 +278,25 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
     from _apihelp import admin_headers
 
     from deniable.designs import spec_of
-    from deniable.oracles import GRR, CountMeanSketch, Rappor, cms_spec, oracle_spec, rappor_spec
+    from deniable.oracles import (
+        GRR,
+        PEM,
+        CountMeanSketch,
+        Rappor,
+        TreeHist,
+        cms_spec,
+        heavy_spec,
+        oracle_spec,
+        rappor_spec,
+    )
 
     strings = isinstance(oracle, Rappor | CountMeanSketch)
     if isinstance(oracle, Rappor):
         spec = rappor_spec(oracle)
     elif isinstance(oracle, CountMeanSketch):
         spec = cms_spec(oracle)
+    elif isinstance(oracle, PEM | TreeHist):  # strings nobody listed: no candidates
+        spec = heavy_spec(oracle)
     else:  # k-ary randomized response has a question spec
         spec = spec_of(oracle).to_dict() if isinstance(oracle, GRR) else oracle_spec(oracle)
     body: dict[str, Any] = {
@@ -298,7 +314,7 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("case", range(9))
+@pytest.mark.parametrize("case", range(11))
 def test_the_service_accepts_a_batch_the_js_stream_client_builds(
     store: ServiceStore, tmp_path: Path, case: int
 ) -> None:

@@ -29,7 +29,8 @@ the same reports (integer addition is exact and associative), so the estimate is
                           :func:`append_reports`: reports already decoded)
 :func:`aggregate_stream`  the tally of a stream's days, in process or on Dask
                           (:func:`stream_files`, :func:`stream_oracle`,
-                          :func:`clean_stream`)
+                          :func:`clean_stream`); :func:`aggregate_heavy_stream` a PEM or
+                          TreeHist stream's heavy hitters
 ========================  ==============================================================
 
 May import :mod:`deniable.oracles`, :mod:`deniable.designs`, :mod:`deniable.common` and
@@ -56,6 +57,7 @@ from deniable.distributed._heavy import aggregate_heavy_hitters
 from deniable.distributed._sources import require_dask, resolve_mechanism, table_mechanism
 from deniable.distributed._stream_read import (
     CLEAN_AFTER,
+    aggregate_heavy_stream,
     aggregate_stream,
     clean_stream,
     stream_files,
@@ -94,6 +96,7 @@ __all__ = [
     "StoredBatch",
     "aggregate",
     "aggregate_heavy_hitters",
+    "aggregate_heavy_stream",
     "aggregate_stream",
     "aggregate_strings",
     "append_batch",

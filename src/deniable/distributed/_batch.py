@@ -16,7 +16,9 @@ n w s       the reports, ``w`` items of ``s`` bytes each (the oracle's record: o
             the unary oracles, three ``uint64`` words ``(a, b, bucket)`` for local hashing,
             one ``uint32`` for Hadamard response, ``2 + m / 8`` bytes for RAPPOR: the
             cohort ``uint16`` then the ``m`` packed bits, ``2 + ceil(m / 8)`` bytes for
-            CMS: the row ``uint16`` then the ``m`` packed bits, one ``int64`` for HCMS, ...)
+            CMS: the row ``uint16`` then the ``m`` packed bits, one ``int64`` for HCMS,
+            ``2 + l W`` ``uint64`` words for PEM and TreeHist: the group, then the rows of
+            the prefix's hash and the bucket, ...)
 ==========  ===========================================================================
 
 A **JSON batch** is ``{"key": KEY, "reports": [...]}``: a report is an integer when the
@@ -24,7 +26,9 @@ oracle's record has one item, else a list of its ``w`` items (RAPPOR: ``[cohort,
 ..., byte_{m/8-1}]``; CMS: ``[row, byte_0, ..., byte_{ceil(m/8)-1}]``).  RAPPOR's reports
 are :class:`~deniable.oracles.RapporReports` in and out (:mod:`._batch_rappor`), CMS's
 :class:`~deniable.oracles.SketchReports` (:mod:`._batch_sketch`); every other oracle's
-(HCMS's integers included), arrays.
+(HCMS's integers and the heavy-hitter records ``[group, word, ...]`` included), arrays.  A
+heavy-hitter record is checked whole: its group (``0 .. G - 1``), its rows (no bit past
+its group's prefix length) and its bucket (below ``g``): :mod:`._batch_heavy`.
 
 :func:`decode_batch` and :func:`decode_json_batch` check everything before they return: the
 magic, version and flags, the oracle (a batch for another oracle or other parameters is
@@ -43,6 +47,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from deniable.distributed._batch_heavy import check_heavy_records
 from deniable.distributed._batch_rappor import (
     rappor_from_json,
     rappor_from_rows,
@@ -50,7 +55,7 @@ from deniable.distributed._batch_rappor import (
     rappor_rows,
 )
 from deniable.distributed._batch_sketch import cms_from_json, cms_from_rows, cms_json, cms_rows
-from deniable.distributed._tables import _cms, _rappor, record, two_dimensional
+from deniable.distributed._tables import _cms, _heavy, _rappor, record, two_dimensional
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = [
@@ -85,7 +90,12 @@ def _wire(oracle: Any) -> tuple[np.dtype[Any], np.dtype[Any], int, bool]:
 
 
 def _check(oracle: Any, reports: npt.NDArray[Any], what: str) -> None:
-    """The oracle's own check of every report (shape, dtype, domain), its error prefixed."""
+    """The oracle's own check of every report (shape, dtype, domain), its error prefixed
+    (PEM, TreeHist: each record's group, and its report by its group's prefix oracle)."""
+    heavy = _heavy(oracle)
+    if heavy is not None:  # each record whole, named by its index in the batch
+        check_heavy_records(heavy, reports, what)
+        return
     check = getattr(oracle, "check_reports", None) or oracle.tally
     try:
         check(reports)

@@ -41,9 +41,11 @@ def resolve_mechanism(mechanism: Any) -> Any:
     ``pem{...}``, as a report file or a Parquet table carries it) or its spec (a mapping or
     JSON text, schema ``deniable.oracle/1``, RAPPOR's
     ``deniable.rappor-spec/1``, the sketches' ``deniable.cms-spec/1``, the range mechanisms'
-    ``deniable.range-spec/1`` or Square Wave's ``deniable.square-wave-spec/1``)."""
+    ``deniable.range-spec/1``, Square Wave's ``deniable.square-wave-spec/1`` or PEM's and
+    TreeHist's ``deniable.heavy-spec/1``)."""
     from deniable.oracles import (
         CMS_SPEC_SCHEMA,
+        HEAVY_SPEC_SCHEMA,
         PEM,
         RANGE_SPEC_SCHEMA,
         RAPPOR_SPEC_SCHEMA,
@@ -54,6 +56,7 @@ def resolve_mechanism(mechanism: Any) -> Any:
         TreeHist,
         cms_from_spec,
         heavy_from_key,
+        heavy_from_spec,
         is_heavy_key,
         is_range_key,
         is_string_protocol_key,
@@ -76,6 +79,8 @@ def resolve_mechanism(mechanism: Any) -> Any:
             return range_from_spec(spec)
         if schema == SQUARE_WAVE_SPEC_SCHEMA:
             return square_wave_from_spec(spec)
+        if schema == HEAVY_SPEC_SCHEMA:
+            return heavy_from_spec(spec)
         return cms_from_spec(spec) if schema == CMS_SPEC_SCHEMA else oracle_from_spec(spec)
 
     if isinstance(mechanism, str) and mechanism.strip().startswith("{"):

@@ -21,7 +21,14 @@ from deniable.distributed._streams import (
 )
 from deniable.exceptions import DataError, ParameterError
 
-__all__ = ["CLEAN_AFTER", "aggregate_stream", "clean_stream", "stream_files", "stream_oracle"]
+__all__ = [
+    "CLEAN_AFTER",
+    "aggregate_heavy_stream",
+    "aggregate_stream",
+    "clean_stream",
+    "stream_files",
+    "stream_oracle",
+]
 
 #: Seconds a temporary file must be old before :func:`clean_stream` removes it by default.
 CLEAN_AFTER = 3600.0
@@ -75,10 +82,53 @@ def aggregate_stream(
     stored = stream_oracle(root, sid)
     if mechanism is not None:
         _same_oracle(Path(root), sid, resolve_mechanism(mechanism), create=False)
+    if _is_heavy(stored):
+        raise DataError(
+            f"stream {sid!r} is a {stored.name} stream: its reports are estimated round by "
+            "round, not tallied (aggregate_heavy_stream)."
+        )
     files = stream_files(root, sid, start=start, end=end)
     if not files:
         return _tally_none(stored)
     return aggregate(files, stored, **options)
+
+
+def _is_heavy(oracle: Any) -> bool:
+    from deniable.oracles import PEM, TreeHist
+
+    return isinstance(oracle, PEM | TreeHist)
+
+
+def aggregate_heavy_stream(
+    root: str | os.PathLike[str],
+    stream: str,
+    *,
+    start: Any = None,
+    end: Any = None,
+    **options: Any,
+) -> Any:
+    """The heavy hitters of a PEM or TreeHist ``stream``'s reports of the days ``start ..
+    end`` (all by default), computed by :func:`~deniable.distributed.aggregate_heavy_hitters`
+    from the stream's partitions with its stored protocol (``options``: ``scheduler``,
+    ``batch``, ``top_k``, ``alpha``, ``level``, ...; ``"synchronous"`` counts in this
+    process): every round reads the reports of its group among all of the days' reports, so
+    the result equals the protocol's ``estimate`` of them in process.  A stream of another
+    oracle, or days without reports, is a :class:`~deniable.exceptions.DataError`; so is a
+    group without a report (the rounds need one in every group)."""
+    from deniable.distributed._heavy import aggregate_heavy_hitters
+
+    require_dask()
+    sid = _stream_id(stream)
+    stored = stream_oracle(root, sid)
+    if not _is_heavy(stored):
+        raise DataError(
+            f"stream {sid!r} is a {stored.name} stream, not a heavy-hitter one (PEM, TreeHist): "
+            "tally it with aggregate_stream."
+        )
+    files = stream_files(root, sid, start=start, end=end)
+    if not files:
+        raise DataError(f"stream {sid!r} has no reports in the days asked for.")
+    return aggregate_heavy_hitters([str(f) for f in files], stored.key, **options)
 
 
 def clean_stream(

@@ -248,9 +248,13 @@ def to_columns(oracle: Any, reports: Any) -> list[npt.NDArray[Any]]:
         return [srep.rows.astype(_COHORT), *(bits[:, i] for i in range(bits.shape[1]))]
     heavy = _heavy(oracle)
     if heavy is not None:  # each group's reports checked by its oracle
-        from deniable.oracles import heavy_records
+        from deniable.oracles import heavy_from_records, heavy_records
 
-        rec = heavy_records(heavy, reports)
+        if isinstance(reports, np.ndarray):  # records [group, words ...] (a batch's)
+            heavy_from_records(heavy, reports)
+            rec = reports.astype(np.uint64, copy=False)
+        else:
+            rec = heavy_records(heavy, reports)
         return [rec[:, 0].astype(_COHORT), *(rec[:, i] for i in range(1, rec.shape[1]))]
     if range_mechanism(oracle) is not None:  # each level's reports checked by its oracle
         return range_to_columns(oracle, reports)

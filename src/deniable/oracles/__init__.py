@@ -61,6 +61,7 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`PEM`, :class:`TreeHist`  heavy hitters over an unknown domain of strings (prefix
                           extension, binary prefix tree): :class:`HeavyHitters`;
                           :func:`heavy_from_key` the protocol of a report file's key,
+                          :func:`heavy_spec` as versioned JSON for a device,
                           :func:`read_heavy_file` its reports
 :class:`SFP`                Sequence Fragment Puzzle (Apple 2017): frequent strings from a
                           fragment sketch with puzzle pieces and a whole-string sketch
@@ -116,6 +117,13 @@ from deniable.oracles._heavy_files import (
 )
 from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
 from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters
+from deniable.oracles._heavy_spec import (
+    HEAVY_SPEC_SCHEMA,
+    heavy_device_records,
+    heavy_from_spec,
+    heavy_spec,
+)
+from deniable.oracles._heavy_vectors import HEAVY_VECTORS_SCHEMA, dump_heavy_vectors, heavy_vectors
 from deniable.oracles._hierarchical import (
     HIERARCHY_ORACLES,
     HierarchicalEstimate,
@@ -225,6 +233,8 @@ __all__ = [
     "FREQUENCY_ORACLES",
     "GRR",
     "HCMS",
+    "HEAVY_SPEC_SCHEMA",
+    "HEAVY_VECTORS_SCHEMA",
     "HIERARCHY_ORACLES",
     "LGRR",
     "LOLOHA",
@@ -310,13 +320,18 @@ __all__ = [
     "cms_spec",
     "collision_probability",
     "discover_tallies",
+    "dump_heavy_vectors",
     "dump_oracle_vectors",
     "dump_range_vectors",
     "exact_variance",
+    "heavy_device_records",
     "heavy_from_key",
     "heavy_from_records",
+    "heavy_from_spec",
     "heavy_key",
     "heavy_records",
+    "heavy_spec",
+    "heavy_vectors",
     "is_heavy_key",
     "is_range_key",
     "is_string_protocol_key",

@@ -23,7 +23,11 @@ everything the device kept, whatever the values are:
   uniform row (and coefficient) and independent flips, nothing kept): its ``epsilon``, the
   exact epsilon of one report against any change of the string (``oracles/_cms_base.py``:
   two bits of the one-hot vector move for CMS, one sign bit for HCMS), at least the
-  ``implemented_epsilon`` of its rounded flip threshold.
+  ``implemented_epsilon`` of its rounded flip threshold;
+* a heavy-hitter protocol (PEM, TreeHist: Wang et al. 2019, Bassily et al. 2017; every
+  report a fresh group, drawn whatever the string, and one linear-hash OLH report of the
+  group's prefix, nothing kept): ``epsilon_per_device``, the OLH epsilon ``ln(p' / q')``
+  (derived at :func:`report_epsilon`).
 
 Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
 no fresh randomness per report, so two reports of a device that kept its value are equal,
@@ -38,6 +42,7 @@ from typing import Any
 
 from deniable.exceptions import ParameterTypeError
 from deniable.oracles._cms_base import CountMeanSketch
+from deniable.oracles._heavy_hitters import PEM, TreeHist
 from deniable.oracles._longitudinal import LongitudinalOracle
 from deniable.oracles._rappor import Rappor
 from deniable.oracles._registry import FREQUENCY_ORACLES
@@ -88,7 +93,8 @@ def report_epsilon(oracle: Any) -> float:
     oracle
         A frequency oracle of :data:`~deniable.oracles.FREQUENCY_ORACLES` (k-ary randomized
         response included), :class:`~deniable.oracles.Rappor`, or a count mean sketch
-        (:class:`~deniable.oracles.CMS`, :class:`~deniable.oracles.HCMS`).
+        (:class:`~deniable.oracles.CMS`, :class:`~deniable.oracles.HCMS`) or a heavy-hitter
+        protocol (:class:`~deniable.oracles.PEM`, :class:`~deniable.oracles.TreeHist`).
 
     Returns
     -------
@@ -134,6 +140,18 @@ def report_epsilon(oracle: Any) -> float:
     per-report charge across changes, as ``epsilon_1`` of a longitudinal oracle is not.
     Rounding of the thresholds (``p`` up, ``q`` down) only lowers the implemented ratio.
 
+    **PEM and TreeHist.**  A report is ``(j, A, y)``: the group ``j`` with probability
+    ``pi_j`` whatever the string, rows ``A`` uniform over the ``l`` rows of ``levels[j]``
+    bits whatever the string, and ``y = A x_j`` (``x_j`` the string's prefix) with
+    probability ``p' = p + (1 - p) / g``, any other bucket with ``q' = (1 - p) / g``.  For
+    strings ``x, x'`` the ratio of one report's probabilities is ``P(y | A x_j) / P(y | A
+    x'_j)``, one of ``p' / q'``, ``1`` or ``q' / p'``: at most ``p' / q'``, reached by any
+    ``A`` that hashes the two prefixes apart (one exists whenever they differ) and ``y = A
+    x_j``.  So a report costs ``ln(p' / q') = ln(1 + g p / (1 - p))``, the OLH epsilon,
+    whatever the number of groups or rounds (``tests/test_report_epsilon.py`` enumerates
+    every report of TreeHist with one byte).  The keep threshold rounds ``p`` down, which
+    only lowers it.
+
     Examples
     --------
     >>> from deniable.oracles import OUE, LGRR, Rappor
@@ -154,12 +172,15 @@ def report_epsilon(oracle: Any) -> float:
         return _rappor_irr_epsilon(oracle)
     if isinstance(oracle, LongitudinalOracle):
         return float(oracle.epsilon_irr)
+    if isinstance(oracle, PEM | TreeHist):  # one fresh OLH report of one group's prefix
+        return float(oracle.epsilon_per_device)
     if isinstance(oracle, (*FREQUENCY_ORACLES.values(), CountMeanSketch)):
         plain: Any = oracle  # every report drawn afresh from the value (or the string)
         return float(plain.epsilon)
     raise ParameterTypeError(
         "`oracle` must be a stream oracle: one of the frequency oracles "
-        f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms or hcms (a per-report epsilon "
+        f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms, hcms, pem or treehist (a "
+        "per-report epsilon "
         "against any change of a device's values is stated for these only), got "
         f"{type(oracle).__name__}."
     )

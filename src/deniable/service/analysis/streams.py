@@ -10,8 +10,10 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
                                     #   (deniable.oracles.rappor_spec: deniable.rappor-spec/1)
                                     #   or k-ary randomized response's question spec
                                     #   (deniable.designs.spec_of: deniable.question/1,
-                                    #   mechanism categorical), or a count mean sketch's
+                                    #   mechanism categorical), a count mean sketch's
                                     #   (deniable.oracles.cms_spec: deniable.cms-spec/1)
+                                    #   or PEM's / TreeHist's (deniable.oracles.heavy_spec:
+                                    #   deniable.heavy-spec/1)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
     candidates: [a, b, ...]         # RAPPOR, CMS and HCMS only, optional: the strings
@@ -31,7 +33,8 @@ L-GRR, L-OUE/L-SUE/L-OSUE, LOLOHA) costs ``epsilon_irr``, the instantaneous
 randomization's epsilon over every kept permanent response; a report of RAPPOR, its IRR's
 epsilon over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``; a report of a
 count mean sketch (CMS, HCMS: a fresh row and flips every report, nothing kept), its exact
-``epsilon``.  The
+``epsilon``; a report of PEM or TreeHist (a fresh group and one OLH report of its prefix,
+nothing kept), the OLH epsilon ``ln(p' / q')``.  The
 memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
 with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
 longitudinal_epsilon``); a window promises a bound against *any* change of a device's
@@ -62,17 +65,21 @@ from deniable.designs import SPEC_SCHEMA, Categorical, design_from_spec, spec_of
 from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.oracles import (
     CMS_SPEC_SCHEMA,
+    HEAVY_SPEC_SCHEMA,
     RAPPOR_SPEC_SCHEMA,
     CountMeanSketch,
     Rappor,
     cms_from_spec,
     cms_spec,
+    heavy_from_spec,
+    heavy_spec,
     oracle_from_spec,
     oracle_spec,
     rappor_from_spec,
     rappor_spec,
     report_epsilon,
 )
+from deniable.service.analysis._stream_heavy import heavy_day, is_heavy
 from deniable.service.analysis._stream_strings import (
     MAX_CANDIDATES,
     MAX_DECODE_CELLS,
@@ -192,6 +199,8 @@ def _oracle_spec(oracle: Any) -> dict[str, Any]:
         return rappor_spec(oracle)
     if isinstance(oracle, CountMeanSketch):
         return cms_spec(oracle)
+    if is_heavy(oracle):
+        return heavy_spec(oracle)
     if isinstance(oracle, Categorical):
         return spec_of(oracle).to_dict()
     return oracle_spec(oracle)
@@ -246,6 +255,8 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
             oracle = rappor_from_spec(raw)
         elif schema == CMS_SPEC_SCHEMA:  # strings through a keyed hash: CMS, HCMS
             oracle = cms_from_spec(raw)
+        elif schema == HEAVY_SPEC_SCHEMA:  # strings nobody listed: PEM, TreeHist
+            oracle = heavy_from_spec(raw)
         elif schema == SPEC_SCHEMA:  # k-ary randomized response has a question spec
             oracle = design_from_spec(raw)
             if oracle.name != "categorical":
@@ -347,7 +358,10 @@ def stream_estimates(
     ``level``; for a count mean sketch its :class:`~deniable.oracles.SketchEstimate` of
     them: each one's unbiased frequency, both standard errors and its interval at
     ``level``; a spec of strings without candidates is a
-    :class:`~deniable.exceptions.DataError`).  A day without reports is left out."""
+    :class:`~deniable.exceptions.DataError`; for PEM or TreeHist the
+    :class:`~deniable.oracles.HeavyHitters` the day's records decode to, each string with
+    its frequency, standard error, interval and the rounds' thresholds:
+    :mod:`._stream_heavy`).  A day without reports is left out."""
     from deniable.distributed import aggregate_stream, stream_files
 
     lvl = v.level(level)
@@ -362,6 +376,9 @@ def stream_estimates(
         root, spec.id, start=first, end=last)})  # fmt: skip
     days = []
     for day in held:
+        if is_heavy(spec.oracle):  # the day's records, round by round
+            days.append({"day": day, "estimate": heavy_day(root, spec.id, spec.oracle, day, lvl)})
+            continue
         tally = aggregate_stream(root, spec.id, start=day, end=day, scheduler="synchronous")
         if of_strings(spec.oracle):  # the spec's candidates: decoded, or the sketch's
             estimate = strings_estimate(spec.oracle, tally, spec.candidates or (), lvl)

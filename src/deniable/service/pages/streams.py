@@ -13,7 +13,24 @@ __all__ = ["stream_page"]
 
 _LEVELS = (0.8, 0.9, 0.95, 0.99)
 #: The note under the tables, by the schema of the stream's oracle spec.
-_KINDS = {"deniable.rappor-spec/1": "rappor", "deniable.cms-spec/1": "sketch"}
+_KINDS = {
+    "deniable.rappor-spec/1": "rappor", "deniable.cms-spec/1": "sketch",
+    "deniable.heavy-spec/1": "heavy",
+}  # fmt: skip
+
+
+def _heavy_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per discovered string of a PEM or TreeHist day: its frequency, SE, interval
+    and the threshold of the last round, which decided the list (its rule: the exact
+    binomial count threshold, or the top-k cap)."""
+    rounds = estimate.get("rounds") or []
+    last = rounds[-1] if rounds else None
+    decided = "–" if last is None else f"{num(last['threshold'])} ({last['rule']})"
+    return [
+        (str(h["string"]) if h["utf8"] else f"0x{h['string']}", num(h["frequency"]),
+         num(h["se"]), ci(h["ci"]), decided)
+        for h in estimate["heavy_hitters"]
+    ]  # fmt: skip
 
 
 def _rappor_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
@@ -44,6 +61,8 @@ def _sketch(estimate: Mapping[str, Any]) -> bool:
 
 
 def _header(estimate: Mapping[str, Any], pct: str) -> tuple[str, ...]:
+    if "heavy_hitters" in estimate:
+        return ("string", "frequency", "SE", f"{pct} CI Wald", "threshold (rule)")
     if _sketch(estimate):
         return ("candidate", "frequency", "SE", "SE (fixed devices)", f"{pct} CI")
     if "candidates" in estimate:
@@ -54,8 +73,10 @@ def _header(estimate: Mapping[str, Any], pct: str) -> tuple[str, ...]:
 
 def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """One row per value of a frequency estimate (a list per field), one per candidate of
-    a RAPPOR or count mean sketch estimate, or one row for a single estimate (a number per
-    field, e.g. a mean's)."""
+    a RAPPOR or count mean sketch estimate, one per discovered string of a heavy-hitter
+    day, or one row for a single estimate (a number per field, e.g. a mean's)."""
+    if "heavy_hitters" in estimate:
+        return _heavy_rows(estimate)
     if _sketch(estimate):
         return _sketch_rows(estimate)
     if "candidates" in estimate:
@@ -88,7 +109,7 @@ def stream_page(
     pct = f"{level:.0%}"
     days = [
         {"day": d["day"], "n": d["estimate"].get("n", "–"), "rows": _rows(d["estimate"]),
-         "header": _header(d["estimate"], pct)}
+         "header": _header(d["estimate"], pct), "note": d["estimate"].get("undecided")}
         for d in estimates["days"]
     ]  # fmt: skip
     window = spec["window"]

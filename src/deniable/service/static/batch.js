@@ -9,7 +9,8 @@
 // give them (oracles.js, oraclesmemo.js, sketches.js): packed bits as hex, [a, b, y] with
 // decimal seeds, a list of decimal words, an integer, RAPPOR's [cohort, hex], CMS's
 // [row, hex] (the row a uint16, then the packed bits), HCMS's integer 2 (j m + l) + b (an
-// int64).  Every report is
+// int64), PEM's and TreeHist's record [group, row words ..., bucket] (heavy.js: 2 + l W
+// uint64 words).  Every report is
 // checked first (a SpecError naming `reports[i]`), so no batch is made of a report the
 // server would refuse.  tests/js/batch.test.mjs replays tests/vectors/batches.json, which
 // Python's encoder writes (tests/test_batch_vectors.py keeps it from drifting).
@@ -17,6 +18,7 @@
 import { checkOracleSpec } from "./oracles.js";
 import { RAPPOR_SCHEMA, checkRapporSpec } from "./oraclesrappor.js";
 import { CMS_SCHEMA, checkSketchSpec } from "./sketches.js";
+import { HEAVY_SCHEMA, checkHeavyRecord, checkHeavySpec } from "./heavy.js";
 import { HttpError } from "./session.js";
 import { sha256 } from "./digest.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -83,6 +85,17 @@ function recordOf(spec) {
       },
     };
   }
+  if (spec !== null && typeof spec === "object" && spec.schema === HEAVY_SCHEMA) {
+    // PEM, TreeHist: 2 + l W uint64 words, the group, the rows, the bucket (each checked)
+    const c = checkHeavySpec(spec);
+    return {
+      key: c.key,
+      size: 8 * (2 + c.l * c.w),
+      write(view, at, r, where) {
+        checkHeavyRecord(c, r, where).forEach((x, i) => view.setBigUint64(at + 8 * i, x, true));
+      },
+    };
+  }
   if (spec !== null && typeof spec === "object" && spec.schema === SPEC_SCHEMA) {
     // k-ary randomized response's question spec: one uint16 a report (k <= 65,536), else uint32
     const c = checkSpec(spec);
@@ -136,7 +149,8 @@ function recordOf(spec) {
 /**
  * The binary batch (deniable.batch/1) of `reports` of the oracle of `oracleSpec` (an
  * oracle spec, schema "deniable.oracle/1", a RAPPOR spec, "deniable.rappor-spec/1", or a
- * count mean sketch's, "deniable.cms-spec/1": the `oracle` of a stream spec), as a
+ * count mean sketch's, "deniable.cms-spec/1", or a heavy-hitter protocol's,
+ * "deniable.heavy-spec/1": the `oracle` of a stream spec), as a
  * Uint8Array.  An empty list, a report of the wrong
  * form or out of the oracle's range throws a SpecError naming `reports` or `reports[i]`.
  */
