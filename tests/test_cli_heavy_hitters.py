@@ -127,6 +127,35 @@ def test_a_table_on_dask_gives_the_files_answer(runner: CliRunner, tmp_path: Pat
     assert {"a", "b"} <= {h["string"] for h in a["heavy_hitters"]}
 
 
+def test_a_heavy_stream_aggregates_as_the_library_reads_it(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    """A PEM stream's days written by the ingestion path: `aggregate --stream-root --stream`
+    prints what the library's in-process reading of the same days finds (it was refused)."""
+    from deniable.distributed import aggregate_heavy_stream, append_batch, encode_batch
+    from deniable.oracles import heavy_device_records
+
+    pem = PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8)
+    rng = np.random.default_rng(3)
+    for i, day in enumerate(("2026-11-20", "2026-11-21")):
+        items = [str(s) for s in rng.choice(["hi", "yo", "ok", "zz"], size=3000,
+                                             p=[0.5, 0.3, 0.15, 0.05])]  # fmt: skip
+        rec = heavy_device_records(pem, items, rng=10 + i)
+        append_batch(tmp_path, "pages", pem, encode_batch(pem, rec), day=day)
+    base = ("telemetry", "aggregate", "--stream-root", tmp_path, "--stream", "pages",
+            "--local-workers", 0, "--top-k", 3, "--json")  # fmt: skip
+    data = _json(run(runner, *base))
+    want = aggregate_heavy_stream(tmp_path, "pages", scheduler="synchronous", top_k=3)
+    assert [h["string"] for h in data["heavy_hitters"]] == list(want.strings)
+    assert want.strings[:2] == ("hi", "yo")  # the two commonest, planted at 0.5 and 0.3
+    one = _json(run(runner, *base, "--start", "2026-11-21"))
+    want_one = aggregate_heavy_stream(tmp_path, "pages", start="2026-11-21",
+                                      scheduler="synchronous", top_k=3)  # fmt: skip
+    assert [h["frequency"] for h in one["heavy_hitters"]] == pytest.approx(
+        [float(f) for f in want_one.frequencies], rel=1e-12
+    )
+
+
 def _bad(tmp: Path, name: str, data: bytes) -> Path:
     path = tmp / name
     path.write_bytes(data)

@@ -223,17 +223,18 @@ def aggregate_heavy_tables(
 ) -> None:  # fmt: skip
     """The heavy hitters of report tables (``_telemetry_tables.TableSource``), each round
     counted on the Dask cluster ``scheduler`` names."""
-    from deniable.distributed import aggregate_heavy_hitters
+    from deniable.distributed import aggregate_heavy_hitters, aggregate_heavy_stream
 
     _refuse(tables.label, refused)
-    if tables.stream is not None:
-        fail(f"`--stream` {tables.label!r}: a telemetry stream of heavy-hitter reports is not "
-             "aggregated yet; aggregate its Parquet files as FILE.")  # fmt: skip
     protocol = _with_choices(tables.oracle, top_k, alpha)
+    options = {"scheduler": scheduler, "batch": batch, "local_workers": local_workers,
+               "level": level, "top_k": protocol.top_k, "alpha": protocol.alpha}  # fmt: skip
     with guard_io(f"read {tables.label!r}"):
-        found = aggregate_heavy_hitters(tables.file, protocol, scheduler=scheduler,
-                                        batch=batch, local_workers=local_workers,
-                                        level=level)  # fmt: skip
+        if tables.stream is not None:  # every round reads its group among the days' reports
+            root, sid, start, end = tables.stream
+            found = aggregate_heavy_stream(root, sid, start=start, end=end, **options)
+        else:
+            found = aggregate_heavy_hitters(tables.file, protocol, **options)
     _show(protocol, found, tables.label, as_json)
 
 
