@@ -111,9 +111,9 @@ def sfp_records(sfp: SFP, reports: Any) -> npt.NDArray[Any]:
 
 
 def sfp_from_records(sfp: SFP, records: Any) -> SFPReports:
-    """The :class:`~deniable.oracles.SFPReports` of ``(n, w)`` records (:func:`sfp_record`):
-    a position out of range or a report its sketch refuses raises
-    :class:`~deniable.exceptions.DataError`."""
+    """The :class:`~deniable.oracles.SFPReports` of ``(n, w)`` records
+    (:func:`~deniable.oracles.string_record`): a position out of range or a report its
+    sketch refuses raises :class:`~deniable.exceptions.DataError`."""
     dtype, width, _ = sfp_record(sfp)
     rec = np.asarray(records)
     if rec.ndim != 2 or rec.shape[1] != width or rec.dtype.kind not in "iu":
@@ -177,7 +177,8 @@ def ngram_records(ng: RapporNgram, reports: Any) -> npt.NDArray[np.uint8]:
 
 def ngram_from_records(ng: RapporNgram, records: Any) -> NgramReports:
     """The :class:`~deniable.oracles.NgramReports` of ``(n, w)`` record bytes
-    (:func:`ngram_record`), checked as the discovery checks them (positions, cohorts)."""
+    (:func:`~deniable.oracles.string_record`), checked as the discovery checks them
+    (positions, cohorts)."""
     width = ngram_record(ng)[1]
     rec = np.asarray(records)
     if rec.ndim != 2 or rec.shape[1] != width or rec.dtype != np.uint8:
