@@ -27,7 +27,7 @@ def test_the_irr_sets_bit_j_when_the_word_shifted_is_below_its_threshold(cls: ty
     _, _, t_p2, t_q2 = oracle._thresholds
     # words near each threshold too: w >> 11 == t - 1, t (the boundary of the comparison)
     words[:4] = np.array([t_p2, t_p2 - 1, t_q2, t_q2 - 1], dtype=np.uint64) << np.uint64(11)
-    got = oracle._irr(prr, ArrayWords(words))
+    got = oracle._irr(np.packbits(prr, axis=1, bitorder="little"), ArrayWords(words))
     thr = np.where(prr, t_p2, t_q2).astype(np.uint64)
     want = (words.reshape(n, k) >> np.uint64(11)) < thr
     assert np.array_equal(np.unpackbits(got, axis=1, count=k, bitorder="little"), want)
@@ -66,10 +66,10 @@ def test_groups_are_the_rows_of_each_value_in_order(high: int) -> None:
     rng = np.random.default_rng(high)
     for n in (0, 1, 50, 5000):
         x = rng.integers(0, high, size=n)
-        got = _groups(x)
         want = [(v, np.flatnonzero(x == v)) for v in np.unique(x).tolist()]
-        assert [g[0] for g in got] == [w[0] for w in want]
-        assert all(np.array_equal(g[1], w[1]) for g, w in zip(got, want, strict=True))
+        for got in (_groups(x), _groups(x, high)):  # the range looked at, or given
+            assert [g[0] for g in got] == [w[0] for w in want]
+            assert all(np.array_equal(g[1], w[1]) for g, w in zip(got, want, strict=True))
 
 
 @pytest.mark.parametrize("d", [1, 2, 4, 8, 9, 12])
