@@ -203,8 +203,8 @@ def test_a_device_replays_its_prr_across_rounds_and_restarts(cls: Any) -> None:
     share = o.tally(reports).counts[: o.k] / rounds
     if isinstance(o, LGRR):
         expected = np.where(np.arange(o.k) == prr, p2, q2)
-    else:
-        expected = np.where(prr, p2, q2)
+    else:  # the PRR packed as a report is (bit j at bit j % 8 of byte j // 8)
+        expected = np.where(np.unpackbits(prr, count=o.k, bitorder="little"), p2, q2)
     se = np.sqrt(expected * (1 - expected) / rounds)
     assert np.max(np.abs(share - expected) / se) <= 6
     restarted = cls.from_epsilon(2.0, 4, eps_1=0.5)  # the same PRR, another IRR
@@ -295,7 +295,8 @@ def test_parameters_outside_their_range_are_refused(make: Any, name: str) -> Non
 @pytest.mark.parametrize("k", [3, 56, 57, 130])
 def test_unary_prrs_unpack_from_their_memo_chunks(k: int) -> None:
     """A unary PRR is kept as int64 chunks of 56 bits, bit j in chunk j // 56 at position
-    j % 56: unpacking any such chunks gives back the bits (one chunk, an exact chunk, a
+    j % 56: any such chunks give back the bits, packed as a report is (bit j at bit j % 8
+    of byte j // 8, the padding zero), the form the IRR takes (one chunk, an exact chunk, a
     spill into a second, three chunks)."""
     o = LOUE.from_epsilon(2.0, k, eps_1=1.0)
     bits = np.random.default_rng(k).random((500, k)) < 0.5
@@ -303,8 +304,9 @@ def test_unary_prrs_unpack_from_their_memo_chunks(k: int) -> None:
     for j in range(k):
         chunks[:, j // 56] |= bits[:, j].astype(np.int64) << (j % 56)
     got = o._from_chunks(chunks)
-    assert got.dtype == np.bool_
-    np.testing.assert_array_equal(got, bits)
+    assert got.dtype == np.uint8 and got.shape == (500, -(-k // 8))
+    np.testing.assert_array_equal(np.unpackbits(got, axis=1, bitorder="little")[:, :k], bits)
+    assert not np.unpackbits(got, axis=1, bitorder="little")[:, k:].any()
 
 
 @pytest.mark.parametrize("memo", [False, True], ids=["fresh", "memo"])

@@ -327,3 +327,76 @@ def test_a_ledger_store_pickled_before_units_is_refused_until_its_unit_is_stated
     bare = {"index": KeyIndex(), "spent": np.zeros(0), "charged": {}, "records": {}}
     empty = _unpickled(InMemoryLedgerStore, bare)
     BudgetLedger(cap=1.0, store=empty, composition=ZCDPComposition()).spend(["a"], "q", 0.5)
+
+
+def test_key_index_keeps_its_table_and_merges_new_keys_late() -> None:
+    """New keys inside the table's span are written into it and merged into the sorted
+    arrays later (issue 17, part 5: a question gaining a few devices a round): every
+    lookup, the keys, a pickle and a copy still agree with a dict in insertion order; a
+    copy taken before an add never sees the added keys; a key outside the span drops the
+    table, which is rebuilt."""
+    gen = np.random.default_rng(23)
+    index, model = KeyIndex(), {}
+    first = np.arange(0, 20_000, 3)
+    index.add(first, index.find(first))
+    model.update((int(x), i) for i, x in enumerate(first.tolist()))
+    index.find(first[:1])  # builds the table
+    table = index._table
+    assert table is not None
+    snapshots = []
+    for step in range(12):
+        batch = gen.choice(20_000, size=300, replace=False)
+        snapshots.append((index.copy(), dict(model)))
+        got = index.add(batch, index.find(batch))
+        for x in batch.tolist():
+            model.setdefault(int(x), len(model))
+        assert got.tolist() == [model[int(x)] for x in batch.tolist()], step
+        assert index._table is table  # kept, written in place
+        probe = np.arange(-3, 20_003)
+        assert index.find(probe).tolist() == [model.get(int(x), -1) for x in probe], step
+    assert index._pending or index._int_keys.size > first.size  # merged late, at least once
+    assert index.keys().tolist() == list(model) and not index._pending
+    again = pickle.loads(pickle.dumps(index))
+    assert again.find(np.arange(20_000)).tolist() == index.find(np.arange(20_000)).tolist()
+    for old, old_model in snapshots:  # each copy answers as the index did when copied
+        probe = np.arange(20_000)
+        assert old.find(probe).tolist() == [old_model.get(int(x), -1) for x in probe]
+    outside = np.array([50_000])
+    index.add(outside, index.find(outside))
+    model[50_000] = len(model)
+    assert index._table is not table
+    probe = np.array([50_000, 49_999, *range(20_000)])
+    assert index.find(probe).tolist() == [model.get(int(x), -1) for x in probe]
+
+
+def test_a_failed_key_index_add_leaves_it_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An add that fails after writing its keys into the table (a MemoryError) is undone:
+    the table is dropped and rebuilt, the keys added before it (pending too) are found,
+    the failed ones are not."""
+    index = KeyIndex()
+    base = np.arange(0, 10_000, 2)
+    index.add(base, index.find(base))
+    index.find(base[:1])
+    more = np.array([1, 3, 5])
+    index.add(more, index.find(more))  # pending, in the table
+    assert index._pending
+    real = np.arange
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        if args and args[0] == index._n:  # the dense indices of the rows, after the merge
+            raise MemoryError
+        return real(*args, **kwargs)
+
+    bad = np.array([7, 9])
+    monkeypatch.setattr(np, "arange", failing)
+    with pytest.raises(MemoryError):
+        index.add(bad, index.find(bad))
+    monkeypatch.setattr(np, "arange", real)
+    assert len(index) == base.size + 3
+    assert index.find(np.array([1, 3, 5, 7, 9, 0, 2])).tolist() == [
+        *range(base.size, base.size + 3),
+        -1,
+        -1,
+        0,
+        1,
+    ]

@@ -25,9 +25,12 @@ Accuracy: the mean squared error of the frequency estimates over the rounds and 
 (attributes too), beside the theoretical variance at the round's true frequencies (the
 oracles' ``exact_variance``, ``DBitFlipPM.variance``, ``MultiAttribute.variance``), as a
 ratio, over ``max(repeats, min(10, ACCURACY_DEVICES / n))`` runs of ours (10 at n = 10**5, 3 at
-10**6).  Rounds share permanent responses, so the ratio's noise is that of about ``runs *
-k`` independent squared errors at worst (relative sd ``sqrt(2 / (runs k))``: 11% for 3 runs
-at k = 16): its standard error, from the spread of the runs' ratios, is shown beside it.
+10**6), each with its own seed and a fresh memo store (independent runs).  The rounds of a
+run are not independent (they share the devices' permanent responses), and 3 runs leave
+their spread nearly unknown (2 degrees of freedom), so for L-SUE, L-OUE and L-OSUE the
+standard error shown is the closed form of :func:`unary_ratio_sd` (the exact covariance of
+the estimates across rounds, normal approximation) over ``sqrt(runs)``; for the other rows
+it is the spread of the runs' ratios (also kept for the unary rows, ``ratio_se_runs``).
 multi-freq-ldpy's estimators clip and renormalize (biased): its ratio is shown, not judged.
 
 LOLOHA (Arcolezi et al., EDBT 2023): no package of its own on the registry; multi-freq-ldpy's
@@ -156,6 +159,49 @@ def theory(mech: Any, key: str, values: np.ndarray) -> float:
     return float(np.mean(out))
 
 
+_UNARY = {"lsue", "loue", "losue"}
+#: unary_ratio_sd of each (key, n) measured.
+_CLOSED: dict[tuple[str, int], tuple[float, float]] = {}
+
+
+def unary_ratio_sd(mech: Any, values: np.ndarray) -> tuple[float, float]:
+    """``(theory, sd)``: the mean exact variance of a memoized unary oracle's frequency
+    estimates over the rounds and values of ``values`` (``(rounds, n)``), and the standard
+    deviation of one run's ``mse / theory``, the rounds' correlation included.
+
+    With ``(p1, q1, p2, q2)`` the realised PRR and IRR probabilities and ``p_s = p1 p2 +
+    (1 - p1) q2``, ``q_s = q1 p2 + (1 - q1) q2`` the composed channel's, the error of the
+    estimate of value ``j`` in round ``r`` is ``e_rj = (C_rj - E C_rj) / (n (p_s - q_s))``,
+    ``C_rj`` the reports with bit ``j`` set.  The bits of a report are independent given
+    the device's value, and two reports of one device share their PRR exactly when the
+    device holds the same value in both rounds (one PRR per device and value), so
+    ``Cov(e_rj, e_r'j') = 0`` for ``j != j'``, ``Var(e_rj) = (n_rj p_s (1 - p_s) + (n -
+    n_rj) q_s (1 - q_s)) / (n (p_s - q_s))^2`` (``n_rj`` devices at ``j``: the exact
+    variance) and, for ``r != r'``, ``Cov(e_rj, e_r'j) = (p2 - q2)^2 (s_j p1 (1 - p1) +
+    (s - s_j) q1 (1 - q1)) / (n (p_s - q_s))^2``, ``s`` the devices holding one value in
+    both rounds and ``s_j`` those of them at ``j`` (an IRR bit's covariance through the
+    shared PRR bit).  ``e`` is a sum of ``n`` independent terms, close to normal, so
+    ``Var(sum e_rj^2) = 2 sum_j sum_rr' Cov(e_rj, e_r'j)^2`` (Isserlis), and the mse is
+    that sum over ``rounds k``."""
+    p1, q1, p2, q2 = mech.probabilities
+    ps, qs = p1 * p2 + (1 - p1) * q2, q1 * p2 + (1 - q1) * q2
+    rounds, n = values.shape
+    k = mech.k
+    scale = (n * (ps - qs)) ** 2
+    cov = np.zeros((k, rounds, rounds))
+    for r in range(rounds):
+        at = np.bincount(values[r], minlength=k)
+        cov[:, r, r] = (at * ps * (1 - ps) + (n - at) * qs * (1 - qs)) / scale
+        for t in range(r + 1, rounds):
+            same = values[r] == values[t]
+            s_j = np.bincount(values[r][same], minlength=k)
+            shared = s_j * p1 * (1 - p1) + (int(same.sum()) - s_j) * q1 * (1 - q1)
+            cov[:, r, t] = cov[:, t, r] = (p2 - q2) ** 2 * shared / scale
+    cells = rounds * k
+    theory = float(np.trace(cov, axis1=1, axis2=2).sum() / cells)
+    return theory, float(math.sqrt(2 * float((cov**2).sum())) / cells / theory)
+
+
 def mse(ests: list[Any], values: np.ndarray) -> float:
     pairs = zip(ests, values, strict=True)
     return float(np.mean([np.mean((np.asarray(e, float) - _truth(x)) ** 2) for e, x in pairs]))
@@ -208,6 +254,17 @@ def measure_ours(key: str, n: int, repeats: int, source: str) -> dict[str, Any]:
     var = theory(mech, key, values)
     best = min(times)
     ratios = np.array(errors) / var
+    # the standard error of the mean ratio MSE / theory, from its spread over the runs
+    se_runs = float(ratios.std(ddof=1) / math.sqrt(ratios.size))
+    extra: dict[str, Any] = {"se_method": "runs"}
+    if key in _UNARY:  # the closed form (module doc), one run's sd over sqrt(runs)
+        if (key, n) not in _CLOSED:  # (the seeded and the default row share it)
+            _CLOSED[key, n] = unary_ratio_sd(mech, values)
+        closed, sd = _CLOSED[key, n]
+        se = sd / math.sqrt(ratios.size)
+        extra = {"se_method": "closed form", "theory_closed": closed, "run_sd": sd}
+    else:
+        se = se_runs
     return {
         "mechanism": type(mech).__name__,
         "source": source,
@@ -215,8 +272,10 @@ def measure_ours(key: str, n: int, repeats: int, source: str) -> dict[str, Any]:
         "per_s": n * ROUNDS / best,
         "runs": len(errors),
         "mse": float(np.mean(errors)),
-        # the standard error of the mean ratio MSE / theory, from its spread over the runs
-        "ratio_se": float(ratios.std(ddof=1) / math.sqrt(ratios.size)),
+        "ratios": ratios.tolist(),
+        "ratio_se": se,
+        "ratio_se_runs": se_runs,
+        **extra,
         "theory": var,
         "epsilon": realized(mech, key, values, state),
     }

@@ -87,8 +87,14 @@ def markdown(data: dict[str, Any]) -> str:
         f"{meta['budget_s']:.0f} s is measured on the row's first devices and extrapolated "
         "(affine in the devices).  MSE: mean over the rounds and values of the squared error "
         "of the frequency estimates; theory: the mean exact variance at each round's true "
-        "frequencies; our ratio is the mean over 10 runs at n = 10^5, 3 at 10^6, ± its "
-        "standard error from the spread of the runs.",
+        "frequencies; our ratio is the mean over 10 independent runs at n = 10^5, 3 at "
+        "10^6 (each with its own seed and a fresh memo store), ± its standard error.  The "
+        f"{ROUNDS} rounds of a run are correlated (they share the devices' permanent "
+        "responses), so they are not counted as independent: for L-SUE, L-OUE and L-OSUE "
+        "the standard error is the closed form of one run's standard deviation (the exact "
+        "covariance of the estimates across the rounds, normal approximation: "
+        "`unary_ratio_sd` in `benchmarks/peers/longitudinal.py`) over √runs; for the other "
+        "rows it is the spread of the runs' ratios (with 3 runs, itself uncertain).",
         "",
         "| protocol | n | ours seeded /s | ours default /s | multi-freq-ldpy /s | seeded / "
         "peer | default / peer | our MSE / theory ± standard error (seeded; default) | peer "

@@ -33,6 +33,8 @@ Keys = npt.NDArray[Any]
 IdArray = npt.NDArray[np.int64]
 
 _LO, _HI = -(2**63), 2**63 - 1
+#: The largest dense index a ``KeyIndex`` table (``int32``) holds.
+_TABLE_TOP = 2**31 - 1
 
 
 def format_key(key: Any) -> str:
@@ -180,19 +182,27 @@ class KeyIndex:
     """Respondent keys mapped to dense indices ``0 .. len - 1`` in order of first addition.
 
     Integer keys are kept sorted with their dense indices, and found by binary search; when
-    they fill their range densely (a span at most twice their number, plus a little), a
-    direct table over the span is built on the next lookup instead, so that ids
-    ``0 .. n - 1`` are found by one array index.  Other keys are in a dict.  Memory stays
-    proportional to the number of keys, never to their size.
+    they fill their range densely enough (a span at most ``_DENSITY`` times their number,
+    plus a little), a direct table over the span (``int32`` dense indices) is built on the
+    next lookup instead, so that ids ``0 .. n - 1``, or a tenth of them, are found by one
+    array index.  New keys inside the table's span are written into it and kept aside,
+    merged into the sorted arrays when they reach a quarter of them or the arrays are
+    needed (a question that gains a few devices a round keeps its table and does not copy
+    its arrays every round); a key outside the span drops the table, to be rebuilt on the
+    next lookup if the keys are still dense.  Other keys are in a dict.  Memory stays
+    proportional to the number of keys (the table: at most ``4 _DENSITY`` bytes a key),
+    never to their size.
 
     Not thread-safe on its own: the store that owns it holds its lock.  :meth:`add` is all
-    or nothing; the arrays are replaced, never written in place, so a copy may share them.
+    or nothing; the sorted arrays are replaced, never written in place, so a copy may share
+    them (the table, written in place, is never shared: a copy builds its own).
     """
 
-    __slots__ = ("_int_keys", "_int_pos", "_n", "_other", "_table")
+    __slots__ = ("_int_keys", "_int_pos", "_n", "_other", "_pending", "_table")
 
     #: A direct table is built while the span of the integer keys is at most
-    #: ``2 * count + _SLACK``.
+    #: ``_DENSITY * count + _SLACK`` (and the dense indices fit its ``int32`` entries).
+    _DENSITY = 16
     _SLACK = 1024
 
     def __init__(self) -> None:
@@ -200,12 +210,15 @@ class KeyIndex:
         self._int_pos: IdArray = np.zeros(0, dtype=np.int64)  # dense index of each
         self._other: dict[Hashable, int] = {}
         self._n = 0
-        self._table: IdArray | None = None  # dense index by key - min key, -1: none
+        self._table: npt.NDArray[np.int32] | None = None  # dense index by key - min key, -1: none
+        # (sorted keys, dense indices) added inside the table's span, not yet merged
+        self._pending: list[tuple[IdArray, IdArray]] = []
 
     def __len__(self) -> int:
         return self._n
 
     def __getstate__(self) -> dict[str, Any]:
+        self._flush()
         return {"int_keys": self._int_keys, "int_pos": self._int_pos, "other": self._other}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -214,43 +227,57 @@ class KeyIndex:
         self._other = state["other"]
         self._n = int(self._int_keys.size) + len(self._other)
         self._table = None
+        self._pending = []
 
     def copy(self) -> KeyIndex:
+        self._flush()
         new = KeyIndex()
         new.__setstate__(
             {"int_keys": self._int_keys, "int_pos": self._int_pos, "other": dict(self._other)}
         )
-        new._table = self._table
-        return new  # the arrays are never written in place, so they can be shared
+        return new  # the sorted arrays are never written in place, so they can be shared
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the integer arrays (the dict of other keys is not counted)."""
+        self._flush()
         table = 0 if self._table is None else self._table.nbytes
         return int(self._int_keys.nbytes + self._int_pos.nbytes + table)
 
-    def _dense_table(self) -> IdArray | None:
+    def _flush(self) -> None:
+        """Merge the pending keys into the sorted arrays (the table holds them already)."""
+        if self._pending:
+            keys = np.concatenate([k for k, _ in self._pending])
+            pos = np.concatenate([p for _, p in self._pending])
+            order = np.argsort(keys, kind="stable")  # sorted runs: merged (timsort)
+            self._int_keys, self._int_pos = self._merged(keys[order], pos[order])
+            self._pending = []
+
+    def _dense_table(self) -> npt.NDArray[np.int32] | None:
         k = self._int_keys
-        if self._table is None and k.size:
+        if self._table is None and k.size and self._n <= _TABLE_TOP:
             span = int(k[-1]) - int(k[0]) + 1
-            if span <= 2 * k.size + self._SLACK:
-                table = np.full(span, -1, dtype=np.int64)
+            if span <= self._DENSITY * k.size + self._SLACK:
+                table = np.full(span, -1, dtype=np.int32)
                 table[k - k[0]] = self._int_pos
                 self._table = table
         return self._table
 
     def _find_ints(self, ids: IdArray) -> IdArray:
+        if self._table is None:
+            self._flush()  # (after a failed add: the pending keys without their table)
         k = self._int_keys
         if k.size == 0:
             return np.full(ids.size, -1, dtype=np.int64)
         table = self._dense_table()
         if table is not None:
-            inside = (ids >= k[0]) & (ids <= k[-1])
-            off = ids - k[0]  # may wrap around outside the span: only used inside it
+            lo = k[0]
             out: IdArray
-            if inside.all():
-                out = table[off]
+            if ids.size and lo <= ids.min() and ids.max() <= k[-1]:  # all inside the span
+                out = table[ids - lo if lo else ids].astype(np.int64)
                 return out
+            inside = (ids >= lo) & (ids <= k[-1])
+            off = ids - lo  # may wrap around outside the span: only used inside it
             out = np.full(ids.size, -1, dtype=np.int64)
             out[inside] = table[off[inside]]
             return out
@@ -287,22 +314,47 @@ class KeyIndex:
         missing = found < 0
         if not missing.any():
             return found
-        saved = (self._int_keys, self._int_pos, self._n, self._table)
+        saved = (self._int_keys, self._int_pos, self._n, list(self._pending))
         added: list[Hashable] = []
         try:
             return self._add(keys, found, missing, added)
         except BaseException:
-            self._int_keys, self._int_pos, self._n, self._table = saved
+            # the table may hold keys written in place before the failure: dropped (a
+            # cache: rebuilt from the arrays and the pending keys on the next lookup)
+            self._int_keys, self._int_pos, self._n, self._pending = saved
+            self._table = None
             for k in added:
                 del self._other[k]
             raise
 
     def _merge(self, srt: IdArray, pos: IdArray) -> None:
-        """Merge new integer keys (sorted, absent) and their dense indices: linear time."""
-        old_keys, old_pos = self._int_keys, self._int_pos
+        """Add new integer keys (sorted, absent) and their dense indices: written into the
+        table and kept pending if they are inside its span, else merged (linear time) and
+        the table dropped."""
+        old_keys, table = self._int_keys, self._table
         if not old_keys.size:
             self._int_keys, self._int_pos, self._table = srt, pos.astype(np.int64), None
             return
+        if (
+            table is not None
+            and old_keys[0] <= srt[0]
+            and srt[-1] <= old_keys[-1]
+            and int(pos.max()) <= _TABLE_TOP
+        ):
+            # inside the span: old_keys[0], the table's base, is still the smallest key
+            off, val = srt - old_keys[0], pos.astype(np.int32)
+            self._pending.append((srt, pos))
+            table[off] = val
+            if sum(k.size for k, _ in self._pending) > old_keys.size // 4:
+                self._flush()
+            return
+        self._flush()
+        self._int_keys, self._int_pos = self._merged(srt, pos)
+        self._table = None  # a key outside the span (or an index past int32): rebuilt lazily
+
+    def _merged(self, srt: IdArray, pos: IdArray) -> tuple[IdArray, IdArray]:
+        """The sorted arrays with new keys (sorted, absent) merged in: linear time."""
+        old_keys, old_pos = self._int_keys, self._int_pos
         # where each new key lands in the merged array: its rank among the old, plus its own
         dest = np.searchsorted(old_keys, srt) + np.arange(srt.size)
         rest = np.ones(old_keys.size + srt.size, dtype=np.bool_)
@@ -311,7 +363,7 @@ class KeyIndex:
         int_pos = np.empty(rest.size, dtype=np.int64)
         int_keys[dest], int_keys[rest] = srt, old_keys
         int_pos[dest], int_pos[rest] = pos, old_pos
-        self._int_keys, self._int_pos, self._table = int_keys, int_pos, None
+        return int_keys, int_pos
 
     def _add(
         self, keys: Keys, found: IdArray, missing: npt.NDArray[np.bool_], added: list[Hashable]
@@ -321,12 +373,13 @@ class KeyIndex:
         fresh = keys[rows]
         n = self._n
         if keys.dtype != object:
-            if bool((fresh[1:] > fresh[:-1]).all()):  # ascending (e.g. ids in order): as is
+            # strictly ascending (e.g. ids in order): as is, and distinct
+            if distinct := bool((fresh[1:] > fresh[:-1]).all()):
                 perm, srt = np.arange(fresh.size), fresh
             else:
                 perm = np.argsort(fresh, kind="stable")
                 srt = fresh[perm]
-            if srt.size < 2 or bool((srt[1:] != srt[:-1]).all()):
+            if distinct or srt.size < 2 or bool((srt[1:] != srt[:-1]).all()):
                 # distinct new integer ids (the usual case): row r gets index n + r
                 self._merge(srt, n + perm)
                 out[rows] = np.arange(n, n + rows.size, dtype=np.int64)
@@ -363,6 +416,7 @@ class KeyIndex:
 
     def keys(self) -> Keys:
         """Every key, in order of dense index (``int64`` if all are integers)."""
+        self._flush()
         if not self._other:
             out = np.empty(self._n, dtype=np.int64)
             out[self._int_pos] = self._int_keys

@@ -169,8 +169,9 @@ class _Question:
         codes = _grown(self.codes, top, 0)
         kinds = self.kinds if mechanism in self.kinds else [*self.kinds, mechanism]
         idx = self.index.add(keys, found)
-        reports[idx[missing]] = new
-        codes[idx[missing]] = kinds.index(mechanism)
+        fresh = idx[missing]
+        reports[fresh] = new
+        codes[fresh] = kinds.index(mechanism)
         return _Question(self.index, reports, codes, kinds), idx
 
     def check(self, question: str, keys: Keys, found: npt.NDArray[np.int64], asked: str) -> None:

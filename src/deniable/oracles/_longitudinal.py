@@ -112,12 +112,24 @@ def fit_below(
     raise ParameterError(f"no parameters realise epsilon {target!r}.")  # pragma: no cover
 
 
-def _groups(x: npt.NDArray[np.integer[Any]]) -> list[tuple[int, npt.NDArray[np.intp]]]:
+def _groups(
+    x: npt.NDArray[np.integer[Any]], bound: int | None = None
+) -> list[tuple[int, npt.NDArray[np.intp]]]:
     """``(value, rows)`` of each distinct value of ``x`` (values ascending, the rows of a
     value ascending, as ``np.flatnonzero(x == value)``): one stable argsort (a radix sort
-    of 16-bit values, linear time) instead of a pass over ``x`` per value."""
+    of 16-bit values, linear time) instead of a pass over ``x`` per value.  ``bound``: the
+    caller's word that every value is in ``[0, bound)`` (checked values), so that values
+    under ``2**16`` need no pass for their range, and are cut by their counts."""
     if not x.size:
         return []
+    if bound is not None and bound <= 1 << 16:
+        # a radix sort: one pass of 8-bit digits for k <= 256, two for 16-bit values
+        order = np.argsort(x.astype(np.uint8 if bound <= 256 else np.uint16), kind="stable")
+        counts = np.bincount(x, minlength=bound)
+        present = np.flatnonzero(counts)
+        ends = np.cumsum(counts)[present]
+        cut = zip(present.tolist(), (ends - counts[present]).tolist(), ends.tolist(), strict=True)
+        return [(v, order[a:b]) for v, a, b in cut]
     small = int(x.min()) >= 0 and int(x.max()) < 1 << 16
     order = np.argsort(x.astype(np.uint16) if small else x, kind="stable")
     srt = x[order]
@@ -158,7 +170,7 @@ class LongitudinalOracle(FrequencyOracle):
 
     @abstractmethod
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
-        """Reports: a fresh IRR of each PRR."""
+        """Reports: a fresh IRR of each PRR (in the form :meth:`_from_chunks` gives)."""
 
     @abstractmethod
     def _prr_chunk(self, value: int, n: int, chunk: int, gen: Any) -> npt.NDArray[np.int64]:
@@ -166,7 +178,7 @@ class LongitudinalOracle(FrequencyOracle):
 
     @abstractmethod
     def _from_chunks(self, chunks: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
-        """PRRs from their ``(n, chunks)`` memo reports."""
+        """PRRs from their ``(n, chunks)`` memo reports, in the form :meth:`_irr` takes."""
 
     @abstractmethod
     def _permanent_parameters(self) -> dict[str, Any]:
@@ -283,7 +295,7 @@ class LongitudinalOracle(FrequencyOracle):
         # chunk c of every row in one contiguous row of `by_chunk` (a 1-D scatter a value,
         # not a 2-D one); its transpose is the (rows, chunks) array _from_chunks takes
         by_chunk = np.zeros((self._chunks, x.size), dtype=np.int64)
-        for value, rows in _groups(x):
+        for value, rows in _groups(x, self.k):
             sub = keys[rows]
             for c in range(self._chunks):
 

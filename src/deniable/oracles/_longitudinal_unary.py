@@ -153,63 +153,68 @@ class LongitudinalUnary(_PackedSupports, LongitudinalOracle):
         return out
 
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
-        # bit j is set when w >> 11 < t (t = t_p2 where the PRR's bit is set, else t_q2),
-        # i.e. when w < t << 11 (exact: t < 2**53, checked by __post_init__).  Every
-        # oracle here has q2 < p2, so that is (w < t_q2 << 11) | (prr & (w < t_p2 << 11)):
-        # the same words and bits as a threshold per bit, without the threshold array, the
-        # shift or the complement of the PRR.  The words of a block are written into one
+        # prr: the PRRs packed as reports are, (n, ceil(k / 8)) bytes (_from_chunks).  Bit
+        # j is set when w >> 11 < t (t = t_p2 where the PRR's bit is set, else t_q2), i.e.
+        # when w < t << 11 (exact: t < 2**53, checked by __post_init__).  Every oracle
+        # here has q2 < p2, so that is (w < t_q2 << 11) | (prr & (w < t_p2 << 11)): the
+        # same words and bits as a threshold per bit, without the threshold array, the
+        # shift or the complement of the PRR; both comparisons are packed (rows padded to
+        # whole bytes with zeros, so that one flat packbits packs a block) and combined
+        # with the packed PRR, never unpacked.  The words of a block are written into one
         # buffer (fill_words: the same words random_words gives), kept in cache block after
-        # block; rows are padded to whole bytes, so that one flat packbits packs them.
+        # block; a numpy Generator's block is its bit generator's own array (random_words:
+        # fill_words would copy it into the buffer).
         _, _, t_p2, t_q2 = self._thresholds
         top_p, top_q = np.uint64(t_p2 << 11), np.uint64(t_q2 << 11)
         k, width = self.k, (self.k + 7) // 8
         out = np.empty((prr.shape[0], width), dtype=np.uint8)
         blocks = self._blocks(prr.shape[0], 1)
         rows = blocks[0][1] if blocks else 0  # the first block is the largest
-        buf = np.empty(rows * k, dtype=np.uint64)
-        bits = np.zeros((rows, 8 * width), dtype=np.bool_)
-        low = np.empty((rows, k), dtype=np.bool_)
+        buf = np.empty(0 if isinstance(gen, np.random.Generator) else rows * k, np.uint64)
+        high = np.zeros((rows, 8 * width), dtype=np.bool_)  # the padding columns stay 0
+        low = np.zeros((rows, 8 * width), dtype=np.bool_)
+        own = isinstance(gen, np.random.Generator)
         for start, stop in blocks:
             m = stop - start
-            words = fill_words(gen, buf[: m * k]).reshape(m, k)
-            view, below = bits[:m, :k], low[:m]
-            np.less(words, top_p, out=view)
-            view &= prr[start:stop]
-            np.less(words, top_q, out=below)
-            view |= below
-            packed = np.packbits(bits[:m].reshape(-1), bitorder="little")
-            out[start:stop] = packed.reshape(m, width)
+            flat = random_words(gen, m * k) if own else fill_words(gen, buf[: m * k])
+            words = flat.reshape(m, k)
+            np.less(words, top_p, out=high[:m, :k])
+            np.less(words, top_q, out=low[:m, :k])
+            block = out[start:stop]
+            packed = np.packbits(high[:m].reshape(-1), bitorder="little").reshape(m, width)
+            np.bitwise_and(packed, prr[start:stop], out=block)
+            block |= np.packbits(low[:m].reshape(-1), bitorder="little").reshape(m, width)
         return out
 
     def _prr_chunk(self, value: int, n: int, chunk: int, gen: Any) -> npt.NDArray[np.int64]:
         # bit j of the chunk (PRR bit lo + j) is set when its word w has w >> 11 < t_q1, or
-        # t_p1 for the value's bit: one word a bit, row-major, as a threshold array would
-        # take them.  Packed little-endian into the low 7 bytes of an int64 (bit j at 2**j).
+        # t_p1 for the value's bit (i.e. w < t << 11, exact as in _irr): one word a bit,
+        # row-major, as a threshold array would take them.  Packed little-endian into the
+        # low 7 bytes of an int64 (bit j at 2**j): rows padded to 64 bits with zeros, so
+        # that one flat packbits gives the int64s' bytes.
         t_p1, t_q1, _, _ = self._thresholds
         if not n:
             return np.zeros(0, dtype=np.int64)
         lo = chunk * _CHUNK
         width = min(_CHUNK, self.k - lo)
-        words = random_words(gen, n * width).reshape(n, width) >> _ELEVEN
-        bits = words < np.uint64(t_q1)
+        words = random_words(gen, n * width).reshape(n, width)
+        bits = np.zeros((n, 64), dtype=np.bool_)
+        np.less(words, np.uint64(t_q1 << 11), out=bits[:, :width])
         if lo <= value < lo + width:
-            bits[:, value - lo] = words[:, value - lo] < np.uint64(t_p1)
-        packed = np.packbits(bits, axis=1, bitorder="little")
-        raw = np.zeros((n, 8), dtype=np.uint8)
-        raw[:, : packed.shape[1]] = packed
-        return raw.view("<i8").reshape(n).astype(np.int64)
+            bits[:, value - lo] = words[:, value - lo] < np.uint64(t_p1 << 11)
+        packed = np.packbits(bits.reshape(-1), bitorder="little")
+        return packed.view("<i8").astype(np.int64, copy=False)
 
     def _from_chunks(self, chunks: npt.NDArray[np.int64]) -> npt.NDArray[Any]:
         # a chunk holds 56 bits: the low 7 bytes of its little-endian int64, bit j of the
         # chunk bit j % 8 of byte j // 8.  56 = 7 x 8, so the chunks' low 7 bytes side by
-        # side are the PRR packed as a report is (bit j at bit j % 8 of byte j // 8): only
-        # its ceil(k / 8) bytes are unpacked.  (The shapes are spelled out, never -1: with
-        # no rows, -1 is ambiguous and refused.)
+        # side are the PRR packed as a report is (bit j at bit j % 8 of byte j // 8), the
+        # form _irr takes: its ceil(k / 8) bytes, never unpacked (the bits past k are 0:
+        # _prr_chunk sets none).  (The shapes are spelled out, never -1: with no rows, -1
+        # is ambiguous and refused.)
         n, c = chunks.shape
         raw = np.ascontiguousarray(chunks, dtype="<i8").view(np.uint8).reshape(n, c, 8)
-        packed = raw[:, :, :7].reshape(n, 7 * c)[:, : (self.k + 7) // 8]
-        bits = np.unpackbits(packed, axis=1, count=self.k, bitorder="little")
-        return bits.view(np.bool_)
+        return np.ascontiguousarray(raw[:, :, :7].reshape(n, 7 * c)[:, : (self.k + 7) // 8])
 
     def _permanent_parameters(self) -> dict[str, Any]:
         p1, q1, _, _ = self.probabilities
