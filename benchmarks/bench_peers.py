@@ -89,6 +89,12 @@ never overwritten by a part of it).
 docstring has the method; markdown, verdicts and files in ``peers/sketches_report.py``): our
 CMS and HCMS beside pure-LDP's ``CMSClient`` / ``CMSServer`` on the same Zipf strings, into
 ``benchmarks/results/peers-sketches.md`` and ``.json``.
+
+``--only heavy`` runs the heavy-hitter rows of issue 18, part 5 (``peers/heavy.py``, its
+docstring has the method; markdown, verdicts and files in ``peers/heavy_report.py``): our
+PEM, TreeHist and SFP beside pure-LDP's ``PEMClient`` / ``PEMServer``, ``TreeHistClient`` /
+``TreeHistServer`` and ``SFPClient`` / ``SFPServer`` on the same Zipf strings at n = 10**6,
+into ``benchmarks/results/peers-heavy.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -116,7 +122,7 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
-from peers import longitudinal, longitudinal_report, sketches_report  # noqa: E402
+from peers import heavy_report, longitudinal, longitudinal_report, sketches_report  # noqa: E402
 from peers.cells import PILOT_N, REPEATS, PeerCell  # noqa: E402
 from peers.libraries import CLAIMED_EPSILON, load_peers  # noqa: E402
 from peers.model import (  # noqa: E402
@@ -344,7 +350,8 @@ def main() -> int:
         default=[],
         help="workload keys (binary, grr, ...), or longitudinal: the longitudinal and "
         "multidimensional rows, written to peers-longitudinal.{md,json}; or sketches: CMS "
-        "and HCMS against pure-LDP, written to peers-sketches.{md,json}",
+        "and HCMS against pure-LDP, written to peers-sketches.{md,json}; or heavy: PEM, "
+        "TreeHist and SFP against pure-LDP at n = 10^6, written to peers-heavy.{md,json}",
     )
     parser.add_argument(
         "--protocols",
@@ -371,6 +378,11 @@ def main() -> int:
         out = None if args.quick else OUT
         meta = lambda: _meta(ns, args.repeats, budget, start, load_before)  # noqa: E731
         return sketches_report.main(ns, args.repeats, budget, out, meta)
+    if "heavy" in args.only:  # its own rows and files (peers/heavy.py): n = 10^6 only
+        out = None if args.quick else OUT
+        heavy_ns = ns if args.quick else (10**6,)
+        meta = lambda: _meta(heavy_ns, args.repeats, budget, start, load_before)  # noqa: E731
+        return heavy_report.main(heavy_ns, args.repeats, budget, out, meta)
     data = run_all(ns, args.repeats, budget, set(args.only))
     data["targets"] = verdicts(data["rows"])
     data["meta"] = _meta(ns, args.repeats, budget, start, load_before)
