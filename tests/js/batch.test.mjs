@@ -273,3 +273,21 @@ for (const id of ["pem-0", "treehist-3"]) {
     assert.throws(() => makeStreamClient({ ...spec, candidates: ["a"] }), /`candidates` are for a stream of strings only/);
   });
 }
+
+for (const id of ["hierarchical-histogram-2", "haar-hrr-5", "square-wave-1"]) {
+  test(`a ${id} stream: the client reports the vectors' values through ranges.js and posts Python's batch byte for byte`, async () => {
+    const c = caseOf(id);
+    const vector = BATCHES.cases.find((v) => v.case === id); // reports 0, 1 and the last four
+    const n = c.values.length;
+    const picked = [0, 1, n - 4, n - 3, n - 2, n - 1];
+    const words = picked.flatMap((i) => c.words[i]).map(BigInt); // the level word first, then its level's
+    const spec = streamSpec("load", c.spec);
+    const post = fakeFetch(201, { stream: "load", reports: 6 });
+    const client = makeStreamClient(spec, { token: "dev", cryptoImpl: wordsCrypto(words), fetchImpl: post.fetch });
+    await client.reportAndSend(picked.map((i) => c.values[i]));
+    assert.equal(hex(post.requests[0].body), vector.body);
+    const fresh = makeStreamClient(spec, { cryptoImpl: wordsCrypto([]) });
+    assert.throws(() => fresh.report(Number.NaN), /`value` must be/); // refused before any word is drawn
+    assert.throws(() => makeStreamClient({ ...spec, candidates: ["a"] }), /`candidates` are for a stream of strings only/);
+  });
+}

@@ -43,7 +43,7 @@ const ALLOWED = {
   "ranges.js": ["oracles.js", "randomizer.js", "spec.js"],
   // a telemetry device: the batch format and its POST, and the stream client on top
   "batch.js": ["digest.js", "heavy.js", "oracles.js", "oraclesrappor.js", "ranges.js", "session.js", "sketches.js", "spec.js"],
-  "stream.js": ["batch.js", "heavy.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "session.js", "sketches.js", "spec.js"],
+  "stream.js": ["batch.js", "heavy.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "ranges.js", "session.js", "sketches.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };
 
