@@ -117,13 +117,41 @@ def _items(mechanism: Any) -> int:
     return range_layout(mechanism)[2]
 
 
+def _fast_rows(items: list[Any], w: int, dtype: np.dtype[Any]) -> npt.NDArray[Any] | None:
+    """``items`` as an ``(n, 1 + W)`` integer array when every report has the right shape and
+    fits (levels below 2**16, items in the item type), else None (the slow path names the
+    first bad report).  JSON's booleans and floats were refused before."""
+    try:
+        arr = np.array(items)
+    except (ValueError, OverflowError):
+        return None
+    if arr.dtype.kind not in "iu" or arr.shape != (len(items), 1 + w) or not arr.size:
+        return None
+    info = np.iinfo(dtype)
+    level, rest = arr[:, 0], arr[:, 1:]
+    if int(level.min()) < 0 or int(level.max()) >= 2**16:
+        return None
+    if rest.size and (int(rest.min()) < info.min or int(rest.max()) > info.max):
+        return None
+    return arr
+
+
 def range_from_json(mechanism: Any, items: list[Any]) -> Any:
-    """The checked :class:`~deniable.oracles.LevelReports` of JSON reports."""
+    """The checked :class:`~deniable.oracles.LevelReports` of JSON reports (a whole batch
+    at once when it is well formed, else report by report to name the first bad one)."""
     dtype, width = range_wire(mechanism)
     w = _items(mechanism)
     head = width - w
     info = np.iinfo(dtype)
     rec = np.zeros((len(items), width), dtype=dtype)
+    fast = _fast_rows(items, w, dtype)
+    if fast is not None:
+        if head == 2:
+            rec[:, :2] = fast[:, 0].astype("<u2").view(np.uint8).reshape(-1, 2)
+        else:
+            rec[:, 0] = fast[:, 0]
+        rec[:, head:] = fast[:, 1:]
+        return range_from_rows(mechanism, rec, "`body`")
     for i, item in enumerate(items):
         if (
             not isinstance(item, list)
