@@ -1,6 +1,7 @@
 """The batch vectors, ``tests/vectors/batches.json``: binary report batches
 (``deniable.batch/1``) that Python's :func:`deniable.distributed.encode_batch` writes for
-reports of the oracle vectors (``tests/vectors/oracles.json``), which the browser client's
+reports of the oracle vectors (``tests/vectors/oracles.json``, ``heavy.json`` and
+``ranges.json``), which the browser client's
 ``encodeBatch`` (``static/batch.js``, ``tests/js/batch.test.mjs``) must write byte for byte.
 
 This test keeps the committed file equal to what the encoder writes today (regenerate with
@@ -22,30 +23,36 @@ import pytest
 
 from deniable.distributed import decode_batch, encode_batch
 from deniable.oracles import (
+    LevelReports,
     RapporReports,
     SketchReports,
     cms_from_spec,
     heavy_from_spec,
     oracle_from_spec,
+    range_from_spec,
     rappor_from_spec,
+    square_wave_from_spec,
 )
 
 VECTORS = Path(__file__).parent / "vectors"
 ORACLE_VECTORS = VECTORS / "oracles.json"
 BATCH_VECTORS = VECTORS / "batches.json"
 HEAVY_VECTORS = VECTORS / "heavy.json"
+RANGE_VECTORS = VECTORS / "ranges.json"
 SCHEMA = "deniable.batch-vectors/1"
 _STREAM_SCHEMAS = (
     "deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1", "deniable.heavy-spec/1",
+    "deniable.range-spec/1", "deniable.square-wave-spec/1",
 )  # fmt: skip
 
 
 def _vector_cases() -> list[dict[str, Any]]:
     """The oracle vectors' cases, then the heavy-hitter vectors' (their records as
-    ``reports``)."""
+    ``reports``), then the range mechanisms' and Square Wave's."""
     cases = json.loads(ORACLE_VECTORS.read_text(encoding="utf-8"))["cases"]
     heavy = json.loads(HEAVY_VECTORS.read_text(encoding="utf-8"))["cases"]
-    return [*cases, *({**c, "reports": c["records"]} for c in heavy)]
+    ranges = json.loads(RANGE_VECTORS.read_text(encoding="utf-8"))["cases"]
+    return [*cases, *({**c, "reports": c["records"]} for c in heavy), *ranges]
 
 
 def _oracle(spec: dict[str, Any]) -> Any:
@@ -53,6 +60,10 @@ def _oracle(spec: dict[str, Any]) -> Any:
         return cms_from_spec(spec)
     if spec["schema"] == "deniable.heavy-spec/1":
         return heavy_from_spec(spec)
+    if spec["schema"] == "deniable.range-spec/1":
+        return range_from_spec(spec)
+    if spec["schema"] == "deniable.square-wave-spec/1":
+        return square_wave_from_spec(spec)
     rappor = spec["schema"] == "deniable.rappor-spec/1"
     return rappor_from_spec(spec) if rappor else oracle_from_spec(spec)
 
@@ -60,6 +71,22 @@ def _oracle(spec: dict[str, Any]) -> Any:
 def _arrays(spec: dict[str, Any], reports: list[Any]) -> Any:
     """The reports of the vectors' JSON form as the oracle's arrays (what encode_batch takes)."""
     kind = spec["report"]
+    if kind == "level-report":  # a range mechanism: [level, the level oracle's report]
+        level = np.array([r[0] for r in reports], dtype=np.int64)
+        parts = []
+        for j, level_spec in enumerate(spec["levels"]):
+            mine = [r[1] for r in reports if r[0] == j]
+            if level_spec["schema"] == "deniable.question/1":  # k-ary RR's categories
+                parts.append(np.array(mine, dtype=np.uint16))
+            elif mine:
+                parts.append(_arrays(level_spec, mine))
+            else:  # no report at this level: an empty array of the level's shape
+                width = {"packed-bits": -(-int(level_spec["k"]) // 8), "hash-bucket": 3}
+                kind_j = level_spec["report"]
+                dtype = {"packed-bits": np.uint8, "hash-bucket": np.uint64}.get(kind_j, np.uint32)
+                shape = (0, width[kind_j]) if kind_j in width else (0,)
+                parts.append(np.empty(shape, dtype=dtype))
+        return LevelReports(level, tuple(parts))
     if kind == "cohort-bits":
         cohorts = np.array([r[0] for r in reports], dtype=np.int64)
         bits = np.array([list(bytes.fromhex(r[1])) for r in reports], dtype=np.uint8)
@@ -122,9 +149,38 @@ def test_the_committed_batch_vectors_are_what_the_encoder_writes() -> None:
     )
 
 
+def _level_size(spec: dict[str, Any]) -> int:
+    """The bytes of a level oracle's record."""
+    if spec["schema"] == "deniable.question/1":
+        return 2
+    if spec["report"] == "packed-bits":
+        return -(-int(spec["k"]) // 8)
+    return {"hash-bucket": 24, "row-bit": 4}[spec["report"]]
+
+
+def _level_item(spec: dict[str, Any]) -> str:
+    """The struct code of one item of a level oracle's record."""
+    if spec["schema"] == "deniable.question/1":
+        return "<H"
+    return {"packed-bits": "<H", "hash-bucket": "<Q", "row-bit": "<I"}[spec["report"]]
+
+
 def _record(spec: dict[str, Any], report: Any) -> bytes:
     """One report's record, from docs/specs.md's table (little-endian)."""
     kind = spec["report"]
+    if kind == "level-report":  # the level (a uint16 for bytes, else one item), then the
+        # level oracle's record padded with zeros to the widest level's
+        levels = spec["levels"]
+        mine = levels[report[0]]
+        body = (
+            struct.pack("<H", report[1])
+            if mine["schema"] == "deniable.question/1"
+            else _record(mine, report[1])
+        )
+        widest = max(_level_size(s) for s in levels)
+        return struct.pack(_level_item(levels[0]), report[0]) + body.ljust(widest, b"\0")
+    if kind == "cell":  # Square Wave: one uint16
+        return struct.pack("<H", report)
     if kind in ("cohort-bits", "row-bits"):  # RAPPOR's cohort, CMS's row: uint16, then bits
         return struct.pack("<H", report[0]) + bytes.fromhex(report[1])
     if kind == "packed-bits":
@@ -147,6 +203,7 @@ def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout(
         "hadamard-response/1", "subset-selection/1", "longitudinal-grr/1",
         "longitudinal-unary/1", "loloha/1", "rappor/1", "count-mean-sketch/1",
         "hadamard-count-mean-sketch/1", "prefix-linear-hashing/1",
+        "hierarchical-histogram/1", "haar-hrr/1", "square-wave/1",
     }  # fmt: skip
     for case in cases:
         spec = specs[case["case"]]
@@ -157,7 +214,10 @@ def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout(
         assert body == want, case["case"]
         # and the server's decoder reads the reports back
         decoded = decode_batch(_oracle(spec), body)
-        assert len(decoded) == len(case["reports"]), case["case"]
+        if isinstance(decoded, LevelReports):  # each report's level, in device order
+            assert decoded.level.tolist() == [r[0] for r in case["reports"]], case["case"]
+        else:
+            assert len(decoded) == len(case["reports"]), case["case"]
 
 
 @pytest.mark.parametrize("cut", [1, 47])

@@ -16,7 +16,8 @@ import { VECTORS, caseWords, seededCrypto, wordsCrypto } from "./_helpers.mjs";
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
 const BATCHES = JSON.parse(readFileSync(new URL("../vectors/batches.json", import.meta.url), "utf8"));
 const HEAVY = JSON.parse(readFileSync(new URL("../vectors/heavy.json", import.meta.url), "utf8"));
-const caseOf = (id) => ORACLES.cases.find((c) => c.id === id) ?? HEAVY.cases.find((c) => c.id === id);
+const RANGES = JSON.parse(readFileSync(new URL("../vectors/ranges.json", import.meta.url), "utf8"));
+const caseOf = (id) => ORACLES.cases.find((c) => c.id === id) ?? HEAVY.cases.find((c) => c.id === id) ?? RANGES.cases.find((c) => c.id === id);
 const hex = (bytes) => Buffer.from(bytes).toString("hex");
 const streamSpec = (id, oracle, extra = {}) => ({
   schema: STREAM_SCHEMA, id, oracle, period: "day",
@@ -41,7 +42,7 @@ test("SHA-256 agrees with node's over the padding boundaries", () => {
   assert.equal(hex(sha256(new TextEncoder().encode("abc"))), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"); // FIPS 180-2, B.1
 });
 
-test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle, RAPPOR, the sketches and PEM/TreeHist", () => {
+test("every batch vector: encodeBatch writes Python's bytes, for every stream oracle, RAPPOR, the sketches, PEM/TreeHist, the range mechanisms and Square Wave", () => {
   assert.equal(BATCHES.schema, "deniable.batch-vectors/1");
   const algorithms = new Set();
   for (const v of BATCHES.cases) {
@@ -49,7 +50,7 @@ test("every batch vector: encodeBatch writes Python's bytes, for every stream or
     algorithms.add(spec.algorithm);
     assert.equal(hex(encodeBatch(spec, v.reports)), v.body, v.case);
   }
-  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "prefix-linear-hashing/1", "rappor/1", "subset-selection/1", "symmetric-unary/1"]);
+  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "haar-hrr/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "hierarchical-histogram/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "prefix-linear-hashing/1", "rappor/1", "square-wave/1", "subset-selection/1", "symmetric-unary/1"]);
 });
 
 test("the header is the documented one (magic, version, flags, key digest, count), derived here", () => {
@@ -77,6 +78,15 @@ test("bad reports are refused by name before any byte is made", () => {
   const rappor = caseOf("rappor-0-device").spec; // 4 cohorts, m = 16
   assert.throws(() => encodeBatch(rappor, [[4, "0000"]]), /`reports\[0\]\[0\]` must be an integer in 0\.\.3, got 4/);
   assert.throws(() => encodeBatch(rappor, [[0, "00"]]), /`reports\[0\]\[1\]` must be 2 bytes/);
+  const hh = caseOf("hierarchical-histogram-0").spec; // 2 levels of OUE, k = 4 and 16
+  assert.throws(() => encodeBatch(hh, [[2, "00"]]), /`reports\[0\]\[0\]` must be an integer in 0\.\.1, got 2/);
+  assert.throws(() => encodeBatch(hh, [[0, "0000"]]), /`reports\[0\]\[1\]` must be 1 bytes of packed bits/); // level 0 has 4 values
+  assert.throws(() => encodeBatch(hh, [[0, "10"]]), /`reports\[0\]\[1\]` has a padding bit set past bit 3/);
+  assert.throws(() => encodeBatch(hh, [3]), /`reports\[0\]` must be a range report \[level, level report\]/);
+  const haar = caseOf("haar-hrr-4").spec; // level 2: a Hadamard response over 4 values
+  assert.throws(() => encodeBatch(haar, [[2, 8]]), /`reports\[0\]\[1\]` must be an integer in 0\.\.7, got 8/);
+  const wave = caseOf("square-wave-0").spec;
+  assert.throws(() => encodeBatch(wave, [wave.constants.cells]), /`reports\[0\]` must be an integer in 0\.\.6193, got 6194/);
 });
 
 test("postBatch sends the bytes with the device token to the stream's batches; a refusal is an HttpError", async () => {
@@ -260,6 +270,24 @@ for (const id of ["pem-0", "treehist-3"]) {
     assert.equal(hex(post.requests[0].body), vector.body);
     const fresh = makeStreamClient(spec, { cryptoImpl: wordsCrypto([]) });
     assert.throws(() => fresh.report(""), /`value` must be a non-empty string/);
+    assert.throws(() => makeStreamClient({ ...spec, candidates: ["a"] }), /`candidates` are for a stream of strings only/);
+  });
+}
+
+for (const id of ["hierarchical-histogram-2", "haar-hrr-5", "square-wave-1"]) {
+  test(`a ${id} stream: the client reports the vectors' values through ranges.js and posts Python's batch byte for byte`, async () => {
+    const c = caseOf(id);
+    const vector = BATCHES.cases.find((v) => v.case === id); // reports 0, 1 and the last four
+    const n = c.values.length;
+    const picked = [0, 1, n - 4, n - 3, n - 2, n - 1];
+    const words = picked.flatMap((i) => c.words[i]).map(BigInt); // the level word first, then its level's
+    const spec = streamSpec("load", c.spec);
+    const post = fakeFetch(201, { stream: "load", reports: 6 });
+    const client = makeStreamClient(spec, { token: "dev", cryptoImpl: wordsCrypto(words), fetchImpl: post.fetch });
+    await client.reportAndSend(picked.map((i) => c.values[i]));
+    assert.equal(hex(post.requests[0].body), vector.body);
+    const fresh = makeStreamClient(spec, { cryptoImpl: wordsCrypto([]) });
+    assert.throws(() => fresh.report(Number.NaN), /`value` must be/); // refused before any word is drawn
     assert.throws(() => makeStreamClient({ ...spec, candidates: ["a"] }), /`candidates` are for a stream of strings only/);
   });
 }

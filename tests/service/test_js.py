@@ -250,9 +250,12 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         LOSUE,
         OUE,
         PEM,
+        HaarHRR,
         HadamardResponse,
+        HierarchicalHistogram,
         LinearOLH,
         Rappor,
+        SquareWave,
         TreeHist,
     )
 
@@ -269,6 +272,9 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         ("hcms", HCMS(k=5, m=32, epsilon=2.0, salt=5), ["apple", "banana", "\U0001f600"]),
         ("pem", PEM(epsilon=2.0, max_bytes=9, start_bits=5, step_bits=8), ["apple", "\u2713"]),
         ("treehist", TreeHist(epsilon=3.0, max_bytes=2), ["hi", "\u00fc", "z"]),
+        ("hh", HierarchicalHistogram(27, 3, 2.0, oracle="olh"), [0, 26, 13, 5]),
+        ("haar", HaarHRR(32, 1.0), [0, 31, 16]),
+        ("sw", SquareWave(2.0, lower=-1.0, upper=3.0, clip=True), [-1.0, 3.0, 0.7, 9.0]),
     ]
 
 
@@ -287,7 +293,9 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
         cms_spec,
         heavy_spec,
         oracle_spec,
+        range_spec,
         rappor_spec,
+        square_wave_spec,
     )
 
     strings = isinstance(oracle, Rappor | CountMeanSketch)
@@ -297,6 +305,10 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
         spec = cms_spec(oracle)
     elif isinstance(oracle, PEM | TreeHist):  # strings nobody listed: no candidates
         spec = heavy_spec(oracle)
+    elif oracle.name in ("hierarchical-histogram", "haar-hrr"):  # ordered values
+        spec = range_spec(oracle)
+    elif oracle.name == "square-wave":
+        spec = square_wave_spec(oracle)
     else:  # k-ary randomized response has a question spec
         spec = spec_of(oracle).to_dict() if isinstance(oracle, GRR) else oracle_spec(oracle)
     body: dict[str, Any] = {
@@ -314,7 +326,7 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("case", range(11))
+@pytest.mark.parametrize("case", range(14))
 def test_the_service_accepts_a_batch_the_js_stream_client_builds(
     store: ServiceStore, tmp_path: Path, case: int
 ) -> None:

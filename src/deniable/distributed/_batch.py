@@ -18,7 +18,9 @@ n w s       the reports, ``w`` items of ``s`` bytes each (the oracle's record: o
             cohort ``uint16`` then the ``m`` packed bits, ``2 + ceil(m / 8)`` bytes for
             CMS: the row ``uint16`` then the ``m`` packed bits, one ``int64`` for HCMS,
             ``2 + l W`` ``uint64`` words for PEM and TreeHist: the group, then the rows of
-            the prefix's hash and the bucket, ...)
+            the prefix's hash and the bucket, a report file's record for the range
+            mechanisms: the level, then the level oracle's report padded to the widest
+            level, one ``uint16`` cell for Square Wave, ...)
 ==========  ===========================================================================
 
 A **JSON batch** is ``{"key": KEY, "reports": [...]}``: a report is an integer when the
@@ -28,7 +30,11 @@ are :class:`~deniable.oracles.RapporReports` in and out (:mod:`._batch_rappor`),
 :class:`~deniable.oracles.SketchReports` (:mod:`._batch_sketch`); every other oracle's
 (HCMS's integers and the heavy-hitter records ``[group, word, ...]`` included), arrays.  A
 heavy-hitter record is checked whole: its group (``0 .. G - 1``), its rows (no bit past
-its group's prefix length) and its bucket (below ``g``): :mod:`._batch_heavy`.
+its group's prefix length) and its bucket (below ``g``): :mod:`._batch_heavy`.  A range
+mechanism's reports (HierarchicalHistogram, HaarHRR) are
+:class:`~deniable.oracles.LevelReports` in and out, a JSON report ``[level, item_0, ...,
+item_{W-1}]``, each checked and named (its level, its padding, its level oracle's check):
+:mod:`._batch_range`.
 
 :func:`decode_batch` and :func:`decode_json_batch` check everything before they return: the
 magic, version and flags, the oracle (a batch for another oracle or other parameters is
@@ -48,6 +54,13 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.distributed._batch_heavy import check_heavy_records
+from deniable.distributed._batch_range import (
+    range_from_json,
+    range_from_rows,
+    range_json,
+    range_rows,
+    range_wire,
+)
 from deniable.distributed._batch_rappor import (
     rappor_from_json,
     rappor_from_rows,
@@ -55,6 +68,7 @@ from deniable.distributed._batch_rappor import (
     rappor_rows,
 )
 from deniable.distributed._batch_sketch import cms_from_json, cms_from_rows, cms_json, cms_rows
+from deniable.distributed._range_tables import range_mechanism
 from deniable.distributed._tables import _cms, _heavy, _rappor, record, two_dimensional
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
@@ -85,6 +99,9 @@ def batch_digest(oracle: Any) -> bytes:
 
 def _wire(oracle: Any) -> tuple[np.dtype[Any], np.dtype[Any], int, bool]:
     """``(native dtype, little-endian dtype, items per report, 2-D)`` of ``oracle``."""
+    if range_mechanism(oracle) is not None:  # the report file's record (the level's items)
+        little, items = range_wire(oracle)
+        return little.newbyteorder("="), little, items, True
     dtype, width = record(oracle)
     return dtype, dtype.newbyteorder("<"), width, two_dimensional(oracle)
 
@@ -130,7 +147,10 @@ def encode_batch(oracle: Any, reports: npt.ArrayLike) -> bytes:
 
 def _indexed(oracle: Any) -> tuple[Any, Any, Any, Any] | None:
     """The record functions ``(rows, from_rows, json, from_json)`` of an oracle whose report
-    is an index ``<u2`` then packed bits (RAPPOR, CMS), else None."""
+    is an index ``<u2`` then packed bits (RAPPOR, CMS) or a level then its level's report (a
+    range mechanism), else None."""
+    if range_mechanism(oracle) is not None:
+        return range_rows, range_from_rows, range_json, range_from_json
     if _rappor(oracle) is not None:
         return rappor_rows, rappor_from_rows, rappor_json, rappor_from_json
     if _cms(oracle) is not None:

@@ -35,8 +35,9 @@ CLEAN_AFTER = 3600.0
 
 
 def stream_oracle(root: str | os.PathLike[str], stream: str) -> Any:
-    """The oracle stored for ``stream`` (its ``_stream.json``): a frequency oracle, RAPPOR or
-    a count mean sketch (CMS, HCMS), whatever its key names."""
+    """The oracle stored for ``stream`` (its ``_stream.json``): a frequency oracle, RAPPOR,
+    a count mean sketch (CMS, HCMS), PEM or TreeHist, a range mechanism or Square Wave,
+    whatever its key names."""
     sid = _stream_id(stream)
     key = _stored_key(Path(root), sid)
     if key is None:

@@ -118,6 +118,10 @@ class LevelReports:
         """The number of devices."""
         return int(self.level.size)
 
+    def __len__(self) -> int:
+        """The number of devices (their reports), as a report batch counts them."""
+        return int(self.level.size)
+
 
 class LevelSampled(MechanismBase, ABC):
     """Base of the range mechanisms: one oracle per level, each device at one level (module

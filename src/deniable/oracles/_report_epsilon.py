@@ -27,7 +27,11 @@ everything the device kept, whatever the values are:
 * a heavy-hitter protocol (PEM, TreeHist: Wang et al. 2019, Bassily et al. 2017; every
   report a fresh group, drawn whatever the string, and one linear-hash OLH report of the
   group's prefix, nothing kept): ``epsilon_per_device``, the OLH epsilon ``ln(p' / q')``
-  (derived at :func:`report_epsilon`).
+  (derived at :func:`report_epsilon`);
+* a range mechanism (HierarchicalHistogram, HaarHRR: every report a fresh level, drawn
+  whatever the value, and one fresh report of the value's node through that level's
+  oracle, nothing kept): the largest level oracle's ``epsilon``; Square Wave (Li et al.
+  2020: a fresh cell every report): its ``epsilon`` (derived at :func:`report_epsilon`).
 
 Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
 no fresh randomness per report, so two reports of a device that kept its value are equal,
@@ -42,10 +46,13 @@ from typing import Any
 
 from deniable.exceptions import ParameterTypeError
 from deniable.oracles._cms_base import CountMeanSketch
+from deniable.oracles._haar import HaarHRR
 from deniable.oracles._heavy_hitters import PEM, TreeHist
+from deniable.oracles._hierarchical import HierarchicalHistogram
 from deniable.oracles._longitudinal import LongitudinalOracle
 from deniable.oracles._rappor import Rappor
 from deniable.oracles._registry import FREQUENCY_ORACLES
+from deniable.oracles._square_wave import SquareWave
 
 __all__ = ["report_epsilon"]
 
@@ -94,7 +101,9 @@ def report_epsilon(oracle: Any) -> float:
         A frequency oracle of :data:`~deniable.oracles.FREQUENCY_ORACLES` (k-ary randomized
         response included), :class:`~deniable.oracles.Rappor`, or a count mean sketch
         (:class:`~deniable.oracles.CMS`, :class:`~deniable.oracles.HCMS`) or a heavy-hitter
-        protocol (:class:`~deniable.oracles.PEM`, :class:`~deniable.oracles.TreeHist`).
+        protocol (:class:`~deniable.oracles.PEM`, :class:`~deniable.oracles.TreeHist`), a
+        range mechanism (:class:`~deniable.oracles.HierarchicalHistogram`,
+        :class:`~deniable.oracles.HaarHRR`) or :class:`~deniable.oracles.SquareWave`.
 
     Returns
     -------
@@ -152,6 +161,18 @@ def report_epsilon(oracle: Any) -> float:
     every report of TreeHist with one byte).  The keep threshold rounds ``p`` down, which
     only lowers it.
 
+    **Range mechanisms and Square Wave.**  A range report is ``(l, y)``: the level ``l``
+    with probability ``1 / h`` whatever the value, then ``y`` from level ``l``'s oracle on
+    the value's node ``node_l(x)`` (HaarHRR: its bit XOR the value's side ``r_l(x)``, a
+    bijection of the report space for each ``x``, so the ratio of two inputs' probabilities
+    is still one of the Hadamard response's, ``e^eps``, ``1`` or ``e^-eps``).  The ratio of
+    one report's probabilities for ``x, x'`` is ``P_l(y | node_l(x)) / P_l(y | node_l(x'))``,
+    at most ``e^{eps_l}``: a report costs ``max_l eps_l``
+    (``tests/test_report_epsilon_range.py`` enumerates every report of tiny ones).  Square
+    Wave's cell has probability ``alpha / 2**64`` or ``beta / 2**64`` (mixed over two window
+    starts), so a ratio is at most ``alpha / beta``, its implemented epsilon, at most its
+    ``epsilon``: that is charged.
+
     Examples
     --------
     >>> from deniable.oracles import OUE, LGRR, Rappor
@@ -167,6 +188,11 @@ def report_epsilon(oracle: Any) -> float:
     >>> from deniable.oracles import CMS
     >>> report_epsilon(CMS(k=16, m=64, epsilon=4.0))
     4.0
+    >>> from deniable.oracles import HaarHRR, SquareWave
+    >>> report_epsilon(HaarHRR(16, 1.0)) == max(o.epsilon for o in HaarHRR(16, 1.0).levels)
+    True
+    >>> report_epsilon(SquareWave(2.0))
+    2.0
     """
     if isinstance(oracle, Rappor):
         return _rappor_irr_epsilon(oracle)
@@ -174,13 +200,17 @@ def report_epsilon(oracle: Any) -> float:
         return float(oracle.epsilon_irr)
     if isinstance(oracle, PEM | TreeHist):  # one fresh OLH report of one group's prefix
         return float(oracle.epsilon_per_device)
+    if isinstance(oracle, HierarchicalHistogram | HaarHRR):  # one level oracle's report
+        return max(float(level.epsilon) for level in oracle.levels)
+    if isinstance(oracle, SquareWave):  # a fresh cell: at most alpha / beta
+        return float(oracle.epsilon)
     if isinstance(oracle, (*FREQUENCY_ORACLES.values(), CountMeanSketch)):
         plain: Any = oracle  # every report drawn afresh from the value (or the string)
         return float(plain.epsilon)
     raise ParameterTypeError(
         "`oracle` must be a stream oracle: one of the frequency oracles "
-        f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms, hcms, pem or treehist (a "
-        "per-report epsilon "
+        f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms, hcms, pem, treehist, "
+        "hierarchical-histogram, haar-hrr or square-wave (a per-report epsilon "
         "against any change of a device's values is stated for these only), got "
         f"{type(oracle).__name__}."
     )

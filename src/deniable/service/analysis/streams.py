@@ -13,7 +13,8 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
                                     #   mechanism categorical), a count mean sketch's
                                     #   (deniable.oracles.cms_spec: deniable.cms-spec/1)
                                     #   or PEM's / TreeHist's (deniable.oracles.heavy_spec:
-                                    #   deniable.heavy-spec/1)
+                                    #   deniable.heavy-spec/1), a range mechanism's or
+                                    #   Square Wave's (oracles.range_spec: _stream_range)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
     candidates: [a, b, ...]         # RAPPOR, CMS and HCMS only, optional: the strings
@@ -34,7 +35,8 @@ randomization's epsilon over every kept permanent response; a report of RAPPOR, 
 epsilon over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``; a report of a
 count mean sketch (CMS, HCMS: a fresh row and flips every report, nothing kept), its exact
 ``epsilon``; a report of PEM or TreeHist (a fresh group and one OLH report of its prefix,
-nothing kept), the OLH epsilon ``ln(p' / q')``.  The
+nothing kept), the OLH epsilon ``ln(p' / q')``; of a range mechanism, its largest level
+oracle's epsilon; of Square Wave, its epsilon.  The
 memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
 with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
 longitudinal_epsilon``); a window promises a bound against *any* change of a device's
@@ -79,6 +81,7 @@ from deniable.oracles import (
     rappor_spec,
     report_epsilon,
 )
+from deniable.service.analysis import _stream_range as ordered
 from deniable.service.analysis._stream_heavy import heavy_day, is_heavy
 from deniable.service.analysis._stream_strings import (
     MAX_CANDIDATES,
@@ -201,6 +204,8 @@ def _oracle_spec(oracle: Any) -> dict[str, Any]:
         return cms_spec(oracle)
     if is_heavy(oracle):
         return heavy_spec(oracle)
+    if ordered.is_range(oracle):
+        return ordered.range_oracle_spec(oracle)
     if isinstance(oracle, Categorical):
         return spec_of(oracle).to_dict()
     return oracle_spec(oracle)
@@ -257,6 +262,8 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
             oracle = cms_from_spec(raw)
         elif schema == HEAVY_SPEC_SCHEMA:  # strings nobody listed: PEM, TreeHist
             oracle = heavy_from_spec(raw)
+        elif schema and (ranged := ordered.range_oracle(raw)) is not None:
+            oracle = ranged  # ordered values: range mechanisms, Square Wave
         elif schema == SPEC_SCHEMA:  # k-ary randomized response has a question spec
             oracle = design_from_spec(raw)
             if oracle.name != "categorical":
@@ -361,7 +368,8 @@ def stream_estimates(
     :class:`~deniable.exceptions.DataError`; for PEM or TreeHist the
     :class:`~deniable.oracles.HeavyHitters` the day's records decode to, each string with
     its frequency, standard error, interval and the rounds' thresholds:
-    :mod:`._stream_heavy`).  A day without reports is left out."""
+    :mod:`._stream_heavy`; for a range mechanism or Square Wave the answers of
+    :mod:`._stream_range`).  A day without reports is left out."""
     from deniable.distributed import aggregate_stream, stream_files
 
     lvl = v.level(level)
@@ -382,6 +390,8 @@ def stream_estimates(
         tally = aggregate_stream(root, spec.id, start=day, end=day, scheduler="synchronous")
         if of_strings(spec.oracle):  # the spec's candidates: decoded, or the sketch's
             estimate = strings_estimate(spec.oracle, tally, spec.candidates or (), lvl)
+        elif ordered.is_range(spec.oracle):  # quartiles, fixed ranges, means
+            estimate = ordered.range_day(spec.oracle, tally, lvl)
         else:
             estimate = spec.oracle.estimate(tally).to_dict(lvl)
         days.append({"day": day, "estimate": estimate})

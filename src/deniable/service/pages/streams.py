@@ -15,7 +15,8 @@ _LEVELS = (0.8, 0.9, 0.95, 0.99)
 #: The note under the tables, by the schema of the stream's oracle spec.
 _KINDS = {
     "deniable.rappor-spec/1": "rappor", "deniable.cms-spec/1": "sketch",
-    "deniable.heavy-spec/1": "heavy",
+    "deniable.heavy-spec/1": "heavy", "deniable.range-spec/1": "range",
+    "deniable.square-wave-spec/1": "square-wave",
 }  # fmt: skip
 
 
@@ -60,7 +61,16 @@ def _sketch(estimate: Mapping[str, Any]) -> bool:
     return isinstance(cands, list) and bool(cands) and "ci" in cands[0]
 
 
+def _answer_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per answer of a range or Square Wave day (analysis/_stream_range): the
+    quartiles, fixed ranges and means with their SEs and intervals (– where none)."""
+    return [(str(a["answer"]), num(a["value"]), num(a["se"]), ci(a["ci"]))
+            for a in estimate["answers"]]  # fmt: skip
+
+
 def _header(estimate: Mapping[str, Any], pct: str) -> tuple[str, ...]:
+    if "answers" in estimate:
+        return ("answer", "estimate", "SE", f"{pct} interval")
     if "heavy_hitters" in estimate:
         return ("string", "frequency", "SE", f"{pct} CI Wald", "threshold (rule)")
     if _sketch(estimate):
@@ -75,6 +85,8 @@ def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     """One row per value of a frequency estimate (a list per field), one per candidate of
     a RAPPOR or count mean sketch estimate, one per discovered string of a heavy-hitter
     day, or one row for a single estimate (a number per field, e.g. a mean's)."""
+    if "answers" in estimate:
+        return _answer_rows(estimate)
     if "heavy_hitters" in estimate:
         return _heavy_rows(estimate)
     if _sketch(estimate):

@@ -281,7 +281,7 @@ def _ingest(state: StreamState, stream_id: str, token: str | None, kind: str, ra
         raise ApiError(401, f"header `Authorization`: the token is not a device of stream "
                        f"{stream_id!r}", headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
     reports = _reports(spec, kind, raw)
-    n = len(reports)  # an array of reports, RAPPOR's RapporReports or CMS's SketchReports
+    n = len(reports)  # an array, RapporReports, SketchReports or a range LevelReports
     if n == 0:
         raise ApiError(422, "body: a batch must hold at least one report, got none")
     now = state.clock()

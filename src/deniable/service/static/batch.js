@@ -10,7 +10,9 @@
 // decimal seeds, a list of decimal words, an integer, RAPPOR's [cohort, hex], CMS's
 // [row, hex] (the row a uint16, then the packed bits), HCMS's integer 2 (j m + l) + b (an
 // int64), PEM's and TreeHist's record [group, row words ..., bucket] (heavy.js: 2 + l W
-// uint64 words).  Every report is
+// uint64 words), a range mechanism's [level, level report] (ranges.js: the level, a uint16
+// when the level reports are bytes, else one item of their type, then the level oracle's
+// record padded with zeros to the widest level's), Square Wave's cell (a uint16).  Every report is
 // checked first (a SpecError naming `reports[i]`), so no batch is made of a report the
 // server would refuse.  tests/js/batch.test.mjs replays tests/vectors/batches.json, which
 // Python's encoder writes (tests/test_batch_vectors.py keeps it from drifting).
@@ -19,6 +21,7 @@ import { checkOracleSpec } from "./oracles.js";
 import { RAPPOR_SCHEMA, checkRapporSpec } from "./oraclesrappor.js";
 import { CMS_SCHEMA, checkSketchSpec } from "./sketches.js";
 import { HEAVY_SCHEMA, checkHeavyRecord, checkHeavySpec } from "./heavy.js";
+import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, checkRangeSpec, checkSquareWaveSpec } from "./ranges.js";
 import { HttpError } from "./session.js";
 import { sha256 } from "./digest.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -96,6 +99,11 @@ function recordOf(spec) {
       },
     };
   }
+  if (spec !== null && typeof spec === "object" && spec.schema === RANGE_SCHEMA) return rangeRecordOf(spec);
+  if (spec !== null && typeof spec === "object" && spec.schema === SQUARE_WAVE_SCHEMA) {
+    const c = checkSquareWaveSpec(spec);
+    return { key: c.key, size: 2, write: (view, at, r, where) => view.setUint16(at, integer(r, c.cells - 1, where), true) };
+  }
   if (spec !== null && typeof spec === "object" && spec.schema === SPEC_SCHEMA) {
     // k-ary randomized response's question spec: one uint16 a report (k <= 65,536), else uint32
     const c = checkSpec(spec);
@@ -146,11 +154,37 @@ function recordOf(spec) {
   return { key: c.key, size: 8, write: (view, at, r, where) => view.setBigInt64(at, BigInt(integer(r, c.k - 1, where)), true) };
 }
 
+/** A range mechanism's record: the level as one item (two bytes for byte items), then the level oracle's record padded to the widest. */
+function rangeRecordOf(spec) {
+  const c = checkRangeSpec(spec);
+  const levels = spec.levels.map(recordOf);
+  const first = spec.levels[0];
+  // the level reports' item: a byte (packed bits), a uint64 word (hashed), a uint32
+  // (Hadamard response), a uint16 (k-ary randomized response's category)
+  const item = first.schema === SPEC_SCHEMA ? 2 : { "packed-bits": 1, "hash-bucket": 8, "row-bit": 4 }[first.report];
+  if (item === undefined) throw new SpecError("levels[0].report", `must be packed-bits, hash-bucket or row-bit for a range mechanism, got ${show(first.report)}.`);
+  const head = Math.max(2, item);
+  const widest = Math.max(...levels.map((l) => l.size));
+  return {
+    key: c.key,
+    size: head + widest,
+    write(view, at, r, where) {
+      if (!Array.isArray(r) || r.length !== 2) throw new SpecError(where, `must be a range report [level, level report], got ${show(r)}.`);
+      const l = integer(r[0], c.h - 1, `${where}[0]`);
+      levels[l].write(view, at + head, r[1], `${where}[1]`); // checked before the level is written
+      if (head === 2) view.setUint16(at, l, true);
+      else if (head === 4) view.setUint32(at, l, true);
+      else view.setBigUint64(at, BigInt(l), true);
+    },
+  };
+}
+
 /**
  * The binary batch (deniable.batch/1) of `reports` of the oracle of `oracleSpec` (an
  * oracle spec, schema "deniable.oracle/1", a RAPPOR spec, "deniable.rappor-spec/1", or a
  * count mean sketch's, "deniable.cms-spec/1", or a heavy-hitter protocol's,
- * "deniable.heavy-spec/1": the `oracle` of a stream spec), as a
+ * "deniable.heavy-spec/1", or a range mechanism's, "deniable.range-spec/1", or Square
+ * Wave's, "deniable.square-wave-spec/1": the `oracle` of a stream spec), as a
  * Uint8Array.  An empty list, a report of the wrong
  * form or out of the oracle's range throws a SpecError naming `reports` or `reports[i]`.
  */

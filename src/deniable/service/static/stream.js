@@ -6,7 +6,9 @@
 // permanent responses kept in the device's storage; the count mean sketches, CMS and HCMS,
 // through sketches.js, a fresh row and flips every report, nothing kept; the heavy-hitter
 // protocols, PEM and TreeHist, through heavy.js, a fresh group and one linear-hash report of
-// its prefix every report, nothing kept) and posts the
+// its prefix every report, nothing kept; the range mechanisms, HierarchicalHistogram and
+// HaarHRR, and Square Wave through ranges.js, a fresh level or cell every report, nothing
+// kept) and posts the
 // reports as one binary batch with the device token (batch.js).  The only requests are to
 // the service.
 
@@ -16,6 +18,7 @@ import { makeDevice } from "./oraclesmemo.js";
 import { RAPPOR_SCHEMA } from "./oraclesrappor.js";
 import { CMS_SCHEMA, makeSketch } from "./sketches.js";
 import { HEAVY_SCHEMA, makeHeavy } from "./heavy.js";
+import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, makeRange, makeSquareWave } from "./ranges.js";
 import { HttpError } from "./session.js";
 import { randomizeAnswer } from "./randomizer.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -26,7 +29,7 @@ const MEMO = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloh
 /**
  * Check a stream spec as the service serves it: its schema, id and oracle (an oracle spec,
  * a RAPPOR spec, a count mean sketch's spec, a heavy-hitter protocol's spec (PEM,
- * TreeHist), or k-ary randomized response's question
+ * TreeHist), a range mechanism's or Square Wave's spec, or k-ary randomized response's question
  * spec), and the optional `candidates` of a stream of strings (RAPPOR, CMS, HCMS: strings
  * for the server's estimate; a device may report any string).  Returns the spec.
  */
@@ -35,8 +38,9 @@ export function checkStreamSpec(spec) {
   if (spec.schema !== STREAM_SCHEMA) throw new SpecError("schema", `must be "${STREAM_SCHEMA}", got ${show(spec.schema)}.`);
   if (typeof spec.id !== "string" || spec.id.length === 0) throw new SpecError("id", `must be the stream's id (a non-empty string), got ${show(spec.id)}.`);
   const schema = spec.oracle?.schema;
-  if (![ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, HEAVY_SCHEMA, SPEC_SCHEMA].includes(schema)) {
-    throw new SpecError("oracle.schema", `must be "${ORACLE_SCHEMA}", "${RAPPOR_SCHEMA}", "${CMS_SCHEMA}", "${HEAVY_SCHEMA}" or "${SPEC_SCHEMA}" (k-ary randomized response), got ${show(schema)}.`);
+  const schemas = [ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, HEAVY_SCHEMA, RANGE_SCHEMA, SQUARE_WAVE_SCHEMA];
+  if (![...schemas, SPEC_SCHEMA].includes(schema)) {
+    throw new SpecError("oracle.schema", `must be ${schemas.map((x) => `"${x}"`).join(", ")} or "${SPEC_SCHEMA}" (k-ary randomized response), got ${show(schema)}.`);
   }
   if (schema === SPEC_SCHEMA && checkSpec(spec.oracle).algorithm !== "keep-or-forced/1") {
     throw new SpecError("oracle.algorithm", `must be "keep-or-forced/1" (k-ary randomized response) for a question spec on a stream, got ${show(spec.oracle.algorithm)}.`);
@@ -66,7 +70,8 @@ export async function fetchStream(id, { base = "", fetchImpl = globalThis.fetch 
 /**
  * The client of one device in a stream: { id, spec, candidates, report(value), encode(reports),
  * send(reports), reportAndSend(values) }.  report(value) randomizes a value (0..k-1; RAPPOR,
- * CMS, HCMS, PEM, TreeHist: a string) into its report; the longitudinal oracles and RAPPOR keep their permanent
+ * CMS, HCMS, PEM, TreeHist: a string; a range mechanism: 0..domain-1; Square Wave: a
+ * number in [lower, upper]) into its report; the longitudinal oracles and RAPPOR keep their permanent
  * responses in `storage` (the page's localStorage unless given; a Map in tests) under
  * `device` (default "default": one memo per device, as Python keys it, whatever the
  * stream).  send(reports) posts one binary batch with `token` and resolves to the server's
@@ -87,6 +92,9 @@ export function makeStreamClient(streamSpec, options = {}) {
   } else if (spec.oracle.schema === HEAVY_SCHEMA) {
     const heavy = makeHeavy(spec.oracle);
     randomize = (value) => heavy.randomizeValue(value, cryptoImpl);
+  } else if (spec.oracle.schema === RANGE_SCHEMA || spec.oracle.schema === SQUARE_WAVE_SCHEMA) {
+    const ordered = spec.oracle.schema === RANGE_SCHEMA ? makeRange(spec.oracle) : makeSquareWave(spec.oracle);
+    randomize = (value) => ordered.randomizeValue(value, cryptoImpl);
   } else if (spec.oracle.schema === SPEC_SCHEMA) {
     randomize = (value) => randomizeAnswer(spec.oracle, value, cryptoImpl);
   } else {
