@@ -15,7 +15,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _apihelp import admin_headers, bearer, make_client
+from _apihelp import admin_headers, make_client
+from _streamhelp import (
+    BINARY,
+    NOW,
+    open_stream,
+    post_batch,
+    stream_client,
+    stream_root,
+    window_charges,
+)
 from fastapi.testclient import TestClient
 
 from deniable.designs import design_from_spec, spec_of
@@ -25,8 +34,6 @@ from deniable.oracles import GRR, OLH, OUE, oracle_from_spec, oracle_spec
 from deniable.service.storage import ServiceStore
 
 ORACLE = OUE.from_epsilon(1.0, k=6)
-NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-BINARY = {"Content-Type": "application/octet-stream"}
 ONE = np.array([[1]], np.uint8)  # one packed report (bit 0 set)
 
 
@@ -39,46 +46,25 @@ def spec_body(sid: str = "app", oracle: Any = ORACLE, cap: float = 500.0) -> dic
     }
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def client(store: ServiceStore, tmp_path: Path) -> Iterator[TestClient]:
-    c = make_client(store, streams_dir=tmp_path / "streams")
-    c.app.state.streams.clock = Clock()  # type: ignore[attr-defined]
-    yield c
+    yield stream_client(store, tmp_path)
 
 
 def root(client: TestClient) -> Path:
-    return Path(client.app.state.streams.root)  # type: ignore[attr-defined]
+    return stream_root(client)
 
 
 def new_stream(client: TestClient, sid: str = "app", **kw: Any) -> str:
-    """Store a stream and return a device token of it."""
-    r = client.put(f"/api/streams/{sid}", json=spec_body(sid, **kw), headers=admin_headers())
-    assert r.status_code == 201, r.text
-    r = client.post(f"/api/streams/{sid}/devices", headers=admin_headers())
-    assert r.status_code == 201, r.text
-    return str(r.json()["devices"][0]["token"])
+    return open_stream(client, sid, spec_body(sid, **kw))
 
 
 def post(client: TestClient, token: str, body: bytes, sid: str = "app", **h: str) -> Any:
-    headers = {**BINARY, **bearer(token), **h}
-    return client.post(f"/streams/{sid}/batches", content=body, headers=headers)
+    return post_batch(client, sid, token, body, **h)
 
 
 def charges(client: TestClient) -> int:
-    """Every charge of every device (the window store's rows)."""
-    import sqlalchemy as sa
-
-    state = client.app.state.streams  # type: ignore[attr-defined]
-    with state.windows.engine.connect() as conn:
-        return int(conn.execute(sa.text("SELECT count(*) FROM window_charge")).scalar_one())
+    return window_charges(client)
 
 
 def test_a_device_posts_and_its_reports_aggregate_back(client: TestClient) -> None:

@@ -11,13 +11,20 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from _apihelp import admin_headers, bearer, make_client
+from _apihelp import admin_headers
+from _streamhelp import (
+    NOW,
+    open_stream,
+    post_batch,
+    stream_client,
+    stream_root,
+    window_charges,
+)
 from fastapi.testclient import TestClient
 
 from deniable.distributed import encode_batch, encode_json_batch, stream_files
@@ -34,8 +41,6 @@ PROTOCOLS = {
     "pem": PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8),  # 2 groups, g = 64
     "treehist": TreeHist(epsilon=3.0, max_bytes=1),  # 8 groups, g = 16
 }
-NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-BINARY = {"Content-Type": "application/octet-stream"}
 JSON_TYPE = {"Content-Type": "application/json"}
 WORDS = ["hi", "yo", "ok", "zz"]
 
@@ -62,44 +67,25 @@ def records_of(protocol: Any, n: int, seed: int) -> Any:
     return heavy_device_records(protocol, [str(v) for v in values], rng=rng)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def client(store: ServiceStore, tmp_path: Path) -> Iterator[TestClient]:
-    c = make_client(store, streams_dir=tmp_path / "streams", max_body_bytes=1 << 22)
-    c.app.state.streams.clock = Clock()  # type: ignore[attr-defined]
-    yield c
+    yield stream_client(store, tmp_path, max_body_bytes=1 << 22)
 
 
 def root(client: TestClient) -> Path:
-    return Path(client.app.state.streams.root)  # type: ignore[attr-defined]
+    return stream_root(client)
 
 
 def new_stream(client: TestClient, protocol: Any, **kw: Any) -> str:
-    r = client.put("/api/streams/found", json=spec_body(protocol, **kw), headers=admin_headers())
-    assert r.status_code == 201, r.text
-    r = client.post("/api/streams/found/devices", headers=admin_headers())
-    assert r.status_code == 201, r.text
-    return str(r.json()["devices"][0]["token"])
+    return open_stream(client, "found", spec_body(protocol, **kw))
 
 
 def post(client: TestClient, token: str, body: bytes, **h: str) -> Any:
-    return client.post("/streams/found/batches", content=body,
-                       headers={**BINARY, **bearer(token), **h})  # fmt: skip
+    return post_batch(client, "found", token, body, **h)
 
 
 def charges(client: TestClient) -> int:
-    import sqlalchemy as sa
-
-    state = client.app.state.streams  # type: ignore[attr-defined]
-    with state.windows.engine.connect() as conn:
-        return int(conn.execute(sa.text("SELECT count(*) FROM window_charge")).scalar_one())
+    return window_charges(client)
 
 
 def test_devices_post_heavy_records_charged_at_the_olh_epsilon(

@@ -10,13 +10,20 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from _apihelp import admin_headers, bearer, make_client
+from _apihelp import admin_headers
+from _streamhelp import (
+    NOW,
+    open_stream,
+    post_batch,
+    stream_client,
+    stream_root,
+    window_charges,
+)
 from fastapi.testclient import TestClient
 
 from deniable.distributed import decode_batch, encode_batch, encode_json_batch, stream_files
@@ -36,8 +43,6 @@ MECHANISMS = {
     "haar": HaarHRR(16, 1.0),
     "sw": SquareWave(1.0, lower=0.0, upper=10.0, bins=16, output_bins=16),
 }
-NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-BINARY = {"Content-Type": "application/octet-stream"}
 JSON_TYPE = {"Content-Type": "application/json"}
 
 
@@ -62,44 +67,25 @@ def reports_of(m: Any, n: int, seed: int) -> Any:
     return m.randomize(rng.binomial(m.domain - 1, 0.3, n), rng=rng)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def client(store: ServiceStore, tmp_path: Path) -> Iterator[TestClient]:
-    c = make_client(store, streams_dir=tmp_path / "streams", max_body_bytes=1 << 22)
-    c.app.state.streams.clock = Clock()  # type: ignore[attr-defined]
-    yield c
-
-
-def new_stream(client: TestClient, m: Any, **kw: Any) -> str:
-    r = client.put("/api/streams/load", json=spec_body(m, **kw), headers=admin_headers())
-    assert r.status_code == 201, r.text
-    r = client.post("/api/streams/load/devices", headers=admin_headers())
-    assert r.status_code == 201, r.text
-    return str(r.json()["devices"][0]["token"])
-
-
-def post(client: TestClient, token: str, body: bytes, **h: str) -> Any:
-    return client.post("/streams/load/batches", content=body,
-                       headers={**BINARY, **bearer(token), **h})  # fmt: skip
-
-
-def charges(client: TestClient) -> int:
-    import sqlalchemy as sa
-
-    state = client.app.state.streams  # type: ignore[attr-defined]
-    with state.windows.engine.connect() as conn:
-        return int(conn.execute(sa.text("SELECT count(*) FROM window_charge")).scalar_one())
+    yield stream_client(store, tmp_path, max_body_bytes=1 << 22)
 
 
 def root(client: TestClient) -> Path:
-    return Path(client.app.state.streams.root)  # type: ignore[attr-defined]
+    return stream_root(client)
+
+
+def new_stream(client: TestClient, m: Any, **kw: Any) -> str:
+    return open_stream(client, "load", spec_body(m, **kw))
+
+
+def post(client: TestClient, token: str, body: bytes, **h: str) -> Any:
+    return post_batch(client, "load", token, body, **h)
+
+
+def charges(client: TestClient) -> int:
+    return window_charges(client)
 
 
 def test_devices_post_reports_charged_at_the_report_epsilon(

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from _apihelp import admin_headers, bearer, make_client
+from _apihelp import admin_headers
+from _streamhelp import (
+    NOW,
+    open_stream,
+    post_batch,
+    stream_client,
+    stream_root,
+    window_charges,
+)
 from fastapi.testclient import TestClient
 
 from deniable.distributed import aggregate_stream, encode_batch, encode_json_batch, stream_files
@@ -27,8 +34,6 @@ RAPPOR = Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.5, q=0.75)
 # the IRR's epsilon over every PRR, m max(ln(q / p), ln((1 - p) / (1 - q))) = 16 ln 2
 PER_REPORT = 16 * np.log(2.0)
 CANDIDATES = ["a", "b", "c", "d"]
-NOW = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
-BINARY = {"Content-Type": "application/octet-stream"}
 
 
 def spec_body(cap: float = 5000.0, **extra: Any) -> dict[str, Any]:
@@ -51,44 +56,25 @@ def reports_of(n: int, seed: int) -> RapporReports:
     return out
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
 @pytest.fixture
 def client(store: ServiceStore, tmp_path: Path) -> Iterator[TestClient]:
-    c = make_client(store, streams_dir=tmp_path / "streams", max_body_bytes=1 << 20)
-    c.app.state.streams.clock = Clock()  # type: ignore[attr-defined]
-    yield c
+    yield stream_client(store, tmp_path, max_body_bytes=1 << 20)
 
 
 def root(client: TestClient) -> Path:
-    return Path(client.app.state.streams.root)  # type: ignore[attr-defined]
+    return stream_root(client)
 
 
 def new_stream(client: TestClient, **kw: Any) -> str:
-    r = client.put("/api/streams/words", json=spec_body(**kw), headers=admin_headers())
-    assert r.status_code == 201, r.text
-    r = client.post("/api/streams/words/devices", headers=admin_headers())
-    assert r.status_code == 201, r.text
-    return str(r.json()["devices"][0]["token"])
+    return open_stream(client, "words", spec_body(**kw))
 
 
 def post(client: TestClient, token: str, body: bytes, **h: str) -> Any:
-    return client.post("/streams/words/batches", content=body,
-                       headers={**BINARY, **bearer(token), **h})  # fmt: skip
+    return post_batch(client, "words", token, body, **h)
 
 
 def charges(client: TestClient) -> int:
-    import sqlalchemy as sa
-
-    state = client.app.state.streams  # type: ignore[attr-defined]
-    with state.windows.engine.connect() as conn:
-        return int(conn.execute(sa.text("SELECT count(*) FROM window_charge")).scalar_one())
+    return window_charges(client)
 
 
 def test_devices_post_rappor_reports_charged_at_the_irrs_epsilon(client: TestClient) -> None:
