@@ -1,5 +1,5 @@
 """Helpers of the Dask and report-table tests (tests/test_distributed.py,
-tests/test_distributed_rappor.py, tests/test_ingest.py): a module-scoped client of a
+tests/test_distributed_rappor.py, tests/test_ingest*.py, ...): a module-scoped client of a
 LocalCluster of two workers, and report tables written as files of unequal size."""
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ the file."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from _distributed import cluster_client
 from deniable.distributed import (
     KEY_METADATA,
     aggregate,
@@ -36,21 +36,7 @@ def strings(n: int = 5000, seed: int = 3) -> list[str]:
     return list(STRINGS[rng.choice(5, size=n, p=[0.4, 0.3, 0.15, 0.1, 0.05])])
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=True)
 
 
 def test_resolve_mechanism_knows_the_sketches() -> None:

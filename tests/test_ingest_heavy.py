@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from _distributed import cluster_client
 from deniable.distributed import (
     BATCH_HEADER_SIZE,
     aggregate_heavy_stream,
@@ -143,21 +143,7 @@ def test_a_heavy_stream_holds_records_and_is_not_tallied(tmp_path: Path) -> None
         aggregate_heavy_stream(tmp_path, "t", start="2026-11-29", scheduler="synchronous")
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=False)
 
 
 def test_a_heavy_stream_reads_the_same_on_a_dask_cluster_as_in_process(

@@ -5,13 +5,13 @@ LocalCluster exactly as in process and as the mechanism tallies the reports itse
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from _distributed import cluster_client
 from deniable.distributed import (
     aggregate_stream,
     append_batches,
@@ -38,21 +38,7 @@ def _reports(m: Any, n: int, seed: int) -> Any:
     return m.randomize(rng.integers(0, m.domain, n), rng=rng)
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=False)
 
 
 @pytest.mark.parametrize("m", MECHANISMS, ids=lambda m: m.key[:40])

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from _distributed import cluster_client
 from deniable.distributed import (
     BATCH_HEADER_SIZE,
     aggregate_stream,
@@ -172,21 +172,7 @@ def test_a_rappor_stream_holds_its_reports_in_its_columns(tmp_path: Path) -> Non
     assert len(stream_files(tmp_path, "r")) == 2
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=False)
 
 
 def test_a_rappor_stream_tallies_the_same_on_a_dask_cluster_as_in_process(

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from _distributed import cluster_client
 from deniable.distributed import (
     BATCH_HEADER_SIZE,
     aggregate_stream,
@@ -185,21 +185,7 @@ def test_a_sketch_stream_holds_its_reports_and_names_its_sketch(
     assert len(stream_files(tmp_path, "w")) == 2
 
 
-@pytest.fixture(scope="module")
-def client() -> Iterator[Any]:
-    from distributed import Client, LocalCluster
-
-    with (
-        LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=False,
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        ) as cluster,
-        Client(cluster) as c,
-    ):
-        yield c
+client = cluster_client(processes=False)
 
 
 @pytest.mark.parametrize("sketch", [CMS_, HCMS_], ids=["cms", "hcms"])
