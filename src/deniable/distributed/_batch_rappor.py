@@ -22,7 +22,14 @@ import numpy.typing as npt
 from deniable.distributed._tables import to_columns
 from deniable.exceptions import DataError, DeniableError
 
-__all__ = ["rappor_from_json", "rappor_from_rows", "rappor_json", "rappor_rows"]
+__all__ = [
+    "packed_bytes",
+    "packed_json",
+    "rappor_from_json",
+    "rappor_from_rows",
+    "rappor_json",
+    "rappor_rows",
+]
 
 _COHORT = np.dtype("<u2")
 COHORT_BYTES = _COHORT.itemsize
@@ -75,27 +82,41 @@ def rappor_from_json(rappor: Any, items: list[Any]) -> Any:
     ``[cohort, byte_0, ..., byte_{m/8-1}]`` of whole numbers), every one checked."""
     from deniable.oracles import RapporReports
 
-    width = 1 + int(rappor.width)
-    shape = f"lists of {width} whole numbers [cohort, byte_0, ..., byte_{width - 2}]"
+    arr = packed_json(items, "RAPPOR", "cohort", int(rappor.width), int(rappor.m))
+    cohorts = arr[:, 0].astype(np.int64)
+    _cohorts_in_range(rappor, cohorts, "`body`")
+    return RapporReports(cohorts, packed_bytes(arr, "RAPPOR"))
+
+
+def packed_json(items: list[Any], name: str, index: str, width: int, m: int) -> Any:
+    """The JSON reports ``items`` of packed bits behind an index (RAPPOR's cohort, a CMS
+    report's row) as one integer array of ``1 + width`` columns, refused whole naming the
+    shape when they are not lists of that many whole numbers (``name`` the mechanism)."""
+    width += 1
+    shape = f"lists of {width} whole numbers [{index}, byte_0, ..., byte_{width - 2}]"
     try:
         arr = np.array(items) if items else np.empty((0, width), dtype=np.int64)
         if arr.dtype.kind in "fO":  # a ragged list, or integers beyond int64
             arr = np.array(items, dtype=np.int64)
     except (ValueError, OverflowError, TypeError) as exc:
-        raise DataError(f"`body` reports of RAPPOR must be {shape}: {exc}.") from None
+        raise DataError(f"`body` reports of {name} must be {shape}: {exc}.") from None
     if arr.dtype.kind not in "iu" or arr.shape != (len(items), width):
         raise DataError(
-            f"`body` reports of RAPPOR must be {shape} (m = {rappor.m} bits), got an array "
-            f"of {arr.dtype} of shape {arr.shape}."
+            f"`body` reports of {name} must be {shape} (m = {m} bits), got an array of "
+            f"{arr.dtype} of shape {arr.shape}."
         )
-    cohorts = arr[:, 0].astype(np.int64)
-    _cohorts_in_range(rappor, cohorts, "`body`")
+    return arr
+
+
+def packed_bytes(arr: Any, name: str) -> npt.NDArray[np.uint8]:
+    """The bytes after the index column of :func:`packed_json`'s array, the first report
+    with a value outside 0..255 refused by its index."""
     data = arr[:, 1:]
     bad = np.flatnonzero(((data < 0) | (data > 255)).any(axis=1))
     if bad.size:
         i = int(bad[0])
         raise DataError(
             f"`body`: report {i} holds a byte outside 0..255 ({arr[i, 1:].tolist()}); "
-            "RAPPOR's bits are packed 8 a byte."
+            f"{name}'s bits are packed 8 a byte."
         )
-    return RapporReports(cohorts, np.ascontiguousarray(data, dtype=np.uint8))
+    return np.ascontiguousarray(data, dtype=np.uint8)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from deniable.distributed._batch_rappor import packed_bytes, packed_json
 from deniable.distributed._tables import to_columns
 from deniable.exceptions import DataError, DeniableError
 
@@ -89,25 +90,6 @@ def cms_json(cms: Any, reports: Any) -> list[list[int]]:
 def cms_from_json(cms: Any, items: list[Any]) -> Any:
     """The :class:`~deniable.oracles.SketchReports` of the JSON reports ``items`` (lists
     ``[row, byte_0, ..., byte_{ceil(m/8)-1}]`` of whole numbers), every one checked."""
-    width = 1 + int(cms.width)
-    shape = f"lists of {width} whole numbers [row, byte_0, ..., byte_{width - 2}]"
-    try:
-        arr = np.array(items) if items else np.empty((0, width), dtype=np.int64)
-        if arr.dtype.kind in "fO":  # a ragged list, or integers beyond int64
-            arr = np.array(items, dtype=np.int64)
-    except (ValueError, OverflowError, TypeError) as exc:
-        raise DataError(f"`body` reports of CMS must be {shape}: {exc}.") from None
-    if arr.dtype.kind not in "iu" or arr.shape != (len(items), width):
-        raise DataError(
-            f"`body` reports of CMS must be {shape} (m = {cms.m} bits), got an array of "
-            f"{arr.dtype} of shape {arr.shape}."
-        )
-    data = arr[:, 1:]
-    bad = np.flatnonzero(((data < 0) | (data > 255)).any(axis=1))
-    if bad.size:
-        i = int(bad[0])
-        raise DataError(
-            f"`body`: report {i} holds a byte outside 0..255 ({arr[i, 1:].tolist()}); CMS's "
-            "bits are packed 8 a byte."
-        )
-    return _checked(cms, arr[:, 0].astype(np.int64), data.astype(np.uint8), "`body`")
+    arr = packed_json(items, "CMS", "row", int(cms.width), int(cms.m))
+    data = packed_bytes(arr, "CMS")
+    return _checked(cms, arr[:, 0].astype(np.int64), data, "`body`")
