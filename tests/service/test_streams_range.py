@@ -238,3 +238,25 @@ def test_the_stream_page_answers_each_day_from_its_reports(
     else:
         assert "0.5-quantile" in page.text and "share of [12, 15]" in page.text
         assert "inverts the CDF" in page.text
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        HierarchicalHistogram(16, 4, 2.0, oracle="olh"),  # another level oracle
+        HierarchicalHistogram(16, 4, 3.0, oracle="oue"),  # another epsilon
+        HaarHRR(16, 1.0),  # another mechanism
+    ],
+)
+def test_a_changed_range_spec_on_a_stored_stream_is_refused(client: TestClient, other: Any) -> None:
+    """A stream's reports were drawn by its spec: a new spec under stored reports is a 409
+    (the same spec again is accepted), so a device's charge and the page's estimate never
+    read reports of one mechanism as another's."""
+    hh = MECHANISMS["hh-oue"]
+    token = new_stream(client, hh)
+    assert post(client, token, encode_batch(hh, reports_of(hh, 5, 9))).status_code == 201
+    same = client.put("/api/streams/load", json=spec_body(hh), headers=admin_headers())
+    assert same.status_code == 200, same.text
+    r = client.put("/api/streams/load", json=spec_body(other), headers=admin_headers())
+    assert r.status_code == 409 and "its partitions hold reports of the oracle" in r.json()["error"]
+    assert len(stream_files(root(client), "load")) == 1  # the stored reports kept
