@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _apihelp import admin_headers, bearer, make_client
+from _apihelp import admin_headers, bearer
+from _streamhelp import NOW, stream_client
 from fastapi.testclient import TestClient
-from test_streams import NOW, ORACLE, Clock, new_stream, post
+from test_streams import ORACLE, new_stream, post
 
 from deniable.distributed import encode_batch
 from deniable.oracles import oracle_spec
@@ -35,8 +36,7 @@ def backend() -> str:
 
 @pytest.fixture
 def client(store: ServiceStore, tmp_path: Path) -> Iterator[TestClient]:
-    c = make_client(store, streams_dir=tmp_path / "streams")
-    c.app.state.streams.clock = Clock()  # type: ignore[attr-defined]
+    c = stream_client(store, tmp_path)
     yield c
 
 
