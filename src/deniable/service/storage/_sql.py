@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite
@@ -39,6 +40,9 @@ __all__ = [
     "ATTEMPTS",
     "CHUNK",
     "EngineStore",
+    "Floats",
+    "Ints",
+    "Mask",
     "Rollback",
     "array",
     "chunks",
@@ -63,6 +67,11 @@ CHUNK = 5000
 ATTEMPTS = 8
 
 T = TypeVar("T")
+
+#: The arrays the stores pass: integers (ids, indices, reports), totals, masks.
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
 
 
 # --------------------------------------------------------------------------- keys
