@@ -1,6 +1,6 @@
 """The SQL plumbing the service's stores share: respondent keys as text, list parameters,
-statements built once per dialect, and write transactions retried on a deadlock (and joined
-by a nested call on the same database).
+statements built once per dialect, write transactions retried on a deadlock (and joined
+by a nested call on the same database), and the array types the stores pass.
 
 Every statement is SQLAlchemy Core (no SQL in strings).  The statements that run on every
 submission are built once per dialect (:func:`per_dialect`) with named bind parameters, so
