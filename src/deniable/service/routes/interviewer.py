@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse
+from fastapi.types import DecoratedCallable
 
 from deniable.accounting import add_up
 from deniable.designs import BinaryDesign
@@ -43,6 +44,13 @@ __all__ = ["protocol_for", "router"]
 router = APIRouter()
 
 
+def _admin_creates(path: str, summary: str) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """The route of an admin's POST that creates something: 201, admin only."""
+    return router.post(
+        path, status_code=201, summary=summary, dependencies=[Depends(require_admin)]
+    )
+
+
 @router.get("/interviewer/{survey_id}", include_in_schema=False)
 def interviewer_page(request: Request, survey_id: str) -> FileResponse:
     """The interviewer's page (404 for an unknown survey)."""
@@ -50,11 +58,9 @@ def interviewer_page(request: Request, survey_id: str) -> FileResponse:
     return static_page("interviewer.html")
 
 
-@router.post(
+@_admin_creates(
     "/api/surveys/{survey_id}/interviewer",
-    status_code=201,
-    summary="Enter one interviewed respondent's reports (paper / phone mode)",
-    dependencies=[Depends(require_admin)],
+    "Enter one interviewed respondent's reports (paper / phone mode)",
 )
 def interviewer(request: Request, info: SurveyDep, body: InterviewerRequest) -> dict[str, Any]:
     """Create a respondent and store the reports it made with coins or dice.
@@ -92,12 +98,7 @@ def interviewer(request: Request, info: SurveyDep, body: InterviewerRequest) -> 
     return {"respondent": respondent, "results": [{"status": r.status} for r in results]}
 
 
-@router.post(
-    "/api/surveys/{survey_id}/invitations",
-    status_code=201,
-    summary="Create single-use invitation tokens",
-    dependencies=[Depends(require_admin)],
-)
+@_admin_creates("/api/surveys/{survey_id}/invitations", "Create single-use invitation tokens")
 def invitations(request: Request, info: SurveyDep, body: InvitationRequest) -> dict[str, Any]:
     """``count`` new invitation tokens (shown once; the server keeps only their hashes),
     each with its design attributes if ``attributes`` is given (in the same order)."""

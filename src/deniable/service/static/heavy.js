@@ -10,9 +10,9 @@
 // string; the string's prefix of its group's length goes through linear-hash OLH.  Words come
 // from crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
-import { below, checkWords, uniform } from "./oracles.js";
+import { below, checkWords, stringBytes, uniform } from "./oracles.js";
 import { randomWords } from "./randomizer.js";
-import { SpecError, kindOf, show } from "./spec.js";
+import { SpecError, show } from "./spec.js";
 
 export const HEAVY_SCHEMA = "deniable.heavy-spec/1";
 export const HEAVY_ALGORITHM = "prefix-linear-hashing/1";
@@ -20,8 +20,6 @@ export const HEAVY_MECHANISMS = Object.freeze(["pem", "treehist"]);
 
 const M64 = (1n << 64n) - 1n;
 const TWO53 = 2 ** 53;
-const encoder = new TextEncoder();
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 function integer(obj, field, name, min, max) {
   const v = obj?.[field];
@@ -92,11 +90,7 @@ export function checkHeavySpec(spec) {
 
 /** A string's UTF-8 bytes, checked as the library checks them: non-empty, at most maxBytes, no NUL byte. */
 export function heavyString(value, maxBytes) {
-  if (typeof value !== "string") throw new SpecError("value", `must be a string (heavy hitters report strings), got ${kindOf(value)}.`);
-  if (LONE_SURROGATE.test(value)) throw new SpecError("value", "must be valid Unicode (no lone surrogates).");
-  const raw = encoder.encode(value);
-  if (raw.length === 0) throw new SpecError("value", "must be a non-empty string (an empty one is all padding), got an empty one.");
-  if (raw.length > maxBytes) throw new SpecError("value", `must be at most max_bytes = ${maxBytes} bytes in UTF-8, got ${raw.length} bytes.`);
+  const raw = stringBytes(value, maxBytes, "heavy hitters", " (an empty one is all padding)");
   if (raw.includes(0)) throw new SpecError("value", "must not contain a NUL byte (it could not be told from the padding).");
   return raw;
 }

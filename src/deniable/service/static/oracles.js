@@ -185,6 +185,23 @@ export function checkValue(value, k) {
   return value;
 }
 
+const encoder = new TextEncoder();
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * A reported string's UTF-8 bytes, checked as the library checks them: a string (`who`
+ * report strings, the error says) of valid Unicode, non-empty (`why` says why, if given),
+ * at most maxBytes.
+ */
+export function stringBytes(value, maxBytes, who, why = "") {
+  if (typeof value !== "string") throw new SpecError("value", `must be a string (${who} report strings), got ${kindOf(value)}.`);
+  if (LONE_SURROGATE.test(value)) throw new SpecError("value", "must be valid Unicode (no lone surrogates).");
+  const raw = encoder.encode(value);
+  if (raw.length === 0) throw new SpecError("value", `must be a non-empty string${why}, got an empty one.`);
+  if (raw.length > maxBytes) throw new SpecError("value", `must be at most max_bytes = ${maxBytes} bytes in UTF-8, got ${raw.length} bytes.`);
+  return raw;
+}
+
 /** Exactly n BigInt words in [0, 2**64). */
 export function checkWords(words, n) {
   if (words === null || typeof words !== "object" || typeof words.length !== "number" || words.length !== n) {

@@ -17,10 +17,10 @@
 // still works.  The strings are short (at most max_bytes), so speed does not matter; the test
 // checks it against node:crypto over every block boundary.
 
-import { below, checkWords, packBits, uniform } from "./oracles.js";
+import { below, checkWords, packBits, stringBytes, uniform } from "./oracles.js";
 import { randomWords } from "./randomizer.js";
 import { sha256 } from "./digest.js";
-import { SpecError, show, kindOf } from "./spec.js";
+import { SpecError, show } from "./spec.js";
 
 export { sha256 };
 
@@ -41,17 +41,11 @@ const TWO53 = 2 ** 53;
 // ---- the string hash deniable.cms/1
 
 const encoder = new TextEncoder();
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const PREFIX = encoder.encode(`${SKETCH_HASH}\u0000`);
 
 /** A string's UTF-8 bytes, checked as the library checks them: non-empty, at most maxBytes. */
 export function sketchString(value, maxBytes) {
-  if (typeof value !== "string") throw new SpecError("value", `must be a string (the sketches report strings), got ${kindOf(value)}.`);
-  if (LONE_SURROGATE.test(value)) throw new SpecError("value", "must be valid Unicode (no lone surrogates).");
-  const raw = encoder.encode(value);
-  if (raw.length === 0) throw new SpecError("value", "must be a non-empty string, got an empty one.");
-  if (raw.length > maxBytes) throw new SpecError("value", `must be at most max_bytes = ${maxBytes} bytes in UTF-8, got ${raw.length} bytes.`);
-  return raw;
+  return stringBytes(value, maxBytes, "the sketches");
 }
 
 /** x(s): the top 33 bits of SHA-256("deniable.cms/1" || 0x00 || utf-8 s), big-endian. */

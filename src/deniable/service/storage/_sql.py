@@ -1,6 +1,6 @@
 """The SQL plumbing the service's stores share: respondent keys as text, list parameters,
-statements built once per dialect, and write transactions retried on a deadlock (and joined
-by a nested call on the same database).
+statements built once per dialect, write transactions retried on a deadlock (and joined
+by a nested call on the same database), and the array types the stores pass.
 
 Every statement is SQLAlchemy Core (no SQL in strings).  The statements that run on every
 submission are built once per dialect (:func:`per_dialect`) with named bind parameters, so
@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects import sqlite
@@ -39,6 +40,9 @@ __all__ = [
     "ATTEMPTS",
     "CHUNK",
     "EngineStore",
+    "Floats",
+    "Ints",
+    "Mask",
     "Rollback",
     "array",
     "chunks",
@@ -63,6 +67,11 @@ CHUNK = 5000
 ATTEMPTS = 8
 
 T = TypeVar("T")
+
+#: The arrays the stores pass: integers (ids, indices, reports), totals, masks.
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
 
 
 # --------------------------------------------------------------------------- keys

@@ -24,21 +24,18 @@ import time
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.randomness import RandomSource, bernoulli, resolve_rng
-from deniable.service.storage._sql import dialect_insert, retrying
+from deniable.service.storage._sql import Ints, dialect_insert, retrying
 from deniable.service.storage.db import read_tx
 from deniable.service.storage.surveys import SurveyStore
 from deniable.service.storage.tables import groups, respondents
 from deniable.survey import Survey
 
 __all__ = ["GroupStore", "check_groups", "group_error", "group_mismatch", "group_of_report"]
-
-Ints = npt.NDArray[np.int64]
 
 _g = groups.c
 

@@ -34,7 +34,6 @@ the budget spend commit together (:class:`~deniable.service.storage.ServiceStore
 from __future__ import annotations
 
 import numpy as np
-import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -51,6 +50,7 @@ from deniable.accounting import (
 )
 from deniable.service.storage._sql import (
     EngineStore,
+    Mask,
     Rollback,
     decoded,
     dialect_insert,
@@ -72,9 +72,6 @@ from deniable.service.storage.tables import (
 )
 
 __all__ = ["SqlLedgerStore"]
-
-Floats = npt.NDArray[np.float64]
-Mask = npt.NDArray[np.bool_]
 
 
 # --------------------------------------------------------------------------- stores
@@ -158,9 +155,7 @@ class SqlLedgerStore(EngineStore):
         pos = {k: i for i, (k, _) in enumerate(rows)}
         if keys.size:
             index.add(keys, np.full(keys.size, -1, dtype=np.int64))
-        flags: dict[str, npt.NDArray[np.bool_]] = {
-            q: np.zeros(len(rows), dtype=np.bool_) for q in records
-        }
+        flags: dict[str, Mask] = {q: np.zeros(len(rows), dtype=np.bool_) for q in records}
         for name, k in charged:
             if k in pos:
                 flags.setdefault(name, np.zeros(len(rows), dtype=np.bool_))[pos[k]] = True

@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -33,6 +32,8 @@ from deniable.accounting import (
     check_unit,
 )
 from deniable.service.storage._sql import (
+    Floats,
+    Mask,
     array,
     dialect_insert,
     encode_keys,
@@ -73,9 +74,6 @@ __all__ = [
     "write_records",
     "write_spent",
 ]
-
-Floats = npt.NDArray[np.float64]
-Mask = npt.NDArray[np.bool_]
 
 _lq, _lr, _lc, _meta = ledger_question.c, ledger_respondent.c, ledger_charged.c, ledger_meta.c
 #: ``first`` of a new respondent row on PostgreSQL: the spend's number times 2**32 plus the

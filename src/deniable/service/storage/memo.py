@@ -17,6 +17,8 @@ from deniable.accounting import KeyIndex, Keys
 from deniable.mechanisms import InMemoryMemoStore, checked_mechanism, checked_reports, mismatch
 from deniable.service.storage._sql import (
     EngineStore,
+    Ints,
+    Mask,
     chunks,
     decoded,
     dialect_insert,
@@ -30,8 +32,8 @@ from deniable.service.storage.tables import memo, memo_question
 
 __all__ = ["SqlMemoStore"]
 
-Mask = npt.NDArray[np.bool_]
-Reports = npt.NDArray[np.int64]
+#: A report of each key (-1 where none is stored).
+Reports = Ints
 
 
 class SqlMemoStore(EngineStore):

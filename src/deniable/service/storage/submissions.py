@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
@@ -58,7 +57,7 @@ from deniable.service.storage._plan import (
     decide,
     ranked,
 )
-from deniable.service.storage._sql import Rollback, json_listed, retrying
+from deniable.service.storage._sql import Ints, Rollback, json_listed, retrying
 from deniable.service.storage._submit_sql import (
     report_params,
     respondents_and_reports,
@@ -100,8 +99,6 @@ __all__ = [
     "ledger_key",
     "ledger_question_name",
 ]
-
-Ints = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True)
