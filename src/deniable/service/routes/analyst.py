@@ -37,12 +37,13 @@ import math
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.types import DecoratedCallable
 
 from deniable.service import analysis as an
-from deniable.service.core.security import ApiError, require_admin
+from deniable.service.core.security import ApiError
+from deniable.service.routes.deps import ADMIN
 from deniable.service.routes.reads import (
     budget_data,
     checked,
@@ -55,12 +56,11 @@ from deniable.service.routes.reads import (
 )
 from deniable.survey import Survey
 
-__all__ = ["ADMIN", "NO_STORE", "Bucket", "Level", "router"]
+__all__ = ["NO_STORE", "Bucket", "Level", "router"]
 
 router = APIRouter()
 
 #: The dependencies of an admin route.
-ADMIN = [Depends(require_admin)]
 #: The header of every answer that must not be cached.
 NO_STORE = {"Cache-Control": "no-store"}
 _SVG = "image/svg+xml"

@@ -33,12 +33,14 @@ from deniable.service.core.security import (
     bad_token,
     lookup_respondent,
     no_token,
+    require_admin,
     respondent_cache,
     scope_bearer,
 )
 from deniable.survey import Survey, SurveyQuestion
 
 __all__ = [
+    "ADMIN",
     "MESSAGES",
     "STATIC_DIR",
     "STATUS_CODES",
@@ -59,6 +61,9 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
+
+#: The dependency list of an admin-only route (``dependencies=ADMIN``).
+ADMIN = [Depends(require_admin)]
 
 #: HTTP status of each submission outcome.
 STATUS_CODES = {"stored": 201, "duplicate": 200, "conflict": 409, "over_cap": 403, "closed": 409}

@@ -15,18 +15,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from deniable.service.analysis import DEFAULT_SHIFT, MAX_WINDOWS
-from deniable.service.core.security import require_admin
+from deniable.service.routes.deps import ADMIN
 from deniable.service.routes.reads import arrival_data, robustness_data, survey_of
 
 __all__ = ["Rate", "Shift", "router"]
 
 router = APIRouter()
 
-_ADMIN = [Depends(require_admin)]
 Shift = Annotated[float, Query(description="The move of an estimate to resist, in (0, 1].")]
 Rate = Annotated[str, Query(description="Arrival windows: minute or hour.")]
 Windows = Annotated[
@@ -36,7 +35,7 @@ Windows = Annotated[
 ]  # fmt: skip
 
 
-@router.get("/api/surveys/{survey_id}/arrivals", dependencies=_ADMIN, tags=["dashboard"])
+@router.get("/api/surveys/{survey_id}/arrivals", dependencies=ADMIN, tags=["dashboard"])
 def arrivals(
     request: Request, survey_id: str, bucket: Rate = "minute", windows: Windows = None
 ) -> JSONResponse:
@@ -47,7 +46,7 @@ def arrivals(
     return JSONResponse(data, headers={"Cache-Control": "no-store"})
 
 
-@router.get("/api/surveys/{survey_id}/robustness", dependencies=_ADMIN, tags=["dashboard"])
+@router.get("/api/surveys/{survey_id}/robustness", dependencies=ADMIN, tags=["dashboard"])
 def robustness_endpoint(
     request: Request, survey_id: str, shift: Shift = DEFAULT_SHIFT
 ) -> JSONResponse:

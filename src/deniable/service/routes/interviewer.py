@@ -20,16 +20,17 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import FileResponse
 from fastapi.types import DecoratedCallable
 
 from deniable.accounting import add_up
 from deniable.designs import BinaryDesign
 from deniable.mechanisms import CoinProtocol, all_protocols
-from deniable.service.core.security import ApiError, require_admin
+from deniable.service.core.security import ApiError
 from deniable.service.routes.bodies import InterviewerRequest, InvitationRequest
 from deniable.service.routes.deps import (
+    ADMIN,
     SurveyDep,
     check_open,
     check_report,
@@ -46,9 +47,7 @@ router = APIRouter()
 
 def _admin_creates(path: str, summary: str) -> Callable[[DecoratedCallable], DecoratedCallable]:
     """The route of an admin's POST that creates something: 201, admin only."""
-    return router.post(
-        path, status_code=201, summary=summary, dependencies=[Depends(require_admin)]
-    )
+    return router.post(path, status_code=201, summary=summary, dependencies=ADMIN)
 
 
 @router.get("/interviewer/{survey_id}", include_in_schema=False)
@@ -158,7 +157,7 @@ def _protocol_entry(question: SurveyQuestion) -> dict[str, Any]:
 @router.get(
     "/api/surveys/{survey_id}/protocols",
     summary="The coin or dice protocol of each question (for the interviewer page)",
-    dependencies=[Depends(require_admin)],
+    dependencies=ADMIN,
 )
 def protocols(info: SurveyDep) -> list[dict[str, Any]]:
     """Per question: the steps a respondent follows with physical coins or dice, when a

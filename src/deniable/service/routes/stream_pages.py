@@ -21,15 +21,16 @@ from __future__ import annotations
 from datetime import UTC
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from deniable.exceptions import DeniableError
 from deniable.service import pages
 from deniable.service.analysis.streams import StreamSpec, stream_days, stream_estimates
-from deniable.service.core.security import ApiError, is_admin, require_admin
+from deniable.service.core.security import ApiError, is_admin
 from deniable.service.routes.analyst import NO_STORE
+from deniable.service.routes.deps import ADMIN
 
 __all__ = ["router"]
 
@@ -59,7 +60,7 @@ def _estimates(
 
 @router.get(
     "/api/streams/{stream_id}/estimates",
-    dependencies=[Depends(require_admin)],
+    dependencies=ADMIN,
     summary="A telemetry stream's estimates per UTC day",
     responses={404: {"description": "No such stream."}, 422: {"description": "a bad range"}},
 )

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response, Security
+from fastapi import APIRouter, Request, Response, Security
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 from starlette.concurrency import run_in_threadpool
@@ -41,13 +41,13 @@ from deniable.accounting import BudgetWindow, WindowedLedger, charge_cost
 from deniable.common import load_json
 from deniable.exceptions import DataError, DeniableError, PrivacyError
 from deniable.service.analysis.streams import StreamSpec, stream_spec_from
-from deniable.service.core.security import ApiError, bearer_token, require_admin, token_key
+from deniable.service.core.security import ApiError, bearer_token, token_key
+from deniable.service.routes.deps import ADMIN
 from deniable.service.storage import SqlStreamStore, SqlWindowStore
 
 __all__ = ["MAX_DEVICES_PER_CALL", "StreamState", "router", "store_spec"]
 
 router = APIRouter()
-ADMIN = [Depends(require_admin)]
 #: Device tokens one ``POST /api/streams/{id}/devices`` may issue.
 MAX_DEVICES_PER_CALL = 1000
 _BINARY = "application/octet-stream"
