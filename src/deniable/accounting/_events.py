@@ -31,8 +31,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, ClassVar
 
 from deniable.common import validation as v
 from deniable.exceptions import ParameterError, ParameterTypeError
@@ -56,24 +58,28 @@ __all__ = [
 MAX_DISCRETE_SENSITIVITY = 10**6
 
 
-def _count(value: Any) -> int:
-    return v.integer("count", value, minimum=0)
+# the checks several events' fields share (each called with the field's name and value)
+_count = partial(v.integer, minimum=0)
+_nonnegative = partial(v.positive, allow_zero=True, allow_inf=True)
+_sensitivity = partial(v.positive, allow_zero=True)
 
 
-def _nonnegative(name: str, value: Any) -> float:
-    return v.positive(name, value, allow_zero=True, allow_inf=True)
-
-
-def _set(event: Any, **values: Any) -> None:
-    """Store validated field values on a frozen event."""
-    for name, value in values.items():
-        object.__setattr__(event, name, value)
+_Checks = Mapping[str, Callable[[str, Any], Any]]
 
 
 class EventBase:
-    """What every event shares: ``to_dict()``, its plain-data form (``{"type": NAME, ...}``)."""
+    """What every event shares: its fields checked when it is made (``_checks``) and
+    ``to_dict()``, its plain-data form (``{"type": NAME, ...}``)."""
 
     __slots__ = ()
+
+    #: Each checked field, in the order checked: its name -> a function of its name and
+    #: value returning the value stored (the event is frozen).
+    _checks: ClassVar[_Checks] = {}
+
+    def __post_init__(self) -> None:
+        for name, check in self._checks.items():
+            object.__setattr__(self, name, check(name, getattr(self, name)))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data: the class name as ``"type"`` and every field (nested events as
@@ -129,14 +135,11 @@ class RandomizedResponse(EventBase):
     epsilon: float
     count: int = 1
     k: int = 2
-
-    def __post_init__(self) -> None:
-        _set(
-            self,
-            epsilon=_nonnegative("epsilon", self.epsilon),
-            count=_count(self.count),
-            k=v.integer("k", self.k, minimum=2, maximum=2**1000, why="k - 1 must be a double"),
-        )
+    _checks: ClassVar[_Checks] = {
+        "epsilon": _nonnegative,
+        "count": _count,
+        "k": partial(v.integer, minimum=2, maximum=2**1000, why="k - 1 must be a double"),
+    }
 
     @property
     def pure_epsilon(self) -> float:
@@ -159,9 +162,7 @@ class PureEpsilon(EventBase):
 
     epsilon: float
     count: int = 1
-
-    def __post_init__(self) -> None:
-        _set(self, epsilon=_nonnegative("epsilon", self.epsilon), count=_count(self.count))
+    _checks: ClassVar[_Checks] = {"epsilon": _nonnegative, "count": _count}
 
     @property
     def pure_epsilon(self) -> float:
@@ -185,14 +186,11 @@ class EpsilonDelta(EventBase):
     epsilon: float
     delta: float
     count: int = 1
-
-    def __post_init__(self) -> None:
-        _set(
-            self,
-            epsilon=_nonnegative("epsilon", self.epsilon),
-            delta=v.probability("delta", self.delta, high_open=True),
-            count=_count(self.count),
-        )
+    _checks: ClassVar[_Checks] = {
+        "epsilon": _nonnegative,
+        "delta": partial(v.probability, high_open=True),
+        "count": _count,
+    }
 
     @property
     def pure_epsilon(self) -> float:
@@ -222,14 +220,11 @@ class Laplace(EventBase):
     scale: float
     sensitivity: float = 1.0
     count: int = 1
-
-    def __post_init__(self) -> None:
-        _set(
-            self,
-            scale=_nonnegative("scale", self.scale),
-            sensitivity=v.positive("sensitivity", self.sensitivity, allow_zero=True),
-            count=_count(self.count),
-        )
+    _checks: ClassVar[_Checks] = {
+        "scale": _nonnegative,
+        "sensitivity": _sensitivity,
+        "count": _count,
+    }
 
     @property
     def pure_epsilon(self) -> float:
@@ -251,20 +246,16 @@ class DiscreteLaplace(EventBase):
     scale: float
     sensitivity: int = 1
     count: int = 1
-
-    def __post_init__(self) -> None:
-        _set(
-            self,
-            scale=_nonnegative("scale", self.scale),
-            sensitivity=v.integer(
-                "sensitivity",
-                self.sensitivity,
-                minimum=0,
-                maximum=MAX_DISCRETE_SENSITIVITY,
-                why="its privacy loss takes sensitivity + 1 values",
-            ),
-            count=_count(self.count),
-        )
+    _checks: ClassVar[_Checks] = {
+        "scale": _nonnegative,
+        "sensitivity": partial(
+            v.integer,
+            minimum=0,
+            maximum=MAX_DISCRETE_SENSITIVITY,
+            why="its privacy loss takes sensitivity + 1 values",
+        ),
+        "count": _count,
+    }
 
     @property
     def pure_epsilon(self) -> float:
@@ -284,14 +275,11 @@ class Gaussian(EventBase):
     sigma: float
     sensitivity: float = 1.0
     count: int = 1
-
-    def __post_init__(self) -> None:
-        _set(
-            self,
-            sigma=_nonnegative("sigma", self.sigma),
-            sensitivity=v.positive("sensitivity", self.sensitivity, allow_zero=True),
-            count=_count(self.count),
-        )
+    _checks: ClassVar[_Checks] = {
+        "sigma": _nonnegative,
+        "sensitivity": _sensitivity,
+        "count": _count,
+    }
 
     @property
     def mu(self) -> float:
@@ -329,9 +317,7 @@ class Channel(EventBase):
 
     matrix: tuple[tuple[float, ...], ...]
     count: int = 1
-
-    def __post_init__(self) -> None:
-        _set(self, matrix=_channel(self.matrix), count=_count(self.count))
+    _checks: ClassVar[_Checks] = {"matrix": lambda _name, matrix: _channel(matrix), "count": _count}
 
     @property
     def pure_epsilon(self) -> float:

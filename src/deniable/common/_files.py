@@ -44,6 +44,13 @@ def existing_file(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+def _cannot_write(target: Path, why: str | OSError) -> DataError:
+    """The error of a write to ``target`` that failed or is refused: ``why`` in words, or
+    what an ``OSError`` says."""
+    reason = (why.strerror or str(why)) if isinstance(why, OSError) else why
+    return DataError(f"cannot write {str(target)!r}: {reason}.")
+
+
 def _mode_for(target: Path) -> int:
     """The permission bits the output gets: the old file's, else the umask's default."""
     try:
@@ -91,36 +98,32 @@ def atomic_write(
     except OSError:  # not there yet: the usual route
         mode = stat.S_IFREG
     if stat.S_ISDIR(mode) or real.is_dir():
-        raise DataError(f"cannot write {str(target)!r}: it is a directory.")
+        raise _cannot_write(target, "it is a directory")
     if stat.S_ISFIFO(mode):
         # opening a pipe nobody reads would block for ever: check for a reader first
         try:
             os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
         except OSError as exc:
             if exc.errno == errno.ENXIO:
-                raise DataError(
-                    f"cannot write {str(target)!r}: it is a named pipe that nobody reads."
-                ) from None
-            raise DataError(f"cannot write {str(target)!r}: {exc.strerror or exc}.") from exc
+                raise _cannot_write(target, "it is a named pipe that nobody reads") from None
+            raise _cannot_write(target, exc) from exc
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         # /dev/null, /dev/full, a pipe: written in place, never replaced (root could rename a
         # temporary file over the device node, destroying it for every program)
         try:
             write(target)
         except OSError as exc:
-            raise DataError(f"cannot write {str(target)!r}: {exc.strerror or exc}.") from exc
+            raise _cannot_write(target, exc) from exc
         return target
     if not stat.S_ISREG(mode):
-        raise DataError(
-            f"cannot write {str(target)!r}: it is not a regular file (a block device or a socket)."
-        )
+        raise _cannot_write(target, "it is not a regular file (a block device or a socket)")
     if not replace and os.path.lexists(real):
-        raise DataError(f"cannot write {str(target)!r}: it exists (kept: replace=False).")
+        raise _cannot_write(target, "it exists (kept: replace=False)")
     suffix = "".join(real.suffixes[-2:]) if real.suffixes else ""
     try:
         fd, name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=suffix, dir=real.parent)
     except OSError as exc:
-        raise DataError(f"cannot write {str(target)!r}: {exc.strerror or exc}.") from exc
+        raise _cannot_write(target, exc) from exc
     os.close(fd)
     tmp = Path(name)
     try:
@@ -135,16 +138,15 @@ def atomic_write(
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise DataError(f"cannot write {str(target)!r}: {exc.strerror or exc}.") from exc
+            raise _cannot_write(target, exc) from exc
         raise
     return target
 
 
 def _link_new(tmp: Path, real: Path, target: Path) -> None:
     """Put ``tmp`` at ``real`` unless a file is there (then a ``DataError``)."""
-    exists = DataError(
-        f"cannot write {str(target)!r}: a file appeared there while it was written; it was "
-        "left as it was."
+    exists = _cannot_write(
+        target, "a file appeared there while it was written; it was left as it was"
     )
     try:
         os.link(tmp, real)

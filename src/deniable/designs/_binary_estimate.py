@@ -6,11 +6,24 @@ it."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from deniable.results import Estimate, OutsideChannelNotes, information_note
 from deniable.results import MappedBinomialInterval as _Mapped
 
-__all__ = ["binary_estimate"]
+__all__ = ["binary_estimate", "moment_estimate"]
+
+
+def moment_estimate(
+    value: float, se: float, se_unbiased: float, n: int, lambda_hat: float, **details: Any
+) -> Estimate:
+    """The moment estimate ``value`` of a share from ``n`` reports whose observed share is
+    ``lambda_hat``, with its two SEs (``n`` and ``n - 1``); its ``bounded`` value is
+    ``value`` clipped to [0, 1].  ``details`` are the other fields of :class:`Estimate`."""
+    bounded = min(max(value, 0.0), 1.0)
+    return Estimate(
+        value, bounded, se, se_unbiased, n, method="moment", lambda_hat=lambda_hat, **details
+    )
 
 
 def binary_estimate(
@@ -25,16 +38,13 @@ def binary_estimate(
     var_core = lam * (1 - lam) / (slope * slope)
     se = math.sqrt(var_core / n)
     se_unbiased = math.sqrt(var_core / (n - 1)) if n > 1 else math.nan
-    bounded = min(max(value, 0.0), 1.0)
-    return Estimate(
-        value=value,
-        bounded=bounded,
-        se=se,
-        se_unbiased=se_unbiased,
-        n=n,
-        method="moment",
+    return moment_estimate(
+        value,
+        se,
+        se_unbiased,
+        n,
+        lam,
         parameter=parameter,
-        lambda_hat=lam,
         intervals={
             "exact": _Mapped(yes, n, p0, slope, "exact"),
             "wilson": _Mapped(yes, n, p0, slope, "wilson"),

@@ -16,6 +16,7 @@ import numpy.typing as npt
 
 from deniable.common import validation as v
 from deniable.designs._base import BinaryDesign, Design, channel_epsilon
+from deniable.designs._binary_estimate import moment_estimate
 from deniable.designs._channel import DenseChannel
 from deniable.designs._from_epsilon import design_for_epsilon, expit
 from deniable.designs._mechanism import blocks, one_answer
@@ -500,16 +501,8 @@ def _moment_from_counts(design: Kuk, tally: Tally, se: str = "empirical") -> Est
         se_n = math.sqrt(ss / n / n) / (k * abs(slope))
         se_unb = math.sqrt(ss / (n - 1) / n) / (k * abs(slope)) if n > 1 else math.nan
         convention = "plug-in: empirical variance of the red count, divides by n"
-    return Estimate(
-        value=value,
-        bounded=min(max(value, 0.0), 1.0),
-        se=se_n,
-        se_unbiased=se_unb,
-        n=n,
-        method="moment",
-        lambda_hat=lam,
-        se_convention=convention,
-        lambda_label="red share of cards",
+    return moment_estimate(
+        value, se_n, se_unb, n, lam, se_convention=convention, lambda_label="red share of cards"
     )
 
 

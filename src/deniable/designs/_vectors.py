@@ -15,29 +15,17 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.designs._base import Design
-from deniable.designs._binary import (
-    BiasedCoin,
-    Binary,
-    Crosswise,
-    Custom,
-    Mirrored,
-    TwoCoin,
-    Warner,
-)
-from deniable.designs._categorical import Categorical
-from deniable.designs._forced import ForcedResponse, Mangat, Triangular, UnrelatedQuestion
-from deniable.designs._kuk import Kuk
+from deniable.designs._registry import make_design
 from deniable.designs._spec import QuestionSpec
 from deniable.designs._spec_algorithms import TWO_GROUP_ALGORITHM, latent_input
 from deniable.designs._twogroup import TwoGroupDesign
-from deniable.designs._twogroup_cheater import CheaterDetection, SymmetricCheaterDetection
-from deniable.designs._twogroup_models import StochasticLieDetector, UnrelatedUnknown
 from deniable.randomness import ArrayWords
 
 __all__ = ["VECTORS_SCHEMA", "VECTOR_DESIGNS", "dump_vectors", "randomizer_vectors"]
@@ -48,45 +36,62 @@ VECTORS_SCHEMA = "deniable.vectors/1"
 #: The parameterisations of every registered design (finite and infinite epsilon, dyadic
 #: and non-dyadic probabilities, thresholds 0 and 2**53, several draws, uniform forcing
 #: with k a power of two and not, a given forced distribution with a zero, two-group
-#: designs with a group share of 1/2 and not).
-VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
-    "warner": (lambda: Warner(0.75), lambda: Warner(0.2)),
-    "mirrored": (lambda: Mirrored(0.7), lambda: Mirrored(0.375)),
-    "two-coin": (lambda: TwoCoin(), lambda: TwoCoin(p_truthful=0.5, p_yes=1.0)),
-    "biased-coin": (lambda: BiasedCoin(0.25), lambda: BiasedCoin(0.9)),
-    "binary": (lambda: Binary(1.0), lambda: Binary(2.0, calibration="half")),
+#: designs with a group share of 1/2 and not), by parameter name as a question spec gives
+#: them.
+_PARAMETERS: dict[str, tuple[dict[str, Any], ...]] = {
+    "warner": ({"p": 0.75}, {"p": 0.2}),
+    "mirrored": ({"p": 0.7}, {"p": 0.375}),
+    "two-coin": ({}, {"p_truthful": 0.5, "p_yes": 1.0}),
+    "biased-coin": ({"q": 0.25}, {"q": 0.9}),
+    "binary": ({"epsilon": 1.0}, {"epsilon": 2.0, "calibration": "half"}),
     "forced": (
-        lambda: ForcedResponse(0.25, 0.25),
-        lambda: ForcedResponse(1 / 6, 1 / 3),
-        lambda: ForcedResponse(0.2, 0.0),
+        {"forced_yes": 0.25, "forced_no": 0.25},
+        {"forced_yes": 1 / 6, "forced_no": 1 / 3},
+        {"forced_yes": 0.2, "forced_no": 0.0},
     ),
-    "unrelated": (lambda: UnrelatedQuestion(0.7, 0.3), lambda: UnrelatedQuestion(0.5, 0.0)),
-    "kuk": (lambda: Kuk(0.7, 0.3), lambda: Kuk(0.8, 0.4, draws=3), lambda: Kuk(1.0, 0.25, 2)),
-    "mangat": (lambda: Mangat(0.7), lambda: Mangat(1.0)),
-    "crosswise": (lambda: Crosswise(0.2), lambda: Crosswise(0.85)),
-    "triangular": (lambda: Triangular(0.3), lambda: Triangular(0.0)),
-    "custom": (lambda: Custom(0.6, 0.1), lambda: Custom(1.0, 0.3)),
+    "unrelated": ({"p": 0.7, "q": 0.3}, {"p": 0.5, "q": 0.0}),
+    "kuk": (
+        {"theta1": 0.7, "theta2": 0.3},
+        {"theta1": 0.8, "theta2": 0.4, "draws": 3},
+        {"theta1": 1.0, "theta2": 0.25, "draws": 2},
+    ),
+    "mangat": ({"p": 0.7}, {"p": 1.0}),
+    "crosswise": ({"p": 0.2}, {"p": 0.85}),
+    "triangular": ({"p": 0.3}, {"p": 0.0}),
+    "custom": (
+        {"p_yes_given_1": 0.6, "p_yes_given_0": 0.1},
+        {"p_yes_given_1": 1.0, "p_yes_given_0": 0.3},
+    ),
     "categorical": (
-        lambda: Categorical(k=4, p_truthful=0.5),
-        lambda: Categorical(k=5, p_truthful=0.6),
-        lambda: Categorical(k=3, p_truthful=0.6, forced=(0.2, 0.3, 0.5)),
-        lambda: Categorical(k=3, p_truthful=0.5, forced=(0.5, 0.5, 0.0)),
+        {"k": 4, "p_truthful": 0.5},
+        {"k": 5, "p_truthful": 0.6},
+        {"k": 3, "p_truthful": 0.6, "forced": (0.2, 0.3, 0.5)},
+        {"k": 3, "p_truthful": 0.5, "forced": (0.5, 0.5, 0.0)},
     ),
     "unrelated-unknown": (
-        lambda: UnrelatedUnknown(0.7, 0.3),
-        lambda: UnrelatedUnknown(0.6, 0.0),
-        lambda: UnrelatedUnknown(0.7, 0.3, group_share=1 / 3),
+        {"p1": 0.7, "p2": 0.3},
+        {"p1": 0.6, "p2": 0.0},
+        {"p1": 0.7, "p2": 0.3, "group_share": 1 / 3},
     ),
-    "cdm": (lambda: CheaterDetection(0.2, 0.6), lambda: CheaterDetection(0.0, 0.5)),
+    "cdm": (
+        {"forced_yes1": 0.2, "forced_yes2": 0.6},
+        {"forced_yes1": 0.0, "forced_yes2": 0.5},
+    ),
     "cdm-symmetric": (
-        lambda: SymmetricCheaterDetection(0.1, 0.1, 0.3, 0.1),
-        lambda: SymmetricCheaterDetection(0.25, 0.0, 0.5, 0.25),
+        {"forced_yes1": 0.1, "forced_no1": 0.1, "forced_yes2": 0.3, "forced_no2": 0.1},
+        {"forced_yes1": 0.25, "forced_no1": 0.0, "forced_yes2": 0.5, "forced_no2": 0.25},
     ),
     "sld": (
-        lambda: StochasticLieDetector(2 / 12, 10 / 12),
-        lambda: StochasticLieDetector(0.25, 1.0),
-        lambda: StochasticLieDetector(0.25, 0.75, group_share=0.75),
+        {"p1": 2 / 12, "p2": 10 / 12},
+        {"p1": 0.25, "p2": 1.0},
+        {"p1": 0.25, "p2": 0.75, "group_share": 0.75},
     ),
+}
+
+#: Each parameterisation's design, made by the registry from its name and parameters.
+VECTOR_DESIGNS: dict[str, tuple[Callable[[], Design], ...]] = {
+    name: tuple(partial(make_design, name, params) for params in cases)
+    for name, cases in _PARAMETERS.items()
 }
 
 _TOP = (1 << 64) - 1

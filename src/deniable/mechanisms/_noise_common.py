@@ -98,6 +98,22 @@ def _int_sensitivity(value: Any) -> int:
     return v.integer("sensitivity", value, minimum=1)
 
 
+def _check_noise(mech: Any, noise: str, *, exact: bool) -> None:
+    """Check a frozen noise mechanism's noise parameter ``noise`` (``"scale"`` or
+    ``"sigma"``) and its ``sensitivity``, in that order, and store what the checks return:
+    a real > 0 each, or with ``exact`` (discrete noise) a noise parameter of
+    :func:`_exact_positive` and an integer sensitivity >= 1."""
+    value = getattr(mech, noise)
+    checked: Fraction | float
+    sensitivity: int | float
+    if exact:
+        checked, sensitivity = _exact_positive(noise, value), _int_sensitivity(mech.sensitivity)
+    else:
+        checked, sensitivity = v.positive(noise, value), _sensitivity(mech.sensitivity)
+    object.__setattr__(mech, noise, checked)
+    object.__setattr__(mech, "sensitivity", sensitivity)
+
+
 def _exact_positive(name: str, value: Any) -> Fraction:
     """A positive finite real (int, float or Fraction) as the exact rational it denotes."""
     if isinstance(value, Fraction):

@@ -21,6 +21,7 @@ from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._noise_common import (
     _TINY,
+    _check_noise,
     _finite_noise,
     _float_up,
     _LaplaceEpsilon,
@@ -55,8 +56,7 @@ class LaplaceMechanism(_LaplaceEpsilon):
     sensitivity: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", v.positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", _sensitivity(self.sensitivity))
+        _check_noise(self, "scale", exact=False)
 
     @classmethod
     def from_epsilon(cls, epsilon: float, sensitivity: float = 1.0) -> LaplaceMechanism:
@@ -137,8 +137,7 @@ class GaussianMechanism:
     sensitivity: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", v.positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", _sensitivity(self.sensitivity))
+        _check_noise(self, "sigma", exact=False)
 
     @classmethod
     def from_epsilon_delta(

@@ -17,6 +17,7 @@ from deniable.common import validation as v
 from deniable.exceptions import ParameterError
 from deniable.mechanisms._exact_sampling import discrete_gaussian, discrete_laplace, to_int64
 from deniable.mechanisms._noise_common import (
+    _check_noise,
     _exact_positive,
     _float_up,
     _int_sensitivity,
@@ -75,8 +76,7 @@ class DiscreteLaplaceMechanism(_IntegerNoise, _LaplaceEpsilon):
     sensitivity: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", _exact_positive("scale", self.scale))
-        object.__setattr__(self, "sensitivity", _int_sensitivity(self.sensitivity))
+        _check_noise(self, "scale", exact=True)
 
     @classmethod
     def from_epsilon(cls, epsilon: float, sensitivity: int = 1) -> DiscreteLaplaceMechanism:
@@ -188,8 +188,7 @@ class DiscreteGaussianMechanism(_IntegerNoise):
     sensitivity: int = 1
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sigma", _exact_positive("sigma", self.sigma))
-        object.__setattr__(self, "sensitivity", _int_sensitivity(self.sensitivity))
+        _check_noise(self, "sigma", exact=True)
         if not MIN_SIGMA <= self.sigma <= MAX_SIGMA:
             raise ParameterError(
                 f"`sigma` must be in [{MIN_SIGMA:g}, {MAX_SIGMA:g}] (the range the pmf is "
