@@ -39,6 +39,13 @@ def _designs() -> list[tuple[str, Any, int]]:
         # and never kept (p_truthful = 2**-53 rounds toward privacy to keep = 0)
         ("forced never kept", deniable.Categorical(3, 2**-53, forced=[0.2, 0.3, 0.5]), 3),
         ("k=70000", deniable.Categorical.from_epsilon(1.0, 70_000), 70_000),  # uint32 reports
+        # the top-bits (k a power of two) and multiply-shift loops at the keep test's ends:
+        # keep = 2**53 (the answer always kept), keep = 1 (k = 16: kept for words below
+        # 2**11 only) and keep = 0 (k = 3: never kept)
+        ("k=16 kept", deniable.Categorical(16, 1.0), 16),
+        ("k=16 keep=1", deniable.Categorical(16, 2**-53), 16),
+        ("k=3 kept", deniable.Categorical(3, 1.0), 3),
+        ("k=3 never kept", deniable.Categorical(3, 2**-53), 3),
     ]
 
 

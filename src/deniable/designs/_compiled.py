@@ -11,11 +11,14 @@ report and its count.  They consume exactly the words of the numpy path in the s
 the keystream stays ChaCha20 in ``cryptography``), so both paths give the same reports and
 tallies bit for bit (``tests/test_compiled_kernels.py``).
 
-No step depends on the true answer (house style 3): a report is selected arithmetically,
-``t0 + x (t1 - t0)`` for the threshold of a binary report and ``other + keep (x - other)``
-in wrapping unsigned arithmetic for a k-ary one, as in the scalar paths.  The loops branch
-only on the design's constants and, for a non-uniform forced distribution, on the random
-word's place among the cumulative thresholds (a binary search, as ``np.searchsorted``).
+No step depends on the true answer (house style 3): a report is selected by a mask,
+``t0 ^ ((t0 ^ t1) & -x)`` for the threshold of a binary report and
+``other ^ ((x ^ other) & -keep)`` for a k-ary one (the values of the scalar paths'
+``t0 + x (t1 - t0)`` and ``other + keep (x - other)``, without their multiplications: a
+64-bit vector multiply is three micro-operations on Intel cores, and these loops are
+vectorized).  The loops branch only on the design's constants and, for a non-uniform
+forced distribution, on the random word's place among the cumulative thresholds (a binary
+search, as ``np.searchsorted``).
 
 Which path runs is the environment variable ``DENIABLE_KERNEL``, read on every call:
 ``numpy`` (never compile), ``numba`` (numba required), or ``auto`` (the default: numba when
@@ -49,6 +52,7 @@ __all__ = [
     "LANES",
     "MIN_REPORTS",
     "binary_kernel",
+    "kary_arguments",
     "kary_kernel",
     "kernel_backend",
     "use_kernel",
@@ -107,12 +111,15 @@ def _binary_loop(
     t1: np.uint64,
     out: npt.NDArray[np.uint8],
 ) -> int:
-    # report i = (w_i >> 11) < t0 + x_i (t1 - t0): the threshold of the answer's column
-    # selected by arithmetic (x is 0 or 1), one comparison, the count added as it is made
-    d = t1 - t0  # wrapping: t0 + 1 * d = t1 modulo 2**64
+    # report i = (w_i >> 11) < t_i, t_i = t0 ^ (d & -x_i) with d = t0 ^ t1: the threshold of
+    # the answer's column selected by a mask (x is 0 or 1: the mask is 0 or all ones), one
+    # comparison, the count added as it is made.  No multiplication: a 64-bit vector
+    # multiply is three micro-operations on Intel cores (one on AMD Zen 4), and the
+    # select by mask compiles to a blend (docs/performance.md, "The compiled kernel")
+    d = t0 ^ t1
     yes = 0
     for i in range(out.size):
-        t = t0 + np.uint64(x[i]) * d
+        t = t0 ^ (d & (_U0 - np.uint64(x[i])))
         r = np.uint8((words[i] >> _S11) < t)
         out[i] = r
         yes += int(r)
@@ -124,8 +131,7 @@ def _kary_loop(
     x: npt.NDArray[np.integer[Any]],
     out: npt.NDArray[np.unsignedinteger[Any]],
     counts: npt.NDArray[np.int64],
-    keep_last: np.uint64,
-    keep_any: np.uint64,
+    keep_t: np.uint64,
     block: int,
     pre: np.uint64,
     mul: np.uint64,
@@ -134,40 +140,84 @@ def _kary_loop(
     count: bool,
 ) -> None:
     # blocks of `block` reports (the last one shorter): the block's keep words, then its
-    # category words; the forced category bisect_right(cum, cw >> 11) when `cum` holds the
-    # cumulative thresholds of a given distribution (a binary search on the random word, as
-    # np.searchsorted(cum, cw >> 11, side="right")), else ((cw >> pre) * mul) >> post
-    # (multiply-shift, or the top bits when pre = 0, mul = 1); the report other + keep
-    # (x - other) modulo 2**64, which is x or other; counted into one of LANES rows of
-    # `counts` (each row's additions do not wait for the previous report's: a run of equal
-    # reports stays fast).  The branch on `cum` is a constant of the call (the design's):
-    # the compiler takes it out of the loop, whose multiply-shift form vectorizes.
+    # category words; each block's reports made by one of three loops (the forced
+    # category's form is a constant of the call, the design's), then counted
     m = out.size
-    n_cum = cum.size
     b = 0
     while b < m:
         size = min(block, m - b)
         keep_words = words[2 * b : 2 * b + size]
         category = words[2 * b + size : 2 * b + 2 * size]
         xs, reps = x[b : b + size], out[b : b + size]
-        for i in range(size):  # no store to counts: the loop vectorizes
-            keep = np.uint64(keep_words[i] <= keep_last) & keep_any
-            if n_cum:
-                v = category[i] >> _S11
-                lo, hi = 0, n_cum
-                while lo < hi:
-                    mid = (lo + hi) >> 1
-                    if cum[mid] <= v:
-                        lo = mid + 1
-                    else:
-                        hi = mid
-                other = np.uint64(lo)
-            else:
-                other = ((category[i] >> pre) * mul) >> post
-            reps[i] = other + keep * (np.uint64(xs[i]) - other)
+        if cum.size:
+            _cumulative(keep_words, category, xs, reps, keep_t, cum)
+        elif mul == 1:
+            _shift(keep_words, category, xs, reps, keep_t, post)
+        else:
+            _multiply(keep_words, category, xs, reps, keep_t, pre, mul, post)
         if count:  # a constant of the call (the design's, not the answer's)
             _count(reps, counts)
         b += size
+
+
+def _kary_shift(
+    keep_words: npt.NDArray[np.uint64],
+    category: npt.NDArray[np.uint64],
+    xs: npt.NDArray[np.integer[Any]],
+    reps: npt.NDArray[np.unsignedinteger[Any]],
+    keep_t: np.uint64,
+    post: np.uint64,
+) -> None:
+    # the forced category the top bits of its word (k a power of two); the report
+    # other ^ ((x ^ other) & mask), mask all ones when the keep word is below the keep
+    # threshold (the answer is kept), else 0: x or other, by a mask, no multiplication
+    for i in range(reps.size):
+        other = category[i] >> post
+        mask = _U0 - np.uint64((keep_words[i] >> _S11) < keep_t)
+        reps[i] = other ^ ((np.uint64(xs[i]) ^ other) & mask)
+
+
+def _kary_multiply(
+    keep_words: npt.NDArray[np.uint64],
+    category: npt.NDArray[np.uint64],
+    xs: npt.NDArray[np.integer[Any]],
+    reps: npt.NDArray[np.unsignedinteger[Any]],
+    keep_t: np.uint64,
+    pre: np.uint64,
+    mul: np.uint64,
+    post: np.uint64,
+) -> None:
+    # the forced category ((w >> pre) * mul) >> post (multiply-shift, k not a power of two)
+    for i in range(reps.size):
+        other = ((category[i] >> pre) * mul) >> post
+        mask = _U0 - np.uint64((keep_words[i] >> _S11) < keep_t)
+        reps[i] = other ^ ((np.uint64(xs[i]) ^ other) & mask)
+
+
+def _kary_cumulative(
+    keep_words: npt.NDArray[np.uint64],
+    category: npt.NDArray[np.uint64],
+    xs: npt.NDArray[np.integer[Any]],
+    reps: npt.NDArray[np.unsignedinteger[Any]],
+    keep_t: np.uint64,
+    cum: npt.NDArray[np.uint64],
+) -> None:
+    # the forced category bisect_right(cum, w >> 11) for the cumulative thresholds of a
+    # given distribution (a binary search on the random word, as np.searchsorted(...,
+    # side="right"))
+    n_cum = cum.size
+    for i in range(reps.size):
+        v = category[i] >> _S11
+        lo, hi = 0, n_cum
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if cum[mid] <= v:
+                lo = mid + 1
+            else:
+                hi = mid
+        other = np.uint64(lo)
+        mask = _U0 - np.uint64((keep_words[i] >> _S11) < keep_t)
+        reps[i] = other ^ ((np.uint64(xs[i]) ^ other) & mask)
 
 
 def _count_loop(reps: npt.NDArray[np.unsignedinteger[Any]], counts: npt.NDArray[np.int64]) -> None:
@@ -193,14 +243,18 @@ def _compiled() -> tuple[Any, Any] | None:
         import numba
     except ImportError:
         return None
-    global _count
-    loops = (_count_loop, _binary_loop, _kary_loop)
+    # the k-ary loop calls these: numba reads them as globals when it compiles it, so each
+    # is replaced by its compiled self first
+    global _count, _shift, _multiply, _cumulative
+    helpers = (_count_loop, _kary_shift, _kary_multiply, _kary_cumulative)
     try:  # numba refuses cache=True when no cache directory is writable: compile per process
-        compiled = [numba.njit(cache=True, nogil=True, boundscheck=False)(f) for f in loops]
+        jit = numba.njit(cache=True, nogil=True, boundscheck=False)
+        compiled = [jit(f) for f in helpers]
     except RuntimeError:
-        compiled = [numba.njit(cache=False, nogil=True, boundscheck=False)(f) for f in loops]
-    _count = compiled[0]  # called by the k-ary loops (a global numba reads when compiling)
-    return compiled[1], compiled[2]
+        jit = numba.njit(cache=False, nogil=True, boundscheck=False)
+        compiled = [jit(f) for f in helpers]
+    _count, _shift, _multiply, _cumulative = compiled
+    return jit(_binary_loop), jit(_kary_loop)
 
 
 def binary_kernel(
@@ -217,37 +271,43 @@ def binary_kernel(
     return int(compiled[0](words, x, np.uint64(t0), np.uint64(t1), out))
 
 
+def kary_arguments(plan: Any) -> tuple[Any, ...]:
+    """The constants of a k-ary design's kernel (its plan's keep threshold and forced
+    category), made once a call of :func:`kary_kernel`'s caller, not once a block."""
+    keep = np.uint64(plan.keep)  # (w >> 11) < keep: exact for every keep in [0, 2**53]
+    if plan.cum_array is not None:  # a given distribution: the thresholds' binary search
+        return keep, _U0, _U0, _U0, plan.cum_array
+    if plan.mul == 0:  # the top bits: word >> shift
+        return keep, _U0, np.uint64(1), np.uint64(plan.shift), _NO_CUM
+    # ((word >> (64 - shift)) * mul) >> shift
+    return keep, np.uint64(64 - plan.shift), np.uint64(plan.mul), np.uint64(plan.shift), _NO_CUM
+
+
 def kary_kernel(
     words: npt.NDArray[np.uint64],
     x: npt.NDArray[np.integer[Any]],
     out: npt.NDArray[np.unsignedinteger[Any]],
     counts: npt.NDArray[np.int64] | None,
-    plan: Any,
+    arguments: tuple[Any, ...],
     block: int,
 ) -> None:
     """K-ary keep-or-forced reports of ``x`` into ``out`` from ``2 * out.size`` words laid
     out in blocks of ``block`` reports (keep words, then category words, the layout of the
     numpy path), counted into ``counts`` when given (shape ``(LANES, k)``: the count of
-    value ``j`` is ``counts[:, j].sum()``)."""
+    value ``j`` is ``counts[:, j].sum()``); ``arguments`` is :func:`kary_arguments` of the
+    design's plan."""
     compiled = _compiled()
     assert compiled is not None  # kernel_backend() said "numba"
-    count = counts is not None
+    keep, pre, mul, post, cum = arguments
     into = counts if counts is not None else _NO_COUNTS
-    # (w >> 11) < keep  <=>  w <= keep * 2**11 - 1 (2**64 - 1 for keep = 2**53), and
-    # never for keep = 0 (keep_any = 0 then): the same test without the shift
-    keep_last = np.uint64(((plan.keep << 11) - 1) % (1 << 64))
-    keep_any = np.uint64(1 if plan.keep > 0 else 0)
-    if plan.cum_array is not None:  # a given distribution: the thresholds' binary search
-        pre, mul, post, cum = _U0, _U0, _U0, plan.cum_array
-    elif plan.mul == 0:  # the top bits: word >> shift
-        pre, mul, post, cum = _U0, np.uint64(1), np.uint64(plan.shift), _NO_CUM
-    else:  # ((word >> (64 - shift)) * mul) >> shift
-        pre, mul, post = np.uint64(64 - plan.shift), np.uint64(plan.mul), np.uint64(plan.shift)
-        cum = _NO_CUM
-    compiled[1](words, x, out, into, keep_last, keep_any, block, pre, mul, post, cum, count)
+    compiled[1](words, x, out, into, keep, block, pre, mul, post, cum, counts is not None)
 
 
-_count: Any = _count_loop  # replaced by its compiled self when numba is loaded
+# replaced by their compiled selves when numba is loaded (the k-ary loop calls them)
+_count: Any = _count_loop
+_shift: Any = _kary_shift
+_multiply: Any = _kary_multiply
+_cumulative: Any = _kary_cumulative
 _NO_COUNTS = np.zeros((LANES, 1), dtype=np.int64)
 _NO_CUM = np.zeros(0, dtype=np.uint64)
 _U0 = np.uint64(0)

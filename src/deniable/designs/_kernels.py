@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs._compiled import LANES, binary_kernel, kary_kernel, use_kernel
+from deniable.designs._compiled import (
+    LANES,
+    binary_kernel,
+    kary_arguments,
+    kary_kernel,
+    use_kernel,
+)
 from deniable.designs._counting import PACKED_VALUES, ValueCounter
 from deniable.designs._mechanism import blocks
 from deniable.randomness import (
@@ -29,7 +35,7 @@ from deniable.randomness import (
     words_below,
 )
 
-__all__ = ["BINARY_BLOCK", "GROUP", "binary_reports", "keep_or_forced_reports"]
+__all__ = ["BINARY_BLOCK", "GROUP", "KERNEL_BLOCK", "binary_reports", "keep_or_forced_reports"]
 
 _TOP53 = np.uint64(11)
 #: Whole ``CHUNK`` blocks of the k-ary loop drawn and worked on together: a quarter of
@@ -38,6 +44,12 @@ GROUP = 4
 #: Reports a block of the binary loop (one word each, so the block size does not change
 #: which word goes to which report).
 BINARY_BLOCK = GROUP * CHUNK
+#: Reports a block of the compiled binary kernel: its words (512 KiB) are read from the
+#: core's L2 cache right after the keystream wrote them.  The compiled k-ary kernel draws
+#: one block of ``CHUNK`` reports at a time (two words each, 1 MiB) for the same reason:
+#: four blocks (4 MiB) outgrew a 2 MiB L2 and cost about 0.3 ns a report
+#: (``docs/performance.md``).  The same words in the same order as the numpy path's draws.
+KERNEL_BLOCK = CHUNK
 
 
 class _Words:
@@ -71,13 +83,14 @@ def binary_reports(
     is ``t_hi`` (two comparisons and two passes over 1-byte flags, whatever the answers).
     """
     out = np.empty(x.size, dtype=np.uint8)
-    size = min(BINARY_BLOCK, x.size)
-    words = _Words(gen, size)
     yes = 0
-    if use_kernel(x.size):  # the same words, one compiled pass a block
-        for start, stop in blocks(x.size, BINARY_BLOCK):
+    if use_kernel(x.size):  # the same words, one compiled pass a (smaller) block
+        words = _Words(gen, min(KERNEL_BLOCK, x.size))
+        for start, stop in blocks(x.size, KERNEL_BLOCK):
             yes += binary_kernel(words.next(stop - start), x[start:stop], t0, t1, out[start:stop])
         return out, yes if count else 0
+    size = min(BINARY_BLOCK, x.size)
+    words = _Words(gen, size)
     t_lo, t_hi = min(t0, t1), max(t0, t1)
     lo = np.empty(size, dtype=np.bool_)
     # reports_array returns 0/1 uint8 as given (or a view of bools): readable as bools
@@ -129,24 +142,20 @@ def keep_or_forced_reports(
     dtype, keep_t, cum = plan.dtype, plan.keep, plan.cum_array
     n = x.size
     out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(n, dtype=dtype)
-    fused = use_kernel(n)
-    group = min(GROUP, n // CHUNK)
-    size = max(group * CHUNK, n % CHUNK if group == 0 else 0)
-    words = _Words(gen, 2 * size)
-    if fused:  # the same words, one compiled pass a group of blocks
+    if use_kernel(n):  # the same words, one compiled pass a block of CHUNK reports
         counts = None if counter is None else np.zeros((LANES, k), dtype=np.int64)
-        start = 0
-        while start < n:
-            g = min(group, (n - start) // CHUNK)
-            m = g * CHUNK if g else n - start
-            w = words.next(2 * m)
-            block = CHUNK if g else m
-            kary_kernel(w, x[start : start + m], out[start : start + m], counts, plan, block)
+        arguments = kary_arguments(plan)
+        words = _Words(gen, 2 * min(CHUNK, n))
+        for start, stop in blocks(n, CHUNK):
+            w = words.next(2 * (stop - start))
+            kary_kernel(w, x[start:stop], out[start:stop], counts, arguments, stop - start)
             del w  # a Generator's words: freed before the next are made
-            start += m
         if counter is not None and counts is not None:
             counter.add_counts(counts.sum(axis=0))
         return out
+    group = min(GROUP, n // CHUNK)
+    size = max(group * CHUNK, n % CHUNK if group == 0 else 0)
+    words = _Words(gen, 2 * size)
     # counted four at a time over the whole output for k <= 16, else block by block
     whole = counter if counter is not None and k <= PACKED_VALUES else None
     block_counter = None if whole is not None else counter
