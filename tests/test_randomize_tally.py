@@ -94,6 +94,27 @@ def test_bad_truth_is_refused_naming_truth() -> None:
         Binary(1.0).randomize_and_tally([0, 2], rng=1)
 
 
+_BAD_TRUTHS = [
+    (dtype, bad)
+    for dtype in (np.int8, np.int64, np.uint8, np.uint16, np.uint64)
+    for bad in (-1, 16, 127)
+    if not (bad < 0 and np.dtype(dtype).kind == "u")  # an unsigned array cannot hold -1
+]
+
+
+@pytest.mark.parametrize(("dtype", "bad"), _BAD_TRUTHS)
+def test_a_truth_outside_the_range_is_named_by_its_index_for_every_integer_dtype(
+    dtype: Any, bad: int
+) -> None:
+    # unsigned arrays are checked by their maximum only (no value is below 0), signed ones
+    # by both ends: the first bad entry's index is named either way
+    truth = np.array([3, 0, bad, 2, bad], dtype=dtype)
+    with pytest.raises(
+        DataError, match=re.escape("got one outside at index 2 (values are not shown")
+    ):
+        Categorical.from_epsilon(1.0, 16).randomize_and_tally(truth, rng=1)
+
+
 # --- the value counter: packed (four values a step) and plain --------------------------------
 
 

@@ -238,12 +238,11 @@ def reports_array(name: str, values: Any, *, categories: int = 2) -> npt.NDArray
         raise DataError(
             f"`{name}` must hold integers in 0..{categories - 1}, got dtype {arr.dtype}."
         )
-    if arr.size:
-        lo, hi = arr.min(), arr.max()
-        if lo < 0 or hi > categories - 1:
-            at = int(np.flatnonzero((arr < 0) | (arr > categories - 1))[0])
-            raise DataError(
-                f"`{name}` must hold integers in 0..{categories - 1}, got one outside at index "
-                f"{at}{_NOT_SHOWN}."
-            )
+    # an unsigned array has no entry below 0: one pass (max) instead of two
+    if arr.size and (arr.max() > categories - 1 or (arr.dtype.kind == "i" and arr.min() < 0)):
+        at = int(np.flatnonzero((arr < 0) | (arr > categories - 1))[0])
+        raise DataError(
+            f"`{name}` must hold integers in 0..{categories - 1}, got one outside at index "
+            f"{at}{_NOT_SHOWN}."
+        )
     return arr
