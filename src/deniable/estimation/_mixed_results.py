@@ -79,6 +79,11 @@ class VarianceComponent:
         }
 
 
+def _chi2(statistic: str, test: Any, note: str = "") -> str:
+    """A chi-squared test (an LR test or Hosmer-Lemeshow) in one line of the table."""
+    return f"{statistic} = {test.statistic:.3f}, p = {format_number(test.pvalue)}{note}"
+
+
 @dataclass(frozen=True, eq=False)
 class MixedRRResult(RegressionResult):
     """Result of :func:`mixed_logistic_rr`.
@@ -306,17 +311,11 @@ class MixedRRResult(RegressionResult):
             ("converged", f"{'yes' if self.converged else 'NO'} ({its})"),
         ]
         if self.lr_random is not None:
-            t = self.lr_random
-            rows.append(
-                ("random effects vs none",
-                 f"LR χ² = {t.statistic:.3f}, p = {format_number(t.pvalue)}{self._boundary_rule()}")
-            )  # fmt: skip
+            lr = _chi2("LR χ²", self.lr_random, self._boundary_rule())
+            rows.append(("random effects vs none", lr))
         if self.hosmer_lemeshow is not None:
             h = self.hosmer_lemeshow
-            rows.append(
-                ("Hosmer-Lemeshow (approx.)",
-                 f"χ²({h.df}) = {h.statistic:.3f}, p = {format_number(h.pvalue)}")
-            )  # fmt: skip
+            rows.append(("Hosmer-Lemeshow (approx.)", _chi2(f"χ²({h.df})", h)))
         ci = self.conf_int(level=lvl).to_numpy()
         bse, z, p = self.bse, self.tvalues, self.pvalues
         coefs = tuple(
