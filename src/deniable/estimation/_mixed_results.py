@@ -18,7 +18,7 @@ from deniable.designs import BinaryDesign
 from deniable.estimation._regression_data import require_data_extras
 from deniable.estimation._regression_links import LINK_FORMULAS
 from deniable.estimation._regression_results import RegressionResult
-from deniable.estimation._regression_stats import SE_TYPES, LRTest, zquantile
+from deniable.estimation._regression_stats import SE_TYPES, LRTest, chi2_text, zquantile
 from deniable.exceptions import ParameterError
 from deniable.results import Table
 
@@ -50,7 +50,7 @@ class HosmerLemeshow:
     def __str__(self) -> str:
         return (
             f"Hosmer-Lemeshow on the randomized answers ({self.groups} bins): "
-            f"chi2({self.df}) = {self.statistic:.4f}, p = {self.pvalue:.4g} (approximate)"
+            f"{chi2_text(self)} (approximate)"
         )
 
 
