@@ -19,8 +19,8 @@ from deniable.estimation._regression_data import (
     as_frame,
     check_design,
     check_finite,
-    columns_list,
     model_data,
+    not_in_data,
     require_data_extras,
 )
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
@@ -137,11 +137,7 @@ def mixed_data(formula: Any, data: Any, design: Any, random: Any, item: str | No
     needed = [term.group, *(c for c in term.columns if c != "1")]
     absent = [c for c in needed if c not in frame.columns]
     if absent:
-        raise DataError(
-            f"`random` {random!r} names column{'s' if len(absent) > 1 else ''} "
-            f"{', '.join(repr(c) for c in absent)}, which {'are' if len(absent) > 1 else 'is'} "
-            f"not in the data (columns: {columns_list(frame)})."
-        )
+        raise not_in_data(f"`random` {random!r}", absent, frame)
     extras = {f"random[{i}]": c for i, c in enumerate(needed)}
     if item is not None:
         extras["item"] = item

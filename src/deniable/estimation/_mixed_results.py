@@ -18,7 +18,7 @@ from deniable.designs import BinaryDesign
 from deniable.estimation._regression_data import require_data_extras
 from deniable.estimation._regression_links import LINK_FORMULAS
 from deniable.estimation._regression_results import RegressionResult
-from deniable.estimation._regression_stats import SE_TYPES, LRTest, zquantile
+from deniable.estimation._regression_stats import SE_TYPES, LRTest, chi2_text, zquantile
 from deniable.exceptions import ParameterError
 from deniable.results import Table
 
@@ -50,7 +50,7 @@ class HosmerLemeshow:
     def __str__(self) -> str:
         return (
             f"Hosmer-Lemeshow on the randomized answers ({self.groups} bins): "
-            f"chi2({self.df}) = {self.statistic:.4f}, p = {self.pvalue:.4g} (approximate)"
+            f"{chi2_text(self)} (approximate)"
         )
 
 
@@ -77,6 +77,11 @@ class VarianceComponent:
             "se": self.se,
             "ci": [self.lower, self.upper],
         }
+
+
+def _chi2(statistic: str, test: Any, note: str = "") -> str:
+    """A chi-squared test (an LR test or Hosmer-Lemeshow) in one line of the table."""
+    return f"{statistic} = {test.statistic:.3f}, p = {format_number(test.pvalue)}{note}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -306,17 +311,11 @@ class MixedRRResult(RegressionResult):
             ("converged", f"{'yes' if self.converged else 'NO'} ({its})"),
         ]
         if self.lr_random is not None:
-            t = self.lr_random
-            rows.append(
-                ("random effects vs none",
-                 f"LR χ² = {t.statistic:.3f}, p = {format_number(t.pvalue)}{self._boundary_rule()}")
-            )  # fmt: skip
+            lr = _chi2("LR χ²", self.lr_random, self._boundary_rule())
+            rows.append(("random effects vs none", lr))
         if self.hosmer_lemeshow is not None:
             h = self.hosmer_lemeshow
-            rows.append(
-                ("Hosmer-Lemeshow (approx.)",
-                 f"χ²({h.df}) = {h.statistic:.3f}, p = {format_number(h.pvalue)}")
-            )  # fmt: skip
+            rows.append(("Hosmer-Lemeshow (approx.)", _chi2(f"χ²({h.df})", h)))
         ci = self.conf_int(level=lvl).to_numpy()
         bse, z, p = self.bse, self.tvalues, self.pvalues
         coefs = tuple(

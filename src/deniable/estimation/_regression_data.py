@@ -34,6 +34,8 @@ __all__ = [
     "columns_list",
     "fit_fields",
     "model_data",
+    "named_columns",
+    "not_in_data",
     "require_data_extras",
 ]
 
@@ -146,6 +148,20 @@ def columns_list(frame: Any) -> str:
     return shown + (f", ... ({len(cols)} in all)" if len(cols) > 12 else "")
 
 
+def named_columns(names: Sequence[Any]) -> str:
+    """``column 'a'`` or ``columns 'a', 'b'``, for an error message."""
+    return f"column{'s' if len(names) > 1 else ''} {', '.join(repr(c) for c in names)}"
+
+
+def not_in_data(who: str, names: Sequence[Any], frame: Any) -> DataError:
+    """The error for the columns ``who`` (a parameter, quoted) names that ``frame`` lacks."""
+    verb = "are" if len(names) > 1 else "is"
+    return DataError(
+        f"{who} names {named_columns(names)}, which {verb} not in the data "
+        f"(columns: {columns_list(frame)})."
+    )
+
+
 def binary_values(name: str, values: Any, *, what: str) -> Array:
     """A column of 0/1 values (booleans accepted) as floats, or a :class:`DataError`."""
     arr = np.asarray(values)
@@ -213,19 +229,11 @@ def model_data(
         if not isinstance(name, str):
             raise ParameterTypeError(f"`{role}` must be a column name, got {name!r}.")
         if name not in columns:
-            raise DataError(
-                f"`{role}` names column {name!r}, which is not in the data "
-                f"(columns: {columns_list(frame)})."
-            )
+            raise not_in_data(f"`{role}`", [name], frame)
     needed = sorted(names.columns)
     missing = [c for c in needed if c not in columns]
     if missing:
-        many = len(missing) > 1
-        raise DataError(
-            f"`formula` names column{'s' if many else ''} "
-            f"{', '.join(repr(m) for m in missing)}, which {'are' if many else 'is'} not in "
-            f"the data (columns: {columns_list(frame)})."
-        )
+        raise not_in_data("`formula`", missing, frame)
     used = list(dict.fromkeys([*needed, *extras.values()]))
     kept = frame.dropna(subset=used) if used else frame
     if len(kept) == 0:

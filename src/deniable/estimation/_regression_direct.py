@@ -13,7 +13,7 @@ import numpy as np
 
 from deniable.estimation._regression_data import Array
 from deniable.estimation._regression_logit import fit_logit, logit_information
-from deniable.estimation._regression_stats import LRTest, invert_information
+from deniable.estimation._regression_stats import LRTest, chi2_text, invert_information
 
 __all__ = ["DirectTest", "direct_test"]
 
@@ -55,7 +55,7 @@ class DirectTest:
             f"Direct questioning ({self.column!r}): {self.n_direct} direct, "
             f"{self.n_randomized} randomized.\n"
             f"  logit shift in the direct group: delta = {self.delta:.4f} (SE {self.se:.4f}); "
-            f"LR chi2(1) = {self.lr.statistic:.4f}, p = {self.lr.pvalue:.4g}"
+            f"LR {chi2_text(self.lr)}"
         )
 
 

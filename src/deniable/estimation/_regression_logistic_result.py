@@ -15,6 +15,7 @@ from deniable.estimation._regression_data import (
     Array,
     check_finite,
     columns_list,
+    named_columns,
     require_data_extras,
 )
 from deniable.estimation._regression_direct import DirectTest
@@ -60,9 +61,8 @@ class LogisticRRResult(RegressionResult):
         absent = [c for c in used if c not in frame.columns]
         if absent:
             raise DataError(
-                f"`data` for prediction lacks the column{'s' if len(absent) > 1 else ''} "
-                f"{', '.join(repr(c) for c in absent)} that the formula uses "
-                f"(columns: {columns_list(frame)})."
+                f"`data` for prediction lacks the {named_columns(absent)} that the formula "
+                f"uses (columns: {columns_list(frame)})."
             )
         missing = int(frame[used].isna().any(axis=1).sum()) if used else 0
         if missing:

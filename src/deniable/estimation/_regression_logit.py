@@ -96,6 +96,19 @@ def _weighted(w: Array | None, values: Array) -> Array:
     return values if w is None else w * values
 
 
+def _total(ll: Array, w: Array | None) -> float:
+    """The (weighted) log-likelihood from its terms; a row of weight 0 adds nothing, even
+    an impossible report's ``-inf``."""
+    if w is not None:
+        ll = np.where(w > 0, ll, 0.0) * w
+    return float(ll.sum())
+
+
+def _information(X: Array, w: Array | None, *terms: Array) -> list[Array]:
+    """``X' diag(w t) X`` for each per-respondent term ``t``."""
+    return [X.T @ (X * _weighted(w, t)[:, None]) for t in terms]
+
+
 def logit_loglik(
     X: Array,
     y: Array,
@@ -107,10 +120,7 @@ def logit_loglik(
     weights: Array | None = None,
 ) -> float:
     """(Weighted) log-likelihood of ``beta`` (``-inf`` where a report is impossible)."""
-    ll = _pieces(X, y, p1, p0, beta, link)[0]
-    if weights is not None:
-        ll = np.where(weights > 0, ll, 0.0) * weights
-    return float(ll.sum())
+    return _total(_pieces(X, y, p1, p0, beta, link)[0], weights)
 
 
 def logit_information(
@@ -126,12 +136,8 @@ def logit_information(
     """Observed, expected and outer-product information matrices at ``beta`` (each term
     times its weight, for a weighted pseudo-likelihood)."""
     _, score, hess, fisher = _pieces(X, y, p1, p0, beta, link)
-    w = weights
-    return {
-        "observed": X.T @ (X * _weighted(w, -hess)[:, None]),
-        "expected": X.T @ (X * _weighted(w, fisher)[:, None]),
-        "opg": X.T @ (X * _weighted(w, score * score)[:, None]),
-    }
+    observed, expected, opg = _information(X, weights, -hess, fisher, score * score)
+    return {"observed": observed, "expected": expected, "opg": opg}
 
 
 def logit_scores(
@@ -277,14 +283,8 @@ def fit_logit(
 
     def fun(b: Array) -> tuple[float, Array, Array, Array]:
         ll, score, hess, fisher = _pieces(X, y, p1, p0, b, link)
-        if w is not None:
-            ll = np.where(w > 0, ll, 0.0) * w
-        return (
-            float(ll.sum()),
-            X.T @ _weighted(w, score),
-            X.T @ (X * _weighted(w, -hess)[:, None]),
-            X.T @ (X * _weighted(w, fisher)[:, None]),
-        )
+        observed, expected = _information(X, w, -hess, fisher)
+        return _total(ll, w), X.T @ _weighted(w, score), observed, expected
 
     beta, llf, n_newton, converged = damped_newton(fun, beta, tol=tol, max_iter=max_iter)
     used = X if w is None else X[w > 0]

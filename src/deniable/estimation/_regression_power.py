@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import secrets
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -79,22 +79,10 @@ class RegressionPower(Result):
         return max(2, math.ceil(float(z * z) * self.unit_variance / self.coefficient**2))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain-JSON dict."""
-        return {
-            "term": self.term,
-            "coefficient": self.coefficient,
-            "n": self.n,
-            "alpha": self.alpha,
-            "link": self.link,
-            "design": self.design,
-            "wald_power": self.wald_power,
-            "wald_se": self.wald_se,
-            "power": self.power,
-            "mc_se": self.mc_se,
-            "simulations": self.simulations,
-            "failed": self.failed,
-            "seed": self.seed,
-        }
+        """Plain-JSON dict: every field but ``unit_variance``."""
+        out = asdict(self)
+        del out["unit_variance"]
+        return out
 
     def table(self) -> Table:
         """The powers as a table."""

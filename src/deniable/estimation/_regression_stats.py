@@ -20,6 +20,7 @@ __all__ = [
     "FitData",
     "LRTest",
     "Prevalence",
+    "chi2_text",
     "invert_information",
     "logit_interval",
     "zquantile",
@@ -57,6 +58,12 @@ class FitData:
     reports: Array | None = None
 
 
+def chi2_text(test: Any) -> str:
+    """A chi-squared test (``df``, ``statistic``, ``pvalue``) in words:
+    ``chi2(df) = statistic, p = pvalue``."""
+    return f"chi2({test.df}) = {test.statistic:.4f}, p = {test.pvalue:.4g}"
+
+
 @dataclass(frozen=True)
 class LRTest:
     """A likelihood-ratio test of a restricted model against a larger one it is nested in.
@@ -79,10 +86,7 @@ class LRTest:
         return result
 
     def __str__(self) -> str:
-        return (
-            f"LR test: chi2({self.df}) = {self.statistic:.4f}, p = {self.pvalue:.4g}  "
-            f"[{self.restricted}  vs  {self.full}]"
-        )
+        return f"LR test: {chi2_text(self)}  [{self.restricted}  vs  {self.full}]"
 
 
 @dataclass(frozen=True)

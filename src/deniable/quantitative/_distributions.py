@@ -11,8 +11,9 @@ the inverse distribution function, so every draw costs the same whatever the ans
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,10 +48,26 @@ def _finite(name: str, value: Any) -> float:
     return x
 
 
+def _above_four(name: str, value: Any) -> float:
+    """F's ``d2``: positive and above 4 (a finite mean and variance)."""
+    x = v.positive(name, value)
+    if not x > 4:
+        raise ParameterError(
+            f"`{name}` must be in (4, inf) (a finite mean and variance), got {value}."
+        )
+    return x
+
+
 class Distribution:
     """The interface of a scrambling distribution (a base class; see the subclasses)."""
 
     name = "distribution"
+    #: Each parameter's check, in order: ``check(name, value)`` gives the value stored.
+    _checks: ClassVar[tuple[tuple[str, Callable[[str, Any], float]], ...]] = ()
+
+    def __post_init__(self) -> None:
+        for field, check in self._checks:
+            object.__setattr__(self, field, check(field, getattr(self, field)))
 
     if TYPE_CHECKING:  # a field of some distributions, a property of the others
 
@@ -107,10 +124,7 @@ class Normal(Distribution):
     mean: float = 0.0
     sd: float = 1.0
     name = "normal"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mean", _finite("mean", self.mean))
-        object.__setattr__(self, "sd", v.positive("sd", self.sd))
+    _checks = (("mean", _finite), ("sd", v.positive))
 
     @property
     def variance(self) -> float:
@@ -137,14 +151,14 @@ class Uniform(Distribution):
     low: float
     high: float
     name = "uniform"
+    _checks = (("low", _finite), ("high", _finite))
 
     def __post_init__(self) -> None:
-        low = _finite("low", self.low)
-        high = _finite("high", self.high)
-        if not high > low:
-            raise ParameterError(f"`high` must be greater than `low` ({low}), got {high}.")
-        object.__setattr__(self, "low", low)
-        object.__setattr__(self, "high", high)
+        super().__post_init__()
+        if not self.high > self.low:
+            raise ParameterError(
+                f"`high` must be greater than `low` ({self.low}), got {self.high}."
+            )
 
     @property
     def mean(self) -> float:
@@ -173,9 +187,7 @@ class Exponential(Distribution):
 
     mean: float
     name = "exponential"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mean", v.positive("mean", self.mean))
+    _checks = (("mean", v.positive),)
 
     @property
     def variance(self) -> float:
@@ -202,10 +214,7 @@ class Laplace(Distribution):
     scale: float
     loc: float = 0.0
     name = "laplace"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "scale", v.positive("scale", self.scale))
-        object.__setattr__(self, "loc", _finite("loc", self.loc))
+    _checks = (("scale", v.positive), ("loc", _finite))
 
     @property
     def mean(self) -> float:
@@ -241,15 +250,7 @@ class FDistribution(Distribution):
     d1: float
     d2: float
     name = "f"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "d1", v.positive("d1", self.d1))
-        d2 = v.positive("d2", self.d2)
-        if not d2 > 4:
-            raise ParameterError(
-                f"`d2` must be in (4, inf) (a finite mean and variance), got {self.d2}."
-            )
-        object.__setattr__(self, "d2", d2)
+    _checks = (("d1", v.positive), ("d2", _above_four))
 
     @property
     def mean(self) -> float:
@@ -279,9 +280,7 @@ class Constant(Distribution):
 
     value: float
     name = "constant"
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "value", _finite("value", self.value))
+    _checks = (("value", _finite),)
 
     @property
     def mean(self) -> float:

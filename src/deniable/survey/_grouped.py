@@ -25,11 +25,8 @@ from deniable.survey._readers import require_pandas
 
 __all__ = ["CATEGORY_COLUMNS", "GROUPED_COLUMNS", "TWO_GROUP_COLUMNS", "GroupedAnalysis"]
 
-#: Columns of the DataFrame returned by :func:`grouped` (``analyze(..., by=...)``).
-GROUPED_COLUMNS = (
-    "group",
-    "n",
-    "yes",
+# The columns every kind of row ends with: the dropped reports, then the estimate.
+_ESTIMATE_COLUMNS = (
     "missing",
     "estimate",
     "bounded",
@@ -39,42 +36,16 @@ GROUPED_COLUMNS = (
     "ci_upper",
     "epsilon",
 )
+
+#: Columns of the DataFrame returned by :func:`grouped` (``analyze(..., by=...)``).
+GROUPED_COLUMNS = ("group", "n", "yes", *_ESTIMATE_COLUMNS)
 
 #: Columns of :func:`grouped` for a categorical design: one row per (group, category);
 #: ``count`` is the reports of that category, ``n`` all reports of the group.
-CATEGORY_COLUMNS = (
-    "group",
-    "category",
-    "n",
-    "count",
-    "missing",
-    "estimate",
-    "bounded",
-    "se",
-    "se_unbiased",
-    "ci_lower",
-    "ci_upper",
-    "epsilon",
-)
+CATEGORY_COLUMNS = ("group", "category", "n", "count", *_ESTIMATE_COLUMNS)
 
 #: Columns of :func:`grouped` for a two-group design: one row per (group, parameter).
-TWO_GROUP_COLUMNS = (
-    "group",
-    "parameter",
-    "n",
-    "n1",
-    "n2",
-    "yes1",
-    "yes2",
-    "missing",
-    "estimate",
-    "bounded",
-    "se",
-    "se_unbiased",
-    "ci_lower",
-    "ci_upper",
-    "epsilon",
-)
+TWO_GROUP_COLUMNS = ("group", "parameter", "n", "n1", "n2", "yes1", "yes2", *_ESTIMATE_COLUMNS)
 
 
 @dataclass(frozen=True)
