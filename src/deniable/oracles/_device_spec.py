@@ -31,6 +31,7 @@ from typing import Any
 from deniable.common import load_json
 from deniable.designs import SPEC_SCHEMA, Categorical, design_from_spec, spec_of
 from deniable.exceptions import DataError
+from deniable.oracles import _range_spec as ordered
 from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._cms_spec import CMS_SPEC_SCHEMA, cms_from_spec, cms_spec
@@ -38,14 +39,6 @@ from deniable.oracles._haar import HaarHRR
 from deniable.oracles._heavy_hitters import PEM, TreeHist
 from deniable.oracles._heavy_spec import HEAVY_SPEC_SCHEMA, heavy_from_spec, heavy_spec
 from deniable.oracles._hierarchical import HierarchicalHistogram
-from deniable.oracles._range_spec import (
-    RANGE_SPEC_SCHEMA,
-    SQUARE_WAVE_SPEC_SCHEMA,
-    range_from_spec,
-    range_spec,
-    square_wave_from_spec,
-    square_wave_spec,
-)
 from deniable.oracles._rappor import Rappor
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._spec import ORACLE_SPEC_SCHEMA, oracle_from_spec, oracle_spec
@@ -91,10 +84,16 @@ DEVICE_SPECS: Mapping[str, DeviceSpec] = MappingProxyType(
             DeviceSpec(CMS_SPEC_SCHEMA, (CountMeanSketch,), cms_spec, cms_from_spec),
             DeviceSpec(HEAVY_SPEC_SCHEMA, (PEM, TreeHist), heavy_spec, heavy_from_spec),
             DeviceSpec(
-                RANGE_SPEC_SCHEMA, (HierarchicalHistogram, HaarHRR), range_spec, range_from_spec
+                ordered.RANGE_SPEC_SCHEMA,
+                (HierarchicalHistogram, HaarHRR),
+                ordered.range_spec,
+                ordered.range_from_spec,
             ),
             DeviceSpec(
-                SQUARE_WAVE_SPEC_SCHEMA, (SquareWave,), square_wave_spec, square_wave_from_spec
+                ordered.SQUARE_WAVE_SPEC_SCHEMA,
+                (SquareWave,),
+                ordered.square_wave_spec,
+                ordered.square_wave_from_spec,
             ),
             DeviceSpec(SPEC_SCHEMA, (Categorical,), _question_spec, _grr_from_question),
         )
