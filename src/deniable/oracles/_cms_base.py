@@ -178,6 +178,12 @@ class CountMeanSketch(MechanismBase):
         # a report's worst likelihood ratio: ((1 - f) / f) per bit that moves
         return self._bits_moved * math.log((_TWO53 - t) / t)
 
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`): its exact ``epsilon``, a fresh
+        row and flips every report, nothing kept."""
+        return float(self.epsilon)
+
     @property
     def implemented_epsilon(self) -> float:
         """The epsilon of the randomizer as implemented (from :attr:`flip_threshold`): at most
