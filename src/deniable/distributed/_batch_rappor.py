@@ -23,12 +23,16 @@ from deniable.distributed._tables import to_columns
 from deniable.exceptions import DataError, DeniableError
 
 __all__ = [
+    "index_in_range",
+    "index_json",
     "packed_bytes",
     "packed_json",
+    "packed_rows",
     "rappor_from_json",
     "rappor_from_rows",
     "rappor_json",
     "rappor_rows",
+    "split_rows",
 ]
 
 _COHORT = np.dtype("<u2")
@@ -38,26 +42,42 @@ COHORT_BYTES = _COHORT.itemsize
 def rappor_rows(rappor: Any, reports: Any, what: str) -> npt.NDArray[np.uint8]:
     """``(n, 2 + m / 8)`` bytes of :class:`~deniable.oracles.RapporReports` (each checked
     by the mechanism: shape, type, cohort range): the cohort ``<u2``, then the bits."""
+    return packed_rows(rappor, reports, what)
+
+
+def packed_rows(mechanism: Any, reports: Any, what: str) -> npt.NDArray[np.uint8]:
+    """``(n, 2 + width)`` bytes of a mechanism's reports of an index and packed bits
+    (RAPPOR's cohort, a CMS report's row), each checked by the mechanism (``what`` naming
+    them in errors): the index ``<u2``, then the ``width`` bytes."""
     try:
-        cols = to_columns(rappor, reports)
+        cols = to_columns(mechanism, reports)
     except DeniableError as exc:
         raise DataError(f"{what}: {exc}") from None
     n = int(cols[0].shape[0])
-    out = np.empty((n, COHORT_BYTES + int(rappor.width)), dtype=np.uint8)
+    out = np.empty((n, COHORT_BYTES + int(mechanism.width)), dtype=np.uint8)
     out[:, :COHORT_BYTES] = cols[0].astype(_COHORT).view(np.uint8).reshape(n, COHORT_BYTES)
     for i, col in enumerate(cols[1:]):
         out[:, COHORT_BYTES + i] = col
     return out
 
 
-def _cohorts_in_range(rappor: Any, cohorts: npt.NDArray[Any], what: str) -> None:
-    bad = np.flatnonzero((cohorts < 0) | (cohorts >= rappor.cohorts))
+def index_in_range(index: npt.NDArray[Any], stop: int, what: str, name: str, of: str) -> None:
+    """Every report's ``index`` (a ``name``: cohort, row) in ``0 .. stop - 1``, else a
+    :class:`DataError` naming the first report out of it (``of``: how many there are)."""
+    bad = np.flatnonzero((index < 0) | (index >= stop))
     if bad.size:
         i = int(bad[0])
         raise DataError(
-            f"{what}: report {i} has cohort {int(cohorts[i])}; a cohort must be in "
-            f"0..{rappor.cohorts - 1} (cohorts = {rappor.cohorts})."
+            f"{what}: report {i} has {name} {int(index[i])}; a {name} must be in "
+            f"0..{stop - 1} ({of})."
         )
+
+
+def split_rows(rows: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.int64], Any]:
+    """The index (the first two bytes, ``<u2``) and the bytes after it of record rows."""
+    rec = np.ascontiguousarray(rows, dtype=np.uint8)
+    index = rec[:, :COHORT_BYTES].copy().view(_COHORT).reshape(-1).astype(np.int64)
+    return index, rec[:, COHORT_BYTES:]
 
 
 def rappor_from_rows(rappor: Any, rows: npt.NDArray[np.uint8], what: str) -> Any:
@@ -65,15 +85,20 @@ def rappor_from_rows(rappor: Any, rows: npt.NDArray[np.uint8], what: str) -> Any
     every cohort checked (``what`` names the input in the error)."""
     from deniable.oracles import RapporReports
 
-    rec = np.ascontiguousarray(rows, dtype=np.uint8)
-    cohorts = rec[:, :COHORT_BYTES].copy().view(_COHORT).reshape(-1).astype(np.int64)
-    _cohorts_in_range(rappor, cohorts, what)
-    return RapporReports(cohorts, np.ascontiguousarray(rec[:, COHORT_BYTES:]))
+    cohorts, bits = split_rows(rows)
+    index_in_range(cohorts, rappor.cohorts, what, "cohort", f"cohorts = {rappor.cohorts}")
+    return RapporReports(cohorts, np.ascontiguousarray(bits))
 
 
 def rappor_json(rappor: Any, reports: Any) -> list[list[int]]:
     """The JSON reports ``[cohort, byte_0, ...]`` of checked RAPPOR reports."""
-    cols = to_columns(rappor, reports)
+    return index_json(rappor, reports)
+
+
+def index_json(mechanism: Any, reports: Any) -> list[list[int]]:
+    """The JSON reports ``[index, byte_0, ...]`` of a mechanism's checked reports of an
+    index and packed bits (RAPPOR's, a CMS's)."""
+    cols = to_columns(mechanism, reports)
     return np.column_stack([c.astype(np.int64) for c in cols]).tolist()  # type: ignore[no-any-return]
 
 
@@ -84,7 +109,7 @@ def rappor_from_json(rappor: Any, items: list[Any]) -> Any:
 
     arr = packed_json(items, "RAPPOR", "cohort", int(rappor.width), int(rappor.m))
     cohorts = arr[:, 0].astype(np.int64)
-    _cohorts_in_range(rappor, cohorts, "`body`")
+    index_in_range(cohorts, rappor.cohorts, "`body`", "cohort", f"cohorts = {rappor.cohorts}")
     return RapporReports(cohorts, packed_bytes(arr, "RAPPOR"))
 
 

@@ -24,30 +24,24 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.distributed._batch_rappor import packed_bytes, packed_json
-from deniable.distributed._tables import to_columns
-from deniable.exceptions import DataError, DeniableError
+from deniable.distributed._batch_rappor import (
+    index_in_range,
+    index_json,
+    packed_bytes,
+    packed_json,
+    packed_rows,
+    split_rows,
+)
+from deniable.exceptions import DataError
 
 __all__ = ["cms_from_json", "cms_from_rows", "cms_json", "cms_rows"]
-
-_ROW = np.dtype("<u2")
-ROW_BYTES = _ROW.itemsize
 
 
 def cms_rows(cms: Any, reports: Any, what: str) -> npt.NDArray[np.uint8]:
     """``(n, 2 + ceil(m / 8))`` bytes of :class:`~deniable.oracles.SketchReports` (each
     checked by the sketch: shape, type, row range, padding bits): the row ``<u2``, then the
     bits."""
-    try:
-        cols = to_columns(cms, reports)
-    except DeniableError as exc:
-        raise DataError(f"{what}: {exc}") from None
-    n = int(cols[0].shape[0])
-    out = np.empty((n, ROW_BYTES + int(cms.width)), dtype=np.uint8)
-    out[:, :ROW_BYTES] = cols[0].astype(_ROW).view(np.uint8).reshape(n, ROW_BYTES)
-    for i, col in enumerate(cols[1:]):
-        out[:, ROW_BYTES + i] = col
-    return out
+    return packed_rows(cms, reports, what)
 
 
 def _checked(cms: Any, rows: npt.NDArray[Any], bits: npt.NDArray[Any], what: str) -> Any:
@@ -55,13 +49,7 @@ def _checked(cms: Any, rows: npt.NDArray[Any], bits: npt.NDArray[Any], what: str
     1`` and every padding bit past ``m`` 0, else a :class:`DataError` naming the report."""
     from deniable.oracles import SketchReports
 
-    bad = np.flatnonzero((rows < 0) | (rows >= cms.k))
-    if bad.size:
-        i = int(bad[0])
-        raise DataError(
-            f"{what}: report {i} has row {int(rows[i])}; a row must be in 0..{cms.k - 1} "
-            f"(k = {cms.k} rows)."
-        )
+    index_in_range(rows, cms.k, what, "row", f"k = {cms.k} rows")
     packed = np.ascontiguousarray(bits, dtype=np.uint8)
     if cms.m % 8 and packed.size:
         bad = np.flatnonzero(packed[:, -1] >> (cms.m % 8))
@@ -76,15 +64,12 @@ def _checked(cms: Any, rows: npt.NDArray[Any], bits: npt.NDArray[Any], what: str
 def cms_from_rows(cms: Any, rows: npt.NDArray[np.uint8], what: str) -> Any:
     """The :class:`~deniable.oracles.SketchReports` of ``(n, 2 + ceil(m / 8))`` record
     bytes, every row and padding bit checked (``what`` names the input in the error)."""
-    rec = np.ascontiguousarray(rows, dtype=np.uint8)
-    index = rec[:, :ROW_BYTES].copy().view(_ROW).reshape(-1).astype(np.int64)
-    return _checked(cms, index, rec[:, ROW_BYTES:], what)
+    return _checked(cms, *split_rows(rows), what)
 
 
 def cms_json(cms: Any, reports: Any) -> list[list[int]]:
     """The JSON reports ``[row, byte_0, ...]`` of checked CMS reports."""
-    cols = to_columns(cms, reports)
-    return np.column_stack([c.astype(np.int64) for c in cols]).tolist()  # type: ignore[no-any-return]
+    return index_json(cms, reports)
 
 
 def cms_from_json(cms: Any, items: list[Any]) -> Any:

@@ -40,15 +40,11 @@ __all__ = ["HeavyRound", "aggregate_heavy_hitters"]
 
 
 @dataclass(frozen=True)
-class HeavyRound:
-    """Round ``j`` of ``protocol``'s estimate as an oracle ``aggregate`` tallies with: the
-    tally of a partition's records is the support counts of ``prefixes`` (extended by
-    ``step`` bits) among its reports of group ``j``, then its reports of each group."""
+class ProtocolTask:
+    """A step of a protocol estimated in rounds or passes, as an oracle ``aggregate``
+    tallies with: its ``protocol``'s key and name."""
 
     protocol: Any
-    j: int
-    prefixes: np.ndarray[Any, Any]
-    step: int
 
     @property
     def key(self) -> str:
@@ -59,6 +55,17 @@ class HeavyRound:
     def name(self) -> str:
         """The protocol's name (for error messages)."""
         return str(self.protocol.name)
+
+
+@dataclass(frozen=True)
+class HeavyRound(ProtocolTask):
+    """Round ``j`` of ``protocol``'s estimate as an oracle ``aggregate`` tallies with: the
+    tally of a partition's records is the support counts of ``prefixes`` (extended by
+    ``step`` bits) among its reports of group ``j``, then its reports of each group."""
+
+    j: int
+    prefixes: np.ndarray[Any, Any]
+    step: int
 
     def tally(self, records: Any) -> Tally:
         """``m`` support counts, then ``G`` group sizes, of ``(n, 2 + l W)`` records."""

@@ -38,58 +38,34 @@ def require_dask() -> None:
 def resolve_mechanism(mechanism: Any) -> Any:
     """The oracle ``mechanism`` names: an oracle itself (or RAPPOR, a count mean sketch, a
     heavy-hitter protocol), its key (``olh{...}``, ``rappor{...}``, ``cms{...}``,
-    ``pem{...}``, as a report file or a Parquet table carries it) or its spec (a mapping or
-    JSON text, schema ``deniable.oracle/1``, RAPPOR's
-    ``deniable.rappor-spec/1``, the sketches' ``deniable.cms-spec/1``, the range mechanisms'
-    ``deniable.range-spec/1``, Square Wave's ``deniable.square-wave-spec/1`` or PEM's and
-    TreeHist's ``deniable.heavy-spec/1``)."""
+    ``pem{...}``, as a report file or a Parquet table carries it) or its device spec (a
+    mapping or JSON text, read by :func:`deniable.oracles.mechanism_from_spec` by its
+    schema: ``deniable.oracle/1``, RAPPOR's ``deniable.rappor-spec/1``, the sketches'
+    ``deniable.cms-spec/1``, the range mechanisms' ``deniable.range-spec/1``, Square Wave's
+    ``deniable.square-wave-spec/1``, PEM's and TreeHist's ``deniable.heavy-spec/1`` or k-ary
+    randomized response's question spec ``deniable.question/1``)."""
     from deniable.oracles import (
-        CMS_SPEC_SCHEMA,
-        HEAVY_SPEC_SCHEMA,
         PEM,
-        RANGE_SPEC_SCHEMA,
-        RAPPOR_SPEC_SCHEMA,
         SFP,
-        SQUARE_WAVE_SPEC_SCHEMA,
         Rappor,
         RapporNgram,
         TreeHist,
-        cms_from_spec,
         heavy_from_key,
-        heavy_from_spec,
         is_heavy_key,
         is_range_key,
         is_string_protocol_key,
+        mechanism_from_spec,
         oracle_from_key,
-        oracle_from_spec,
         range_from_key,
-        range_from_spec,
-        rappor_from_spec,
         rappor_ngram_from_key,
         sfp_from_key,
         sketch_from_key,
-        square_wave_from_spec,
     )
 
-    def from_spec(spec: Any) -> Any:
-        schema = spec.get("schema") if isinstance(spec, Mapping) else None
-        if schema == RAPPOR_SPEC_SCHEMA:
-            return rappor_from_spec(spec)
-        if schema == RANGE_SPEC_SCHEMA:
-            return range_from_spec(spec)
-        if schema == SQUARE_WAVE_SPEC_SCHEMA:
-            return square_wave_from_spec(spec)
-        if schema == HEAVY_SPEC_SCHEMA:
-            return heavy_from_spec(spec)
-        return cms_from_spec(spec) if schema == CMS_SPEC_SCHEMA else oracle_from_spec(spec)
-
     if isinstance(mechanism, str) and mechanism.strip().startswith("{"):
-        from deniable.common import load_json
-
-        spec = load_json(mechanism.strip(), source="`spec` (JSON text of an oracle spec)")
-        return from_spec(spec)
+        return mechanism_from_spec(mechanism.strip())  # by its schema: oracles.DEVICE_SPECS
     if isinstance(mechanism, Mapping):
-        return from_spec(mechanism)
+        return mechanism_from_spec(mechanism)
     if isinstance(mechanism, str):
         key = mechanism.strip()
         if key.partition("{")[0] in ("cms", "hcms"):  # strings through a keyed hash

@@ -42,7 +42,7 @@ from deniable.distributed._aggregate import (
     _run,
     _tasks,
 )
-from deniable.distributed._heavy import _session
+from deniable.distributed._heavy import ProtocolTask, _session
 from deniable.distributed._sources import checked_call
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
@@ -63,21 +63,9 @@ def _sizes(protocol: Any) -> list[int]:
 
 
 @dataclass(frozen=True)
-class StringTallies:
+class StringTallies(ProtocolTask):
     """The tallies of a partition's records of ``protocol`` (SFP, or RAPPOR n-grams' pass
     1), as one :class:`~deniable.designs.Tally` of their cells end to end."""
-
-    protocol: Any
-
-    @property
-    def key(self) -> str:
-        """The protocol's key: the tables' key is checked against it."""
-        return str(self.protocol.key)
-
-    @property
-    def name(self) -> str:
-        """The protocol's name (for error messages)."""
-        return str(self.protocol.name)
 
     def tally(self, records: Any) -> Tally:
         """The cells of the partition's tallies (:func:`_sizes`), end to end."""
@@ -136,22 +124,11 @@ class PairRows:
 
 
 @dataclass(frozen=True)
-class StringPairs:
+class StringPairs(ProtocolTask):
     """Pass 2 of RAPPOR n-grams: a partition's likelihood rows of each pair ``labels``
     names (the labels of its two positions' significant n-grams)."""
 
-    protocol: Any
     labels: dict[tuple[int, int], tuple[list[str], list[str]]]
-
-    @property
-    def key(self) -> str:
-        """The protocol's key: the tables' key is checked against it."""
-        return str(self.protocol.key)
-
-    @property
-    def name(self) -> str:
-        """The protocol's name (for error messages)."""
-        return str(self.protocol.name)
 
     def tally(self, records: Any) -> PairRows:
         """The likelihood rows of the partition's reports of each pair."""

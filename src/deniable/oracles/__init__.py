@@ -40,6 +40,10 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           :func:`make_oracle` builds one at an epsilon
 :func:`choose_oracle`       the oracle with the smallest exact variance for ``k``, eps, n
 :func:`oracle_spec`         an oracle as versioned JSON (:func:`oracle_from_spec` reads it)
+:data:`DEVICE_SPECS`        every kind of device spec by its schema (oracles, RAPPOR,
+                          sketches, heavy hitters, ranges, Square Wave, GRR's question
+                          spec): :func:`device_spec` writes a mechanism's,
+                          :func:`mechanism_from_spec` reads any of them back
 :func:`report_epsilon`      what one report costs a device against any change of its
                           values: a telemetry stream's per-report charge
 :class:`DBitFlipPM`         dBitFlipPM (Ding et al. 2017): bucket histograms collected every
@@ -94,6 +98,12 @@ from deniable.oracles._consistency import (
 )
 from deniable.oracles._dbitflip import DBitFlipEstimate, DBitFlipPM, DBitFlipReports
 from deniable.oracles._dbitflip_memo import DBitFlipMemo
+from deniable.oracles._device_spec import (
+    DEVICE_SPECS,
+    DeviceSpec,
+    device_spec,
+    mechanism_from_spec,
+)
 from deniable.oracles._files import (
     REPORTS_MAGIC,
     read_report_key,
@@ -230,6 +240,7 @@ __all__ = [
     "CMS",
     "CMS_SPEC_SCHEMA",
     "CRITERION",
+    "DEVICE_SPECS",
     "FREQUENCY_ORACLES",
     "GRR",
     "HCMS",
@@ -264,6 +275,7 @@ __all__ = [
     "DBitFlipMemo",
     "DBitFlipPM",
     "DBitFlipReports",
+    "DeviceSpec",
     "DuchiMechanism",
     "FrequencyEstimate",
     "FrequencyOracle",
@@ -319,6 +331,7 @@ __all__ = [
     "cms_from_spec",
     "cms_spec",
     "collision_probability",
+    "device_spec",
     "discover_tallies",
     "dump_heavy_vectors",
     "dump_oracle_vectors",
@@ -337,6 +350,7 @@ __all__ = [
     "is_string_protocol_key",
     "make_oracle",
     "maximum_likelihood",
+    "mechanism_from_spec",
     "ngram_from_records",
     "ngram_records",
     "oracle_from_key",

@@ -70,6 +70,12 @@ class FrequencyOracle(MechanismBase, ABC):
     max_k: ClassVar[int] = 1 << 24
     k: int
 
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`): its ``epsilon``, every report
+        drawn afresh from the value."""
+        return float(self.epsilon)
+
     # ---- what a subclass gives
 
     @abstractmethod

@@ -38,11 +38,6 @@ class CMS(CountMeanSketch):
     ((3,), (3, 8))
     """
 
-    k: int
-    m: int
-    epsilon: float
-    salt: int = 0
-    max_bytes: int = 1024
     name: ClassVar[str] = "cms"
     _bits_moved: ClassVar[int] = 2
 

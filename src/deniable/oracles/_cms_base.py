@@ -66,6 +66,7 @@ with at least two reports, ``F2_hat = (mean - c) / (1 - c)``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, ClassVar
@@ -107,16 +108,18 @@ MAX_HASHES = 1 << 26
 MAX_EPSILON = 30.0
 
 
+@dataclass(frozen=True)
 class CountMeanSketch(MechanismBase):
-    """What CMS and HCMS share: parameters, the keyed hash, the flip threshold, the estimate
-    of candidate strings and its variance (module docstring).  Subclasses give the report,
-    its randomizer and tally, and the per-report estimate's moments ``(a, b)``."""
+    """What CMS and HCMS share: parameters (their fields, in this order), the keyed hash,
+    the flip threshold, the estimate of candidate strings and its variance (module
+    docstring).  Subclasses give the report, its randomizer and tally, and the per-report
+    estimate's moments ``(a, b)``."""
 
     k: int
     m: int
     epsilon: float
-    salt: int
-    max_bytes: int
+    salt: int = 0
+    max_bytes: int = 1024
     #: How many bits of one-hot change between two strings (2 for CMS, 1 for HCMS's bit).
     _bits_moved: ClassVar[int]
 
@@ -174,6 +177,12 @@ class CountMeanSketch(MechanismBase):
     def _epsilon_of(self, t: int) -> float:
         # a report's worst likelihood ratio: ((1 - f) / f) per bit that moves
         return self._bits_moved * math.log((_TWO53 - t) / t)
+
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`): its exact ``epsilon``, a fresh
+        row and flips every report, nothing kept."""
+        return float(self.epsilon)
 
     @property
     def implemented_epsilon(self) -> float:

@@ -9,7 +9,6 @@ by the salt) and the bound on a string's UTF-8 bytes.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._hcms import HCMS
 from deniable.oracles._sketch import SKETCH_HASH
-from deniable.oracles._spec import _from_parameters, _spec_fields
+from deniable.oracles._spec import _from_parameters, _number, _spec_fields
 
 __all__ = ["CMS_SPEC_SCHEMA", "cms_from_spec", "cms_spec"]
 
@@ -39,10 +38,6 @@ _FIELDS = (
     "schema", "mechanism", "parameters", "key", "algorithm", "constants", "words_per_report",
     "report", "hash", "strings", "epsilon", "implemented_epsilon",
 )  # fmt: skip
-
-
-def _number(x: float) -> float | str:
-    return x if math.isfinite(x) else "inf"
 
 
 def cms_spec(sketch: CountMeanSketch) -> dict[str, Any]:

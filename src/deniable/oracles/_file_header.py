@@ -14,10 +14,11 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import load_json
+from deniable.common import validation as v
 from deniable.exceptions import DataError
 from deniable.oracles._rappor_files import check_rappor_metadata
 
-__all__ = ["BATCH_BYTES", "REPORTS_MAGIC", "check_file", "read_batches"]
+__all__ = ["BATCH_BYTES", "REPORTS_MAGIC", "check_file", "read_batches", "read_whole_file"]
 
 REPORTS_MAGIC = b"DNRP"
 _VERSION = 1
@@ -117,3 +118,32 @@ def read_batches(
             raise DataError(f"report file {name!r} ended early while it was read.")
         done += m
         yield done, chunk.reshape(m, width)
+
+
+def read_whole_file(
+    path: str | os.PathLike[str], key: str, record: tuple[np.dtype[Any], int],
+    limits: tuple[Any, Any], progress: Any, what: tuple[str, str],
+) -> tuple[str, npt.NDArray[Any]]:  # fmt: skip
+    """``(name, records)``: every record of a report file of the mechanism ``key`` (its
+    header checked by :func:`check_file`; ``record`` its ``(dtype, width)``), read ``batch``
+    at a time (``limits``: the caller's ``batch`` and ``max_bytes``, checked here) for a
+    decoder that needs them all at once: a file of more than ``max_bytes`` of reports is
+    refused before any is read, naming ``what`` (what a record holds, and who holds them
+    all); ``progress(done, total)`` after each batch."""
+    size = v.integer("batch", limits[0], minimum=1)
+    limit = v.integer("max_bytes", limits[1], minimum=1)
+    name = os.fspath(path)
+    dtype, width = record
+    with open(name, "rb") as fh:
+        n = check_file(fh, name, key, dtype, width)
+        if n * width * dtype.itemsize > limit:
+            raise DataError(
+                f"report file {name!r} holds {n} {what[0]} of {width * dtype.itemsize} bytes: "
+                f"more than the {limit} bytes {what[1]} may hold in memory (`max_bytes`)."
+            )
+        parts = []
+        for done, chunk in read_batches(fh, name, n, dtype, width, size):
+            parts.append(chunk)
+            if progress is not None:
+                progress(done, n)
+    return name, np.concatenate(parts) if parts else np.empty((0, width), dtype=dtype)

@@ -39,11 +39,6 @@ class HCMS(CountMeanSketch):
     (3, 2048)
     """
 
-    k: int
-    m: int
-    epsilon: float
-    salt: int = 0
-    max_bytes: int = 1024
     name: ClassVar[str] = "hcms"
     _bits_moved: ClassVar[int] = 1
 

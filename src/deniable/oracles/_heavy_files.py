@@ -23,16 +23,14 @@ at most ``8 * 64 = 512`` groups) and ``report_0 .. report_{l W}`` (``uint64``).
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import validation as v
 from deniable.exceptions import DataError, DeniableError
-from deniable.oracles._file_header import check_file, read_batches
+from deniable.oracles._file_header import read_whole_file
 from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
 
 __all__ = [
@@ -81,14 +79,10 @@ def heavy_from_key(key: str, *, top_k: int = 16, alpha: float | None = 0.05) -> 
     >>> (back.levels, back.base) == (pem.levels, pem.base), back.g
     (True, 8)
     """
-    from deniable.oracles._spec import _parameter
+    from deniable.oracles._spec import _key_parameters, _parameter
 
-    name, brace, rest = str(key).partition("{")
-    try:
-        params = json.loads(brace + rest) if name in _PROTOCOLS and brace else None
-    except ValueError:
-        params = None
-    if not isinstance(params, dict) or set(params) != _FIELDS[name]:
+    name, params = _key_parameters(key, _PROTOCOLS)
+    if params is None or set(params) != _FIELDS[name]:
         raise DataError(
             f"`key` must be a heavy-hitter protocol's key like "
             f"{heavy_key(TreeHist(epsilon=1.0, max_bytes=2))}, got {key!r}."
@@ -171,23 +165,12 @@ def read_heavy_file(
     :func:`~deniable.oracles.tally_file` checks one), read ``batch`` reports at a time.
     The rounds need every report at once, so a file of more than ``max_bytes`` of reports
     is refused before any is read; ``progress(done, total)`` after each batch."""
-    size = v.integer("batch", batch, minimum=1)
-    limit = v.integer("max_bytes", max_bytes, minimum=1)
-    name = os.fspath(path)
     dtype, width, _ = heavy_record(protocol)
-    with open(name, "rb") as fh:
-        n = check_file(fh, name, heavy_key(protocol), dtype, width)
-        if n * width * dtype.itemsize > limit:
-            raise DataError(
-                f"report file {name!r} holds {n} reports of {width * dtype.itemsize} bytes: "
-                f"more than the {limit} bytes the rounds may hold in memory (`max_bytes`)."
-            )
-        parts = []
-        for done, chunk in read_batches(fh, name, n, dtype, width, size):
-            parts.append(chunk.astype(np.uint64, copy=False))
-            if progress is not None:
-                progress(done, n)
-    rec = np.concatenate(parts) if parts else np.empty((0, width), dtype=np.uint64)
+    name, records = read_whole_file(
+        path, heavy_key(protocol), (dtype, width), (batch, max_bytes), progress,
+        ("reports", "the rounds"),
+    )  # fmt: skip
+    rec = records.astype(np.uint64, copy=False)
     try:
         return heavy_from_records(protocol, rec)
     except DeniableError as exc:

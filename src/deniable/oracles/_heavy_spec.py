@@ -30,7 +30,6 @@ in the spec.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,7 +39,7 @@ import numpy.typing as npt
 from deniable.designs import exact_value
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.oracles._heavy_hitters import PEM, TreeHist, _prefixes
-from deniable.oracles._spec import LINEAR_HASH_FAMILY, _from_parameters, _spec_fields
+from deniable.oracles._spec import LINEAR_HASH_FAMILY, _from_parameters, _number, _spec_fields
 from deniable.oracles._strings import encode_strings
 from deniable.randomness import CHUNK, ArrayWords, random_words, resolve_rng, uniform_below
 
@@ -60,10 +59,6 @@ _FIELDS = (
     "constants", "words_per_report", "report", "hash", "strings", "epsilon",
     "implemented_epsilon",
 )  # fmt: skip
-
-
-def _number(x: float) -> float | str:
-    return x if math.isfinite(x) else "inf"
 
 
 def _check_protocol(protocol: Any) -> PEM | TreeHist:

@@ -153,6 +153,13 @@ class LongitudinalOracle(FrequencyOracle):
         """``(p1, q1, p2, q2)`` as the randomizer realises them: the PRR's and the IRR's
         probability of supporting the true value and one given other value."""
 
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`): ``epsilon_irr``, the
+        instantaneous channel's epsilon over every kept permanent response (not
+        ``epsilon_1``: module docstring of ``_report_epsilon``)."""
+        return float(self.epsilon_irr)
+
     @property
     @abstractmethod
     def epsilon_irr(self) -> float:

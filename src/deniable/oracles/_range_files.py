@@ -22,7 +22,6 @@ back and refuses a key that is not the canonical key of the mechanism it builds.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
@@ -74,14 +73,10 @@ def range_from_key(key: str) -> Any:
     >>> range_from_key(haar.key) == haar
     True
     """
-    from deniable.oracles._spec import _parameter
+    from deniable.oracles._spec import _key_parameters, _parameter
 
-    name, brace, rest = str(key).partition("{")
-    try:
-        params = json.loads(brace + rest) if name in _MECHANISMS and brace else None
-    except ValueError:
-        params = None
-    if not isinstance(params, dict) or set(params) != _FIELDS[name]:
+    name, params = _key_parameters(key, _MECHANISMS)
+    if params is None or set(params) != _FIELDS[name]:
         raise DataError(
             f"`key` must be the key of a hierarchical histogram, a HaarHRR or a Square Wave "
             f"like {HaarHRR(4, 1.0).key}, got {key!r}."

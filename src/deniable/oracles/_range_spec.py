@@ -15,7 +15,6 @@ value without ``deniable``, read back with every implied field checked (``docs/s
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,7 +22,7 @@ from deniable.designs import exact_value, spec_of
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._haar import HaarHRR
 from deniable.oracles._hierarchical import HierarchicalHistogram
-from deniable.oracles._spec import _parameter, _spec_fields, oracle_spec
+from deniable.oracles._spec import _number, _parameter, _spec_fields, oracle_spec
 from deniable.oracles._square_wave import SW_GRID, SquareWave
 
 __all__ = [
@@ -68,10 +67,6 @@ _SW_FIELDS = (
     "schema", "mechanism", "parameters", "key", "algorithm", "constants", "words_per_report",
     "values", "report", "epsilon", "implemented_epsilon",
 )  # fmt: skip
-
-
-def _number(x: float) -> float | str:
-    return x if math.isfinite(x) else "inf"
 
 
 def _level_spec(oracle: Any) -> dict[str, Any]:

@@ -15,7 +15,6 @@ points where a window's start is an integer and values rounded either way.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -27,7 +26,7 @@ from deniable.oracles._hierarchical import HierarchicalHistogram
 from deniable.oracles._range_spec import range_spec, square_wave_spec
 from deniable.oracles._ranges import LevelReports
 from deniable.oracles._square_wave import SquareWave
-from deniable.oracles._vectors import _encode
+from deniable.oracles._vectors import _encode, vectors_text
 from deniable.randomness import ArrayWords
 
 __all__ = ["RANGE_VECTORS_SCHEMA", "dump_range_vectors", "range_vectors"]
@@ -156,7 +155,4 @@ def range_vectors() -> dict[str, Any]:
 
 def dump_range_vectors() -> str:
     """:func:`range_vectors` as the text of ``tests/vectors/ranges.json``: one case a line."""
-    data = range_vectors()
-    lines = [json.dumps(c, separators=(",", ":")) for c in data["cases"]]
-    head = json.dumps({"schema": data["schema"], "about": data["about"]}, indent=2)
-    return head[:-2] + ',\n  "cases": [\n    ' + ",\n    ".join(lines) + "\n  ]\n}\n"
+    return vectors_text(range_vectors())

@@ -138,6 +138,12 @@ class LevelSampled(MechanismBase, ABC):
     def _nodes(self, x: npt.NDArray[np.int64], j: int) -> tuple[Any, Any]:
         """``(the oracle inputs at level j, report bits to flip or None)`` for values ``x``."""
 
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`): its ``epsilon``, the largest
+        level oracle's: a fresh level and one report of its oracle, nothing kept."""
+        return float(self.epsilon)
+
     @property
     def epsilon(self) -> float:
         # eps = max_l eps_l: P(l, r | x) / P(l, r | x') = P_l(r | .) / P_l(r | .) <= e^eps_l

@@ -257,6 +257,29 @@ class Rappor(MechanismBase):
             return math.inf
         return self.h * math.log(qs * (1 - ps) / (ps * (1 - qs)))
 
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`, derived in its Notes): the IRR's epsilon
+        over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``; infinite when ``p =
+        0`` or ``q = 1``.
+
+        The IRR draws ``p`` and ``q`` as ``ceil(p 2**53)`` and ``floor(q 2**53)`` out of
+        ``2**53``.  That lowers the ratio unless the rounding crosses them (``0 < p < q``
+        within a unit of ``2**-53``, as ``p = 1e-17, q = 2e-17``: the IRR then sets a bit
+        with probability ``2**-53`` over a kept 0 and never over a kept 1): then the
+        implemented ratios are the charge, infinite when ``q`` rounds to 0 (never a finite
+        number for an infinite loss)."""
+        p, q, two53 = self.p, self.q, 1 << 53
+        t_p, t_q = math.ceil(p * two53), math.floor(q * two53)  # exact: scaling by 2**53
+        if t_q < t_p:  # the rounding crossed p and q: the reversed ratios, as implemented
+            up = math.inf if t_q == 0 else math.log(t_p / t_q)
+            down = math.log((two53 - t_q) / (two53 - t_p))
+            return self.m * max(up, down)
+        # a set report bit: ln(q / p), infinite at p = 0; a clear one: ln((1-p)/(1-q)), at q = 1
+        up = math.inf if p == 0 else math.log(q / p)
+        down = math.inf if q == 1 else math.log((1 - p) / (1 - q))
+        return self.m * max(up, down)
+
     @property
     def implemented_stars(self) -> tuple[Fraction, Fraction]:
         """``(p*, q*)`` as the randomizers draw them, exact: the PRR's ``f`` rounded up and

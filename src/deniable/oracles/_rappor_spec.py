@@ -8,14 +8,13 @@ response per value, so its spec is not an oracle spec (``deniable.oracle/1``): i
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
 from deniable.designs import exact_value
 from deniable.exceptions import ParameterTypeError
 from deniable.oracles._rappor import HASH_FAMILY, Rappor, _threshold
-from deniable.oracles._spec import _from_parameters, _spec_fields
+from deniable.oracles._spec import _from_parameters, _number, _spec_fields
 
 __all__ = ["RAPPOR_SPEC_SCHEMA", "rappor_from_spec", "rappor_spec"]
 
@@ -38,10 +37,6 @@ _FIELDS = (
     "schema", "mechanism", "parameters", "key", "algorithm", "constants", "words", "report",
     "hash", "epsilon", "permanent_epsilon",
 )  # fmt: skip
-
-
-def _number(x: float) -> float | str:
-    return x if math.isfinite(x) else "inf"
 
 
 def rappor_spec(rappor: Rappor) -> dict[str, Any]:

@@ -33,6 +33,11 @@ everything the device kept, whatever the values are:
   oracle, nothing kept): the largest level oracle's ``epsilon``; Square Wave (Li et al.
   2020: a fresh cell every report): its ``epsilon`` (derived at :func:`report_epsilon`).
 
+Each class states its own charge (a method ``_epsilon_per_report``: ``FrequencyOracle``,
+``LongitudinalOracle``, ``Rappor``, ``CountMeanSketch``, the range mechanisms'
+``LevelSampled``, ``SquareWave``); k-ary randomized response (a design, in
+:mod:`deniable.designs`) and PEM and TreeHist are answered here.
+
 Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
 no fresh randomness per report, so two reports of a device that kept its value are equal,
 and of one whose value changed buckets may differ: the pattern of changes has no finite
@@ -41,23 +46,14 @@ bound, and they are not stream oracles.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
+from deniable.designs import Categorical
 from deniable.exceptions import ParameterTypeError
-from deniable.oracles._cms_base import CountMeanSketch
-from deniable.oracles._haar import HaarHRR
 from deniable.oracles._heavy_hitters import PEM, TreeHist
-from deniable.oracles._hierarchical import HierarchicalHistogram
-from deniable.oracles._longitudinal import LongitudinalOracle
-from deniable.oracles._rappor import Rappor
 from deniable.oracles._registry import FREQUENCY_ORACLES
-from deniable.oracles._square_wave import SquareWave
 
 __all__ = ["report_epsilon"]
-
-_TWO53 = 1 << 53
-
 
 # Proof note (the longitudinal epsilon of memoization, docs/architecture.md#proof-notes).
 # Claim: a report of a stream oracle loses at most report_epsilon(oracle) given everything
@@ -67,27 +63,6 @@ _TWO53 = 1 << 53
 # every PRR bounds the ratio of any two mixtures over kept PRRs (a ratio of mixtures is at
 # most the largest ratio of components), then basic composition.  RAPPOR's IRR epsilon is
 # derived in report_epsilon's Notes and enumerated by tests/test_report_epsilon.py.
-
-
-def _rappor_irr_epsilon(rappor: Rappor) -> float:
-    """``m max(ln(q / p), ln((1 - p) / (1 - q)))``; infinite when ``p = 0`` or ``q = 1``.
-
-    The IRR draws ``p`` and ``q`` as ``ceil(p 2**53)`` and ``floor(q 2**53)`` out of
-    ``2**53``.  That lowers the ratio unless the rounding crosses them (``0 < p < q`` within
-    a unit of ``2**-53``, as ``p = 1e-17, q = 2e-17``: the IRR then sets a bit with
-    probability ``2**-53`` over a kept 0 and never over a kept 1): then the implemented
-    ratios are the charge, infinite when ``q`` rounds to 0 (never a finite number for an
-    infinite loss)."""
-    p, q = rappor.p, rappor.q
-    t_p, t_q = math.ceil(p * _TWO53), math.floor(q * _TWO53)  # exact: scaling by 2**53
-    if t_q < t_p:  # the rounding crossed p and q: the reversed ratios, as implemented
-        up = math.inf if t_q == 0 else math.log(t_p / t_q)
-        down = math.log((_TWO53 - t_q) / (_TWO53 - t_p))
-        return rappor.m * max(up, down)
-    # a set report bit: ln(q / p), infinite at p = 0; a clear one: ln((1-p)/(1-q)), at q = 1
-    up = math.inf if p == 0 else math.log(q / p)
-    down = math.inf if q == 1 else math.log((1 - p) / (1 - q))
-    return rappor.m * max(up, down)
 
 
 def report_epsilon(oracle: Any) -> float:
@@ -194,19 +169,13 @@ def report_epsilon(oracle: Any) -> float:
     >>> report_epsilon(SquareWave(2.0))
     2.0
     """
-    if isinstance(oracle, Rappor):
-        return _rappor_irr_epsilon(oracle)
-    if isinstance(oracle, LongitudinalOracle):
-        return float(oracle.epsilon_irr)
+    if isinstance(oracle, Categorical):  # k-ary RR, a design: every report drawn afresh
+        return float(oracle.epsilon)
     if isinstance(oracle, PEM | TreeHist):  # one fresh OLH report of one group's prefix
         return float(oracle.epsilon_per_device)
-    if isinstance(oracle, HierarchicalHistogram | HaarHRR):  # one level oracle's report
-        return max(float(level.epsilon) for level in oracle.levels)
-    if isinstance(oracle, SquareWave):  # a fresh cell: at most alpha / beta
-        return float(oracle.epsilon)
-    if isinstance(oracle, (*FREQUENCY_ORACLES.values(), CountMeanSketch)):
-        plain: Any = oracle  # every report drawn afresh from the value (or the string)
-        return float(plain.epsilon)
+    charge = getattr(type(oracle), "_epsilon_per_report", None)  # each class says its own
+    if charge is not None:
+        return float(charge(oracle))
     raise ParameterTypeError(
         "`oracle` must be a stream oracle: one of the frequency oracles "
         f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms, hcms, pem, treehist, "

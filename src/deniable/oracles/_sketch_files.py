@@ -16,7 +16,6 @@ file is read only by the sketch that wrote it.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -57,14 +56,10 @@ def sketch_from_key(key: str) -> CountMeanSketch:
     >>> sketch_from_key(sketch.key) == sketch
     True
     """
-    from deniable.oracles._spec import _parameter
+    from deniable.oracles._spec import _key_parameters, _parameter
 
-    name, brace, rest = str(key).partition("{")
-    try:
-        params = json.loads(brace + rest) if name in _SKETCHES and brace else None
-    except ValueError:
-        params = None
-    if not isinstance(params, dict) or set(params) != _FIELDS:
+    name, params = _key_parameters(key, _SKETCHES)
+    if params is None or set(params) != _FIELDS:
         raise DataError(
             f"`key` must be a count mean sketch's key like "
             f"{CMS(k=4, m=8, epsilon=1.0).key}, got {key!r}."

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from fractions import Fraction
 from typing import Any, TypeVar
 
@@ -152,6 +152,18 @@ def _parameter(name: str, value: Any) -> Any:
     )
 
 
+def _key_parameters(key: Any, names: Collection[str]) -> tuple[str, dict[str, Any] | None]:
+    """The name of ``key`` (``NAME{JSON object}``, a report file's or a tally's) and its
+    JSON parameters; None for them unless the name is one of ``names`` and the rest a JSON
+    object (each reader then refuses the key with its own message)."""
+    name, brace, rest = str(key).partition("{")
+    try:
+        params = json.loads(brace + rest) if name in names and brace else None
+    except ValueError:
+        params = None
+    return name, params if isinstance(params, dict) else None
+
+
 def _spec_fields(
     spec: Mapping[str, Any] | str | bytes, fields: tuple[str, ...], schema: str, what: str
 ) -> Mapping[str, Any]:
@@ -264,12 +276,8 @@ _RAPPOR_EXAMPLE = 'rappor{"cohorts":64,"f":"1/2","h":2,"m":128,"p":"1/2","q":"3/
 def rappor_key_oracle(key: str) -> Rappor:
     """The :class:`~deniable.oracles.Rappor` whose canonical ``key`` is ``key`` (what
     ``rappor_from_key`` and ``oracle_from_key`` return for a RAPPOR key)."""
-    name, brace, rest = str(key).partition("{")
-    try:
-        params = json.loads(brace + rest) if name == Rappor.name and brace else None
-    except ValueError:
-        params = None
-    if not isinstance(params, dict) or set(params) != {"cohorts", "f", "h", "m", "p", "q"}:
+    _, params = _key_parameters(key, (Rappor.name,))
+    if params is None or set(params) != {"cohorts", "f", "h", "m", "p", "q"}:
         raise DataError(f"`key` must be a RAPPOR key like {_RAPPOR_EXAMPLE}, got {key!r}.")
     try:
         out = Rappor(**{n: _parameter(n, x) for n, x in params.items()})

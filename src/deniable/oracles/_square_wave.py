@@ -184,6 +184,12 @@ class SquareWave(MechanismBase):
         ``beta / 2**64`` outside; ``w alpha + G beta = 2**64``, ``alpha / beta <= e^eps``."""
         return window_weights(self.window, SW_GRID, self.epsilon)
 
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`): its ``epsilon``, a fresh cell
+        every report (at most ``alpha / beta``, the implemented epsilon, at most it)."""
+        return float(self.epsilon)
+
     @property
     def implemented_epsilon(self) -> float:
         return window_epsilon(self.weights, self.epsilon)

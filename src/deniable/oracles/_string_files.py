@@ -32,11 +32,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.common import validation as v
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 from deniable.oracles._bits import INDEX_BYTES
 from deniable.oracles._cms import CMS
-from deniable.oracles._file_header import check_file, read_batches
+from deniable.oracles._file_header import read_whole_file
 from deniable.oracles._rappor_files import rappor_from_records, rappor_records
 from deniable.oracles._rappor_ngram import RapporNgram
 from deniable.oracles._rappor_ngram_decode import NgramReports, _checked
@@ -206,23 +205,11 @@ def read_ngram_file(
     :func:`~deniable.oracles.tally_file` checks one), read ``batch`` devices at a time.
     The discovery needs every report at once, so a file of more than ``max_bytes`` of
     reports is refused before any is read; ``progress(done, total)`` after each batch."""
-    size = v.integer("batch", batch, minimum=1)
-    limit = v.integer("max_bytes", max_bytes, minimum=1)
-    name = os.fspath(path)
     dtype, width, _ = ngram_record(ng)
-    with open(name, "rb") as fh:
-        n = check_file(fh, name, ng.key, dtype, width)
-        if n * width > limit:
-            raise DataError(
-                f"report file {name!r} holds {n} devices' reports of {width} bytes: more "
-                f"than the {limit} bytes the discovery may hold in memory (`max_bytes`)."
-            )
-        parts = []
-        for done, chunk in read_batches(fh, name, n, dtype, width, size):
-            parts.append(chunk)
-            if progress is not None:
-                progress(done, n)
-    rec = np.concatenate(parts) if parts else np.empty((0, width), dtype=np.uint8)
+    name, rec = read_whole_file(
+        path, ng.key, (dtype, width), (batch, max_bytes), progress,
+        ("devices' reports", "the discovery"),
+    )  # fmt: skip
     try:
         return ngram_from_records(ng, rec)
     except DeniableError as exc:

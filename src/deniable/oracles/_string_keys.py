@@ -54,12 +54,10 @@ def _fields(key: Any, name: str, fields: frozenset[str], example: str) -> dict[s
     """The JSON fields of ``key``, which must be ``name{JSON object}`` with ``fields``."""
     if not isinstance(key, str):
         raise DataError(f"`key` must be a string like {example}, got {type(key).__name__}.")
-    found, brace, rest = key.partition("{")
-    try:
-        params = json.loads(brace + rest) if found == name and brace else None
-    except ValueError:
-        params = None
-    if not isinstance(params, dict):
+    from deniable.oracles._spec import _key_parameters
+
+    _, params = _key_parameters(key, (name,))
+    if params is None:
         raise DataError(f"`key` must look like {example} ({name}{{JSON}}), got {key!r}.")
     missing, unknown = sorted(fields - set(params)), sorted(set(params) - fields)
     if missing or unknown:

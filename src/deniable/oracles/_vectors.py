@@ -45,7 +45,13 @@ from deniable.oracles._subset import SubsetSelection
 from deniable.oracles._unary import OUE, SUE
 from deniable.randomness import ArrayWords
 
-__all__ = ["ORACLE_VECTORS_SCHEMA", "VECTOR_ORACLES", "dump_oracle_vectors", "oracle_vectors"]
+__all__ = [
+    "ORACLE_VECTORS_SCHEMA",
+    "VECTOR_ORACLES",
+    "dump_oracle_vectors",
+    "oracle_vectors",
+    "vectors_text",
+]
 
 #: The schema identifier of an oracle vectors file.
 ORACLE_VECTORS_SCHEMA = "deniable.oracle-vectors/1"
@@ -371,7 +377,12 @@ def oracle_vectors() -> dict[str, Any]:
 
 def dump_oracle_vectors() -> str:
     """:func:`oracle_vectors` as the text of ``tests/vectors/oracles.json``: one case a line."""
-    data = oracle_vectors()
+    return vectors_text(oracle_vectors())
+
+
+def vectors_text(data: dict[str, Any]) -> str:
+    """A test-vector file's text: its ``schema`` and ``about`` indented, then one case a
+    line (what ``tests/vectors/*.json`` hold)."""
     lines = [json.dumps(c, separators=(",", ":")) for c in data["cases"]]
     head = json.dumps({"schema": data["schema"], "about": data["about"]}, indent=2)
     return head[:-2] + ',\n  "cases": [\n    ' + ",\n    ".join(lines) + "\n  ]\n}\n"

@@ -19,23 +19,12 @@ counted in this process by :func:`deniable.distributed.aggregate_stream`):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from deniable.exceptions import DataError
-from deniable.oracles import (
-    RANGE_SPEC_SCHEMA,
-    SQUARE_WAVE_SPEC_SCHEMA,
-    HaarHRR,
-    HierarchicalHistogram,
-    SquareWave,
-    range_from_spec,
-    range_spec,
-    square_wave_from_spec,
-    square_wave_spec,
-)
+from deniable.oracles import HaarHRR, HierarchicalHistogram, SquareWave
 
-__all__ = ["QUARTILES", "is_range", "quarters", "range_day", "range_oracle", "range_oracle_spec"]
+__all__ = ["QUARTILES", "is_range", "quarters", "range_day"]
 
 #: The quantiles a range or Square Wave day lists.
 QUARTILES = (0.25, 0.5, 0.75)
@@ -44,22 +33,6 @@ QUARTILES = (0.25, 0.5, 0.75)
 def is_range(oracle: Any) -> bool:
     """Whether ``oracle`` is a range mechanism or Square Wave (a stream of ordered values)."""
     return isinstance(oracle, HierarchicalHistogram | HaarHRR | SquareWave)
-
-
-def range_oracle_spec(oracle: Any) -> dict[str, Any]:
-    """The device spec of a range mechanism or of Square Wave."""
-    return square_wave_spec(oracle) if isinstance(oracle, SquareWave) else range_spec(oracle)
-
-
-def range_oracle(raw: Mapping[str, Any]) -> Any:
-    """The mechanism of a stream spec's ``oracle`` of schema ``deniable.range-spec/1`` or
-    ``deniable.square-wave-spec/1`` (every implied field checked), else None."""
-    schema = raw.get("schema")
-    if schema == RANGE_SPEC_SCHEMA:
-        return range_from_spec(raw)
-    if schema == SQUARE_WAVE_SPEC_SCHEMA:
-        return square_wave_from_spec(raw)
-    return None
 
 
 def quarters(domain: int) -> list[tuple[int, int]]:

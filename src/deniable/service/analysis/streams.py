@@ -23,9 +23,9 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
 
 A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` is
 required, none other is allowed, and each is checked by the library
-(:func:`~deniable.oracles.oracle_from_spec`, :func:`~deniable.oracles.rappor_from_spec`,
-:func:`~deniable.oracles.cms_from_spec` and :func:`~deniable.designs.design_from_spec`
-recompute every implied field of the oracle's spec; :class:`~deniable.accounting.
+(:func:`~deniable.oracles.mechanism_from_spec` reads the oracle's spec by its schema,
+every implied field recomputed, as :data:`~deniable.oracles.DEVICE_SPECS` registers it,
+and :func:`~deniable.oracles.device_spec` writes it back; :class:`~deniable.accounting.
 BudgetWindow` checks the window).
 
 **What a report costs** is the library's :func:`deniable.oracles.report_epsilon`: a
@@ -63,24 +63,8 @@ from typing import Any
 from deniable.accounting import BudgetWindow
 from deniable.common import load_json, load_yaml
 from deniable.common import validation as v
-from deniable.designs import SPEC_SCHEMA, Categorical, design_from_spec, spec_of
 from deniable.exceptions import DataError, DeniableError, ParameterError
-from deniable.oracles import (
-    CMS_SPEC_SCHEMA,
-    HEAVY_SPEC_SCHEMA,
-    RAPPOR_SPEC_SCHEMA,
-    CountMeanSketch,
-    Rappor,
-    cms_from_spec,
-    cms_spec,
-    heavy_from_spec,
-    heavy_spec,
-    oracle_from_spec,
-    oracle_spec,
-    rappor_from_spec,
-    rappor_spec,
-    report_epsilon,
-)
+from deniable.oracles import device_spec, mechanism_from_spec, report_epsilon
 from deniable.service.analysis import _stream_range as ordered
 from deniable.service.analysis._stream_heavy import heavy_day, is_heavy
 from deniable.service.analysis._stream_strings import (
@@ -142,7 +126,7 @@ class StreamSpec:
         out = {
             "schema": STREAM_SPEC_SCHEMA,
             "id": self.id,
-            "oracle": _oracle_spec(self.oracle),
+            "oracle": device_spec(self.oracle),
             "period": self.period,
             "window": {
                 "kind": w.kind,
@@ -194,23 +178,6 @@ def _window(data: Any, source: str) -> BudgetWindow:
         raise DataError(f"{where}: {exc}") from None
 
 
-def _oracle_spec(oracle: Any) -> dict[str, Any]:
-    """The spec a device reads of a stream's oracle: RAPPOR's, k-ary randomized response's
-    question spec (``deniable.question/1``), a count mean sketch's, or a frequency
-    oracle's."""
-    if isinstance(oracle, Rappor):
-        return rappor_spec(oracle)
-    if isinstance(oracle, CountMeanSketch):
-        return cms_spec(oracle)
-    if is_heavy(oracle):
-        return heavy_spec(oracle)
-    if ordered.is_range(oracle):
-        return ordered.range_oracle_spec(oracle)
-    if isinstance(oracle, Categorical):
-        return spec_of(oracle).to_dict()
-    return oracle_spec(oracle)
-
-
 def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpec:
     """The :class:`StreamSpec` of plain data (a mapping as the module docstring shows;
     ``schema`` and ``report_epsilon`` may be there, as :meth:`StreamSpec.to_dict` writes
@@ -252,27 +219,8 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
             f"{_where(source, 'period')} must be one of "
             f"{', '.join(map(repr, _PERIODS))}, got {data['period']!r}."
         )
-    raw = data["oracle"]
-    schema = raw.get("schema") if isinstance(raw, Mapping) else None
-    oracle: Any
-    try:
-        if schema == RAPPOR_SPEC_SCHEMA:
-            oracle = rappor_from_spec(raw)
-        elif schema == CMS_SPEC_SCHEMA:  # strings through a keyed hash: CMS, HCMS
-            oracle = cms_from_spec(raw)
-        elif schema == HEAVY_SPEC_SCHEMA:  # strings nobody listed: PEM, TreeHist
-            oracle = heavy_from_spec(raw)
-        elif schema and (ranged := ordered.range_oracle(raw)) is not None:
-            oracle = ranged  # ordered values: range mechanisms, Square Wave
-        elif schema == SPEC_SCHEMA:  # k-ary randomized response has a question spec
-            oracle = design_from_spec(raw)
-            if oracle.name != "categorical":
-                raise DataError(
-                    "a question spec on a stream must be k-ary randomized response "
-                    f"(mechanism 'categorical'), got mechanism {oracle.name!r}."
-                )
-        else:
-            oracle = oracle_from_spec(raw)
+    try:  # by its schema, every implied field checked (deniable.oracles.DEVICE_SPECS)
+        oracle = mechanism_from_spec(data["oracle"])
     except DeniableError as exc:
         raise DataError(f"{_where(source, 'oracle')}: {exc}") from None
     candidates = check_candidates(_where(source, "candidates"), data, oracle)
