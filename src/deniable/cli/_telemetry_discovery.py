@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import string_batches
@@ -137,12 +137,7 @@ _OWN = {
 
 def not_discovery(mechanism: str, given: dict[str, Any]) -> None:
     """Refuse these mechanisms' options (``given``: name to value) for another one."""
-    named = [f"`--{name}`" for name, x in given.items() if x is not None]
-    if named:
-        fail(
-            f"{', '.join(named)} apply to `--mechanism {SFP_NAME}` and `{NGRAM_NAME}` only, "
-            f"got {mechanism!r}."
-        )
+    refuse_options(given, f"`--mechanism {SFP_NAME}` and `{NGRAM_NAME}`", mechanism)
 
 
 def _in_range(option: str, value: Any, low: float, high: float, *, open_: bool = False) -> None:
@@ -291,13 +286,9 @@ def simulate_discovery(run: Simulation, *, mechanism: str, options: dict[str, An
 
 
 def _refuse(label: str, refused: dict[str, bool], mechanism: str) -> None:
-    named = [name for name, bad in refused.items() if bad]
-    if named:
-        fail(
-            f"{', '.join(named)} do not apply to {label!r}: it holds {mechanism} reports, "
-            "strings found without a dictionary; their options are --alpha, --level"
-            + (" and --edge-threshold." if mechanism == NGRAM_NAME else ".")
-        )
+    more = " and --edge-threshold." if mechanism == NGRAM_NAME else "."
+    refuse_for_reports(label, refused, f"{mechanism} reports, strings found without a "
+                       f"dictionary; their options are --alpha, --level{more}")  # fmt: skip
 
 
 def aggregate_discovery(

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import check_lengths, string_batches
@@ -85,11 +85,7 @@ TopKOpt = Annotated[
 
 def not_heavy(mechanism: str, given: dict[str, Any]) -> None:
     """Refuse the heavy-hitter options (``given``: name to value) for another mechanism."""
-    named = [f"`--{name}`" for name, x in given.items() if x is not None]
-    if named:
-        fail(
-            f"{', '.join(named)} apply to `--mechanism pem` and `treehist` only, got {mechanism!r}."
-        )
+    refuse_options(given, "`--mechanism pem` and `treehist`", mechanism)
 
 
 def _protocol(mechanism: str, epsilon: float | None, params: dict[str, int | None]) -> Any:
@@ -193,13 +189,8 @@ def simulate_heavy(
 
 
 def _refuse(label: str, refused: dict[str, bool]) -> None:
-    named = [name for name, bad in refused.items() if bad]
-    if named:
-        fail(
-            f"{', '.join(named)} do not apply to {label!r}: it holds heavy-hitter reports "
-            "(PEM/TreeHist), found without a dictionary; their options are --top-k, --alpha "
-            "and --level."
-        )
+    refuse_for_reports(label, refused, "heavy-hitter reports (PEM/TreeHist), found without a "
+                       "dictionary; their options are --top-k, --alpha and --level.")  # fmt: skip
 
 
 def aggregate_heavy(

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_range_answers import (
@@ -126,12 +126,7 @@ QuantileOpt = Annotated[
 
 def not_ordered(mechanism: str, given: dict[str, Any]) -> None:
     """Refuse the options of the mechanisms of ordered values for another mechanism."""
-    named = [f"`--{name}`" for name, x in given.items() if x is not None]
-    if named:
-        fail(
-            f"{', '.join(named)} apply to `--mechanism` {', '.join(ORDERED)} only, got "
-            f"{mechanism!r}."
-        )
+    refuse_options(given, f"`--mechanism` {', '.join(ORDERED)}", mechanism)
 
 
 def not_ordered_query(what: str, ranges: list[str] | None, quantiles: list[float] | None) -> None:
@@ -269,12 +264,8 @@ def _record_bytes(mech: Any) -> int:
 
 
 def _refuse(what: str, refused: dict[str, bool]) -> None:
-    named = [name for name, given in refused.items() if given]
-    if named:
-        fail(
-            f"{', '.join(named)} do not apply to {what!r}: it holds the reports of a mechanism "
-            "of ordered values (its estimate takes --range, --quantile and --level)."
-        )
+    refuse_for_reports(what, refused, "the reports of a mechanism of ordered values (its "
+                       "estimate takes --range, --quantile and --level).")  # fmt: skip
 
 
 def aggregate_ordered(

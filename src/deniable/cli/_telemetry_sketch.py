@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_options
 from deniable.cli._files import progress_bar
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import (
@@ -81,9 +81,7 @@ SaltOpt = Annotated[
 
 def not_sketch(mechanism: str, shape: dict[str, int | None]) -> None:
     """Refuse the sketches' options for another mechanism."""
-    given = [f"`--{name}`" for name, x in shape.items() if x is not None]
-    if given:
-        fail(f"{', '.join(given)} apply to `--mechanism cms` and `hcms` only, got {mechanism!r}.")
+    refuse_options(shape, "`--mechanism cms` and `hcms`", mechanism)
 
 
 def _epsilon_note(sketch: Any) -> str:
