@@ -33,6 +33,7 @@ __all__ = [
     "ParamOpt",
     "SeedOpt",
     "fresh_seed",
+    "mechanism_option",
     "text_option",
 ]
 
@@ -89,6 +90,13 @@ SeedOpt = Annotated[
 def fresh_seed() -> int:
     """A new seed for a run without ``--seed`` (printed, so the run can be repeated)."""
     return secrets.randbelow(2**32)
+
+
+def mechanism_option(flag: str, help: str, **more: Any) -> Any:
+    """The ``typer.Option`` of an option that only some telemetry mechanisms take: not given
+    (``None``) by default, and the default the mechanism uses said in ``help`` (typer's own
+    default column, ``None``, is not shown)."""
+    return typer.Option(flag, help=help, show_default=False, **more)
 
 
 def text_option(flag: str, help: str, **more: Any) -> tuple[Any, None]:

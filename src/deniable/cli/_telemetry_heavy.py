@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import typer
-
 from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import check_lengths, string_batches
 from deniable.cli._telemetry_write import Simulation
@@ -50,35 +49,30 @@ _BATCH = 1 << 16
 
 MaxBytesOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--max-bytes",
         help=f"PEM/TreeHist only: the longest string in UTF-8 bytes, 1..{_MAX_BYTES} (default "
         f"{DEFAULT_MAX_BYTES}); longer strings are refused.",
-        show_default=False,
     ),
 ]
 StartBitsOpt = Annotated[
     int | None,
-    typer.Option(
-        "--start-bits",
-        help=f"PEM only: the first prefix in bits, 1..{_MAX_START} (default 8).",
-        show_default=False,
+    mechanism_option(
+        "--start-bits", help=f"PEM only: the first prefix in bits, 1..{_MAX_START} (default 8)."
     ),
 ]
 StepBitsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--step-bits",
         help=f"PEM only: the bits a round extends the prefixes by, 1..{_MAX_STEP} (default 4).",
-        show_default=False,
     ),
 ]
 TopKOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--top-k",
         help="PEM/TreeHist reports only: the most prefixes a round keeps, 1..4096 (default 16).",
-        show_default=False,
     ),
 ]
 

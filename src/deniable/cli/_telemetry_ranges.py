@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import typer
-
 from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_range_answers import (
     WAVE,
@@ -60,66 +59,56 @@ _BATCH_BYTES = 1 << 25
 
 DomainOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--domain",
         help="hierarchical-histogram/haar-hrr only: the values 0..D-1, D a power of "
         "--branching (of 2 for haar-hrr), at most 2**24.",
-        show_default=False,
     ),
 ]
 BranchingOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--branching",
         help="hierarchical-histogram only: the tree's branching factor B >= 2 (default 2).",
-        show_default=False,
     ),
 ]
 LevelOracleOpt = Annotated[
     str | None,
-    typer.Option(
+    mechanism_option(
         "--level-oracle",
         help="hierarchical-histogram only: the oracle of each level, grr, oue, olh or "
         "hadamard (default oue).",
-        show_default=False,
     ),
 ]
 LowerOpt = Annotated[
     float | None,
-    typer.Option(
-        "--lower", help="square-wave only: the values' lower bound (default 0).", show_default=False
-    ),
+    mechanism_option("--lower", help="square-wave only: the values' lower bound (default 0)."),
 ]
 UpperOpt = Annotated[
     float | None,
-    typer.Option(
-        "--upper", help="square-wave only: the values' upper bound (default 1).", show_default=False
-    ),
+    mechanism_option("--upper", help="square-wave only: the values' upper bound (default 1)."),
 ]
 BinsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--bins",
         help="square-wave only: bins of the estimated distribution, 2..4096 (default 256).",
-        show_default=False,
     ),
 ]
 RangeOpt = Annotated[
     list[str] | None,
-    typer.Option(
+    mechanism_option(
         "--range",
         help="hierarchical-histogram/haar-hrr reports: the share of the values in [A, B], "
         "given as A:B (repeat for more).",
-        show_default=False,
     ),
 ]
 QuantileOpt = Annotated[
     list[float] | None,
-    typer.Option(
+    mechanism_option(
         "--quantile",
         help="hierarchical-histogram/haar-hrr/square-wave reports: the Q-quantile, Q in (0, 1] "
         "(repeat for more; default the quartiles when no --range is given).",
-        show_default=False,
     ),
 ]
 

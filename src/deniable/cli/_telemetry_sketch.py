@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import typer
-
 from deniable.cli._base import fail, guard_io, refuse_options
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import (
     check_lengths,
@@ -53,28 +52,25 @@ _BATCH = 1 << 16
 
 SketchRowsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--sketch-rows",
         help="CMS/HCMS only: the sketch's rows k (hash functions), 1..65536 (default 64).",
-        show_default=False,
     ),
 ]
 SketchColumnsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--sketch-columns",
         help="CMS/HCMS only: the sketch's columns m, 2..65536, a power of two for HCMS "
         "(default 1024).",
-        show_default=False,
     ),
 ]
 SaltOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--salt",
         help="CMS/HCMS only: the salt of the row hashes, 0..2**32-1 (default: drawn from "
         "the seed).",
-        show_default=False,
     ),
 ]
 
