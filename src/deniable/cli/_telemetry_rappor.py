@@ -235,12 +235,12 @@ def aggregate_rappor(
     penalty: float | None,
     alpha: float,
     batch: int,
-    rows: int | None,
+    rows: int,
     level: float,
-    table_rows: int,
     as_json: bool,
 ) -> None:
-    """Tally a RAPPOR report file and decode it against the strings of ``candidates``."""
+    """Tally a RAPPOR report file and decode it against the strings of ``candidates``
+    (the first ``rows`` shown, all with ``--json``)."""
     from deniable.oracles import rappor_from_key, tally_file
 
     rappor = rappor_from_key(key)
@@ -248,7 +248,7 @@ def aggregate_rappor(
     with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
         tally = tally_file(rappor, file, batch=batch, progress=progress)
     decode_rappor(rappor, tally, cand, file=file, method=method, penalty=penalty, alpha=alpha,
-                  rows=rows, level=level, table_rows=table_rows, as_json=as_json)  # fmt: skip
+                  rows=rows, level=level, as_json=as_json)  # fmt: skip
 
 
 def decode_rappor(
@@ -260,22 +260,17 @@ def decode_rappor(
     method: str,
     penalty: float | None,
     alpha: float,
-    rows: int | None,
+    rows: int,
     level: float,
-    table_rows: int,
     as_json: bool,
 ) -> None:
     """Decode ``rappor``'s tally (of a report file, report tables or a stream's days)
     against the strings ``cand`` and print each candidate's estimate."""
     est = rappor.decode(tally, cand, alpha=alpha, method=method, penalty=penalty)
-    _show(rappor, est, file=file, level=level, rows=rows, table_rows=table_rows,
-          as_json=as_json)  # fmt: skip
+    _show(rappor, est, file=file, level=level, rows=rows, as_json=as_json)
 
 
-def _show(
-    rappor: Any, est: Any, *, file: str, level: float, rows: int | None, table_rows: int,
-    as_json: bool,
-) -> None:  # fmt: skip
+def _show(rappor: Any, est: Any, *, file: str, level: float, rows: int, as_json: bool) -> None:
     import numpy as np
 
     low, high = est.ci(level)  # a normal (Wald) interval of the refit estimate
@@ -289,7 +284,7 @@ def _show(
         emit_json(to_jsonable({"file": file, **_epsilons(rappor), "level": level, **data}))
         return
     order = np.argsort(-est.values, kind="stable")
-    shown = order[: table_rows if rows is None else rows]
+    shown = order[:rows]
     body = []
     for i in shown.tolist():
         se = float(est.se[i])

@@ -150,9 +150,8 @@ def aggregate_sketch(
     *,
     candidates: str | None,
     batch: int,
-    rows: int | None,
+    rows: int,
     level: float,
-    table_rows: int,
     as_json: bool,
 ) -> None:
     """Tally a sketch's report file and estimate the share of each string of
@@ -163,8 +162,7 @@ def aggregate_sketch(
     cand = sketch_candidates(sketch, candidates, file)
     with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
         tally = tally_file(sketch, file, batch=batch, progress=progress)
-    show_sketch(sketch, tally, cand, file=file, rows=rows, level=level, table_rows=table_rows,
-                as_json=as_json)  # fmt: skip
+    show_sketch(sketch, tally, cand, file=file, rows=rows, level=level, as_json=as_json)
 
 
 def sketch_candidates(sketch: Any, candidates: str | None, file: str) -> list[str]:
@@ -182,8 +180,8 @@ def sketch_candidates(sketch: Any, candidates: str | None, file: str) -> list[st
 
 
 def show_sketch(
-    sketch: Any, tally: Any, cand: list[str], *, file: str, rows: int | None, level: float,
-    table_rows: int, as_json: bool,
+    sketch: Any, tally: Any, cand: list[str], *, file: str, rows: int, level: float,
+    as_json: bool,
 ) -> None:  # fmt: skip
     """Estimate the share of each of ``cand`` from ``sketch``'s tally (of a report file,
     report tables) and print it (the first ``rows``, all with ``--json``)."""
@@ -194,14 +192,13 @@ def show_sketch(
         emit_json(to_jsonable(data))
         return
     table = est.table(level)
-    shown = table_rows if rows is None else rows
-    more = len(table.rows) - min(shown, len(table.rows))
+    more = len(table.rows) - min(rows, len(table.rows))
     notes = (
         *((f"... {more} more candidates (--rows, or --json for all)",) if more else ()),
         *table.notes,
         _epsilon_note(sketch),
     )
-    print_table(Table(table.columns, table.rows[:shown], title=table.title, notes=notes))
+    print_table(Table(table.columns, table.rows[:rows], title=table.title, notes=notes))
 
 
 def not_rappor_decoder(file: str, method: str, penalty: float | None, alpha: float) -> None:
