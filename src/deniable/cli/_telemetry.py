@@ -17,7 +17,7 @@ import typer
 
 from deniable.cli._base import fail
 from deniable.cli._files import claim_output
-from deniable.cli._options import ForceOpt, JsonOpt, SeedOpt, fresh_seed
+from deniable.cli._options import ForceOpt, JsonOpt, SeedOpt, fresh_seed, mechanism_option
 from deniable.cli._render import show
 from deniable.cli._telemetry_aggregate import MAX_ROWS, aggregate_command
 from deniable.cli._telemetry_discovery import (
@@ -142,20 +142,14 @@ def simulate_command(
     ] = None,
     k: Annotated[
         int | None,
-        typer.Option(
-            "--k",
-            min=2,
-            help="Number of values (categories), >= 2; not for RAPPOR.",
-            show_default=False,
-        ),
+        mechanism_option("--k", "Number of values (categories), >= 2; not for RAPPOR.", min=2),
     ] = None,
     epsilon: Annotated[
         float | None,
-        typer.Option(
+        mechanism_option(
             "--epsilon",
-            help="The epsilon of one report, > 0; not for RAPPOR (its "
-            "epsilons follow from --h, --f, --p, --q).",
-            show_default=False,
+            "The epsilon of one report, > 0; not for RAPPOR (its epsilons follow from --h, "
+            "--f, --p, --q).",
         ),
     ] = None,
     mechanism: Annotated[
