@@ -16,6 +16,17 @@ from deniable.cli._files import progress_bar
 from deniable.cli._options import OptionGroup, text_option
 from deniable.designs import Design, Tally, TwoGroupDesign
 
+__all__ = [
+    "NO_TALLY",
+    "TALLY",
+    "TallyOptions",
+    "gather_tally",
+    "gather_two_group_tally",
+    "needs_counts",
+    "parse_whole_numbers",
+    "read_reports",
+]
+
 
 @dataclass(frozen=True)
 class TallyOptions:

@@ -31,7 +31,16 @@ from deniable.designs import Design
 from deniable.estimation import power, sample_size
 from deniable.exceptions import DeniableError
 
-__all__ = ["cli", "epsilon_designs"]
+__all__ = [
+    "DEFAULT_TEST",
+    "HYPOTHESES",
+    "NO_HYPOTHESES",
+    "TEST",
+    "Hypotheses",
+    "TestSetup",
+    "cli",
+    "epsilon_designs",
+]
 
 cli = typer.Typer()
 
