@@ -24,6 +24,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 __all__ = [
+    "NO_OPTIONS",
     "DesignArg",
     "DesignOpt",
     "ForceOpt",
@@ -34,6 +35,7 @@ __all__ = [
     "SeedOpt",
     "fresh_seed",
     "mechanism_option",
+    "passed_on",
     "text_option",
 ]
 
@@ -156,3 +158,19 @@ class OptionGroup:
             return command  # type: ignore[return-value]
 
         return decorate
+
+
+def _as_given(**values: Any) -> dict[str, Any]:
+    return {name.replace("_", "-"): x for name, x in values.items()}
+
+
+def passed_on(**options: Any) -> OptionGroup:
+    """A group of options (each parameter's name to its annotated type; ``None`` when not
+    given) that the command passes on as given: its value maps each option's name as typed
+    without ``--`` (parameter ``max_bytes``: ``max-bytes``) to the value given."""
+    return OptionGroup(_as_given, {name: (kind, None) for name, kind in options.items()})
+
+
+#: The default of a command's parameter that a :func:`passed_on` group takes the place of
+#: (never read: the command receives the options given).
+NO_OPTIONS: dict[str, Any] = {}
