@@ -8,14 +8,16 @@ import json
 import math
 import subprocess
 import sys
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from _cli import ENV_80
 from deniable.cli import app
 from deniable.cli._main import COMMANDS, load_command
+from deniable.cli._options import NO_OPTIONS, passed_on
 
 #: What `deniable --help` must not import: the library below the command line, and the
 #: heavy dependencies.
@@ -179,3 +181,33 @@ def test_a_tiny_epsilon_is_never_printed_as_zero(runner: CliRunner) -> None:
                                           "--method", "basic", "--json"]).stdout)  # fmt: skip
     assert data["epsilon"]["basic"] == "inf" and data["epsilons"] == ["inf"]
     assert not math.isnan(data["delta"])
+
+
+def test_option_groups_stack_in_place_and_pass_their_options_on_as_typed() -> None:
+    # two groups of deniable.cli._options.passed_on on one command: each group's options
+    # stand where its parameter stands (in --help's order), and the command receives each
+    # group as {flag without --: value}, None for an option not given
+    first = passed_on(max_bytes=Annotated[int | None, typer.Option("--max-bytes")],
+                      m=Annotated[int | None, typer.Option("--m")])  # fmt: skip
+    second = passed_on(level_oracle=Annotated[str | None, typer.Option("--level-oracle")])
+    got: list[Any] = []
+    toy = typer.Typer(add_completion=False)
+
+    @toy.command()
+    @first.expand("a")
+    @second.expand("b")
+    def run(
+        before: Annotated[int, typer.Option("--before")] = 0,
+        a: dict[str, Any] = NO_OPTIONS,
+        between: Annotated[int, typer.Option("--between")] = 0,
+        b: dict[str, Any] = NO_OPTIONS,
+    ) -> None:
+        got.append((before, a, between, b))
+
+    command = typer.main.get_command(toy)
+    assert [p.opts[0] for p in command.params] == [
+        "--before", "--max-bytes", "--m", "--between", "--level-oracle",
+    ]  # fmt: skip
+    res = CliRunner().invoke(toy, ["--m", "8", "--between", "2", "--level-oracle", "olh"])
+    assert res.exit_code == 0, res.output
+    assert got == [(0, {"max-bytes": None, "m": 8}, 2, {"level-oracle": "olh"})]

@@ -195,3 +195,64 @@ def test_a_batch_holds_at_most_batch_bytes_of_reports(
     assert tally == oue.tally(
         oue.randomize(np.zeros(300, dtype=np.int64), rng=np.random.default_rng(0))
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--bins", "8", "--lower", "0"],
+         "`--lower`, `--bins` apply to `--mechanism` hierarchical-histogram, haar-hrr, "
+         "square-wave only, got 'olh'."),
+        (["--gram", "2"],
+         "`--gram` apply to `--mechanism sfp` and `rappor-ngram` only, got 'olh'."),
+        (["--step-bits", "4", "--max-bytes", "8"],
+         "`--max-bytes`, `--step-bits` apply to `--mechanism pem` and `treehist` only, got 'olh'."),
+        (["--salt", "3"], "`--salt` apply to `--mechanism cms` and `hcms` only, got 'olh'."),
+    ],
+)  # fmt: skip
+def test_another_mechanisms_options_are_refused_by_name(
+    runner: CliRunner, tmp_path: Path, options: list[str], message: str
+) -> None:
+    # the whole line: every option given named in the order the command lists them, and to
+    # which mechanisms they apply
+    out = tmp_path / "x.dnrp"
+    res = run(runner, "telemetry", "simulate", "--mechanism", "olh", "--devices", "10",
+              "--k", "4", "--epsilon", "1", "--out", out, *options)  # fmt: skip
+    assert one_error(res) == f"error: {message}"
+    assert not out.exists()
+
+
+_HOLDS = {
+    "pem": ("heavy-hitter reports (PEM/TreeHist), found without a dictionary; their options "
+            "are --top-k, --alpha and --level."),
+    "hierarchical-histogram": ("the reports of a mechanism of ordered values (its estimate "
+                               "takes --range, --quantile and --level)."),
+    "sfp": ("sfp reports, strings found without a dictionary; their options are --alpha, "
+            "--level."),
+    "rappor-ngram": ("rappor-ngram reports, strings found without a dictionary; their options "
+                     "are --alpha, --level and --edge-threshold."),
+}  # fmt: skip
+_SIMULATE = {
+    "pem": ["--epsilon", "4", "--max-bytes", "4"],
+    "hierarchical-histogram": ["--devices", "50", "--epsilon", "1", "--domain", "16"],
+    "sfp": ["--epsilon", "6", "--alphabet", "ab", "--max-length", "4"],
+    "rappor-ngram": ["--alphabet", "ab", "--max-length", "4", "--cohorts", "4"],
+}
+
+
+@pytest.mark.parametrize("mechanism", sorted(_HOLDS))
+def test_aggregate_refuses_options_the_reports_do_not_take(
+    runner: CliRunner, tmp_path: Path, mechanism: str
+) -> None:
+    # the whole line: the options given that these reports do not take, what they hold
+    out = tmp_path / "x.dnrp"
+    values = tmp_path / "values.txt"
+    values.write_text("abba\nba\nab\n" * 10)
+    strings = [] if mechanism == "hierarchical-histogram" else ["--values", values]
+    res = run(runner, "telemetry", "simulate", "--mechanism", mechanism, "--out", out,
+              "--seed", "1", *_SIMULATE[mechanism], *strings)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = run(runner, "telemetry", "aggregate", out, "--candidates", values, "--rows", "3")
+    assert one_error(res) == f"error: `--candidates`, `--rows` do not apply to {str(out)!r}: " + (
+        f"it holds {_HOLDS[mechanism]}"
+    )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Annotated, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -57,6 +57,12 @@ SurveyOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def question_option(metavar: str, help: str) -> Any:
+    """The ``--question``/``-q`` option (repeatable: a column, its design and parameters, as
+    :func:`parse_question` reads them) of `deniable report` and `deniable crosstab`."""
+    return typer.Option("--question", "-q", metavar=metavar, help=help)
 
 
 def read_survey(path: str) -> Survey:
@@ -229,12 +235,10 @@ def report_command(
     file: FileArg,
     question: Annotated[
         list[str] | None,
-        typer.Option(
-            "--question",
-            "-q",
-            metavar="COL=DESIGN:NAME=VALUE,...[@GROUP]",
-            help="A question and its design, repeatable (e.g. -q drugs=warner:p=0.75); a "
-            "two-group design adds @GROUP_COLUMN (e.g. -q q=sld:p1=2/12,p2=10/12@version).",
+        question_option(
+            "COL=DESIGN:NAME=VALUE,...[@GROUP]",
+            "A question and its design, repeatable (e.g. -q drugs=warner:p=0.75); a two-group "
+            "design adds @GROUP_COLUMN (e.g. -q q=sld:p1=2/12,p2=10/12@version).",
         ),
     ] = None,
     survey: SurveyOpt = None,
@@ -308,4 +312,11 @@ def report_command(
         console().print(f"wrote {html}", markup=False, highlight=False)
 
 
-__all__ = ["Question", "check_question", "cli", "parse_question", "read_survey"]
+__all__ = [
+    "Question",
+    "check_question",
+    "cli",
+    "parse_question",
+    "question_option",
+    "read_survey",
+]

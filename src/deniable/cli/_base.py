@@ -11,7 +11,7 @@ import codecs
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -35,6 +35,8 @@ __all__ = [
     "parse_number",
     "parse_numbers",
     "parse_params",
+    "refuse_for_reports",
+    "refuse_options",
 ]
 
 #: Exit status for every kind of bad input (the parser's own usage errors use it too).
@@ -239,6 +241,24 @@ def guard_io(what: str) -> Iterator[None]:
 
 
 # --------------------------------------------------------------------------- parsing
+
+
+def refuse_options(given: Mapping[str, Any], only: str, mechanism: str) -> None:
+    """Refuse the options of ``given`` (name without ``--`` to value, ``None`` when not
+    given) that were given for ``mechanism``: they apply to ``only`` (e.g.
+    ``"`--mechanism cms` and `hcms`"``) only."""
+    named = [f"`--{name}`" for name, x in given.items() if x is not None]
+    if named:
+        fail(f"{', '.join(named)} apply to {only} only, got {mechanism!r}.")
+
+
+def refuse_for_reports(label: str, refused: Mapping[str, bool], holds: str) -> None:
+    """Refuse the options of ``refused`` (each named as the user typed it, to whether it was
+    given) for the reports of ``label``, which hold ``holds`` (what they are, and which
+    options they take)."""
+    named = [name for name, given in refused.items() if given]
+    if named:
+        fail(f"{', '.join(named)} do not apply to {label!r}: it holds {holds}")
 
 
 def parse_params(items: Sequence[str] | None) -> dict[str, str]:

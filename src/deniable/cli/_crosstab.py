@@ -23,6 +23,7 @@ from deniable.cli._analyze import (
     SurveyOpt,
     check_question,
     parse_question,
+    question_option,
     read_survey,
 )
 from deniable.cli._base import fail
@@ -116,11 +117,9 @@ def crosstab_command(
     file: FileArg,
     question: Annotated[
         list[str] | None,
-        typer.Option(
-            "--question",
-            "-q",
-            metavar="COL=DESIGN:NAME=VALUE,...",
-            help="An item and its design, given twice (e.g. -q drugs=warner:p=0.75).",
+        question_option(
+            "COL=DESIGN:NAME=VALUE,...",
+            "An item and its design, given twice (e.g. -q drugs=warner:p=0.75).",
         ),
     ] = None,
     survey: SurveyOpt = None,

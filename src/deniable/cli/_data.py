@@ -6,11 +6,57 @@ One-group designs take ``--yes Y --n N``; two-group designs take ``--yes Y1,Y2 -
 
 from __future__ import annotations
 
-from typing import cast
+from dataclasses import dataclass
+from typing import Annotated, cast
+
+import typer
 
 from deniable.cli._base import fail, parse_counts
 from deniable.cli._files import progress_bar
+from deniable.cli._options import OptionGroup, text_option
 from deniable.designs import Design, Tally, TwoGroupDesign
+
+__all__ = [
+    "NO_TALLY",
+    "TALLY",
+    "TallyOptions",
+    "gather_tally",
+    "gather_two_group_tally",
+    "needs_counts",
+    "parse_whole_numbers",
+    "read_reports",
+]
+
+
+@dataclass(frozen=True)
+class TallyOptions:
+    """Where the reports come from, as given on the command line (text, read by
+    :func:`gather_tally` and :func:`gather_two_group_tally`): ``--yes`` and ``--n``, a
+    ``--reports`` file (and its ``--column``), or ``--counts``."""
+
+    yes: str | None = None
+    n: str | None = None
+    reports: str | None = None
+    column: str | None = None
+    counts: str | None = None
+
+
+#: The options of :class:`TallyOptions` (`deniable estimate`); none given: ``NO_TALLY``.
+TALLY = OptionGroup(TallyOptions, {
+    "yes": text_option(
+        "--yes", "Number of yes reports (Y1,Y2: one per group).", metavar="Y[,Y2]"),
+    "n": (Annotated[str | None, typer.Option(
+        "--n", "-n", metavar="N[,N2]", help="Number of reports (N1,N2: one per group).")], None),
+    "reports": text_option(
+        "--reports",
+        "File of reports: one per line, no header (or a CSV with a header: --column).",
+        metavar="FILE"),
+    "column": text_option("--column", "--reports: the file has a header; read this column."),
+    "counts": text_option(
+        "--counts", "Count of each report value (kuk with draws > 1, categorical; or no,yes; "
+        "two-group designs: no1,yes1,no2,yes2).", metavar="C0,C1,..."),
+})  # fmt: skip
+NO_TALLY = TallyOptions()
 
 
 def needs_counts(design: Design) -> bool:
@@ -56,24 +102,19 @@ def _single(option: str, text: str, design: Design) -> int:
     return values[0]
 
 
-def gather_two_group_tally(
-    design: Design,
-    *,
-    yes: str | None,
-    n: str | None,
-    reports: str | None,
-    column: str | None,
-    counts: str | None,
-) -> Tally:
+def gather_two_group_tally(design: Design, given: TallyOptions) -> Tally:
     """The tally of a two-group design from ``--yes Y1,Y2 --n N1,N2`` or ``--counts``."""
+    yes, n, reports, column, counts = (
+        given.yes, given.n, given.reports, given.column, given.counts
+    )  # fmt: skip
     need = f"design {design.name!r} needs two groups"
     how = "--yes Y1,Y2 --n N1,N2 or --counts no1,yes1,no2,yes2"
     if reports is not None or column is not None:
         fail(f"{need}: give {how} (a --reports file carries no group).")
-    given = [flag for flag, present in (("--yes/--n", yes is not None or n is not None),
+    flags = [flag for flag, present in (("--yes/--n", yes is not None or n is not None),
                                         ("--counts", counts is not None)) if present]  # fmt: skip
-    if len(given) != 1:
-        got = "none" if not given else " and ".join(given)
+    if len(flags) != 1:
+        got = "none" if not flags else " and ".join(flags)
         fail(f"give exactly one of {how}; got {got}.")
     if counts is not None:
         values = parse_counts(counts)
@@ -90,19 +131,14 @@ def gather_two_group_tally(
 
 
 def gather_tally(
-    design: Design,
-    *,
-    yes: str | None,
-    n: str | None,
-    reports: str | None,
-    column: str | None,
-    counts: str | None,
-    missing: str = "drop",
-    show: bool = False,
+    design: Design, given: TallyOptions, *, missing: str = "drop", show: bool = False
 ) -> tuple[Tally, int | None]:
     """The tally from exactly one of ``--yes/--n``, ``--reports`` and ``--counts``, and the
     number of missing reports left out (``None`` unless from ``--reports``)."""
-    given = [
+    yes, n, reports, column, counts = (
+        given.yes, given.n, given.reports, given.column, given.counts
+    )  # fmt: skip
+    flags = [
         flag
         for flag, present in (
             ("--yes/--n", yes is not None or n is not None),
@@ -113,8 +149,8 @@ def gather_tally(
     ]
     m = design.n_reports
     shape = f"c0,...,c{m - 1}" if m > 2 else "c0,c1"
-    if len(given) != 1:
-        got = "none" if not given else " and ".join(given)
+    if len(flags) != 1:
+        got = "none" if not flags else " and ".join(flags)
         how = (
             f"--counts {shape} or --reports FILE"
             if needs_counts(design)

@@ -8,7 +8,13 @@ from typing import Annotated
 import typer
 
 from deniable.cli._base import build_design, fail
-from deniable.cli._data import gather_tally, gather_two_group_tally
+from deniable.cli._data import (
+    NO_TALLY,
+    TALLY,
+    TallyOptions,
+    gather_tally,
+    gather_two_group_tally,
+)
 from deniable.cli._options import DesignArg, JsonOpt, LevelOpt, ParamOpt
 from deniable.cli._render import show
 from deniable.common import validation as v
@@ -58,42 +64,11 @@ def run_estimate(design: Design, tally: Tally, method: str | None, se: str | Non
 
 
 @cli.command("estimate")
+@TALLY.expand("given")
 def estimate_command(
     design: DesignArg,
     param: ParamOpt = None,
-    yes: Annotated[
-        str | None,
-        typer.Option(
-            "--yes", metavar="Y[,Y2]", help="Number of yes reports (Y1,Y2: one per group)."
-        ),
-    ] = None,
-    n: Annotated[
-        str | None,
-        typer.Option(
-            "--n", "-n", metavar="N[,N2]", help="Number of reports (N1,N2: one per group)."
-        ),
-    ] = None,
-    reports: Annotated[
-        str | None,
-        typer.Option(
-            "--reports",
-            metavar="FILE",
-            help="File of reports: one per line, no header (or a CSV with a header: --column).",
-        ),
-    ] = None,
-    column: Annotated[
-        str | None,
-        typer.Option("--column", help="--reports: the file has a header; read this column."),
-    ] = None,
-    counts: Annotated[
-        str | None,
-        typer.Option(
-            "--counts",
-            metavar="C0,C1,...",
-            help="Count of each report value (kuk with draws > 1, categorical; or no,yes; "
-            "two-group designs: no1,yes1,no2,yes2).",
-        ),
-    ] = None,
+    given: TallyOptions = NO_TALLY,
     method: Annotated[
         str | None, typer.Option("--method", help="kuk only: moment (default) or mle.")
     ] = None,
@@ -120,12 +95,10 @@ def estimate_command(
         if method is not None or se is not None:
             which = "--method" if method is not None else "--se"
             fail(f"`{which}` applies to the kuk design only, got {method or se!r}.")
-        tally = gather_two_group_tally(d, yes=yes, n=n, reports=reports, column=column,
-                                       counts=counts)  # fmt: skip
+        tally = gather_two_group_tally(d, given)
         show(DesignEstimate(d, tally, d.estimate(tally), level), as_json)
         return
     v.choice("--missing", missing, ("drop", "error"))
     check_se(d, method, se)
-    tally, dropped = gather_tally(d, yes=yes, n=n, reports=reports, column=column,
-                                  counts=counts, missing=missing, show=not as_json)  # fmt: skip
+    tally, dropped = gather_tally(d, given, missing=missing, show=not as_json)
     show(DesignEstimate(d, tally, run_estimate(d, tally, method, se), level, dropped), as_json)

@@ -24,6 +24,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 __all__ = [
+    "NO_OPTIONS",
     "DesignArg",
     "DesignOpt",
     "ForceOpt",
@@ -33,6 +34,8 @@ __all__ = [
     "ParamOpt",
     "SeedOpt",
     "fresh_seed",
+    "mechanism_option",
+    "passed_on",
     "text_option",
 ]
 
@@ -89,6 +92,13 @@ SeedOpt = Annotated[
 def fresh_seed() -> int:
     """A new seed for a run without ``--seed`` (printed, so the run can be repeated)."""
     return secrets.randbelow(2**32)
+
+
+def mechanism_option(flag: str, help: str, **more: Any) -> Any:
+    """The ``typer.Option`` of an option that only some telemetry mechanisms take: not given
+    (``None``) by default, and the default the mechanism uses said in ``help`` (typer's own
+    default column, ``None``, is not shown)."""
+    return typer.Option(flag, help=help, show_default=False, **more)
 
 
 def text_option(flag: str, help: str, **more: Any) -> tuple[Any, None]:
@@ -148,3 +158,19 @@ class OptionGroup:
             return command  # type: ignore[return-value]
 
         return decorate
+
+
+def _as_given(**values: Any) -> dict[str, Any]:
+    return {name.replace("_", "-"): x for name, x in values.items()}
+
+
+def passed_on(**options: Any) -> OptionGroup:
+    """A group of options (each parameter's name to its annotated type; ``None`` when not
+    given) that the command passes on as given: its value maps each option's name as typed
+    without ``--`` (parameter ``max_bytes``: ``max-bytes``) to the value given."""
+    return OptionGroup(_as_given, {name: (kind, None) for name, kind in options.items()})
+
+
+#: The default of a command's parameter that a :func:`passed_on` group takes the place of
+#: (never read: the command receives the options given).
+NO_OPTIONS: dict[str, Any] = {}

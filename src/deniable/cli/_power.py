@@ -4,6 +4,7 @@ minimal sample size reaching a target power (see docs/power.md)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,81 +18,95 @@ from deniable.cli._base import (
     parse_params,
 )
 from deniable.cli._files import Output, claim_output
-from deniable.cli._options import DesignArg, ForceOpt, JsonOpt, ParamOpt
+from deniable.cli._options import (
+    DesignArg,
+    ForceOpt,
+    JsonOpt,
+    OptionGroup,
+    ParamOpt,
+    text_option,
+)
 from deniable.cli._render import console, emit_json, show
 from deniable.designs import Design
 from deniable.estimation import power, sample_size
 from deniable.exceptions import DeniableError
 
-__all__ = ["cli", "epsilon_designs"]
+__all__ = [
+    "DEFAULT_TEST",
+    "HYPOTHESES",
+    "NO_HYPOTHESES",
+    "TEST",
+    "Hypotheses",
+    "TestSetup",
+    "cli",
+    "epsilon_designs",
+]
 
 cli = typer.Typer()
 
-PrevalenceOpt = Annotated[
-    str | None,
-    typer.Option("--prevalence", help="True prevalence (of the treatment group for two samples)."),
-]
-NullOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--null",
-        help="Prevalence under H0 (one-sample test; e.g. 0); with --control, the treatment "
-        "group's stated null prevalence.",
-    ),
-]
-ControlOpt = Annotated[
-    str | None,
-    typer.Option("--control", help="Control group's true prevalence (two-sample test)."),
-]
-NullControlOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--null-control",
-        help="With --control: the control group's stated null prevalence (as R's rr; "
-        "without it and --null, H0 is equal prevalences with a pooled SE).",
-    ),
-]
-AlternativeOpt = Annotated[
-    str,
-    typer.Option("--alternative", help="H1: two-sided, greater or less (than null/control)."),
-]
-AlphaOpt = Annotated[str, typer.Option("--alpha", help="Significance level, in (0, 1).")]
-ExactOpt = Annotated[
-    bool,
-    typer.Option("--exact", help="Exact binomial test of the yes count (one sample)."),
-]
-CategoryOpt = Annotated[
-    int | None,
-    typer.Option("--category", help="categorical only: the category whose share is tested."),
-]
-ShareOpt = Annotated[
-    str | None,
-    typer.Option("--share", help="Two-group designs: share assigned to group 1 (default 1/2)."),
-]
-NuisanceOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--nuisance",
-        metavar="NAME=VALUE",
-        help="Two-group designs: true value of a nuisance parameter, repeatable.",
-    ),
-]
+
+@dataclass(frozen=True)
+class Hypotheses:
+    """The prevalences of a test as given on the command line (text, parsed by
+    :func:`_test_options`): the true one, H0's, and a control group's."""
+
+    prevalence: str | None = None
+    null: str | None = None
+    control: str | None = None
+    null_control: str | None = None
 
 
-def _test_options(
-    design: Design,
-    prevalence: str | None,
-    null: str | None,
-    control: str | None,
-    null_control: str | None,
-    alternative: str,
-    alpha: str,
-    exact: bool,
-    category: int | None,
-    share: str | None,
-    nuisance: list[str] | None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TestSetup:
+    """How the test decides, as given on the command line (parsed by :func:`_test_options`)."""
+
+    alternative: str = "two-sided"
+    alpha: str = "0.05"
+    exact: bool = False
+    category: int | None = None
+    share: str | None = None
+    nuisance: list[str] | None = None
+
+
+#: The options of :class:`Hypotheses` and :class:`TestSetup`, which `deniable power` and
+#: `deniable sample-size` both take (each command lists its own options between them).
+HYPOTHESES = OptionGroup(Hypotheses, {
+    "prevalence": text_option(
+        "--prevalence", "True prevalence (of the treatment group for two samples)."),
+    "null": text_option(
+        "--null", "Prevalence under H0 (one-sample test; e.g. 0); with --control, the "
+        "treatment group's stated null prevalence."),
+    "control": text_option("--control", "Control group's true prevalence (two-sample test)."),
+    "null_control": text_option(
+        "--null-control", "With --control: the control group's stated null prevalence (as R's "
+        "rr; without it and --null, H0 is equal prevalences with a pooled SE)."),
+})  # fmt: skip
+TEST = OptionGroup(TestSetup, {
+    "alternative": (Annotated[str, typer.Option(
+        "--alternative", help="H1: two-sided, greater or less (than null/control).")],
+        "two-sided"),
+    "alpha": (Annotated[str, typer.Option(
+        "--alpha", help="Significance level, in (0, 1).")], "0.05"),
+    "exact": (Annotated[bool, typer.Option(
+        "--exact", help="Exact binomial test of the yes count (one sample).")], False),
+    "category": (Annotated[int | None, typer.Option(
+        "--category", help="categorical only: the category whose share is tested.")], None),
+    "share": text_option(
+        "--share", "Two-group designs: share assigned to group 1 (default 1/2)."),
+    "nuisance": (Annotated[list[str] | None, typer.Option(
+        "--nuisance", metavar="NAME=VALUE",
+        help="Two-group designs: true value of a nuisance parameter, repeatable.")], None),
+})  # fmt: skip
+#: No option of either group given (the defaults of the commands' parameters).
+NO_HYPOTHESES = Hypotheses()
+DEFAULT_TEST = TestSetup()
+
+
+def _test_options(design: Design, hyp: Hypotheses, test: TestSetup) -> dict[str, Any]:
     """Keyword arguments shared by `power` and `sample_size`, parsed from the options."""
+    prevalence, null, control, null_control = (
+        hyp.prevalence, hyp.null, hyp.control, hyp.null_control
+    )  # fmt: skip
     if prevalence is None:
         fail("`--prevalence` (the true prevalence) is required.")
     if null is None and control is None:
@@ -108,14 +123,16 @@ def _test_options(
         "null_control": None
         if null_control is None
         else parse_number("--null-control", null_control),
-        "alternative": alternative,
-        "alpha": parse_number("--alpha", alpha),
-        "method": "exact" if exact else "normal",
-        "category": category,
-        "share": None if share is None else parse_number("--share", share),
+        "alternative": test.alternative,
+        "alpha": parse_number("--alpha", test.alpha),
+        "method": "exact" if test.exact else "normal",
+        "category": test.category,
+        "share": None if test.share is None else parse_number("--share", test.share),
         "nuisance": None
-        if not nuisance
-        else {k: parse_number(f"--nuisance {k}", x) for k, x in parse_params(nuisance).items()},
+        if not test.nuisance
+        else {
+            k: parse_number(f"--nuisance {k}", x) for k, x in parse_params(test.nuisance).items()
+        },
     }
 
 
@@ -159,25 +176,19 @@ def _plot(
 
 
 @cli.command("power")
+@HYPOTHESES.expand("hypotheses")
+@TEST.expand("test")
 def power_command(
     design: DesignArg,
     param: ParamOpt = None,
     n: Annotated[
         int | None, typer.Option("--n", "-n", help="Sample size (treatment group).")
     ] = None,
-    prevalence: PrevalenceOpt = None,
-    null: NullOpt = None,
-    control: ControlOpt = None,
-    null_control: NullControlOpt = None,
+    hypotheses: Hypotheses = NO_HYPOTHESES,
     n_control: Annotated[
         int | None, typer.Option("--n-control", help="Control group size (default: --n).")
     ] = None,
-    alternative: AlternativeOpt = "two-sided",
-    alpha: AlphaOpt = "0.05",
-    exact: ExactOpt = False,
-    category: CategoryOpt = None,
-    share: ShareOpt = None,
-    nuisance: NuisanceOpt = None,
+    test: TestSetup = DEFAULT_TEST,
     plot: Annotated[
         str | None,
         typer.Option(
@@ -210,10 +221,7 @@ def power_command(
     from deniable.plotting import PLOT_FORMATS
 
     out = claim_output("--plot", plot, force=force, formats=[f[1:] for f in PLOT_FORMATS])
-    opts = _test_options(
-        d, prevalence, null, control, null_control, alternative, alpha, exact, category, share,
-        nuisance,
-    )  # fmt: skip
+    opts = _test_options(d, hypotheses, test)
     result = power(d, n, n_control=n_control, **opts)
     written = None
     if out is not None:
@@ -232,25 +240,19 @@ def power_command(
 
 
 @cli.command("sample-size")
+@HYPOTHESES.expand("hypotheses")
+@TEST.expand("test")
 def sample_size_command(
     design: DesignArg,
     param: ParamOpt = None,
     target: Annotated[
         str | None, typer.Option("--power", help="Target power, in (0, 1) (e.g. 0.8).")
     ] = None,
-    prevalence: PrevalenceOpt = None,
-    null: NullOpt = None,
-    control: ControlOpt = None,
-    null_control: NullControlOpt = None,
+    hypotheses: Hypotheses = NO_HYPOTHESES,
     ratio: Annotated[
         str, typer.Option("--ratio", help="Two samples: controls per treated respondent.")
     ] = "1",
-    alternative: AlternativeOpt = "two-sided",
-    alpha: AlphaOpt = "0.05",
-    exact: ExactOpt = False,
-    category: CategoryOpt = None,
-    share: ShareOpt = None,
-    nuisance: NuisanceOpt = None,
+    test: TestSetup = DEFAULT_TEST,
     max_n: Annotated[int, typer.Option("--max-n", help="Give up beyond this n (scans only).")] = 10
     ** 7,
     as_json: JsonOpt = False,
@@ -259,11 +261,8 @@ def sample_size_command(
     d = build_design(design, param)
     if target is None:
         fail("`--power` (the target power, e.g. 0.8) is required.")
-    opts = _test_options(
-        d, prevalence, null, control, null_control, alternative, alpha, exact, category, share,
-        nuisance,
-    )  # fmt: skip
-    if control is None and ratio != "1":
+    opts = _test_options(d, hypotheses, test)
+    if hypotheses.control is None and ratio != "1":
         fail(f"`--ratio` applies to a two-sample test (give --control), got {ratio!r}.")
     result = sample_size(
         d,

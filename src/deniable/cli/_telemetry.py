@@ -11,13 +11,21 @@ tables on a Dask cluster and prints every frequency with its SE (for a sampled p
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from deniable.cli._base import fail
 from deniable.cli._files import claim_output
-from deniable.cli._options import ForceOpt, JsonOpt, SeedOpt, fresh_seed
+from deniable.cli._options import (
+    NO_OPTIONS,
+    ForceOpt,
+    JsonOpt,
+    SeedOpt,
+    fresh_seed,
+    mechanism_option,
+    passed_on,
+)
 from deniable.cli._render import show
 from deniable.cli._telemetry_aggregate import MAX_ROWS, aggregate_command
 from deniable.cli._telemetry_discovery import (
@@ -75,7 +83,18 @@ from deniable.cli._telemetry_sketch import (
 )
 from deniable.cli._telemetry_write import Simulation
 
-__all__ = ["FORMATS", "MAX_ROWS", "MECHANISMS", "cli", "telemetry_app"]
+__all__ = [
+    "DISCOVERY_PARAMS",
+    "FORMATS",
+    "HEAVY_PARAMS",
+    "MAX_ROWS",
+    "MECHANISMS",
+    "ORDERED_PARAMS",
+    "RAPPOR_PARAMS",
+    "SKETCH_SHAPE",
+    "cli",
+    "telemetry_app",
+]
 
 #: The mechanisms ``simulate`` takes, by their ``--mechanism`` name: the library's registry
 #: (``deniable.oracles.FREQUENCY_ORACLES``, written out here so that ``--help`` imports none
@@ -104,6 +123,18 @@ telemetry_app = typer.Typer(
 KOpt = Annotated[int, typer.Option("--k", min=2, help="Number of values (categories), >= 2.")]
 EpsOpt = Annotated[float, typer.Option("--epsilon", help="The epsilon of one report, > 0.")]
 
+#: The options of each family of mechanisms, which simulate passes on as given (option
+#: name to value): RAPPOR's, the count mean sketches', PEM's and TreeHist's, those of the
+#: mechanisms of ordered values, SFP's and RAPPOR n-grams'.
+RAPPOR_PARAMS = passed_on(m=MOpt, h=HOpt, cohorts=CohortsOpt, f=FOpt, p=POpt, q=QOpt)
+SKETCH_SHAPE = passed_on(sketch_rows=SketchRowsOpt, sketch_columns=SketchColumnsOpt, salt=SaltOpt)
+HEAVY_PARAMS = passed_on(max_bytes=MaxBytesOpt, start_bits=StartBitsOpt, step_bits=StepBitsOpt)
+ORDERED_PARAMS = passed_on(domain=DomainOpt, branching=BranchingOpt, level_oracle=LevelOracleOpt,
+                           lower=LowerOpt, upper=UpperOpt, bins=BinsOpt)  # fmt: skip
+DISCOVERY_PARAMS = passed_on(alphabet=AlphabetOpt, max_length=MaxLengthOpt,
+                             puzzle_bits=PuzzleBitsOpt, fragment_share=FragmentShareOpt,
+                             sketch=SketchKindOpt, gram=GramOpt, pairs=PairsOpt)  # fmt: skip
+
 
 @telemetry_app.command("choose")
 def choose_command(
@@ -121,6 +152,11 @@ def choose_command(
 
 
 @telemetry_app.command("simulate")
+@RAPPOR_PARAMS.expand("rappor_params")
+@SKETCH_SHAPE.expand("shape")
+@HEAVY_PARAMS.expand("heavy")
+@ORDERED_PARAMS.expand("ordered")
+@DISCOVERY_PARAMS.expand("found")
 def simulate_command(
     out: Annotated[
         str,
@@ -142,20 +178,14 @@ def simulate_command(
     ] = None,
     k: Annotated[
         int | None,
-        typer.Option(
-            "--k",
-            min=2,
-            help="Number of values (categories), >= 2; not for RAPPOR.",
-            show_default=False,
-        ),
+        mechanism_option("--k", "Number of values (categories), >= 2; not for RAPPOR.", min=2),
     ] = None,
     epsilon: Annotated[
         float | None,
-        typer.Option(
+        mechanism_option(
             "--epsilon",
-            help="The epsilon of one report, > 0; not for RAPPOR (its "
-            "epsilons follow from --h, --f, --p, --q).",
-            show_default=False,
+            "The epsilon of one report, > 0; not for RAPPOR (its epsilons follow from --h, "
+            "--f, --p, --q).",
         ),
     ] = None,
     mechanism: Annotated[
@@ -169,31 +199,11 @@ def simulate_command(
     ] = "olh",
     candidates: CandidatesOpt = None,
     values: ValuesOpt = None,
-    bloom_bits: MOpt = None,
-    hashes: HOpt = None,
-    cohorts: CohortsOpt = None,
-    prr_f: FOpt = None,
-    irr_p: POpt = None,
-    irr_q: QOpt = None,
-    sketch_rows: SketchRowsOpt = None,
-    sketch_columns: SketchColumnsOpt = None,
-    salt: SaltOpt = None,
-    max_bytes: MaxBytesOpt = None,
-    start_bits: StartBitsOpt = None,
-    step_bits: StepBitsOpt = None,
-    domain: DomainOpt = None,
-    branching: BranchingOpt = None,
-    level_oracle: LevelOracleOpt = None,
-    lower: LowerOpt = None,
-    upper: UpperOpt = None,
-    bins: BinsOpt = None,
-    alphabet: AlphabetOpt = None,
-    max_length: MaxLengthOpt = None,
-    puzzle_bits: PuzzleBitsOpt = None,
-    fragment_share: FragmentShareOpt = None,
-    sketch_kind: SketchKindOpt = None,
-    gram: GramOpt = None,
-    pairs: PairsOpt = None,
+    rappor_params: dict[str, Any] = NO_OPTIONS,
+    shape: dict[str, Any] = NO_OPTIONS,
+    heavy: dict[str, Any] = NO_OPTIONS,
+    ordered: dict[str, Any] = NO_OPTIONS,
+    found: dict[str, Any] = NO_OPTIONS,
     seed: SeedOpt = None,
     file_format: Annotated[
         str | None,
@@ -231,17 +241,8 @@ def simulate_command(
             f"{', '.join(ORDERED)}, {', '.join(DISCOVERY)}, {', '.join(SKETCHES)}, "
             f"{', '.join(HEAVY)}, {RAPPOR}, got {mechanism!r}."
         )
-    heavy = {"max-bytes": max_bytes, "start-bits": start_bits, "step-bits": step_bits}
-    rappor_params = {"m": bloom_bits, "h": hashes, "cohorts": cohorts, "f": prr_f,
-                     "p": irr_p, "q": irr_q}  # fmt: skip
-    shape = {"sketch-rows": sketch_rows, "sketch-columns": sketch_columns, "salt": salt}
-    ordered = {"domain": domain, "branching": branching, "level-oracle": level_oracle,
-               "lower": lower, "upper": upper, "bins": bins}  # fmt: skip
     if mechanism not in ORDERED:  # the ranges and Square Wave check their own
         not_ordered(mechanism, ordered)
-    found = {"alphabet": alphabet, "max-length": max_length, "puzzle-bits": puzzle_bits,
-             "fragment-share": fragment_share, "sketch": sketch_kind, "gram": gram,
-             "pairs": pairs}  # fmt: skip
     if mechanism not in DISCOVERY:  # SFP and RAPPOR n-grams check their own (_discovery)
         not_discovery(mechanism, found)
     if mechanism not in HEAVY:  # PEM and TreeHist check their own (_telemetry_heavy)
@@ -267,7 +268,7 @@ def simulate_command(
     if mechanism == RAPPOR:  # strings through a Bloom filter (_telemetry_rappor)
         return simulate_rappor(run, params=rappor_params)
     if mechanism in SKETCHES:  # strings through a keyed hash into a sketch (_telemetry_sketch)
-        dims = {"k": sketch_rows, "m": sketch_columns, "salt": salt}
+        dims = {"k": shape["sketch-rows"], "m": shape["sketch-columns"], "salt": shape["salt"]}
         return simulate_sketch(run, mechanism=mechanism, epsilon=epsilon,
                                others={"k": k, **rappor_params}, shape=dims)  # fmt: skip
     if mechanism in ORDERED:  # values of an ordered domain, numbers (_telemetry_ranges)

@@ -171,6 +171,7 @@ def aggregate_command(
         fail(f"`--local-workers` must be at most {MAX_LOCAL_WORKERS}, got {local_workers}.")
     if rows is not None and rows > MAX_ROWS:
         fail(f"`--rows` must be at most {MAX_ROWS:,} (the categories shown), got {rows}.")
+    table_rows = TABLE_ROWS if rows is None else rows  # RAPPOR's, a sketch's candidates shown
     refused = {"`--candidates`": candidates is not None, "`--rows`": rows is not None,
                "`--method`": method != "nnls", "`--penalty`": penalty is not None}  # fmt: skip
     heavy_opts = {"`--top-k`": top_k is not None, "`--alpha`": alpha != 0.05}
@@ -202,14 +203,12 @@ def aggregate_command(
         not_heavy(key.partition("{")[0], {"top-k": top_k})
         if key.partition("{")[0] in SKETCHES:  # estimated for --candidates
             not_rappor_decoder(file, method, penalty, alpha)
-            return aggregate_sketch(file, key, candidates=candidates, batch=batch, rows=rows,
-                                    level=level, table_rows=TABLE_ROWS,
-                                    as_json=as_json)  # fmt: skip
+            return aggregate_sketch(file, key, candidates=candidates, batch=batch,
+                                    rows=table_rows, level=level, as_json=as_json)  # fmt: skip
         if key.startswith(RAPPOR + "{"):  # decoded against --candidates
             return aggregate_rappor(file, key, candidates=candidates, method=method,
-                                    penalty=penalty, alpha=alpha, batch=batch, rows=rows,
-                                    level=level, table_rows=TABLE_ROWS,
-                                    as_json=as_json)  # fmt: skip
+                                    penalty=penalty, alpha=alpha, batch=batch,
+                                    rows=table_rows, level=level, as_json=as_json)  # fmt: skip
         not_rappor(file, candidates, method, penalty, alpha)
         with guard_io(f"read {file!r}"):
             oracle = oracle_from_key(key)
@@ -257,15 +256,15 @@ def aggregate_command(
         if (tally.mechanism or "").partition("{")[0] in SKETCHES:  # --candidates checked above
             sketch = sketch_from_key(tally.mechanism or "")
             return show_sketch(sketch, tally, cand or sketch_candidates(sketch, candidates,
-                               tables.label), file=tables.label, rows=rows, level=level,
-                               table_rows=TABLE_ROWS, as_json=as_json)  # fmt: skip
+                               tables.label), file=tables.label, rows=table_rows, level=level,
+                               as_json=as_json)  # fmt: skip
         oracle = oracle_from_key(tally.mechanism or "")
         if isinstance(oracle, Rappor):  # decoded against --candidates (checked above)
             if cand is None:
                 cand = rappor_candidates(oracle, candidates, tables.label)
             return decode_rappor(oracle, tally, cand, file=tables.label, method=method,
-                                 penalty=penalty, alpha=alpha, rows=rows, level=level,
-                                 table_rows=TABLE_ROWS, as_json=as_json)  # fmt: skip
+                                 penalty=penalty, alpha=alpha, rows=table_rows, level=level,
+                                 as_json=as_json)  # fmt: skip
     k = int(tally.counts.size) - 1
     _check_json_rows(as_json, rows, k)
     shown = (k if as_json else min(k, TABLE_ROWS)) if rows is None else min(rows, k)

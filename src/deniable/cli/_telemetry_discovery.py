@@ -18,10 +18,9 @@ from __future__ import annotations
 import string
 from typing import Annotated, Any
 
-import typer
-
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import string_batches
 from deniable.cli._telemetry_write import Simulation
@@ -57,73 +56,64 @@ _BATCH = 1 << 16
 
 AlphabetOpt = Annotated[
     str | None,
-    typer.Option(
+    mechanism_option(
         "--alphabet",
         help="SFP/rappor-ngram only: the characters a string may hold, each once (SFP "
         "default: any byte, strings measured in UTF-8 bytes; rappor-ngram default: a-z 0-9).",
-        show_default=False,
     ),
 ]
 MaxLengthOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--max-length",
         help=f"SFP/rappor-ngram only: the longest string, 1..{_MAX_LENGTH} characters of "
         f"--alphabet (SFP without one: UTF-8 bytes; default {DEFAULT_MAX_LENGTH}).",
-        show_default=False,
     ),
 ]
 PuzzleBitsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--puzzle-bits",
         help="SFP only: bits of the puzzle piece (a hash of the whole string) sent with each "
         "fragment, 1..16 (default 8).",
-        show_default=False,
     ),
 ]
 FragmentShareOpt = Annotated[
     float | None,
-    typer.Option(
+    mechanism_option(
         "--fragment-share",
         help="SFP only: the share of --epsilon spent on the fragment sketch, in (0, 1) "
         "(default 0.5; the rest goes to the whole-string sketch).",
-        show_default=False,
     ),
 ]
 SketchKindOpt = Annotated[
     str | None,
-    typer.Option(
+    mechanism_option(
         "--sketch",
         help="SFP only: the kind of both sketches, cms or hcms (default hcms); their shape is "
         "--sketch-rows, --sketch-columns, --salt.",
-        show_default=False,
     ),
 ]
 GramOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--gram",
         help="rappor-ngram only: characters per n-gram, 1..8 (default 2); --max-length must "
         "be a multiple of it.",
-        show_default=False,
     ),
 ]
 PairsOpt = Annotated[
     int | None,
-    typer.Option(
-        "--pairs",
-        help="rappor-ngram only: position pairs each device reports (default 1).",
-        show_default=False,
+    mechanism_option(
+        "--pairs", help="rappor-ngram only: position pairs each device reports (default 1)."
     ),
 ]
 EdgeThresholdOpt = Annotated[
     float | None,
-    typer.Option(
+    mechanism_option(
         "--edge-threshold",
         help="rappor-ngram reports only: the joint frequency (EM) that links two n-grams, in "
         "(0, 1) (default 0.02).",
-        show_default=False,
     ),
 ]
 
@@ -137,12 +127,7 @@ _OWN = {
 
 def not_discovery(mechanism: str, given: dict[str, Any]) -> None:
     """Refuse these mechanisms' options (``given``: name to value) for another one."""
-    named = [f"`--{name}`" for name, x in given.items() if x is not None]
-    if named:
-        fail(
-            f"{', '.join(named)} apply to `--mechanism {SFP_NAME}` and `{NGRAM_NAME}` only, "
-            f"got {mechanism!r}."
-        )
+    refuse_options(given, f"`--mechanism {SFP_NAME}` and `{NGRAM_NAME}`", mechanism)
 
 
 def _in_range(option: str, value: Any, low: float, high: float, *, open_: bool = False) -> None:
@@ -291,13 +276,9 @@ def simulate_discovery(run: Simulation, *, mechanism: str, options: dict[str, An
 
 
 def _refuse(label: str, refused: dict[str, bool], mechanism: str) -> None:
-    named = [name for name, bad in refused.items() if bad]
-    if named:
-        fail(
-            f"{', '.join(named)} do not apply to {label!r}: it holds {mechanism} reports, "
-            "strings found without a dictionary; their options are --alpha, --level"
-            + (" and --edge-threshold." if mechanism == NGRAM_NAME else ".")
-        )
+    more = " and --edge-threshold." if mechanism == NGRAM_NAME else "."
+    refuse_for_reports(label, refused, f"{mechanism} reports, strings found without a "
+                       f"dictionary; their options are --alpha, --level{more}")  # fmt: skip
 
 
 def aggregate_discovery(

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import typer
-
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import check_lengths, string_batches
 from deniable.cli._telemetry_write import Simulation
@@ -50,46 +49,37 @@ _BATCH = 1 << 16
 
 MaxBytesOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--max-bytes",
         help=f"PEM/TreeHist only: the longest string in UTF-8 bytes, 1..{_MAX_BYTES} (default "
         f"{DEFAULT_MAX_BYTES}); longer strings are refused.",
-        show_default=False,
     ),
 ]
 StartBitsOpt = Annotated[
     int | None,
-    typer.Option(
-        "--start-bits",
-        help=f"PEM only: the first prefix in bits, 1..{_MAX_START} (default 8).",
-        show_default=False,
+    mechanism_option(
+        "--start-bits", help=f"PEM only: the first prefix in bits, 1..{_MAX_START} (default 8)."
     ),
 ]
 StepBitsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--step-bits",
         help=f"PEM only: the bits a round extends the prefixes by, 1..{_MAX_STEP} (default 4).",
-        show_default=False,
     ),
 ]
 TopKOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--top-k",
         help="PEM/TreeHist reports only: the most prefixes a round keeps, 1..4096 (default 16).",
-        show_default=False,
     ),
 ]
 
 
 def not_heavy(mechanism: str, given: dict[str, Any]) -> None:
     """Refuse the heavy-hitter options (``given``: name to value) for another mechanism."""
-    named = [f"`--{name}`" for name, x in given.items() if x is not None]
-    if named:
-        fail(
-            f"{', '.join(named)} apply to `--mechanism pem` and `treehist` only, got {mechanism!r}."
-        )
+    refuse_options(given, "`--mechanism pem` and `treehist`", mechanism)
 
 
 def _protocol(mechanism: str, epsilon: float | None, params: dict[str, int | None]) -> Any:
@@ -193,13 +183,8 @@ def simulate_heavy(
 
 
 def _refuse(label: str, refused: dict[str, bool]) -> None:
-    named = [name for name, bad in refused.items() if bad]
-    if named:
-        fail(
-            f"{', '.join(named)} do not apply to {label!r}: it holds heavy-hitter reports "
-            "(PEM/TreeHist), found without a dictionary; their options are --top-k, --alpha "
-            "and --level."
-        )
+    refuse_for_reports(label, refused, "heavy-hitter reports (PEM/TreeHist), found without a "
+                       "dictionary; their options are --top-k, --alpha and --level.")  # fmt: skip
 
 
 def aggregate_heavy(

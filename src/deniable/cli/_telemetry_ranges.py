@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import typer
-
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_range_answers import (
     WAVE,
@@ -60,78 +59,63 @@ _BATCH_BYTES = 1 << 25
 
 DomainOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--domain",
         help="hierarchical-histogram/haar-hrr only: the values 0..D-1, D a power of "
         "--branching (of 2 for haar-hrr), at most 2**24.",
-        show_default=False,
     ),
 ]
 BranchingOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--branching",
         help="hierarchical-histogram only: the tree's branching factor B >= 2 (default 2).",
-        show_default=False,
     ),
 ]
 LevelOracleOpt = Annotated[
     str | None,
-    typer.Option(
+    mechanism_option(
         "--level-oracle",
         help="hierarchical-histogram only: the oracle of each level, grr, oue, olh or "
         "hadamard (default oue).",
-        show_default=False,
     ),
 ]
 LowerOpt = Annotated[
     float | None,
-    typer.Option(
-        "--lower", help="square-wave only: the values' lower bound (default 0).", show_default=False
-    ),
+    mechanism_option("--lower", help="square-wave only: the values' lower bound (default 0)."),
 ]
 UpperOpt = Annotated[
     float | None,
-    typer.Option(
-        "--upper", help="square-wave only: the values' upper bound (default 1).", show_default=False
-    ),
+    mechanism_option("--upper", help="square-wave only: the values' upper bound (default 1)."),
 ]
 BinsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--bins",
         help="square-wave only: bins of the estimated distribution, 2..4096 (default 256).",
-        show_default=False,
     ),
 ]
 RangeOpt = Annotated[
     list[str] | None,
-    typer.Option(
+    mechanism_option(
         "--range",
         help="hierarchical-histogram/haar-hrr reports: the share of the values in [A, B], "
         "given as A:B (repeat for more).",
-        show_default=False,
     ),
 ]
 QuantileOpt = Annotated[
     list[float] | None,
-    typer.Option(
+    mechanism_option(
         "--quantile",
         help="hierarchical-histogram/haar-hrr/square-wave reports: the Q-quantile, Q in (0, 1] "
         "(repeat for more; default the quartiles when no --range is given).",
-        show_default=False,
     ),
 ]
 
 
 def not_ordered(mechanism: str, given: dict[str, Any]) -> None:
     """Refuse the options of the mechanisms of ordered values for another mechanism."""
-    named = [f"`--{name}`" for name, x in given.items() if x is not None]
-    if named:
-        fail(
-            f"{', '.join(named)} apply to `--mechanism` {', '.join(ORDERED)} only, got "
-            f"{mechanism!r}."
-        )
+    refuse_options(given, f"`--mechanism` {', '.join(ORDERED)}", mechanism)
 
 
 def not_ordered_query(what: str, ranges: list[str] | None, quantiles: list[float] | None) -> None:
@@ -269,12 +253,8 @@ def _record_bytes(mech: Any) -> int:
 
 
 def _refuse(what: str, refused: dict[str, bool]) -> None:
-    named = [name for name, given in refused.items() if given]
-    if named:
-        fail(
-            f"{', '.join(named)} do not apply to {what!r}: it holds the reports of a mechanism "
-            "of ordered values (its estimate takes --range, --quantile and --level)."
-        )
+    refuse_for_reports(what, refused, "the reports of a mechanism of ordered values (its "
+                       "estimate takes --range, --quantile and --level).")  # fmt: skip
 
 
 def aggregate_ordered(

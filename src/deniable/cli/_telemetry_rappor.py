@@ -20,6 +20,7 @@ import typer
 
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import read_lines, string_batches
 from deniable.cli._telemetry_write import Simulation
@@ -41,67 +42,39 @@ __all__ = [
 #: oracles of values ``0..k-1``; ``docs/rappor.md``).
 RAPPOR = "rappor"
 _RAPPOR_ONLY = "RAPPOR only (default: the paper's"
+#: RAPPOR's parameters when not given: the paper's setting (Erlingsson et al. 2014).
+RAPPOR_DEFAULTS: dict[str, Any] = {"m": 128, "h": 2, "cohorts": 64, "f": 0.5, "p": 0.5, "q": 0.75}
 CandidatesOpt = Annotated[
     str | None,
-    typer.Option(
+    mechanism_option(
         "--candidates",
         help="RAPPOR: a file of candidate strings, one a line (distinct; blank lines "
         "skipped). simulate draws the devices' strings from it by Zipf's law, in its order; "
         "aggregate decodes against it (needed for RAPPOR's reports).",
-        show_default=False,
     ),
 ]
 
 ValuesOpt = Annotated[
     str | None,
-    typer.Option(
+    mechanism_option(
         "--values",
         help="RAPPOR: a file of the devices' strings, one device a line (blank lines skipped).",
-        show_default=False,
     ),
 ]
 
-MOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--m", help=f"Bloom filter bits, a multiple of 8; {_RAPPOR_ONLY} 128).", show_default=False
-    ),
-]
 
-HOpt = Annotated[
-    int | None,
-    typer.Option("--h", help=f"Hash functions per cohort; {_RAPPOR_ONLY} 2).", show_default=False),
-]
+def _param(name: str, what: str) -> Any:
+    """The ``simulate`` option of RAPPOR's parameter ``name`` (``--name``), its default the
+    paper's (:data:`RAPPOR_DEFAULTS`)."""
+    return mechanism_option(f"--{name}", help=f"{what}; {_RAPPOR_ONLY} {RAPPOR_DEFAULTS[name]}).")
 
-CohortsOpt = Annotated[
-    int | None,
-    typer.Option("--cohorts", help=f"Cohorts; {_RAPPOR_ONLY} 64).", show_default=False),
-]
 
-FOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--f",
-        help=f"The permanent response's f, in [0, 1); {_RAPPOR_ONLY} 0.5).",
-        show_default=False,
-    ),
-]
-
-POpt = Annotated[
-    float | None,
-    typer.Option(
-        "--p", help=f"The instantaneous response's p < q; {_RAPPOR_ONLY} 0.5).", show_default=False
-    ),
-]
-
-QOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--q",
-        help=f"The instantaneous response's q <= 1; {_RAPPOR_ONLY} 0.75).",
-        show_default=False,
-    ),
-]
+MOpt = Annotated[int | None, _param("m", "Bloom filter bits, a multiple of 8")]
+HOpt = Annotated[int | None, _param("h", "Hash functions per cohort")]
+CohortsOpt = Annotated[int | None, _param("cohorts", "Cohorts")]
+FOpt = Annotated[float | None, _param("f", "The permanent response's f, in [0, 1)")]
+POpt = Annotated[float | None, _param("p", "The instantaneous response's p < q")]
+QOpt = Annotated[float | None, _param("q", "The instantaneous response's q <= 1")]
 
 MethodOpt = Annotated[
     str,
@@ -112,11 +85,10 @@ MethodOpt = Annotated[
 
 PenaltyOpt = Annotated[
     float | None,
-    typer.Option(
+    mechanism_option(
         "--penalty",
         help="RAPPOR, --method lasso: the penalty in noise SDs, >= "
         "0 (default: sqrt(2 ln K) for K candidates).",
-        show_default=False,
     ),
 ]
 
@@ -128,8 +100,6 @@ AlphaOpt = Annotated[
     ),
 ]
 
-#: RAPPOR's parameters when not given: the paper's setting (Erlingsson et al. 2014).
-RAPPOR_DEFAULTS: dict[str, Any] = {"m": 128, "h": 2, "cohorts": 64, "f": 0.5, "p": 0.5, "q": 0.75}
 #: Devices randomized at once (each batch has its own memo store: a device is in one batch).
 _BATCH = 1 << 16
 #: The most cells of the decoder's design matrix, ``cohorts m K`` (float64: 256 MB).
@@ -265,12 +235,12 @@ def aggregate_rappor(
     penalty: float | None,
     alpha: float,
     batch: int,
-    rows: int | None,
+    rows: int,
     level: float,
-    table_rows: int,
     as_json: bool,
 ) -> None:
-    """Tally a RAPPOR report file and decode it against the strings of ``candidates``."""
+    """Tally a RAPPOR report file and decode it against the strings of ``candidates``
+    (the first ``rows`` shown, all with ``--json``)."""
     from deniable.oracles import rappor_from_key, tally_file
 
     rappor = rappor_from_key(key)
@@ -278,7 +248,7 @@ def aggregate_rappor(
     with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
         tally = tally_file(rappor, file, batch=batch, progress=progress)
     decode_rappor(rappor, tally, cand, file=file, method=method, penalty=penalty, alpha=alpha,
-                  rows=rows, level=level, table_rows=table_rows, as_json=as_json)  # fmt: skip
+                  rows=rows, level=level, as_json=as_json)  # fmt: skip
 
 
 def decode_rappor(
@@ -290,22 +260,17 @@ def decode_rappor(
     method: str,
     penalty: float | None,
     alpha: float,
-    rows: int | None,
+    rows: int,
     level: float,
-    table_rows: int,
     as_json: bool,
 ) -> None:
     """Decode ``rappor``'s tally (of a report file, report tables or a stream's days)
     against the strings ``cand`` and print each candidate's estimate."""
     est = rappor.decode(tally, cand, alpha=alpha, method=method, penalty=penalty)
-    _show(rappor, est, file=file, level=level, rows=rows, table_rows=table_rows,
-          as_json=as_json)  # fmt: skip
+    _show(rappor, est, file=file, level=level, rows=rows, as_json=as_json)
 
 
-def _show(
-    rappor: Any, est: Any, *, file: str, level: float, rows: int | None, table_rows: int,
-    as_json: bool,
-) -> None:  # fmt: skip
+def _show(rappor: Any, est: Any, *, file: str, level: float, rows: int, as_json: bool) -> None:
     import numpy as np
 
     low, high = est.ci(level)  # a normal (Wald) interval of the refit estimate
@@ -319,7 +284,7 @@ def _show(
         emit_json(to_jsonable({"file": file, **_epsilons(rappor), "level": level, **data}))
         return
     order = np.argsort(-est.values, kind="stable")
-    shown = order[: table_rows if rows is None else rows]
+    shown = order[:rows]
     body = []
     for i in shown.tolist():
         se = float(est.se[i])

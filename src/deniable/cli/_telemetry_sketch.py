@@ -15,10 +15,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import typer
-
-from deniable.cli._base import fail, guard_io
+from deniable.cli._base import fail, guard_io, refuse_options
 from deniable.cli._files import progress_bar
+from deniable.cli._options import mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_strings import (
     check_lengths,
@@ -53,37 +52,32 @@ _BATCH = 1 << 16
 
 SketchRowsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--sketch-rows",
         help="CMS/HCMS only: the sketch's rows k (hash functions), 1..65536 (default 64).",
-        show_default=False,
     ),
 ]
 SketchColumnsOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--sketch-columns",
         help="CMS/HCMS only: the sketch's columns m, 2..65536, a power of two for HCMS "
         "(default 1024).",
-        show_default=False,
     ),
 ]
 SaltOpt = Annotated[
     int | None,
-    typer.Option(
+    mechanism_option(
         "--salt",
         help="CMS/HCMS only: the salt of the row hashes, 0..2**32-1 (default: drawn from "
         "the seed).",
-        show_default=False,
     ),
 ]
 
 
 def not_sketch(mechanism: str, shape: dict[str, int | None]) -> None:
     """Refuse the sketches' options for another mechanism."""
-    given = [f"`--{name}`" for name, x in shape.items() if x is not None]
-    if given:
-        fail(f"{', '.join(given)} apply to `--mechanism cms` and `hcms` only, got {mechanism!r}.")
+    refuse_options(shape, "`--mechanism cms` and `hcms`", mechanism)
 
 
 def _epsilon_note(sketch: Any) -> str:
@@ -156,9 +150,8 @@ def aggregate_sketch(
     *,
     candidates: str | None,
     batch: int,
-    rows: int | None,
+    rows: int,
     level: float,
-    table_rows: int,
     as_json: bool,
 ) -> None:
     """Tally a sketch's report file and estimate the share of each string of
@@ -169,8 +162,7 @@ def aggregate_sketch(
     cand = sketch_candidates(sketch, candidates, file)
     with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
         tally = tally_file(sketch, file, batch=batch, progress=progress)
-    show_sketch(sketch, tally, cand, file=file, rows=rows, level=level, table_rows=table_rows,
-                as_json=as_json)  # fmt: skip
+    show_sketch(sketch, tally, cand, file=file, rows=rows, level=level, as_json=as_json)
 
 
 def sketch_candidates(sketch: Any, candidates: str | None, file: str) -> list[str]:
@@ -188,8 +180,8 @@ def sketch_candidates(sketch: Any, candidates: str | None, file: str) -> list[st
 
 
 def show_sketch(
-    sketch: Any, tally: Any, cand: list[str], *, file: str, rows: int | None, level: float,
-    table_rows: int, as_json: bool,
+    sketch: Any, tally: Any, cand: list[str], *, file: str, rows: int, level: float,
+    as_json: bool,
 ) -> None:  # fmt: skip
     """Estimate the share of each of ``cand`` from ``sketch``'s tally (of a report file,
     report tables) and print it (the first ``rows``, all with ``--json``)."""
@@ -200,14 +192,13 @@ def show_sketch(
         emit_json(to_jsonable(data))
         return
     table = est.table(level)
-    shown = table_rows if rows is None else rows
-    more = len(table.rows) - min(shown, len(table.rows))
+    more = len(table.rows) - min(rows, len(table.rows))
     notes = (
         *((f"... {more} more candidates (--rows, or --json for all)",) if more else ()),
         *table.notes,
         _epsilon_note(sketch),
     )
-    print_table(Table(table.columns, table.rows[:shown], title=table.title, notes=notes))
+    print_table(Table(table.columns, table.rows[:rows], title=table.title, notes=notes))
 
 
 def not_rappor_decoder(file: str, method: str, penalty: float | None, alpha: float) -> None:
