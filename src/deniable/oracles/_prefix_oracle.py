@@ -45,6 +45,15 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._bits import parity
 from deniable.oracles._hadamard import walsh_hadamard
 from deniable.oracles._linear_hashing import LinearOLH
+from deniable.oracles._prefix_extension import (
+    METHODS,
+    PACKED_BITS,
+    choose_method,
+    packed_matches,
+    packed_width,
+    solve_counts,
+    walsh_counts,
+)
 from deniable.oracles._strings import WordArray, prefix_mask
 from deniable.randomness import CHUNK, random_words, resolve_rng, words_below
 
@@ -139,15 +148,43 @@ class PrefixOLH:
         return arr
 
     def extension_counts(
-        self, reports: WordArray, prefixes: WordArray, step: int
+        self, reports: WordArray, prefixes: WordArray, step: int, *, method: str | None = None
     ) -> npt.NDArray[np.int64]:
         """:meth:`support_counts` of every prefix of ``bits - step`` bits (``(k, W)`` words)
         followed by each ``step``-bit pattern, in the order of ``extend_prefixes`` (prefix
-        ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring)."""
+        ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring).
+        ``method`` (one of ``oracles._prefix_extension.METHODS``; default the cheapest for
+        ``g`` and ``step``) changes the time, never the counts."""
+        n, k = reports.shape[0], prefixes.shape[0]
+        if method is None:
+            method = choose_method(self.base.bucket_bits, step)
+        if method not in METHODS:
+            raise ParameterError(f"`method` must be one of {METHODS}, got {method!r}.")
+        if method == "packed" and self.base.bucket_bits > PACKED_BITS:
+            raise ParameterError(
+                f"`method` 'packed' needs g <= {1 << PACKED_BITS}, got g = {self.base.g}."
+            )
+        if n == 0 or k == 0:
+            return np.zeros(k << step, dtype=np.int64)
+        if method in ("plain", "packed"):
+            packed = method == "packed"
+            return self._plain_extension_counts(reports, prefixes, step, packed=packed)
+        y = reports[:, -1]
+        targets = np.empty((k, n), dtype=np.int64)
+        for i in range(k):  # z = y xor A p of each prefix and report
+            hashed = self._hash(reports[:, :-1], np.broadcast_to(prefixes[i], (n, self.words)))
+            targets[i] = (y ^ hashed).view(np.int64)
+        count = walsh_counts if method == "walsh" else solve_counts
+        args = (self.bits - step, step, self.base.bucket_bits, self.words)
+        return count(reports, targets, *args).ravel()
+
+    def _plain_extension_counts(
+        self, reports: WordArray, prefixes: WordArray, step: int, *, packed: bool = False
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`extension_counts` comparing ``A e`` with ``y xor A p`` for every pattern
+        (``packed``: eight comparisons a word, buckets of at most 7 bits)."""
         n, k, w = reports.shape[0], prefixes.shape[0], self.words
         counts = np.zeros((k, 1 << step), dtype=np.int64)
-        if n == 0 or k == 0:
-            return counts.ravel()
         start = self.bits - step
         l_bits = self.base.bucket_bits
         small = np.uint8 if l_bits <= 8 else np.uint16 if l_bits <= 16 else np.uint32
@@ -155,21 +192,28 @@ class PrefixOLH:
         for at in range(0, n, block):
             part = reports[at : at + block]
             m = part.shape[0]
+            width = packed_width(m) if packed else m  # whole lanes: padded with no match
             # A e of every pattern e so far, a row per pattern (small integers: buckets < g)
-            table = np.zeros((1, m), dtype=small)
+            table = np.zeros((1, width), dtype=small)
             for j in range(step):  # pattern bit j (from its top) sits at bit start + j
                 word, shift = divmod(start + j, 64)
                 column = np.zeros(m, dtype=np.uint64)  # A's column at that bit: a_r bit << r
                 for r in range(l_bits):
                     bit = (part[:, r * w + word] >> np.uint64(63 - shift)) & np.uint64(1)
                     column |= bit << np.uint64(r)
-                col = column.astype(small)
-                table = np.stack([table, table ^ col[None, :]], axis=1).reshape(-1, m)
+                col = np.zeros(width, dtype=small)
+                col[:m] = column
+                table = np.stack([table, table ^ col[None, :]], axis=1).reshape(-1, width)
             y = part[:, -1]
             for i in range(k):  # a few kept prefixes, each against every report at once
                 hashed = self._hash(part[:, :-1], np.broadcast_to(prefixes[i], (m, w)))
                 target = (y ^ hashed).astype(small)
-                counts[i] += np.count_nonzero(table == target[None, :], axis=1)
+                if packed:
+                    goal = np.full(width, 0x7F, dtype=np.uint8)
+                    goal[:m] = target
+                    counts[i] += packed_matches(table, goal)
+                else:
+                    counts[i] += np.count_nonzero(table == target[None, :], axis=1)
         return counts.ravel()
 
     def domain_counts(self, reports: WordArray) -> npt.NDArray[np.int64]:
