@@ -189,6 +189,8 @@ class PrefixOLH:
         l_bits = self.base.bucket_bits
         small = np.uint8 if l_bits <= 8 else np.uint16 if l_bits <= 16 else np.uint32
         block = max(1, _PAIRS >> step)
+        if packed:  # whole lanes of reports, no padding but the last block's
+            block = packed_width(block)
         for at in range(0, n, block):
             part = reports[at : at + block]
             m = part.shape[0]
