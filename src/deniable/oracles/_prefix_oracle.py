@@ -23,6 +23,10 @@ candidates are ``k`` prefixes each followed by every pattern ``e`` of the last `
 the hash is linear, ``A (p, e) = A p xor A e``, so :meth:`PrefixOLH.extension_counts` builds
 each report's table of ``A e`` over the ``2**t`` patterns once (``t`` doublings) and compares
 it with ``y xor A p`` for each prefix: O(n (k l W + k 2**t)) small-integer operations.
+``oracles._prefix_extension`` has that comparison (a byte a candidate, or eight a word) and
+two exact shortcuts, a Walsh-Hadamard count (``g`` histogram entries a report and prefix)
+and a GF(2) solve (``2**t / g`` of them); ``extension_counts`` picks one by ``g`` and ``t``,
+always with the same counts.
 
 When the candidates are every prefix of ``s <= 20`` bits (PEM's and TreeHist's first round),
 :meth:`PrefixOLH.domain_counts` counts them all at once as :class:`~deniable.oracles.LinearOLH`
