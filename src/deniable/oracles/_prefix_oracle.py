@@ -23,6 +23,10 @@ candidates are ``k`` prefixes each followed by every pattern ``e`` of the last `
 the hash is linear, ``A (p, e) = A p xor A e``, so :meth:`PrefixOLH.extension_counts` builds
 each report's table of ``A e`` over the ``2**t`` patterns once (``t`` doublings) and compares
 it with ``y xor A p`` for each prefix: O(n (k l W + k 2**t)) small-integer operations.
+``oracles._prefix_extension`` has that comparison (a byte a candidate, or eight a word) and
+two exact shortcuts, a Walsh-Hadamard count (``g`` histogram entries a report and prefix)
+and a GF(2) solve (``2**t / g`` of them); ``extension_counts`` picks one by ``g`` and ``t``,
+always with the same counts.
 
 When the candidates are every prefix of ``s <= 20`` bits (PEM's and TreeHist's first round),
 :meth:`PrefixOLH.domain_counts` counts them all at once as :class:`~deniable.oracles.LinearOLH`
@@ -45,6 +49,15 @@ from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._bits import parity
 from deniable.oracles._hadamard import walsh_hadamard
 from deniable.oracles._linear_hashing import LinearOLH
+from deniable.oracles._prefix_extension import (
+    METHODS,
+    PACKED_BITS,
+    choose_method,
+    packed_matches,
+    packed_width,
+    solve_counts,
+    walsh_counts,
+)
 from deniable.oracles._strings import WordArray, prefix_mask
 from deniable.randomness import CHUNK, random_words, resolve_rng, words_below
 
@@ -139,37 +152,74 @@ class PrefixOLH:
         return arr
 
     def extension_counts(
-        self, reports: WordArray, prefixes: WordArray, step: int
+        self, reports: WordArray, prefixes: WordArray, step: int, *, method: str | None = None
     ) -> npt.NDArray[np.int64]:
         """:meth:`support_counts` of every prefix of ``bits - step`` bits (``(k, W)`` words)
         followed by each ``step``-bit pattern, in the order of ``extend_prefixes`` (prefix
-        ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring)."""
+        ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring).
+        ``method`` (one of ``oracles._prefix_extension.METHODS``; default the cheapest for
+        ``g`` and ``step``) changes the time, never the counts."""
+        n, k = reports.shape[0], prefixes.shape[0]
+        if method is None:
+            method = choose_method(self.base.bucket_bits, step)
+        if method not in METHODS:
+            raise ParameterError(f"`method` must be one of {METHODS}, got {method!r}.")
+        if method == "packed" and self.base.bucket_bits > PACKED_BITS:
+            raise ParameterError(
+                f"`method` 'packed' needs g <= {1 << PACKED_BITS}, got g = {self.base.g}."
+            )
+        if n == 0 or k == 0:
+            return np.zeros(k << step, dtype=np.int64)
+        if method in ("plain", "packed"):
+            packed = method == "packed"
+            return self._plain_extension_counts(reports, prefixes, step, packed=packed)
+        y = reports[:, -1]
+        targets = np.empty((k, n), dtype=np.int64)
+        for i in range(k):  # z = y xor A p of each prefix and report
+            hashed = self._hash(reports[:, :-1], np.broadcast_to(prefixes[i], (n, self.words)))
+            targets[i] = (y ^ hashed).view(np.int64)
+        count = walsh_counts if method == "walsh" else solve_counts
+        args = (self.bits - step, step, self.base.bucket_bits, self.words)
+        return count(reports, targets, *args).ravel()
+
+    def _plain_extension_counts(
+        self, reports: WordArray, prefixes: WordArray, step: int, *, packed: bool = False
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`extension_counts` comparing ``A e`` with ``y xor A p`` for every pattern
+        (``packed``: eight comparisons a word, buckets of at most 7 bits)."""
         n, k, w = reports.shape[0], prefixes.shape[0], self.words
         counts = np.zeros((k, 1 << step), dtype=np.int64)
-        if n == 0 or k == 0:
-            return counts.ravel()
         start = self.bits - step
         l_bits = self.base.bucket_bits
         small = np.uint8 if l_bits <= 8 else np.uint16 if l_bits <= 16 else np.uint32
         block = max(1, _PAIRS >> step)
+        if packed:  # whole lanes of reports, no padding but the last block's
+            block = packed_width(block)
         for at in range(0, n, block):
             part = reports[at : at + block]
             m = part.shape[0]
+            width = packed_width(m) if packed else m  # whole lanes: padded with no match
             # A e of every pattern e so far, a row per pattern (small integers: buckets < g)
-            table = np.zeros((1, m), dtype=small)
+            table = np.zeros((1, width), dtype=small)
             for j in range(step):  # pattern bit j (from its top) sits at bit start + j
                 word, shift = divmod(start + j, 64)
                 column = np.zeros(m, dtype=np.uint64)  # A's column at that bit: a_r bit << r
                 for r in range(l_bits):
                     bit = (part[:, r * w + word] >> np.uint64(63 - shift)) & np.uint64(1)
                     column |= bit << np.uint64(r)
-                col = column.astype(small)
-                table = np.stack([table, table ^ col[None, :]], axis=1).reshape(-1, m)
+                col = np.zeros(width, dtype=small)
+                col[:m] = column
+                table = np.stack([table, table ^ col[None, :]], axis=1).reshape(-1, width)
             y = part[:, -1]
             for i in range(k):  # a few kept prefixes, each against every report at once
                 hashed = self._hash(part[:, :-1], np.broadcast_to(prefixes[i], (m, w)))
                 target = (y ^ hashed).astype(small)
-                counts[i] += np.count_nonzero(table == target[None, :], axis=1)
+                if packed:
+                    goal = np.full(width, 0x7F, dtype=np.uint8)
+                    goal[:m] = target
+                    counts[i] += packed_matches(table, goal)
+                else:
+                    counts[i] += np.count_nonzero(table == target[None, :], axis=1)
         return counts.ravel()
 
     def domain_counts(self, reports: WordArray) -> npt.NDArray[np.int64]:
