@@ -166,6 +166,11 @@ class _PrefixProtocol:
         # eps per device = ln(p' / q') of its single report; the groups are disjoint
         return self.base.epsilon
 
+    def _epsilon_per_report(self) -> float:
+        # a stream's charge (oracles.report_epsilon): one fresh OLH report of one group's
+        # prefix, the group drawn whatever the string, nothing kept
+        return float(self.epsilon_per_device)
+
     @property
     def implemented_epsilon(self) -> float:
         """An upper bound on the realised epsilon of a report (never above

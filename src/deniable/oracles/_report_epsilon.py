@@ -34,9 +34,9 @@ everything the device kept, whatever the values are:
   2020: a fresh cell every report): its ``epsilon`` (derived at :func:`report_epsilon`).
 
 Each class states its own charge (a method ``_epsilon_per_report``: ``FrequencyOracle``,
-``LongitudinalOracle``, ``Rappor``, ``CountMeanSketch``, the range mechanisms'
-``LevelSampled``, ``SquareWave``); k-ary randomized response (a design, in
-:mod:`deniable.designs`) and PEM and TreeHist are answered here.
+``LongitudinalOracle``, ``Rappor``, ``CountMeanSketch``, PEM's and TreeHist's
+``_PrefixProtocol``, the range mechanisms' ``LevelSampled``, ``SquareWave``); k-ary
+randomized response (a design, in :mod:`deniable.designs`) is answered here.
 
 Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
 no fresh randomness per report, so two reports of a device that kept its value are equal,
@@ -50,7 +50,6 @@ from typing import Any
 
 from deniable.designs import Categorical
 from deniable.exceptions import ParameterTypeError
-from deniable.oracles._heavy_hitters import PEM, TreeHist
 from deniable.oracles._registry import FREQUENCY_ORACLES
 
 __all__ = ["report_epsilon"]
@@ -171,8 +170,6 @@ def report_epsilon(oracle: Any) -> float:
     """
     if isinstance(oracle, Categorical):  # k-ary RR, a design: every report drawn afresh
         return float(oracle.epsilon)
-    if isinstance(oracle, PEM | TreeHist):  # one fresh OLH report of one group's prefix
-        return float(oracle.epsilon_per_device)
     charge = getattr(type(oracle), "_epsilon_per_report", None)  # each class says its own
     if charge is not None:
         return float(charge(oracle))
