@@ -15,10 +15,16 @@ import numpy.typing as npt
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.oracles._cms_base import CountMeanSketch, FloatArray
-from deniable.oracles._sketch import SketchReports, string_digests
-from deniable.randomness import CHUNK, random_words, resolve_rng, words_below
+from deniable.oracles._sketch import SketchReports
+from deniable.randomness import fill_words, resolve_rng, words_below
 
 __all__ = ["CMS"]
+
+#: Words a block of :meth:`CMS.randomize` draws into one buffer (1 MiB: it stays in cache).
+_BLOCK_WORDS = 1 << 17
+#: Reports :meth:`CMS.tally` unpacks at a time, and the longest run summed in bytes.
+_TALLY_BLOCK = 2048
+_RUN = 255
 
 
 @dataclass(frozen=True)
@@ -53,22 +59,31 @@ class CMS(CountMeanSketch):
 
     def randomize(self, values: Any, *, rng: Any = None) -> SketchReports:
         """Reports ``(row, packed bits)`` for the strings ``values`` (CSPRNG unless ``rng``
-        is given); report ``i`` takes words ``(1 + m) i .. (1 + m) i + m``."""
-        x = string_digests(self.strings(values))
+        is given); report ``i`` takes words ``(1 + m) i .. (1 + m) i + m``.
+
+        Each block of reports draws its words into one buffer that stays in cache, compares
+        them with the flip threshold in one pass and packs the flips as bits; the rows and
+        columns are computed for all reports at once and each string's column toggled in
+        its packed bytes (no one-hot array): the one-hot vector XOR the flips, bit for bit
+        (``tests/test_cms_passes.py``)."""
+        x = self._digests(values)
         gen = resolve_rng(rng)
-        w = self.words_per_report
-        rows = np.empty(x.size, dtype=np.int64)
-        bits = np.empty((x.size, self.width), dtype=np.uint8)
-        step = max(1, (16 * CHUNK) // w)  # about 8 MiB of words a block
-        for start in range(0, x.size, step):
-            stop = min(start + step, x.size)
-            words = random_words(gen, w * (stop - start)).reshape(-1, w)
-            row, col = self._rows_and_columns(words[:, 0], x[start:stop])
-            onehot = np.zeros((stop - start, self.m), dtype=np.bool_)
-            onehot[np.arange(stop - start), col] = True
-            flipped = onehot ^ words_below(words[:, 1:], self.flip_threshold)
-            rows[start:stop] = row
-            bits[start:stop] = np.packbits(flipped, axis=1, bitorder="little")
+        w, n = self.words_per_report, x.size
+        first = np.empty(n, dtype=np.uint64)  # each report's row word
+        bits = np.empty((n, self.width), dtype=np.uint8)
+        step = max(1, min(n, _BLOCK_WORDS // w))
+        buf = np.empty(step * w, dtype=np.uint64)
+        below = np.empty(step * w, dtype=np.bool_)
+        for start in range(0, n, step):
+            size = min(step, n - start)
+            words = fill_words(gen, buf[: size * w])
+            first[start : start + size] = words[::w]
+            flips = words_below(words, self.flip_threshold, out=below[: size * w])
+            bits[start : start + size] = np.packbits(
+                flips.reshape(size, w)[:, 1:], axis=1, bitorder="little"
+            )
+        rows, col = self._rows_and_columns(first, x)
+        bits[np.arange(n), col >> 3] ^= np.left_shift(1, col & 7).astype(np.uint8)
         return SketchReports(rows, bits)
 
     def _reports(self, reports: Any) -> SketchReports:
@@ -97,17 +112,42 @@ class CMS(CountMeanSketch):
 
     def tally(self, reports: Any) -> Tally:
         """Per row, the number of reports with each bit set, then the row's reports: a
-        :class:`~deniable.designs.Tally` of ``k (m + 1)`` cells bound to ``key``."""
+        :class:`~deniable.designs.Tally` of ``k (m + 1)`` cells bound to ``key``.
+
+        The reports are put in row order (a stable radix sort of the rows) and unpacked a
+        block at a time, one byte a bit; a run of at most 255 reports of one row is summed
+        as 64-bit words, eight byte lanes at once (a lane cannot carry into the next), and
+        each run added to its row's counts: no index per set bit."""
         rep = self._reports(reports)
-        out = np.zeros((self.k, self.m + 1), dtype=np.int64)
-        out[:, self.m] = np.bincount(rep.rows, minlength=self.k)
-        cells = np.zeros(self.k * self.m, dtype=np.int64)
-        offsets = np.arange(self.m, dtype=np.int64)
-        for start in range(0, len(rep), 4096):  # the set bits' cells j m + i, counted
-            block = np.unpackbits(rep.bits[start : start + 4096], axis=1, bitorder="little")
-            cell = rep.rows[start : start + 4096, None] * self.m + offsets
-            cells += np.bincount(cell[block[:, : self.m].astype(np.bool_)], minlength=cells.size)
-        out[:, : self.m] = cells.reshape(self.k, self.m)
+        k, m, n = self.k, self.m, len(rep)
+        out = np.zeros((k, m + 1), dtype=np.int64)
+        per_row = np.bincount(rep.rows, minlength=k)
+        out[:, m] = per_row
+        order = np.argsort(rep.rows.astype(np.uint16), kind="stable")  # k <= 2**16: radix
+        srows = rep.rows[order]
+        first = np.concatenate(([0], np.cumsum(per_row)[:-1]))  # each row's first place
+        runs = (np.arange(n) - first[srows]) % _RUN == 0  # a run starts: a new row, or 255
+        lanes = -(-m // 64) * 64  # bits unpacked a report: whole 64-bit words
+        for start in range(0, n, _TALLY_BLOCK):
+            stop = min(start + _TALLY_BLOCK, n)
+            block = np.unpackbits(
+                rep.bits[order[start:stop]], axis=1, count=lanes, bitorder="little"
+            ).view(np.uint64)
+            starts = np.flatnonzero(runs[start:stop])
+            if not starts.size or starts[0]:
+                starts = np.concatenate(([0], starts))
+            if 8 * starts.size <= stop - start:  # long runs: one reduction each
+                ends = np.append(starts[1:], stop - start)
+                pairs = zip(starts.tolist(), ends.tolist(), strict=True)
+                sums = np.stack([np.add.reduce(block[i:j], axis=0) for i, j in pairs])
+            else:
+                sums = np.add.reduceat(block, starts, axis=0)
+            counts = sums.view(np.uint8)[:, :m]  # byte lane j of word q: bit 8 q + j
+            seg_rows = srows[start + starts]
+            new = np.concatenate(([True], seg_rows[1:] != seg_rows[:-1]))
+            out[seg_rows[new], :m] += counts[new]  # distinct rows
+            for i in np.flatnonzero(~new):  # a row's further runs (one per 255 reports)
+                out[seg_rows[i], :m] += counts[i]
         return Tally(out.reshape(-1), mechanism=self.key)
 
     @property

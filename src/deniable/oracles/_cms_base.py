@@ -84,6 +84,7 @@ from deniable.oracles._sketch import (
     SketchEstimate,
     columns,
     row_seeds,
+    sketch_digests,
     sketch_strings,
     string_digests,
 )
@@ -213,9 +214,14 @@ class CountMeanSketch(MechanismBase):
         """``values`` as checked UTF-8 bytes (non-empty, at most ``max_bytes``)."""
         return sketch_strings(name, values, self.max_bytes)
 
+    def _digests(self, values: Any) -> npt.NDArray[np.uint64]:
+        """``x(s)`` of each of the strings ``values`` (checked as :meth:`strings` checks
+        them; each distinct string hashed once)."""
+        return sketch_digests("values", values, self.max_bytes)
+
     def columns(self, values: Any) -> npt.NDArray[np.int64]:
         """``(n, k)``: the column ``h_j(s)`` of each string in every row."""
-        x = string_digests(self.strings(values))
+        x = self._digests(values)
         return columns(self.seeds, x[:, None], np.arange(self.k)[None, :], self.m)
 
     def _rows_and_columns(
@@ -276,7 +282,8 @@ class CountMeanSketch(MechanismBase):
         cands = self._candidates(candidates)
         n = self._reports_in(tally)
         sums = self._column_sums(tally)
-        cols = self.columns(cands)  # (K, k)
+        x = string_digests(cands)[:, None]  # checked once, by _candidates
+        cols = columns(self.seeds, x, np.arange(self.k)[None, :], self.m)  # (K, k)
         total = sums[np.arange(self.k)[None, :], cols].sum(axis=1)
         c = self.collision
         values = np.asarray((total / n - c) / (1 - c), dtype=np.float64)

@@ -17,7 +17,6 @@ from deniable.designs import Tally
 from deniable.exceptions import ParameterError
 from deniable.oracles._bits import parity
 from deniable.oracles._cms_base import CountMeanSketch, FloatArray
-from deniable.oracles._sketch import string_digests
 from deniable.randomness import CHUNK, random_words, resolve_rng, uniform_below, words_below
 
 __all__ = ["HCMS"]
@@ -62,7 +61,7 @@ class HCMS(CountMeanSketch):
     def randomize(self, values: Any, *, rng: Any = None) -> npt.NDArray[np.int64]:
         """Reports ``2 (j m + l) + b`` for the strings ``values``; report ``i`` takes words
         ``3 i`` (row), ``3 i + 1`` (coefficient) and ``3 i + 2`` (flip)."""
-        x = string_digests(self.strings(values))
+        x = self._digests(values)
         gen = resolve_rng(rng)
         out = np.empty(x.size, dtype=np.int64)
         for start in range(0, x.size, CHUNK):

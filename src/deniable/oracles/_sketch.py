@@ -36,7 +36,7 @@ import numpy.typing as npt
 
 from deniable.common import to_jsonable
 from deniable.common import validation as v
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.exceptions import DataError, DeniableError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table, normal_quantile
 
 __all__ = ["SKETCH_HASH", "SketchEstimate", "SketchReports", "row_seeds", "sketch_strings"]
@@ -107,6 +107,28 @@ def string_digests(strings: list[bytes]) -> npt.NDArray[np.uint64]:
         if s not in cache:
             cache[s] = int.from_bytes(hashlib.sha256(prefix + s).digest()[:8], "big") >> 31
     return np.fromiter((cache[s] for s in strings), dtype=np.uint64, count=len(strings))
+
+
+def sketch_digests(name: str, values: Any, max_bytes: int) -> npt.NDArray[np.uint64]:
+    """``x(s)`` of each of ``values``: ``string_digests(sketch_strings(name, values,
+    max_bytes))``, with each distinct value checked and hashed once (a list, tuple or 1-D
+    array of repeated strings costs a dictionary look-up an item).  A value that fails a
+    check is named as :func:`sketch_strings` names it (the whole input is checked again to
+    find its first place)."""
+    items = values.tolist() if isinstance(values, np.ndarray) and values.ndim == 1 else values
+    if not isinstance(items, list | tuple):
+        return string_digests(sketch_strings(name, values, max_bytes))
+    try:
+        distinct = list(dict.fromkeys(items))
+    except TypeError:  # an unhashable item: the checks name it
+        return string_digests(sketch_strings(name, values, max_bytes))
+    try:
+        raw = sketch_strings(name, distinct, max_bytes)
+    except DeniableError:
+        sketch_strings(name, values, max_bytes)  # raises, naming the item's first place
+        raise  # pragma: no cover - the same checks on the same items
+    table = dict(zip(distinct, string_digests(raw).tolist(), strict=True))
+    return np.fromiter(map(table.__getitem__, items), dtype=np.uint64, count=len(items))
 
 
 def row_seeds(salt: int, rows: int) -> npt.NDArray[np.uint64]:
