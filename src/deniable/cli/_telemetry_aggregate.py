@@ -17,7 +17,7 @@ import typer
 
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
-from deniable.cli._options import JsonOpt, LevelOpt
+from deniable.cli._options import JsonOpt, LevelOpt, SeedOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_discovery import (
     DISCOVERY,
@@ -38,7 +38,6 @@ from deniable.cli._telemetry_ranges import (
     QuantileOpt,
     RangeOpt,
     ReplicatesOpt,
-    WaveSeedOpt,
     aggregate_ordered,
     aggregate_ordered_tables,
     not_ordered_query,
@@ -149,7 +148,7 @@ def aggregate_command(
     ranges: RangeOpt = None,
     quantiles: QuantileOpt = None,
     replicates: ReplicatesOpt = None,
-    seed: WaveSeedOpt = None,
+    seed: SeedOpt = None,
     edge_threshold: EdgeThresholdOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,

@@ -10,8 +10,8 @@ answers ``--range A:B`` (the share of the values in ``[A, B]``, with its SE and 
 interval) and ``--quantile Q`` (with the interval of the CDF band's inversion) for the range
 mechanisms; for Square Wave it prints the mean (the unbiased moment mean with its Wald
 interval, and EMS's mean) and the quantiles, with parametric-bootstrap intervals on
-``--replicates`` replicates (default 200) drawn from ``--seed`` (default 0), both refused for
-the reports of another mechanism.
+``--replicates`` replicates (default 200) drawn from ``--seed`` (default a fresh seed, printed),
+both refused for the reports of another mechanism.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
-from deniable.cli._options import mechanism_option
+from deniable.cli._options import fresh_seed, mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_range_answers import (
     WAVE,
@@ -45,7 +45,6 @@ __all__ = [
     "RangeOpt",
     "ReplicatesOpt",
     "UpperOpt",
-    "WaveSeedOpt",
     "aggregate_ordered",
     "aggregate_ordered_tables",
     "not_ordered",
@@ -125,22 +124,15 @@ ReplicatesOpt = Annotated[
         "grows with it).",
     ),
 ]
-WaveSeedOpt = Annotated[
-    int | None,
-    mechanism_option(
-        "--seed",
-        help="square-wave reports only: the seed of the bootstrap's replicates, a whole "
-        "number >= 0 (default 0: the same reports give the same intervals).",
-    ),
-]
-#: The bootstrap of Square Wave's intervals when ``--replicates`` and ``--seed`` are not given.
+#: The replicates of Square Wave's bootstrap when ``--replicates`` is not given, and the seed
+#: of the library's own default (what a caller that gives no bootstrap gets).
 DEFAULT_BOOTSTRAP = (200, 0)
 
 
 def wave_bootstrap(mechanism: str, replicates: int | None, seed: int | None) -> tuple[int, int]:
-    """``(replicates, seed)`` of Square Wave's bootstrap from ``--replicates`` and ``--seed``
-    (:data:`DEFAULT_BOOTSTRAP` when not given), checked before any report is read; both are
-    refused for the reports of another ``mechanism``."""
+    """``(replicates, seed)`` of Square Wave's bootstrap from ``--replicates`` (200 when not
+    given) and ``--seed`` (a fresh seed, printed with the answers, when not given), checked
+    before any report is read; both are refused for the reports of another ``mechanism``."""
     from deniable.oracles import BOOTSTRAP_REPLICATES
 
     if mechanism != WAVE:
@@ -152,7 +144,7 @@ def wave_bootstrap(mechanism: str, replicates: int | None, seed: int | None) -> 
         fail(f"`--seed` must be a whole number >= 0, got {seed}.")
     return (
         DEFAULT_BOOTSTRAP[0] if replicates is None else replicates,
-        DEFAULT_BOOTSTRAP[1] if seed is None else seed,
+        fresh_seed() if seed is None else seed,
     )
 
 
