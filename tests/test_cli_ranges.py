@@ -246,7 +246,9 @@ def test_a_report_table_gives_the_report_files_estimate(
 ) -> None:
     opts = {"hierarchical-histogram": ("--domain", 64, "--branching", 4, "--level-oracle", "oue"),
             "haar-hrr": ("--domain", 64), "square-wave": ("--bins", 32)}[mechanism]  # fmt: skip
-    queries = ("--quantile", 0.5) if mechanism == "square-wave" else ("--range", "3:40")
+    queries = (
+        ("--quantile", 0.5, "--seed", 4) if mechanism == "square-wave" else ("--range", "3:40")
+    )
     results = []
     for name in ("r.dnrp", "r.parquet", "r.csv"):
         sim = run(runner, "telemetry", "simulate", "--mechanism", mechanism, *opts, "--epsilon",
@@ -262,3 +264,56 @@ def test_a_report_table_gives_the_report_files_estimate(
     one_error(run(runner, "telemetry", "aggregate", tmp_path / "r.parquet", "--candidates",
                   tmp_path / "r.csv", "--local-workers", 0), "`--candidates`",
               "ordered values")  # fmt: skip
+
+
+def test_square_wave_bootstrap_takes_replicates_and_a_seed(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    sw = SquareWave(2.0, bins=32)
+    gen = np.random.default_rng(5)
+    path = write_reports(tmp_path / "w.dnrp", sw, sw.randomize(gen.beta(2.0, 5.0, 4000), rng=gen))
+    data = _json(run(runner, "telemetry", "aggregate", path, "--quantile", 0.5,
+                     "--replicates", 40, "--seed", 7, "--json"))  # fmt: skip
+    assert (data["replicates"], data["seed"]) == (40, 7)
+    # the library's bootstrap of the same replicates and seed, not the default one
+    est = sw.estimate(tally_file(sw, path))
+    mean, median = est.mean(replicates=40, seed=7), est.quantile(0.5, replicates=40, seed=7)
+    assert data["mean"]["se"] == mean.se and data["mean"]["ci"] == list(mean.ci(0.95, "bootstrap"))
+    assert data["quantiles"][0]["se"] == median.se
+    assert data["mean"]["se"] != est.mean().se  # 200 replicates from seed 0 differ
+    # without --seed: a fresh seed, printed, that repeats the run (the project's rule)
+    default = _json(run(runner, "telemetry", "aggregate", path, "--json"))
+    seed = default["seed"]
+    assert default["replicates"] == 200 and isinstance(seed, int) and seed >= 0
+    assert default["mean"]["se"] == est.mean(seed=seed).se
+    again = _json(run(runner, "telemetry", "aggregate", path, "--seed", seed, "--json"))
+    assert again["mean"] == default["mean"] and again["quantiles"] == default["quantiles"]
+    table = run(runner, "telemetry", "aggregate", path, "--replicates", 40, "--seed", 7)
+    assert table.exit_code == 0, table.output
+    assert "(40 replicates, seed 7)" in " ".join(table.stdout.split())
+
+
+def test_replicates_and_seed_are_checked_and_refused_for_other_reports(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    sw = SquareWave(1.0)
+    wave = write_reports(tmp_path / "w.dnrp", sw, sw.randomize(np.full(50, 0.5), rng=1))
+    for bad in (1, 100_001, -3):
+        one_error(run(runner, "telemetry", "aggregate", wave, "--replicates", bad),
+                  "`--replicates`", "[2, 100000]", f"got {bad}")  # fmt: skip
+    bad_seed = run(runner, "telemetry", "aggregate", wave, "--seed", -1)  # the shared --seed
+    assert bad_seed.exit_code == 2 and "--seed" in bad_seed.output and bad_seed.stdout == ""
+    haar = HaarHRR(16, 1.0)
+    ranges = write_reports(tmp_path / "h.dnrp", haar, haar.randomize(np.arange(200) % 16, rng=1))
+    olh = OLH.from_epsilon(1.0, k=8)
+    other = write_reports(tmp_path / "o.dnrp", olh, olh.randomize(np.arange(40) % 8, rng=1))
+    for path, name in ((ranges, "haar-hrr"), (other, "olh")):
+        for option in (("--replicates", 50), ("--seed", 3)):
+            one_error(run(runner, "telemetry", "aggregate", path, *option), f"`{option[0]}`",
+                      "square-wave reports only", repr(name))  # fmt: skip
+    table = tmp_path / "h.parquet"
+    sim = run(runner, "telemetry", "simulate", "--mechanism", "haar-hrr", "--domain", 16,
+              "--epsilon", 1, "--devices", 300, "--seed", 2, "--out", table)  # fmt: skip
+    assert sim.exit_code == 0, sim.output
+    one_error(run(runner, "telemetry", "aggregate", table, "--replicates", 50,
+                  "--local-workers", 0), "`--replicates`", "'haar-hrr'")  # fmt: skip

@@ -17,7 +17,7 @@ import typer
 
 from deniable.cli._base import fail, guard_io
 from deniable.cli._files import progress_bar
-from deniable.cli._options import JsonOpt, LevelOpt
+from deniable.cli._options import JsonOpt, LevelOpt, SeedOpt
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_discovery import (
     DISCOVERY,
@@ -37,9 +37,11 @@ from deniable.cli._telemetry_ranges import (
     ORDERED,
     QuantileOpt,
     RangeOpt,
+    ReplicatesOpt,
     aggregate_ordered,
     aggregate_ordered_tables,
     not_ordered_query,
+    wave_bootstrap,
 )
 from deniable.cli._telemetry_rappor import (
     RAPPOR,
@@ -145,6 +147,8 @@ def aggregate_command(
     top_k: TopKOpt = None,
     ranges: RangeOpt = None,
     quantiles: QuantileOpt = None,
+    replicates: ReplicatesOpt = None,
+    seed: SeedOpt = None,
     edge_threshold: EdgeThresholdOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
@@ -157,7 +161,7 @@ def aggregate_command(
     only (--rows, at most 65,536).  RAPPOR's reports (a report file or tables) are decoded
     against --candidates; PEM's and TreeHist's give the strings found, without them; the
     range mechanisms' answer --range A:B and --quantile Q, Square Wave's give the mean and
-    --quantile Q."""
+    --quantile Q (intervals from --replicates bootstrap replicates drawn from --seed)."""
     from deniable.oracles import (
         Rappor,
         is_range_key,
@@ -188,10 +192,11 @@ def aggregate_command(
             key = read_report_key(file)
         if key.partition("{")[0] not in DISCOVERY:
             not_discovery(key.partition("{")[0], {"edge-threshold": edge_threshold})
+        boot = wave_bootstrap(key.partition("{")[0], replicates, seed)  # Square Wave's
         if is_range_key(key):  # ranges, quantiles, distributions (_telemetry_ranges)
             return aggregate_ordered(file, key, refused={**refused, **heavy_opts},
                                      ranges=ranges, quantiles=quantiles, level=level,
-                                     batch=batch, as_json=as_json)  # fmt: skip
+                                     batch=batch, as_json=as_json, bootstrap=boot)  # fmt: skip
         not_ordered_query(file, ranges, quantiles)
         if key.partition("{")[0] in DISCOVERY:  # strings from fragments, no dictionary
             return aggregate_discovery(file, key, refused={**refused, "`--top-k`": top_k
@@ -225,12 +230,13 @@ def aggregate_command(
         name = getattr(tables.oracle, "name", None)
         if name not in DISCOVERY:
             not_discovery(str(name or "these reports"), {"edge-threshold": edge_threshold})
+        boot = wave_bootstrap(str(name or "these reports"), replicates, seed)  # Square Wave's
         if name in ORDERED:  # ranges, distributions
             return aggregate_ordered_tables(tables, mechanism,
                                             refused={**refused, **heavy_opts}, ranges=ranges,
                                             quantiles=quantiles, level=level, scheduler=where,
                                             batch=batch, local_workers=max(local_workers, 1),
-                                            as_json=as_json)  # fmt: skip
+                                            as_json=as_json, bootstrap=boot)  # fmt: skip
         not_ordered_query(tables.label, ranges, quantiles)
         if name in DISCOVERY:  # tallies, then likelihoods
             return aggregate_discovery_tables(tables, refused={**refused, "`--top-k`": top_k

@@ -68,16 +68,17 @@ def check_queries(
 
 def show_ordered(
     mech: Any, tally: Any, pairs: list[tuple[int, int]], qs: list[float], *, file: str,
-    level: float, as_json: bool,
+    level: float, as_json: bool, bootstrap: tuple[int, int] = (200, 0),
 ) -> None:  # fmt: skip
     """Estimate ``mech``'s tally (of ``file``) and print the answers to the ranges
-    ``pairs`` and quantiles ``qs`` at ``level`` (a table, or JSON)."""
+    ``pairs`` and quantiles ``qs`` at ``level`` (a table, or JSON); Square Wave's intervals
+    from the parametric bootstrap ``bootstrap = (replicates, seed)``."""
     if mech.name == WAVE and int(tally.counts[: mech.output_bins].sum()) == 0:
         fail(f"{file!r} holds no reports: nothing to estimate.")
     head = {"file": file, "mechanism": mech.key, "epsilon": mech.epsilon,
             "implemented_epsilon": mech.implemented_epsilon, "level": level}  # fmt: skip
     if mech.name == WAVE:
-        data, table = _wave(mech, tally, qs, level)
+        data, table = _wave(mech, tally, qs, level, bootstrap)
     else:
         data, table = _ranges(mech, tally, pairs, qs, level)
     if as_json:
@@ -122,10 +123,13 @@ def _ranges(
     return data, table
 
 
-def _wave(mech: Any, tally: Any, qs: list[float], level: float) -> tuple[dict[str, Any], Table]:
+def _wave(
+    mech: Any, tally: Any, qs: list[float], level: float, bootstrap: tuple[int, int]
+) -> tuple[dict[str, Any], Table]:
+    replicates, seed = bootstrap
     est = mech.estimate(tally)
-    moment, mean = est.moment_mean, est.mean()
-    quantiles = [est.quantile(q) for q in qs]
+    moment, mean = est.moment_mean, est.mean(replicates=replicates, seed=seed)
+    quantiles = [est.quantile(q, replicates=replicates, seed=seed) for q in qs]
 
     def item(e: Any, method: str) -> dict[str, Any]:
         return {"value": e.value, "se": e.se, "ci": list(e.ci(level, method=method))}
@@ -140,7 +144,8 @@ def _wave(mech: Any, tally: Any, qs: list[float], level: float) -> tuple[dict[st
         rows.append((f"{q:g}-quantile", e.value, e.se, _interval(*e.ci(level, method="bootstrap"))))
     data = {
         "n": est.n, "method": est.method, "iterations": est.iterations,
-        "converged": est.converged, "moment_mean": item(moment, "wald"),
+        "converged": est.converged, "replicates": replicates, "seed": seed,
+        "moment_mean": item(moment, "wald"),
         "mean": item(mean, "bootstrap"),
         "quantiles": [{"q": q, **item(e, "bootstrap")} for q, e in zip(qs, quantiles,
                                                                         strict=True)],
@@ -151,7 +156,7 @@ def _wave(mech: Any, tally: Any, qs: list[float], level: float) -> tuple[dict[st
         f"b = {mech.half_width:.6g}, {mech.bins} bins on [{mech.lower:g}, {mech.upper:g}]; "
         f"{est.method.upper()} {est.iterations} iterations, {stop}",
         "moment mean: Wald interval; EMS mean and quantiles: parametric bootstrap "
-        "(200 replicates, seed 0), percentile intervals",
+        f"({replicates} replicates, seed {seed}), percentile intervals",
     )
     table = Table(("estimate", "value", "SE", f"{level:.0%} interval"), tuple(rows),
                   title=f"{mech.name} distribution, n = {est.n}", notes=notes)  # fmt: skip

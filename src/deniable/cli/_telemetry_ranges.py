@@ -9,7 +9,9 @@ mechanism and writes a report file or a report table.  ``aggregate`` tallies the
 answers ``--range A:B`` (the share of the values in ``[A, B]``, with its SE and a normal
 interval) and ``--quantile Q`` (with the interval of the CDF band's inversion) for the range
 mechanisms; for Square Wave it prints the mean (the unbiased moment mean with its Wald
-interval, and EMS's mean) and the quantiles, with parametric-bootstrap intervals.
+interval, and EMS's mean) and the quantiles, with parametric-bootstrap intervals on
+``--replicates`` replicates (default 200) drawn from ``--seed`` (default a fresh seed, printed),
+both refused for the reports of another mechanism.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Annotated, Any
 
 from deniable.cli._base import fail, guard_io, refuse_for_reports, refuse_options
 from deniable.cli._files import progress_bar
-from deniable.cli._options import mechanism_option
+from deniable.cli._options import fresh_seed, mechanism_option
 from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_range_answers import (
     WAVE,
@@ -41,12 +43,14 @@ __all__ = [
     "LowerOpt",
     "QuantileOpt",
     "RangeOpt",
+    "ReplicatesOpt",
     "UpperOpt",
     "aggregate_ordered",
     "aggregate_ordered_tables",
     "not_ordered",
     "not_ordered_query",
     "simulate_ordered",
+    "wave_bootstrap",
 ]
 
 #: ``simulate --mechanism``: the range mechanisms over ``0..D-1``, and Square Wave.
@@ -111,6 +115,37 @@ QuantileOpt = Annotated[
         "(repeat for more; default the quartiles when no --range is given).",
     ),
 ]
+ReplicatesOpt = Annotated[
+    int | None,
+    mechanism_option(
+        "--replicates",
+        help="square-wave reports only: the parametric-bootstrap replicates behind the "
+        "intervals of the EMS mean and the quantiles, 2..100000 (default 200; the time "
+        "grows with it).",
+    ),
+]
+#: The replicates of Square Wave's bootstrap when ``--replicates`` is not given, and the seed
+#: of the library's own default (what a caller that gives no bootstrap gets).
+DEFAULT_BOOTSTRAP = (200, 0)
+
+
+def wave_bootstrap(mechanism: str, replicates: int | None, seed: int | None) -> tuple[int, int]:
+    """``(replicates, seed)`` of Square Wave's bootstrap from ``--replicates`` (200 when not
+    given) and ``--seed`` (a fresh seed, printed with the answers, when not given), checked
+    before any report is read; both are refused for the reports of another ``mechanism``."""
+    from deniable.oracles import BOOTSTRAP_REPLICATES
+
+    if mechanism != WAVE:
+        refuse_options({"replicates": replicates, "seed": seed}, f"{WAVE} reports", mechanism)
+    least, most = BOOTSTRAP_REPLICATES
+    if replicates is not None and not least <= replicates <= most:
+        fail(f"`--replicates` must be an integer in [{least}, {most}], got {replicates}.")
+    if seed is not None and seed < 0:
+        fail(f"`--seed` must be a whole number >= 0, got {seed}.")
+    return (
+        DEFAULT_BOOTSTRAP[0] if replicates is None else replicates,
+        fresh_seed() if seed is None else seed,
+    )
 
 
 def not_ordered(mechanism: str, given: dict[str, Any]) -> None:
@@ -260,9 +295,11 @@ def _refuse(what: str, refused: dict[str, bool]) -> None:
 def aggregate_ordered(
     file: str, key: str, *, refused: dict[str, bool], ranges: list[str] | None,
     quantiles: list[float] | None, level: float, batch: int, as_json: bool,
+    bootstrap: tuple[int, int] = DEFAULT_BOOTSTRAP,
 ) -> None:  # fmt: skip
     """Tally the report file of a range mechanism or Square Wave and answer the queries;
-    ``refused``: options given that do not apply (``--candidates``, ...)."""
+    ``refused``: options given that do not apply (``--candidates``, ...); ``bootstrap``:
+    Square Wave's (:func:`wave_bootstrap`)."""
     from deniable.oracles import range_from_key, tally_file
 
     _refuse(file, refused)
@@ -270,13 +307,14 @@ def aggregate_ordered(
     pairs, qs = check_queries(mech, file, ranges, quantiles)
     with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as progress:
         tally = tally_file(mech, file, batch=batch, progress=progress)
-    show_ordered(mech, tally, pairs, qs, file=file, level=level, as_json=as_json)
+    show_ordered(mech, tally, pairs, qs, file=file, level=level, as_json=as_json,
+                 bootstrap=bootstrap)  # fmt: skip
 
 
 def aggregate_ordered_tables(
     tables: Any, mechanism: str | None, *, refused: dict[str, bool], ranges: list[str] | None,
     quantiles: list[float] | None, level: float, scheduler: Any, batch: int,
-    local_workers: int, as_json: bool,
+    local_workers: int, as_json: bool, bootstrap: tuple[int, int] = DEFAULT_BOOTSTRAP,
 ) -> None:  # fmt: skip
     """The same for report tables (``_telemetry_tables.TableSource``), tallied on the Dask
     cluster ``scheduler`` names."""
@@ -287,4 +325,5 @@ def aggregate_ordered_tables(
     tally = tables.tally(mechanism, scheduler=scheduler, batch=batch,
                          local_workers=local_workers, as_json=as_json)  # fmt: skip
     mech = range_from_key(tally.mechanism or "")
-    show_ordered(mech, tally, pairs, qs, file=tables.label, level=level, as_json=as_json)
+    show_ordered(mech, tally, pairs, qs, file=tables.label, level=level, as_json=as_json,
+                 bootstrap=bootstrap)  # fmt: skip

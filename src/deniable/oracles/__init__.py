@@ -210,7 +210,7 @@ from deniable.oracles._spec import (
     oracle_spec,
 )
 from deniable.oracles._square_wave import SquareWave, square_wave_b
-from deniable.oracles._square_wave_em import SquareWaveEstimate
+from deniable.oracles._square_wave_em import BOOTSTRAP_REPLICATES, SquareWaveEstimate
 from deniable.oracles._string_files import (
     ngram_from_records,
     ngram_records,
@@ -237,6 +237,7 @@ from deniable.oracles._vectors import ORACLE_VECTORS_SCHEMA, dump_oracle_vectors
 
 __all__ = [
     "BLH",
+    "BOOTSTRAP_REPLICATES",
     "CMS",
     "CMS_SPEC_SCHEMA",
     "CRITERION",

@@ -49,6 +49,7 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.designs import MAX_COUNT
 from deniable.oracles._base import check_epsilon
+from deniable.oracles._prefix_variances import children_sum, prefix_variances_fast
 from deniable.oracles._ranges import (
     FloatArray,
     LevelSampled,
@@ -66,10 +67,6 @@ __all__ = ["HIERARCHY_ORACLES", "HierarchicalEstimate", "HierarchicalHistogram"]
 HIERARCHY_ORACLES = ("grr", "oue", "olh", "hadamard")
 
 
-def _children_sum(a: FloatArray, b: int) -> FloatArray:
-    return np.asarray(a.reshape(*a.shape[:-1], -1, b).sum(-1), dtype=np.float64)
-
-
 def consistent_nodes(
     y: list[FloatArray], alpha: tuple[float, ...], b: int, root: float = 1.0
 ) -> list[FloatArray]:
@@ -79,10 +76,10 @@ def consistent_nodes(
     h = len(y)
     z = list(y)
     for i in range(h - 2, -1, -1):
-        z[i] = alpha[i] * y[i] + (1 - alpha[i]) * _children_sum(z[i + 1], b)
+        z[i] = alpha[i] * y[i] + (1 - alpha[i]) * children_sum(z[i + 1], b)
     x = [np.full(1, root)]
     for i in range(h):
-        x.append(z[i] + np.repeat((x[-1] - _children_sum(z[i], b)) / b, b))
+        x.append(z[i] + np.repeat((x[-1] - children_sum(z[i], b)) / b, b))
     return x
 
 
@@ -114,7 +111,7 @@ def range_weights(seeds: FloatArray, alpha: tuple[float, ...], b: int) -> list[F
     gz = [np.zeros((t, b ** (i + 1))) for i in range(h)]
     gx = seeds
     for i in range(h - 1, -1, -1):  # x_(i+1) = z_(i+1) + repeat((x_i - A z_(i+1)) / B)
-        back = _children_sum(gx, b) / b
+        back = children_sum(gx, b) / b
         gz[i] += gx - np.repeat(back, b, axis=1)
         gx = back  # to x_i (the root, a constant, at the end)
     gy: list[FloatArray] = []
@@ -263,53 +260,11 @@ class HierarchicalHistogram(LevelSampled):
 
     def prefix_variances(self, pis: list[FloatArray], level_n: tuple[float, ...]) -> FloatArray:
         """The variance of the answer for every prefix ``[0, t]``, ``t = 0..D-1``, at level
-        shares ``pis``: what :meth:`range_variances` gives, in O(D h^2) rather than O(D
-        nodes).
-
-        The two passes treat all nodes of a level alike, so the weight of node ``j``'s
-        estimate (level ``l``) on leaf ``s`` depends only on the depth ``m`` of their
-        lowest common ancestor: ``g_l(m)``, read off the map applied to one unit estimate.
-        The weight on ``j`` of the prefix ``[0, t]`` then depends only on the depth
-        ``delta`` where ``j``'s ancestors leave the path of ``t`` and on the side: left of
-        the path, right of it, or on it.  The nodes of a level in one such class are
-        contiguous, so the quadratic form is a sum over ``2 l + 1`` classes of prefix sums
-        of the covariance's diagonal and of its rank-one factor."""
+        shares ``pis``: what :meth:`range_variances` gives, in O(D h) time and O(D) memory
+        (:func:`prefix_variances_fast`)."""
         b, h = self.branching, self.height
-        alpha = self.weights(level_n)
-        t = np.arange(self.domain, dtype=np.int64)
-        path = [t // b ** (h - m) for m in range(h + 1)]  # the ancestor of t at depth m
-        part = [t - path[m] * b ** (h - m) + 1 for m in range(h + 1)]  # |[0, t] n it|
-        total = np.zeros(self.domain)
-        for i in range(h):
-            lvl = i + 1
-            unit = [np.zeros(b ** (k + 1)) for k in range(h)]
-            unit[i][0] = 1.0
-            leaves = consistent_nodes(unit, alpha, b, root=0.0)[-1]
-            g = [float(leaves[b ** (h - m - 1)]) for m in range(lvl)] + [float(leaves[0])]
-            a, u, scale = self._covariance_parts(i, pis[i], level_n[i])
-            ca, cu = np.concatenate([[0.0], np.cumsum(a)]), np.concatenate([[0.0], np.cumsum(u)])
-            node = path[lvl]
-            on_path = sum(g[m] * (part[m] - part[m + 1]) for m in range(lvl)) + g[lvl] * part[lvl]
-            sumsq, dot = on_path**2 * a[node], on_path * u[node]
-            above = np.zeros(self.domain)  # sum over m < delta of g(m) (part_m - part_(m+1))
-            for delta in range(lvl):
-                below = sum(g[m] * (b ** (h - m) - b ** (h - m - 1)) for m in range(delta + 1, lvl))
-                left_q = above + g[delta] * (part[delta] - b ** (h - delta - 1))
-                left_q = left_q + below + g[lvl] * b ** (h - lvl)
-                right_q = above + g[delta] * part[delta]
-                span = b ** (lvl - delta - 1)
-                cuts = (path[delta] * b * span, path[delta + 1] * span,
-                        (path[delta + 1] + 1) * span, (path[delta] + 1) * b * span)  # fmt: skip
-                sumsq = sumsq + left_q**2 * (ca[cuts[1]] - ca[cuts[0]])
-                sumsq = sumsq + right_q**2 * (ca[cuts[3]] - ca[cuts[2]])
-                dot = (
-                    dot
-                    + left_q * (cu[cuts[1]] - cu[cuts[0]])
-                    + right_q * (cu[cuts[3]] - cu[cuts[2]])
-                )
-                above = above + g[delta] * (part[delta] - part[delta + 1])
-            total += (sumsq - dot**2) / scale
-        return total
+        parts = [self._covariance_parts(i, pis[i], level_n[i]) for i in range(h)]
+        return prefix_variances_fast(parts, self.weights(level_n), b)
 
     def variance(self, a: int, b: int, n: int, frequencies: npt.ArrayLike) -> float:
         """The variance of the answer for ``[a, b]`` from ``n`` devices (``n / h`` reports

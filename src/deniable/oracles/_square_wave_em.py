@@ -45,12 +45,21 @@ from deniable.results import SE_PLUG_IN, Estimate, Result, Table
 if TYPE_CHECKING:
     from deniable.oracles._square_wave import SquareWave
 
-__all__ = ["SquareWaveEstimate", "fit_em", "smooth", "transition_matrix"]
+__all__ = [
+    "BOOTSTRAP_REPLICATES",
+    "SquareWaveEstimate",
+    "fit_em",
+    "smooth",
+    "transition_matrix",
+]
 
 _TWO64 = float(1 << 64)
 
 FloatArray = npt.NDArray[np.float64]
 METHODS = ("ems", "em")
+#: The fewest and the most replicates of :meth:`SquareWaveEstimate.bootstrap` (the default
+#: is 200).
+BOOTSTRAP_REPLICATES = (2, 100_000)
 #: Quantiles printed by :meth:`SquareWaveEstimate.table`.
 PRINTED = (0.1, 0.25, 0.5, 0.75, 0.9)
 
@@ -290,7 +299,8 @@ class SquareWaveEstimate(Result):
         """``d' x B`` distributions refitted to ``B`` tallies drawn from the fitted model
         (module docstring); ``seed`` a non-negative int (the result is kept per
         ``(replicates, seed)``) or a ``numpy.random.Generator``."""
-        b = v.integer("replicates", replicates, minimum=2, maximum=100_000)
+        least, most = BOOTSTRAP_REPLICATES
+        b = v.integer("replicates", replicates, minimum=least, maximum=most)
         key: tuple[int, int] | None = None
         if isinstance(seed, np.random.Generator):
             rng = seed  # not cached: the caller's stream moves on
