@@ -261,7 +261,7 @@ class HierarchicalHistogram(LevelSampled):
     def prefix_variances(self, pis: list[FloatArray], level_n: tuple[float, ...]) -> FloatArray:
         """The variance of the answer for every prefix ``[0, t]``, ``t = 0..D-1``, at level
         shares ``pis``: what :meth:`range_variances` gives, in O(D h) time and O(D) memory
-        (:func:`prefix_variances_fast`)."""
+        (the level weights' closed form: ``oracles/_prefix_variances.py``)."""
         b, h = self.branching, self.height
         parts = [self._covariance_parts(i, pis[i], level_n[i]) for i in range(h)]
         return prefix_variances_fast(parts, self.weights(level_n), b)
