@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { chance, explain, oddsFactor } from "../../src/deniable/service/static/explain.js";
 import { randomize, typeOf } from "../../src/deniable/service/static/randomizer.js";
-import { PrivacyError, SpecError, checkSpec } from "../../src/deniable/service/static/spec.js";
+import { PrivacyError, SpecError, checkSpec, kindOf } from "../../src/deniable/service/static/spec.js";
 import { VECTORS } from "./_helpers.mjs";
 
 const byId = (id) => structuredClone(VECTORS.cases.find((c) => c.id === id).spec);
@@ -232,4 +232,13 @@ test("keep-or-forced epsilon in closed form equals the largest column log ratio 
     }
   }
   assert.equal(compared, 39 * 7 * 2);
+});
+
+test("a wrong kind of value is named with its article, never shown", () => {
+  const cases = [
+    [{}, "an object"], [new Map(), "an object"], [undefined, "undefined"], [null, "null"],
+    [[1], "an array"], [Infinity, "a non-finite number"], [3, "a number"], ["x", "a string"],
+    [true, "a boolean"], [3n, "a bigint"], [() => 0, "a function"], [Symbol("s"), "a symbol"],
+  ];
+  for (const [value, words] of cases) assert.equal(kindOf(value), words);
 });

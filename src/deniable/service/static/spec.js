@@ -62,7 +62,9 @@ export function kindOf(value) {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   if (typeof value === "number" && !Number.isFinite(value)) return "a non-finite number";
-  return `a ${typeof value}`;
+  if (value === undefined) return "undefined";
+  const type = typeof value; // "an object", "a string": the article by the word's first letter
+  return `${"aeiou".includes(type[0]) ? "an" : "a"} ${type}`;
 }
 
 export function show(value) {
