@@ -208,6 +208,7 @@ from deniable.oracles._sfp_spec import (
     sfp_from_spec,
     sfp_spec,
 )
+from deniable.oracles._sfp_vectors import SFP_VECTORS_SCHEMA, dump_sfp_vectors, sfp_vectors
 from deniable.oracles._sketch import SketchEstimate, SketchReports
 from deniable.oracles._sketch_files import sketch_from_key
 from deniable.oracles._spec import (
@@ -276,6 +277,7 @@ __all__ = [
     "REPORTS_MAGIC",
     "SFP",
     "SFP_SPEC_SCHEMA",
+    "SFP_VECTORS_SCHEMA",
     "SQUARE_WAVE_SPEC_SCHEMA",
     "SUE",
     "ConsistentFrequencies",
@@ -345,6 +347,7 @@ __all__ = [
     "dump_heavy_vectors",
     "dump_oracle_vectors",
     "dump_range_vectors",
+    "dump_sfp_vectors",
     "exact_variance",
     "heavy_device_records",
     "heavy_from_key",
@@ -392,6 +395,7 @@ __all__ = [
     "sfp_from_spec",
     "sfp_records",
     "sfp_spec",
+    "sfp_vectors",
     "sketch_from_key",
     "square_wave_b",
     "square_wave_from_spec",
