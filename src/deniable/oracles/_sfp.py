@@ -189,6 +189,12 @@ class SFP:
         """Each device's epsilon: ``eps_f + eps_w`` (at most ``epsilon``; module docstring)."""
         return self.fragment_epsilon + self.word_epsilon
 
+    def _epsilon_per_report(self) -> float:
+        # a stream's charge (oracles.report_epsilon): one report is a fresh position, drawn
+        # whatever the string, and one fresh report to each sketch with independent coins,
+        # nothing kept: the product of the two sketches' ratios, eps_f + eps_w (exact)
+        return float(self.fragment_sketch.epsilon + self.word_sketch.epsilon)
+
     @property
     def implemented_epsilon(self) -> float:
         """The sum of the two sketches' implemented epsilons: at most ``epsilon``."""

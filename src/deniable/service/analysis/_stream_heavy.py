@@ -1,6 +1,7 @@
-"""Heavy-hitter streams (PEM, TreeHist): each UTC day's discovered strings, computed from
-the day's stored records by the library's own decoding
-(:func:`deniable.distributed.aggregate_heavy_stream`, in this process).
+"""Heavy-hitter streams (PEM, TreeHist, SFP): each UTC day's discovered strings, computed
+from the day's stored records by the library's own decoding
+(:func:`deniable.distributed.aggregate_heavy_stream`, for SFP
+:func:`deniable.distributed.aggregate_sfp_stream`, in this process).
 
 **How a day is decoded.**  A device's record carries its group, drawn afresh for every
 report and independently of its string, so a day's records are a sample of every group:
@@ -8,7 +9,9 @@ round ``j`` of the day's estimate reads the day's records of group ``j`` only
 (:meth:`deniable.oracles.PEM.estimate_counts`), with the server's ``top_k`` and ``alpha``
 of the stream's protocol (16 and 0.05 unless set).  Days are decoded separately, never
 pooled.  The rounds need a report in every group; a day with a group empty is listed with
-its number of reports, no strings and the reason.
+its number of reports, no strings and the reason.  An SFP day is the
+:class:`~deniable.oracles.SFPResult` of its tallies (each position's fragment sketch and
+the whole-string sketch; its ``alpha`` the protocol's, 0.01 unless set): no group to miss.
 """
 
 from __future__ import annotations
@@ -17,14 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from deniable.exceptions import DataError
-from deniable.oracles import PEM, TreeHist
+from deniable.oracles import PEM, SFP, TreeHist
 
 __all__ = ["heavy_day", "is_heavy"]
 
 
 def is_heavy(oracle: Any) -> bool:
     """Whether ``oracle`` is a heavy-hitter protocol (its stream lists discovered strings)."""
-    return isinstance(oracle, PEM | TreeHist)
+    return isinstance(oracle, PEM | TreeHist | SFP)
 
 
 def heavy_day(root: str | Path, stream: str, protocol: Any, day: str, level: float) -> Any:
@@ -33,8 +36,12 @@ def heavy_day(root: str | Path, stream: str, protocol: Any, day: str, level: flo
     report) is ``{"method", "n", "heavy_hitters": [], "rounds": [], "undecided": why}``."""
     import pyarrow.parquet as pq
 
-    from deniable.distributed import aggregate_heavy_stream, stream_files
+    from deniable.distributed import aggregate_heavy_stream, aggregate_sfp_stream, stream_files
 
+    if isinstance(protocol, SFP):  # tallies: every day's reports estimate
+        return aggregate_sfp_stream(
+            root, stream, start=day, end=day, scheduler="synchronous", level=level
+        ).to_dict()
     try:
         found = aggregate_heavy_stream(
             root, stream, start=day, end=day, scheduler="synchronous",
