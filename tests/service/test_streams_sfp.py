@@ -3,8 +3,8 @@ analysis/streams.py, analysis/_stream_heavy.py), on SQLite and PostgreSQL (the `
 fixture): a spec carrying an SFP spec, devices posting their reports (binary and JSON), each
 report charged ``oracles.report_epsilon`` (both sketches' epsilons added: eps/2 + eps/2) in
 the device's window and refused at its boundary, a bad batch one clear 422 with nothing
-stored or charged, a bad spec refused naming its field, and each day's strings estimated
-from that day's reports by the library's own estimate."""
+stored or charged, a bad spec refused naming its field, and the stream page listing each
+day's strings, estimated from that day's reports by the library's own estimate."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def test_a_bad_sfp_spec_is_refused_naming_its_field(
     assert r.status_code == 422 and words in r.json()["error"], r.text
 
 
-def test_each_days_estimate_is_the_sfp_estimate_of_that_days_reports(
+def test_the_stream_page_lists_each_days_sfp_strings_from_its_reports(
     client: TestClient,
 ) -> None:
     token = new_stream(client)
@@ -175,3 +175,9 @@ def test_each_days_estimate_is_the_sfp_estimate_of_that_days_reports(
         assert d["estimate"]["n"] == 4000
         found = [h["string"] for h in d["estimate"]["heavy_hitters"]]
         assert found[:2] == WORDS[:2]
+    page = client.get("/dashboard/streams/words?start=2026-11-27&end=2026-11-28",
+                      headers=admin_headers())  # fmt: skip
+    assert page.status_code == 200, page.text
+    assert "Sequence Fragment Puzzle reports are estimated on their own" in page.text
+    assert "threshold (rule)" in page.text and "2026-11-28 (n = 4000)" in page.text
+    assert '<th scope="row">hi</th>' in page.text and "(whole-string sketch)" in page.text
