@@ -206,3 +206,21 @@ def test_device_rule_refuses_bad_strings_by_name() -> None:
         sfp_device_reports(sfp, [""], rng=1)
     with pytest.raises(ParameterTypeError, match="`protocol` must be an SFP"):
         sfp_device_reports("sfp", ["a"], rng=1)  # type: ignore[arg-type]
+
+
+def test_device_rule_is_the_same_across_its_blocks_of_words() -> None:
+    """CMS with m = 1024: 2051 words a device, 511 devices a block of 2**20 words, so 1100
+    devices span three blocks; each device at a block's edge reports what it reports alone
+    with its own words."""
+    from deniable.oracles import sfp_records
+
+    sfp = SFP(epsilon=2.0, max_length=4, alphabet="ab", puzzle_bits=2, k=4, m=1024, sketch="cms")
+    per = sfp_spec(sfp)["words_per_report"]
+    assert per == 2051 and (1 << 20) // per == 511
+    rng = np.random.default_rng(9)
+    words = rng.integers(0, 2**64, size=1100 * per, dtype=np.uint64)
+    items = ["ab", "b", "abba", "a"] * 275
+    whole = sfp_records(sfp, sfp_device_reports(sfp, items, rng=ArrayWords(words)))
+    for d in (0, 510, 511, 512, 1021, 1022, 1099):
+        alone = sfp_device_reports(sfp, [items[d]], rng=ArrayWords(words[d * per : (d + 1) * per]))
+        assert np.array_equal(whole[d], sfp_records(sfp, alone)[0]), d

@@ -46,7 +46,7 @@ from deniable.oracles._sfp import SFP
 from deniable.oracles._sfp_assemble import PUZZLE_HASH
 from deniable.oracles._sfp_result import SFPReports
 from deniable.oracles._spec import _from_parameters, _number, _parameter, _spec_fields
-from deniable.randomness import CHUNK, ArrayWords, random_words, resolve_rng, uniform_below
+from deniable.randomness import ArrayWords, random_words, resolve_rng, uniform_below
 
 __all__ = ["SFP_SPEC_SCHEMA", "sfp_device_reports", "sfp_from_spec", "sfp_spec"]
 
@@ -72,6 +72,7 @@ _FIELDS = (
     "implemented_epsilon",
 )  # fmt: skip
 _TEXT = ("alphabet", "sketch")  # the parameters that are strings, not numbers
+_BLOCK_WORDS = 1 << 20
 
 
 def _check_sfp(protocol: Any) -> SFP:
@@ -167,9 +168,10 @@ def sfp_device_reports(protocol: SFP, items: Any, *, rng: Any = None) -> SFPRepo
     wf, ww = frag.words_per_report, word.words_per_report
     per = 1 + wf + ww
     gen = resolve_rng(rng)
+    step = max(1, _BLOCK_WORDS // per)  # devices a block: at most 8 MiB of words
     parts: list[SFPReports] = []
-    for start in range(0, max(len(raw), 1), max(1, CHUNK // per)):
-        chunk = raw[start : start + max(1, CHUNK // per)]
+    for start in range(0, max(len(raw), 1), step):
+        chunk = raw[start : start + step]
         draw = random_words(gen, per * len(chunk)).reshape(-1, per)
         pos = uniform_below(np.ascontiguousarray(draw[:, 0]), sfp.positions).astype(np.int64)
         records = sfp._fragment_records(chunk, pos)
