@@ -4,6 +4,7 @@ epsilons added, ``eps/2`` each at the default split, checked by enumerating ever
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 
@@ -27,17 +28,24 @@ def _hcms_log_channel(sketch: object, strings: list[str]) -> np.ndarray:
     return np.array(out)
 
 
+def _record(value: str, pos: int, positions: int) -> str:
+    """The record "l:p:i.j" of docs/specs.md: alphabet "ab" (a = 0, b = 1, padding 2), one
+    puzzle bit (the top bit of SHA-256("deniable.sfp/1" || 0x00 || s))."""
+    symbols = ["ab".index(c) for c in value] + [2] * (2 * positions - len(value))
+    p = hashlib.sha256(b"deniable.sfp/1\x00" + value.encode()).digest()[0] >> 7
+    return f"{pos}:{p}:{symbols[2 * pos]}.{symbols[2 * pos + 1]}"
+
+
 @pytest.mark.parametrize("share", [0.5, 0.25])
 def test_an_sfp_reports_epsilon_is_both_halves_added_by_enumeration(share: float) -> None:
     sfp = SFP(epsilon=2.0, max_length=4, alphabet="ab", puzzle_bits=1, k=2, m=8,
               fragment_share=share)  # fmt: skip
     strings = ["".join(t) for n in range(1, 5) for t in itertools.product("ab", repeat=n)]
-    raw = sfp.strings(strings)
     word = _hcms_log_channel(sfp.word_sketch, strings)  # (strings, 2 k m)
     per_position = []
     for pos in range(sfp.positions):
-        records = sfp._fragment_records(raw, np.full(len(raw), pos, dtype=np.int64))
-        frag = _hcms_log_channel(sfp.fragment_sketch, [str(r) for r in records])
+        records = [_record(s, pos, sfp.positions) for s in strings]
+        frag = _hcms_log_channel(sfp.fragment_sketch, records)
         # every report (pos, u, w): log(1 / P) + log P_f(u | record) + log P_w(w | string)
         joint = np.log(1 / sfp.positions) + frag[:, :, None] + word[:, None, :]
         per_position.append(joint.reshape(len(strings), -1))

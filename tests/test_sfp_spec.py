@@ -224,3 +224,17 @@ def test_device_rule_is_the_same_across_its_blocks_of_words() -> None:
     for d in (0, 510, 511, 512, 1021, 1022, 1099):
         alone = sfp_device_reports(sfp, [items[d]], rng=ArrayWords(words[d * per : (d + 1) * per]))
         assert np.array_equal(whole[d], sfp_records(sfp, alone)[0]), d
+
+
+def test_a_position_without_reports_is_estimated_not_refused() -> None:
+    """A small batch can leave a position empty (each device's position is drawn): that
+    position keeps nothing (its threshold infinite), so no string is assembled."""
+    sfp = PROTOCOLS[0]  # P = 2
+    reports = sfp_device_reports(sfp, ["ab", "c", "abca"] * 20, rng=3)
+    only = reports[reports.positions == 1]
+    result = sfp.estimate(only)
+    assert result.n == len(only) > 0
+    assert result.fragment_thresholds[0] == float("inf") and result.fragments_kept[0] == 0
+    assert result.strings == () and result.candidates == 0
+    with pytest.raises(DataError, match="at least 1"):
+        sfp.estimate(reports[reports.positions == 5])  # no reports at all

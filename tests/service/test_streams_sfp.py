@@ -181,3 +181,14 @@ def test_the_stream_page_lists_each_days_sfp_strings_from_its_reports(
     assert "Sequence Fragment Puzzle reports are estimated on their own" in page.text
     assert "threshold (rule)" in page.text and "2026-11-28 (n = 4000)" in page.text
     assert '<th scope="row">hi</th>' in page.text and "(whole-string sketch)" in page.text
+
+
+def test_a_day_too_small_to_find_anything_is_listed_without_strings(client: TestClient) -> None:
+    token = new_stream(client)
+    assert post(client, token, encode_batch(SFP_H, reports_of(3, 14))).status_code == 201
+    r = client.get("/api/streams/words/estimates", headers=admin_headers())
+    assert r.status_code == 200, r.text
+    est = r.json()["days"][0]["estimate"]
+    assert est["n"] == 3 and est["heavy_hitters"] == [] and est["candidates"] == 0
+    page = client.get("/dashboard/streams/words", headers=admin_headers())
+    assert page.status_code == 200 and "(n = 3)" in page.text, page.text

@@ -390,8 +390,8 @@ class SFP:
             raise DataError(
                 f"`data` must hold {self.positions} position tallies, got {len(tally.fragments)}."
             )
-        for t in tally.fragments:
-            self.fragment_sketch._as_tally(t)
+        for t in tally.fragments:  # a position may have no reports (a small batch)
+            self.fragment_sketch.bind(t)
         self.word_sketch._as_tally(tally.words)
 
     def _fragments(self, tally: SFPTally) -> tuple[list[Groups], tuple[float, ...]]:
