@@ -109,7 +109,11 @@ def _bad_bodies() -> dict[str, tuple[bytes, dict[str, str], str]]:
         "truncated": (good[:-1], {}, "(truncated)"),
         "trailing": (good + b"\0", {}, "(bytes after the last report)"),
         "position out of range": (bytes(position), {}, "must be in 0..1, got 2"),
-        "fragment report out of range": (bytes(fragment), {}, "`body`"),
+        "fragment report out of range": (
+            bytes(fragment),
+            {},
+            "0..8191, got one outside at index 2",
+        ),
         "other parameters": (encode_batch(other, reports_of(1, 4, other)), {}, "other parameters"),
         "json of uneven records": (json.dumps(as_json).encode(), JSON_TYPE, "one length"),
     }
