@@ -25,7 +25,9 @@ from test_streams_range import MECHANISMS, _merged, reports_of
 from test_streams_range import spec_body as range_body
 
 from deniable.distributed import encode_batch
+from deniable.exceptions import DataError
 from deniable.oracles import OUE, heavy_from_records, heavy_spec, oracle_spec
+from deniable.service.analysis.streams import load_streams_file, stream_spec_from
 from deniable.service.storage import ServiceStore
 
 PEM = PROTOCOLS["pem"]
@@ -135,6 +137,7 @@ def _bad() -> dict[str, tuple[dict[str, Any], str]]:
                                    "unknown field `quantiles` (a heavy stream's fields: "
                                    "alpha, top_k)"),
         "not a mapping": ({**pem, "answers": [1]}, "must be a mapping of alpha, top_k, got list"),
+        "null": ({**pem, "answers": None}, "must be a mapping of alpha, top_k, got NoneType"),
         "another oracle": (oue, "field `answers` are for heavy-hitter (PEM, TreeHist), range "
                            "(HierarchicalHistogram, HaarHRR) and Square Wave streams only, got "
                            "them for a stream of oue"),
@@ -249,3 +252,26 @@ def test_a_square_wave_streams_ranges_are_shares_of_its_ems_fit(client: TestClie
     page = client.get("/dashboard/streams/load?start=2026-11-27&end=2026-11-28",
                       headers=admin_headers()).text  # fmt: skip
     assert "Answer settings: quantiles 0.5, ranges [0, 4.5], [2.5, 10];" in page
+
+
+def test_answers_in_a_streams_file_round_trip_and_a_bad_one_names_its_place(
+    tmp_path: Path,
+) -> None:
+    """A streams file (the service's ``--streams``) carries ``answers`` like a request
+    body: read, written back by ``to_dict`` with the declared fields only, read again to
+    the same spec; a bad value names the file, the spec's index and the field."""
+    good = [heavy_body(PEM, answers={"alpha": None}), {**range_body(HH), "id": "hh"}]
+    path = tmp_path / "streams.json"
+    path.write_text(json.dumps({"streams": good}), encoding="utf-8")
+    heavy, ranges = load_streams_file(path)
+    assert heavy.to_dict()["answers"] == {"alpha": None} and "answers" not in ranges.to_dict()
+    assert stream_spec_from(heavy.to_dict()) == heavy
+    assert heavy.settings is not None and heavy.settings.effective() == {"top_k": 16, "alpha": None}
+    assert ranges.settings is not None
+    assert ranges.settings.effective()["ranges"] == [[0, 3], [4, 7], [8, 11], [12, 15]]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"streams": [good[1], {**good[0], "answers": {"top_k": -1}}]}),
+                   encoding="utf-8")  # fmt: skip
+    with pytest.raises(DataError, match=r"`streams\[1\]`: field `answers.top_k` must be an "
+                       r"integer in \[1, 4096\], got -1\."):  # fmt: skip
+        load_streams_file(bad)

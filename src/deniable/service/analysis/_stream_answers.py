@@ -166,28 +166,30 @@ def _ranges(where: str, value: Any, oracle: Any) -> tuple[tuple[float, float], .
         raise DataError(f"{rule}, got {value!r}.")
     out: list[tuple[float, float]] = []
     for i, pair in enumerate(value):
-        ends = [_real(x) for x in pair] if isinstance(pair, list) and len(pair) == 2 else []
-        ok = len(ends) == 2 and ends[0] is not None and ends[1] is not None
-        if ok and isinstance(oracle, SquareWave):
-            ok = lo <= ends[0] < ends[1] <= hi  # type: ignore[operator]
-        elif ok:
-            ok = all(type(x) is int for x in pair) and lo <= pair[0] <= pair[1] <= hi
-        if not ok:
+        a: Any = pair[0] if isinstance(pair, list) and len(pair) == 2 else None
+        b: Any = pair[1] if a is not None else None
+        x, y = _real(a), _real(b)
+        if isinstance(oracle, SquareWave):
+            ok = x is not None and y is not None and lo <= x < y <= hi
+        else:  # integers, kept as such (a range's label: "share of [0, 3]")
+            ok = type(a) is int and type(b) is int and lo <= a <= b <= hi
+        if not ok or x is None or y is None:
             raise DataError(f"{rule}, got {pair!r} at index {i}.")
-        out.append((pair[0], pair[1]) if not isinstance(oracle, SquareWave) else
-                   (float(pair[0]), float(pair[1])))  # fmt: skip
+        out.append((x, y) if isinstance(oracle, SquareWave) else (a, b))
     return tuple(out)
 
 
-def answer_settings(data: Any, oracle: Any, where: str) -> AnswerSettings | None:
+def answer_settings(
+    data: Any, oracle: Any, where: str, *, given: bool = True
+) -> AnswerSettings | None:
     """The :class:`AnswerSettings` of ``oracle``'s stream from the spec's ``answers``
-    (``data``: a mapping, or None when the spec has none: every field its default); None
-    for a stream of another oracle (which refuses ``answers``).  ``where`` names the spec
-    and field in a :class:`~deniable.exceptions.DataError` (module docstring's table:
-    each field's allowed values, and what was given)."""
+    (``data``, a mapping; when ``given`` is False the spec has none: every field its
+    default); None for a stream of another oracle (which refuses ``answers``).  ``where``
+    names the spec and field in a :class:`~deniable.exceptions.DataError` (module
+    docstring's table: each field's allowed values, and what was given)."""
     kind = _kind(oracle)
     if kind is None:
-        if data is not None:
+        if given:
             raise DataError(
                 f"{where} are for heavy-hitter (PEM, TreeHist), range (HierarchicalHistogram, "
                 f"HaarHRR) and Square Wave streams only, got them for a stream of {oracle.name}."
@@ -196,7 +198,7 @@ def answer_settings(data: Any, oracle: Any, where: str) -> AnswerSettings | None
     defaults: dict[str, Any] = {"kind": kind}
     if kind == "range":
         defaults["ranges"] = tuple(quarters(oracle.domain))
-    if data is None:
+    if not given:
         return AnswerSettings(**defaults)
     fields = _FIELDS[kind]
     if not isinstance(data, Mapping):
@@ -210,13 +212,13 @@ def answer_settings(data: Any, oracle: Any, where: str) -> AnswerSettings | None
             f"{', '.join(fields)})."
         )
     at = where.removesuffix("`")
-    given: dict[str, Any] = {}
+    chosen: dict[str, Any] = {}
     if "top_k" in data:
-        given["top_k"] = _top_k(at, data["top_k"])
+        chosen["top_k"] = _top_k(at, data["top_k"])
     if "alpha" in data:
-        given["alpha"] = _alpha(at, data["alpha"])
+        chosen["alpha"] = _alpha(at, data["alpha"])
     if "quantiles" in data:
-        given["quantiles"] = _quantiles(at, data["quantiles"])
+        chosen["quantiles"] = _quantiles(at, data["quantiles"])
     if "ranges" in data:
-        given["ranges"] = _ranges(at, data["ranges"], oracle)
-    return AnswerSettings(**{**defaults, **given}, declared=tuple(sorted(given)))
+        chosen["ranges"] = _ranges(at, data["ranges"], oracle)
+    return AnswerSettings(**{**defaults, **chosen}, declared=tuple(sorted(chosen)))

@@ -124,7 +124,7 @@ class StreamSpec:
     def settings(self) -> AnswerSettings | None:
         """The answer settings the stream's estimates use (``answers``, or the defaults of
         its oracle; None for an oracle without any)."""
-        return self.answers or answer_settings(None, self.oracle, "answers")
+        return self.answers or answer_settings(None, self.oracle, "answers", given=False)
 
     @property
     def report_epsilon(self) -> float:
@@ -239,7 +239,9 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
     except DeniableError as exc:
         raise DataError(f"{_where(source, 'oracle')}: {exc}") from None
     candidates = check_candidates(_where(source, "candidates"), data, oracle)
-    answers = answer_settings(data.get("answers"), oracle, _where(source, "answers"))
+    answers = answer_settings(
+        data.get("answers"), oracle, _where(source, "answers"), given="answers" in data
+    )
     window = _window(data["window"], source)
     spec = StreamSpec(sid, oracle, str(data["period"]), window, candidates, answers)
     if "report_epsilon" in data and data["report_epsilon"] != spec.report_epsilon:
