@@ -119,6 +119,27 @@ def test_alpha_null_is_the_top_k_rule_alone(client: TestClient) -> None:
     assert got["days"][1]["estimate"]["rounds"][-1]["kept"] == 3
 
 
+def test_a_pool_with_a_group_empty_is_listed_undecided(client: TestClient) -> None:
+    tree = PROTOCOLS["treehist"]  # 8 groups
+    token = open_stream(client, "found", heavy_body(tree, answers={"top_k": 2}))
+    for day, seed in ((27, 13), (28, 14)):
+        on_day(client, day)
+        rec = records_of(tree, 200, seed)
+        rec = rec[rec[:, 0] != 5]  # no report of group 5, either day
+        assert post_batch(client, "found", token, encode_batch(tree, rec)).status_code == 201
+    got = client.get(HEAVY, headers=admin_headers()).json()
+    pooled = got["pooled"]["estimate"]
+    assert pooled["heavy_hitters"] == [] and pooled["n"] == sum(
+        d["estimate"]["n"] for d in got["days"]
+    )
+    assert (
+        "a report in each of the 8 groups; these days have too few reports" in pooled["undecided"]
+    )
+    page = client.get("/dashboard/streams/found?start=2026-11-27&end=2026-11-28",
+                      headers=admin_headers()).text  # fmt: skip
+    assert "these days have too few reports" in page and "this day has too few" in page
+
+
 def _bad() -> dict[str, tuple[dict[str, Any], str]]:
     hh, sw, pem = range_body(HH), range_body(SW), heavy_body(PEM)
     oue = {**pem, "oracle": oracle_spec(OUE.from_epsilon(1.0, k=4)), "answers": {"top_k": 3}}
