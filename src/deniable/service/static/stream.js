@@ -27,13 +27,21 @@ import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
 
 export const STREAM_SCHEMA = "deniable.stream-spec/1";
 const MEMO = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloha/1", "rappor/1"]);
+// The fields of a stream spec's `answers`, by its oracle's schema (Python's
+// service/analysis/_stream_answers.py): the server's answer settings, which a device never uses.
+const ANSWER_FIELDS = Object.freeze({
+  [HEAVY_SCHEMA]: ["alpha", "top_k"], [RANGE_SCHEMA]: ["quantiles", "ranges"], [SQUARE_WAVE_SCHEMA]: ["quantiles", "ranges"],
+});
 
 /**
  * Check a stream spec as the service serves it: its schema, id and oracle (an oracle spec,
  * a RAPPOR spec, a count mean sketch's spec, a heavy-hitter protocol's spec (PEM,
  * TreeHist), a range mechanism's or Square Wave's spec, or k-ary randomized response's question
- * spec), and the optional `candidates` of a stream of strings (RAPPOR, CMS, HCMS: strings
- * for the server's estimate; a device may report any string).  Returns the spec.
+ * spec), the optional `candidates` of a stream of strings (RAPPOR, CMS, HCMS: strings
+ * for the server's estimate; a device may report any string), and the optional `answers` of
+ * a heavy-hitter, range or Square Wave stream (the server's answer settings: their fields
+ * are checked as Python names them, their values are the server's and left alone).  Returns
+ * the spec.
  */
 export function checkStreamSpec(spec) {
   if (spec === null || typeof spec !== "object" || Array.isArray(spec)) throw new SpecError("spec", `must be a stream spec object, got ${show(spec)}.`);
@@ -51,6 +59,14 @@ export function checkStreamSpec(spec) {
     const c = spec.candidates;
     if (schema !== RAPPOR_SCHEMA && schema !== CMS_SCHEMA) throw new SpecError("candidates", `are for a stream of strings only (RAPPOR, CMS, HCMS: the strings its reports are decoded against), got them for ${show(spec.oracle.algorithm)}.`);
     if (!Array.isArray(c) || !c.every((s) => typeof s === "string")) throw new SpecError("candidates", `must be a list of strings, got ${show(c)}.`);
+  }
+  if ("answers" in spec) {
+    const fields = Object.hasOwn(ANSWER_FIELDS, schema) ? ANSWER_FIELDS[schema] : null;
+    const a = spec.answers;
+    if (fields === null) throw new SpecError("answers", `are for heavy-hitter (PEM, TreeHist), range and Square Wave streams only (the server's answer settings), got them for ${show(spec.oracle.algorithm)}.`);
+    if (a === null || typeof a !== "object" || Array.isArray(a)) throw new SpecError("answers", `must be an object of ${fields.join(", ")}, got ${show(a)}.`);
+    const unknown = Object.keys(a).find((k) => !fields.includes(k));
+    if (unknown !== undefined) throw new SpecError("answers", `has an unknown field ${show(unknown)} (this stream's fields: ${fields.join(", ")}).`);
   }
   return spec;
 }
