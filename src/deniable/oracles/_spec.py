@@ -193,15 +193,17 @@ _M = TypeVar("_M")
 def _from_parameters(
     spec: Mapping[str, Any], fields: tuple[str, ...], make: Callable[..., _M], name: str,
     implied_by: Callable[[_M], Mapping[str, Any]],
+    convert: Callable[[str, Any], Any] = _parameter,
 ) -> _M:  # fmt: skip
     """The mechanism ``make`` builds from the spec field ``parameters`` (``name`` naming it
-    in errors), with every one of ``fields`` of ``spec`` checked against the spec
-    ``implied_by`` the mechanism: what the oracle, sketch and RAPPOR specs share."""
+    in errors; each parameter read by ``convert``, a number by default), with every one of
+    ``fields`` of ``spec`` checked against the spec ``implied_by`` the mechanism: what the
+    oracle, sketch and RAPPOR specs share."""
     params = spec["parameters"]
     if not isinstance(params, Mapping):
         raise DataError(f"spec field `parameters` must be an object, got {params!r}.")
     try:
-        out = make(**{n: _parameter(n, x) for n, x in params.items()})
+        out = make(**{n: convert(n, x) for n, x in params.items()})
     except TypeError as exc:
         raise DataError(f"spec field `parameters` does not fit {name!r}: {exc}.") from None
     except DeniableError as exc:

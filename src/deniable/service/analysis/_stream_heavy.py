@@ -1,6 +1,7 @@
-"""Heavy-hitter streams (PEM, TreeHist): the discovered strings of a UTC day, or of the
-page's days pooled, computed from the stored records by the library's own decoding
-(:func:`deniable.distributed.aggregate_heavy_stream`, in this process).
+"""Heavy-hitter streams (PEM, TreeHist, SFP): the discovered strings of a UTC day, or of
+the page's days pooled, computed from the stored records by the library's own decoding
+(:func:`deniable.distributed.aggregate_heavy_stream`, for SFP
+:func:`deniable.distributed.aggregate_sfp_stream`, in this process).
 
 **How records are decoded.**  A device's record carries its group, drawn afresh for every
 report and independently of its string, so the records of any set of days are a sample of
@@ -12,7 +13,10 @@ records of all the days ``start .. end`` as one sample, which is sound when the 
 strings are stationary over those days (it then estimates the share of reports carrying
 each string: a device reporting on several days counts once a report).  The rounds need a
 report in every group; a day (or pool) with a group empty is listed with its number of
-reports, no strings and the reason.
+reports, no strings and the reason.  An SFP day is the :class:`~deniable.oracles.SFPResult`
+of its reports (each position's fragment-sketch tally and the whole-string sketch's; the
+protocol's ``alpha``, 0.01: SFP streams have no answer settings yet, so no pooled
+estimate): no group to miss.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from deniable.exceptions import DataError
-from deniable.oracles import PEM, TreeHist
+from deniable.oracles import PEM, SFP, TreeHist
 from deniable.service.analysis._stream_answers import AnswerSettings
 
 __all__ = ["heavy_day", "is_heavy"]
@@ -30,7 +34,7 @@ __all__ = ["heavy_day", "is_heavy"]
 
 def is_heavy(oracle: Any) -> bool:
     """Whether ``oracle`` is a heavy-hitter protocol (its stream lists discovered strings)."""
-    return isinstance(oracle, PEM | TreeHist)
+    return isinstance(oracle, PEM | TreeHist | SFP)
 
 
 def heavy_day(
@@ -47,13 +51,18 @@ def heavy_day(
     records of ``day`` (of the days ``day .. end`` pooled when ``end`` is given: module
     docstring), decoded at ``settings`` (the defaults when None); when the rounds cannot
     run (a group without a report) ``{"method", "n", "heavy_hitters": [], "rounds": [],
-    "undecided": why}``."""
+    "undecided": why}``; for SFP the ``to_dict()`` of its
+    :class:`~deniable.oracles.SFPResult` (``settings`` do not apply)."""
     import pyarrow.parquet as pq
 
-    from deniable.distributed import aggregate_heavy_stream, stream_files
+    from deniable.distributed import aggregate_heavy_stream, aggregate_sfp_stream, stream_files
 
-    chosen = settings or AnswerSettings("heavy")
     last = day if end is None else end
+    if isinstance(protocol, SFP):  # tallies: the days' reports estimate
+        return aggregate_sfp_stream(
+            root, stream, start=day, end=last, scheduler="synchronous", level=level
+        ).to_dict()
+    chosen = settings or AnswerSettings("heavy")
     try:
         found = aggregate_heavy_stream(
             root, stream, start=day, end=last, scheduler="synchronous",

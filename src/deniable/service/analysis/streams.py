@@ -15,6 +15,7 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
                                     #   or PEM's / TreeHist's (deniable.oracles.heavy_spec:
                                     #   deniable.heavy-spec/1), a range mechanism's or
                                     #   Square Wave's (oracles.range_spec: _stream_range)
+                                    #   or SFP's (oracles.sfp_spec: deniable.sfp-spec/1)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
     candidates: [a, b, ...]         # RAPPOR, CMS and HCMS only, optional: the strings
@@ -39,8 +40,10 @@ randomization's epsilon over every kept permanent response; a report of RAPPOR, 
 epsilon over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``; a report of a
 count mean sketch (CMS, HCMS: a fresh row and flips every report, nothing kept), its exact
 ``epsilon``; a report of PEM or TreeHist (a fresh group and one OLH report of its prefix,
-nothing kept), the OLH epsilon ``ln(p' / q')``; of a range mechanism, its largest level
-oracle's epsilon; of Square Wave, its epsilon.  The
+nothing kept), the OLH epsilon ``ln(p' / q')``; of SFP (a fresh position and one report
+to each of its two sketches, nothing kept), ``fragment_epsilon + word_epsilon``, the two
+sketches' exact epsilons added (``epsilon / 2`` each at the default split); of a range
+mechanism, its largest level oracle's epsilon; of Square Wave, its epsilon.  The
 memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
 with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
 longitudinal_epsilon``); a window promises a bound against *any* change of a device's

@@ -16,8 +16,18 @@ _LEVELS = (0.8, 0.9, 0.95, 0.99)
 _KINDS = {
     "deniable.rappor-spec/1": "rappor", "deniable.cms-spec/1": "sketch",
     "deniable.heavy-spec/1": "heavy", "deniable.range-spec/1": "range",
-    "deniable.square-wave-spec/1": "square-wave",
+    "deniable.square-wave-spec/1": "square-wave", "deniable.sfp-spec/1": "sfp",
 }  # fmt: skip
+
+
+def _sfp_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per string an SFP day found: its frequency from the whole-string sketch, SE,
+    interval and the whole-string threshold that decided the list."""
+    decided = f"{num(estimate['word_threshold'])} (whole-string sketch)"
+    return [
+        (str(h["string"]), num(h["frequency"]), num(h["se"]), ci(h["ci"]), decided)
+        for h in estimate["heavy_hitters"]
+    ]
 
 
 def _heavy_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
@@ -87,6 +97,8 @@ def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     day, or one row for a single estimate (a number per field, e.g. a mean's)."""
     if "answers" in estimate:
         return _answer_rows(estimate)
+    if estimate.get("method") == "sequence-fragment-puzzle":
+        return _sfp_rows(estimate)
     if "heavy_hitters" in estimate:
         return _heavy_rows(estimate)
     if _sketch(estimate):

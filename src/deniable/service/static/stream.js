@@ -8,7 +8,8 @@
 // protocols, PEM and TreeHist, through heavy.js, a fresh group and one linear-hash report of
 // its prefix every report, nothing kept; the range mechanisms, HierarchicalHistogram and
 // HaarHRR, and Square Wave through ranges.js, a fresh level or cell every report, nothing
-// kept) and posts the
+// kept; the Sequence Fragment Puzzle through sfp.js, a fresh position and both sketch
+// reports every report, nothing kept) and posts the
 // reports as one binary batch with the device token (batch.js).  The only requests are to
 // the service.
 
@@ -19,6 +20,7 @@ import { RAPPOR_SCHEMA } from "./oraclesrappor.js";
 import { CMS_SCHEMA, makeSketch } from "./sketches.js";
 import { HEAVY_SCHEMA, makeHeavy } from "./heavy.js";
 import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, makeRange, makeSquareWave } from "./ranges.js";
+import { SFP_SCHEMA, makeSfp } from "./sfp.js";
 import { HttpError } from "./session.js";
 import { randomizeAnswer } from "./randomizer.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -46,7 +48,7 @@ export function checkStreamSpec(spec) {
   if (spec.schema !== STREAM_SCHEMA) throw new SpecError("schema", `must be "${STREAM_SCHEMA}", got ${show(spec.schema)}.`);
   if (typeof spec.id !== "string" || spec.id.length === 0) throw new SpecError("id", `must be the stream's id (a non-empty string), got ${show(spec.id)}.`);
   const schema = spec.oracle?.schema;
-  const schemas = [ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, HEAVY_SCHEMA, RANGE_SCHEMA, SQUARE_WAVE_SCHEMA];
+  const schemas = [ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, HEAVY_SCHEMA, RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, SFP_SCHEMA];
   if (![...schemas, SPEC_SCHEMA].includes(schema)) {
     throw new SpecError("oracle.schema", `must be ${schemas.map((x) => `"${x}"`).join(", ")} or "${SPEC_SCHEMA}" (k-ary randomized response), got ${show(schema)}.`);
   }
@@ -86,7 +88,7 @@ export async function fetchStream(id, { base = "", fetchImpl = globalThis.fetch 
 /**
  * The client of one device in a stream: { id, spec, candidates, report(value), encode(reports),
  * send(reports), reportAndSend(values) }.  report(value) randomizes a value (0..k-1; RAPPOR,
- * CMS, HCMS, PEM, TreeHist: a string; a range mechanism: 0..domain-1; Square Wave: a
+ * CMS, HCMS, PEM, TreeHist, SFP: a string; a range mechanism: 0..domain-1; Square Wave: a
  * number in [lower, upper]) into its report; the longitudinal oracles and RAPPOR keep their permanent
  * responses in `storage` (the page's localStorage unless given; a Map in tests) under
  * `device` (default "default": one memo per device, as Python keys it, whatever the
@@ -108,6 +110,9 @@ export function makeStreamClient(streamSpec, options = {}) {
   } else if (spec.oracle.schema === HEAVY_SCHEMA) {
     const heavy = makeHeavy(spec.oracle);
     randomize = (value) => heavy.randomizeValue(value, cryptoImpl);
+  } else if (spec.oracle.schema === SFP_SCHEMA) {
+    const sfp = makeSfp(spec.oracle);
+    randomize = (value) => sfp.randomizeValue(value, cryptoImpl);
   } else if (spec.oracle.schema === RANGE_SCHEMA || spec.oracle.schema === SQUARE_WAVE_SCHEMA) {
     const ordered = spec.oracle.schema === RANGE_SCHEMA ? makeRange(spec.oracle) : makeSquareWave(spec.oracle);
     randomize = (value) => ordered.randomizeValue(value, cryptoImpl);
