@@ -18,16 +18,19 @@ simplex constraint).  It is the stopping rule, and a point with ``gap <= 1e-12``
    (every iterate stays positive, so EM's multiplicative update can still raise any cell:
    no cell is ever set to exactly 0 by rounding), and keeps one EM step from the
    extrapolation if its likelihood is not below that of the first EM step, else the plain
-   double step; until ``gap <= 1e-6`` (at most 2000 cycles).
-2. **Newton on the support** (at most 400 cells): the cells with ``g_ab - 1 > -1e-4`` (a
-   cell with ``pi_ab (1 - g_ab) > 1e-6`` contradicts ``gap <= 1e-6``, so only cells below
-   about ``1e-2`` are dropped) keep their values, the others are set to 0 and the maximum
-   over the support's face is found by Newton's method with the equality ``sum pi = 1``
-   (the Hessian ``-mean_d P_d P_d' / den_d^2``), each step halved until the likelihood
-   does not fall; a cell the full step would take to 0 or below leaves the support (set
-   to 0: the maximum lies on a smaller face).  Its answer is kept only when certified by
-   the gap over *every* cell (the dropped ones included: a cell set to 0 that should be
-   positive has ``g_ab > 1`` and fails it); else step 1's answer is returned.
+   double step; until ``gap <= c`` for ``c`` = 1e-3, then 1e-4, 1e-5, 1e-6 in turn (at
+   most 2000 cycles in all), each time handing over to step 2, and going on only if step
+   2 does not certify.
+2. **Newton on the support** (at most 400 cells): the cells with ``g_ab - 1 > -s``, for
+   ``s = sqrt(c)`` then ``s = 1e-4`` (a cell with ``pi_ab (1 - g_ab) > c`` contradicts
+   ``gap <= c``, so only cells below ``c / s`` are dropped) keep their values, the
+   others are set to 0 and the maximum over the support's face is found by Newton's
+   method with the equality ``sum pi = 1`` (the Hessian ``-mean_d P_d P_d' / den_d^2``),
+   each step halved until the likelihood does not fall; a cell the full step would take
+   to 0 or below leaves the support (set to 0: the maximum lies on a smaller face).  Its
+   answer is kept only when certified by the gap over *every* cell (the dropped ones
+   included: a cell set to 0 that should be positive has ``g_ab > 1`` and fails it); if
+   no hand-over certifies, step 1's last iterate is returned.
 
 At a certified point the per-device log-likelihood is within ``1e-12`` of its maximum, and
 Newton's quadratic convergence puts the estimate within rounding of the maximizer where
@@ -50,11 +53,12 @@ FloatArray = npt.NDArray[np.float64]
 
 #: The gap of a certified maximum (per device, in log-likelihood).
 CERTIFIED = 1e-12
-#: SQUAREM stops at this gap (or after ``_CYCLES`` cycles) and hands over to Newton.
-_COARSE = 1e-6
-_CYCLES = 2000
-#: Cells with ``g - 1`` above ``-_SUPPORT`` form Newton's support; at most ``_NEWTON_CELLS``.
+#: SQUAREM hands over to Newton at each of these gaps in turn (at most ``_CYCLES`` cycles
+#: in all); Newton's support is the cells with ``g - 1 > -sqrt(gap)``, then those with
+#: ``g - 1 > -_SUPPORT``, at most ``_NEWTON_CELLS`` of them.
+_LADDER = (1e-3, 1e-4, 1e-5, 1e-6)
 _SUPPORT = 1e-4
+_CYCLES = 2000
 _NEWTON_CELLS = 400
 _NEWTON_STEPS = 30
 #: An extrapolation may shrink a cell to this share of its value, not below.
@@ -103,13 +107,15 @@ class _Pair:
         return np.asarray(out / self.d, dtype=np.float64)
 
 
-def _squarem(pair: _Pair, k1: int, k2: int) -> tuple[FloatArray, FloatArray]:
-    """Step 1 of the module docstring: ``(pi, g)`` at its stop."""
-    pi = np.full((k1, k2), 1 / (k1 * k2))
-    g, _ = pair.grad(pi)
-    for _ in range(_CYCLES):
-        if float(g.max()) - 1 <= _COARSE:
+def _squarem(
+    pair: _Pair, pi: FloatArray, g: FloatArray, stop: float, cycles: int
+) -> tuple[FloatArray, FloatArray, int]:
+    """Step 1 of the module docstring from ``pi`` (``g`` its gradient) until ``gap <=
+    stop`` or ``cycles`` cycles: ``(pi, g, cycles left)``."""
+    while cycles > 0:
+        if float(g.max()) - 1 <= stop:
             break
+        cycles -= 1
         one = pi * g
         g_one, ll_one = pair.grad(one)
         two = one * g_one
@@ -129,12 +135,12 @@ def _squarem(pair: _Pair, k1: int, k2: int) -> tuple[FloatArray, FloatArray]:
                     new = jump * g_jump
         pi = new
         g, _ = pair.grad(pi)
-    return pi, g
+    return pi, g, cycles
 
 
-def _newton(pair: _Pair, pi: FloatArray, g: FloatArray) -> FloatArray | None:
+def _newton(pair: _Pair, pi: FloatArray, g: FloatArray, support: float) -> FloatArray | None:
     """Step 2 of the module docstring: the certified maximum, or None."""
-    cells = np.flatnonzero(g.reshape(-1) - 1 > -_SUPPORT)
+    cells = np.flatnonzero(g.reshape(-1) - 1 > -support)
     if not 0 < cells.size <= _NEWTON_CELLS:
         return None
     flat = np.zeros(pi.size)
@@ -182,9 +188,17 @@ def joint_em(l1: FloatArray, l2: FloatArray) -> FloatArray:
     log-likelihoods ``l1`` (``D x A1``), ``l2`` (``D x A2``) of its two reports, by the
     module docstring's two steps."""
     pair = _Pair(l1, l2)
-    pi, g = _squarem(pair, l1.shape[1], l2.shape[1])
-    polished = _newton(pair, pi, g)
-    return np.asarray(pi if polished is None else polished, dtype=np.float64)
+    k1, k2 = l1.shape[1], l2.shape[1]
+    pi = np.full((k1, k2), 1 / (k1 * k2))
+    g, _ = pair.grad(pi)
+    cycles = _CYCLES
+    for stop in _LADDER:
+        pi, g, cycles = _squarem(pair, pi, g, stop, cycles)
+        for support in sorted({math.sqrt(stop), _SUPPORT}, reverse=True):
+            polished = _newton(pair, pi, g, support)
+            if polished is not None:
+                return np.asarray(polished, dtype=np.float64)
+    return np.asarray(pi, dtype=np.float64)
 
 
 def gap(l1: FloatArray, l2: FloatArray, pi: FloatArray) -> float:
