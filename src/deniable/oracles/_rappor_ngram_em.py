@@ -66,7 +66,7 @@ _FLOOR = 0.1
 #: Columns from which the row sums are numpy's own (its pairwise blocks start at 8).
 _ROW_SUM = 8
 #: Devices per block of the Hessian's product.
-_BLOCK = 1 << 15
+_BLOCK = 1 << 13
 
 
 class _Pair:
