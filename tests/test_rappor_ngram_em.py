@@ -4,9 +4,13 @@ likelihoods and EM against plain references written out here with loops.
 * ``_loglik`` (popcounts of packed reports against packed Bloom filters, in row blocks)
   against ``ln P(r | a)`` multiplied out bit by bit for every report and label: equal up to
   the term the docstring drops (the likelihood of an empty Bloom filter), to rounding.
-* ``_em`` against the same SQUAREM in plain numpy (bit for bit), and against plain EM written
-  cell by cell, on a pair whose joint distribution has every cell positive (the maximum is
-  inside the simplex, where EM has one fixed point); the tolerance is derived in the test.
+* ``joint_em`` (``deniable.oracles._rappor_ngram_em``) against plain EM written cell by
+  cell, on a pair whose joint distribution has every cell positive (the maximum is inside
+  the simplex, where EM has one fixed point); the tolerance is derived in the test from the
+  certified gap and the likelihood's curvature;
+* against the closed form of a categorical channel (the maximum is the channel's inverse
+  applied to the empirical joint of the reports), and on the same data summed in other
+  orders (devices permuted), including pairs whose maximum has cells at 0: equal to 1e-9.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import pytest
 
 from deniable.oracles import Rappor, RapporReports
 from deniable.oracles import _rappor_ngram_decode as dec
+from deniable.oracles import _rappor_ngram_em as em
 
 # a strong channel (f = 0: no PRR noise) so that a few thousand devices pin the joint down
 R = Rappor(m=32, h=2, cohorts=4, f=0.0, p=0.2, q=0.8)
@@ -113,17 +118,24 @@ def test_loglik_row_blocks_change_nothing(monkeypatch: pytest.MonkeyPatch) -> No
     assert np.array_equal(dec._loglik(R, first, dec._masks(R, FIRST)), whole)
 
 
-@pytest.mark.parametrize("factored", [False, True])
-def test_em_reaches_the_plain_em_fixed_point(
-    factored: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _curvature(l1: np.ndarray, l2: np.ndarray, pi: np.ndarray) -> float:
+    """The smallest eigenvalue of ``mean_d P_d P_d' / den_d^2`` (minus the Hessian of the
+    per-device log-likelihood) on the directions that keep ``sum pi = 1``."""
+    p1, p2 = np.exp(l1), np.exp(l2)
+    q = np.einsum("da,db->dab", p1, p2).reshape(p1.shape[0], -1)
+    q = q / (q @ pi.reshape(-1))[:, None]
+    h = q.T @ q / p1.shape[0]
+    k = h.shape[0]
+    basis = np.linalg.qr(np.eye(k) - 1 / k)[0][:, : k - 1]  # orthonormal, sum-zero
+    return float(np.linalg.eigvalsh(basis.T @ h @ basis).min())
+
+
+def test_em_reaches_the_plain_em_fixed_point() -> None:
     # Every cell of JOINT is >= 0.04, so the likelihood's maximum is inside the simplex and
-    # plain EM and SQUAREM converge to the same point.  The reference runs to 1e-13 a
-    # step; _em stops when a SQUAREM cycle moves no cell by more than 1e-6.  A cycle does
-    # at least the work of two plain EM steps (it keeps the second one unless the
-    # extrapolation does better), so at EM's linear rate rho the distance left is at most
-    # about 1e-6 rho^2 / (1 - rho^2); rho is measured from the reference's last steps, and
-    # the bound is doubled for the extrapolation's own error.
+    # plain EM converges to it.  The reference runs to 1e-13 a step at its linear rate rho
+    # (measured from its last steps): it is within 1e-13 rho / (1 - rho) of the maximum.
+    # joint_em is certified: (L* - L) / D <= 1e-12, and with curvature lam of the
+    # per-device log-likelihood on the simplex, |pi - pi*|_2 <= sqrt(2e-12 / lam).
     first, second = _pair(2000, seed=3)
     l1 = dec._loglik(R, first, dec._masks(R, FIRST))
     l2 = dec._loglik(R, second, dec._masks(R, SECOND))
@@ -134,14 +146,75 @@ def test_em_reaches_the_plain_em_fixed_point(
     two = _em_loops_steps(l1, l2, near, 2)
     rho = float(np.abs(two - one).max() / np.abs(one - near).max())
     assert 0 < rho < 0.99
-    tol = 2 * 1e-6 * rho**2 / (1 - rho**2)
-    got = dec._em(l1, l2)
+    lam = _curvature(l1, l2, ref)
+    assert lam > 0
+    tol = 1e-13 * rho / (1 - rho) + math.sqrt(2 * em.CERTIFIED / lam)
+    got = em.joint_em(l1, l2)
+    assert em.gap(l1, l2, got) <= em.CERTIFIED
     assert got.shape == (4, 3) and got.sum() == pytest.approx(1.0, abs=1e-12)
     assert (ref > 0.01).all()  # an interior maximum, as stated
     np.testing.assert_allclose(got, ref, rtol=0, atol=tol)
     # and the estimate is the truth to sampling error: 2000 devices, a cell's SE is about
     # sqrt(0.2 / 2000) = 0.01 inflated by the channel; 0.1 is > 5 such SEs
     np.testing.assert_allclose(got, JOINT, rtol=0, atol=0.1)
+
+
+def _channel_pair(truth: np.ndarray, d: int, keep: float, seed: int) -> tuple:
+    """Reports of a categorical channel: each of the two labels is reported as itself with
+    probability ``keep``, else as one of the others uniformly; ``l = ln C[report, :]``.
+    Returns ``(l1, l2, counts of the report pairs, C)``."""
+    gen = np.random.default_rng(seed)
+    k1, k2 = truth.shape
+    cells = gen.choice(truth.size, size=d, p=truth.reshape(-1))
+    a, b = np.divmod(cells, k2)
+
+    def noisy(x: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        c = np.full((k, k), (1 - keep) / (k - 1))
+        np.fill_diagonal(c, keep)
+        shift = gen.integers(1, k, x.size)
+        r = np.where(gen.random(x.size) < keep, x, (x + shift) % k)
+        return r, c
+
+    r1, c1 = noisy(a, k1)
+    r2, c2 = noisy(b, k2)
+    counts = np.zeros((k1, k2))
+    np.add.at(counts, (r1, r2), 1)
+    return np.log(c1[r1]), np.log(c2[r2]), counts, (c1, c2)
+
+
+def test_em_is_the_closed_form_of_a_categorical_channel() -> None:
+    # reports r = C x (C known, invertible): the report pairs are categorical with law
+    # C1 pi C2'; over all laws the empirical one maximizes the likelihood, so when
+    # pi^ = C1^-1 (counts / D) C2^-T lies in the simplex it is the maximum.  The tolerance
+    # is the certified gap through the curvature (test above).
+    truth = np.array([[0.25, 0.10, 0.05], [0.05, 0.20, 0.05], [0.05, 0.05, 0.20]])
+    l1, l2, counts, (c1, c2) = _channel_pair(truth, 20_000, 0.7, seed=8)
+    closed = np.linalg.solve(c1, np.linalg.solve(c2, (counts / counts.sum()).T).T)
+    assert (closed > 0).all()  # inside the simplex for this seed: the closed form holds
+    got = em.joint_em(l1, l2)
+    tol = math.sqrt(2 * em.CERTIFIED / _curvature(l1, l2, closed))
+    np.testing.assert_allclose(got, closed, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("zeros", [False, True])
+@pytest.mark.parametrize("labels", [SECOND, [f"1:{c}{e}" for c in "cd" for e in "abcd"]])
+def test_em_does_not_depend_on_the_summation_order(labels: list[str], zeros: bool) -> None:
+    # The same devices in three orders sum every step in another order.  Before the
+    # certified stop and positive SQUAREM, cells set to exactly 0 by a projection depended
+    # on rounding (up to 3e-3 apart on such data).  With ``zeros`` the first label is never
+    # sent: its row of the maximum lies on the boundary.  Stated tolerance 1e-9.
+    first, _ = _pair(1500, seed=4)
+    gen = np.random.default_rng(5)
+    truth = gen.integers(1 if zeros else 0, len(FIRST) + 1, 1500)
+    first = _reports(FIRST, truth, first.cohorts, seed=7) if zeros else first
+    second = _reports(labels, gen.integers(0, len(labels) + 1, 1500), first.cohorts, seed=6)
+    l1 = dec._loglik(R, first, dec._masks(R, FIRST))
+    l2 = dec._loglik(R, second, dec._masks(R, labels))
+    base = em.joint_em(l1, l2)
+    assert em.gap(l1, l2, base) <= em.CERTIFIED
+    for seed in (1, 2):
+        perm = np.random.default_rng(seed).permutation(l1.shape[0])
+        np.testing.assert_allclose(em.joint_em(l1[perm], l2[perm]), base, rtol=0, atol=1e-9)
 
 
 def _em_loops_steps(l1: np.ndarray, l2: np.ndarray, pi: np.ndarray, steps: int) -> np.ndarray:
@@ -153,46 +226,38 @@ def _em_loops_steps(l1: np.ndarray, l2: np.ndarray, pi: np.ndarray, steps: int) 
     return pi
 
 
-def _squarem_plain(l1: np.ndarray, l2: np.ndarray) -> np.ndarray:
-    """The SQUAREM cycle of ``_em``'s docstring in its plainest numpy: every step's
-    log-likelihood, numpy's own row sums."""
-    p1 = np.exp(l1 - l1.max(axis=1, keepdims=True))
-    p2 = np.exp(l2 - l2.max(axis=1, keepdims=True))
-    d = p1.shape[0]
+@pytest.mark.slow
+def test_discovery_pairs_do_not_depend_on_the_summation_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The pairs of test_rappor_ngram's planted case (50,000 six-letter strings, 60% of them
+    # three planted ones, the paper's channel): there the old EM, devices permuted, moved
+    # a cell by up to 3e-3 (its projection zeroed other cells).  Each pair's joint, devices
+    # in two other orders: equal to 1e-9 (stated), every one certified.
+    from deniable.oracles import RapporNgram
 
-    def step(pi: np.ndarray) -> tuple[np.ndarray, float]:
-        den = ((p1 @ pi) * p2).sum(axis=1)
-        return pi * ((p1 / den[:, None]).T @ p2) / d, float(np.log(den).sum())
+    ngram = Rappor(m=64, h=2, cohorts=32, f=0.5, p=0.5, q=0.75)
+    full = Rappor(m=128, h=2, cohorts=32, f=0.5, p=0.5, q=0.75)
+    model = RapporNgram(ngram, full, alphabet="abcdefghijklmnop", gram=2, length=6)
+    gen = np.random.default_rng(7)
+    letters = np.array(list("abcdefghijklmnop"))
+    values = np.array(["".join(r) for r in letters[gen.integers(0, 16, (50_000, 6))]])
+    u, low = gen.random(50_000), 0.0
+    for planted, share in (("banana", 0.25), ("peg", 0.2), ("deaf", 0.15)):
+        values[(u >= low) & (u < low + share)] = planted
+        low += share
+    seen: list[tuple[np.ndarray, np.ndarray]] = []
 
-    pi = np.full((p1.shape[1], p2.shape[1]), 1 / (p1.shape[1] * p2.shape[1]))
-    for _ in range(2000):
-        one, _ = step(pi)
-        two, ll_two = step(one)
-        r, w = one - pi, two - 2 * one + pi
-        new = two
-        if float(np.abs(w).max()) > 0:
-            a = min(-1.0, -math.sqrt(float((r * r).sum()) / float((w * w).sum())))
-            jump = np.maximum(pi - 2 * a * r + a * a * w, 0.0)
-            cand, ll_cand = step(jump / jump.sum())
-            if ll_cand >= ll_two:
-                new = cand
-        done = float(np.abs(new - pi).max()) < 1e-6
-        pi = new
-        if done:
-            break
-    return pi
+    def keep(l1: np.ndarray, l2: np.ndarray) -> np.ndarray:
+        seen.append((l1, l2))
+        return em.joint_em(l1, l2)
 
-
-@pytest.mark.parametrize("labels", [SECOND, [f"1:{c}{e}" for c in "cd" for e in "abcd"]])
-def test_em_is_the_plain_squarem_bit_for_bit(labels: list[str]) -> None:
-    # the same arithmetic in the same order: equal to the last bit, with fewer than 8
-    # columns (row sums added column by column) and with 8 or more (numpy's row sum).
-    # Bit for bit matters: SQUAREM zeroes cells by its projection and which ones depends on
-    # rounding, so a different summation order may stop elsewhere.
-    first, _ = _pair(1500, seed=4)
-    gen = np.random.default_rng(5)
-    second = _reports(labels, gen.integers(0, len(labels) + 1, 1500), first.cohorts, seed=6)
-    l1 = dec._loglik(R, first, dec._masks(R, FIRST))
-    l2 = dec._loglik(R, second, dec._masks(R, labels))
-    assert l2.shape[1] in (3, 9)
-    assert np.array_equal(dec._em(l1, l2), _squarem_plain(l1, l2))
+    monkeypatch.setattr(dec, "joint_em", keep)
+    model.discover(model.randomize(values, rng=11))
+    assert len(seen) >= 2
+    for l1, l2 in seen:
+        base = em.joint_em(l1, l2)
+        assert em.gap(l1, l2, base) <= em.CERTIFIED
+        for seed in (1, 2):
+            perm = np.random.default_rng(seed).permutation(l1.shape[0])
+            np.testing.assert_allclose(em.joint_em(l1[perm], l2[perm]), base, rtol=0, atol=1e-9)

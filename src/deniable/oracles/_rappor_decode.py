@@ -15,8 +15,10 @@ and ``pi_k`` the candidate's frequency.  The decoder stacks the cohorts' rows an
    the weighted system ``y = A pi + e`` has noise of unit variance in every row;
 2. *selects* candidates on it, by ``method``:
 
-   * ``"nnls"`` (the default): non-negative least squares (``scipy.optimize.nnls``) over
-     all candidates; the candidates with a positive coefficient are selected;
+   * ``"nnls"`` (the default): non-negative least squares over all candidates (its one
+     minimizer when ``A`` has full column rank: ``scipy.optimize.nnls`` on the ``K x K``
+     Cholesky factor of ``A'A``, else on ``A``: ``deniable.oracles._rappor_nnls``); the
+     candidates with a positive coefficient are selected;
    * ``"lasso"`` (the paper's method): the non-negative Lasso
      (``deniable.oracles._lasso``, cyclic coordinate descent) on the columns of ``A``
      scaled to unit Euclidean norm, ``a_k / ||a_k||`` (no centering, no intercept),
@@ -61,6 +63,7 @@ from deniable.common import validation as v
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._lasso import nonnegative_lasso
+from deniable.oracles._rappor_nnls import nnls_coefficients
 from deniable.results import Result, Table, normal_quantile
 
 __all__ = ["METHODS", "SE_RAPPOR", "RapporEstimate", "decode", "default_penalty"]
@@ -340,11 +343,10 @@ def decode(
 
 
 def _nnls_selection(aw: FloatArray, yw: FloatArray) -> npt.NDArray[np.intp]:
-    """The columns with a positive NNLS coefficient (step 2, ``"nnls"``)."""
-    from scipy.optimize import nnls
-
-    coef, _ = nnls(aw, yw, maxiter=50 * aw.shape[1])
-    return np.flatnonzero(coef > 0)
+    """The columns with a positive NNLS coefficient (step 2, ``"nnls"``), solved on the
+    ``K x K`` normal-equations form where that gives ``scipy.optimize.nnls``'s answer
+    (``deniable.oracles._rappor_nnls``)."""
+    return np.flatnonzero(nnls_coefficients(aw, yw) > 0)
 
 
 def _lasso_selection(aw: FloatArray, yw: FloatArray, penalty: float) -> npt.NDArray[np.intp]:

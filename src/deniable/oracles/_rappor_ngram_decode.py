@@ -21,10 +21,12 @@
    1/m)^h`` independently (a random string's Bloom filter, approximately): ``P(S_i = 1) = b
    q* + (1 - b) p*``.  EM: ``pi_ab <- pi_ab mean_d P(r1_d | a) P(r2_d | b) / sum_a'b'
    pi_a'b' P(r1_d | a') P(r2_d | b')``, from uniform, accelerated by SQUAREM (Varadhan &
-   Roland 2008), until no cell moves by more than ``1e-6`` in a cycle (at most 2000
-   cycles).  An *edge* joins ``a`` and ``b`` when ``pi_ab >= edge_threshold``.  The joint
-   estimates only link n-grams (each pair is seen by about ``2 pairs n / (G (G - 1))``
-   devices, and "other" is an approximation): frequencies come from step 4.
+   Roland 2008) with every cell kept positive, then Newton's method on the cells the
+   maximum keeps, until the concave log-likelihood is certified within ``1e-12`` a device
+   of its maximum (``deniable.oracles._rappor_ngram_em``).  An *edge* joins ``a`` and
+   ``b`` when ``pi_ab >= edge_threshold``.  The joint estimates only link n-grams (each
+   pair is seen by about ``2 pairs n / (G (G - 1))`` devices, and "other" is an
+   approximation): frequencies come from step 4.
 3. **Candidates.**  A candidate is one significant n-gram per position, every two of them
    joined by an edge (a ``G``-clique of the ``G``-partite graph, the paper's step), whose
    padding is only at the end; the padding is dropped.  A pair of positions no device
@@ -59,6 +61,7 @@ from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._bits import row_popcounts
 from deniable.oracles._rappor import Rappor, RapporReports
+from deniable.oracles._rappor_ngram_em import joint_em
 from deniable.oracles._rappor_ngram_result import NgramDiscovery
 
 __all__ = [
@@ -72,10 +75,6 @@ __all__ = [
 ]
 
 FloatArray = npt.NDArray[np.float64]
-_EM_TOL = 1e-6
-_EM_ITERATIONS = 2000
-#: Columns from which the EM's row sums are numpy's own (its pairwise blocks start at 8).
-_ROW_SUM = 8
 #: Report-by-label cells of one block of ``_loglik`` (each ``m / 8`` bytes).
 _ROWS = 1 << 18
 
@@ -242,7 +241,8 @@ def discover_tallies(
     rows = loglik(wanted) if wanted else {}
     for (j1, j2), (l1, l2) in rows.items():  # step 2
         if l1.shape[0]:  # a pair no device reported constrains nothing
-            edges[(j1, j2)] = _em(l1, l2)[: significant[j1].size, : significant[j2].size] >= tau
+            joint = joint_em(l1, l2)
+            edges[(j1, j2)] = joint[: significant[j1].size, : significant[j2].size] >= tau
     chains = _chains([s.size for s in significant], edges, cap)  # step 3
     strings: dict[str, None] = {}
     for chain in chains.tolist():
@@ -314,58 +314,6 @@ def _loglik(rappor: Rappor, reports: RapporReports, masks: _Masks) -> FloatArray
     ones = row_popcounts(bits).astype(np.float64)
     out[:, -1] = ones * math.log(po / ps) + (m - ones) * math.log((1 - po) / (1 - ps))
     return out
-
-
-def _em(l1: FloatArray, l2: FloatArray) -> FloatArray:
-    """The joint distribution of a pair by EM from the log-likelihoods of its two reports,
-    accelerated by SQUAREM (Varadhan & Roland 2008): two EM steps, an extrapolation along
-    them projected back onto the simplex, one EM step from there, kept only if the
-    likelihood does not fall (else the second plain EM step), until no cell moves by more
-    than ``_EM_TOL`` in a cycle.
-
-    A step is ``den = ((P1 pi) * P2) 1``, ``pi <- pi (P1 / den)^T P2 / D``, with the row
-    sums of ``(P1 pi) * P2`` added column by column when it has fewer than 8 columns (the
-    order numpy's row sum adds them in: the same bits, without its slow reduction over
-    short rows), and the log-likelihood taken only of the steps SQUAREM compares.  The
-    arithmetic is that of the plain code, so the result is too, bit for bit: SQUAREM's
-    projection sets cells to exactly 0, where EM leaves them, and which cells it zeroes
-    depends on the last bit of every step (another summation order moves the result by up
-    to about 1e-2 on the tests' data)."""
-    p1 = np.exp(l1 - l1.max(axis=1, keepdims=True))
-    p2 = np.exp(l2 - l2.max(axis=1, keepdims=True))
-    d, k2 = p1.shape[0], p2.shape[1]
-
-    def den_of(pi: FloatArray) -> FloatArray:
-        joint = (p1 @ pi) * p2
-        if k2 >= _ROW_SUM:
-            return np.asarray(joint.sum(axis=1))
-        cols = np.asfortranarray(joint)
-        out = cols[:, 0].copy()
-        for b in range(1, k2):
-            out += cols[:, b]
-        return out
-
-    def step(pi: FloatArray) -> tuple[FloatArray, FloatArray]:
-        den = den_of(pi)
-        return pi * ((p1 / den[:, None]).T @ p2) / d, den
-
-    pi = np.full((p1.shape[1], k2), 1 / (p1.shape[1] * k2))
-    for _ in range(_EM_ITERATIONS):
-        one, _ = step(pi)
-        two, den_two = step(one)
-        r, w = one - pi, two - 2 * one + pi
-        new = two
-        if float(np.abs(w).max()) > 0:
-            a = min(-1.0, -math.sqrt(float((r * r).sum()) / float((w * w).sum())))
-            jump = np.maximum(pi - 2 * a * r + a * a * w, 0.0)
-            cand, den_cand = step(jump / jump.sum())
-            if float(np.log(den_cand).sum()) >= float(np.log(den_two).sum()):
-                new = cand
-        done = float(np.abs(new - pi).max()) < _EM_TOL
-        pi = new
-        if done:
-            break
-    return np.asarray(pi, dtype=np.float64)
 
 
 def _chains(
