@@ -268,7 +268,11 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         ("loloha", LOLOHA.from_epsilon(2.0, 20, eps_1=1.0, g=4), [19, 0, 19]),
         ("rappor", Rappor(m=72, h=3, cohorts=5, f=0.3, p=0.1, q=0.8), words),
         ("grr", GRR.from_epsilon(1.0, k=300), [0, 299, 7]),  # a question spec
-        ("cms", CMS(k=6, m=20, epsilon=3.0, salt=77), ["apple", "z\u00fcrich", "x" * 40]),
+        (
+            "cms",
+            CMS(k=6, m=20, epsilon=3.0, salt=77, spec_version=1),
+            ["apple", "z\u00fcrich", "x" * 40],
+        ),
         ("hcms", HCMS(k=5, m=32, epsilon=2.0, salt=5), ["apple", "banana", "\U0001f600"]),
         ("pem", PEM(epsilon=2.0, max_bytes=9, start_bits=5, step_bits=8), ["apple", "\u2713"]),
         ("treehist", TreeHist(epsilon=3.0, max_bytes=2), ["hi", "\u00fc", "z"]),
