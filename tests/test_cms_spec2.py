@@ -8,6 +8,7 @@ docs/specs.md, the spec and key round trips, and spec 1 still read as before."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import pickle
 from dataclasses import dataclass
@@ -240,6 +241,64 @@ def test_sfp_keeps_its_sketches_on_spec_1() -> None:
 
 
 # ---- the spec and the vectors
+
+
+def spec2_cases() -> list[dict[str, Any]]:
+    data = json.loads(VECTORS_FILE.read_text(encoding="utf-8"))
+    return [c for c in data["cases"] if c["spec"]["schema"] == CMS_SPEC2_SCHEMA]
+
+
+def below(word: int, k: int) -> int:
+    if k & (k - 1) == 0:
+        return word >> (64 - (k.bit_length() - 1)) if k > 1 else 0
+    bits = 64 - k.bit_length()
+    return ((word >> (64 - bits)) * k) >> bits
+
+
+def replay2(spec: dict[str, Any], column: list[int], words: list[int]) -> list[Any]:
+    """docs/specs.md, count-mean-sketch/2: the row from word 0, then bit i = one-hot XOR
+    (field i % r of word 1 + i // r < flip), packed little-endian."""
+    c = spec["constants"]
+    k, m, t, b, r = c["rows"], c["columns"], c["flip"], c["field_bits"], c["fields_per_word"]
+    row = below(words[0], k)
+    bits = [
+        (i == column[row]) ^ (((words[1 + i // r] >> (b * (i % r))) & ((1 << b) - 1)) < t)
+        for i in range(m)
+    ]
+    packed = bytes(
+        sum(int(bits[8 * byte + i]) << i for i in range(8) if 8 * byte + i < m)
+        for byte in range((m + 7) // 8)
+    )
+    return [row, packed.hex()]
+
+
+def test_every_spec2_vector_replays_and_round_trips() -> None:
+    cases = spec2_cases()
+    assert len(cases) == 2
+    for case in cases:
+        spec = case["spec"]
+        c = spec["constants"]
+        assert (
+            spec["algorithm"] == "count-mean-sketch/2" and spec["parameters"]["spec_version"] == 2
+        )
+        assert (c["field_bits"], c["fields_per_word"]) == (16, 4)
+        w = spec["words_per_report"]
+        assert w == 1 + -(-c["columns"] // 4)
+        assert c["flip"] == threshold(_eps(spec), 16)
+        words = [int(x) for x in case["words"]]
+        assert 0 in words and M64 in words
+        for i, (value, report) in enumerate(zip(case["values"], case["reports"], strict=True)):
+            got = replay2(spec, case["columns"][value], words[i * w : (i + 1) * w])
+            assert got == report, (case["id"], i)
+        sketch = cms_from_spec(spec)
+        assert sketch.spec_version == 2 and cms_spec(sketch) == spec
+        assert mechanism_from_spec(json.dumps(spec)) == sketch
+        reports = sketch.randomize(case["values"], rng=ArrayWords(np.array(words, np.uint64)))
+        assert sketch.tally(reports).counts.tolist() == case["tally"]
+
+
+def _eps(spec: dict[str, Any]) -> float:
+    return float(Fraction(spec["parameters"]["epsilon"]))
 
 
 def test_schema_1_still_reads_as_spec_1_and_versions_do_not_mix() -> None:

@@ -107,12 +107,15 @@ _RAPPOR_VALUES = (
 )
 
 #: The count mean sketches' cases: m not a multiple of 8 (padding bits), k not a power of
-#: two, a salt; HCMS with m = 8 and m = 4.
+#: two, a salt; HCMS with m = 8 and m = 4; then CMS of spec 2 (16-bit flip fields) with m
+#: not a multiple of 4 (unused fields in the last flip word) nor of 8.
 VECTOR_SKETCHES: tuple[Callable[[], CountMeanSketch], ...] = (
     lambda: CMS(k=3, m=10, epsilon=2.0, spec_version=1),
     lambda: CMS(k=4, m=8, epsilon=4.0, salt=7, max_bytes=32, spec_version=1),
     lambda: HCMS(k=3, m=8, epsilon=1.0),
     lambda: HCMS(k=5, m=4, epsilon=2.0, salt=2**32 - 1),
+    lambda: CMS(k=3, m=10, epsilon=2.0),
+    lambda: CMS(k=5, m=17, epsilon=4.0, salt=7, max_bytes=32),
 )
 #: The sketches' strings: ASCII, one byte, non-ASCII UTF-8 (2, 3 and 4 bytes a character).
 _SKETCH_VALUES = ("apple", "b", "z\u00fcrich \u2713", "\U0001f600 emoji")
