@@ -1,7 +1,7 @@
 """The batch vectors, ``tests/vectors/batches.json``: binary report batches
 (``deniable.batch/1``) that Python's :func:`deniable.distributed.encode_batch` writes for
-reports of the oracle vectors (``tests/vectors/oracles.json``, ``heavy.json`` and
-``ranges.json``), which the browser client's
+reports of the oracle vectors (``tests/vectors/oracles.json``, ``heavy.json``,
+``ranges.json`` and ``sfp.json``), which the browser client's
 ``encodeBatch`` (``static/batch.js``, ``tests/js/batch.test.mjs``) must write byte for byte.
 
 This test keeps the committed file equal to what the encoder writes today (regenerate with
@@ -25,12 +25,14 @@ from deniable.distributed import decode_batch, encode_batch
 from deniable.oracles import (
     LevelReports,
     RapporReports,
+    SFPReports,
     SketchReports,
     cms_from_spec,
     heavy_from_spec,
     oracle_from_spec,
     range_from_spec,
     rappor_from_spec,
+    sfp_from_spec,
     square_wave_from_spec,
 )
 
@@ -39,10 +41,12 @@ ORACLE_VECTORS = VECTORS / "oracles.json"
 BATCH_VECTORS = VECTORS / "batches.json"
 HEAVY_VECTORS = VECTORS / "heavy.json"
 RANGE_VECTORS = VECTORS / "ranges.json"
+SFP_VECTORS = VECTORS / "sfp.json"
 SCHEMA = "deniable.batch-vectors/1"
 _STREAM_SCHEMAS = (
     "deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1", "deniable.cms-spec/2",
     "deniable.heavy-spec/1", "deniable.range-spec/1", "deniable.square-wave-spec/1",
+    "deniable.sfp-spec/1",
 )  # fmt: skip
 
 
@@ -52,7 +56,8 @@ def _vector_cases() -> list[dict[str, Any]]:
     cases = json.loads(ORACLE_VECTORS.read_text(encoding="utf-8"))["cases"]
     heavy = json.loads(HEAVY_VECTORS.read_text(encoding="utf-8"))["cases"]
     ranges = json.loads(RANGE_VECTORS.read_text(encoding="utf-8"))["cases"]
-    return [*cases, *({**c, "reports": c["records"]} for c in heavy), *ranges]
+    sfp = json.loads(SFP_VECTORS.read_text(encoding="utf-8"))["cases"]
+    return [*cases, *({**c, "reports": c["records"]} for c in heavy), *ranges, *sfp]
 
 
 def _oracle(spec: dict[str, Any]) -> Any:
@@ -64,6 +69,8 @@ def _oracle(spec: dict[str, Any]) -> Any:
         return range_from_spec(spec)
     if spec["schema"] == "deniable.square-wave-spec/1":
         return square_wave_from_spec(spec)
+    if spec["schema"] == "deniable.sfp-spec/1":
+        return sfp_from_spec(spec)
     rappor = spec["schema"] == "deniable.rappor-spec/1"
     return rappor_from_spec(spec) if rappor else oracle_from_spec(spec)
 
@@ -71,6 +78,12 @@ def _oracle(spec: dict[str, Any]) -> Any:
 def _arrays(spec: dict[str, Any], reports: list[Any]) -> Any:
     """The reports of the vectors' JSON form as the oracle's arrays (what encode_batch takes)."""
     kind = spec["report"]
+    if kind == "position-fragment-word":  # SFP: [position, fragment report, word report]
+        return SFPReports(
+            np.array([r[0] for r in reports], dtype=np.int64),
+            _arrays(spec["fragment_sketch"], [r[1] for r in reports]),
+            _arrays(spec["word_sketch"], [r[2] for r in reports]),
+        )
     if kind == "level-report":  # a range mechanism: [level, the level oracle's report]
         level = np.array([r[0] for r in reports], dtype=np.int64)
         parts = []
@@ -168,6 +181,16 @@ def _level_item(spec: dict[str, Any]) -> str:
 def _record(spec: dict[str, Any], report: Any) -> bytes:
     """One report's record, from docs/specs.md's table (little-endian)."""
     kind = spec["report"]
+    if kind == "position-fragment-word":  # SFP: the position (int64 with HCMS, else a
+        # uint16), then the two sketch reports' records
+        head = struct.pack(
+            "<q" if spec["fragment_sketch"]["mechanism"] == "hcms" else "<H", report[0]
+        )
+        return (
+            head
+            + _record(spec["fragment_sketch"], report[1])
+            + _record(spec["word_sketch"], report[2])
+        )
     if kind == "level-report":  # the level (a uint16 for bytes, else one item), then the
         # level oracle's record padded with zeros to the widest level's
         levels = spec["levels"]
@@ -203,7 +226,7 @@ def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout(
         "hadamard-response/1", "subset-selection/1", "longitudinal-grr/1",
         "longitudinal-unary/1", "loloha/1", "rappor/1", "count-mean-sketch/1",
         "count-mean-sketch/2", "hadamard-count-mean-sketch/1", "prefix-linear-hashing/1",
-        "hierarchical-histogram/1", "haar-hrr/1", "square-wave/1",
+        "hierarchical-histogram/1", "haar-hrr/1", "square-wave/1", "sequence-fragment-puzzle/1",
     }  # fmt: skip
     for case in cases:
         spec = specs[case["case"]]

@@ -4,8 +4,11 @@ exactly the registered oracles, and a name builds the same oracle everywhere."""
 
 from __future__ import annotations
 
+import math
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from deniable.designs import Categorical
@@ -29,6 +32,9 @@ from deniable.oracles import (
     oracle_from_key,
     oracle_from_spec,
     oracle_spec,
+    read_report_key,
+    tally_file,
+    write_reports,
 )
 
 #: The registry as the documentation states it (docs/telemetry.md): name -> class.
@@ -77,13 +83,32 @@ def test_every_registered_oracle_but_grr_has_an_oracle_spec(name: str) -> None:
     assert oracle_from_spec(spec) == oracle
 
 
-def test_grr_is_the_categorical_design_with_uniform_forcing_only() -> None:
-    # its spec is the design's question spec, and a forced vector is not k-ary RR
+def test_grr_is_the_categorical_design_and_keys_of_any_forcing_read_back(
+    tmp_path: Path,
+) -> None:
+    # its spec is the design's question spec
     with pytest.raises(ParameterTypeError, match="question spec"):
         oracle_spec(make_oracle("grr", 1.0, 4))
+    # a stream's question spec may declare non-uniform forcing (charged its exact epsilon):
+    # its key, the key its report files carry, reads back to the same design, so the
+    # reports a stream stores and their files are estimated by the same mechanism
     forced = Categorical(k=3, p_truthful=0.5, forced=(0.2, 0.3, 0.5))
-    with pytest.raises(DataError, match="categorical with uniform forcing"):
-        oracle_from_key(forced.key)
+    back = oracle_from_key(forced.key)
+    assert back == forced and back.key == forced.key
+    # the report j is most telling at the least forced j: epsilon = ln((p + (1 - p) f_min)
+    # / ((1 - p) f_min)) = ln(0.6 / 0.1)
+    assert back.epsilon == pytest.approx(math.log(6.0), rel=1e-12)
+    reports = forced.randomize(
+        np.repeat(np.arange(3), [500, 300, 200]), rng=np.random.default_rng(3)
+    )
+    path = write_reports(tmp_path / "forced.reports", forced, reports)
+    from_file = oracle_from_key(read_report_key(path))
+    assert from_file.estimate(tally_file(from_file, path)).values == pytest.approx(
+        forced.estimate(reports).values, abs=1e-12
+    )
+    # a key whose forced entries are not exact fractions is refused naming the field
+    with pytest.raises(DataError, match=r"parameters\.forced"):
+        oracle_from_key('categorical{"forced":["a","b","c"],"k":3,"p_truthful":"1/2"}')
     with pytest.raises(DataError, match="must name a frequency oracle"):
         oracle_from_key('harmony{"k":4}')
     # RAPPOR's keys are read by RAPPOR's own parser (its parameters, not k)

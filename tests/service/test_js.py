@@ -325,6 +325,13 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
     }
     if strings:
         body["candidates"] = ["apple", "banana", "pear"]
+    answers = {
+        "pem": {"top_k": 4, "alpha": None},
+        "hh": {"quantiles": [0.5], "ranges": [[0, 3]]},
+        "sw": {"ranges": [[0.0, 1.5]]},
+    }  # the server's: the JS device reads, ignores them
+    if name in answers:
+        body["answers"] = answers[name]
     r = client.put(f"/api/streams/{name}", json=body, headers=admin_headers())
     assert r.status_code == 201, r.text
     r = client.post(f"/api/streams/{name}/devices", headers=admin_headers())

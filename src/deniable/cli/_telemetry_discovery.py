@@ -328,19 +328,26 @@ def aggregate_discovery_tables(
     """The strings SFP or RAPPOR's n-grams find in report tables
     (``_telemetry_tables.TableSource``), their tallies and likelihoods computed on the Dask
     cluster ``scheduler`` names (:func:`~deniable.distributed.aggregate_strings`)."""
-    from deniable.distributed import aggregate_strings
+    from deniable.distributed import aggregate_sfp_stream, aggregate_strings
 
     protocol = tables.oracle
     _check_choices(tables.label, protocol.name, refused, alpha, edge_threshold)
-    if tables.stream is not None:
+    if tables.stream is not None and protocol.name != SFP_NAME:
         fail(f"`--stream` {tables.label!r}: a telemetry stream of {protocol.name} reports is "
              "not aggregated yet; aggregate its Parquet files as FILE.")  # fmt: skip
     with guard_io(f"read {tables.label!r}"):
-        found = aggregate_strings(
-            tables.file, protocol, scheduler=scheduler, batch=batch,
-            local_workers=local_workers, alpha=alpha,
-            edge_threshold=0.02 if edge_threshold is None else edge_threshold, level=level,
-        )  # fmt: skip
+        if tables.stream is not None:  # an SFP stream: the days' partitions, tallied
+            root, sid, start, end = tables.stream
+            found = aggregate_sfp_stream(
+                root, sid, start=start, end=end, scheduler=scheduler, batch=batch,
+                local_workers=local_workers, alpha=alpha, level=level,
+            )  # fmt: skip
+        else:
+            found = aggregate_strings(
+                tables.file, protocol, scheduler=scheduler, batch=batch,
+                local_workers=local_workers, alpha=alpha,
+                edge_threshold=0.02 if edge_threshold is None else edge_threshold, level=level,
+            )  # fmt: skip
     if protocol.name == SFP_NAME:  # the alpha it estimated with
         from deniable.oracles import sfp_from_key
 

@@ -30,7 +30,8 @@ the same reports (integer addition is exact and associative), so the estimate is
 :func:`aggregate_stream`  the tally of a stream's days, in process or on Dask
                           (:func:`stream_files`, :func:`stream_oracle`,
                           :func:`clean_stream`); :func:`aggregate_heavy_stream` a PEM or
-                          TreeHist stream's heavy hitters
+                          TreeHist stream's heavy hitters, :func:`aggregate_sfp_stream`
+                          an SFP stream's strings
 ========================  ==============================================================
 
 May import :mod:`deniable.oracles`, :mod:`deniable.designs`, :mod:`deniable.common` and
@@ -58,6 +59,7 @@ from deniable.distributed._sources import require_dask, resolve_mechanism, table
 from deniable.distributed._stream_read import (
     CLEAN_AFTER,
     aggregate_heavy_stream,
+    aggregate_sfp_stream,
     aggregate_stream,
     clean_stream,
     stream_files,
@@ -97,6 +99,7 @@ __all__ = [
     "aggregate",
     "aggregate_heavy_hitters",
     "aggregate_heavy_stream",
+    "aggregate_sfp_stream",
     "aggregate_stream",
     "aggregate_strings",
     "append_batch",

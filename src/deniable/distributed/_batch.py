@@ -20,7 +20,8 @@ n w s       the reports, ``w`` items of ``s`` bytes each (the oracle's record: o
             ``2 + l W`` ``uint64`` words for PEM and TreeHist: the group, then the rows of
             the prefix's hash and the bucket, a report file's record for the range
             mechanisms: the level, then the level oracle's report padded to the widest
-            level, one ``uint16`` cell for Square Wave, ...)
+            level, one ``uint16`` cell for Square Wave, an SFP report file's record for
+            SFP: the position, the fragment report, the whole-string report, ...)
 ==========  ===========================================================================
 
 A **JSON batch** is ``{"key": KEY, "reports": [...]}``: a report is an integer when the
@@ -67,9 +68,10 @@ from deniable.distributed._batch_rappor import (
     rappor_json,
     rappor_rows,
 )
+from deniable.distributed._batch_sfp import sfp_from_json, sfp_from_rows, sfp_json, sfp_rows
 from deniable.distributed._batch_sketch import cms_from_json, cms_from_rows, cms_json, cms_rows
 from deniable.distributed._range_tables import range_mechanism
-from deniable.distributed._tables import _cms, _heavy, _rappor, record, two_dimensional
+from deniable.distributed._tables import _cms, _heavy, _rappor, _strings, record, two_dimensional
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
 
 __all__ = [
@@ -147,14 +149,17 @@ def encode_batch(oracle: Any, reports: npt.ArrayLike) -> bytes:
 
 def _indexed(oracle: Any) -> tuple[Any, Any, Any, Any] | None:
     """The record functions ``(rows, from_rows, json, from_json)`` of an oracle whose report
-    is an index ``<u2`` then packed bits (RAPPOR, CMS) or a level then its level's report (a
-    range mechanism), else None."""
+    is an index ``<u2`` then packed bits (RAPPOR, CMS), a level then its level's report (a
+    range mechanism) or a position then two sketch reports (SFP: :mod:`._batch_sfp`), else
+    None."""
     if range_mechanism(oracle) is not None:
         return range_rows, range_from_rows, range_json, range_from_json
     if _rappor(oracle) is not None:
         return rappor_rows, rappor_from_rows, rappor_json, rappor_from_json
     if _cms(oracle) is not None:
         return cms_rows, cms_from_rows, cms_json, cms_from_json
+    if _strings(oracle) is not None and oracle.name == "sfp":  # a report file's record
+        return sfp_rows, sfp_from_rows, sfp_json, sfp_from_json
     return None
 
 

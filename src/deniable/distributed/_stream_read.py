@@ -24,6 +24,7 @@ from deniable.exceptions import DataError, ParameterError
 __all__ = [
     "CLEAN_AFTER",
     "aggregate_heavy_stream",
+    "aggregate_sfp_stream",
     "aggregate_stream",
     "clean_stream",
     "stream_files",
@@ -36,8 +37,8 @@ CLEAN_AFTER = 3600.0
 
 def stream_oracle(root: str | os.PathLike[str], stream: str) -> Any:
     """The oracle stored for ``stream`` (its ``_stream.json``): a frequency oracle, RAPPOR,
-    a count mean sketch (CMS, HCMS), PEM or TreeHist, a range mechanism or Square Wave,
-    whatever its key names."""
+    a count mean sketch (CMS, HCMS), PEM or TreeHist, SFP, a range mechanism or Square
+    Wave, whatever its key names."""
     sid = _stream_id(stream)
     key = _stored_key(Path(root), sid)
     if key is None:
@@ -88,6 +89,11 @@ def aggregate_stream(
             f"stream {sid!r} is a {stored.name} stream: its reports are estimated round by "
             "round, not tallied (aggregate_heavy_stream)."
         )
+    if _is_sfp(stored):
+        raise DataError(
+            f"stream {sid!r} is an sfp stream: its reports are estimated in stages "
+            "(aggregate_sfp_stream)."
+        )
     files = stream_files(root, sid, start=start, end=end)
     if not files:
         return _tally_none(stored)
@@ -98,6 +104,43 @@ def _is_heavy(oracle: Any) -> bool:
     from deniable.oracles import PEM, TreeHist
 
     return isinstance(oracle, PEM | TreeHist)
+
+
+def _is_sfp(oracle: Any) -> bool:
+    from deniable.oracles import SFP
+
+    return isinstance(oracle, SFP)
+
+
+def aggregate_sfp_stream(
+    root: str | os.PathLike[str],
+    stream: str,
+    *,
+    start: Any = None,
+    end: Any = None,
+    **options: Any,
+) -> Any:
+    """The strings an SFP ``stream``'s reports of the days ``start .. end`` (all by
+    default) find, computed by :func:`~deniable.distributed.aggregate_strings` from the
+    stream's partitions with its stored protocol (``options``: ``scheduler``, ``batch``,
+    ``alpha``, ``level``, ...; ``"synchronous"`` counts in this process): the tallies add
+    over the partitions, so the :class:`~deniable.oracles.SFPResult` equals the protocol's
+    ``estimate`` of the same reports in process.  A stream of another oracle, or days
+    without reports, is a :class:`~deniable.exceptions.DataError`."""
+    from deniable.distributed._strings import aggregate_strings
+
+    require_dask()
+    sid = _stream_id(stream)
+    stored = stream_oracle(root, sid)
+    if not _is_sfp(stored):
+        raise DataError(
+            f"stream {sid!r} is a {stored.name} stream, not an SFP one: tally it with "
+            "aggregate_stream."
+        )
+    files = stream_files(root, sid, start=start, end=end)
+    if not files:
+        raise DataError(f"stream {sid!r} has no reports in the days asked for.")
+    return aggregate_strings([str(f) for f in files], stored.key, **options)
 
 
 def aggregate_heavy_stream(

@@ -70,7 +70,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
 :class:`SFP`                Sequence Fragment Puzzle (Apple 2017): frequent strings from a
                           fragment sketch with puzzle pieces and a whole-string sketch
                           (:class:`SFPResult`); :func:`sfp_from_key` the protocol of a
-                          report file's key (its file tallied by :func:`tally_file`);
+                          report file's key (its file tallied by :func:`tally_file`),
+                          :func:`sfp_spec` as versioned JSON for a device;
                           :func:`rappor_ngram_from_key` likewise for :class:`RapporNgram`,
                           :func:`read_ngram_file` its reports
 ========================  ==============================================================
@@ -201,6 +202,13 @@ from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
 from deniable.oracles._sfp import SFP
 from deniable.oracles._sfp_result import SFPReports, SFPResult, SFPTally
+from deniable.oracles._sfp_spec import (
+    SFP_SPEC_SCHEMA,
+    sfp_device_reports,
+    sfp_from_spec,
+    sfp_spec,
+)
+from deniable.oracles._sfp_vectors import SFP_VECTORS_SCHEMA, dump_sfp_vectors, sfp_vectors
 from deniable.oracles._sketch import SketchEstimate, SketchReports
 from deniable.oracles._sketch_files import sketch_from_key
 from deniable.oracles._spec import (
@@ -269,6 +277,8 @@ __all__ = [
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SFP",
+    "SFP_SPEC_SCHEMA",
+    "SFP_VECTORS_SCHEMA",
     "SQUARE_WAVE_SPEC_SCHEMA",
     "SUE",
     "ConsistentFrequencies",
@@ -338,6 +348,7 @@ __all__ = [
     "dump_heavy_vectors",
     "dump_oracle_vectors",
     "dump_range_vectors",
+    "dump_sfp_vectors",
     "exact_variance",
     "heavy_device_records",
     "heavy_from_key",
@@ -379,9 +390,13 @@ __all__ = [
     "report_epsilon",
     "rsfd_attribute_epsilon",
     "sampling_variance",
+    "sfp_device_reports",
     "sfp_from_key",
     "sfp_from_records",
+    "sfp_from_spec",
     "sfp_records",
+    "sfp_spec",
+    "sfp_vectors",
     "sketch_from_key",
     "square_wave_b",
     "square_wave_from_spec",

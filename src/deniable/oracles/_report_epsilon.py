@@ -28,6 +28,10 @@ everything the device kept, whatever the values are:
   report a fresh group, drawn whatever the string, and one linear-hash OLH report of the
   group's prefix, nothing kept): ``epsilon_per_device``, the OLH epsilon ``ln(p' / q')``
   (derived at :func:`report_epsilon`);
+* the Sequence Fragment Puzzle (SFP, Apple 2017: every report a fresh position, drawn
+  whatever the string, one fresh fragment-sketch report of the string's record at it and
+  one fresh whole-string-sketch report, nothing kept): ``fragment_epsilon + word_epsilon``,
+  each sketch's exact epsilon, added (derived at :func:`report_epsilon`);
 * a range mechanism (HierarchicalHistogram, HaarHRR: every report a fresh level, drawn
   whatever the value, and one fresh report of the value's node through that level's
   oracle, nothing kept): the largest level oracle's ``epsilon``; Square Wave (Li et al.
@@ -35,7 +39,7 @@ everything the device kept, whatever the values are:
 
 Each class states its own charge (a method ``_epsilon_per_report``: ``FrequencyOracle``,
 ``LongitudinalOracle``, ``Rappor``, ``CountMeanSketch``, PEM's and TreeHist's
-``_PrefixProtocol``, the range mechanisms' ``LevelSampled``, ``SquareWave``); k-ary
+``_PrefixProtocol``, ``SFP``, the range mechanisms' ``LevelSampled``, ``SquareWave``); k-ary
 randomized response (a design, in :mod:`deniable.designs`) is answered here.
 
 Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
@@ -135,6 +139,17 @@ def report_epsilon(oracle: Any) -> float:
     every report of TreeHist with one byte).  The keep threshold rounds ``p`` down, which
     only lowers it.
 
+    **SFP.**  A report is ``(l, u, w)``: the position ``l`` with probability ``1 / P``
+    whatever the string, ``u`` the fragment sketch's report of the record ``r_l(s)`` (the
+    string's two symbols at ``l`` and its puzzle piece) and ``w`` the whole-string sketch's
+    report of ``s``, the two drawn from independent words.  For strings ``s, s'`` the
+    ratio of one report's probabilities is ``P_f(u | r_l(s)) / P_f(u | r_l(s')) * P_w(w |
+    s) / P_w(w | s')``, each factor at most its sketch's ``e^eps`` (the count mean sketches
+    above), so a report costs ``eps_f + eps_w``; it is reached when the two records and the
+    two strings take other columns in some row of each sketch (``tests/test_sfp.py``
+    enumerates it for tiny sketches), so the charge is exact, not a bound to tighten.  With
+    the default ``fragment_share = 1/2`` each half is ``epsilon / 2``.
+
     **Range mechanisms and Square Wave.**  A range report is ``(l, y)``: the level ``l``
     with probability ``1 / h`` whatever the value, then ``y`` from level ``l``'s oracle on
     the value's node ``node_l(x)`` (HaarHRR: its bit XOR the value's side ``r_l(x)``, a
@@ -167,6 +182,9 @@ def report_epsilon(oracle: Any) -> float:
     True
     >>> report_epsilon(SquareWave(2.0))
     2.0
+    >>> from deniable.oracles import SFP
+    >>> report_epsilon(SFP(epsilon=4.0, max_length=4, alphabet="ab", puzzle_bits=2, k=4, m=8))
+    4.0
     """
     if isinstance(oracle, Categorical):  # k-ary RR, a design: every report drawn afresh
         return float(oracle.epsilon)
@@ -175,7 +193,7 @@ def report_epsilon(oracle: Any) -> float:
         return float(charge(oracle))
     raise ParameterTypeError(
         "`oracle` must be a stream oracle: one of the frequency oracles "
-        f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms, hcms, pem, treehist, "
+        f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms, hcms, pem, treehist, sfp, "
         "hierarchical-histogram, haar-hrr or square-wave (a per-report epsilon "
         "against any change of a device's values is stated for these only), got "
         f"{type(oracle).__name__}."

@@ -194,6 +194,12 @@ class SFP:
         """Each device's epsilon: ``eps_f + eps_w`` (at most ``epsilon``; module docstring)."""
         return self.fragment_epsilon + self.word_epsilon
 
+    def _epsilon_per_report(self) -> float:
+        # a stream's charge (oracles.report_epsilon): one report is a fresh position, drawn
+        # whatever the string, and one fresh report to each sketch with independent coins,
+        # nothing kept: the product of the two sketches' ratios, eps_f + eps_w (exact)
+        return float(self.fragment_sketch.epsilon + self.word_sketch.epsilon)
+
     @property
     def implemented_epsilon(self) -> float:
         """The sum of the two sketches' implemented epsilons: at most ``epsilon``."""
@@ -271,21 +277,28 @@ class SFP:
         consumed are one per device (its position, ``uniform_below(word, P)``), then the
         fragment sketch's, then the whole-string sketch's."""
         raw = self.strings(values)
+        gen = resolve_rng(rng)
+        pos = uniform_below(random_words(gen, len(raw)), self.positions).astype(np.int64)
+        fragments = self.fragment_sketch.randomize(self._fragment_records(raw, pos), rng=gen)
+        words = self.word_sketch.randomize(raw, rng=gen)
+        return SFPReports(pos, fragments, words)
+
+    def _fragment_records(
+        self, raw: list[bytes], pos: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.object_]:
+        """Each device's record ``"l:p(s):i.j"`` of its (checked) string at its position."""
         distinct = list(dict.fromkeys(raw))
         where = {s: u for u, s in enumerate(distinct)}
         inv = np.fromiter((where[s] for s in raw), dtype=np.int64, count=len(raw))
         sym = self.symbol_indices(distinct)
         puzzle = puzzle_piece(distinct, self.puzzle_bits)
-        gen = resolve_rng(rng)
-        pos = uniform_below(random_words(gen, len(raw)), self.positions).astype(np.int64)
         first, second = sym[inv, 2 * pos], sym[inv, 2 * pos + 1]
         base = self.symbols + 1
         code = (pos * (1 << self.puzzle_bits) + puzzle[inv]) * base**2 + first * base + second
         codes, back = np.unique(code, return_inverse=True)
         records = np.array([self._record(int(c)) for c in codes], dtype=object)
-        fragments = self.fragment_sketch.randomize(records[back.reshape(-1)], rng=gen)
-        words = self.word_sketch.randomize(raw, rng=gen)
-        return SFPReports(pos, fragments, words)
+        out: npt.NDArray[np.object_] = records[back.reshape(-1)]
+        return out
 
     def _record(self, code: int) -> str:
         base = self.symbols + 1
@@ -382,8 +395,8 @@ class SFP:
             raise DataError(
                 f"`data` must hold {self.positions} position tallies, got {len(tally.fragments)}."
             )
-        for t in tally.fragments:
-            self.fragment_sketch._as_tally(t)
+        for t in tally.fragments:  # a position may have no reports (a small batch)
+            self.fragment_sketch.bind(t)
         self.word_sketch._as_tally(tally.words)
 
     def _fragments(self, tally: SFPTally) -> tuple[list[Groups], tuple[float, ...]]:

@@ -193,15 +193,17 @@ _M = TypeVar("_M")
 def _from_parameters(
     spec: Mapping[str, Any], fields: tuple[str, ...], make: Callable[..., _M], name: str,
     implied_by: Callable[[_M], Mapping[str, Any]],
+    convert: Callable[[str, Any], Any] = _parameter,
 ) -> _M:  # fmt: skip
     """The mechanism ``make`` builds from the spec field ``parameters`` (``name`` naming it
-    in errors), with every one of ``fields`` of ``spec`` checked against the spec
-    ``implied_by`` the mechanism: what the oracle, sketch and RAPPOR specs share."""
+    in errors; each parameter read by ``convert``, a number by default), with every one of
+    ``fields`` of ``spec`` checked against the spec ``implied_by`` the mechanism: what the
+    oracle, sketch and RAPPOR specs share."""
     params = spec["parameters"]
     if not isinstance(params, Mapping):
         raise DataError(f"spec field `parameters` must be an object, got {params!r}.")
     try:
-        out = make(**{n: _parameter(n, x) for n, x in params.items()})
+        out = make(**{n: convert(n, x) for n, x in params.items()})
     except TypeError as exc:
         raise DataError(f"spec field `parameters` does not fit {name!r}: {exc}.") from None
     except DeniableError as exc:
@@ -230,10 +232,21 @@ def oracle_from_spec(spec: Mapping[str, Any] | str | bytes) -> FrequencyOracle:
     return _from_parameters(spec, _FIELDS, ORACLES[name], name, oracle_spec)
 
 
+def _key_value(name: str, value: Any) -> Any:
+    """A parameter of a key: None, a number, or a list of numbers (a categorical design's
+    ``forced`` distribution) as a tuple."""
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return tuple(_parameter(name, v) for v in value)
+    return _parameter(name, value)
+
+
 def oracle_from_key(key: str) -> Any:
-    """The oracle (or k-ary randomized response, the design ``categorical`` with uniform
-    forcing, or RAPPOR: :func:`~deniable.oracles.rappor_from_key`) whose ``key`` is
-    ``key``, e.g. the key a report file, a report table or a tally carries.
+    """The oracle (or the design ``categorical``: k-ary randomized response with uniform
+    forcing, or with the non-uniform forcing a stream's question spec may declare; or
+    RAPPOR: :func:`~deniable.oracles.rappor_from_key`) whose ``key`` is ``key``, e.g. the
+    key a report file, a report table or a tally carries.
 
     >>> from deniable.oracles import OUE, Rappor
     >>> oracle_from_key(OUE(k=8, q=0.25).key) == OUE(k=8, q=0.25)
@@ -253,14 +266,15 @@ def oracle_from_key(key: str) -> Any:
         params = None
     if not isinstance(params, dict):
         raise DataError(f"`key` must look like NAME{{JSON parameters}}, got {key!r}.")
-    # k-ary randomized response is the categorical design with uniform forcing only
-    grr_forced = name == FREQUENCY_ORACLES["grr"].name and params.get("forced") is not None
-    if name not in _BY_KEY_NAME or grr_forced:
+    # the categorical design with any forcing: k-ary randomized response (uniform forcing)
+    # and the non-uniform forcing a stream's question spec may declare, so a stream's
+    # reports and their report files are read by the same mechanism
+    if name not in _BY_KEY_NAME:
         raise DataError(
             f"`key` must name a frequency oracle ({', '.join(sorted(ORACLES))}), rappor or "
-            f"categorical with uniform forcing, got {key!r}."
+            f"categorical, got {key!r}."
         )
-    values: dict[str, Any] = {n: x if x is None else _parameter(n, x) for n, x in params.items()}
+    values: dict[str, Any] = {n: _key_value(n, x) for n, x in params.items()}
     try:
         out = _BY_KEY_NAME[name](**values)
     except TypeError as exc:

@@ -1,60 +1,89 @@
-"""Heavy-hitter streams (PEM, TreeHist): each UTC day's discovered strings, computed from
-the day's stored records by the library's own decoding
-(:func:`deniable.distributed.aggregate_heavy_stream`, in this process).
+"""Heavy-hitter streams (PEM, TreeHist, SFP): the discovered strings of a UTC day, or of
+the page's days pooled, computed from the stored records by the library's own decoding
+(:func:`deniable.distributed.aggregate_heavy_stream`, for SFP
+:func:`deniable.distributed.aggregate_sfp_stream`, in this process).
 
-**How a day is decoded.**  A device's record carries its group, drawn afresh for every
-report and independently of its string, so a day's records are a sample of every group:
-round ``j`` of the day's estimate reads the day's records of group ``j`` only
-(:meth:`deniable.oracles.PEM.estimate_counts`), with the server's ``top_k`` and ``alpha``
-of the stream's protocol (16 and 0.05 unless set).  Days are decoded separately, never
-pooled.  The rounds need a report in every group; a day with a group empty is listed with
-its number of reports, no strings and the reason.
+**How records are decoded.**  A device's record carries its group, drawn afresh for every
+report and independently of its string, so the records of any set of days are a sample of
+every group: round ``j`` reads those records of group ``j`` only
+(:meth:`deniable.oracles.PEM.estimate_counts`), with the stream's answer settings
+``top_k`` and ``alpha`` (the spec's ``answers``; 16 and 0.05 unless set:
+:mod:`._stream_answers`).  Each day is decoded on its own; the pooled estimate decodes the
+records of all the days ``start .. end`` as one sample, which is sound when the devices'
+strings are stationary over those days (it then estimates the share of reports carrying
+each string: a device reporting on several days counts once a report).  The rounds need a
+report in every group; a day (or pool) with a group empty is listed with its number of
+reports, no strings and the reason.  An SFP day is the :class:`~deniable.oracles.SFPResult`
+of its reports (each position's fragment-sketch tally and the whole-string sketch's; the
+protocol's ``alpha``, 0.01: SFP streams have no answer settings yet, so no pooled
+estimate): no group to miss.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import Any
 
 from deniable.exceptions import DataError
-from deniable.oracles import PEM, TreeHist
+from deniable.oracles import PEM, SFP, TreeHist
+from deniable.service.analysis._stream_answers import AnswerSettings
 
 __all__ = ["heavy_day", "is_heavy"]
 
 
 def is_heavy(oracle: Any) -> bool:
     """Whether ``oracle`` is a heavy-hitter protocol (its stream lists discovered strings)."""
-    return isinstance(oracle, PEM | TreeHist)
+    return isinstance(oracle, PEM | TreeHist | SFP)
 
 
-def heavy_day(root: str | Path, stream: str, protocol: Any, day: str, level: float) -> Any:
-    """The ``to_dict(level)`` of the :class:`~deniable.oracles.HeavyHitters` of ``stream``'s
-    records of ``day`` (module docstring); a day whose rounds cannot run (a group without a
-    report) is ``{"method", "n", "heavy_hitters": [], "rounds": [], "undecided": why}``."""
+def heavy_day(
+    root: str | Path,
+    stream: str,
+    protocol: Any,
+    day: str | dt.date,
+    level: float,
+    settings: AnswerSettings | None = None,
+    *,
+    end: str | dt.date | None = None,
+) -> Any:
+    """The ``to_dict()`` of the :class:`~deniable.oracles.HeavyHitters` of ``stream``'s
+    records of ``day`` (of the days ``day .. end`` pooled when ``end`` is given: module
+    docstring), decoded at ``settings`` (the defaults when None); when the rounds cannot
+    run (a group without a report) ``{"method", "n", "heavy_hitters": [], "rounds": [],
+    "undecided": why}``; for SFP the ``to_dict()`` of its
+    :class:`~deniable.oracles.SFPResult` (``settings`` do not apply)."""
     import pyarrow.parquet as pq
 
-    from deniable.distributed import aggregate_heavy_stream, stream_files
+    from deniable.distributed import aggregate_heavy_stream, aggregate_sfp_stream, stream_files
 
+    last = day if end is None else end
+    if isinstance(protocol, SFP):  # tallies: the days' reports estimate
+        return aggregate_sfp_stream(
+            root, stream, start=day, end=last, scheduler="synchronous", level=level
+        ).to_dict()
+    chosen = settings or AnswerSettings("heavy")
     try:
         found = aggregate_heavy_stream(
-            root, stream, start=day, end=day, scheduler="synchronous",
-            top_k=protocol.top_k, alpha=protocol.alpha, level=level,
+            root, stream, start=day, end=last, scheduler="synchronous",
+            top_k=chosen.top_k, alpha=chosen.alpha, level=level,
         )  # fmt: skip
     except DataError as exc:
         if "a report in every group" not in str(exc):
             raise
-        files = stream_files(root, stream, start=day, end=day)
+        files = stream_files(root, stream, start=day, end=last)
         n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        what = "this day has" if end is None else "these days have"
         return {
             "method": protocol.method,
             "n": n,
-            "alpha": protocol.alpha,
+            "alpha": chosen.alpha,
             "level": level,
             "heavy_hitters": [],
             "rounds": [],
             "undecided": (
                 f"{exc} The rounds need a report in each of the {len(protocol.levels)} "
-                "groups; this day has too few reports."
+                f"groups; {what} too few reports."
             ),
         }
     out: dict[str, Any] = found.to_dict()

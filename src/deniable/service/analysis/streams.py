@@ -15,14 +15,19 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
                                     #   or PEM's / TreeHist's (deniable.oracles.heavy_spec:
                                     #   deniable.heavy-spec/1), a range mechanism's or
                                     #   Square Wave's (oracles.range_spec: _stream_range)
+                                    #   or SFP's (oracles.sfp_spec: deniable.sfp-spec/1)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
     candidates: [a, b, ...]         # RAPPOR, CMS and HCMS only, optional: the strings
                                     #   each day's reports are decoded against, or whose
                                     #   frequencies the sketch answers (the stream page)
+    answers: {top_k: 8, alpha: 0.01}  # PEM, TreeHist, range mechanisms, Square Wave only,
+                                    #   optional: what the page lists (heavy: top_k,
+                                    #   alpha; ordered: quantiles, ranges), answer side
+                                    #   only (_stream_answers)
 
-A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` is
-required, none other is allowed, and each is checked by the library
+A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` and
+``answers`` is required, none other is allowed, and each is checked by the library
 (:func:`~deniable.oracles.mechanism_from_spec` reads the oracle's spec by its schema,
 every implied field recomputed, as :data:`~deniable.oracles.DEVICE_SPECS` registers it,
 and :func:`~deniable.oracles.device_spec` writes it back; :class:`~deniable.accounting.
@@ -35,8 +40,10 @@ randomization's epsilon over every kept permanent response; a report of RAPPOR, 
 epsilon over every kept PRR, ``m max(ln(q / p), ln((1 - p) / (1 - q)))``; a report of a
 count mean sketch (CMS, HCMS: a fresh row and flips every report, nothing kept), its exact
 ``epsilon``; a report of PEM or TreeHist (a fresh group and one OLH report of its prefix,
-nothing kept), the OLH epsilon ``ln(p' / q')``; of a range mechanism, its largest level
-oracle's epsilon; of Square Wave, its epsilon.  The
+nothing kept), the OLH epsilon ``ln(p' / q')``; of SFP (a fresh position and one report
+to each of its two sketches, nothing kept), ``fragment_epsilon + word_epsilon``, the two
+sketches' exact epsilons added (``epsilon / 2`` each at the default split); of a range
+mechanism, its largest level oracle's epsilon; of Square Wave, its epsilon.  The
 memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
 with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
 longitudinal_epsilon``); a window promises a bound against *any* change of a device's
@@ -66,6 +73,7 @@ from deniable.common import validation as v
 from deniable.exceptions import DataError, DeniableError, ParameterError
 from deniable.oracles import device_spec, mechanism_from_spec, report_epsilon
 from deniable.service.analysis import _stream_range as ordered
+from deniable.service.analysis._stream_answers import AnswerSettings, answer_settings
 from deniable.service.analysis._stream_heavy import heavy_day, is_heavy
 from deniable.service.analysis._stream_strings import (
     MAX_CANDIDATES,
@@ -104,14 +112,22 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 @dataclass(frozen=True)
 class StreamSpec:
     """A telemetry stream: ``id``, its ``oracle``, its ``period`` (``"day"``), the
-    per-device budget ``window`` and, for a stream of strings (RAPPOR, CMS, HCMS), the
-    ``candidates`` its reports are decoded against (or None)."""
+    per-device budget ``window``, for a stream of strings (RAPPOR, CMS, HCMS) the
+    ``candidates`` its reports are decoded against (or None), and for a heavy-hitter,
+    range or Square Wave stream its ``answers`` settings (None: the defaults)."""
 
     id: str
     oracle: Any
     period: str
     window: BudgetWindow
     candidates: tuple[str, ...] | None = None
+    answers: AnswerSettings | None = None
+
+    @property
+    def settings(self) -> AnswerSettings | None:
+        """The answer settings the stream's estimates use (``answers``, or the defaults of
+        its oracle; None for an oracle without any)."""
+        return self.answers or answer_settings(None, self.oracle, "answers", given=False)
 
     @property
     def report_epsilon(self) -> float:
@@ -139,6 +155,8 @@ class StreamSpec:
         }
         if self.candidates is not None:  # absent otherwise: a stored spec's text is kept
             out["candidates"] = list(self.candidates)
+        if self.answers is not None and self.answers.declared:  # likewise
+            out["answers"] = self.answers.to_dict()
         return out
 
     def canonical(self) -> str:
@@ -197,7 +215,7 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
     """
     if not isinstance(data, Mapping):
         raise DataError(f"{source} must be a mapping, got {type(data).__name__}.")
-    extra = {"schema", "report_epsilon", "candidates"}
+    extra = {"schema", "report_epsilon", "candidates", "answers"}
     unknown = sorted(set(map(str, data)) - set(_FIELDS) - extra)
     if unknown:
         raise DataError(f"{source}: unknown field `{unknown[0]}` (fields: {', '.join(_FIELDS)}).")
@@ -224,8 +242,11 @@ def stream_spec_from(data: Any, *, source: str = "the stream spec") -> StreamSpe
     except DeniableError as exc:
         raise DataError(f"{_where(source, 'oracle')}: {exc}") from None
     candidates = check_candidates(_where(source, "candidates"), data, oracle)
+    answers = answer_settings(
+        data.get("answers"), oracle, _where(source, "answers"), given="answers" in data
+    )
     window = _window(data["window"], source)
-    spec = StreamSpec(sid, oracle, str(data["period"]), window, candidates)
+    spec = StreamSpec(sid, oracle, str(data["period"]), window, candidates, answers)
     if "report_epsilon" in data and data["report_epsilon"] != spec.report_epsilon:
         raise DataError(
             f"{_where(source, 'report_epsilon')} does not match the oracle: it says "
@@ -317,7 +338,13 @@ def stream_estimates(
     :class:`~deniable.oracles.HeavyHitters` the day's records decode to, each string with
     its frequency, standard error, interval and the rounds' thresholds:
     :mod:`._stream_heavy`; for a range mechanism or Square Wave the answers of
-    :mod:`._stream_range`).  A day without reports is left out."""
+    :mod:`._stream_range`).  A day without reports is left out.
+
+    A heavy-hitter, range or Square Wave stream's estimates are at its answer settings
+    (``answers``: :attr:`StreamSpec.settings`, as the result's ``answers``) and also
+    ``pooled``: ``{"start", "end", "days", "estimate"}``, the estimate of the records of
+    all the days held, decoded as one sample (sound when the devices' values are
+    stationary over the days; :mod:`._stream_heavy`), or None when no day holds reports."""
     from deniable.distributed import aggregate_stream, stream_files
 
     lvl = v.level(level)
@@ -330,25 +357,33 @@ def stream_estimates(
         )
     held = sorted({f.parent.name.removeprefix("day=") for f in stream_files(
         root, spec.id, start=first, end=last)})  # fmt: skip
-    days = []
-    for day in held:
-        if is_heavy(spec.oracle):  # the day's records, round by round
-            days.append({"day": day, "estimate": heavy_day(root, spec.id, spec.oracle, day, lvl)})
-            continue
-        tally = aggregate_stream(root, spec.id, start=day, end=day, scheduler="synchronous")
+    settings = spec.settings
+
+    def estimate_of(day: str, end: str | None = None) -> Any:
+        if is_heavy(spec.oracle):  # the records, round by round
+            return heavy_day(root, spec.id, spec.oracle, day, lvl, settings, end=end)
+        tally = aggregate_stream(root, spec.id, start=day, end=end or day,
+                                 scheduler="synchronous")  # fmt: skip
         if of_strings(spec.oracle):  # the spec's candidates: decoded, or the sketch's
-            estimate = strings_estimate(spec.oracle, tally, spec.candidates or (), lvl)
-        elif ordered.is_range(spec.oracle):  # quartiles, fixed ranges, means
-            estimate = ordered.range_day(spec.oracle, tally, lvl)
-        else:
-            estimate = spec.oracle.estimate(tally).to_dict(lvl)
-        days.append({"day": day, "estimate": estimate})
-    return {
+            return strings_estimate(spec.oracle, tally, spec.candidates or (), lvl)
+        if ordered.is_range(spec.oracle):  # the settings' quantiles and ranges, means
+            return ordered.range_day(spec.oracle, tally, lvl, settings)
+        return spec.oracle.estimate(tally).to_dict(lvl)
+
+    out: dict[str, Any] = {
         "stream": spec.id,
         "oracle": spec.oracle.key,
         "start": first.isoformat(),
         "end": last.isoformat(),
         "level": lvl,
         "max_days": MAX_STREAM_DAYS,
-        "days": days,
+        "days": [{"day": day, "estimate": estimate_of(day)} for day in held],
     }
+    if settings is not None:  # heavy hitters, ranges: the settings and the pooled days
+        out["answers"] = settings.effective()
+        days = out["days"]
+        out["pooled"] = None if not held else {
+            "start": held[0], "end": held[-1], "days": len(held),
+            "estimate": days[0]["estimate"] if len(held) == 1 else estimate_of(held[0], held[-1]),
+        }  # fmt: skip
+    return out

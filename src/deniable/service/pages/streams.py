@@ -17,8 +17,18 @@ _KINDS = {
     "deniable.rappor-spec/1": "rappor", "deniable.cms-spec/1": "sketch",
     "deniable.cms-spec/2": "sketch",
     "deniable.heavy-spec/1": "heavy", "deniable.range-spec/1": "range",
-    "deniable.square-wave-spec/1": "square-wave",
+    "deniable.square-wave-spec/1": "square-wave", "deniable.sfp-spec/1": "sfp",
 }  # fmt: skip
+
+
+def _sfp_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per string an SFP day found: its frequency from the whole-string sketch, SE,
+    interval and the whole-string threshold that decided the list."""
+    decided = f"{num(estimate['word_threshold'])} (whole-string sketch)"
+    return [
+        (str(h["string"]), num(h["frequency"]), num(h["se"]), ci(h["ci"]), decided)
+        for h in estimate["heavy_hitters"]
+    ]
 
 
 def _heavy_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
@@ -88,6 +98,8 @@ def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     day, or one row for a single estimate (a number per field, e.g. a mean's)."""
     if "answers" in estimate:
         return _answer_rows(estimate)
+    if estimate.get("method") == "sequence-fragment-puzzle":
+        return _sfp_rows(estimate)
     if "heavy_hitters" in estimate:
         return _heavy_rows(estimate)
     if _sketch(estimate):
@@ -109,22 +121,47 @@ def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     return [(name, "–", num(one[0]), num(one[1]), ci(one[2]), ci(one[3]))]
 
 
+def _settings(effective: Mapping[str, Any] | None, declared: Mapping[str, Any]) -> str | None:
+    """The answer settings a heavy-hitter or range stream's tables use, one line: each
+    field, ``(default)`` when the spec does not set it; None for another stream."""
+    if not effective:
+        return None
+    parts = []
+    for name, value in effective.items():
+        if name == "ranges":
+            text = ", ".join(f"[{a:g}, {b:g}]" for a, b in value) or "none"
+        elif name == "quantiles":
+            text = ", ".join(f"{q:g}" for q in value) or "none"
+        else:
+            text = "null (top-k rule only)" if value is None else f"{value:g}"
+        parts.append(f"{name} {text}" + ("" if name in declared else " (default)"))
+    return ", ".join(parts)
+
+
+def _table(estimate: Mapping[str, Any], pct: str) -> dict[str, Any]:
+    return {"n": estimate.get("n", "–"), "rows": _rows(estimate),
+            "header": _header(estimate, pct), "note": estimate.get("undecided")}  # fmt: skip
+
+
 def stream_page(
     spec: Mapping[str, Any], estimates: Mapping[str, Any], devices: int | None = None
 ) -> str:
     """One stream's page: its spec (oracle, period, budget window), the range form, and a
     table per UTC day with reports: each value's reports supporting it, estimate, standard
-    error, exact and Wald intervals at the level of ``estimates``."""
+    error, exact and Wald intervals at the level of ``estimates``; for a heavy-hitter or
+    range stream its answer settings and, when two days or more hold reports, the table
+    of all the days pooled first."""
     level = float(estimates["level"])
     levels: Sequence[tuple[str, str]] = [
         (f"{lv:g}", f"{lv:.0%}") for lv in sorted({*_LEVELS, level})
     ]
     pct = f"{level:.0%}"
-    days = [
-        {"day": d["day"], "n": d["estimate"].get("n", "–"), "rows": _rows(d["estimate"]),
-         "header": _header(d["estimate"], pct), "note": d["estimate"].get("undecided")}
-        for d in estimates["days"]
-    ]  # fmt: skip
+    days = [{"day": d["day"], **_table(d["estimate"], pct)} for d in estimates["days"]]
+    pooled = estimates.get("pooled")
+    if pooled is not None and pooled["days"] > 1:
+        pooled = {**pooled, **_table(pooled["estimate"], pct)}
+    else:
+        pooled = None
     window = spec["window"]
     return render(
         "stream.html",
@@ -143,4 +180,6 @@ def stream_page(
         levels=levels,
         level=f"{level:g}",
         days=days,
+        pooled=pooled,
+        settings=_settings(estimates.get("answers"), spec.get("answers") or {}),
     )

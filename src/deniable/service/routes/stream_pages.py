@@ -4,7 +4,9 @@
 ``GET /dashboard/streams/{id}``           the page: each UTC day's estimates (401 and the
                                           login form when not logged in)
 ``GET /api/streams/{id}/estimates``       the same as JSON: per day the oracle's
-                                          ``FrequencyEstimate.to_dict(level)``
+                                          ``FrequencyEstimate.to_dict(level)``; for a
+                                          heavy-hitter or range stream also its answer
+                                          settings and the days pooled
 ========================================  ================================================
 
 Both take ``start`` and ``end`` (UTC days ``YYYY-MM-DD``, both included; by default the
@@ -68,7 +70,9 @@ async def stream_estimates_json(
     request: Request, stream_id: str, start: Start = None, end: End = None, level: Level = 0.95
 ) -> JSONResponse:
     """Per UTC day of ``start .. end`` with reports, the stream oracle's estimate of that
-    day's reports (``{"day", "estimate"}``, the estimate as the library's ``to_dict``)."""
+    day's reports (``{"day", "estimate"}``, the estimate as the library's ``to_dict``); a
+    heavy-hitter, range or Square Wave stream adds ``answers`` (its settings) and
+    ``pooled`` (the days' records as one sample: docs/service.md)."""
     _, out, _ = await run_in_threadpool(_estimates, request, stream_id, start, end, level)
     return JSONResponse(out, headers=NO_STORE)
 

@@ -113,6 +113,10 @@ def _differences(old: StreamSpec, new: StreamSpec) -> str:
         parts.append(f"period {old.period!r} (given {new.period!r})")
     if old.candidates != new.candidates:
         parts.append("candidates (the strings each day is decoded against)")
+    if old.settings != new.settings:  # answer side only, still never changed silently
+        was = "none" if old.settings is None else old.settings.describe()
+        now = "none" if new.settings is None else new.settings.describe()
+        parts.append(f"answers {was} (given {now})")
     return "; ".join(parts)
 
 

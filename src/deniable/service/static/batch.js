@@ -12,7 +12,9 @@
 // int64), PEM's and TreeHist's record [group, row words ..., bucket] (heavy.js: 2 + l W
 // uint64 words), a range mechanism's [level, level report] (ranges.js: the level, a uint16
 // when the level reports are bytes, else one item of their type, then the level oracle's
-// record padded with zeros to the widest level's), Square Wave's cell (a uint16).  Every report is
+// record padded with zeros to the widest level's), Square Wave's cell (a uint16), SFP's
+// [position, fragment report, whole-string report] (sfp.js: the position an int64 with HCMS,
+// a uint16 with CMS, then each sketch report's record).  Every report is
 // checked first (a SpecError naming `reports[i]`), so no batch is made of a report the
 // server would refuse.  tests/js/batch.test.mjs replays tests/vectors/batches.json, which
 // Python's encoder writes (tests/test_batch_vectors.py keeps it from drifting).
@@ -22,6 +24,7 @@ import { RAPPOR_SCHEMA, checkRapporSpec } from "./oraclesrappor.js";
 import { CMS_SCHEMAS, checkSketchSpec } from "./sketches.js";
 import { HEAVY_SCHEMA, checkHeavyRecord, checkHeavySpec } from "./heavy.js";
 import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, checkRangeSpec, checkSquareWaveSpec } from "./ranges.js";
+import { SFP_SCHEMA, checkSfpSpec } from "./sfp.js";
 import { HttpError } from "./session.js";
 import { sha256 } from "./digest.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -100,6 +103,7 @@ function recordOf(spec) {
     };
   }
   if (spec !== null && typeof spec === "object" && spec.schema === RANGE_SCHEMA) return rangeRecordOf(spec);
+  if (spec !== null && typeof spec === "object" && spec.schema === SFP_SCHEMA) return sfpRecordOf(spec);
   if (spec !== null && typeof spec === "object" && spec.schema === SQUARE_WAVE_SCHEMA) {
     const c = checkSquareWaveSpec(spec);
     return { key: c.key, size: 2, write: (view, at, r, where) => view.setUint16(at, integer(r, c.cells - 1, where), true) };
@@ -179,11 +183,31 @@ function rangeRecordOf(spec) {
   };
 }
 
+/** SFP: the position (int64 with HCMS, uint16 with CMS), then each sketch report's record. */
+function sfpRecordOf(spec) {
+  const c = checkSfpSpec(spec);
+  const frag = recordOf(spec.fragment_sketch);
+  const word = recordOf(spec.word_sketch);
+  const head = c.sketch === "hcms" ? 8 : 2;
+  return {
+    key: c.key,
+    size: head + frag.size + word.size,
+    write(view, at, r, where) {
+      if (!Array.isArray(r) || r.length !== 3) throw new SpecError(where, `must be an SFP report [position, fragment report, whole-string report], got ${show(r)}.`);
+      const l = integer(r[0], c.positions - 1, `${where}[0]`);
+      frag.write(view, at + head, r[1], `${where}[1]`);
+      word.write(view, at + head + frag.size, r[2], `${where}[2]`);
+      if (head === 8) view.setBigInt64(at, BigInt(l), true);
+      else view.setUint16(at, l, true);
+    },
+  };
+}
+
 /**
  * The binary batch (deniable.batch/1) of `reports` of the oracle of `oracleSpec` (an
  * oracle spec, schema "deniable.oracle/1", a RAPPOR spec, "deniable.rappor-spec/1", or a
  * count mean sketch's, "deniable.cms-spec/1" or "/2", or a heavy-hitter protocol's,
- * "deniable.heavy-spec/1", or a range mechanism's, "deniable.range-spec/1", or Square
+ * "deniable.heavy-spec/1", or the Sequence Fragment Puzzle's, "deniable.sfp-spec/1", or a range mechanism's, "deniable.range-spec/1", or Square
  * Wave's, "deniable.square-wave-spec/1": the `oracle` of a stream spec), as a
  * Uint8Array.  An empty list, a report of the wrong
  * form or out of the oracle's range throws a SpecError naming `reports` or `reports[i]`.
