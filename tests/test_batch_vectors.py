@@ -44,8 +44,9 @@ RANGE_VECTORS = VECTORS / "ranges.json"
 SFP_VECTORS = VECTORS / "sfp.json"
 SCHEMA = "deniable.batch-vectors/1"
 _STREAM_SCHEMAS = (
-    "deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1", "deniable.heavy-spec/1",
-    "deniable.range-spec/1", "deniable.square-wave-spec/1", "deniable.sfp-spec/1",
+    "deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1", "deniable.cms-spec/2",
+    "deniable.heavy-spec/1", "deniable.range-spec/1", "deniable.square-wave-spec/1",
+    "deniable.sfp-spec/1",
 )  # fmt: skip
 
 
@@ -60,7 +61,7 @@ def _vector_cases() -> list[dict[str, Any]]:
 
 
 def _oracle(spec: dict[str, Any]) -> Any:
-    if spec["schema"] == "deniable.cms-spec/1":
+    if spec["schema"] in ("deniable.cms-spec/1", "deniable.cms-spec/2"):
         return cms_from_spec(spec)
     if spec["schema"] == "deniable.heavy-spec/1":
         return heavy_from_spec(spec)
@@ -224,7 +225,7 @@ def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout(
         "symmetric-unary/1", "optimized-unary/1", "local-hashing/1", "linear-local-hashing/1",
         "hadamard-response/1", "subset-selection/1", "longitudinal-grr/1",
         "longitudinal-unary/1", "loloha/1", "rappor/1", "count-mean-sketch/1",
-        "hadamard-count-mean-sketch/1", "prefix-linear-hashing/1",
+        "count-mean-sketch/2", "hadamard-count-mean-sketch/1", "prefix-linear-hashing/1",
         "hierarchical-histogram/1", "haar-hrr/1", "square-wave/1", "sequence-fragment-puzzle/1",
     }  # fmt: skip
     for case in cases:

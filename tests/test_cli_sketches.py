@@ -58,6 +58,15 @@ def simulated(
     return mechanism, out, _lines(tmp / "ask.txt", PAGES + ABSENT), info
 
 
+def _stated_epsilon(mechanism: str) -> float:
+    """The epsilon a new sketch of ``--epsilon 4`` states: HCMS 4; CMS (spec 2, the
+    default) the realized ``2 ln((2**16 - t) / t)``, ``t = ceil(2**16 / (1 + e^2))``."""
+    if mechanism == "hcms":
+        return 4.0
+    t = math.ceil(2**16 / (1 + math.exp(2.0)))
+    return 2 * math.log((2**16 - t) / t)
+
+
 def test_simulate_writes_the_sketch_its_options_name(
     simulated: tuple[str, Path, Path, dict[str, Any]],
 ) -> None:
@@ -68,7 +77,8 @@ def test_simulate_writes_the_sketch_its_options_name(
     assert sketch_from_key(read_report_key(out)) == sketch
     assert 0 <= info["salt"] < 2**32
     assert info["devices"] == N and info["seed"] == 5 and info["format"] == "reports"
-    assert info["epsilon"] == 4.0 and info["implemented_epsilon"] <= 4.0
+    assert info["epsilon"] == pytest.approx(_stated_epsilon(mechanism), rel=1e-14)
+    assert info["implemented_epsilon"] <= info["epsilon"] <= 4.0
     # CMS: 2 bytes of row then 64 / 8 bytes of bits; HCMS: one int64 a report
     record, dtype = (2 + 8, "|u1") if mechanism == "cms" else (8, "<i8")
     assert info["bytes"] == out.stat().st_size == _header_bytes(sketch.key, dtype) + N * record
@@ -80,7 +90,8 @@ def test_aggregate_recovers_the_planted_frequencies(
     mechanism, out, ask, _ = simulated
     est = _json(run(runner, "telemetry", "aggregate", out, "--candidates", ask, "--batch", 4096,
                     "--json"))  # fmt: skip
-    assert est["n"] == N and est["level"] == 0.95 and est["epsilon"] == 4.0
+    assert est["n"] == N and est["level"] == 0.95
+    assert est["epsilon"] == pytest.approx(_stated_epsilon(mechanism), rel=1e-14)
     rows = {row["candidate"]: row for row in est["candidates"]}
     assert list(rows) == PAGES + ABSENT
     harmonic = sum(1 / (j + 1) for j in range(len(PAGES)))
@@ -103,13 +114,14 @@ def test_aggregate_recovers_the_planted_frequencies(
 def test_aggregate_table_shows_the_rows_asked_and_the_epsilon(
     runner: CliRunner, simulated: tuple[str, Path, Path, dict[str, Any]]
 ) -> None:
-    _, out, ask, _ = simulated
+    mechanism, out, ask, _ = simulated
     table = run(runner, "telemetry", "aggregate", out, "--candidates", ask, "--rows", 3)
     assert table.exit_code == 0, table.output
     text = " ".join(table.stdout.split())
     assert f"count mean sketch: {len(PAGES + ABSENT)} candidates, n = {N}" in text
     assert "... 5 more candidates (--rows, or --json for all)" in text
-    assert "epsilon 4.0000 per report, any change of a device's string" in text
+    eps = _stated_epsilon(mechanism)
+    assert f"epsilon {eps:.4f} per report, any change of a device's string" in text
     assert "SE (fixed) fixed population" in text
     assert all(p in table.stdout for p in PAGES[:3])
     assert not any(p in table.stdout for p in PAGES[3:] + ABSENT)
@@ -118,17 +130,17 @@ def test_aggregate_table_shows_the_rows_asked_and_the_epsilon(
 
 
 def test_values_one_device_a_line_and_the_salt(runner: CliRunner, tmp_path: Path) -> None:
-    # at epsilon 30 a bit flips with probability ~e^-15 (CMS) and the estimate is each
+    # at epsilon 20 a bit flips with probability 3 / 2**16 (CMS) and the estimate is each
     # string's share, up to hash collisions: 4 strings in 32 rows of 64 columns share no
     # column in most rows, and the estimate removes the expected collision c = 1/64
     strings = ["a"] * 50 + ["b"] * 30 + ["\u00e9t\u00e9"] * 20
     values = _lines(tmp_path / "v.txt", strings)
     out = tmp_path / "v.dnrp"
     info = _json(run(runner, "telemetry", "simulate", "--mechanism", "cms", "--out", out,
-                     "--values", values, "--epsilon", 30, "--sketch-rows", 32,
+                     "--values", values, "--epsilon", 20, "--sketch-rows", 32,
                      "--sketch-columns", 64, "--salt", 17, "--seed", 2, "--json"))  # fmt: skip
     assert info["devices"] == 100 and info["salt"] == 17 and info["strings"] == "--values"
-    assert read_report_key(out) == CMS(k=32, m=64, epsilon=30.0, salt=17).key
+    assert read_report_key(out) == CMS(k=32, m=64, epsilon=20.0, salt=17).key
     ask = _lines(tmp_path / "ask.txt", ["a", "b", "\u00e9t\u00e9", "zz"])
     est = _json(run(runner, "telemetry", "aggregate", out, "--candidates", ask, "--json"))
     got = [row["frequency"] for row in est["candidates"]]

@@ -34,6 +34,13 @@ from deniable.randomness import ArrayWords
 VECTORS_FILE = Path(__file__).parent / "vectors" / "oracles.json"
 M64 = (1 << 64) - 1
 TWO53 = 1 << 53
+TWO16 = 1 << 16
+
+
+def grid(sketch: Any) -> int:
+    """The flip's grid as docs/sketches.md states it: ``2**53`` (``word >> 11``: HCMS, CMS
+    of spec 1), ``2**16`` (a 16-bit field: CMS of spec 2, the default)."""
+    return TWO16 if getattr(sketch, "spec_version", 1) == 2 else TWO53
 
 
 # ---- an independent reading of the hash and the algorithms (docs/sketches.md)
@@ -142,7 +149,7 @@ def _strings_with_distinct_columns(sketch: Any, count: int) -> list[str]:
 
 def cms_distribution(sketch: CMS, s: str) -> np.ndarray:
     """P(row j, bits v) for every report of a tiny CMS, from the documented channel."""
-    f = sketch.flip_threshold / TWO53
+    f = sketch.flip_threshold / grid(sketch)
     cols = sketch.columns([s])[0]
     out = []
     for j in range(sketch.k):
@@ -155,7 +162,7 @@ def cms_distribution(sketch: CMS, s: str) -> np.ndarray:
 
 
 def hcms_distribution(sketch: HCMS, s: str) -> np.ndarray:
-    f = sketch.flip_threshold / TWO53
+    f = sketch.flip_threshold / grid(sketch)
     cols = sketch.columns([s])[0]
     out = []
     for j in range(sketch.k):
@@ -171,6 +178,8 @@ def hcms_distribution(sketch: HCMS, s: str) -> np.ndarray:
     [
         (CMS(k=2, m=3, epsilon=1.0), cms_distribution),
         (CMS(k=3, m=4, epsilon=2.5, salt=9), cms_distribution),
+        (CMS(k=2, m=3, epsilon=1.0, spec_version=1), cms_distribution),
+        (CMS(k=3, m=4, epsilon=2.5, salt=9, spec_version=1), cms_distribution),
         (HCMS(k=2, m=4, epsilon=1.0), hcms_distribution),
         (HCMS(k=3, m=8, epsilon=0.3, salt=5), hcms_distribution),
     ],
@@ -204,8 +213,10 @@ def test_the_randomizer_draws_the_enumerated_channel() -> None:
     # chi-square at a false-alarm rate of 1e-6 (threshold from scipy's chi2 quantile)
     from scipy.stats import chi2
 
-    for sketch, dist in ((HCMS(k=2, m=4, epsilon=1.0), hcms_distribution),
-                         (CMS(k=2, m=3, epsilon=1.0), cms_distribution)):  # fmt: skip
+    cases = ((HCMS(k=2, m=4, epsilon=1.0), hcms_distribution),
+             (CMS(k=2, m=3, epsilon=1.0), cms_distribution),
+             (CMS(k=2, m=3, epsilon=1.0, spec_version=1), cms_distribution))  # fmt: skip
+    for sketch, dist in cases:
         p = dist(sketch, "apple")
         reports = sketch.randomize(["apple"] * 60000, rng=7)
         if sketch.name == "cms":
@@ -308,7 +319,7 @@ def test_estimate_matches_apples_formula_on_a_hand_built_tally() -> None:
     sketch = CMS(k=2, m=4, epsilon=2.0)
     counts = np.array([[3, 7, 1, 2, 10], [5, 0, 6, 4, 12]])
     tally = sketch.tally_counts(counts.reshape(-1))
-    f = sketch.flip_threshold / TWO53
+    f = sketch.flip_threshold / grid(sketch)
     big_m = sketch.k * (counts[:, :4] - f * counts[:, 4:]) / (1 - 2 * f)
     cols = sketch.columns(["x", "y"])
     n = 22
@@ -460,8 +471,14 @@ def test_identity_binding_and_pickling_come_from_the_base() -> None:
     for cls in (CMS, HCMS):
         for name in ("key", "bind", "tally_counts", "__getstate__", "describe"):
             assert inspect.getattr_static(cls, name) is MechanismBase.__dict__[name], name
-    assert CMS(k=2, m=8, epsilon=0.5).key == (
+    # spec 1: the key it always had; spec 2 names its version (and its realized epsilon)
+    assert CMS(k=2, m=8, epsilon=0.5, spec_version=1).key == (
         'cms{"epsilon":"1/2","k":2,"m":8,"max_bytes":1024,"salt":0}'
+    )
+    two = CMS(k=2, m=8, epsilon=0.5)
+    assert two.key == (
+        f'cms{{"epsilon":"{Fraction(two.epsilon)}","k":2,"m":8,"max_bytes":1024,"salt":0,'
+        '"spec_version":2}'
     )
 
 
@@ -504,16 +521,16 @@ def test_the_flip_threshold_keeps_the_ratio_at_most_e_eps_exactly(cls: Any, epsi
     # A float ``log`` comparison lets ((2**53 - t) / t)^bits exceed e^eps by an ulp (it did at
     # HCMS eps = 1.0, CMS eps = 0.23): check the rational ratio against e^eps at 60 digits.
     sketch = cls(k=2, m=4, epsilon=epsilon)
-    t = sketch.flip_threshold
+    t, top = sketch.flip_threshold, grid(sketch)
     moved = 2 if sketch.name == "cms" else 1
-    ratio = Fraction(TWO53 - t, t) ** moved
+    ratio = Fraction(top - t, t) ** moved
     with decimal.localcontext() as ctx:
         ctx.prec = 60
         e_eps = decimal.Decimal(epsilon).exp()
         assert decimal.Decimal(ratio.numerator) / decimal.Decimal(ratio.denominator) <= e_eps
     # tight: one less is above the stated epsilon (the threshold is the least that holds)
-    assert Fraction(TWO53 - (t - 1), t - 1) ** moved > Fraction(math.exp(epsilon)) * (1 - 1e-12)
-    assert sketch.implemented_epsilon <= epsilon
+    assert Fraction(top - (t - 1), t - 1) ** moved > Fraction(math.exp(epsilon)) * (1 - 1e-12)
+    assert sketch.implemented_epsilon <= sketch.epsilon <= epsilon
 
 
 @pytest.mark.parametrize(
@@ -543,7 +560,7 @@ def test_variance_when_every_device_holds_the_string_is_the_coins_alone(cls: Any
     from scipy.stats import chi2
 
     sketch = cls(k=3, m=8, epsilon=2.0, salt=7)
-    f, c, n = sketch.flip_threshold / TWO53, sketch.collision, 500
+    f, c, n = sketch.flip_threshold / grid(sketch), sketch.collision, 500
     var_y = f * (1 - f) / (1 - 2 * f) ** 2 if cls is CMS else 1 / (1 - 2 * f) ** 2 - 1
     stated = float(sketch.variance(n, 1.0, 0.0))
     assert math.isclose(stated, var_y / (n * (1 - c) ** 2), rel_tol=1e-12)

@@ -1,8 +1,9 @@
 """The Count Mean Sketch's fast passes (issue 18, part 5): ``CMS.randomize`` (flips compared
 and packed a block at a time, the column toggled in the packed bytes) and ``CMS.tally`` (row
 order, byte sums of runs of at most 255 reports) give exactly what the direct reading of the
-algorithm gives: the one-hot vector XOR the flips of words ``(1 + m) i + 1 ..``, packed
-little-endian; per row, the count of reports with each bit set.
+algorithm gives: the one-hot vector XOR the flips of words ``(1 + m) i + 1 ..`` (spec 1) or
+of the 16-bit fields of words ``(1 + ceil(m / 4)) i + 1 ..`` (spec 2), packed little-endian;
+per row, the count of reports with each bit set.
 
 The reference below is the earlier implementation (one-hot arrays, a cell index per set
 bit), written out here so that the two paths can be compared on random inputs.
@@ -22,15 +23,23 @@ STRINGS = [f"s{j}" for j in range(40)] + ["é", "a longer string than the others
 
 
 def reference_randomize(cms: CMS, values: list[str], words: np.ndarray) -> SketchReports:
-    """One-hot vector of the column in a uniform row, each bit XOR ``word >> 11 < t``."""
-    w = 1 + cms.m
+    """One-hot vector of the column in a uniform row, each bit XOR ``word >> 11 < t`` (spec
+    1: ``1 + m`` words a report) or XOR ``field < t`` (spec 2: ``1 + ceil(m / 4)`` words,
+    bit ``i`` reading bits ``16 (i % 4) ..`` of flip word ``i // 4``)."""
+    w = 1 + cms.m if cms.spec_version == 1 else 1 + (cms.m + 3) // 4
     words = words[: w * len(values)].reshape(len(values), w)
     rows = uniform_below(words[:, 0], cms.k).astype(np.int64)
     cols = cms.columns(values)[np.arange(len(values)), rows]
     onehot = np.zeros((len(values), cms.m), dtype=np.bool_)
     onehot[np.arange(len(values)), cols] = True
-    flipped = onehot ^ ((words[:, 1:] >> np.uint64(11)) < np.uint64(cms.flip_threshold))
-    return SketchReports(rows, np.packbits(flipped, axis=1, bitorder="little"))
+    if cms.spec_version == 1:
+        flips = (words[:, 1:] >> np.uint64(11)) < np.uint64(cms.flip_threshold)
+    else:
+        i = np.arange(cms.m)
+        shift = (16 * (i % 4)).astype(np.uint64)
+        fields = (words[:, 1 + i // 4] >> shift) & np.uint64(0xFFFF)
+        flips = fields < np.uint64(cms.flip_threshold)
+    return SketchReports(rows, np.packbits(onehot ^ flips, axis=1, bitorder="little"))
 
 
 def reference_tally(cms: CMS, reports: SketchReports) -> np.ndarray:
@@ -53,29 +62,35 @@ CASES = [  # (k, m, epsilon, n): m a multiple of 8 and not, one row, rows > repo
 ]
 
 
+@pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize(("k", "m", "eps", "n"), CASES)
-def test_randomize_equals_the_direct_reading(k: int, m: int, eps: float, n: int) -> None:
+def test_randomize_equals_the_direct_reading(
+    k: int, m: int, eps: float, n: int, version: int
+) -> None:
     rng = np.random.default_rng((18, k, m))
     values = [STRINGS[i] for i in rng.integers(0, len(STRINGS), n)]
     words = rng.integers(0, 2**64, (1 + m) * n, dtype=np.uint64, endpoint=False)
-    cms = CMS(k=k, m=m, epsilon=eps, salt=int(rng.integers(0, 2**32)))
+    eps = min(eps, 22.0) if version == 2 else eps  # spec 2 refuses eps above 22.18
+    cms = CMS(k=k, m=m, epsilon=eps, salt=int(rng.integers(0, 2**32)), spec_version=version)
     got = cms.randomize(values, rng=ArrayWords(words))
     want = reference_randomize(cms, values, words)
     np.testing.assert_array_equal(got.rows, want.rows)
     np.testing.assert_array_equal(got.bits, want.bits)
     # and the same reports from a seeded generator as from its words replayed
     seeded = cms.randomize(values, rng=np.random.default_rng(5))
-    drawn = np.random.default_rng(5).bit_generator.random_raw((1 + m) * n)
+    drawn = np.random.default_rng(5).bit_generator.random_raw(cms.words_per_report * n)
     replay = reference_randomize(cms, values, np.asarray(drawn, dtype=np.uint64))
     np.testing.assert_array_equal(seeded.bits, replay.bits)
     np.testing.assert_array_equal(seeded.rows, replay.rows)
 
 
-def test_randomize_crosses_block_boundaries() -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_randomize_crosses_block_boundaries(version: int) -> None:
     """More reports than one block of words holds (``2**17`` words: 127 reports of m =
-    1024), and a block that ends mid-way: the words stay in stream order."""
-    cms = CMS(k=7, m=1024, epsilon=1.0)
-    n = 127 * 3 + 5
+    1024 in spec 1, 510 in spec 2), and a block that ends mid-way: the words stay in stream
+    order."""
+    cms = CMS(k=7, m=1024, epsilon=1.0, spec_version=version)
+    n = 510 * 3 + 5
     words = np.random.default_rng(3).integers(0, 2**64, 1025 * n, dtype=np.uint64)
     values = [STRINGS[i % len(STRINGS)] for i in range(n)]
     got = cms.randomize(values, rng=ArrayWords(words))
@@ -96,7 +111,7 @@ def random_reports(k: int, m: int, n: int, seed: int, rows: Any = None) -> Sketc
 
 @pytest.mark.parametrize(("k", "m", "eps", "n"), CASES)
 def test_tally_equals_the_direct_count(k: int, m: int, eps: float, n: int) -> None:
-    cms = CMS(k=k, m=m, epsilon=eps)
+    cms = CMS(k=k, m=m, epsilon=eps, spec_version=1)  # the tally is the same in spec 2
     reports = random_reports(k, m, n, seed=k + m)
     got = cms.tally(reports).counts.reshape(k, m + 1)
     np.testing.assert_array_equal(got, reference_tally(cms, reports))

@@ -30,7 +30,11 @@ from deniable.oracles import (
 MECHANISMS = {
     "deniable.oracle/1": [OUE(k=8, q=0.25), LGRR.from_epsilon(2.0, 3, eps_1=0.5)],
     "deniable.rappor-spec/1": [Rappor(m=16, h=2, cohorts=4, f=0.5, p=0.25, q=0.75)],
-    "deniable.cms-spec/1": [CMS(k=4, m=8, epsilon=1.0), HCMS(k=4, m=8, epsilon=1.0)],
+    "deniable.cms-spec/1": [
+        CMS(k=4, m=8, epsilon=1.0, spec_version=1),
+        HCMS(k=4, m=8, epsilon=1.0),
+    ],
+    "deniable.cms-spec/2": [CMS(k=4, m=8, epsilon=1.0)],
     "deniable.heavy-spec/1": [
         PEM(epsilon=1.0, max_bytes=9, start_bits=5, step_bits=8, g=4),
         TreeHist(epsilon=0.5, max_bytes=3, g=2),

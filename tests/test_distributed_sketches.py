@@ -46,7 +46,11 @@ def test_resolve_mechanism_knows_the_sketches() -> None:
         assert resolve_mechanism(json.dumps(cms_spec(sketch))) == sketch
         assert resolve_mechanism(sketch) is sketch
     with pytest.raises(DataError, match="not canonical"):
-        resolve_mechanism(CMS_SKETCH.key.replace('"epsilon":"2"', '"epsilon":"4/2"'))
+        resolve_mechanism(HCMS_SKETCH.key.replace('"epsilon":"1"', '"epsilon":"2/2"'))
+    spec1 = CMS(k=5, m=12, epsilon=2.0, salt=4, spec_version=1)  # a key from before spec 2
+    assert resolve_mechanism(spec1.key) == spec1 and CMS_SKETCH.spec_version == 2
+    with pytest.raises(DataError, match="not canonical"):
+        resolve_mechanism(spec1.key.replace('"epsilon":"2"', '"epsilon":"4/2"'))
 
 
 @pytest.mark.parametrize("sketch", [CMS_SKETCH, HCMS_SKETCH], ids=["cms", "hcms"])

@@ -186,7 +186,8 @@ def _sketch_log_channel(sketch: Any, strings: list[str]) -> np.ndarray:
     protocol as docs/sketches.md states it (a uniform row; CMS: the one-hot vector of the
     string's column, each bit flipped with the implemented f; HCMS: a uniform coefficient
     l and the bit parity(l & column), flipped with f), rows: strings, columns: reports."""
-    f = sketch.flip_threshold / 2**53
+    # the grid of the flip: 2**53 (word >> 11), 2**16 for a CMS of spec 2 (16-bit fields)
+    f = sketch.flip_threshold / 2 ** (16 if getattr(sketch, "spec_version", 1) == 2 else 53)
     cols = sketch.columns(strings)  # (S, k): each string's column in every row
     k, m = sketch.k, sketch.m
     out = []
@@ -209,8 +210,14 @@ def _sketch_log_channel(sketch: Any, strings: list[str]) -> np.ndarray:
 
 @pytest.mark.parametrize(
     "sketch",
-    [CMS(k=3, m=6, epsilon=2.0, salt=5), CMS(k=2, m=4, epsilon=0.5), HCMS(k=3, m=8, epsilon=1.5)],
-    ids=["cms", "cms-small-eps", "hcms"],
+    [
+        CMS(k=3, m=6, epsilon=2.0, salt=5),
+        CMS(k=2, m=4, epsilon=0.5),
+        CMS(k=3, m=6, epsilon=2.0, salt=5, spec_version=1),
+        CMS(k=2, m=4, epsilon=0.5, spec_version=1),
+        HCMS(k=3, m=8, epsilon=1.5),
+    ],
+    ids=["cms", "cms-small-eps", "cms-spec1", "cms-spec1-small-eps", "hcms"],
 )
 def test_a_sketchs_report_epsilon_is_its_exact_epsilon_by_enumeration(sketch: Any) -> None:
     # strings with different columns in some row (the largest ratio needs one), and the

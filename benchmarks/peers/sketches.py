@@ -9,7 +9,9 @@ draw.  Both libraries run the same sketch, ``K`` rows of ``M`` columns, at each 
 
 * Ours: :class:`deniable.oracles.CMS` and :class:`deniable.oracles.HCMS` (salt = the run's
   index), ``randomize`` on the list of strings, ``tally``, ``estimate(tally, domain)``: with a
-  seeded generator and with the default randomness (``rng=None``).
+  seeded generator and with the default randomness (``rng=None``).  CMS is of its default
+  spec version, 2 since issue 18 part 5 (16-bit flip fields: ``1 + m / 4`` words a report;
+  results written before then are of spec 1, ``1 + m`` words).
 * pure-LDP 1.2.0: ``CMSClient`` / ``CMSServer`` (``is_hadamard`` False for CMS, True for
   HCMS), ``privatise`` one string, ``aggregate`` one report, then ``estimate_all(domain)``
   (counts: divided by n).  Not timed: the client (HCMS: its Hadamard matrix) and a fresh

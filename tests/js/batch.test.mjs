@@ -51,7 +51,7 @@ test("every batch vector: encodeBatch writes Python's bytes, for every stream or
     algorithms.add(spec.algorithm);
     assert.equal(hex(encodeBatch(spec, v.reports)), v.body, v.case);
   }
-  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "haar-hrr/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "hierarchical-histogram/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "prefix-linear-hashing/1", "rappor/1", "sequence-fragment-puzzle/1", "square-wave/1", "subset-selection/1", "symmetric-unary/1"]);
+  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "count-mean-sketch/2", "haar-hrr/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "hierarchical-histogram/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "prefix-linear-hashing/1", "rappor/1", "sequence-fragment-puzzle/1", "square-wave/1", "subset-selection/1", "symmetric-unary/1"]);
 });
 
 test("the header is the documented one (magic, version, flags, key digest, count), derived here", () => {
@@ -127,7 +127,7 @@ test("a RAPPOR stream: the client reads the spec and its candidates, reports as 
   assert.throws(() => makeStreamClient({ ...spec, schema: "x" }), /`schema` must be "deniable.stream-spec\/1"/);
 });
 
-for (const id of ["cms-0", "hcms-2"]) {
+for (const id of ["cms-0", "hcms-2", "cms-4"]) {  // cms-4: a CMS of spec 2
   test(`a ${id.split("-")[0]} stream: the client reports the vectors' strings through sketches.js and posts Python's batch byte for byte`, async () => {
     const c = caseOf(id);
     const vector = BATCHES.cases.find((v) => v.case === id); // reports 0, 1 and the last four

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { CMS_SCHEMA, SKETCH_MECHANISMS, makeSketch, rowSeeds, sha256 } from "../../src/deniable/service/static/sketches.js";
+import { CMS_SCHEMA, CMS_SCHEMA_2, SKETCH_MECHANISMS, makeSketch, rowSeeds, sha256 } from "../../src/deniable/service/static/sketches.js";
 import { seededCrypto } from "./_helpers.mjs";
 
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
@@ -14,9 +14,12 @@ const CASES = ORACLES.cases.filter((c) => "columns" in c);
 const specOf = (id) => structuredClone(CASES.find((c) => c.id === id).spec);
 const firstOf = (mechanism) => CASES.find((c) => c.spec.mechanism === mechanism);
 
-test("the vectors file has sketch cases of both mechanisms, all of schema deniable.cms-spec/1", () => {
+test("the vectors file has sketch cases of both mechanisms of schema deniable.cms-spec/1, and CMS of spec 2", () => {
   assert.deepEqual([...new Set(CASES.map((c) => c.spec.mechanism))].sort(), [...SKETCH_MECHANISMS].sort());
-  for (const c of CASES) assert.equal(c.spec.schema, CMS_SCHEMA, c.id);
+  for (const c of CASES) assert.ok([CMS_SCHEMA, CMS_SCHEMA_2].includes(c.spec.schema), c.id);
+  const two = CASES.filter((c) => c.spec.schema === CMS_SCHEMA_2);
+  assert.deepEqual(two.map((c) => c.id), ["cms-4", "cms-5"]);
+  for (const c of two) assert.equal(c.spec.mechanism, "cms", c.id);
 });
 
 test("SHA-256 agrees with node:crypto over every padding boundary and non-ASCII text", () => {
@@ -169,4 +172,88 @@ test("a tampered spec is refused by the field it gets wrong", () => {
   assert.throws(() => makeSketch(null), /: `spec` must be a count-mean-sketch spec object/);
   // every spec of the file passes the check (the library's thresholds)
   for (const c of CASES) assert.doesNotThrow(() => makeSketch(c.spec), c.id);
+});
+
+// ---- CMS of spec version 2 (deniable.cms-spec/2): 16-bit flip fields, four a word
+
+test("spec 2: bit i reads 16-bit field i % 4 of flip word i // 4; a changed field changes its bit alone", () => {
+  const c = CASES.find((x) => x.id === "cms-5"); // k = 5, m = 17: 1 + 5 words, 3 fields unused
+  const sketch = makeSketch(c.spec);
+  assert.equal(sketch.wordsPerReport, 6);
+  const t = BigInt(c.spec.constants.flip);
+  const none = (1n << 64n) - 1n; // every field 0xffff: no flip
+  const value = "apple";
+  const row = 0;
+  const col = c.columns[value][row];
+  const base = [0n, none, none, none, none, none];
+  const onehot = (bits) => bits.map((b, i) => Number(i === col) ^ b);
+  const pack = (bits) => {
+    const bytes = [0, 0, 0];
+    bits.forEach((b, i) => (bytes[i >> 3] |= b << (i & 7)));
+    return bytes.map((x) => x.toString(16).padStart(2, "0")).join("");
+  };
+  assert.deepEqual(sketch.randomize(value, base), [row, pack(onehot(Array(17).fill(0)))]);
+  for (const i of [0, 3, 4, 13, 16]) {
+    const words = [...base];
+    const word = 1 + Math.floor(i / 4);
+    const shift = BigInt(16 * (i % 4));
+    // field i = t - 1 (flips), the other fields of the word stay 0xffff
+    words[word] = (none & ~(0xffffn << shift)) | ((t - 1n) << shift);
+    const flips = Array(17).fill(0);
+    flips[i] = 1;
+    assert.deepEqual(sketch.randomize(value, words), [row, pack(onehot(flips))], `field ${i}`);
+    words[word] = (none & ~(0xffffn << shift)) | (t << shift); // field = t: no flip
+    assert.deepEqual(sketch.randomize(value, words), [row, pack(onehot(Array(17).fill(0)))], `field ${i} at t`);
+  }
+  // the unused fields of the last flip word (17..19) change nothing
+  const words = [...base];
+  words[5] = 0xffffn; // field 16 = 0xffff, fields 17..19 = 0
+  assert.deepEqual(sketch.randomize(value, words), [row, pack(onehot(Array(17).fill(0)))]);
+});
+
+test("spec 2: seeded reports flip at t / 2**16 a bit", () => {
+  // 20,000 reports of m = 10 bits; the flip count is binomial(N, t / 2**16): |z| < 4.5 fails
+  // by chance with probability about 7e-6 (the seed is fixed, so the test is repeatable)
+  const c = CASES.find((x) => x.id === "cms-4");
+  const sketch = makeSketch(c.spec);
+  const f = c.spec.constants.flip / 2 ** 16;
+  const crypto = seededCrypto(13);
+  let flips = 0;
+  let trials = 0;
+  for (let i = 0; i < 20000; i++) {
+    const value = c.values[i % c.values.length];
+    const [row, hex] = sketch.randomizeValue(value, crypto);
+    const bits = BigInt(`0x${hex.match(/../g).reverse().join("")}`);
+    const col = sketch.columns(value)[row];
+    for (let b = 0; b < c.spec.constants.columns; b++) {
+      flips += Number((bits >> BigInt(b)) & 1n) ^ Number(b === col);
+      trials += 1;
+    }
+  }
+  const z = (flips - trials * f) / Math.sqrt(trials * f * (1 - f));
+  assert.ok(Math.abs(z) < 4.5, `${flips} flips of ${trials}, expected ${trials * f} (z = ${z})`);
+});
+
+test("spec 2: a tampered spec is refused by the field it gets wrong", () => {
+  const cases = [
+    [(s) => (s.schema = "deniable.cms-spec/3"), /^`schema` must be "deniable.cms-spec\/1" or "deniable.cms-spec\/2"/],
+    [(s) => (s.mechanism = "hcms"), /^`mechanism` must be one of cms for deniable.cms-spec\/2, got "hcms"/],
+    [(s) => (s.algorithm = "count-mean-sketch/1"), /^`algorithm` must be "count-mean-sketch\/2" for cms/],
+    [(s) => (s.parameters.spec_version = 1), /^`parameters.spec_version` must be 2/],
+    [(s) => (s.constants.field_bits = 8), /^`constants.field_bits` must be 16, got 8/],
+    [(s) => (s.constants.fields_per_word = 8), /^`constants.fields_per_word` must be 4, got 8/],
+    [(s) => (s.words_per_report = 18), /^`words_per_report` must be 6 for cms/],
+    // one step down of a 16-bit threshold is a visibly larger epsilon: refused
+    [(s) => (s.constants.flip -= 1), /^`constants.flip` must implement at most `epsilon` = 3\.99\d* \(2 ln\(\(2\*\*16 - t\) \/ t\)\)/],
+    [(s) => (s.constants.flip = 2 ** 15), /^`constants.flip` must be an integer in 1\.\.32767/],
+  ];
+  for (const [tamper, message] of cases) {
+    const spec = specOf("cms-5");
+    tamper(spec);
+    assert.throws(() => makeSketch(spec), { name: "SpecError", message }, String(tamper));
+  }
+  // a spec of schema 1 that names a version is refused (schema 1 is spec version 1)
+  const one = specOf("cms-0");
+  one.parameters.spec_version = 2;
+  assert.throws(() => makeSketch(one), /`parameters.spec_version` must be absent for deniable.cms-spec\/1/);
 });

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -268,7 +269,12 @@ def _stream_oracles() -> list[tuple[str, Any, list[Any]]]:
         ("loloha", LOLOHA.from_epsilon(2.0, 20, eps_1=1.0, g=4), [19, 0, 19]),
         ("rappor", Rappor(m=72, h=3, cohorts=5, f=0.3, p=0.1, q=0.8), words),
         ("grr", GRR.from_epsilon(1.0, k=300), [0, 299, 7]),  # a question spec
-        ("cms", CMS(k=6, m=20, epsilon=3.0, salt=77), ["apple", "z\u00fcrich", "x" * 40]),
+        (
+            "cms",
+            CMS(k=6, m=20, epsilon=3.0, salt=77, spec_version=1),
+            ["apple", "z\u00fcrich", "x" * 40],
+        ),
+        ("cms2", CMS(k=6, m=21, epsilon=3.0, salt=78), ["apple", "pear", "x" * 40]),  # spec 2
         ("hcms", HCMS(k=5, m=32, epsilon=2.0, salt=5), ["apple", "banana", "\U0001f600"]),
         ("pem", PEM(epsilon=2.0, max_bytes=9, start_bits=5, step_bits=8), ["apple", "\u2713"]),
         ("treehist", TreeHist(epsilon=3.0, max_bytes=2), ["hi", "\u00fc", "z"]),
@@ -333,7 +339,7 @@ def _new_stream(client: Any, name: str, oracle: Any) -> str:
 
 
 @pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
-@pytest.mark.parametrize("case", range(14))
+@pytest.mark.parametrize("case", range(15))
 def test_the_service_accepts_a_batch_the_js_stream_client_builds(
     store: ServiceStore, tmp_path: Path, case: int
 ) -> None:
@@ -362,6 +368,12 @@ def test_the_service_accepts_a_batch_the_js_stream_client_builds(
     r = client.post(f"/streams/{name}/batches", content=batch, headers={**binary, **bearer(token)})
     assert r.status_code == 201, r.text
     assert r.json()["reports"] == len(values)
+    if name == "cms2":  # spec 2 charges its realized epsilon, 2 ln((2**16 - t) / t) a report
+        t = oracle.flip_threshold
+        assert t == math.ceil(2**16 / (1 + math.exp(1.5)))
+        realized = 2 * math.log((2**16 - t) / t)
+        assert r.json()["epsilon"] == pytest.approx(len(values) * realized, rel=1e-9)
+        assert r.json()["epsilon"] < len(values) * 3.0
     other_name, other, _ = oracles[(case + 1) % len(oracles)]
     other_token = _new_stream(client, other_name, other)
     r = client.post(

@@ -90,7 +90,7 @@ from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._choose import CRITERION, OracleChoice, choose_oracle
 from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
-from deniable.oracles._cms_spec import CMS_SPEC_SCHEMA, cms_from_spec, cms_spec
+from deniable.oracles._cms_spec import CMS_SPEC2_SCHEMA, CMS_SPEC_SCHEMA, cms_from_spec, cms_spec
 from deniable.oracles._consistency import (
     ConsistentFrequencies,
     clip_and_normalize,
@@ -247,6 +247,7 @@ __all__ = [
     "BLH",
     "BOOTSTRAP_REPLICATES",
     "CMS",
+    "CMS_SPEC2_SCHEMA",
     "CMS_SPEC_SCHEMA",
     "CRITERION",
     "DEVICE_SPECS",

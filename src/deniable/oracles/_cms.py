@@ -2,19 +2,37 @@
 vector of the string's column in it, every bit flipped with probability ``1 / (1 +
 e^(eps/2))``; its report, tally and the estimate's pieces (the estimate, epsilon and variance:
 ``deniable.oracles._cms_base``).
+
+Two spec versions draw the flips: **spec 1** one 64-bit word a bit (``word >> 11 < t`` on
+the ``2**53`` grid), **spec 2** (the default) one 16-bit field a bit, four a word, against
+``t_b`` on the ``2**16`` grid (``deniable.oracles._cms_fields``), with ``epsilon`` the
+realized epsilon of ``t_b`` (at most the one asked for).  The tally and the estimate are
+the same with the implemented flip probability ``f = t / 2**53`` or ``t_b / 2**16``:
+``E[bit] = f + (1 - 2 f) 1[column]`` whatever the grid, so ``(bit - f) / (1 - 2 f)`` stays
+unbiased.  A spec-1 sketch's key is what it always was; a spec-2 key names
+``spec_version``, so tallies of the two never add.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from deniable.designs import Tally
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles._cms_base import CountMeanSketch, FloatArray
+from deniable.oracles._cms_fields import (
+    FIELD_BITS,
+    field_flips,
+    field_threshold,
+    fields_per_word,
+    realized_epsilon,
+)
 from deniable.oracles._sketch import SketchReports
 from deniable.randomness import fill_words, resolve_rng, words_below
 
@@ -33,24 +51,91 @@ class CMS(CountMeanSketch):
     of ``h_j(d)`` in ``m`` bits with each bit flipped with probability ``1 / (1 + e^(eps/2))``
     (module docstring).  ``epsilon`` is exact: two bits move between two strings.
 
-    ``1 + m`` words per report: the row (``uniform_below(word, k)``), then one flip word per
-    bit (flip iff ``word >> 11 < flip_threshold``).
+    ``spec_version=2`` (the default, ``deniable.cms-spec/2``): ``1 + ceil(m / 4)`` words per
+    report, the row (``uniform_below(word, k)``) then the flip words, bit ``i`` flipped iff
+    16-bit field ``i`` is below ``flip_threshold``; ``epsilon`` is the realized epsilon
+    (at most the one given).  ``spec_version=1`` (``deniable.cms-spec/1``, every stored
+    spec-1 report, tally and spec): ``1 + m`` words, one flip word per bit (flip iff ``word
+    >> 11 < flip_threshold``), ``epsilon`` as given.
 
     >>> cms = CMS(k=16, m=64, epsilon=4.0)
-    >>> round(cms.implemented_epsilon, 9) <= 4.0, cms.words_per_report
-    (True, 65)
+    >>> cms.epsilon <= 4.0, cms.flip_threshold, cms.words_per_report
+    (True, 7813, 17)
+    >>> CMS(k=16, m=64, epsilon=4.0, spec_version=1).words_per_report
+    65
     >>> r = cms.randomize(["apple", "pear", "apple"], rng=1)
     >>> r.rows.shape, r.bits.shape
     ((3,), (3, 8))
     """
 
+    spec_version: int = 2
+
     name: ClassVar[str] = "cms"
     _bits_moved: ClassVar[int] = 2
+    #: The field width of spec 2 (a private hook: the tests set 4 or 8 on a subclass to
+    #: enumerate every field; ``deniable.cms-spec/2`` is 16).
+    _field_bits: ClassVar[int] = FIELD_BITS
+
+    def __post_init__(self) -> None:
+        version = self.spec_version
+        if not isinstance(version, int) or isinstance(version, bool) or version not in (1, 2):
+            raise ParameterError(f"`spec_version` must be 1 or 2, got {version!r}.")
+        object.__setattr__(self, "spec_version", int(version))
+        super().__post_init__()
+        if self.spec_version == 2:  # state the realized epsilon (never above the one given)
+            eps = realized_epsilon(self.flip_threshold, self._field_bits, self._bits_moved)
+            object.__setattr__(self, "epsilon", min(eps, self.epsilon))
+
+    def parameters(self) -> dict[str, Any]:
+        """The parameters by name; a spec-1 sketch leaves ``spec_version`` out (its key and
+        spec are what they were before spec 2)."""
+        out = super().parameters()
+        if self.spec_version == 1:
+            del out["spec_version"]
+        return out
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # a sketch pickled before spec 2 existed was spec 1 (the field's default is 2)
+        super().__setstate__({"spec_version": 1, **state})
+
+    @property
+    def field_bits(self) -> int | None:
+        """The width of a flip field: 16 for spec 2, ``None`` for spec 1 (a word a bit)."""
+        return None if self.spec_version == 1 else self._field_bits
+
+    @property
+    def _grid_bits(self) -> int:
+        return 53 if self.spec_version == 1 else self._field_bits
+
+    @property
+    def _what(self) -> str:
+        return f"'cms' (spec_version={self.spec_version})"
+
+    @cached_property
+    def flip_threshold(self) -> int:
+        """Spec 1: flip a bit iff ``word >> 11 < flip_threshold`` (``CountMeanSketch``);
+        spec 2: iff its 16-bit field ``< flip_threshold``, ``t_b`` of
+        ``deniable.oracles._cms_fields`` (at least 1: a larger ``epsilon`` is refused)."""
+        if self.spec_version == 1:
+            return CountMeanSketch.flip_threshold.func(self)  # type: ignore[attr-defined, no-any-return]
+        bits = self._field_bits
+        t = field_threshold(self.epsilon, bits, self._bits_moved)
+        if t is None:
+            top = math.floor(self._bits_moved * math.log((1 << bits) - 1) * 1e4) / 1e4
+            raise ParameterError(
+                f"`epsilon` must be at most {top:g} for 'cms' with spec_version=2 (its "
+                f"{bits}-bit fields resolve no flip probability below 2**-{bits}; "
+                f"spec_version=1 takes up to 30), got {self.epsilon!r}."
+            )
+        return t
 
     @property
     def words_per_report(self) -> int:
-        """64-bit words one report consumes: ``1 + m``."""
-        return 1 + self.m
+        """64-bit words one report consumes: ``1 + m`` (spec 1), ``1 + ceil(m / 4)`` (spec
+        2: four 16-bit fields a word)."""
+        if self.spec_version == 1:
+            return 1 + self.m
+        return 1 + -(-self.m // fields_per_word(self._field_bits))
 
     @property
     def width(self) -> int:
@@ -59,7 +144,8 @@ class CMS(CountMeanSketch):
 
     def randomize(self, values: Any, *, rng: Any = None) -> SketchReports:
         """Reports ``(row, packed bits)`` for the strings ``values`` (CSPRNG unless ``rng``
-        is given); report ``i`` takes words ``(1 + m) i .. (1 + m) i + m``.
+        is given); report ``i`` takes words ``w i .. w i + w - 1`` (``w =
+        words_per_report``): its row, then its flip words.
 
         Each block of reports draws its words into one buffer that stays in cache, compares
         them with the flip threshold in one pass and packs the flips as bits; the rows and
@@ -78,10 +164,13 @@ class CMS(CountMeanSketch):
             size = min(step, n - start)
             words = fill_words(gen, buf[: size * w])
             first[start : start + size] = words[::w]
-            flips = words_below(words, self.flip_threshold, out=below[: size * w])
-            bits[start : start + size] = np.packbits(
-                flips.reshape(size, w)[:, 1:], axis=1, bitorder="little"
-            )
+            if self.spec_version == 1:
+                flips = words_below(words, self.flip_threshold, out=below[: size * w])
+                flips = flips.reshape(size, w)[:, 1:]
+            else:
+                block = words.reshape(size, w)
+                flips = field_flips(block, self.flip_threshold, self._field_bits, self.m)
+            bits[start : start + size] = np.packbits(flips, axis=1, bitorder="little")
         rows, col = self._rows_and_columns(first, x)
         bits[np.arange(n), col >> 3] ^= np.left_shift(1, col & 7).astype(np.uint8)
         return SketchReports(rows, bits)

@@ -134,11 +134,11 @@ class CountMeanSketch(MechanismBase):
                 f"probability would fall below what a 53-bit draw resolves), got {self.epsilon!r}."
             )
         object.__setattr__(self, "epsilon", eps)
-        if 2 * self.flip_threshold >= _TWO53:  # f rounds to 1/2: reports carry no signal
+        if 2 * self.flip_threshold >= self._grid:  # f rounds to 1/2: reports carry no signal
             raise ParameterError(
-                f"`epsilon` is too small for {self.name!r}: its flip probability rounds to "
-                f"1/2 on the 2**-53 grid (the estimate would divide by 1 - 2 f = 0), got "
-                f"{self.epsilon!r}."
+                f"`epsilon` is too small for {self._what}: its flip probability rounds to "
+                f"1/2 on the 2**-{self._grid_bits} grid (the estimate would divide by 1 - 2 f "
+                f"= 0), got {self.epsilon!r}."
             )
         object.__setattr__(self, "salt", v.integer("salt", self.salt, minimum=0, maximum=2**32 - 1))
         object.__setattr__(
@@ -163,12 +163,27 @@ class CountMeanSketch(MechanismBase):
         """The flip probability as stated: ``1 / (1 + e^(eps / bits moved))``."""
         return 1.0 / (1.0 + math.exp(self.epsilon / self._bits_moved))
 
+    @property
+    def _grid_bits(self) -> int:
+        """Bits of the flip's grid: 53 (``word >> 11``); CMS spec 2 gives its field width."""
+        return 53
+
+    @property
+    def _grid(self) -> int:
+        return 1 << self._grid_bits
+
+    @property
+    def _what(self) -> str:
+        """How messages name the sketch (CMS adds its spec version)."""
+        return repr(self.name)
+
     @cached_property
     def flip_threshold(self) -> int:
         """Flip a bit iff ``word >> 11 < flip_threshold``: ``ceil(f 2**53)``, raised until
         the implemented epsilon is at most the stated one (toward privacy): exactly,
         ``((2**53 - t) / t)^bits <= L`` with ``L = exp_lower_bound(eps) < e^eps`` (a float
-        ``log`` comparison lets an ulp through)."""
+        ``log`` comparison lets an ulp through).  CMS spec 2: the same on the ``2**b`` grid
+        of its fields (``deniable.oracles._cms_fields``)."""
         t = probability_threshold(Fraction(self.flip), "up")
         bound = exp_lower_bound(self.epsilon)
         while Fraction(_TWO53 - t, t) ** self._bits_moved > bound:
@@ -177,7 +192,7 @@ class CountMeanSketch(MechanismBase):
 
     def _epsilon_of(self, t: int) -> float:
         # a report's worst likelihood ratio: ((1 - f) / f) per bit that moves
-        return self._bits_moved * math.log((_TWO53 - t) / t)
+        return self._bits_moved * math.log((self._grid - t) / t)
 
     def _epsilon_per_report(self) -> float:
         """What one report costs a device against any change of its values
@@ -194,8 +209,9 @@ class CountMeanSketch(MechanismBase):
 
     @property
     def implemented_flip(self) -> float:
-        """The flip probability as implemented: ``flip_threshold / 2**53`` (the estimate's)."""
-        return self.flip_threshold / _TWO53
+        """The flip probability as implemented: ``flip_threshold / 2**53`` (the estimate's;
+        ``/ 2**b`` for CMS spec 2)."""
+        return self.flip_threshold / self._grid
 
     @property
     def collision(self) -> float:

@@ -12,6 +12,7 @@ A device spec is the versioned JSON a device needs to randomize without ``deniab
                               as :func:`oracle_from_spec` refuses it
 ``deniable.rappor-spec/1``    RAPPOR (:func:`rappor_spec`)
 ``deniable.cms-spec/1``       a count mean sketch, CMS or HCMS (:func:`cms_spec`)
+``deniable.cms-spec/2``       a CMS of spec version 2, 16-bit flip fields (:func:`cms_spec`)
 ``deniable.heavy-spec/1``     PEM or TreeHist (:func:`heavy_spec`)
 ``deniable.sfp-spec/1``       the Sequence Fragment Puzzle (:func:`sfp_spec`)
 ``deniable.range-spec/1``     a range mechanism (:func:`range_spec`)
@@ -35,7 +36,7 @@ from deniable.exceptions import DataError
 from deniable.oracles import _range_spec as ordered
 from deniable.oracles._base import FrequencyOracle
 from deniable.oracles._cms_base import CountMeanSketch
-from deniable.oracles._cms_spec import CMS_SPEC_SCHEMA, cms_from_spec, cms_spec
+from deniable.oracles._cms_spec import CMS_SPEC2_SCHEMA, CMS_SPEC_SCHEMA, cms_from_spec, cms_spec
 from deniable.oracles._haar import HaarHRR
 from deniable.oracles._heavy_hitters import PEM, TreeHist
 from deniable.oracles._heavy_spec import HEAVY_SPEC_SCHEMA, heavy_from_spec, heavy_spec
@@ -85,6 +86,9 @@ DEVICE_SPECS: Mapping[str, DeviceSpec] = MappingProxyType(
             DeviceSpec(ORACLE_SPEC_SCHEMA, (FrequencyOracle,), oracle_spec, oracle_from_spec),
             DeviceSpec(RAPPOR_SPEC_SCHEMA, (Rappor,), rappor_spec, rappor_from_spec),
             DeviceSpec(CMS_SPEC_SCHEMA, (CountMeanSketch,), cms_spec, cms_from_spec),
+            # spec 2 of CMS: read by its schema; written by the entry above (cms_spec picks
+            # the schema of the sketch's version)
+            DeviceSpec(CMS_SPEC2_SCHEMA, (), cms_spec, cms_from_spec),
             DeviceSpec(HEAVY_SPEC_SCHEMA, (PEM, TreeHist), heavy_spec, heavy_from_spec),
             DeviceSpec(SFP_SPEC_SCHEMA, (SFP,), sfp_spec, sfp_from_spec),
             DeviceSpec(
@@ -117,7 +121,7 @@ def device_spec(mechanism: Any) -> dict[str, Any]:
     >>> from deniable.oracles import OUE, CMS, SquareWave
     >>> [device_spec(m)["schema"] for m in (OUE(k=4, q=0.25), CMS(k=4, m=8, epsilon=1.0),
     ...                                     SquareWave(1.0))]
-    ['deniable.oracle/1', 'deniable.cms-spec/1', 'deniable.square-wave-spec/1']
+    ['deniable.oracle/1', 'deniable.cms-spec/2', 'deniable.square-wave-spec/1']
     """
     entry = next(
         (_BY_KIND[c] for c in type(mechanism).__mro__ if c in _BY_KIND),

@@ -55,8 +55,9 @@ here, in chunks); lowercase and digits (``A = 36``) about ``3.4 10^5``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, ClassVar
 
 import numpy as np
@@ -81,7 +82,11 @@ FloatArray = npt.NDArray[np.float64]
 #: Longest ``max_length`` (symbols) and largest alphabet.
 MAX_LENGTH = 64
 MAX_ALPHABET = 256
-_SKETCHES: dict[str, type[CMS] | type[HCMS]] = {"cms": CMS, "hcms": HCMS}
+#: SFP's CMS stays on spec version 1 (one flip word a bit): an SFP key names its sketch but
+#: no sketch version, so its stored tallies and seeded outputs keep their meaning.
+_SKETCHES: dict[str, Callable[..., CountMeanSketch]] = {
+    "cms": partial(CMS, spec_version=1), "hcms": HCMS,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -59,11 +59,14 @@ def sketch_from_key(key: str) -> CountMeanSketch:
     from deniable.oracles._spec import _key_parameters, _parameter
 
     name, params = _key_parameters(key, _SKETCHES)
-    if params is None or set(params) != _FIELDS:
+    fields = _FIELDS | {"spec_version"} if name == CMS.name else _FIELDS
+    if params is None or not _FIELDS <= set(params) <= fields:
         raise DataError(
             f"`key` must be a count mean sketch's key like "
             f"{CMS(k=4, m=8, epsilon=1.0).key}, got {key!r}."
         )
+    if name == CMS.name:  # a key without spec_version is spec 1's (keys before spec 2)
+        params = {"spec_version": 1, **params}
     try:
         out = _SKETCHES[name](**{n: _parameter(n, x) for n, x in params.items()})
     except DeniableError as exc:  # a parameter that is no number, or out of its range

@@ -107,12 +107,15 @@ _RAPPOR_VALUES = (
 )
 
 #: The count mean sketches' cases: m not a multiple of 8 (padding bits), k not a power of
-#: two, a salt; HCMS with m = 8 and m = 4.
+#: two, a salt; HCMS with m = 8 and m = 4; then CMS of spec 2 (16-bit flip fields) with m
+#: not a multiple of 4 (unused fields in the last flip word) nor of 8.
 VECTOR_SKETCHES: tuple[Callable[[], CountMeanSketch], ...] = (
-    lambda: CMS(k=3, m=10, epsilon=2.0),
-    lambda: CMS(k=4, m=8, epsilon=4.0, salt=7, max_bytes=32),
+    lambda: CMS(k=3, m=10, epsilon=2.0, spec_version=1),
+    lambda: CMS(k=4, m=8, epsilon=4.0, salt=7, max_bytes=32, spec_version=1),
     lambda: HCMS(k=3, m=8, epsilon=1.0),
     lambda: HCMS(k=5, m=4, epsilon=2.0, salt=2**32 - 1),
+    lambda: CMS(k=3, m=10, epsilon=2.0),
+    lambda: CMS(k=5, m=17, epsilon=4.0, salt=7, max_bytes=32),
 )
 #: The sketches' strings: ASCII, one byte, non-ASCII UTF-8 (2, 3 and 4 bytes a character).
 _SKETCH_VALUES = ("apple", "b", "z\u00fcrich \u2713", "\U0001f600 emoji")
@@ -317,7 +320,12 @@ def _sketch_case(case_id: str, sketch: CountMeanSketch) -> dict[str, Any]:
     t = sketch.flip_threshold
     flips = slice(1, w) if sketch.name == "cms" else slice(2, 3)
     edges: list[tuple[slice | None, int]] = [(None, 0), (None, _TOP)]
-    edges += [(flips, (t << 11) - 1), (flips, t << 11)]
+    if isinstance(sketch, CMS) and sketch.field_bits is not None:  # every field t - 1, t
+        b = sketch.field_bits
+        fill = sum(1 << (b * i) for i in range(64 // b))
+        edges += [(flips, (t - 1) * fill), (flips, t * fill)]
+    else:
+        edges += [(flips, (t << 11) - 1), (flips, t << 11)]
     k = len(_SKETCH_VALUES)
     words = _case_words(case_id, edges, k, w)
     values = [_SKETCH_VALUES[i % k] for i in range(words.shape[0])]

@@ -15,6 +15,7 @@ _LEVELS = (0.8, 0.9, 0.95, 0.99)
 #: The note under the tables, by the schema of the stream's oracle spec.
 _KINDS = {
     "deniable.rappor-spec/1": "rappor", "deniable.cms-spec/1": "sketch",
+    "deniable.cms-spec/2": "sketch",
     "deniable.heavy-spec/1": "heavy", "deniable.range-spec/1": "range",
     "deniable.square-wave-spec/1": "square-wave", "deniable.sfp-spec/1": "sfp",
 }  # fmt: skip

@@ -21,7 +21,7 @@
 
 import { checkOracleSpec } from "./oracles.js";
 import { RAPPOR_SCHEMA, checkRapporSpec } from "./oraclesrappor.js";
-import { CMS_SCHEMA, checkSketchSpec } from "./sketches.js";
+import { CMS_SCHEMAS, checkSketchSpec } from "./sketches.js";
 import { HEAVY_SCHEMA, checkHeavyRecord, checkHeavySpec } from "./heavy.js";
 import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, checkRangeSpec, checkSquareWaveSpec } from "./ranges.js";
 import { SFP_SCHEMA, checkSfpSpec } from "./sfp.js";
@@ -74,7 +74,7 @@ function recordOf(spec) {
       },
     };
   }
-  if (spec !== null && typeof spec === "object" && spec.schema === CMS_SCHEMA) {
+  if (spec !== null && typeof spec === "object" && CMS_SCHEMAS.includes(spec.schema)) {
     const c = checkSketchSpec(spec);
     if (c.mechanism === "hcms") {
       // one int64: 2 (j m + l) + b, below 2 k m (at most 2**33: a safe integer)
@@ -206,7 +206,7 @@ function sfpRecordOf(spec) {
 /**
  * The binary batch (deniable.batch/1) of `reports` of the oracle of `oracleSpec` (an
  * oracle spec, schema "deniable.oracle/1", a RAPPOR spec, "deniable.rappor-spec/1", or a
- * count mean sketch's, "deniable.cms-spec/1", or a heavy-hitter protocol's,
+ * count mean sketch's, "deniable.cms-spec/1" or "/2", or a heavy-hitter protocol's,
  * "deniable.heavy-spec/1", or the Sequence Fragment Puzzle's, "deniable.sfp-spec/1", or a range mechanism's, "deniable.range-spec/1", or Square
  * Wave's, "deniable.square-wave-spec/1": the `oracle` of a stream spec), as a
  * Uint8Array.  An empty list, a report of the wrong

@@ -1,6 +1,7 @@
 // sketches.js: the count mean sketches' client (CMS and HCMS, Apple Differential Privacy Team
 // 2017, "Learning with Privacy at Scale"; docs/sketches.md, "From devices to the estimate";
-// the algorithms in docs/specs.md, "Count mean sketches (schema deniable.cms-spec/1)").
+// the algorithms in docs/specs.md, "Count mean sketches (schema deniable.cms-spec/1)", and
+// a CMS of spec version 2, schema deniable.cms-spec/2: one 16-bit flip field a bit, four a word).
 //
 // makeSketch(spec) reads the spec the library emits (oracles.cms_spec) and returns a client
 // whose randomize(value, words) turns a string and exactly words_per_report BigInt words into
@@ -25,6 +26,10 @@ import { SpecError, show } from "./spec.js";
 export { sha256 };
 
 export const CMS_SCHEMA = "deniable.cms-spec/1";
+/** The schema of a CMS of spec version 2 (16-bit flip fields, four a word). */
+export const CMS_SCHEMA_2 = "deniable.cms-spec/2";
+/** Both count-mean-sketch schemas (a stream or batch of either is a sketch's). */
+export const CMS_SCHEMAS = Object.freeze([CMS_SCHEMA, CMS_SCHEMA_2]);
 export const SKETCH_HASH = "deniable.cms/1";
 
 /** The algorithm, report form and bits that move between two strings, per mechanism. */
@@ -37,6 +42,10 @@ export const SKETCH_MECHANISMS = Object.freeze(Object.keys(SKETCHES));
 
 const M64 = (1n << 64n) - 1n;
 const TWO53 = 2 ** 53;
+/** Spec 2 of CMS: the width of a flip field, the fields of a word. */
+const FIELD_BITS = 16;
+const FIELDS = 4;
+const FIELD_MASK = (1n << 16n) - 1n;
 
 // ---- the string hash deniable.cms/1
 
@@ -91,11 +100,21 @@ export function checkSketchSpec(spec) {
   if (spec === null || typeof spec !== "object" || Array.isArray(spec)) {
     throw new SpecError("spec", `must be a count-mean-sketch spec object, got ${show(spec)}.`);
   }
-  if (spec.schema !== CMS_SCHEMA) throw new SpecError("schema", `must be "${CMS_SCHEMA}", got ${show(spec.schema)}.`);
-  if (!Object.hasOwn(SKETCHES, spec.mechanism)) {
-    throw new SpecError("mechanism", `must be one of ${SKETCH_MECHANISMS.join(", ")}, got ${show(spec.mechanism)}.`);
+  if (!CMS_SCHEMAS.includes(spec.schema)) throw new SpecError("schema", `must be "${CMS_SCHEMA}" or "${CMS_SCHEMA_2}", got ${show(spec.schema)}.`);
+  const v2 = spec.schema === CMS_SCHEMA_2;
+  if (v2 ? spec.mechanism !== "cms" : !Object.hasOwn(SKETCHES, spec.mechanism)) {
+    const allowed = v2 ? `cms for ${CMS_SCHEMA_2}` : SKETCH_MECHANISMS.join(", ");
+    throw new SpecError("mechanism", `must be one of ${allowed}, got ${show(spec.mechanism)}.`);
   }
-  const kind = SKETCHES[spec.mechanism];
+  const kind = v2 ? { ...SKETCHES.cms, algorithm: "count-mean-sketch/2" } : SKETCHES[spec.mechanism];
+  if (v2) {
+    // spec 2: bit i flips iff 16-bit field i % 4 of flip word i // 4 is below the threshold
+    if (spec.parameters?.spec_version !== 2) throw new SpecError("parameters.spec_version", `must be 2 for ${CMS_SCHEMA_2}, got ${show(spec.parameters?.spec_version)}.`);
+    if (spec.constants?.field_bits !== FIELD_BITS) throw new SpecError("constants.field_bits", `must be ${FIELD_BITS}, got ${show(spec.constants?.field_bits)}.`);
+    if (spec.constants?.fields_per_word !== FIELDS) throw new SpecError("constants.fields_per_word", `must be ${FIELDS}, got ${show(spec.constants?.fields_per_word)}.`);
+  } else if (spec.mechanism === "cms" && spec.parameters && Object.hasOwn(spec.parameters, "spec_version")) {
+    throw new SpecError("parameters.spec_version", `must be absent for ${CMS_SCHEMA} (spec version 1), got ${show(spec.parameters.spec_version)}.`);
+  }
   for (const field of ["algorithm", "report"]) {
     if (spec[field] !== kind[field]) throw new SpecError(field, `must be "${kind[field]}" for ${spec.mechanism}, got ${show(spec[field])}.`);
   }
@@ -109,8 +128,10 @@ export function checkSketchSpec(spec) {
   for (const [field, want] of [["k", k], ["m", m], ["max_bytes", maxBytes]]) {
     if (spec.parameters[field] !== want) throw new SpecError(`parameters.${field}`, `must be ${want} (the constants say so), got ${show(spec.parameters[field])}.`);
   }
-  // flip iff word >> 11 < t: 0 < t < 2**52 (a flip probability in (0, 1/2))
-  const t = integer(spec.constants, "flip", "constants.flip", 1, TWO53 / 2 - 1);
+  // flip iff word >> 11 < t: 0 < t < 2**52 (a flip probability in (0, 1/2)); spec 2: iff
+  // field < t, 0 < t < 2**15
+  const grid = v2 ? 2 ** FIELD_BITS : TWO53;
+  const t = integer(spec.constants, "flip", "constants.flip", 1, grid / 2 - 1);
   const eps = spec.epsilon;
   const implemented = spec.implemented_epsilon;
   if (typeof eps !== "number" || !(eps > 0) || typeof implemented !== "number" || !(implemented <= eps)) {
@@ -120,16 +141,18 @@ export function checkSketchSpec(spec) {
   // stated epsilon (a tampered threshold would weaken privacy).  1e-14 relative covers the
   // last-place difference between JavaScript's and Python's logarithm; one step of t moves
   // epsilon by about 1 / t (below 1e-14 from t > 2**47), so this guards against tampering,
-  // it does not re-derive the threshold (the library's tests/test_cms.py does, exactly)
-  const realised = kind.moved * Math.log((TWO53 - t) / t);
+  // it does not re-derive the threshold (the library's tests/test_cms.py does, exactly).
+  // Spec 2 states the realized epsilon itself, which this checks the same way.
+  const realised = kind.moved * Math.log((grid - t) / t);
   if (realised > eps * (1 + 1e-14)) {
-    throw new SpecError("constants.flip", `must implement at most \`epsilon\` = ${eps} (${kind.moved} ln((2**53 - t) / t)), got ${t} (epsilon ${realised}).`);
+    const power = v2 ? FIELD_BITS : 53;
+    throw new SpecError("constants.flip", `must implement at most \`epsilon\` = ${eps} (${kind.moved} ln((2**${power} - t) / t)), got ${t} (epsilon ${realised}).`);
   }
-  const words = spec.mechanism === "cms" ? 1 + m : 3;
+  const words = spec.mechanism !== "cms" ? 3 : v2 ? 1 + Math.ceil(m / FIELDS) : 1 + m;
   if (spec.words_per_report !== words) {
     throw new SpecError("words_per_report", `must be ${words} for ${spec.mechanism} with these constants, got ${show(spec.words_per_report)}.`);
   }
-  return { mechanism: spec.mechanism, k, m, flip: BigInt(t), salt, maxBytes, words, key: spec.key, seeds: rowSeeds(salt, k) };
+  return { mechanism: spec.mechanism, version: v2 ? 2 : 1, k, m, flip: BigInt(t), salt, maxBytes, words, key: spec.key, seeds: rowSeeds(salt, k) };
 }
 
 function popParity(n) {
@@ -142,6 +165,11 @@ function popParity(n) {
 function report(c, x, w) {
   const row = uniform(w[0], c.k);
   const col = column(c.seeds[row], x, c.m);
+  if (c.mechanism === "cms" && c.version === 2) {
+    const field = (i) => (w[1 + Math.floor(i / FIELDS)] >> BigInt(FIELD_BITS * (i % FIELDS))) & FIELD_MASK;
+    const bits = Array.from({ length: c.m }, (_, i) => Number(i === col) ^ Number(field(i) < c.flip));
+    return [row, packBits(bits)];
+  }
   if (c.mechanism === "cms") {
     const bits = Array.from({ length: c.m }, (_, i) => Number(i === col) ^ below(w[1 + i], c.flip));
     return [row, packBits(bits)];
@@ -151,7 +179,8 @@ function report(c, x, w) {
 }
 
 /**
- * The client of one count mean sketch from its spec (schema "deniable.cms-spec/1"):
+ * The client of one count mean sketch from its spec (schema "deniable.cms-spec/1", or
+ * "deniable.cms-spec/2" for a CMS of spec version 2):
  * { spec, mechanism, key, rows, columnsCount, wordsPerReport, epsilon, columns(value),
  * randomize(value, words), randomizeValue(value[, cryptoImpl]) }.  A value that is not a
  * non-empty string of at most max_bytes UTF-8 bytes, or the wrong number of words, throws a

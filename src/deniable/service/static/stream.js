@@ -17,7 +17,7 @@ import { encodeBatch, postBatch } from "./batch.js";
 import { ORACLE_SCHEMA, makeOracle } from "./oracles.js";
 import { makeDevice } from "./oraclesmemo.js";
 import { RAPPOR_SCHEMA } from "./oraclesrappor.js";
-import { CMS_SCHEMA, makeSketch } from "./sketches.js";
+import { CMS_SCHEMA, CMS_SCHEMA_2, CMS_SCHEMAS, makeSketch } from "./sketches.js";
 import { HEAVY_SCHEMA, makeHeavy } from "./heavy.js";
 import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, makeRange, makeSquareWave } from "./ranges.js";
 import { SFP_SCHEMA, makeSfp } from "./sfp.js";
@@ -48,7 +48,7 @@ export function checkStreamSpec(spec) {
   if (spec.schema !== STREAM_SCHEMA) throw new SpecError("schema", `must be "${STREAM_SCHEMA}", got ${show(spec.schema)}.`);
   if (typeof spec.id !== "string" || spec.id.length === 0) throw new SpecError("id", `must be the stream's id (a non-empty string), got ${show(spec.id)}.`);
   const schema = spec.oracle?.schema;
-  const schemas = [ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, HEAVY_SCHEMA, RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, SFP_SCHEMA];
+  const schemas = [ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, CMS_SCHEMA_2, HEAVY_SCHEMA, RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, SFP_SCHEMA];
   if (![...schemas, SPEC_SCHEMA].includes(schema)) {
     throw new SpecError("oracle.schema", `must be ${schemas.map((x) => `"${x}"`).join(", ")} or "${SPEC_SCHEMA}" (k-ary randomized response), got ${show(schema)}.`);
   }
@@ -57,7 +57,7 @@ export function checkStreamSpec(spec) {
   }
   if ("candidates" in spec) {
     const c = spec.candidates;
-    if (schema !== RAPPOR_SCHEMA && schema !== CMS_SCHEMA) throw new SpecError("candidates", `are for a stream of strings only (RAPPOR, CMS, HCMS: the strings its reports are decoded against), got them for ${show(spec.oracle.algorithm)}.`);
+    if (schema !== RAPPOR_SCHEMA && !CMS_SCHEMAS.includes(schema)) throw new SpecError("candidates", `are for a stream of strings only (RAPPOR, CMS, HCMS: the strings its reports are decoded against), got them for ${show(spec.oracle.algorithm)}.`);
     if (!Array.isArray(c) || !c.every((s) => typeof s === "string")) throw new SpecError("candidates", `must be a list of strings, got ${show(c)}.`);
   }
   if ("answers" in spec) {
@@ -104,7 +104,7 @@ export function makeStreamClient(streamSpec, options = {}) {
     const storage = options.storage ?? globalThis.localStorage;
     const device = makeDevice(spec.oracle, { storage, cryptoImpl, ...("device" in options ? { device: options.device } : {}) });
     randomize = (value) => device.report(value);
-  } else if (spec.oracle.schema === CMS_SCHEMA) {
+  } else if (CMS_SCHEMAS.includes(spec.oracle.schema)) {
     const sketch = makeSketch(spec.oracle);
     randomize = (value) => sketch.randomizeValue(value, cryptoImpl);
   } else if (spec.oracle.schema === HEAVY_SCHEMA) {
