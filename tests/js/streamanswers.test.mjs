@@ -1,5 +1,5 @@
 // stream.js and a stream spec's `answers` (the server's answer settings: top_k and alpha of a
-// heavy-hitter stream, quantiles and ranges of a range or Square Wave stream): a device
+// PEM or TreeHist stream, alpha of an SFP stream, quantiles and ranges of a range or Square Wave stream): a device
 // accepts them and randomizes exactly as without them; their fields are checked as Python
 // names them (service/analysis/_stream_answers.py), their values left to the server.
 import assert from "node:assert/strict";
@@ -11,7 +11,8 @@ import { wordsCrypto } from "./_helpers.mjs";
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
 const HEAVY = JSON.parse(readFileSync(new URL("../vectors/heavy.json", import.meta.url), "utf8"));
 const RANGES = JSON.parse(readFileSync(new URL("../vectors/ranges.json", import.meta.url), "utf8"));
-const caseOf = (id) => ORACLES.cases.find((c) => c.id === id) ?? HEAVY.cases.find((c) => c.id === id) ?? RANGES.cases.find((c) => c.id === id);
+const SFP = JSON.parse(readFileSync(new URL("../vectors/sfp.json", import.meta.url), "utf8"));
+const caseOf = (id) => [ORACLES, HEAVY, RANGES, SFP].map((v) => v.cases.find((c) => c.id === id)).find((c) => c !== undefined);
 const streamSpec = (oracle, extra = {}) => ({
   schema: STREAM_SCHEMA, id: "s", oracle, period: "day",
   window: { kind: "day", epsilon: 50, delta: 0, length: null, tz: "UTC" }, report_epsilon: oracle.epsilon ?? 1, ...extra,
@@ -20,6 +21,7 @@ const streamSpec = (oracle, extra = {}) => ({
 const CASES = [
   ["pem-0", { top_k: 4, alpha: null }, ["quantiles"]],
   ["treehist-3", { alpha: 0.01 }, ["ranges"]],
+  ["sfp-0", { alpha: 0.05 }, ["top_k"]], // SFP has no top-k rule: alpha alone
   ["hierarchical-histogram-2", { quantiles: [0.5], ranges: [[0, 1]] }, ["top_k"]],
   ["square-wave-1", { ranges: [] }, ["alpha"]],
 ];
@@ -41,5 +43,5 @@ for (const [id, answers, foreign] of CASES) {
 
 test("answers on a stream of another oracle are refused, as Python refuses them", () => {
   const c = caseOf("olh-0");
-  assert.throws(() => makeStreamClient(streamSpec(c.spec, { answers: { top_k: 2 } })), /`answers` are for heavy-hitter \(PEM, TreeHist\), range and Square Wave streams only/);
+  assert.throws(() => makeStreamClient(streamSpec(c.spec, { answers: { top_k: 2 } })), /`answers` are for heavy-hitter \(PEM, TreeHist, SFP\), range and Square Wave streams only/);
 });

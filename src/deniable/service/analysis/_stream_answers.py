@@ -1,6 +1,6 @@
 """A stream's answer settings (the stream spec's optional ``answers``): what the server lists
-for a heavy-hitter, range or Square Wave stream, read strictly and checked at stream
-creation.
+for a heavy-hitter (PEM, TreeHist, SFP), range or Square Wave stream, read strictly and
+checked at stream creation.
 
 =====================  ===================================  ===============================
 stream (oracle)        ``answers`` fields                   when not given
@@ -8,6 +8,9 @@ stream (oracle)        ``answers`` fields                   when not given
 PEM, TreeHist          ``top_k``: integer in [1, 4096];     16 and 0.05
                        ``alpha``: in (0, 1), or null (the
                        top-k rule alone)
+SFP                    ``alpha``: in (0, 1) (each stage's   0.01 (SFP's own)
+                       family-wise level; SFP has no top-k
+                       rule)
 HierarchicalHistogram, ``quantiles``: up to 32 distinct     the quartiles and the domain's
 HaarHRR                numbers in (0, 1); ``ranges``: up    quarters (``quarters(D)``)
                        to 32 pairs ``[a, b]`` of integers,
@@ -34,10 +37,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.exceptions import DataError
-from deniable.oracles import PEM, HaarHRR, HierarchicalHistogram, SquareWave, TreeHist
+from deniable.oracles import PEM, SFP, HaarHRR, HierarchicalHistogram, SquareWave, TreeHist
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "DEFAULT_SFP_ALPHA",
     "DEFAULT_TOP_K",
     "MAX_ANSWERS",
     "QUARTILES",
@@ -50,10 +54,12 @@ __all__ = [
 QUARTILES = (0.25, 0.5, 0.75)
 #: A heavy-hitter stream's ``top_k`` and ``alpha`` unless set (the protocols' defaults).
 DEFAULT_TOP_K, DEFAULT_ALPHA = 16, 0.05
+#: An SFP stream's ``alpha`` unless set (the protocol's default, :class:`deniable.oracles.SFP`).
+DEFAULT_SFP_ALPHA: float = SFP.alpha
 #: The most quantiles, and the most ranges, one stream may list.
 MAX_ANSWERS = 32
 _MAX_TOP_K = 4096  # the protocols' bound on top_k
-_FIELDS = {"heavy": ("alpha", "top_k"), "range": ("quantiles", "ranges"),
+_FIELDS = {"heavy": ("alpha", "top_k"), "sfp": ("alpha",), "range": ("quantiles", "ranges"),
            "square-wave": ("quantiles", "ranges")}  # fmt: skip
 
 
@@ -71,7 +77,7 @@ def quarters(domain: int) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    """The answer settings of a stream of kind ``"heavy"``, ``"range"`` or
+    """The answer settings of a stream of kind ``"heavy"``, ``"sfp"``, ``"range"`` or
     ``"square-wave"``, each field resolved (the spec's value or the default); ``declared``
     names the fields the spec gave (:meth:`to_dict` writes those only, so that a spec
     without ``answers`` keeps its stored text)."""
@@ -91,6 +97,8 @@ class AnswerSettings:
         """Every field of the stream's kind, resolved (what its answers use)."""
         if self.kind == "heavy":
             return {"top_k": self.top_k, "alpha": self.alpha}
+        if self.kind == "sfp":
+            return {"alpha": self.alpha}
         return {"quantiles": list(self.quantiles), "ranges": [list(r) for r in self.ranges]}
 
     def describe(self) -> str:
@@ -114,6 +122,8 @@ class AnswerSettings:
 def _kind(oracle: Any) -> str | None:
     if isinstance(oracle, PEM | TreeHist):
         return "heavy"
+    if isinstance(oracle, SFP):
+        return "sfp"
     if isinstance(oracle, HierarchicalHistogram | HaarHRR):
         return "range"
     return "square-wave" if isinstance(oracle, SquareWave) else None
@@ -132,8 +142,10 @@ def _top_k(where: str, value: Any) -> int:
     return value
 
 
-def _alpha(where: str, value: Any) -> float | None:
+def _alpha(where: str, value: Any, kind: str) -> float | None:
     x = _real(value)
+    if kind == "sfp" and (x is None or not 0 < x < 1):  # no top-k rule: a level is needed
+        raise DataError(f"{where}.alpha` must be in (0, 1) (SFP has no top-k rule), got {value!r}.")
     if value is not None and (x is None or not 0 < x < 1):
         raise DataError(
             f"{where}.alpha` must be in (0, 1), or null for the top-k rule alone, got {value!r}."
@@ -191,11 +203,14 @@ def answer_settings(
     if kind is None:
         if given:
             raise DataError(
-                f"{where} are for heavy-hitter (PEM, TreeHist), range (HierarchicalHistogram, "
-                f"HaarHRR) and Square Wave streams only, got them for a stream of {oracle.name}."
+                f"{where} are for heavy-hitter (PEM, TreeHist, SFP), range "
+                f"(HierarchicalHistogram, HaarHRR) and Square Wave streams only, got them for a "
+                f"stream of {oracle.name}."
             )
         return None
     defaults: dict[str, Any] = {"kind": kind}
+    if kind == "sfp":
+        defaults["alpha"] = DEFAULT_SFP_ALPHA  # the protocol's, as the device spec has none
     if kind == "range":
         defaults["ranges"] = tuple(quarters(oracle.domain))
     if not given:
@@ -207,8 +222,9 @@ def answer_settings(
         )
     unknown = sorted(set(map(str, data)) - set(fields))
     if unknown:
+        a_kind = "an SFP" if kind == "sfp" else f"a {kind}"
         raise DataError(
-            f"{where}: unknown field `{unknown[0]}` (a {kind} stream's fields: "
+            f"{where}: unknown field `{unknown[0]}` ({a_kind} stream's fields: "
             f"{', '.join(fields)})."
         )
     at = where.removesuffix("`")
@@ -216,7 +232,7 @@ def answer_settings(
     if "top_k" in data:
         chosen["top_k"] = _top_k(at, data["top_k"])
     if "alpha" in data:
-        chosen["alpha"] = _alpha(at, data["alpha"])
+        chosen["alpha"] = _alpha(at, data["alpha"], kind)
     if "quantiles" in data:
         chosen["quantiles"] = _quantiles(at, data["quantiles"])
     if "ranges" in data:

@@ -13,10 +13,14 @@ records of all the days ``start .. end`` as one sample, which is sound when the 
 strings are stationary over those days (it then estimates the share of reports carrying
 each string: a device reporting on several days counts once a report).  The rounds need a
 report in every group; a day (or pool) with a group empty is listed with its number of
-reports, no strings and the reason.  An SFP day is the :class:`~deniable.oracles.SFPResult`
-of its reports (each position's fragment-sketch tally and the whole-string sketch's; the
-protocol's ``alpha``, 0.01: SFP streams have no answer settings yet, so no pooled
-estimate): no group to miss.
+reports, no strings and the reason.
+
+An SFP day (or pool) is the :class:`~deniable.oracles.SFPResult` of its reports: each
+position's fragment-sketch tally and the whole-string sketch's, summed over the days'
+partitions (a device's position is drawn afresh for every report, so the pooled reports
+are again a sample of every position), estimated at the stream's ``alpha`` (its only
+answer setting; 0.01, the protocol's, unless set): no group to miss, a position without
+reports keeps nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from typing import Any
 
 from deniable.exceptions import DataError
 from deniable.oracles import PEM, SFP, TreeHist
-from deniable.service.analysis._stream_answers import AnswerSettings
+from deniable.service.analysis._stream_answers import DEFAULT_SFP_ALPHA, AnswerSettings
 
 __all__ = ["heavy_day", "is_heavy"]
 
@@ -52,16 +56,18 @@ def heavy_day(
     docstring), decoded at ``settings`` (the defaults when None); when the rounds cannot
     run (a group without a report) ``{"method", "n", "heavy_hitters": [], "rounds": [],
     "undecided": why}``; for SFP the ``to_dict()`` of its
-    :class:`~deniable.oracles.SFPResult` (``settings`` do not apply)."""
+    :class:`~deniable.oracles.SFPResult` at the settings' ``alpha``."""
     import pyarrow.parquet as pq
 
     from deniable.distributed import aggregate_heavy_stream, aggregate_sfp_stream, stream_files
 
     last = day if end is None else end
     if isinstance(protocol, SFP):  # tallies: the days' reports estimate
+        alpha = DEFAULT_SFP_ALPHA if settings is None else settings.alpha
         return aggregate_sfp_stream(
-            root, stream, start=day, end=last, scheduler="synchronous", level=level
-        ).to_dict()
+            root, stream, start=day, end=last, scheduler="synchronous", level=level,
+            alpha=alpha,
+        ).to_dict()  # fmt: skip
     chosen = settings or AnswerSettings("heavy")
     try:
         found = aggregate_heavy_stream(

@@ -21,10 +21,10 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
     candidates: [a, b, ...]         # RAPPOR, CMS and HCMS only, optional: the strings
                                     #   each day's reports are decoded against, or whose
                                     #   frequencies the sketch answers (the stream page)
-    answers: {top_k: 8, alpha: 0.01}  # PEM, TreeHist, range mechanisms, Square Wave only,
-                                    #   optional: what the page lists (heavy: top_k,
-                                    #   alpha; ordered: quantiles, ranges), answer side
-                                    #   only (_stream_answers)
+    answers: {top_k: 8, alpha: 0.01}  # PEM, TreeHist, SFP, range mechanisms, Square Wave
+                                    #   only, optional: what the page lists (heavy: top_k,
+                                    #   alpha; SFP: alpha; ordered: quantiles, ranges),
+                                    #   answer side only (_stream_answers)
 
 A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` and
 ``answers`` is required, none other is allowed, and each is checked by the library
@@ -113,8 +113,9 @@ _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 class StreamSpec:
     """A telemetry stream: ``id``, its ``oracle``, its ``period`` (``"day"``), the
     per-device budget ``window``, for a stream of strings (RAPPOR, CMS, HCMS) the
-    ``candidates`` its reports are decoded against (or None), and for a heavy-hitter,
-    range or Square Wave stream its ``answers`` settings (None: the defaults)."""
+    ``candidates`` its reports are decoded against (or None), and for a heavy-hitter
+    (PEM, TreeHist, SFP), range or Square Wave stream its ``answers`` settings (None: the
+    defaults)."""
 
     id: str
     oracle: Any
@@ -336,11 +337,13 @@ def stream_estimates(
     ``level``; a spec of strings without candidates is a
     :class:`~deniable.exceptions.DataError`; for PEM or TreeHist the
     :class:`~deniable.oracles.HeavyHitters` the day's records decode to, each string with
-    its frequency, standard error, interval and the rounds' thresholds:
-    :mod:`._stream_heavy`; for a range mechanism or Square Wave the answers of
+    its frequency, standard error, interval and the rounds' thresholds, for SFP the
+    :class:`~deniable.oracles.SFPResult` of the day's reports: :mod:`._stream_heavy`; for a
+    range mechanism or Square Wave the answers of
     :mod:`._stream_range`).  A day without reports is left out.
 
-    A heavy-hitter, range or Square Wave stream's estimates are at its answer settings
+    A heavy-hitter (PEM, TreeHist, SFP), range or Square Wave stream's estimates are at its
+    answer settings
     (``answers``: :attr:`StreamSpec.settings`, as the result's ``answers``) and also
     ``pooled``: ``{"start", "end", "days", "estimate"}``, the estimate of the records of
     all the days held, decoded as one sample (sound when the devices' values are

@@ -71,8 +71,8 @@ async def stream_estimates_json(
 ) -> JSONResponse:
     """Per UTC day of ``start .. end`` with reports, the stream oracle's estimate of that
     day's reports (``{"day", "estimate"}``, the estimate as the library's ``to_dict``); a
-    heavy-hitter, range or Square Wave stream adds ``answers`` (its settings) and
-    ``pooled`` (the days' records as one sample: docs/service.md)."""
+    heavy-hitter (PEM, TreeHist, SFP), range or Square Wave stream adds ``answers`` (its
+    settings) and ``pooled`` (the days' records as one sample: docs/service.md)."""
     _, out, _ = await run_in_threadpool(_estimates, request, stream_id, start, end, level)
     return JSONResponse(out, headers=NO_STORE)
 

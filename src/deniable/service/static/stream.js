@@ -30,7 +30,7 @@ const MEMO = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloh
 // The fields of a stream spec's `answers`, by its oracle's schema (Python's
 // service/analysis/_stream_answers.py): the server's answer settings, which a device never uses.
 const ANSWER_FIELDS = Object.freeze({
-  [HEAVY_SCHEMA]: ["alpha", "top_k"], [RANGE_SCHEMA]: ["quantiles", "ranges"], [SQUARE_WAVE_SCHEMA]: ["quantiles", "ranges"],
+  [HEAVY_SCHEMA]: ["alpha", "top_k"], [SFP_SCHEMA]: ["alpha"], [RANGE_SCHEMA]: ["quantiles", "ranges"], [SQUARE_WAVE_SCHEMA]: ["quantiles", "ranges"],
 });
 
 /**
@@ -39,7 +39,7 @@ const ANSWER_FIELDS = Object.freeze({
  * TreeHist), a range mechanism's or Square Wave's spec, or k-ary randomized response's question
  * spec), the optional `candidates` of a stream of strings (RAPPOR, CMS, HCMS: strings
  * for the server's estimate; a device may report any string), and the optional `answers` of
- * a heavy-hitter, range or Square Wave stream (the server's answer settings: their fields
+ * a heavy-hitter (PEM, TreeHist, SFP), range or Square Wave stream (the server's answer settings: their fields
  * are checked as Python names them, their values are the server's and left alone).  Returns
  * the spec.
  */
@@ -63,7 +63,7 @@ export function checkStreamSpec(spec) {
   if ("answers" in spec) {
     const fields = Object.hasOwn(ANSWER_FIELDS, schema) ? ANSWER_FIELDS[schema] : null;
     const a = spec.answers;
-    if (fields === null) throw new SpecError("answers", `are for heavy-hitter (PEM, TreeHist), range and Square Wave streams only (the server's answer settings), got them for ${show(spec.oracle.algorithm)}.`);
+    if (fields === null) throw new SpecError("answers", `are for heavy-hitter (PEM, TreeHist, SFP), range and Square Wave streams only (the server's answer settings), got them for ${show(spec.oracle.algorithm)}.`);
     if (a === null || typeof a !== "object" || Array.isArray(a)) throw new SpecError("answers", `must be an object of ${fields.join(", ")}, got ${show(a)}.`);
     const unknown = Object.keys(a).find((k) => !fields.includes(k));
     if (unknown !== undefined) throw new SpecError("answers", `has an unknown field ${show(unknown)} (this stream's fields: ${fields.join(", ")}).`);
