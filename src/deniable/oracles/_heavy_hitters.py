@@ -66,7 +66,7 @@ from deniable.oracles._prefix_alphabet import (
     check_in_alphabet,
     valid_prefixes,
 )
-from deniable.oracles._prefix_oracle import DOMAIN_BITS, PrefixOLH
+from deniable.oracles._prefix_oracle import PrefixOLH
 from deniable.oracles._strings import (
     WordArray,
     bytes_of,
@@ -253,17 +253,9 @@ class _PrefixProtocol:
         add over any split of the group's reports (a partition a worker)."""
         oracle = self.oracle(self.levels[j])
         if step == 0:
-            if _every_prefix(prefixes, oracle.bits):  # round 0: one transform for them all
-                return oracle.domain_counts(reports)
-            if _indexable(prefixes, oracle):  # an alphabet's: the same, then pick them
-                return oracle.domain_counts(reports)[_index(prefixes, oracle.bits)]
-            return oracle.support_counts(reports, prefixes)
-        if self.symbols is None:
-            return oracle.extension_counts(reports, prefixes, step)
-        valid = self._valid(j, prefixes, step).reshape(prefixes.shape[0], 1 << step)
-        patterns = np.flatnonzero(valid.any(axis=0))  # what any prefix may be followed by
-        counts = oracle.extension_counts(reports, prefixes, step, patterns=patterns)
-        return counts.reshape(valid.shape[0], -1)[valid[:, patterns]]
+            return oracle.candidate_counts(reports, prefixes)
+        valid = None if self.symbols is None else self._valid(j, prefixes, step)
+        return oracle.extension_counts(reports, prefixes, step, valid=valid)
 
     def candidates(self, j: int, prefixes: WordArray | None = None) -> WordArray:
         """The candidates of round ``j``: every prefix of ``levels[0]`` bits (round 0), else
@@ -386,28 +378,6 @@ def _groups(words: WordArray, m: int) -> npt.NDArray[np.uint16]:
     group = np.empty(words.size, dtype=np.uint16)
     group[order] = np.arange(words.size) % m
     return group
-
-
-def _every_prefix(prefixes: WordArray, bits: int) -> bool:
-    """Whether ``prefixes`` are every prefix of ``bits <= DOMAIN_BITS`` bits in the order of
-    their value (the first round's candidates)."""
-    if bits > DOMAIN_BITS or prefixes.shape[0] != 1 << bits:
-        return False
-    want = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
-    return bool((prefixes[:, 0] == want).all() and not prefixes[:, 1:].any())
-
-
-def _indexable(prefixes: WordArray, oracle: PrefixOLH) -> bool:
-    """Whether counting every prefix of ``oracle.bits <= DOMAIN_BITS`` bits (``g`` histogram
-    entries a report) and picking ``prefixes`` beats counting them one by one (``l W`` words
-    a report and candidate); the counts are the same."""
-    m, base = prefixes.shape[0], oracle.base
-    cheaper = 4 * m * base.bucket_bits * oracle.words >= base.g
-    return oracle.bits <= DOMAIN_BITS and cheaper and not prefixes[:, 1:].any()
-
-
-def _index(prefixes: WordArray, bits: int) -> npt.NDArray[np.int64]:
-    return (prefixes[:, 0] >> np.uint64(64 - bits)).astype(np.int64)
 
 
 def _prefixes(x: WordArray, bits: int) -> WordArray:

@@ -162,15 +162,22 @@ class PrefixOLH:
         *,
         method: str | None = None,
         patterns: npt.NDArray[np.int64] | None = None,
+        valid: npt.NDArray[np.bool_] | None = None,
     ) -> npt.NDArray[np.int64]:
         """:meth:`support_counts` of every prefix of ``bits - step`` bits (``(k, W)`` words)
         followed by each ``step``-bit pattern, in the order of ``extend_prefixes`` (prefix
         ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring); with
         ``patterns`` (increasing, below ``2**step``: an alphabet's) only those, prefix ``i``
-        and ``patterns[q]`` at ``i len(patterns) + q``.  ``method`` (one of
-        ``oracles._prefix_extension.METHODS``; default the cheapest for ``g`` and the
-        patterns) changes the time, never the counts."""
+        and ``patterns[q]`` at ``i len(patterns) + q``; with ``valid`` (``k 2**step``
+        booleans in that order) only the set ones, in order (an alphabet's candidates).
+        ``method`` (one of ``oracles._prefix_extension.METHODS``; default the cheapest for
+        ``g`` and the patterns) changes the time, never the counts."""
         n, k = reports.shape[0], prefixes.shape[0]
+        if valid is not None:  # count the patterns any prefix may take, keep the valid
+            ok = np.asarray(valid, dtype=np.bool_).reshape(k, 1 << step)
+            some = np.flatnonzero(ok.any(axis=0))
+            got = self.extension_counts(reports, prefixes, step, method=method, patterns=some)
+            return got.reshape(k, some.size)[ok[:, some]]
         size = 1 << step if patterns is None else int(patterns.size)
         if method is None:
             method = choose_method(self.base.bucket_bits, step, size)
@@ -271,6 +278,23 @@ class PrefixOLH:
         # S_v = (n + W(F)(v)) / g, an integer in [0, n]
         counts: npt.NDArray[np.int64] = (n + walsh_hadamard(signed)) // self.base.g
         return counts
+
+    def candidate_counts(self, reports: WordArray, candidates: WordArray) -> npt.NDArray[np.int64]:
+        """:meth:`support_counts` of ``candidates``, by :meth:`domain_counts` when they are
+        every prefix (PEM's and TreeHist's first round) or many short ones (an alphabet's
+        first round: every prefix counted, then those picked); the counts are the same."""
+        bits, m = self.bits, candidates.shape[0]
+        short = bits <= DOMAIN_BITS and not candidates[:, 1:].any()
+        if short and m == 1 << bits:
+            want = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
+            if bool((candidates[:, 0] == want).all()):
+                return self.domain_counts(reports)
+        # g histogram entries a report against l W words a report and candidate
+        if short and 4 * m * self.base.bucket_bits * self.words >= self.base.g:
+            index = (candidates[:, 0] >> np.uint64(64 - bits)).astype(np.int64)
+            picked: npt.NDArray[np.int64] = self.domain_counts(reports)[index]
+            return picked
+        return self.support_counts(reports, candidates)
 
     def support_counts(self, reports: WordArray, candidates: WordArray) -> npt.NDArray[np.int64]:
         """How many of the (checked) reports support each candidate (``(m, W)`` words):
