@@ -15,7 +15,9 @@ total epsilon is the oracle's epsilon** (one report, ``ln(p' / q')``), whatever 
 
 **Estimation.**  Round ``j`` estimates, from group ``j`` alone, the frequencies of its
 candidates: every prefix of ``s_0`` bits in round 0 (``2**s_0`` of them), then each prefix
-kept in round ``j - 1`` followed by every pattern of ``s_j - s_(j-1)`` bits.  Only the
+kept in round ``j - 1`` followed by every pattern of ``s_j - s_(j-1)`` bits; with an
+``alphabet`` (public: the bytes a string may contain) only those that begin a string over it
+(``oracles._prefix_alphabet``; the per-device epsilon is unchanged).  Only the
 candidates are counted (support counting), never the ``2**(8 L)`` domain.  The estimate is
 ``f = (c / n_j - q) / (p - q)`` (Wang et al. 2017), ``c`` the candidate's support count.
 
@@ -273,7 +275,8 @@ class _PrefixProtocol:
             raise ParameterError(f"`prefixes` must be given for round {j}, got None.")
         step = self.levels[j] - self.levels[j - 1]
         out = extend_prefixes(prefixes, self.levels[j - 1], step)
-        return out if self.symbols is None else out[self._valid(j, prefixes, step)]
+        symbols = self.symbols
+        return out if symbols is None else out[valid_prefixes(out, self.levels[j], symbols)]
 
     def _valid(self, j: int, prefixes: WordArray, step: int) -> npt.NDArray[np.bool_]:
         ext = extend_prefixes(prefixes, self.levels[j] - step, step)
@@ -396,7 +399,9 @@ class PEM(_PrefixProtocol):
     ``start_bits + step_bits``, ... up to ``8 max_bytes`` bits; each round keeps the frequent
     prefixes and extends them by ``step_bits`` (module docstring).
 
-    Each device reports once, at ``epsilon``: ``epsilon_per_device``.
+    Each device reports once, at ``epsilon``: ``epsilon_per_device``.  ``alphabet`` (a
+    ``str``, its UTF-8 bytes, or ``bytes``; None: every byte) restricts the strings and each
+    round's candidates to its bytes (``oracles._prefix_alphabet``).
 
     >>> pem = PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8, top_k=4)
     >>> pem.levels, pem.base.g, round(pem.epsilon_per_device, 12)
@@ -444,6 +449,7 @@ class TreeHist(_PrefixProtocol):
     extending them by one bit (module docstring).  Here every level uses the linear-hash
     OLH oracle and the exact binomial threshold instead of the paper's Hadamard-based
     oracle and its noise-level threshold; each device reports once, at ``epsilon``.
+    ``alphabet`` as :class:`PEM`'s.
 
     >>> tree = TreeHist(epsilon=4.0, max_bytes=1, top_k=4)
     >>> len(tree.levels), round(tree.epsilon_per_device, 12)
