@@ -101,13 +101,13 @@ test("bad strings, words and specs are refused by name", () => {
   assert.throws(() => makeHeavy(rows), (e) => e instanceof SpecError && e.field === "constants.rows");
 });
 
-test("an alphabet: a string with another byte is refused naming the byte and its position", () => {
+test("an alphabet: a string with another byte is refused naming its position, never the byte", () => {
   const c = CASES.find((x) => x.spec.strings.alphabet !== undefined);
   assert.ok(c, "a vectors case with an alphabet");
   const heavy = makeHeavy(c.spec);
   const words = Array(heavy.wordsPerReport).fill(0n);
-  assert.throws(() => heavy.randomize("hx", words), (e) => e instanceof SpecError && e.field === "value" && /byte 0x78 at byte 1/.test(e.message));
-  assert.throws(() => heavy.randomizeValue("\u00e9"), (e) => e instanceof SpecError && /byte 0xa9 at byte 1/.test(e.message));
+  assert.throws(() => heavy.randomize("hx", words), (e) => e instanceof SpecError && e.field === "value" && /not at byte 1 \(the value is not shown\)/.test(e.message) && !/78|x/.test(e.message.split("got")[1]));
+  assert.throws(() => heavy.randomizeValue("\u00e9"), (e) => e instanceof SpecError && /not at byte 1 /.test(e.message));
   assert.equal(heavy.randomize("hi", words).length, 2 + heavy.checked.l * heavy.checked.w);
   for (const [field, value] of [["alphabet", "6168"], ["alphabet", "68616"], ["alphabet", "6861"], ["alphabet", "0061"]]) {
     const spec = specOf(c.id);

@@ -15,8 +15,8 @@ over ``m_j`` candidates is lower.
 does not depend on any device's string, and a device's report is computed exactly as
 without it (one OLH report of its prefix).  The per-device epsilon is unchanged; only the
 server's candidates change.  A device whose string has a byte outside the alphabet is
-refused before any randomness is drawn (the error names the string, the byte position and
-the byte).
+refused before any randomness is drawn (the error names the string and the byte's
+position, not the byte: it is part of the value).
 """
 
 from __future__ import annotations
@@ -125,7 +125,8 @@ def valid_prefixes(prefixes: WordArray, bits: int, alphabet: bytes) -> BoolArray
 
 def check_in_alphabet(x: WordArray, max_bytes: int, alphabet: bytes | None) -> None:
     """Refuse the first string of ``x`` (encoded, ``oracles._strings``) with a byte outside
-    ``alphabet``, naming the string, the byte's position and the byte."""
+    ``alphabet``, naming the string and the byte's position, never the byte (a part of the
+    value the randomization hides; ``tests/test_errors_never_echo_values.py``)."""
     if alphabet is None:
         return
     raw = bytes_of(x, max_bytes)
@@ -133,6 +134,6 @@ def check_in_alphabet(x: WordArray, max_bytes: int, alphabet: bytes | None) -> N
     if bad.any():
         i, at = (int(t) for t in np.argwhere(bad)[0])
         raise DataError(
-            f"`items[{i}]` must hold only bytes of `alphabet` ({alphabet!r}), got byte "
-            f"0x{int(raw[i, at]):02x} at byte {at}."
+            f"`items[{i}]` must hold only bytes of `alphabet` ({alphabet!r}), got one that "
+            f"is not at byte {at} (the item is not shown)."
         )
