@@ -60,7 +60,11 @@ for label, sk in [("cms", cms), ("hcms", hcms), ("sfp", sfp_bytes)]:
         (f"{label} bad UTF-8", lambda m=sk: m.randomize([BAD], rng=1), "UTF-8"),
         (f"{label} surrogate", lambda m=sk: m.randomize([MARK + "\ud800"], rng=1), "Unicode"),
     ]
+pem_abc = PEM(epsilon=4.0, max_bytes=8, top_k=4, alphabet="abcdefgh")
+tree_abc = TreeHist(epsilon=4.0, max_bytes=8, top_k=4, alphabet="abcdefgh")
 STRING_CASES += [
+    ("pem alphabet", lambda: pem_abc.randomize(["abc" + MARK], rng=1), "alphabet"),
+    ("treehist alphabet", lambda: tree_abc.randomize(["abc" + MARK], rng=1), "alphabet"),
     ("sfp too long", lambda: sfp_bytes.randomize([MARK * 4], rng=1), "max_length"),
     ("sfp alphabet", lambda: sfp_abc.randomize(["abc" + MARK], rng=1), "alphabet"),
     ("ngram alphabet", lambda: ngram.randomize(["ab" + MARK], rng=1), "alphabet"),

@@ -102,7 +102,7 @@ def test_every_vector_replays_through_the_documented_algorithm() -> None:
                  for i in range(len(case["values"]))]  # fmt: skip
         assert any(keeps) and not all(keeps), case["id"]
         seen_groups += spec["groups"]
-    assert seen_groups == 3 + 10 + 8 + 16  # PEM-1: 5, 13, ..., 69, 72
+    assert seen_groups == 3 + 10 + 8 + 16 + 6  # PEM-1: 5, 13, ..., 69, 72; PEM-4: 4, ..., 24
 
 
 def test_every_vector_replays_through_the_library_and_its_spec() -> None:

@@ -12,13 +12,16 @@ every candidate ends in padding), and its PEM hands its index mapper a prefix cu
 first padding character, so padded strings alias one another (``"w0*5"`` and ``"w0**"``).
 
 * Ours (``deniable.oracles``): ``PEM(eps, max_bytes=5, start_bits=8, step_bits=8,
-  top_k=20, alpha=None)`` (one byte a round: five groups, the rule of Wang et al. 2019: keep
-  the ``top_k`` largest), ``TreeHist(eps, max_bytes=5, top_k=20, alpha=None)`` (one bit a
+  top_k=20, alpha=None, alphabet=ALPHABET)`` (one byte a round: five groups, the rule of
+  Wang et al. 2019: keep the ``top_k`` largest; each round extends a kept prefix by the 11
+  alphabet bytes and the padding byte, as the peer's PEM extends by its 11 characters),
+  ``TreeHist(eps, max_bytes=5, top_k=20, alpha=None)`` (one bit a
   round: 40 groups) and ``SFP(eps, max_length=5, alphabet=ALPHABET, puzzle_bits=8, k=64,
   m=1024, sketch="hcms")`` (its default false-discovery rule, ``alpha = 0.01``); ``run`` =
   ``randomize`` + ``estimate`` on the list of strings, with a seeded generator and with the
-  default randomness (``rng=None``).  PEM and TreeHist know nothing of the alphabet (bytes:
-  each PEM round extends a kept prefix by all 256 bytes); SFP is given it.
+  default randomness (``rng=None``).  PEM and SFP are given the alphabet (public
+  configuration: the per-device epsilon is unchanged); TreeHist knows nothing of it (one bit
+  a round over all 256 bytes).
 * pure-LDP 1.2.0, through ``pure_ldp.heavy_hitters``: ``PEMClient`` / ``PEMServer``
   (``start_length=0, fragment_length=1, max_string_length=5``, alphabet the 11 characters:
   one character a round, five groups), ``TreeHistClient`` / ``TreeHistServer``
@@ -135,7 +138,8 @@ def summary(accs: list[dict[str, float]]) -> dict[str, float]:
 
 def our_protocol(key: str, eps: float) -> Any:
     if key == "pem":
-        return PEM(eps, max_bytes=LENGTH, start_bits=8, step_bits=8, top_k=TOP, alpha=None)
+        return PEM(eps, max_bytes=LENGTH, start_bits=8, step_bits=8, top_k=TOP, alpha=None,
+                   alphabet=ALPHABET)  # fmt: skip
     if key == "treehist":
         return TreeHist(eps, max_bytes=LENGTH, top_k=TOP, alpha=None)
     return SFP(eps, max_length=LENGTH, alphabet=ALPHABET, puzzle_bits=8, k=K, m=M, sketch="hcms")
@@ -143,10 +147,17 @@ def our_protocol(key: str, eps: float) -> Any:
 
 def our_config(key: str) -> str:
     return {
-        "pem": "PEM(max_bytes=5, start_bits=8, step_bits=8, top_k=20, alpha=None)",
+        "pem": "PEM(max_bytes=5, start_bits=8, step_bits=8, top_k=20, alpha=None, alphabet)",
         "treehist": "TreeHist(max_bytes=5, top_k=20, alpha=None)",
         "sfp": f"SFP(max_length=5, alphabet, puzzle_bits=8, k={K}, m={M}, hcms, alpha=0.01)",
     }[key]
+
+
+def our_alphabet(key: str) -> str:
+    """What our protocol knows of the strings' characters (the table's configuration)."""
+    if key == "treehist":
+        return "no alphabet: every byte"
+    return f"the peer's alphabet `{ALPHABET}`"
 
 
 def measure_ours(key: str, eps: float, n: int, repeats: int, sources: tuple[str, ...]) -> Any:
@@ -337,7 +348,7 @@ def run_rows(ns: tuple[int, ...], repeats: int, budget: float) -> list[dict[str,
                         ]
                     peers.append(peer)
                 rows.append({"workload": key, "label": label, "epsilon": eps, "n": n,
-                             "config": our_config(key),
+                             "config": our_config(key), "our_alphabet": our_alphabet(key),
                              "epsilon_per_device": ours["epsilon_per_device"],
                              "ours": ours["seeded"], "ours_default": ours["default"],
                              "peers": peers})  # fmt: skip

@@ -141,10 +141,10 @@ def markdown(data: dict[str, Any]) -> str:
         + ".  Epsilon per device, both libraries: the row's (pure-LDP's TreeHist and SFP send "
         "two reports at eps / 2 each, its PEM one at eps; ours one report, SFP two at eps / 2).",
         "",
-        "| protocol | eps | n | ours seeded /s | ours default /s | our recall / precision "
-        "(reported) | pure-LDP configuration | pure-LDP /s | seeded / peer | default / peer "
-        "| pure-LDP recall / precision (reported) |",
-        "| --- | ---: | ---: | ---: | ---: | --- | --- | --- | ---: | ---: | --- |",
+        "| protocol | eps | n | our configuration | ours seeded /s | ours default /s | our "
+        "recall / precision (reported) | pure-LDP configuration | pure-LDP /s | seeded / peer "
+        "| default / peer | pure-LDP recall / precision (reported) |",
+        "| --- | ---: | ---: | --- | ---: | ---: | --- | --- | --- | ---: | ---: | --- |",
     ]
     for r in data["rows"]:
         ours, default = r["ours"], r["ours_default"]
@@ -153,8 +153,10 @@ def markdown(data: dict[str, Any]) -> str:
             / (ours["runs"] + default["runs"])
             for f in ("recall", "precision", "reported")
         }
+        config = r.get("our_alphabet", heavy.our_alphabet(r["workload"]))
         head = (
-            f"| {r['label']} | {r['epsilon']:g} | {_n(r['n'])} | {_rate(ours['per_s'])} | "
+            f"| {r['label']} | {r['epsilon']:g} | {_n(r['n'])} | {config} | "
+            f"{_rate(ours['per_s'])} | "
             f"{_rate(default['per_s'])} | {_rp(both)} | "
         )
         for p in r["peers"]:

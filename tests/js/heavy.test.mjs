@@ -100,3 +100,21 @@ test("bad strings, words and specs are refused by name", () => {
   rows.constants.rows = 2;
   assert.throws(() => makeHeavy(rows), (e) => e instanceof SpecError && e.field === "constants.rows");
 });
+
+test("an alphabet: a string with another byte is refused naming its position, never the byte", () => {
+  const c = CASES.find((x) => x.spec.strings.alphabet !== undefined);
+  assert.ok(c, "a vectors case with an alphabet");
+  const heavy = makeHeavy(c.spec);
+  const words = Array(heavy.wordsPerReport).fill(0n);
+  assert.throws(() => heavy.randomize("hx", words), (e) => e instanceof SpecError && e.field === "value" && /not at byte 1 \(the value is not shown\)/.test(e.message) && !/78|x/.test(e.message.split("got")[1]));
+  assert.throws(() => heavy.randomizeValue("\u00e9"), (e) => e instanceof SpecError && /not at byte 1 /.test(e.message));
+  assert.equal(heavy.randomize("hi", words).length, 2 + heavy.checked.l * heavy.checked.w);
+  for (const [field, value] of [["alphabet", "6168"], ["alphabet", "68616"], ["alphabet", "6861"], ["alphabet", "0061"]]) {
+    const spec = specOf(c.id);
+    spec.strings[field] = value;
+    assert.throws(() => makeHeavy(spec), (e) => e instanceof SpecError && e.field === "strings.alphabet", value);
+  }
+  const spec = specOf(c.id);
+  delete spec.strings.alphabet; // parameters still say it: refused, never read as every byte
+  assert.throws(() => makeHeavy(spec), (e) => e instanceof SpecError && e.field === "strings.alphabet");
+});

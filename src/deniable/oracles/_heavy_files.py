@@ -17,8 +17,10 @@ at most ``8 * 64 = 512`` groups) and ``report_0 .. report_{l W}`` (``uint64``).
 
 **The key** names the protocol and every parameter the reports depend on:
 ``pem{"epsilon":..,"g":..,"max_bytes":..,"start_bits":..,"step_bits":..}`` or
-``treehist{"epsilon":..,"g":..,"max_bytes":..}`` (``g`` resolved).  ``alpha`` and
-``top_k`` are not in it: the server chooses them when it estimates, from the same reports.
+``treehist{"epsilon":..,"g":..,"max_bytes":..}`` (``g`` resolved), with ``"alphabet"`` (its
+sorted bytes in lowercase hex) only when the protocol has one: a key without it names the
+protocol of every byte, as before.  ``alpha`` and ``top_k`` are not in it: the server
+chooses them when it estimates, from the same reports.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import numpy.typing as npt
 from deniable.exceptions import DataError, DeniableError
 from deniable.oracles._file_header import read_whole_file
 from deniable.oracles._heavy_hitters import PEM, HeavyHitterReports, TreeHist
+from deniable.oracles._prefix_alphabet import alphabet_from_hex
 
 __all__ = [
     "heavy_from_key",
@@ -82,13 +85,15 @@ def heavy_from_key(key: str, *, top_k: int = 16, alpha: float | None = 0.05) -> 
     from deniable.oracles._spec import _key_parameters, _parameter
 
     name, params = _key_parameters(key, _PROTOCOLS)
-    if params is None or set(params) != _FIELDS[name]:
+    if params is None or set(params) - {"alphabet"} != _FIELDS[name]:
         raise DataError(
             f"`key` must be a heavy-hitter protocol's key like "
             f"{heavy_key(TreeHist(epsilon=1.0, max_bytes=2))}, got {key!r}."
         )
     try:
-        parsed = {n: _parameter(n, x) for n, x in params.items()}
+        parsed = {n: _parameter(n, x) for n, x in params.items() if n != "alphabet"}
+        if "alphabet" in params:
+            parsed["alphabet"] = alphabet_from_hex(params["alphabet"], "the alphabet of `key`")
         out = _PROTOCOLS[name](**parsed, top_k=top_k, alpha=alpha)
     except DeniableError as exc:  # a parameter that is no number, or out of its range
         raise DataError(f"`key` {key!r} does not fit {name!r}: {exc}") from None

@@ -15,7 +15,9 @@ total epsilon is the oracle's epsilon** (one report, ``ln(p' / q')``), whatever 
 
 **Estimation.**  Round ``j`` estimates, from group ``j`` alone, the frequencies of its
 candidates: every prefix of ``s_0`` bits in round 0 (``2**s_0`` of them), then each prefix
-kept in round ``j - 1`` followed by every pattern of ``s_j - s_(j-1)`` bits.  Only the
+kept in round ``j - 1`` followed by every pattern of ``s_j - s_(j-1)`` bits; with an
+``alphabet`` (public: the bytes a string may contain) only those that begin a string over it
+(``oracles._prefix_alphabet``; the per-device epsilon is unchanged).  Only the
 candidates are counted (support counting), never the ``2**(8 L)`` domain.  The estimate is
 ``f = (c / n_j - q) / (p - q)`` (Wang et al. 2017), ``c`` the candidate's support count.
 
@@ -60,7 +62,13 @@ from deniable.exceptions import DataError, ParameterError
 from deniable.oracles._base import check_epsilon
 from deniable.oracles._heavy_result import HeavyHitterRound, HeavyHitters, wald_se
 from deniable.oracles._linear_hashing import LinearOLH
-from deniable.oracles._prefix_oracle import DOMAIN_BITS, PrefixOLH
+from deniable.oracles._prefix_alphabet import (
+    alphabet_hex,
+    check_alphabet,
+    check_in_alphabet,
+    valid_prefixes,
+)
+from deniable.oracles._prefix_oracle import PrefixOLH
 from deniable.oracles._strings import (
     WordArray,
     bytes_of,
@@ -117,8 +125,10 @@ class _PrefixProtocol:
     top_k: int
     alpha: float | None
     g: int | None
+    alphabet: bytes | str | None
 
     def _check_common(self) -> None:
+        object.__setattr__(self, "alphabet", check_alphabet(self.alphabet))
         object.__setattr__(self, "epsilon", check_epsilon(self.epsilon))
         object.__setattr__(
             self, "max_bytes", v.integer("max_bytes", self.max_bytes, minimum=1, maximum=MAX_BYTES)
@@ -135,11 +145,22 @@ class _PrefixProtocol:
     def key(self) -> str:
         """The identity of the reports: the protocol and every parameter a report depends on,
         not ``alpha`` or ``top_k`` (the server's; ``oracles._heavy_files``)."""
-        params = {"epsilon": self.epsilon, "g": self.base.g, "max_bytes": self.max_bytes}
+        params: dict[str, Any] = {
+            "epsilon": self.epsilon, "g": self.base.g, "max_bytes": self.max_bytes,
+        }  # fmt: skip
         for name in ("start_bits", "step_bits"):  # PEM's levels
             if hasattr(self, name):
                 params[name] = getattr(self, name)
+        if self.symbols is not None:  # absent by default: the keys of before, unchanged
+            params["alphabet"] = alphabet_hex(self.symbols)
         return mechanism_key(self.name, params)
+
+    @property
+    def symbols(self) -> bytes | None:
+        """The alphabet's sorted distinct bytes (``oracles._prefix_alphabet``), or None:
+        every byte."""
+        a = self.alphabet
+        return a.encode("utf-8") if isinstance(a, str) else a  # always bytes once checked
 
     @property
     def levels(self) -> tuple[int, ...]:
@@ -190,6 +211,7 @@ class _PrefixProtocol:
         """Each device's one report: the group rule (module docstring), then the prefix of
         its group's length through ``oracle`` (CSPRNG unless ``rng`` is given)."""
         x = encode_strings(items, self.max_bytes)
+        check_in_alphabet(x, self.max_bytes, self.symbols)
         levels = self.levels
         if x.shape[0] < len(levels):
             raise DataError(
@@ -229,13 +251,39 @@ class _PrefixProtocol:
         """The support counts of round ``j`` among ``reports`` of group ``j`` (checked):
         of each candidate of ``prefixes`` when ``step`` is 0 (round 0), else of each
         ``prefixes`` row followed by every ``step``-bit pattern (``extend_prefixes``'
-        order).  Counts add over any split of the group's reports (a partition a worker)."""
+        order; with an alphabet only the valid ones, :meth:`candidates`' order).  Counts
+        add over any split of the group's reports (a partition a worker)."""
         oracle = self.oracle(self.levels[j])
         if step == 0:
-            if _every_prefix(prefixes, oracle.bits):  # round 0: one transform for them all
-                return oracle.domain_counts(reports)
-            return oracle.support_counts(reports, prefixes)
-        return oracle.extension_counts(reports, prefixes, step)
+            return oracle.candidate_counts(reports, prefixes)
+        valid = None if self.symbols is None else self._valid(j, prefixes, step)
+        return oracle.extension_counts(reports, prefixes, step, valid=valid)
+
+    def candidates(self, j: int, prefixes: WordArray | None = None) -> WordArray:
+        """The candidates of round ``j``: every prefix of ``levels[0]`` bits (round 0), else
+        each of ``prefixes`` (kept in round ``j - 1``) followed by every pattern of the step
+        (``extend_prefixes``' order); with an alphabet only the prefixes of a string over it
+        (``oracles._prefix_alphabet``)."""
+        if j == 0:
+            first = self.levels[0]
+            out = np.zeros((1 << first, self.words), dtype=np.uint64)
+            out[:, 0] = np.arange(1 << first, dtype=np.uint64) << np.uint64(64 - first)
+            if self.symbols is not None:
+                out = out[valid_prefixes(out, first, self.symbols)]
+            return out
+        if prefixes is None:
+            raise ParameterError(f"`prefixes` must be given for round {j}, got None.")
+        step = self.levels[j] - self.levels[j - 1]
+        out = extend_prefixes(prefixes, self.levels[j - 1], step)
+        symbols = self.symbols
+        return out if symbols is None else out[valid_prefixes(out, self.levels[j], symbols)]
+
+    def _valid(self, j: int, prefixes: WordArray, step: int) -> npt.NDArray[np.bool_]:
+        ext = extend_prefixes(prefixes, self.levels[j] - step, step)
+        symbols = self.symbols
+        if symbols is None:
+            return np.ones(ext.shape[0], dtype=np.bool_)
+        return valid_prefixes(ext, self.levels[j], symbols)
 
     def estimate_counts(self, count: RoundCounter, *, level: float = 0.95) -> HeavyHitters:
         """:meth:`estimate` from a counter of each round instead of the reports in memory:
@@ -247,9 +295,7 @@ class _PrefixProtocol:
         lv = v.level(level)
         base = self.base
         p, q, g = base.p, base.q, base.g
-        first = self.levels[0]
-        cands = np.zeros((1 << first, self.words), dtype=np.uint64)
-        cands[:, 0] = np.arange(1 << first, dtype=np.uint64) << np.uint64(64 - first)
+        cands = self.candidates(0)
         rounds: list[HeavyHitterRound] = []
         kept = np.zeros(0, dtype=np.int64)
         est = np.zeros(0)
@@ -264,7 +310,7 @@ class _PrefixProtocol:
             if n_j == 0:
                 raise DataError(f"`reports` must have a report in every group, got none in {j}.")
             if j:
-                cands = extend_prefixes(prefixes, self.levels[j - 1], step)
+                cands = self.candidates(j, prefixes)
             est = (counts / n_j - q) / (p - q)
             kept, threshold, rule = self._select(counts, est, n_j, g)
             kept_prefixes = tuple(
@@ -337,15 +383,6 @@ def _groups(words: WordArray, m: int) -> npt.NDArray[np.uint16]:
     return group
 
 
-def _every_prefix(prefixes: WordArray, bits: int) -> bool:
-    """Whether ``prefixes`` are every prefix of ``bits <= DOMAIN_BITS`` bits in the order of
-    their value (the first round's candidates)."""
-    if bits > DOMAIN_BITS or prefixes.shape[0] != 1 << bits:
-        return False
-    want = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
-    return bool((prefixes[:, 0] == want).all() and not prefixes[:, 1:].any())
-
-
 def _prefixes(x: WordArray, bits: int) -> WordArray:
     return x & prefix_mask(bits, x.shape[1])[None, :]
 
@@ -362,7 +399,9 @@ class PEM(_PrefixProtocol):
     ``start_bits + step_bits``, ... up to ``8 max_bytes`` bits; each round keeps the frequent
     prefixes and extends them by ``step_bits`` (module docstring).
 
-    Each device reports once, at ``epsilon``: ``epsilon_per_device``.
+    Each device reports once, at ``epsilon``: ``epsilon_per_device``.  ``alphabet`` (a
+    ``str``, its UTF-8 bytes, or ``bytes``; None: every byte) restricts the strings and each
+    round's candidates to its bytes (``oracles._prefix_alphabet``).
 
     >>> pem = PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8, top_k=4)
     >>> pem.levels, pem.base.g, round(pem.epsilon_per_device, 12)
@@ -380,6 +419,7 @@ class PEM(_PrefixProtocol):
     top_k: int = 16
     alpha: float | None = 0.05
     g: int | None = None
+    alphabet: bytes | str | None = None
     method: ClassVar[str] = "PEM"
     name: ClassVar[str] = "pem"
 
@@ -409,6 +449,7 @@ class TreeHist(_PrefixProtocol):
     extending them by one bit (module docstring).  Here every level uses the linear-hash
     OLH oracle and the exact binomial threshold instead of the paper's Hadamard-based
     oracle and its noise-level threshold; each device reports once, at ``epsilon``.
+    ``alphabet`` as :class:`PEM`'s.
 
     >>> tree = TreeHist(epsilon=4.0, max_bytes=1, top_k=4)
     >>> len(tree.levels), round(tree.epsilon_per_device, 12)
@@ -420,6 +461,7 @@ class TreeHist(_PrefixProtocol):
     top_k: int = 16
     alpha: float | None = 0.05
     g: int | None = None
+    alphabet: bytes | str | None = None
     method: ClassVar[str] = "TreeHist"
     name: ClassVar[str] = "treehist"
 

@@ -26,6 +26,16 @@ oracle's epsilon.
 
 **The key** is the protocol's (``heavy_key``): ``alpha`` and ``top_k`` are the server's, not
 in the spec.
+
+**The alphabet** (optional: the bytes a string may contain, ``oracles._prefix_alphabet``)
+stands, when the protocol has one, as ``parameters.alphabet`` and ``strings.alphabet`` (its
+sorted bytes in lowercase hex) and in the key; a spec without it is read as before.  It
+stays schema ``heavy-spec/1`` because it changes no step of the report rule above: a
+device that ignored it would still send an exact report of its own prefix, which the
+server reads correctly (a string outside the alphabet is simply never a candidate, and its
+reports support each candidate with probability ``q``, as a non-holder's do); a device that
+honours it refuses such a string before drawing any word.  A reader that does not know the
+field refuses the spec (its ``parameters`` do not fit), never misreads it.
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ import numpy.typing as npt
 from deniable.designs import exact_value
 from deniable.exceptions import DataError, ParameterTypeError
 from deniable.oracles._heavy_hitters import PEM, TreeHist, _prefixes
+from deniable.oracles._prefix_alphabet import alphabet_from_hex, alphabet_hex, check_in_alphabet
 from deniable.oracles._spec import LINEAR_HASH_FAMILY, _from_parameters, _number, _spec_fields
 from deniable.oracles._strings import encode_strings
 from deniable.randomness import CHUNK, ArrayWords, random_words, resolve_rng, uniform_below
@@ -75,6 +86,8 @@ def _parameters(protocol: PEM | TreeHist) -> dict[str, Any]:
     }  # fmt: skip
     if isinstance(protocol, PEM):
         params |= {"start_bits": protocol.start_bits, "step_bits": protocol.step_bits}
+    if protocol.symbols is not None:
+        params["alphabet"] = alphabet_hex(protocol.symbols)
     return params
 
 
@@ -92,6 +105,15 @@ def heavy_spec(protocol: PEM | TreeHist) -> dict[str, Any]:
     base = protocol.base
     keep, _ = base.randomized_response.thresholds()
     levels = list(protocol.levels)
+    strings = {
+        "encoding": "utf-8",
+        "empty": "refused",
+        "nul": "refused",
+        "max_bytes": protocol.max_bytes,
+        "padding": "NUL bytes to max_bytes",
+    }
+    if protocol.symbols is not None:  # absent by default: the specs of before, unchanged
+        strings["alphabet"] = alphabet_hex(protocol.symbols)
     return {
         "schema": HEAVY_SPEC_SCHEMA,
         "mechanism": protocol.name,
@@ -110,13 +132,7 @@ def heavy_spec(protocol: PEM | TreeHist) -> dict[str, Any]:
         "words_per_report": protocol.oracle(levels[0]).report_width + 2,
         "report": _REPORT,
         "hash": dict(LINEAR_HASH_FAMILY),
-        "strings": {
-            "encoding": "utf-8",
-            "empty": "refused",
-            "nul": "refused",
-            "max_bytes": protocol.max_bytes,
-            "padding": "NUL bytes to max_bytes",
-        },
+        "strings": strings,
         "epsilon": _number(protocol.epsilon_per_device),
         "implemented_epsilon": _number(protocol.implemented_epsilon),
     }
@@ -134,11 +150,21 @@ def heavy_from_spec(
     if name not in _PROTOCOLS:
         raise DataError(f"spec field `mechanism` must be one of pem, treehist, got {name!r}.")
     cls = _PROTOCOLS[name]
+    params = spec["parameters"]
+    alphabet = None
+    if isinstance(params, Mapping) and "alphabet" in params:  # hex, not a number
+        alphabet = alphabet_from_hex(params["alphabet"], "spec field `parameters.alphabet`")
+        spec = {**spec, "parameters": {n: x for n, x in params.items() if n != "alphabet"}}
 
-    def make(**params: Any) -> PEM | TreeHist:
-        return cls(**params, top_k=top_k, alpha=alpha)
+    def make(**kw: Any) -> PEM | TreeHist:
+        return cls(**kw, top_k=top_k, alpha=alpha, alphabet=alphabet)
 
-    return _from_parameters(spec, _FIELDS, make, name, heavy_spec)
+    def implied(protocol: PEM | TreeHist) -> dict[str, Any]:
+        out = heavy_spec(protocol)  # `key` and `strings` still say the alphabet
+        out["parameters"].pop("alphabet", None)
+        return out
+
+    return _from_parameters(spec, _FIELDS, make, name, implied)
 
 
 def heavy_device_records(
@@ -150,6 +176,7 @@ def heavy_device_records(
     reads; one device alone may report (no group quota)."""
     protocol = _check_protocol(protocol)
     x = encode_strings(items, protocol.max_bytes)
+    check_in_alphabet(x, protocol.max_bytes, protocol.symbols)
     levels = protocol.levels
     per = protocol.oracle(levels[0]).report_width + 2
     gen = resolve_rng(rng)

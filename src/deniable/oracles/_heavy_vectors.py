@@ -30,12 +30,14 @@ __all__ = ["HEAVY_VECTORS_SCHEMA", "dump_heavy_vectors", "heavy_vectors"]
 HEAVY_VECTORS_SCHEMA = "deniable.heavy-vectors/1"
 
 #: The parameterisations: a number of groups not a power of two and one that is; strings of
-#: one word and of two (``max_bytes = 9``: rows across words); g = 2 and larger.
+#: one word and of two (``max_bytes = 9``: rows across words); g = 2 and larger; an
+#: alphabet (``strings.alphabet`` in the spec; its strings only).
 VECTOR_HEAVY: tuple[Callable[[], PEM | TreeHist], ...] = (
     lambda: PEM(epsilon=2.0, max_bytes=2, start_bits=8, step_bits=4),
     lambda: PEM(epsilon=1.0, max_bytes=9, start_bits=5, step_bits=8),
     lambda: TreeHist(epsilon=4.0, max_bytes=1),
     lambda: TreeHist(epsilon=0.5, max_bytes=2, g=2),
+    lambda: PEM(epsilon=2.0, max_bytes=3, start_bits=4, step_bits=4, alphabet="ahiz\u00fc"),
 )
 #: The strings: ASCII, one byte, non-ASCII UTF-8 (2 and 3 bytes a character), those that
 #: fit each case's ``max_bytes``, then one whose bytes fill it.
@@ -44,8 +46,9 @@ _VALUES = ("hi", "a", "\u00fc", "\u2713")
 _TOP = (1 << 64) - 1
 
 
-def _values(max_bytes: int) -> list[str]:
-    return [s for s in _VALUES if len(s.encode("utf-8")) <= max_bytes] + ["z" * max_bytes]
+def _values(max_bytes: int, alphabet: bytes | None) -> list[str]:
+    fit = [s for s in _VALUES if len(s.encode("utf-8")) <= max_bytes] + ["z" * max_bytes]
+    return [s for s in fit if alphabet is None or set(s.encode("utf-8")) <= set(alphabet)]
 
 
 def _edges(spec: dict[str, Any]) -> list[tuple[int | None, int]]:
@@ -60,7 +63,7 @@ def _edges(spec: dict[str, Any]) -> list[tuple[int | None, int]]:
 
 def _case(case_id: str, protocol: PEM | TreeHist) -> dict[str, Any]:
     spec = heavy_spec(protocol)
-    values = _values(protocol.max_bytes)
+    values = _values(protocol.max_bytes, protocol.symbols)
     k, w = len(values), spec["words_per_report"]
     edges = _edges(spec)
     words = _case_words(case_id, edges, k, w)

@@ -58,12 +58,13 @@ _LANE = 255 * 8
 _ENTRIES = 1 << 22
 
 
-def choose_method(l_bits: int, step: int) -> str:
-    """The fastest of :data:`METHODS` measured for buckets of ``l_bits`` bits and ``step``-bit
-    patterns: Walsh-Hadamard's ``g`` histogram entries a report and prefix beat ``2**step``
-    byte comparisons when ``16 g <= 2**step``; otherwise the packed comparison (buckets of at
-    most 7 bits) or the plain one."""
-    if 16 << l_bits <= 1 << step:
+def choose_method(l_bits: int, step: int, size: int | None = None) -> str:
+    """The fastest of :data:`METHODS` measured for buckets of ``l_bits`` bits and ``size``
+    of the ``step``-bit patterns (default all ``2**step``; fewer with an alphabet):
+    Walsh-Hadamard's ``g`` histogram entries a report and prefix beat ``size`` byte
+    comparisons when ``16 g <= size``; otherwise the packed comparison (buckets of at most 7
+    bits) or the plain one."""
+    if 16 << l_bits <= (1 << step if size is None else size):
         return "walsh"
     return "packed" if l_bits <= PACKED_BITS else "plain"
 

@@ -65,6 +65,9 @@ __all__ = ["DOMAIN_BITS", "PrefixOLH"]
 
 #: Candidate x report pairs compared at once when counting supports.
 _PAIRS = 1 << 22
+#: Entries of an extension count's pattern table or prefix hashes built at once (reports x
+#: the larger of the patterns and 8 k): about a megabyte, in cache.
+_BLOCK = 1 << 20
 #: Subset indices (reports x g) built at once by :meth:`PrefixOLH.domain_counts`.
 _SUBSETS = 1 << 21
 #: The longest prefix whose every value :meth:`PrefixOLH.domain_counts` counts (2**20 cells).
@@ -152,16 +155,32 @@ class PrefixOLH:
         return arr
 
     def extension_counts(
-        self, reports: WordArray, prefixes: WordArray, step: int, *, method: str | None = None
+        self,
+        reports: WordArray,
+        prefixes: WordArray,
+        step: int,
+        *,
+        method: str | None = None,
+        patterns: npt.NDArray[np.int64] | None = None,
+        valid: npt.NDArray[np.bool_] | None = None,
     ) -> npt.NDArray[np.int64]:
         """:meth:`support_counts` of every prefix of ``bits - step`` bits (``(k, W)`` words)
         followed by each ``step``-bit pattern, in the order of ``extend_prefixes`` (prefix
-        ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring).
+        ``i``, pattern ``e`` at ``i 2**step + e``), by linearity (module docstring); with
+        ``patterns`` (increasing, below ``2**step``: an alphabet's) only those, prefix ``i``
+        and ``patterns[q]`` at ``i len(patterns) + q``; with ``valid`` (``k 2**step``
+        booleans in that order) only the set ones, in order (an alphabet's candidates).
         ``method`` (one of ``oracles._prefix_extension.METHODS``; default the cheapest for
-        ``g`` and ``step``) changes the time, never the counts."""
+        ``g`` and the patterns) changes the time, never the counts."""
         n, k = reports.shape[0], prefixes.shape[0]
+        if valid is not None:  # count the patterns any prefix may take, keep the valid
+            ok = np.asarray(valid, dtype=np.bool_).reshape(k, 1 << step)
+            some = np.flatnonzero(ok.any(axis=0))
+            got = self.extension_counts(reports, prefixes, step, method=method, patterns=some)
+            return got.reshape(k, some.size)[ok[:, some]]
+        size = 1 << step if patterns is None else int(patterns.size)
         if method is None:
-            method = choose_method(self.base.bucket_bits, step)
+            method = choose_method(self.base.bucket_bits, step, size)
         if method not in METHODS:
             raise ParameterError(f"`method` must be one of {METHODS}, got {method!r}.")
         if method == "packed" and self.base.bucket_bits > PACKED_BITS:
@@ -169,38 +188,43 @@ class PrefixOLH:
                 f"`method` 'packed' needs g <= {1 << PACKED_BITS}, got g = {self.base.g}."
             )
         if n == 0 or k == 0:
-            return np.zeros(k << step, dtype=np.int64)
+            return np.zeros(k * size, dtype=np.int64)
         if method in ("plain", "packed"):
             packed = method == "packed"
-            return self._plain_extension_counts(reports, prefixes, step, packed=packed)
+            return self._plain_extension_counts(reports, prefixes, step, packed, patterns)
         y = reports[:, -1]
-        targets = np.empty((k, n), dtype=np.int64)
-        for i in range(k):  # z = y xor A p of each prefix and report
-            hashed = self._hash(reports[:, :-1], np.broadcast_to(prefixes[i], (n, self.words)))
-            targets[i] = (y ^ hashed).view(np.int64)
+        targets = (y[None, :] ^ self._hashes(reports, prefixes)).view(np.int64)  # y xor A p
         count = walsh_counts if method == "walsh" else solve_counts
         args = (self.bits - step, step, self.base.bucket_bits, self.words)
-        return count(reports, targets, *args).ravel()
+        every = count(reports, targets, *args)
+        return (every if patterns is None else every[:, patterns]).ravel()
 
     def _plain_extension_counts(
-        self, reports: WordArray, prefixes: WordArray, step: int, *, packed: bool = False
+        self,
+        reports: WordArray,
+        prefixes: WordArray,
+        step: int,
+        packed: bool = False,
+        patterns: npt.NDArray[np.int64] | None = None,
     ) -> npt.NDArray[np.int64]:
         """:meth:`extension_counts` comparing ``A e`` with ``y xor A p`` for every pattern
-        (``packed``: eight comparisons a word, buckets of at most 7 bits)."""
-        n, k, w = reports.shape[0], prefixes.shape[0], self.words
-        counts = np.zeros((k, 1 << step), dtype=np.int64)
+        or each of ``patterns`` (``packed``: eight comparisons a word, buckets of at most 7
+        bits)."""
+        n, k = reports.shape[0], prefixes.shape[0]
+        size = 1 << step if patterns is None else int(patterns.size)
+        counts = np.zeros((k, size), dtype=np.int64)
         start = self.bits - step
-        l_bits = self.base.bucket_bits
+        l_bits, w = self.base.bucket_bits, self.words
         small = np.uint8 if l_bits <= 8 else np.uint16 if l_bits <= 16 else np.uint32
-        block = max(1, _PAIRS >> step)
+        block = max(1, _BLOCK // max(size, 8 * k))
         if packed:  # whole lanes of reports, no padding but the last block's
             block = packed_width(block)
         for at in range(0, n, block):
             part = reports[at : at + block]
             m = part.shape[0]
             width = packed_width(m) if packed else m  # whole lanes: padded with no match
-            # A e of every pattern e so far, a row per pattern (small integers: buckets < g)
-            table = np.zeros((1, width), dtype=small)
+            # A e of every pattern e (or each of `patterns`), a row each: buckets < g
+            table = np.zeros((1 if patterns is None else size, width), dtype=small)
             for j in range(step):  # pattern bit j (from its top) sits at bit start + j
                 word, shift = divmod(start + j, 64)
                 column = np.zeros(m, dtype=np.uint64)  # A's column at that bit: a_r bit << r
@@ -209,17 +233,20 @@ class PrefixOLH:
                     column |= bit << np.uint64(r)
                 col = np.zeros(width, dtype=small)
                 col[:m] = column
-                table = np.stack([table, table ^ col[None, :]], axis=1).reshape(-1, width)
-            y = part[:, -1]
+                if patterns is None:  # doubling: pattern e's rows, e's bits in order
+                    table = np.stack([table, table ^ col[None, :]], axis=1).reshape(-1, width)
+                else:  # the rows of the patterns with that bit set
+                    on = ((patterns >> (step - 1 - j)) & 1).astype(np.bool_)
+                    table[on] ^= col[None, :]
+            # z = y xor A p of every kept prefix and report of the block at once
+            targets = (part[None, :, -1] ^ self._hashes(part, prefixes)).astype(small)
             for i in range(k):  # a few kept prefixes, each against every report at once
-                hashed = self._hash(part[:, :-1], np.broadcast_to(prefixes[i], (m, w)))
-                target = (y ^ hashed).astype(small)
                 if packed:
                     goal = np.full(width, 0x7F, dtype=np.uint8)
-                    goal[:m] = target
+                    goal[:m] = targets[i]
                     counts[i] += packed_matches(table, goal)
                 else:
-                    counts[i] += np.count_nonzero(table == target[None, :], axis=1)
+                    counts[i] += np.count_nonzero(table == targets[i][None, :], axis=1)
         return counts.ravel()
 
     def domain_counts(self, reports: WordArray) -> npt.NDArray[np.int64]:
@@ -252,10 +279,27 @@ class PrefixOLH:
         counts: npt.NDArray[np.int64] = (n + walsh_hadamard(signed)) // self.base.g
         return counts
 
+    def candidate_counts(self, reports: WordArray, candidates: WordArray) -> npt.NDArray[np.int64]:
+        """:meth:`support_counts` of ``candidates``, by :meth:`domain_counts` when they are
+        every prefix (PEM's and TreeHist's first round) or many short ones (an alphabet's
+        first round: every prefix counted, then those picked); the counts are the same."""
+        bits, m = self.bits, candidates.shape[0]
+        short = bits <= DOMAIN_BITS and not candidates[:, 1:].any()
+        if short and m == 1 << bits:
+            want = np.arange(1 << bits, dtype=np.uint64) << np.uint64(64 - bits)
+            if bool((candidates[:, 0] == want).all()):
+                return self.domain_counts(reports)
+        # g histogram entries a report against l W words a report and candidate
+        if short and 4 * m * self.base.bucket_bits * self.words >= self.base.g:
+            index = (candidates[:, 0] >> np.uint64(64 - bits)).astype(np.int64)
+            picked: npt.NDArray[np.int64] = self.domain_counts(reports)[index]
+            return picked
+        return self.support_counts(reports, candidates)
+
     def support_counts(self, reports: WordArray, candidates: WordArray) -> npt.NDArray[np.int64]:
         """How many of the (checked) reports support each candidate (``(m, W)`` words):
         ``#{i : A_i c = y_i}``, O(n m l W) without enumerating the ``2**bits`` prefixes."""
-        n, m, w = reports.shape[0], candidates.shape[0], self.words
+        n, m = reports.shape[0], candidates.shape[0]
         counts = np.zeros(m, dtype=np.int64)
         if n == 0 or m == 0:
             return counts
@@ -263,11 +307,17 @@ class PrefixOLH:
         block = max(1, _PAIRS // n)
         for start in range(0, m, block):
             c = candidates[start : start + block]  # (b, W) against every report
-            h = np.zeros((c.shape[0], n), dtype=np.uint64)
-            for r in range(self.base.bucket_bits):
-                acc = c[:, 0:1] & reports[None, :, r * w]
-                for j in range(1, w):
-                    acc ^= c[:, j : j + 1] & reports[None, :, r * w + j]
-                h |= parity(acc).astype(np.uint64) << np.uint64(r)
+            h = self._hashes(reports, c)
             counts[start : start + c.shape[0]] = np.count_nonzero(h == y[None, :], axis=1)
         return counts
+
+    def _hashes(self, reports: WordArray, candidates: WordArray) -> WordArray:
+        """``A_i c`` of each candidate ``c`` (``(b, W)`` words) and report ``i``: ``(b, n)``."""
+        w = self.words
+        h = np.zeros((candidates.shape[0], reports.shape[0]), dtype=np.uint64)
+        for r in range(self.base.bucket_bits):
+            acc = candidates[:, 0:1] & reports[None, :, r * w]
+            for j in range(1, w):
+                acc ^= candidates[:, j : j + 1] & reports[None, :, r * w + j]
+            h |= parity(acc).astype(np.uint64) << np.uint64(r)
+        return h

@@ -8,7 +8,9 @@
 // bit as Python's heavy_device_records does (tests/js/heavy.test.mjs replays every case of
 // tests/vectors/heavy.json).  The group comes from the first word and does not depend on the
 // string; the string's prefix of its group's length goes through linear-hash OLH.  Words come
-// from crypto.getRandomValues (randomizer.js's randomWords) unless given.
+// from crypto.getRandomValues (randomizer.js's randomWords) unless given.  A spec with an
+// alphabet (strings.alphabet, the bytes a string may contain, sorted, as hex) makes the client
+// refuse a string with another byte before any word is drawn; the report rule is unchanged.
 
 import { below, checkWords, stringBytes, uniform } from "./oracles.js";
 import { randomWords } from "./randomizer.js";
@@ -72,6 +74,7 @@ export function checkHeavySpec(spec) {
   if (spec.words_per_report !== l * w + 3) {
     throw new SpecError("words_per_report", `must be rows * words + 3 = ${l * w + 3}, got ${show(spec.words_per_report)}.`);
   }
+  const alphabet = checkAlphabet(spec);
   const keep = integer(spec.constants, "keep", "constants.keep", 0, TWO53);
   const eps = spec.epsilon;
   const implemented = spec.implemented_epsilon;
@@ -85,13 +88,31 @@ export function checkHeavySpec(spec) {
   if (realised > eps * (1 + 1e-14)) {
     throw new SpecError("constants.keep", `must implement at most \`epsilon\` = ${eps} (ln(1 + g t / (2**53 - t))), got ${keep} (epsilon ${realised}).`);
   }
-  return { mechanism: spec.mechanism, key: spec.key, levels, groups: levels.length, g, l, w, maxBytes, keep: BigInt(keep), words: l * w + 3 };
+  return { mechanism: spec.mechanism, key: spec.key, levels, groups: levels.length, g, l, w, maxBytes, keep: BigInt(keep), words: l * w + 3, alphabet };
+}
+
+/** The spec's alphabet (strings.alphabet, the same as parameters.alphabet): a Set of bytes, or null (every byte). */
+function checkAlphabet(spec) {
+  const hex = spec.strings.alphabet;
+  if (hex === undefined && spec.parameters.alphabet === undefined) return null;
+  if (typeof hex !== "string" || !/^([0-9a-f]{2})+$/.test(hex) || spec.parameters.alphabet !== hex) {
+    throw new SpecError("strings.alphabet", `must be the hex of the alphabet's bytes, as parameters.alphabet (${show(spec.parameters.alphabet)}), got ${show(hex)}.`);
+  }
+  const bytes = Array.from({ length: hex.length / 2 }, (_, i) => parseInt(hex.slice(2 * i, 2 * i + 2), 16));
+  if (bytes.some((b, i) => b === 0 || (i > 0 && b <= bytes[i - 1]))) {
+    throw new SpecError("strings.alphabet", `must hold sorted distinct nonzero bytes, got ${show(hex)}.`);
+  }
+  return new Set(bytes);
 }
 
 /** A string's UTF-8 bytes, checked as the library checks them: non-empty, at most maxBytes, no NUL byte. */
-export function heavyString(value, maxBytes) {
+export function heavyString(value, maxBytes, alphabet = null) {
   const raw = stringBytes(value, maxBytes, "heavy hitters", " (an empty one is all padding)");
   if (raw.includes(0)) throw new SpecError("value", "must not contain a NUL byte (it could not be told from the padding).");
+  if (alphabet !== null) {
+    const at = raw.findIndex((b) => !alphabet.has(b));
+    if (at >= 0) throw new SpecError("value", `must hold only bytes of the alphabet (strings.alphabet), got one that is not at byte ${at} (the value is not shown).`);
+  }
   return raw;
 }
 
@@ -182,7 +203,7 @@ export function checkHeavyRecord(c, r, where) {
  */
 export function makeHeavy(spec) {
   const c = checkHeavySpec(spec);
-  const encode = (value) => stringWords(heavyString(value, c.maxBytes), c.w);
+  const encode = (value) => stringWords(heavyString(value, c.maxBytes, c.alphabet), c.w);
   return Object.freeze({
     spec,
     mechanism: c.mechanism,
