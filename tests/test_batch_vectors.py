@@ -141,8 +141,8 @@ def batch_vectors() -> dict[str, Any]:
         "schema": SCHEMA,
         "about": (
             "Binary report batches (deniable.batch/1) that deniable.distributed.encode_batch "
-            "writes for reports of tests/vectors/oracles.json and heavy.json (case: the "
-            "oracle's spec there); "
+            "writes for reports of tests/vectors/oracles.json, heavy.json, ranges.json and "
+            "sfp.json (case: the mechanism's spec there); "
             "body is the hex of the bytes. Format: docs/specs.md, Report batches."
         ),
         "cases": out,

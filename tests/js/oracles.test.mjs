@@ -11,7 +11,8 @@ import { RAPPOR_SCHEMA, blake2b, stringDigest } from "../../src/deniable/service
 import { VECTORS, caseWords, seededCrypto } from "./_helpers.mjs";
 
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
-// the count mean sketches' cases (with "columns", schemas deniable.cms-spec/1 and /2) have no JS client yet
+// the count mean sketches' cases (with "columns", schemas deniable.cms-spec/1 and /2) are replayed by
+// sketches.test.mjs through sketches.js; here only that the file has them
 const sketchCases = ORACLES.cases.filter((c) => "columns" in c);
 const firstCases = ORACLES.cases.filter((c) => !("prr" in c) && !("columns" in c));
 const deviceCases = ORACLES.cases.filter((c) => "prr" in c);
