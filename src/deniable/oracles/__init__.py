@@ -204,6 +204,11 @@ from deniable.oracles._rappor_ngram_spec import (
     rappor_ngram_from_spec,
     rappor_ngram_spec,
 )
+from deniable.oracles._rappor_ngram_vectors import (
+    RAPPOR_NGRAM_VECTORS_SCHEMA,
+    dump_rappor_ngram_vectors,
+    rappor_ngram_vectors,
+)
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
@@ -282,6 +287,7 @@ __all__ = [
     "RANGE_SPEC_SCHEMA",
     "RANGE_VECTORS_SCHEMA",
     "RAPPOR_NGRAM_SPEC_SCHEMA",
+    "RAPPOR_NGRAM_VECTORS_SCHEMA",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SFP",
@@ -356,6 +362,7 @@ __all__ = [
     "dump_heavy_vectors",
     "dump_oracle_vectors",
     "dump_range_vectors",
+    "dump_rappor_ngram_vectors",
     "dump_sfp_vectors",
     "exact_variance",
     "heavy_device_records",
@@ -393,6 +400,7 @@ __all__ = [
     "rappor_ngram_from_key",
     "rappor_ngram_from_spec",
     "rappor_ngram_spec",
+    "rappor_ngram_vectors",
     "rappor_spec",
     "read_heavy_file",
     "read_ngram_file",
