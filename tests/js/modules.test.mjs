@@ -41,6 +41,8 @@ const ALLOWED = {
   "heavy.js": ["oracles.js", "randomizer.js", "spec.js"],
   // the Sequence Fragment Puzzle's device client: two sketches.js clients, its puzzle hash
   "sfp.js": ["digest.js", "oracles.js", "randomizer.js", "sketches.js", "spec.js"],
+  // RAPPOR n-gram discovery's device client: RAPPOR reports through oraclesrappor.js
+  "ngram.js": ["oracles.js", "oraclesrappor.js", "randomizer.js", "spec.js"],
   // the range mechanisms' and Square Wave's device client: level reports through oracles.js
   "ranges.js": ["oracles.js", "randomizer.js", "spec.js"],
   // a telemetry device: the batch format and its POST, and the stream client on top
