@@ -4,7 +4,9 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
+import { BATCH_HEADER_SIZE, encodeBatch } from "../../src/deniable/service/static/batch.js";
 import { NGRAM_SCHEMA, checkNgramSpec, makeNgram } from "../../src/deniable/service/static/ngram.js";
+import { STREAM_SCHEMA, makeStreamClient } from "../../src/deniable/service/static/stream.js";
 import { SpecError } from "../../src/deniable/service/static/spec.js";
 import { seededCrypto } from "./_helpers.mjs";
 
@@ -95,4 +97,38 @@ test("a tampered spec is refused naming the field", () => {
     assert.throws(() => checkNgramSpec(spec), (e) => e instanceof SpecError && e.field === field, field);
   }
   assert.throws(() => checkNgramSpec(null), (e) => e instanceof SpecError && e.field === "spec");
+});
+
+test("a stream of RAPPOR n-grams: the client reports from the stream spec and encodes the batch at the documented size", () => {
+  for (const c of CASES) {
+    const spec = { schema: STREAM_SCHEMA, id: "words", oracle: c.spec, period: "day", window: { kind: "day", epsilon: 50, delta: 0, length: null, tz: "UTC" }, report_epsilon: c.spec.epsilon };
+    const client = makeStreamClient(spec, { token: "t", cryptoImpl: seededCrypto(3), fetchImpl: async () => ({ status: 201, json: async () => ({}) }) });
+    const value = c.values[c.values.length - 1];
+    const reports = [client.report(value), client.report(value)];
+    const k = 2 * c.spec.parameters.pairs;
+    for (const r of reports) {
+      assert.equal(r.pairs.length, c.spec.parameters.pairs);
+      assert.equal(r.ngrams.length, k);
+      assert.ok(r.pairs.every(([a, b]) => a >= 0 && a < b && b < c.spec.positions));
+    }
+    // the record: a byte a position, then each RAPPOR record (cohort uint16, m / 8 bytes)
+    const m = c.spec.ngram_report.constants.bits;
+    const full = c.spec.full_report === null ? 0 : 2 + c.spec.full_report.constants.bits / 8;
+    const size = k + k * (2 + m / 8) + full;
+    assert.equal(client.encode(reports).length, BATCH_HEADER_SIZE + 2 * size, c.id);
+  }
+});
+
+test("bad n-gram reports are refused by name before any byte is made", () => {
+  const spec = CASES[1].spec; // G = 3, pairs 2, a full report
+  const good = CASES[1].reports[0];
+  const bad = (change) => [good, { ...structuredClone(good), ...change }];
+  assert.throws(() => encodeBatch(spec, bad({ pairs: [[0, 1]] })), /`reports\[1\]` must be a RAPPOR n-gram report/);
+  assert.throws(() => encodeBatch(spec, bad({ full: null })), /`reports\[1\]` must be a RAPPOR n-gram report/);
+  assert.throws(() => encodeBatch(spec, bad({ pairs: [[0, 3], [0, 1]] })), /`reports\[1\].pairs\[0\]\[1\]` must be an integer in 0\.\.2, got 3/);
+  assert.throws(() => encodeBatch(spec, bad({ pairs: [[1, 0], [0, 1]] })), /`reports\[1\].pairs\[0\]` must be positions j1 < j2/);
+  const grams = structuredClone(good.ngrams);
+  grams[2][1] = 4; // 4 cohorts
+  assert.throws(() => encodeBatch(spec, bad({ ngrams: grams })), /`reports\[1\].ngrams\[2\]\[0\]` must be an integer in 0\.\.3, got 4/);
+  assert.throws(() => encodeBatch(spec, bad({ full: [0, "00"] })), /`reports\[1\].full\[1\]` must be 2 bytes/);
 });
