@@ -61,7 +61,11 @@ def test_a_malformed_batch_is_refused_whole_naming_what_is_wrong() -> None:
         decode_batch(ng, body + b"\0")
     bad = bytearray(body)
     bad[48 + size + 1] = 3  # report 1's first pair (j1, 3): no position 3
-    with pytest.raises(DataError, match=r"`body`"):
+    with pytest.raises(DataError, match=r"`body`: .*pairs j1 < j2 in 0\.\.2"):
+        decode_batch(ng, bytes(bad))
+    bad = bytearray(body)
+    bad[48 : 48 + 2] = bytes([1, 1])  # report 0's first pair (1, 1): not j1 < j2
+    with pytest.raises(DataError, match=r"`body`: .*pairs j1 < j2 in 0\.\.2"):
         decode_batch(ng, bytes(bad))
     bad = bytearray(body)
     bad[48 + 4 : 48 + 6] = struct.pack("<H", 4)  # an n-gram report's cohort: 4 cohorts
