@@ -254,3 +254,14 @@ def test_device_rule_is_the_same_across_its_blocks_of_words() -> None:
             ng, [items[d]], rng=ArrayWords(words[d * per : (d + 1) * per])
         )
         assert _observed(whole, d, ng) == _observed(alone, 0, ng), d
+
+
+def test_a_stream_of_ngrams_is_refused_at_creation_for_now() -> None:
+    """docs/rappor.md: streams do not take n-grams yet; the spec is read (by its schema, so
+    the refusal is not a schema error) and refused for want of a per-report charge."""
+    from deniable.service.analysis.streams import stream_spec_from
+
+    spec = {"id": "words", "period": "day", "oracle": rappor_ngram_spec(PROTOCOLS[1]),
+            "window": {"kind": "day", "epsilon": 100}}  # fmt: skip
+    with pytest.raises(ParameterTypeError, match=r"must be a stream oracle.*got RapporNgram"):
+        stream_spec_from(spec)
