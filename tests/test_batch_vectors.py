@@ -1,7 +1,7 @@
 """The batch vectors, ``tests/vectors/batches.json``: binary report batches
 (``deniable.batch/1``) that Python's :func:`deniable.distributed.encode_batch` writes for
 reports of the oracle vectors (``tests/vectors/oracles.json``, ``heavy.json``,
-``ranges.json`` and ``sfp.json``), which the browser client's
+``ranges.json``, ``sfp.json`` and ``rappor_ngram.json``), which the browser client's
 ``encodeBatch`` (``static/batch.js``, ``tests/js/batch.test.mjs``) must write byte for byte.
 
 This test keeps the committed file equal to what the encoder writes today (regenerate with
@@ -24,6 +24,7 @@ import pytest
 from deniable.distributed import decode_batch, encode_batch
 from deniable.oracles import (
     LevelReports,
+    NgramReports,
     RapporReports,
     SFPReports,
     SketchReports,
@@ -32,6 +33,7 @@ from deniable.oracles import (
     oracle_from_spec,
     range_from_spec,
     rappor_from_spec,
+    rappor_ngram_from_spec,
     sfp_from_spec,
     square_wave_from_spec,
 )
@@ -42,11 +44,12 @@ BATCH_VECTORS = VECTORS / "batches.json"
 HEAVY_VECTORS = VECTORS / "heavy.json"
 RANGE_VECTORS = VECTORS / "ranges.json"
 SFP_VECTORS = VECTORS / "sfp.json"
+NGRAM_VECTORS = VECTORS / "rappor_ngram.json"
 SCHEMA = "deniable.batch-vectors/1"
 _STREAM_SCHEMAS = (
     "deniable.oracle/1", "deniable.rappor-spec/1", "deniable.cms-spec/1", "deniable.cms-spec/2",
     "deniable.heavy-spec/1", "deniable.range-spec/1", "deniable.square-wave-spec/1",
-    "deniable.sfp-spec/1",
+    "deniable.sfp-spec/1", "deniable.rappor-ngram-spec/1",
 )  # fmt: skip
 
 
@@ -57,7 +60,8 @@ def _vector_cases() -> list[dict[str, Any]]:
     heavy = json.loads(HEAVY_VECTORS.read_text(encoding="utf-8"))["cases"]
     ranges = json.loads(RANGE_VECTORS.read_text(encoding="utf-8"))["cases"]
     sfp = json.loads(SFP_VECTORS.read_text(encoding="utf-8"))["cases"]
-    return [*cases, *({**c, "reports": c["records"]} for c in heavy), *ranges, *sfp]
+    ngram = json.loads(NGRAM_VECTORS.read_text(encoding="utf-8"))["cases"]
+    return [*cases, *({**c, "reports": c["records"]} for c in heavy), *ranges, *sfp, *ngram]
 
 
 def _oracle(spec: dict[str, Any]) -> Any:
@@ -71,6 +75,8 @@ def _oracle(spec: dict[str, Any]) -> Any:
         return square_wave_from_spec(spec)
     if spec["schema"] == "deniable.sfp-spec/1":
         return sfp_from_spec(spec)
+    if spec["schema"] == "deniable.rappor-ngram-spec/1":
+        return rappor_ngram_from_spec(spec)
     rappor = spec["schema"] == "deniable.rappor-spec/1"
     return rappor_from_spec(spec) if rappor else oracle_from_spec(spec)
 
@@ -78,6 +84,13 @@ def _oracle(spec: dict[str, Any]) -> Any:
 def _arrays(spec: dict[str, Any], reports: list[Any]) -> Any:
     """The reports of the vectors' JSON form as the oracle's arrays (what encode_batch takes)."""
     kind = spec["report"]
+    if kind == "pairs-ngrams-full":  # RAPPOR n-grams: {pairs, ngrams, full}
+        full = spec["full_report"]
+        return NgramReports(
+            np.array([r["pairs"] for r in reports], dtype=np.int64),
+            _arrays(spec["ngram_report"], [g[1:] for r in reports for g in r["ngrams"]]),
+            None if full is None else _arrays(full, [r["full"] for r in reports]),
+        )
     if kind == "position-fragment-word":  # SFP: [position, fragment report, word report]
         return SFPReports(
             np.array([r[0] for r in reports], dtype=np.int64),
@@ -181,6 +194,12 @@ def _level_item(spec: dict[str, Any]) -> str:
 def _record(spec: dict[str, Any], report: Any) -> bytes:
     """One report's record, from docs/specs.md's table (little-endian)."""
     kind = spec["report"]
+    if kind == "pairs-ngrams-full":  # RAPPOR n-grams: the pairs, a byte a position, then
+        # each n-gram report's record, then the full-string report's
+        pairs = bytes(j for pair in report["pairs"] for j in pair)
+        grams = b"".join(_record(spec["ngram_report"], g[1:]) for g in report["ngrams"])
+        full = b"" if report["full"] is None else _record(spec["full_report"], report["full"])
+        return pairs + grams + full
     if kind == "position-fragment-word":  # SFP: the position (int64 with HCMS, else a
         # uint16), then the two sketch reports' records
         head = struct.pack(
@@ -227,6 +246,7 @@ def test_every_stream_oracle_has_a_case_and_each_body_has_the_documented_layout(
         "longitudinal-unary/1", "loloha/1", "rappor/1", "count-mean-sketch/1",
         "count-mean-sketch/2", "hadamard-count-mean-sketch/1", "prefix-linear-hashing/1",
         "hierarchical-histogram/1", "haar-hrr/1", "square-wave/1", "sequence-fragment-puzzle/1",
+        "rappor-ngram/1",
     }  # fmt: skip
     for case in cases:
         spec = specs[case["case"]]

@@ -18,7 +18,8 @@ const BATCHES = JSON.parse(readFileSync(new URL("../vectors/batches.json", impor
 const HEAVY = JSON.parse(readFileSync(new URL("../vectors/heavy.json", import.meta.url), "utf8"));
 const RANGES = JSON.parse(readFileSync(new URL("../vectors/ranges.json", import.meta.url), "utf8"));
 const SFP = JSON.parse(readFileSync(new URL("../vectors/sfp.json", import.meta.url), "utf8"));
-const caseOf = (id) => ORACLES.cases.find((c) => c.id === id) ?? HEAVY.cases.find((c) => c.id === id) ?? RANGES.cases.find((c) => c.id === id) ?? SFP.cases.find((c) => c.id === id);
+const NGRAM = JSON.parse(readFileSync(new URL("../vectors/rappor_ngram.json", import.meta.url), "utf8"));
+const caseOf = (id) => [ORACLES, HEAVY, RANGES, SFP, NGRAM].map((v) => v.cases.find((c) => c.id === id)).find((c) => c !== undefined);
 const hex = (bytes) => Buffer.from(bytes).toString("hex");
 const streamSpec = (id, oracle, extra = {}) => ({
   schema: STREAM_SCHEMA, id, oracle, period: "day",
@@ -51,7 +52,7 @@ test("every batch vector: encodeBatch writes Python's bytes, for every stream or
     algorithms.add(spec.algorithm);
     assert.equal(hex(encodeBatch(spec, v.reports)), v.body, v.case);
   }
-  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "count-mean-sketch/2", "haar-hrr/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "hierarchical-histogram/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "prefix-linear-hashing/1", "rappor/1", "sequence-fragment-puzzle/1", "square-wave/1", "subset-selection/1", "symmetric-unary/1"]);
+  assert.deepEqual([...algorithms].sort(), ["count-mean-sketch/1", "count-mean-sketch/2", "haar-hrr/1", "hadamard-count-mean-sketch/1", "hadamard-response/1", "hierarchical-histogram/1", "linear-local-hashing/1", "local-hashing/1", "loloha/1", "longitudinal-grr/1", "longitudinal-unary/1", "optimized-unary/1", "prefix-linear-hashing/1", "rappor-ngram/1", "rappor/1", "sequence-fragment-puzzle/1", "square-wave/1", "subset-selection/1", "symmetric-unary/1"]);
 });
 
 test("the header is the documented one (magic, version, flags, key digest, count), derived here", () => {

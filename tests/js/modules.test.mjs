@@ -41,11 +41,13 @@ const ALLOWED = {
   "heavy.js": ["oracles.js", "randomizer.js", "spec.js"],
   // the Sequence Fragment Puzzle's device client: two sketches.js clients, its puzzle hash
   "sfp.js": ["digest.js", "oracles.js", "randomizer.js", "sketches.js", "spec.js"],
+  // RAPPOR n-gram discovery's device client: RAPPOR reports through oraclesrappor.js
+  "ngram.js": ["oracles.js", "oraclesrappor.js", "randomizer.js", "spec.js"],
   // the range mechanisms' and Square Wave's device client: level reports through oracles.js
   "ranges.js": ["oracles.js", "randomizer.js", "spec.js"],
   // a telemetry device: the batch format and its POST, and the stream client on top
-  "batch.js": ["digest.js", "heavy.js", "oracles.js", "oraclesrappor.js", "ranges.js", "session.js", "sfp.js", "sketches.js", "spec.js"],
-  "stream.js": ["batch.js", "heavy.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "ranges.js", "session.js", "sfp.js", "sketches.js", "spec.js"],
+  "batch.js": ["digest.js", "heavy.js", "ngram.js", "oracles.js", "oraclesrappor.js", "ranges.js", "session.js", "sfp.js", "sketches.js", "spec.js"],
+  "stream.js": ["batch.js", "heavy.js", "ngram.js", "oracles.js", "oraclesmemo.js", "oraclesrappor.js", "randomizer.js", "ranges.js", "session.js", "sfp.js", "sketches.js", "spec.js"],
   "deniable.js": ["dom.js", "explain.js", "randomizer.js", "session.js", "spec.js"],
 };
 

@@ -21,7 +21,9 @@ n w s       the reports, ``w`` items of ``s`` bytes each (the oracle's record: o
             the prefix's hash and the bucket, a report file's record for the range
             mechanisms: the level, then the level oracle's report padded to the widest
             level, one ``uint16`` cell for Square Wave, an SFP report file's record for
-            SFP: the position, the fragment report, the whole-string report, ...)
+            SFP: the position, the fragment report, the whole-string report, an
+            n-gram report file's record for RAPPOR n-grams: the position pairs, the
+            n-gram reports, the full-string report, ...)
 ==========  ===========================================================================
 
 A **JSON batch** is ``{"key": KEY, "reports": [...]}``: a report is an integer when the
@@ -55,6 +57,12 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.distributed._batch_heavy import check_heavy_records
+from deniable.distributed._batch_ngram import (
+    ngram_from_json,
+    ngram_from_rows,
+    ngram_json,
+    ngram_rows,
+)
 from deniable.distributed._batch_range import (
     range_from_json,
     range_from_rows,
@@ -150,8 +158,8 @@ def encode_batch(oracle: Any, reports: npt.ArrayLike) -> bytes:
 def _indexed(oracle: Any) -> tuple[Any, Any, Any, Any] | None:
     """The record functions ``(rows, from_rows, json, from_json)`` of an oracle whose report
     is an index ``<u2`` then packed bits (RAPPOR, CMS), a level then its level's report (a
-    range mechanism) or a position then two sketch reports (SFP: :mod:`._batch_sfp`), else
-    None."""
+    range mechanism), a position then two sketch reports (SFP: :mod:`._batch_sfp`) or
+    position pairs then RAPPOR reports (RAPPOR n-grams: :mod:`._batch_ngram`), else None."""
     if range_mechanism(oracle) is not None:
         return range_rows, range_from_rows, range_json, range_from_json
     if _rappor(oracle) is not None:
@@ -160,6 +168,8 @@ def _indexed(oracle: Any) -> tuple[Any, Any, Any, Any] | None:
         return cms_rows, cms_from_rows, cms_json, cms_from_json
     if _strings(oracle) is not None and oracle.name == "sfp":  # a report file's record
         return sfp_rows, sfp_from_rows, sfp_json, sfp_from_json
+    if _strings(oracle) is not None and oracle.name == "rappor-ngram":  # likewise
+        return ngram_rows, ngram_from_rows, ngram_json, ngram_from_json
     return None
 
 

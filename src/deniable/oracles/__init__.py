@@ -73,7 +73,8 @@ population (``se``, the default) and for the fixed population of the ``n`` respo
                           report file's key (its file tallied by :func:`tally_file`),
                           :func:`sfp_spec` as versioned JSON for a device;
                           :func:`rappor_ngram_from_key` likewise for :class:`RapporNgram`,
-                          :func:`read_ngram_file` its reports
+                          :func:`read_ngram_file` its reports, :func:`rappor_ngram_spec`
+                          as versioned JSON for a device
 ========================  ==============================================================
 
 May import :mod:`deniable.designs`, :mod:`deniable.results`, :mod:`deniable.randomness`,
@@ -197,6 +198,17 @@ from deniable.oracles._rappor_ngram_decode import (
     pair_likelihoods,
 )
 from deniable.oracles._rappor_ngram_result import NgramDiscovery
+from deniable.oracles._rappor_ngram_spec import (
+    RAPPOR_NGRAM_SPEC_SCHEMA,
+    rappor_ngram_device_reports,
+    rappor_ngram_from_spec,
+    rappor_ngram_spec,
+)
+from deniable.oracles._rappor_ngram_vectors import (
+    RAPPOR_NGRAM_VECTORS_SCHEMA,
+    dump_rappor_ngram_vectors,
+    rappor_ngram_vectors,
+)
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._registry import FREQUENCY_ORACLES, make_oracle
 from deniable.oracles._report_epsilon import report_epsilon
@@ -274,6 +286,8 @@ __all__ = [
     "QUANTILE_METHOD",
     "RANGE_SPEC_SCHEMA",
     "RANGE_VECTORS_SCHEMA",
+    "RAPPOR_NGRAM_SPEC_SCHEMA",
+    "RAPPOR_NGRAM_VECTORS_SCHEMA",
     "RAPPOR_SPEC_SCHEMA",
     "REPORTS_MAGIC",
     "SFP",
@@ -348,6 +362,7 @@ __all__ = [
     "dump_heavy_vectors",
     "dump_oracle_vectors",
     "dump_range_vectors",
+    "dump_rappor_ngram_vectors",
     "dump_sfp_vectors",
     "exact_variance",
     "heavy_device_records",
@@ -381,7 +396,11 @@ __all__ = [
     "range_vectors",
     "rappor_from_key",
     "rappor_from_spec",
+    "rappor_ngram_device_reports",
     "rappor_ngram_from_key",
+    "rappor_ngram_from_spec",
+    "rappor_ngram_spec",
+    "rappor_ngram_vectors",
     "rappor_spec",
     "read_heavy_file",
     "read_ngram_file",

@@ -15,6 +15,7 @@ A device spec is the versioned JSON a device needs to randomize without ``deniab
 ``deniable.cms-spec/2``       a CMS of spec version 2, 16-bit flip fields (:func:`cms_spec`)
 ``deniable.heavy-spec/1``     PEM or TreeHist (:func:`heavy_spec`)
 ``deniable.sfp-spec/1``       the Sequence Fragment Puzzle (:func:`sfp_spec`)
+``deniable.rappor-ngram-spec/1``  RAPPOR's n-gram discovery (:func:`rappor_ngram_spec`)
 ``deniable.range-spec/1``     a range mechanism (:func:`range_spec`)
 ``deniable.square-wave-spec/1``  Square Wave (:func:`square_wave_spec`)
 ``deniable.question/1``       k-ary randomized response: the question spec of the design
@@ -42,6 +43,12 @@ from deniable.oracles._heavy_hitters import PEM, TreeHist
 from deniable.oracles._heavy_spec import HEAVY_SPEC_SCHEMA, heavy_from_spec, heavy_spec
 from deniable.oracles._hierarchical import HierarchicalHistogram
 from deniable.oracles._rappor import Rappor
+from deniable.oracles._rappor_ngram import RapporNgram
+from deniable.oracles._rappor_ngram_spec import (
+    RAPPOR_NGRAM_SPEC_SCHEMA,
+    rappor_ngram_from_spec,
+    rappor_ngram_spec,
+)
 from deniable.oracles._rappor_spec import RAPPOR_SPEC_SCHEMA, rappor_from_spec, rappor_spec
 from deniable.oracles._sfp import SFP
 from deniable.oracles._sfp_spec import SFP_SPEC_SCHEMA, sfp_from_spec, sfp_spec
@@ -91,6 +98,12 @@ DEVICE_SPECS: Mapping[str, DeviceSpec] = MappingProxyType(
             DeviceSpec(CMS_SPEC2_SCHEMA, (), cms_spec, cms_from_spec),
             DeviceSpec(HEAVY_SPEC_SCHEMA, (PEM, TreeHist), heavy_spec, heavy_from_spec),
             DeviceSpec(SFP_SPEC_SCHEMA, (SFP,), sfp_spec, sfp_from_spec),
+            DeviceSpec(
+                RAPPOR_NGRAM_SPEC_SCHEMA,
+                (RapporNgram,),
+                rappor_ngram_spec,
+                rappor_ngram_from_spec,
+            ),
             DeviceSpec(
                 ordered.RANGE_SPEC_SCHEMA,
                 (HierarchicalHistogram, HaarHRR),

@@ -14,7 +14,9 @@
 // when the level reports are bytes, else one item of their type, then the level oracle's
 // record padded with zeros to the widest level's), Square Wave's cell (a uint16), SFP's
 // [position, fragment report, whole-string report] (sfp.js: the position an int64 with HCMS,
-// a uint16 with CMS, then each sketch report's record).  Every report is
+// a uint16 with CMS, then each sketch report's record), RAPPOR n-grams' {pairs, ngrams, full}
+// (ngram.js: the pairs a byte a position, then each n-gram report's RAPPOR record, then the
+// full-string report's).  Every report is
 // checked first (a SpecError naming `reports[i]`), so no batch is made of a report the
 // server would refuse.  tests/js/batch.test.mjs replays tests/vectors/batches.json, which
 // Python's encoder writes (tests/test_batch_vectors.py keeps it from drifting).
@@ -25,6 +27,7 @@ import { CMS_SCHEMAS, checkSketchSpec } from "./sketches.js";
 import { HEAVY_SCHEMA, checkHeavyRecord, checkHeavySpec } from "./heavy.js";
 import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, checkRangeSpec, checkSquareWaveSpec } from "./ranges.js";
 import { SFP_SCHEMA, checkSfpSpec } from "./sfp.js";
+import { NGRAM_SCHEMA, checkNgramSpec } from "./ngram.js";
 import { HttpError } from "./session.js";
 import { sha256 } from "./digest.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -104,6 +107,7 @@ function recordOf(spec) {
   }
   if (spec !== null && typeof spec === "object" && spec.schema === RANGE_SCHEMA) return rangeRecordOf(spec);
   if (spec !== null && typeof spec === "object" && spec.schema === SFP_SCHEMA) return sfpRecordOf(spec);
+  if (spec !== null && typeof spec === "object" && spec.schema === NGRAM_SCHEMA) return ngramRecordOf(spec);
   if (spec !== null && typeof spec === "object" && spec.schema === SQUARE_WAVE_SCHEMA) {
     const c = checkSquareWaveSpec(spec);
     return { key: c.key, size: 2, write: (view, at, r, where) => view.setUint16(at, integer(r, c.cells - 1, where), true) };
@@ -203,11 +207,42 @@ function sfpRecordOf(spec) {
   };
 }
 
+/** RAPPOR n-grams: the position pairs (a byte a position), each n-gram report's RAPPOR record, the full-string report's. */
+function ngramRecordOf(spec) {
+  const c = checkNgramSpec(spec);
+  const gram = recordOf(spec.ngram_report);
+  const full = spec.full_report === null ? null : recordOf(spec.full_report);
+  const k = 2 * c.pairs;
+  return {
+    key: c.key,
+    size: k + k * gram.size + (full === null ? 0 : full.size),
+    write(view, at, r, where) {
+      if (r === null || typeof r !== "object" || !Array.isArray(r.pairs) || !Array.isArray(r.ngrams) || r.pairs.length !== c.pairs || r.ngrams.length !== k || (full === null) !== (r.full === null)) {
+        throw new SpecError(where, `must be a RAPPOR n-gram report {pairs: ${c.pairs} pairs, ngrams: ${k} reports, full: ${full === null ? "null" : "a report"}}, got ${show(r)}.`);
+      }
+      const positions = r.pairs.flatMap((pair, i) => {
+        if (!Array.isArray(pair) || pair.length !== 2) throw new SpecError(`${where}.pairs[${i}]`, `must be a pair [j1, j2], got ${show(pair)}.`);
+        const j1 = integer(pair[0], c.positions - 1, `${where}.pairs[${i}][0]`);
+        const j2 = integer(pair[1], c.positions - 1, `${where}.pairs[${i}][1]`);
+        if (!(j1 < j2)) throw new SpecError(`${where}.pairs[${i}]`, `must be positions j1 < j2, got ${show(pair)}.`);
+        return [j1, j2];
+      });
+      r.ngrams.forEach((g, i) => {
+        if (!Array.isArray(g) || g.length !== 3) throw new SpecError(`${where}.ngrams[${i}]`, `must be an n-gram report [label, cohort, hex], got ${show(g)}.`);
+        gram.write(view, at + k + i * gram.size, g.slice(1), `${where}.ngrams[${i}]`);
+      });
+      if (full !== null) full.write(view, at + k + k * gram.size, r.full, `${where}.full`);
+      positions.forEach((j, i) => view.setUint8(at + i, j));
+    },
+  };
+}
+
 /**
  * The binary batch (deniable.batch/1) of `reports` of the oracle of `oracleSpec` (an
  * oracle spec, schema "deniable.oracle/1", a RAPPOR spec, "deniable.rappor-spec/1", or a
  * count mean sketch's, "deniable.cms-spec/1" or "/2", or a heavy-hitter protocol's,
- * "deniable.heavy-spec/1", or the Sequence Fragment Puzzle's, "deniable.sfp-spec/1", or a range mechanism's, "deniable.range-spec/1", or Square
+ * "deniable.heavy-spec/1", or the Sequence Fragment Puzzle's, "deniable.sfp-spec/1", or RAPPOR
+ * n-grams', "deniable.rappor-ngram-spec/1", or a range mechanism's, "deniable.range-spec/1", or Square
  * Wave's, "deniable.square-wave-spec/1": the `oracle` of a stream spec), as a
  * Uint8Array.  An empty list, a report of the wrong
  * form or out of the oracle's range throws a SpecError naming `reports` or `reports[i]`.

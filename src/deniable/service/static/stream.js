@@ -9,7 +9,8 @@
 // its prefix every report, nothing kept; the range mechanisms, HierarchicalHistogram and
 // HaarHRR, and Square Wave through ranges.js, a fresh level or cell every report, nothing
 // kept; the Sequence Fragment Puzzle through sfp.js, a fresh position and both sketch
-// reports every report, nothing kept) and posts the
+// reports every report, nothing kept; RAPPOR n-gram discovery through ngram.js, fresh pairs
+// and PRRs every report, nothing kept: one collection a report) and posts the
 // reports as one binary batch with the device token (batch.js).  The only requests are to
 // the service.
 
@@ -21,6 +22,7 @@ import { CMS_SCHEMA, CMS_SCHEMA_2, CMS_SCHEMAS, makeSketch } from "./sketches.js
 import { HEAVY_SCHEMA, makeHeavy } from "./heavy.js";
 import { RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, makeRange, makeSquareWave } from "./ranges.js";
 import { SFP_SCHEMA, makeSfp } from "./sfp.js";
+import { NGRAM_SCHEMA, makeNgram } from "./ngram.js";
 import { HttpError } from "./session.js";
 import { randomizeAnswer } from "./randomizer.js";
 import { SPEC_SCHEMA, SpecError, checkSpec, show } from "./spec.js";
@@ -37,7 +39,7 @@ const ANSWER_FIELDS = Object.freeze({
  * Check a stream spec as the service serves it: its schema, id and oracle (an oracle spec,
  * a RAPPOR spec, a count mean sketch's spec, a heavy-hitter protocol's spec (PEM,
  * TreeHist), a range mechanism's or Square Wave's spec, or k-ary randomized response's question
- * spec), the optional `candidates` of a stream of strings (RAPPOR, CMS, HCMS: strings
+ * spec, or RAPPOR n-grams'), the optional `candidates` of a stream of strings (RAPPOR, CMS, HCMS: strings
  * for the server's estimate; a device may report any string), and the optional `answers` of
  * a heavy-hitter (PEM, TreeHist, SFP), range or Square Wave stream (the server's answer settings: their fields
  * are checked as Python names them, their values are the server's and left alone).  Returns
@@ -48,7 +50,7 @@ export function checkStreamSpec(spec) {
   if (spec.schema !== STREAM_SCHEMA) throw new SpecError("schema", `must be "${STREAM_SCHEMA}", got ${show(spec.schema)}.`);
   if (typeof spec.id !== "string" || spec.id.length === 0) throw new SpecError("id", `must be the stream's id (a non-empty string), got ${show(spec.id)}.`);
   const schema = spec.oracle?.schema;
-  const schemas = [ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, CMS_SCHEMA_2, HEAVY_SCHEMA, RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, SFP_SCHEMA];
+  const schemas = [ORACLE_SCHEMA, RAPPOR_SCHEMA, CMS_SCHEMA, CMS_SCHEMA_2, HEAVY_SCHEMA, RANGE_SCHEMA, SQUARE_WAVE_SCHEMA, SFP_SCHEMA, NGRAM_SCHEMA];
   if (![...schemas, SPEC_SCHEMA].includes(schema)) {
     throw new SpecError("oracle.schema", `must be ${schemas.map((x) => `"${x}"`).join(", ")} or "${SPEC_SCHEMA}" (k-ary randomized response), got ${show(schema)}.`);
   }
@@ -88,7 +90,7 @@ export async function fetchStream(id, { base = "", fetchImpl = globalThis.fetch 
 /**
  * The client of one device in a stream: { id, spec, candidates, report(value), encode(reports),
  * send(reports), reportAndSend(values) }.  report(value) randomizes a value (0..k-1; RAPPOR,
- * CMS, HCMS, PEM, TreeHist, SFP: a string; a range mechanism: 0..domain-1; Square Wave: a
+ * CMS, HCMS, PEM, TreeHist, SFP, RAPPOR n-grams: a string; a range mechanism: 0..domain-1; Square Wave: a
  * number in [lower, upper]) into its report; the longitudinal oracles and RAPPOR keep their permanent
  * responses in `storage` (the page's localStorage unless given; a Map in tests) under
  * `device` (default "default": one memo per device, as Python keys it, whatever the
@@ -113,6 +115,9 @@ export function makeStreamClient(streamSpec, options = {}) {
   } else if (spec.oracle.schema === SFP_SCHEMA) {
     const sfp = makeSfp(spec.oracle);
     randomize = (value) => sfp.randomizeValue(value, cryptoImpl);
+  } else if (spec.oracle.schema === NGRAM_SCHEMA) {
+    const ngram = makeNgram(spec.oracle);
+    randomize = (value) => ngram.randomizeValue(value, cryptoImpl);
   } else if (spec.oracle.schema === RANGE_SCHEMA || spec.oracle.schema === SQUARE_WAVE_SCHEMA) {
     const ordered = spec.oracle.schema === RANGE_SCHEMA ? makeRange(spec.oracle) : makeSquareWave(spec.oracle);
     randomize = (value) => ordered.randomizeValue(value, cryptoImpl);
