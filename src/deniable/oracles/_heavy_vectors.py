@@ -21,8 +21,7 @@ from typing import Any
 
 from deniable.oracles._heavy_hitters import PEM, TreeHist
 from deniable.oracles._heavy_spec import heavy_device_records, heavy_spec
-from deniable.oracles._vectors import _case_words, vectors_text
-from deniable.randomness import ArrayWords
+from deniable.oracles._vectors import _device_rule_case, vectors_text
 
 __all__ = ["HEAVY_VECTORS_SCHEMA", "dump_heavy_vectors", "heavy_vectors"]
 
@@ -64,15 +63,13 @@ def _edges(spec: dict[str, Any]) -> list[tuple[int | None, int]]:
 def _case(case_id: str, protocol: PEM | TreeHist) -> dict[str, Any]:
     spec = heavy_spec(protocol)
     values = _values(protocol.max_bytes, protocol.symbols)
-    k, w = len(values), spec["words_per_report"]
-    edges = _edges(spec)
-    words = _case_words(case_id, edges, k, w)
-    n = words.shape[0]
-    strings = [values[i % k] for i in range(n)]
-    source = ArrayWords(words.reshape(-1))
-    records = heavy_device_records(protocol, strings, rng=source)
-    if source.remaining:  # pragma: no cover - words_per_report is wrong
-        raise AssertionError(f"{case_id}: {source.remaining} words left unused")
+    words, strings, records = _device_rule_case(
+        case_id,
+        _edges(spec),
+        values,
+        spec["words_per_report"],
+        lambda held, source: heavy_device_records(protocol, held, rng=source),
+    )
     return {
         "id": case_id,
         "spec": spec,

@@ -22,8 +22,8 @@ from typing import Any
 from deniable.oracles._sfp import SFP
 from deniable.oracles._sfp_spec import sfp_device_reports, sfp_spec
 from deniable.oracles._sketch import SketchReports
-from deniable.oracles._vectors import _case_words, vectors_text
-from deniable.randomness import ArrayWords, uniform_below
+from deniable.oracles._vectors import _device_rule_case, vectors_text
+from deniable.randomness import uniform_below
 
 __all__ = ["SFP_VECTORS_SCHEMA", "dump_sfp_vectors", "sfp_vectors"]
 
@@ -79,14 +79,14 @@ def _report(reports: Any, i: int) -> Any:
 def _case(case_id: str, sfp: SFP) -> dict[str, Any]:
     spec = sfp_spec(sfp)
     values = _values(sfp)
-    k, w = len(values), spec["words_per_report"]
-    words = _case_words(case_id, _edges(sfp), k, w)
+    words, strings, reports = _device_rule_case(
+        case_id,
+        _edges(sfp),
+        values,
+        spec["words_per_report"],
+        lambda held, source: sfp_device_reports(sfp, held, rng=source),
+    )
     n = words.shape[0]
-    strings = [values[i % k] for i in range(n)]
-    source = ArrayWords(words.reshape(-1))
-    reports = sfp_device_reports(sfp, strings, rng=source)
-    if source.remaining:  # pragma: no cover - words_per_report is wrong
-        raise AssertionError(f"{case_id}: {source.remaining} words left unused")
     pos = uniform_below(words[:, 0].copy(), sfp.positions).astype(int)
     fragments = sfp._fragment_records(sfp.strings(strings), pos)
     return {

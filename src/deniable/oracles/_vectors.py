@@ -170,12 +170,13 @@ def _encode(spec: dict[str, Any], reports: npt.NDArray[Any]) -> list[Any]:
 
 
 def _case_words(
-    case_id: str, edges: Sequence[tuple[int | slice | None, int]], k: int, w: int
+    case_id: str, edges: Sequence[tuple[Any, int]], k: int, w: int, random_rows: int = _RANDOM_ROWS
 ) -> npt.NDArray[np.uint64]:
     """``(rows k, w)`` words of a case: PCG64 words seeded by ``case_id``, then each edge
     row ``(slot, word)`` written over ``k`` rows (one a value), in every slot or in
-    ``slot``; the ``_RANDOM_ROWS`` rows after the edges keep their PCG64 words."""
-    n = (len(edges) + _RANDOM_ROWS) * k
+    ``slot`` (an index, a slice or an index array); the ``random_rows`` rows after the
+    edges keep their PCG64 words."""
+    n = (len(edges) + random_rows) * k
     rng = np.random.Generator(np.random.PCG64(zlib.crc32(case_id.encode())))
     words = np.asarray(rng.bit_generator.random_raw((n, w)), dtype=np.uint64)
     for r, (slot, word) in enumerate(edges):
@@ -185,6 +186,27 @@ def _case_words(
         else:
             block[:, slot] = word
     return words
+
+
+def _device_rule_case(
+    case_id: str,
+    edges: Sequence[tuple[Any, int]],
+    values: Sequence[Any],
+    w: int,
+    device_reports: Callable[[list[Any], ArrayWords], Any],
+    random_rows: int = _RANDOM_ROWS,
+) -> tuple[npt.NDArray[np.uint64], list[Any], Any]:
+    """The words of a device-rule case (:func:`_case_words`, ``values`` cycled over its
+    rows), the values each row's device holds, and ``device_reports(values, words)``, every
+    word used (the vectors of PEM/TreeHist, SFP and RAPPOR n-grams)."""
+    k = len(values)
+    words = _case_words(case_id, edges, k, w, random_rows)
+    strings = [values[i % k] for i in range(words.shape[0])]
+    source = ArrayWords(words.reshape(-1))
+    reports = device_reports(strings, source)
+    if source.remaining:  # pragma: no cover - words_per_report is wrong
+        raise AssertionError(f"{case_id}: {source.remaining} words left unused")
+    return words, strings, reports
 
 
 def _randomized(case_id: str, mechanism: Any, values: Any, words: npt.NDArray[np.uint64]) -> Any:
