@@ -207,3 +207,69 @@ def test_bad_input_is_one_error_line_naming_the_option(
                "--epsilon", 1, "--seed", 1)  # fmt: skip
     assert made.exit_code == 0, made.output
     one_error(run(runner, "telemetry", "aggregate", olh, "--top-k", 3), "`--top-k`", "'olh'")
+
+
+def test_an_alphabet_is_in_the_key_and_aggregate_uses_it(runner: CliRunner, tmp_path: Path) -> None:
+    """`--alphabet` gives PEM its bytes (the key holds them); `aggregate` reads them from the
+    file's key.  A device's report does not depend on the alphabet, so the same seed writes
+    the same records with and without it (the default path's output unchanged)."""
+    cand = tmp_path / "c.txt"
+    cand.write_text("hi\nyo\nok\n", encoding="utf-8")
+    common = ["--mechanism", "pem", "--candidates", cand, "--devices", 3000, "--epsilon", 4,
+              "--max-bytes", 2, "--start-bits", 8, "--step-bits", 8, "--seed", 1]  # fmt: skip
+    pem = PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8, alphabet=b"hikoy")
+    a, b = tmp_path / "a.dnrp", tmp_path / "b.dnrp"
+    info = _json(run(runner, "telemetry", "simulate", "--out", a, *common, "--alphabet",
+                     "yohik", "--json"))  # fmt: skip
+    assert info["mechanism"] == pem.key == read_report_key(a)
+    assert '"alphabet":"68696b6f79"' in pem.key  # h i k o y, sorted, in hex
+    _json(run(runner, "telemetry", "simulate", "--out", b, *common, "--json"))
+    assert read_report_key(b) == PEM(epsilon=4.0, max_bytes=2, start_bits=8, step_bits=8).key
+    record = 8 * (2 + (pem.base.g.bit_length() - 1))  # the group, log2 g rows, the bucket
+    assert a.read_bytes()[-3000 * record :] == b.read_bytes()[-3000 * record :]
+    data = _json(run(runner, "telemetry", "aggregate", a, "--json"))
+    assert data["mechanism"] == pem.key
+    # Zipf over 3: "hi" at 1 / H_3 = 0.545, "yo" at 0.273; only strings over the alphabet
+    found = [h["string"] for h in data["heavy_hitters"]]
+    assert {"hi", "yo"} <= set(found) and all(set(s) <= set("hikoy") for s in found)
+
+
+def test_an_alphabet_table_refuses_another_key_naming_both(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    cand = tmp_path / "c.txt"
+    cand.write_text("hi\nyo\n", encoding="utf-8")
+    table = tmp_path / "t.parquet"
+    info = _json(run(runner, "telemetry", "simulate", "--out", table, "--mechanism",
+                     "treehist", "--candidates", cand, "--devices", 2000, "--epsilon", 3,
+                     "--max-bytes", 2, "--alphabet", "hiyo", "--seed", 4, "--json"))  # fmt: skip
+    mine = TreeHist(epsilon=3.0, max_bytes=2, alphabet="hiyo").key
+    assert info["mechanism"] == mine
+    other = TreeHist(epsilon=3.0, max_bytes=2, alphabet="hiy").key
+    one_error(run(runner, "telemetry", "aggregate", table, "--mechanism", other,
+                  "--local-workers", 0), mine, other)  # fmt: skip
+    data = _json(run(runner, "telemetry", "aggregate", table, "--mechanism", mine,
+                     "--local-workers", 0, "--json"))  # fmt: skip
+    assert data["mechanism"] == mine
+
+
+def test_a_bad_alphabet_is_one_error_line(runner: CliRunner, tmp_path: Path) -> None:
+    out = tmp_path / "x.dnrp"
+    good = _bad(tmp_path, "good.txt", b"ab\nb\n" * 10)
+
+    def simulate(*args: Any) -> Any:
+        return run(runner, "telemetry", "simulate", "--out", out, "--epsilon", 2,
+                   "--max-bytes", 2, *args)  # fmt: skip
+
+    for bad in ("", "abb", "ab\0"):
+        one_error(simulate("--mechanism", "pem", "--values", good, "--alphabet", bad),
+                  "`--alphabet`", "each once", "no NUL", f"got {bad!r}")  # fmt: skip
+    one_error(simulate("--mechanism", "treehist", "--values", good, "--alphabet", "a"),
+              "`--values`", "string 1", "--alphabet", "byte 1")  # fmt: skip
+    # bytes, not characters: "è" is C3 A8, "é" C3 A9 (C3 is in the alphabet, A8 is not)
+    accent = _bad(tmp_path, "accent.txt", "é\nè\n".encode() * 10)
+    one_error(simulate("--mechanism", "pem", "--values", accent, "--alphabet", "aé"),
+              "`--values`", "string 2", "byte 1")  # fmt: skip
+    one_error(simulate("--mechanism", "olh", "--k", 3, "--devices", 20, "--alphabet", "ab"),
+              "`--alphabet`", "pem, treehist", "'olh'")  # fmt: skip
+    assert not out.exists()

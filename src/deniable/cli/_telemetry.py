@@ -225,8 +225,8 @@ def simulate_command(
     read from --values, into a report file or a report table (a cohort column, then the
     packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
     same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
-    the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes
-    and PEM's --start-bits, --step-bits; SFP and RAPPOR's n-grams (--mechanism sfp or
+    the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes,
+    --alphabet and PEM's --start-bits, --step-bits; SFP and RAPPOR's n-grams (--mechanism sfp or
     rappor-ngram) with --alphabet, --max-length and their own (docs/heavy-hitters.md); the
     range mechanisms (hierarchical-histogram, haar-hrr: --domain values by Zipf's law) and
     square-wave (Beta(2, 5) numbers on [--lower, --upper]) with --epsilon and their own
@@ -244,7 +244,10 @@ def simulate_command(
     if mechanism not in ORDERED:  # the ranges and Square Wave check their own
         not_ordered(mechanism, ordered)
     if mechanism not in DISCOVERY:  # SFP and RAPPOR n-grams check their own (_discovery)
-        not_discovery(mechanism, found)
+        if mechanism not in HEAVY and found["alphabet"] is not None:  # PEM's, TreeHist's too
+            fail(f"`--alphabet` applies to `--mechanism` {', '.join(DISCOVERY + HEAVY)} only, "
+                 f"got {mechanism!r}.")  # fmt: skip
+        not_discovery(mechanism, {n: x for n, x in found.items() if n != "alphabet"})
     if mechanism not in HEAVY:  # PEM and TreeHist check their own (_telemetry_heavy)
         not_heavy(mechanism, heavy)
     if mechanism not in (*SKETCHES, *DISCOVERY):  # the sketches check their own
@@ -279,7 +282,8 @@ def simulate_command(
             **found, **shape, **rappor_params, "epsilon": epsilon, "k": k})  # fmt: skip
     if mechanism in HEAVY:  # strings, prefix by prefix (_telemetry_heavy)
         return simulate_heavy(run, mechanism=mechanism, epsilon=epsilon,
-                              others={"k": k, **rappor_params}, params=heavy)  # fmt: skip
+                              others={"k": k, **rappor_params},
+                              params={**heavy, "alphabet": found["alphabet"]})  # fmt: skip
     assert devices is not None and k is not None and epsilon is not None
     simulate_oracle(run, mechanism=mechanism, devices=devices, k=k, epsilon=epsilon)
 

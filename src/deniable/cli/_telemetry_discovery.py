@@ -58,8 +58,10 @@ AlphabetOpt = Annotated[
     str | None,
     mechanism_option(
         "--alphabet",
-        help="SFP/rappor-ngram only: the characters a string may hold, each once (SFP "
-        "default: any byte, strings measured in UTF-8 bytes; rappor-ngram default: a-z 0-9).",
+        help="SFP/rappor-ngram/PEM/TreeHist only: the characters a string may hold, each once "
+        "(SFP default: any byte, strings measured in UTF-8 bytes; rappor-ngram default: a-z "
+        "0-9; PEM/TreeHist: the alphabet is bytes, this text's UTF-8 bytes, default any "
+        "byte).",
     ),
 ]
 MaxLengthOpt = Annotated[

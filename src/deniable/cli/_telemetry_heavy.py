@@ -82,7 +82,23 @@ def not_heavy(mechanism: str, given: dict[str, Any]) -> None:
     refuse_options(given, "`--mechanism pem` and `treehist`", mechanism)
 
 
-def _protocol(mechanism: str, epsilon: float | None, params: dict[str, int | None]) -> Any:
+def _alphabet(value: str | None) -> bytes | None:
+    """``--alphabet`` as PEM's and TreeHist's bytes (its UTF-8 bytes), or None: any byte."""
+    if value is None:
+        return None
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:
+        fail(f"`--alphabet` must be text that UTF-8 encodes, got {value!r}.")
+    if not value or len(set(value)) != len(value) or 0 in raw:
+        fail(
+            "`--alphabet` must hold at least one character, each once, and no NUL (PEM and "
+            f"TreeHist take its UTF-8 bytes; NUL pads strings), got {value!r}."
+        )
+    return raw
+
+
+def _protocol(mechanism: str, epsilon: float | None, params: dict[str, Any]) -> Any:
     """The protocol of the options, each checked naming its option."""
     from deniable.oracles import PEM, TreeHist
 
@@ -91,11 +107,13 @@ def _protocol(mechanism: str, epsilon: float | None, params: dict[str, int | Non
     size = params["max-bytes"] if params["max-bytes"] is not None else DEFAULT_MAX_BYTES
     if not 1 <= size <= _MAX_BYTES:
         fail(f"`--max-bytes` must be in 1..{_MAX_BYTES}, got {size}.")
+    alphabet = _alphabet(params.get("alphabet"))
     if mechanism == "treehist":
         named = [f"`--{n}`" for n in ("start-bits", "step-bits") if params[n] is not None]
         if named:
             fail(f"{', '.join(named)} apply to `--mechanism pem` only, got 'treehist'.")
-        return TreeHist(epsilon=epsilon, max_bytes=size)  # a bad epsilon: one error line
+        # a bad epsilon: one error line
+        return TreeHist(epsilon=epsilon, max_bytes=size, alphabet=alphabet)
     start = params["start-bits"] if params["start-bits"] is not None else 8
     step = params["step-bits"] if params["step-bits"] is not None else 4
     top = min(_MAX_START, 8 * size)
@@ -103,7 +121,23 @@ def _protocol(mechanism: str, epsilon: float | None, params: dict[str, int | Non
         fail(f"`--start-bits` must be in 1..{top} (--max-bytes {size}), got {start}.")
     if not 1 <= step <= _MAX_STEP:
         fail(f"`--step-bits` must be in 1..{_MAX_STEP}, got {step}.")
-    return PEM(epsilon=epsilon, max_bytes=size, start_bits=start, step_bits=step)
+    return PEM(epsilon=epsilon, max_bytes=size, start_bits=start, step_bits=step, alphabet=alphabet)
+
+
+def _check_alphabet(option: str, strings: list[str], alphabet: bytes | None) -> None:
+    """One error line naming ``option`` for a string with a byte outside ``--alphabet``
+    (its number and the byte's position, never the string: it is a device's value)."""
+    if alphabet is None:
+        return
+    for i, s in enumerate(strings, 1):
+        raw = s.encode("utf-8")
+        outside = raw.translate(None, alphabet)
+        if outside:
+            at = next(j for j, b in enumerate(raw) if b not in alphabet)
+            fail(
+                f"`{option}`: string {i} must use only the UTF-8 bytes of --alphabet, got one "
+                f"that is not at byte {at} (the string is not shown)."
+            )
 
 
 def _epsilon_note(protocol: Any) -> str:
@@ -120,19 +154,19 @@ def simulate_heavy(
     mechanism: str,
     epsilon: float | None,
     others: dict[str, Any],
-    params: dict[str, int | None],
+    params: dict[str, Any],
 ) -> None:
     """Simulate devices of PEM or TreeHist into the report file or table of ``run`` and
     print it; ``others``: options of other mechanisms (refused when given); ``params``:
-    ``max-bytes``, ``start-bits``, ``step-bits`` (``None``: the default)."""
+    ``max-bytes``, ``start-bits``, ``step-bits``, ``alphabet`` (``None``: the default)."""
     import numpy as np
 
     given = [f"`--{name}`" for name, x in others.items() if x is not None]
     if given:
         fail(
             f"{', '.join(given)} do not apply to `--mechanism {mechanism}`: its parameters "
-            "are --epsilon, --max-bytes" + (", --start-bits, --step-bits." if mechanism == "pem"
-                                            else ".")
+            "are --epsilon, --max-bytes, --alphabet"
+            + (", --start-bits, --step-bits." if mechanism == "pem" else ".")
         )  # fmt: skip
     run.require_pyarrow()
     protocol = _protocol(mechanism, epsilon, params)
@@ -142,6 +176,7 @@ def simulate_heavy(
     for i, s in enumerate(strings, 1):
         if "\0" in s:
             fail(f"`{option}`: string {i} must hold no NUL byte (it pads strings), got one.")
+    _check_alphabet(option, strings, protocol.symbols)
     groups = len(protocol.levels)
     run.check_devices(n)
     if n < groups:
@@ -173,6 +208,8 @@ def simulate_heavy(
     shown = {**data, "mechanism": mechanism, "levels": f"{len(protocol.levels)} groups",
              "epsilon_per_device": format_epsilon(protocol.epsilon_per_device),
              "implemented_epsilon": format_epsilon(protocol.implemented_epsilon)}  # fmt: skip
+    if protocol.symbols is not None:  # public configuration, in the key
+        shown["alphabet"] = protocol.symbols.decode("utf-8", "backslashreplace")
     notes = (
         f"prefixes of {', '.join(map(str, protocol.levels))} bits, one group each; "
         f"g = {protocol.base.g} buckets",
