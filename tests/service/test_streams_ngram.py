@@ -3,7 +3,9 @@ analysis/streams.py), on SQLite and PostgreSQL (the ``store`` fixture): a spec c
 n-gram spec, devices posting their reports (binary and JSON), each report charged
 ``oracles.report_epsilon`` (``2 pairs eps_1(ngram) + eps_1(full)``, every PRR fresh) in the
 device's window and refused at its boundary, a malformed or truncated batch one clear 422
-with nothing stored or charged, and a bad spec refused naming its field."""
+with nothing stored or charged, a bad spec refused naming its field, and each day's strings
+(and the days pooled) the library's own ``discover`` of that day's reports, at the stream's
+answer settings ``alpha`` and ``edge_threshold``."""
 
 from __future__ import annotations
 
@@ -17,11 +19,19 @@ from typing import Any
 import numpy as np
 import pytest
 from _apihelp import admin_headers
-from _streamhelp import open_stream, post_batch, stream_client, stream_root, window_charges
+from _streamhelp import (
+    NOW,
+    open_stream,
+    post_batch,
+    stream_client,
+    stream_root,
+    window_charges,
+)
 from fastapi.testclient import TestClient
 
 from deniable.distributed import encode_batch, encode_json_batch, stream_files
 from deniable.oracles import (
+    NgramReports,
     Rappor,
     RapporNgram,
     ngram_records,
@@ -50,10 +60,17 @@ def _eps_1(f: float, p: float, q: float, h: int) -> float:
 CHARGE = 4 * _eps_1(0.5, 0.5, 0.75, 2) + _eps_1(0.5, 0.25, 0.75, 1)
 
 
-def spec_body(cap: float = 1e6, **extra: Any) -> dict[str, Any]:
+# found at n = 2100 (as tests/test_distributed_strings.py): G = 3, two pairs a report
+FINDS = RapporNgram(Rappor(m=32, h=2, cohorts=8, f=0.25, p=0.25, q=0.75),
+                    Rappor(m=64, h=2, cohorts=4, f=0.25, p=0.25, q=0.75),
+                    alphabet="abc", gram=1, length=3, pairs=2)  # fmt: skip
+DAY = ["ab"] * 900 + ["cab"] * 600 + ["c", "ba", "bbb", "acc"] * 150
+
+
+def spec_body(cap: float = 1e6, protocol: RapporNgram = NG, **extra: Any) -> dict[str, Any]:
     return {
         "id": "words",
-        "oracle": rappor_ngram_spec(NG),
+        "oracle": rappor_ngram_spec(protocol),
         "period": "day",
         "window": {"kind": "day", "epsilon": cap},
         **extra,
@@ -170,3 +187,96 @@ def test_a_bad_ngram_spec_is_refused_naming_its_field(
 ) -> None:
     r = client.put("/api/streams/words", json=spec_body(**change), headers=admin_headers())
     assert r.status_code == 422 and words in r.json()["error"], r.text
+
+
+def _rows(reports: NgramReports, a: int, b: int, ng: RapporNgram = FINDS) -> NgramReports:
+    """Devices ``a .. b - 1`` of ``reports``."""
+    k = 2 * ng.pairs
+    full = None if reports.full is None else reports.full[a:b]
+    return NgramReports(reports.positions[a:b], reports.ngrams[a * k : b * k], full)
+
+
+def _post_days(client: TestClient, token: str) -> tuple[dict[int, NgramReports], NgramReports]:
+    """Two days of 2100 devices each, posted in three batches a day; each day's reports and
+    both days' (one randomization, cut in two)."""
+    both = FINDS.randomize(DAY * 2, rng=21)
+    days = {27: _rows(both, 0, 2100), 28: _rows(both, 2100, 4200)}
+    for day, reports in days.items():
+        client.app.state.streams.clock.now = NOW.replace(day=day)  # type: ignore[attr-defined]
+        for a, b in ((0, 700), (700, 1500), (1500, 2100)):  # several batches, one day
+            r = post(client, token, encode_batch(FINDS, _rows(reports, a, b)))
+            assert r.status_code == 201, r.text
+    return days, both
+
+
+def _json(x: Any) -> Any:
+    return json.loads(json.dumps(x))
+
+
+def test_the_stream_page_lists_each_days_strings_discovered_from_its_reports(
+    client: TestClient,
+) -> None:
+    token = new_stream(client, protocol=FINDS)
+    days, both = _post_days(client, token)
+    got = client.get("/api/streams/words/estimates?start=2026-11-27&end=2026-11-28&level=0.9",
+                     headers=admin_headers()).json()  # fmt: skip
+    assert [d["day"] for d in got["days"]] == ["2026-11-27", "2026-11-28"]
+    assert got["answers"] == {"alpha": 0.05, "edge_threshold": 0.02}  # discover's defaults
+    for d, day in zip(got["days"], (27, 28), strict=True):
+        # that day's reports alone, by the library's own discover (alpha 0.05, edges 0.02)
+        assert d["estimate"] == _json(FINDS.discover(days[day]).to_dict(0.9))
+        assert d["estimate"]["n"] == 2100
+        assert {"ab", "cab"} <= {h["string"] for h in d["estimate"]["strings"]}
+    pooled = got["pooled"]
+    assert (pooled["start"], pooled["end"], pooled["days"]) == ("2026-11-27", "2026-11-28", 2)
+    assert pooled["estimate"] == _json(FINDS.discover(both).to_dict(0.9))
+    page = client.get("/dashboard/streams/words?start=2026-11-27&end=2026-11-28",
+                      headers=admin_headers())  # fmt: skip
+    assert page.status_code == 200, page.text
+    assert "RAPPOR n-gram reports are decoded on their own" in page.text
+    assert "2026-11-28 (n = 2100)" in page.text and '<th scope="row">ab</th>' in page.text
+    assert "(full-string reports)" in page.text
+
+
+def test_answer_settings_reach_discover_and_bad_ones_are_refused(client: TestClient) -> None:
+    answers = {"alpha": 0.01, "edge_threshold": 0.05}
+    token = new_stream(client, protocol=FINDS, answers=answers)
+    assert client.get("/streams/words").json()["answers"] == answers
+    days, _ = _post_days(client, token)
+    got = client.get("/api/streams/words/estimates?start=2026-11-27&end=2026-11-27",
+                     headers=admin_headers()).json()  # fmt: skip
+    assert got["answers"] == answers
+    want = FINDS.discover(days[27], alpha=0.01, edge_threshold=0.05).to_dict(0.95)
+    assert got["days"][0]["estimate"] == _json(want)
+    assert got["days"][0]["estimate"]["edge_threshold"] == 0.05
+
+
+@pytest.mark.parametrize(
+    ("answers", "words"),
+    [
+        ({"top_k": 3}, "unknown field `top_k` (a RAPPOR n-gram stream's fields: alpha, "
+         "edge_threshold)"),
+        ({"alpha": None}, "`answers.alpha` must be in (0, 1) (RAPPOR n-gram discovery has no "
+         "top-k rule), got None"),
+        ({"edge_threshold": 1.0}, "`answers.edge_threshold` must be in (0, 1)"),
+        ({"edge_threshold": True}, "`answers.edge_threshold` must be in (0, 1)"),
+    ],
+)  # fmt: skip
+def test_bad_ngram_answers_are_refused_naming_the_field(
+    client: TestClient, answers: dict[str, Any], words: str
+) -> None:
+    body = spec_body(protocol=FINDS, answers=answers)
+    r = client.put("/api/streams/words", json=body, headers=admin_headers())
+    assert r.status_code == 422 and words in r.json()["error"], r.text
+
+
+def test_a_day_too_small_to_find_anything_is_listed_without_strings(client: TestClient) -> None:
+    token = new_stream(client, protocol=FINDS)
+    small = FINDS.randomize(["ab", "cab", "c"], rng=14)
+    assert post(client, token, encode_batch(FINDS, small)).status_code == 201
+    r = client.get("/api/streams/words/estimates", headers=admin_headers())
+    assert r.status_code == 200, r.text
+    est = r.json()["days"][0]["estimate"]
+    assert est["n"] == 3 and est["strings"] == []
+    page = client.get("/dashboard/streams/words", headers=admin_headers())
+    assert page.status_code == 200 and "(n = 3)" in page.text, page.text
