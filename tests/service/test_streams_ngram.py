@@ -179,6 +179,8 @@ def test_an_ngram_device_is_refused_at_its_window_boundary(client: TestClient) -
         ({"candidates": ["ab"]}, "for a stream of strings only"),
         ({"oracle": {**rappor_ngram_spec(NG), "positions": 4}}, "`positions`"),
         ({"oracle": {**rappor_ngram_spec(NG), "epsilon": 1.0}}, "`epsilon`"),
+        # a device keeping PRRs is no stream rule (its per-report charge is the IRR's)
+        ({"oracle": {**rappor_ngram_spec(NG), "memoization": "keep"}}, "`memoization`"),
         ({"window": {"kind": "day", "epsilon": CHARGE / 2}}, "no report could ever be admitted"),
     ],
 )
