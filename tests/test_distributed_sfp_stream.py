@@ -70,5 +70,14 @@ def test_the_stream_readers_refuse_the_other_kind(tmp_path: Path) -> None:
     oue = OUE.from_epsilon(1.0, k=4)
     append_batch(tmp_path, "counts", oue, encode_batch(oue, oue.randomize([1, 2], rng=1)),
                  day="2026-11-20")  # fmt: skip
-    with pytest.raises(DataError, match="not an SFP one"):
+    with pytest.raises(DataError, match="not an SFP or RAPPOR n-gram one"):
         aggregate_sfp_stream(tmp_path, "counts", scheduler="synchronous")
+    from deniable.oracles import Rappor, RapporNgram
+
+    ng = RapporNgram(Rappor(m=8, h=1, cohorts=1, f=0.5, p=0.25, q=0.75), None, "ab", 1, 2)
+    append_batch(tmp_path, "grams", ng, encode_batch(ng, ng.randomize(["a", "ab"], rng=1)),
+                 day="2026-11-20")  # fmt: skip
+    with pytest.raises(DataError, match=r"a rappor-ngram stream: .*aggregate_sfp_stream"):
+        aggregate_stream(tmp_path, "grams", scheduler="synchronous")
+    found = aggregate_sfp_stream(tmp_path, "grams", scheduler="synchronous")
+    assert found.to_dict(0.9) == ng.discover(ng.randomize(["a", "ab"], rng=1)).to_dict(0.9)

@@ -256,12 +256,15 @@ def test_device_rule_is_the_same_across_its_blocks_of_words() -> None:
         assert _observed(whole, d, ng) == _observed(alone, 0, ng), d
 
 
-def test_a_stream_of_ngrams_is_refused_at_creation_for_now() -> None:
-    """docs/rappor.md: streams do not take n-grams yet; the spec is read (by its schema, so
-    the refusal is not a schema error) and refused for want of a per-report charge."""
+def test_a_stream_of_ngrams_is_read_and_charged_its_one_collection_epsilon() -> None:
+    """A stream spec carrying the n-gram spec is read by its schema and charged, a report,
+    ``2 pairs eps_1(ngram) + eps_1(full)`` (every PRR fresh: oracles.report_epsilon)."""
     from deniable.service.analysis.streams import stream_spec_from
 
-    spec = {"id": "words", "period": "day", "oracle": rappor_ngram_spec(PROTOCOLS[1]),
+    ng = PROTOCOLS[1]
+    spec = {"id": "words", "period": "day", "oracle": rappor_ngram_spec(ng),
             "window": {"kind": "day", "epsilon": 100}}  # fmt: skip
-    with pytest.raises(ParameterTypeError, match=r"must be a stream oracle.*got RapporNgram"):
-        stream_spec_from(spec)
+    got = stream_spec_from(spec)
+    full = ng.full.epsilon if ng.full is not None else 0.0
+    assert got.report_epsilon == 2 * ng.pairs * ng.ngram.epsilon + full
+    assert got.to_dict()["oracle"] == rappor_ngram_spec(ng)

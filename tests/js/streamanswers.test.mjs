@@ -1,5 +1,5 @@
 // stream.js and a stream spec's `answers` (the server's answer settings: top_k and alpha of a
-// PEM or TreeHist stream, alpha of an SFP stream, quantiles and ranges of a range or Square Wave stream): a device
+// PEM or TreeHist stream, alpha of an SFP stream, alpha and edge_threshold of a RAPPOR n-gram stream, quantiles and ranges of a range or Square Wave stream): a device
 // accepts them and randomizes exactly as without them; their fields are checked as Python
 // names them (service/analysis/_stream_answers.py), their values left to the server.
 import assert from "node:assert/strict";
@@ -12,7 +12,8 @@ const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", impor
 const HEAVY = JSON.parse(readFileSync(new URL("../vectors/heavy.json", import.meta.url), "utf8"));
 const RANGES = JSON.parse(readFileSync(new URL("../vectors/ranges.json", import.meta.url), "utf8"));
 const SFP = JSON.parse(readFileSync(new URL("../vectors/sfp.json", import.meta.url), "utf8"));
-const caseOf = (id) => [ORACLES, HEAVY, RANGES, SFP].map((v) => v.cases.find((c) => c.id === id)).find((c) => c !== undefined);
+const NGRAM = JSON.parse(readFileSync(new URL("../vectors/rappor_ngram.json", import.meta.url), "utf8"));
+const caseOf = (id) => [ORACLES, HEAVY, RANGES, SFP, NGRAM].map((v) => v.cases.find((c) => c.id === id)).find((c) => c !== undefined);
 const streamSpec = (oracle, extra = {}) => ({
   schema: STREAM_SCHEMA, id: "s", oracle, period: "day",
   window: { kind: "day", epsilon: 50, delta: 0, length: null, tz: "UTC" }, report_epsilon: oracle.epsilon ?? 1, ...extra,
@@ -22,6 +23,7 @@ const CASES = [
   ["pem-0", { top_k: 4, alpha: null }, ["quantiles"]],
   ["treehist-3", { alpha: 0.01 }, ["ranges"]],
   ["sfp-0", { alpha: 0.05 }, ["top_k"]], // SFP has no top-k rule: alpha alone
+  ["rappor-ngram-1", { alpha: 0.01, edge_threshold: 0.05 }, ["top_k"]],
   ["hierarchical-histogram-2", { quantiles: [0.5], ranges: [[0, 1]] }, ["top_k"]],
   ["square-wave-1", { ranges: [] }, ["alpha"]],
 ];
@@ -29,7 +31,7 @@ const CASES = [
 for (const [id, answers, foreign] of CASES) {
   test(`a ${id} stream with answers: the device reports as without them; a foreign field is refused by name`, () => {
     const c = caseOf(id);
-    const words = Array.from({ length: 64 }, (_, i) => BigInt(i * 2654435761 % 4294967296));
+    const words = Array.from({ length: c.spec.schema === "deniable.rappor-ngram-spec/1" ? c.spec.words_per_report : 64 }, (_, i) => BigInt(i * 2654435761 % 4294967296));
     const plain = makeStreamClient(streamSpec(c.spec), { cryptoImpl: wordsCrypto(words) });
     const withAnswers = makeStreamClient(streamSpec(c.spec, { answers }), { cryptoImpl: wordsCrypto(words) });
     const value = c.values[0];
@@ -43,5 +45,5 @@ for (const [id, answers, foreign] of CASES) {
 
 test("answers on a stream of another oracle are refused, as Python refuses them", () => {
   const c = caseOf("olh-0");
-  assert.throws(() => makeStreamClient(streamSpec(c.spec, { answers: { top_k: 2 } })), /`answers` are for heavy-hitter \(PEM, TreeHist, SFP\), range and Square Wave streams only/);
+  assert.throws(() => makeStreamClient(streamSpec(c.spec, { answers: { top_k: 2 } })), /`answers` are for heavy-hitter \(PEM, TreeHist, SFP, RAPPOR n-gram\), range and Square Wave streams only/);
 });

@@ -159,7 +159,8 @@ def _bad() -> dict[str, tuple[dict[str, Any], str]]:
                                    "alpha, top_k)"),
         "not a mapping": ({**pem, "answers": [1]}, "must be a mapping of alpha, top_k, got list"),
         "null": ({**pem, "answers": None}, "must be a mapping of alpha, top_k, got NoneType"),
-        "another oracle": (oue, "field `answers` are for heavy-hitter (PEM, TreeHist, SFP), range "
+        "another oracle": (oue, "field `answers` are for heavy-hitter (PEM, TreeHist, SFP, "
+                           "RAPPOR n-gram), range "
                            "(HierarchicalHistogram, HaarHRR) and Square Wave streams only, got "
                            "them for a stream of oue"),
         "quantile 1": ({**hh, "answers": {"quantiles": [0.5, 1.0]}},

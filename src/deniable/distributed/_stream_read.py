@@ -91,8 +91,8 @@ def aggregate_stream(
         )
     if _is_sfp(stored):
         raise DataError(
-            f"stream {sid!r} is an sfp stream: its reports are estimated in stages "
-            "(aggregate_sfp_stream)."
+            f"stream {sid!r} is {'an' if stored.name == 'sfp' else 'a'} {stored.name} stream: "
+            "its reports are estimated in stages (aggregate_sfp_stream)."
         )
     files = stream_files(root, sid, start=start, end=end)
     if not files:
@@ -107,9 +107,10 @@ def _is_heavy(oracle: Any) -> bool:
 
 
 def _is_sfp(oracle: Any) -> bool:
-    from deniable.oracles import SFP
+    """SFP or RAPPOR n-grams: strings found in stages (``aggregate_strings``)."""
+    from deniable.oracles import SFP, RapporNgram
 
-    return isinstance(oracle, SFP)
+    return isinstance(oracle, SFP | RapporNgram)
 
 
 def aggregate_sfp_stream(
@@ -120,13 +121,15 @@ def aggregate_sfp_stream(
     end: Any = None,
     **options: Any,
 ) -> Any:
-    """The strings an SFP ``stream``'s reports of the days ``start .. end`` (all by
-    default) find, computed by :func:`~deniable.distributed.aggregate_strings` from the
-    stream's partitions with its stored protocol (``options``: ``scheduler``, ``batch``,
-    ``alpha``, ``level``, ...; ``"synchronous"`` counts in this process): the tallies add
-    over the partitions, so the :class:`~deniable.oracles.SFPResult` equals the protocol's
-    ``estimate`` of the same reports in process.  A stream of another oracle, or days
-    without reports, is a :class:`~deniable.exceptions.DataError`."""
+    """The strings an SFP or RAPPOR n-gram ``stream``'s reports of the days ``start ..
+    end`` (all by default) find, computed by :func:`~deniable.distributed.aggregate_strings`
+    from the stream's partitions with its stored protocol (``options``: ``scheduler``,
+    ``batch``, ``alpha``, ``level``, n-grams' ``edge_threshold``, ...; ``"synchronous"``
+    counts in this process): the tallies add over the partitions, so the
+    :class:`~deniable.oracles.SFPResult` equals the protocol's ``estimate`` of the same
+    reports in process (the :class:`~deniable.oracles.NgramDiscovery` its ``discover``).  A
+    stream of another oracle, or days without reports, is a
+    :class:`~deniable.exceptions.DataError`."""
     from deniable.distributed._strings import aggregate_strings
 
     require_dask()
@@ -134,8 +137,8 @@ def aggregate_sfp_stream(
     stored = stream_oracle(root, sid)
     if not _is_sfp(stored):
         raise DataError(
-            f"stream {sid!r} is a {stored.name} stream, not an SFP one: tally it with "
-            "aggregate_stream."
+            f"stream {sid!r} is a {stored.name} stream, not an SFP or RAPPOR n-gram one: tally "
+            "it with aggregate_stream."
         )
     files = stream_files(root, sid, start=start, end=end)
     if not files:

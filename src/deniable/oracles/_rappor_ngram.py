@@ -192,6 +192,15 @@ class RapporNgram:
         full = self.full.permanent_epsilon if self.full is not None else 0.0
         return self.positions * self.ngram.permanent_epsilon + full
 
+    def _epsilon_per_report(self) -> float:
+        """What one report costs a device against any change of its values
+        (:func:`~deniable.oracles.report_epsilon`, derived in its Notes): ``epsilon``, ``2
+        pairs eps_1(ngram) + eps_1(full)``, as every report draws its cohort, its pairs and
+        every PRR afresh (the device rule of ``deniable.rappor-ngram-spec/1``; nothing is
+        kept); infinite when a mechanism's one-report epsilon is."""
+        # eps = 2 pairs eps_1(ngram) + eps_1(full): report_epsilon's Notes, "RAPPOR n-grams"
+        return self.epsilon
+
     # ---- the client
 
     def strings(self, values: Any) -> npt.NDArray[np.str_]:

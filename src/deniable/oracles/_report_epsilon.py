@@ -32,6 +32,10 @@ everything the device kept, whatever the values are:
   whatever the string, one fresh fragment-sketch report of the string's record at it and
   one fresh whole-string-sketch report, nothing kept): ``fragment_epsilon + word_epsilon``,
   each sketch's exact epsilon, added (derived at :func:`report_epsilon`);
+* RAPPOR n-gram discovery (Fanti, Pihur & Erlingsson 2016: every report a fresh cohort, fresh
+  position pairs, drawn whatever the string, and ``2 pairs`` n-gram reports and the
+  full-string report each with a fresh PRR, nothing kept): its ``epsilon``, ``2 pairs
+  eps_1(ngram) + eps_1(full)`` (derived at :func:`report_epsilon`);
 * a range mechanism (HierarchicalHistogram, HaarHRR: every report a fresh level, drawn
   whatever the value, and one fresh report of the value's node through that level's
   oracle, nothing kept): the largest level oracle's ``epsilon``; Square Wave (Li et al.
@@ -39,8 +43,8 @@ everything the device kept, whatever the values are:
 
 Each class states its own charge (a method ``_epsilon_per_report``: ``FrequencyOracle``,
 ``LongitudinalOracle``, ``Rappor``, ``CountMeanSketch``, PEM's and TreeHist's
-``_PrefixProtocol``, ``SFP``, the range mechanisms' ``LevelSampled``, ``SquareWave``); k-ary
-randomized response (a design, in :mod:`deniable.designs`) is answered here.
+``_PrefixProtocol``, ``SFP``, ``RapporNgram``, the range mechanisms' ``LevelSampled``,
+``SquareWave``); k-ary randomized response (a design, in :mod:`deniable.designs`) is answered here.
 
 Any other mechanism is refused: dBitFlipPM and 1BitMean keep their reported bits and draw
 no fresh randomness per report, so two reports of a device that kept its value are equal,
@@ -79,7 +83,8 @@ def report_epsilon(oracle: Any) -> float:
         A frequency oracle of :data:`~deniable.oracles.FREQUENCY_ORACLES` (k-ary randomized
         response included), :class:`~deniable.oracles.Rappor`, or a count mean sketch
         (:class:`~deniable.oracles.CMS`, :class:`~deniable.oracles.HCMS`) or a heavy-hitter
-        protocol (:class:`~deniable.oracles.PEM`, :class:`~deniable.oracles.TreeHist`), a
+        protocol (:class:`~deniable.oracles.PEM`, :class:`~deniable.oracles.TreeHist`),
+        :class:`~deniable.oracles.SFP`, :class:`~deniable.oracles.RapporNgram`, a
         range mechanism (:class:`~deniable.oracles.HierarchicalHistogram`,
         :class:`~deniable.oracles.HaarHRR`) or :class:`~deniable.oracles.SquareWave`.
 
@@ -150,6 +155,23 @@ def report_epsilon(oracle: Any) -> float:
     enumerates it for tiny sketches), so the charge is exact, not a bound to tighten.  With
     the default ``fragment_share = 1/2`` each half is ``epsilon / 2``.
 
+    **RAPPOR n-grams.**  A report is ``(c, J, u_1 .. u_2pairs, w)``: the cohort word ``c``
+    uniform whatever the string, the pairs ``J`` uniform without replacement whatever the
+    string, each n-gram report ``u_i`` a fresh PRR then IRR of the label ``"<j>:<n-gram>"``
+    of the string at position ``j`` of ``J`` (RAPPOR ``ngram``, in the cohort of ``c``), and
+    ``w`` a fresh PRR then IRR of the unpadded string (RAPPOR ``full``), all from
+    independent words.  For strings ``s, s'`` and one ``(c, J)`` the ratio of the report's
+    probabilities is the product of the ``2 pairs + 1`` reports' ratios, each a RAPPOR
+    report of a fresh PRR: at most ``e^eps_1`` (:attr:`Rappor.epsilon
+    <deniable.oracles.Rappor.epsilon>`: the bits independent given the Bloom filter, ``h``
+    bits each way), so a report costs ``2 pairs eps_1(ngram) + eps_1(full)``, and mixing over
+    ``(c, J)``, drawn whatever the string, only lowers the largest ratio.  It is reached
+    when the labels of ``s`` and ``s'`` set disjoint Bloom bits in every report of one
+    cohort (``tests/test_report_epsilon_ngram.py`` enumerates every report of a tiny
+    protocol).  ``permanent_epsilon`` (PRRs kept per value) is not a per-report charge: a
+    device that kept PRRs pays an IRR over them each report, ``m max(ln(q / p), ln((1 -
+    p) / (1 - q)))`` a report as for RAPPOR, which the device rule does not do.
+
     **Range mechanisms and Square Wave.**  A range report is ``(l, y)``: the level ``l``
     with probability ``1 / h`` whatever the value, then ``y`` from level ``l``'s oracle on
     the value's node ``node_l(x)`` (HaarHRR: its bit XOR the value's side ``r_l(x)``, a
@@ -185,6 +207,11 @@ def report_epsilon(oracle: Any) -> float:
     >>> from deniable.oracles import SFP
     >>> report_epsilon(SFP(epsilon=4.0, max_length=4, alphabet="ab", puzzle_bits=2, k=4, m=8))
     4.0
+    >>> from deniable.oracles import RapporNgram
+    >>> ng = RapporNgram(Rappor(m=32, h=2, cohorts=8, f=0.5, p=0.5, q=0.75), None,
+    ...                  alphabet="abc", gram=2, length=4)
+    >>> report_epsilon(ng) == ng.epsilon == 2 * ng.ngram.epsilon
+    True
     """
     if isinstance(oracle, Categorical):  # k-ary RR, a design: every report drawn afresh
         return float(oracle.epsilon)
@@ -194,6 +221,7 @@ def report_epsilon(oracle: Any) -> float:
     raise ParameterTypeError(
         "`oracle` must be a stream oracle: one of the frequency oracles "
         f"{', '.join(sorted(FREQUENCY_ORACLES))}, rappor, cms, hcms, pem, treehist, sfp, "
+        "rappor-ngram, "
         "hierarchical-histogram, haar-hrr or square-wave (a per-report epsilon "
         "against any change of a device's values is stated for these only), got "
         f"{type(oracle).__name__}."

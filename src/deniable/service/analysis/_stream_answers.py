@@ -1,6 +1,6 @@
 """A stream's answer settings (the stream spec's optional ``answers``): what the server lists
-for a heavy-hitter (PEM, TreeHist, SFP), range or Square Wave stream, read strictly and
-checked at stream creation.
+for a heavy-hitter (PEM, TreeHist, SFP, RAPPOR n-grams), range or Square Wave stream, read
+strictly and checked at stream creation.
 
 =====================  ===================================  ===============================
 stream (oracle)        ``answers`` fields                   when not given
@@ -11,6 +11,11 @@ PEM, TreeHist          ``top_k``: integer in [1, 4096];     16 and 0.05
 SFP                    ``alpha``: in (0, 1) (each stage's   0.01 (SFP's own)
                        family-wise level; SFP has no top-k
                        rule)
+RAPPOR n-grams         ``alpha``: in (0, 1) (the n-grams'     0.05 and 0.02
+                       and the strings' family-wise
+                       level); ``edge_threshold``: in
+                       (0, 1) (the joint frequency that
+                       joins two n-grams)
 HierarchicalHistogram, ``quantiles``: up to 32 distinct     the quartiles and the domain's
 HaarHRR                numbers in (0, 1); ``ranges``: up    quarters (``quarters(D)``)
                        to 32 pairs ``[a, b]`` of integers,
@@ -37,10 +42,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.exceptions import DataError
-from deniable.oracles import PEM, SFP, HaarHRR, HierarchicalHistogram, SquareWave, TreeHist
+from deniable.oracles import (
+    PEM,
+    SFP,
+    HaarHRR,
+    HierarchicalHistogram,
+    RapporNgram,
+    SquareWave,
+    TreeHist,
+)
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "DEFAULT_EDGE_THRESHOLD",
     "DEFAULT_SFP_ALPHA",
     "DEFAULT_TOP_K",
     "MAX_ANSWERS",
@@ -56,11 +70,17 @@ QUARTILES = (0.25, 0.5, 0.75)
 DEFAULT_TOP_K, DEFAULT_ALPHA = 16, 0.05
 #: An SFP stream's ``alpha`` unless set (the protocol's default, :class:`deniable.oracles.SFP`).
 DEFAULT_SFP_ALPHA: float = SFP.alpha
+#: A RAPPOR n-gram stream's ``edge_threshold`` unless set (:meth:`RapporNgram.discover`'s);
+#: its ``alpha`` unless set is :data:`DEFAULT_ALPHA`, the protocol's too.
+DEFAULT_EDGE_THRESHOLD = 0.02
 #: The most quantiles, and the most ranges, one stream may list.
 MAX_ANSWERS = 32
 _MAX_TOP_K = 4096  # the protocols' bound on top_k
 _FIELDS = {"heavy": ("alpha", "top_k"), "sfp": ("alpha",), "range": ("quantiles", "ranges"),
-           "square-wave": ("quantiles", "ranges")}  # fmt: skip
+           "square-wave": ("quantiles", "ranges"),
+           "ngram": ("alpha", "edge_threshold")}  # fmt: skip
+_A_KIND = {"sfp": "an SFP", "ngram": "a RAPPOR n-gram"}
+_NO_TOP_K = {"sfp": "SFP", "ngram": "RAPPOR n-gram discovery"}
 
 
 def quarters(domain: int) -> list[tuple[int, int]]:
@@ -77,16 +97,17 @@ def quarters(domain: int) -> list[tuple[int, int]]:
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    """The answer settings of a stream of kind ``"heavy"``, ``"sfp"``, ``"range"`` or
-    ``"square-wave"``, each field resolved (the spec's value or the default); ``declared``
-    names the fields the spec gave (:meth:`to_dict` writes those only, so that a spec
-    without ``answers`` keeps its stored text)."""
+    """The answer settings of a stream of kind ``"heavy"``, ``"sfp"``, ``"ngram"``,
+    ``"range"`` or ``"square-wave"``, each field resolved (the spec's value or the
+    default); ``declared`` names the fields the spec gave (:meth:`to_dict` writes those
+    only, so that a spec without ``answers`` keeps its stored text)."""
 
     kind: str
     top_k: int = DEFAULT_TOP_K
     alpha: float | None = DEFAULT_ALPHA
     quantiles: tuple[float, ...] = QUARTILES
     ranges: tuple[tuple[float, float], ...] = ()
+    edge_threshold: float = DEFAULT_EDGE_THRESHOLD
     declared: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,6 +120,8 @@ class AnswerSettings:
             return {"top_k": self.top_k, "alpha": self.alpha}
         if self.kind == "sfp":
             return {"alpha": self.alpha}
+        if self.kind == "ngram":
+            return {"alpha": self.alpha, "edge_threshold": self.edge_threshold}
         return {"quantiles": list(self.quantiles), "ranges": [list(r) for r in self.ranges]}
 
     def describe(self) -> str:
@@ -124,6 +147,8 @@ def _kind(oracle: Any) -> str | None:
         return "heavy"
     if isinstance(oracle, SFP):
         return "sfp"
+    if isinstance(oracle, RapporNgram):
+        return "ngram"
     if isinstance(oracle, HierarchicalHistogram | HaarHRR):
         return "range"
     return "square-wave" if isinstance(oracle, SquareWave) else None
@@ -144,11 +169,24 @@ def _top_k(where: str, value: Any) -> int:
 
 def _alpha(where: str, value: Any, kind: str) -> float | None:
     x = _real(value)
-    if kind == "sfp" and (x is None or not 0 < x < 1):  # no top-k rule: a level is needed
-        raise DataError(f"{where}.alpha` must be in (0, 1) (SFP has no top-k rule), got {value!r}.")
+    if kind in ("sfp", "ngram") and (x is None or not 0 < x < 1):  # no top-k: a level needed
+        raise DataError(
+            f"{where}.alpha` must be in (0, 1) ({_NO_TOP_K[kind]} has no top-k rule), "
+            f"got {value!r}."
+        )
     if value is not None and (x is None or not 0 < x < 1):
         raise DataError(
             f"{where}.alpha` must be in (0, 1), or null for the top-k rule alone, got {value!r}."
+        )
+    return x
+
+
+def _edge(where: str, value: Any) -> float:
+    x = _real(value)
+    if x is None or not 0 < x < 1:
+        raise DataError(
+            f"{where}.edge_threshold` must be in (0, 1) (the joint frequency that joins two "
+            f"n-grams), got {value!r}."
         )
     return x
 
@@ -203,7 +241,7 @@ def answer_settings(
     if kind is None:
         if given:
             raise DataError(
-                f"{where} are for heavy-hitter (PEM, TreeHist, SFP), range "
+                f"{where} are for heavy-hitter (PEM, TreeHist, SFP, RAPPOR n-gram), range "
                 f"(HierarchicalHistogram, HaarHRR) and Square Wave streams only, got them for a "
                 f"stream of {oracle.name}."
             )
@@ -222,7 +260,7 @@ def answer_settings(
         )
     unknown = sorted(set(map(str, data)) - set(fields))
     if unknown:
-        a_kind = "an SFP" if kind == "sfp" else f"a {kind}"
+        a_kind = _A_KIND.get(kind, f"a {kind}")
         raise DataError(
             f"{where}: unknown field `{unknown[0]}` ({a_kind} stream's fields: "
             f"{', '.join(fields)})."
@@ -233,6 +271,8 @@ def answer_settings(
         chosen["top_k"] = _top_k(at, data["top_k"])
     if "alpha" in data:
         chosen["alpha"] = _alpha(at, data["alpha"], kind)
+    if "edge_threshold" in data:
+        chosen["edge_threshold"] = _edge(at, data["edge_threshold"])
     if "quantiles" in data:
         chosen["quantiles"] = _quantiles(at, data["quantiles"])
     if "ranges" in data:

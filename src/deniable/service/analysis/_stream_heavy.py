@@ -1,7 +1,7 @@
-"""Heavy-hitter streams (PEM, TreeHist, SFP): the discovered strings of a UTC day, or of
-the page's days pooled, computed from the stored records by the library's own decoding
-(:func:`deniable.distributed.aggregate_heavy_stream`, for SFP
-:func:`deniable.distributed.aggregate_sfp_stream`, in this process).
+"""Heavy-hitter streams (PEM, TreeHist, SFP, RAPPOR n-grams): the discovered strings of a
+UTC day, or of the page's days pooled, computed from the stored records by the library's
+own decoding (:func:`deniable.distributed.aggregate_heavy_stream`, for SFP and RAPPOR
+n-grams :func:`deniable.distributed.aggregate_sfp_stream`, in this process).
 
 **How records are decoded.**  A device's record carries its group, drawn afresh for every
 report and independently of its string, so the records of any set of days are a sample of
@@ -21,6 +21,14 @@ partitions (a device's position is drawn afresh for every report, so the pooled 
 are again a sample of every position), estimated at the stream's ``alpha`` (its only
 answer setting; 0.01, the protocol's, unless set): no group to miss, a position without
 reports keeps nothing.
+
+A RAPPOR n-gram day (or pool) is the :class:`~deniable.oracles.NgramDiscovery` of its
+reports (:meth:`deniable.oracles.RapporNgram.discover`'s four steps, run on the tallies and
+the pairs' likelihoods read from the partitions), at the stream's ``alpha`` and
+``edge_threshold`` (0.05 and 0.02 unless set), with each string's Wald interval at the
+page's level.  A device's cohort and pairs are drawn afresh for every report, whatever its
+string, so pooled days are again one sample of reports (stationary strings assumed, as
+above); a day too small to find anything lists no string.
 """
 
 from __future__ import annotations
@@ -30,15 +38,20 @@ from pathlib import Path
 from typing import Any
 
 from deniable.exceptions import DataError
-from deniable.oracles import PEM, SFP, TreeHist
-from deniable.service.analysis._stream_answers import DEFAULT_SFP_ALPHA, AnswerSettings
+from deniable.oracles import PEM, SFP, RapporNgram, TreeHist
+from deniable.service.analysis._stream_answers import (
+    DEFAULT_ALPHA,
+    DEFAULT_EDGE_THRESHOLD,
+    DEFAULT_SFP_ALPHA,
+    AnswerSettings,
+)
 
 __all__ = ["heavy_day", "is_heavy"]
 
 
 def is_heavy(oracle: Any) -> bool:
     """Whether ``oracle`` is a heavy-hitter protocol (its stream lists discovered strings)."""
-    return isinstance(oracle, PEM | TreeHist | SFP)
+    return isinstance(oracle, PEM | TreeHist | SFP | RapporNgram)
 
 
 def heavy_day(
@@ -56,12 +69,23 @@ def heavy_day(
     docstring), decoded at ``settings`` (the defaults when None); when the rounds cannot
     run (a group without a report) ``{"method", "n", "heavy_hitters": [], "rounds": [],
     "undecided": why}``; for SFP the ``to_dict()`` of its
-    :class:`~deniable.oracles.SFPResult` at the settings' ``alpha``."""
+    :class:`~deniable.oracles.SFPResult` at the settings' ``alpha``; for RAPPOR n-grams
+    the ``to_dict(level)`` of its :class:`~deniable.oracles.NgramDiscovery` at the
+    settings' ``alpha`` and ``edge_threshold``."""
     import pyarrow.parquet as pq
 
     from deniable.distributed import aggregate_heavy_stream, aggregate_sfp_stream, stream_files
 
     last = day if end is None else end
+    if isinstance(protocol, RapporNgram):  # tallies and the pairs' likelihoods
+        alpha = DEFAULT_ALPHA if settings is None else settings.alpha
+        edge = DEFAULT_EDGE_THRESHOLD if settings is None else settings.edge_threshold
+        found = aggregate_sfp_stream(
+            root, stream, start=day, end=last, scheduler="synchronous", alpha=alpha,
+            edge_threshold=edge,
+        )  # fmt: skip
+        ngram: dict[str, Any] = found.to_dict(level)
+        return ngram
     if isinstance(protocol, SFP):  # tallies: the days' reports estimate
         alpha = DEFAULT_SFP_ALPHA if settings is None else settings.alpha
         return aggregate_sfp_stream(

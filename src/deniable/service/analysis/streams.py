@@ -16,14 +16,18 @@ A stream spec (schema ``deniable.stream-spec/1``), as JSON or YAML::
                                     #   deniable.heavy-spec/1), a range mechanism's or
                                     #   Square Wave's (oracles.range_spec: _stream_range)
                                     #   or SFP's (oracles.sfp_spec: deniable.sfp-spec/1)
+                                    #   or RAPPOR n-grams' (oracles.rappor_ngram_spec:
+                                    #   deniable.rappor-ngram-spec/1)
     period: day                     # the partitions: one per UTC day
     window: {kind: day, epsilon: 2.0}   # a BudgetWindow: kind, epsilon, [delta, length, tz]
     candidates: [a, b, ...]         # RAPPOR, CMS and HCMS only, optional: the strings
                                     #   each day's reports are decoded against, or whose
                                     #   frequencies the sketch answers (the stream page)
-    answers: {top_k: 8, alpha: 0.01}  # PEM, TreeHist, SFP, range mechanisms, Square Wave
-                                    #   only, optional: what the page lists (heavy: top_k,
-                                    #   alpha; SFP: alpha; ordered: quantiles, ranges),
+    answers: {top_k: 8, alpha: 0.01}  # PEM, TreeHist, SFP, RAPPOR n-grams, range
+                                    #   mechanisms, Square Wave only, optional: what the
+                                    #   page lists (heavy: top_k, alpha; SFP: alpha;
+                                    #   n-grams: alpha, edge_threshold; ordered: quantiles,
+                                    #   ranges),
                                     #   answer side only (_stream_answers)
 
 A streams file holds ``streams: [spec, ...]``.  Every field but ``candidates`` and
@@ -42,7 +46,9 @@ count mean sketch (CMS, HCMS: a fresh row and flips every report, nothing kept),
 ``epsilon``; a report of PEM or TreeHist (a fresh group and one OLH report of its prefix,
 nothing kept), the OLH epsilon ``ln(p' / q')``; of SFP (a fresh position and one report
 to each of its two sketches, nothing kept), ``fragment_epsilon + word_epsilon``, the two
-sketches' exact epsilons added (``epsilon / 2`` each at the default split); of a range
+sketches' exact epsilons added (``epsilon / 2`` each at the default split); of RAPPOR
+n-grams (a fresh cohort, fresh pairs and a fresh PRR for every n-gram and the full string,
+nothing kept), ``2 pairs eps_1(ngram) + eps_1(full)``, the protocol's ``epsilon``; of a range
 mechanism, its largest level oracle's epsilon; of Square Wave, its epsilon.  The
 memoized bound ``min(v * epsilon_inf, r * epsilon_1)`` holds only against value sequences
 with the same pattern of changes (``deniable.oracles.LongitudinalOracle.
@@ -338,12 +344,13 @@ def stream_estimates(
     :class:`~deniable.exceptions.DataError`; for PEM or TreeHist the
     :class:`~deniable.oracles.HeavyHitters` the day's records decode to, each string with
     its frequency, standard error, interval and the rounds' thresholds, for SFP the
-    :class:`~deniable.oracles.SFPResult` of the day's reports: :mod:`._stream_heavy`; for a
+    :class:`~deniable.oracles.SFPResult` of the day's reports, for RAPPOR n-grams the
+    :class:`~deniable.oracles.NgramDiscovery` of them: :mod:`._stream_heavy`; for a
     range mechanism or Square Wave the answers of
     :mod:`._stream_range`).  A day without reports is left out.
 
-    A heavy-hitter (PEM, TreeHist, SFP), range or Square Wave stream's estimates are at its
-    answer settings
+    A heavy-hitter (PEM, TreeHist, SFP, RAPPOR n-grams), range or Square Wave stream's
+    estimates are at its answer settings
     (``answers``: :attr:`StreamSpec.settings`, as the result's ``answers``) and also
     ``pooled``: ``{"start", "end", "days", "estimate"}``, the estimate of the records of
     all the days held, decoded as one sample (sound when the devices' values are

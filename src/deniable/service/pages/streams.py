@@ -18,6 +18,7 @@ _KINDS = {
     "deniable.cms-spec/2": "sketch",
     "deniable.heavy-spec/1": "heavy", "deniable.range-spec/1": "range",
     "deniable.square-wave-spec/1": "square-wave", "deniable.sfp-spec/1": "sfp",
+    "deniable.rappor-ngram-spec/1": "ngram",
 }  # fmt: skip
 
 
@@ -28,6 +29,18 @@ def _sfp_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
     return [
         (str(h["string"]), num(h["frequency"]), num(h["se"]), ci(h["ci"]), decided)
         for h in estimate["heavy_hitters"]
+    ]
+
+
+def _ngram_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
+    """One row per string a RAPPOR n-gram day found: its frequency from the full-string
+    reports, SE, Wald interval and the p-value level that decided the list (– without
+    full-string reports: every candidate, without a frequency)."""
+    level = estimate["string_threshold"]
+    decided = "–" if level is None else f"p-value < {num(level)} (full-string reports)"
+    return [
+        (str(h["string"]), num(h["frequency"]), num(h["se"]), ci(h.get("ci_wald")), decided)
+        for h in estimate["strings"]
     ]
 
 
@@ -82,7 +95,7 @@ def _answer_rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
 def _header(estimate: Mapping[str, Any], pct: str) -> tuple[str, ...]:
     if "answers" in estimate:
         return ("answer", "estimate", "SE", f"{pct} interval")
-    if "heavy_hitters" in estimate:
+    if "heavy_hitters" in estimate or "ngram_threshold" in estimate:
         return ("string", "frequency", "SE", f"{pct} CI Wald", "threshold (rule)")
     if _sketch(estimate):
         return ("candidate", "frequency", "SE", "SE (fixed devices)", f"{pct} CI")
@@ -100,6 +113,8 @@ def _rows(estimate: Mapping[str, Any]) -> list[tuple[str, ...]]:
         return _answer_rows(estimate)
     if estimate.get("method") == "sequence-fragment-puzzle":
         return _sfp_rows(estimate)
+    if "ngram_threshold" in estimate:
+        return _ngram_rows(estimate)
     if "heavy_hitters" in estimate:
         return _heavy_rows(estimate)
     if _sketch(estimate):

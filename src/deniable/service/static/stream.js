@@ -33,6 +33,7 @@ const MEMO = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloh
 // service/analysis/_stream_answers.py): the server's answer settings, which a device never uses.
 const ANSWER_FIELDS = Object.freeze({
   [HEAVY_SCHEMA]: ["alpha", "top_k"], [SFP_SCHEMA]: ["alpha"], [RANGE_SCHEMA]: ["quantiles", "ranges"], [SQUARE_WAVE_SCHEMA]: ["quantiles", "ranges"],
+  [NGRAM_SCHEMA]: ["alpha", "edge_threshold"],
 });
 
 /**
@@ -65,7 +66,7 @@ export function checkStreamSpec(spec) {
   if ("answers" in spec) {
     const fields = Object.hasOwn(ANSWER_FIELDS, schema) ? ANSWER_FIELDS[schema] : null;
     const a = spec.answers;
-    if (fields === null) throw new SpecError("answers", `are for heavy-hitter (PEM, TreeHist, SFP), range and Square Wave streams only (the server's answer settings), got them for ${show(spec.oracle.algorithm)}.`);
+    if (fields === null) throw new SpecError("answers", `are for heavy-hitter (PEM, TreeHist, SFP, RAPPOR n-gram), range and Square Wave streams only (the server's answer settings), got them for ${show(spec.oracle.algorithm)}.`);
     if (a === null || typeof a !== "object" || Array.isArray(a)) throw new SpecError("answers", `must be an object of ${fields.join(", ")}, got ${show(a)}.`);
     const unknown = Object.keys(a).find((k) => !fields.includes(k));
     if (unknown !== undefined) throw new SpecError("answers", `has an unknown field ${show(unknown)} (this stream's fields: ${fields.join(", ")}).`);
