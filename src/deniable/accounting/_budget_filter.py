@@ -10,7 +10,7 @@ import numpy.typing as npt
 
 from deniable.accounting._ledger import BudgetLedger
 from deniable.common import validation as v
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError
 
 __all__ = ["BudgetFilter"]
 
@@ -42,10 +42,7 @@ class BudgetFilter:
     __slots__ = ("_ledger",)
 
     def __init__(self, ledger: BudgetLedger) -> None:
-        if not isinstance(ledger, BudgetLedger):
-            raise ParameterTypeError(
-                f"`ledger` must be a BudgetLedger, got {type(ledger).__name__}."
-            )
+        v.instance("ledger", ledger, BudgetLedger, "a BudgetLedger")
         self._ledger = ledger
 
     @property

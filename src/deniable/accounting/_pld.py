@@ -103,10 +103,7 @@ class PrivacyLossDistribution:
 
     def compose(self, other: PrivacyLossDistribution) -> PrivacyLossDistribution:
         """The PLD of the composition: the convolution of the two."""
-        if not isinstance(other, PrivacyLossDistribution):
-            raise ParameterTypeError(
-                f"`other` must be a PrivacyLossDistribution, got {type(other).__name__}."
-            )
+        v.instance("other", other, PrivacyLossDistribution, "a PrivacyLossDistribution")
         if not math.isclose(self.step, other.step, rel_tol=1e-12):
             raise ParameterError(
                 f"`other` must be on this PLD's grid (step {self.step:g}) to compose, got a "

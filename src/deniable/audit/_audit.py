@@ -195,8 +195,7 @@ def audit_design(
     >>> audit_design(Categorical.from_epsilon(1.0, k=3), trials=20_000, seed=2).passed
     True
     """
-    if not isinstance(design, Design):
-        raise ParameterTypeError(f"`design` must be a Design, got {type(design).__name__}.")
+    v.instance("design", design, Design, "a Design")
     if isinstance(design, TwoGroupDesign):
         raise ParameterError(
             f"`design` must be a one-group design; {design.name!r} randomizes two groups "

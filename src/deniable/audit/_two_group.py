@@ -7,6 +7,7 @@ import numpy as np
 
 from deniable.audit._core import _common, _evaluate, _label
 from deniable.audit._result import AuditResult
+from deniable.common import validation as v
 from deniable.designs import TwoGroupDesign
 from deniable.exceptions import ParameterTypeError
 
@@ -42,8 +43,7 @@ def audit_two_group(
     >>> res.claimed_epsilon, res.empirical_epsilon, res.lower_bound > 5
     (inf, inf, True)
     """
-    if not isinstance(design, TwoGroupDesign):
-        raise ParameterTypeError(f"`design` must be a TwoGroupDesign, got {type(design).__name__}.")
+    v.instance("design", design, TwoGroupDesign, "a TwoGroupDesign")
     if not isinstance(compliant, bool):
         raise ParameterTypeError(f"`compliant` must be True or False, got {compliant!r}.")
     if claimed_epsilon is None:

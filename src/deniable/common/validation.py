@@ -125,9 +125,24 @@ def positive(name: str, value: Any, *, allow_zero: bool = False, allow_inf: bool
     return x
 
 
+def instance(name: str, value: Any, kind: Any, what: str) -> None:
+    """Check ``value`` is an instance of ``kind`` (a class, abstract or not, or a union or
+    tuple of them); ``what`` names the kind in the message: "`ledger` must be a
+    BudgetLedger, got list."
+
+    >>> instance("n", 3, int, "an int")
+    >>> instance("n", "3", int, "an int")
+    Traceback (most recent call last):
+    ...
+    deniable.exceptions.ParameterTypeError: `n` must be an int, got str.
+    """
+    if not isinstance(value, kind):
+        raise ParameterTypeError(f"`{name}` must be {what}, got {type(value).__name__}.")
+
+
 def instance_or_none(name: str, value: Any, kind: Any, what: str) -> None:
-    """Check ``value`` is ``None`` or an instance of ``kind`` (a class, or a tuple of them);
-    ``what`` names the kind in the message: "`store` must be a MemoStore (e.g.
+    """Check ``value`` is ``None`` or an instance of ``kind`` (a class, or a union or tuple
+    of them); ``what`` names the kind in the message: "`store` must be a MemoStore (e.g.
     InMemoryMemoStore()) or None, got list."
 
     >>> instance_or_none("n", 3, int, "an int")
@@ -136,8 +151,8 @@ def instance_or_none(name: str, value: Any, kind: Any, what: str) -> None:
     ...
     deniable.exceptions.ParameterTypeError: `n` must be an int or None, got str.
     """
-    if value is not None and not isinstance(value, kind):
-        raise ParameterTypeError(f"`{name}` must be {what} or None, got {type(value).__name__}.")
+    if value is not None:
+        instance(name, value, kind, f"{what} or None")
 
 
 def fmt_limit(x: int) -> str:

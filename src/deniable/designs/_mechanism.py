@@ -33,9 +33,10 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import to_jsonable
+from deniable.common import validation as v
 from deniable.designs._identity import mechanism_key
 from deniable.designs._tally import Tally
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError
 from deniable.randomness import CHUNK
 
 __all__ = ["MechanismBase", "blocks", "one_answer"]
@@ -164,8 +165,7 @@ class MechanismBase:
         length gets :attr:`key`; a tally of another mechanism, or of the wrong length, is
         refused (:class:`~deniable.exceptions.DataError`; a non-tally raises
         :class:`~deniable.exceptions.ParameterTypeError`)."""
-        if not isinstance(tally, Tally):
-            raise ParameterTypeError(f"`tally` must be a Tally, got {type(tally).__name__}.")
+        v.instance("tally", tally, Tally, "a Tally")
         if tally.mechanism is not None and tally.mechanism != self.key:
             raise DataError(
                 f"the tally belongs to mechanism {tally.mechanism}, not to this {self._noun} "

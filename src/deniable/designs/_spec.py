@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from deniable.common import validation as v
 from deniable.designs._base import Design
 from deniable.designs._identity import exact_value
 from deniable.designs._registry import make_design
@@ -65,10 +66,7 @@ class QuestionSpec:
     labels: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.design, Design):
-            raise ParameterTypeError(
-                f"`design` must be a deniable design, got {type(self.design).__name__}."
-            )
+        v.instance("design", self.design, Design, "a deniable design")
         spec_algorithm(self.design)  # refuses an unregistered design
         if self.text is not None and (not isinstance(self.text, str) or not self.text.strip()):
             raise ParameterTypeError(f"`text` must be a non-empty string, got {self.text!r}.")

@@ -98,8 +98,7 @@ class MemoizedRandomizer:
         instantaneous: Design | None = None,
         store: MemoStore | None = None,
     ) -> None:
-        if not isinstance(design, Design):
-            raise ParameterTypeError(f"`design` must be a Design, got {type(design).__name__}.")
+        v.instance("design", design, Design, "a Design")
         v.instance_or_none("instantaneous", instantaneous, Design, "a Design")
         if instantaneous is not None and instantaneous.n_truths != design.n_reports:
             raise ParameterError(

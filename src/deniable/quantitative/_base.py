@@ -11,7 +11,7 @@ counts, an exact epsilon): :class:`ScrambledDesign` is their own small protocol
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -31,12 +31,9 @@ FloatArray = npt.NDArray[np.float64]
 
 def check_distribution(name: str, value: Any) -> Distribution:
     """``value`` if it is a :class:`Distribution`, else ``ParameterTypeError``."""
-    if not isinstance(value, Distribution):
-        raise ParameterTypeError(
-            f"`{name}` must be a Distribution (Normal, Uniform, Exponential, Laplace, "
-            f"FDistribution, Constant), got {type(value).__name__}."
-        )
-    return value
+    what = "a Distribution (Normal, Uniform, Exponential, Laplace, FDistribution, Constant)"
+    v.instance(name, value, Distribution, what)
+    return cast(Distribution, value)
 
 
 def check_bounds(bounds: Any) -> tuple[float, float] | None:

@@ -22,11 +22,17 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import validation as v
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError
 from deniable.quantitative._results import NumberEstimate
 from deniable.sampling import ReplicateDesign, SampleDesign, survey_ratio
 
-__all__ = ["estimate_mean", "finite_array", "finite_result", "scale_of"]
+__all__ = [
+    "check_sample_design",
+    "estimate_mean",
+    "finite_array",
+    "finite_result",
+    "scale_of",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -69,6 +75,17 @@ def finite_result(name: str, values: FloatArray, what: str) -> FloatArray:
             "largest floating-point number."
         )
     return values
+
+
+def check_sample_design(sample_design: Any) -> None:
+    """Refuse a ``sample_design`` that is neither ``None`` nor a design of
+    :mod:`deniable.sampling` (``ParameterTypeError``)."""
+    v.instance_or_none(
+        "sample_design",
+        sample_design,
+        SampleDesign | ReplicateDesign,
+        "a SampleDesign or a ReplicateDesign (deniable.sampling)",
+    )
 
 
 def _population(population: Any) -> float | None:
@@ -125,11 +142,7 @@ def estimate_mean(
     c = scale_of(descrambled)
     big_n = _population(population)
     if sample_design is not None:
-        if not isinstance(sample_design, SampleDesign | ReplicateDesign):
-            raise ParameterTypeError(
-                "`sample_design` must be a SampleDesign or a ReplicateDesign (deniable."
-                f"sampling) or None, got {type(sample_design).__name__}."
-            )
+        check_sample_design(sample_design)
         res = survey_ratio(descrambled / c, np.ones(n_all), sample_design, domain=mask)
         value, se = _scaled(c, float(res.value), float(res.se), extra_variance)
         return NumberEstimate(

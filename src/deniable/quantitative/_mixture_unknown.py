@@ -14,14 +14,14 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.common import validation as v
-from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError
 from deniable.quantitative._base import ScrambledDesign, check_distribution
 from deniable.quantitative._distributions import Distribution, open_uniform
-from deniable.quantitative._estimate import finite_array, scale_of
+from deniable.quantitative._estimate import check_sample_design, finite_array, scale_of
 from deniable.quantitative._optional import subsamples
 from deniable.quantitative._results import NumberEstimate, NumberPrivacy
 from deniable.randomness import random_words, resolve_rng
-from deniable.sampling import ReplicateDesign, SampleDesign, ratio_estimate
+from deniable.sampling import ratio_estimate
 
 __all__ = ["UnrelatedQuantitativeUnknown"]
 
@@ -178,11 +178,7 @@ class UnrelatedQuantitativeUnknown(ScrambledDesign):
             df, method, sample, deff = float(min(sizes) - 1), "two independent subsamples", (
                 "simple random sample (with replacement)"), 1.0  # fmt: skip
         else:
-            if not isinstance(sample_design, SampleDesign | ReplicateDesign):
-                raise ParameterTypeError(
-                    "`sample_design` must be a SampleDesign or a ReplicateDesign (deniable."
-                    f"sampling) or None, got {type(sample_design).__name__}."
-                )
+            check_sample_design(sample_design)
             if sample_design.n != z.size:
                 raise DataError(
                     f"`reports` must have one entry per respondent of the design "

@@ -80,8 +80,7 @@ def number_design(spec: Mapping[str, Any]) -> ScrambledDesign:
     >>> d == UnrelatedQuantitative.mix_norm(0.7, 50, 15)
     True
     """
-    if not isinstance(spec, Mapping):
-        raise ParameterTypeError(f"`spec` must be a dict, got {type(spec).__name__}.")
+    v.instance("spec", spec, Mapping, "a dict")
     kind = v.choice("design", spec.get("design"), NUMBER_DESIGNS)
     allowed = {"design", "scrambler", "bounds"} | ({"p"} if kind == "unrelated" else set())
     unknown = sorted(set(spec) - allowed)
