@@ -232,10 +232,8 @@ class LOLOHA(LongitudinalOracle):
         return np.stack([a, b, y.astype(np.uint64)], axis=1)
 
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
-        words = random_words(gen, 2 * prr.shape[0]).reshape(-1, 2)
-        y = self._grr._round(prr[:, 2].astype(np.int64), words[:, 0], words[:, 1], 1)
-        out = prr.copy()
-        out[:, 2] = y.astype(np.uint64)
+        out = prr.copy()  # the seeds kept; the bucket: L-GRR's IRR of the PRR's bucket
+        out[:, 2] = self._grr._irr(prr[:, 2].astype(np.int64), gen).astype(np.uint64)
         return out
 
     def seeds(self, memo: Any, keys: npt.NDArray[Any], gen: Any) -> npt.NDArray[np.uint64]:
