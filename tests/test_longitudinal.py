@@ -16,6 +16,7 @@ from _longitudinal import check_replayed_rounds, grr_matrix, log_worst_ratio
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError, PrivacyError
 from deniable.mechanisms import InMemoryMemoStore
 from deniable.oracles import LGRR, LOLOHA, LOSUE, LOUE, LSUE, make_oracle, oracle_spec
+from deniable.oracles._longitudinal import fit_both
 from deniable.randomness import ArrayWords
 
 CLASSES = (LGRR, LSUE, LOUE, LOSUE)
@@ -324,3 +325,17 @@ def test_no_values_give_no_reports(cls: Any, memo: bool) -> None:
     assert got.shape == (0, *width)
     assert got.dtype == dtype
     assert not o.tally(got).counts.any()
+
+
+def test_fit_both_fits_eps_inf_first_then_eps_1_at_it() -> None:
+    # the builder is called at (eps_inf, eps_1) first, then lowers eps_1 at the e_inf found
+    calls: list[tuple[float, float]] = []
+
+    def at(e_inf: float, e_1: float) -> LGRR:
+        calls.append((e_inf, e_1))
+        return LGRR.from_epsilon(e_inf, 5, eps_1=e_1)
+
+    out = fit_both(at, 2.0, 1.0)
+    assert calls[0] == (2.0, 1.0) and all(c[0] == calls[-1][0] for c in calls[1:])
+    assert out.epsilon <= 2.0 and out.epsilon_1 <= 1.0
+    assert out == LGRR.from_epsilon(2.0, 5, eps_1=1.0)

@@ -278,6 +278,23 @@ def as_uint_array(name: str, reports: Any, *, ndim: int) -> npt.NDArray[Any]:
     return arr
 
 
+def outside(arr: npt.NDArray[Any], n: int) -> int | None:
+    """The value of the integer array ``arr`` that is not in ``0..n-1`` (its least if that
+    is negative, else its greatest), or ``None`` when every value is."""
+    if not arr.size:
+        return None
+    low, high = int(arr.min()), int(arr.max())
+    return low if low < 0 else high if high >= n else None
+
+
+def check_indices(name: str, arr: npt.NDArray[Any], n: int) -> None:
+    """Refuse (:class:`~deniable.exceptions.DataError`) an integer array ``arr`` with a
+    value outside ``0..n-1``, naming it as :func:`outside` finds it."""
+    bad = outside(arr, n)
+    if bad is not None:
+        raise DataError(f"`{name}` must be in 0..{n - 1}, got {bad}.")
+
+
 def log_ratio(a: float, b: float) -> float:
     """``ln(a / b)`` for positive ``a``, ``b`` (``inf`` when ``b`` is 0)."""
     return math.inf if b == 0 else math.log(a / b)

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from deniable.designs import Tally
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.oracles._base import check_indices
 from deniable.oracles._cms_base import CountMeanSketch, FloatArray
 from deniable.oracles._cms_fields import (
     FIELD_BITS,
@@ -192,9 +193,7 @@ class CMS(CountMeanSketch):
                 f"`reports.rows` must hold one integer row per report ({bits.shape[0]}), got "
                 f"dtype {rows.dtype} and shape {rows.shape}."
             )
-        if rows.size and (int(rows.min()) < 0 or int(rows.max()) >= self.k):
-            bad = int(rows.min()) if int(rows.min()) < 0 else int(rows.max())
-            raise DataError(f"`reports.rows` must be in 0..{self.k - 1}, got {bad}.")
+        check_indices("reports.rows", rows, self.k)
         if self.m % 8 and bits.size and (bits[:, -1] >> (self.m % 8)).any():
             raise DataError(f"`reports.bits` must leave the padding bits past m = {self.m} at 0.")
         return SketchReports(rows.astype(np.int64), bits)

@@ -91,6 +91,14 @@ def _hash(a: Any, b: Any, x: Any, g: int) -> npt.NDArray[np.uint64]:
     return np.asarray(((a * xx + b) >> _32) * np.uint64(g) >> _32, dtype=np.uint64)
 
 
+def _too_many_buckets(g: Any, k: int) -> ParameterError:
+    """The error of a ``g`` above ``k`` (as given), for the constructor and ``from_epsilon``."""
+    return ParameterError(
+        f"`g` (the hashed domain) must be between 2 and k = {k} (no more buckets than "
+        f"values), got {g!r}."
+    )
+
+
 @dataclass(frozen=True)
 class LOLOHA(LongitudinalOracle):
     """LOLOHA (module doc): a hash into ``g`` buckets (``2 <= g <= k``) kept per device,
@@ -117,10 +125,7 @@ class LOLOHA(LongitudinalOracle):
         k = check_k(self.k, self.max_k)
         object.__setattr__(self, "k", k)
         if isinstance(self.g, int) and not isinstance(self.g, bool) and self.g > k:
-            raise ParameterError(
-                f"`g` (the hashed domain) must be between 2 and k = {k} (no more buckets "
-                f"than values), got {self.g!r}."
-            )
+            raise _too_many_buckets(self.g, k)
         object.__setattr__(self, "g", v.integer("g", self.g, minimum=2, maximum=k))
         grr = LGRR(self.g, self.p1, self.p2)  # checks p1 and p2 in (1/g, 1)
         object.__setattr__(self, "p1", grr.p1)
@@ -185,10 +190,7 @@ class LOLOHA(LongitudinalOracle):
         if g is not None:
             gg = v.integer("g", g, minimum=2)
             if gg > kk:
-                raise ParameterError(
-                    f"`g` (the hashed domain) must be between 2 and k = {kk} (no more "
-                    f"buckets than values), got {g!r}."
-                )
+                raise _too_many_buckets(g, kk)
             return cls._at(e_inf, e_1, kk, gg)
         ideal = math.exp(min(e_1, 30.0)) + 1
         candidates = sorted({min(max(2, int(f(ideal))), kk) for f in (math.floor, math.ceil)})
@@ -230,10 +232,8 @@ class LOLOHA(LongitudinalOracle):
         return np.stack([a, b, y.astype(np.uint64)], axis=1)
 
     def _irr(self, prr: npt.NDArray[Any], gen: Any) -> npt.NDArray[Any]:
-        words = random_words(gen, 2 * prr.shape[0]).reshape(-1, 2)
-        y = self._grr._round(prr[:, 2].astype(np.int64), words[:, 0], words[:, 1], 1)
-        out = prr.copy()
-        out[:, 2] = y.astype(np.uint64)
+        out = prr.copy()  # the seeds kept; the bucket: L-GRR's IRR of the PRR's bucket
+        out[:, 2] = self._grr._irr(prr[:, 2].astype(np.int64), gen).astype(np.uint64)
         return out
 
     def seeds(self, memo: Any, keys: npt.NDArray[Any], gen: Any) -> npt.NDArray[np.uint64]:
@@ -316,5 +316,5 @@ class LOLOHA(LongitudinalOracle):
         self._decoder._reports(reports)
 
     def _spec(self) -> tuple[str, int, dict[str, Any]]:
-        prr, irr = (d.thresholds()[0] for d in self._grr._designs)
-        return "loloha/1", 6, {"keep_1": prr, "keep_2": irr, "buckets": self.g}
+        _, _, keeps = self._grr._spec()  # L-GRR's over the buckets: keep_1, keep_2
+        return "loloha/1", 6, {**keeps, "buckets": self.g}

@@ -37,7 +37,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -49,7 +49,9 @@ from deniable.exceptions import ParameterError, ParameterTypeError, PrivacyError
 from deniable.oracles._base import FrequencyOracle, check_k
 from deniable.randomness import resolve_rng
 
-__all__ = ["LongitudinalOracle", "check_epsilons", "fit_below"]
+__all__ = ["LongitudinalOracle", "check_epsilons", "fit_below", "fit_both"]
+
+_O = TypeVar("_O", bound="LongitudinalOracle")
 
 #: The memo question of chunk ``c`` of the PRR of value ``v`` (one namespace for every
 #: longitudinal oracle, so that a device never holds two PRRs of one value).
@@ -110,6 +112,15 @@ def fit_below(
             return t, out
         t = t * (1 - 2**-50)
     raise ParameterError(f"no parameters realise epsilon {target!r}.")  # pragma: no cover
+
+
+def fit_both(at: Callable[[float, float], _O], eps_inf: float, eps_1: float) -> _O:
+    """``at(e_inf, e_1)`` (an oracle built for those epsilons) whose ``epsilon`` is at most
+    ``eps_inf`` and ``epsilon_1`` at most ``eps_1``: :func:`fit_below` on ``eps_inf`` first
+    (at the requested ``eps_1``), then on ``eps_1`` at the ``e_inf`` found."""
+    e_inf, _ = fit_below(lambda e: at(e, eps_1), eps_inf, lambda o: o.epsilon)
+    out: _O = fit_below(lambda e: at(e_inf, e), eps_1, lambda o: o.epsilon_1)[1]
+    return out
 
 
 def _groups(

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.designs import Categorical
 from deniable.oracles._base import check_k, open_probability
-from deniable.oracles._longitudinal import LongitudinalOracle, fit_below
+from deniable.oracles._longitudinal import LongitudinalOracle, fit_both
 from deniable.randomness import random_words, uniform_below
 
 __all__ = ["LGRR"]
@@ -113,9 +113,7 @@ class LGRR(LongitudinalOracle):
             p2 = (1 + (k - 1) * d / (p1 - q1)) / k
             return cls(k, p1, p2)
 
-        e_inf, _ = fit_below(lambda e: build(e, eps_1), eps_inf, lambda o: o.epsilon)
-        _, out = fit_below(lambda e: build(e_inf, e), eps_1, lambda o: o.epsilon_1)
-        return out  # type: ignore[no-any-return]
+        return fit_both(build, eps_inf, eps_1)
 
     @property
     def words_per_report(self) -> int:

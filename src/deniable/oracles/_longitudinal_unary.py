@@ -53,7 +53,7 @@ from deniable.designs import expit
 from deniable.exceptions import ParameterError
 from deniable.oracles._base import check_k, open_probability
 from deniable.oracles._bits import _PackedSupports
-from deniable.oracles._longitudinal import LongitudinalOracle, fit_below
+from deniable.oracles._longitudinal import LongitudinalOracle, fit_both
 from deniable.randomness import fill_words, probability_threshold, random_words
 
 __all__ = ["LOSUE", "LOUE", "LSUE", "LongitudinalUnary"]
@@ -228,8 +228,7 @@ class LongitudinalUnary(_PackedSupports, LongitudinalOracle):
 
     @classmethod
     def _fit(cls, eps_inf: float, eps_1: float, k: int) -> Any:
-        e_inf, _ = fit_below(lambda e: cls._at(e, eps_1, k), eps_inf, lambda o: o.epsilon)
-        return fit_below(lambda e: cls._at(e_inf, e, k), eps_1, lambda o: o.epsilon_1)[1]
+        return fit_both(lambda e_inf, e_1: cls._at(e_inf, e_1, k), eps_inf, eps_1)
 
     @classmethod
     def _at(cls, eps_inf: float, eps_1: float, k: int) -> Any:

@@ -61,6 +61,7 @@ import numpy.typing as npt
 from deniable.common import validation as v
 from deniable.designs import MechanismBase, Tally, mechanism_key
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
+from deniable.oracles._base import outside
 from deniable.oracles._rappor_decode import RapporEstimate, _strings, decode
 from deniable.randomness import random_words, resolve_rng
 
@@ -316,8 +317,8 @@ class Rappor(MechanismBase):
             )
         if arr.size and arr.dtype.kind not in "iu":
             raise DataError(f"`cohorts` must hold integers, got dtype {arr.dtype}.")
-        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.cohorts):
-            bad = int(arr.min()) if int(arr.min()) < 0 else int(arr.max())
+        bad = outside(arr, self.cohorts)
+        if bad is not None:
             raise ParameterError(
                 f"`cohorts` must be in 0..{self.cohorts - 1} (cohorts = {self.cohorts}), got {bad}."
             )

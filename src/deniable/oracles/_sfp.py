@@ -67,7 +67,7 @@ from scipy.stats import norm
 from deniable.common import validation as v
 from deniable.designs import mechanism_key
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
-from deniable.oracles._base import check_epsilon, open_probability
+from deniable.oracles._base import check_epsilon, check_indices, open_probability
 from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._hcms import HCMS
@@ -320,9 +320,7 @@ class SFP:
                 f"`reports.positions` must be a 1-D integer array, got dtype {pos.dtype} and "
                 f"shape {pos.shape}."
             )
-        if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= self.positions):
-            bad = int(pos.min()) if int(pos.min()) < 0 else int(pos.max())
-            raise DataError(f"`reports.positions` must be in 0..{self.positions - 1}, got {bad}.")
+        check_indices("reports.positions", pos, self.positions)
         frag = self.fragment_sketch
         tallies = tuple(frag.tally(reports.fragments[pos == i]) for i in range(self.positions))
         got = sum(frag._reports_in(t) for t in tallies)
