@@ -57,6 +57,7 @@ from deniable.simulation._population import group_yes_probabilities as group_yes
 from deniable.simulation._population import latent_of as latent_of
 from deniable.simulation._population import population_targets as population_targets
 from deniable.simulation._population import realized_parameters as realized_parameters
+from deniable.simulation._replicate import draw_counts, moment_figures
 from deniable.simulation._study_twogroup import (
     TwoGroupSimulationStudy,
     two_group_study,
@@ -321,22 +322,15 @@ def simulation_study(
     slope = p1 - p0
     lam_c = p0 + pi * slope
     lam = (1 - s) * lam_c
-    yes = np.empty(reps, dtype=np.int64)
-    for start in range(0, reps, STUDY_BLOCK):
-        m = min(STUDY_BLOCK, reps - start)
-        if method == "binomial":
-            yes[start : start + m] = gen.binomial(n, lam, size=m)
-        else:
-            from deniable.simulation._simulate import simulate
+    from deniable.simulation._simulate import simulate
 
-            seeds = gen.integers(0, 2**63, size=m)
-            for j, sd in enumerate(seeds):
-                sim = simulate(design, n, pi, seed=int(sd), non_compliance=s)
-                yes[start + j] = int(np.count_nonzero(sim.reports))
-                if progress is not None and j + 1 < m:
-                    progress(start + j + 1, reps)
-        if progress is not None:
-            progress(start + m, reps)
+    def binomial(m: int) -> npt.NDArray[np.int64]:
+        return gen.binomial(n, lam, size=m)
+
+    def survey(sd: int) -> int:
+        return int(np.count_nonzero(simulate(design, n, pi, seed=sd, non_compliance=s).reports))
+
+    yes = draw_counts(gen, reps, STUDY_BLOCK, method, progress, binomial, survey)
     lam_hat = yes / n
     est = (lam_hat - p0) / slope
     se = np.sqrt(lam_hat * (1 - lam_hat) / n) / abs(slope)
@@ -358,13 +352,9 @@ def simulation_study(
         null=pi0,
         expected_estimate=pi - s * lam_c / slope,  # = ((1 - s) lam_c - P0) / (P1 - P0)
         true_se=math.sqrt(lam * (1 - lam) / n) / abs(slope),
-        bias=float(est.mean() - pi),
         bias_bounded=float(np.clip(est, 0.0, 1.0).mean() - pi),
-        empirical_se=float(est.std(ddof=1)),
-        mean_se=float(se.mean()),
-        rmse=float(math.sqrt(np.mean((est - pi) ** 2))),
         coverage_exact=float(np.mean((lo <= pi) & (pi <= hi))),
-        coverage_wald=float(np.mean(np.abs(est - pi) <= z * se)),
+        **moment_figures(est, se, pi, z),
         rejection_exact=rej_exact,
         rejection_wald=rej_wald,
         estimates=est,

@@ -27,6 +27,7 @@ from deniable.simulation._population import (
     group_yes_probabilities,
     population_targets,
 )
+from deniable.simulation._replicate import draw_counts, moment_figures
 
 __all__ = ["ParameterStudy", "TwoGroupSimulationStudy", "two_group_study"]
 
@@ -240,20 +241,16 @@ def two_group_study(
     lam = group_yes_probabilities(design, pi, setting)
     gen = resolve_rng(used_seed)
     assert isinstance(gen, np.random.Generator)
-    yes = np.empty((reps, 2), dtype=np.int64)
-    for start in range(0, reps, block):
-        m = min(block, reps - start)
-        if method == "binomial":
-            yes[start : start + m] = gen.binomial(sizes.astype(np.int64), lam, size=(m, 2))
-        else:
-            for j, sd in enumerate(gen.integers(0, 2**63, size=m)):
-                sim = simulate(design, n, pi, seed=int(sd), non_compliance=s, **options)
-                assert sim.group is not None
-                yes[start + j] = [np.count_nonzero(sim.reports[sim.group == g]) for g in (1, 2)]
-                if progress is not None and j + 1 < m:
-                    progress(start + j + 1, reps)
-        if progress is not None:
-            progress(start + m, reps)
+
+    def binomial(m: int) -> npt.NDArray[np.int64]:
+        return gen.binomial(sizes.astype(np.int64), lam, size=(m, 2))
+
+    def survey(sd: int) -> list[int]:
+        sim = simulate(design, n, pi, seed=sd, non_compliance=s, **options)
+        assert sim.group is not None
+        return [int(np.count_nonzero(sim.reports[sim.group == g])) for g in (1, 2)]
+
+    yes = draw_counts(gen, reps, block, method, progress, binomial, survey)
     c, mat = design.linear_system()
     m_inv = np.asarray(np.linalg.inv(mat), dtype=np.float64)
     lam_hat = yes / sizes
@@ -282,11 +279,7 @@ def two_group_study(
             expected=float(limit[i]),
             expected_exact=affine[i] is not None,
             true_se=math.sqrt(max(float(cov_limit[i, i]), 0.0)),
-            bias=float(est.mean() - truth),
-            empirical_se=float(est.std(ddof=1)),
-            mean_se=float(sei.mean()),
-            rmse=float(math.sqrt(np.mean((est - truth) ** 2))),
-            coverage_wald=float(np.mean(np.abs(est - truth) <= z * sei)),
+            **moment_figures(est, sei, truth, z),
             defined=defined,
             undefined=reps - defined,
         )

@@ -41,6 +41,7 @@ Conventions
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -64,7 +65,7 @@ from deniable.survey._grouped import (
 )
 from deniable.survey._questions import Plan, frame_batches, run
 from deniable.survey._readers import check_frame
-from deniable.survey._sample import build_sample, sample_spec, with_design
+from deniable.survey._sample import SampleArg, Spec, build_sample, sample_spec, with_design
 from deniable.survey._values import report_rule
 
 __all__ = [
@@ -319,14 +320,27 @@ def analyze(
                        sample_design=spec)  # fmt: skip
     check_frame(df)
     d, lvl = _check(design, column, group, None, level, missing)
-    for what, name in (("column", column), ("group", group)):
-        if name is not None:
-            column_series(df, name, what)
+    return frame_analyses(df, [(column, d, group, lvl)], spec, missing)[0][0]
+
+
+def frame_analyses(
+    df: Any, questions: Sequence[tuple[Any, Design, Any, float]], spec: Spec | None, missing: str
+) -> tuple[list[Analysis], SampleArg | None]:
+    """The :class:`Analysis` of every question ``(column, design, group column, level)``
+    (validated by :func:`_check`) of the DataFrame ``df``, read in one pass, and the sample
+    built from ``spec`` (after the columns are checked): under it each analysis is also
+    design-based."""
+    for column, _, group, _ in questions:
+        for what, name in (("column", column), ("group", group)):
+            if name is not None:
+                column_series(df, name, what)
     sample = None if spec is None else build_sample(df, spec)
-    plan = _plan(d, column, group, None, lambda r: f"row {r!r}")
-    run([plan], frame_batches(df, plan.columns()), missing)
-    result = _analysis(plan, d, lvl)
-    return result if sample is None else with_design(result, df, plan, sample)
+    plans = [_plan(d, c, g, None, lambda r: f"row {r!r}") for c, d, g, _ in questions]
+    run(plans, frame_batches(df, [c for p in plans for c in p.columns()]), missing)
+    out = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, questions, strict=True)]
+    if sample is not None:
+        out = [with_design(r, df, p, sample) for r, p in zip(out, plans, strict=True)]
+    return out, sample
 
 
 def grouped(

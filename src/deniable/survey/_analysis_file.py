@@ -14,7 +14,14 @@ from deniable.survey._files import Progress, SurveyFile
 from deniable.survey._grouped import _grouped
 from deniable.survey._questions import Plan, file_batches, frame_batches, run
 from deniable.survey._readers import read_frame
-from deniable.survey._sample import DesignColumns, Spec, build_sample, sample_spec, with_design
+from deniable.survey._sample import (
+    DesignColumns,
+    SampleArg,
+    Spec,
+    build_sample,
+    sample_spec,
+    with_design,
+)
 
 __all__ = ["analyze_file"]
 
@@ -70,27 +77,28 @@ def analyze_file(
     with SurveyFile(path, block_size=block_size, progress=progress) as f:
         f.check_columns([(w, c) for w, c in (("column", column), ("group", group), ("by", by))
                          if c is not None])  # fmt: skip
-        if spec is not None:
-            return _designed(f, label, plan, d, lvl, spec, missing)
-        run([plan], file_batches(f, plan.columns()), missing)
-        text = f.kind == "csv"
+        _, frame, sample = read_counts(f, label, [plan], spec, missing)
+        text = sample is None and f.kind == "csv"
     if by is not None:
-        return _grouped(plan, d, lvl, text=text)
-    return _analysis(plan, d, lvl, label)
+        out = _grouped(plan, d, lvl, text=text)
+        return out if sample is None else with_design_by(out, frame, plan, d, sample, False)
+    result = _analysis(plan, d, lvl, label)
+    return result if sample is None else with_design(result, frame, plan, sample)
 
 
-def _designed(
-    f: SurveyFile, label: str, plan: Plan, d: Design, lvl: float, spec: Spec, missing: str
-) -> Any:
-    """The analysis of ``plan``'s question in the open file ``f`` under the sample design
-    ``spec``: the columns read whole, data rows numbered from 1."""
-    frame = read_whole(f, label, spec, plan.columns())
-    run([plan], frame_batches(frame, plan.columns()), missing)
-    sample = build_sample(frame, spec, lambda r: f"data row {r} of {label!r}")
-    if plan.by is not None:
-        return with_design_by(_grouped(plan, d, lvl, text=False), frame, plan, d, sample, False)
-    out: Analysis = with_design(_analysis(plan, d, lvl, label), frame, plan, sample)
-    return out
+def read_counts(
+    f: SurveyFile, label: str, plans: Sequence[Plan], spec: Spec | None, missing: str
+) -> tuple[int, Any, SampleArg | None]:
+    """Count the reports of every question of ``plans`` in the open file ``f`` (``label``):
+    the number of data rows, and under the sample design ``spec`` the columns read whole
+    (a DataFrame whose index is the data row, numbered from 1) and the sample built on
+    them; without ``spec`` the file is read in batches and both are ``None``."""
+    columns = [c for p in plans for c in p.columns()]
+    if spec is None:
+        return run(plans, file_batches(f, columns), missing), None, None
+    frame = read_whole(f, label, spec, columns)
+    rows = run(plans, frame_batches(frame, columns), missing)
+    return rows, frame, build_sample(frame, spec, lambda r: f"data row {r} of {label!r}")
 
 
 def read_whole(f: SurveyFile, label: str, spec: Spec, columns: Sequence[Any]) -> Any:

@@ -32,16 +32,13 @@ from deniable.common import validation as v
 from deniable.designs import Design
 from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.results import Result, Table
-from deniable.survey._analysis import Analysis, _analysis, _check, _plan
-from deniable.survey._analysis_file import read_whole
-from deniable.survey._columns import column_series
+from deniable.survey._analysis import Analysis, _analysis, _check, _plan, frame_analyses
+from deniable.survey._analysis_file import read_counts
 from deniable.survey._compare import design_fields, report_design_table
 from deniable.survey._files import Progress, SurveyFile
 from deniable.survey._questionnaire import Survey
-from deniable.survey._questions import file_batches, frame_batches, run
 from deniable.survey._readers import check_frame, require_pandas
 from deniable.survey._sample import (
-    build_sample,
     design_parameter,
     sample_spec,
     with_design,
@@ -372,16 +369,7 @@ def survey_report(
     parts = {"weights": weights, "strata": strata, "psu": psu, "fpc": fpc,
              "replicate_weights": replicate_weights}  # fmt: skip
     spec = sample_spec(sample_design, parts)
-    sample = None if spec is None else build_sample(df, spec)
-    for column, _, group, _ in specs:
-        column_series(df, column, "column")
-        if group is not None:
-            column_series(df, group, "group")
-    plans = [_plan(d, c, g, None, lambda r: f"row {r!r}") for c, d, g, _ in specs]
-    run(plans, frame_batches(df, [c for p in plans for c in p.columns()]), missing)
-    results = [_analysis(p, d, lvl) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
-    if sample is not None:
-        results = [with_design(r, df, p, sample) for r, p in zip(results, plans, strict=True)]
+    results, sample = frame_analyses(df, specs, spec, missing)
     return SurveyReport(tuple(results), v.level(level), len(df), title, sample=_describe(sample))
 
 
@@ -412,17 +400,10 @@ def survey_report_file(
     parts = {"weights": weights, "strata": strata, "psu": psu, "fpc": fpc,
              "replicate_weights": replicate_weights}  # fmt: skip
     spec = sample_spec(sample_design, parts)
-    sample = None
     with SurveyFile(path, block_size=block_size, progress=progress) as f:
         f.check_columns([(w, c) for c, _, g, _ in specs
                          for w, c in (("column", c), ("group", g)) if c is not None])  # fmt: skip
-        columns = [c for p in plans for c in p.columns()]
-        if spec is None:
-            rows = run(plans, file_batches(f, columns), missing)
-        else:
-            frame = read_whole(f, label, spec, columns)
-            rows = run(plans, frame_batches(frame, columns), missing)
-            sample = build_sample(frame, spec, place)
+        rows, frame, sample = read_counts(f, label, plans, spec, missing)
     results = [_analysis(p, d, lvl, label) for p, (_, d, _, lvl) in zip(plans, specs, strict=True)]
     if sample is not None:
         results = [with_design(r, frame, p, sample) for r, p in zip(results, plans, strict=True)]
