@@ -249,11 +249,12 @@ def _count_loop(reps: npt.NDArray[np.unsignedinteger[Any]], counts: npt.NDArray[
 def _count_pairs_loop(
     reps: npt.NDArray[np.unsignedinteger[Any]], cells: npt.NDArray[np.int64]
 ) -> None:
-    # reports below 16 (uint16): reports 2j and 2j+1 read as one little-endian uint32
-    # a = r0 + r1 2**16, and a | a >> 12 holds r0 + 16 r1 in its low byte: one count of 256
-    # cells for two reports (half the loads and stores of one report a cell, whose cost is
-    # the store of each count; docs/performance.md, "The compiled kernel"); four rows of
-    # cells as in _count_loop.  An odd last report goes to cell 256 + r of row 0.
+    # reports below 16 (uint16): reports 2j and 2j+1 read as one uint32 a = r0 + r1 2**16
+    # (little-endian; r1 + r0 2**16 big-endian: kary_counts adds both places, so either
+    # order counts the same), and a | a >> 12 holds r0 + 16 r1 in its low byte: one count
+    # of 256 cells for two reports (half the loads and stores of one report a cell: the
+    # count's cost; docs/performance.md, "The compiled kernel"); four rows of cells as in
+    # _count_loop.  An odd last report goes to cell 256 + r of row 0.
     size = reps.size
     pairs = reps[: size - size % 2].view(np.uint32)
     whole = pairs.size - pairs.size % _LANES
