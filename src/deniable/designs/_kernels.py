@@ -48,8 +48,10 @@ BINARY_BLOCK = GROUP * CHUNK
 #: Reports a block of the compiled binary kernel: its words (512 KiB) are read from the
 #: core's L2 cache right after the keystream wrote them.  The compiled k-ary kernel draws
 #: one block of ``CHUNK`` reports at a time (two words each, 1 MiB) for the same reason:
-#: four blocks (4 MiB) outgrew a 2 MiB L2 and cost about 0.3 ns a report
-#: (``docs/performance.md``).  The same words in the same order as the numpy path's draws.
+#: four blocks (4 MiB) outgrew a 2 MiB L2 and cost about 0.3 ns a report; on a 1 MiB L2
+#: (an AMD EPYC) k-ary blocks of half or a quarter of ``CHUNK`` were no faster, each paying its
+#: own ``fill`` and kernel call (``docs/performance.md``).  The same words in the same order
+#: as the numpy path's draws.
 KERNEL_BLOCK = CHUNK
 
 
