@@ -236,3 +236,27 @@ def test_no_writable_cache_compiles_without_one(monkeypatch: pytest.MonkeyPatch)
         _compiled._compiled.cache_clear()  # the next call compiles (or loads) as usual
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("k", [2, 3, 15, 16, 17, 1024])
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 8, 9, 4099])
+def test_kernel_cells_count_every_report(k: int, n: int) -> None:
+    # kary_cells / kary_counts: two uint16 reports a cell for k <= PAIRED_VALUES (an odd
+    # last report on its own), one a cell above; every value, the largest included, counted
+    # once per report, whatever the block boundaries
+    design = deniable.Categorical.from_epsilon(1.0, k)
+    words = np.random.default_rng(n).integers(0, 2**64 - 1, 2 * n, dtype=np.uint64, endpoint=True)
+    x = (np.arange(n) % k).astype(np.uint16)[::-1].copy()  # k - 1 first
+    out = np.empty(n, dtype=np.uint16)
+    cells = _compiled.kary_cells(k)
+    width = 256 + 16 if k <= _compiled.PAIRED_VALUES else k
+    assert cells.shape == (_compiled.LANES, width) and not cells.any()
+    arguments = _compiled.kary_arguments(design._plan)
+    block = 3 if n > 3 else max(n, 1)  # odd blocks: an odd report at the end of each
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        w = words[2 * start : 2 * stop]
+        _compiled.kary_kernel(w, x[start:stop], out[start:stop], cells, arguments, stop - start, k)
+    counts = _compiled.kary_counts(cells, k)
+    assert counts.dtype == np.int64 and counts.shape == (k,)
+    np.testing.assert_array_equal(counts, np.bincount(out, minlength=k))

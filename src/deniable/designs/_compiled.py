@@ -51,8 +51,11 @@ __all__ = [
     "KERNEL_ENV",
     "LANES",
     "MIN_REPORTS",
+    "PAIRED_VALUES",
     "binary_kernel",
     "kary_arguments",
+    "kary_cells",
+    "kary_counts",
     "kary_kernel",
     "kernel_backend",
     "use_kernel",
@@ -68,8 +71,14 @@ KERNELS = ("auto", "numba", "numpy")
 MIN_REPORTS = 4096
 #: Rows of the kernels' counts (consecutive reports are counted in different rows).
 LANES = 4
+#: Designs of at most this many categories count their reports two at a time: a pair of
+#: ``uint16`` reports read as one ``uint32`` is the cell ``r0 + 16 r1`` of 256.
+PAIRED_VALUES = 16
 _LANES = LANES
+_PAIR_CELLS = PAIRED_VALUES * PAIRED_VALUES
 _S11 = np.uint64(11)
+#: How the k-ary loop counts its reports: not at all, one a cell of ``k``, two a cell.
+_NO_COUNT, _SINGLES, _PAIRS = 0, 1, 2
 
 
 def kernel_backend() -> str:
@@ -137,11 +146,12 @@ def _kary_loop(
     mul: np.uint64,
     post: np.uint64,
     cum: npt.NDArray[np.uint64],
-    count: bool,
+    count: int,
 ) -> None:
     # blocks of `block` reports (the last one shorter): the block's keep words, then its
     # category words; each block's reports made by one of three loops (the forced
-    # category's form is a constant of the call, the design's), then counted
+    # category's form is a constant of the call, the design's), then counted (one report
+    # a cell, or two: `count` is a constant of the call, the design's)
     m = out.size
     b = 0
     while b < m:
@@ -155,7 +165,9 @@ def _kary_loop(
             _shift(keep_words, category, xs, reps, keep_t, post)
         else:
             _multiply(keep_words, category, xs, reps, keep_t, pre, mul, post)
-        if count:  # a constant of the call (the design's, not the answer's)
+        if count == _PAIRS:
+            _count_pairs(reps, counts)
+        elif count == _SINGLES:
             _count(reps, counts)
         b += size
 
@@ -234,6 +246,34 @@ def _count_loop(reps: npt.NDArray[np.unsignedinteger[Any]], counts: npt.NDArray[
         counts[0, reps[i]] += 1
 
 
+def _count_pairs_loop(
+    reps: npt.NDArray[np.unsignedinteger[Any]], cells: npt.NDArray[np.int64]
+) -> None:
+    # reports below 16 (uint16): reports 2j and 2j+1 read as one uint32 a = r0 + r1 2**16
+    # (little-endian; r1 + r0 2**16 big-endian: kary_counts adds both places, so either
+    # order counts the same), and a | a >> 12 holds r0 + 16 r1 in its low byte: one count
+    # of 256 cells for two reports (half the loads and stores of one report a cell: the
+    # count's cost; docs/performance.md, "The compiled kernel"); four rows of cells as in
+    # _count_loop.  An odd last report goes to cell 256 + r of row 0.
+    size = reps.size
+    pairs = reps[: size - size % 2].view(np.uint32)
+    whole = pairs.size - pairs.size % _LANES
+    for i in range(0, whole, _LANES):
+        a = pairs[i]
+        cells[0, (a | (a >> _S12)) & _BYTE] += 1
+        a = pairs[i + 1]
+        cells[1, (a | (a >> _S12)) & _BYTE] += 1
+        a = pairs[i + 2]
+        cells[2, (a | (a >> _S12)) & _BYTE] += 1
+        a = pairs[i + 3]
+        cells[3, (a | (a >> _S12)) & _BYTE] += 1
+    for i in range(whole, pairs.size):
+        a = pairs[i]
+        cells[0, (a | (a >> _S12)) & _BYTE] += 1
+    if size % 2:
+        cells[0, _PAIR_CELLS + reps[size - 1]] += 1
+
+
 @functools.cache
 def _compiled() -> tuple[Any, Any] | None:
     """The loops compiled by numba (binary; k-ary), lazily, per argument types; cached on
@@ -245,15 +285,15 @@ def _compiled() -> tuple[Any, Any] | None:
         return None
     # the k-ary loop calls these: numba reads them as globals when it compiles it, so each
     # is replaced by its compiled self first
-    global _count, _shift, _multiply, _cumulative
-    helpers = (_count_loop, _kary_shift, _kary_multiply, _kary_cumulative)
+    global _count, _count_pairs, _shift, _multiply, _cumulative
+    helpers = (_count_loop, _count_pairs_loop, _kary_shift, _kary_multiply, _kary_cumulative)
     try:  # numba refuses cache=True when no cache directory is writable: compile per process
         jit = numba.njit(cache=True, nogil=True, boundscheck=False)
         compiled = [jit(f) for f in helpers]
     except RuntimeError:
         jit = numba.njit(cache=False, nogil=True, boundscheck=False)
         compiled = [jit(f) for f in helpers]
-    _count, _shift, _multiply, _cumulative = compiled
+    _count, _count_pairs, _shift, _multiply, _cumulative = compiled
     return jit(_binary_loop), jit(_kary_loop)
 
 
@@ -283,31 +323,61 @@ def kary_arguments(plan: Any) -> tuple[Any, ...]:
     return keep, np.uint64(64 - plan.shift), np.uint64(plan.mul), np.uint64(plan.shift), _NO_CUM
 
 
+def kary_cells(k: int) -> npt.NDArray[np.int64]:
+    """Zeroed cells for :func:`kary_kernel` to count the reports of a ``k``-category design
+    into: ``(LANES, k)``, one report a cell, or for ``k <= PAIRED_VALUES`` ``(LANES, 272)``,
+    two reports a cell (256 pairs, then 16 cells for an odd last report);
+    :func:`kary_counts` reads the counts from them."""
+    width = _PAIR_CELLS + PAIRED_VALUES if k <= PAIRED_VALUES else k
+    return np.zeros((LANES, width), dtype=np.int64)
+
+
+def kary_counts(cells: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.int64]:
+    """The count of each value ``0..k-1`` in cells of :func:`kary_cells` (a new array): the
+    sum of its rows, and for pairs the cells with the value in either place."""
+    total: npt.NDArray[np.int64] = cells.sum(axis=0)
+    if k > PAIRED_VALUES:
+        return total
+    pairs = total[:_PAIR_CELLS].reshape(PAIRED_VALUES, PAIRED_VALUES)  # [r1, r0]
+    counts: npt.NDArray[np.int64] = pairs.sum(axis=0) + pairs.sum(axis=1) + total[_PAIR_CELLS:]
+    return counts[:k]
+
+
 def kary_kernel(
     words: npt.NDArray[np.uint64],
     x: npt.NDArray[np.integer[Any]],
     out: npt.NDArray[np.unsignedinteger[Any]],
-    counts: npt.NDArray[np.int64] | None,
+    cells: npt.NDArray[np.int64] | None,
     arguments: tuple[Any, ...],
     block: int,
+    k: int,
 ) -> None:
     """K-ary keep-or-forced reports of ``x`` into ``out`` from ``2 * out.size`` words laid
     out in blocks of ``block`` reports (keep words, then category words, the layout of the
-    numpy path), counted into ``counts`` when given (shape ``(LANES, k)``: the count of
-    value ``j`` is ``counts[:, j].sum()``); ``arguments`` is :func:`kary_arguments` of the
+    numpy path), counted into ``cells`` when given (:func:`kary_cells` of the design's
+    ``k``, read by :func:`kary_counts`); ``arguments`` is :func:`kary_arguments` of the
     design's plan."""
     compiled = _compiled()
     assert compiled is not None  # kernel_backend() said "numba"
     keep, pre, mul, post, cum = arguments
-    into = counts if counts is not None else _NO_COUNTS
-    compiled[1](words, x, out, into, keep, block, pre, mul, post, cum, counts is not None)
+    if cells is None:
+        into, count = _NO_COUNTS, _NO_COUNT
+    elif k <= PAIRED_VALUES:  # the design's reports are uint16 (a plan's dtype below 2**16)
+        assert out.dtype == np.uint16 and cells.shape == (LANES, _PAIR_CELLS + PAIRED_VALUES)
+        into, count = cells, _PAIRS
+    else:
+        into, count = cells, _SINGLES
+    compiled[1](words, x, out, into, keep, block, pre, mul, post, cum, count)
 
 
 # replaced by their compiled selves when numba is loaded (the k-ary loop calls them)
 _count: Any = _count_loop
+_count_pairs: Any = _count_pairs_loop
 _shift: Any = _kary_shift
 _multiply: Any = _kary_multiply
 _cumulative: Any = _kary_cumulative
 _NO_COUNTS = np.zeros((LANES, 1), dtype=np.int64)
 _NO_CUM = np.zeros(0, dtype=np.uint64)
 _U0 = np.uint64(0)
+_S12 = np.uint32(12)  # r1 beside r0 in a pair of uint16 reports
+_BYTE = np.uint32(0xFF)

@@ -18,9 +18,10 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.designs._compiled import (
-    LANES,
     binary_kernel,
     kary_arguments,
+    kary_cells,
+    kary_counts,
     kary_kernel,
     use_kernel,
 )
@@ -47,8 +48,10 @@ BINARY_BLOCK = GROUP * CHUNK
 #: Reports a block of the compiled binary kernel: its words (512 KiB) are read from the
 #: core's L2 cache right after the keystream wrote them.  The compiled k-ary kernel draws
 #: one block of ``CHUNK`` reports at a time (two words each, 1 MiB) for the same reason:
-#: four blocks (4 MiB) outgrew a 2 MiB L2 and cost about 0.3 ns a report
-#: (``docs/performance.md``).  The same words in the same order as the numpy path's draws.
+#: four blocks (4 MiB) outgrew a 2 MiB L2 and cost about 0.3 ns a report; on a 1 MiB L2
+#: (an AMD EPYC) k-ary blocks of half or a quarter of ``CHUNK`` were no faster, each paying its
+#: own ``fill`` and kernel call (``docs/performance.md``).  The same words in the same order
+#: as the numpy path's draws.
 KERNEL_BLOCK = CHUNK
 
 
@@ -143,15 +146,15 @@ def keep_or_forced_reports(
     n = x.size
     out: npt.NDArray[np.unsignedinteger[Any]] = np.empty(n, dtype=dtype)
     if use_kernel(n):  # the same words, one compiled pass a block of CHUNK reports
-        counts = None if counter is None else np.zeros((LANES, k), dtype=np.int64)
+        cells = None if counter is None else kary_cells(k)
         arguments = kary_arguments(plan)
         words = _Words(gen, 2 * min(CHUNK, n))
         for start, stop in blocks(n, CHUNK):
             w = words.next(2 * (stop - start))
-            kary_kernel(w, x[start:stop], out[start:stop], counts, arguments, stop - start)
+            kary_kernel(w, x[start:stop], out[start:stop], cells, arguments, stop - start, k)
             del w  # a Generator's words: freed before the next are made
-        if counter is not None and counts is not None:
-            counter.add_counts(counts.sum(axis=0))
+        if counter is not None and cells is not None:
+            counter.add_counts(kary_counts(cells, k))
         return out
     group = min(GROUP, n // CHUNK)
     size = max(group * CHUNK, n % CHUNK if group == 0 else 0)
