@@ -169,20 +169,56 @@ def _modules() -> list[Path]:
     return sorted(p for p in STATIC.glob("*.js"))
 
 
-@pytest.mark.parametrize("page", ["respondent.html", "interviewer.html"])
-def test_pages_have_no_inline_script_or_style(page: str) -> None:
+_PAGES = {"respondent.html": "/s/workplace", "interviewer.html": "/interviewer/workplace"}
+
+
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("page", [*_PAGES, "index.html"])
+def test_pages_have_no_inline_script_or_style(store: ServiceStore, page: str) -> None:
+    served = make_client(store).get(_PAGES.get(page, "/"))
+    assert served.status_code == 200
+    assert served.headers["content-type"] == "text/html; charset=utf-8"
     parser = _Page()
-    parser.feed((STATIC / page).read_text(encoding="utf-8"))
+    parser.feed(served.text)
     assert parser.problems == []
-    assert parser.scripts == ["/static/main.js"]
     assert parser.styles == ["/static/style.css"]
-    body = re.search(r"<body[^>]*data-page=\"(\w+)\"", (STATIC / page).read_text())
-    assert body is not None and f"{body.group(1)}.html" == page
+    # the head the pages share is the server's (pages.with_shared_head), not the file's
+    file = (STATIC / page).read_text(encoding="utf-8")
+    for line in ('<meta charset="utf-8">', '<meta name="referrer" content="no-referrer">',
+                 '<link rel="icon" href="/static/icon.svg" type="image/svg+xml">'):  # fmt: skip
+        assert served.text.count(line) == 1 and line not in file
+    head = served.text[: served.text.index("</head>")]
+    assert head.index("<meta charset") < head.index("<title>")  # within the first bytes
+    body = re.search(r"<body[^>]*data-page=\"(\w+)\"", file)
+    assert body is not None
+    if page == "index.html":
+        assert body.group(1) == "landing" and parser.scripts == parser.preloads == []
+        return
+    assert f"{body.group(1)}.html" == page
+    assert parser.scripts == ["/static/main.js"]
     # every module main.js loads is preloaded (no waterfall of imports), and nothing else
     closure = _module_closure("main.js")
     assert {"main.js", "randomizer.js", "spec.js", "respondent.js"} <= set(closure)
     assert sorted(parser.preloads) == [f"/static/{m}" for m in closure if m != "main.js"]
     assert len(set(parser.preloads)) == len(parser.preloads)
+
+
+def test_a_module_closure_follows_imports_and_exports(tmp_path: Path) -> None:
+    from deniable.service.routes.deps import module_closure
+
+    (tmp_path / "a.js").write_text('import { b } from "./b.js";\nexport { c } from "./c.js";\n')
+    (tmp_path / "b.js").write_text('import { a } from "./a.js";\n// from "./x.js";\n')
+    (tmp_path / "c.js").write_text("export const c = 1;\n")
+    assert module_closure("a.js", tmp_path) == ["b.js", "c.js"]  # a cycle ends; not a.js
+    assert module_closure("c.js", tmp_path) == []
+
+
+def test_the_shared_head_needs_a_head_line() -> None:
+    from deniable.service.pages import with_shared_head
+
+    with pytest.raises(ValueError, match="no <head> line"):
+        with_shared_head("<html><body></body></html>")
+    assert "modulepreload" not in with_shared_head("<head>\n</head>")
 
 
 def test_modules_build_the_dom_without_inline_styles_or_eval() -> None:

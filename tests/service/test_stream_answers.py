@@ -133,11 +133,31 @@ def test_a_pool_with_a_group_empty_is_listed_undecided(client: TestClient) -> No
         d["estimate"]["n"] for d in got["days"]
     )
     assert (
-        "a report in each of the 8 groups; these days have too few reports" in pooled["undecided"]
+        "a report in each of the 8 groups; group 5 has no report on these days."
+        in pooled["undecided"]
     )
+    assert "too few" not in pooled["undecided"]  # the days are not small: group 5 is empty
     page = client.get("/dashboard/streams/found?start=2026-11-27&end=2026-11-28",
                       headers=admin_headers()).text  # fmt: skip
-    assert "these days have too few reports" in page and "this day has too few" in page
+    assert "group 5 has no report on these days" in page
+    assert "group 5 has no report on this day" in page
+
+
+def test_a_day_with_a_group_empty_names_the_group(client: TestClient) -> None:
+    tree = PROTOCOLS["treehist"]  # 8 groups
+    token = open_stream(client, "found", heavy_body(tree, answers={"top_k": 2}))
+    for day, seed in ((27, 13), (28, 14)):
+        on_day(client, day)
+        rec = records_of(tree, 200, seed)
+        if day == 27:
+            rec = rec[rec[:, 0] != 3]  # no report of group 3 on the 27th only
+        assert post_batch(client, "found", token, encode_batch(tree, rec)).status_code == 201
+    got = client.get(HEAVY, headers=admin_headers()).json()
+    first, second = (d["estimate"] for d in got["days"])
+    assert first["undecided"].endswith(
+        "The rounds need a report in each of the 8 groups; group 3 has no report on this day."
+    )
+    assert "undecided" not in second and "undecided" not in got["pooled"]["estimate"]
 
 
 def _bad() -> dict[str, tuple[dict[str, Any], str]]:

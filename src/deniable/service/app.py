@@ -54,7 +54,7 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -133,7 +133,7 @@ def create_app(settings: Any, store: Any = None) -> FastAPI:
     app.openapi = lambda: service_openapi(app)  # type: ignore[method-assign]
 
     @app.get("/", include_in_schema=False)
-    def landing() -> FileResponse:
+    def landing() -> HTMLResponse:
         """The landing page: what this server is, and links to the dashboard and the API."""
         return static_page("index.html")
 

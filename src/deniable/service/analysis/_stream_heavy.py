@@ -34,6 +34,7 @@ above); a day too small to find anything lists no string.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,9 @@ def heavy_day(
             raise
         files = stream_files(root, stream, start=day, end=last)
         n = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
-        what = "this day has" if end is None else "these days have"
+        empty = re.search(r"got none in (\d+)", str(exc))
+        which = f"group {empty.group(1)}" if empty else "a group"
+        when = "this day" if end is None else "these days"
         return {
             "method": protocol.method,
             "n": n,
@@ -113,7 +116,7 @@ def heavy_day(
             "rounds": [],
             "undecided": (
                 f"{exc} The rounds need a report in each of the {len(protocol.levels)} "
-                f"groups; {what} too few reports."
+                f"groups; {which} has no report on {when}."
             ),
         }
     out: dict[str, Any] = found.to_dict()

@@ -6,8 +6,9 @@ labels are text wherever they appear.
 
 Pure functions of plain data (the dicts of :mod:`deniable.service.analysis` and of the
 OpenAPI schema): this package reads no database and imports nothing of HTTP (import
-contracts in ``pyproject.toml``).  The respondent's and interviewer's pages are static
-files (``deniable/service/static``), filled in by the browser.
+contracts in ``pyproject.toml``).  The landing, respondent's and interviewer's pages are
+static files (``deniable/service/static``), filled in by the browser; the head they share
+is inserted here (:func:`with_shared_head`).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from deniable.service.pages.dashboard import (
     survey_list_page,
     survey_page,
 )
-from deniable.service.pages.site import docs_page
+from deniable.service.pages.site import docs_page, with_shared_head
 from deniable.service.pages.streams import stream_page
 
 __all__ = [
@@ -30,4 +31,5 @@ __all__ = [
     "stream_page",
     "survey_list_page",
     "survey_page",
+    "with_shared_head",
 ]

@@ -10,6 +10,7 @@ passed; nothing stored), ``closed`` 409 (the survey is not open).
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -37,6 +38,7 @@ from deniable.service.core.security import (
     respondent_cache,
     scope_bearer,
 )
+from deniable.service.pages import with_shared_head
 from deniable.survey import Survey, SurveyQuestion
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "check_report",
     "get_respondent",
     "get_survey",
+    "module_closure",
     "outcome",
     "parse_body",
     "static_page",
@@ -229,9 +232,38 @@ async def parse_body(request: Request, model: type[M]) -> M:
         ) from None
 
 
-def static_page(name: str) -> FileResponse:
-    """The HTML page ``name`` of :data:`STATIC_DIR` (404 if it is not installed)."""
+#: A module's static imports (``import ... from "./name.js";``), as the service writes them.
+_MODULE_IMPORT = re.compile(r'^(?:import|export)\s[^;]*?\sfrom\s+"\./([a-z]+\.js)";', re.M)
+#: A page's module script.
+_MODULE_SCRIPT = re.compile(r'<script type="module" src="/static/([a-z]+\.js)">')
+
+
+def module_closure(entry: str, static: Path = STATIC_DIR) -> list[str]:
+    """Every module of ``static`` that the module ``entry`` imports, directly or not, sorted
+    (``entry`` itself left out)."""
+    seen = {entry}
+    todo = [entry]
+    while todo:
+        for name in _MODULE_IMPORT.findall((static / todo.pop()).read_text(encoding="utf-8")):
+            if name not in seen:
+                seen.add(name)
+                todo.append(name)
+    return sorted(seen - {entry})
+
+
+@functools.cache
+def _page_html(path: Path) -> str:
+    page = path.read_text(encoding="utf-8")
+    entries = _MODULE_SCRIPT.findall(page)
+    preloads = {m for entry in entries for m in module_closure(entry, path.parent)}
+    return with_shared_head(page, sorted(preloads - set(entries)))
+
+
+def static_page(name: str) -> HTMLResponse:
+    """The HTML page ``name`` of :data:`STATIC_DIR` (404 if it is not installed), with the
+    head the pages share and a preload of every module its module script imports
+    (:func:`deniable.service.pages.with_shared_head`), assembled once per process."""
     path = STATIC_DIR / name
     if not path.is_file():
         raise StarletteHTTPException(404, f"the page {name} is not installed")
-    return FileResponse(path, media_type="text/html; charset=utf-8")
+    return HTMLResponse(_page_html(path), media_type="text/html; charset=utf-8")

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import FileResponse
+from fastapi.responses import HTMLResponse
 from fastapi.types import DecoratedCallable
 
 from deniable.accounting import add_up
@@ -51,7 +51,7 @@ def _admin_creates(path: str, summary: str) -> Callable[[DecoratedCallable], Dec
 
 
 @router.get("/interviewer/{survey_id}", include_in_schema=False)
-def interviewer_page(request: Request, survey_id: str) -> FileResponse:
+def interviewer_page(request: Request, survey_id: str) -> HTMLResponse:
     """The interviewer's page (404 for an unknown survey)."""
     survey_info(request, survey_id)
     return static_page("interviewer.html")

@@ -22,7 +22,7 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Request
-from fastapi.responses import FileResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
@@ -64,7 +64,7 @@ router = APIRouter()
 
 
 @router.get("/s/{survey_id}", include_in_schema=False)
-def respondent_page(request: Request, survey_id: str) -> FileResponse:
+def respondent_page(request: Request, survey_id: str) -> HTMLResponse:
     """The page a respondent answers on (404 for an unknown survey)."""
     survey_info(request, survey_id)
     return static_page("respondent.html")

@@ -29,8 +29,6 @@ from deniable.mechanisms import upgraded_question
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 # the tables as this revision sees them (a migration never imports the live models)
