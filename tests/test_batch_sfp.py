@@ -1,4 +1,4 @@
-"""SFP's reports in a report batch (distributed._batch_sfp): encoded and decoded whole, each
+"""SFP's reports in a report batch (distributed._batch_strings): encoded and decoded whole, each
 record's layout derived here from docs/specs.md, and a malformed batch refused by name."""
 
 from __future__ import annotations
