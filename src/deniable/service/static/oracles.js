@@ -186,7 +186,8 @@ export function checkValue(value, k) {
 }
 
 const encoder = new TextEncoder();
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** A lone UTF-16 surrogate: a string holding one is not valid Unicode. */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * A reported string's UTF-8 bytes, checked as the library checks them: a string (`who`
