@@ -70,6 +70,11 @@ def test_a_malformed_batch_is_refused_whole_naming_what_is_wrong() -> None:
         decode_json_batch(sfp, f'{{"key":{key},"reports":[[0,1,"2"]]}}')
     with pytest.raises(DataError, match="one length"):
         decode_json_batch(sfp, f'{{"key":{key},"reports":[[0,1,2],[0,1]]}}')
+    with pytest.raises(
+        DataError,
+        match=r"^`body` reports of SFP must hold items in -\d+\.\.\d+, got 9223372036854775808",
+    ):
+        decode_json_batch(sfp, f'{{"key":{key},"reports":[[0,1,{2**63}]]}}')
     with pytest.raises(DataError, match=r"must be in 0\.\.1, got 5"):
         decode_json_batch(sfp, f'{{"key":{key},"reports":[[5,1,2]]}}')
 
