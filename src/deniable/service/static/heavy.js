@@ -12,8 +12,7 @@
 // alphabet (strings.alphabet, the bytes a string may contain, sorted, as hex) makes the client
 // refuse a string with another byte before any word is drawn; the report rule is unchanged.
 
-import { below, checkWords, stringBytes, uniform } from "./oracles.js";
-import { randomWords } from "./randomizer.js";
+import { below, deviceClient, stringBytes, uniform } from "./oracles.js";
 import { SpecError, fieldInteger, show } from "./spec.js";
 
 export const HEAVY_SCHEMA = "deniable.heavy-spec/1";
@@ -198,27 +197,14 @@ export function checkHeavyRecord(c, r, where) {
 export function makeHeavy(spec) {
   const c = checkHeavySpec(spec);
   const encode = (value) => stringWords(heavyString(value, c.maxBytes, c.alphabet), c.w);
-  return Object.freeze({
-    spec,
-    mechanism: c.mechanism,
-    key: c.key,
-    levels: c.levels,
-    groups: c.groups,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => record(c, encode(value), checkWords(words, c.words)),
-    /** The prefix a device of `group` reports: ceil(bits / 8) bytes as hex, the bits past it 0. */
-    prefix: (value, group) => {
-      const bits = c.levels[group];
-      if (bits === undefined) throw new SpecError("group", `must be a group in 0..${c.groups - 1}, got ${show(group)}.`);
-      const mask = prefixMask(bits, c.w);
-      const words = encode(value).map((x, i) => (x & mask[i]).toString(16).padStart(16, "0"));
-      return words.join("").slice(0, 2 * Math.ceil(bits / 8));
-    },
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
-      const x = encode(value); // checked before any word is drawn
-      return record(c, x, randomWords(c.words, cryptoImpl));
-    },
-    checked: c,
-  });
+  /** The prefix a device of `group` reports: ceil(bits / 8) bytes as hex, the bits past it 0. */
+  const prefix = (value, group) => {
+    const bits = c.levels[group];
+    if (bits === undefined) throw new SpecError("group", `must be a group in 0..${c.groups - 1}, got ${show(group)}.`);
+    const mask = prefixMask(bits, c.w);
+    const words = encode(value).map((x, i) => (x & mask[i]).toString(16).padStart(16, "0"));
+    return words.join("").slice(0, 2 * Math.ceil(bits / 8));
+  };
+  const fields = { mechanism: c.mechanism, key: c.key, levels: c.levels, groups: c.groups };
+  return deviceClient(spec, c, c.words, fields, encode, (value, x, words) => record(c, x, words), { prefix });
 }

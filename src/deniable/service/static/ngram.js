@@ -13,9 +13,8 @@
 // drawn afresh (one collection; the spec's `memoization`).  Words come from
 // crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
-import { LONE_SURROGATE, checkWords } from "./oracles.js";
+import { LONE_SURROGATE, deviceClient } from "./oracles.js";
 import { bloomBits, checkRapporSpec, cohortOf, rapporInstantaneous, rapporPermanent } from "./oraclesrappor.js";
-import { randomWords } from "./randomizer.js";
 import { SpecError, fieldInteger, show, underField } from "./spec.js";
 
 export const NGRAM_SCHEMA = "deniable.rappor-ngram-spec/1";
@@ -135,18 +134,6 @@ function report(c, value, chars, words) {
  */
 export function makeNgram(spec) {
   const c = checkNgramSpec(spec);
-  return Object.freeze({
-    spec,
-    key: c.key,
-    positions: c.positions,
-    pairs: c.pairs,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => report(c, value, charsOf(c, value), checkWords(words, c.words)),
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
-      const chars = charsOf(c, value); // checked before any word is drawn
-      return report(c, value, chars, randomWords(c.words, cryptoImpl));
-    },
-    checked: c,
-  });
+  const fields = { key: c.key, positions: c.positions, pairs: c.pairs };
+  return deviceClient(spec, c, c.words, fields, (value) => charsOf(c, value), (value, chars, words) => report(c, value, chars, words));
 }

@@ -12,7 +12,7 @@
 // randomize(value, words) turns a number and two words into the cell.  Words come from
 // crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
-import { checkValue, checkWords, makeOracle, uniform } from "./oracles.js";
+import { checkValue, checkWords, deviceClient, makeOracle, uniform } from "./oracles.js";
 import { randomWords } from "./randomizer.js";
 import { SpecError, fieldInteger, kindOf, show } from "./spec.js";
 
@@ -212,14 +212,5 @@ function cell(c, value, words) {
  */
 export function makeSquareWave(spec) {
   const c = checkSquareWaveSpec(spec);
-  return Object.freeze({
-    spec,
-    key: c.key,
-    cells: c.cells,
-    wordsPerReport: 2,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => cell(c, checkNumber(c, value), checkWords(words, 2)),
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => cell(c, checkNumber(c, value), randomWords(2, cryptoImpl)),
-    checked: c,
-  });
+  return deviceClient(spec, c, 2, { key: c.key, cells: c.cells }, (value) => checkNumber(c, value), (value, v, words) => cell(c, v, words));
 }

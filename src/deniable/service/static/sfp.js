@@ -13,8 +13,7 @@
 // Words come from crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
 import { sha256 } from "./digest.js";
-import { LONE_SURROGATE, checkWords, uniform } from "./oracles.js";
-import { randomWords } from "./randomizer.js";
+import { LONE_SURROGATE, deviceClient, uniform } from "./oracles.js";
 import { makeSketch } from "./sketches.js";
 import { SpecError, fieldInteger, show, underField } from "./spec.js";
 
@@ -142,24 +141,13 @@ function report(c, value, v, words) {
  */
 export function makeSfp(spec) {
   const c = checkSfpSpec(spec);
-  return Object.freeze({
-    spec,
-    key: c.key,
-    positions: c.positions,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => report(c, value, symbolsOf(c, value), checkWords(words, c.words)),
-    /** The record "l:p:i.j" a device with `value` at `position` sends to the fragment sketch. */
-    record: (value, position) => {
-      if (!Number.isSafeInteger(position) || position < 0 || position >= c.positions) {
-        throw new SpecError("position", `must be in 0..${c.positions - 1}, got ${show(position)}.`);
-      }
-      return recordAt(c, symbolsOf(c, value), position);
-    },
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
-      const v = symbolsOf(c, value); // checked before any word is drawn
-      return report(c, value, v, randomWords(c.words, cryptoImpl));
-    },
-    checked: c,
-  });
+  /** The record "l:p:i.j" a device with `value` at `position` sends to the fragment sketch. */
+  const record = (value, position) => {
+    if (!Number.isSafeInteger(position) || position < 0 || position >= c.positions) {
+      throw new SpecError("position", `must be in 0..${c.positions - 1}, got ${show(position)}.`);
+    }
+    return recordAt(c, symbolsOf(c, value), position);
+  };
+  const draw = (value, v, words) => report(c, value, v, words);
+  return deviceClient(spec, c, c.words, { key: c.key, positions: c.positions }, (value) => symbolsOf(c, value), draw, { record });
 }
