@@ -63,12 +63,9 @@ def _edges(spec: dict[str, Any]) -> list[tuple[int | None, int]]:
 
 def _case(case_id: str, protocol: PEM | TreeHist) -> dict[str, Any]:
     spec = heavy_spec(protocol)
+    values = _values(protocol.max_bytes, protocol.symbols)
     head, _, records = device_case(
-        case_id,
-        spec,
-        _edges(spec),
-        _values(protocol.max_bytes, protocol.symbols),
-        lambda held, source: heavy_device_records(protocol, held, rng=source),
+        case_id, protocol, spec, _edges(spec), values, heavy_device_records
     )
     return {
         **head,

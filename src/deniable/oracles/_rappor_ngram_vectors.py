@@ -102,13 +102,9 @@ def _report(ng: RapporNgram, reports: NgramReports, d: int, value: str) -> dict[
 
 
 def _case(case_id: str, ng: RapporNgram) -> dict[str, Any]:
+    spec = rappor_ngram_spec(ng)
     head, _, reports = device_case(
-        case_id,
-        rappor_ngram_spec(ng),
-        _edges(ng),
-        _values(ng),
-        lambda held, source: rappor_ngram_device_reports(ng, held, rng=source),
-        _RANDOM_ROWS,
+        case_id, ng, spec, _edges(ng), _values(ng), rappor_ngram_device_reports, _RANDOM_ROWS
     )
     strings = head["values"]
     return {**head, "reports": [_report(ng, reports, d, strings[d]) for d in range(len(strings))]}

@@ -78,12 +78,9 @@ def _report(reports: Any, i: int) -> Any:
 
 
 def _case(case_id: str, sfp: SFP) -> dict[str, Any]:
+    spec = sfp_spec(sfp)
     head, words, reports = device_case(
-        case_id,
-        sfp_spec(sfp),
-        _edges(sfp),
-        _values(sfp),
-        lambda held, source: sfp_device_reports(sfp, held, rng=source),
+        case_id, sfp, spec, _edges(sfp), _values(sfp), sfp_device_reports
     )
     n = words.shape[0]
     pos = uniform_below(words[:, 0].copy(), sfp.positions).astype(int)
