@@ -1,4 +1,4 @@
-"""RAPPOR n-gram discovery's reports in a report batch (distributed._batch_ngram): encoded and
+"""RAPPOR n-gram discovery's reports in a report batch (distributed._batch_strings): encoded and
 decoded whole, each record's layout derived here from docs/specs.md, and a malformed batch
 refused by name."""
 

@@ -1,4 +1,4 @@
-"""SFP's reports in a report batch (distributed._batch_sfp): encoded and decoded whole, each
+"""SFP's reports in a report batch (distributed._batch_strings): encoded and decoded whole, each
 record's layout derived here from docs/specs.md, and a malformed batch refused by name."""
 
 from __future__ import annotations
@@ -70,6 +70,11 @@ def test_a_malformed_batch_is_refused_whole_naming_what_is_wrong() -> None:
         decode_json_batch(sfp, f'{{"key":{key},"reports":[[0,1,"2"]]}}')
     with pytest.raises(DataError, match="one length"):
         decode_json_batch(sfp, f'{{"key":{key},"reports":[[0,1,2],[0,1]]}}')
+    with pytest.raises(
+        DataError,
+        match=r"^`body` reports of SFP must hold items in -\d+\.\.\d+, got 9223372036854775808",
+    ):
+        decode_json_batch(sfp, f'{{"key":{key},"reports":[[0,1,{2**63}]]}}')
     with pytest.raises(DataError, match=r"must be in 0\.\.1, got 5"):
         decode_json_batch(sfp, f'{{"key":{key},"reports":[[5,1,2]]}}')
 

@@ -163,6 +163,15 @@ test("bad sketch reports are refused by name before any byte is made", () => {
   assert.throws(() => encodeBatch(tampered, [[0, "0000"]]), /`constants.flip` must implement at most `epsilon`/);
 });
 
+test("a bad n-gram report's cohort or bits are named by their index in [label, cohort, hex]", () => {
+  const c = caseOf("rappor-ngram-0"); // cohorts = 8, m = 32: 4 bytes
+  const good = c.reports[0];
+  const bad = (i, g) => ({ ...good, ngrams: good.ngrams.map((x, j) => (j === i ? g : x)) });
+  assert.throws(() => encodeBatch(c.spec, [good, bad(1, ["1:__", 8, "ffffffff"])]), /`reports\[1\]\.ngrams\[1\]\[1\]` must be an integer in 0\.\.7, got 8/);
+  assert.throws(() => encodeBatch(c.spec, [bad(0, ["0:a_", 0, "ff"])]), /`reports\[0\]\.ngrams\[0\]\[2\]` must be 4 bytes/);
+  assert.throws(() => encodeBatch(c.spec, [bad(0, ["0:a_", 0])]), /`reports\[0\]\.ngrams\[0\]` must be an n-gram report \[label, cohort, hex\]/);
+});
+
 test("a k-ary randomized response stream: the question spec's reports as the vectors, one uint16 each", async () => {
   const c = VECTORS.cases.find((x) => x.id === "categorical-1"); // k = 5, uniform forcing
   const n = 12;

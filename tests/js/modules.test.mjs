@@ -29,20 +29,21 @@ const ALLOWED = {
   "respondent.js": ["dom.js", "explain.js", "session.js", "spec.js"],
   "interviewer.js": ["dom.js", "session.js"],
   "main.js": ["interviewer.js", "respondent.js"],
-  // the frequency-oracle client: its words from randomizer.js, its errors from spec.js
+  // the frequency-oracle client: its words from randomizer.js, its errors from spec.js; every
+  // device client's common face (deviceClient: checked words, or words drawn) is here
   "oracles.js": ["randomizer.js", "spec.js"],
   "oraclesmemo.js": ["oracles.js", "oraclesrappor.js", "randomizer.js", "spec.js"],
   "oraclesrappor.js": ["oracles.js", "spec.js"],
-  // the count mean sketches' client: words from randomizer.js, errors from spec.js
+  // the count mean sketches' client: words through oracles.js's deviceClient, errors from spec.js
   // SHA-256 once, pure (the sketches' string hash and a batch's spec digest)
   "digest.js": [],
-  "sketches.js": ["digest.js", "oracles.js", "randomizer.js", "spec.js"],
+  "sketches.js": ["digest.js", "oracles.js", "spec.js"],
   // the heavy-hitter (PEM, TreeHist) device client: the same shape as sketches.js
-  "heavy.js": ["oracles.js", "randomizer.js", "spec.js"],
+  "heavy.js": ["oracles.js", "spec.js"],
   // the Sequence Fragment Puzzle's device client: two sketches.js clients, its puzzle hash
-  "sfp.js": ["digest.js", "oracles.js", "randomizer.js", "sketches.js", "spec.js"],
+  "sfp.js": ["digest.js", "oracles.js", "sketches.js", "spec.js"],
   // RAPPOR n-gram discovery's device client: RAPPOR reports through oraclesrappor.js
-  "ngram.js": ["oracles.js", "oraclesrappor.js", "randomizer.js", "spec.js"],
+  "ngram.js": ["oracles.js", "oraclesrappor.js", "spec.js"],
   // the range mechanisms' and Square Wave's device client: level reports through oracles.js
   "ranges.js": ["oracles.js", "randomizer.js", "spec.js"],
   // a telemetry device: the batch format and its POST, and the stream client on top

@@ -129,6 +129,6 @@ test("bad n-gram reports are refused by name before any byte is made", () => {
   assert.throws(() => encodeBatch(spec, bad({ pairs: [[1, 0], [0, 1]] })), /`reports\[1\].pairs\[0\]` must be positions j1 < j2/);
   const grams = structuredClone(good.ngrams);
   grams[2][1] = 4; // 4 cohorts
-  assert.throws(() => encodeBatch(spec, bad({ ngrams: grams })), /`reports\[1\].ngrams\[2\]\[0\]` must be an integer in 0\.\.3, got 4/);
+  assert.throws(() => encodeBatch(spec, bad({ ngrams: grams })), /`reports\[1\].ngrams\[2\]\[1\]` must be an integer in 0\.\.3, got 4/); // the cohort is [1] of [label, cohort, hex]
   assert.throws(() => encodeBatch(spec, bad({ full: [0, "00"] })), /`reports\[1\].full\[1\]` must be 2 bytes/);
 });

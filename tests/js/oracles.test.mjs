@@ -5,9 +5,10 @@
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
-import { ORACLE_ALGORITHMS, makeOracle } from "../../src/deniable/service/static/oracles.js";
+import { ORACLE_ALGORITHMS, deviceClient, makeOracle } from "../../src/deniable/service/static/oracles.js";
 import { makeDevice } from "../../src/deniable/service/static/oraclesmemo.js";
 import { RAPPOR_SCHEMA, blake2b, stringDigest } from "../../src/deniable/service/static/oraclesrappor.js";
+import { SpecError } from "../../src/deniable/service/static/spec.js";
 import { VECTORS, caseWords, seededCrypto } from "./_helpers.mjs";
 
 const ORACLES = JSON.parse(readFileSync(new URL("../vectors/oracles.json", import.meta.url), "utf8"));
@@ -208,4 +209,24 @@ test("RAPPOR: the cohort and PRRs are kept; another permanent stage is refused, 
   assert.throws(() => makeDevice(other, { storage, device: "app" }).report("x"), { name: "PrivacyError" });
   assert.deepEqual(storage, before);
   assert.throws(() => device.report(3), /: `value` must be a string \(RAPPOR reports strings\), got a number\.$/);
+});
+
+test("deviceClient: the fields, the value checked before the words, and before any word is drawn", () => {
+  const seen = [];
+  const check = (value) => {
+    seen.push(["check", value]);
+    if (value < 0) throw new SpecError("value", "must be >= 0.");
+    return value * 10;
+  };
+  const draw = (value, x, words) => [value, x, words.map(String)];
+  const client = deviceClient({ epsilon: 2 }, { c: 1 }, 2, { key: "k" }, check, draw, { extra: () => "e" });
+  assert.ok(Object.isFrozen(client));
+  assert.deepEqual([client.key, client.wordsPerReport, client.epsilon, client.checked, client.extra()], ["k", 2, 2, { c: 1 }, "e"]);
+  assert.deepEqual(client.randomize(3, [1n, 2n]), [3, 30, ["1", "2"]]);
+  assert.throws(() => client.randomize(-1, [1n]), /`value` must be >= 0/); // the value first, then the words
+  assert.throws(() => client.randomize(1, [1n]), /`words` must be a list of 2 BigInt/);
+  const crypto = { getRandomValues: () => assert.fail("no word may be drawn for a bad value") };
+  assert.throws(() => client.randomizeValue(-1, crypto), /`value` must be >= 0/);
+  const counting = { getRandomValues: (a) => a.fill(7n) };
+  assert.equal(client.randomizeValue(4, counting)[2].length, 2);
 });

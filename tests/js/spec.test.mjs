@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { chance, explain, oddsFactor } from "../../src/deniable/service/static/explain.js";
 import { randomize, typeOf } from "../../src/deniable/service/static/randomizer.js";
-import { PrivacyError, SpecError, checkSpec, kindOf } from "../../src/deniable/service/static/spec.js";
+import { PrivacyError, SpecError, checkSpec, fieldInteger, kindOf, underField } from "../../src/deniable/service/static/spec.js";
 import { VECTORS } from "./_helpers.mjs";
 
 const byId = (id) => structuredClone(VECTORS.cases.find((c) => c.id === id).spec);
@@ -241,4 +241,27 @@ test("a wrong kind of value is named with its article, never shown", () => {
     [true, "a boolean"], [3n, "a bigint"], [() => 0, "a function"], [Symbol("s"), "a symbol"],
   ];
   for (const [value, words] of cases) assert.equal(kindOf(value), words);
+});
+
+test("fieldInteger: the field's integer in min..max, else a SpecError naming the path given", () => {
+  assert.equal(fieldInteger({ k: 3 }, "k", "parameters.k", 1, 3), 3);
+  assert.throws(() => fieldInteger({ k: 4 }, "k", "parameters.k", 1, 3), /^SpecError: `parameters.k` must be an integer in 1\.\.3, got 4\.$/);
+  assert.throws(() => fieldInteger({ k: 1.5 }, "k", "k", 1, 3), /`k` must be an integer in 1\.\.3, got 1\.5/);
+  assert.throws(() => fieldInteger(undefined, "k", "k", 0, 1), /`k` must be an integer in 0\.\.1, got undefined/);
+});
+
+test("underField: a SpecError thrown inside is named under the field, other errors pass unchanged", () => {
+  assert.equal(underField("inner", () => 7), 7);
+  const err = (() => {
+    try {
+      underField("fragment_sketch", () => fieldInteger({ m: 0 }, "m", "parameters.m", 1, 8));
+    } catch (e) {
+      return e;
+    }
+  })();
+  assert.ok(err instanceof SpecError);
+  assert.equal(err.field, "fragment_sketch.parameters.m");
+  assert.equal(err.message, "`fragment_sketch.parameters.m` must be an integer in 1..8, got 0.");
+  const plain = new TypeError("x");
+  assert.throws(() => underField("a", () => { throw plain; }), (e) => e === plain);
 });

@@ -57,12 +57,6 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.distributed._batch_heavy import check_heavy_records
-from deniable.distributed._batch_ngram import (
-    ngram_from_json,
-    ngram_from_rows,
-    ngram_json,
-    ngram_rows,
-)
 from deniable.distributed._batch_range import (
     range_from_json,
     range_from_rows,
@@ -76,8 +70,13 @@ from deniable.distributed._batch_rappor import (
     rappor_json,
     rappor_rows,
 )
-from deniable.distributed._batch_sfp import sfp_from_json, sfp_from_rows, sfp_json, sfp_rows
 from deniable.distributed._batch_sketch import cms_from_json, cms_from_rows, cms_json, cms_rows
+from deniable.distributed._batch_strings import (
+    string_from_json,
+    string_from_rows,
+    string_json,
+    string_rows,
+)
 from deniable.distributed._range_tables import range_mechanism
 from deniable.distributed._tables import _cms, _heavy, _rappor, _strings, record, two_dimensional
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
@@ -158,18 +157,16 @@ def encode_batch(oracle: Any, reports: npt.ArrayLike) -> bytes:
 def _indexed(oracle: Any) -> tuple[Any, Any, Any, Any] | None:
     """The record functions ``(rows, from_rows, json, from_json)`` of an oracle whose report
     is an index ``<u2`` then packed bits (RAPPOR, CMS), a level then its level's report (a
-    range mechanism), a position then two sketch reports (SFP: :mod:`._batch_sfp`) or
-    position pairs then RAPPOR reports (RAPPOR n-grams: :mod:`._batch_ngram`), else None."""
+    range mechanism), a position then two sketch reports (SFP) or position pairs then RAPPOR
+    reports (RAPPOR n-grams; both :mod:`._batch_strings`), else None."""
     if range_mechanism(oracle) is not None:
         return range_rows, range_from_rows, range_json, range_from_json
     if _rappor(oracle) is not None:
         return rappor_rows, rappor_from_rows, rappor_json, rappor_from_json
     if _cms(oracle) is not None:
         return cms_rows, cms_from_rows, cms_json, cms_from_json
-    if _strings(oracle) is not None and oracle.name == "sfp":  # a report file's record
-        return sfp_rows, sfp_from_rows, sfp_json, sfp_from_json
-    if _strings(oracle) is not None and oracle.name == "rappor-ngram":  # likewise
-        return ngram_rows, ngram_from_rows, ngram_json, ngram_from_json
+    if _strings(oracle) is not None and oracle.name in ("sfp", "rappor-ngram"):  # a file record
+        return string_rows, string_from_rows, string_json, string_from_json
     return None
 
 

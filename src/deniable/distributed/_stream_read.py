@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,31 @@ def _is_sfp(oracle: Any) -> bool:
     return isinstance(oracle, SFP | RapporNgram)
 
 
+def _staged(
+    root: str | os.PathLike[str],
+    stream: str,
+    start: Any,
+    end: Any,
+    kind: Callable[[Any], bool],
+    named: str,
+) -> tuple[Any, list[str]]:
+    """The stored protocol of ``stream`` and its partition files of the days ``start ..
+    end``, for an estimate in rounds or stages: a protocol ``kind`` refuses (``named``: what
+    it must be, "a ... one") or no file is a :class:`~deniable.exceptions.DataError`."""
+    require_dask()
+    sid = _stream_id(stream)
+    stored = stream_oracle(root, sid)
+    if not kind(stored):
+        raise DataError(
+            f"stream {sid!r} is a {stored.name} stream, not {named}: tally it with "
+            "aggregate_stream."
+        )
+    files = stream_files(root, sid, start=start, end=end)
+    if not files:
+        raise DataError(f"stream {sid!r} has no reports in the days asked for.")
+    return stored, [str(f) for f in files]
+
+
 def aggregate_sfp_stream(
     root: str | os.PathLike[str],
     stream: str,
@@ -132,18 +158,8 @@ def aggregate_sfp_stream(
     :class:`~deniable.exceptions.DataError`."""
     from deniable.distributed._strings import aggregate_strings
 
-    require_dask()
-    sid = _stream_id(stream)
-    stored = stream_oracle(root, sid)
-    if not _is_sfp(stored):
-        raise DataError(
-            f"stream {sid!r} is a {stored.name} stream, not an SFP or RAPPOR n-gram one: tally "
-            "it with aggregate_stream."
-        )
-    files = stream_files(root, sid, start=start, end=end)
-    if not files:
-        raise DataError(f"stream {sid!r} has no reports in the days asked for.")
-    return aggregate_strings([str(f) for f in files], stored.key, **options)
+    stored, files = _staged(root, stream, start, end, _is_sfp, "an SFP or RAPPOR n-gram one")
+    return aggregate_strings(files, stored.key, **options)
 
 
 def aggregate_heavy_stream(
@@ -164,18 +180,10 @@ def aggregate_heavy_stream(
     group without a report (the rounds need one in every group)."""
     from deniable.distributed._heavy import aggregate_heavy_hitters
 
-    require_dask()
-    sid = _stream_id(stream)
-    stored = stream_oracle(root, sid)
-    if not _is_heavy(stored):
-        raise DataError(
-            f"stream {sid!r} is a {stored.name} stream, not a heavy-hitter one (PEM, TreeHist): "
-            "tally it with aggregate_stream."
-        )
-    files = stream_files(root, sid, start=start, end=end)
-    if not files:
-        raise DataError(f"stream {sid!r} has no reports in the days asked for.")
-    return aggregate_heavy_hitters([str(f) for f in files], stored.key, **options)
+    stored, files = _staged(
+        root, stream, start, end, _is_heavy, "a heavy-hitter one (PEM, TreeHist)"
+    )
+    return aggregate_heavy_hitters(files, stored.key, **options)
 
 
 def clean_stream(

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from deniable.common import load_json
-from deniable.designs import exact_value
 from deniable.exceptions import DataError, ParameterTypeError
+from deniable.oracles._base_spec import spec_head
 from deniable.oracles._cms import CMS
 from deniable.oracles._cms_base import CountMeanSketch
 from deniable.oracles._hcms import HCMS
@@ -74,11 +74,12 @@ def cms_spec(sketch: CountMeanSketch) -> dict[str, Any]:
     if bits is not None:
         constants.update(field_bits=bits, fields_per_word=64 // bits)
     return {
-        "schema": CMS_SPEC2_SCHEMA if version == 2 else CMS_SPEC_SCHEMA,
-        "mechanism": sketch.name,
-        "parameters": {n: exact_value(x) for n, x in sketch.parameters().items()},
-        "key": sketch.key,
-        "algorithm": _ALGORITHMS[sketch.name] if version == 1 else "count-mean-sketch/2",
+        **spec_head(
+            CMS_SPEC2_SCHEMA if version == 2 else CMS_SPEC_SCHEMA,
+            sketch,
+            sketch.parameters(),
+            _ALGORITHMS[sketch.name] if version == 1 else "count-mean-sketch/2",
+        ),
         "constants": constants,
         "words_per_report": sketch.words_per_report,
         "report": _REPORTS[sketch.name],

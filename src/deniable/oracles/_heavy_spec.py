@@ -46,8 +46,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs import exact_value
 from deniable.exceptions import DataError, ParameterTypeError
+from deniable.oracles._base_spec import spec_head
 from deniable.oracles._heavy_hitters import PEM, TreeHist, _prefixes
 from deniable.oracles._prefix_alphabet import alphabet_from_hex, alphabet_hex, check_in_alphabet
 from deniable.oracles._spec import LINEAR_HASH_FAMILY, _from_parameters, _number, _spec_fields
@@ -115,11 +115,7 @@ def heavy_spec(protocol: PEM | TreeHist) -> dict[str, Any]:
     if protocol.symbols is not None:  # absent by default: the specs of before, unchanged
         strings["alphabet"] = alphabet_hex(protocol.symbols)
     return {
-        "schema": HEAVY_SPEC_SCHEMA,
-        "mechanism": protocol.name,
-        "parameters": {n: exact_value(x) for n, x in _parameters(protocol).items()},
-        "key": protocol.key,
-        "algorithm": _ALGORITHM,
+        **spec_head(HEAVY_SPEC_SCHEMA, protocol, _parameters(protocol), _ALGORITHM),
         "levels": levels,
         "groups": len(levels),
         "group": _GROUP,

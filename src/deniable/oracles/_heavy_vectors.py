@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from deniable.oracles._device_vectors import device_case
 from deniable.oracles._heavy_hitters import PEM, TreeHist
 from deniable.oracles._heavy_spec import heavy_device_records, heavy_spec
-from deniable.oracles._vectors import _device_rule_case, vectors_text
+from deniable.oracles._vectors import vectors_text
 
 __all__ = ["HEAVY_VECTORS_SCHEMA", "dump_heavy_vectors", "heavy_vectors"]
 
@@ -63,20 +64,14 @@ def _edges(spec: dict[str, Any]) -> list[tuple[int | None, int]]:
 def _case(case_id: str, protocol: PEM | TreeHist) -> dict[str, Any]:
     spec = heavy_spec(protocol)
     values = _values(protocol.max_bytes, protocol.symbols)
-    words, strings, records = _device_rule_case(
-        case_id,
-        _edges(spec),
-        values,
-        spec["words_per_report"],
-        lambda held, source: heavy_device_records(protocol, held, rng=source),
+    head, _, records = device_case(
+        case_id, protocol, spec, _edges(spec), values, heavy_device_records
     )
     return {
-        "id": case_id,
-        "spec": spec,
-        "values": strings,
-        "words": [str(int(x)) for x in words.reshape(-1)],
+        **head,
         "prefixes": [
-            _prefix_hex(s, spec["levels"][int(r[0])]) for s, r in zip(strings, records, strict=True)
+            _prefix_hex(s, spec["levels"][int(r[0])])
+            for s, r in zip(head["values"], records, strict=True)
         ],
         "records": [[str(int(x)) for x in row] for row in records],
     }

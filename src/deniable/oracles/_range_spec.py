@@ -18,8 +18,9 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from deniable.designs import exact_value, spec_of
+from deniable.designs import spec_of
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.oracles._base_spec import spec_head
 from deniable.oracles._haar import HaarHRR
 from deniable.oracles._hierarchical import HierarchicalHistogram
 from deniable.oracles._spec import _number, _parameter, _spec_fields, oracle_spec
@@ -96,11 +97,7 @@ def range_spec(mechanism: RangeMechanism) -> dict[str, Any]:
     levels = [_level_spec(o) for o in mechanism.levels]
     branching = getattr(mechanism, "branching", 2)
     return {
-        "schema": RANGE_SPEC_SCHEMA,
-        "mechanism": mechanism.name,
-        "parameters": {n: exact_value(x) for n, x in _constructor(mechanism).items()},
-        "key": mechanism.key,
-        "algorithm": f"{mechanism.name}/1",
+        **spec_head(RANGE_SPEC_SCHEMA, mechanism, _constructor(mechanism), f"{mechanism.name}/1"),
         "constants": {
             "branching": branching,
             "domain": mechanism.domain,
@@ -138,11 +135,7 @@ def square_wave_spec(mechanism: SquareWave) -> dict[str, Any]:
         )
     alpha, beta = mechanism.weights
     return {
-        "schema": SQUARE_WAVE_SPEC_SCHEMA,
-        "mechanism": mechanism.name,
-        "parameters": {n: exact_value(x) for n, x in _constructor(mechanism).items()},
-        "key": mechanism.key,
-        "algorithm": "square-wave/1",
+        **spec_head(SQUARE_WAVE_SPEC_SCHEMA, mechanism, _constructor(mechanism), "square-wave/1"),
         "constants": {
             "alpha": str(alpha),
             "beta": str(beta),

@@ -41,8 +41,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from deniable.designs import exact_value
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.oracles._base_spec import spec_head
 from deniable.oracles._rappor import Rappor, RapporReports
 from deniable.oracles._rappor_ngram import RapporNgram
 from deniable.oracles._rappor_ngram_decode import NgramReports
@@ -117,11 +117,7 @@ def rappor_ngram_spec(protocol: RapporNgram) -> dict[str, Any]:
     params = {"alphabet": ng.alphabet, "gram": ng.gram, "length": ng.length,
               "pairs": ng.pairs, "pad": ng.pad}  # fmt: skip
     return {
-        "schema": RAPPOR_NGRAM_SPEC_SCHEMA,
-        "mechanism": ng.name,
-        "parameters": {n: exact_value(x) for n, x in params.items()},
-        "key": ng.key,
-        "algorithm": _ALGORITHM,
+        **spec_head(RAPPOR_NGRAM_SPEC_SCHEMA, ng, params, _ALGORITHM),
         "ngram_report": rappor_spec(ng.ngram),
         "full_report": rappor_spec(ng.full) if ng.full is not None else None,
         "positions": ng.positions,

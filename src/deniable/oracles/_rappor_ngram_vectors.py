@@ -23,11 +23,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from deniable.oracles._device_vectors import device_case
 from deniable.oracles._rappor import Rappor
 from deniable.oracles._rappor_ngram import RapporNgram
 from deniable.oracles._rappor_ngram_decode import NgramReports
 from deniable.oracles._rappor_ngram_spec import rappor_ngram_device_reports, rappor_ngram_spec
-from deniable.oracles._vectors import _device_rule_case, vectors_text
+from deniable.oracles._vectors import vectors_text
 
 __all__ = ["RAPPOR_NGRAM_VECTORS_SCHEMA", "dump_rappor_ngram_vectors", "rappor_ngram_vectors"]
 
@@ -102,23 +103,11 @@ def _report(ng: RapporNgram, reports: NgramReports, d: int, value: str) -> dict[
 
 def _case(case_id: str, ng: RapporNgram) -> dict[str, Any]:
     spec = rappor_ngram_spec(ng)
-    values = _values(ng)
-    words, strings, reports = _device_rule_case(
-        case_id,
-        _edges(ng),
-        values,
-        spec["words_per_report"],
-        lambda held, source: rappor_ngram_device_reports(ng, held, rng=source),
-        _RANDOM_ROWS,
+    head, _, reports = device_case(
+        case_id, ng, spec, _edges(ng), _values(ng), rappor_ngram_device_reports, _RANDOM_ROWS
     )
-    n = words.shape[0]
-    return {
-        "id": case_id,
-        "spec": spec,
-        "values": strings,
-        "words": [str(int(x)) for x in words.reshape(-1)],
-        "reports": [_report(ng, reports, d, strings[d]) for d in range(n)],
-    }
+    strings = head["values"]
+    return {**head, "reports": [_report(ng, reports, d, strings[d]) for d in range(len(strings))]}
 
 
 def rappor_ngram_vectors() -> dict[str, Any]:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from deniable.designs import exact_value
 from deniable.exceptions import ParameterTypeError
+from deniable.oracles._base_spec import spec_head
 from deniable.oracles._rappor import HASH_FAMILY, Rappor, _threshold
 from deniable.oracles._spec import _from_parameters, _number, _spec_fields
 
@@ -60,11 +60,7 @@ def rappor_spec(rappor: Rappor) -> dict[str, Any]:
         "q": int(_threshold(rappor.q, up=False)),
     }
     return {
-        "schema": RAPPOR_SPEC_SCHEMA,
-        "mechanism": rappor.name,
-        "parameters": {n: exact_value(x) for n, x in rappor.parameters().items()},
-        "key": rappor.key,
-        "algorithm": "rappor/1",
+        **spec_head(RAPPOR_SPEC_SCHEMA, rappor, rappor.parameters(), "rappor/1"),
         "constants": dict(sorted(constants.items())),
         "words": dict(_WORDS),
         "report": "cohort-bits",

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from deniable.designs import exact_value
 from deniable.exceptions import DataError, ParameterTypeError
+from deniable.oracles._base_spec import spec_head
 from deniable.oracles._cms_spec import cms_spec
 from deniable.oracles._sfp import SFP
 from deniable.oracles._sfp_assemble import PUZZLE_HASH
@@ -98,11 +98,7 @@ def sfp_spec(protocol: SFP) -> dict[str, Any]:
               "puzzle_bits": sfp.puzzle_bits, "k": sfp.k, "m": sfp.m, "sketch": sfp.sketch,
               "fragment_share": sfp.fragment_share, "salt": sfp.salt}  # fmt: skip
     return {
-        "schema": SFP_SPEC_SCHEMA,
-        "mechanism": sfp.name,
-        "parameters": {n: exact_value(x) for n, x in params.items()},
-        "key": sfp.key,
-        "algorithm": _ALGORITHM,
+        **spec_head(SFP_SPEC_SCHEMA, sfp, params, _ALGORITHM),
         "positions": sfp.positions,
         "symbols": sfp.symbols,
         "position": _POSITION,

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from deniable.oracles._device_vectors import device_case
 from deniable.oracles._sfp import SFP
 from deniable.oracles._sfp_spec import sfp_device_reports, sfp_spec
 from deniable.oracles._sketch import SketchReports
-from deniable.oracles._vectors import _device_rule_case, vectors_text
+from deniable.oracles._vectors import vectors_text
 from deniable.randomness import uniform_below
 
 __all__ = ["SFP_VECTORS_SCHEMA", "dump_sfp_vectors", "sfp_vectors"]
@@ -78,22 +79,14 @@ def _report(reports: Any, i: int) -> Any:
 
 def _case(case_id: str, sfp: SFP) -> dict[str, Any]:
     spec = sfp_spec(sfp)
-    values = _values(sfp)
-    words, strings, reports = _device_rule_case(
-        case_id,
-        _edges(sfp),
-        values,
-        spec["words_per_report"],
-        lambda held, source: sfp_device_reports(sfp, held, rng=source),
+    head, words, reports = device_case(
+        case_id, sfp, spec, _edges(sfp), _values(sfp), sfp_device_reports
     )
     n = words.shape[0]
     pos = uniform_below(words[:, 0].copy(), sfp.positions).astype(int)
-    fragments = sfp._fragment_records(sfp.strings(strings), pos)
+    fragments = sfp._fragment_records(sfp.strings(head["values"]), pos)
     return {
-        "id": case_id,
-        "spec": spec,
-        "values": strings,
-        "words": [str(int(x)) for x in words.reshape(-1)],
+        **head,
         "fragments": [str(f) for f in fragments],
         "reports": [
             [int(reports.positions[i]), _report(reports.fragments, i), _report(reports.words, i)]

@@ -63,6 +63,16 @@ function integer(x, max, where) {
   return x;
 }
 
+/**
+ * Writes the RAPPOR record (the cohort as a uint16, then the packed bits) of the cohort
+ * `r[first]` and hex `r[first + 1]` of the checked RAPPOR spec `c` at `at`; a bad one
+ * throws a SpecError naming `where[first]` or `where[first + 1]`.
+ */
+function writeRappor(view, at, c, r, first, where) {
+  view.setUint16(at, integer(r[first], c.cohorts - 1, `${where}[${first}]`), true);
+  new Uint8Array(view.buffer).set(hexBytes(r[first + 1], c.m / 8, c.m, `${where}[${first + 1}]`), at + 2);
+}
+
 /** The record of one report: { size, write(view, at, report, where) } of the oracle. */
 function recordOf(spec) {
   if (spec !== null && typeof spec === "object" && spec.schema === RAPPOR_SCHEMA) {
@@ -72,8 +82,7 @@ function recordOf(spec) {
       size: 2 + c.m / 8,
       write(view, at, r, where) {
         if (!Array.isArray(r) || r.length !== 2) throw new SpecError(where, `must be a RAPPOR report [cohort, hex], got ${show(r)}.`);
-        view.setUint16(at, integer(r[0], c.cohorts - 1, `${where}[0]`), true);
-        new Uint8Array(view.buffer).set(hexBytes(r[1], c.m / 8, c.m, `${where}[1]`), at + 2);
+        writeRappor(view, at, c, r, 0, where);
       },
     };
   }
@@ -211,6 +220,7 @@ function sfpRecordOf(spec) {
 function ngramRecordOf(spec) {
   const c = checkNgramSpec(spec);
   const gram = recordOf(spec.ngram_report);
+  const gramSpec = checkRapporSpec(spec.ngram_report);
   const full = spec.full_report === null ? null : recordOf(spec.full_report);
   const k = 2 * c.pairs;
   return {
@@ -229,7 +239,7 @@ function ngramRecordOf(spec) {
       });
       r.ngrams.forEach((g, i) => {
         if (!Array.isArray(g) || g.length !== 3) throw new SpecError(`${where}.ngrams[${i}]`, `must be an n-gram report [label, cohort, hex], got ${show(g)}.`);
-        gram.write(view, at + k + i * gram.size, g.slice(1), `${where}.ngrams[${i}]`);
+        writeRappor(view, at + k + i * gram.size, gramSpec, g, 1, `${where}.ngrams[${i}]`); // [label, cohort, hex]: named from index 1
       });
       if (full !== null) full.write(view, at + k + k * gram.size, r.full, `${where}.full`);
       positions.forEach((j, i) => view.setUint8(at + i, j));

@@ -12,9 +12,8 @@
 // alphabet (strings.alphabet, the bytes a string may contain, sorted, as hex) makes the client
 // refuse a string with another byte before any word is drawn; the report rule is unchanged.
 
-import { below, checkWords, stringBytes, uniform } from "./oracles.js";
-import { randomWords } from "./randomizer.js";
-import { SpecError, show } from "./spec.js";
+import { below, deviceClient, stringBytes, uniform } from "./oracles.js";
+import { SpecError, fieldInteger, show } from "./spec.js";
 
 export const HEAVY_SCHEMA = "deniable.heavy-spec/1";
 export const HEAVY_ALGORITHM = "prefix-linear-hashing/1";
@@ -23,18 +22,12 @@ export const HEAVY_MECHANISMS = Object.freeze(["pem", "treehist"]);
 const M64 = (1n << 64n) - 1n;
 const TWO53 = 2 ** 53;
 
-function integer(obj, field, name, min, max) {
-  const v = obj?.[field];
-  if (!Number.isSafeInteger(v) || v < min || v > max) throw new SpecError(name, `must be an integer in ${min}..${max}, got ${show(v)}.`);
-  return v;
-}
-
 /** The prefix lengths the parameters imply: PEM start, start + step, ..., then 8 max_bytes; TreeHist 1..8 max_bytes. */
 function impliedLevels(mechanism, params, maxBytes) {
   const top = 8 * maxBytes;
   if (mechanism === "treehist") return Array.from({ length: top }, (_, i) => i + 1);
-  const start = integer(params, "start_bits", "parameters.start_bits", 1, Math.min(16, top));
-  const step = integer(params, "step_bits", "parameters.step_bits", 1, 8);
+  const start = fieldInteger(params, "start_bits", "parameters.start_bits", 1, Math.min(16, top));
+  const step = fieldInteger(params, "step_bits", "parameters.step_bits", 1, 8);
   const out = [];
   for (let s = start; s < top; s += step) out.push(s);
   out.push(top);
@@ -54,7 +47,7 @@ export function checkHeavySpec(spec) {
   if (spec.report !== "group-linear-hash") throw new SpecError("report", `must be "group-linear-hash", got ${show(spec.report)}.`);
   if (spec.hash?.family !== "linear-gf2/1") throw new SpecError("hash.family", `must be "linear-gf2/1", got ${show(spec.hash?.family)}.`);
   if (spec.strings?.encoding !== "utf-8") throw new SpecError("strings.encoding", `must be "utf-8", got ${show(spec.strings?.encoding)}.`);
-  const maxBytes = integer(spec.strings, "max_bytes", "strings.max_bytes", 1, 64);
+  const maxBytes = fieldInteger(spec.strings, "max_bytes", "strings.max_bytes", 1, 64);
   if (spec.parameters === null || typeof spec.parameters !== "object") throw new SpecError("parameters", `must be an object, got ${show(spec.parameters)}.`);
   if (spec.parameters.max_bytes !== maxBytes) {
     throw new SpecError("parameters.max_bytes", `must be ${maxBytes} (strings.max_bytes says so), got ${show(spec.parameters.max_bytes)}.`);
@@ -64,7 +57,7 @@ export function checkHeavySpec(spec) {
     throw new SpecError("levels", `must be [${levels.join(", ")}] for these parameters, got ${show(spec.levels)}.`);
   }
   if (spec.groups !== levels.length) throw new SpecError("groups", `must be ${levels.length} (one a level), got ${show(spec.groups)}.`);
-  const g = integer(spec.constants, "buckets", "constants.buckets", 2, 2 ** 30);
+  const g = fieldInteger(spec.constants, "buckets", "constants.buckets", 2, 2 ** 30);
   if (g & (g - 1)) throw new SpecError("constants.buckets", `must be a power of two, got ${g}.`);
   if (spec.parameters.g !== g) throw new SpecError("parameters.g", `must be ${g} (constants.buckets says so), got ${show(spec.parameters.g)}.`);
   const l = Math.log2(g);
@@ -75,7 +68,7 @@ export function checkHeavySpec(spec) {
     throw new SpecError("words_per_report", `must be rows * words + 3 = ${l * w + 3}, got ${show(spec.words_per_report)}.`);
   }
   const alphabet = checkAlphabet(spec);
-  const keep = integer(spec.constants, "keep", "constants.keep", 0, TWO53);
+  const keep = fieldInteger(spec.constants, "keep", "constants.keep", 0, TWO53);
   const eps = spec.epsilon;
   const implemented = spec.implemented_epsilon;
   if (typeof eps !== "number" || !(eps > 0) || typeof implemented !== "number" || !(implemented <= eps)) {
@@ -204,27 +197,14 @@ export function checkHeavyRecord(c, r, where) {
 export function makeHeavy(spec) {
   const c = checkHeavySpec(spec);
   const encode = (value) => stringWords(heavyString(value, c.maxBytes, c.alphabet), c.w);
-  return Object.freeze({
-    spec,
-    mechanism: c.mechanism,
-    key: c.key,
-    levels: c.levels,
-    groups: c.groups,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => record(c, encode(value), checkWords(words, c.words)),
-    /** The prefix a device of `group` reports: ceil(bits / 8) bytes as hex, the bits past it 0. */
-    prefix: (value, group) => {
-      const bits = c.levels[group];
-      if (bits === undefined) throw new SpecError("group", `must be a group in 0..${c.groups - 1}, got ${show(group)}.`);
-      const mask = prefixMask(bits, c.w);
-      const words = encode(value).map((x, i) => (x & mask[i]).toString(16).padStart(16, "0"));
-      return words.join("").slice(0, 2 * Math.ceil(bits / 8));
-    },
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
-      const x = encode(value); // checked before any word is drawn
-      return record(c, x, randomWords(c.words, cryptoImpl));
-    },
-    checked: c,
-  });
+  /** The prefix a device of `group` reports: ceil(bits / 8) bytes as hex, the bits past it 0. */
+  const prefix = (value, group) => {
+    const bits = c.levels[group];
+    if (bits === undefined) throw new SpecError("group", `must be a group in 0..${c.groups - 1}, got ${show(group)}.`);
+    const mask = prefixMask(bits, c.w);
+    const words = encode(value).map((x, i) => (x & mask[i]).toString(16).padStart(16, "0"));
+    return words.join("").slice(0, 2 * Math.ceil(bits / 8));
+  };
+  const fields = { mechanism: c.mechanism, key: c.key, levels: c.levels, groups: c.groups };
+  return deviceClient(spec, c, c.words, fields, encode, (value, x, words) => record(c, x, words), { prefix });
 }

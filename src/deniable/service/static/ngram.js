@@ -13,34 +13,23 @@
 // drawn afresh (one collection; the spec's `memoization`).  Words come from
 // crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
-import { checkWords } from "./oracles.js";
+import { LONE_SURROGATE, deviceClient } from "./oracles.js";
 import { bloomBits, checkRapporSpec, cohortOf, rapporInstantaneous, rapporPermanent } from "./oraclesrappor.js";
-import { randomWords } from "./randomizer.js";
-import { SpecError, show } from "./spec.js";
+import { SpecError, fieldInteger, show, underField } from "./spec.js";
 
 export const NGRAM_SCHEMA = "deniable.rappor-ngram-spec/1";
 export const NGRAM_ALGORITHM = "rappor-ngram/1";
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-function integer(obj, field, name, min, max) {
-  const v = obj?.[field];
-  if (!Number.isSafeInteger(v) || v < min || v > max) throw new SpecError(name, `must be an integer in ${min}..${max}, got ${show(v)}.`);
-  return v;
-}
 
 /** A RAPPOR client's checked spec from the field `name`, its errors named under that field. */
 function rapporOf(spec, name) {
-  try {
+  return underField(name, () => {
     const c = checkRapporSpec(spec[name]);
     if (typeof spec[name].epsilon !== "number" || !(spec[name].epsilon > 0)) {
       throw new SpecError("epsilon", `must be a positive number, got ${show(spec[name].epsilon)}.`);
     }
     return { ...c, epsilon: spec[name].epsilon };
-  } catch (err) {
-    if (err instanceof SpecError) throw new SpecError(`${name}.${err.field}`, err.message.slice(err.field.length + 3));
-    throw err;
-  }
+  });
 }
 
 /** Check a RAPPOR n-gram spec (the fields the client uses, both RAPPOR specs whole); returns its checked form. */
@@ -54,8 +43,8 @@ export function checkNgramSpec(spec) {
   if (spec.report !== "pairs-ngrams-full") throw new SpecError("report", `must be "pairs-ngrams-full", got ${show(spec.report)}.`);
   const p = spec.parameters;
   if (p === null || typeof p !== "object" || Array.isArray(p)) throw new SpecError("parameters", `must be an object, got ${show(p)}.`);
-  const gram = integer(p, "gram", "parameters.gram", 1, 8);
-  const length = integer(p, "length", "parameters.length", 2 * gram, 64);
+  const gram = fieldInteger(p, "gram", "parameters.gram", 1, 8);
+  const length = fieldInteger(p, "length", "parameters.length", 2 * gram, 64);
   if (length % gram) throw new SpecError("parameters.length", `must be a multiple of \`gram\` (${gram}), got ${length}.`);
   const pad = p.pad;
   if (typeof pad !== "string" || Array.from(pad).length !== 1 || pad === "\u0000" || LONE_SURROGATE.test(pad)) {
@@ -71,7 +60,7 @@ export function checkNgramSpec(spec) {
   const all = [];
   for (let a = 0; a < positions; a++) for (let b = a + 1; b < positions; b++) all.push([a, b]);
   if (spec.position_pairs !== all.length) throw new SpecError("position_pairs", `must be G (G - 1) / 2 = ${all.length}, got ${show(spec.position_pairs)}.`);
-  const pairs = integer(p, "pairs", "parameters.pairs", 1, all.length);
+  const pairs = fieldInteger(p, "pairs", "parameters.pairs", 1, all.length);
   const s = spec.strings;
   if (s?.encoding !== "utf-8" || s?.unit !== "characters") throw new SpecError("strings", `must say utf-8 characters, got ${show(s)}.`);
   for (const [field, want] of [["max_length", length], ["alphabet", alphabet], ["pad", pad]]) {
@@ -145,18 +134,6 @@ function report(c, value, chars, words) {
  */
 export function makeNgram(spec) {
   const c = checkNgramSpec(spec);
-  return Object.freeze({
-    spec,
-    key: c.key,
-    positions: c.positions,
-    pairs: c.pairs,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => report(c, value, charsOf(c, value), checkWords(words, c.words)),
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
-      const chars = charsOf(c, value); // checked before any word is drawn
-      return report(c, value, chars, randomWords(c.words, cryptoImpl));
-    },
-    checked: c,
-  });
+  const fields = { key: c.key, positions: c.positions, pairs: c.pairs };
+  return deviceClient(spec, c, c.words, fields, (value) => charsOf(c, value), (value, chars, words) => report(c, value, chars, words));
 }

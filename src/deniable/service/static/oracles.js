@@ -186,7 +186,8 @@ export function checkValue(value, k) {
 }
 
 const encoder = new TextEncoder();
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** A lone UTF-16 surrogate: a string holding one is not valid Unicode. */
+export const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
 /**
  * A reported string's UTF-8 bytes, checked as the library checks them: a string (`who`
@@ -210,6 +211,29 @@ export function checkWords(words, n) {
   return Array.from(words, (w, i) => {
     if (typeof w !== "bigint" || w < 0n || w > M64) throw new SpecError(`words[${i}]`, `must be a BigInt in [0, 2**64), got ${show(w)}.`);
     return w;
+  });
+}
+
+/**
+ * A device client, frozen: { spec, ...fields, wordsPerReport: n, epsilon, randomize(value,
+ * words), randomizeValue(value[, cryptoImpl]), ...methods, checked: c }.  `check(value)`
+ * returns the value's checked form (a SpecError naming `value`) and `draw(value, x, words)`
+ * the report from exactly n words; randomize checks the value, then the words, and
+ * randomizeValue checks the value before any word is drawn.
+ */
+export function deviceClient(spec, c, n, fields, check, draw, methods = {}) {
+  return Object.freeze({
+    spec,
+    ...fields,
+    wordsPerReport: n,
+    epsilon: spec.epsilon,
+    randomize: (value, words) => draw(value, check(value), checkWords(words, n)),
+    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
+      const x = check(value); // checked before any word is drawn
+      return draw(value, x, randomWords(n, cryptoImpl));
+    },
+    ...methods,
+    checked: c,
   });
 }
 
@@ -310,16 +334,6 @@ export function makeOracle(spec) {
     c = checkOracleSpec(spec);
     draw = (x, w) => report(c, x, w);
   }
-  const randomize = (value, words) => draw(checkValue(value, c.k), checkWords(words, c.words));
-  return Object.freeze({
-    spec,
-    k: c.k,
-    algorithm: c.algorithm,
-    key: c.key,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    randomize,
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => randomize(checkValue(value, c.k), randomWords(c.words, cryptoImpl)),
-    checked: c,
-  });
+  const fields = { k: c.k, algorithm: c.algorithm, key: c.key };
+  return deviceClient(spec, c, c.words, fields, (value) => checkValue(value, c.k), (value, x, words) => draw(x, words));
 }

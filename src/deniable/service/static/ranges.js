@@ -12,9 +12,9 @@
 // randomize(value, words) turns a number and two words into the cell.  Words come from
 // crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
-import { checkValue, checkWords, makeOracle, uniform } from "./oracles.js";
+import { checkValue, checkWords, deviceClient, makeOracle, uniform } from "./oracles.js";
 import { randomWords } from "./randomizer.js";
-import { SpecError, kindOf, show } from "./spec.js";
+import { SpecError, fieldInteger, kindOf, show } from "./spec.js";
 
 export const RANGE_SCHEMA = "deniable.range-spec/1";
 export const SQUARE_WAVE_SCHEMA = "deniable.square-wave-spec/1";
@@ -26,12 +26,6 @@ const GRID = 4096;
 function object(value, field, what) {
   if (value === null || typeof value !== "object" || Array.isArray(value)) throw new SpecError(field, `must be ${what}, got ${show(value)}.`);
   return value;
-}
-
-function integer(obj, field, name, min, max) {
-  const v = obj?.[field];
-  if (!Number.isSafeInteger(v) || v < min || v > max) throw new SpecError(name, `must be an integer in ${min}..${max}, got ${show(v)}.`);
-  return v;
 }
 
 function epsilons(spec) {
@@ -54,10 +48,10 @@ export function checkRangeSpec(spec) {
   if (spec.report !== "level-report") throw new SpecError("report", `must be "level-report", got ${show(spec.report)}.`);
   const haar = spec.mechanism === "haar-hrr";
   const c = object(spec.constants, "constants", "an object");
-  const b = integer(c, "branching", "constants.branching", 2, 2 ** 20);
+  const b = fieldInteger(c, "branching", "constants.branching", 2, 2 ** 20);
   if (haar && b !== 2) throw new SpecError("constants.branching", `must be 2 for haar-hrr, got ${b}.`);
-  const h = integer(c, "height", "constants.height", 1, 64);
-  const domain = integer(c, "domain", "constants.domain", 2, 2 ** 40);
+  const h = fieldInteger(c, "height", "constants.height", 1, 64);
+  const domain = fieldInteger(c, "domain", "constants.domain", 2, 2 ** 40);
   if (b ** h !== domain) throw new SpecError("constants.domain", `must be branching ** height = ${b ** h}, got ${domain}.`);
   if (c.levels !== h) throw new SpecError("constants.levels", `must be the height ${h} (one level oracle a tree level), got ${show(c.levels)}.`);
   const eps = epsilons(spec);
@@ -166,7 +160,7 @@ export function checkSquareWaveSpec(spec) {
   if (c.grid !== GRID) throw new SpecError("constants.grid", `must be ${GRID}, got ${show(c.grid)}.`);
   // the width of the high-weight run of cells is cells - grid (the spec also states it as
   // its own field, which Python's square_wave_from_spec checks; the client needs only this)
-  const w = integer(c, "cells", "constants.cells", GRID + 1, 5 * GRID) - GRID; // b <= 2: at most 5 G cells
+  const w = fieldInteger(c, "cells", "constants.cells", GRID + 1, 5 * GRID) - GRID; // b <= 2: at most 5 G cells
   const weight = (name) => {
     const x = c[name];
     if (typeof x !== "string" || !/^[1-9][0-9]*$/.test(x) || BigInt(x) > M64) throw new SpecError(`constants.${name}`, `must be a positive 64-bit integer as a decimal string, got ${show(x)}.`);
@@ -218,14 +212,5 @@ function cell(c, value, words) {
  */
 export function makeSquareWave(spec) {
   const c = checkSquareWaveSpec(spec);
-  return Object.freeze({
-    spec,
-    key: c.key,
-    cells: c.cells,
-    wordsPerReport: 2,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => cell(c, checkNumber(c, value), checkWords(words, 2)),
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => cell(c, checkNumber(c, value), randomWords(2, cryptoImpl)),
-    checked: c,
-  });
+  return deviceClient(spec, c, 2, { key: c.key, cells: c.cells }, (value) => checkNumber(c, value), (value, v, words) => cell(c, v, words));
 }

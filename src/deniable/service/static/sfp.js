@@ -13,10 +13,9 @@
 // Words come from crypto.getRandomValues (randomizer.js's randomWords) unless given.
 
 import { sha256 } from "./digest.js";
-import { checkWords, uniform } from "./oracles.js";
-import { randomWords } from "./randomizer.js";
+import { LONE_SURROGATE, deviceClient, uniform } from "./oracles.js";
 import { makeSketch } from "./sketches.js";
-import { SpecError, show } from "./spec.js";
+import { SpecError, fieldInteger, show, underField } from "./spec.js";
 
 export const SFP_SCHEMA = "deniable.sfp-spec/1";
 export const SFP_ALGORITHM = "sequence-fragment-puzzle/1";
@@ -24,22 +23,10 @@ export const PUZZLE_HASH = "deniable.sfp/1";
 
 const encoder = new TextEncoder();
 const PREFIX = encoder.encode(`${PUZZLE_HASH}\u0000`);
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-function integer(obj, field, name, min, max) {
-  const v = obj?.[field];
-  if (!Number.isSafeInteger(v) || v < min || v > max) throw new SpecError(name, `must be an integer in ${min}..${max}, got ${show(v)}.`);
-  return v;
-}
 
 /** A sketch client from the spec's field `name`, its errors named under that field. */
 function sketchOf(spec, name) {
-  try {
-    return makeSketch(spec[name]);
-  } catch (err) {
-    if (err instanceof SpecError) throw new SpecError(`${name}.${err.field}`, err.message.slice(err.field.length + 3));
-    throw err;
-  }
+  return underField(name, () => makeSketch(spec[name]));
 }
 
 /** Check an SFP spec (the fields the client uses, both sketch specs whole); returns its checked form. */
@@ -53,9 +40,9 @@ export function checkSfpSpec(spec) {
   if (spec.report !== "position-fragment-word") throw new SpecError("report", `must be "position-fragment-word", got ${show(spec.report)}.`);
   if (spec.parameters === null || typeof spec.parameters !== "object") throw new SpecError("parameters", `must be an object, got ${show(spec.parameters)}.`);
   if (spec.puzzle?.hash !== PUZZLE_HASH) throw new SpecError("puzzle.hash", `must be "${PUZZLE_HASH}", got ${show(spec.puzzle?.hash)}.`);
-  const bits = integer(spec.puzzle, "bits", "puzzle.bits", 1, 16);
+  const bits = fieldInteger(spec.puzzle, "bits", "puzzle.bits", 1, 16);
   if (spec.strings?.encoding !== "utf-8") throw new SpecError("strings.encoding", `must be "utf-8", got ${show(spec.strings?.encoding)}.`);
-  const length = integer(spec.strings, "max_length", "strings.max_length", 1, 64);
+  const length = fieldInteger(spec.strings, "max_length", "strings.max_length", 1, 64);
   const alphabet = spec.strings.alphabet;
   const chars = alphabet === null ? null : typeof alphabet === "string" ? Array.from(alphabet) : undefined;
   if (chars === undefined || (chars !== null && (chars.length < 1 || chars.length > 256 || new Set(chars).size !== chars.length || LONE_SURROGATE.test(alphabet)))) {
@@ -154,24 +141,13 @@ function report(c, value, v, words) {
  */
 export function makeSfp(spec) {
   const c = checkSfpSpec(spec);
-  return Object.freeze({
-    spec,
-    key: c.key,
-    positions: c.positions,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    randomize: (value, words) => report(c, value, symbolsOf(c, value), checkWords(words, c.words)),
-    /** The record "l:p:i.j" a device with `value` at `position` sends to the fragment sketch. */
-    record: (value, position) => {
-      if (!Number.isSafeInteger(position) || position < 0 || position >= c.positions) {
-        throw new SpecError("position", `must be in 0..${c.positions - 1}, got ${show(position)}.`);
-      }
-      return recordAt(c, symbolsOf(c, value), position);
-    },
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
-      const v = symbolsOf(c, value); // checked before any word is drawn
-      return report(c, value, v, randomWords(c.words, cryptoImpl));
-    },
-    checked: c,
-  });
+  /** The record "l:p:i.j" a device with `value` at `position` sends to the fragment sketch. */
+  const record = (value, position) => {
+    if (!Number.isSafeInteger(position) || position < 0 || position >= c.positions) {
+      throw new SpecError("position", `must be in 0..${c.positions - 1}, got ${show(position)}.`);
+    }
+    return recordAt(c, symbolsOf(c, value), position);
+  };
+  const draw = (value, v, words) => report(c, value, v, words);
+  return deviceClient(spec, c, c.words, { key: c.key, positions: c.positions }, (value) => symbolsOf(c, value), draw, { record });
 }

@@ -18,8 +18,7 @@
 // still works.  The strings are short (at most max_bytes), so speed does not matter; the test
 // checks it against node:crypto over every block boundary.
 
-import { below, checkWords, packBits, stringBytes, uniform } from "./oracles.js";
-import { randomWords } from "./randomizer.js";
+import { below, deviceClient, packBits, stringBytes, uniform } from "./oracles.js";
 import { sha256 } from "./digest.js";
 import { SpecError, show } from "./spec.js";
 
@@ -189,24 +188,10 @@ function report(c, x, w) {
 export function makeSketch(spec) {
   const c = checkSketchSpec(spec);
   const digest = (value) => sketchDigest(sketchString(value, c.maxBytes));
-  const randomize = (value, words) => report(c, digest(value), checkWords(words, c.words));
-  return Object.freeze({
-    spec,
-    mechanism: c.mechanism,
-    key: c.key,
-    rows: c.k,
-    columnsCount: c.m,
-    wordsPerReport: c.words,
-    epsilon: spec.epsilon,
-    columns: (value) => {
-      const x = digest(value);
-      return c.seeds.map((seed) => column(seed, x, c.m));
-    },
-    randomize,
-    randomizeValue: (value, cryptoImpl = globalThis.crypto) => {
-      const x = digest(value); // checked before any word is drawn
-      return report(c, x, randomWords(c.words, cryptoImpl));
-    },
-    checked: c,
-  });
+  const columns = (value) => {
+    const x = digest(value);
+    return c.seeds.map((seed) => column(seed, x, c.m));
+  };
+  const fields = { mechanism: c.mechanism, key: c.key, rows: c.k, columnsCount: c.m };
+  return deviceClient(spec, c, c.words, fields, digest, (value, x, words) => report(c, x, words), { columns });
 }

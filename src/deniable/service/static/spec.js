@@ -36,6 +36,23 @@ export class SpecError extends Error {
   }
 }
 
+/** The integer `obj[field]` in min..max, else a SpecError naming `name` (the field's path in a spec). */
+export function fieldInteger(obj, field, name, min, max) {
+  const v = obj?.[field];
+  if (!Number.isSafeInteger(v) || v < min || v > max) throw new SpecError(name, `must be an integer in ${min}..${max}, got ${show(v)}.`);
+  return v;
+}
+
+/** What `check()` returns; a SpecError it throws is named under the spec's field `name` (`name.field`). */
+export function underField(name, check) {
+  try {
+    return check();
+  } catch (err) {
+    if (err instanceof SpecError) throw new SpecError(`${name}.${err.field}`, err.message.slice(err.field.length + 3));
+    throw err;
+  }
+}
+
 /** A spec whose stated epsilon understates what its thresholds implement. */
 export class PrivacyError extends SpecError {
   constructor(field, message) {
