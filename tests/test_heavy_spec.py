@@ -170,6 +170,16 @@ def test_spec_refuses_a_tampered_field_by_name(field: str, value: Any) -> None:
         heavy_from_spec({**spec, field: value})
 
 
+def test_parameter_type_error_reads_as_one_sentence() -> None:
+    # the constructor's ParameterTypeError ends with a full stop; the spec's message adds none
+    spec = heavy_spec(PROTOCOLS[0])
+    with pytest.raises(DataError) as err:
+        heavy_from_spec({**spec, "parameters": {**spec["parameters"], "max_bytes": "3/2"}})
+    message = str(err.value)
+    assert "does not fit 'pem': `max_bytes` must be an integer" in message
+    assert message.endswith("1.5.") and not message.endswith("..")
+
+
 def test_spec_refuses_unknown_missing_and_bad_mechanism_or_parameters() -> None:
     spec = heavy_spec(PROTOCOLS[0])
     with pytest.raises(DataError, match="unknown spec field `extra`"):

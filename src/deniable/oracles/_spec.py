@@ -205,7 +205,8 @@ def _from_parameters(
     try:
         out = make(**{n: convert(n, x) for n, x in params.items()})
     except TypeError as exc:
-        raise DataError(f"spec field `parameters` does not fit {name!r}: {exc}.") from None
+        why = str(exc).rstrip(".")
+        raise DataError(f"spec field `parameters` does not fit {name!r}: {why}.") from None
     except DeniableError as exc:
         raise DataError(f"spec field `parameters`: {exc}") from None
     implied = implied_by(out)

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from deniable.exceptions import DataError, DeniableError, ParameterTypeError
+from deniable.oracles._base import check_indices
 from deniable.oracles._bits import INDEX_BYTES
 from deniable.oracles._cms import CMS
 from deniable.oracles._file_header import read_whole_file
@@ -77,9 +78,7 @@ def _positions(sfp: SFP, positions: Any, what: str) -> npt.NDArray[np.int64]:
         raise DataError(
             f"`{what}` must be a 1-D integer array, got dtype {pos.dtype} and shape {pos.shape}."
         )
-    if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= sfp.positions):
-        bad = int(pos.min()) if int(pos.min()) < 0 else int(pos.max())
-        raise DataError(f"`{what}` must be in 0..{sfp.positions - 1}, got {bad}.")
+    check_indices(what, pos, sfp.positions)
     return pos.astype(np.int64, copy=False)
 
 
