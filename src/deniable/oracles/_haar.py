@@ -170,12 +170,19 @@ class HaarHRR(LevelSampled):
         counts, ns = self._level_data(data)
         thetas = []
         for j, (c, n) in enumerate(zip(counts, ns, strict=True)):
-            s = 2 * c[: 1 << j].astype(np.float64) - n
-            thetas.append(s / (n * self._gain(j)))
+            s = c[: 1 << j].astype(np.float64)  # (2 c - n) / (n g), in place
+            s *= 2
+            s -= n
+            s /= n * self._gain(j)
+            thetas.append(s)
         nodes = [np.ones(1)]
-        for theta in thetas:
+        for theta in thetas:  # children (f + theta) / 2 and (f - theta) / 2, interleaved
             f = nodes[-1]
-            nodes.append(np.stack([(f + theta) / 2, (f - theta) / 2], axis=1).reshape(-1))
+            pair = np.empty((f.size, 2))
+            np.add(f, theta, out=pair[:, 0])
+            np.subtract(f, theta, out=pair[:, 1])
+            pair /= 2
+            nodes.append(pair.reshape(-1))
         return HaarEstimate(self, tuple(nodes), tuple(ns), "HaarHRR", tuple(thetas))
 
 

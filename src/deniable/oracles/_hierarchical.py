@@ -75,11 +75,17 @@ def consistent_nodes(
     share ``root``; 0 gives the linear part of the map)."""
     h = len(y)
     z = list(y)
-    for i in range(h - 2, -1, -1):
-        z[i] = alpha[i] * y[i] + (1 - alpha[i]) * children_sum(z[i + 1], b)
+    for i in range(h - 2, -1, -1):  # in place on fresh arrays: the same operations
+        below = children_sum(z[i + 1], b)
+        below *= 1 - alpha[i]
+        z[i] = alpha[i] * y[i]
+        z[i] += below
     x = [np.full(1, root)]
-    for i in range(h):
-        x.append(z[i] + np.repeat((x[-1] - children_sum(z[i], b)) / b, b))
+    for i in range(h):  # each node's share of its parent's remainder, broadcast (no repeat)
+        rest = children_sum(z[i], b)
+        np.subtract(x[-1], rest, out=rest)
+        rest /= b
+        x.append((z[i].reshape(-1, b) + rest[:, None]).reshape(-1))
     return x
 
 
@@ -285,7 +291,10 @@ class HierarchicalHistogram(LevelSampled):
         y = []
         for o, c, n in zip(self.levels, counts, ns, strict=True):
             p, q = support_probabilities(o)
-            y.append((c / n - q) / (p - q))
+            share = c / n  # (c / n - q) / (p - q), in place
+            share -= q
+            share /= p - q
+            y.append(share)
         nodes = consistent_nodes(y, self.weights(tuple(ns)), self.branching)
         method = f"hierarchical histogram (B = {self.branching}, {self.oracle})"
         return HierarchicalEstimate(self, tuple(nodes), tuple(ns), method)

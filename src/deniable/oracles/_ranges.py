@@ -94,10 +94,11 @@ def check_frequencies(frequencies: Any, domain: int) -> FloatArray:
     return pi
 
 
-def oracle_counts(oracle: Any, tally: Tally) -> tuple[npt.NDArray[np.int64], int]:
-    """``(support counts of the k values, n)`` of a level oracle's tally (k-ary randomized
-    response counts reports: k cells; the other oracles add ``n`` as a last cell)."""
-    counts = np.asarray(tally.counts, dtype=np.int64)
+def oracle_counts(oracle: Any, cells: npt.ArrayLike) -> tuple[npt.NDArray[np.int64], int]:
+    """``(support counts of the k values, n)`` of a level oracle's tally cells (k-ary
+    randomized response counts reports: k cells; the other oracles add ``n`` as a last
+    cell)."""
+    counts = np.asarray(cells, dtype=np.int64)
     k = int(oracle.k)
     if counts.shape[0] == k:
         return counts, int(counts.sum())
@@ -187,26 +188,26 @@ class LevelSampled(MechanismBase, ABC):
             str(c) for c in self._level_cells
         )
 
-    def level_tallies(self, tally: Tally) -> tuple[Tally, ...]:
-        """The tally of each level, bound to its oracle."""
-        counts = self.bind(tally).counts
+    def _split(self, counts: npt.NDArray[np.int64]) -> list[tuple[Any, npt.NDArray[np.int64]]]:
+        """Each level oracle with its cells of the tally's ``counts`` (views, no copies)."""
         out, start = [], 0
         for oracle, cells in zip(self.levels, self._level_cells, strict=True):
-            out.append(oracle.bind(Tally(counts[start : start + cells])))
+            out.append((oracle, counts[start : start + cells]))
             start += cells
-        return tuple(out)
+        return out
+
+    def level_tallies(self, tally: Tally) -> tuple[Tally, ...]:
+        """The tally of each level, bound to its oracle."""
+        return tuple(o.bind(Tally(c)) for o, c in self._split(self.bind(tally).counts))
 
     def _check_counts(self, counts: npt.NDArray[np.int64]) -> None:
-        start = 0
-        for oracle, cells in zip(self.levels, self._level_cells, strict=True):
-            oracle.bind(Tally(counts[start : start + cells]))  # the oracle's own checks
-            start += cells
+        # the oracle's own checks: what its `bind` adds to the cells' number and to the
+        # checks of the whole tally's counts (non-negative, bounded), done once
+        for oracle, cells in self._split(counts):
+            oracle._check_counts(cells)
 
     def _reports_in(self, tally: Tally) -> int:
-        return sum(
-            oracle_counts(o, t)[1]
-            for o, t in zip(self.levels, self.level_tallies(tally), strict=True)
-        )
+        return sum(oracle_counts(o, c)[1] for o, c in self._split(tally.counts))
 
     def tally(self, reports: Any) -> Tally:
         """The level oracles' tallies of :class:`LevelReports`, end to end, bound to ``key``."""
@@ -223,7 +224,7 @@ class LevelSampled(MechanismBase, ABC):
         parts = []
         for j, oracle in enumerate(self.levels):
             t = oracle.tally(reports.reports[j])
-            rows = oracle_counts(oracle, t)[1]
+            rows = oracle_counts(oracle, t.counts)[1]
             if rows != int(np.count_nonzero(level == j)):
                 raise DataError(
                     f"`reports` of level {j} must have one row per device of that level "
@@ -234,10 +235,10 @@ class LevelSampled(MechanismBase, ABC):
 
     def _level_data(self, data: Any) -> tuple[list[npt.NDArray[np.int64]], list[int]]:
         """Support counts and report counts of every level (each level needs a report)."""
-        tally = self._as_tally(data)
+        tally = self._as_tally(data)  # bound and checked: every level's cells once
         counts, ns = [], []
-        for j, (oracle, t) in enumerate(zip(self.levels, self.level_tallies(tally), strict=True)):
-            c, n = oracle_counts(oracle, t)
+        for j, (oracle, cells) in enumerate(self._split(tally.counts)):
+            c, n = oracle_counts(oracle, cells)
             if n < 1:
                 raise DataError(
                     f"`data` must hold at least one report of every level, got none at level "
