@@ -127,6 +127,31 @@ def test_the_ngram_edge_threshold_is_the_servers_choice(
     assert data["edge_threshold"] == 0.9 and data["candidates"] == [] and data["strings"] == []
 
 
+def test_max_candidates_is_the_servers_choice(
+    runner: CliRunner, tmp_path: Path, simulated: dict[str, Any]
+) -> None:
+    """--max-candidates reaches the estimate as the library's own (file and table alike);
+    n-grams whose chains exceed it: one error line naming it."""
+    from deniable.oracles import rappor_ngram_from_key, read_ngram_file, sfp_from_key
+
+    path, _ = simulated["sfp"]
+    data = _json(run(runner, "telemetry", "aggregate", path, "--max-candidates", 1, "--json"))
+    sfp = sfp_from_key(read_report_key(path), max_candidates=1)
+    want = sfp.estimate(tally_file(sfp, path)).to_dict()
+    assert data["heavy_hitters"] == want["heavy_hitters"] and data["trimmed"] == want["trimmed"]
+    path, _ = simulated["rappor-ngram"]
+    ng = rappor_ngram_from_key(read_report_key(path))
+    reports = read_ngram_file(ng, path)
+    data = _json(run(runner, "telemetry", "aggregate", path, "--max-candidates", 50, "--json"))
+    assert data["strings"] == ng.discover(reports, max_candidates=50).to_dict(0.95)["strings"]
+    table = tmp_path / "r.parquet"
+    _json(run(runner, "telemetry", "simulate", "--mechanism", "rappor-ngram", "--out", table,
+              "--values", simulated["values"], *NGRAM_ARGS, "--seed", 5, "--json"))  # fmt: skip
+    for source in (path, table):
+        one_error(run(runner, "telemetry", "aggregate", source, "--max-candidates", 1,
+                      "--local-workers", 0), "`max_candidates` (1) is exceeded")  # fmt: skip
+
+
 @pytest.mark.parametrize("name", ["sfp", "rappor-ngram"])
 def test_a_table_on_dask_gives_the_files_answer(
     runner: CliRunner, tmp_path: Path, simulated: dict[str, Any], name: str
@@ -191,12 +216,18 @@ def test_bad_input_is_one_error_line_naming_the_option(
     one_error(run(runner, "telemetry", "aggregate", sfp, "--alpha", 1.5), "`--alpha`", "(0, 1)")
     one_error(run(runner, "telemetry", "aggregate", ngram, "--edge-threshold", 0),
               "`--edge-threshold`", "(0, 1)")  # fmt: skip
+    one_error(run(runner, "telemetry", "aggregate", sfp, "--max-candidates", 0),
+              "`--max-candidates`", "1..1048576, got 0")  # fmt: skip
+    one_error(run(runner, "telemetry", "aggregate", ngram, "--max-candidates", 10**6 + 1),
+              "`--max-candidates`", "1..1000000")  # fmt: skip
     olh = tmp_path / "olh.dnrp"
     made = run(runner, "telemetry", "simulate", "--out", olh, "--devices", 50, "--k", 4,
                "--epsilon", 1, "--seed", 1)  # fmt: skip
     assert made.exit_code == 0, made.output
     one_error(run(runner, "telemetry", "aggregate", olh, "--edge-threshold", 0.1),
               "`--edge-threshold`", "'olh'")  # fmt: skip
+    one_error(run(runner, "telemetry", "aggregate", olh, "--max-candidates", 5),
+              "`--max-candidates`", "'olh'")  # fmt: skip
     # the output is claimed before anything is written: an existing file is kept
     kept = run(runner, "telemetry", "simulate", "--out", sfp, "--values", good,
                "--mechanism", "sfp", *SFP_ARGS)  # fmt: skip

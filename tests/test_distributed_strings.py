@@ -6,6 +6,7 @@ reports; a table of another protocol or a record out of range refused naming the
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from deniable.distributed import (
     resolve_mechanism,
     write_report_table,
 )
-from deniable.exceptions import DataError, ParameterTypeError
+from deniable.exceptions import DataError, ParameterError, ParameterTypeError
 from deniable.oracles import PEM, SFP, Rappor, RapporNgram
 
 SFP_H = SFP(epsilon=6.0, max_length=4, alphabet="abc", puzzle_bits=4, k=16, m=256)
@@ -122,3 +123,31 @@ def test_bad_tables_are_refused_naming_the_file(tmp_path: Path) -> None:
     csv.write_text("\n".join(lines) + "\n")
     with pytest.raises(DataError, match=r"part-1\.csv.*got 5"):
         aggregate_strings(str(tmp_path / "b"), SFP_H, scheduler="synchronous")
+
+
+def test_max_candidates_is_the_servers_choice(tmp_path: Path) -> None:
+    """SFP's ``max_candidates`` (not in the key: the protocol's, or the one given) and the
+    n-grams' reach the estimate as in process; out of range, or exceeded by the n-grams'
+    chains, a ParameterError naming it."""
+    one_bit = SFP(epsilon=6.0, max_length=4, alphabet="abc", puzzle_bits=1, k=16, m=256)
+    reports = one_bit.randomize(WORDS, rng=7)
+    (tmp_path / "s").mkdir()
+    _write_parts(tmp_path / "s", one_bit, reports, ".parquet")
+    source = str(tmp_path / "s")
+    for given, alpha in ((1, None), (2, 0.2), (None, 0.2)):
+        got = aggregate_strings(source, one_bit.key, scheduler="synchronous",
+                                max_candidates=given, alpha=alpha)  # fmt: skip
+        chosen = dataclasses.replace(one_bit, alpha=alpha or 0.01, max_candidates=given or 1024)
+        assert got == chosen.estimate(reports)
+    kept = dataclasses.replace(one_bit, max_candidates=1)  # a protocol's own, when not given
+    assert aggregate_strings(source, kept, scheduler="synchronous") == kept.estimate(reports)
+    with pytest.raises(ParameterError, match=r"`max_candidates` must be an integer in \[1, 2"):
+        aggregate_strings(source, one_bit, scheduler="synchronous", max_candidates=0)
+    ngrams = NG.randomize(WORDS, rng=8)
+    (tmp_path / "n").mkdir()
+    _write_parts(tmp_path / "n", NG, ngrams, ".parquet")
+    found = aggregate_strings(str(tmp_path / "n"), scheduler="synchronous", max_candidates=20)
+    assert found.to_dict(0.9) == NG.discover(ngrams, max_candidates=20).to_dict(0.9)
+    for cap, words in ((3, r"`max_candidates` \(3\) is exceeded"), (10**6 + 1, r"10\*\*6")):
+        with pytest.raises(ParameterError, match=words):
+            aggregate_strings(str(tmp_path / "n"), scheduler="synchronous", max_candidates=cap)

@@ -228,9 +228,9 @@ _HOLDS = {
     "hierarchical-histogram": ("the reports of a mechanism of ordered values (its estimate "
                                "takes --range, --quantile and --level)."),
     "sfp": ("sfp reports, strings found without a dictionary; their options are --alpha, "
-            "--level."),
+            "--level and --max-candidates."),
     "rappor-ngram": ("rappor-ngram reports, strings found without a dictionary; their options "
-                     "are --alpha, --level and --edge-threshold."),
+                     "are --alpha, --level, --edge-threshold and --max-candidates."),
 }  # fmt: skip
 _SIMULATE = {
     "pem": ["--epsilon", "4", "--max-bytes", "4"],

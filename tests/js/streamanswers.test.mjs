@@ -1,5 +1,5 @@
 // stream.js and a stream spec's `answers` (the server's answer settings: top_k and alpha of a
-// PEM or TreeHist stream, alpha of an SFP stream, alpha and edge_threshold of a RAPPOR n-gram stream, quantiles and ranges of a range or Square Wave stream): a device
+// PEM or TreeHist stream, alpha and max_candidates of an SFP stream, alpha, edge_threshold and max_candidates of a RAPPOR n-gram stream, quantiles and ranges of a range or Square Wave stream): a device
 // accepts them and randomizes exactly as without them; their fields are checked as Python
 // names them (service/analysis/_stream_answers.py), their values left to the server.
 import assert from "node:assert/strict";
@@ -22,8 +22,8 @@ const streamSpec = (oracle, extra = {}) => ({
 const CASES = [
   ["pem-0", { top_k: 4, alpha: null }, ["quantiles"]],
   ["treehist-3", { alpha: 0.01 }, ["ranges"]],
-  ["sfp-0", { alpha: 0.05 }, ["top_k"]], // SFP has no top-k rule: alpha alone
-  ["rappor-ngram-1", { alpha: 0.01, edge_threshold: 0.05 }, ["top_k"]],
+  ["sfp-0", { alpha: 0.05, max_candidates: 64 }, ["top_k"]], // SFP has no top-k rule
+  ["rappor-ngram-1", { alpha: 0.01, edge_threshold: 0.05, max_candidates: 500 }, ["top_k"]],
   ["hierarchical-histogram-2", { quantiles: [0.5], ranges: [[0, 1]] }, ["top_k"]],
   ["square-wave-1", { ranges: [] }, ["alpha"]],
 ];

@@ -1,9 +1,10 @@
-"""An SFP stream's answer settings (the spec's ``answers``: its ``alpha`` only, SFP having no
-top-k rule; analysis/_stream_answers.py) and the pooled estimate of the page's days, on
-SQLite and PostgreSQL (the ``store`` fixture): checked at creation (a bad value one 422
-naming the field, the allowed values and what was given, nothing stored), served, shown on
-the page and never changed under a stored spec (409, the stored spec kept); each day and
-the pooled days estimated as the library estimates exactly those reports at that alpha.
+"""An SFP stream's answer settings (the spec's ``answers``: its ``alpha`` here, SFP having no
+top-k rule, ``max_candidates`` in test_stream_candidates.py; analysis/_stream_answers.py)
+and the pooled estimate of the page's days, on SQLite and PostgreSQL (the ``store``
+fixture): checked at creation (a bad value one 422 naming the field, the allowed values and
+what was given, nothing stored), served, shown on the page and never changed under a stored
+spec (409, the stored spec kept); each day and the pooled days estimated as the library
+estimates exactly those reports at that alpha.
 
 The reports are 8000 draws of a fixed seed (4000 a day); the expected estimates are the
 library's own of the same reports, so no assertion has a false-alarm rate.  The checks that
@@ -74,7 +75,7 @@ def test_an_sfp_streams_alpha_decides_each_day_and_the_pooled_days(client: TestC
     assert served["answers"] == {"alpha": 0.001} and served["oracle"] == sfp_spec(SFP_H)
     assert served["report_epsilon"] == 6.0
     got = client.get(API, headers=admin_headers()).json()
-    assert got["answers"] == {"alpha": 0.001}
+    assert got["answers"] == {"alpha": 0.001, "max_candidates": 1024}
     chosen = dataclasses.replace(SFP_H, alpha=0.001)
     for d, part in zip(got["days"], (slice(0, 4000), slice(4000, 8000)), strict=True):
         assert d["estimate"] == library(chosen, reports[part])
@@ -87,24 +88,25 @@ def test_an_sfp_streams_alpha_decides_each_day_and_the_pooled_days(client: TestC
     assert pooled["estimate"]["n"] == 8000
     assert len(strings(library(SFP_H, reports))) > len(strings(pooled["estimate"]))
     page = client.get(PAGE, headers=admin_headers()).text
-    assert "Answer settings: alpha 0.001;" in page
+    assert "Answer settings: alpha 0.001, max_candidates 1024 (default);" in page
     assert "days 2026-11-27 to 2026-11-28 pooled (2 days, n = 8000)" in page
     assert page.index("All days pooled") < page.index("2026-11-27 (n = 4000)")
-    assert "alpha: the answer settings" in page
+    assert "alpha and max_candidates: the answer settings" in page
 
 
 def test_an_sfp_stream_without_answers_reads_as_alpha_0_01(client: TestClient) -> None:
     reports = sfp_days(client, None)
     assert "answers" not in client.get("/streams/words").json()  # its stored text kept
     got = client.get(API, headers=admin_headers()).json()
-    assert got["answers"] == {"alpha": 0.01}
+    assert got["answers"] == {"alpha": 0.01, "max_candidates": 1024}
     assert got["days"][1]["estimate"] == library(SFP_H, reports[4000:])
     assert got["pooled"]["estimate"] == library(SFP_H, reports)
     # pooling finds a string of frequency 0.1 that the 28th alone does not
     assert "zz" in strings(got["pooled"]["estimate"])
     assert "zz" not in strings(got["days"][1]["estimate"])
     page = client.get(PAGE, headers=admin_headers()).text
-    assert "Answer settings: alpha 0.01 (default);" in page and "All days pooled" in page
+    assert "Answer settings: alpha 0.01 (default), max_candidates 1024 (default);" in page
+    assert "All days pooled" in page
     one = client.get(API.replace("2026-11-27", "2026-11-28"), headers=admin_headers()).json()
     assert one["pooled"]["days"] == 1 and one["pooled"]["estimate"] == one["days"][0]["estimate"]
 
@@ -118,9 +120,11 @@ def test_an_sfp_stream_without_answers_reads_as_alpha_0_01(client: TestClient) -
         ({"alpha": 0.0}, "must be in (0, 1) (SFP has no top-k rule), got 0.0"),
         ({"alpha": "0.1"}, "got '0.1'"),
         ({"alpha": True}, "got True"),
-        ({"top_k": 3}, "field `answers`: unknown field `top_k` (an SFP stream's fields: alpha)"),
-        ({"quantiles": [0.5]}, "unknown field `quantiles` (an SFP stream's fields: alpha)"),
-        ([0.01], "field `answers` must be a mapping of alpha, got list"),
+        ({"top_k": 3}, "field `answers`: unknown field `top_k` (an SFP stream's fields: alpha, "
+                       "max_candidates)"),
+        ({"quantiles": [0.5]}, "unknown field `quantiles` (an SFP stream's fields: alpha, "
+                               "max_candidates)"),
+        ([0.01], "field `answers` must be a mapping of alpha, max_candidates, got list"),
     ],
 )  # fmt: skip
 def test_bad_sfp_answers_are_refused_naming_the_field_with_nothing_stored(
@@ -140,18 +144,21 @@ def test_an_sfp_streams_alpha_never_changes_under_its_stored_spec(client: TestCl
         r = put(client, body)
         assert r.status_code == 409, r.text
         error = r.json()["error"]
-        assert f"answers alpha 0.001 ({given})" in error
+        assert f"answers alpha 0.001, max_candidates 1024 (default) ({given}" in error
         assert "a stream's spec cannot change under its data" in error
     assert client.get("/streams/words").json()["answers"] == {"alpha": 0.001}
     got = client.get(API, headers=admin_headers()).json()
-    assert got["answers"] == {"alpha": 0.001} and got["pooled"]["estimate"]["n"] == 8000
+    assert got["answers"] == {"alpha": 0.001, "max_candidates": 1024}
+    assert got["pooled"]["estimate"]["n"] == 8000
 
 
 def test_an_sfp_specs_answers_round_trip() -> None:
     spec = stream_spec_from(spec_body(answers={"alpha": 0.2}))
     assert spec.to_dict()["answers"] == {"alpha": 0.2}
     assert stream_spec_from(spec.to_dict()) == spec
-    assert spec.settings is not None and spec.settings.effective() == {"alpha": 0.2}
+    assert spec.settings is not None
+    assert spec.settings.effective() == {"alpha": 0.2, "max_candidates": 1024}
     plain = stream_spec_from(spec_body())
     assert "answers" not in plain.to_dict() and plain.settings is not None
-    assert plain.settings.effective() == {"alpha": SFP_H.alpha} == {"alpha": 0.01}
+    assert plain.settings.effective() == {"alpha": 0.01, "max_candidates": 1024}
+    assert (SFP_H.alpha, SFP_H.max_candidates) == (0.01, 1024)

@@ -5,7 +5,8 @@ n-gram spec, devices posting their reports (binary and JSON), each report charge
 device's window and refused at its boundary, a malformed or truncated batch one clear 422
 with nothing stored or charged, a bad spec refused naming its field, and each day's strings
 (and the days pooled) the library's own ``discover`` of that day's reports, at the stream's
-answer settings ``alpha`` and ``edge_threshold``."""
+answer settings ``alpha``, ``edge_threshold`` and ``max_candidates``
+(test_stream_candidates.py)."""
 
 from __future__ import annotations
 
@@ -223,7 +224,7 @@ def test_the_stream_page_lists_each_days_strings_discovered_from_its_reports(
     got = client.get("/api/streams/words/estimates?start=2026-11-27&end=2026-11-28&level=0.9",
                      headers=admin_headers()).json()  # fmt: skip
     assert [d["day"] for d in got["days"]] == ["2026-11-27", "2026-11-28"]
-    assert got["answers"] == {"alpha": 0.05, "edge_threshold": 0.02}  # discover's defaults
+    assert got["answers"] == {"alpha": 0.05, "edge_threshold": 0.02, "max_candidates": 10_000}
     for d, day in zip(got["days"], (27, 28), strict=True):
         # that day's reports alone, by the library's own discover (alpha 0.05, edges 0.02)
         assert d["estimate"] == _json(FINDS.discover(days[day]).to_dict(0.9))
@@ -247,7 +248,7 @@ def test_answer_settings_reach_discover_and_bad_ones_are_refused(client: TestCli
     days, _ = _post_days(client, token)
     got = client.get("/api/streams/words/estimates?start=2026-11-27&end=2026-11-27",
                      headers=admin_headers()).json()  # fmt: skip
-    assert got["answers"] == answers
+    assert got["answers"] == {**answers, "max_candidates": 10_000}
     want = FINDS.discover(days[27], alpha=0.01, edge_threshold=0.05).to_dict(0.95)
     assert got["days"][0]["estimate"] == _json(want)
     assert got["days"][0]["estimate"]["edge_threshold"] == 0.05
@@ -257,7 +258,7 @@ def test_answer_settings_reach_discover_and_bad_ones_are_refused(client: TestCli
     ("answers", "words"),
     [
         ({"top_k": 3}, "unknown field `top_k` (a RAPPOR n-gram stream's fields: alpha, "
-         "edge_threshold)"),
+         "edge_threshold, max_candidates)"),
         ({"alpha": None}, "`answers.alpha` must be in (0, 1) (RAPPOR n-gram discovery has no "
          "top-k rule), got None"),
         ({"edge_threshold": 1.0}, "`answers.edge_threshold` must be in (0, 1)"),

@@ -149,7 +149,10 @@ def test_an_sfp_device_is_refused_at_its_window_boundary(client: TestClient) -> 
         ({"oracle": {**sfp_spec(SFP_H), "positions": 3}}, "spec field `positions`"),
         ({"oracle": {**sfp_spec(SFP_H), "word_epsilon": 4.0}}, "spec field `word_epsilon`"),
         ({"window": {"kind": "day", "epsilon": 5.0}}, "no report could ever be admitted"),
-        ({"answers": {"top_k": 3}}, "unknown field `top_k` (an SFP stream's fields: alpha)"),
+        (
+            {"answers": {"top_k": 3}},
+            "unknown field `top_k` (an SFP stream's fields: alpha, max_candidates)",
+        ),
     ],
 )
 def test_a_bad_sfp_spec_is_refused_naming_its_field(

@@ -22,6 +22,7 @@ from deniable.cli._render import emit_json, print_table
 from deniable.cli._telemetry_discovery import (
     DISCOVERY,
     EdgeThresholdOpt,
+    MaxCandidatesOpt,
     aggregate_discovery,
     aggregate_discovery_tables,
     not_discovery,
@@ -150,6 +151,7 @@ def aggregate_command(
     replicates: ReplicatesOpt = None,
     seed: SeedOpt = None,
     edge_threshold: EdgeThresholdOpt = None,
+    max_candidates: MaxCandidatesOpt = None,
     level: LevelOpt = 0.95,
     as_json: JsonOpt = False,
 ) -> None:
@@ -179,6 +181,7 @@ def aggregate_command(
     refused = {"`--candidates`": candidates is not None, "`--rows`": rows is not None,
                "`--method`": method != "nnls", "`--penalty`": penalty is not None}  # fmt: skip
     heavy_opts = {"`--top-k`": top_k is not None, "`--alpha`": alpha != 0.05}
+    discovery_opts = {"edge-threshold": edge_threshold, "max-candidates": max_candidates}
     tables = table_source(file, stream_root=stream_root, stream=stream, start=start, end=end,
                           mechanism=mechanism)  # fmt: skip
     if tables is None:
@@ -191,7 +194,7 @@ def aggregate_command(
         with guard_io(f"read {file!r}"):
             key = read_report_key(file)
         if key.partition("{")[0] not in DISCOVERY:
-            not_discovery(key.partition("{")[0], {"edge-threshold": edge_threshold})
+            not_discovery(key.partition("{")[0], discovery_opts)
         boot = wave_bootstrap(key.partition("{")[0], replicates, seed)  # Square Wave's
         if is_range_key(key):  # ranges, quantiles, distributions (_telemetry_ranges)
             return aggregate_ordered(file, key, refused={**refused, **heavy_opts},
@@ -201,7 +204,8 @@ def aggregate_command(
         if key.partition("{")[0] in DISCOVERY:  # strings from fragments, no dictionary
             return aggregate_discovery(file, key, refused={**refused, "`--top-k`": top_k
                                        is not None}, alpha=alpha, edge_threshold=edge_threshold,
-                                       level=level, batch=batch, as_json=as_json)  # fmt: skip
+                                       level=level, batch=batch, as_json=as_json,
+                                       max_candidates=max_candidates)  # fmt: skip
         if key.partition("{")[0] in HEAVY:  # heavy hitters found, no dictionary
             return aggregate_heavy(file, key, refused=refused, top_k=top_k, alpha=alpha,
                                    level=level, batch=batch, as_json=as_json)  # fmt: skip
@@ -229,7 +233,7 @@ def aggregate_command(
         cand = None
         name = getattr(tables.oracle, "name", None)
         if name not in DISCOVERY:
-            not_discovery(str(name or "these reports"), {"edge-threshold": edge_threshold})
+            not_discovery(str(name or "these reports"), discovery_opts)
         boot = wave_bootstrap(str(name or "these reports"), replicates, seed)  # Square Wave's
         if name in ORDERED:  # ranges, distributions
             return aggregate_ordered_tables(tables, mechanism,
@@ -243,7 +247,8 @@ def aggregate_command(
                                               is not None}, alpha=alpha, level=level,
                                               edge_threshold=edge_threshold, scheduler=where,
                                               batch=batch, local_workers=max(local_workers, 1),
-                                              as_json=as_json)  # fmt: skip
+                                              as_json=as_json,
+                                              max_candidates=max_candidates)  # fmt: skip
         if getattr(tables.oracle, "name", None) in HEAVY:  # each round on the cluster
             return aggregate_heavy_tables(tables, refused=refused, top_k=top_k, alpha=alpha,
                                           level=level, scheduler=where, batch=batch,

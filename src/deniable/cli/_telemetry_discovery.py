@@ -34,6 +34,7 @@ __all__ = [
     "EdgeThresholdOpt",
     "FragmentShareOpt",
     "GramOpt",
+    "MaxCandidatesOpt",
     "MaxLengthOpt",
     "PairsOpt",
     "PuzzleBitsOpt",
@@ -53,6 +54,8 @@ DEFAULT_MAX_LENGTH, _MAX_LENGTH = 8, 64
 DEFAULT_NGRAM_ALPHABET = string.ascii_lowercase + string.digits
 #: Devices randomized at once.
 _BATCH = 1 << 16
+#: The largest ``--max-candidates``, the library's (SFP's field, ``RapporNgram.discover``'s).
+_MAX_CANDIDATES = {SFP_NAME: 1 << 20, NGRAM_NAME: 10**6}
 
 AlphabetOpt = Annotated[
     str | None,
@@ -118,6 +121,15 @@ EdgeThresholdOpt = Annotated[
         "(0, 1) (default 0.02).",
     ),
 ]
+MaxCandidatesOpt = Annotated[
+    int | None,
+    mechanism_option(
+        "--max-candidates",
+        help="sfp/rappor-ngram reports only: the most candidate strings (SFP: a puzzle value "
+        f"assembles, 1..{_MAX_CANDIDATES[SFP_NAME]}, default 1024; rappor-ngram: chains of "
+        f"joined n-grams, 1..{_MAX_CANDIDATES[NGRAM_NAME]}, default 10000, more is an error).",
+    ),
+]
 
 #: The options of each mechanism (its simulate parameters, by option name).
 _OWN = {
@@ -135,7 +147,7 @@ def not_discovery(mechanism: str, given: dict[str, Any]) -> None:
 def _in_range(option: str, value: Any, low: float, high: float, *, open_: bool = False) -> None:
     ok = low < value < high if open_ else low <= value <= high
     if not ok:
-        shown = f"({low:g}, {high:g})" if open_ else f"{low:g}..{high:g}"
+        shown = f"({low:g}, {high:g})" if open_ else f"{low}..{high}"  # closed: integers
         fail(f"`--{option}` must be in {shown}, got {value}.")
 
 
@@ -278,17 +290,20 @@ def simulate_discovery(run: Simulation, *, mechanism: str, options: dict[str, An
 
 
 def _refuse(label: str, refused: dict[str, bool], mechanism: str) -> None:
-    more = " and --edge-threshold." if mechanism == NGRAM_NAME else "."
+    more = ", --edge-threshold" if mechanism == NGRAM_NAME else ""
     refuse_for_reports(label, refused, f"{mechanism} reports, strings found without a "
-                       f"dictionary; their options are --alpha, --level{more}")  # fmt: skip
+                       f"dictionary; their options are --alpha, --level{more} and "
+                       "--max-candidates.")  # fmt: skip
 
 
 def aggregate_discovery(
     file: str, key: str, *, refused: dict[str, bool], alpha: float,
     edge_threshold: float | None, level: float, batch: int, as_json: bool,
+    max_candidates: int | None = None,
 ) -> None:  # fmt: skip
     """Read the report file of SFP or RAPPOR n-grams and print the strings found;
-    ``refused``: options given that do not apply (``--candidates``, ...)."""
+    ``refused``: options given that do not apply (``--candidates``, ...); ``max_candidates``
+    None: the protocol's default."""
     from deniable.oracles import (
         rappor_ngram_from_key,
         read_ngram_file,
@@ -297,9 +312,9 @@ def aggregate_discovery(
     )
 
     mechanism = key.partition("{")[0]
-    _check_choices(file, mechanism, refused, alpha, edge_threshold)
+    _check_choices(file, mechanism, refused, alpha, edge_threshold, max_candidates)
     if mechanism == SFP_NAME:
-        protocol: Any = sfp_from_key(key, alpha=alpha)
+        protocol: Any = sfp_from_key(key, alpha=alpha, max_candidates=max_candidates or 1024)
         with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as bar:
             tally = tally_file(protocol, file, batch=batch, progress=bar)
         return show_discovery(protocol, protocol.estimate(tally, level=level), file, level,
@@ -307,13 +322,14 @@ def aggregate_discovery(
     protocol = rappor_ngram_from_key(key)
     with guard_io(f"read {file!r}"), progress_bar(not as_json, f"reading {file}") as bar:
         reports = read_ngram_file(protocol, file, batch=batch, progress=bar)
-    found = protocol.discover(reports, alpha=alpha, edge_threshold=edge_threshold or 0.02)
+    found = protocol.discover(reports, alpha=alpha, edge_threshold=edge_threshold or 0.02,
+                              max_candidates=max_candidates or 10_000)  # fmt: skip
     show_discovery(protocol, found, file, level, as_json)
 
 
 def _check_choices(
     label: str, mechanism: str, refused: dict[str, bool], alpha: float,
-    edge_threshold: float | None,
+    edge_threshold: float | None, max_candidates: int | None,
 ) -> None:  # fmt: skip
     """The server's options checked, each naming itself; options that do not apply refused."""
     _refuse(label, {**refused, "`--edge-threshold`": (
@@ -321,11 +337,14 @@ def _check_choices(
     _in_range("alpha", alpha, 0, 1, open_=True)
     if edge_threshold is not None:
         _in_range("edge-threshold", edge_threshold, 0, 1, open_=True)
+    if max_candidates is not None:
+        _in_range("max-candidates", max_candidates, 1, _MAX_CANDIDATES[mechanism])
 
 
 def aggregate_discovery_tables(
     tables: Any, *, refused: dict[str, bool], alpha: float, edge_threshold: float | None,
     level: float, scheduler: Any, batch: int, local_workers: int, as_json: bool,
+    max_candidates: int | None = None,
 ) -> None:  # fmt: skip
     """The strings SFP or RAPPOR's n-grams find in report tables
     (``_telemetry_tables.TableSource``), their tallies and likelihoods computed on the Dask
@@ -333,7 +352,7 @@ def aggregate_discovery_tables(
     from deniable.distributed import aggregate_sfp_stream, aggregate_strings
 
     protocol = tables.oracle
-    _check_choices(tables.label, protocol.name, refused, alpha, edge_threshold)
+    _check_choices(tables.label, protocol.name, refused, alpha, edge_threshold, max_candidates)
     if tables.stream is not None and protocol.name != SFP_NAME:
         fail(f"`--stream` {tables.label!r}: a telemetry stream of {protocol.name} reports is "
              "not aggregated yet; aggregate its Parquet files as FILE.")  # fmt: skip
@@ -343,17 +362,19 @@ def aggregate_discovery_tables(
             found = aggregate_sfp_stream(
                 root, sid, start=start, end=end, scheduler=scheduler, batch=batch,
                 local_workers=local_workers, alpha=alpha, level=level,
+                max_candidates=max_candidates,
             )  # fmt: skip
         else:
             found = aggregate_strings(
                 tables.file, protocol, scheduler=scheduler, batch=batch,
                 local_workers=local_workers, alpha=alpha,
                 edge_threshold=0.02 if edge_threshold is None else edge_threshold, level=level,
+                max_candidates=max_candidates,
             )  # fmt: skip
     if protocol.name == SFP_NAME:  # the alpha it estimated with
         from deniable.oracles import sfp_from_key
 
-        protocol = sfp_from_key(protocol.key, alpha=alpha)
+        protocol = sfp_from_key(protocol.key, alpha=alpha, max_candidates=max_candidates or 1024)
     show_discovery(protocol, found, tables.label, level, as_json)
 
 

@@ -150,8 +150,8 @@ def aggregate_sfp_stream(
     """The strings an SFP or RAPPOR n-gram ``stream``'s reports of the days ``start ..
     end`` (all by default) find, computed by :func:`~deniable.distributed.aggregate_strings`
     from the stream's partitions with its stored protocol (``options``: ``scheduler``,
-    ``batch``, ``alpha``, ``level``, n-grams' ``edge_threshold``, ...; ``"synchronous"``
-    counts in this process): the tallies add over the partitions, so the
+    ``batch``, ``alpha``, ``max_candidates``, ``level``, n-grams' ``edge_threshold``, ...;
+    ``"synchronous"`` counts in this process): the tallies add over the partitions, so the
     :class:`~deniable.oracles.SFPResult` equals the protocol's ``estimate`` of the same
     reports in process (the :class:`~deniable.oracles.NgramDiscovery` its ``discover``).  A
     stream of another oracle, or days without reports, is a

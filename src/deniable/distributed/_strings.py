@@ -28,6 +28,7 @@ parameters cross a process boundary.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,6 +183,7 @@ def aggregate_strings(
     alpha: float | None = None,
     edge_threshold: float = 0.02,
     level: float = 0.95,
+    max_candidates: int | None = None,
 ) -> Any:
     """The strings SFP or RAPPOR's n-grams find in Parquet or CSV report tables, their
     tallies (and the n-grams' likelihoods) computed with Dask (module docstring).
@@ -201,6 +203,11 @@ def aggregate_strings(
         RAPPOR n-grams: the joint frequency that links two n-grams.
     level : float
         SFP: the level of the intervals (the n-grams' are ``NgramDiscovery.ci(level)``).
+    max_candidates : int, optional
+        The most candidate strings: SFP's a puzzle value assembles, in ``[1, 2^20]``
+        (default: the protocol's, 1024 from a key); RAPPOR n-grams' chains of joined
+        n-grams, in ``[1, 10^6]`` (default 10,000; more chains is a
+        :class:`~deniable.exceptions.ParameterError` naming it, as a value out of range).
 
     Returns
     -------
@@ -221,6 +228,8 @@ def aggregate_strings(
     protocol: Any = found
     if isinstance(found, SFP) and alpha is not None:  # the server's choice
         protocol = sfp_from_key(found.key, alpha=alpha, max_candidates=found.max_candidates)
+    if isinstance(found, SFP) and max_candidates is not None:  # SFP checks it, naming it
+        protocol = dataclasses.replace(protocol, max_candidates=max_candidates)
     with _session(scheduler, workers, timeout) as where:
         try:
             tasks = _tasks(StringTallies(protocol), source, format, columns, size)
@@ -239,6 +248,7 @@ def aggregate_strings(
             return discover_tallies(
                 protocol, n, tallies[: protocol.positions], full, loglik,
                 alpha=0.05 if alpha is None else alpha, edge_threshold=edge_threshold,
+                max_candidates=10_000 if max_candidates is None else max_candidates,
             )  # fmt: skip
         except DeniableError:
             raise

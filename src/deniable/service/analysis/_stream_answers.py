@@ -8,14 +8,20 @@ stream (oracle)        ``answers`` fields                   when not given
 PEM, TreeHist          ``top_k``: integer in [1, 4096];     16 and 0.05
                        ``alpha``: in (0, 1), or null (the
                        top-k rule alone)
-SFP                    ``alpha``: in (0, 1) (each stage's   0.01 (SFP's own)
+SFP                    ``alpha``: in (0, 1) (each stage's   0.01 and 1024 (SFP's own)
                        family-wise level; SFP has no top-k
-                       rule)
-RAPPOR n-grams         ``alpha``: in (0, 1) (the n-grams'     0.05 and 0.02
-                       and the strings' family-wise
+                       rule); ``max_candidates``: integer
+                       in [1, 2^20] (the most strings a
+                       puzzle value assembles)
+RAPPOR n-grams         ``alpha``: in (0, 1) (the n-grams'     0.05, 0.02 and 10,000
+                       and the strings' family-wise         (``discover``'s)
                        level); ``edge_threshold``: in
                        (0, 1) (the joint frequency that
-                       joins two n-grams)
+                       joins two n-grams);
+                       ``max_candidates``: integer in
+                       [1, 10^6] (the most chains of
+                       joined n-grams: more, and the day
+                       is listed undecided)
 HierarchicalHistogram, ``quantiles``: up to 32 distinct     the quartiles and the domain's
 HaarHRR                numbers in (0, 1); ``ranges``: up    quarters (``quarters(D)``)
                        to 32 pairs ``[a, b]`` of integers,
@@ -55,7 +61,9 @@ from deniable.oracles import (
 __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_EDGE_THRESHOLD",
+    "DEFAULT_NGRAM_MAX_CANDIDATES",
     "DEFAULT_SFP_ALPHA",
+    "DEFAULT_SFP_MAX_CANDIDATES",
     "DEFAULT_TOP_K",
     "MAX_ANSWERS",
     "QUARTILES",
@@ -70,15 +78,21 @@ QUARTILES = (0.25, 0.5, 0.75)
 DEFAULT_TOP_K, DEFAULT_ALPHA = 16, 0.05
 #: An SFP stream's ``alpha`` unless set (the protocol's default, :class:`deniable.oracles.SFP`).
 DEFAULT_SFP_ALPHA: float = SFP.alpha
+#: An SFP stream's ``max_candidates`` unless set (the protocol's default).
+DEFAULT_SFP_MAX_CANDIDATES: int = SFP.max_candidates
 #: A RAPPOR n-gram stream's ``edge_threshold`` unless set (:meth:`RapporNgram.discover`'s);
 #: its ``alpha`` unless set is :data:`DEFAULT_ALPHA`, the protocol's too.
 DEFAULT_EDGE_THRESHOLD = 0.02
+#: A RAPPOR n-gram stream's ``max_candidates`` unless set (:meth:`RapporNgram.discover`'s).
+DEFAULT_NGRAM_MAX_CANDIDATES = 10_000
 #: The most quantiles, and the most ranges, one stream may list.
 MAX_ANSWERS = 32
 _MAX_TOP_K = 4096  # the protocols' bound on top_k
-_FIELDS = {"heavy": ("alpha", "top_k"), "sfp": ("alpha",), "range": ("quantiles", "ranges"),
-           "square-wave": ("quantiles", "ranges"),
-           "ngram": ("alpha", "edge_threshold")}  # fmt: skip
+#: The library's bound on ``max_candidates`` (:class:`SFP`'s field, ``RapporNgram.discover``'s).
+_MAX_CANDIDATES = {"sfp": 1 << 20, "ngram": 10**6}
+_FIELDS = {"heavy": ("alpha", "top_k"), "sfp": ("alpha", "max_candidates"),
+           "range": ("quantiles", "ranges"), "square-wave": ("quantiles", "ranges"),
+           "ngram": ("alpha", "edge_threshold", "max_candidates")}  # fmt: skip
 _A_KIND = {"sfp": "an SFP", "ngram": "a RAPPOR n-gram"}
 _NO_TOP_K = {"sfp": "SFP", "ngram": "RAPPOR n-gram discovery"}
 
@@ -108,6 +122,7 @@ class AnswerSettings:
     quantiles: tuple[float, ...] = QUARTILES
     ranges: tuple[tuple[float, float], ...] = ()
     edge_threshold: float = DEFAULT_EDGE_THRESHOLD
+    max_candidates: int = DEFAULT_NGRAM_MAX_CANDIDATES
     declared: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -119,9 +134,13 @@ class AnswerSettings:
         if self.kind == "heavy":
             return {"top_k": self.top_k, "alpha": self.alpha}
         if self.kind == "sfp":
-            return {"alpha": self.alpha}
+            return {"alpha": self.alpha, "max_candidates": self.max_candidates}
         if self.kind == "ngram":
-            return {"alpha": self.alpha, "edge_threshold": self.edge_threshold}
+            return {
+                "alpha": self.alpha,
+                "edge_threshold": self.edge_threshold,
+                "max_candidates": self.max_candidates,
+            }
         return {"quantiles": list(self.quantiles), "ranges": [list(r) for r in self.ranges]}
 
     def describe(self) -> str:
@@ -136,6 +155,8 @@ class AnswerSettings:
                 text = ", ".join(f"[{a:g}, {b:g}]" for a, b in self.ranges) or "none"
             elif name == "quantiles":
                 text = ", ".join(f"{q:g}" for q in self.quantiles) or "none"
+            elif isinstance(value, int):  # top_k, max_candidates: whole (1048576, not 1.05e+06)
+                text = str(value)
             else:
                 text = "null (top-k only)" if value is None else f"{value:g}"
             parts.append(f"{name} {text}" + ("" if name in self.declared else " (default)"))
@@ -179,6 +200,17 @@ def _alpha(where: str, value: Any, kind: str) -> float | None:
             f"{where}.alpha` must be in (0, 1), or null for the top-k rule alone, got {value!r}."
         )
     return x
+
+
+def _max_candidates(where: str, value: Any, kind: str) -> int:
+    bound = _MAX_CANDIDATES[kind]
+    if type(value) is not int or not 1 <= value <= bound:
+        what = "a puzzle value assembles" if kind == "sfp" else "of joined n-grams"
+        raise DataError(
+            f"{where}.max_candidates` must be an integer in [1, {bound}] (the most candidate "
+            f"strings {what}), got {value!r}."
+        )
+    return value
 
 
 def _edge(where: str, value: Any) -> float:
@@ -247,8 +279,8 @@ def answer_settings(
             )
         return None
     defaults: dict[str, Any] = {"kind": kind}
-    if kind == "sfp":
-        defaults["alpha"] = DEFAULT_SFP_ALPHA  # the protocol's, as the device spec has none
+    if kind == "sfp":  # the protocol's, as the device spec has none
+        defaults.update(alpha=DEFAULT_SFP_ALPHA, max_candidates=DEFAULT_SFP_MAX_CANDIDATES)
     if kind == "range":
         defaults["ranges"] = tuple(quarters(oracle.domain))
     if not given:
@@ -273,6 +305,8 @@ def answer_settings(
         chosen["alpha"] = _alpha(at, data["alpha"], kind)
     if "edge_threshold" in data:
         chosen["edge_threshold"] = _edge(at, data["edge_threshold"])
+    if "max_candidates" in data:
+        chosen["max_candidates"] = _max_candidates(at, data["max_candidates"], kind)
     if "quantiles" in data:
         chosen["quantiles"] = _quantiles(at, data["quantiles"])
     if "ranges" in data:

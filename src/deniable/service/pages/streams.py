@@ -147,6 +147,8 @@ def _settings(effective: Mapping[str, Any] | None, declared: Mapping[str, Any]) 
             text = ", ".join(f"[{a:g}, {b:g}]" for a, b in value) or "none"
         elif name == "quantiles":
             text = ", ".join(f"{q:g}" for q in value) or "none"
+        elif isinstance(value, int):  # top_k, max_candidates: whole numbers
+            text = str(value)
         else:
             text = "null (top-k rule only)" if value is None else f"{value:g}"
         parts.append(f"{name} {text}" + ("" if name in declared else " (default)"))

@@ -32,8 +32,8 @@ const MEMO = Object.freeze(["longitudinal-grr/1", "longitudinal-unary/1", "loloh
 // The fields of a stream spec's `answers`, by its oracle's schema (Python's
 // service/analysis/_stream_answers.py): the server's answer settings, which a device never uses.
 const ANSWER_FIELDS = Object.freeze({
-  [HEAVY_SCHEMA]: ["alpha", "top_k"], [SFP_SCHEMA]: ["alpha"], [RANGE_SCHEMA]: ["quantiles", "ranges"], [SQUARE_WAVE_SCHEMA]: ["quantiles", "ranges"],
-  [NGRAM_SCHEMA]: ["alpha", "edge_threshold"],
+  [HEAVY_SCHEMA]: ["alpha", "top_k"], [SFP_SCHEMA]: ["alpha", "max_candidates"], [RANGE_SCHEMA]: ["quantiles", "ranges"], [SQUARE_WAVE_SCHEMA]: ["quantiles", "ranges"],
+  [NGRAM_SCHEMA]: ["alpha", "edge_threshold", "max_candidates"],
 });
 
 /**
