@@ -78,6 +78,7 @@ from deniable.cli._telemetry_sketch import (
     SaltOpt,
     SketchColumnsOpt,
     SketchRowsOpt,
+    SpecVersionOpt,
     not_sketch,
     simulate_sketch,
 )
@@ -127,7 +128,12 @@ EpsOpt = Annotated[float, typer.Option("--epsilon", help="The epsilon of one rep
 #: name to value): RAPPOR's, the count mean sketches', PEM's and TreeHist's, those of the
 #: mechanisms of ordered values, SFP's and RAPPOR n-grams'.
 RAPPOR_PARAMS = passed_on(m=MOpt, h=HOpt, cohorts=CohortsOpt, f=FOpt, p=POpt, q=QOpt)
-SKETCH_SHAPE = passed_on(sketch_rows=SketchRowsOpt, sketch_columns=SketchColumnsOpt, salt=SaltOpt)
+SKETCH_SHAPE = passed_on(
+    sketch_rows=SketchRowsOpt,
+    sketch_columns=SketchColumnsOpt,
+    salt=SaltOpt,
+    spec_version=SpecVersionOpt,
+)
 HEAVY_PARAMS = passed_on(max_bytes=MaxBytesOpt, start_bits=StartBitsOpt, step_bits=StepBitsOpt)
 ORDERED_PARAMS = passed_on(domain=DomainOpt, branching=BranchingOpt, level_oracle=LevelOracleOpt,
                            lower=LowerOpt, upper=UpperOpt, bins=BinsOpt)  # fmt: skip
@@ -224,13 +230,13 @@ def simulate_command(
     RAPPOR (--mechanism rappor) simulates strings, drawn by Zipf's law over --candidates or
     read from --values, into a report file or a report table (a cohort column, then the
     packed bits).  The count mean sketches (--mechanism cms or hcms) simulate strings the
-    same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt;
-    the heavy-hitter protocols (--mechanism pem or treehist) with --epsilon, --max-bytes,
-    --alphabet and PEM's --start-bits, --step-bits; SFP and RAPPOR's n-grams (--mechanism sfp or
-    rappor-ngram) with --alphabet, --max-length and their own (docs/heavy-hitters.md); the
-    range mechanisms (hierarchical-histogram, haar-hrr: --domain values by Zipf's law) and
-    square-wave (Beta(2, 5) numbers on [--lower, --upper]) with --epsilon and their own
-    options."""
+    same way into a report file, with --epsilon, --sketch-rows, --sketch-columns, --salt
+    (and CMS's --spec-version, 1 or 2); the heavy-hitter protocols (--mechanism pem or
+    treehist) with --epsilon, --max-bytes, --alphabet and PEM's --start-bits, --step-bits;
+    SFP and RAPPOR's n-grams (--mechanism sfp or rappor-ngram) with --alphabet, --max-length
+    and their own (docs/heavy-hitters.md); the range mechanisms (hierarchical-histogram,
+    haar-hrr: --domain values by Zipf's law) and square-wave (Beta(2, 5) numbers on
+    [--lower, --upper]) with --epsilon and their own options."""
 
     from deniable import oracles as o
     from deniable.distributed import CSV_SUFFIXES
@@ -271,7 +277,8 @@ def simulate_command(
     if mechanism == RAPPOR:  # strings through a Bloom filter (_telemetry_rappor)
         return simulate_rappor(run, params=rappor_params)
     if mechanism in SKETCHES:  # strings through a keyed hash into a sketch (_telemetry_sketch)
-        dims = {"k": shape["sketch-rows"], "m": shape["sketch-columns"], "salt": shape["salt"]}
+        dims = {"k": shape["sketch-rows"], "m": shape["sketch-columns"], "salt": shape["salt"],
+                "spec_version": shape["spec-version"]}  # fmt: skip
         return simulate_sketch(run, mechanism=mechanism, epsilon=epsilon,
                                others={"k": k, **rappor_params}, shape=dims)  # fmt: skip
     if mechanism in ORDERED:  # values of an ordered domain, numbers (_telemetry_ranges)

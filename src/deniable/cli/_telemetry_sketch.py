@@ -6,7 +6,9 @@ cms|hcms`` and ``aggregate`` of their report files with ``--candidates``;
 their order, or the lines of ``--values``, one device a line), randomizes it with the
 library's :class:`~deniable.oracles.CMS` or :class:`~deniable.oracles.HCMS` and writes a
 report file.  The salt (the row hashes) is ``--salt`` or, by default, drawn from the seed:
-the estimate is unbiased over a salt drawn at random.  ``aggregate`` tallies the file in
+the estimate is unbiased over a salt drawn at random.  A CMS's reports follow spec 2 (the
+library's default) or, with ``--spec-version 1``, spec 1 (the reports of files written
+before spec 2; its key names no ``spec_version``).  ``aggregate`` tallies the file in
 batches and estimates the share of each candidate string
 (:class:`~deniable.oracles.SketchEstimate`: both variance conventions and an interval).
 """
@@ -34,6 +36,7 @@ __all__ = [
     "SaltOpt",
     "SketchColumnsOpt",
     "SketchRowsOpt",
+    "SpecVersionOpt",
     "aggregate_sketch",
     "not_rappor_decoder",
     "not_sketch",
@@ -47,6 +50,14 @@ __all__ = [
 SKETCHES = ("cms", "hcms")
 #: The sketch's shape when not given: 64 rows of 1024 columns (a tally of 65,600 cells).
 SKETCH_DEFAULTS: dict[str, int] = {"k": 64, "m": 1024}
+#: The spec versions of a CMS's reports (``deniable.cms-spec/1`` and ``/2``; the default:
+#: the library's) and each sketch's options (``simulate`` refuses the others by name).
+_SPEC_VERSIONS = {"1": 1, "2": 2}
+_SPEC_DEFAULT = 2
+_OWN = {
+    "cms": "--epsilon, --sketch-rows, --sketch-columns, --salt and --spec-version",
+    "hcms": "--epsilon, --sketch-rows, --sketch-columns and --salt",
+}
 #: Devices randomized at once.
 _BATCH = 1 << 16
 
@@ -73,11 +84,22 @@ SaltOpt = Annotated[
         "the seed).",
     ),
 ]
+SpecVersionOpt = Annotated[
+    str | None,  # text: any other value is refused naming the two (not typer's own error)
+    mechanism_option(
+        "--spec-version",
+        help="CMS only: the spec of its reports, 1 or 2 (default 2; 1: the reports of files "
+        "written before spec 2, one random word a bit).",
+        metavar="1|2",
+    ),
+]
 
 
-def not_sketch(mechanism: str, shape: dict[str, int | None]) -> None:
-    """Refuse the sketches' options for another mechanism."""
-    refuse_options(shape, "`--mechanism cms` and `hcms`", mechanism)
+def not_sketch(mechanism: str, shape: dict[str, Any]) -> None:
+    """Refuse the sketches' options (``--spec-version``: CMS's) for another mechanism."""
+    both = {name: x for name, x in shape.items() if name != "spec-version"}
+    refuse_options(both, "`--mechanism cms` and `hcms`", mechanism)
+    refuse_options({"spec-version": shape.get("spec-version")}, "`--mechanism cms`", mechanism)
 
 
 def _epsilon_note(sketch: Any) -> str:
@@ -94,21 +116,26 @@ def simulate_sketch(
     mechanism: str,
     epsilon: float | None,
     others: dict[str, Any],
-    shape: dict[str, int | None],
+    shape: dict[str, Any],
 ) -> None:
     """Simulate devices of a CMS or HCMS into the report file or table of ``run`` and print
     it; ``others``: options of other mechanisms (refused when given); ``shape``: the
-    sketch's ``k``, ``m`` and ``salt`` (``None``: the default)."""
+    sketch's ``k``, ``m``, ``salt`` and CMS's ``spec_version`` (``None``: the default)."""
     import numpy as np
 
     from deniable.oracles import CMS, HCMS
 
+    version = shape.get("spec_version")
+    if mechanism != "cms":  # HCMS has one spec
+        others = {**others, "spec-version": version}
     given = [f"`--{name}`" for name, x in others.items() if x is not None]
     if given:
         fail(
             f"{', '.join(given)} do not apply to `--mechanism {mechanism}`: its parameters "
-            "are --epsilon, --sketch-rows, --sketch-columns and --salt."
+            f"are {_OWN[mechanism]}."
         )
+    if version is not None and version not in _SPEC_VERSIONS:
+        fail(f"`--spec-version` must be 1 or 2, got {version!r}.")
     run.require_pyarrow()
     if epsilon is None:
         fail(f"`--epsilon` must be given for `--mechanism {mechanism}`.")
@@ -116,8 +143,12 @@ def simulate_sketch(
     salt = shape["salt"] if shape["salt"] is not None else int(gen.integers(1 << 32))
     k = shape["k"] if shape["k"] is not None else SKETCH_DEFAULTS["k"]
     m = shape["m"] if shape["m"] is not None else SKETCH_DEFAULTS["m"]
-    cls = CMS if mechanism == "cms" else HCMS
-    sketch: Any = cls(k=k, m=m, epsilon=epsilon, salt=salt)  # a bad parameter: one error line
+    spec_version = _SPEC_DEFAULT if version is None else _SPEC_VERSIONS[version]
+    sketch: Any  # a bad parameter: one error line
+    if mechanism == "cms":
+        sketch = CMS(k=k, m=m, epsilon=epsilon, salt=salt, spec_version=spec_version)
+    else:
+        sketch = HCMS(k=k, m=m, epsilon=epsilon, salt=salt)
     strings, n = run.strings(mechanism)
     check_lengths("--values" if run.values else "--candidates", strings, sketch.max_bytes)
     run.check_devices(n)
@@ -139,7 +170,8 @@ def simulate_sketch(
         return
     shown = {**data, "mechanism": mechanism, "epsilon": format_epsilon(sketch.epsilon),
              "implemented_epsilon": format_epsilon(sketch.implemented_epsilon)}  # fmt: skip
-    notes = (f"k = {k} rows, m = {m} columns, salt {salt}", _epsilon_note(sketch))
+    old = ", spec version 1" if mechanism == "cms" and spec_version == 1 else ""
+    notes = (f"k = {k} rows, m = {m} columns, salt {salt}{old}", _epsilon_note(sketch))
     print_table(Table.pairs(shown.items(), title=f"simulated {mechanism.upper()} reports",
                             notes=notes))  # fmt: skip
 
