@@ -52,3 +52,28 @@ def test_an_sfp_stream_aggregates_as_the_library_reads_it(
     assert [h["frequency"] for h in one["heavy_hitters"]] == pytest.approx(
         [float(f) for f in want_one.frequencies], rel=1e-12
     )
+
+
+def test_an_ngram_stream_aggregates_as_the_library_reads_it(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    # RAPPOR n-gram streams are read by the same library function as SFP's, at the
+    # command's alpha and edge threshold (it refused them before)
+    from deniable.oracles import Rappor, RapporNgram, rappor_ngram_device_reports
+
+    ng = RapporNgram(Rappor(m=32, h=2, cohorts=2, f=0.25, p=0.25, q=0.75), None, "abc", 2, 4)
+    rng = np.random.default_rng(5)
+    for day in ("2026-11-20", "2026-11-21"):
+        items = [str(s) for s in rng.choice(["abca", "bb", "c"], size=800, p=[0.6, 0.3, 0.1])]
+        reports = rappor_ngram_device_reports(ng, items, rng=rng)
+        append_batch(tmp_path, "grams", ng, encode_batch(ng, reports), day=day)
+    base = ("telemetry", "aggregate", "--stream-root", tmp_path, "--stream", "grams",
+            "--local-workers", 0, "--alpha", 0.05, "--edge-threshold", 0.03, "--json")  # fmt: skip
+    for start, n in ((None, 1600), ("2026-11-21", 800)):
+        data = _json(run(runner, *base, *(() if start is None else ("--start", start))))
+        want = aggregate_sfp_stream(tmp_path, "grams", start=start, scheduler="synchronous",
+                                    alpha=0.05, edge_threshold=0.03)  # fmt: skip
+        assert data["n"] == n and data["mechanism"] == ng.key
+        assert data["edge_threshold"] == 0.03 and data["alpha"] == 0.05
+        assert [h["string"] for h in data["strings"]] == list(want.strings)
+    assert "abca" in want.strings

@@ -353,16 +353,18 @@ def aggregate_discovery_tables(
 
     protocol = tables.oracle
     _check_choices(tables.label, protocol.name, refused, alpha, edge_threshold, max_candidates)
-    if tables.stream is not None and protocol.name != SFP_NAME:
-        fail(f"`--stream` {tables.label!r}: a telemetry stream of {protocol.name} reports is "
-             "not aggregated yet; aggregate its Parquet files as FILE.")  # fmt: skip
     with guard_io(f"read {tables.label!r}"):
-        if tables.stream is not None:  # an SFP stream: the days' partitions, tallied
+        if tables.stream is not None:  # an SFP or n-gram stream: the days' partitions
             root, sid, start, end = tables.stream
+            grams = (
+                {}
+                if protocol.name == SFP_NAME
+                else {"edge_threshold": 0.02 if edge_threshold is None else edge_threshold}
+            )
             found = aggregate_sfp_stream(
                 root, sid, start=start, end=end, scheduler=scheduler, batch=batch,
                 local_workers=local_workers, alpha=alpha, level=level,
-                max_candidates=max_candidates,
+                max_candidates=max_candidates, **grams,
             )  # fmt: skip
         else:
             found = aggregate_strings(
