@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-pd = pytest.importorskip("pandas")
-
-from deniable import Mangat, Warner  # noqa: E402
-from deniable.exceptions import DataError  # noqa: E402
-from deniable.survey import DesignColumns, analyze  # noqa: E402
-from deniable.survey._analysis import _plan, frame_analyses  # noqa: E402
-from deniable.survey._analysis_file import read_counts  # noqa: E402
-from deniable.survey._files import SurveyFile  # noqa: E402
+from deniable import Mangat, Warner
+from deniable.exceptions import DataError
+from deniable.survey import DesignColumns, analyze
+from deniable.survey._analysis import _plan, frame_analyses
+from deniable.survey._analysis_file import read_counts
+from deniable.survey._files import SurveyFile
 
 DF = pd.DataFrame(
     {
